@@ -1,0 +1,123 @@
+# iostage build. `make`, `make check`, `make demo`, `make install DESTDIR= prefix=`.
+# SANITIZE=1 builds with ASan/UBSan. Sources are picked up per directory, so a
+# new module is one new .c/.h pair and nothing to edit here.
+
+prefix      ?= /usr/local
+exec_prefix ?= $(prefix)
+bindir      ?= $(exec_prefix)/bin
+sbindir     ?= $(exec_prefix)/sbin
+libdir      ?= $(exec_prefix)/lib
+libexecdir  ?= $(exec_prefix)/libexec
+slurmlibdir ?= $(libdir)/slurm
+sysconfdir  ?= /etc
+datadir     ?= $(prefix)/share
+mandir      ?= $(datadir)/man
+docdir      ?= $(datadir)/doc/iostage
+DESTDIR     ?=
+
+CC      ?= gcc
+VERSION := 0.1.0
+PKGS    := libcjson
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wformat=2 -Wno-format-nonliteral
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong \
+           -fPIC -MMD -MP -pthread
+CPPFLAGS += -I. $(shell pkg-config --cflags $(PKGS)) \
+           -DIOSTAGE_VERSION='"$(VERSION)"' \
+           -DIOSTAGE_CONF_PATH='"$(sysconfdir)/slurm/iostage.conf"'
+LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread
+
+ifeq ($(SANITIZE),1)
+CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+BUILD   := build
+COMMON_SRC := $(wildcard common/*.c)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
+LIBCOMMON  := $(BUILD)/libiostage-common.a
+
+SPANK_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(wildcard spank/*.c))
+DAEMON_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard daemon/*.c))
+CLI_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
+
+PROGS := spank/iostage.so daemon/iostaged prolog/iostage-prolog \
+         prolog/iostage-epilog cli/iostage
+
+UNIT_SRC   := $(wildcard tests/unit/check_*.c)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all check unit integration demo install clean deps format
+all: $(PROGS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(LIBCOMMON): $(COMMON_OBJ)
+	$(AR) rcs $@ $^
+
+# The plugin exports only the slurm_spank_* symbols and the Slurm metadata.
+spank/iostage.so: $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=spank/iostage.map \
+	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS)
+
+daemon/iostaged: $(DAEMON_OBJ) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+prolog/iostage-prolog: $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lslurm
+
+prolog/iostage-epilog: $(BUILD)/prolog/epilog.o $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+cli/iostage: $(CLI_OBJ) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $^ \
+	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
+
+deps:
+	@scripts/install-deps.sh
+
+unit: $(UNIT_BIN)
+	@tests/unit/run.sh $(UNIT_BIN)
+
+integration: all
+	@tests/integration/run.sh
+
+# `make check` installs what it needs, then unit tests, then integration.
+check:
+	@scripts/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory integration
+
+demo:
+	@scripts/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@scripts/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(slurmlibdir) $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) \
+	    $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf
+	install -m 0755 spank/iostage.so $(DESTDIR)$(slurmlibdir)/iostage.so
+	install -m 0755 daemon/iostaged prolog/iostage-prolog prolog/iostage-epilog \
+	    $(DESTDIR)$(sbindir)/
+	install -m 0755 cli/iostage $(DESTDIR)$(bindir)/iostage
+	install -m 0644 slurm-conf/iostage.conf $(DESTDIR)$(sysconfdir)/slurm/iostage.conf.example
+	install -m 0644 slurm-conf/profiles/*.json $(DESTDIR)$(sysconfdir)/slurm/iostage.d/
+	install -m 0644 slurm-conf/plugstack.conf slurm-conf/slurm.conf.snippet \
+	    $(DESTDIR)$(docdir)/slurm-conf/
+
+clean:
+	rm -rf $(BUILD) $(PROGS)
+
+format:
+	clang-format -i $(wildcard */*.c */*.h tests/unit/*.c)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,97 @@
+/* conf.h - the site configuration, /etc/slurm/iostage.conf.
+ *
+ * Slurm-style "Key=Value" lines; '#' starts a comment; keys are
+ * case-insensitive like slurm.conf. A Tier line carries several pairs:
+ *   Tier=nvme Path=/local/nvme/iostage Capacity=800G Medium=nvme [Shared=yes]
+ * Unknown keys, duplicate scalar keys, bad values and missing required
+ * settings are errors reported as one line: "FILE:LINE: key 'K': reason".
+ */
+#ifndef IOSTAGE_CONF_H
+#define IOSTAGE_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONF_MAX_TIERS 16
+#define CONF_NAME_MAX 32      /* tier names: [a-z0-9_-]{1,31} */
+#define CONF_PATH_MAX 1024    /* absolute, normalized, no ".." */
+#define CONF_SOCKET_MAX 108   /* sizeof(sockaddr_un.sun_path) */
+#define CONF_ERR_MAX 512      /* size for error buffers everywhere */
+
+#ifndef IOSTAGE_CONF_PATH
+#define IOSTAGE_CONF_PATH "/etc/slurm/iostage.conf"
+#endif
+
+enum tier_medium {
+	TIER_MEDIUM_NVME = 0,
+	TIER_MEDIUM_SSD,
+	TIER_MEDIUM_HDD,
+	TIER_MEDIUM_PMEM,
+	TIER_MEDIUM_RAM,
+};
+
+/* What to do when staging fails: end the job, or run it on the PFS paths. */
+enum stage_failure_policy {
+	STAGE_FAILURE_FAIL = 0,
+	STAGE_FAILURE_FALLBACK,
+};
+
+struct conf_tier {
+	char name[CONF_NAME_MAX];
+	char path[CONF_PATH_MAX];
+	uint64_t capacity;      /* bytes; 0 = the file system's size */
+	enum tier_medium medium;
+	bool shared;            /* visible from several nodes */
+};
+
+struct conf {
+	char socket_path[CONF_SOCKET_MAX];
+	char state_dir[CONF_PATH_MAX];
+	char profile_dir[CONF_PATH_MAX];
+	struct conf_tier tiers[CONF_MAX_TIERS];
+	size_t ntiers;
+	size_t default_tier;            /* index into tiers[] */
+	unsigned stage_timeout;         /* seconds, 1..86400 */
+	enum stage_failure_policy on_failure;
+	unsigned cache_high_watermark;  /* percent, low < high <= 100 */
+	unsigned cache_low_watermark;
+	unsigned max_connections;       /* daemon: concurrent clients */
+};
+
+/* Defaults used before parsing and for keys a file leaves out:
+ * SocketPath=/run/iostage/iostaged.sock, StateDir=/var/lib/iostage,
+ * ProfileDir=/etc/slurm/iostage.d, StageTimeout=600, OnStageFailure=fail,
+ * CacheHighWatermark=85, CacheLowWatermark=75, MaxConnections=64. */
+void conf_set_defaults(struct conf *conf);
+
+/* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is
+ * required; DefaultTier defaults to the first. Returns 0, or -1 with a
+ * one-line message in err (size errlen); *ret_conf is untouched on failure. */
+int conf_parse(const char *text, const char *origin, struct conf *ret_conf,
+	       char *err, size_t errlen);
+
+/* Read and parse PATH (NULL = IOSTAGE_CONF_PATH). Files over 1 MiB are
+ * refused. Same return convention as conf_parse. */
+int conf_load(const char *path, struct conf *ret_conf, char *err,
+	      size_t errlen);
+
+/* The tier named NAME, or NULL. */
+const struct conf_tier *conf_find_tier(const struct conf *conf,
+				       const char *name);
+
+/* Write the tier names as "a, b, c" into buf (for "known: ..." messages). */
+void conf_tier_names(const struct conf *conf, char *buf, size_t buflen);
+
+/* Parse "800G", "20T", "512M", "1024" (bytes; K/M/G/T/P are powers of 1024,
+ * an optional trailing 'B'/'iB' is accepted). Returns 0 or -1 (EINVAL,
+ * ERANGE); *ret untouched on failure. */
+int conf_parse_size(const char *s, uint64_t *ret);
+
+const char *conf_medium_name(enum tier_medium medium);
+const char *conf_policy_name(enum stage_failure_policy policy);
+
+/* "fail" / "fallback" -> policy. Returns 0 or -1. */
+int conf_parse_policy(const char *s, enum stage_failure_policy *ret);
+
+#endif /* IOSTAGE_CONF_H */

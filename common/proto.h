@@ -1,0 +1,75 @@
+/* proto.h - the iostaged wire protocol.
+ *
+ * A Unix stream socket; one JSON object per line each way. Every request has
+ * "op"; every reply is {"ok":true,...} or {"ok":false,"error":"<one line>"}.
+ * Lines over PROTO_LINE_MAX are refused. Peers are identified by SO_PEERCRED.
+ *
+ * Ops (root = peer uid 0; owner = the job's uid):
+ *   ping                                   anyone -> version, pid
+ *   stage   job uid gid user profile{}     root   -> state
+ *   wait    job timeout(s)                 root/owner -> state [error]
+ *                                             [bytes files] (blocks until
+ *                                             the job leaves "staging" or
+ *                                             the timeout passes)
+ *   abort   job reason                     root   -> state
+ *   job_env job                            root/owner -> state [error] env{}
+ *   finish  job                            root   -> (private dirs removed)
+ *   status                                 anyone -> daemon{} tiers[] jobs[]
+ *                                             (non-root peers see only
+ *                                             their own jobs)
+ * Job states: "staging", "staged", "failed".
+ */
+#ifndef IOSTAGE_PROTO_H
+#define IOSTAGE_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cJSON.h>
+
+#define PROTO_LINE_MAX (256 * 1024)
+
+struct proto_reader;
+
+/* Connect to the daemon's socket. Returns an fd (CLOEXEC), or -1 with errno.
+ */
+int proto_connect(const char *socket_path);
+
+/* Write MSG as one compact line. Returns 0 or -1 with errno (EPIPE...). */
+int proto_send(int fd, const cJSON *msg);
+
+/* A buffered line reader over FD (not owned). NULL on ENOMEM. */
+struct proto_reader *proto_reader_create(int fd);
+void proto_reader_destroy(struct proto_reader *reader); /* NULL ok */
+
+/* Read one line, waiting at most timeout_ms (-1 = forever). Returns 1 with
+ * *ret_line pointing into the reader's buffer (NUL-terminated, valid until
+ * the next call), 0 on a clean EOF, -1 with errno: ETIMEDOUT, EMSGSIZE (the
+ * line was longer than PROTO_LINE_MAX; it is skipped), or a read error. */
+int proto_read_line(struct proto_reader *reader, int timeout_ms,
+		    char **ret_line);
+
+/* Parse a request line: an object whose "op" is a string. Returns the object
+ * (caller deletes) with *ret_op pointing into it, or NULL with err. */
+cJSON *proto_parse_request(const char *line, const char **ret_op, char *err,
+			   size_t errlen);
+
+/* Replies. Both return a new object (caller deletes), NULL on ENOMEM. */
+cJSON *proto_reply_ok(void);
+cJSON *proto_reply_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/* Client round trip: connect, send REQ, read one reply within timeout_ms.
+ * Returns the reply (caller deletes; check "ok"), or NULL with a one-line
+ * reason in err ("iostaged not reachable at PATH: ..."). */
+cJSON *proto_call(const char *socket_path, const cJSON *req, int timeout_ms,
+		  char *err, size_t errlen);
+
+/* Field helpers for handlers. Each returns 0 and sets *ret, or -1 with err
+ * "key 'K': missing" / "key 'K': must be ..." and leaves *ret untouched. */
+int proto_get_string(const cJSON *obj, const char *key, const char **ret,
+		     char *err, size_t errlen);
+int proto_get_u32(const cJSON *obj, const char *key, uint32_t *ret, char *err,
+		  size_t errlen);
+
+#endif /* IOSTAGE_PROTO_H */
