@@ -67,10 +67,10 @@ spank/iostage.so: $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
 daemon/iostaged: $(DAEMON_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-prolog/iostage-prolog: $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(LIBCOMMON)
+prolog/iostage-prolog: $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lslurm
 
-prolog/iostage-epilog: $(BUILD)/prolog/epilog.o $(LIBCOMMON)
+prolog/iostage-epilog: $(BUILD)/prolog/epilog.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 cli/iostage: $(CLI_OBJ) $(LIBCOMMON)

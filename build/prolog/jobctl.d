@@ -1,0 +1,2 @@
+build/prolog/jobctl.o: prolog/jobctl.c prolog/jobctl.h
+prolog/jobctl.h:

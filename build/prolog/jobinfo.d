@@ -1,0 +1,2 @@
+build/prolog/jobinfo.o: prolog/jobinfo.c prolog/jobinfo.h
+prolog/jobinfo.h:

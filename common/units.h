@@ -1,0 +1,14 @@
+/* units.h - human-readable sizes and durations for messages and tables. */
+#ifndef IOSTAGE_UNITS_H
+#define IOSTAGE_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "0 B", "999 B", "1.2 KiB", "3.4 GiB" into buf; returns buf. */
+char *units_bytes(uint64_t bytes, char *buf, size_t buflen);
+
+/* "0.4 s", "12 s", "3m05s", "2h03m"; returns buf. */
+char *units_seconds(double seconds, char *buf, size_t buflen);
+
+#endif /* IOSTAGE_UNITS_H */

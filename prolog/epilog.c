@@ -1,0 +1,72 @@
+/* epilog.c - iostage-epilog: release the job's node-local directories.
+ *
+ * Like the Prolog, an Epilog that fails drains the node, so this always
+ * exits 0 and reports problems to syslog.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cJSON.h>
+
+#include "common/conf.h"
+#include "common/log.h"
+#include "common/proto.h"
+#include "prolog/jobinfo.h"
+
+/* Removing a large staged tree can take a while. */
+#define EPILOG_TIMEOUT_MS 300000
+
+int main(int argc, char **argv)
+{
+	static struct conf conf;
+	const char *conf_path = IOSTAGE_CONF_PATH;
+	struct jobinfo job;
+	char err[CONF_ERR_MAX];
+	cJSON *req, *reply;
+	const cJSON *error;
+	int opt, rc;
+
+	while ((opt = getopt(argc, argv, "c:")) != -1) {
+		if (opt != 'c') {
+			fprintf(stderr, "usage: iostage-epilog [-c CONF]\n");
+			return 2;
+		}
+		conf_path = optarg;
+	}
+	log_init("iostage-epilog", getenv("IOSTAGE_LOG_STDERR") == NULL,
+		 LOG_LEVEL_INFO);
+	rc = jobinfo_from_env(&job, err, sizeof(err));
+	if (rc <= 0) {
+		if (rc < 0)
+			log_errorx("%s", err);
+		return 0;
+	}
+	if (conf_load(conf_path, &conf, err, sizeof(err)) < 0) {
+		log_errorx("job %u: %s", job.jobid, err);
+		return 0;
+	}
+	req = cJSON_CreateObject();
+	if (!req || !cJSON_AddStringToObject(req, "op", "finish") ||
+	    !cJSON_AddNumberToObject(req, "job", job.jobid)) {
+		cJSON_Delete(req);
+		log_errorx("job %u: out of memory", job.jobid);
+		return 0;
+	}
+	reply = proto_call(conf.socket_path, req, EPILOG_TIMEOUT_MS, err,
+			   sizeof(err));
+	cJSON_Delete(req);
+	if (!reply) {
+		log_errorx("job %u: %s", job.jobid, err);
+		return 0;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
+		error = cJSON_GetObjectItemCaseSensitive(reply, "error");
+		log_errorx("job %u: finish refused: %s", job.jobid,
+			   cJSON_IsString(error) ? error->valuestring : "?");
+	} else {
+		log_info("job %u: released", job.jobid);
+	}
+	cJSON_Delete(reply);
+	return 0;
+}

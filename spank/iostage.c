@@ -1,0 +1,64 @@
+/* iostage.c - the SPANK entry points: dispatch on context, nothing more.
+ *
+ *   allocator (sbatch, salloc), local (srun): validate --io-profile (submit.c)
+ *   remote (slurmstepd): export the staged paths to the tasks (task.c)
+ * The plugin never exits a Slurm process; it reports with slurm_error().
+ */
+#include <slurm/spank.h>
+
+#include "spank/options.h"
+#include "spank/submit.h"
+#include "spank/task.h"
+
+SPANK_PLUGIN(iostage, 1);
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	if (options_parse_args(ac, av) < 0)
+		return -1;
+	switch (spank_context()) {
+	case S_CTX_ALLOCATOR:
+	case S_CTX_LOCAL:
+	case S_CTX_REMOTE:
+		return options_register(sp);
+	default:
+		return 0; /* slurmd, job_script: no option to offer */
+	}
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	switch (spank_context()) {
+	case S_CTX_ALLOCATOR:
+	case S_CTX_LOCAL:
+		return submit_init_post_opt(sp);
+	default:
+		return 0;
+	}
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	return spank_remote(sp) ? task_user_init(sp) : 0;
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	return spank_remote(sp) ? task_init(sp) : 0;
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	(void)sp;
+	(void)ac;
+	(void)av;
+	task_fini();
+	options_fini();
+	return 0;
+}
