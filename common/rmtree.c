@@ -234,8 +234,10 @@ static int rm_init(struct rm_ctx *c, int dirfd, char *err, size_t errlen)
 	if (fstat(dirfd, &st) < 0)
 		return rm_fail(c, "cannot stat");
 	if (!S_ISDIR(st.st_mode)) {
+		if (err && errlen)
+			snprintf(err, errlen, "the base fd is not a directory");
 		errno = ENOTDIR;
-		return rm_fail(c, "not a directory:");
+		return -1;
 	}
 	c->dev = st.st_dev;
 	return 0;

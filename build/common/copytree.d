@@ -1,0 +1,2 @@
+build/common/copytree.o: common/copytree.c common/copytree.h
+common/copytree.h:

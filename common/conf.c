@@ -1,0 +1,749 @@
+/* conf.c - parse the site configuration, /etc/slurm/iostage.conf.
+ *
+ * The format follows slurm.conf: whitespace-separated Key=Value pairs, keys
+ * case-insensitive, '#' to end of line is a comment, values never contain
+ * whitespace. A line whose first pair is Tier=NAME describes one tier and may
+ * only carry tier attributes (Path, Capacity, Medium, Shared); every other
+ * line carries global settings, several per line if one likes.
+ *
+ * The parser fills a private copy and hands it over only when the whole file
+ * was good, so a failed reload leaves the running configuration alone.
+ * Cross-key rules (DefaultTier names a tier, low < high watermark) are
+ * checked after the last line, because the keys may come in any order.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/conf.h"
+#include "common/pathsafe.h"
+
+#define CONF_FILE_MAX (1024 * 1024)
+#define CONF_SHOW_MAX 64 /* bytes of a user's token quoted in messages */
+
+/* Global (non-Tier) keys. The order is the index into conf_keys[]. */
+enum conf_key {
+	CONF_KEY_SOCKET_PATH = 0,
+	CONF_KEY_STATE_DIR,
+	CONF_KEY_PROFILE_DIR,
+	CONF_KEY_DEFAULT_TIER,
+	CONF_KEY_STAGE_TIMEOUT,
+	CONF_KEY_ON_STAGE_FAILURE,
+	CONF_KEY_CACHE_HIGH,
+	CONF_KEY_CACHE_LOW,
+	CONF_KEY_MAX_CONNECTIONS,
+	CONF_KEY_COUNT,
+};
+
+static const char *const conf_keys[CONF_KEY_COUNT] = {
+	[CONF_KEY_SOCKET_PATH] = "SocketPath",
+	[CONF_KEY_STATE_DIR] = "StateDir",
+	[CONF_KEY_PROFILE_DIR] = "ProfileDir",
+	[CONF_KEY_DEFAULT_TIER] = "DefaultTier",
+	[CONF_KEY_STAGE_TIMEOUT] = "StageTimeout",
+	[CONF_KEY_ON_STAGE_FAILURE] = "OnStageFailure",
+	[CONF_KEY_CACHE_HIGH] = "CacheHighWatermark",
+	[CONF_KEY_CACHE_LOW] = "CacheLowWatermark",
+	[CONF_KEY_MAX_CONNECTIONS] = "MaxConnections",
+};
+
+/* Attributes on a Tier line, after Tier=NAME itself. */
+enum conf_tier_key {
+	CONF_TIER_PATH = 0,
+	CONF_TIER_CAPACITY,
+	CONF_TIER_MEDIUM,
+	CONF_TIER_SHARED,
+	CONF_TIER_KEY_COUNT,
+};
+
+static const char *const conf_tier_keys[CONF_TIER_KEY_COUNT] = {
+	[CONF_TIER_PATH] = "Path",
+	[CONF_TIER_CAPACITY] = "Capacity",
+	[CONF_TIER_MEDIUM] = "Medium",
+	[CONF_TIER_SHARED] = "Shared",
+};
+
+static const char *const conf_media[] = {
+	[TIER_MEDIUM_NVME] = "nvme", [TIER_MEDIUM_SSD] = "ssd",
+	[TIER_MEDIUM_HDD] = "hdd",   [TIER_MEDIUM_PMEM] = "pmem",
+	[TIER_MEDIUM_RAM] = "ram",
+};
+
+static const char *const conf_policies[] = {
+	[STAGE_FAILURE_FAIL] = "fail",
+	[STAGE_FAILURE_FALLBACK] = "fallback",
+};
+
+#define CONF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+struct conf_parser {
+	const char *origin;
+	unsigned line;
+	char *err;
+	size_t errlen;
+	struct conf *conf;
+	unsigned key_line[CONF_KEY_COUNT]; /* 0 = not set by the file */
+	unsigned tier_line[CONF_MAX_TIERS];
+	char default_tier[CONF_NAME_MAX];
+};
+
+/* "ORIGIN:LINE: " + the formatted rest; errno = EINVAL; returns -1. */
+static int conf_fail(struct conf_parser *cp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int conf_fail(struct conf_parser *cp, const char *fmt, ...)
+{
+	va_list ap;
+	int n = 0;
+
+	if (cp->err && cp->errlen > 0) {
+		if (cp->line > 0)
+			n = snprintf(cp->err, cp->errlen, "%s:%u: ", cp->origin,
+				     cp->line);
+		else
+			n = snprintf(cp->err, cp->errlen, "%s: ", cp->origin);
+		if (n >= 0 && (size_t)n < cp->errlen) {
+			va_start(ap, fmt);
+			vsnprintf(cp->err + n, cp->errlen - (size_t)n, fmt, ap);
+			va_end(ap);
+		}
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+/* A user's token made safe to quote on one line: control characters become
+ * '?', and long tokens are cut with "...". */
+static const char *conf_show(const char *s, char *buf, size_t buflen)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < buflen; i++) {
+		if (i >= CONF_SHOW_MAX && buflen > i + 4) {
+			memcpy(buf + i, "...", 4);
+			return buf;
+		}
+		buf[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?'
+								     : s[i];
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
+void conf_set_defaults(struct conf *conf)
+{
+	if (!conf)
+		return;
+	memset(conf, 0, sizeof(*conf));
+	snprintf(conf->socket_path, sizeof(conf->socket_path), "%s",
+		 "/run/iostage/iostaged.sock");
+	snprintf(conf->state_dir, sizeof(conf->state_dir), "%s",
+		 "/var/lib/iostage");
+	snprintf(conf->profile_dir, sizeof(conf->profile_dir), "%s",
+		 "/etc/slurm/iostage.d");
+	conf->stage_timeout = 600;
+	conf->on_failure = STAGE_FAILURE_FAIL;
+	conf->cache_high_watermark = 85;
+	conf->cache_low_watermark = 75;
+	conf->max_connections = 64;
+}
+
+int conf_parse_size(const char *s, uint64_t *ret)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	const char *p = s;
+
+	if (!s || !ret || !isdigit((unsigned char)*s)) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (; isdigit((unsigned char)*p); p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10) {
+			/* Still insist the rest is well formed: "9...9Q" is
+			 * EINVAL, not ERANGE. */
+			while (isdigit((unsigned char)*p))
+				p++;
+			v = UINT64_MAX;
+			shift = 64;
+			break;
+		}
+		v = v * 10 + d;
+	}
+	switch (toupper((unsigned char)*p)) {
+	case 'K':
+		shift += 10;
+		break;
+	case 'M':
+		shift += 20;
+		break;
+	case 'G':
+		shift += 30;
+		break;
+	case 'T':
+		shift += 40;
+		break;
+	case 'P':
+		shift += 50;
+		break;
+	default:
+		goto suffix;
+	}
+	p++;
+	if (toupper((unsigned char)*p) == 'I' &&
+	    toupper((unsigned char)p[1]) == 'B')
+		p++;
+suffix:
+	if (toupper((unsigned char)*p) == 'B')
+		p++;
+	if (*p) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (shift >= 64 || (shift > 0 && v > (UINT64_MAX >> shift))) {
+		errno = ERANGE;
+		return -1;
+	}
+	*ret = v << shift;
+	return 0;
+}
+
+const char *conf_medium_name(enum tier_medium medium)
+{
+	if ((unsigned)medium >= CONF_ARRAY_LEN(conf_media))
+		return "unknown";
+	return conf_media[medium];
+}
+
+const char *conf_policy_name(enum stage_failure_policy policy)
+{
+	if ((unsigned)policy >= CONF_ARRAY_LEN(conf_policies))
+		return "unknown";
+	return conf_policies[policy];
+}
+
+int conf_parse_policy(const char *s, enum stage_failure_policy *ret)
+{
+	if (s && ret) {
+		for (size_t i = 0; i < CONF_ARRAY_LEN(conf_policies); i++) {
+			if (strcmp(s, conf_policies[i]) == 0) {
+				*ret = (enum stage_failure_policy)i;
+				return 0;
+			}
+		}
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+const struct conf_tier *conf_find_tier(const struct conf *conf,
+				       const char *name)
+{
+	if (!conf || !name)
+		return NULL;
+	for (size_t i = 0; i < conf->ntiers && i < CONF_MAX_TIERS; i++)
+		if (strcmp(conf->tiers[i].name, name) == 0)
+			return &conf->tiers[i];
+	return NULL;
+}
+
+void conf_tier_names(const struct conf *conf, char *buf, size_t buflen)
+{
+	size_t off = 0;
+
+	if (!buf || buflen == 0)
+		return;
+	buf[0] = '\0';
+	if (!conf)
+		return;
+	for (size_t i = 0; i < conf->ntiers && i < CONF_MAX_TIERS; i++) {
+		int n = snprintf(buf + off, buflen - off, "%s%s",
+				 i ? ", " : "", conf->tiers[i].name);
+
+		if (n < 0 || (size_t)n >= buflen - off)
+			return; /* truncated, still NUL-terminated */
+		off += (size_t)n;
+	}
+}
+
+static int conf_is_tier_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= CONF_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+		      s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/* Decimal digits only, MIN..MAX. */
+static int conf_uint(struct conf_parser *cp, const char *key, const char *val,
+		     unsigned min, unsigned max, unsigned *ret)
+{
+	char show[CONF_SHOW_MAX + 8];
+	unsigned long v = 0;
+	const char *p;
+
+	for (p = val; *p; p++) {
+		if (!isdigit((unsigned char)*p))
+			return conf_fail(cp, "key '%s': '%s' is not a number",
+					 key,
+					 conf_show(val, show, sizeof(show)));
+		if (v <= max)
+			v = v * 10 + (unsigned long)(*p - '0');
+	}
+	if (v < min || v > max)
+		return conf_fail(cp, "key '%s': %s out of range %u..%u", key,
+				 conf_show(val, show, sizeof(show)), min, max);
+	*ret = (unsigned)v;
+	return 0;
+}
+
+static int conf_path(struct conf_parser *cp, const char *key, const char *val,
+		     char *out, size_t outlen)
+{
+	char reason[128];
+	char show[CONF_SHOW_MAX + 8];
+
+	if (pathsafe_normalize(val, out, outlen, reason, sizeof(reason)) < 0)
+		return conf_fail(cp, "key '%s': %s: %s", key,
+				 conf_show(val, show, sizeof(show)), reason);
+	return 0;
+}
+
+static int conf_global(struct conf_parser *cp, enum conf_key k,
+		       const char *val)
+{
+	struct conf *c = cp->conf;
+	const char *key = conf_keys[k];
+	char show[CONF_SHOW_MAX + 8];
+
+	if (cp->key_line[k])
+		return conf_fail(cp, "key '%s': duplicate (first set on line %u)",
+				 key, cp->key_line[k]);
+	cp->key_line[k] = cp->line;
+
+	switch (k) {
+	case CONF_KEY_SOCKET_PATH:
+		return conf_path(cp, key, val, c->socket_path,
+				 sizeof(c->socket_path));
+	case CONF_KEY_STATE_DIR:
+		return conf_path(cp, key, val, c->state_dir,
+				 sizeof(c->state_dir));
+	case CONF_KEY_PROFILE_DIR:
+		return conf_path(cp, key, val, c->profile_dir,
+				 sizeof(c->profile_dir));
+	case CONF_KEY_DEFAULT_TIER:
+		if (!conf_is_tier_name(val))
+			return conf_fail(cp,
+					 "key '%s': invalid tier name '%s' "
+					 "(want [a-z0-9_-]{1,31})",
+					 key, conf_show(val, show, sizeof(show)));
+		snprintf(cp->default_tier, sizeof(cp->default_tier), "%s", val);
+		return 0;
+	case CONF_KEY_STAGE_TIMEOUT:
+		return conf_uint(cp, key, val, 1, 86400, &c->stage_timeout);
+	case CONF_KEY_ON_STAGE_FAILURE:
+		for (size_t i = 0; i < CONF_ARRAY_LEN(conf_policies); i++) {
+			if (strcasecmp(val, conf_policies[i]) == 0) {
+				c->on_failure = (enum stage_failure_policy)i;
+				return 0;
+			}
+		}
+		return conf_fail(cp,
+				 "key '%s': unknown value '%s' (known: fail, "
+				 "fallback)",
+				 key, conf_show(val, show, sizeof(show)));
+	case CONF_KEY_CACHE_HIGH:
+		return conf_uint(cp, key, val, 1, 100,
+				 &c->cache_high_watermark);
+	case CONF_KEY_CACHE_LOW:
+		return conf_uint(cp, key, val, 0, 99, &c->cache_low_watermark);
+	case CONF_KEY_MAX_CONNECTIONS:
+		return conf_uint(cp, key, val, 1, 4096, &c->max_connections);
+	case CONF_KEY_COUNT:
+		break;
+	}
+	return conf_fail(cp, "key '%s': internal error", key);
+}
+
+/* Split "Key=Value" in place. Returns 0, or -1 with the message set. */
+static int conf_split(struct conf_parser *cp, char *tok, char **ret_val)
+{
+	char show[CONF_SHOW_MAX + 8];
+	char *eq = strchr(tok, '=');
+
+	if (!eq)
+		return conf_fail(cp, "key '%s': expected Key=Value",
+				 conf_show(tok, show, sizeof(show)));
+	*eq = '\0';
+	if (!*tok)
+		return conf_fail(cp, "key '': expected Key=Value");
+	if (!eq[1])
+		return conf_fail(cp, "key '%s': empty value",
+				 conf_show(tok, show, sizeof(show)));
+	*ret_val = eq + 1;
+	return 0;
+}
+
+static int conf_lookup(const char *const *names, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcasecmp(key, names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* The message for a key that does not belong where it was found. */
+static int conf_misplaced(struct conf_parser *cp, const char *key, bool tier)
+{
+	char show[CONF_SHOW_MAX + 8];
+	int k;
+
+	if (tier) {
+		k = conf_lookup(conf_keys, CONF_KEY_COUNT, key);
+		if (k >= 0)
+			return conf_fail(cp,
+					 "key '%s': not valid on a Tier line "
+					 "(put it on its own line)",
+					 conf_keys[k]);
+		if (strcasecmp(key, "Tier") == 0)
+			return conf_fail(cp, "key 'Tier': one tier per line");
+	} else {
+		k = conf_lookup(conf_tier_keys, CONF_TIER_KEY_COUNT, key);
+		if (k >= 0)
+			return conf_fail(cp,
+					 "key '%s': only valid on a Tier line",
+					 conf_tier_keys[k]);
+		if (strcasecmp(key, "Tier") == 0)
+			return conf_fail(cp,
+					 "key 'Tier': must start its line");
+	}
+	return conf_fail(cp, "unknown key '%s'",
+			 conf_show(key, show, sizeof(show)));
+}
+
+/* A Tier line: TOKS[0] is "Tier=NAME". */
+static int conf_tier_line(struct conf_parser *cp, char **toks, size_t ntoks)
+{
+	struct conf *c = cp->conf;
+	struct conf_tier t;
+	char show[CONF_SHOW_MAX + 8];
+	char *name, *val;
+	bool seen[CONF_TIER_KEY_COUNT] = {false};
+
+	memset(&t, 0, sizeof(t));
+	t.medium = TIER_MEDIUM_NVME;
+	if (conf_split(cp, toks[0], &name) < 0)
+		return -1;
+	if (!conf_is_tier_name(name))
+		return conf_fail(cp,
+				 "key 'Tier': invalid tier name '%s' (want "
+				 "[a-z0-9_-]{1,31})",
+				 conf_show(name, show, sizeof(show)));
+	for (size_t i = 0; i < c->ntiers; i++)
+		if (strcmp(c->tiers[i].name, name) == 0)
+			return conf_fail(cp,
+					 "key 'Tier': duplicate tier '%s' "
+					 "(first on line %u)",
+					 name, cp->tier_line[i]);
+	if (c->ntiers >= CONF_MAX_TIERS)
+		return conf_fail(cp, "key 'Tier': more than %d tiers",
+				 CONF_MAX_TIERS);
+	snprintf(t.name, sizeof(t.name), "%s", name);
+
+	for (size_t i = 1; i < ntoks; i++) {
+		int k;
+
+		if (conf_split(cp, toks[i], &val) < 0)
+			return -1;
+		k = conf_lookup(conf_tier_keys, CONF_TIER_KEY_COUNT, toks[i]);
+		if (k < 0)
+			return conf_misplaced(cp, toks[i], true);
+		if (seen[k])
+			return conf_fail(cp, "key '%s': given twice for tier '%s'",
+					 conf_tier_keys[k], t.name);
+		seen[k] = true;
+		switch ((enum conf_tier_key)k) {
+		case CONF_TIER_PATH:
+			if (conf_path(cp, "Path", val, t.path,
+				      sizeof(t.path)) < 0)
+				return -1;
+			break;
+		case CONF_TIER_CAPACITY:
+			if (conf_parse_size(val, &t.capacity) < 0)
+				return conf_fail(
+					cp, "key 'Capacity': %s '%s'",
+					errno == ERANGE ? "size too large"
+							: "invalid size",
+					conf_show(val, show, sizeof(show)));
+			break;
+		case CONF_TIER_MEDIUM:
+			k = conf_lookup(conf_media, CONF_ARRAY_LEN(conf_media),
+					val);
+			if (k < 0)
+				return conf_fail(cp,
+						 "key 'Medium': unknown medium "
+						 "'%s' (known: nvme, ssd, hdd, "
+						 "pmem, ram)",
+						 conf_show(val, show,
+							   sizeof(show)));
+			t.medium = (enum tier_medium)k;
+			break;
+		case CONF_TIER_SHARED:
+			if (strcasecmp(val, "yes") == 0)
+				t.shared = true;
+			else if (strcasecmp(val, "no") == 0)
+				t.shared = false;
+			else
+				return conf_fail(cp,
+						 "key 'Shared': expected yes or "
+						 "no, not '%s'",
+						 conf_show(val, show,
+							   sizeof(show)));
+			break;
+		case CONF_TIER_KEY_COUNT:
+			break;
+		}
+	}
+	if (!seen[CONF_TIER_PATH])
+		return conf_fail(cp, "key 'Path': required for tier '%s'",
+				 t.name);
+	/* Nested tier roots would let one tier's eviction or cleanup reach
+	 * into another's jobs. */
+	for (size_t i = 0; i < c->ntiers; i++)
+		if (pathsafe_is_under(t.path, c->tiers[i].path) ||
+		    pathsafe_is_under(c->tiers[i].path, t.path))
+			return conf_fail(cp,
+					 "key 'Path': %s overlaps tier '%s' "
+					 "(%s, line %u)",
+					 t.path, c->tiers[i].name,
+					 c->tiers[i].path, cp->tier_line[i]);
+	cp->tier_line[c->ntiers] = cp->line;
+	c->tiers[c->ntiers++] = t;
+	return 0;
+}
+
+#define CONF_LINE_TOKENS 16
+
+static int conf_line(struct conf_parser *cp, char *line)
+{
+	char *toks[CONF_LINE_TOKENS];
+	size_t ntoks = 0;
+	char *save = NULL, *tok, *hash, *val;
+
+	hash = strchr(line, '#');
+	if (hash)
+		*hash = '\0';
+	for (tok = strtok_r(line, " \t\r\v\f", &save); tok;
+	     tok = strtok_r(NULL, " \t\r\v\f", &save)) {
+		if (ntoks == CONF_LINE_TOKENS)
+			return conf_fail(cp, "more than %d Key=Value pairs on "
+					     "one line",
+					 CONF_LINE_TOKENS);
+		toks[ntoks++] = tok;
+	}
+	if (ntoks == 0)
+		return 0;
+
+	/* The first pair decides what kind of line this is. */
+	if (strncasecmp(toks[0], "Tier=", 5) == 0 ||
+	    strcasecmp(toks[0], "Tier") == 0)
+		return conf_tier_line(cp, toks, ntoks);
+
+	for (size_t i = 0; i < ntoks; i++) {
+		int k;
+
+		if (conf_split(cp, toks[i], &val) < 0)
+			return -1;
+		k = conf_lookup(conf_keys, CONF_KEY_COUNT, toks[i]);
+		if (k < 0)
+			return conf_misplaced(cp, toks[i], false);
+		if (conf_global(cp, (enum conf_key)k, val) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Rules that span keys, checked once every line has been read. */
+static int conf_finish(struct conf_parser *cp)
+{
+	struct conf *c = cp->conf;
+	char names[CONF_ERR_MAX];
+
+	cp->line = 0;
+	if (c->ntiers == 0)
+		return conf_fail(cp, "key 'Tier': at least one Tier is "
+				     "required");
+	c->default_tier = 0;
+	if (cp->key_line[CONF_KEY_DEFAULT_TIER]) {
+		const struct conf_tier *t = conf_find_tier(c, cp->default_tier);
+
+		cp->line = cp->key_line[CONF_KEY_DEFAULT_TIER];
+		if (!t) {
+			conf_tier_names(c, names, sizeof(names));
+			return conf_fail(cp,
+					 "key 'DefaultTier': unknown tier '%s' "
+					 "(known: %s)",
+					 cp->default_tier, names);
+		}
+		c->default_tier = (size_t)(t - c->tiers);
+	}
+	if (c->cache_low_watermark >= c->cache_high_watermark) {
+		if (cp->key_line[CONF_KEY_CACHE_LOW]) {
+			cp->line = cp->key_line[CONF_KEY_CACHE_LOW];
+			return conf_fail(cp,
+					 "key 'CacheLowWatermark': %u is not "
+					 "below CacheHighWatermark (%u)",
+					 c->cache_low_watermark,
+					 c->cache_high_watermark);
+		}
+		cp->line = cp->key_line[CONF_KEY_CACHE_HIGH];
+		return conf_fail(cp,
+				 "key 'CacheHighWatermark': %u is not above "
+				 "CacheLowWatermark (%u)",
+				 c->cache_high_watermark,
+				 c->cache_low_watermark);
+	}
+	return 0;
+}
+
+int conf_parse(const char *text, const char *origin, struct conf *ret_conf,
+	       char *err, size_t errlen)
+{
+	struct conf_parser cp;
+	char *copy = NULL, *line, *next;
+	int rc = -1, saved;
+
+	memset(&cp, 0, sizeof(cp));
+	cp.origin = origin ? origin : "(config)";
+	cp.err = err;
+	cp.errlen = errlen;
+	if (!text || !ret_conf)
+		return conf_fail(&cp, "no configuration text");
+
+	cp.conf = malloc(sizeof(*cp.conf));
+	copy = strdup(text);
+	if (!cp.conf || !copy) {
+		conf_fail(&cp, "out of memory");
+		errno = ENOMEM;
+		goto out;
+	}
+	conf_set_defaults(cp.conf);
+
+	for (line = copy; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		cp.line++;
+		if (conf_line(&cp, line) < 0)
+			goto out;
+	}
+	if (conf_finish(&cp) < 0)
+		goto out;
+	*ret_conf = *cp.conf;
+	rc = 0;
+out:
+	saved = errno;
+	free(copy);
+	free(cp.conf);
+	errno = saved;
+	return rc;
+}
+
+static void conf_msg(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void conf_msg(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int conf_load(const char *path, struct conf *ret_conf, char *err,
+	      size_t errlen)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0;
+	int fd, rc = -1, saved;
+
+	if (!path)
+		path = IOSTAGE_CONF_PATH;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		goto fail_errno;
+	if (fstat(fd, &st) < 0)
+		goto fail_errno;
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		goto fail_errno;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		conf_msg(err, errlen, "%s: cannot read: not a regular file",
+			 path);
+		errno = EINVAL;
+		goto out;
+	}
+	if (st.st_size > CONF_FILE_MAX)
+		goto too_big;
+	/* Read one byte past the limit: the file may grow after fstat. */
+	buf = malloc(CONF_FILE_MAX + 2);
+	if (!buf)
+		goto fail_errno;
+	while (len <= CONF_FILE_MAX) {
+		ssize_t n = read(fd, buf + len, CONF_FILE_MAX + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail_errno;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > CONF_FILE_MAX)
+		goto too_big;
+	buf[len] = '\0';
+	if (memchr(buf, '\0', len)) {
+		conf_msg(err, errlen, "%s: contains a NUL byte", path);
+		errno = EINVAL;
+		goto out;
+	}
+	rc = conf_parse(buf, path, ret_conf, err, errlen);
+	goto out;
+
+too_big:
+	conf_msg(err, errlen, "%s: larger than 1 MiB", path);
+	errno = EFBIG;
+	goto out;
+fail_errno:
+	saved = errno;
+	conf_msg(err, errlen, "%s: cannot read: %s", path, strerror(saved));
+	errno = saved;
+out:
+	saved = errno;
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	errno = saved;
+	return rc;
+}
