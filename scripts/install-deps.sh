@@ -12,7 +12,7 @@ PKGS=(
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client
   munge libmunge-dev
   libpmix-dev libcjson-dev librocksdb-dev check
-  rsync procps passwd util-linux coreutils hostname
+  rsync procps passwd util-linux coreutils hostname iproute2 socat
 )
 # Extra packages may be appended by callers: IOSTAGE_EXTRA_PKGS="a b".
 if [ -n "${IOSTAGE_EXTRA_PKGS:-}" ]; then
@@ -35,8 +35,16 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 echo "install-deps.sh: installing ${missing[*]}" >&2
+
+# Keep the packages' maintainer scripts from starting munge/slurmctld/slurmd
+# services (the test cluster starts its own daemons with its own config).
+policy=/usr/sbin/policy-rc.d
+made_policy=0
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 0755 "$policy" && made_policy=1
+fi
+trap '[ "$made_policy" = 1 ] && rm -f "$policy"' EXIT
+
 apt-get update -qq </dev/null
 apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null
-# Debian's package postinst may start daemons through systemd/init scripts;
-# our test cluster starts its own, so nothing else to do here.
 echo "install-deps.sh: done" >&2

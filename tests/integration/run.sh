@@ -10,6 +10,7 @@
 #   IT_FILTER    only run tests whose name matches this extended regex
 #   IT_KEEP=1    keep the cluster directory (it is also kept when a test fails)
 #   IT_VERBOSE=1 print every test's full output
+#   IT_NO_SETUP=1 do not source setup.sh (bare harness self-test)
 #
 # Hooks: if tests/integration/setup.sh exists it is sourced after the cluster
 # directory exists (CLUSTER_DIR is set, nothing started) and before the cluster
@@ -95,15 +96,23 @@ trap 'echo "run.sh: terminated" >&2; exit 143' TERM
 
 ensure_users || exit 1
 
-if [ -f "$IT_DIR/setup.sh" ]; then
+if [ -f "$IT_DIR/setup.sh" ] && [ "${IT_NO_SETUP:-0}" != 1 ]; then
   # shellcheck source=/dev/null
-  . "$IT_DIR/setup.sh" || { echo "run.sh: setup.sh failed" >&2; echo "0 passed, 1 failed"; exit 1; }
+  if ! . "$IT_DIR/setup.sh"; then
+    echo "FAIL setup: tests/integration/setup.sh failed"
+    failed=1
+    cleanup
+    trap - EXIT
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
 fi
 
 if ! bash "$IT_DIR/cluster.sh" start "$CLUSTER_DIR"; then
-  echo "FAIL cluster-start"
+  echo "FAIL cluster-start: see the log tails above"
   failed=1
   cleanup
+  trap - EXIT
   echo "0 passed, 1 failed"
   exit 1
 fi

@@ -1,0 +1,177 @@
+/* jobs.h - iostaged's job table: states, persistence, waiting.
+ *
+ * A job is created by a "stage" request and lives until "finish". Its state
+ * moves staging -> staged | failed, exactly once; waiters block on one
+ * condition variable that every change broadcasts. Each state change is
+ * written to StateDir/jobs/JOBID.json (write a temporary file, fsync,
+ * rename), and a restarted daemon reloads those files: a job that was
+ * still staging becomes failed ("iostaged restarted during staging") and
+ * its half-copied datasets are removed.
+ *
+ * Jobs are reference counted: jobs_get() returns a reference that the
+ * caller gives back with jobs_put(), so a job found by one client stays
+ * valid while another finishes it.
+ */
+#ifndef IOSTAGE_DAEMON_JOBS_H
+#define IOSTAGE_DAEMON_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <cJSON.h>
+
+#include "common/conf.h"
+#include "common/profile.h"
+
+#define JOBS_USER_MAX 256 /* login names, LOGIN_NAME_MAX */
+
+enum job_state {
+	JOB_STAGING = 0,
+	JOB_STAGED,
+	JOB_FAILED,
+};
+
+struct job {
+	/* Set before the job is inserted, read-only afterwards. */
+	uint32_t id;
+	uid_t uid;
+	gid_t gid;
+	char user[JOBS_USER_MAX];
+	struct profile *profile;     /* NULL: a reloaded profile is invalid */
+	char *profile_json;          /* normalized, as persisted */
+	bool tiers[CONF_MAX_TIERS];  /* tiers holding TIER/jobs/JOBID */
+	time_t created;
+
+	/* Under the table lock; use the functions below. */
+	enum job_state state;
+	char error[CONF_ERR_MAX];
+	uint64_t bytes, files;             /* copied so far */
+	uint64_t total_bytes, total_files; /* measured so far */
+	uint64_t tier_bytes[CONF_MAX_TIERS]; /* staged bytes per tier */
+	pid_t worker;                /* running stage worker, 0 = none */
+	bool running;                /* a staging thread owns the job */
+	bool cancel;                 /* abort, finish or shutdown asked */
+	char cancel_reason[CONF_ERR_MAX];
+	bool gone;                   /* finished: out of the table */
+	unsigned refs;
+	struct job *next;
+};
+
+/* A consistent copy of the changing part of a job, for replies. */
+struct job_view {
+	enum job_state state;
+	char error[CONF_ERR_MAX];
+	uint64_t bytes, files, total_bytes, total_files;
+};
+
+/* Create StateDir/jobs (root, 0700) and load the jobs persisted there.
+ * CONF must outlive the daemon; call after tiers_init. 0, or -1 with err. */
+int jobs_init(const struct conf *conf, char *err, size_t errlen);
+
+/* Stop: refuse new work, cancel every staging job with REASON (its worker
+ * is killed and its partial copies removed by its staging thread), wake
+ * every waiter, and wait up to TIMEOUT_S for the staging threads. */
+void jobs_shutdown(const char *reason, unsigned timeout_s);
+
+/* True once jobs_shutdown has begun. */
+bool jobs_shutting_down(void);
+
+/* Free the table (only when no thread uses it any more). */
+void jobs_fini(void);
+
+const char *jobs_state_name(enum job_state state);
+
+/* A new job in state staging, not yet in the table; takes ownership of
+ * PROFILE (normalized and validated) on success. NULL with err on failure
+ * (PROFILE then still the caller's). */
+struct job *jobs_create(uint32_t id, uid_t uid, gid_t gid, const char *user,
+			struct profile *profile, char *err, size_t errlen);
+
+/* Free a job that never made it into the table. NULL is a no-op. */
+void jobs_discard(struct job *job);
+
+/* Insert JOB and persist it. Returns 0 (inserted; the caller keeps its
+ * reference and the table holds one), 1 if a job with that id exists
+ * (*ret_existing gets a reference to it; JOB is untouched: jobs_discard
+ * it), or -1 with err (JOB was inserted and taken out again: drop the
+ * caller's reference with jobs_put). */
+int jobs_insert(struct job *job, struct job **ret_existing, char *err,
+		size_t errlen);
+
+/* Take JOB out of the table, delete its state file and drop the table's
+ * reference; used when setting up staging failed right after jobs_insert
+ * (no staging thread exists). The caller still holds its own reference. */
+void jobs_remove(struct job *job);
+
+/* The job with id ID (a new reference), or NULL. */
+struct job *jobs_get(uint32_t id);
+
+/* Take one more reference to JOB (which the caller already holds). */
+void jobs_hold(struct job *job);
+
+/* Drop a reference; the last one frees a job that is out of the table.
+ * NULL is a no-op. */
+void jobs_put(struct job *job);
+
+void jobs_view(struct job *job, struct job_view *ret);
+
+/* Block until JOB leaves "staging", TIMEOUT_S passes, or the daemon stops;
+ * then fill *ret. */
+void jobs_wait(struct job *job, unsigned timeout_s, struct job_view *ret);
+
+/* Abort JOB with REASON: kill its worker; it ends "failed" with REASON as
+ * its error (a staged job too; a failed job keeps its first error). Waits
+ * up to TIMEOUT_S for the staging thread to clean up; fills *ret. */
+void jobs_abort(struct job *job, const char *reason, unsigned timeout_s,
+		struct job_view *ret);
+
+/* Finish job ID: stop staging (waiting up to TIMEOUT_S), remove
+ * TIER/jobs/ID on every tier it used, delete its state file, forget it.
+ * An unknown job is success. 0 or -1 with err (the job stays known so that
+ * finish can be retried). */
+int jobs_finish(uint32_t id, unsigned timeout_s, char *err, size_t errlen);
+
+/* The stage-failure policy that applies to JOB. */
+enum stage_failure_policy jobs_policy(const struct job *job);
+
+/* After a failed staging: remove half-copied datasets and, when the job's
+ * policy is "fail" (it will not run), its directories on every tier. Logs
+ * what it cannot remove. */
+void jobs_cleanup_failed(struct job *job);
+
+/* --- for the staging thread (stage.c) ------------------------------------ */
+
+/* Record PID as JOB's running worker. Returns -1 when JOB was cancelled
+ * meanwhile: the caller must kill PID itself. */
+int jobs_set_worker(struct job *job, pid_t pid);
+void jobs_clear_worker(struct job *job);
+
+/* Whether JOB was cancelled; with REASON (size len) the reason. */
+bool jobs_cancelled(struct job *job, char *reason, size_t len);
+
+/* Progress of the current dataset, added to the datasets done so far. */
+void jobs_progress(struct job *job, uint64_t bytes, uint64_t files);
+void jobs_add_totals(struct job *job, uint64_t bytes, uint64_t files);
+
+/* A dataset on TIER is complete: BYTES/FILES become permanent. */
+void jobs_dataset_done(struct job *job, int tier, uint64_t bytes,
+		       uint64_t files);
+
+/* End of staging: state staged, or failed with ERROR (a cancelled job
+ * always fails with its cancel reason). Persists, wakes waiters and
+ * clears ->running. */
+void jobs_staging_done(struct job *job, bool ok, const char *error);
+
+/* --- for status ----------------------------------------------------------- */
+
+/* The "jobs" array of a status reply: every job for root (PEER_UID 0),
+ * else only PEER_UID's. NULL on ENOMEM. */
+cJSON *jobs_status_json(uid_t peer_uid);
+
+/* Number of known jobs using each tier, into counts[CONF_MAX_TIERS]. */
+void jobs_tier_counts(unsigned counts[CONF_MAX_TIERS]);
+
+#endif /* IOSTAGE_DAEMON_JOBS_H */

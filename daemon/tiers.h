@@ -1,0 +1,74 @@
+/* tiers.h - iostaged's node-local tiers: startup checks, job directories,
+ * space accounting.
+ *
+ * At start every tier root is checked (exists or is created 0755, owned by
+ * root, not group/other-writable) and TIER/jobs is created root 0755 and
+ * kept open as a directory fd. Every later operation on a tier (creating,
+ * cleaning, removing job directories) goes through that fd with openat /
+ * mkdirat / unlinkat and O_NOFOLLOW, so a user who owns TIER/jobs/JOBID
+ * cannot redirect root's work with symlinks.
+ *
+ * Space: a staging dataset first reserves its size (tiers_reserve), which
+ * fails when Capacity or the file system's free space would be exceeded;
+ * when the copy ends the reservation is released and, on success, the bytes
+ * are committed to the tier until the job is finished.
+ */
+#ifndef IOSTAGE_DAEMON_TIERS_H
+#define IOSTAGE_DAEMON_TIERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/conf.h"
+
+struct tiers_usage {
+	uint64_t capacity; /* Capacity, or the file system's size */
+	uint64_t used;     /* with Capacity: committed + reserved job bytes;
+			    * else the file system's used space */
+	uint64_t free;     /* what a new dataset may still take */
+};
+
+/* Check and prepare every tier of CONF (kept by pointer: it must outlive the
+ * daemon). Returns 0, or -1 with one line in err such as
+ * "tier 'nvme': /local/nvme is group/other-writable (mode 0777)". */
+int tiers_init(const struct conf *conf, char *err, size_t errlen);
+
+/* Close the tier fds. Safe to call without tiers_init. */
+void tiers_fini(void);
+
+/* Index of the tier NAME in conf->tiers, or -1. */
+int tiers_index(const char *name);
+
+/* Create TIER/jobs/JOBID (0700) and, with WITH_LOCAL, its "local" scratch
+ * (0700), both owned by UID:GID. A stale directory of that name (left by a
+ * job the daemon no longer knows) is removed first and a warning logged.
+ * Returns 0, or -1 with errno and err; nothing is left behind on failure. */
+int tiers_make_job_dir(int tier, uint32_t jobid, uid_t uid, gid_t gid,
+		       bool with_local, char *err, size_t errlen);
+
+/* Remove TIER/jobs/JOBID and everything in it, as root, safely (rmtree).
+ * A missing directory is success. 0 or -1 with errno and err. */
+int tiers_remove_job_dir(int tier, uint32_t jobid, char *err, size_t errlen);
+
+/* Remove the half-copied dataset TIER/jobs/JOBID/data/.NAME.partial, or
+ * with NAME == NULL every ".*.partial" there. Missing is success. */
+int tiers_remove_partial(int tier, uint32_t jobid, const char *name, char *err,
+			 size_t errlen);
+
+/* Reserve SIZE bytes on TIER for dataset DSNAME. Fails (-1, ENOSPC) with
+ * "tier 'nvme' full: dataset 'imagenet' needs 1.2 GiB, 300 MiB free". */
+int tiers_reserve(int tier, const char *dsname, uint64_t size, char *err,
+		  size_t errlen);
+
+/* Give back a reservation of SIZE bytes. */
+void tiers_release(int tier, uint64_t size);
+
+/* Add (or with a negative DELTA remove) staged bytes held by jobs. */
+void tiers_commit(int tier, int64_t delta);
+
+/* Current usage of TIER. 0, or -1 with errno (fstatvfs). */
+int tiers_usage(int tier, struct tiers_usage *ret);
+
+#endif /* IOSTAGE_DAEMON_TIERS_H */
