@@ -9,12 +9,13 @@
 int joblayout_job_dir(const struct conf_tier *tier, uint32_t jobid, char *buf,
 		      size_t buflen)
 {
-	int n = snprintf(buf, buflen, "%s/jobs/%" PRIu32, tier->path, jobid);
+	int n = snprintf(NULL, 0, "%s/jobs/%" PRIu32, tier->path, jobid);
 
 	if (n < 0 || (size_t)n >= buflen) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
+	snprintf(buf, buflen, "%s/jobs/%" PRIu32, tier->path, jobid);
 	return 0;
 }
 
@@ -29,12 +30,14 @@ int joblayout_dataset_path(const struct conf *conf,
 		errno = ENOENT;
 		return -1;
 	}
-	n = snprintf(buf, buflen, "%s/jobs/%" PRIu32 "/data/%s", tier->path,
+	n = snprintf(NULL, 0, "%s/jobs/%" PRIu32 "/data/%s", tier->path,
 		     jobid, ds->name);
 	if (n < 0 || (size_t)n >= buflen) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
+	snprintf(buf, buflen, "%s/jobs/%" PRIu32 "/data/%s", tier->path, jobid,
+		 ds->name);
 	return 0;
 }
 

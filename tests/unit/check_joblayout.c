@@ -1,0 +1,129 @@
+/* check_joblayout.c - per-job paths and the task environment. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "common/joblayout.h"
+
+static struct conf conf;
+
+static void setup(void)
+{
+	char err[CONF_ERR_MAX];
+
+	ck_assert_msg(conf_parse("Tier=nvme Path=/local/nvme\n"
+				 "Tier=ram Path=/dev/shm/iostage Medium=ram\n"
+				 "DefaultTier=nvme\n",
+				 "test.conf", &conf, err, sizeof(err)) == 0,
+		      "%s", err);
+}
+
+static struct profile *profile(const char *json)
+{
+	char err[CONF_ERR_MAX];
+	struct profile *p = profile_parse_json(json, "test", err, sizeof(err));
+
+	ck_assert_msg(p != NULL, "%s", err);
+	ck_assert_msg(profile_normalize(p, &conf, err, sizeof(err)) == 0, "%s",
+		      err);
+	return p;
+}
+
+static const char *lookup(const struct joblayout_env *env, const char *name)
+{
+	for (size_t i = 0; i < env->n; i++)
+		if (strcmp(env->vars[i].name, name) == 0)
+			return env->vars[i].value;
+	return NULL;
+}
+
+START_TEST(test_staged_env)
+{
+	struct profile *p = profile(
+		"{\"datasets\":[{\"name\":\"imagenet\",\"path\":\"/pfs/in\"},"
+		"{\"name\":\"val-set\",\"path\":\"/pfs/val\",\"tier\":\"ram\"}],"
+		"\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/run/ckpt\"}]}");
+	struct joblayout_env env;
+
+	ck_assert_int_eq(joblayout_env(&conf, p, 42, false, &env), 0);
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_DATA"),
+			 "/local/nvme/jobs/42/data/imagenet");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_DATA_IMAGENET"),
+			 "/local/nvme/jobs/42/data/imagenet");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_DATA_VAL_SET"),
+			 "/dev/shm/iostage/jobs/42/data/val-set");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_LOCAL"),
+			 "/local/nvme/jobs/42/local");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_JOB_DIR"),
+			 "/local/nvme/jobs/42");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_OUTPUT_CKPT"), "/pfs/run/ckpt");
+	ck_assert_ptr_null(lookup(&env, "IOSTAGE_FALLBACK"));
+	profile_destroy(p);
+}
+END_TEST
+
+START_TEST(test_fallback_env_points_at_pfs)
+{
+	struct profile *p = profile(
+		"{\"datasets\":[{\"name\":\"imagenet\",\"path\":\"/pfs/in\"}]}");
+	struct joblayout_env env;
+
+	ck_assert_int_eq(joblayout_env(&conf, p, 7, true, &env), 0);
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_DATA"), "/pfs/in");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_DATA_IMAGENET"), "/pfs/in");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_FALLBACK"), "1");
+	profile_destroy(p);
+}
+
+END_TEST
+
+START_TEST(test_home_tier_follows_first_dataset)
+{
+	struct profile *p = profile(
+		"{\"datasets\":[{\"name\":\"a\",\"path\":\"/pfs/a\","
+		"\"tier\":\"ram\"}]}");
+	struct profile *empty = profile("{}");
+
+	ck_assert_str_eq(joblayout_home_tier(&conf, p)->name, "ram");
+	ck_assert_str_eq(joblayout_home_tier(&conf, empty)->name, "nvme");
+	profile_destroy(p);
+	profile_destroy(empty);
+}
+END_TEST
+
+START_TEST(test_too_long_is_refused_and_output_untouched)
+{
+	struct conf_tier tier = {.name = "x"};
+	char small[16] = "unchanged";
+
+	memset(tier.path, 'a', sizeof(tier.path) - 1);
+	tier.path[0] = '/';
+	errno = 0;
+	ck_assert_int_eq(joblayout_job_dir(&tier, 1, small, sizeof(small)),
+			 -1);
+	ck_assert_int_eq(errno, ENAMETOOLONG);
+	ck_assert_str_eq(small, "unchanged");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("joblayout");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, test_staged_env);
+	tcase_add_test(tc, test_fallback_env_points_at_pfs);
+	tcase_add_test(tc, test_home_tier_follows_first_dataset);
+	tcase_add_test(tc, test_too_long_is_refused_and_output_untouched);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

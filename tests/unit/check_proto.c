@@ -1,0 +1,251 @@
+/* check_proto.c - the wire protocol: line reading, request parsing,
+ * replies, field helpers, and a round trip over a real socket pair. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "common/proto.h"
+
+static int sv[2];
+static struct proto_reader *reader;
+
+static void setup(void)
+{
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	reader = proto_reader_create(sv[1]);
+	ck_assert_ptr_nonnull(reader);
+}
+
+static void teardown(void)
+{
+	proto_reader_destroy(reader);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void put(const char *s)
+{
+	ck_assert_int_eq(write(sv[0], s, strlen(s)), (ssize_t)strlen(s));
+}
+
+START_TEST(test_reads_lines_in_order)
+{
+	char *line;
+
+	put("{\"op\":\"a\"}\n{\"op\":");
+	put("\"b\"}\n");
+	ck_assert_int_eq(proto_read_line(reader, 1000, &line), 1);
+	ck_assert_str_eq(line, "{\"op\":\"a\"}");
+	ck_assert_int_eq(proto_read_line(reader, 1000, &line), 1);
+	ck_assert_str_eq(line, "{\"op\":\"b\"}");
+}
+END_TEST
+
+START_TEST(test_timeout_and_eof)
+{
+	char *line;
+
+	errno = 0;
+	ck_assert_int_eq(proto_read_line(reader, 50, &line), -1);
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	close(sv[0]);
+	sv[0] = -1;
+	ck_assert_int_eq(proto_read_line(reader, 1000, &line), 0);
+}
+END_TEST
+
+START_TEST(test_unterminated_last_line_is_refused)
+{
+	char *line;
+
+	put("{\"op\":\"ping\"}");
+	close(sv[0]);
+	sv[0] = -1;
+	ck_assert_int_eq(proto_read_line(reader, 1000, &line), -1);
+	ck_assert_int_eq(errno, EPROTO);
+}
+END_TEST
+
+/* Writes a line of n bytes from a child so the pipe never blocks us. */
+static void put_big_line(size_t n)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char *buf = malloc(n + 1);
+		memset(buf, 'x', n);
+		buf[n] = '\n';
+		if (write(sv[0], buf, n + 1) < 0)
+			_exit(1);
+		if (write(sv[0], "{\"op\":\"after\"}\n", 15) < 0)
+			_exit(1);
+		_exit(0);
+	}
+}
+
+START_TEST(test_oversized_line_is_skipped_then_next_line_read)
+{
+	char *line;
+
+	put_big_line(PROTO_LINE_MAX + 1000);
+	errno = 0;
+	ck_assert_int_eq(proto_read_line(reader, 5000, &line), -1);
+	ck_assert_int_eq(errno, EMSGSIZE);
+	ck_assert_int_eq(proto_read_line(reader, 5000, &line), 1);
+	ck_assert_str_eq(line, "{\"op\":\"after\"}");
+}
+END_TEST
+
+START_TEST(test_line_just_under_limit_is_accepted)
+{
+	char *line;
+
+	put_big_line(PROTO_LINE_MAX - 1);
+	ck_assert_int_eq(proto_read_line(reader, 5000, &line), 1);
+	ck_assert_uint_eq(strlen(line), PROTO_LINE_MAX - 1);
+}
+END_TEST
+
+static const struct {
+	const char *line;
+	const char *error; /* NULL: accepted */
+} requests[] = {
+	{"{\"op\":\"ping\"}", NULL},
+	{"{\"op\":\"stage\",\"job\":1}", NULL},
+	{"", "not JSON"},
+	{"not json", "not JSON"},
+	{"{\"op\":", "not JSON"},
+	{"[1,2]", "not a JSON object"},
+	{"\"op\"", "not a JSON object"},
+	{"{}", "key 'op'"},
+	{"{\"op\":42}", "key 'op'"},
+	{"{\"op\":\"\"}", "key 'op'"},
+	{"{\"op\":null}", "key 'op'"},
+};
+
+START_TEST(test_parse_request_table)
+{
+	char err[256] = "";
+	const char *op = NULL;
+	cJSON *req = proto_parse_request(requests[_i].line, &op, err,
+					 sizeof(err));
+
+	if (requests[_i].error) {
+		ck_assert_ptr_null(req);
+		ck_assert_msg(strstr(err, requests[_i].error),
+			      "'%s': got error '%s'", requests[_i].line, err);
+	} else {
+		ck_assert_ptr_nonnull(req);
+		ck_assert_ptr_nonnull(op);
+		cJSON_Delete(req);
+	}
+}
+END_TEST
+
+START_TEST(test_send_then_read_round_trip)
+{
+	cJSON *msg = proto_reply_error("tier '%s' full", "nvme");
+	cJSON *back;
+	char *line;
+
+	ck_assert_int_eq(proto_send(sv[0], msg), 0);
+	ck_assert_int_eq(proto_read_line(reader, 1000, &line), 1);
+	back = cJSON_Parse(line);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(back, "ok")));
+	ck_assert_str_eq(cJSON_GetObjectItem(back, "error")->valuestring,
+			 "tier 'nvme' full");
+	cJSON_Delete(back);
+	cJSON_Delete(msg);
+
+	msg = proto_reply_ok();
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(msg, "ok")));
+	cJSON_Delete(msg);
+}
+END_TEST
+
+START_TEST(test_field_helpers)
+{
+	cJSON *obj = cJSON_Parse("{\"job\":42,\"neg\":-1,\"frac\":1.5,"
+				 "\"big\":5e9,\"s\":\"x\",\"n\":3}");
+	char err[128];
+	uint32_t v = 7;
+	const char *s = NULL;
+
+	ck_assert_int_eq(proto_get_u32(obj, "job", &v, err, sizeof(err)), 0);
+	ck_assert_uint_eq(v, 42);
+	v = 7;
+	ck_assert_int_eq(proto_get_u32(obj, "neg", &v, err, sizeof(err)), -1);
+	ck_assert_uint_eq(v, 7); /* untouched on failure */
+	ck_assert_ptr_nonnull(strstr(err, "key 'neg'"));
+	ck_assert_int_eq(proto_get_u32(obj, "frac", &v, err, sizeof(err)),
+			 -1);
+	ck_assert_int_eq(proto_get_u32(obj, "big", &v, err, sizeof(err)), -1);
+	ck_assert_int_eq(proto_get_u32(obj, "s", &v, err, sizeof(err)), -1);
+	ck_assert_int_eq(proto_get_u32(obj, "missing", &v, err, sizeof(err)),
+			 -1);
+	ck_assert_ptr_nonnull(strstr(err, "missing"));
+	ck_assert_int_eq(proto_get_string(obj, "s", &s, err, sizeof(err)), 0);
+	ck_assert_str_eq(s, "x");
+	ck_assert_int_eq(proto_get_string(obj, "n", &s, err, sizeof(err)),
+			 -1);
+	ck_assert_ptr_nonnull(strstr(err, "must be a string"));
+	cJSON_Delete(obj);
+}
+END_TEST
+
+START_TEST(test_call_unreachable_socket_says_so)
+{
+	char err[256] = "";
+	cJSON *req = cJSON_Parse("{\"op\":\"ping\"}");
+
+	ck_assert_ptr_null(
+		proto_call("/nonexistent/iostaged.sock", req, 100, err,
+			   sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "not reachable"));
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/iostaged.sock"));
+	cJSON_Delete(req);
+	errno = 0;
+	ck_assert_int_eq(proto_connect("/tmp/"
+				       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+				       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+			 -1);
+	ck_assert_int_eq(errno, ENAMETOOLONG);
+}
+END_TEST
+
+static Suite *proto_suite(void)
+{
+	Suite *s = suite_create("proto");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_reads_lines_in_order);
+	tcase_add_test(tc, test_timeout_and_eof);
+	tcase_add_test(tc, test_unterminated_last_line_is_refused);
+	tcase_add_test(tc, test_oversized_line_is_skipped_then_next_line_read);
+	tcase_add_test(tc, test_line_just_under_limit_is_accepted);
+	tcase_add_loop_test(tc, test_parse_request_table, 0,
+			    sizeof(requests) / sizeof(requests[0]));
+	tcase_add_test(tc, test_send_then_read_round_trip);
+	tcase_add_test(tc, test_field_helpers);
+	tcase_add_test(tc, test_call_unreachable_socket_says_so);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(proto_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
