@@ -43,15 +43,15 @@ enum conf_key {
 };
 
 static const char *const conf_keys[CONF_KEY_COUNT] = {
-	[CONF_KEY_SOCKET_PATH] = "SocketPath",
-	[CONF_KEY_STATE_DIR] = "StateDir",
-	[CONF_KEY_PROFILE_DIR] = "ProfileDir",
-	[CONF_KEY_DEFAULT_TIER] = "DefaultTier",
-	[CONF_KEY_STAGE_TIMEOUT] = "StageTimeout",
-	[CONF_KEY_ON_STAGE_FAILURE] = "OnStageFailure",
-	[CONF_KEY_CACHE_HIGH] = "CacheHighWatermark",
-	[CONF_KEY_CACHE_LOW] = "CacheLowWatermark",
-	[CONF_KEY_MAX_CONNECTIONS] = "MaxConnections",
+    [CONF_KEY_SOCKET_PATH] = "SocketPath",
+    [CONF_KEY_STATE_DIR] = "StateDir",
+    [CONF_KEY_PROFILE_DIR] = "ProfileDir",
+    [CONF_KEY_DEFAULT_TIER] = "DefaultTier",
+    [CONF_KEY_STAGE_TIMEOUT] = "StageTimeout",
+    [CONF_KEY_ON_STAGE_FAILURE] = "OnStageFailure",
+    [CONF_KEY_CACHE_HIGH] = "CacheHighWatermark",
+    [CONF_KEY_CACHE_LOW] = "CacheLowWatermark",
+    [CONF_KEY_MAX_CONNECTIONS] = "MaxConnections",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -64,21 +64,21 @@ enum conf_tier_key {
 };
 
 static const char *const conf_tier_keys[CONF_TIER_KEY_COUNT] = {
-	[CONF_TIER_PATH] = "Path",
-	[CONF_TIER_CAPACITY] = "Capacity",
-	[CONF_TIER_MEDIUM] = "Medium",
-	[CONF_TIER_SHARED] = "Shared",
+    [CONF_TIER_PATH] = "Path",
+    [CONF_TIER_CAPACITY] = "Capacity",
+    [CONF_TIER_MEDIUM] = "Medium",
+    [CONF_TIER_SHARED] = "Shared",
 };
 
 static const char *const conf_media[] = {
-	[TIER_MEDIUM_NVME] = "nvme", [TIER_MEDIUM_SSD] = "ssd",
-	[TIER_MEDIUM_HDD] = "hdd",   [TIER_MEDIUM_PMEM] = "pmem",
-	[TIER_MEDIUM_RAM] = "ram",
+    [TIER_MEDIUM_NVME] = "nvme", [TIER_MEDIUM_SSD] = "ssd",
+    [TIER_MEDIUM_HDD] = "hdd",	 [TIER_MEDIUM_PMEM] = "pmem",
+    [TIER_MEDIUM_RAM] = "ram",
 };
 
 static const char *const conf_policies[] = {
-	[STAGE_FAILURE_FAIL] = "fail",
-	[STAGE_FAILURE_FALLBACK] = "fallback",
+    [STAGE_FAILURE_FAIL] = "fail",
+    [STAGE_FAILURE_FALLBACK] = "fallback",
 };
 
 #define CONF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -96,7 +96,7 @@ struct conf_parser {
 
 /* "ORIGIN:LINE: " + the formatted rest; errno = EINVAL; returns -1. */
 static int conf_fail(struct conf_parser *cp, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static int conf_fail(struct conf_parser *cp, const char *fmt, ...)
 {
@@ -130,8 +130,8 @@ static const char *conf_show(const char *s, char *buf, size_t buflen)
 			memcpy(buf + i, "...", 4);
 			return buf;
 		}
-		buf[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?'
-								     : s[i];
+		buf[i] =
+		    ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
 	}
 	buf[i] = '\0';
 	return buf;
@@ -159,7 +159,8 @@ int conf_parse_size(const char *s, uint64_t *ret)
 {
 	uint64_t v = 0;
 	unsigned shift = 0;
-	const char *p = s;
+	static const char units[] = "KMGTP"; /* powers of 1024 */
+	const char *p = s, *unit;
 
 	if (!s || !ret || !isdigit((unsigned char)*s)) {
 		errno = EINVAL;
@@ -179,30 +180,14 @@ int conf_parse_size(const char *s, uint64_t *ret)
 		}
 		v = v * 10 + d;
 	}
-	switch (toupper((unsigned char)*p)) {
-	case 'K':
-		shift += 10;
-		break;
-	case 'M':
-		shift += 20;
-		break;
-	case 'G':
-		shift += 30;
-		break;
-	case 'T':
-		shift += 40;
-		break;
-	case 'P':
-		shift += 50;
-		break;
-	default:
-		goto suffix;
-	}
-	p++;
-	if (toupper((unsigned char)*p) == 'I' &&
-	    toupper((unsigned char)p[1]) == 'B')
+	unit = strchr(units, toupper((unsigned char)*p));
+	if (*p && unit) {
+		shift += 10 * (unsigned)(unit - units + 1);
 		p++;
-suffix:
+		if (toupper((unsigned char)*p) == 'I' &&
+		    toupper((unsigned char)p[1]) == 'B')
+			p++;
+	}
 	if (toupper((unsigned char)*p) == 'B')
 		p++;
 	if (*p) {
@@ -266,8 +251,8 @@ void conf_tier_names(const struct conf *conf, char *buf, size_t buflen)
 	if (!conf)
 		return;
 	for (size_t i = 0; i < conf->ntiers && i < CONF_MAX_TIERS; i++) {
-		int n = snprintf(buf + off, buflen - off, "%s%s",
-				 i ? ", " : "", conf->tiers[i].name);
+		int n = snprintf(buf + off, buflen - off, "%s%s", i ? ", " : "",
+				 conf->tiers[i].name);
 
 		if (n < 0 || (size_t)n >= buflen - off)
 			return; /* truncated, still NUL-terminated */
@@ -324,15 +309,15 @@ static int conf_path(struct conf_parser *cp, const char *key, const char *val,
 	return 0;
 }
 
-static int conf_global(struct conf_parser *cp, enum conf_key k,
-		       const char *val)
+static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 {
 	struct conf *c = cp->conf;
 	const char *key = conf_keys[k];
 	char show[CONF_SHOW_MAX + 8];
 
 	if (cp->key_line[k])
-		return conf_fail(cp, "key '%s': duplicate (first set on line %u)",
+		return conf_fail(cp,
+				 "key '%s': duplicate (first set on line %u)",
 				 key, cp->key_line[k]);
 	cp->key_line[k] = cp->line;
 
@@ -351,7 +336,8 @@ static int conf_global(struct conf_parser *cp, enum conf_key k,
 			return conf_fail(cp,
 					 "key '%s': invalid tier name '%s' "
 					 "(want [a-z0-9_-]{1,31})",
-					 key, conf_show(val, show, sizeof(show)));
+					 key,
+					 conf_show(val, show, sizeof(show)));
 		snprintf(cp->default_tier, sizeof(cp->default_tier), "%s", val);
 		return 0;
 	case CONF_KEY_STAGE_TIMEOUT:
@@ -429,8 +415,7 @@ static int conf_misplaced(struct conf_parser *cp, const char *key, bool tier)
 					 "key '%s': only valid on a Tier line",
 					 conf_tier_keys[k]);
 		if (strcasecmp(key, "Tier") == 0)
-			return conf_fail(cp,
-					 "key 'Tier': must start its line");
+			return conf_fail(cp, "key 'Tier': must start its line");
 	}
 	return conf_fail(cp, "unknown key '%s'",
 			 conf_show(key, show, sizeof(show)));
@@ -474,33 +459,34 @@ static int conf_tier_line(struct conf_parser *cp, char **toks, size_t ntoks)
 		if (k < 0)
 			return conf_misplaced(cp, toks[i], true);
 		if (seen[k])
-			return conf_fail(cp, "key '%s': given twice for tier '%s'",
+			return conf_fail(cp,
+					 "key '%s': given twice for tier '%s'",
 					 conf_tier_keys[k], t.name);
 		seen[k] = true;
 		switch ((enum conf_tier_key)k) {
 		case CONF_TIER_PATH:
-			if (conf_path(cp, "Path", val, t.path,
-				      sizeof(t.path)) < 0)
+			if (conf_path(cp, "Path", val, t.path, sizeof(t.path)) <
+			    0)
 				return -1;
 			break;
 		case CONF_TIER_CAPACITY:
 			if (conf_parse_size(val, &t.capacity) < 0)
 				return conf_fail(
-					cp, "key 'Capacity': %s '%s'",
-					errno == ERANGE ? "size too large"
-							: "invalid size",
-					conf_show(val, show, sizeof(show)));
+				    cp, "key 'Capacity': %s '%s'",
+				    errno == ERANGE ? "size too large"
+						    : "invalid size",
+				    conf_show(val, show, sizeof(show)));
 			break;
 		case CONF_TIER_MEDIUM:
 			k = conf_lookup(conf_media, CONF_ARRAY_LEN(conf_media),
 					val);
 			if (k < 0)
-				return conf_fail(cp,
-						 "key 'Medium': unknown medium "
-						 "'%s' (known: nvme, ssd, hdd, "
-						 "pmem, ram)",
-						 conf_show(val, show,
-							   sizeof(show)));
+				return conf_fail(
+				    cp,
+				    "key 'Medium': unknown medium "
+				    "'%s' (known: nvme, ssd, hdd, "
+				    "pmem, ram)",
+				    conf_show(val, show, sizeof(show)));
 			t.medium = (enum tier_medium)k;
 			break;
 		case CONF_TIER_SHARED:
@@ -509,11 +495,11 @@ static int conf_tier_line(struct conf_parser *cp, char **toks, size_t ntoks)
 			else if (strcasecmp(val, "no") == 0)
 				t.shared = false;
 			else
-				return conf_fail(cp,
-						 "key 'Shared': expected yes or "
-						 "no, not '%s'",
-						 conf_show(val, show,
-							   sizeof(show)));
+				return conf_fail(
+				    cp,
+				    "key 'Shared': expected yes or "
+				    "no, not '%s'",
+				    conf_show(val, show, sizeof(show)));
 			break;
 		case CONF_TIER_KEY_COUNT:
 			break;
@@ -551,8 +537,9 @@ static int conf_line(struct conf_parser *cp, char *line)
 	for (tok = strtok_r(line, " \t\r\v\f", &save); tok;
 	     tok = strtok_r(NULL, " \t\r\v\f", &save)) {
 		if (ntoks == CONF_LINE_TOKENS)
-			return conf_fail(cp, "more than %d Key=Value pairs on "
-					     "one line",
+			return conf_fail(cp,
+					 "more than %d Key=Value pairs on "
+					 "one line",
 					 CONF_LINE_TOKENS);
 		toks[ntoks++] = tok;
 	}
@@ -665,7 +652,7 @@ out:
 }
 
 static void conf_msg(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void conf_msg(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -678,8 +665,7 @@ static void conf_msg(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-int conf_load(const char *path, struct conf *ret_conf, char *err,
-	      size_t errlen)
+int conf_load(const char *path, struct conf *ret_conf, char *err, size_t errlen)
 {
 	struct stat st;
 	char *buf = NULL;

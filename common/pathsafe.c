@@ -14,12 +14,11 @@
 
 #include "common/pathsafe.h"
 
-static int pathsafe_fail(char *err, size_t errlen, int errnum,
-			 const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+static int pathsafe_fail(char *err, size_t errlen, int errnum, const char *fmt,
+			 ...) __attribute__((format(printf, 4, 5)));
 
-static int pathsafe_fail(char *err, size_t errlen, int errnum,
-			 const char *fmt, ...)
+static int pathsafe_fail(char *err, size_t errlen, int errnum, const char *fmt,
+			 ...)
 {
 	va_list ap;
 

@@ -29,33 +29,33 @@
 #include "common/pathsafe.h"
 #include "common/profile.h"
 
-#define PROFILE_SHOW_MAX 64    /* bytes of a user's value quoted in errors */
+#define PROFILE_SHOW_MAX 64	 /* bytes of a user's value quoted in errors */
 #define PROFILE_BASE_NAME_MAX 64 /* site profile names [A-Za-z0-9_-]{1,63} */
-#define PROFILE_LIST_MAX 32    /* site profiles listed in "known: ..." */
-#define PROFILE_KEY_MAX 48     /* "datasets[15].verify" and friends */
+#define PROFILE_LIST_MAX 32	 /* site profiles listed in "known: ..." */
+#define PROFILE_KEY_MAX 48	 /* "datasets[15].verify" and friends */
 
 #define PROFILE_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const profile_access_names[] = {
-	[PROFILE_ACCESS_UNKNOWN] = "unknown",
-	[PROFILE_ACCESS_RANDOM] = "random",
-	[PROFILE_ACCESS_SEQUENTIAL] = "sequential",
+    [PROFILE_ACCESS_UNKNOWN] = "unknown",
+    [PROFILE_ACCESS_RANDOM] = "random",
+    [PROFILE_ACCESS_SEQUENTIAL] = "sequential",
 };
 
 static const char *const profile_verify_names[] = {
-	[PROFILE_VERIFY_STAT] = "stat",
-	[PROFILE_VERIFY_NONE] = "none",
-	[PROFILE_VERIFY_CHECKSUM] = "checksum",
+    [PROFILE_VERIFY_STAT] = "stat",
+    [PROFILE_VERIFY_NONE] = "none",
+    [PROFILE_VERIFY_CHECKSUM] = "checksum",
 };
 
 static const char *const profile_drain_names[] = {
-	[PROFILE_DRAIN_ASYNC] = "async",
-	[PROFILE_DRAIN_END] = "end",
+    [PROFILE_DRAIN_ASYNC] = "async",
+    [PROFILE_DRAIN_END] = "end",
 };
 
 static const char *const profile_policy_names[] = {
-	[STAGE_FAILURE_FAIL] = "fail",
-	[STAGE_FAILURE_FALLBACK] = "fallback",
+    [STAGE_FAILURE_FAIL] = "fail",
+    [STAGE_FAILURE_FALLBACK] = "fallback",
 };
 
 static int profile_fail(char *err, size_t errlen, int errnum, const char *fmt,
@@ -88,8 +88,8 @@ static const char *profile_show(const char *s, char *buf, size_t buflen)
 			memcpy(buf + i, "...", 4);
 			return buf;
 		}
-		buf[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?'
-								     : s[i];
+		buf[i] =
+		    ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
 	}
 	buf[i] = '\0';
 	return buf;
@@ -321,7 +321,8 @@ static int profile_assign_names(struct profile *p, char *err, size_t errlen)
 		}
 		base[len] = '\0';
 		if (len == 0)
-			snprintf(base, sizeof(base), "%s", is_ds ? "data" : "out");
+			snprintf(base, sizeof(base), "%s",
+				 is_ds ? "data" : "out");
 		snprintf(cand, sizeof(cand), "%s", base);
 		/* At most n-1 other names exist, so some suffix up to n+1 is
 		 * free. */
@@ -473,8 +474,8 @@ static int profile_members(const cJSON *obj, const char *prefix,
 		const char *name = item->string ? item->string : "";
 		int k = profile_lookup(keys, nkeys, name);
 
-		snprintf(key, sizeof(key), "%s%s%s", prefix,
-			 *prefix ? "." : "", k >= 0 ? keys[k] : SHOW(name, show));
+		snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "",
+			 k >= 0 ? keys[k] : SHOW(name, show));
 		if (k < 0)
 			return profile_fail(err, errlen, EINVAL,
 					    "key '%s': unknown key", key);
@@ -497,9 +498,9 @@ enum profile_ds_key {
 };
 
 static const char *const profile_ds_keys[] = {
-	[PROFILE_DS_NAME] = "name",	[PROFILE_DS_PATH] = "path",
-	[PROFILE_DS_TIER] = "tier",	[PROFILE_DS_ACCESS] = "access",
-	[PROFILE_DS_VERIFY] = "verify",
+    [PROFILE_DS_NAME] = "name",	    [PROFILE_DS_PATH] = "path",
+    [PROFILE_DS_TIER] = "tier",	    [PROFILE_DS_ACCESS] = "access",
+    [PROFILE_DS_VERIFY] = "verify",
 };
 
 enum profile_out_key {
@@ -510,10 +511,10 @@ enum profile_out_key {
 };
 
 static const char *const profile_out_keys[] = {
-	[PROFILE_OUT_NAME] = "name",
-	[PROFILE_OUT_PATH] = "path",
-	[PROFILE_OUT_TIER] = "tier",
-	[PROFILE_OUT_DRAIN] = "drain",
+    [PROFILE_OUT_NAME] = "name",
+    [PROFILE_OUT_PATH] = "path",
+    [PROFILE_OUT_TIER] = "tier",
+    [PROFILE_OUT_DRAIN] = "drain",
 };
 
 /* The parts a dataset and an output share, filled member by member. */
@@ -555,18 +556,18 @@ static int profile_entry_member(void *ctx, int k, const cJSON *item,
 	default:
 		if (e->is_output)
 			return profile_json_enum(
-				item, key, profile_drain_names,
-				PROFILE_ARRAY_LEN(profile_drain_names),
-				&e->drain, err, errlen);
+			    item, key, profile_drain_names,
+			    PROFILE_ARRAY_LEN(profile_drain_names), &e->drain,
+			    err, errlen);
 		if (k == PROFILE_DS_ACCESS)
 			return profile_json_enum(
-				item, key, profile_access_names,
-				PROFILE_ARRAY_LEN(profile_access_names),
-				&e->access, err, errlen);
+			    item, key, profile_access_names,
+			    PROFILE_ARRAY_LEN(profile_access_names), &e->access,
+			    err, errlen);
 		return profile_json_enum(
-			item, key, profile_verify_names,
-			PROFILE_ARRAY_LEN(profile_verify_names), &e->verify,
-			err, errlen);
+		    item, key, profile_verify_names,
+		    PROFILE_ARRAY_LEN(profile_verify_names), &e->verify, err,
+		    errlen);
 	}
 	if (!e->name)
 		return profile_fail(err, errlen, ENOMEM, "out of memory");
@@ -580,8 +581,8 @@ static bool profile_path_taken(const struct profile *p, bool output,
 	size_t n = output ? p->noutputs : p->ndatasets;
 
 	for (size_t i = 0; i < n; i++) {
-		const char *q = output ? p->outputs[i].path
-				       : p->datasets[i].path;
+		const char *q =
+		    output ? p->outputs[i].path : p->datasets[i].path;
 
 		if (q && strcmp(q, path) == 0)
 			return true;
@@ -615,8 +616,7 @@ static int profile_json_entries(struct profile *p, const cJSON *arr,
 				    output ? profile_out_keys : profile_ds_keys,
 				    output ? PROFILE_ARRAY_LEN(profile_out_keys)
 					   : PROFILE_ARRAY_LEN(profile_ds_keys),
-				    profile_entry_member, &e, err,
-				    errlen) < 0)
+				    profile_entry_member, &e, err, errlen) < 0)
 			goto fail_entry;
 		if (!e.path) {
 			profile_fail(err, errlen, EINVAL,
@@ -648,7 +648,7 @@ static int profile_json_entries(struct profile *p, const cJSON *arr,
 			p->ndatasets = ++i;
 		}
 		continue;
-fail_entry:
+	fail_entry:
 		free(e.name);
 		free(e.path);
 		free(e.tier);
@@ -670,15 +670,15 @@ enum profile_top_key {
 };
 
 static const char *const profile_top_keys[] = {
-	[PROFILE_KEY_DESCRIPTION] = "description",
-	[PROFILE_KEY_ORIGIN] = "origin",
-	[PROFILE_KEY_TIER] = "tier",
-	[PROFILE_KEY_ACCESS] = "access",
-	[PROFILE_KEY_DATASETS] = "datasets",
-	[PROFILE_KEY_OUTPUTS] = "outputs",
-	[PROFILE_KEY_TRACE] = "trace",
-	[PROFILE_KEY_TIMEOUT] = "timeout",
-	[PROFILE_KEY_ON_FAILURE] = "on_failure",
+    [PROFILE_KEY_DESCRIPTION] = "description",
+    [PROFILE_KEY_ORIGIN] = "origin",
+    [PROFILE_KEY_TIER] = "tier",
+    [PROFILE_KEY_ACCESS] = "access",
+    [PROFILE_KEY_DATASETS] = "datasets",
+    [PROFILE_KEY_OUTPUTS] = "outputs",
+    [PROFILE_KEY_TRACE] = "trace",
+    [PROFILE_KEY_TIMEOUT] = "timeout",
+    [PROFILE_KEY_ON_FAILURE] = "on_failure",
 };
 
 static int profile_top_member(void *ctx, int k, const cJSON *item,
@@ -802,8 +802,7 @@ struct profile *profile_parse_json(const char *json, const char *origin,
 			}
 		}
 		profile_fail(err, errlen, EINVAL,
-			     "malformed JSON at line %u, column %u", line,
-			     col);
+			     "malformed JSON at line %u, column %u", line, col);
 		return NULL;
 	}
 	if (!cJSON_IsObject(root)) {
@@ -834,8 +833,7 @@ fail:
 
 /* Read a small regular file as the calling process. On failure, REASON
  * says why ("No such file or directory", "larger than 65536 bytes"). */
-static char *profile_read_file(const char *path, char *reason,
-			       size_t reasonlen)
+static char *profile_read_file(const char *path, char *reason, size_t reasonlen)
 {
 	struct stat st;
 	char *buf = NULL;
@@ -1050,7 +1048,7 @@ static struct profile *profile_load_base(const char *base,
 }
 
 static const char profile_override_keys[] =
-	"data, out, tier, on-failure, timeout, trace";
+    "data, out, tier, on-failure, timeout, trace";
 
 enum profile_override {
 	PROFILE_OV_DATA = 0,
@@ -1063,12 +1061,9 @@ enum profile_override {
 };
 
 static const char *const profile_ov_names[PROFILE_OV_COUNT] = {
-	[PROFILE_OV_DATA] = "data",
-	[PROFILE_OV_OUT] = "out",
-	[PROFILE_OV_TIER] = "tier",
-	[PROFILE_OV_ON_FAILURE] = "on-failure",
-	[PROFILE_OV_TIMEOUT] = "timeout",
-	[PROFILE_OV_TRACE] = "trace",
+    [PROFILE_OV_DATA] = "data",	      [PROFILE_OV_OUT] = "out",
+    [PROFILE_OV_TIER] = "tier",	      [PROFILE_OV_ON_FAILURE] = "on-failure",
+    [PROFILE_OV_TIMEOUT] = "timeout", [PROFILE_OV_TRACE] = "trace",
 };
 
 /* A tier given in the SPEC: checked against CONF right away when there is
@@ -1161,8 +1156,8 @@ fail:
 }
 
 static int profile_spec_override(struct profile *p, char *item,
-				 const struct conf *conf, bool *seen,
-				 char *err, size_t errlen)
+				 const struct conf *conf, bool *seen, char *err,
+				 size_t errlen)
 {
 	char *eq = strchr(item, '=');
 	char *val;
@@ -1346,8 +1341,8 @@ int profile_normalize(struct profile *profile, const struct conf *conf,
 	for (size_t i = 0; i < p->ndatasets + p->noutputs; i++) {
 		bool is_ds = i < p->ndatasets;
 		size_t j = is_ds ? i : i - p->ndatasets;
-		const char *t = is_ds ? p->datasets[j].tier
-				      : p->outputs[j].tier;
+		const char *t =
+		    is_ds ? p->datasets[j].tier : p->outputs[j].tier;
 
 		if (t && !conf_find_tier(conf, t)) {
 			snprintf(key, sizeof(key), "%s[%zu].tier",
@@ -1556,9 +1551,9 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 					d->tier, conf, err, errlen) < 0)
 			return -1;
 		if ((unsigned)d->access >=
-			    PROFILE_ARRAY_LEN(profile_access_names) ||
+			PROFILE_ARRAY_LEN(profile_access_names) ||
 		    (unsigned)d->verify >=
-			    PROFILE_ARRAY_LEN(profile_verify_names))
+			PROFILE_ARRAY_LEN(profile_verify_names))
 			return profile_fail(err, errlen, EINVAL,
 					    "key 'datasets[%zu]': invalid "
 					    "access or verify value",
@@ -1573,8 +1568,8 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 	for (size_t i = 0; i < p->noutputs; i++) {
 		const struct profile_output *o = &p->outputs[i];
 
-		if (profile_check_entry("outputs", i, o->name, o->path,
-					o->tier, conf, err, errlen) < 0)
+		if (profile_check_entry("outputs", i, o->name, o->path, o->tier,
+					conf, err, errlen) < 0)
 			return -1;
 		if ((unsigned)o->drain >=
 		    PROFILE_ARRAY_LEN(profile_drain_names))

@@ -12,19 +12,19 @@
 #include "common/conf.h"
 
 static const char good_conf[] =
-	"# iostage site configuration\n"
-	"SocketPath=/run/iostage/test.sock\n"
-	"StateDir=/var/lib/iostage-test/\n"
-	"ProfileDir=//etc//slurm/iostage.d\n"
-	"DefaultTier=bb   # before the tiers: allowed\n"
-	"\n"
-	"Tier=nvme Path=/local/nvme/iostage Capacity=800G Medium=nvme\n"
-	"Tier=bb\tPath=/bb/iostage        Capacity=20T  Medium=ssd "
-	"Shared=yes\r\n"
-	"StageTimeout=1200\n"
-	"OnStageFailure=fallback\n"
-	"cachehighwatermark=90 CACHELOWWATERMARK=80\n"
-	"MaxConnections=128\n";
+    "# iostage site configuration\n"
+    "SocketPath=/run/iostage/test.sock\n"
+    "StateDir=/var/lib/iostage-test/\n"
+    "ProfileDir=//etc//slurm/iostage.d\n"
+    "DefaultTier=bb   # before the tiers: allowed\n"
+    "\n"
+    "Tier=nvme Path=/local/nvme/iostage Capacity=800G Medium=nvme\n"
+    "Tier=bb\tPath=/bb/iostage        Capacity=20T  Medium=ssd "
+    "Shared=yes\r\n"
+    "StageTimeout=1200\n"
+    "OnStageFailure=fallback\n"
+    "cachehighwatermark=90 CACHELOWWATERMARK=80\n"
+    "MaxConnections=128\n";
 
 START_TEST(test_good)
 {
@@ -32,7 +32,7 @@ START_TEST(test_good)
 	char err[CONF_ERR_MAX] = "";
 
 	ck_assert_msg(conf_parse(good_conf, "t.conf", &c, err, sizeof(err)) ==
-			      0,
+			  0,
 		      "%s", err);
 	ck_assert_str_eq(c.socket_path, "/run/iostage/test.sock");
 	ck_assert_str_eq(c.state_dir, "/var/lib/iostage-test");
@@ -67,9 +67,8 @@ START_TEST(test_defaults)
 	struct conf c;
 	char err[CONF_ERR_MAX];
 
-	ck_assert_int_eq(conf_parse("Tier=a Path=/a\n", "t.conf", &c, err,
-				    sizeof(err)),
-			 0);
+	ck_assert_int_eq(
+	    conf_parse("Tier=a Path=/a\n", "t.conf", &c, err, sizeof(err)), 0);
 	ck_assert_str_eq(c.socket_path, "/run/iostage/iostaged.sock");
 	ck_assert_str_eq(c.state_dir, "/var/lib/iostage");
 	ck_assert_str_eq(c.profile_dir, "/etc/slurm/iostage.d");
@@ -108,130 +107,125 @@ struct err_case {
 #define T1 "Tier=nvme Path=/local/nvme\n"
 
 static const struct err_case err_cases[] = {
-	{T1 "Foo=1\n", "t.conf:2: unknown key 'Foo'"},
-	{"Foo\x01=1\n", "t.conf:1: unknown key 'Foo?'"},
-	{T1 "StageTimeout=0\n",
-	 "t.conf:2: key 'StageTimeout': 0 out of range 1..86400"},
-	{T1 "StageTimeout=86401\n",
-	 "t.conf:2: key 'StageTimeout': 86401 out of range 1..86400"},
-	{T1 "StageTimeout=99999999999999999999999\n",
-	 "t.conf:2: key 'StageTimeout': 99999999999999999999999 out of range "
-	 "1..86400"},
-	{T1 "StageTimeout=abc\n",
-	 "t.conf:2: key 'StageTimeout': 'abc' is not a number"},
-	{T1 "StageTimeout=-1\n",
-	 "t.conf:2: key 'StageTimeout': '-1' is not a number"},
-	{T1 "StageTimeout=600\nstagetimeout=700\n",
-	 "t.conf:3: key 'StageTimeout': duplicate (first set on line 2)"},
-	{T1 "OnStageFailure=maybe\n",
-	 "t.conf:2: key 'OnStageFailure': unknown value 'maybe' (known: fail, "
-	 "fallback)"},
-	{T1 "CacheHighWatermark=101\n",
-	 "t.conf:2: key 'CacheHighWatermark': 101 out of range 1..100"},
-	{T1 "CacheHighWatermark=0\n",
-	 "t.conf:2: key 'CacheHighWatermark': 0 out of range 1..100"},
-	{T1 "CacheLowWatermark=100\n",
-	 "t.conf:2: key 'CacheLowWatermark': 100 out of range 0..99"},
-	{T1 "CacheLowWatermark=90\n",
-	 "t.conf:2: key 'CacheLowWatermark': 90 is not below "
-	 "CacheHighWatermark (85)"},
-	{T1 "CacheLowWatermark=60\nCacheHighWatermark=60\n",
-	 "t.conf:2: key 'CacheLowWatermark': 60 is not below "
-	 "CacheHighWatermark (60)"},
-	{T1 "CacheHighWatermark=70\n",
-	 "t.conf:2: key 'CacheHighWatermark': 70 is not above "
-	 "CacheLowWatermark (75)"},
-	{T1 "MaxConnections=0\n",
-	 "t.conf:2: key 'MaxConnections': 0 out of range 1..4096"},
-	{T1 "MaxConnections=4097\n",
-	 "t.conf:2: key 'MaxConnections': 4097 out of range 1..4096"},
-	{T1 "SocketPath=run/x.sock\n",
-	 "t.conf:2: key 'SocketPath': run/x.sock: not an absolute path"},
-	{T1 "SocketPath=/run/"
-	    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
-	 "t.conf:2: key 'SocketPath': /run/"
-	 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...: "
-	 "longer than 107 bytes"},
-	{T1 "StateDir=/var/../etc\n",
-	 "t.conf:2: key 'StateDir': /var/../etc: contains a '..' component"},
-	{T1 "ProfileDir=/etc/./x\n",
-	 "t.conf:2: key 'ProfileDir': /etc/./x: contains a '.' component"},
-	{T1 "ProfileDir=/etc/\x01x\n",
-	 "t.conf:2: key 'ProfileDir': /etc/?x: contains a control character"},
-	{"Tier=nvme\n", "t.conf:1: key 'Path': required for tier 'nvme'"},
-	{"Tier=nvme Capacity=1G\n",
-	 "t.conf:1: key 'Path': required for tier 'nvme'"},
-	{"Tier=NVMe Path=/a\n",
-	 "t.conf:1: key 'Tier': invalid tier name 'NVMe' (want "
-	 "[a-z0-9_-]{1,31})"},
-	{"Tier=a/b Path=/a\n",
-	 "t.conf:1: key 'Tier': invalid tier name 'a/b' (want "
-	 "[a-z0-9_-]{1,31})"},
-	{"Tier=..\n",
-	 "t.conf:1: key 'Tier': invalid tier name '..' (want "
-	 "[a-z0-9_-]{1,31})"},
-	{"Tier=abcdefghijabcdefghijabcdefghijab Path=/a\n",
-	 "t.conf:1: key 'Tier': invalid tier name "
-	 "'abcdefghijabcdefghijabcdefghijab' (want [a-z0-9_-]{1,31})"},
-	{T1 "\n# x\nTier=nvme Path=/other\n",
-	 "t.conf:4: key 'Tier': duplicate tier 'nvme' (first on line 1)"},
-	{T1 "Tier=bb Path=/local//nvme/\n",
-	 "t.conf:2: key 'Path': /local/nvme overlaps tier 'nvme' "
-	 "(/local/nvme, line 1)"},
-	{T1 "Tier=bb Path=/local/nvme/bb\n",
-	 "t.conf:2: key 'Path': /local/nvme/bb overlaps tier 'nvme' "
-	 "(/local/nvme, line 1)"},
-	{T1 "Tier=bb Path=/local\n",
-	 "t.conf:2: key 'Path': /local overlaps tier 'nvme' (/local/nvme, "
-	 "line 1)"},
-	{"Tier=a Path=rel\n",
-	 "t.conf:1: key 'Path': rel: not an absolute path"},
-	{"Tier=a Path=/a/../b\n",
-	 "t.conf:1: key 'Path': /a/../b: contains a '..' component"},
-	{"Tier=a Path=/a Capacity=12Q\n",
-	 "t.conf:1: key 'Capacity': invalid size '12Q'"},
-	{"Tier=a Path=/a Capacity=99999P\n",
-	 "t.conf:1: key 'Capacity': size too large '99999P'"},
-	{"Tier=a Path=/a Medium=floppy\n",
-	 "t.conf:1: key 'Medium': unknown medium 'floppy' (known: nvme, ssd, "
-	 "hdd, pmem, ram)"},
-	{"Tier=a Path=/a Shared=maybe\n",
-	 "t.conf:1: key 'Shared': expected yes or no, not 'maybe'"},
-	{"Tier=a Path=/a Path=/b\n",
-	 "t.conf:1: key 'Path': given twice for tier 'a'"},
-	{"Tier=a Path=/a StageTimeout=5\n",
-	 "t.conf:1: key 'StageTimeout': not valid on a Tier line (put it on "
-	 "its own line)"},
-	{"Tier=a Path=/a Tier=b\n", "t.conf:1: key 'Tier': one tier per line"},
-	{"Tier=a Path=/a Foo=1\n", "t.conf:1: unknown key 'Foo'"},
-	{"Path=/a\n", "t.conf:1: key 'Path': only valid on a Tier line"},
-	{"StageTimeout=5 Tier=a Path=/a\n",
-	 "t.conf:1: key 'Tier': must start its line"},
-	{"", "t.conf: key 'Tier': at least one Tier is required"},
-	{"# nothing\n\n", "t.conf: key 'Tier': at least one Tier is required"},
-	{"StageTimeout=5\n",
-	 "t.conf: key 'Tier': at least one Tier is required"},
-	{"DefaultTier=bb\n" T1,
-	 "t.conf:1: key 'DefaultTier': unknown tier 'bb' (known: nvme)"},
-	{T1 "DefaultTier=BAD!\n",
-	 "t.conf:2: key 'DefaultTier': invalid tier name 'BAD!' (want "
-	 "[a-z0-9_-]{1,31})"},
-	{T1 "StageTimeout\n",
-	 "t.conf:2: key 'StageTimeout': expected Key=Value"},
-	{"Tier\n", "t.conf:1: key 'Tier': expected Key=Value"},
-	{T1 "=5\n", "t.conf:2: key '': expected Key=Value"},
-	{T1 "StageTimeout=\n", "t.conf:2: key 'StageTimeout': empty value"},
-	{T1 "StageTimeout=60 0\n",
-	 "t.conf:2: key '0': expected Key=Value"},
-	{T1 "a=1 b=1 c=1 d=1 e=1 f=1 g=1 h=1 i=1 j=1 k=1 l=1 m=1 n=1 o=1 "
-	    "p=1 q=1\n",
-	 "t.conf:2: more than 16 Key=Value pairs on one line"},
-	{T1 "Fooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooo"
-	    "oooooooooooooooooooooooooooooooooooo=1\n",
-	 "t.conf:2: unknown key "
-	 "'Foooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooo"
-	 "o...'"},
+    {T1 "Foo=1\n", "t.conf:2: unknown key 'Foo'"},
+    {"Foo\x01=1\n", "t.conf:1: unknown key 'Foo?'"},
+    {T1 "StageTimeout=0\n",
+     "t.conf:2: key 'StageTimeout': 0 out of range 1..86400"},
+    {T1 "StageTimeout=86401\n",
+     "t.conf:2: key 'StageTimeout': 86401 out of range 1..86400"},
+    {T1 "StageTimeout=99999999999999999999999\n",
+     "t.conf:2: key 'StageTimeout': 99999999999999999999999 out of range "
+     "1..86400"},
+    {T1 "StageTimeout=abc\n",
+     "t.conf:2: key 'StageTimeout': 'abc' is not a number"},
+    {T1 "StageTimeout=-1\n",
+     "t.conf:2: key 'StageTimeout': '-1' is not a number"},
+    {T1 "StageTimeout=600\nstagetimeout=700\n",
+     "t.conf:3: key 'StageTimeout': duplicate (first set on line 2)"},
+    {T1 "OnStageFailure=maybe\n",
+     "t.conf:2: key 'OnStageFailure': unknown value 'maybe' (known: fail, "
+     "fallback)"},
+    {T1 "CacheHighWatermark=101\n",
+     "t.conf:2: key 'CacheHighWatermark': 101 out of range 1..100"},
+    {T1 "CacheHighWatermark=0\n",
+     "t.conf:2: key 'CacheHighWatermark': 0 out of range 1..100"},
+    {T1 "CacheLowWatermark=100\n",
+     "t.conf:2: key 'CacheLowWatermark': 100 out of range 0..99"},
+    {T1 "CacheLowWatermark=90\n",
+     "t.conf:2: key 'CacheLowWatermark': 90 is not below "
+     "CacheHighWatermark (85)"},
+    {T1 "CacheLowWatermark=60\nCacheHighWatermark=60\n",
+     "t.conf:2: key 'CacheLowWatermark': 60 is not below "
+     "CacheHighWatermark (60)"},
+    {T1 "CacheHighWatermark=70\n",
+     "t.conf:2: key 'CacheHighWatermark': 70 is not above "
+     "CacheLowWatermark (75)"},
+    {T1 "MaxConnections=0\n",
+     "t.conf:2: key 'MaxConnections': 0 out of range 1..4096"},
+    {T1 "MaxConnections=4097\n",
+     "t.conf:2: key 'MaxConnections': 4097 out of range 1..4096"},
+    {T1 "SocketPath=run/x.sock\n",
+     "t.conf:2: key 'SocketPath': run/x.sock: not an absolute path"},
+    {T1 "SocketPath=/run/"
+	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
+     "t.conf:2: key 'SocketPath': /run/"
+     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...: "
+     "longer than 107 bytes"},
+    {T1 "StateDir=/var/../etc\n",
+     "t.conf:2: key 'StateDir': /var/../etc: contains a '..' component"},
+    {T1 "ProfileDir=/etc/./x\n",
+     "t.conf:2: key 'ProfileDir': /etc/./x: contains a '.' component"},
+    {T1 "ProfileDir=/etc/\x01x\n",
+     "t.conf:2: key 'ProfileDir': /etc/?x: contains a control character"},
+    {"Tier=nvme\n", "t.conf:1: key 'Path': required for tier 'nvme'"},
+    {"Tier=nvme Capacity=1G\n",
+     "t.conf:1: key 'Path': required for tier 'nvme'"},
+    {"Tier=NVMe Path=/a\n",
+     "t.conf:1: key 'Tier': invalid tier name 'NVMe' (want "
+     "[a-z0-9_-]{1,31})"},
+    {"Tier=a/b Path=/a\n",
+     "t.conf:1: key 'Tier': invalid tier name 'a/b' (want "
+     "[a-z0-9_-]{1,31})"},
+    {"Tier=..\n", "t.conf:1: key 'Tier': invalid tier name '..' (want "
+		  "[a-z0-9_-]{1,31})"},
+    {"Tier=abcdefghijabcdefghijabcdefghijab Path=/a\n",
+     "t.conf:1: key 'Tier': invalid tier name "
+     "'abcdefghijabcdefghijabcdefghijab' (want [a-z0-9_-]{1,31})"},
+    {T1 "\n# x\nTier=nvme Path=/other\n",
+     "t.conf:4: key 'Tier': duplicate tier 'nvme' (first on line 1)"},
+    {T1 "Tier=bb Path=/local//nvme/\n",
+     "t.conf:2: key 'Path': /local/nvme overlaps tier 'nvme' "
+     "(/local/nvme, line 1)"},
+    {T1 "Tier=bb Path=/local/nvme/bb\n",
+     "t.conf:2: key 'Path': /local/nvme/bb overlaps tier 'nvme' "
+     "(/local/nvme, line 1)"},
+    {T1 "Tier=bb Path=/local\n",
+     "t.conf:2: key 'Path': /local overlaps tier 'nvme' (/local/nvme, "
+     "line 1)"},
+    {"Tier=a Path=rel\n", "t.conf:1: key 'Path': rel: not an absolute path"},
+    {"Tier=a Path=/a/../b\n",
+     "t.conf:1: key 'Path': /a/../b: contains a '..' component"},
+    {"Tier=a Path=/a Capacity=12Q\n",
+     "t.conf:1: key 'Capacity': invalid size '12Q'"},
+    {"Tier=a Path=/a Capacity=99999P\n",
+     "t.conf:1: key 'Capacity': size too large '99999P'"},
+    {"Tier=a Path=/a Medium=floppy\n",
+     "t.conf:1: key 'Medium': unknown medium 'floppy' (known: nvme, ssd, "
+     "hdd, pmem, ram)"},
+    {"Tier=a Path=/a Shared=maybe\n",
+     "t.conf:1: key 'Shared': expected yes or no, not 'maybe'"},
+    {"Tier=a Path=/a Path=/b\n",
+     "t.conf:1: key 'Path': given twice for tier 'a'"},
+    {"Tier=a Path=/a StageTimeout=5\n",
+     "t.conf:1: key 'StageTimeout': not valid on a Tier line (put it on "
+     "its own line)"},
+    {"Tier=a Path=/a Tier=b\n", "t.conf:1: key 'Tier': one tier per line"},
+    {"Tier=a Path=/a Foo=1\n", "t.conf:1: unknown key 'Foo'"},
+    {"Path=/a\n", "t.conf:1: key 'Path': only valid on a Tier line"},
+    {"StageTimeout=5 Tier=a Path=/a\n",
+     "t.conf:1: key 'Tier': must start its line"},
+    {"", "t.conf: key 'Tier': at least one Tier is required"},
+    {"# nothing\n\n", "t.conf: key 'Tier': at least one Tier is required"},
+    {"StageTimeout=5\n", "t.conf: key 'Tier': at least one Tier is required"},
+    {"DefaultTier=bb\n" T1,
+     "t.conf:1: key 'DefaultTier': unknown tier 'bb' (known: nvme)"},
+    {T1 "DefaultTier=BAD!\n",
+     "t.conf:2: key 'DefaultTier': invalid tier name 'BAD!' (want "
+     "[a-z0-9_-]{1,31})"},
+    {T1 "StageTimeout\n", "t.conf:2: key 'StageTimeout': expected Key=Value"},
+    {"Tier\n", "t.conf:1: key 'Tier': expected Key=Value"},
+    {T1 "=5\n", "t.conf:2: key '': expected Key=Value"},
+    {T1 "StageTimeout=\n", "t.conf:2: key 'StageTimeout': empty value"},
+    {T1 "StageTimeout=60 0\n", "t.conf:2: key '0': expected Key=Value"},
+    {T1 "a=1 b=1 c=1 d=1 e=1 f=1 g=1 h=1 i=1 j=1 k=1 l=1 m=1 n=1 o=1 "
+	"p=1 q=1\n",
+     "t.conf:2: more than 16 Key=Value pairs on one line"},
+    {T1 "Fooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooo"
+	"oooooooooooooooooooooooooooooooooooo=1\n",
+     "t.conf:2: unknown key "
+     "'Foooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooo"
+     "o...'"},
 };
 
 START_TEST(test_errors)
@@ -243,9 +237,8 @@ START_TEST(test_errors)
 	memset(&before, 0xa5, sizeof(before));
 	after = before;
 	errno = 0;
-	ck_assert_int_eq(conf_parse(c->text, "t.conf", &after, err,
-				    sizeof(err)),
-			 -1);
+	ck_assert_int_eq(
+	    conf_parse(c->text, "t.conf", &after, err, sizeof(err)), -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_str_eq(err, c->want);
 	/* *ret_conf untouched on failure. */
@@ -274,8 +267,7 @@ START_TEST(test_too_many_tiers)
 	conf_tier_names(&c, NULL, 0); /* no crash */
 
 	snprintf(text + off, sizeof(text) - off, "Tier=x Path=/x\n");
-	ck_assert_int_eq(conf_parse(text, "t.conf", &c, err, sizeof(err)),
-			 -1);
+	ck_assert_int_eq(conf_parse(text, "t.conf", &c, err, sizeof(err)), -1);
 	ck_assert_str_eq(err, "t.conf:17: key 'Tier': more than 16 tiers");
 }
 END_TEST
@@ -288,9 +280,8 @@ START_TEST(test_null_inputs)
 	ck_assert_int_eq(conf_parse(NULL, "t.conf", &c, err, sizeof(err)), -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_str_eq(err, "t.conf: no configuration text");
-	ck_assert_int_eq(conf_parse("Tier=a Path=/a", "t.conf", NULL, err,
-				    sizeof(err)),
-			 -1);
+	ck_assert_int_eq(
+	    conf_parse("Tier=a Path=/a", "t.conf", NULL, err, sizeof(err)), -1);
 	/* NULL origin and NULL err are fine. */
 	ck_assert_int_eq(conf_parse("Foo=1", NULL, &c, err, sizeof(err)), -1);
 	ck_assert_str_eq(err, "(config):1: unknown key 'Foo'");
@@ -309,41 +300,41 @@ struct size_case {
 };
 
 static const struct size_case size_cases[] = {
-	{"0", 0, 0},
-	{"1024", 0, 1024},
-	{"1B", 0, 1},
-	{"1b", 0, 1},
-	{"1K", 0, 1024},
-	{"1k", 0, 1024},
-	{"1KB", 0, 1024},
-	{"1KiB", 0, 1024},
-	{"512M", 0, 512ULL << 20},
-	{"800G", 0, 800ULL << 30},
-	{"20T", 0, 20ULL << 40},
-	{"1P", 0, 1ULL << 50},
-	{"16383P", 0, 16383ULL << 50},
-	{"007", 0, 7},
-	{"18446744073709551615", 0, UINT64_MAX},
-	{"18446744073709551616", ERANGE, 0},
-	{"99999999999999999999999", ERANGE, 0},
-	{"99999999999999999999999K", ERANGE, 0},
-	{"16384P", ERANGE, 0},
-	{"17179869184G", ERANGE, 0},
-	{"12Q", EINVAL, 0},
-	{"99999999999999999999999Q", EINVAL, 0},
-	{"", EINVAL, 0},
-	{NULL, EINVAL, 0},
-	{"K", EINVAL, 0},
-	{"-1", EINVAL, 0},
-	{"+1", EINVAL, 0},
-	{" 1", EINVAL, 0},
-	{"1 ", EINVAL, 0},
-	{"1.5G", EINVAL, 0},
-	{"1iB", EINVAL, 0},
-	{"1KBB", EINVAL, 0},
-	{"1KiBx", EINVAL, 0},
-	{"1E", EINVAL, 0},
-	{"0x10", EINVAL, 0},
+    {"0", 0, 0},
+    {"1024", 0, 1024},
+    {"1B", 0, 1},
+    {"1b", 0, 1},
+    {"1K", 0, 1024},
+    {"1k", 0, 1024},
+    {"1KB", 0, 1024},
+    {"1KiB", 0, 1024},
+    {"512M", 0, 512ULL << 20},
+    {"800G", 0, 800ULL << 30},
+    {"20T", 0, 20ULL << 40},
+    {"1P", 0, 1ULL << 50},
+    {"16383P", 0, 16383ULL << 50},
+    {"007", 0, 7},
+    {"18446744073709551615", 0, UINT64_MAX},
+    {"18446744073709551616", ERANGE, 0},
+    {"99999999999999999999999", ERANGE, 0},
+    {"99999999999999999999999K", ERANGE, 0},
+    {"16384P", ERANGE, 0},
+    {"17179869184G", ERANGE, 0},
+    {"12Q", EINVAL, 0},
+    {"99999999999999999999999Q", EINVAL, 0},
+    {"", EINVAL, 0},
+    {NULL, EINVAL, 0},
+    {"K", EINVAL, 0},
+    {"-1", EINVAL, 0},
+    {"+1", EINVAL, 0},
+    {" 1", EINVAL, 0},
+    {"1 ", EINVAL, 0},
+    {"1.5G", EINVAL, 0},
+    {"1iB", EINVAL, 0},
+    {"1KBB", EINVAL, 0},
+    {"1KiBx", EINVAL, 0},
+    {"1E", EINVAL, 0},
+    {"0x10", EINVAL, 0},
 };
 
 START_TEST(test_size_table)
@@ -376,9 +367,8 @@ START_TEST(test_names)
 	ck_assert_str_eq(conf_medium_name(TIER_MEDIUM_RAM), "ram");
 	ck_assert_str_eq(conf_medium_name((enum tier_medium)99), "unknown");
 	ck_assert_str_eq(conf_policy_name(STAGE_FAILURE_FAIL), "fail");
-	ck_assert_str_eq(conf_policy_name(STAGE_FAILURE_FALLBACK),
-			 "fallback");
-	ck_assert_str_eq(conf_policy_name((enum stage_failure_policy)-1),
+	ck_assert_str_eq(conf_policy_name(STAGE_FAILURE_FALLBACK), "fallback");
+	ck_assert_str_eq(conf_policy_name((enum stage_failure_policy) - 1),
 			 "unknown");
 	ck_assert_int_eq(conf_parse_policy("fallback", &p), 0);
 	ck_assert_int_eq(p, STAGE_FAILURE_FALLBACK);
@@ -449,8 +439,7 @@ START_TEST(test_load)
 	/* A directory. */
 	ck_assert_int_eq(conf_load(tmpdir, &c, err, sizeof(err)), -1);
 	ck_assert_int_eq(errno, EISDIR);
-	snprintf(want, sizeof(want), "%s: cannot read: Is a directory",
-		 tmpdir);
+	snprintf(want, sizeof(want), "%s: cannot read: Is a directory", tmpdir);
 	ck_assert_str_eq(err, want);
 
 	/* A FIFO: refused without blocking. */
