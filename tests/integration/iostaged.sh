@@ -7,10 +7,10 @@
 iostaged_start() {
 	setsid "$IOSTAGE_ROOT/usr/sbin/iostaged" -f -c "$IOSTAGE_CONF" \
 		>>"$IOSTAGED_LOG" 2>&1 </dev/null &
-	echo $! >"$CLUSTER_DIR/iostaged.test.pid"
+	echo $! >"$IOSTAGE_DIR/iostaged.test.pid"
 	for _ in $(seq 1 50); do
 		iostage -c "$IOSTAGE_CONF" status >/dev/null 2>&1 && return 0
-		kill -0 "$(cat "$CLUSTER_DIR/iostaged.test.pid")" 2>/dev/null || break
+		kill -0 "$(cat "$IOSTAGE_DIR/iostaged.test.pid")" 2>/dev/null || break
 		sleep 0.1
 	done
 	echo "iostaged did not start; log:" >&2
@@ -18,20 +18,20 @@ iostaged_start() {
 	return 1
 }
 
-iostaged_pid() { cat "$CLUSTER_DIR/iostaged.test.pid" 2>/dev/null; }
+iostaged_pid() { cat "$IOSTAGE_DIR/iostaged.test.pid" 2>/dev/null; }
 
 # iostaged_stop: SIGTERM, wait for the exit; prints nothing when not running.
 iostaged_stop() {
 	local pid
 	pid=$(iostaged_pid)
 	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || { rm -f "$CLUSTER_DIR/iostaged.test.pid"; return 0; }
+	kill -TERM "$pid" 2>/dev/null || { rm -f "$IOSTAGE_DIR/iostaged.test.pid"; return 0; }
 	for _ in $(seq 1 100); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
 	kill -KILL "$pid" 2>/dev/null
-	rm -f "$CLUSTER_DIR/iostaged.test.pid"
+	rm -f "$IOSTAGE_DIR/iostaged.test.pid"
 	return 0
 }
 

@@ -8,22 +8,26 @@
 # IOSTAGE_SOCKET, IOSTAGE_TIERS (dir holding one dir per tier), IOSTAGED_LOG,
 # and the functions in iostaged.sh (iostaged_start/stop/restart, ...).
 
-export IOSTAGE_ROOT="$CLUSTER_DIR/root"
-export IOSTAGE_CONF="$CLUSTER_DIR/iostage.conf"
-export IOSTAGE_SOCKET="$CLUSTER_DIR/run/iostaged.sock"
-export IOSTAGE_TIERS="$CLUSTER_DIR/tiers"
-export IOSTAGED_LOG="$CLUSTER_DIR/log/iostaged.log"
+# Under CLUSTER_DIR/iostage: cluster.sh start wipes its own state and logs.
+export IOSTAGE_DIR="$CLUSTER_DIR/iostage"
+export IOSTAGE_ROOT="$IOSTAGE_DIR/root"
+export IOSTAGE_CONF="$IOSTAGE_DIR/iostage.conf"
+export IOSTAGE_SOCKET="$IOSTAGE_DIR/run/iostaged.sock"
+export IOSTAGE_TIERS="$IOSTAGE_DIR/tiers"
+export IOSTAGE_STATE="$IOSTAGE_DIR/state"
+export IOSTAGED_LOG="$IOSTAGE_DIR/iostaged.log"
 export PATH="$IOSTAGE_ROOT/usr/bin:$IOSTAGE_ROOT/usr/sbin:$PATH"
 
+mkdir -p "$IOSTAGE_DIR"
+chmod 0755 "$IOSTAGE_DIR"
 make -s -C "$REPO_ROOT" install DESTDIR="$IOSTAGE_ROOT" prefix=/usr \
-	sysconfdir=/etc >"$CLUSTER_DIR/install.log" 2>&1 ||
-	{ cat "$CLUSTER_DIR/install.log" >&2; return 1; }
+	sysconfdir=/etc >"$IOSTAGE_DIR/install.log" 2>&1 ||
+	{ cat "$IOSTAGE_DIR/install.log" >&2; return 1; }
 
-mkdir -p "$CLUSTER_DIR/log" "$CLUSTER_DIR/state"
 cat >"$IOSTAGE_CONF" <<CONF
 # iostage.conf written by tests/integration/setup.sh
 SocketPath=$IOSTAGE_SOCKET
-StateDir=$CLUSTER_DIR/state
+StateDir=$IOSTAGE_STATE
 ProfileDir=$IOSTAGE_ROOT/etc/slurm/iostage.d
 Tier=nvme Path=$IOSTAGE_TIERS/nvme Medium=nvme
 Tier=ram Path=$IOSTAGE_TIERS/ram Medium=ram Capacity=256M

@@ -56,7 +56,7 @@ test_daemon_serves_consecutive_jobs() {
 }
 
 test_job_without_profile_is_untouched() {
-	submit_wait "$TEST_USER" -o out.txt --wrap 'env | grep -c ^IOSTAGE_ || true' >/dev/null ||
+	submit_wait "$TEST_USER" -o out.txt --wrap 'env | grep -cE "^(IOSTAGE_(DATA|LOCAL|JOB_DIR|OUTPUT|FALLBACK)|SLURM_SPANK_IOSTAGE)" || true' >/dev/null ||
 		fail "job failed: $SUBMIT_OUT"
 	assert_file_eq "IOSTAGE_ variables in a job without --io-profile" out.txt 0
 }
