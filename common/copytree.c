@@ -49,13 +49,26 @@ static int copy_dir(struct ct *c, int sfd, int dfd, int depth);
 
 /* --- messages --------------------------------------------------------- */
 
+/* PATH for a message: a very long one keeps its head and tail, so the
+ * reason after it still fits in the caller's buffer. */
+static const char *shorten(const char *path, char *buf, size_t len)
+{
+	size_t n = strlen(path);
+
+	if (n <= 300)
+		return path;
+	snprintf(buf, len, "%.100s...%s", path, path + n - 180);
+	return buf;
+}
+
 static int fail_side(struct ct *c, const char *what, const char *path)
 {
 	int saved = errno;
+	char buf[320];
 
 	if (c->err && c->errlen)
-		snprintf(c->err, c->errlen, "cannot %s %s: %s", what, path,
-			 strerror(saved));
+		snprintf(c->err, c->errlen, "cannot %s %s: %s", what,
+			 shorten(path, buf, sizeof(buf)), strerror(saved));
 	errno = saved;
 	return -1;
 }
@@ -342,11 +355,15 @@ static int copy_entry(struct ct *c, int sfd, int dfd, const char *name,
 		close(fd);
 	} else if (S_ISDIR(st.st_mode)) {
 		if (depth + 1 > COPYTREE_MAX_DEPTH) {
+			char buf[320];
+
 			errno = ELOOP;
 			if (c->err && c->errlen)
 				snprintf(c->err, c->errlen,
-					 "cannot read %s: directory tree deeper than %d levels",
-					 c->src, COPYTREE_MAX_DEPTH);
+					 "cannot read %s: directory tree deeper "
+					 "than %d levels",
+					 shorten(c->src, buf, sizeof(buf)),
+					 COPYTREE_MAX_DEPTH);
 			goto out;
 		}
 		fd = openat(sfd, name,

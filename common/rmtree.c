@@ -93,10 +93,11 @@ static int rm_dir(struct rm_ctx *c, int dfd, const char *name, int depth)
 
 	if (depth >= RMTREE_MAX_DEPTH) {
 		errno = ELOOP;
+		/* The reason first: the path is long here. */
 		if (c->err && c->errlen)
 			snprintf(c->err, c->errlen,
-				 "%s/...: deeper than %d levels", c->path,
-				 RMTREE_MAX_DEPTH);
+				 "deeper than %d levels: %.200s/...",
+				 RMTREE_MAX_DEPTH, c->path);
 		return -1;
 	}
 	sub = openat(dfd, name,

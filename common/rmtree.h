@@ -27,8 +27,8 @@
  *
  * Returns 0, or -1 with errno and a one-line reason in err (size errlen)
  * naming the entry, e.g. "cannot remove a/b: Permission denied",
- * "a/b/...: deeper than 256 levels" (ELOOP), "a/m: is a mount point"
- * (EXDEV). On failure part of the tree may already be removed. */
+ * "deeper than 256 levels: a/b/..." (ELOOP), "a/m: is a mount point, not
+ * removed" (EXDEV). On failure part of the tree may already be removed. */
 int rmtree_at(int dirfd, const char *name, char *err, size_t errlen);
 
 /* Remove every entry below the directory DIRFD but keep the directory

@@ -132,6 +132,7 @@ struct job *jobs_create(uint32_t id, uid_t uid, gid_t gid, const char *user,
 	job->created = time(NULL);
 	job->state = JOB_STAGING;
 	job->running = true;
+	job->refs = 1; /* the caller's */
 	job->profile = profile;
 	job_mark_tiers(job);
 	return job;
@@ -352,7 +353,7 @@ int jobs_insert(struct job *job, struct job **ret_existing, char *err,
 		*ret_existing = old;
 		return 1;
 	}
-	job->refs = 2; /* the table's and the caller's */
+	job->refs++; /* the table's */
 	job->next = jobs_head;
 	jobs_head = job;
 	pthread_mutex_unlock(&jobs_lock);
@@ -386,7 +387,9 @@ void jobs_wait(struct job *job, unsigned timeout_s, struct job_view *ret)
 
 	deadline_in(timeout_s, &deadline);
 	pthread_mutex_lock(&jobs_lock);
-	while (job->state == JOB_STAGING && !job->gone && !jobs_stopping) {
+	/* On shutdown the staging threads are cancelled and end "failed"
+	 * soon; waiters get that answer rather than a stale "staging". */
+	while (job->state == JOB_STAGING && !job->gone) {
 		if (pthread_cond_timedwait(&jobs_cond, &jobs_lock, &deadline) ==
 		    ETIMEDOUT)
 			break;
@@ -850,7 +853,7 @@ static struct job *job_from_json(const cJSON *o, char *err, size_t errlen)
 	return job;
 }
 
-static void load_one(const char *name)
+static int load_one(const char *name)
 {
 	char err[CONF_ERR_MAX], *text;
 	cJSON *o = NULL;
@@ -861,7 +864,7 @@ static void load_one(const char *name)
 	text = read_state_file(name);
 	if (!text) {
 		log_warning("cannot read state file %s", name);
-		return;
+		return -1;
 	}
 	o = cJSON_Parse(text);
 	free(text);
@@ -870,14 +873,14 @@ static void load_one(const char *name)
 		log_warningx("state file %s ignored: %s", name,
 			     o ? err : "not JSON");
 		cJSON_Delete(o);
-		return;
+		return -1;
 	}
 	cJSON_Delete(o);
 	if (find_locked(job->id)) {
 		log_warningx("state file %s ignored: job %u loaded twice", name,
 			     job->id);
 		job_free(job);
-		return;
+		return -1;
 	}
 	was_staging = job->state == JOB_STAGING;
 	if (was_staging) {
@@ -901,14 +904,16 @@ static void load_one(const char *name)
 			     "failed, partial copies removed",
 			     job->id);
 	} else {
-		log_info("job %u: reloaded (%s)", job->id,
-			 jobs_state_name(job->state));
+		log_debug("job %u: reloaded (%s)", job->id,
+			  jobs_state_name(job->state));
 	}
+	return 0;
 }
 
 static int load_all(char *err, size_t errlen)
 {
 	struct dirent *de;
+	unsigned loaded = 0;
 	DIR *dir;
 	int fd;
 
@@ -931,9 +936,13 @@ static int load_all(char *err, size_t errlen)
 		}
 		if (digits == 0 || digits > 10 || strcmp(n + digits, ".json"))
 			continue;
-		load_one(n);
+		if (load_one(n) == 0)
+			loaded++;
 	}
 	closedir(dir);
+	if (loaded)
+		log_info("reloaded %u job%s from %s/jobs", loaded,
+			 loaded == 1 ? "" : "s", jobs_conf->state_dir);
 	return 0;
 }
 
@@ -956,16 +965,6 @@ int jobs_init(const struct conf *conf, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
-}
-
-bool jobs_shutting_down(void)
-{
-	bool r;
-
-	pthread_mutex_lock(&jobs_lock);
-	r = jobs_stopping;
-	pthread_mutex_unlock(&jobs_lock);
-	return r;
 }
 
 void jobs_shutdown(const char *reason, unsigned timeout_s)

@@ -71,22 +71,19 @@ struct job_view {
  * CONF must outlive the daemon; call after tiers_init. 0, or -1 with err. */
 int jobs_init(const struct conf *conf, char *err, size_t errlen);
 
-/* Stop: refuse new work, cancel every staging job with REASON (its worker
+/* Stop: refuse new jobs (jobs_insert fails), cancel every staging job with REASON (its worker
  * is killed and its partial copies removed by its staging thread), wake
  * every waiter, and wait up to TIMEOUT_S for the staging threads. */
 void jobs_shutdown(const char *reason, unsigned timeout_s);
-
-/* True once jobs_shutdown has begun. */
-bool jobs_shutting_down(void);
 
 /* Free the table (only when no thread uses it any more). */
 void jobs_fini(void);
 
 const char *jobs_state_name(enum job_state state);
 
-/* A new job in state staging, not yet in the table; takes ownership of
- * PROFILE (normalized and validated) on success. NULL with err on failure
- * (PROFILE then still the caller's). */
+/* A new job in state staging, not yet in the table, holding one reference
+ * for the caller; takes ownership of PROFILE (normalized and validated) on
+ * success. NULL with err on failure (PROFILE then still the caller's). */
 struct job *jobs_create(uint32_t id, uid_t uid, gid_t gid, const char *user,
 			struct profile *profile, char *err, size_t errlen);
 
@@ -96,8 +93,8 @@ void jobs_discard(struct job *job);
 /* Insert JOB and persist it. Returns 0 (inserted; the caller keeps its
  * reference and the table holds one), 1 if a job with that id exists
  * (*ret_existing gets a reference to it; JOB is untouched: jobs_discard
- * it), or -1 with err (JOB was inserted and taken out again: drop the
- * caller's reference with jobs_put). */
+ * it), or -1 with err (JOB is not in the table: drop the caller's
+ * reference with jobs_put). */
 int jobs_insert(struct job *job, struct job **ret_existing, char *err,
 		size_t errlen);
 
@@ -118,8 +115,9 @@ void jobs_put(struct job *job);
 
 void jobs_view(struct job *job, struct job_view *ret);
 
-/* Block until JOB leaves "staging", TIMEOUT_S passes, or the daemon stops;
- * then fill *ret. */
+/* Block until JOB leaves "staging" (or is finished) or TIMEOUT_S passes;
+ * then fill *ret. On shutdown staging jobs are cancelled, so waiters see
+ * them fail. */
 void jobs_wait(struct job *job, unsigned timeout_s, struct job_view *ret);
 
 /* Abort JOB with REASON: kill its worker; it ends "failed" with REASON as

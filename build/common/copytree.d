@@ -1,2 +1,0 @@
-build/common/copytree.o: common/copytree.c common/copytree.h
-common/copytree.h:

@@ -1,2 +1,0 @@
-build/common/rmtree.o: common/rmtree.c common/rmtree.h
-common/rmtree.h:

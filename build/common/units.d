@@ -1,2 +1,0 @@
-build/common/units.o: common/units.c common/units.h
-common/units.h:

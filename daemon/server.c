@@ -1,0 +1,890 @@
+/* server.c - the socket, the connection threads and the op handlers.
+ *
+ * Every request line goes through dispatch(): parse (proto_parse_request),
+ * look the op up in a table, check the peer may use it, call its handler.
+ * Handlers only read the request and call into jobs.c / stage.c /
+ * tiers.c; they never block except "wait" (on a condition variable, with a
+ * deadline) and "abort"/"finish" (bounded waits for a staging thread).
+ *
+ * What a client sends can never end the connection thread early except by
+ * closing the socket, staying silent for SERVER_IDLE_MS, or not reading our
+ * replies for SO_SNDTIMEO: errors are answered and the loop goes on.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "common/joblayout.h"
+#include "common/log.h"
+#include "common/profile.h"
+#include "common/proto.h"
+#include "daemon/fsutil.h"
+#include "daemon/jobs.h"
+#include "daemon/server.h"
+#include "daemon/stage.h"
+#include "daemon/tiers.h"
+
+#define SERVER_BACKLOG 128
+#define SERVER_SNDTIMEO_S 10     /* a client that does not read is dropped */
+#define SERVER_PING_MS 2000      /* probing an existing socket at start */
+#define SERVER_THREAD_WAIT_S 30  /* abort/finish wait for a staging thread */
+#define SERVER_PW_BUF_MAX (1024 * 1024)
+
+struct client {
+	int fd;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	struct client *next;
+};
+
+static const struct conf *server_conf;
+static const char *server_conf_path;
+static char sock_dir[CONF_SOCKET_MAX];
+static int listen_fd = -1;
+static dev_t sock_dev;
+static ino_t sock_ino;
+static time_t started;
+
+static pthread_mutex_t clients_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t clients_cond = PTHREAD_COND_INITIALIZER;
+static struct client *clients;
+static unsigned nclients;
+
+/* --- small helpers ------------------------------------------------------------ */
+
+/* A user-supplied string made safe for one log line or message. */
+static const char *printable(const char *s, char *buf, size_t len)
+{
+	size_t i;
+
+	snprintf(buf, len, "%s", s);
+	for (i = 0; buf[i]; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
+			buf[i] = '?';
+	return buf;
+}
+
+static void add_error(cJSON *o, const char *error)
+{
+	if (error && *error)
+		cJSON_AddStringToObject(o, "error", error);
+	else
+		cJSON_AddNullToObject(o, "error");
+}
+
+/* A reply carrying a job's view: ok, state, error, counters. */
+static cJSON *reply_view(const struct job_view *v)
+{
+	cJSON *r = proto_reply_ok();
+
+	if (!r)
+		return NULL;
+	cJSON_AddStringToObject(r, "state", jobs_state_name(v->state));
+	add_error(r, v->error);
+	cJSON_AddNumberToObject(r, "bytes", (double)v->bytes);
+	cJSON_AddNumberToObject(r, "files", (double)v->files);
+	cJSON_AddNumberToObject(r, "total_bytes", (double)v->total_bytes);
+	cJSON_AddNumberToObject(r, "total_files", (double)v->total_files);
+	return r;
+}
+
+static int get_job_id(const cJSON *req, uint32_t *ret, char *err,
+		      size_t errlen)
+{
+	uint32_t id;
+
+	if (proto_get_u32(req, "job", &id, err, errlen) < 0)
+		return -1;
+	if (id == 0) {
+		snprintf(err, errlen, "key 'job': must be > 0");
+		return -1;
+	}
+	*ret = id;
+	return 0;
+}
+
+/* The job ID for client C: root, or the job's owner. NULL with err. */
+static struct job *job_for(const struct client *c, uint32_t id, char *err,
+			   size_t errlen)
+{
+	struct job *job = jobs_get(id);
+
+	if (!job) {
+		snprintf(err, errlen, "unknown job %u", id);
+		return NULL;
+	}
+	if (c->uid != 0 && c->uid != job->uid) {
+		snprintf(err, errlen,
+			 "permission denied: job %u belongs to another user "
+			 "(peer uid %u)",
+			 id, (unsigned)c->uid);
+		jobs_put(job);
+		return NULL;
+	}
+	return job;
+}
+
+/* --- ops ------------------------------------------------------------------------ */
+
+static cJSON *op_ping(const struct client *c, const cJSON *req)
+{
+	cJSON *r = proto_reply_ok();
+
+	(void)c;
+	(void)req;
+	if (r) {
+		cJSON_AddStringToObject(r, "version", IOSTAGE_VERSION);
+		cJSON_AddNumberToObject(r, "pid", getpid());
+	}
+	return r;
+}
+
+/* Does USER exist with uid UID? 0, or -1 with err. */
+static int check_user(const char *user, uid_t uid, char *err, size_t errlen)
+{
+	struct passwd pw, *res = NULL;
+	size_t len = 16384;
+	char *buf = NULL;
+	int r;
+
+	for (;;) {
+		char *b = realloc(buf, len);
+
+		if (!b) {
+			free(buf);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		buf = b;
+		r = getpwnam_r(user, &pw, buf, len, &res);
+		if (r != ERANGE || len >= SERVER_PW_BUF_MAX)
+			break;
+		len *= 2;
+	}
+	if (r != 0 || !res) {
+		char shown[64];
+
+		if (r != 0)
+			snprintf(err, errlen,
+				 "key 'user': cannot look up '%s': %s",
+				 printable(user, shown, sizeof(shown)),
+				 strerror(r));
+		else
+			snprintf(err, errlen, "key 'user': no such user '%s'",
+				 printable(user, shown, sizeof(shown)));
+		free(buf);
+		return -1;
+	}
+	if (pw.pw_uid != uid) {
+		snprintf(err, errlen, "key 'user': user '%s' has uid %u, not %u",
+			 pw.pw_name, (unsigned)pw.pw_uid, (unsigned)uid);
+		free(buf);
+		return -1;
+	}
+	free(buf);
+	return 0;
+}
+
+/* The request's profile, parsed, normalized and checked against OUR conf. */
+static struct profile *request_profile(const cJSON *req, char *err,
+				       size_t errlen)
+{
+	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(req, "profile");
+	char perr[CONF_ERR_MAX], *text;
+	struct profile *p;
+
+	if (!obj) {
+		snprintf(err, errlen, "key 'profile': missing");
+		return NULL;
+	}
+	if (!cJSON_IsObject(obj)) {
+		snprintf(err, errlen, "key 'profile': must be an object");
+		return NULL;
+	}
+	text = cJSON_PrintUnformatted(obj);
+	if (!text) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	p = profile_parse_json(text, "stage request", perr, sizeof(perr));
+	free(text);
+	if (p && (profile_normalize(p, server_conf, perr, sizeof(perr)) < 0 ||
+		  profile_validate(p, server_conf, PROFILE_CHECK_STRUCTURE,
+				   perr, sizeof(perr)) < 0)) {
+		profile_destroy(p);
+		p = NULL;
+	}
+	if (!p)
+		snprintf(err, errlen, "key 'profile': %.480s", perr);
+	return p;
+}
+
+static cJSON *op_stage(const struct client *c, const cJSON *req)
+{
+	char err[CONF_ERR_MAX];
+	struct profile *profile = NULL;
+	struct job *job = NULL, *old = NULL;
+	struct job_view v;
+	uint32_t id, uid, gid;
+	const char *user;
+	cJSON *reply = NULL;
+	int r;
+
+	(void)c;
+	if (get_job_id(req, &id, err, sizeof(err)) < 0 ||
+	    proto_get_u32(req, "uid", &uid, err, sizeof(err)) < 0 ||
+	    proto_get_u32(req, "gid", &gid, err, sizeof(err)) < 0 ||
+	    proto_get_string(req, "user", &user, err, sizeof(err)) < 0)
+		goto fail;
+	if (uid == (uint32_t)-1 || gid == (uint32_t)-1) {
+		snprintf(err, sizeof(err), "key '%s': 4294967295 is not a "
+			 "valid id", uid == (uint32_t)-1 ? "uid" : "gid");
+		goto fail;
+	}
+	if (strlen(user) >= JOBS_USER_MAX) {
+		snprintf(err, sizeof(err), "key 'user': longer than %d bytes",
+			 JOBS_USER_MAX - 1);
+		goto fail;
+	}
+	if (check_user(user, uid, err, sizeof(err)) < 0)
+		goto fail;
+	profile = request_profile(req, err, sizeof(err));
+	if (!profile)
+		goto fail;
+	job = jobs_create(id, uid, gid, user, profile, err, sizeof(err));
+	if (!job)
+		goto fail;
+	profile = NULL; /* the job's now */
+
+	r = jobs_insert(job, &old, err, sizeof(err));
+	if (r == 1) {
+		/* Idempotent: a second stage answers with the current state. */
+		jobs_discard(job);
+		job = NULL;
+		if (old->uid != uid) {
+			snprintf(err, sizeof(err),
+				 "job %u is already known for uid %u", id,
+				 (unsigned)old->uid);
+			jobs_put(old);
+			goto fail;
+		}
+		jobs_view(old, &v);
+		jobs_put(old);
+		return reply_view(&v);
+	}
+	if (r < 0)
+		goto fail;
+	if (stage_start(job, err, sizeof(err)) < 0) {
+		jobs_remove(job);
+		goto fail;
+	}
+	log_info("job %u: staging %zu dataset%s for %s (uid %u)", id,
+		 job->profile->ndatasets,
+		 job->profile->ndatasets == 1 ? "" : "s", user, uid);
+	jobs_view(job, &v);
+	reply = reply_view(&v);
+	jobs_put(job);
+	return reply;
+fail:
+	log_warningx("stage refused: %s", err);
+	profile_destroy(profile);
+	jobs_put(job);
+	return proto_reply_error("%s", err);
+}
+
+static cJSON *op_wait(const struct client *c, const cJSON *req)
+{
+	char err[CONF_ERR_MAX];
+	struct job_view v;
+	struct job *job;
+	uint32_t id, timeout = server_conf->stage_timeout;
+
+	if (get_job_id(req, &id, err, sizeof(err)) < 0)
+		goto fail;
+	if (cJSON_GetObjectItemCaseSensitive(req, "timeout") &&
+	    proto_get_u32(req, "timeout", &timeout, err, sizeof(err)) < 0)
+		goto fail;
+	if (timeout > PROFILE_TIMEOUT_MAX)
+		timeout = PROFILE_TIMEOUT_MAX;
+	job = job_for(c, id, err, sizeof(err));
+	if (!job)
+		goto fail;
+	jobs_wait(job, timeout, &v);
+	jobs_put(job);
+	return reply_view(&v);
+fail:
+	return proto_reply_error("%s", err);
+}
+
+static cJSON *op_abort(const struct client *c, const cJSON *req)
+{
+	const cJSON *reason = cJSON_GetObjectItemCaseSensitive(req, "reason");
+	char err[CONF_ERR_MAX], why[CONF_ERR_MAX];
+	struct job_view v;
+	struct job *job;
+	uint32_t id;
+
+	if (get_job_id(req, &id, err, sizeof(err)) < 0)
+		goto fail;
+	if (reason && !cJSON_IsString(reason)) {
+		snprintf(err, sizeof(err), "key 'reason': must be a string");
+		goto fail;
+	}
+	printable(reason && reason->valuestring[0] ? reason->valuestring
+						   : "aborted",
+		  why, sizeof(why));
+	job = job_for(c, id, err, sizeof(err));
+	if (!job)
+		goto fail;
+	jobs_abort(job, why, SERVER_THREAD_WAIT_S, &v);
+	jobs_put(job);
+	log_info("job %u: aborted: %s", id, why);
+	return reply_view(&v);
+fail:
+	return proto_reply_error("%s", err);
+}
+
+static cJSON *op_job_env(const struct client *c, const cJSON *req)
+{
+	struct joblayout_env *env = NULL;
+	char err[CONF_ERR_MAX];
+	struct job_view v;
+	struct job *job;
+	cJSON *r = NULL, *vars;
+	bool fallback = false, want_env = false;
+	uint32_t id;
+	size_t i;
+
+	if (get_job_id(req, &id, err, sizeof(err)) < 0)
+		return proto_reply_error("%s", err);
+	job = job_for(c, id, err, sizeof(err));
+	if (!job)
+		return proto_reply_error("%s", err);
+	jobs_view(job, &v);
+	if (job->profile && v.state == JOB_STAGED)
+		want_env = true;
+	else if (job->profile && v.state == JOB_FAILED &&
+		 jobs_policy(job) == STAGE_FAILURE_FALLBACK)
+		want_env = fallback = true;
+	if (want_env) {
+		/* ~46 KiB: not on a connection thread's stack. */
+		env = malloc(sizeof(*env));
+		if (!env) {
+			r = proto_reply_error("out of memory");
+			goto out;
+		}
+		if (joblayout_env(server_conf, job->profile, id, fallback, env) <
+		    0) {
+			r = proto_reply_error(
+				"cannot build the environment of job %u: %s",
+				id, strerror(errno));
+			goto out;
+		}
+	}
+	r = proto_reply_ok();
+	if (!r)
+		goto out;
+	cJSON_AddStringToObject(r, "state", jobs_state_name(v.state));
+	add_error(r, v.error);
+	cJSON_AddBoolToObject(r, "fallback", fallback);
+	vars = cJSON_AddObjectToObject(r, "env");
+	for (i = 0; env && vars && i < env->n; i++)
+		cJSON_AddStringToObject(vars, env->vars[i].name,
+					env->vars[i].value);
+out:
+	free(env);
+	jobs_put(job);
+	return r;
+}
+
+static cJSON *op_finish(const struct client *c, const cJSON *req)
+{
+	char err[CONF_ERR_MAX];
+	uint32_t id;
+
+	(void)c;
+	if (get_job_id(req, &id, err, sizeof(err)) < 0)
+		return proto_reply_error("%s", err);
+	if (jobs_finish(id, SERVER_THREAD_WAIT_S, err, sizeof(err)) < 0) {
+		log_warningx("%s", err);
+		return proto_reply_error("%s", err);
+	}
+	log_info("job %u: finished, private directories removed", id);
+	return proto_reply_ok();
+}
+
+static cJSON *op_status(const struct client *c, const cJSON *req)
+{
+	unsigned counts[CONF_MAX_TIERS];
+	cJSON *r = proto_reply_ok(), *d, *tiers, *jobs;
+	size_t i;
+
+	(void)req;
+	if (!r)
+		return NULL;
+	d = cJSON_AddObjectToObject(r, "daemon");
+	if (d) {
+		cJSON_AddStringToObject(d, "version", IOSTAGE_VERSION);
+		cJSON_AddNumberToObject(d, "pid", getpid());
+		cJSON_AddNumberToObject(d, "uptime_s",
+					(double)(time(NULL) - started));
+		cJSON_AddStringToObject(d, "config", server_conf_path);
+	}
+	jobs_tier_counts(counts);
+	tiers = cJSON_AddArrayToObject(r, "tiers");
+	for (i = 0; tiers && i < server_conf->ntiers; i++) {
+		const struct conf_tier *t = &server_conf->tiers[i];
+		struct tiers_usage u = { 0, 0, 0 };
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o)
+			break;
+		(void)tiers_usage((int)i, &u);
+		cJSON_AddStringToObject(o, "name", t->name);
+		cJSON_AddStringToObject(o, "path", t->path);
+		cJSON_AddStringToObject(o, "medium", conf_medium_name(t->medium));
+		cJSON_AddBoolToObject(o, "shared", t->shared);
+		cJSON_AddNumberToObject(o, "capacity_bytes", (double)u.capacity);
+		cJSON_AddNumberToObject(o, "used_bytes", (double)u.used);
+		cJSON_AddNumberToObject(o, "free_bytes", (double)u.free);
+		cJSON_AddNumberToObject(o, "jobs", counts[i]);
+		cJSON_AddItemToArray(tiers, o);
+	}
+	jobs = jobs_status_json(c->uid);
+	if (!jobs) {
+		cJSON_Delete(r);
+		return proto_reply_error("out of memory");
+	}
+	cJSON_AddItemToObject(r, "jobs", jobs);
+	return r;
+}
+
+typedef cJSON *(*op_fn)(const struct client *c, const cJSON *req);
+
+static const struct op {
+	const char *name;
+	op_fn fn;
+	bool root_only;
+} ops[] = {
+	{ "ping", op_ping, false },       { "stage", op_stage, true },
+	{ "wait", op_wait, false },       { "abort", op_abort, true },
+	{ "job_env", op_job_env, false }, { "finish", op_finish, true },
+	{ "status", op_status, false },
+};
+
+#define NOPS (sizeof(ops) / sizeof(ops[0]))
+
+static cJSON *dispatch(const struct client *c, const char *line)
+{
+	char err[CONF_ERR_MAX], shown[72];
+	const char *name;
+	cJSON *req, *reply;
+	size_t i;
+
+	req = proto_parse_request(line, &name, err, sizeof(err));
+	if (!req) {
+		log_warningx("client pid %d uid %u: %s", (int)c->pid,
+			     (unsigned)c->uid, err);
+		return proto_reply_error("%s", err);
+	}
+	for (i = 0; i < NOPS; i++)
+		if (!strcmp(ops[i].name, name))
+			break;
+	if (i == NOPS) {
+		printable(name, shown, sizeof(shown));
+		log_warningx("client pid %d uid %u: unknown op '%s'",
+			     (int)c->pid, (unsigned)c->uid, shown);
+		reply = proto_reply_error("unknown op '%s' (known: ping, stage, "
+					  "wait, abort, job_env, finish, status)",
+					  shown);
+	} else if (ops[i].root_only && c->uid != 0) {
+		log_warningx("client pid %d uid %u: op '%s' refused: not root",
+			     (int)c->pid, (unsigned)c->uid, ops[i].name);
+		reply = proto_reply_error(
+			"permission denied: op '%s' needs root (peer uid %u)",
+			ops[i].name, (unsigned)c->uid);
+	} else {
+		reply = ops[i].fn(c, req);
+	}
+	cJSON_Delete(req);
+	return reply;
+}
+
+/* --- connections ---------------------------------------------------------------- */
+
+static void client_unlink(struct client *c)
+{
+	struct client **pp;
+
+	pthread_mutex_lock(&clients_lock);
+	for (pp = &clients; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	nclients--;
+	pthread_cond_broadcast(&clients_cond);
+	pthread_mutex_unlock(&clients_lock);
+}
+
+static void *client_thread(void *arg)
+{
+	struct client *c = arg;
+	struct proto_reader *rd = proto_reader_create(c->fd);
+	char *line;
+
+	while (rd) {
+		cJSON *reply;
+		int r = proto_read_line(rd, SERVER_IDLE_MS, &line);
+
+		if (r == 0)
+			break;
+		if (r < 0) {
+			if (errno == EMSGSIZE) {
+				log_warningx("client pid %d uid %u: request "
+					     "longer than %d bytes",
+					     (int)c->pid, (unsigned)c->uid,
+					     PROTO_LINE_MAX);
+				reply = proto_reply_error(
+					"request line longer than %d bytes",
+					PROTO_LINE_MAX);
+				if (!reply || proto_send(c->fd, reply) < 0) {
+					cJSON_Delete(reply);
+					break;
+				}
+				cJSON_Delete(reply);
+				continue;
+			}
+			if (errno == ETIMEDOUT)
+				log_debug("client pid %d uid %u: idle for %d s, "
+					  "dropped",
+					  (int)c->pid, (unsigned)c->uid,
+					  SERVER_IDLE_MS / 1000);
+			break;
+		}
+		reply = dispatch(c, line);
+		if (!reply)
+			reply = proto_reply_error("out of memory");
+		if (!reply || proto_send(c->fd, reply) < 0) {
+			cJSON_Delete(reply);
+			break;
+		}
+		cJSON_Delete(reply);
+	}
+	proto_reader_destroy(rd);
+	/* Unlinked before close: server_fini may shutdown() linked fds. */
+	client_unlink(c);
+	close(c->fd);
+	free(c);
+	return NULL;
+}
+
+/* Send a one-line error to a connection we will not serve, and close it. */
+static void refuse(int fd, const char *msg)
+{
+	cJSON *r = proto_reply_error("%s", msg);
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	if (r)
+		proto_send(fd, r);
+	cJSON_Delete(r);
+	close(fd);
+}
+
+static void accept_client(int fd)
+{
+	struct timeval tv = { .tv_sec = SERVER_SNDTIMEO_S };
+	unsigned max = server_conf->max_connections;
+	unsigned reserve = max / 8 ? max / 8 : 1;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	pthread_attr_t attr;
+	pthread_t thread;
+	struct client *c;
+	char msg[128];
+	int r;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		log_warning("cannot identify a client (SO_PEERCRED)");
+		close(fd);
+		return;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	pthread_mutex_lock(&clients_lock);
+	/* The last slots are root's, so the Prolog always gets in. */
+	if (nclients >= max || (cred.uid != 0 && max > reserve &&
+				nclients >= max - reserve)) {
+		pthread_mutex_unlock(&clients_lock);
+		log_warningx("client pid %d uid %u refused: too many "
+			     "connections (%u)",
+			     (int)cred.pid, (unsigned)cred.uid, max);
+		snprintf(msg, sizeof(msg), "too many connections (limit %u)",
+			 max);
+		refuse(fd, msg);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		pthread_mutex_unlock(&clients_lock);
+		refuse(fd, "out of memory");
+		return;
+	}
+	c->fd = fd;
+	c->uid = cred.uid;
+	c->gid = cred.gid;
+	c->pid = cred.pid;
+	c->next = clients;
+	clients = c;
+	nclients++;
+	pthread_mutex_unlock(&clients_lock);
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	r = pthread_create(&thread, &attr, client_thread, c);
+	pthread_attr_destroy(&attr);
+	if (r != 0) {
+		log_warningx("cannot start a client thread: %s", strerror(r));
+		client_unlink(c);
+		free(c);
+		refuse(fd, "out of resources");
+	}
+}
+
+/* --- the socket ----------------------------------------------------------------- */
+
+/* Create or check the directory that holds the socket. */
+static int prepare_dir(const char *sock, char *err, size_t errlen)
+{
+	char why[CONF_ERR_MAX];
+	struct stat st;
+	char *slash;
+
+	snprintf(sock_dir, sizeof(sock_dir), "%s", sock);
+	slash = strrchr(sock_dir, '/');
+	if (!slash) {
+		snprintf(err, errlen, "SocketPath %s is not absolute", sock);
+		return -1;
+	}
+	if (slash == sock_dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	if (fsutil_mkdir_p(sock_dir, 0755) < 0 || stat(sock_dir, &st) < 0) {
+		snprintf(err, errlen, "cannot create socket directory %s: %s",
+			 sock_dir, strerror(errno));
+		return -1;
+	}
+	if (fsutil_check_root_dir(&st, sock_dir, true, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "socket directory: %s", why);
+		return -1;
+	}
+	if (st.st_mode & S_IWOTH)
+		log_warningx("socket directory %s is world-writable (sticky); "
+			     "use a directory only root can write",
+			     sock_dir);
+	return 0;
+}
+
+/* Refuse a live daemon on SOCK; remove a stale socket. */
+static int check_existing(const char *sock, char *err, size_t errlen)
+{
+	char perr[CONF_ERR_MAX];
+	struct stat st;
+	cJSON *req, *reply;
+	int fd;
+
+	if (lstat(sock, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "cannot check %s: %s", sock,
+			 strerror(errno));
+		return -1;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen, "%s exists and is not a socket; remove it",
+			 sock);
+		return -1;
+	}
+	fd = proto_connect(sock);
+	if (fd < 0 && errno == ECONNREFUSED) {
+		if (unlink(sock) < 0 && errno != ENOENT) {
+			snprintf(err, errlen,
+				 "cannot remove stale socket %s: %s", sock,
+				 strerror(errno));
+			return -1;
+		}
+		log_info("removed stale socket %s", sock);
+		return 0;
+	}
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot check %s: %s", sock,
+			 strerror(errno));
+		return -1;
+	}
+	close(fd);
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "op", "ping");
+	reply = proto_call(sock, req, SERVER_PING_MS, perr, sizeof(perr));
+	cJSON_Delete(req);
+	if (reply) {
+		const cJSON *pid = cJSON_GetObjectItemCaseSensitive(reply, "pid");
+
+		snprintf(err, errlen,
+			 "iostaged is already running on %s (pid %.0f)", sock,
+			 cJSON_IsNumber(pid) ? pid->valuedouble : 0.0);
+	} else {
+		snprintf(err, errlen,
+			 "%s is already in use by a process that does not "
+			 "answer",
+			 sock);
+	}
+	cJSON_Delete(reply);
+	return -1;
+}
+
+int server_init(const struct conf *conf, const char *conf_path, char *err,
+		size_t errlen)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	const char *sock = conf->socket_path;
+	struct stat st;
+	int fd = -1;
+
+	server_conf = conf;
+	server_conf_path = conf_path;
+	started = time(NULL);
+	if (strlen(sock) >= sizeof(addr.sun_path)) {
+		snprintf(err, errlen, "SocketPath %s is too long", sock);
+		return -1;
+	}
+	if (prepare_dir(sock, err, errlen) < 0 ||
+	    check_existing(sock, err, errlen) < 0)
+		return -1;
+	strcpy(addr.sun_path, sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		snprintf(err, errlen, "cannot bind %s: %s%s", sock,
+			 strerror(errno),
+			 errno == EADDRINUSE ? " (iostaged already running?)"
+					     : "");
+		goto fail;
+	}
+	/* Anyone may connect: users query their own jobs; SO_PEERCRED
+	 * decides what each peer may do. */
+	if (chmod(sock, 0666) < 0 || lstat(sock, &st) < 0 ||
+	    listen(fd, SERVER_BACKLOG) < 0) {
+		int saved = errno;
+
+		unlink(sock);
+		snprintf(err, errlen, "cannot set up %s: %s",
+			 conf->socket_path, strerror(saved));
+		goto fail;
+	}
+	sock_dev = st.st_dev;
+	sock_ino = st.st_ino;
+	listen_fd = fd;
+	return 0;
+fail:
+	close(fd);
+	return -1;
+}
+
+const char *server_dir(void)
+{
+	return sock_dir;
+}
+
+int server_run(volatile sig_atomic_t *stop, const sigset_t *waitmask)
+{
+	struct pollfd pfd = { .fd = listen_fd, .events = POLLIN };
+
+	while (!*stop) {
+		int fd, n = ppoll(&pfd, 1, NULL, waitmask);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			log_error("ppoll");
+			return -1;
+		}
+		fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0) {
+			accept_client(fd);
+			continue;
+		}
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		    errno == ENOMEM) {
+			/* Out of fds: do not spin on a readable socket. */
+			struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+			log_warning("accept");
+			nanosleep(&ts, NULL);
+		} else if (errno != EAGAIN && errno != EINTR &&
+			   errno != ECONNABORTED && errno != EPROTO) {
+			log_error("accept");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void server_close(void)
+{
+	struct stat st;
+
+	if (listen_fd < 0)
+		return;
+	close(listen_fd);
+	listen_fd = -1;
+	/* Only our own socket: never one a newer daemon put there. */
+	if (lstat(server_conf->socket_path, &st) == 0 &&
+	    st.st_dev == sock_dev && st.st_ino == sock_ino)
+		unlink(server_conf->socket_path);
+}
+
+bool server_fini(unsigned timeout_s)
+{
+	struct timespec deadline;
+	struct client *c;
+	bool done;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_s;
+	pthread_mutex_lock(&clients_lock);
+	/* Reading side only: a thread blocked in read sees EOF and ends,
+	 * while one that was just woken from "wait" (its job failed with
+	 * the shutdown) can still send that answer. */
+	for (c = clients; c; c = c->next)
+		shutdown(c->fd, SHUT_RD);
+	while (nclients > 0)
+		if (pthread_cond_timedwait(&clients_cond, &clients_lock,
+					   &deadline) == ETIMEDOUT)
+			break;
+	/* Still there: stuck sending to a client that does not read. */
+	for (c = clients; c; c = c->next)
+		shutdown(c->fd, SHUT_RDWR);
+	done = nclients == 0;
+	pthread_mutex_unlock(&clients_lock);
+	return done;
+}
