@@ -32,6 +32,7 @@ bash "$IT_DIR/cluster.sh" start "$CLUSTER_DIR" || exit 1
 . "$CLUSTER_DIR/env.sh"
 
 WORK="$CLUSTER_DIR/demo"
+export TEST_WORKDIR="$WORK" # where submit/submit_wait run sbatch
 mkdir -p "$WORK" && chmod 1777 "$WORK"
 cd "$WORK" || exit 1
 DS="$WORK/pfs/imagenet"
@@ -52,7 +53,7 @@ cat >job.sh <<JOB
 #SBATCH --io-profile=dl-train,data=$DS,timeout=120
 #SBATCH -o job.out
 echo "running as \$(id -un) on \$(hostname)"
-env | grep ^IOSTAGE_ | sort
+env | grep -E '^IOSTAGE_(DATA|LOCAL|JOB_DIR|OUTPUT|FALLBACK)' | sort
 . $IT_DIR/datasets.sh
 if [ "\$(tree_digest "\$IOSTAGE_DATA")" = "\$(tree_digest $DS)" ]; then
   echo "staged copy is identical to the source, byte for byte"

@@ -84,3 +84,18 @@ test_tier_full_fails_job_with_reason() {
 	# Nothing half-staged is left on the tier.
 	assert_eq "tiny tier after the job" "" "$(find "$IOSTAGE_TIERS/tiny/jobs" -mindepth 1 2>/dev/null)"
 }
+
+test_staging_timeout_applies_policy() {
+	local ds="$TEST_WORKDIR/pfs/many"
+	mkdir -p "$ds"
+	# 8000 small files, each fsynced when staged: well over one second.
+	head -c 8000000 /dev/urandom | (cd "$ds" && split -b 1000 -a 4 - f)
+	chown -R "$TEST_USER:" "$ds"
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds,timeout=1" -o out.txt -e err.txt \
+		--wrap 'echo RAN' >/dev/null
+	assert_eq "job state" FAILED "$(job_state "$SUBMIT_JOBID")"
+	assert_file_contains "job stderr" err.txt "did not finish within 1 s"
+	assert_node_not_drained
+	assert_eq "partial copies left on the tier" "" \
+		"$(find "$IOSTAGE_TIERS/nvme/jobs" -mindepth 1 -maxdepth 1 -name "$SUBMIT_JOBID" 2>/dev/null)"
+}

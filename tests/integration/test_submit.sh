@@ -111,3 +111,19 @@ test_auto_without_history_runs() {
 	assert_contains "sbatch output" "$SUBMIT_OUT" "no history yet"
 	assert_file_contains "job output" out.txt "ran"
 }
+
+test_user_json_profile_with_overrides() {
+	setup_ds
+	cat >"$TEST_WORKDIR/train.json" <<JSON
+{ "description": "my training run",
+  "datasets": [ { "name": "images", "path": "$DS", "tier": "ram", "access": "random" } ],
+  "timeout": 120, "on_failure": "fail" }
+JSON
+	chmod 0644 "$TEST_WORKDIR/train.json"
+	submit_wait "$TEST_USER" --io-profile="$TEST_WORKDIR/train.json,on-failure=fallback" -o out.txt \
+		--wrap 'echo "IMAGES=$IOSTAGE_DATA_IMAGES"; echo "PROFILE=$SLURM_SPANK_IOSTAGE_PROFILE"' >/dev/null ||
+		fail "sbatch failed: $SUBMIT_OUT"
+	assert_file_contains "dataset from the JSON file" out.txt "IMAGES=$IOSTAGE_TIERS/ram/jobs/$SUBMIT_JOBID/data/images"
+	assert_file_contains "override applied" out.txt '"on_failure":"fallback"'
+	assert_file_contains "timeout from the file" out.txt '"timeout":120'
+}
