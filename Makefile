@@ -34,7 +34,7 @@ CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-BUILD   := build
+BUILD   ?= build
 COMMON_SRC := $(wildcard common/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 LIBCOMMON  := $(BUILD)/libiostage-common.a
@@ -43,8 +43,14 @@ SPANK_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(wildcard spank/*.c))
 DAEMON_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard daemon/*.c))
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
 
-PROGS := spank/iostage.so daemon/iostaged prolog/iostage-prolog \
-         prolog/iostage-epilog cli/iostage
+# Programs are built under $(BUILD) too, so several builds (SANITIZE=1,
+# parallel work trees) never step on each other.
+PLUGIN  := $(BUILD)/spank/iostage.so
+DAEMON  := $(BUILD)/daemon/iostaged
+PROLOG  := $(BUILD)/prolog/iostage-prolog
+EPILOG  := $(BUILD)/prolog/iostage-epilog
+CLI     := $(BUILD)/cli/iostage
+PROGS   := $(PLUGIN) $(DAEMON) $(PROLOG) $(EPILOG) $(CLI)
 
 UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -60,20 +66,20 @@ $(LIBCOMMON): $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
 # The plugin exports only the slurm_spank_* symbols and the Slurm metadata.
-spank/iostage.so: $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
+$(PLUGIN): $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=spank/iostage.map \
 	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS)
 
-daemon/iostaged: $(DAEMON_OBJ) $(LIBCOMMON)
+$(DAEMON): $(DAEMON_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-prolog/iostage-prolog: $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
+$(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lslurm
 
-prolog/iostage-epilog: $(BUILD)/prolog/epilog.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
+$(EPILOG): $(BUILD)/prolog/epilog.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-cli/iostage: $(CLI_OBJ) $(LIBCOMMON)
+$(CLI): $(CLI_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
@@ -88,7 +94,7 @@ unit: $(UNIT_BIN)
 	@tests/unit/run.sh $(UNIT_BIN)
 
 integration: all
-	@tests/integration/run.sh
+	@BUILD=$(BUILD) tests/integration/run.sh
 
 # `make check` installs what it needs, then unit tests, then integration.
 check:
@@ -105,17 +111,16 @@ demo:
 install: all
 	install -d $(DESTDIR)$(slurmlibdir) $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) \
 	    $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf
-	install -m 0755 spank/iostage.so $(DESTDIR)$(slurmlibdir)/iostage.so
-	install -m 0755 daemon/iostaged prolog/iostage-prolog prolog/iostage-epilog \
-	    $(DESTDIR)$(sbindir)/
-	install -m 0755 cli/iostage $(DESTDIR)$(bindir)/iostage
+	install -m 0755 $(PLUGIN) $(DESTDIR)$(slurmlibdir)/iostage.so
+	install -m 0755 $(DAEMON) $(PROLOG) $(EPILOG) $(DESTDIR)$(sbindir)/
+	install -m 0755 $(CLI) $(DESTDIR)$(bindir)/iostage
 	install -m 0644 slurm-conf/iostage.conf $(DESTDIR)$(sysconfdir)/slurm/iostage.conf.example
 	install -m 0644 slurm-conf/profiles/*.json $(DESTDIR)$(sysconfdir)/slurm/iostage.d/
 	install -m 0644 slurm-conf/plugstack.conf slurm-conf/slurm.conf.snippet \
 	    $(DESTDIR)$(docdir)/slurm-conf/
 
 clean:
-	rm -rf $(BUILD) $(PROGS)
+	rm -rf $(BUILD)
 
 format:
 	clang-format -i $(wildcard */*.c */*.h tests/unit/*.c)
