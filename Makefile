@@ -17,7 +17,7 @@ DESTDIR     ?=
 
 CC      ?= gcc
 VERSION := 0.1.0
-PKGS    := libcjson
+PKGS    := libcjson libxxhash
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wno-format-nonliteral
@@ -55,7 +55,7 @@ PROGS   := $(PLUGIN) $(DAEMON) $(PROLOG) $(EPILOG) $(CLI)
 UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all check unit integration demo install clean deps format
+.PHONY: all check unit integration demo install clean deps format bench
 all: $(PROGS)
 
 $(BUILD)/%.o: %.c
@@ -107,6 +107,13 @@ demo:
 	@scripts/install-deps.sh
 	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh
+
+# `make bench` installs the peer tools (bench/install-deps.sh), builds, then
+# times staging against cp/rsync/tar/fpsync/rclone; knobs in bench/README.md.
+bench:
+	@bench/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) bench/run.sh
 
 install: all
 	install -d $(DESTDIR)$(slurmlibdir) $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) \

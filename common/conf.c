@@ -39,6 +39,10 @@ enum conf_key {
 	CONF_KEY_CACHE_HIGH,
 	CONF_KEY_CACHE_LOW,
 	CONF_KEY_MAX_CONNECTIONS,
+	CONF_KEY_CACHE_TTL,
+	CONF_KEY_STAGE_PARALLELISM,
+	CONF_KEY_NODE_NAME,
+	CONF_KEY_DRAIN_TIMEOUT,
 	CONF_KEY_COUNT,
 };
 
@@ -52,6 +56,10 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_CACHE_HIGH] = "CacheHighWatermark",
     [CONF_KEY_CACHE_LOW] = "CacheLowWatermark",
     [CONF_KEY_MAX_CONNECTIONS] = "MaxConnections",
+    [CONF_KEY_CACHE_TTL] = "CacheTTL",
+    [CONF_KEY_STAGE_PARALLELISM] = "StageParallelism",
+    [CONF_KEY_NODE_NAME] = "NodeName",
+    [CONF_KEY_DRAIN_TIMEOUT] = "DrainTimeout",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -137,6 +145,41 @@ static const char *conf_show(const char *s, char *buf, size_t buflen)
 	return buf;
 }
 
+bool conf_is_node_name(const char *s)
+{
+	size_t n;
+
+	if (!s)
+		return false;
+	n = strlen(s);
+	if (n == 0 || n >= CONF_NODE_MAX || s[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' &&
+		    s[i] != '-' && s[i] != '.')
+			return false;
+	return true;
+}
+
+/* The short host name, made a valid NodeName ("localhost" if none). */
+static void conf_default_node_name(char *buf, size_t buflen)
+{
+	char host[256] = "";
+	size_t i;
+
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
+	host[strcspn(host, ".")] = '\0';
+	for (i = 0; host[i]; i++)
+		if (!isalnum((unsigned char)host[i]) && host[i] != '_' &&
+		    host[i] != '-')
+			host[i] = '-';
+	if (i >= CONF_NODE_MAX)
+		host[CONF_NODE_MAX - 1] = '\0';
+	snprintf(buf, buflen, "%s", host[0] ? host : "localhost");
+}
+
 void conf_set_defaults(struct conf *conf)
 {
 	if (!conf)
@@ -153,6 +196,10 @@ void conf_set_defaults(struct conf *conf)
 	conf->cache_high_watermark = 85;
 	conf->cache_low_watermark = 75;
 	conf->max_connections = 64;
+	conf->cache_ttl = 3600;
+	conf->stage_parallelism = 4;
+	conf->drain_timeout = 600;
+	conf_default_node_name(conf->node_name, sizeof(conf->node_name));
 }
 
 int conf_parse_size(const char *s, uint64_t *ret)
@@ -360,6 +407,25 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 		return conf_uint(cp, key, val, 0, 99, &c->cache_low_watermark);
 	case CONF_KEY_MAX_CONNECTIONS:
 		return conf_uint(cp, key, val, 1, 4096, &c->max_connections);
+	case CONF_KEY_CACHE_TTL:
+		return conf_uint(cp, key, val, 0, CONF_CACHE_TTL_MAX,
+				 &c->cache_ttl);
+	case CONF_KEY_STAGE_PARALLELISM:
+		return conf_uint(cp, key, val, 1, CONF_STAGE_PARALLELISM_MAX,
+				 &c->stage_parallelism);
+	case CONF_KEY_NODE_NAME:
+		if (!conf_is_node_name(val))
+			return conf_fail(cp,
+					 "key '%s': invalid node name '%s' "
+					 "(want [A-Za-z0-9_.-]{1,63}, not "
+					 "starting with '.')",
+					 key,
+					 conf_show(val, show, sizeof(show)));
+		snprintf(c->node_name, sizeof(c->node_name), "%s", val);
+		return 0;
+	case CONF_KEY_DRAIN_TIMEOUT:
+		return conf_uint(cp, key, val, 1, CONF_DRAIN_TIMEOUT_MAX,
+				 &c->drain_timeout);
 	case CONF_KEY_COUNT:
 		break;
 	}

@@ -18,6 +18,10 @@
 #define CONF_PATH_MAX 1024    /* absolute, normalized, no ".." */
 #define CONF_SOCKET_MAX 108   /* sizeof(sockaddr_un.sun_path) */
 #define CONF_ERR_MAX 512      /* size for error buffers everywhere */
+#define CONF_NODE_MAX 64      /* NodeName: [A-Za-z0-9_.-]{1,63}, no leading '.' */
+#define CONF_CACHE_TTL_MAX (30U * 86400U)  /* CacheTTL upper bound, seconds */
+#define CONF_STAGE_PARALLELISM_MAX 64
+#define CONF_DRAIN_TIMEOUT_MAX 86400 /* DrainTimeout upper bound, seconds */
 
 #ifndef IOSTAGE_CONF_PATH
 #define IOSTAGE_CONF_PATH "/etc/slurm/iostage.conf"
@@ -57,12 +61,19 @@ struct conf {
 	unsigned cache_high_watermark;  /* percent, low < high <= 100 */
 	unsigned cache_low_watermark;
 	unsigned max_connections;       /* daemon: concurrent clients */
+	unsigned cache_ttl;             /* seconds verify=none trusts an entry */
+	unsigned stage_parallelism;     /* datasets copied at once, 1..64 */
+	char node_name[CONF_NODE_MAX];  /* in cache pins and build names */
+	unsigned drain_timeout;         /* seconds finish waits for outputs */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
  * SocketPath=/run/iostage/iostaged.sock, StateDir=/var/lib/iostage,
  * ProfileDir=/etc/slurm/iostage.d, StageTimeout=600, OnStageFailure=fail,
- * CacheHighWatermark=85, CacheLowWatermark=75, MaxConnections=64. */
+ * CacheHighWatermark=85, CacheLowWatermark=75, MaxConnections=64,
+ * CacheTTL=3600, StageParallelism=4, NodeName=the short host name (cut at
+ * the first '.', other characters outside [A-Za-z0-9_-] made '-'),
+ * DrainTimeout=600. */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is
@@ -82,6 +93,9 @@ const struct conf_tier *conf_find_tier(const struct conf *conf,
 
 /* Write the tier names as "a, b, c" into buf (for "known: ..." messages). */
 void conf_tier_names(const struct conf *conf, char *buf, size_t buflen);
+
+/* Is S a valid NodeName ([A-Za-z0-9_.-]{1,63}, not starting with '.')? */
+bool conf_is_node_name(const char *s);
 
 /* Parse "800G", "20T", "512M", "1024" (bytes; K/M/G/T/P are powers of 1024,
  * an optional trailing 'B'/'iB' is accepted). Returns 0 or -1 (EINVAL,

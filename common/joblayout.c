@@ -41,6 +41,28 @@ int joblayout_dataset_path(const struct conf *conf,
 	return 0;
 }
 
+int joblayout_output_path(const struct conf *conf,
+			  const struct profile_output *out, uint32_t jobid,
+			  char *buf, size_t buflen)
+{
+	const struct conf_tier *tier = conf_find_tier(conf, out->tier);
+	int n;
+
+	if (!tier) {
+		errno = ENOENT;
+		return -1;
+	}
+	n = snprintf(NULL, 0, "%s/jobs/%" PRIu32 "/" JOBLAYOUT_OUT_DIR "/%s",
+		     tier->path, jobid, out->name);
+	if (n < 0 || (size_t)n >= buflen) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	snprintf(buf, buflen, "%s/jobs/%" PRIu32 "/" JOBLAYOUT_OUT_DIR "/%s",
+		 tier->path, jobid, out->name);
+	return 0;
+}
+
 const struct conf_tier *joblayout_home_tier(const struct conf *conf,
 					    const struct profile *profile)
 {
@@ -121,16 +143,20 @@ int joblayout_env(const struct conf *conf, const struct profile *profile,
 		if (env_add(&scratch, "IOSTAGE_DATA", upper, path) < 0)
 			return -1;
 	}
-	/* Outputs are written straight to their PFS directory until the
-	 * asynchronous drain exists; the variables are the contract. */
+	/* Staged: tasks write to the tier and iostaged drains to the PFS
+	 * (daemon/drain.c). Fallback: straight to the PFS directory. */
 	for (i = 0; i < profile->noutputs; i++) {
 		const struct profile_output *out = &profile->outputs[i];
 
-		if (i == 0 &&
-		    env_add(&scratch, "IOSTAGE_OUTPUT", NULL, out->path) < 0)
+		if (fallback)
+			snprintf(path, sizeof(path), "%s", out->path);
+		else if (joblayout_output_path(conf, out, jobid, path,
+					       sizeof(path)) < 0)
+			return -1;
+		if (i == 0 && env_add(&scratch, "IOSTAGE_OUTPUT", NULL, path) < 0)
 			return -1;
 		profile_env_name(out->name, upper, sizeof(upper));
-		if (env_add(&scratch, "IOSTAGE_OUTPUT", upper, out->path) < 0)
+		if (env_add(&scratch, "IOSTAGE_OUTPUT", upper, path) < 0)
 			return -1;
 	}
 	if (fallback && env_add(&scratch, "IOSTAGE_FALLBACK", NULL, "1") < 0)

@@ -2,6 +2,8 @@
  *
  * On each tier a job uses:   TIER/jobs/JOBID/             (user, 0700)
  *                            TIER/jobs/JOBID/data/NAME    (a staged dataset)
+ *                            TIER/jobs/JOBID/out/NAME     (an output, user
+ *                                      0700, drained to its PFS path)
  * and on the job's default tier: TIER/jobs/JOBID/local    (private scratch)
  * TIER and TIER/jobs are root's (0755), so users cannot plant links there.
  *
@@ -41,6 +43,17 @@ int joblayout_job_dir(const struct conf_tier *tier, uint32_t jobid, char *buf,
 int joblayout_dataset_path(const struct conf *conf,
 			   const struct profile_dataset *ds, uint32_t jobid,
 			   char *buf, size_t buflen);
+
+/* The directory holding a job's outputs on a tier, below its job dir. */
+#define JOBLAYOUT_OUT_DIR "out"
+
+/* TIER/jobs/JOBID/out/NAME for output OUT of a normalized profile: where its
+ * tasks write (IOSTAGE_OUTPUT_<NAME>); daemon/drain.c copies it to
+ * OUT->path. 0, or -1 (ENAMETOOLONG, ENOENT for an unknown tier); buf is
+ * untouched on failure. */
+int joblayout_output_path(const struct conf *conf,
+			  const struct profile_output *out, uint32_t jobid,
+			  char *buf, size_t buflen);
 
 /* The job's default tier: the first dataset's tier, else the profile's tier,
  * else conf's DefaultTier. Never NULL for a normalized profile. */

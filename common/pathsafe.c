@@ -117,6 +117,33 @@ int pathsafe_is_component(const char *name, size_t maxlen)
 	return 1;
 }
 
+int pathsafe_is_relative(const char *rel, size_t maxlen)
+{
+	size_t n;
+
+	if (!rel || maxlen < 2)
+		return 0;
+	n = strnlen(rel, maxlen);
+	if (n == 0 || n >= maxlen || rel[0] == '/')
+		return 0;
+	for (const char *c = rel; *c;) {
+		const char *q;
+
+		for (q = c; *q && *q != '/'; q++)
+			if (pathsafe_is_control((unsigned char)*q))
+				return 0;
+		if (q == c) /* "//" or a trailing '/' */
+			return 0;
+		if ((q - c == 1 && c[0] == '.') ||
+		    (q - c == 2 && c[0] == '.' && c[1] == '.'))
+			return 0;
+		c = *q ? q + 1 : q;
+		if (*q && !*c) /* trailing '/' */
+			return 0;
+	}
+	return 1;
+}
+
 /* Is P already in the form pathsafe_normalize() produces? */
 static bool pathsafe_is_normalized(const char *p)
 {

@@ -20,6 +20,12 @@ int pathsafe_normalize(const char *path, char *out, size_t outlen, char *err,
  * [A-Za-z0-9_.-], not "." or "..", 1..maxlen-1 bytes. Returns 1 or 0. */
 int pathsafe_is_component(const char *name, size_t maxlen);
 
+/* Is REL a path that stays below whatever directory it is resolved from:
+ * relative (no leading '/'), every component non-empty and neither "." nor
+ * "..", no control characters, 1..maxlen-1 bytes? Used for the relative
+ * paths of files under a job's output directory. Returns 1 or 0. */
+int pathsafe_is_relative(const char *rel, size_t maxlen);
+
 /* Does PATH lie inside ROOT (both normalized)? Returns 1 or 0. */
 int pathsafe_is_under(const char *path, const char *root);
 

@@ -13,10 +13,48 @@
  *                                             the timeout passes)
  *   abort   job reason                     root   -> state
  *   job_env job                            root/owner -> state [error] env{}
- *   finish  job                            root   -> (private dirs removed)
+ *   finish  job                            root   -> (private dirs removed,
+ *                                             cache pins released)
  *   status                                 anyone -> daemon{} tiers[] jobs[]
  *                                             (non-root peers see only
  *                                             their own jobs)
+ *      tiers[]: name path medium shared capacity_bytes used_bytes
+ *               free_bytes jobs cache_entries cache_bytes reserved_bytes
+ *      jobs[]:  job user uid state error bytes files total_bytes
+ *               total_files rate_bps eta_s(null unless staging) prestage
+ *               datasets[names] cache[{dataset tier result("pending",
+ *               "hit", "built", "failed") entry("K.vN"|null) copied_files
+ *               copied_bytes linked_files}]
+ *   prestage path [tier] [user] [verify]   anyone -> id state tier user
+ *                                             (stages PATH into the cache,
+ *                                             asynchronously, as the peer,
+ *                                             or as USER when the peer is
+ *                                             root; ID is a job id >=
+ *                                             0x80000000 for wait/status,
+ *                                             forgotten 600 s after it
+ *                                             ends; errors start
+ *                                             "prestage refused: ")
+ *   cache_ls [tier]                        anyone -> entries[{tier key
+ *                                             entry version current source
+ *                                             uid user bytes files verify
+ *                                             created verified last_used
+ *                                             pins pinned_by["NODE.JOB"]}]
+ *                                             (non-root: own entries only;
+ *                                             times in seconds since the
+ *                                             epoch)
+ *   cache_evict key|path [tier] [user]     root or the entry's owner
+ *                                             -> evicted[{tier entry source
+ *                                             uid bytes}] bytes
+ *                                             (key: 32 hex digits, every
+ *                                             version; path: the peer's
+ *                                             entry of that source, root:
+ *                                             every user's, or USER's with
+ *                                             user; all or nothing: a
+ *                                             pinned or busy version fails
+ *                                             the request: "cache entry
+ *                                             K.vN on tier 'nvme' (/src) is
+ *                                             pinned by node1.42; not
+ *                                             evicted")
  * Job states: "staging", "staged", "failed".
  */
 #ifndef IOSTAGE_PROTO_H

@@ -15,6 +15,9 @@
  *   {"job":42,"uid":1001,"gid":1001,"user":"alice","created":1700000000,
  *    "state":"staged","error":null,"bytes":N,"files":N,"total_bytes":N,
  *    "total_files":N,"tiers":["nvme"],"tier_bytes":{"nvme":N},
+ *    "prestage":false,"ended":T,"staged_s":S,
+ *    "cache":[{"result":"hit","entry":"K.vN","copied_files":N,
+ *              "copied_bytes":N,"linked_files":N}],
  *    "profile":{...normalized...}}
  */
 #define _GNU_SOURCE
@@ -32,6 +35,8 @@
 
 #include "common/joblayout.h"
 #include "common/log.h"
+#include "daemon/cache.h"
+#include "daemon/drain.h"
 #include "daemon/fsutil.h"
 #include "daemon/jobs.h"
 #include "daemon/tiers.h"
@@ -45,6 +50,31 @@ static pthread_mutex_t persist_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t jobs_cond;
 static bool jobs_stopping;
 static int state_fd = -1; /* StateDir/jobs */
+
+static const char *const ds_result_names[] = {
+	[JOB_DS_PENDING] = "pending",
+	[JOB_DS_HIT] = "hit",
+	[JOB_DS_BUILT] = "built",
+	[JOB_DS_FAILED] = "failed",
+};
+
+static const char *ds_result_name(enum job_ds_result r)
+{
+	if ((size_t)r < sizeof(ds_result_names) / sizeof(ds_result_names[0]))
+		return ds_result_names[r];
+	return "pending";
+}
+
+static enum job_ds_result ds_result_from_name(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s && i < sizeof(ds_result_names) / sizeof(ds_result_names[0]);
+	     i++)
+		if (!strcmp(s, ds_result_names[i]))
+			return (enum job_ds_result)i;
+	return JOB_DS_PENDING;
+}
 
 static const char *const state_names[] = {
 	[JOB_STAGING] = "staging",
@@ -105,6 +135,12 @@ static void job_mark_tiers(struct job *job)
 	t = tiers_index(home->name);
 	if (t >= 0)
 		job->tiers[t] = true;
+	/* drain.c: outputs live in TIER/jobs/J/out/NAME on their tier. */
+	for (i = 0; i < job->profile->noutputs; i++) {
+		t = tiers_index(job->profile->outputs[i].tier);
+		if (t >= 0)
+			job->tiers[t] = true;
+	}
 }
 
 struct job *jobs_create(uint32_t id, uid_t uid, gid_t gid, const char *user,
@@ -130,6 +166,7 @@ struct job *jobs_create(uint32_t id, uid_t uid, gid_t gid, const char *user,
 	job->gid = gid;
 	snprintf(job->user, sizeof(job->user), "%s", user);
 	job->created = time(NULL);
+	clock_gettime(CLOCK_MONOTONIC, &job->t0);
 	job->state = JOB_STAGING;
 	job->running = true;
 	job->refs = 1; /* the caller's */
@@ -193,6 +230,53 @@ struct job *jobs_get(uint32_t id)
 	return job;
 }
 
+bool jobs_known(uint32_t id)
+{
+	bool r;
+
+	pthread_mutex_lock(&jobs_lock);
+	r = find_locked(id) != NULL;
+	pthread_mutex_unlock(&jobs_lock);
+	return r;
+}
+
+uint32_t jobs_next_prestage_id(void)
+{
+	static uint32_t next = JOBS_PRESTAGE_ID_MIN;
+	const struct job *job;
+	uint32_t id;
+
+	pthread_mutex_lock(&jobs_lock);
+	/* After a restart the reloaded ones are taken into account. */
+	for (job = jobs_head; job; job = job->next)
+		if (job->id >= next)
+			next = job->id + 1;
+	if (next < JOBS_PRESTAGE_ID_MIN)
+		next = JOBS_PRESTAGE_ID_MIN; /* wrapped */
+	id = next++;
+	pthread_mutex_unlock(&jobs_lock);
+	return id;
+}
+
+void jobs_prune_prestage(void)
+{
+	char err[CONF_ERR_MAX];
+	time_t now = time(NULL);
+	uint32_t ids[64];
+	const struct job *job;
+	size_t n = 0, i;
+
+	pthread_mutex_lock(&jobs_lock);
+	for (job = jobs_head; job && n < 64; job = job->next)
+		if (job->prestage && !job->running && job->ended &&
+		    now - job->ended > JOBS_PRESTAGE_KEEP_S)
+			ids[n++] = job->id;
+	pthread_mutex_unlock(&jobs_lock);
+	for (i = 0; i < n; i++)
+		if (jobs_finish(ids[i], 1, err, sizeof(err)) < 0)
+			log_warningx("%s", err);
+}
+
 void jobs_hold(struct job *job)
 {
 	pthread_mutex_lock(&jobs_lock);
@@ -232,6 +316,38 @@ void jobs_view(struct job *job, struct job_view *ret)
 
 /* --- persistence -------------------------------------------------------------- */
 
+/* The "cache" array: how each dataset was served. */
+static cJSON *cache_records_locked(const struct job *job)
+{
+	cJSON *arr = cJSON_CreateArray(), *o;
+	size_t i, n = job->profile ? job->profile->ndatasets : 0;
+
+	for (i = 0; arr && i < n; i++) {
+		const struct job_ds *d = &job->ds[i];
+
+		o = cJSON_CreateObject();
+		if (!o)
+			break;
+		cJSON_AddStringToObject(o, "dataset",
+					job->profile->datasets[i].name);
+		cJSON_AddStringToObject(o, "tier",
+					job->profile->datasets[i].tier);
+		cJSON_AddStringToObject(o, "result", ds_result_name(d->result));
+		if (d->entry[0])
+			cJSON_AddStringToObject(o, "entry", d->entry);
+		else
+			cJSON_AddNullToObject(o, "entry");
+		cJSON_AddNumberToObject(o, "copied_files",
+					(double)d->copied_files);
+		cJSON_AddNumberToObject(o, "copied_bytes",
+					(double)d->copied_bytes);
+		cJSON_AddNumberToObject(o, "linked_files",
+					(double)d->linked_files);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
 static cJSON *job_json_locked(const struct job *job)
 {
 	cJSON *o = cJSON_CreateObject(), *tiers, *tb, *profile;
@@ -263,6 +379,10 @@ static cJSON *job_json_locked(const struct job *job)
 		cJSON_AddNumberToObject(tb, jobs_conf->tiers[i].name,
 					(double)job->tier_bytes[i]);
 	}
+	cJSON_AddBoolToObject(o, "prestage", job->prestage);
+	cJSON_AddNumberToObject(o, "ended", (double)job->ended);
+	cJSON_AddNumberToObject(o, "staged_s", job->staged_s);
+	cJSON_AddItemToObject(o, "cache", cache_records_locked(job));
 	profile = job->profile_json ? cJSON_Parse(job->profile_json) : NULL;
 	if (profile)
 		cJSON_AddItemToObject(o, "profile", profile);
@@ -450,7 +570,7 @@ int jobs_finish(uint32_t id, unsigned timeout_s, char *err, size_t errlen)
 	struct job *job = jobs_get(id);
 	char rmerr[CONF_ERR_MAX];
 	bool stopped;
-	size_t t;
+	size_t t, i;
 	int r = -1;
 
 	if (!job)
@@ -476,12 +596,19 @@ int jobs_finish(uint32_t id, unsigned timeout_s, char *err, size_t errlen)
 			goto out;
 		}
 	}
-	if (forget(job)) {
-		for (t = 0; t < jobs_conf->ntiers; t++)
-			if (job->tier_bytes[t])
-				tiers_commit((int)t, -(int64_t)job->tier_bytes[t]);
-		jobs_put(job); /* the table's reference */
+	/* The links are gone with the directories: release the versions. */
+	for (i = 0; job->profile && i < job->profile->ndatasets; i++) {
+		const struct profile_dataset *ds = &job->profile->datasets[i];
+		char key[CACHE_KEY_LEN + 1];
+		int dt = tiers_index(ds->tier);
+
+		if (dt < 0 || job->prestage)
+			continue;
+		cache_key(job->uid, ds->path, key);
+		cache_unpin_job(dt, key, job->id);
 	}
+	if (forget(job))
+		jobs_put(job); /* the table's reference */
 	r = 0;
 out:
 	jobs_put(job);
@@ -561,16 +688,40 @@ void jobs_add_totals(struct job *job, uint64_t bytes, uint64_t files)
 void jobs_dataset_done(struct job *job, int tier, uint64_t bytes,
 		       uint64_t files)
 {
+	/* Held by a cache entry, which the tier accounts for. */
 	(void)files;
 	pthread_mutex_lock(&jobs_lock);
 	job->tier_bytes[tier] += bytes;
 	pthread_mutex_unlock(&jobs_lock);
-	tiers_commit(tier, (int64_t)bytes);
+}
+
+void jobs_dataset_result(struct job *job, size_t i, enum job_ds_result result,
+			 const char *entry, uint64_t copied_files,
+			 uint64_t copied_bytes, uint64_t linked_files)
+{
+	struct job_ds *d;
+
+	if (i >= PROFILE_MAX_DATASETS)
+		return;
+	pthread_mutex_lock(&jobs_lock);
+	d = &job->ds[i];
+	d->result = result;
+	snprintf(d->entry, sizeof(d->entry), "%s", entry ? entry : "");
+	d->copied_files = copied_files;
+	d->copied_bytes = copied_bytes;
+	d->linked_files = linked_files;
+	pthread_mutex_unlock(&jobs_lock);
 }
 
 void jobs_staging_done(struct job *job, bool ok, const char *error)
 {
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&jobs_lock);
+	job->ended = time(NULL);
+	job->staged_s = (double)(now.tv_sec - job->t0.tv_sec) +
+			(double)(now.tv_nsec - job->t0.tv_nsec) / 1e9;
 	if (job->cancel) {
 		job->state = JOB_FAILED;
 		snprintf(job->error, sizeof(job->error), "%s",
@@ -596,9 +747,34 @@ void jobs_staging_done(struct job *job, bool ok, const char *error)
 
 /* --- status ------------------------------------------------------------------- */
 
+/* rate_bps: bytes done per second of staging (so far, or in all once
+ * done); eta_s: seconds left at that rate while staging, else null. */
+static void progress_locked(const struct job *job, cJSON *o)
+{
+	struct timespec now;
+	double elapsed = job->staged_s, rate = 0;
+
+	if (job->state == JOB_STAGING) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		elapsed = (double)(now.tv_sec - job->t0.tv_sec) +
+			  (double)(now.tv_nsec - job->t0.tv_nsec) / 1e9;
+	}
+	if (elapsed > 0.001)
+		rate = (double)job->bytes / elapsed;
+	cJSON_AddNumberToObject(o, "rate_bps", (double)(uint64_t)rate);
+	if (job->state == JOB_STAGING && rate > 0 &&
+	    job->total_bytes >= job->bytes)
+		cJSON_AddNumberToObject(
+			o, "eta_s",
+			(double)(uint64_t)((double)(job->total_bytes -
+						    job->bytes) / rate + 0.5));
+	else
+		cJSON_AddNullToObject(o, "eta_s");
+}
+
 static cJSON *job_status_locked(const struct job *job)
 {
-	cJSON *o = cJSON_CreateObject(), *ds;
+	cJSON *o = cJSON_CreateObject(), *ds, *drain;
 	size_t i;
 
 	if (!o)
@@ -606,6 +782,9 @@ static cJSON *job_status_locked(const struct job *job)
 	cJSON_AddNumberToObject(o, "job", job->id);
 	cJSON_AddStringToObject(o, "user", job->user);
 	cJSON_AddNumberToObject(o, "uid", job->uid);
+	/* drain.c: outputs drained during the run and at the end. */
+	if ((drain = drain_status_json(job->id)))
+		cJSON_AddItemToObject(o, "drain", drain);
 	cJSON_AddStringToObject(o, "state", jobs_state_name(job->state));
 	if (job->error[0])
 		cJSON_AddStringToObject(o, "error", job->error);
@@ -615,10 +794,13 @@ static cJSON *job_status_locked(const struct job *job)
 	cJSON_AddNumberToObject(o, "files", (double)job->files);
 	cJSON_AddNumberToObject(o, "total_bytes", (double)job->total_bytes);
 	cJSON_AddNumberToObject(o, "total_files", (double)job->total_files);
+	progress_locked(job, o);
+	cJSON_AddBoolToObject(o, "prestage", job->prestage);
 	ds = cJSON_AddArrayToObject(o, "datasets");
 	for (i = 0; ds && job->profile && i < job->profile->ndatasets; i++)
 		cJSON_AddItemToArray(
 			ds, cJSON_CreateString(job->profile->datasets[i].name));
+	cJSON_AddItemToObject(o, "cache", cache_records_locked(job));
 	return o;
 }
 
@@ -780,6 +962,34 @@ static struct profile *reload_profile(const cJSON *obj, char *err,
 	return p;
 }
 
+/* The per-dataset records of a state file. */
+static void reload_records(struct job *job, const cJSON *arr)
+{
+	const cJSON *item;
+	size_t i = 0;
+
+	cJSON_ArrayForEach(item, arr)
+	{
+		const cJSON *entry = cJSON_GetObjectItemCaseSensitive(item,
+								      "entry");
+		const cJSON *res = cJSON_GetObjectItemCaseSensitive(item,
+								    "result");
+		struct job_ds *d;
+
+		if (i >= PROFILE_MAX_DATASETS)
+			break;
+		d = &job->ds[i++];
+		d->result = ds_result_from_name(
+			cJSON_IsString(res) ? res->valuestring : NULL);
+		if (cJSON_IsString(entry))
+			snprintf(d->entry, sizeof(d->entry), "%s",
+				 entry->valuestring);
+		d->copied_files = json_u64(item, "copied_files");
+		d->copied_bytes = json_u64(item, "copied_bytes");
+		d->linked_files = json_u64(item, "linked_files");
+	}
+}
+
 /* Build a job from a parsed state file. NULL with err. */
 static struct job *job_from_json(const cJSON *o, char *err, size_t errlen)
 {
@@ -839,6 +1049,14 @@ static struct job *job_from_json(const cJSON *o, char *err, size_t errlen)
 		job->tiers[t] = true;
 		job->tier_bytes[t] = json_u64(tb, item->valuestring);
 	}
+	job->prestage = cJSON_IsTrue(
+		cJSON_GetObjectItemCaseSensitive(o, "prestage"));
+	job->ended = (time_t)json_u64(o, "ended");
+	item = cJSON_GetObjectItemCaseSensitive(o, "staged_s");
+	if (cJSON_IsNumber(item) && item->valuedouble >= 0)
+		job->staged_s = item->valuedouble;
+	clock_gettime(CLOCK_MONOTONIC, &job->t0);
+	reload_records(job, cJSON_GetObjectItemCaseSensitive(o, "cache"));
 	job->profile = reload_profile(
 		cJSON_GetObjectItemCaseSensitive(o, "profile"), perr,
 		sizeof(perr));
@@ -891,9 +1109,6 @@ static int load_one(const char *name)
 		for (t = 0; t < CONF_MAX_TIERS; t++)
 			job->bytes += job->tier_bytes[t];
 	}
-	for (t = 0; t < CONF_MAX_TIERS; t++)
-		if (job->tier_bytes[t])
-			tiers_commit((int)t, (int64_t)job->tier_bytes[t]);
 	job->refs = 1;
 	job->next = jobs_head;
 	jobs_head = job;
@@ -907,6 +1122,11 @@ static int load_one(const char *name)
 		log_debug("job %u: reloaded (%s)", job->id,
 			  jobs_state_name(job->state));
 	}
+	/* drain.c: a running job's outputs are watched again. */
+	if (job->state == JOB_STAGED && job->profile && !job->prestage &&
+	    drain_job_start(job, true, err, sizeof(err)) < 0)
+		log_warningx("job %u: outputs drain at finish only: %s",
+			     job->id, err);
 	return 0;
 }
 

@@ -27,11 +27,30 @@
 #include "common/profile.h"
 
 #define JOBS_USER_MAX 256 /* login names, LOGIN_NAME_MAX */
+#define JOBS_ENTRY_MAX 48 /* "K.vN", a cache version's name */
+/* Ids of prestage requests: above every Slurm job id (MAX_JOB_ID is
+ * 0x03ffffff), so the two never meet in the table. */
+#define JOBS_PRESTAGE_ID_MIN 0x80000000U
+#define JOBS_PRESTAGE_KEEP_S 600 /* a finished prestage stays this long */
 
 enum job_state {
 	JOB_STAGING = 0,
 	JOB_STAGED,
 	JOB_FAILED,
+};
+
+/* How one dataset of a job was served from the cache. */
+enum job_ds_result {
+	JOB_DS_PENDING = 0,
+	JOB_DS_HIT,   /* an existing version matched: nothing copied */
+	JOB_DS_BUILT, /* a new version was built (unchanged files linked) */
+	JOB_DS_FAILED,
+};
+
+struct job_ds {
+	enum job_ds_result result;
+	char entry[JOBS_ENTRY_MAX];      /* "K.vN" on the dataset's tier */
+	uint64_t copied_files, copied_bytes, linked_files;
 };
 
 struct job {
@@ -43,7 +62,9 @@ struct job {
 	struct profile *profile;     /* NULL: a reloaded profile is invalid */
 	char *profile_json;          /* normalized, as persisted */
 	bool tiers[CONF_MAX_TIERS];  /* tiers holding TIER/jobs/JOBID */
+	bool prestage;               /* a cache warm-up: no dirs, no pins */
 	time_t created;
+	struct timespec t0;          /* CLOCK_MONOTONIC at creation */
 
 	/* Under the table lock; use the functions below. */
 	enum job_state state;
@@ -51,6 +72,9 @@ struct job {
 	uint64_t bytes, files;             /* copied so far */
 	uint64_t total_bytes, total_files; /* measured so far */
 	uint64_t tier_bytes[CONF_MAX_TIERS]; /* staged bytes per tier */
+	struct job_ds ds[PROFILE_MAX_DATASETS]; /* per dataset, in order */
+	double staged_s;             /* how long staging took, once done */
+	time_t ended;                /* when staging ended, 0 = not yet */
 	pid_t worker;                /* running stage worker, 0 = none */
 	bool running;                /* a staging thread owns the job */
 	bool cancel;                 /* abort, finish or shutdown asked */
@@ -83,7 +107,8 @@ const char *jobs_state_name(enum job_state state);
 
 /* A new job in state staging, not yet in the table, holding one reference
  * for the caller; takes ownership of PROFILE (normalized and validated) on
- * success. NULL with err on failure (PROFILE then still the caller's). */
+ * success. NULL with err on failure (PROFILE then still the caller's).
+ * For a prestage request set ->prestage before jobs_insert. */
 struct job *jobs_create(uint32_t id, uid_t uid, gid_t gid, const char *user,
 			struct profile *profile, char *err, size_t errlen);
 
@@ -97,6 +122,15 @@ void jobs_discard(struct job *job);
  * reference with jobs_put). */
 int jobs_insert(struct job *job, struct job **ret_existing, char *err,
 		size_t errlen);
+
+/* A free prestage id (JOBS_PRESTAGE_ID_MIN and up). */
+uint32_t jobs_next_prestage_id(void);
+
+/* Is a job with id ID in the table? (For the cache's pin check.) */
+bool jobs_known(uint32_t id);
+
+/* Forget prestage jobs that ended more than JOBS_PRESTAGE_KEEP_S ago. */
+void jobs_prune_prestage(void);
 
 /* Take JOB out of the table, delete its state file and drop the table's
  * reference; used when setting up staging failed right after jobs_insert
@@ -127,7 +161,8 @@ void jobs_abort(struct job *job, const char *reason, unsigned timeout_s,
 		struct job_view *ret);
 
 /* Finish job ID: stop staging (waiting up to TIMEOUT_S), remove
- * TIER/jobs/ID on every tier it used, delete its state file, forget it.
+ * TIER/jobs/ID on every tier it used, unpin its cache versions, delete its
+ * state file, forget it.
  * An unknown job is success. 0 or -1 with err (the job stays known so that
  * finish can be retried). */
 int jobs_finish(uint32_t id, unsigned timeout_s, char *err, size_t errlen);
@@ -158,6 +193,11 @@ void jobs_add_totals(struct job *job, uint64_t bytes, uint64_t files);
 void jobs_dataset_done(struct job *job, int tier, uint64_t bytes,
 		       uint64_t files);
 
+/* Record how dataset I was served (entry "K.vN", counts). */
+void jobs_dataset_result(struct job *job, size_t i, enum job_ds_result result,
+			 const char *entry, uint64_t copied_files,
+			 uint64_t copied_bytes, uint64_t linked_files);
+
 /* End of staging: state staged, or failed with ERROR (a cancelled job
  * always fails with its cancel reason). Persists, wakes waiters and
  * clears ->running. */
@@ -166,7 +206,9 @@ void jobs_staging_done(struct job *job, bool ok, const char *error);
 /* --- for status ----------------------------------------------------------- */
 
 /* The "jobs" array of a status reply: every job for root (PEER_UID 0),
- * else only PEER_UID's. NULL on ENOMEM. */
+ * else only PEER_UID's. Each carries its progress (bytes/files done of
+ * total_bytes/total_files, rate_bps, eta_s) and a "cache" array telling
+ * how each dataset was served. NULL on ENOMEM. */
 cJSON *jobs_status_json(uid_t peer_uid);
 
 /* Number of known jobs using each tier, into counts[CONF_MAX_TIERS]. */

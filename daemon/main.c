@@ -26,9 +26,14 @@
 
 #include "common/conf.h"
 #include "common/log.h"
+#include "daemon/cache.h"
+#include "daemon/drain.h"
+#include "daemon/drain_worker.h"
 #include "daemon/fsutil.h"
 #include "daemon/jobs.h"
+#include "daemon/journal.h"
 #include "daemon/server.h"
+#include "daemon/spawn.h"
 #include "daemon/stage.h"
 #include "daemon/tiers.h"
 #include "daemon/worker.h"
@@ -251,6 +256,9 @@ int main(int argc, char **argv)
 
 	if (argc >= 2 && !strcmp(argv[1], "--stage-worker"))
 		return worker_main(argc - 1, argv + 1);
+	/* drain.c: outputs copied to the PFS as the job's user. */
+	if (argc >= 2 && !strcmp(argv[1], "--drain-worker"))
+		return drain_worker_main(argc - 1, argv + 1);
 
 	parse_args(argc, argv, &args);
 	log_init("iostaged", false, args.level);
@@ -280,11 +288,17 @@ int main(int argc, char **argv)
 	signals_setup(&waitmask);
 	/* The socket is claimed before the job state is loaded: a second
 	 * daemon must stop at "already running" before it touches the
-	 * first one's jobs. Clients wait in the backlog until we serve. */
+	 * first one's jobs. Clients wait in the backlog until we serve. The
+	 * cache is reconciled last: its pins are checked against the jobs,
+	 * and the builds the journal lists are removed. */
 	if (tiers_init(&conf, err, sizeof(err)) < 0 ||
+	    spawn_init(err, sizeof(err)) < 0 ||
 	    stage_init(&conf, err, sizeof(err)) < 0 ||
 	    server_init(&conf, conf_abs, err, sizeof(err)) < 0 ||
-	    jobs_init(&conf, err, sizeof(err)) < 0) {
+	    drain_init(&conf, err, sizeof(err)) < 0 || /* before jobs: resume */
+	    jobs_init(&conf, err, sizeof(err)) < 0 ||
+	    journal_init(&conf, err, sizeof(err)) < 0 ||
+	    cache_init(&conf, jobs_known, err, sizeof(err)) < 0) {
 		log_errorx("%s", err);
 		goto out;
 	}
@@ -302,14 +316,20 @@ int main(int argc, char **argv)
 
 	server_close();
 	jobs_shutdown("iostaged stopped during staging", SHUTDOWN_JOBS_S);
+	drain_shutdown(); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);
 	pidfile_remove();
 out:
 	server_close();
 	/* A client thread still running could touch the table. */
-	if (clients_gone)
+	if (clients_gone) {
 		jobs_fini();
+		drain_fini();
+		cache_fini();
+	}
+	journal_fini();
 	stage_fini();
+	spawn_fini();
 	tiers_fini();
 	if (rc == 0)
 		log_info("stopped");

@@ -7,6 +7,21 @@
  * that has fully dropped privileges (setgroups + setresgid + setresuid,
  * verified) cannot do anything the user could not do anyway.
  *
+ * One dataset, following docs/STAGING.md:
+ *   1. take K.lock on the tier (polled, so abort and timeout get through);
+ *      jobs asking for the same K wait here: one copy in flight;
+ *   2. the current version, if any, is checked against the source by a
+ *      worker in --check mode (verify=stat|checksum; verify=none trusts it
+ *      for CacheTTL seconds; a version built or verified while we waited
+ *      for the lock is trusted as it is): unchanged -> hit;
+ *   3. otherwise a new version is built by a worker in copy mode, with the
+ *      current version as --previous so unchanged files are hard-linked;
+ *      space is reserved (evicting if needed) between its walk and its
+ *      copy; cache.c publishes it;
+ *   4. the job pins the version and gets a link to it; K.lock is released.
+ * Workers run at most StageParallelism at once (a counting semaphore taken
+ * after K.lock: waiters for a busy K hold no slot).
+ *
  * The fork happens in a multi-threaded process, so between fork() and
  * fexecve() the child only makes async-signal-safe calls (raw syscalls,
  * dup2, write, _exit); everything it needs (group list, argv, envp) is
@@ -14,8 +29,8 @@
  *
  * Everything the worker prints is untrusted (it runs as the user, who may
  * ptrace it): lines are bounded by proto_read_line, numbers are only ever
- * added up for status, and strings are made printable and one-line before
- * they reach logs or replies.
+ * added up for status and space, and strings are made printable and
+ * one-line before they reach logs or replies.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +38,7 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,10 +57,16 @@
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/units.h"
+#include "daemon/cache.h"
+#include "daemon/drain.h"
 #include "daemon/stage.h"
 #include "daemon/tiers.h"
 
 #define STAGE_NGROUPS_MAX 65536 /* the kernel's NGROUPS_MAX */
+#define STAGE_ARGV_MAX 16
+#define STAGE_FD_MANIFEST_IN 3  /* where a worker finds its inherited fds */
+#define STAGE_FD_MANIFEST_OUT 4
+#define STAGE_SLOT_POLL_MS 200
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -52,6 +74,14 @@
 
 static const struct conf *stage_conf;
 static int exe_fd = -1;
+/* Whether the worker speaks docs/STAGING.md's interface (--check,
+ * --previous, manifests), or only the older "SRC DSTDIR NAME". */
+static bool worker_v2;
+
+/* StageParallelism: workers running now. */
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t slots_cond;
+static unsigned slots_busy;
 
 /* One running worker. */
 struct worker {
@@ -68,6 +98,7 @@ struct spawn {
 	size_t ngroups;
 	pid_t parent;
 	int in_r, out_w;
+	int mf_in, mf_out; /* -1 or fds to pass as 3 and 4 */
 	char *const *argv;
 	char *const *envp;
 };
@@ -77,36 +108,38 @@ struct run {
 	struct job *job;
 	struct timespec deadline;
 	unsigned timeout_s;
+	int64_t started_ns;              /* CLOCK_REALTIME at the start */
 	uint64_t done_bytes, done_files; /* datasets finished */
 	char err[CONF_ERR_MAX];
 };
 
-int stage_init(const struct conf *conf, char *err, size_t errlen)
-{
-	exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (exe_fd < 0) {
-		snprintf(err, errlen, "cannot open /proc/self/exe: %s",
-			 strerror(errno));
-		return -1;
-	}
-	stage_conf = conf;
-	return 0;
-}
+/* What a worker is asked to do. */
+enum worker_mode {
+	WORKER_CHECK = 0,
+	WORKER_BUILD,
+};
 
-void stage_fini(void)
-{
-	if (exe_fd >= 0)
-		close(exe_fd);
-	exe_fd = -1;
-}
+struct worker_task {
+	enum worker_mode mode;
+	const char *src;
+	const char *dstdir;
+	const char *previous; /* K.vN/data of the previous version, or NULL */
+	int manifest_in;      /* -1 or its manifest */
+	int manifest_out;     /* -1 or the new manifest's file */
+	enum profile_verify verify;
+};
 
-/* Make S one printable line in place (worker output is untrusted). */
-static void sanitize(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
-}
+/* What came out of one worker. */
+struct outcome {
+	bool got_result, result_ok;
+	bool got_totals, unchanged;
+	char worker_err[CONF_ERR_MAX]; /* the worker's own error */
+	char err[CONF_ERR_MAX];        /* ours: capacity, timeout, protocol */
+	uint64_t reserved;             /* bytes reserved on the tier */
+	uint64_t total_bytes, total_files, copy_bytes, copy_files;
+	uint64_t bytes, files, linked; /* final figures from the worker */
+	int64_t started_ns;            /* CLOCK_REALTIME before the spawn */
+};
 
 static long ms_left(const struct timespec *deadline)
 {
@@ -115,6 +148,14 @@ static long ms_left(const struct timespec *deadline)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (long)(deadline->tv_sec - now.tv_sec) * 1000 +
 	       (deadline->tv_nsec - now.tv_nsec) / 1000000;
+}
+
+/* Make S one printable line in place (worker output is untrusted). */
+static void sanitize(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
 }
 
 /* --- the child, between fork and exec ---------------------------------------- */
@@ -128,14 +169,32 @@ static long ms_left(const struct timespec *deadline)
 		_exit(127);                                                  \
 	} while (0)
 
+/* A copy of FD at 64 or above (close-on-exec), or -1 for -1. */
+static int child_high(int fd)
+{
+	return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 64);
+}
+
 /* Only async-signal-safe calls from here to fexecve. */
 static void __attribute__((noreturn)) child_exec(const struct spawn *sp)
 {
 	struct sigaction dfl;
 	sigset_t none;
 
+	int exe, mf_in, mf_out;
+
 	if (dup2(sp->out_w, 1) < 0 || dup2(sp->in_r, 0) < 0)
 		_exit(127);
+	/* Move what we keep out of the way first: fds 3 and 4 may be any of
+	 * them (dup2 onto itself would also keep FD_CLOEXEC). */
+	exe = child_high(exe_fd);
+	mf_in = child_high(sp->mf_in);
+	mf_out = child_high(sp->mf_out);
+	if (exe < 0 || (sp->mf_in >= 0 && mf_in < 0) ||
+	    (sp->mf_out >= 0 && mf_out < 0) ||
+	    (mf_in >= 0 && dup2(mf_in, STAGE_FD_MANIFEST_IN) < 0) ||
+	    (mf_out >= 0 && dup2(mf_out, STAGE_FD_MANIFEST_OUT) < 0))
+		CHILD_FAIL("cannot pass the manifest");
 	/* The daemon ignores SIGPIPE and blocks SIGTERM/SIGINT/SIGHUP; the
 	 * worker should die from them like any process. */
 	memset(&dfl, 0, sizeof(dfl));
@@ -145,7 +204,8 @@ static void __attribute__((noreturn)) child_exec(const struct spawn *sp)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* All our fds are O_CLOEXEC already; this is the safety net for one
 	 * a library might have opened without it. */
-	(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+	(void)syscall(SYS_close_range, (unsigned)STAGE_FD_MANIFEST_OUT + 1, ~0U,
+		      CLOSE_RANGE_CLOEXEC);
 
 	/* Raw syscalls: glibc's wrappers would try to act on every thread
 	 * of the parent, which do not exist in this child. */
@@ -166,8 +226,123 @@ static void __attribute__((noreturn)) child_exec(const struct spawn *sp)
 	if (chdir("/") < 0)
 		CHILD_FAIL("cannot chdir to /");
 	umask(077);
-	fexecve(exe_fd, sp->argv, sp->envp);
+	fexecve(exe, sp->argv, sp->envp);
 	CHILD_FAIL("cannot execute iostaged");
+}
+
+/* --- start-up ------------------------------------------------------------------ */
+
+/* Ask our own worker for its usage text: the newer interface names
+ * --manifest-out. Run as root before any thread exists; it only prints. */
+static bool probe_worker_v2(void)
+{
+	char *argv[] = { "iostaged", "--stage-worker", "--help", NULL };
+	char *envp[] = { "LC_ALL=C", NULL };
+	char buf[4096];
+	size_t len = 0;
+	int p[2], status;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return false;
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0 ||
+		    dup2(p[1], 2) < 0)
+			_exit(127);
+		fexecve(exe_fd, argv, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	while (pid > 0 && len < sizeof(buf) - 1) {
+		ssize_t n = read(p[0], buf + len, sizeof(buf) - 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(p[0]);
+	buf[len] = '\0';
+	if (pid > 0)
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+	return strstr(buf, "--manifest-out") != NULL;
+}
+
+int stage_init(const struct conf *conf, char *err, size_t errlen)
+{
+	pthread_condattr_t attr;
+
+	exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (exe_fd < 0) {
+		snprintf(err, errlen, "cannot open /proc/self/exe: %s",
+			 strerror(errno));
+		return -1;
+	}
+	stage_conf = conf;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&slots_cond, &attr);
+	pthread_condattr_destroy(&attr);
+	worker_v2 = probe_worker_v2();
+	if (!worker_v2)
+		log_warningx("the stage worker predates the cache interface: "
+			     "versions are rebuilt instead of checked");
+	return 0;
+}
+
+void stage_fini(void)
+{
+	if (exe_fd >= 0)
+		close(exe_fd);
+	exe_fd = -1;
+}
+
+/* --- StageParallelism ------------------------------------------------------------ */
+
+/* Wait for a free worker slot; -1 (reason in run->err) when the job is
+ * cancelled or out of time first. */
+static int slot_take(struct run *run, const char *dsname)
+{
+	struct timespec until;
+	int r = 0;
+
+	pthread_mutex_lock(&slots_lock);
+	while (slots_busy >= stage_conf->stage_parallelism) {
+		pthread_mutex_unlock(&slots_lock);
+		if (jobs_cancelled(run->job, run->err, sizeof(run->err)))
+			return -1;
+		if (ms_left(&run->deadline) <= 0) {
+			snprintf(run->err, sizeof(run->err),
+				 "staging timed out after %u s (dataset '%s')",
+				 run->timeout_s, dsname);
+			return -1;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += STAGE_SLOT_POLL_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&slots_lock);
+		if (slots_busy >= stage_conf->stage_parallelism)
+			pthread_cond_timedwait(&slots_cond, &slots_lock, &until);
+	}
+	slots_busy++;
+	pthread_mutex_unlock(&slots_lock);
+	return r;
+}
+
+static void slot_give(void)
+{
+	pthread_mutex_lock(&slots_lock);
+	slots_busy--;
+	pthread_cond_signal(&slots_cond);
+	pthread_mutex_unlock(&slots_lock);
 }
 
 /* --- spawning and following a worker ------------------------------------------- */
@@ -201,14 +376,50 @@ static int job_groups(const struct job *job, gid_t **ret, size_t *ret_n)
 	}
 }
 
-static int worker_spawn(const struct job *job, const char *src,
-			const char *dstdir, const char *name, struct worker *ret,
-			char *err, size_t errlen)
+/* Fill ARGV for TASK (pointers into TASK and FDBUF). */
+static void build_argv(const struct worker_task *task, char **argv)
 {
-	char *argv[] = { "iostaged", "--stage-worker", (char *)src,
-			 (char *)dstdir, (char *)name, NULL };
-	char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
-			 "IOSTAGE_STAGE_GATE=1", NULL };
+	size_t n = 0;
+
+	argv[n++] = "iostaged";
+	argv[n++] = "--stage-worker";
+	if (!worker_v2) {
+		argv[n++] = (char *)task->src;
+		argv[n++] = (char *)task->dstdir;
+		argv[n++] = "data";
+		argv[n] = NULL;
+		return;
+	}
+	argv[n++] = "--verify";
+	argv[n++] = task->verify == PROFILE_VERIFY_CHECKSUM ? "checksum"
+							    : "stat";
+	if (task->mode == WORKER_CHECK) {
+		argv[n++] = "--check";
+		argv[n++] = "--manifest-in";
+		argv[n++] = "3";
+	} else {
+		if (task->previous) {
+			argv[n++] = "--previous";
+			argv[n++] = (char *)task->previous;
+			argv[n++] = "--manifest-in";
+			argv[n++] = "3";
+		}
+		argv[n++] = "--manifest-out";
+		argv[n++] = "4";
+	}
+	argv[n++] = (char *)task->src;
+	argv[n++] = (char *)task->dstdir;
+	argv[n] = NULL;
+}
+
+static int worker_spawn(const struct job *job, const struct worker_task *task,
+			struct worker *ret, char *err, size_t errlen)
+{
+	char *argv[STAGE_ARGV_MAX];
+	char *envp_gate[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
+			      "IOSTAGE_STAGE_GATE=1", NULL };
+	char *envp_check[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+			       "LC_ALL=C", NULL };
 	int inp[2] = { -1, -1 }, outp[2] = { -1, -1 };
 	struct spawn sp;
 	gid_t *groups = NULL;
@@ -216,6 +427,7 @@ static int worker_spawn(const struct job *job, const char *src,
 	pid_t pid;
 	int saved;
 
+	build_argv(task, argv);
 	if (job_groups(job, &groups, &ngroups) < 0) {
 		snprintf(err, errlen, "cannot list the groups of user '%s': %s",
 			 job->user, strerror(errno));
@@ -231,8 +443,12 @@ static int worker_spawn(const struct job *job, const char *src,
 		.parent = getpid(),
 		.in_r = inp[0],
 		.out_w = outp[1],
+		.mf_in = worker_v2 ? task->manifest_in : -1,
+		.mf_out = worker_v2 && task->mode == WORKER_BUILD
+				  ? task->manifest_out
+				  : -1,
 		.argv = argv,
-		.envp = envp,
+		.envp = task->mode == WORKER_BUILD ? envp_gate : envp_check,
 	};
 	pid = fork();
 	if (pid < 0)
@@ -261,15 +477,6 @@ fail:
 	return -1;
 }
 
-/* What came out of one worker. */
-struct outcome {
-	bool got_result, result_ok;
-	char worker_err[CONF_ERR_MAX]; /* the worker's own error */
-	char err[CONF_ERR_MAX];        /* ours: capacity, timeout, protocol */
-	uint64_t reserved;             /* bytes reserved on the tier */
-	uint64_t bytes, files;         /* final figures from the worker */
-};
-
 static uint64_t num(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -290,8 +497,8 @@ static void close_in(struct worker *w)
 /* Act on one line from the worker. Returns -1 when the worker must be
  * stopped (o->err says why). */
 static int on_message(struct run *run, struct worker *w, int tier,
-		      const struct profile_dataset *ds, const cJSON *m,
-		      struct outcome *o)
+		      const struct profile_dataset *ds, enum worker_mode mode,
+		      const cJSON *m, struct outcome *o)
 {
 	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(m, "ok");
 	const cJSON *note = cJSON_GetObjectItemCaseSensitive(m, "note");
@@ -303,6 +510,7 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		o->result_ok = cJSON_IsTrue(ok);
 		o->bytes = num(m, "bytes");
 		o->files = num(m, "files");
+		o->linked = num(m, "linked");
 		if (!o->result_ok) {
 			snprintf(o->worker_err, sizeof(o->worker_err), "%s",
 				 cJSON_IsString(error) ? error->valuestring
@@ -320,17 +528,30 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		return 0;
 	}
 	if (cJSON_GetObjectItemCaseSensitive(m, "total_bytes")) {
-		uint64_t total = num(m, "total_bytes");
-
-		if (w->in < 0)
+		if (o->got_totals)
 			return 0; /* a second totals line: ignore */
-		jobs_add_totals(job, total, num(m, "total_files"));
-		if (tiers_reserve(tier, ds->name, total, o->err,
+		o->got_totals = true;
+		o->total_bytes = num(m, "total_bytes");
+		o->total_files = num(m, "total_files");
+		o->copy_bytes = cJSON_GetObjectItemCaseSensitive(m, "copy_bytes")
+					? num(m, "copy_bytes")
+					: o->total_bytes;
+		o->copy_files = cJSON_GetObjectItemCaseSensitive(m, "copy_files")
+					? num(m, "copy_files")
+					: o->total_files;
+		o->unchanged = cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(m, "unchanged"));
+		if (mode != WORKER_BUILD)
+			return 0;
+		jobs_add_totals(job, o->total_bytes, o->total_files);
+		/* Only what is copied takes space: linked files share the
+		 * previous version's blocks. */
+		if (cache_reserve(tier, ds->name, o->copy_bytes, o->err,
 				  sizeof(o->err)) < 0) {
 			close_in(w); /* no "go": the worker cancels */
 			return -1;
 		}
-		o->reserved = total;
+		o->reserved = o->copy_bytes;
 		if (write(w->in, "go\n", 3) != 3) {
 			snprintf(o->err, sizeof(o->err),
 				 "stage worker for dataset '%s' went away",
@@ -341,9 +562,16 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		close_in(w);
 		return 0;
 	}
-	if (cJSON_GetObjectItemCaseSensitive(m, "bytes")) {
-		jobs_progress(job, run->done_bytes + num(m, "bytes"),
-			      run->done_files + num(m, "files"));
+	if (mode == WORKER_BUILD &&
+	    cJSON_GetObjectItemCaseSensitive(m, "bytes")) {
+		uint64_t b = num(m, "bytes"), f = num(m, "files");
+
+		/* Bytes and files placed so far, copied or linked. */
+		if (b > o->total_bytes)
+			b = o->total_bytes;
+		if (f > o->total_files)
+			f = o->total_files;
+		jobs_progress(job, run->done_bytes + b, run->done_files + f);
 		return 0;
 	}
 	return 0; /* unknown keys: newer worker, ignore */
@@ -351,7 +579,8 @@ static int on_message(struct run *run, struct worker *w, int tier,
 
 /* Read the worker's output until EOF, the deadline or a reason to stop. */
 static void follow(struct run *run, struct worker *w, int tier,
-		   const struct profile_dataset *ds, struct outcome *o)
+		   const struct profile_dataset *ds, enum worker_mode mode,
+		   struct outcome *o)
 {
 	struct proto_reader *rd = proto_reader_create(w->out);
 	char *line;
@@ -399,7 +628,7 @@ static void follow(struct run *run, struct worker *w, int tier,
 			kill(w->pid, SIGKILL);
 			break;
 		}
-		r = on_message(run, w, tier, ds, m, o);
+		r = on_message(run, w, tier, ds, mode, m, o);
 		cJSON_Delete(m);
 		if (r < 0)
 			break;
@@ -424,40 +653,34 @@ static void describe_exit(int status, const char *name, char *buf,
 			 name);
 }
 
-/* Stage dataset I of RUN's job. 0, or -1 with run->err. */
-static int stage_dataset(struct run *run, size_t i)
+/* Run TASK for dataset DS on tier T to its end. 0 when the worker
+ * succeeded (O filled), -1 with run->err. Any reservation it made is
+ * released before returning. */
+static int run_worker(struct run *run, const struct profile_dataset *ds,
+		      int t, const struct worker_task *task, struct outcome *o)
 {
 	struct job *job = run->job;
-	const struct profile_dataset *ds = &job->profile->datasets[i];
-	const struct conf_tier *tier = conf_find_tier(stage_conf, ds->tier);
-	int t = tiers_index(ds->tier);
-	char dstdir[CONF_PATH_MAX + 32], rmerr[CONF_ERR_MAX];
-	struct outcome o;
 	struct worker w;
 	int status = 0;
 
-	memset(&o, 0, sizeof(o));
-	if (!tier || t < 0) {
-		snprintf(run->err, sizeof(run->err),
-			 "dataset '%s': unknown tier '%s'", ds->name, ds->tier);
+	memset(o, 0, sizeof(*o));
+	if (slot_take(run, ds->name) < 0)
+		return -1;
+	o->started_ns = cache_now_ns();
+	if (jobs_cancelled(job, run->err, sizeof(run->err))) {
+		slot_give();
 		return -1;
 	}
-	if (joblayout_job_dir(tier, job->id, dstdir, sizeof(dstdir) - 5) < 0) {
-		snprintf(run->err, sizeof(run->err),
-			 "dataset '%s': job directory path too long", ds->name);
+	if (worker_spawn(job, task, &w, run->err, sizeof(run->err)) < 0) {
+		slot_give();
 		return -1;
 	}
-	strcat(dstdir, "/data");
-	if (jobs_cancelled(job, run->err, sizeof(run->err)))
-		return -1;
-	if (worker_spawn(job, ds->path, dstdir, ds->name, &w, run->err,
-			 sizeof(run->err)) < 0)
-		return -1;
-	log_debug("job %u: worker %d stages '%s' from %s", job->id, (int)w.pid,
-		  ds->name, ds->path);
+	log_debug("job %u: worker %d %s '%s' from %s", job->id, (int)w.pid,
+		  task->mode == WORKER_CHECK ? "checks" : "stages", ds->name,
+		  ds->path);
 	if (jobs_set_worker(job, w.pid) < 0)
 		kill(w.pid, SIGKILL); /* cancelled while we forked */
-	follow(run, &w, t, ds, &o);
+	follow(run, &w, t, ds, task->mode, o);
 	close_in(&w);
 	close(w.out);
 	/* Forget the pid before reaping it, so that nobody can signal a
@@ -465,32 +688,251 @@ static int stage_dataset(struct run *run, size_t i)
 	jobs_clear_worker(job);
 	while (waitpid(w.pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (o.reserved)
-		tiers_release(t, o.reserved);
+	slot_give();
+	if (o->reserved)
+		tiers_release(t, o->reserved);
+	if (jobs_cancelled(job, run->err, sizeof(run->err)))
+		return -1;
+	if (o->err[0]) {
+		snprintf(run->err, sizeof(run->err), "%s", o->err);
+		return -1;
+	}
+	if (o->got_result && !o->result_ok) {
+		snprintf(run->err, sizeof(run->err), "%s", o->worker_err);
+		return -1;
+	}
+	if (o->got_result && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	describe_exit(status, ds->name, run->err, sizeof(run->err));
+	return -1;
+}
 
-	if (!jobs_cancelled(job, run->err, sizeof(run->err))) {
-		if (o.err[0]) {
-			snprintf(run->err, sizeof(run->err), "%s", o.err);
-		} else if (o.got_result && !o.result_ok) {
-			snprintf(run->err, sizeof(run->err), "%s",
-				 o.worker_err);
-		} else if (o.got_result && WIFEXITED(status) &&
-			   WEXITSTATUS(status) == 0) {
-			jobs_dataset_done(job, t, o.bytes, o.files);
-			run->done_bytes += o.bytes;
-			run->done_files += o.files;
-			jobs_progress(job, run->done_bytes, run->done_files);
-			return 0;
-		} else {
-			describe_exit(status, ds->name, run->err,
-				      sizeof(run->err));
+/* K.lock's poll: give up when the job is cancelled or out of time. */
+struct lock_wait {
+	struct run *run;
+	const char *dsname;
+};
+
+static bool lock_stop(void *arg, char *why, size_t len)
+{
+	struct lock_wait *lw = arg;
+
+	if (jobs_cancelled(lw->run->job, why, len))
+		return true;
+	if (ms_left(&lw->run->deadline) <= 0) {
+		snprintf(why, len, "staging timed out after %u s (dataset '%s')",
+			 lw->run->timeout_s, lw->dsname);
+		return true;
+	}
+	return false;
+}
+
+/* Is the current version CUR good for dataset DS without a new copy?
+ * 1 yes (a hit; HOW says why), 0 no, -1 on failure (run->err). */
+static int current_is_good(struct run *run, const struct profile_dataset *ds,
+			   int t, const char *key, const struct cache_version *cur,
+			   char *how, size_t howlen)
+{
+	char vdir[CONF_PATH_MAX + 64];
+	struct worker_task task;
+	struct outcome o;
+	time_t now = time(NULL);
+	int fd, r;
+
+	/* Proved by a walk that began after this request: the single
+	 * flight's answer is ours too. */
+	if (cur->verified_ns > run->started_ns) {
+		snprintf(how, howlen, "verified %ld s ago by a concurrent "
+			 "request", (long)(now - cur->verified));
+		return 1;
+	}
+	if (ds->verify == PROFILE_VERIFY_NONE &&
+	    now - cur->verified < (time_t)stage_conf->cache_ttl) {
+		snprintf(how, howlen, "verify=none, verified %ld s ago "
+			 "(CacheTTL %u s)",
+			 (long)(now - cur->verified), stage_conf->cache_ttl);
+		return 1;
+	}
+	if (!worker_v2)
+		return 0;
+	/* A manifest without content hashes cannot prove a checksum. */
+	if (ds->verify == PROFILE_VERIFY_CHECKSUM &&
+	    cur->verify != PROFILE_VERIFY_CHECKSUM)
+		return 0;
+	if (cache_version_path(t, key, cur->version, false, vdir,
+			       sizeof(vdir)) < 0)
+		return 0;
+	fd = cache_open_manifest(t, key, cur->version);
+	if (fd < 0) {
+		log_warning("job %u: dataset '%s': cannot open the manifest "
+			    "of %s.v%u",
+			    run->job->id, ds->name, key, cur->version);
+		return 0;
+	}
+	task = (struct worker_task){
+		.mode = WORKER_CHECK,
+		.src = ds->path,
+		.dstdir = vdir,
+		.manifest_in = fd,
+		.manifest_out = -1,
+		.verify = ds->verify == PROFILE_VERIFY_CHECKSUM
+				  ? PROFILE_VERIFY_CHECKSUM
+				  : PROFILE_VERIFY_STAT,
+	};
+	r = run_worker(run, ds, t, &task, &o);
+	close(fd);
+	if (r < 0)
+		return -1;
+	if (!o.unchanged)
+		return 0;
+	cache_mark_verified(t, key, cur->version, o.started_ns);
+	snprintf(how, howlen, "unchanged (verify=%s)",
+		 task.verify == PROFILE_VERIFY_CHECKSUM ? "checksum" : "stat");
+	return 1;
+}
+
+/* Build version NEXT of KEY for dataset I (previous version CUR or NULL).
+ * 0 with *ret_o, or -1 with run->err. */
+static int build_version(struct run *run, size_t i, int t, const char *key,
+			 const struct cache_version *cur, unsigned next,
+			 struct outcome *ret_o)
+{
+	struct job *job = run->job;
+	const struct profile_dataset *ds = &job->profile->datasets[i];
+	char prev[CONF_PATH_MAX + 64];
+	struct worker_task task;
+	struct cache_build b;
+	struct cache_meta meta;
+	int mfd = -1, r;
+
+	if (cache_build_begin(t, key, next, job->uid, job->gid, &b, run->err,
+			      sizeof(run->err)) < 0)
+		return -1;
+	task = (struct worker_task){
+		.mode = WORKER_BUILD,
+		.src = ds->path,
+		.dstdir = b.path,
+		.manifest_in = -1,
+		.manifest_out = b.manifest_fd,
+		.verify = ds->verify == PROFILE_VERIFY_CHECKSUM
+				  ? PROFILE_VERIFY_CHECKSUM
+				  : PROFILE_VERIFY_STAT,
+	};
+	/* Unchanged files are linked from the current version, unless its
+	 * manifest cannot tell (checksum asked of a stat version). */
+	if (worker_v2 && cur &&
+	    !(task.verify == PROFILE_VERIFY_CHECKSUM &&
+	      cur->verify != PROFILE_VERIFY_CHECKSUM) &&
+	    cache_version_path(t, key, cur->version, true, prev,
+			       sizeof(prev)) == 0) {
+		mfd = cache_open_manifest(t, key, cur->version);
+		if (mfd >= 0) {
+			task.previous = prev;
+			task.manifest_in = mfd;
 		}
 	}
-	/* The worker removes its own partial copy when it fails, but not
-	 * when it was killed. */
-	if (tiers_remove_partial(t, job->id, ds->name, rmerr, sizeof(rmerr)) < 0)
-		log_warningx("job %u: %s", job->id, rmerr);
-	return -1;
+	r = run_worker(run, ds, t, &task, ret_o);
+	if (mfd >= 0)
+		close(mfd);
+	if (r < 0) {
+		cache_build_abort(&b);
+		return -1;
+	}
+	meta = (struct cache_meta){
+		.src = ds->path,
+		.uid = job->uid,
+		.user = job->user,
+		.bytes = ret_o->got_totals ? ret_o->total_bytes : ret_o->bytes,
+		.files = ret_o->got_totals ? ret_o->total_files : ret_o->files,
+		.verify = ds->verify,
+		.verified_ns = ret_o->started_ns,
+	};
+	if (cache_build_publish(&b, &meta, run->err, sizeof(run->err)) < 0)
+		return -1;
+	return 0;
+}
+
+/* Stage dataset I of RUN's job. 0, or -1 with run->err. */
+static int stage_dataset(struct run *run, size_t i)
+{
+	struct job *job = run->job;
+	const struct profile_dataset *ds = &job->profile->datasets[i];
+	char key[CACHE_KEY_LEN + 1], entry[JOBS_ENTRY_MAX], how[160];
+	char size[32];
+	struct lock_wait lw = { .run = run, .dsname = ds->name };
+	struct cache_version cur, built;
+	struct cache_lock *lock = NULL;
+	struct outcome o;
+	unsigned next;
+	bool have, hit = false;
+	int t = tiers_index(ds->tier), r = -1, good;
+
+	if (t < 0) {
+		snprintf(run->err, sizeof(run->err),
+			 "dataset '%s': unknown tier '%s'", ds->name, ds->tier);
+		return -1;
+	}
+	cache_key(job->uid, ds->path, key);
+	if (jobs_cancelled(job, run->err, sizeof(run->err)))
+		return -1;
+	if (cache_lock_acquire(t, key, lock_stop, &lw, &lock, run->err,
+			       sizeof(run->err)) < 0)
+		goto fail;
+
+	have = cache_current(t, key, &cur, &next) == 1;
+	good = have ? current_is_good(run, ds, t, key, &cur, how, sizeof(how))
+		    : 0;
+	if (good < 0)
+		goto fail;
+	if (good) {
+		hit = true;
+		built = cur;
+		jobs_add_totals(job, cur.bytes, cur.files);
+	} else {
+		if (build_version(run, i, t, key, have ? &cur : NULL, next,
+				  &o) < 0)
+			goto fail;
+		if (cache_current(t, key, &built, &next) != 1) {
+			snprintf(run->err, sizeof(run->err),
+				 "dataset '%s': the new cache version vanished",
+				 ds->name);
+			goto fail;
+		}
+	}
+	snprintf(entry, sizeof(entry), "%s.v%u", key, built.version);
+	if (!job->prestage &&
+	    (cache_pin(t, key, built.version, job->id, run->err,
+		       sizeof(run->err)) < 0 ||
+	     cache_link_job(t, job->id, ds->name, key, built.version, run->err,
+			    sizeof(run->err)) < 0))
+		goto fail;
+	if (hit) {
+		log_info("job %u: dataset '%s': cache hit %s on tier '%s': %s",
+			 job->id, ds->name, entry, ds->tier, how);
+		jobs_dataset_result(job, i, JOB_DS_HIT, entry, 0, 0, 0);
+	} else {
+		uint64_t copied = o.files > o.linked ? o.files - o.linked : 0;
+
+		log_info("job %u: dataset '%s': built %s on tier '%s': %" PRIu64
+			 " files copied (%s), %" PRIu64 " linked",
+			 job->id, ds->name, entry, ds->tier, copied,
+			 units_bytes(o.copy_bytes, size, sizeof(size)),
+			 o.linked);
+		jobs_dataset_result(job, i, JOB_DS_BUILT, entry, copied,
+				    o.copy_bytes, o.linked);
+	}
+	/* The version we replaced goes once nobody pins it. */
+	cache_gc_key(t, key);
+	jobs_dataset_done(job, t, built.bytes, built.files);
+	run->done_bytes += built.bytes;
+	run->done_files += built.files;
+	jobs_progress(job, run->done_bytes, run->done_files);
+	r = 0;
+fail:
+	if (r < 0)
+		jobs_dataset_result(job, i, JOB_DS_FAILED, "", 0, 0, 0);
+	cache_lock_release(lock);
+	return r;
 }
 
 static void *stage_thread(void *arg)
@@ -503,6 +945,7 @@ static void *stage_thread(void *arg)
 	bool ok = true;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	run.started_ns = cache_now_ns();
 	run.timeout_s = job->profile->timeout ? job->profile->timeout
 					      : stage_conf->stage_timeout;
 	run.deadline = t0;
@@ -518,7 +961,8 @@ static void *stage_thread(void *arg)
 				 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	} else {
 		log_warningx("job %u: staging failed: %s", job->id, run.err);
-		jobs_cleanup_failed(job);
+		if (!job->prestage)
+			jobs_cleanup_failed(job);
 	}
 	jobs_staging_done(job, ok, run.err);
 	jobs_put(job);
@@ -548,7 +992,7 @@ int stage_start(struct job *job, char *err, size_t errlen)
 	size_t t;
 	int r;
 
-	for (t = 0; t < stage_conf->ntiers; t++) {
+	for (t = 0; t < stage_conf->ntiers && !job->prestage; t++) {
 		if (!job->tiers[t])
 			continue;
 		if (tiers_make_job_dir((int)t, job->id, job->uid, job->gid,
@@ -556,6 +1000,11 @@ int stage_start(struct job *job, char *err, size_t errlen)
 			remove_dirs(job, t);
 			return -1;
 		}
+	}
+	/* drain.c: TIER/jobs/J/out/NAME per output, watched from now on. */
+	if (!job->prestage && drain_job_start(job, false, err, errlen) < 0) {
+		remove_dirs(job, stage_conf->ntiers);
+		return -1;
 	}
 	jobs_hold(job); /* the thread's */
 	pthread_attr_init(&attr);
@@ -566,7 +1015,9 @@ int stage_start(struct job *job, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start a staging thread: %s",
 			 strerror(r));
 		jobs_put(job);
-		remove_dirs(job, stage_conf->ntiers);
+		drain_job_forget(job->id); /* drain.c */
+		if (!job->prestage)
+			remove_dirs(job, stage_conf->ntiers);
 		errno = r;
 		return -1;
 	}

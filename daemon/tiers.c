@@ -25,7 +25,9 @@
 
 struct tier_rt {
 	int jobs_fd;         /* TIER/jobs, O_DIRECTORY */
+	int cache_fd;        /* TIER/cache, O_DIRECTORY */
 	uint64_t committed;  /* bytes of staged datasets held by jobs */
+	uint64_t cache;      /* bytes held by cache entries */
 	uint64_t reserved;   /* bytes promised to copies in flight */
 };
 
@@ -64,13 +66,49 @@ static int check_secure(const struct stat *st, const char *tier,
 	return 0;
 }
 
-/* Check one tier and open its TIER/jobs. Returns the fd or -1. */
-static int tier_open(const struct conf_tier *t, char *err, size_t errlen)
+/* Create (root 0755) and open the subdirectory NAME of the tier root FD. */
+static int subdir_open(int fd, const struct conf_tier *t, const char *name,
+		       char *err, size_t errlen)
 {
-	char jobs[CONF_PATH_MAX + 8];
+	char path[CONF_PATH_MAX + 16];
 	struct stat st;
-	int fd = -1, jfd = -1;
+	int sfd;
 
+	snprintf(path, sizeof(path), "%s/%s", t->path, name);
+	if (mkdirat(fd, name, 0755) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "tier '%s': cannot create %s: %s",
+			 t->name, path, strerror(errno));
+		return -1;
+	}
+	sfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0 || fstat(sfd, &st) < 0) {
+		snprintf(err, errlen, "tier '%s': cannot open %s: %s", t->name,
+			 path, strerror(errno));
+		goto fail;
+	}
+	if (check_secure(&st, t->name, path, err, errlen) < 0)
+		goto fail;
+	/* Users must be able to reach their own entries below. */
+	if ((st.st_mode & 07777) != 0755 && fchmod(sfd, 0755) < 0) {
+		snprintf(err, errlen, "tier '%s': cannot chmod %s: %s",
+			 t->name, path, strerror(errno));
+		goto fail;
+	}
+	return sfd;
+fail:
+	if (sfd >= 0)
+		close(sfd);
+	return -1;
+}
+
+/* Check one tier and open its TIER/jobs and TIER/cache into RT. */
+static int tier_open(const struct conf_tier *t, struct tier_rt *rt, char *err,
+		     size_t errlen)
+{
+	struct stat st;
+	int fd = -1;
+
+	rt->jobs_fd = rt->cache_fd = -1;
 	if (fsutil_mkdir_p(t->path, 0755) < 0) {
 		snprintf(err, errlen, "tier '%s': cannot create %s: %s",
 			 t->name, t->path, strerror(errno));
@@ -92,31 +130,18 @@ static int tier_open(const struct conf_tier *t, char *err, size_t errlen)
 		errno = EPERM;
 		goto fail;
 	}
-	snprintf(jobs, sizeof(jobs), "%s/jobs", t->path);
-	if (mkdirat(fd, "jobs", 0755) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "tier '%s': cannot create %s: %s",
-			 t->name, jobs, strerror(errno));
+	rt->jobs_fd = subdir_open(fd, t, "jobs", err, errlen);
+	if (rt->jobs_fd < 0)
 		goto fail;
-	}
-	jfd = openat(fd, "jobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (jfd < 0 || fstat(jfd, &st) < 0) {
-		snprintf(err, errlen, "tier '%s': cannot open %s: %s", t->name,
-			 jobs, strerror(errno));
+	rt->cache_fd = subdir_open(fd, t, "cache", err, errlen);
+	if (rt->cache_fd < 0)
 		goto fail;
-	}
-	if (check_secure(&st, t->name, jobs, err, errlen) < 0)
-		goto fail;
-	/* Users must be able to reach their own TIER/jobs/JOBID. */
-	if ((st.st_mode & 07777) != 0755 && fchmod(jfd, 0755) < 0) {
-		snprintf(err, errlen, "tier '%s': cannot chmod %s: %s",
-			 t->name, jobs, strerror(errno));
-		goto fail;
-	}
 	close(fd);
-	return jfd;
+	return 0;
 fail:
-	if (jfd >= 0)
-		close(jfd);
+	if (rt->jobs_fd >= 0)
+		close(rt->jobs_fd);
+	rt->jobs_fd = -1;
 	if (fd >= 0)
 		close(fd);
 	return -1;
@@ -129,8 +154,7 @@ int tiers_init(const struct conf *conf, char *err, size_t errlen)
 
 	for (i = 0; i < conf->ntiers; i++) {
 		memset(&rt[i], 0, sizeof(rt[i]));
-		rt[i].jobs_fd = tier_open(&conf->tiers[i], err, errlen);
-		if (rt[i].jobs_fd < 0)
+		if (tier_open(&conf->tiers[i], &rt[i], err, errlen) < 0)
 			goto fail;
 	}
 	memcpy(tiers_rt, rt, sizeof(rt[0]) * conf->ntiers);
@@ -138,8 +162,10 @@ int tiers_init(const struct conf *conf, char *err, size_t errlen)
 	tiers_conf = conf;
 	return 0;
 fail:
-	while (i-- > 0)
+	while (i-- > 0) {
 		close(rt[i].jobs_fd);
+		close(rt[i].cache_fd);
+	}
 	return -1;
 }
 
@@ -147,9 +173,21 @@ void tiers_fini(void)
 {
 	size_t i;
 
-	for (i = 0; i < tiers_n; i++)
+	for (i = 0; i < tiers_n; i++) {
 		close(tiers_rt[i].jobs_fd);
+		close(tiers_rt[i].cache_fd);
+	}
 	tiers_n = 0;
+}
+
+int tiers_jobs_fd(int tier)
+{
+	return tiers_rt[tier].jobs_fd;
+}
+
+int tiers_cache_fd(int tier)
+{
+	return tiers_rt[tier].cache_fd;
 }
 
 int tiers_index(const char *name)
@@ -198,6 +236,8 @@ int tiers_make_job_dir(int tier, uint32_t jobid, uid_t uid, gid_t gid,
 	}
 	fd = openat(jobs_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fchmod(fd, 0700) < 0)
+		goto fail;
+	if (mkdirat(fd, "data", 0755) < 0)
 		goto fail;
 	if (with_local) {
 		if (mkdirat(fd, "local", 0700) < 0 ||
@@ -323,15 +363,17 @@ static int usage_locked(int tier, struct tiers_usage *ret)
 	fs_size = (uint64_t)vfs.f_blocks * vfs.f_frsize;
 	fs_free = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	avail = fs_free > rt->reserved ? fs_free - rt->reserved : 0;
+	ret->cache = rt->cache;
+	ret->reserved = rt->reserved;
 	if (t->capacity) {
 		ret->capacity = t->capacity;
-		ret->used = rt->committed + rt->reserved;
+		ret->used = rt->committed + rt->cache + rt->reserved;
 		ret->free = ret->used < t->capacity ? t->capacity - ret->used : 0;
 		if (ret->free > avail)
 			ret->free = avail;
 	} else {
 		ret->capacity = fs_size;
-		ret->used = fs_size - fs_free;
+		ret->used = fs_size - fs_free + rt->reserved;
 		ret->free = avail;
 	}
 	return 0;
@@ -397,5 +439,19 @@ void tiers_commit(int tier, int64_t delta)
 		rt->committed -= (uint64_t)-delta;
 	else
 		rt->committed = 0;
+	pthread_mutex_unlock(&tiers_lock);
+}
+
+void tiers_cache_account(int tier, int64_t delta)
+{
+	struct tier_rt *rt = &tiers_rt[tier];
+
+	pthread_mutex_lock(&tiers_lock);
+	if (delta >= 0)
+		rt->cache += (uint64_t)delta;
+	else if (rt->cache >= (uint64_t)-delta)
+		rt->cache -= (uint64_t)-delta;
+	else
+		rt->cache = 0;
 	pthread_mutex_unlock(&tiers_lock);
 }

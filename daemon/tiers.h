@@ -2,16 +2,17 @@
  * space accounting.
  *
  * At start every tier root is checked (exists or is created 0755, owned by
- * root, not group/other-writable) and TIER/jobs is created root 0755 and
- * kept open as a directory fd. Every later operation on a tier (creating,
+ * root, not group/other-writable) and TIER/jobs and TIER/cache are created
+ * root 0755 and kept open as directory fds. Every later operation on a tier (creating,
  * cleaning, removing job directories) goes through that fd with openat /
  * mkdirat / unlinkat and O_NOFOLLOW, so a user who owns TIER/jobs/JOBID
  * cannot redirect root's work with symlinks.
  *
- * Space: a staging dataset first reserves its size (tiers_reserve), which
- * fails when Capacity or the file system's free space would be exceeded;
- * when the copy ends the reservation is released and, on success, the bytes
- * are committed to the tier until the job is finished.
+ * Space: a tier's use is what its cache entries hold (tiers_cache_account,
+ * kept by cache.c), plus bytes committed by jobs outside the cache, plus
+ * reservations for copies in flight. A copy first reserves what it will
+ * write (tiers_reserve), which fails when Capacity or the file system's
+ * free space would be exceeded; cache.c evicts before it asks.
  */
 #ifndef IOSTAGE_DAEMON_TIERS_H
 #define IOSTAGE_DAEMON_TIERS_H
@@ -28,6 +29,8 @@ struct tiers_usage {
 	uint64_t used;     /* with Capacity: committed + reserved job bytes;
 			    * else the file system's used space */
 	uint64_t free;     /* what a new dataset may still take */
+	uint64_t cache;    /* bytes held by cache entries */
+	uint64_t reserved; /* bytes promised to copies in flight */
 };
 
 /* Check and prepare every tier of CONF (kept by pointer: it must outlive the
@@ -41,7 +44,13 @@ void tiers_fini(void);
 /* Index of the tier NAME in conf->tiers, or -1. */
 int tiers_index(const char *name);
 
-/* Create TIER/jobs/JOBID (0700) and, with WITH_LOCAL, its "local" scratch
+/* The directory fds TIER/jobs and TIER/cache (owned by tiers.c: do not
+ * close). */
+int tiers_jobs_fd(int tier);
+int tiers_cache_fd(int tier);
+
+/* Create TIER/jobs/JOBID (0700) with its data/ (root 0755: it only holds
+ * root's links into the cache) and, with WITH_LOCAL, its "local" scratch
  * (0700), both owned by UID:GID. A stale directory of that name (left by a
  * job the daemon no longer knows) is removed first and a warning logged.
  * Returns 0, or -1 with errno and err; nothing is left behind on failure. */
@@ -67,6 +76,9 @@ void tiers_release(int tier, uint64_t size);
 
 /* Add (or with a negative DELTA remove) staged bytes held by jobs. */
 void tiers_commit(int tier, int64_t delta);
+
+/* Add (or remove) bytes held by cache entries on TIER. */
+void tiers_cache_account(int tier, int64_t delta);
 
 /* Current usage of TIER. 0, or -1 with errno (fstatvfs). */
 int tiers_usage(int tier, struct tiers_usage *ret);

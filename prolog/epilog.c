@@ -1,7 +1,13 @@
-/* epilog.c - iostage-epilog: release the job's node-local directories.
+/* epilog.c - iostage-epilog: drain the job's outputs, release its
+ * node-local directories.
  *
  * Like the Prolog, an Epilog that fails drains the node, so this always
- * exits 0 and reports problems to syslog.
+ * exits 0 and reports problems to syslog. "finish" first drains what is
+ * left of the outputs (iostaged waits up to DrainTimeout, then keeps the
+ * rest aside), then removes the job's directories: our own deadline is
+ * DrainTimeout plus a margin for that removal, so the daemon's verdict
+ * always arrives before we give up. Slurm's PrologEpilogTimeout, if set,
+ * must exceed it too.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -14,8 +20,8 @@
 #include "common/proto.h"
 #include "prolog/jobinfo.h"
 
-/* Removing a large staged tree can take a while. */
-#define EPILOG_TIMEOUT_MS 300000
+/* After the drain: removing a large staged tree can take a while. */
+#define EPILOG_MARGIN_S 300
 
 int main(int argc, char **argv)
 {
@@ -53,8 +59,10 @@ int main(int argc, char **argv)
 		log_errorx("job %u: out of memory", job.jobid);
 		return 0;
 	}
-	reply = proto_call(conf.socket_path, req, EPILOG_TIMEOUT_MS, err,
-			   sizeof(err));
+	/* DrainTimeout <= CONF_DRAIN_TIMEOUT_MAX: this fits in an int. */
+	reply = proto_call(conf.socket_path, req,
+			   (int)(conf.drain_timeout + EPILOG_MARGIN_S) * 1000,
+			   err, sizeof(err));
 	cJSON_Delete(req);
 	if (!reply) {
 		log_errorx("job %u: %s", job.jobid, err);

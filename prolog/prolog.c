@@ -103,9 +103,7 @@ static int stage(const struct jobinfo *job, unsigned timeout_s, char *err,
 		long left = (long)(deadline - time(NULL));
 
 		if (left <= 0) {
-			snprintf(err, errlen,
-				 "staging did not finish within %u s "
-				 "(timeout)",
+			snprintf(err, errlen, "staging timed out after %u s",
 				 timeout_s);
 			req = request("abort", job->jobid);
 			if (req)

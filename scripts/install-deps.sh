@@ -11,7 +11,7 @@ PKGS=(
   build-essential pkg-config
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client
   munge libmunge-dev
-  libpmix-dev libcjson-dev librocksdb-dev check
+  libpmix-dev libcjson-dev librocksdb-dev libxxhash-dev check
   rsync procps passwd util-linux coreutils hostname iproute2 socat
 )
 # Extra packages may be appended by callers: IOSTAGE_EXTRA_PKGS="a b".

@@ -33,6 +33,8 @@ Tier=nvme Path=$IOSTAGE_TIERS/nvme Medium=nvme
 Tier=ram Path=$IOSTAGE_TIERS/ram Medium=ram Capacity=256M
 # Too small for most datasets: the tier-full tests use it.
 Tier=tiny Path=$IOSTAGE_TIERS/tiny Medium=ssd Capacity=64K
+# Room for three 1 MiB datasets below the high watermark: eviction tests.
+Tier=small Path=$IOSTAGE_TIERS/small Medium=ssd Capacity=4M
 DefaultTier=nvme
 StageTimeout=60
 OnStageFailure=fail

@@ -86,16 +86,27 @@ test_tier_full_fails_job_with_reason() {
 }
 
 test_staging_timeout_applies_policy() {
-	local ds="$TEST_WORKDIR/pfs/many"
+	local ds="$TEST_WORKDIR/pfs/many" pid=
 	mkdir -p "$ds"
-	# 8000 small files, each fsynced when staged: well over one second.
-	head -c 8000000 /dev/urandom | (cd "$ds" && split -b 1000 -a 4 - f)
+	head -c 20000000 /dev/urandom | (cd "$ds" && split -b 1000 -a 5 - f)
 	chown -R "$TEST_USER:" "$ds"
-	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds,timeout=1" -o out.txt -e err.txt \
-		--wrap 'echo RAN' >/dev/null
+	submit "$TEST_USER" --io-profile="dl-train,data=$ds,timeout=2" -o out.txt -e err.txt \
+		--wrap 'echo RAN' >/dev/null || fail "sbatch failed: $SUBMIT_OUT"
+	# Freeze the copy as soon as its worker appears, so that the deadline
+	# passes whatever the speed of the copy engine.
+	for _ in $(seq 1 2000); do
+		pid=$(pgrep -f -- "--stage-worker.* $ds( |\$)" | head -n1)
+		[ -n "$pid" ] && break
+		sleep 0.01
+	done
+	[ -n "$pid" ] || fail "no stage worker for $ds appeared"
+	kill -STOP "$pid"
+	wait_job_state "$SUBMIT_JOBID" 'FAILED|COMPLETED' 60 || fail "job did not end"
 	assert_eq "job state" FAILED "$(job_state "$SUBMIT_JOBID")"
-	assert_file_contains "job stderr" err.txt "did not finish within 1 s"
+	assert_file_contains "job stderr" err.txt "staging timed out after 2 s"
 	assert_node_not_drained
+	kill -0 "$pid" 2>/dev/null && [ "$(ps -o stat= -p "$pid")" != Z ] &&
+		fail "the frozen worker $pid survived the timeout"
 	assert_eq "partial copies left on the tier" "" \
-		"$(find "$IOSTAGE_TIERS/nvme/jobs" -mindepth 1 -maxdepth 1 -name "$SUBMIT_JOBID" 2>/dev/null)"
+		"$(find "$IOSTAGE_TIERS/nvme/cache" -maxdepth 1 -name '.build.*' 2>/dev/null)"
 }

@@ -24,7 +24,9 @@ static const char good_conf[] =
     "StageTimeout=1200\n"
     "OnStageFailure=fallback\n"
     "cachehighwatermark=90 CACHELOWWATERMARK=80\n"
-    "MaxConnections=128\n";
+    "MaxConnections=128\n"
+    "CacheTTL=120 StageParallelism=8 nodename=node-01.rack_2\n"
+    "DrainTimeout=900\n";
 
 START_TEST(test_good)
 {
@@ -54,6 +56,10 @@ START_TEST(test_good)
 	ck_assert_uint_eq(c.cache_high_watermark, 90);
 	ck_assert_uint_eq(c.cache_low_watermark, 80);
 	ck_assert_uint_eq(c.max_connections, 128);
+	ck_assert_uint_eq(c.cache_ttl, 120);
+	ck_assert_uint_eq(c.stage_parallelism, 8);
+	ck_assert_str_eq(c.node_name, "node-01.rack_2");
+	ck_assert_uint_eq(c.drain_timeout, 900);
 
 	ck_assert_ptr_eq(conf_find_tier(&c, "bb"), &c.tiers[1]);
 	ck_assert_ptr_null(conf_find_tier(&c, "BB"));
@@ -77,6 +83,19 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.cache_high_watermark, 85);
 	ck_assert_uint_eq(c.cache_low_watermark, 75);
 	ck_assert_uint_eq(c.max_connections, 64);
+	ck_assert_uint_eq(c.cache_ttl, 3600);
+	ck_assert_uint_eq(c.stage_parallelism, 4);
+	ck_assert_uint_eq(c.drain_timeout, 600);
+	/* NodeName defaults to the short host name. */
+	{
+		char host[256] = "";
+
+		ck_assert_int_eq(gethostname(host, sizeof(host) - 1), 0);
+		host[strcspn(host, ".")] = '\0';
+		ck_assert(conf_is_node_name(c.node_name));
+		if (conf_is_node_name(host))
+			ck_assert_str_eq(c.node_name, host);
+	}
 	ck_assert_uint_eq(c.default_tier, 0);
 	ck_assert_uint_eq(c.tiers[0].capacity, 0);
 	ck_assert_int_eq(c.tiers[0].medium, TIER_MEDIUM_NVME);
@@ -140,10 +159,41 @@ static const struct err_case err_cases[] = {
     {T1 "CacheHighWatermark=70\n",
      "t.conf:2: key 'CacheHighWatermark': 70 is not above "
      "CacheLowWatermark (75)"},
+    {T1 "CacheTTL=2592001\n",
+     "t.conf:2: key 'CacheTTL': 2592001 out of range 0..2592000"},
+    {T1 "CacheTTL=1h\n", "t.conf:2: key 'CacheTTL': '1h' is not a number"},
+    {T1 "CacheTTL=1\nCacheTTL=2\n",
+     "t.conf:3: key 'CacheTTL': duplicate (first set on line 2)"},
+    {T1 "StageParallelism=0\n",
+     "t.conf:2: key 'StageParallelism': 0 out of range 1..64"},
+    {T1 "StageParallelism=65\n",
+     "t.conf:2: key 'StageParallelism': 65 out of range 1..64"},
+    {T1 "NodeName=.hidden\n",
+     "t.conf:2: key 'NodeName': invalid node name '.hidden' (want "
+     "[A-Za-z0-9_.-]{1,63}, not starting with '.')"},
+    {T1 "NodeName=a/b\n",
+     "t.conf:2: key 'NodeName': invalid node name 'a/b' (want "
+     "[A-Za-z0-9_.-]{1,63}, not starting with '.')"},
+    {T1 "NodeName=a\x01\n",
+     "t.conf:2: key 'NodeName': invalid node name 'a?' (want "
+     "[A-Za-z0-9_.-]{1,63}, not starting with '.')"},
+    {T1 "NodeName=n1\nNodeName=n2\n",
+     "t.conf:3: key 'NodeName': duplicate (first set on line 2)"},
+    {"Tier=a Path=/a NodeName=n1\n",
+     "t.conf:1: key 'NodeName': not valid on a Tier line (put it on its "
+     "own line)"},
     {T1 "MaxConnections=0\n",
      "t.conf:2: key 'MaxConnections': 0 out of range 1..4096"},
     {T1 "MaxConnections=4097\n",
      "t.conf:2: key 'MaxConnections': 4097 out of range 1..4096"},
+    {T1 "DrainTimeout=0\n",
+     "t.conf:2: key 'DrainTimeout': 0 out of range 1..86400"},
+    {T1 "DrainTimeout=86401\n",
+     "t.conf:2: key 'DrainTimeout': 86401 out of range 1..86400"},
+    {T1 "DrainTimeout=10m\n",
+     "t.conf:2: key 'DrainTimeout': '10m' is not a number"},
+    {T1 "DrainTimeout=60\ndraintimeout=60\n",
+     "t.conf:3: key 'DrainTimeout': duplicate (first set on line 2)"},
     {T1 "SocketPath=run/x.sock\n",
      "t.conf:2: key 'SocketPath': run/x.sock: not an absolute path"},
     {T1 "SocketPath=/run/"
@@ -411,6 +461,39 @@ static void write_file(const char *path, const char *data, size_t len)
 	ck_assert_int_eq(fclose(f), 0);
 }
 
+struct node_case {
+	const char *name;
+	bool ok;
+};
+
+static const struct node_case node_cases[] = {
+    {NULL, false},
+    {"", false},
+    {".", false},
+    {"..", false},
+    {".a", false},
+    {"a", true},
+    {"node1", true},
+    {"node-1.rack_2", true},
+    {"a b", false},
+    {"a/b", false},
+    {"a\nb", false},
+    {"n\xc3\xa9", false},
+    {"123456789012345678901234567890123456789012345678901234567890123",
+     true},
+    {"1234567890123456789012345678901234567890123456789012345678901234",
+     false},
+};
+
+START_TEST(test_node_names)
+{
+	const struct node_case *nc = &node_cases[_i];
+
+	ck_assert_msg(conf_is_node_name(nc->name) == nc->ok, "'%s': want %d",
+		      nc->name ? nc->name : "(null)", nc->ok);
+}
+END_TEST
+
 START_TEST(test_load)
 {
 	char path[128], err[CONF_ERR_MAX], want[256];
@@ -516,6 +599,7 @@ static Suite *conf_suite(void)
 	tcase_add_test(tc, test_null_inputs);
 	tcase_add_loop_test(tc, test_size_table, 0, N(size_cases));
 	tcase_add_test(tc, test_names);
+	tcase_add_loop_test(tc, test_node_names, 0, N(node_cases));
 	suite_add_tcase(s, tc);
 
 	tcase_add_checked_fixture(tl, tmp_setup, tmp_teardown);

@@ -58,8 +58,75 @@ START_TEST(test_staged_env)
 			 "/local/nvme/jobs/42/local");
 	ck_assert_str_eq(lookup(&env, "IOSTAGE_JOB_DIR"),
 			 "/local/nvme/jobs/42");
-	ck_assert_str_eq(lookup(&env, "IOSTAGE_OUTPUT_CKPT"), "/pfs/run/ckpt");
+	/* Outputs are written on the tier and drained to the PFS. */
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_OUTPUT"),
+			 "/local/nvme/jobs/42/out/ckpt");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_OUTPUT_CKPT"),
+			 "/local/nvme/jobs/42/out/ckpt");
 	ck_assert_ptr_null(lookup(&env, "IOSTAGE_FALLBACK"));
+	profile_destroy(p);
+}
+END_TEST
+
+START_TEST(test_outputs_on_their_tier)
+{
+	struct profile *p = profile(
+		"{\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/run/ckpt\"},"
+		"{\"name\":\"fast-logs\",\"path\":\"/pfs/run/logs\","
+		"\"tier\":\"ram\"}]}");
+	struct joblayout_env env;
+
+	ck_assert_int_eq(joblayout_env(&conf, p, 9, false, &env), 0);
+	/* The first output is IOSTAGE_OUTPUT. */
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_OUTPUT"),
+			 "/local/nvme/jobs/9/out/ckpt");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_OUTPUT_FAST_LOGS"),
+			 "/dev/shm/iostage/jobs/9/out/fast-logs");
+	ck_assert_ptr_null(lookup(&env, "IOSTAGE_DATA"));
+
+	/* Fallback: every output variable names the PFS directory. */
+	ck_assert_int_eq(joblayout_env(&conf, p, 9, true, &env), 0);
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_OUTPUT"), "/pfs/run/ckpt");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_OUTPUT_CKPT"), "/pfs/run/ckpt");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_OUTPUT_FAST_LOGS"),
+			 "/pfs/run/logs");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_FALLBACK"), "1");
+	profile_destroy(p);
+}
+END_TEST
+
+START_TEST(test_output_path_errors_leave_buffer_untouched)
+{
+	struct profile *p = profile(
+		"{\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/run/ckpt\"}]}");
+	struct profile_output bad = p->outputs[0];
+	char small[24] = "unchanged", buf[256];
+
+	ck_assert_int_eq(joblayout_output_path(&conf, &p->outputs[0],
+					       4294967295u, buf, sizeof(buf)),
+			 0);
+	ck_assert_str_eq(buf, "/local/nvme/jobs/4294967295/out/ckpt");
+
+	errno = 0;
+	ck_assert_int_eq(joblayout_output_path(&conf, &p->outputs[0], 1, small,
+					       sizeof(small)),
+			 -1);
+	ck_assert_int_eq(errno, ENAMETOOLONG);
+	ck_assert_str_eq(small, "unchanged");
+
+	/* A tier the configuration no longer has. */
+	bad.tier = "gone";
+	errno = 0;
+	ck_assert_int_eq(joblayout_output_path(&conf, &bad, 1, small,
+					       sizeof(small)),
+			 -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_str_eq(small, "unchanged");
+	bad.tier = NULL;
+	ck_assert_int_eq(joblayout_output_path(&conf, &bad, 1, small,
+					       sizeof(small)),
+			 -1);
+	ck_assert_str_eq(small, "unchanged");
 	profile_destroy(p);
 }
 END_TEST
@@ -118,6 +185,8 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_staged_env);
 	tcase_add_test(tc, test_fallback_env_points_at_pfs);
+	tcase_add_test(tc, test_outputs_on_their_tier);
+	tcase_add_test(tc, test_output_path_errors_leave_buffer_untouched);
 	tcase_add_test(tc, test_home_tier_follows_first_dataset);
 	tcase_add_test(tc, test_too_long_is_refused_and_output_untouched);
 	suite_add_tcase(s, tc);

@@ -202,6 +202,66 @@ START_TEST(test_under_table)
 }
 END_TEST
 
+struct rel_case {
+	const char *rel;
+	size_t maxlen;
+	int want;
+};
+
+static const struct rel_case rel_cases[] = {
+    {"file", 64, 1},
+    {"dir/sub/file.bin", 64, 1},
+    {".hidden", 64, 1},
+    {"..dots/a..b/...", 64, 1},
+    {"with space/é", 64, 1},
+    {NULL, 64, 0},
+    {"", 64, 0},
+    {"/etc/shadow", 64, 0},
+    {"/", 64, 0},
+    {".", 64, 0},
+    {"..", 64, 0},
+    {"../x", 64, 0},
+    {"a/../../etc/shadow", 64, 0},
+    {"a/..", 64, 0},
+    {"a/./b", 64, 0},
+    {"./a", 64, 0},
+    {"a//b", 64, 0},
+    {"a/", 64, 0},
+    {"a\n/b", 64, 0},
+    {"a\nb", 64, 0},
+    {"a\001b", 64, 0},
+    {"a\tb", 64, 0},
+    {"ok/\x1b[31mred", 64, 0},
+    {"ok/\x7f", 64, 0},
+    {"a\\b", 64, 1}, /* a backslash is just a character */
+    {"abc", 4, 1},
+    {"abcd", 4, 0},
+    {"a", 1, 0},
+    {"a", 0, 0},
+};
+
+START_TEST(test_relative_table)
+{
+	const struct rel_case *c = &rel_cases[_i];
+
+	ck_assert_msg(pathsafe_is_relative(c->rel, c->maxlen) == c->want,
+		      "case %d '%s'", _i, c->rel ? c->rel : "(null)");
+}
+END_TEST
+
+START_TEST(test_relative_overlong)
+{
+	char big[5000];
+
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	for (size_t i = 100; i < sizeof(big) - 1; i += 100)
+		big[i] = '/';
+	ck_assert_int_eq(pathsafe_is_relative(big, 4096), 0);
+	ck_assert_int_eq(pathsafe_is_relative(big, sizeof(big)), 1);
+}
+END_TEST
+
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static Suite *pathsafe_suite(void)
@@ -214,6 +274,8 @@ static Suite *pathsafe_suite(void)
 	tcase_add_test(tc, test_normalize_in_place);
 	tcase_add_loop_test(tc, test_component_table, 0, N(comp_cases));
 	tcase_add_loop_test(tc, test_under_table, 0, N(under_cases));
+	tcase_add_loop_test(tc, test_relative_table, 0, N(rel_cases));
+	tcase_add_test(tc, test_relative_overlong);
 	suite_add_tcase(s, tc);
 	return s;
 }

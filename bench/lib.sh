@@ -1,0 +1,42 @@
+# shellcheck shell=bash
+# Helpers shared by the bench scripts (sourced, never run).
+
+BENCH_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BENCH_TOP=$(cd "$BENCH_SRC/.." && pwd)
+: "${BUILD:=build}"
+case "$BUILD" in /*) ;; *) BUILD="$BENCH_TOP/$BUILD" ;; esac
+
+# bench_helper NAME: path of the C helper bench/NAME.c, built into
+# $BUILD/bench/ when missing or older than its source.
+bench_helper() {
+	local src="$BENCH_SRC/$1.c" bin="$BUILD/bench/iostage-$1"
+	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
+		mkdir -p "$BUILD/bench"
+		${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -o "$bin" "$src" >&2 || return 1
+	fi
+	echo "$bin"
+}
+
+# bench_scale_int N SCALE MIN: round(N * SCALE), at least MIN.
+bench_scale_int() {
+	awk -v n="$1" -v s="$2" -v m="$3" 'BEGIN {
+		v = int(n * s + 0.5); if (v < m) v = m; printf "%d\n", v }'
+}
+
+# bench_mul_int A B: round(A * B).
+bench_mul_int() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%d\n", int(a * b + 0.5) }'; }
+
+# bench_median: the median of the numbers on stdin (mean of the middle two
+# for an even count); prints nothing for no input.
+bench_median() {
+	sort -g | awk '{ v[NR] = $1 } END {
+		if (NR == 0) exit
+		if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]
+		else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# bench_now: seconds since the epoch, microsecond resolution.
+bench_now() { echo "${EPOCHREALTIME/,/.}"; }
+
+# bench_sub A B: A - B with 3 decimals.
+bench_sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", a - b }'; }

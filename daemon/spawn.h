@@ -1,0 +1,47 @@
+/* spawn.h - run a re-exec of iostaged as a job's user.
+ *
+ * Every copy iostaged makes on a user's behalf (stage workers, drain
+ * workers) runs in a process that has fully dropped root: fork, then in the
+ * child setgroups + setresgid + setresuid with raw syscalls (verified: a
+ * setuid(0) afterwards must fail), PR_SET_PDEATHSIG, chdir /, umask 077 and
+ * fexecve of the daemon's own binary, opened once at start so that an
+ * upgrade on disk cannot swap it under a running daemon. The child gets a
+ * clean environment and two pipes (its stdin and stdout); stderr is the
+ * daemon's.
+ *
+ * The fork happens in a multi-threaded process: between fork() and
+ * fexecve() the child only makes async-signal-safe calls, and everything it
+ * needs (group list, argv, envp) is prepared before the fork.
+ */
+#ifndef IOSTAGE_DAEMON_SPAWN_H
+#define IOSTAGE_DAEMON_SPAWN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* A running child. */
+struct spawn_proc {
+	pid_t pid;
+	int in;  /* its stdin, our write end (O_CLOEXEC) */
+	int out; /* its stdout, our read end (O_CLOEXEC) */
+};
+
+/* Open /proc/self/exe for spawn_as_user. Idempotent. 0, or -1 with err. */
+int spawn_init(char *err, size_t errlen);
+
+/* Close what spawn_init opened. Safe without spawn_init. */
+void spawn_fini(void);
+
+/* Run this binary with ARGV (ARGV[0] is the name it sees, NULL-terminated)
+ * and ENVP (NULL: PATH and LC_ALL=C only) as UID:GID with USER's
+ * supplementary groups. WHAT names the child in messages ("drain worker").
+ * The child is SIGKILLed when the calling thread exits (PR_SET_PDEATHSIG),
+ * so call this from a thread that outlives it. If the child cannot drop its
+ * privileges it prints {"ok":false,"error":"WHAT: ..."} and exits 127.
+ * Returns 0 with *ret filled, or -1 with errno and one line in err
+ * ("cannot start a drain worker: ..."); nothing is left open on failure. */
+int spawn_as_user(uid_t uid, gid_t gid, const char *user, char *const argv[],
+		  char *const envp[], const char *what, struct spawn_proc *ret,
+		  char *err, size_t errlen);
+
+#endif /* IOSTAGE_DAEMON_SPAWN_H */

@@ -1,0 +1,1122 @@
+/* check_copyengine.c - unit tests for common/copyengine: the dataset copier.
+ *
+ * Each test builds a source tree in a private temp directory, walks and
+ * copies it into a sibling destination directory, then compares: contents
+ * byte for byte, types, modes, mtimes, symlink targets, hard links, holes.
+ * Tests that need an unprivileged copier fork and setuid(65534) in the
+ * child (the suite runs as root, like iostaged). Nothing here is timed.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "common/copyengine.h"
+#include "common/manifest.h"
+#include "common/rmtree.h"
+
+#define MIB ((size_t)1 << 20)
+#define GIB ((off_t)1 << 30)
+#define NOBODY 65534
+#define ERRLEN 1024
+
+static char base[64];
+static char src[128];  /* base/src */
+static char dst[128];  /* base/dst */
+static int base_fd = -1, src_fd = -1, dst_fd = -1;
+
+static const struct timespec old_times[2] = { { 1000000000, 0 },
+					      { 1234567890, 123456789 } };
+
+static void setup(void)
+{
+	snprintf(base, sizeof(base), "/tmp/check_copyengine.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	chmod(base, 0755);
+	base_fd = open(base, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(base_fd, 0);
+	ck_assert_int_eq(mkdirat(base_fd, "src", 0755), 0);
+	ck_assert_int_eq(mkdirat(base_fd, "dst", 0755), 0);
+	src_fd = openat(base_fd, "src", O_RDONLY | O_DIRECTORY);
+	dst_fd = openat(base_fd, "dst", O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(src_fd, 0);
+	ck_assert_int_ge(dst_fd, 0);
+	snprintf(src, sizeof(src), "%s/src", base);
+	snprintf(dst, sizeof(dst), "%s/dst", base);
+}
+
+static void teardown(void)
+{
+	char err[256];
+	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY);
+
+	close(src_fd);
+	close(dst_fd);
+	close(base_fd);
+	rmtree_at(tmp, base + strlen("/tmp/"), err, sizeof(err));
+	close(tmp);
+}
+
+/* --- building trees --------------------------------------------------------- */
+
+static unsigned char *random_bytes(size_t len, unsigned int seed)
+{
+	unsigned char *p = malloc(len ? len : 1);
+
+	ck_assert_ptr_nonnull(p);
+	for (size_t i = 0; i < len; i++)
+		p[i] = (unsigned char)(rand_r(&seed) >> 7);
+	return p;
+}
+
+static void sdir(const char *rel, mode_t mode)
+{
+	ck_assert_int_eq(mkdirat(src_fd, rel, 0700), 0);
+	ck_assert_int_eq(fchmodat(src_fd, rel, mode, 0), 0);
+}
+
+static void sfile(const char *rel, const void *data, size_t len, mode_t mode)
+{
+	int fd = openat(src_fd, rel, O_WRONLY | O_CREAT | O_EXCL, 0600);
+
+	ck_assert_msg(fd >= 0, "create %s: %s", rel, strerror(errno));
+	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+	ck_assert_int_eq(fchmod(fd, mode), 0);
+	ck_assert_int_eq(futimens(fd, old_times), 0);
+	close(fd);
+}
+
+static void srandom_file(const char *rel, size_t len, unsigned int seed)
+{
+	unsigned char *p = random_bytes(len, seed);
+
+	sfile(rel, p, len, 0644);
+	free(p);
+}
+
+/* A sparse file: SIZE bytes, with LEN bytes of pattern at each offset in
+ * OFFS (terminated by -1). */
+static void ssparse(const char *rel, off_t size, const off_t *offs, size_t len)
+{
+	int fd = openat(src_fd, rel, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	unsigned char *p = random_bytes(len, 7);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, size), 0);
+	for (size_t i = 0; offs[i] >= 0; i++)
+		ck_assert_int_eq(pwrite(fd, p, len, offs[i]), (ssize_t)len);
+	ck_assert_int_eq(futimens(fd, old_times), 0);
+	close(fd);
+	free(p);
+}
+
+static void stimes(const char *rel)
+{
+	ck_assert_int_eq(utimensat(src_fd, rel, old_times, AT_SYMLINK_NOFOLLOW),
+			 0);
+}
+
+/* --- copying ------------------------------------------------------------------ */
+
+struct run {
+	struct copyengine_totals tot;
+	struct copyengine_result res;
+	char err[ERRLEN];
+	char notes[8192];
+};
+
+static void collect_note(const char *msg, void *arg)
+{
+	struct run *r = arg;
+	size_t n = strlen(r->notes);
+
+	snprintf(r->notes + n, sizeof(r->notes) - n, "%s\n", msg);
+}
+
+/* Walk FROM and copy it to dst/NAME. 0 or -1 (r->err says why). */
+static int copy_from(const char *from, struct copyengine_opts *o,
+		     const char *name, struct run *r)
+{
+	struct copyengine_opts def;
+	struct copyengine *ce = NULL;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	if (!o) {
+		memset(&def, 0, sizeof(def));
+		o = &def;
+	}
+	o->note = collect_note;
+	o->arg = r;
+	if (copyengine_walk(from, o, &ce, r->err, sizeof(r->err)) < 0)
+		return -1;
+	r->tot = *copyengine_totals(ce);
+	ret = copyengine_copy(ce, dst_fd, name, &r->res, r->err,
+			      sizeof(r->err));
+	copyengine_destroy(ce);
+	return ret;
+}
+
+static void copy_ok(struct copyengine_opts *o, const char *name, struct run *r)
+{
+	ck_assert_msg(copy_from(src, o, name, r) == 0, "copy failed: %s",
+		      r->err);
+	ck_assert_uint_eq(r->res.bytes, r->tot.total_bytes);
+	ck_assert_uint_eq(r->res.files, r->tot.total_files);
+}
+
+/* --- comparing ------------------------------------------------------------------ */
+
+static void assert_same_content(int a, int b, off_t size)
+{
+	unsigned char *x = malloc(MIB), *y = malloc(MIB);
+
+	for (off_t off = 0; off < size;) {
+		ssize_t n = pread(a, x, MIB, off), m = pread(b, y, MIB, off);
+
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_eq(n, m);
+		ck_assert_msg(!memcmp(x, y, (size_t)n), "differ near %lld",
+			      (long long)off);
+		off += n;
+	}
+	free(x);
+	free(y);
+}
+
+/* Compare the source entry REL under SFD with the copy DREL under DFD:
+ * type, mode, mtime, contents/targets, recursively. */
+static void assert_copy(int sfd, int dfd, const char *rel, const char *drel,
+			bool is_top)
+{
+	struct stat s, d;
+
+	ck_assert_msg(fstatat(sfd, rel, &s, AT_SYMLINK_NOFOLLOW) == 0, "%s",
+		      rel);
+	ck_assert_msg(fstatat(dfd, drel, &d, AT_SYMLINK_NOFOLLOW) == 0,
+		      "missing in copy: %s", drel);
+	ck_assert_uint_eq(s.st_mode & S_IFMT, d.st_mode & S_IFMT);
+	if (!is_top)
+		ck_assert_msg((s.st_mode & 07777) == (d.st_mode & 07777),
+			      "%s: mode %o vs %o", rel, s.st_mode & 07777,
+			      d.st_mode & 07777);
+	if (!S_ISLNK(s.st_mode)) {
+		ck_assert_msg(s.st_mtim.tv_sec == d.st_mtim.tv_sec &&
+				      s.st_mtim.tv_nsec == d.st_mtim.tv_nsec,
+			      "%s: mtime differs", rel);
+	}
+	if (S_ISREG(s.st_mode)) {
+		int a = openat(sfd, rel, O_RDONLY), b = openat(dfd, drel, O_RDONLY);
+
+		ck_assert_int_eq(s.st_size, d.st_size);
+		if (s.st_size <= 256 * (off_t)MIB)
+			assert_same_content(a, b, s.st_size);
+		close(a);
+		close(b);
+	} else if (S_ISLNK(s.st_mode)) {
+		char t1[4096], t2[4096];
+		ssize_t n1 = readlinkat(sfd, rel, t1, sizeof(t1));
+		ssize_t n2 = readlinkat(dfd, drel, t2, sizeof(t2));
+
+		ck_assert_int_gt(n1, 0);
+		ck_assert_int_eq(n1, n2);
+		ck_assert(!memcmp(t1, t2, (size_t)n1));
+	} else if (S_ISDIR(s.st_mode)) {
+		int a = openat(sfd, rel, O_RDONLY | O_DIRECTORY);
+		int b = openat(dfd, drel, O_RDONLY | O_DIRECTORY);
+		int dup_a = dup(a);
+		DIR *dir = fdopendir(dup_a);
+		struct dirent *de;
+
+		ck_assert_ptr_nonnull(dir);
+		while ((de = readdir(dir))) {
+			struct stat es;
+
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			ck_assert_int_eq(fstatat(a, de->d_name, &es,
+						 AT_SYMLINK_NOFOLLOW), 0);
+			if (!S_ISREG(es.st_mode) && !S_ISDIR(es.st_mode) &&
+			    !S_ISLNK(es.st_mode)) {
+				ck_assert_msg(faccessat(b, de->d_name, F_OK,
+							AT_SYMLINK_NOFOLLOW) < 0,
+					      "special %s was copied",
+					      de->d_name);
+				continue;
+			}
+			assert_copy(a, b, de->d_name, de->d_name, false);
+		}
+		closedir(dir);
+		close(a);
+		close(b);
+	}
+}
+
+static void assert_tree_copied(const char *name)
+{
+	assert_copy(base_fd, dst_fd, "src", name, true);
+}
+
+static bool dst_exists(const char *rel)
+{
+	struct stat st;
+
+	return fstatat(dst_fd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static bool dst_empty(void)
+{
+	int fd = dup(dst_fd);
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	bool empty = true;
+
+	rewinddir(d);
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			empty = false;
+	closedir(d);
+	return empty;
+}
+
+/* --- faithful copies ---------------------------------------------------------- */
+
+START_TEST(test_tree_copied_faithfully)
+{
+	struct run r;
+	struct stat st;
+
+	sdir("a", 0755);
+	sdir("a/b", 0750);
+	sdir("a/b/c", 0700);
+	sdir("empty", 0755);
+	srandom_file("top.bin", 100000, 1);
+	srandom_file("a/one", 1, 2);
+	srandom_file("a/b/page", 4095, 3);
+	srandom_file("a/b/c/deep", 300000, 4);
+	sfile("a/empty-file", "", 0, 0640);
+	ck_assert_int_eq(symlinkat("b/page", src_fd, "a/rel-link"), 0);
+	ck_assert_int_eq(symlinkat("/nonexistent/target", src_fd, "dangling"), 0);
+	stimes("a/b/c");
+	stimes("a/b");
+	stimes("a");
+	stimes("empty");
+	copy_ok(NULL, "data", &r);
+	assert_tree_copied("data");
+	ck_assert_uint_eq(r.tot.total_files, 5);
+	ck_assert_uint_eq(r.tot.total_bytes, 100000 + 1 + 4095 + 300000);
+	ck_assert_uint_eq(r.tot.copy_files, 5);
+	ck_assert_uint_eq(r.tot.copy_bytes, r.tot.total_bytes);
+	ck_assert_uint_eq(r.tot.dirs, 5);
+	ck_assert_uint_eq(r.tot.symlinks, 2);
+	ck_assert_uint_eq(r.tot.specials, 0);
+	ck_assert(!r.tot.unchanged);
+	ck_assert_uint_eq(r.res.linked, 0);
+	ck_assert_int_eq(fstatat(dst_fd, "data/a/empty-file", &st, 0), 0);
+	ck_assert_int_eq(st.st_size, 0);
+}
+END_TEST
+
+START_TEST(test_symlinks_never_followed)
+{
+	struct run r;
+	struct stat st;
+	char outside[160], target[200];
+	int fd;
+
+	/* A directory and a file outside the tree, reachable only through
+	 * symlinks: the copy must hold the links, not their targets. */
+	snprintf(outside, sizeof(outside), "%s/outside", base);
+	ck_assert_int_eq(mkdir(outside, 0755), 0);
+	fd = openat(base_fd, "outside/secret", O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_eq(write(fd, "secret", 6), 6);
+	close(fd);
+	ck_assert_int_eq(symlinkat(outside, src_fd, "to-dir"), 0);
+	snprintf(target, sizeof(target), "%s/secret", outside);
+	ck_assert_int_eq(symlinkat(target, src_fd, "to-file"), 0);
+	ck_assert_int_eq(symlinkat("../outside/secret", src_fd, "relative"), 0);
+	copy_ok(NULL, "data", &r);
+	assert_tree_copied("data");
+	ck_assert_uint_eq(r.tot.total_files, 0);
+	ck_assert_uint_eq(r.tot.symlinks, 3);
+	ck_assert_int_eq(fstatat(dst_fd, "data/to-dir", &st,
+				 AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_int_eq(fstatat(dst_fd, "data/to-file", &st,
+				 AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+}
+END_TEST
+
+START_TEST(test_hard_links_preserved)
+{
+	struct run r;
+	struct stat a, b, c, d;
+
+	sdir("sub", 0755);
+	srandom_file("a", 5000, 11);
+	ck_assert_int_eq(linkat(src_fd, "a", src_fd, "sub/b", 0), 0);
+	ck_assert_int_eq(linkat(src_fd, "a", src_fd, "z", 0), 0);
+	/* Linked to a name outside the dataset: an ordinary file here. */
+	srandom_file("c", 100, 12);
+	ck_assert_int_eq(linkat(src_fd, "c", base_fd, "c-outside", 0), 0);
+	copy_ok(NULL, "data", &r);
+	assert_tree_copied("data");
+	ck_assert_uint_eq(r.tot.total_files, 4);
+	ck_assert_uint_eq(r.tot.hardlinks, 2);
+	ck_assert_uint_eq(r.tot.total_bytes, 5000 + 100);
+	ck_assert_uint_eq(r.tot.copy_files, 2);
+	ck_assert_int_eq(fstatat(dst_fd, "data/a", &a, 0), 0);
+	ck_assert_int_eq(fstatat(dst_fd, "data/sub/b", &b, 0), 0);
+	ck_assert_int_eq(fstatat(dst_fd, "data/z", &d, 0), 0);
+	ck_assert_int_eq(fstatat(dst_fd, "data/c", &c, 0), 0);
+	ck_assert_uint_eq(a.st_ino, b.st_ino);
+	ck_assert_uint_eq(a.st_ino, d.st_ino);
+	ck_assert_uint_eq(a.st_nlink, 3);
+	ck_assert_uint_eq(c.st_nlink, 1);
+}
+END_TEST
+
+static void sparse_case(bool cfr)
+{
+	struct copyengine_opts o;
+	struct run r;
+	struct stat st;
+	const off_t offs[] = { 0, 100 * (off_t)MIB + 4096, -1 };
+	const off_t tail[] = { 8192, -1 };
+
+	/* 4 KiB, a 100 MiB hole, 4 KiB; and one ending in a hole. */
+	ssparse("holey", 100 * (off_t)MIB + 8192, offs, 4096);
+	ssparse("tail-hole", 50 * (off_t)MIB, tail, 4096);
+	memset(&o, 0, sizeof(o));
+	o.no_copy_file_range = !cfr;
+	copy_ok(&o, "data", &r);
+	assert_tree_copied("data");
+	ck_assert_int_eq(fstatat(dst_fd, "data/holey", &st, 0), 0);
+	ck_assert_int_eq(st.st_size, 100 * (off_t)MIB + 8192);
+	ck_assert_msg(st.st_blocks * 512 < 1 * (off_t)MIB,
+		      "holes filled: %lld blocks", (long long)st.st_blocks);
+	ck_assert_int_eq(fstatat(dst_fd, "data/tail-hole", &st, 0), 0);
+	ck_assert_int_eq(st.st_size, 50 * (off_t)MIB);
+	ck_assert_int_lt(st.st_blocks * 512, 1 * (off_t)MIB);
+	ck_assert_uint_eq(r.res.bytes, 150 * MIB + 8192);
+}
+
+START_TEST(test_sparse_holes_kept)
+{
+	sparse_case(_i == 0);
+}
+END_TEST
+
+START_TEST(test_file_over_4gib)
+{
+	struct run r;
+	struct stat st;
+	const off_t offs[] = { 4 * GIB + 123, 5 * GIB - 4096, -1 };
+	unsigned char a[4096], b[4096];
+	int s, d;
+
+	ssparse("huge", 5 * GIB, offs, 4096);
+	copy_ok(NULL, "data", &r);
+	ck_assert_int_eq(fstatat(dst_fd, "data/huge", &st, 0), 0);
+	ck_assert_int_eq(st.st_size, 5 * GIB);
+	ck_assert_int_lt(st.st_blocks * 512, 4 * (off_t)MIB);
+	ck_assert_uint_eq(r.tot.total_bytes, (uint64_t)5 * GIB);
+	s = openat(src_fd, "huge", O_RDONLY);
+	d = openat(dst_fd, "data/huge", O_RDONLY);
+	for (size_t i = 0; offs[i] >= 0; i++) {
+		ck_assert_int_eq(pread(s, a, sizeof(a), offs[i]), 4096);
+		ck_assert_int_eq(pread(d, b, sizeof(b), offs[i]), 4096);
+		ck_assert(!memcmp(a, b, sizeof(a)));
+	}
+	/* And a hole stays zeros. */
+	ck_assert_int_eq(pread(d, b, sizeof(b), 3 * GIB), 4096);
+	memset(a, 0, sizeof(a));
+	ck_assert(!memcmp(a, b, sizeof(a)));
+	close(s);
+	close(d);
+}
+END_TEST
+
+/* Larger than two chunks: copied by several threads at once. */
+START_TEST(test_chunked_file)
+{
+	struct copyengine_opts o;
+	struct run r;
+
+	srandom_file("big", 70 * MIB + 12345, 5);
+	srandom_file("small", 3000, 6);
+	memset(&o, 0, sizeof(o));
+	o.no_copy_file_range = _i == 1;
+	o.threads = 4;
+	copy_ok(&o, "data", &r);
+	assert_tree_copied("data");
+	ck_assert_uint_eq(r.res.bytes, 70 * MIB + 12345 + 3000);
+}
+END_TEST
+
+START_TEST(test_odd_names)
+{
+	static const char *names[] = {
+		"with space", "new\nline", "tab\there", "ünïcødé-日本語",
+		"-dash", "'quote\"", "back\\slash", "x",
+	};
+	char longname[256];
+	struct run r;
+
+	memset(longname, 'n', 255);
+	longname[255] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		srandom_file(names[i], 10 + i, (unsigned)i);
+	srandom_file(longname, 5, 99);
+	sdir("dir with space", 0755);
+	srandom_file("dir with space/ünï\nfile", 7, 100);
+	copy_ok(NULL, "data", &r);
+	assert_tree_copied("data");
+	ck_assert_uint_eq(r.tot.total_files, 10);
+}
+END_TEST
+
+/* Make LEVELS nested directories "d/d/..." under src with a file at the
+ * bottom. */
+static void make_deep(int levels)
+{
+	int fd = dup(src_fd);
+
+	for (int i = 0; i < levels; i++) {
+		int next;
+
+		ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
+		next = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+		ck_assert_int_ge(next, 0);
+		close(fd);
+		fd = next;
+	}
+	{
+		int f = openat(fd, "bottom", O_WRONLY | O_CREAT, 0644);
+
+		ck_assert_int_ge(f, 0);
+		ck_assert_int_eq(write(f, "deep", 4), 4);
+		close(f);
+	}
+	close(fd);
+}
+
+START_TEST(test_deep_nesting_few_fds)
+{
+	struct rlimit rl = { 32, 32 };
+	int status, fd;
+	pid_t pid;
+	char buf[8];
+
+	make_deep(200);
+	/* Copy with 16 threads and at most 32 descriptors: a walk holding
+	 * an fd per level could not. */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct run r;
+
+		setrlimit(RLIMIT_NOFILE, &rl);
+		_exit(copy_from(src, NULL, "data", &r) == 0 &&
+			      r.tot.dirs == 201 && r.res.files == 1
+		      ? 0
+		      : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	fd = dup(dst_fd);
+	{
+		int next = openat(fd, "data", O_RDONLY | O_DIRECTORY);
+
+		close(fd);
+		fd = next;
+	}
+	for (int i = 0; i < 200; i++) {
+		int next = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+
+		ck_assert_int_ge(next, 0);
+		close(fd);
+		fd = next;
+	}
+	{
+		int f = openat(fd, "bottom", O_RDONLY);
+
+		ck_assert_int_ge(f, 0);
+		ck_assert_int_eq(read(f, buf, sizeof(buf)), 4);
+		ck_assert(!memcmp(buf, "deep", 4));
+		close(f);
+	}
+	close(fd);
+}
+END_TEST
+
+START_TEST(test_depth_limit)
+{
+	struct run r;
+
+	make_deep(COPYENGINE_MAX_DEPTH + 1);
+	ck_assert_int_eq(copy_from(src, NULL, "data", &r), -1);
+	ck_assert_int_eq(errno, ELOOP);
+	ck_assert_ptr_nonnull(strstr(r.err, "deeper than 256 levels"));
+	ck_assert(dst_empty());
+}
+END_TEST
+
+START_TEST(test_specials_skipped)
+{
+	struct sockaddr_un sa;
+	struct run r;
+	int s;
+
+	sdir("sub", 0755);
+	ck_assert_int_eq(mkfifoat(src_fd, "sub/fifo", 0644), 0);
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.90s/sock", src);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	if (geteuid() == 0)
+		ck_assert_int_eq(mknodat(src_fd, "null", S_IFCHR | 0666,
+					 makedev(1, 3)), 0);
+	srandom_file("regular", 10, 1);
+	copy_ok(NULL, "data", &r);
+	close(s);
+	assert_tree_copied("data");
+	ck_assert_uint_eq(r.tot.specials, geteuid() == 0 ? 3 : 2);
+	ck_assert_uint_eq(r.tot.total_files, 1);
+	ck_assert_ptr_nonnull(strstr(r.notes, "/src/sub/fifo: fifo skipped"));
+	ck_assert_ptr_nonnull(strstr(r.notes, "/src/sock: socket skipped"));
+	if (geteuid() == 0)
+		ck_assert_ptr_nonnull(strstr(r.notes,
+					     "/src/null: character device skipped"));
+	ck_assert(!dst_exists("data/sub/fifo"));
+	ck_assert(!dst_exists("data/sock"));
+}
+END_TEST
+
+START_TEST(test_modes_and_times)
+{
+	struct run r;
+	struct stat st;
+
+	sdir("ro", 0755);
+	srandom_file("ro/inside", 100, 1);
+	ck_assert_int_eq(fchmodat(src_fd, "ro/inside", 0444, 0), 0);
+	ck_assert_int_eq(fchmodat(src_fd, "ro", 0555, 0), 0);
+	stimes("ro");
+	sdir("xonly", 0711);
+	stimes("xonly");
+	srandom_file("exec", 10, 2);
+	ck_assert_int_eq(fchmodat(src_fd, "exec", 0755, 0), 0);
+	srandom_file("setuid", 10, 3);
+	ck_assert_int_eq(fchmodat(src_fd, "setuid", 04755, 0), 0);
+	srandom_file("private", 10, 4);
+	ck_assert_int_eq(fchmodat(src_fd, "private", 0600, 0), 0);
+	copy_ok(NULL, "data", &r);
+	assert_tree_copied("data");
+	ck_assert_int_eq(fstatat(dst_fd, "data/ro", &st, 0), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0555);
+	ck_assert_int_eq(st.st_mtim.tv_sec, old_times[1].tv_sec);
+	ck_assert_int_eq(st.st_mtim.tv_nsec, old_times[1].tv_nsec);
+	ck_assert_int_eq(fstatat(dst_fd, "data/setuid", &st, 0), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 04755);
+}
+END_TEST
+
+START_TEST(test_private_top)
+{
+	struct copyengine_opts o;
+	struct run r;
+	struct stat st;
+	char file[160];
+
+	srandom_file("f", 10, 1);
+	ck_assert_int_eq(fchmod(src_fd, 0755), 0);
+	memset(&o, 0, sizeof(o));
+	o.private_top = true;
+	copy_ok(&o, "data", &r);
+	ck_assert_int_eq(fstatat(dst_fd, "data", &st, 0), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_int_eq(fstatat(dst_fd, "data/f", &st, 0), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0644);
+	/* Without it the top keeps the source's mode. */
+	copy_ok(NULL, "plain", &r);
+	ck_assert_int_eq(fstatat(dst_fd, "plain", &st, 0), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0755);
+	/* A single file: mode & 0700. */
+	snprintf(file, sizeof(file), "%s/f", src);
+	ck_assert_int_eq(fchmodat(src_fd, "f", 0754, 0), 0);
+	memset(&o, 0, sizeof(o));
+	o.private_top = true;
+	ck_assert_int_eq(copy_from(file, &o, "one", &r), 0);
+	ck_assert_int_eq(fstatat(dst_fd, "one", &st, AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+}
+END_TEST
+
+START_TEST(test_single_file_and_top_symlink)
+{
+	struct run r;
+	char file[160], link[160];
+	struct stat st;
+
+	srandom_file("f", 70 * MIB, 3); /* chunked, too */
+	snprintf(file, sizeof(file), "%s/f", src);
+	ck_assert_int_eq(copy_from(file, NULL, "copy", &r), 0);
+	ck_assert_uint_eq(r.tot.total_files, 1);
+	ck_assert_uint_eq(r.res.bytes, 70 * MIB);
+	assert_copy(src_fd, dst_fd, "f", "copy", false);
+	/* Only the top may be a symlink, and it is followed. */
+	snprintf(link, sizeof(link), "%s/link", base);
+	ck_assert_int_eq(symlink(src, link), 0);
+	ck_assert_int_eq(copy_from(link, NULL, "via-link", &r), 0);
+	ck_assert_int_eq(fstatat(dst_fd, "via-link", &st, AT_SYMLINK_NOFOLLOW),
+			 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	assert_copy(base_fd, dst_fd, "src", "via-link", true);
+}
+END_TEST
+
+/* --- failures ------------------------------------------------------------------ */
+
+/* Run FN as nobody in a child; its return value is the exit status. */
+static int as_nobody(int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 ||
+		    setuid(NOBODY) < 0)
+			_exit(99);
+		_exit(fn(arg));
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+struct expect {
+	const char *src;
+	const char *want1, *want2;
+};
+
+/* Child: the copy must fail with a message holding WANT1 and WANT2. */
+static int copy_must_fail(void *arg)
+{
+	const struct expect *x = arg;
+	struct run r;
+
+	if (copy_from(x->src, NULL, "data", &r) == 0)
+		return 1;
+	if (!strstr(r.err, x->want1) || !strstr(r.err, x->want2)) {
+		fprintf(stderr, "unexpected error: %s\n", r.err);
+		return 2;
+	}
+	return 0;
+}
+
+START_TEST(test_unreadable_file_named)
+{
+	struct expect x;
+	char want[200];
+
+	ck_assert_int_eq(fchown(dst_fd, NOBODY, NOBODY), 0);
+	sdir("pub", 0755);
+	for (int i = 0; i < 50; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "pub/f%02d", i);
+		srandom_file(name, 20000, (unsigned)i);
+	}
+	srandom_file("pub/secret", 100, 1);
+	ck_assert_int_eq(fchmodat(src_fd, "pub/secret", 0600, 0), 0);
+	snprintf(want, sizeof(want), "cannot read %s/pub/secret", src);
+	x.src = src;
+	x.want1 = want;
+	x.want2 = ": Permission denied";
+	ck_assert_int_eq(as_nobody(copy_must_fail, &x), 0);
+	/* Nothing half-made is left behind. */
+	ck_assert(dst_empty());
+}
+END_TEST
+
+START_TEST(test_unreadable_dir_named)
+{
+	struct expect x;
+	char want[200];
+
+	ck_assert_int_eq(fchown(dst_fd, NOBODY, NOBODY), 0);
+	sdir("closed", 0700);
+	srandom_file("closed/x", 10, 1);
+	snprintf(want, sizeof(want), "cannot read %s/closed", src);
+	x.src = src;
+	x.want1 = want;
+	x.want2 = "Permission denied";
+	ck_assert_int_eq(as_nobody(copy_must_fail, &x), 0);
+	ck_assert(dst_empty());
+}
+END_TEST
+
+START_TEST(test_destination_exists)
+{
+	struct run r;
+
+	srandom_file("f", 10, 1);
+	ck_assert_int_eq(mkdirat(dst_fd, "data", 0755), 0);
+	ck_assert_int_eq(mkdirat(dst_fd, "data/keep", 0755), 0);
+	ck_assert_int_eq(copy_from(src, NULL, "data", &r), -1);
+	ck_assert_int_eq(errno, EEXIST);
+	ck_assert_ptr_nonnull(strstr(r.err, "cannot write data: File exists"));
+	/* What was there is not ours: untouched. */
+	ck_assert(dst_exists("data/keep"));
+}
+END_TEST
+
+START_TEST(test_dst_label_in_messages)
+{
+	struct copyengine_opts o;
+	struct run r;
+
+	srandom_file("f", 10, 1);
+	ck_assert_int_eq(mkdirat(dst_fd, "data", 0755), 0);
+	memset(&o, 0, sizeof(o));
+	o.dst_label = "/tier/jobs/7/data";
+	ck_assert_int_eq(copy_from(src, &o, "data", &r), -1);
+	ck_assert_str_eq(r.err, "cannot write /tier/jobs/7/data: File exists");
+}
+END_TEST
+
+START_TEST(test_bad_sources)
+{
+	struct copyengine *ce = NULL;
+	char err[ERRLEN], path[200];
+
+	ck_assert_int_eq(copyengine_walk(NULL, NULL, &ce, err, sizeof(err)), -1);
+	ck_assert_int_eq(copyengine_walk("relative", NULL, &ce, err,
+					 sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "not an absolute path"));
+	snprintf(path, sizeof(path), "%s/missing", src);
+	ck_assert_int_eq(copyengine_walk(path, NULL, &ce, err, sizeof(err)), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "missing: No such file"));
+	ck_assert_int_eq(mkfifoat(src_fd, "fifo", 0644), 0);
+	snprintf(path, sizeof(path), "%s/fifo", src);
+	ck_assert_int_eq(copyengine_walk(path, NULL, &ce, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "not a regular file or directory"));
+	ck_assert_ptr_null(ce);
+	copyengine_destroy(NULL);
+}
+END_TEST
+
+START_TEST(test_bad_dst_names)
+{
+	static const char *names[] = { "", ".", "..", "a/b" };
+	struct copyengine *ce = NULL;
+	char err[ERRLEN];
+
+	srandom_file("f", 10, 1);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		ck_assert_int_eq(copyengine_walk(src, NULL, &ce, err,
+						 sizeof(err)), 0);
+		ck_assert_int_eq(copyengine_copy(ce, dst_fd, names[i], NULL,
+						 err, sizeof(err)), -1);
+		ck_assert_int_eq(errno, EINVAL);
+		copyengine_destroy(ce);
+	}
+	ck_assert(dst_empty());
+}
+END_TEST
+
+START_TEST(test_changed_while_staged)
+{
+	struct copyengine *ce = NULL;
+	char err[ERRLEN], want[200];
+	int fd;
+
+	sdir("d", 0755);
+	srandom_file("d/f", 1000, 1);
+	ck_assert_int_eq(copyengine_walk(src, NULL, &ce, err, sizeof(err)), 0);
+	fd = openat(src_fd, "d/f", O_WRONLY | O_APPEND);
+	ck_assert_int_eq(write(fd, "more", 4), 4);
+	close(fd);
+	ck_assert_int_eq(copyengine_copy(ce, dst_fd, "data", NULL, err,
+					 sizeof(err)), -1);
+	snprintf(want, sizeof(want), "cannot read %s/d/f: changed while being "
+		 "staged", src);
+	ck_assert_str_eq(err, want);
+	ck_assert(dst_empty());
+	copyengine_destroy(ce);
+}
+END_TEST
+
+/* --- manifests, checks and previous copies ------------------------------------- */
+
+static struct manifest *walk_manifest(bool hash)
+{
+	struct copyengine_opts o;
+	struct copyengine *ce = NULL;
+	struct manifest *m = NULL;
+	char err[ERRLEN];
+
+	memset(&o, 0, sizeof(o));
+	o.hash = hash;
+	ck_assert_int_eq(copyengine_walk(src, &o, &ce, err, sizeof(err)), 0);
+	ck_assert_int_eq(copyengine_manifest(ce, &m), 0);
+	copyengine_destroy(ce);
+	return m;
+}
+
+static struct copyengine_totals check_against(const struct manifest *m,
+					      enum manifest_verify v)
+{
+	struct copyengine_opts o;
+	struct copyengine *ce = NULL;
+	struct copyengine_totals t;
+	char err[ERRLEN];
+
+	memset(&o, 0, sizeof(o));
+	o.previous = m;
+	o.verify = v;
+	o.hash = v == MANIFEST_VERIFY_CHECKSUM;
+	ck_assert_int_eq(copyengine_walk(src, &o, &ce, err, sizeof(err)), 0);
+	t = *copyengine_totals(ce);
+	copyengine_destroy(ce);
+	return t;
+}
+
+static void small_tree(void)
+{
+	sdir("a", 0755);
+	srandom_file("a/x", 1000, 1);
+	srandom_file("a/y", 2000, 2);
+	srandom_file("z", 3000, 3);
+	ck_assert_int_eq(symlinkat("a/x", src_fd, "l"), 0);
+	stimes("a");
+}
+
+START_TEST(test_manifest_of_walk)
+{
+	struct manifest *m;
+	const struct manifest_entry *e;
+
+	small_tree();
+	m = walk_manifest(true);
+	ck_assert_uint_eq(manifest_count(m), 6);
+	ck_assert_str_eq(manifest_get(m, 0)->path, "");
+	ck_assert_str_eq(manifest_get(m, 1)->path, "a");
+	ck_assert_str_eq(manifest_get(m, 2)->path, "a/x");
+	ck_assert_str_eq(manifest_get(m, 5)->path, "z");
+	e = manifest_find(m, "a/y", 3);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_uint_eq(e->type, MANIFEST_FILE);
+	ck_assert_uint_eq(e->size, 2000);
+	ck_assert_uint_eq(e->mode, 0644);
+	ck_assert(e->mtime_ns == 1234567890123456789LL);
+	ck_assert(e->has_hash);
+	e = manifest_find(m, "l", 1);
+	ck_assert_uint_eq(e->type, MANIFEST_SYMLINK);
+	ck_assert_uint_eq(e->size, 3);
+	ck_assert(e->has_hash);
+	e = manifest_find(m, "a", 1);
+	ck_assert_uint_eq(e->type, MANIFEST_DIR);
+	ck_assert(!e->has_hash);
+	manifest_destroy(m);
+}
+END_TEST
+
+START_TEST(test_check_detects_changes)
+{
+	struct manifest *m, *mh;
+	struct copyengine_totals t;
+	struct timespec keep[2];
+	struct stat st;
+	int fd;
+
+	small_tree();
+	m = walk_manifest(false);
+	mh = walk_manifest(true);
+	t = check_against(m, MANIFEST_VERIFY_STAT);
+	ck_assert(t.unchanged);
+	ck_assert_uint_eq(t.copy_files, 0);
+	ck_assert_uint_eq(t.copy_bytes, 0);
+	ck_assert_uint_eq(t.total_files, 3);
+	ck_assert_uint_eq(t.diff.same, 6);
+	t = check_against(mh, MANIFEST_VERIFY_CHECKSUM);
+	ck_assert(t.unchanged);
+	/* A manifest without hashes never matches a checksum check. */
+	t = check_against(m, MANIFEST_VERIFY_CHECKSUM);
+	ck_assert(!t.unchanged);
+
+	/* Same size and mtime, other bytes: only a checksum sees it. */
+	ck_assert_int_eq(fstatat(src_fd, "a/y", &st, 0), 0);
+	keep[0] = st.st_atim;
+	keep[1] = st.st_mtim;
+	fd = openat(src_fd, "a/y", O_WRONLY);
+	ck_assert_int_eq(pwrite(fd, "!", 1, 10), 1);
+	ck_assert_int_eq(futimens(fd, keep), 0);
+	close(fd);
+	t = check_against(m, MANIFEST_VERIFY_STAT);
+	ck_assert(t.unchanged);
+	t = check_against(mh, MANIFEST_VERIFY_CHECKSUM);
+	ck_assert(!t.unchanged);
+	ck_assert_uint_eq(t.diff.changed, 1);
+	ck_assert_uint_eq(t.copy_files, 1);
+	ck_assert_uint_eq(t.copy_bytes, 2000);
+
+	/* A new mtime. */
+	ck_assert_int_eq(utimensat(src_fd, "z", NULL, 0), 0);
+	t = check_against(m, MANIFEST_VERIFY_STAT);
+	ck_assert(!t.unchanged);
+	ck_assert_uint_eq(t.diff.changed, 1);
+	ck_assert_uint_eq(t.copy_bytes, 3000);
+
+	/* Added and removed (the top's mtime changes too). */
+	ck_assert_int_eq(unlinkat(src_fd, "a/x", 0), 0);
+	srandom_file("new", 10, 9);
+	t = check_against(m, MANIFEST_VERIFY_STAT);
+	ck_assert_uint_eq(t.diff.added, 1);
+	ck_assert_uint_eq(t.diff.removed, 1);
+	ck_assert_uint_eq(t.diff.changed, 3); /* z, a, the top */
+	ck_assert_uint_eq(t.copy_files, 2);   /* new, z */
+	manifest_destroy(m);
+	manifest_destroy(mh);
+}
+END_TEST
+
+START_TEST(test_previous_hard_linked)
+{
+	struct copyengine_opts o;
+	struct manifest *m;
+	struct run r;
+	struct stat a, b;
+	char prev[160];
+
+	small_tree();
+	srandom_file("big", 70 * MIB, 4);
+	copy_ok(NULL, "v1", &r);
+	m = walk_manifest(false);
+	/* Change one file, add one. */
+	ck_assert_int_eq(unlinkat(src_fd, "z", 0), 0);
+	srandom_file("z", 3001, 5);
+	srandom_file("added", 10, 6);
+	snprintf(prev, sizeof(prev), "%s/v1", dst);
+	memset(&o, 0, sizeof(o));
+	o.previous = m;
+	o.previous_path = prev;
+	copy_ok(&o, "v2", &r);
+	assert_tree_copied("v2");
+	ck_assert_uint_eq(r.tot.copy_files, 2);
+	ck_assert_uint_eq(r.tot.copy_bytes, 3011);
+	ck_assert_uint_eq(r.res.linked, 3); /* a/x, a/y, big */
+	ck_assert_uint_eq(r.res.files, 5);
+	ck_assert_int_eq(fstatat(dst_fd, "v1/big", &a, 0), 0);
+	ck_assert_int_eq(fstatat(dst_fd, "v2/big", &b, 0), 0);
+	ck_assert_uint_eq(a.st_ino, b.st_ino);
+	ck_assert_int_eq(fstatat(dst_fd, "v1/z", &a, 0), 0);
+	ck_assert_int_eq(fstatat(dst_fd, "v2/z", &b, 0), 0);
+	ck_assert_uint_ne(a.st_ino, b.st_ino);
+	/* The previous copy is intact. */
+	ck_assert_int_eq(a.st_size, 3000);
+	/* A file missing from the previous copy is copied, not failed. */
+	ck_assert_int_eq(unlinkat(dst_fd, "v1/a/x", 0), 0);
+	copy_ok(&o, "v3", &r);
+	assert_tree_copied("v3");
+	ck_assert_uint_eq(r.res.linked, 2);
+	manifest_destroy(m);
+}
+END_TEST
+
+START_TEST(test_previous_single_file)
+{
+	struct copyengine_opts o;
+	struct manifest *m;
+	struct copyengine *ce = NULL;
+	struct run r;
+	struct stat a, b;
+	char file[160], prev[160], err[ERRLEN];
+
+	srandom_file("f", 5000, 1);
+	snprintf(file, sizeof(file), "%s/f", src);
+	ck_assert_int_eq(copy_from(file, NULL, "v1", &r), 0);
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(copyengine_walk(file, &o, &ce, err, sizeof(err)), 0);
+	ck_assert_int_eq(copyengine_manifest(ce, &m), 0);
+	copyengine_destroy(ce);
+	ck_assert_uint_eq(manifest_count(m), 1);
+	ck_assert_str_eq(manifest_get(m, 0)->path, "");
+	snprintf(prev, sizeof(prev), "%s/v1", dst);
+	o.previous = m;
+	o.previous_path = prev;
+	ck_assert_int_eq(copy_from(file, &o, "v2", &r), 0);
+	ck_assert(r.tot.unchanged);
+	ck_assert_uint_eq(r.res.linked, 1);
+	ck_assert_int_eq(fstatat(dst_fd, "v1", &a, 0), 0);
+	ck_assert_int_eq(fstatat(dst_fd, "v2", &b, 0), 0);
+	ck_assert_uint_eq(a.st_ino, b.st_ino);
+	manifest_destroy(m);
+}
+END_TEST
+
+static Suite *copyengine_suite(void)
+{
+	Suite *s = suite_create("copyengine");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_tree_copied_faithfully);
+	tcase_add_test(tc, test_symlinks_never_followed);
+	tcase_add_test(tc, test_hard_links_preserved);
+	tcase_add_loop_test(tc, test_sparse_holes_kept, 0, 2);
+	tcase_add_test(tc, test_file_over_4gib);
+	tcase_add_loop_test(tc, test_chunked_file, 0, 2);
+	tcase_add_test(tc, test_odd_names);
+	tcase_add_test(tc, test_deep_nesting_few_fds);
+	tcase_add_test(tc, test_depth_limit);
+	tcase_add_test(tc, test_specials_skipped);
+	tcase_add_test(tc, test_modes_and_times);
+	tcase_add_test(tc, test_private_top);
+	tcase_add_test(tc, test_single_file_and_top_symlink);
+	tcase_add_test(tc, test_unreadable_file_named);
+	tcase_add_test(tc, test_unreadable_dir_named);
+	tcase_add_test(tc, test_destination_exists);
+	tcase_add_test(tc, test_dst_label_in_messages);
+	tcase_add_test(tc, test_bad_sources);
+	tcase_add_test(tc, test_bad_dst_names);
+	tcase_add_test(tc, test_changed_while_staged);
+	tcase_add_test(tc, test_manifest_of_walk);
+	tcase_add_test(tc, test_check_detects_changes);
+	tcase_add_test(tc, test_previous_hard_linked);
+	tcase_add_test(tc, test_previous_single_file);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(copyengine_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
