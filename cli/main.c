@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/cache.h"
 #include "cli/client.h"
+#include "cli/stage.h"
 #include "cli/status.h"
 
 static void usage(FILE *out)
@@ -12,13 +14,29 @@ static void usage(FILE *out)
 		"usage: iostage [-c CONF] COMMAND [ARGS]\n"
 		"\n"
 		"commands:\n"
-		"  status [--json]   the node's iostaged: tiers and active jobs\n"
+		"  status [--json]   the node's iostaged: tiers, active jobs and "
+		"their progress\n"
+		"  stage PATH [--tier T] [--user U] [--verify V]\n"
+		"                    stage PATH into the node's cache (warm-up)\n"
+		"  cache ls [--tier T] [--json]\n"
+		"                    what the cache holds\n"
+		"  cache evict (PATH | --key K) [--tier T] [--user U]\n"
+		"                    remove a dataset from the cache\n"
 		"  version           print the version\n"
 		"\n"
 		"  -c CONF           iostage.conf to read (default $IOSTAGE_CONF, "
 		"else %s)\n",
 		IOSTAGE_CONF_PATH);
 }
+
+static const struct {
+	const char *name;
+	int (*main)(const struct client *client, int argc, char **argv);
+} commands[] = {
+	{"status", status_main},
+	{"stage", stage_main},
+	{"cache", cache_main},
+};
 
 int main(int argc, char **argv)
 {
@@ -49,10 +67,12 @@ int main(int argc, char **argv)
 		printf("iostage %s\n", IOSTAGE_VERSION);
 		return 0;
 	}
-	if (strcmp(argv[0], "status") == 0) {
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[0], commands[i].name) != 0)
+			continue;
 		if (client_init(&client) < 0)
 			return 1;
-		return status_main(&client, argc, argv);
+		return commands[i].main(&client, argc, argv);
 	}
 	fprintf(stderr, "iostage: unknown command '%s'\n", argv[0]);
 	usage(stderr);

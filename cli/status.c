@@ -3,22 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/json.h"
 #include "cli/status.h"
 #include "common/units.h"
 
-static double number(const cJSON *obj, const char *key)
-{
-	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	return cJSON_IsNumber(item) ? item->valuedouble : 0;
-}
-
-static const char *string(const cJSON *obj, const char *key)
-{
-	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	return cJSON_IsString(item) ? item->valuestring : "-";
-}
 
 static void print_tiers(const cJSON *tiers)
 {
@@ -30,18 +18,50 @@ static void print_tiers(const cJSON *tiers)
 	cJSON_ArrayForEach(tier, tiers)
 	{
 		printf("%-10s %-6s %-6s %10s %10s %10s %5.0f  %s\n",
-		       string(tier, "name"), string(tier, "medium"),
+		       json_string(tier, "name"), json_string(tier, "medium"),
 		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tier,
 								     "shared"))
 			       ? "yes"
 			       : "no",
-		       units_bytes((uint64_t)number(tier, "capacity_bytes"),
+		       units_bytes((uint64_t)json_number(tier, "capacity_bytes"),
 				   cap, sizeof(cap)),
-		       units_bytes((uint64_t)number(tier, "used_bytes"), used,
+		       units_bytes((uint64_t)json_number(tier, "used_bytes"), used,
 				   sizeof(used)),
-		       units_bytes((uint64_t)number(tier, "free_bytes"), avail,
+		       units_bytes((uint64_t)json_number(tier, "free_bytes"), avail,
 				   sizeof(avail)),
-		       number(tier, "jobs"), string(tier, "path"));
+		       json_number(tier, "jobs"), json_string(tier, "path"));
+	}
+}
+
+/* One line per dataset: served from the cache, or built (and how). */
+static void print_cache_results(const cJSON *results)
+{
+	const cJSON *r;
+	char copied[32];
+
+	cJSON_ArrayForEach(r, results)
+	{
+		const char *result = json_string(r, "result");
+
+		if (strcmp(result, "built") == 0)
+			printf("%10s %s: built %s on %s (%.0f files copied, "
+			       "%s; %.0f linked)\n",
+			       "", json_string(r, "dataset"),
+			       json_string(r, "entry"), json_string(r, "tier"),
+			       json_number(r, "copied_files"),
+			       units_bytes((uint64_t)json_number(r,
+								 "copied_bytes"),
+					   copied, sizeof(copied)),
+			       json_number(r, "linked_files"));
+		else
+			printf("%10s %s: %s%s%s on %s\n", "",
+			       json_string(r, "dataset"),
+			       strcmp(result, "hit") == 0 ? "cache hit" : result,
+			       strcmp(json_string(r, "entry"), "-") ? " " : "",
+			       strcmp(json_string(r, "entry"), "-")
+				       ? json_string(r, "entry")
+				       : "",
+			       json_string(r, "tier"));
 	}
 }
 
@@ -54,7 +74,7 @@ static void print_jobs(const cJSON *jobs)
 		printf("\nno active jobs\n");
 		return;
 	}
-	printf("\n%-10s %-12s %-8s %-24s %s\n", "JOB", "USER", "STATE",
+	printf("\n%-10s %-12s %-8s %-30s %s\n", "JOB", "USER", "STATE",
 	       "STAGED", "DATASETS");
 	cJSON_ArrayForEach(job, jobs)
 	{
@@ -73,17 +93,34 @@ static void print_jobs(const cJSON *jobs)
 				sizeof(names) - strlen(names) - 1);
 		}
 		snprintf(progress, sizeof(progress), "%s/%s %.0f/%.0f files",
-			 units_bytes((uint64_t)number(job, "bytes"), done,
+			 units_bytes((uint64_t)json_number(job, "bytes"), done,
 				     sizeof(done)),
-			 units_bytes((uint64_t)number(job, "total_bytes"),
+			 units_bytes((uint64_t)json_number(job, "total_bytes"),
 				     total, sizeof(total)),
-			 number(job, "files"), number(job, "total_files"));
-		printf("%-10.0f %-12s %-8s %-24s %s\n", number(job, "job"),
-		       string(job, "user"), string(job, "state"), progress,
-		       names[0] ? names : "-");
+			 json_number(job, "files"),
+			 json_number(job, "total_files"));
+		printf("%-10.0f %-12s %-8s %-30s %s\n", json_number(job, "job"),
+		       json_string(job, "user"), json_string(job, "state"),
+		       progress, names[0] ? names : "-");
+		if (strcmp(json_string(job, "state"), "staging") == 0) {
+			char rate[32], eta[32];
+			const cJSON *e =
+				cJSON_GetObjectItemCaseSensitive(job, "eta_s");
+
+			printf("%10s rate %s/s, ETA %s\n", "",
+			       units_bytes((uint64_t)json_number(job,
+								 "rate_bps"),
+					   rate, sizeof(rate)),
+			       cJSON_IsNumber(e)
+				       ? units_seconds(e->valuedouble, eta,
+						       sizeof(eta))
+				       : "unknown");
+		}
+		print_cache_results(
+			cJSON_GetObjectItemCaseSensitive(job, "cache"));
 		if (cJSON_IsString(
 			    cJSON_GetObjectItemCaseSensitive(job, "error")))
-			printf("%10s error: %s\n", "", string(job, "error"));
+			printf("%10s error: %s\n", "", json_string(job, "error"));
 	}
 }
 
@@ -125,8 +162,8 @@ int status_main(const struct client *client, int argc, char **argv)
 	}
 	daemon = cJSON_GetObjectItemCaseSensitive(reply, "daemon");
 	printf("iostaged %s, pid %.0f, up %s, socket %s\n",
-	       string(daemon, "version"), number(daemon, "pid"),
-	       units_seconds(number(daemon, "uptime_s"), uptime,
+	       json_string(daemon, "version"), json_number(daemon, "pid"),
+	       units_seconds(json_number(daemon, "uptime_s"), uptime,
 			     sizeof(uptime)),
 	       client->socket_path);
 	print_tiers(cJSON_GetObjectItemCaseSensitive(reply, "tiers"));
