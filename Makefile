@@ -125,6 +125,13 @@ install: all
 	install -m 0644 slurm-conf/profiles/*.json $(DESTDIR)$(sysconfdir)/slurm/iostage.d/
 	install -m 0644 slurm-conf/plugstack.conf slurm-conf/slurm.conf.snippet \
 	    $(DESTDIR)$(docdir)/slurm-conf/
+	install -d $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man5 \
+	    $(DESTDIR)$(mandir)/man8
+	install -m 0644 docs/man/iostage.1 $(DESTDIR)$(mandir)/man1/
+	install -m 0644 docs/man/iostage.conf.5 $(DESTDIR)$(mandir)/man5/
+	install -m 0644 docs/man/iostaged.8 docs/man/iostage-prolog.8 \
+	    $(DESTDIR)$(mandir)/man8/
+	ln -sf iostage-prolog.8 $(DESTDIR)$(mandir)/man8/iostage-epilog.8
 
 clean:
 	rm -rf $(BUILD)
