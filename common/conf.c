@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/conf.h"
+#include "common/smallfile.h"
 #include "common/pathsafe.h"
 
 #define CONF_FILE_MAX (1024 * 1024)
@@ -733,69 +734,21 @@ static void conf_msg(char *err, size_t errlen, const char *fmt, ...)
 
 int conf_load(const char *path, struct conf *ret_conf, char *err, size_t errlen)
 {
-	struct stat st;
-	char *buf = NULL;
-	size_t len = 0;
-	int fd, rc = -1, saved;
+	char reason[256], *text;
+	int rc, saved;
 
 	if (!path)
 		path = IOSTAGE_CONF_PATH;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		goto fail_errno;
-	if (fstat(fd, &st) < 0)
-		goto fail_errno;
-	if (S_ISDIR(st.st_mode)) {
-		errno = EISDIR;
-		goto fail_errno;
+	text = smallfile_read(path, CONF_FILE_MAX, reason, sizeof(reason));
+	if (!text) {
+		saved = errno;
+		conf_msg(err, errlen, "%s: cannot read: %s", path, reason);
+		errno = saved;
+		return -1;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		conf_msg(err, errlen, "%s: cannot read: not a regular file",
-			 path);
-		errno = EINVAL;
-		goto out;
-	}
-	if (st.st_size > CONF_FILE_MAX)
-		goto too_big;
-	/* Read one byte past the limit: the file may grow after fstat. */
-	buf = malloc(CONF_FILE_MAX + 2);
-	if (!buf)
-		goto fail_errno;
-	while (len <= CONF_FILE_MAX) {
-		ssize_t n = read(fd, buf + len, CONF_FILE_MAX + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail_errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > CONF_FILE_MAX)
-		goto too_big;
-	buf[len] = '\0';
-	if (memchr(buf, '\0', len)) {
-		conf_msg(err, errlen, "%s: contains a NUL byte", path);
-		errno = EINVAL;
-		goto out;
-	}
-	rc = conf_parse(buf, path, ret_conf, err, errlen);
-	goto out;
-
-too_big:
-	conf_msg(err, errlen, "%s: larger than 1 MiB", path);
-	errno = EFBIG;
-	goto out;
-fail_errno:
+	rc = conf_parse(text, path, ret_conf, err, errlen);
 	saved = errno;
-	conf_msg(err, errlen, "%s: cannot read: %s", path, strerror(saved));
-	errno = saved;
-out:
-	saved = errno;
-	if (fd >= 0)
-		close(fd);
-	free(buf);
+	free(text);
 	errno = saved;
 	return rc;
 }

@@ -28,6 +28,7 @@
 #include "common/conf.h"
 #include "common/pathsafe.h"
 #include "common/profile.h"
+#include "common/smallfile.h"
 
 #define PROFILE_SHOW_MAX 64	 /* bytes of a user's value quoted in errors */
 #define PROFILE_BASE_NAME_MAX 64 /* site profile names [A-Za-z0-9_-]{1,63} */
@@ -831,71 +832,6 @@ fail:
 
 /* ---- the --io-profile SPEC -------------------------------------------- */
 
-/* Read a small regular file as the calling process. On failure, REASON
- * says why ("No such file or directory", "larger than 65536 bytes"). */
-static char *profile_read_file(const char *path, char *reason, size_t reasonlen)
-{
-	struct stat st;
-	char *buf = NULL;
-	size_t len = 0;
-	int fd, saved;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		goto fail_errno;
-	if (fstat(fd, &st) < 0)
-		goto fail_errno;
-	if (S_ISDIR(st.st_mode)) {
-		errno = EISDIR;
-		goto fail_errno;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(reason, reasonlen, "not a regular file");
-		errno = EINVAL;
-		goto fail;
-	}
-	if (st.st_size > PROFILE_JSON_MAX)
-		goto too_big;
-	buf = malloc(PROFILE_JSON_MAX + 2);
-	if (!buf)
-		goto fail_errno;
-	while (len <= PROFILE_JSON_MAX) {
-		ssize_t n = read(fd, buf + len, PROFILE_JSON_MAX + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail_errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > PROFILE_JSON_MAX)
-		goto too_big;
-	buf[len] = '\0';
-	if (memchr(buf, '\0', len)) {
-		snprintf(reason, reasonlen, "contains a NUL byte");
-		errno = EINVAL;
-		goto fail;
-	}
-	close(fd);
-	return buf;
-
-too_big:
-	snprintf(reason, reasonlen, "larger than %d bytes", PROFILE_JSON_MAX);
-	errno = EFBIG;
-	goto fail;
-fail_errno:
-	snprintf(reason, reasonlen, "%s", strerror(errno));
-fail:
-	saved = errno;
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	errno = saved;
-	return NULL;
-}
-
 static bool profile_base_name_ok(const char *s, size_t n)
 {
 	if (n == 0 || n >= PROFILE_BASE_NAME_MAX)
@@ -1008,7 +944,7 @@ static struct profile *profile_load_base(const char *base,
 			 base);
 	}
 
-	text = profile_read_file(path, reason, sizeof(reason));
+	text = smallfile_read(path, PROFILE_JSON_MAX, reason, sizeof(reason));
 	if (!text) {
 		saved = errno;
 		if (saved == ENOENT && !is_path) {

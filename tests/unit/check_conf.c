@@ -537,7 +537,8 @@ START_TEST(test_load)
 	snprintf(path, sizeof(path), "%s/nul.conf", tmpdir);
 	write_file(path, "Tier=a Path=/a\n\0Bogus=1\n", 24);
 	ck_assert_int_eq(conf_load(path, &c, err, sizeof(err)), -1);
-	snprintf(want, sizeof(want), "%s: contains a NUL byte", path);
+	snprintf(want, sizeof(want), "%s: cannot read: contains a NUL byte",
+		 path);
 	ck_assert_str_eq(err, want);
 }
 END_TEST
@@ -566,7 +567,8 @@ START_TEST(test_load_size_limit)
 	errno = 0;
 	ck_assert_int_eq(conf_load(path, &c, err, sizeof(err)), -1);
 	ck_assert_int_eq(errno, EFBIG);
-	snprintf(want, sizeof(want), "%s: larger than 1 MiB", path);
+	snprintf(want, sizeof(want),
+		 "%s: cannot read: larger than 1048576 bytes", path);
 	ck_assert_str_eq(err, want);
 	free(buf);
 }

@@ -1,0 +1,76 @@
+/* smallfile.c - read a small regular file whole, with a size limit. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/smallfile.h"
+
+char *smallfile_read(const char *path, size_t max, char *reason,
+		     size_t reasonlen)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0;
+	int fd, saved;
+
+	/* O_NONBLOCK: opening a fifo must not hang us. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		goto fail_errno;
+	if (fstat(fd, &st) < 0)
+		goto fail_errno;
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		goto fail_errno;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(reason, reasonlen, "not a regular file");
+		errno = EINVAL;
+		goto fail;
+	}
+	if ((unsigned long long)st.st_size > max)
+		goto too_big;
+	/* Read one byte past the limit: the file may grow after fstat. */
+	buf = malloc(max + 2);
+	if (!buf)
+		goto fail_errno;
+	while (len <= max) {
+		ssize_t n = read(fd, buf + len, max + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail_errno;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > max)
+		goto too_big;
+	buf[len] = '\0';
+	if (memchr(buf, '\0', len)) {
+		snprintf(reason, reasonlen, "contains a NUL byte");
+		errno = EINVAL;
+		goto fail;
+	}
+	close(fd);
+	return buf;
+
+too_big:
+	snprintf(reason, reasonlen, "larger than %zu bytes", max);
+	errno = EFBIG;
+	goto fail;
+fail_errno:
+	snprintf(reason, reasonlen, "%s", strerror(errno));
+fail:
+	saved = errno;
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	errno = saved;
+	return NULL;
+}
