@@ -1,7 +1,7 @@
 # results.jq - turn run.sh's raw measurements into bench/results/*.json.
 #
 # Inputs (jq --arg/--argjson/--rawfile, see run.sh): $runs, TSV lines
-# "dataset tool rep seconds ok"; $dsets, "dataset files bytes"; the fio
+# "dataset tool rep seconds ok"; $dsets, "dataset files bytes class"; the fio
 # numbers; the cache-hit and daemon numbers (null when not measured).
 # Medians are taken over the successful runs only; a target whose inputs
 # were not measured is null ("NOT MEASURED"), never met.
@@ -26,10 +26,10 @@ def target($goal; $met; $short): {goal: $goal, met: $met, text: (($met | verdict
    then true else false end) as $have_fio
 
 | [tsv($dsets)[]
-   | {name: .[0], files: (.[1] | tonumber), bytes: (.[2] | tonumber)}
+   | {name: .[0], files: (.[1] | tonumber), bytes: (.[2] | tonumber), class: .[3]}
    | . as $d
    | ($d.bytes / $d.files) as $mean
-   | (if $mean < 1048576 then "small-files" else "large-files" end) as $class
+   | $d.class as $class
    | (if $have_fio then $d.bytes / $fio_r + $d.bytes / $fio_w else null end) as $bound
    | ([$R[] | select(.ds == $d.name)] | group_by(.tool)
       | map({key: .[0].tool,

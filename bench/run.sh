@@ -56,9 +56,19 @@ command -v jq >/dev/null || die "jq is missing: run bench/install-deps.sh (as ro
 
 W=$BENCH_DIR
 T_START=$(bench_now)
+# The tree as it was when the binary under test was taken.
+git_rev=$(git -C "$BENCH_TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git_dirty=$(git -C "$BENCH_TOP" status --porcelain 2>/dev/null | grep -q . && echo true || echo false)
 STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 mkdir -p "$W" || die "cannot create $BENCH_DIR"
 W=$(cd "$W" && pwd -P)
+# Everything under BENCH_DIR is ours to delete: refuse a directory with
+# other content, and a second run in the same one (the lock).
+if [ -n "$(ls -A "$W")" ] && [ ! -e "$W/.iostage-bench" ]; then
+	die "$W is not empty and was not made by bench/run.sh: set BENCH_DIR to a new or empty directory"
+fi
+exec 9>>"$W/.iostage-bench"
+flock -n 9 || die "another bench run is using $W (set BENCH_DIR to run beside it)"
 
 # --- where we run -------------------------------------------------------
 
@@ -94,7 +104,7 @@ STATE="$W/state.$$"
 rm -rf "$STATE"
 mkdir -p "$STATE" "$W/src" || die "cannot write $W"
 RUNS="$STATE/runs.tsv"  # ds tool rep seconds ok
-DSETS="$STATE/datasets.tsv" # name files bytes
+DSETS="$STATE/datasets.tsv" # name files bytes class
 NOTES="$STATE/notes.txt"
 : >"$RUNS"
 : >"$DSETS"
@@ -111,7 +121,7 @@ cleanup() {
 	fi
 	rm -rf "$W/dst" "$W/hit" "$W/daemon" "$W/fio.dat" "$W/probe" "$W/fpsync" "$STATE"
 	if [ "$BENCH_KEEP" != 1 ]; then
-		rm -rf "$W/src"
+		rm -rf "$W/src" "$W/.iostage-bench"
 		rmdir "$W" 2>/dev/null
 	fi
 	return 0
@@ -273,7 +283,10 @@ for ds in $BENCH_DATASETS; do
 	DS_SUM[$ds]=$(tree_sum "$W/src/$ds")
 	[ "${DS_SUM[$ds]}" = "$out" ] || die "$ds: generated $out but found ${DS_SUM[$ds]} (files bytes)"
 	read -r files bytes <<<"${DS_SUM[$ds]}"
-	printf '%s\t%s\t%s\n' "$ds" "$files" "$bytes" >>"$DSETS"
+	# The class follows the kind, not the scale: a quick run's small
+	# shards are still the large-file case.
+	case "$ds" in small | imagenet) class=small-files ;; *) class=large-files ;; esac
+	printf '%s\t%s\t%s\t%s\n' "$ds" "$files" "$bytes" "$class" >>"$DSETS"
 	DATASETS+=("$ds")
 done
 
@@ -458,8 +471,6 @@ fi
 T_END=$(bench_now)
 cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 mem_bytes=$(awk '/^MemTotal:/ { print $2 * 1024 }' /proc/meminfo)
-git_rev=$(git -C "$BENCH_TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)
-git_dirty=$(git -C "$BENCH_TOP" status --porcelain 2>/dev/null | grep -q . && echo true || echo false)
 tools_json=$(printf '%s\n' "${TOOLS[@]}" | jq -R . | jq -s .)
 
 mkdir -p "$BENCH_RESULTS" || die "cannot write $BENCH_RESULTS"

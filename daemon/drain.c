@@ -762,7 +762,7 @@ static int worker_start(struct dout *o)
 	char err[CONF_ERR_MAX];
 	struct spawn_proc p;
 
-	if (spawn_as_user(dj->uid, dj->gid, dj->user, argv, NULL,
+	if (spawn_as_user(dj->uid, dj->gid, dj->user, argv, NULL, NULL, 0,
 			  "drain worker", &p, err, sizeof(err)) < 0) {
 		output_fail(o, err);
 		return -1;

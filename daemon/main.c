@@ -286,6 +286,7 @@ int main(int argc, char **argv)
 	if (!args.foreground && daemonize_begin(&ready_fd) < 0)
 		return 1;
 	signals_setup(&waitmask);
+	stage_init(&conf);
 	/* The socket is claimed before the job state is loaded: a second
 	 * daemon must stop at "already running" before it touches the
 	 * first one's jobs. Clients wait in the backlog until we serve. The
@@ -293,7 +294,6 @@ int main(int argc, char **argv)
 	 * and the builds the journal lists are removed. */
 	if (tiers_init(&conf, err, sizeof(err)) < 0 ||
 	    spawn_init(err, sizeof(err)) < 0 ||
-	    stage_init(&conf, err, sizeof(err)) < 0 ||
 	    server_init(&conf, conf_abs, err, sizeof(err)) < 0 ||
 	    drain_init(&conf, err, sizeof(err)) < 0 || /* before jobs: resume */
 	    jobs_init(&conf, err, sizeof(err)) < 0 ||
@@ -328,7 +328,6 @@ out:
 		cache_fini();
 	}
 	journal_fini();
-	stage_fini();
 	spawn_fini();
 	tiers_fini();
 	if (rc == 0)

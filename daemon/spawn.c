@@ -42,6 +42,8 @@ struct child {
 	size_t ngroups;
 	pid_t parent;
 	int in_r, out_w;
+	const int *pass_fds;
+	size_t npass;
 	const char *what;
 	char *const *argv;
 	char *const *envp;
@@ -95,8 +97,29 @@ static void __attribute__((noreturn)) child_exec(const struct child *c)
 	struct sigaction dfl;
 	sigset_t none;
 
+	int exe, high[SPAWN_PASS_MAX];
+
 	if (dup2(c->out_w, 1) < 0 || dup2(c->in_r, 0) < 0)
 		_exit(127);
+	/* Move what we keep above the numbers we hand out (3, 4, ...), which
+	 * any of them may hold; then give out the passed fds. dup2 clears
+	 * FD_CLOEXEC on the copy, so exactly those survive the exec. */
+	exe = fcntl(exe_fd, F_DUPFD_CLOEXEC, 64);
+	if (exe < 0)
+		child_fail(c, "cannot keep the executable open");
+	for (size_t i = 0; i < c->npass; i++) {
+		high[i] = c->pass_fds[i] < 0
+				  ? -1
+				  : fcntl(c->pass_fds[i], F_DUPFD_CLOEXEC, 64);
+		if (c->pass_fds[i] >= 0 && high[i] < 0)
+			child_fail(c, "cannot pass a file descriptor");
+	}
+	for (size_t i = 0; i < c->npass; i++) {
+		if (high[i] < 0)
+			close(3 + (int)i);
+		else if (dup2(high[i], 3 + (int)i) < 0)
+			child_fail(c, "cannot pass a file descriptor");
+	}
 	/* The daemon ignores SIGPIPE and blocks SIGTERM/SIGINT; the worker
 	 * should die from them like any process. */
 	memset(&dfl, 0, sizeof(dfl));
@@ -106,7 +129,8 @@ static void __attribute__((noreturn)) child_exec(const struct child *c)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* All our fds are O_CLOEXEC already; this is the safety net for one
 	 * a library might have opened without it. */
-	(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+	(void)syscall(SYS_close_range, 3U + (unsigned)c->npass, ~0U,
+		      CLOSE_RANGE_CLOEXEC);
 
 	/* Raw syscalls: glibc's wrappers would try to act on every thread
 	 * of the parent, which do not exist in this child. */
@@ -127,7 +151,7 @@ static void __attribute__((noreturn)) child_exec(const struct child *c)
 	if (chdir("/") < 0)
 		child_fail(c, "cannot chdir to /");
 	umask(077);
-	fexecve(exe_fd, c->argv, c->envp);
+	fexecve(exe, c->argv, c->envp);
 	child_fail(c, "cannot execute iostaged");
 }
 
@@ -164,8 +188,9 @@ static int user_groups(const char *user, gid_t gid, gid_t **ret,
 }
 
 int spawn_as_user(uid_t uid, gid_t gid, const char *user, char *const argv[],
-		  char *const envp[], const char *what, struct spawn_proc *ret,
-		  char *err, size_t errlen)
+		  char *const envp[], const int *pass_fds, size_t npass,
+		  const char *what, struct spawn_proc *ret, char *err,
+		  size_t errlen)
 {
 	static char *const default_envp[] = {
 		"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL
@@ -177,9 +202,10 @@ int spawn_as_user(uid_t uid, gid_t gid, const char *user, char *const argv[],
 	pid_t pid;
 	int saved;
 
-	if (exe_fd < 0) {
-		snprintf(err, errlen, "cannot start a %s: spawn_init not called",
-			 what);
+	if (exe_fd < 0 || npass > SPAWN_PASS_MAX) {
+		snprintf(err, errlen, "cannot start a %s: %s", what,
+			 exe_fd < 0 ? "spawn_init not called"
+				    : "too many fds to pass");
 		errno = EINVAL;
 		return -1;
 	}
@@ -200,6 +226,8 @@ int spawn_as_user(uid_t uid, gid_t gid, const char *user, char *const argv[],
 		.parent = getpid(),
 		.in_r = inp[0],
 		.out_w = outp[1],
+		.pass_fds = pass_fds,
+		.npass = npass,
 		.what = what,
 		.argv = argv,
 		.envp = envp ? envp : default_envp,

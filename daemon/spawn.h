@@ -32,16 +32,21 @@ int spawn_init(char *err, size_t errlen);
 /* Close what spawn_init opened. Safe without spawn_init. */
 void spawn_fini(void);
 
+#define SPAWN_PASS_MAX 4
+
 /* Run this binary with ARGV (ARGV[0] is the name it sees, NULL-terminated)
  * and ENVP (NULL: PATH and LC_ALL=C only) as UID:GID with USER's
- * supplementary groups. WHAT names the child in messages ("drain worker").
+ * supplementary groups. PASS_FDS (NPASS <= SPAWN_PASS_MAX of them; NULL
+ * when NPASS is 0) become the child's fds 3, 4, ... in order; a -1 entry
+ * leaves that number closed. Every other fd of ours is closed at exec. WHAT names the child in messages ("drain worker").
  * The child is SIGKILLed when the calling thread exits (PR_SET_PDEATHSIG),
  * so call this from a thread that outlives it. If the child cannot drop its
  * privileges it prints {"ok":false,"error":"WHAT: ..."} and exits 127.
  * Returns 0 with *ret filled, or -1 with errno and one line in err
  * ("cannot start a drain worker: ..."); nothing is left open on failure. */
 int spawn_as_user(uid_t uid, gid_t gid, const char *user, char *const argv[],
-		  char *const envp[], const char *what, struct spawn_proc *ret,
-		  char *err, size_t errlen);
+		  char *const envp[], const int *pass_fds, size_t npass,
+		  const char *what, struct spawn_proc *ret, char *err,
+		  size_t errlen);
 
 #endif /* IOSTAGE_DAEMON_SPAWN_H */

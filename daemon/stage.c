@@ -59,24 +59,14 @@
 #include "common/units.h"
 #include "daemon/cache.h"
 #include "daemon/drain.h"
+#include "daemon/spawn.h"
 #include "daemon/stage.h"
 #include "daemon/tiers.h"
 
-#define STAGE_NGROUPS_MAX 65536 /* the kernel's NGROUPS_MAX */
 #define STAGE_ARGV_MAX 16
-#define STAGE_FD_MANIFEST_IN 3  /* where a worker finds its inherited fds */
-#define STAGE_FD_MANIFEST_OUT 4
 #define STAGE_SLOT_POLL_MS 200
 
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
-
 static const struct conf *stage_conf;
-static int exe_fd = -1;
-/* Whether the worker speaks docs/STAGING.md's interface (--check,
- * --previous, manifests), or only the older "SRC DSTDIR NAME". */
-static bool worker_v2;
 
 /* StageParallelism: workers running now. */
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -88,19 +78,6 @@ struct worker {
 	pid_t pid;
 	int out;  /* its stdout, our read end */
 	int in;   /* its stdin, our write end; -1 once closed */
-};
-
-/* What the child needs, prepared before fork(). */
-struct spawn {
-	uid_t uid;
-	gid_t gid;
-	gid_t *groups;
-	size_t ngroups;
-	pid_t parent;
-	int in_r, out_w;
-	int mf_in, mf_out; /* -1 or fds to pass as 3 and 4 */
-	char *const *argv;
-	char *const *envp;
 };
 
 /* A staging thread's state. */
@@ -158,149 +135,19 @@ static void sanitize(char *s)
 			*s = '?';
 }
 
-/* --- the child, between fork and exec ---------------------------------------- */
-
-#define CHILD_FAIL(msg)                                                      \
-	do {                                                                 \
-		static const char m[] =                                      \
-			"{\"ok\":false,\"error\":\"stage worker: " msg "\"}\n"; \
-		ssize_t ignored_ = write(1, m, sizeof(m) - 1);               \
-		(void)ignored_;                                              \
-		_exit(127);                                                  \
-	} while (0)
-
-/* A copy of FD at 64 or above (close-on-exec), or -1 for -1. */
-static int child_high(int fd)
-{
-	return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 64);
-}
-
-/* Only async-signal-safe calls from here to fexecve. */
-static void __attribute__((noreturn)) child_exec(const struct spawn *sp)
-{
-	struct sigaction dfl;
-	sigset_t none;
-
-	int exe, mf_in, mf_out;
-
-	if (dup2(sp->out_w, 1) < 0 || dup2(sp->in_r, 0) < 0)
-		_exit(127);
-	/* Move what we keep out of the way first: fds 3 and 4 may be any of
-	 * them (dup2 onto itself would also keep FD_CLOEXEC). */
-	exe = child_high(exe_fd);
-	mf_in = child_high(sp->mf_in);
-	mf_out = child_high(sp->mf_out);
-	if (exe < 0 || (sp->mf_in >= 0 && mf_in < 0) ||
-	    (sp->mf_out >= 0 && mf_out < 0) ||
-	    (mf_in >= 0 && dup2(mf_in, STAGE_FD_MANIFEST_IN) < 0) ||
-	    (mf_out >= 0 && dup2(mf_out, STAGE_FD_MANIFEST_OUT) < 0))
-		CHILD_FAIL("cannot pass the manifest");
-	/* The daemon ignores SIGPIPE and blocks SIGTERM/SIGINT/SIGHUP; the
-	 * worker should die from them like any process. */
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	sigaction(SIGPIPE, &dfl, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* All our fds are O_CLOEXEC already; this is the safety net for one
-	 * a library might have opened without it. */
-	(void)syscall(SYS_close_range, (unsigned)STAGE_FD_MANIFEST_OUT + 1, ~0U,
-		      CLOSE_RANGE_CLOEXEC);
-
-	/* Raw syscalls: glibc's wrappers would try to act on every thread
-	 * of the parent, which do not exist in this child. */
-	if (syscall(SYS_setgroups, sp->ngroups, sp->groups) < 0)
-		CHILD_FAIL("cannot set supplementary groups");
-	if (syscall(SYS_setresgid, sp->gid, sp->gid, sp->gid) < 0)
-		CHILD_FAIL("cannot set gid");
-	if (syscall(SYS_setresuid, sp->uid, sp->uid, sp->uid) < 0)
-		CHILD_FAIL("cannot set uid");
-	if (sp->uid != 0 &&
-	    (syscall(SYS_setuid, 0) != -1 || geteuid() != sp->uid ||
-	     getuid() != sp->uid || getegid() != sp->gid))
-		CHILD_FAIL("privileges were not dropped");
-	/* Die with the staging thread; set after setresuid, which clears
-	 * it. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != sp->parent)
-		_exit(127);
-	if (chdir("/") < 0)
-		CHILD_FAIL("cannot chdir to /");
-	umask(077);
-	fexecve(exe, sp->argv, sp->envp);
-	CHILD_FAIL("cannot execute iostaged");
-}
-
 /* --- start-up ------------------------------------------------------------------ */
 
-/* Ask our own worker for its usage text: the newer interface names
- * --manifest-out. Run as root before any thread exists; it only prints. */
-static bool probe_worker_v2(void)
-{
-	char *argv[] = { "iostaged", "--stage-worker", "--help", NULL };
-	char *envp[] = { "LC_ALL=C", NULL };
-	char buf[4096];
-	size_t len = 0;
-	int p[2], status;
-	pid_t pid;
-
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return false;
-	pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDONLY);
-
-		if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0 ||
-		    dup2(p[1], 2) < 0)
-			_exit(127);
-		fexecve(exe_fd, argv, envp);
-		_exit(127);
-	}
-	close(p[1]);
-	while (pid > 0 && len < sizeof(buf) - 1) {
-		ssize_t n = read(p[0], buf + len, sizeof(buf) - 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(p[0]);
-	buf[len] = '\0';
-	if (pid > 0)
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-	return strstr(buf, "--manifest-out") != NULL;
-}
-
-int stage_init(const struct conf *conf, char *err, size_t errlen)
+void stage_init(const struct conf *conf)
 {
 	pthread_condattr_t attr;
 
-	exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (exe_fd < 0) {
-		snprintf(err, errlen, "cannot open /proc/self/exe: %s",
-			 strerror(errno));
-		return -1;
-	}
 	stage_conf = conf;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&slots_cond, &attr);
 	pthread_condattr_destroy(&attr);
-	worker_v2 = probe_worker_v2();
-	if (!worker_v2)
-		log_warningx("the stage worker predates the cache interface: "
-			     "versions are rebuilt instead of checked");
-	return 0;
 }
 
-void stage_fini(void)
-{
-	if (exe_fd >= 0)
-		close(exe_fd);
-	exe_fd = -1;
-}
 
 /* --- StageParallelism ------------------------------------------------------------ */
 
@@ -347,35 +194,6 @@ static void slot_give(void)
 
 /* --- spawning and following a worker ------------------------------------------- */
 
-/* JOB's supplementary groups; caller frees *ret. */
-static int job_groups(const struct job *job, gid_t **ret, size_t *ret_n)
-{
-	int n = 32;
-	gid_t *groups = NULL;
-
-	for (;;) {
-		gid_t *g = realloc(groups, sizeof(gid_t) * (size_t)n);
-		int want = n;
-
-		if (!g) {
-			free(groups);
-			return -1;
-		}
-		groups = g;
-		if (getgrouplist(job->user, job->gid, groups, &want) >= 0) {
-			*ret = groups;
-			*ret_n = (size_t)want;
-			return 0;
-		}
-		if (want <= n || want > STAGE_NGROUPS_MAX) {
-			free(groups);
-			errno = E2BIG;
-			return -1;
-		}
-		n = want;
-	}
-}
-
 /* Fill ARGV for TASK (pointers into TASK and FDBUF). */
 static void build_argv(const struct worker_task *task, char **argv)
 {
@@ -383,13 +201,6 @@ static void build_argv(const struct worker_task *task, char **argv)
 
 	argv[n++] = "iostaged";
 	argv[n++] = "--stage-worker";
-	if (!worker_v2) {
-		argv[n++] = (char *)task->src;
-		argv[n++] = (char *)task->dstdir;
-		argv[n++] = "data";
-		argv[n] = NULL;
-		return;
-	}
 	argv[n++] = "--verify";
 	argv[n++] = task->verify == PROFILE_VERIFY_CHECKSUM ? "checksum"
 							    : "stat";
@@ -418,63 +229,20 @@ static int worker_spawn(const struct job *job, const struct worker_task *task,
 	char *argv[STAGE_ARGV_MAX];
 	char *envp_gate[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
 			      "IOSTAGE_STAGE_GATE=1", NULL };
-	char *envp_check[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-			       "LC_ALL=C", NULL };
-	int inp[2] = { -1, -1 }, outp[2] = { -1, -1 };
-	struct spawn sp;
-	gid_t *groups = NULL;
-	size_t ngroups = 0;
-	pid_t pid;
-	int saved;
+	/* The worker reads the old manifest on fd 3, writes the new on 4. */
+	int pass[2] = { task->manifest_in,
+			task->mode == WORKER_BUILD ? task->manifest_out : -1 };
+	struct spawn_proc p;
 
 	build_argv(task, argv);
-	if (job_groups(job, &groups, &ngroups) < 0) {
-		snprintf(err, errlen, "cannot list the groups of user '%s': %s",
-			 job->user, strerror(errno));
+	if (spawn_as_user(job->uid, job->gid, job->user, argv,
+			  task->mode == WORKER_BUILD ? envp_gate : NULL, pass, 2,
+			  "stage worker", &p, err, errlen) < 0)
 		return -1;
-	}
-	if (pipe2(inp, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0)
-		goto fail;
-	sp = (struct spawn){
-		.uid = job->uid,
-		.gid = job->gid,
-		.groups = groups,
-		.ngroups = ngroups,
-		.parent = getpid(),
-		.in_r = inp[0],
-		.out_w = outp[1],
-		.mf_in = worker_v2 ? task->manifest_in : -1,
-		.mf_out = worker_v2 && task->mode == WORKER_BUILD
-				  ? task->manifest_out
-				  : -1,
-		.argv = argv,
-		.envp = task->mode == WORKER_BUILD ? envp_gate : envp_check,
-	};
-	pid = fork();
-	if (pid < 0)
-		goto fail;
-	if (pid == 0)
-		child_exec(&sp);
-	close(inp[0]);
-	close(outp[1]);
-	free(groups);
-	ret->pid = pid;
-	ret->out = outp[0];
-	ret->in = inp[1];
+	ret->pid = p.pid;
+	ret->out = p.out;
+	ret->in = p.in;
 	return 0;
-fail:
-	saved = errno;
-	snprintf(err, errlen, "cannot start a stage worker: %s",
-		 strerror(saved));
-	for (int i = 0; i < 2; i++) {
-		if (inp[i] >= 0)
-			close(inp[i]);
-		if (outp[i] >= 0)
-			close(outp[i]);
-	}
-	free(groups);
-	errno = saved;
-	return -1;
 }
 
 static uint64_t num(const cJSON *o, const char *key)
@@ -753,8 +521,6 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 			 (long)(now - cur->verified), stage_conf->cache_ttl);
 		return 1;
 	}
-	if (!worker_v2)
-		return 0;
 	/* A manifest without content hashes cannot prove a checksum. */
 	if (ds->verify == PROFILE_VERIFY_CHECKSUM &&
 	    cur->verify != PROFILE_VERIFY_CHECKSUM)
@@ -820,7 +586,7 @@ static int build_version(struct run *run, size_t i, int t, const char *key,
 	};
 	/* Unchanged files are linked from the current version, unless its
 	 * manifest cannot tell (checksum asked of a stat version). */
-	if (worker_v2 && cur &&
+	if (cur &&
 	    !(task.verify == PROFILE_VERIFY_CHECKSUM &&
 	      cur->verify != PROFILE_VERIFY_CHECKSUM) &&
 	    cache_version_path(t, key, cur->version, true, prev,

@@ -24,12 +24,9 @@
 #include "common/conf.h"
 #include "daemon/jobs.h"
 
-/* Open our own executable for the workers. CONF must outlive the daemon.
- * 0, or -1 with err. */
-int stage_init(const struct conf *conf, char *err, size_t errlen);
-
-/* Close what stage_init opened. */
-void stage_fini(void);
+/* Remember CONF (it must outlive the daemon) and set up the
+ * StageParallelism slots. Workers are started through daemon/spawn.c. */
+void stage_init(const struct conf *conf);
 
 /* Start staging JOB (just inserted, ->running set): create TIER/jobs/JOBID
  * on every tier it uses (plus "local" on its home tier; nothing for a
