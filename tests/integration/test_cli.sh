@@ -69,3 +69,20 @@ test_progress_bar_and_status_while_staging() {
 	assert_file_contains "progress bar" bar.log "%"
 	assert_file_contains "final line" bar.log "staged into tier nvme"
 }
+
+test_known_size_too_big_for_tier_refused_at_submit() {
+	local ds="$TEST_WORKDIR/pfs/big" out rc
+	mkdir -p "$ds"
+	head -c 300000 /dev/urandom >"$ds/blob"
+	chown -R "$TEST_USER:" "$ds"
+	# Once staged anywhere, its size is known to the node's iostaged.
+	cli "$TEST_USER" stage "$ds" >/dev/null 2>&1 || fail "iostage stage $ds failed"
+	out=$(cd "$TEST_WORKDIR" && as_user "$TEST_USER" sbatch --io-profile="dl-train,data=$ds:tiny" --wrap true 2>&1)
+	rc=$?
+	assert_ne "sbatch exit status" 0 "$rc"
+	assert_not_contains "sbatch output" "$out" "Submitted batch job"
+	assert_contains "sbatch message" "$out" "key 'data': $ds needs 293.0 KiB, more than tier 'tiny' holds (Capacity=64.0 KiB)"
+	# The same dataset fits the nvme tier: accepted.
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds" --wrap true >/dev/null ||
+		fail "a dataset that fits was refused: $SUBMIT_OUT"
+}
