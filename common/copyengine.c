@@ -24,6 +24,22 @@
  * Hard links inside the dataset are made after all data, directory modes
  * and times last, deepest first, so a read-only directory is filled before
  * it becomes read-only and writing entries does not disturb its mtime.
+ * Files are created with their final mode when the umask allows, so most
+ * need no fchmod; only futimens follows the data.
+ *
+ * A cache-hit check (check_only) keeps nothing per entry: each walker
+ * compares what it stats with the previous manifest at once and only
+ * counts. On a virtual machine a syscall costs about a microsecond and a
+ * page touched for the first time costs a fault, so one statx per entry is
+ * the floor and everything else is kept off the per-entry path.
+ *
+ * Measured on a 2-vCPU VM and rejected, so nobody tries them blindly
+ * again: O_DIRECT for small files or for chunks, a thread calling syncfs()
+ * every 128 MB to start writeback early, sync_file_range per chunk, dealing
+ * directories out across threads instead of inode order, 8 or 32 threads
+ * instead of 16, io_uring for statx (punted to io-wq: slower). None was
+ * faster; several were slower. The copy there is CPU-bound in the kernel
+ * (page-cache copy and one read request per small file).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -94,10 +110,17 @@ struct ce_arena {
 	struct ce_block *head;
 };
 
+/* Counts of a walk, per thread while it runs. */
+struct ce_acc {
+	struct copyengine_totals t;
+	size_t matched;          /* entries found in the previous manifest */
+};
+
 /* Per thread: what the walk found, and buffers. */
 struct ce_local {
-	struct ce_item *v;
+	struct ce_item *v;       /* check_only: only files with nlink > 1 */
 	size_t n, cap;
+	struct ce_acc acc;       /* check_only: everything else */
 	struct ce_arena arena;
 	unsigned char *buf;      /* CE_BUF, on demand */
 	XXH3_state_t *xs;        /* on demand */
@@ -162,19 +185,14 @@ struct copyengine {
 	size_t nbig;
 	atomic_uint_fast64_t bytes, files, linked;
 	atomic_bool cfr_off;
-	atomic_bool copy_done;
 	atomic_bool top_made;    /* DST_NAME exists because of us */
+	mode_t umask;            /* the process's, read before copying */
 };
 
-/* TEMP tracing */
-static double tnow(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-#define TRACE(what) do { if (getenv("CE_TRACE")) fprintf(stderr, "%.3f %s\n", tnow(), what); } while (0)
+static int hash_item_at(struct ce_local *l, struct ce_item *it, int dirfd,
+			const char *name);
+static void account(const struct copyengine *ce, struct ce_item *it,
+		    struct ce_acc *a);
 
 /* --- small helpers ---------------------------------------------------------- */
 
@@ -505,8 +523,9 @@ static int walk_dir(struct ce_local *l, const struct ce_dirjob *job,
 		return fail_read(ce, job->path, e);
 	}
 	for (;;) {
+		char pbuf[MANIFEST_PATH_MAX + 1];
+		struct ce_item tmp, *it;
 		struct statx sx;
-		struct ce_item *it;
 		size_t nlen, plen;
 		char *p;
 
@@ -555,25 +574,45 @@ static int walk_dir(struct ce_local *l, const struct ce_dirjob *job,
 				 ce->src, MANIFEST_MAX_ENTRIES - 1);
 			goto fail;
 		}
-		it = local_push(l);
-		p = it ? arena_alloc(&l->arena, plen + 1) : NULL;
+		if (job->len) {
+			memcpy(pbuf, job->path, job->len);
+			pbuf[job->len] = '/';
+			memcpy(pbuf + job->len + 1, de->d_name, nlen + 1);
+		} else {
+			memcpy(pbuf, de->d_name, nlen + 1);
+		}
+		memset(&tmp, 0, sizeof(tmp));
+		tmp.path = pbuf;
+		tmp.path_len = (uint16_t)plen;
+		item_stat(&tmp, &sx);
+		if (ce->o.check_only && ce->o.hash &&
+		    tmp.type != MANIFEST_DIR &&
+		    hash_item_at(l, &tmp, fd, de->d_name) < 0)
+			goto fail;
+		/* A check keeps nothing per entry but hard-linked files
+		 * (counted once, at the end) and directories (queued). */
+		if (ce->o.check_only &&
+		    !(tmp.type == MANIFEST_FILE && tmp.nlink > 1)) {
+			account(ce, &tmp, &l->acc);
+			if (tmp.type != MANIFEST_DIR)
+				continue;
+		}
+		p = arena_alloc(&l->arena, plen + 1);
 		if (!p) {
-			if (it)
-				l->n--;
 			fail_read(ce, job->path, ENOMEM);
 			goto fail;
 		}
-		if (job->len) {
-			memcpy(p, job->path, job->len);
-			p[job->len] = '/';
-			memcpy(p + job->len + 1, de->d_name, nlen + 1);
-		} else {
-			memcpy(p, de->d_name, nlen + 1);
+		memcpy(p, pbuf, plen + 1);
+		tmp.path = p;
+		if (!ce->o.check_only || tmp.type == MANIFEST_FILE) {
+			it = local_push(l);
+			if (!it) {
+				fail_read(ce, job->path, ENOMEM);
+				goto fail;
+			}
+			*it = tmp;
 		}
-		it->path = p;
-		it->path_len = (uint16_t)plen;
-		item_stat(it, &sx);
-		if (it->type != MANIFEST_DIR)
+		if (tmp.type != MANIFEST_DIR)
 			continue;
 		if (job->depth + 1 > COPYENGINE_MAX_DEPTH) {
 			char m[600];
@@ -651,12 +690,16 @@ static void *walk_main(void *arg)
 
 /* Open the source file of IT for reading and check it is still what the
  * walk saw. Returns the fd or -1 (error recorded). */
-static int src_open(struct copyengine *ce, const struct ce_item *it)
+static int src_open_at(struct copyengine *ce, const struct ce_item *it,
+		       int dirfd, const char *name)
 {
 	struct stat st;
 	int fd;
 
-	if (it->path_len)
+	if (dirfd >= 0)
+		fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY |
+						 O_NOFOLLOW | O_CLOEXEC);
+	else if (it->path_len)
 		fd = open_beneath(ce->src_root, it->path,
 				  O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
 	else
@@ -677,6 +720,11 @@ static int src_open(struct copyengine *ce, const struct ce_item *it)
 		return fail_changed(ce, it->path);
 	}
 	return fd;
+}
+
+static int src_open(struct copyengine *ce, const struct ce_item *it)
+{
+	return src_open_at(ce, it, -1, NULL);
 }
 
 /* Is the open source file still the one the walk saw? */
@@ -731,7 +779,10 @@ static ssize_t read_target(struct copyengine *ce, const struct ce_item *it,
 	return n;
 }
 
-static int hash_item(struct ce_local *l, struct ce_item *it)
+/* Hash IT's contents (a symlink: its target), opened below the top, or
+ * as NAME under DIRFD when DIRFD >= 0. */
+static int hash_item_at(struct ce_local *l, struct ce_item *it, int dirfd,
+			const char *name)
 {
 	struct copyengine *ce = l->ce;
 	XXH128_canonical_t c;
@@ -745,8 +796,17 @@ static int hash_item(struct ce_local *l, struct ce_item *it)
 	}
 	if (it->type == MANIFEST_SYMLINK) {
 		char target[PATH_MAX];
-		ssize_t n = read_target(ce, it, target);
+		ssize_t n;
 
+		if (dirfd >= 0) {
+			n = readlinkat(dirfd, name, target, sizeof(target));
+			if (n < 0)
+				return fail_read(ce, it->path, errno);
+			if ((uint64_t)n != it->size)
+				return fail_changed(ce, it->path);
+		} else {
+			n = read_target(ce, it, target);
+		}
 		if (n < 0)
 			return -1;
 		XXH128_canonicalFromHash(&c, XXH3_128bits(target, (size_t)n));
@@ -756,7 +816,7 @@ static int hash_item(struct ce_local *l, struct ce_item *it)
 	}
 	if (local_buf(ce, l, it->path) < 0)
 		return -1;
-	fd = src_open(ce, it);
+	fd = src_open_at(ce, it, dirfd, name);
 	if (fd < 0)
 		return -1;
 	if (it->size >= CE_SEQ_MIN)
@@ -793,6 +853,11 @@ static int hash_item(struct ce_local *l, struct ce_item *it)
 	return 0;
 }
 
+static int hash_item(struct ce_local *l, struct ce_item *it)
+{
+	return hash_item_at(l, it, -1, NULL);
+}
+
 static void *hash_main(void *arg)
 {
 	struct ce_local *l = arg;
@@ -803,7 +868,8 @@ static void *hash_main(void *arg)
 
 		if (i >= ce->n)
 			break;
-		if (ce->items[i].type != MANIFEST_DIR)
+		if (ce->items[i].type != MANIFEST_DIR &&
+		    !(ce->items[i].flags & CE_HASHED))
 			hash_item(l, &ce->items[i]);
 	}
 	thread_done(ce);
@@ -883,56 +949,85 @@ static void item_entry(const struct ce_item *it, struct manifest_entry *e)
 		memcpy(e->hash, it->hash, sizeof(e->hash));
 }
 
-static void count_totals(struct copyengine *ce)
+/* Compare IT with the previous manifest (marking it CE_LINK when an equal
+ * file is there) and count it into A. */
+static void account(const struct copyengine *ce, struct ce_item *it,
+		    struct ce_acc *a)
 {
-	struct copyengine_totals *t = &ce->t;
 	const struct manifest *prev = ce->o.previous;
-	size_t matched = 0;
+	struct copyengine_totals *t = &a->t;
 
-	for (size_t i = 0; i < ce->n; i++) {
-		struct ce_item *it = &ce->items[i];
+	if (prev) {
+		const struct manifest_entry *old =
+			manifest_find(prev, it->path, it->path_len);
+		struct manifest_entry cur;
 
-		if (prev) {
-			const struct manifest_entry *old =
-				manifest_find(prev, it->path, it->path_len);
-			struct manifest_entry cur;
-
-			item_entry(it, &cur);
-			if (!old) {
-				t->diff.added++;
-			} else if (matched++,
-				   manifest_entry_same(old, &cur, ce->o.verify)) {
-				t->diff.same++;
-				if (it->type == MANIFEST_FILE)
-					it->flags |= CE_LINK;
-			} else {
-				t->diff.changed++;
-			}
-		}
-		switch (it->type) {
-		case MANIFEST_DIR:
-			t->dirs++;
-			break;
-		case MANIFEST_SYMLINK:
-			t->symlinks++;
-			break;
-		default:
-			t->total_files++;
-			if (it->flags & CE_SECONDARY) {
-				t->hardlinks++;
-				break;
-			}
-			t->total_bytes += it->size;
-			if (!(it->flags & CE_LINK)) {
-				t->copy_files++;
-				t->copy_bytes += it->size;
-			}
+		item_entry(it, &cur);
+		if (!old) {
+			t->diff.added++;
+		} else if (a->matched++,
+			   manifest_entry_same(old, &cur, ce->o.verify)) {
+			t->diff.same++;
+			if (it->type == MANIFEST_FILE)
+				it->flags |= CE_LINK;
+		} else {
+			t->diff.changed++;
 		}
 	}
-	if (prev) {
-		t->diff.removed = manifest_count(prev) - matched;
-		t->unchanged = !t->diff.added && !t->diff.removed &&
-			       !t->diff.changed;
+	switch (it->type) {
+	case MANIFEST_DIR:
+		t->dirs++;
+		break;
+	case MANIFEST_SYMLINK:
+		t->symlinks++;
+		break;
+	default:
+		t->total_files++;
+		if (it->flags & CE_SECONDARY) {
+			t->hardlinks++;
+			break;
+		}
+		t->total_bytes += it->size;
+		if (!(it->flags & CE_LINK)) {
+			t->copy_files++;
+			t->copy_bytes += it->size;
+		}
+	}
+}
+
+static void acc_add(struct ce_acc *to, const struct ce_acc *a)
+{
+	to->matched += a->matched;
+	to->t.total_bytes += a->t.total_bytes;
+	to->t.total_files += a->t.total_files;
+	to->t.copy_bytes += a->t.copy_bytes;
+	to->t.copy_files += a->t.copy_files;
+	to->t.dirs += a->t.dirs;
+	to->t.symlinks += a->t.symlinks;
+	to->t.hardlinks += a->t.hardlinks;
+	to->t.diff.added += a->t.diff.added;
+	to->t.diff.changed += a->t.diff.changed;
+	to->t.diff.same += a->t.diff.same;
+}
+
+/* The walk's totals: what the threads counted on the fly (check_only)
+ * plus every item kept. */
+static void count_totals(struct copyengine *ce)
+{
+	struct ce_acc a;
+	uint64_t specials = ce->t.specials;
+
+	memset(&a, 0, sizeof(a));
+	for (unsigned i = 0; i < ce->nthreads; i++)
+		acc_add(&a, &ce->locals[i].acc);
+	for (size_t i = 0; i < ce->n; i++)
+		account(ce, &ce->items[i], &a);
+	ce->t = a.t;
+	ce->t.specials = specials;
+	if (ce->o.previous) {
+		ce->t.diff.removed = manifest_count(ce->o.previous) - a.matched;
+		ce->t.unchanged = !ce->t.diff.added && !ce->t.diff.removed &&
+				  !ce->t.diff.changed;
 	}
 }
 
@@ -1068,7 +1163,6 @@ int copyengine_walk(const char *src, const struct copyengine_opts *opts,
 		return -1;
 	}
 	memset(&top, 0, sizeof(top));
-	TRACE("walk start");
 	if (open_top(ce, &top) < 0)
 		goto fail;
 	if (ce->src_dir) {
@@ -1090,7 +1184,6 @@ int copyengine_walk(const char *src, const struct copyengine_opts *opts,
 			goto fail;
 	}
 	count_totals(ce);
-	TRACE("walk end");
 	*ret = ce;
 	return 0;
 fail:
@@ -1113,7 +1206,7 @@ int copyengine_manifest(struct copyengine *ce, struct manifest **ret)
 {
 	struct manifest *m;
 
-	if (!ce || !ret) {
+	if (!ce || !ret || ce->o.check_only) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -1145,7 +1238,7 @@ static int copy_data(struct ce_local *l, const struct ce_item *it, int in,
 		     int out, uint64_t off, uint64_t len)
 {
 	struct copyengine *ce = l->ce;
-	bool cfr = !ce->o.no_copy_file_range && !getenv("CE_NOCFR") &&
+	bool cfr = !ce->o.no_copy_file_range &&
 		   !atomic_load_explicit(&ce->cfr_off, memory_order_relaxed);
 
 	while (len) {
@@ -1245,17 +1338,39 @@ static bool is_sparse(const struct ce_item *it)
 	return it->blocks * 512 < it->size;
 }
 
+/* The mode a copied file ends with. */
+static mode_t file_mode(const struct copyengine *ce, const struct ce_item *it)
+{
+	mode_t mode = it->mode & 07777;
+
+	if (!it->path_len && ce->o.private_top)
+		mode &= 0700;
+	return mode;
+}
+
+/* Can IT be created with its final mode, saving an fchmod per file? Not
+ * with setuid/setgid/sticky bits (writing clears some of them) or when the
+ * umask would take bits away. The fd stays writable whatever the mode. */
+static bool mode_at_create(const struct copyengine *ce,
+			   const struct ce_item *it)
+{
+	mode_t mode = file_mode(ce, it);
+
+	return !(mode & 07000) && !(mode & ce->umask);
+}
+
 static int dst_create(struct copyengine *ce, const struct ce_item *it)
 {
+	mode_t mode = mode_at_create(ce, it) ? file_mode(ce, it) : 0600;
 	int fd;
 
 	if (it->path_len)
 		fd = open_beneath(ce->dst_root, it->path,
-				  O_WRONLY | O_CREAT | O_EXCL, 0600);
+				  O_WRONLY | O_CREAT | O_EXCL, mode);
 	else
 		fd = openat(ce->dst_dirfd, ce->dst_name,
 			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			    0600);
+			    mode);
 	if (fd < 0)
 		return fail_write(ce, it->path, errno);
 	if (!it->path_len)
@@ -1268,11 +1383,9 @@ static int finish_file(struct copyengine *ce, const struct ce_item *it,
 		       int out)
 {
 	struct timespec times[2] = { ns_ts(it->atime_ns), ns_ts(it->mtime_ns) };
-	mode_t mode = it->mode & 07777;
 
-	if (!it->path_len && ce->o.private_top)
-		mode &= 0700;
-	if (fchmod(out, mode) < 0 || futimens(out, times) < 0) {
+	if ((!mode_at_create(ce, it) && fchmod(out, file_mode(ce, it)) < 0) ||
+	    futimens(out, times) < 0) {
 		int e = errno;
 
 		close(out);
@@ -1307,7 +1420,9 @@ static int copy_whole(struct ce_local *l, const struct ce_item *it)
 			    : copy_sparse(l, it, in, out, 0, it->size);
 	else
 		r = copy_data(l, it, in, out, 0, it->size);
-	if (r == 0)
+	/* Changed while we copied? Small files are copied in a moment, and
+	 * were checked when opened; a syscall per file is worth saving. */
+	if (r == 0 && it->size >= CE_SEQ_MIN)
 		r = src_recheck(ce, it, in);
 	close(in);
 	if (r < 0) {
@@ -1315,49 +1430,6 @@ static int copy_whole(struct ce_local *l, const struct ce_item *it)
 		return -1;
 	}
 	return finish_file(ce, it, out);
-}
-
-/* EXPERIMENT: O_DIRECT both sides for an aligned chunk. */
-static int direct_chunk(struct ce_local *l, const struct ce_item *it,
-			uint64_t off, uint64_t end)
-{
-	struct copyengine *ce = l->ce;
-	size_t bsz = (size_t)4 << 20;
-	void *buf = NULL;
-	int in = -1, out = -1, r = -1;
-	uint64_t aend = end & ~(uint64_t)4095;
-
-	if (posix_memalign(&buf, 4096, bsz))
-		return fail_read(ce, it->path, ENOMEM);
-	in = open_beneath(ce->src_root, it->path, O_RDONLY | O_DIRECT, 0);
-	out = open_beneath(ce->dst_root, it->path, O_WRONLY | O_DIRECT, 0);
-	if (in < 0 || out < 0) {
-		fail_read(ce, it->path, errno);
-		goto out;
-	}
-	while (off < aend) {
-		size_t want = aend - off < bsz ? (size_t)(aend - off) : bsz;
-		ssize_t n = pread(in, buf, want, (off_t)off);
-
-		if (n <= 0) {
-			fail_read(ce, it->path, n < 0 ? errno : EIO);
-			goto out;
-		}
-		if (pwrite(out, buf, (size_t)n, (off_t)off) != n) {
-			fail_write(ce, it->path, errno);
-			goto out;
-		}
-		off += (uint64_t)n;
-		atomic_fetch_add(&ce->bytes, (uint64_t)n);
-	}
-	r = 0;
-out:
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	free(buf);
-	return r;
 }
 
 static int copy_chunk(struct ce_local *l, const struct ce_item *it,
@@ -1380,11 +1452,6 @@ static int copy_chunk(struct ce_local *l, const struct ce_item *it,
 	pthread_mutex_unlock(&b->mu);
 	if (out < 0)
 		return -1;
-	if (getenv("CE_DIRECT") && !is_sparse(it)) {
-		if (direct_chunk(l, it, off, end) < 0)
-			return -1;
-		off = end & ~(uint64_t)4095;
-	}
 	in = src_open(ce, it);
 	if (in < 0)
 		return -1;
@@ -1399,9 +1466,6 @@ static int copy_chunk(struct ce_local *l, const struct ce_item *it,
 	close(in);
 	if (r < 0)
 		return -1;
-	if (getenv("CE_SFR"))
-		sync_file_range(out, (off_t)off, (off_t)(end - off),
-				SYNC_FILE_RANGE_WRITE);
 	if (atomic_fetch_sub(&b->left, 1) != 1)
 		return 0;
 	pthread_mutex_lock(&b->mu);
@@ -1626,29 +1690,6 @@ static int finish_dirs(struct copyengine *ce)
 	return 0;
 }
 
-/* Start writeback while copying: the kernel keeps dirty data in memory
- * until a tenth of RAM is dirty, so without this every byte would be
- * written only at the final syncfs, after all reading is done. syncfs
- * writes back many files at once (adjacent blocks merge into large
- * requests), unlike a sync_file_range per small file. */
-static void *flush_main(void *arg)
-{
-	struct copyengine *ce = arg;
-	uint64_t last = 0, step = (uint64_t)(getenv("CE_FLUSH_MB") ? atoi(getenv("CE_FLUSH_MB")) : 128) << 20;
-
-	while (!atomic_load(&ce->copy_done) && !atomic_load(&ce->failed)) {
-		uint64_t now = atomic_load(&ce->bytes);
-
-		if (now - last >= step) {
-			last = now;
-			syncfs(ce->dst_root >= 0 ? ce->dst_root : ce->dst_dirfd);
-			continue;
-		}
-		usleep(20000);
-	}
-	return NULL;
-}
-
 static void emit_notes(struct copyengine *ce)
 {
 	char buf[CE_NOTE_MAX], p[600];
@@ -1674,7 +1715,7 @@ int copyengine_copy(struct copyengine *ce, int dst_dirfd,
 
 	if (!ce || !dst_name || !*dst_name || strchr(dst_name, '/') ||
 	    !strcmp(dst_name, ".") || !strcmp(dst_name, "..") ||
-	    ce->copy_started) {
+	    ce->copy_started || ce->o.check_only) {
 		if (err && errlen)
 			snprintf(err, errlen,
 				 "cannot write '%s': not a single path component",
@@ -1683,6 +1724,10 @@ int copyengine_copy(struct copyengine *ce, int dst_dirfd,
 		return -1;
 	}
 	ce->copy_started = true;
+	/* umask() can only be read by setting it: done before any thread
+	 * of ours runs (the caller should not change it meanwhile). */
+	ce->umask = umask(022);
+	umask(ce->umask);
 	ce->dst_dirfd = dst_dirfd;
 	ce->dst_name = dst_name;
 	snprintf(ce->dst_label, sizeof(ce->dst_label), "%s",
@@ -1712,28 +1757,16 @@ int copyengine_copy(struct copyengine *ce, int dst_dirfd,
 			goto out;
 	}
 	emit_notes(ce);
-	TRACE("dirs made");
 	atomic_store(&ce->next, 0);
-	{
-	pthread_t ft;
-	bool fl = getenv("CE_FLUSH_MB") && atoi(getenv("CE_FLUSH_MB")) > 0 && !pthread_create(&ft, NULL, flush_main, ce);
-	int rr = ce->ntasks ? run_threads(ce, copy_main, true) : 0;
-	atomic_store(&ce->copy_done, true);
-	if (fl)
-		pthread_join(ft, NULL);
-	if (rr < 0)
+	if (ce->ntasks && run_threads(ce, copy_main, true) < 0)
 		goto out;
-	}
-	TRACE("data copied");
 	if (ce->src_dir &&
 	    (make_hardlinks(ce) < 0 || finish_dirs(ce) < 0))
 		goto out;
-	TRACE("finished");
 	if (syncfs(ce->src_dir ? ce->dst_root : dst_dirfd) < 0) {
 		fail_write(ce, "", errno);
 		goto out;
 	}
-	TRACE("synced");
 	if (ret) {
 		ret->bytes = atomic_load(&ce->bytes);
 		ret->files = atomic_load(&ce->files);

@@ -65,6 +65,10 @@ struct copyengine_opts {
 	 * (linkat) instead of copied; one that cannot be linked is copied.
 	 * NULL: copy everything. */
 	const char *previous_path;
+	/* Only compare with PREVIOUS and count: nothing is kept per entry
+	 * (a fast cache-hit check); copyengine_copy and
+	 * copyengine_manifest then refuse (EINVAL). */
+	bool check_only;
 	/* Make the top of the copy private: a directory 0700, a file
 	 * mode & 0700, whatever the source's top mode was. */
 	bool private_top;

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -25,6 +27,7 @@
 #define MF_FLAG_HASH 0x01u
 #define MF_ARENA_BLOCK (256u * 1024)
 #define MF_WBUF (64u * 1024)
+#define MF_MAP_MIN (128u * 1024)  /* from here: mmap, pre-faulted */
 
 struct mf_block {
 	struct mf_block *next;
@@ -40,16 +43,43 @@ struct manifest {
 	size_t nslots;             /* power of two */
 };
 
+/* --- memory ------------------------------------------------------------- */
+
+/* Large arrays are mapped with MAP_POPULATE: on a virtual machine a page
+ * fault per 4 KiB on first touch costs more than filling the whole array,
+ * and a 100,000-entry manifest is read on every cache-hit check. Zeroed. */
+static void *mf_alloc(size_t size)
+{
+	void *p;
+
+	if (size < MF_MAP_MIN)
+		return calloc(1, size);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void mf_free(void *p, size_t size)
+{
+	if (!p)
+		return;
+	if (size < MF_MAP_MIN)
+		free(p);
+	else
+		munmap(p, size);
+}
+
 /* --- arena and index ---------------------------------------------------- */
 
-static char *arena_alloc(struct manifest *m, size_t len)
+/* Room for LEN more bytes of paths, in a block of at least MIN bytes. */
+static char *arena_alloc_min(struct manifest *m, size_t len, size_t min)
 {
 	struct mf_block *b = m->blocks;
 
 	if (!b || b->size - b->used < len) {
-		size_t size = len > MF_ARENA_BLOCK ? len : MF_ARENA_BLOCK;
+		size_t size = len > min ? len : min;
 
-		b = malloc(sizeof(*b) + size);
+		b = mf_alloc(sizeof(*b) + size);
 		if (!b)
 			return NULL;
 		b->size = size;
@@ -59,6 +89,11 @@ static char *arena_alloc(struct manifest *m, size_t len)
 	}
 	b->used += len;
 	return b->data + b->used - len;
+}
+
+static char *arena_alloc(struct manifest *m, size_t len)
+{
+	return arena_alloc_min(m, len, MF_ARENA_BLOCK);
 }
 
 static size_t slot_of(const char *path, size_t len, size_t nslots)
@@ -76,22 +111,23 @@ static void index_put(uint32_t *slots, size_t nslots,
 	slots[i] = idx + 1;
 }
 
-/* Room in the index for WANT entries at a load of at most one half. */
+/* Room in the index for WANT entries at a load of at most three quarters:
+ * a small table stays in cache, which matters more than probe length. */
 static int index_reserve(struct manifest *m, size_t want)
 {
 	size_t nslots = m->nslots ? m->nslots : 16;
 	uint32_t *slots;
 
-	while (want * 2 > nslots)
+	while (want * 4 > nslots * 3)
 		nslots *= 2;
 	if (nslots == m->nslots)
 		return 0;
-	slots = calloc(nslots, sizeof(*slots));
+	slots = mf_alloc(nslots * sizeof(*slots));
 	if (!slots)
 		return -1;
 	for (size_t i = 0; i < m->n; i++)
 		index_put(slots, nslots, &m->e[i], (uint32_t)i);
-	free(m->slots);
+	mf_free(m->slots, m->nslots * sizeof(*slots));
 	m->slots = slots;
 	m->nslots = nslots;
 	return 0;
@@ -106,9 +142,12 @@ static int entries_reserve(struct manifest *m, size_t want)
 		cap *= 2;
 	if (cap == m->cap)
 		return 0;
-	e = realloc(m->e, cap * sizeof(*e));
+	e = mf_alloc(cap * sizeof(*e));
 	if (!e)
 		return -1;
+	if (m->n)
+		memcpy(e, m->e, m->n * sizeof(*e));
+	mf_free(m->e, m->cap * sizeof(*e));
 	m->e = e;
 	m->cap = cap;
 	return 0;
@@ -194,11 +233,11 @@ void manifest_destroy(struct manifest *m)
 	while (m->blocks) {
 		struct mf_block *next = m->blocks->next;
 
-		free(m->blocks);
+		mf_free(m->blocks, sizeof(*m->blocks) + m->blocks->size);
 		m->blocks = next;
 	}
-	free(m->e);
-	free(m->slots);
+	mf_free(m->e, m->cap * sizeof(*m->e));
+	mf_free(m->slots, m->nslots * sizeof(*m->slots));
 	free(m);
 }
 
@@ -528,6 +567,34 @@ int manifest_parse(const void *buf, size_t len, struct manifest **ret,
 	}
 	p += MF_HEADER;
 	end = (const unsigned char *)buf + len - MF_TRAILER;
+	/* The paths' total size, so they go into one block. Bounded by
+	 * what the records say; the real checks come below. */
+	{
+		const unsigned char *q = p;
+		size_t total = 0, prev = 0;
+
+		for (uint64_t i = 0; i < count && (size_t)(end - q) >= MF_RECORD;
+		     i++) {
+			size_t sh = rd16(q + 2), su = rd16(q + 4);
+			size_t step = MF_RECORD + su +
+				      ((q[1] & MF_FLAG_HASH) ? MANIFEST_HASH_LEN
+							      : 0);
+
+			if (sh > prev || sh + su > MANIFEST_PATH_MAX ||
+			    step > (size_t)(end - q))
+				break;
+			prev = sh + su;
+			total += prev + 1;
+			q += step;
+		}
+		if (total && !arena_alloc_min(m, 0, total)) {
+			manifest_destroy(m);
+			if (err && errlen)
+				snprintf(err, errlen, "manifest: out of memory");
+			errno = ENOMEM;
+			return -1;
+		}
+	}
 	for (uint64_t i = 0; i < count; i++) {
 		struct manifest_entry e;
 		size_t shared, suffix;
@@ -603,8 +670,30 @@ fail:
 int manifest_read(int fd, struct manifest **ret, char *err, size_t errlen)
 {
 	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap);
+	struct stat st;
+	off_t pos;
+	char *buf;
 	int r, saved;
+
+	/* A file is mapped (no copy); a pipe is read as it comes. */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (pos = lseek(fd, 0, SEEK_CUR)) >= 0 && pos == 0 &&
+	    st.st_size > 0 && (uint64_t)st.st_size <= MANIFEST_MAX_FILE) {
+		void *map = mmap(NULL, (size_t)st.st_size, PROT_READ,
+				 MAP_PRIVATE | MAP_POPULATE, fd, 0);
+
+		if (map != MAP_FAILED) {
+			r = manifest_parse(map, (size_t)st.st_size, ret, err,
+					   errlen);
+			saved = errno;
+			munmap(map, (size_t)st.st_size);
+			/* Like read(2) to EOF would have. */
+			lseek(fd, 0, SEEK_END);
+			errno = saved;
+			return r;
+		}
+	}
+	buf = malloc(cap);
 
 	if (!buf) {
 		if (err && errlen)

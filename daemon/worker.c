@@ -443,6 +443,9 @@ int worker_main(int argc, char **argv)
 	r = parse_args(argc, argv, &a);
 	if (r)
 		return r;
+	/* Files are created with their final modes (no fchmod each): the
+	 * copy's top is private, so nothing is exposed by this. */
+	umask(0);
 	if (a.manifest_in >= 0 && load_manifest(a.manifest_in, &prev))
 		return 1;
 	snprintf(label, sizeof(label), "%s/%s", a.dstdir,
@@ -453,6 +456,7 @@ int worker_main(int argc, char **argv)
 	opts.hash = a.verify == MANIFEST_VERIFY_CHECKSUM;
 	opts.previous = prev;
 	opts.previous_path = a.previous;
+	opts.check_only = a.check;
 	opts.private_top = !a.name;
 	opts.dst_label = label;
 	opts.progress = on_progress;

@@ -569,11 +569,25 @@ START_TEST(test_depth_limit)
 {
 	struct run r;
 
+	int fd;
+
 	make_deep(COPYENGINE_MAX_DEPTH + 1);
 	ck_assert_int_eq(copy_from(src, NULL, "data", &r), -1);
 	ck_assert_int_eq(errno, ELOOP);
 	ck_assert_ptr_nonnull(strstr(r.err, "deeper than 256 levels"));
 	ck_assert(dst_empty());
+	/* Cut the tree in two so teardown's rmtree (which stops at 256
+	 * levels too) can remove both halves. */
+	fd = dup(src_fd);
+	for (int i = 0; i < 128; i++) {
+		int next = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+
+		ck_assert_int_ge(next, 0);
+		close(fd);
+		fd = next;
+	}
+	ck_assert_int_eq(renameat(fd, "d", base_fd, "tail"), 0);
+	close(fd);
 }
 END_TEST
 
@@ -884,21 +898,46 @@ static struct manifest *walk_manifest(bool hash)
 	return m;
 }
 
+/* Walk src against M the way `--check` does (check_only) and the way a
+ * copy does; both must count the same. */
 static struct copyengine_totals check_against(const struct manifest *m,
 					      enum manifest_verify v)
 {
 	struct copyengine_opts o;
 	struct copyengine *ce = NULL;
-	struct copyengine_totals t;
+	struct copyengine_totals t, full;
+	struct manifest *none = NULL;
 	char err[ERRLEN];
 
 	memset(&o, 0, sizeof(o));
 	o.previous = m;
 	o.verify = v;
 	o.hash = v == MANIFEST_VERIFY_CHECKSUM;
+	o.check_only = true;
 	ck_assert_int_eq(copyengine_walk(src, &o, &ce, err, sizeof(err)), 0);
 	t = *copyengine_totals(ce);
+	/* A check creates nothing. */
+	ck_assert_int_eq(copyengine_copy(ce, dst_fd, "data", NULL, err,
+					 sizeof(err)), -1);
+	ck_assert_int_eq(copyengine_manifest(ce, &none), -1);
+	ck_assert(dst_empty());
 	copyengine_destroy(ce);
+	o.check_only = false;
+	ck_assert_int_eq(copyengine_walk(src, &o, &ce, err, sizeof(err)), 0);
+	full = *copyengine_totals(ce);
+	copyengine_destroy(ce);
+	ck_assert_uint_eq(t.total_bytes, full.total_bytes);
+	ck_assert_uint_eq(t.total_files, full.total_files);
+	ck_assert_uint_eq(t.copy_bytes, full.copy_bytes);
+	ck_assert_uint_eq(t.copy_files, full.copy_files);
+	ck_assert_uint_eq(t.dirs, full.dirs);
+	ck_assert_uint_eq(t.symlinks, full.symlinks);
+	ck_assert_uint_eq(t.hardlinks, full.hardlinks);
+	ck_assert_uint_eq(t.diff.added, full.diff.added);
+	ck_assert_uint_eq(t.diff.removed, full.diff.removed);
+	ck_assert_uint_eq(t.diff.changed, full.diff.changed);
+	ck_assert_uint_eq(t.diff.same, full.diff.same);
+	ck_assert(t.unchanged == full.unchanged);
 	return t;
 }
 
@@ -911,6 +950,33 @@ static void small_tree(void)
 	ck_assert_int_eq(symlinkat("a/x", src_fd, "l"), 0);
 	stimes("a");
 }
+
+START_TEST(test_check_hard_links)
+{
+	struct manifest *m;
+	struct copyengine_totals t;
+
+	small_tree();
+	srandom_file("h1", 500, 7);
+	ck_assert_int_eq(linkat(src_fd, "h1", src_fd, "a/h2", 0), 0);
+	stimes("a");
+	ck_assert_int_eq(utimensat(src_fd, "", old_times, AT_EMPTY_PATH), 0);
+	m = walk_manifest(false);
+	t = check_against(m, MANIFEST_VERIFY_STAT);
+	ck_assert(t.unchanged);
+	ck_assert_uint_eq(t.total_files, 5);
+	ck_assert_uint_eq(t.hardlinks, 1);
+	ck_assert_uint_eq(t.total_bytes, 1000 + 2000 + 3000 + 500);
+	/* Touching the inode changes both names; it is copied once. */
+	ck_assert_int_eq(utimensat(src_fd, "h1", NULL, 0), 0);
+	t = check_against(m, MANIFEST_VERIFY_STAT);
+	ck_assert(!t.unchanged);
+	ck_assert_uint_eq(t.diff.changed, 2);
+	ck_assert_uint_eq(t.copy_files, 1);
+	ck_assert_uint_eq(t.copy_bytes, 500);
+	manifest_destroy(m);
+}
+END_TEST
 
 START_TEST(test_manifest_of_walk)
 {
@@ -1104,6 +1170,7 @@ static Suite *copyengine_suite(void)
 	tcase_add_test(tc, test_changed_while_staged);
 	tcase_add_test(tc, test_manifest_of_walk);
 	tcase_add_test(tc, test_check_detects_changes);
+	tcase_add_test(tc, test_check_hard_links);
 	tcase_add_test(tc, test_previous_hard_linked);
 	tcase_add_test(tc, test_previous_single_file);
 	suite_add_tcase(s, tc);
