@@ -313,3 +313,13 @@ int proto_get_u32(const cJSON *obj, const char *key, uint32_t *ret, char *err,
 	*ret = (uint32_t)v;
 	return 0;
 }
+
+uint64_t proto_u64(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) ||
+	    v->valuedouble > 1e18)
+		return 0;
+	return (uint64_t)v->valuedouble;
+}

@@ -110,4 +110,9 @@ int proto_get_string(const cJSON *obj, const char *key, const char **ret,
 int proto_get_u32(const cJSON *obj, const char *key, uint32_t *ret, char *err,
 		  size_t errlen);
 
+/* Lenient reader for records we wrote ourselves or a worker's counters:
+ * the non-negative integer at KEY, or 0 when it is missing, not a number,
+ * negative or absurd (over 1e18). */
+uint64_t proto_u64(const cJSON *obj, const char *key);
+
 #endif /* IOSTAGE_PROTO_H */

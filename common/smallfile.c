@@ -12,13 +12,22 @@
 char *smallfile_read(const char *path, size_t max, char *reason,
 		     size_t reasonlen)
 {
+	return smallfile_read_at(AT_FDCWD, path, 0, max, NULL, reason,
+				 reasonlen);
+}
+
+char *smallfile_read_at(int dirfd, const char *path, int open_flags,
+			size_t max, struct stat *ret_st, char *reason,
+			size_t reasonlen)
+{
 	struct stat st;
 	char *buf = NULL;
 	size_t len = 0;
 	int fd, saved;
 
 	/* O_NONBLOCK: opening a fifo must not hang us. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = openat(dirfd, path,
+		    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | open_flags);
 	if (fd < 0)
 		goto fail_errno;
 	if (fstat(fd, &st) < 0)
@@ -58,6 +67,8 @@ char *smallfile_read(const char *path, size_t max, char *reason,
 		goto fail;
 	}
 	close(fd);
+	if (ret_st)
+		*ret_st = st;
 	return buf;
 
 too_big:

@@ -9,6 +9,7 @@
 #define IOSTAGE_SMALLFILE_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 /* Read PATH (at most MAX bytes) as the calling process. Returns the
  * NUL-terminated contents (caller frees), or NULL with errno and a short
@@ -16,5 +17,13 @@
  * "larger than MAX bytes". */
 char *smallfile_read(const char *path, size_t max, char *reason,
 		     size_t reasonlen);
+
+/* The same for NAME relative to the directory DIRFD (or AT_FDCWD), opened
+ * with OPEN_FLAGS added (e.g. O_NOFOLLOW for files in directories a user
+ * could reach). With RET_ST non-NULL, the file's stat is stored there on
+ * success, so callers can check its owner. */
+char *smallfile_read_at(int dirfd, const char *name, int open_flags,
+			size_t max, struct stat *ret_st, char *reason,
+			size_t reasonlen);
 
 #endif /* IOSTAGE_SMALLFILE_H */

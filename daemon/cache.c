@@ -40,7 +40,9 @@
 #include <xxhash.h>
 
 #include "common/log.h"
+#include "common/proto.h"
 #include "common/rmtree.h"
+#include "common/smallfile.h"
 #include "common/units.h"
 #include "daemon/cache.h"
 #include "daemon/fsutil.h"
@@ -236,16 +238,6 @@ static void drop_version(int tier, const char *key, unsigned version)
 	pthread_mutex_unlock(&cache_mu);
 }
 
-static uint64_t json_u64(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) ||
-	    v->valuedouble > 1e18)
-		return 0;
-	return (uint64_t)v->valuedouble;
-}
-
 static enum profile_verify verify_from_name(const char *s)
 {
 	if (s && !strcmp(s, "none"))
@@ -255,40 +247,21 @@ static enum profile_verify verify_from_name(const char *s)
 	return PROFILE_VERIFY_STAT;
 }
 
-/* Read meta.json of the version directory VFD. NULL if unusable. */
+/* Read meta.json of the version directory VFD. NULL if unusable: it must
+ * be root's (the directory held the user's files while it was built). */
 static cJSON *read_meta(int vfd, struct stat *ret_st)
 {
+	char reason[128], *text;
 	struct stat st;
-	char *buf = NULL;
 	cJSON *o = NULL;
-	size_t len = 0;
-	int fd;
 
-	fd = openat(vfd, "meta.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
-	    st.st_size <= 0 || st.st_size > CACHE_META_MAX)
-		goto out;
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		goto out;
-	while (len < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	o = cJSON_Parse(buf);
+	text = smallfile_read_at(vfd, "meta.json", O_NOFOLLOW, CACHE_META_MAX,
+				 &st, reason, sizeof(reason));
+	if (text && st.st_uid == 0)
+		o = cJSON_Parse(text);
+	free(text);
 	if (o && ret_st)
 		*ret_st = st;
-out:
-	free(buf);
-	close(fd);
 	return o;
 }
 
@@ -340,20 +313,20 @@ static struct entry *load_version(int tier, const char *name, char *why,
 		goto fail;
 	}
 	e->tier = tier;
-	e->uid = (uid_t)json_u64(meta, "uid");
+	e->uid = (uid_t)proto_u64(meta, "uid");
 	e->src = strdup(src->valuestring);
 	e->user = strdup(cJSON_IsString(user) ? user->valuestring : "");
 	if (!e->src || !e->user) {
 		snprintf(why, whylen, "out of memory");
 		goto fail;
 	}
-	e->bytes = json_u64(meta, "bytes");
-	e->files = json_u64(meta, "files");
-	e->created = (time_t)json_u64(meta, "created");
-	e->verified = (time_t)json_u64(meta, "verified");
+	e->bytes = proto_u64(meta, "bytes");
+	e->files = proto_u64(meta, "files");
+	e->created = (time_t)proto_u64(meta, "created");
+	e->verified = (time_t)proto_u64(meta, "verified");
 	if (e->verified < e->created)
 		e->verified = e->created;
-	e->verified_ns = (int64_t)json_u64(meta, "verified_ns");
+	e->verified_ns = (int64_t)proto_u64(meta, "verified_ns");
 	if (e->verified_ns / 1000000000 != (int64_t)e->verified)
 		e->verified_ns = (int64_t)e->verified * 1000000000;
 	e->verify = verify_from_name(

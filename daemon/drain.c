@@ -43,6 +43,7 @@
 
 #include "common/joblayout.h"
 #include "common/log.h"
+#include "common/proto.h"
 #include "common/pathsafe.h"
 #include "common/profile.h"
 #include "common/units.h"
@@ -572,16 +573,6 @@ out:
 	cJSON_Delete(o);
 }
 
-static uint64_t json_u64(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) ||
-	    v->valuedouble > 1e18)
-		return 0;
-	return (uint64_t)v->valuedouble;
-}
-
 /* After a restart: take the counters of a record left by this job's run
  * (not one of a finished job that had the same id). */
 static void record_resume(struct djob *dj)
@@ -606,10 +597,10 @@ static void record_resume(struct djob *dj)
 	o = cJSON_Parse(buf);
 	phase = cJSON_GetObjectItemCaseSensitive(o, "phase");
 	if (cJSON_IsString(phase) && strcmp(phase->valuestring, "done") &&
-	    json_u64(o, "uid") == dj->uid) {
-		dj->during_bytes = json_u64(o, "during_bytes");
-		dj->during_files = json_u64(o, "during_files");
-		dj->failed_files = json_u64(o, "failed_files");
+	    proto_u64(o, "uid") == dj->uid) {
+		dj->during_bytes = proto_u64(o, "during_bytes");
+		dj->during_files = proto_u64(o, "during_files");
+		dj->failed_files = proto_u64(o, "failed_files");
 	}
 	cJSON_Delete(o);
 }
@@ -885,7 +876,7 @@ static int worker_line(struct dout *o, char *line)
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "done"))) {
 		if (o->busy_final) {
 			o->final_done = true;
-			o->final_failed += json_u64(m, "failed");
+			o->final_failed += proto_u64(m, "failed");
 		}
 		o->busy = o->busy_final = false;
 		dj->dirty = true;
@@ -901,7 +892,7 @@ static int worker_line(struct dout *o, char *line)
 	sanitize(shown);
 	if (cJSON_IsTrue(ok)) {
 		if (cJSON_GetObjectItemCaseSensitive(m, "bytes"))
-			count_file(dj, json_u64(m, "bytes"));
+			count_file(dj, proto_u64(m, "bytes"));
 		else if (cJSON_IsString(skipped) &&
 			 dj->errors_logged < DRAIN_ERRORS_LOGGED) {
 			dj->errors_logged++;

@@ -35,6 +35,8 @@
 
 #include "common/joblayout.h"
 #include "common/log.h"
+#include "common/proto.h"
+#include "common/smallfile.h"
 #include "daemon/cache.h"
 #include "daemon/drain.h"
 #include "daemon/fsutil.h"
@@ -894,44 +896,11 @@ fail:
 /* Read the state file NAME (at most JOBS_STATE_FILE_MAX). */
 static char *read_state_file(const char *name)
 {
-	struct stat st;
-	char *buf = NULL;
-	size_t len = 0;
-	int fd;
+	char reason[128];
 
-	fd = openat(state_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size > JOBS_STATE_FILE_MAX) {
-		errno = EINVAL;
-		goto out;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		goto out;
-	while (len < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-out:
-	close(fd);
-	return buf;
-}
-
-static uint64_t json_u64(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (!cJSON_IsNumber(v) || v->valuedouble < 0)
-		return 0;
-	return (uint64_t)v->valuedouble;
+	return smallfile_read_at(state_fd, name, O_NOFOLLOW,
+				 JOBS_STATE_FILE_MAX, NULL, reason,
+				 sizeof(reason));
 }
 
 /* Rebuild the profile of a reloaded job; NULL with err if it no longer
@@ -984,9 +953,9 @@ static void reload_records(struct job *job, const cJSON *arr)
 		if (cJSON_IsString(entry))
 			snprintf(d->entry, sizeof(d->entry), "%s",
 				 entry->valuestring);
-		d->copied_files = json_u64(item, "copied_files");
-		d->copied_bytes = json_u64(item, "copied_bytes");
-		d->linked_files = json_u64(item, "linked_files");
+		d->copied_files = proto_u64(item, "copied_files");
+		d->copied_bytes = proto_u64(item, "copied_bytes");
+		d->linked_files = proto_u64(item, "linked_files");
 	}
 }
 
@@ -1001,7 +970,7 @@ static struct job *job_from_json(const cJSON *o, char *err, size_t errlen)
 	const cJSON *item;
 	char perr[CONF_ERR_MAX];
 	struct job *job;
-	uint64_t id = json_u64(o, "job");
+	uint64_t id = proto_u64(o, "job");
 
 	if (id == 0 || id > UINT32_MAX || !cJSON_IsString(user) ||
 	    strlen(user->valuestring) >= JOBS_USER_MAX ||
@@ -1015,10 +984,10 @@ static struct job *job_from_json(const cJSON *o, char *err, size_t errlen)
 		return NULL;
 	}
 	job->id = (uint32_t)id;
-	job->uid = (uid_t)json_u64(o, "uid");
-	job->gid = (gid_t)json_u64(o, "gid");
+	job->uid = (uid_t)proto_u64(o, "uid");
+	job->gid = (gid_t)proto_u64(o, "gid");
 	snprintf(job->user, sizeof(job->user), "%s", user->valuestring);
-	job->created = (time_t)json_u64(o, "created");
+	job->created = (time_t)proto_u64(o, "created");
 	if (state_from_name(state->valuestring, &job->state) < 0) {
 		snprintf(err, errlen, "unknown state '%.32s'",
 			 state->valuestring);
@@ -1028,10 +997,10 @@ static struct job *job_from_json(const cJSON *o, char *err, size_t errlen)
 	if (cJSON_IsString(error))
 		snprintf(job->error, sizeof(job->error), "%s",
 			 error->valuestring);
-	job->bytes = json_u64(o, "bytes");
-	job->files = json_u64(o, "files");
-	job->total_bytes = json_u64(o, "total_bytes");
-	job->total_files = json_u64(o, "total_files");
+	job->bytes = proto_u64(o, "bytes");
+	job->files = proto_u64(o, "files");
+	job->total_bytes = proto_u64(o, "total_bytes");
+	job->total_files = proto_u64(o, "total_files");
 	cJSON_ArrayForEach(item, tiers)
 	{
 		int t = cJSON_IsString(item) ? tiers_index(item->valuestring)
@@ -1047,11 +1016,11 @@ static struct job *job_from_json(const cJSON *o, char *err, size_t errlen)
 			continue;
 		}
 		job->tiers[t] = true;
-		job->tier_bytes[t] = json_u64(tb, item->valuestring);
+		job->tier_bytes[t] = proto_u64(tb, item->valuestring);
 	}
 	job->prestage = cJSON_IsTrue(
 		cJSON_GetObjectItemCaseSensitive(o, "prestage"));
-	job->ended = (time_t)json_u64(o, "ended");
+	job->ended = (time_t)proto_u64(o, "ended");
 	item = cJSON_GetObjectItemCaseSensitive(o, "staged_s");
 	if (cJSON_IsNumber(item) && item->valuedouble >= 0)
 		job->staged_s = item->valuedouble;

@@ -245,16 +245,6 @@ static int worker_spawn(const struct job *job, const struct worker_task *task,
 	return 0;
 }
 
-static uint64_t num(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) ||
-	    v->valuedouble > 1e18)
-		return 0;
-	return (uint64_t)v->valuedouble;
-}
-
 static void close_in(struct worker *w)
 {
 	if (w->in >= 0)
@@ -276,9 +266,9 @@ static int on_message(struct run *run, struct worker *w, int tier,
 	if (cJSON_IsBool(ok)) {
 		o->got_result = true;
 		o->result_ok = cJSON_IsTrue(ok);
-		o->bytes = num(m, "bytes");
-		o->files = num(m, "files");
-		o->linked = num(m, "linked");
+		o->bytes = proto_u64(m, "bytes");
+		o->files = proto_u64(m, "files");
+		o->linked = proto_u64(m, "linked");
 		if (!o->result_ok) {
 			snprintf(o->worker_err, sizeof(o->worker_err), "%s",
 				 cJSON_IsString(error) ? error->valuestring
@@ -299,13 +289,13 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		if (o->got_totals)
 			return 0; /* a second totals line: ignore */
 		o->got_totals = true;
-		o->total_bytes = num(m, "total_bytes");
-		o->total_files = num(m, "total_files");
+		o->total_bytes = proto_u64(m, "total_bytes");
+		o->total_files = proto_u64(m, "total_files");
 		o->copy_bytes = cJSON_GetObjectItemCaseSensitive(m, "copy_bytes")
-					? num(m, "copy_bytes")
+					? proto_u64(m, "copy_bytes")
 					: o->total_bytes;
 		o->copy_files = cJSON_GetObjectItemCaseSensitive(m, "copy_files")
-					? num(m, "copy_files")
+					? proto_u64(m, "copy_files")
 					: o->total_files;
 		o->unchanged = cJSON_IsTrue(
 			cJSON_GetObjectItemCaseSensitive(m, "unchanged"));
@@ -332,7 +322,7 @@ static int on_message(struct run *run, struct worker *w, int tier,
 	}
 	if (mode == WORKER_BUILD &&
 	    cJSON_GetObjectItemCaseSensitive(m, "bytes")) {
-		uint64_t b = num(m, "bytes"), f = num(m, "files");
+		uint64_t b = proto_u64(m, "bytes"), f = proto_u64(m, "files");
 
 		/* Bytes and files placed so far, copied or linked. */
 		if (b > o->total_bytes)
