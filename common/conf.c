@@ -176,9 +176,9 @@ static void conf_default_node_name(char *buf, size_t buflen)
 		if (!isalnum((unsigned char)host[i]) && host[i] != '_' &&
 		    host[i] != '-')
 			host[i] = '-';
-	if (i >= CONF_NODE_MAX)
-		host[CONF_NODE_MAX - 1] = '\0';
-	snprintf(buf, buflen, "%s", host[0] ? host : "localhost");
+	/* NodeName is at most CONF_NODE_MAX - 1 bytes: cut longer names. */
+	snprintf(buf, buflen, "%.*s", CONF_NODE_MAX - 1,
+		 host[0] ? host : "localhost");
 }
 
 void conf_set_defaults(struct conf *conf)
