@@ -22,7 +22,7 @@ static void print_entry(const cJSON *e, time_t now)
 	char size[32], age[32];
 	double last = json_number(e, "last_used");
 
-	printf("%-8s %-22s %-12s %10s %9.0f %9s %4.0f%s  %s\n",
+	printf("%-8s %-36s %-12s %10s %9.0f %9s %4.0f%s  %s\n",
 	       json_string(e, "tier"), json_string(e, "entry"),
 	       json_string(e, "user"),
 	       units_bytes((uint64_t)json_number(e, "bytes"), size,
@@ -82,7 +82,7 @@ static int cache_ls(const struct client *client, int argc, char **argv)
 	} else {
 		time_t now = time(NULL);
 
-		printf("%-8s %-22s %-12s %10s %9s %9s %5s  %s\n", "TIER",
+		printf("%-8s %-36s %-12s %10s %9s %9s %5s  %s\n", "TIER",
 		       "ENTRY", "USER", "SIZE", "FILES", "USED AGO", "PINS",
 		       "SOURCE");
 		cJSON_ArrayForEach(e, entries) print_entry(e, now);
