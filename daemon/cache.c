@@ -349,6 +349,22 @@ out:
 	return e;
 }
 
+/* A listing of TIER's cache directory (its own fd: readdir moves the
+ * offset), or NULL after logging why. */
+static DIR *open_cache_listing(int tier)
+{
+	int fd = open_dir_at(tiers_cache_fd(tier), ".");
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!dir) {
+		if (fd >= 0)
+			close(fd);
+		log_warning("tier '%s': cannot read its cache",
+			    tier_name(tier));
+	}
+	return dir;
+}
+
 /* Bring TIER's summaries in line with its directory: new versions (built
  * by other nodes) are loaded, vanished ones dropped, last use refreshed. */
 static void rescan(int tier)
@@ -359,17 +375,10 @@ static void rescan(int tier)
 	struct dirent *de;
 	unsigned version;
 	DIR *dir;
-	int fd;
 
-	fd = open_dir_at(cfd, ".");
-	dir = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!dir) {
-		if (fd >= 0)
-			close(fd);
-		log_warning("tier '%s': cannot read its cache",
-			    tier_name(tier));
+	dir = open_cache_listing(tier);
+	if (!dir)
 		return;
-	}
 	pthread_mutex_lock(&cache_mu);
 	for (e = entries; e; e = e->next)
 		if (e->tier == tier)
@@ -1655,22 +1664,16 @@ static void drop_idle_locks(int tier)
 static void reconcile_tier(int tier, bool (*job_known)(uint32_t))
 {
 	bool shared = cache_conf->tiers[tier].shared;
-	int cfd = tiers_cache_fd(tier), fd;
+	int cfd = tiers_cache_fd(tier);
 	char key[CACHE_KEY_LEN + 1], why[CONF_ERR_MAX], rmerr[CONF_ERR_MAX];
 	struct dirent *de;
 	unsigned version;
 	struct entry *e;
 	DIR *dir;
 
-	fd = open_dir_at(cfd, ".");
-	dir = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!dir) {
-		if (fd >= 0)
-			close(fd);
-		log_warning("tier '%s': cannot read its cache",
-			    tier_name(tier));
+	dir = open_cache_listing(tier);
+	if (!dir)
 		return;
-	}
 	while ((de = readdir(dir))) {
 		const char *n = de->d_name;
 

@@ -350,6 +350,20 @@ static cJSON *cache_records_locked(const struct job *job)
 	return arr;
 }
 
+/* State and counters: the same fields in the state file and in status. */
+static void add_state_fields(cJSON *o, const struct job *job)
+{
+	cJSON_AddStringToObject(o, "state", jobs_state_name(job->state));
+	if (job->error[0])
+		cJSON_AddStringToObject(o, "error", job->error);
+	else
+		cJSON_AddNullToObject(o, "error");
+	cJSON_AddNumberToObject(o, "bytes", (double)job->bytes);
+	cJSON_AddNumberToObject(o, "files", (double)job->files);
+	cJSON_AddNumberToObject(o, "total_bytes", (double)job->total_bytes);
+	cJSON_AddNumberToObject(o, "total_files", (double)job->total_files);
+}
+
 static cJSON *job_json_locked(const struct job *job)
 {
 	cJSON *o = cJSON_CreateObject(), *tiers, *tb, *profile;
@@ -362,15 +376,7 @@ static cJSON *job_json_locked(const struct job *job)
 	cJSON_AddNumberToObject(o, "gid", job->gid);
 	cJSON_AddStringToObject(o, "user", job->user);
 	cJSON_AddNumberToObject(o, "created", (double)job->created);
-	cJSON_AddStringToObject(o, "state", jobs_state_name(job->state));
-	if (job->error[0])
-		cJSON_AddStringToObject(o, "error", job->error);
-	else
-		cJSON_AddNullToObject(o, "error");
-	cJSON_AddNumberToObject(o, "bytes", (double)job->bytes);
-	cJSON_AddNumberToObject(o, "files", (double)job->files);
-	cJSON_AddNumberToObject(o, "total_bytes", (double)job->total_bytes);
-	cJSON_AddNumberToObject(o, "total_files", (double)job->total_files);
+	add_state_fields(o, job);
 	tiers = cJSON_AddArrayToObject(o, "tiers");
 	tb = cJSON_AddObjectToObject(o, "tier_bytes");
 	for (i = 0; i < jobs_conf->ntiers && tiers && tb; i++) {
@@ -787,15 +793,7 @@ static cJSON *job_status_locked(const struct job *job)
 	/* drain.c: outputs drained during the run and at the end. */
 	if ((drain = drain_status_json(job->id)))
 		cJSON_AddItemToObject(o, "drain", drain);
-	cJSON_AddStringToObject(o, "state", jobs_state_name(job->state));
-	if (job->error[0])
-		cJSON_AddStringToObject(o, "error", job->error);
-	else
-		cJSON_AddNullToObject(o, "error");
-	cJSON_AddNumberToObject(o, "bytes", (double)job->bytes);
-	cJSON_AddNumberToObject(o, "files", (double)job->files);
-	cJSON_AddNumberToObject(o, "total_bytes", (double)job->total_bytes);
-	cJSON_AddNumberToObject(o, "total_files", (double)job->total_files);
+	add_state_fields(o, job);
 	progress_locked(job, o);
 	cJSON_AddBoolToObject(o, "prestage", job->prestage);
 	ds = cJSON_AddArrayToObject(o, "datasets");
