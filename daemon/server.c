@@ -36,6 +36,7 @@
 #include "daemon/drain.h"
 #include "daemon/fsutil.h"
 #include "daemon/jobs.h"
+#include "daemon/ops.h"
 #include "daemon/server.h"
 #include "daemon/stage.h"
 #include "daemon/tiers.h"
@@ -48,9 +49,7 @@
 
 struct client {
 	int fd;
-	uid_t uid;
-	gid_t gid;
-	pid_t pid;
+	struct peer peer; /* from SO_PEERCRED at accept */
 	struct client *next;
 };
 
@@ -69,8 +68,7 @@ static unsigned nclients;
 
 /* --- small helpers ------------------------------------------------------------ */
 
-/* A user-supplied string made safe for one log line or message. */
-static const char *printable(const char *s, char *buf, size_t len)
+const char *ops_printable(const char *s, char *buf, size_t len)
 {
 	size_t i;
 
@@ -105,7 +103,7 @@ static cJSON *reply_view(const struct job_view *v)
 	return r;
 }
 
-static int get_job_id(const cJSON *req, uint32_t *ret, char *err,
+int ops_get_job_id(const cJSON *req, uint32_t *ret, char *err,
 		      size_t errlen)
 {
 	uint32_t id;
@@ -121,7 +119,7 @@ static int get_job_id(const cJSON *req, uint32_t *ret, char *err,
 }
 
 /* The job ID for client C: root, or the job's owner. NULL with err. */
-static struct job *job_for(const struct client *c, uint32_t id, char *err,
+static struct job *job_for(const struct peer *c, uint32_t id, char *err,
 			   size_t errlen)
 {
 	struct job *job = jobs_get(id);
@@ -143,7 +141,7 @@ static struct job *job_for(const struct client *c, uint32_t id, char *err,
 
 /* --- ops ------------------------------------------------------------------------ */
 
-static cJSON *op_ping(const struct client *c, const cJSON *req)
+static cJSON *op_ping(const struct peer *c, const cJSON *req)
 {
 	cJSON *r = proto_reply_ok();
 
@@ -184,11 +182,11 @@ static int check_user(const char *user, uid_t uid, char *err, size_t errlen)
 		if (r != 0)
 			snprintf(err, errlen,
 				 "key 'user': cannot look up '%s': %s",
-				 printable(user, shown, sizeof(shown)),
+				 ops_printable(user, shown, sizeof(shown)),
 				 strerror(r));
 		else
 			snprintf(err, errlen, "key 'user': no such user '%s'",
-				 printable(user, shown, sizeof(shown)));
+				 ops_printable(user, shown, sizeof(shown)));
 		free(buf);
 		return -1;
 	}
@@ -236,7 +234,7 @@ static struct profile *request_profile(const cJSON *req, char *err,
 	return p;
 }
 
-static cJSON *op_stage(const struct client *c, const cJSON *req)
+static cJSON *op_stage(const struct peer *c, const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	struct profile *profile = NULL;
@@ -248,7 +246,7 @@ static cJSON *op_stage(const struct client *c, const cJSON *req)
 	int r;
 
 	(void)c;
-	if (get_job_id(req, &id, err, sizeof(err)) < 0 ||
+	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    proto_get_u32(req, "uid", &uid, err, sizeof(err)) < 0 ||
 	    proto_get_u32(req, "gid", &gid, err, sizeof(err)) < 0 ||
 	    proto_get_string(req, "user", &user, err, sizeof(err)) < 0)
@@ -309,14 +307,14 @@ fail:
 	return proto_reply_error("%s", err);
 }
 
-static cJSON *op_wait(const struct client *c, const cJSON *req)
+static cJSON *op_wait(const struct peer *c, const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	struct job_view v;
 	struct job *job;
 	uint32_t id, timeout = server_conf->stage_timeout;
 
-	if (get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
 		goto fail;
 	if (cJSON_GetObjectItemCaseSensitive(req, "timeout") &&
 	    proto_get_u32(req, "timeout", &timeout, err, sizeof(err)) < 0)
@@ -333,7 +331,7 @@ fail:
 	return proto_reply_error("%s", err);
 }
 
-static cJSON *op_abort(const struct client *c, const cJSON *req)
+static cJSON *op_abort(const struct peer *c, const cJSON *req)
 {
 	const cJSON *reason = cJSON_GetObjectItemCaseSensitive(req, "reason");
 	char err[CONF_ERR_MAX], why[CONF_ERR_MAX];
@@ -341,13 +339,13 @@ static cJSON *op_abort(const struct client *c, const cJSON *req)
 	struct job *job;
 	uint32_t id;
 
-	if (get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
 		goto fail;
 	if (reason && !cJSON_IsString(reason)) {
 		snprintf(err, sizeof(err), "key 'reason': must be a string");
 		goto fail;
 	}
-	printable(reason && reason->valuestring[0] ? reason->valuestring
+	ops_printable(reason && reason->valuestring[0] ? reason->valuestring
 						   : "aborted",
 		  why, sizeof(why));
 	job = job_for(c, id, err, sizeof(err));
@@ -361,7 +359,7 @@ fail:
 	return proto_reply_error("%s", err);
 }
 
-static cJSON *op_job_env(const struct client *c, const cJSON *req)
+static cJSON *op_job_env(const struct peer *c, const cJSON *req)
 {
 	struct joblayout_env *env = NULL;
 	char err[CONF_ERR_MAX];
@@ -372,7 +370,7 @@ static cJSON *op_job_env(const struct client *c, const cJSON *req)
 	uint32_t id;
 	size_t i;
 
-	if (get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	job = job_for(c, id, err, sizeof(err));
 	if (!job)
@@ -414,13 +412,13 @@ out:
 	return r;
 }
 
-static cJSON *op_finish(const struct client *c, const cJSON *req)
+static cJSON *op_finish(const struct peer *c, const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	uint32_t id;
 
 	(void)c;
-	if (get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	/* drain.c: outputs go to the PFS (or aside, up to DrainTimeout)
 	 * before jobs_finish removes the job's directories. */
@@ -436,7 +434,7 @@ static cJSON *op_finish(const struct client *c, const cJSON *req)
 	return proto_reply_ok();
 }
 
-static cJSON *op_status(const struct client *c, const cJSON *req)
+static cJSON *op_status(const struct peer *c, const cJSON *req)
 {
 	unsigned counts[CONF_MAX_TIERS];
 	cJSON *r, *d, *tiers, *jobs;
@@ -515,7 +513,7 @@ static int opt_tier(const cJSON *req, char *err, size_t errlen)
 		conf_tier_names(server_conf, names, sizeof(names));
 		snprintf(err, errlen,
 			 "key 'tier': unknown tier '%s' (known: %.400s)",
-			 printable(name, shown, sizeof(shown)), names);
+			 ops_printable(name, shown, sizeof(shown)), names);
 		return -2;
 	}
 	return t;
@@ -549,7 +547,7 @@ static int lookup_user(const char *name, uid_t uid, uid_t *ret_uid,
 	if (r != 0 || !res || strlen(pw.pw_name) >= namelen) {
 		if (name)
 			snprintf(err, errlen, "key 'user': no such user '%s'",
-				 printable(name, shown, sizeof(shown)));
+				 ops_printable(name, shown, sizeof(shown)));
 		else
 			snprintf(err, errlen, "uid %u has no user name",
 				 (unsigned)uid);
@@ -566,7 +564,7 @@ static int lookup_user(const char *name, uid_t uid, uid_t *ret_uid,
 /* prestage {path, tier?, user?, verify?}: stage PATH into the cache as the
  * peer (root: as USER), asynchronously; the reply's "id" is a job id for
  * wait/status. */
-static cJSON *op_prestage(const struct client *c, const cJSON *req)
+static cJSON *op_prestage(const struct peer *c, const cJSON *req)
 {
 	char err[CONF_ERR_MAX], user[JOBS_USER_MAX], *text = NULL;
 	const char *path, *tier, *who, *verify;
@@ -685,7 +683,7 @@ fail:
 }
 
 /* cache_ls {tier?}: the peer's entries (root: everyone's). */
-static cJSON *op_cache_ls(const struct client *c, const cJSON *req)
+static cJSON *op_cache_ls(const struct peer *c, const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	cJSON *r, *arr, *e, *next;
@@ -717,7 +715,7 @@ static cJSON *op_cache_ls(const struct client *c, const cJSON *req)
 }
 
 /* cache_evict {key | path, tier?, user?}: remove unpinned versions. */
-static cJSON *op_cache_evict(const struct client *c, const cJSON *req)
+static cJSON *op_cache_evict(const struct peer *c, const cJSON *req)
 {
 	char err[CONF_ERR_MAX], user[JOBS_USER_MAX], norm[CONF_PATH_MAX];
 	const char *key, *path, *who;
@@ -787,13 +785,8 @@ fail:
 	return proto_reply_error("%s", err);
 }
 
-typedef cJSON *(*op_fn)(const struct client *c, const cJSON *req);
 
-static const struct op {
-	const char *name;
-	op_fn fn;
-	bool root_only;
-} ops[] = {
+static op_table staging_ops = {
 	{ "ping", op_ping, false },       { "stage", op_stage, true },
 	{ "wait", op_wait, false },       { "abort", op_abort, true },
 	{ "job_env", op_job_env, false }, { "finish", op_finish, true },
@@ -801,16 +794,47 @@ static const struct op {
 	{ "prestage", op_prestage, false },
 	{ "cache_ls", op_cache_ls, false },
 	{ "cache_evict", op_cache_evict, false },
+	{ NULL, NULL, false },
 };
 
-#define NOPS (sizeof(ops) / sizeof(ops[0]))
+/* Every family of ops; one line per file that defines a table. */
+static const struct op *const op_tables[] = {
+	staging_ops,
+};
 
-static cJSON *dispatch(const struct client *c, const char *line)
+#define NTABLES (sizeof(op_tables) / sizeof(op_tables[0]))
+
+static const struct op *find_op(const char *name)
 {
-	char err[CONF_ERR_MAX], shown[72];
+	const struct op *op;
+	size_t t;
+
+	for (t = 0; t < NTABLES; t++)
+		for (op = op_tables[t]; op->name; op++)
+			if (!strcmp(op->name, name))
+				return op;
+	return NULL;
+}
+
+/* "ping, stage, ..." for the unknown-op message. */
+static void known_ops(char *buf, size_t len)
+{
+	const struct op *op;
+	size_t t, used = 0;
+
+	buf[0] = '\0';
+	for (t = 0; t < NTABLES; t++)
+		for (op = op_tables[t]; op->name && used < len; op++)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s",
+						 used ? ", " : "", op->name);
+}
+
+static cJSON *dispatch(const struct peer *c, const char *line)
+{
+	char err[CONF_ERR_MAX], shown[72], known[512];
+	const struct op *op;
 	const char *name;
 	cJSON *req, *reply;
-	size_t i;
 
 	req = proto_parse_request(line, &name, err, sizeof(err));
 	if (!req) {
@@ -818,25 +842,22 @@ static cJSON *dispatch(const struct client *c, const char *line)
 			     (unsigned)c->uid, err);
 		return proto_reply_error("%s", err);
 	}
-	for (i = 0; i < NOPS; i++)
-		if (!strcmp(ops[i].name, name))
-			break;
-	if (i == NOPS) {
-		printable(name, shown, sizeof(shown));
+	op = find_op(name);
+	if (!op) {
+		ops_printable(name, shown, sizeof(shown));
 		log_warningx("client pid %d uid %u: unknown op '%s'",
 			     (int)c->pid, (unsigned)c->uid, shown);
-		reply = proto_reply_error("unknown op '%s' (known: ping, stage, "
-					  "wait, abort, job_env, finish, status, "
-					  "prestage, cache_ls, cache_evict)",
-					  shown);
-	} else if (ops[i].root_only && c->uid != 0) {
+		known_ops(known, sizeof(known));
+		reply = proto_reply_error("unknown op '%s' (known: %s)", shown,
+					  known);
+	} else if (op->root_only && c->uid != 0) {
 		log_warningx("client pid %d uid %u: op '%s' refused: not root",
-			     (int)c->pid, (unsigned)c->uid, ops[i].name);
+			     (int)c->pid, (unsigned)c->uid, op->name);
 		reply = proto_reply_error(
 			"permission denied: op '%s' needs root (peer uid %u)",
-			ops[i].name, (unsigned)c->uid);
+			op->name, (unsigned)c->uid);
 	} else {
-		reply = ops[i].fn(c, req);
+		reply = op->fn(c, req);
 	}
 	cJSON_Delete(req);
 	return reply;
@@ -876,7 +897,7 @@ static void *client_thread(void *arg)
 			if (errno == EMSGSIZE) {
 				log_warningx("client pid %d uid %u: request "
 					     "longer than %d bytes",
-					     (int)c->pid, (unsigned)c->uid,
+					     (int)c->peer.pid, (unsigned)c->peer.uid,
 					     PROTO_LINE_MAX);
 				reply = proto_reply_error(
 					"request line longer than %d bytes",
@@ -891,11 +912,11 @@ static void *client_thread(void *arg)
 			if (errno == ETIMEDOUT)
 				log_debug("client pid %d uid %u: idle for %d s, "
 					  "dropped",
-					  (int)c->pid, (unsigned)c->uid,
+					  (int)c->peer.pid, (unsigned)c->peer.uid,
 					  SERVER_IDLE_MS / 1000);
 			break;
 		}
-		reply = dispatch(c, line);
+		reply = dispatch(&c->peer, line);
 		if (!reply)
 			reply = proto_reply_error("out of memory");
 		if (!reply || proto_send(c->fd, reply) < 0) {
@@ -965,9 +986,9 @@ static void accept_client(int fd)
 		return;
 	}
 	c->fd = fd;
-	c->uid = cred.uid;
-	c->gid = cred.gid;
-	c->pid = cred.pid;
+	c->peer.uid = cred.uid;
+	c->peer.gid = cred.gid;
+	c->peer.pid = cred.pid;
 	c->next = clients;
 	clients = c;
 	nclients++;
