@@ -1345,6 +1345,8 @@ static mode_t file_mode(const struct copyengine *ce, const struct ce_item *it)
 
 	if (!it->path_len && ce->o.private_top)
 		mode &= 0700;
+	if (ce->o.read_only)
+		mode &= ~(mode_t)0222;
 	return mode;
 }
 
@@ -1677,11 +1679,15 @@ static int finish_dirs(struct copyengine *ce)
 		if (!it->path_len) {
 			if (ce->o.private_top)
 				mode = 0700;
+			if (ce->o.read_only)
+				mode &= ~(mode_t)0222;
 			if (fchmod(ce->dst_root, mode) < 0 ||
 			    futimens(ce->dst_root, times) < 0)
 				return fail_write(ce, "", errno);
 			continue;
 		}
+		if (ce->o.read_only)
+			mode &= ~(mode_t)0222;
 		if (fchmodat(ce->dst_root, it->path, mode, 0) < 0 ||
 		    utimensat(ce->dst_root, it->path, times,
 			      AT_SYMLINK_NOFOLLOW) < 0)

@@ -72,6 +72,11 @@ struct copyengine_opts {
 	/* Make the top of the copy private: a directory 0700, a file
 	 * mode & 0700, whatever the source's top mode was. */
 	bool private_top;
+	/* Take every write bit off the copy's files and directories (the
+	 * top included), so that a job cannot change a cached dataset by
+	 * accident: the copy is shared with later jobs, and unchanged files
+	 * are hard links shared with other versions. */
+	bool read_only;
 	/* Never use copy_file_range (exercises the pread/pwrite path). */
 	bool no_copy_file_range;
 	/* How the destination is named in messages (e.g. "DSTDIR/data").

@@ -7,29 +7,13 @@
  * or ".." to climb out of a root, no control characters to forge log lines.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/errmsg.h"
 #include "common/pathsafe.h"
 
-static int pathsafe_fail(char *err, size_t errlen, int errnum, const char *fmt,
-			 ...) __attribute__((format(printf, 4, 5)));
-
-static int pathsafe_fail(char *err, size_t errlen, int errnum, const char *fmt,
-			 ...)
-{
-	va_list ap;
-
-	if (err && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	errno = errnum;
-	return -1;
-}
 
 static bool pathsafe_is_control(unsigned char c)
 {
@@ -44,15 +28,15 @@ int pathsafe_normalize(const char *path, char *out, size_t outlen, char *err,
 	char *w;
 
 	if (!out || outlen == 0)
-		return pathsafe_fail(err, errlen, EINVAL, "no output buffer");
+		return errmsg_fail(err, errlen, EINVAL, "no output buffer");
 	if (!path || !*path)
-		return pathsafe_fail(err, errlen, EINVAL, "empty path");
+		return errmsg_fail(err, errlen, EINVAL, "empty path");
 	for (p = path; *p; p++)
 		if (pathsafe_is_control((unsigned char)*p))
-			return pathsafe_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					     "contains a control character");
 	if (path[0] != '/')
-		return pathsafe_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				     "not an absolute path");
 
 	/* First pass: check every component and measure the result, so that
@@ -65,10 +49,10 @@ int pathsafe_normalize(const char *path, char *out, size_t outlen, char *err,
 		for (q = p; *q && *q != '/'; q++)
 			;
 		if (q - p == 1 && p[0] == '.')
-			return pathsafe_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					     "contains a '.' component");
 		if (q - p == 2 && p[0] == '.' && p[1] == '.')
-			return pathsafe_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					     "contains a '..' component");
 		n += 1 + (size_t)(q - p);
 		p = q;
@@ -76,7 +60,7 @@ int pathsafe_normalize(const char *path, char *out, size_t outlen, char *err,
 	if (n == 0)
 		n = 1; /* "/" */
 	if (n >= outlen)
-		return pathsafe_fail(err, errlen, ENAMETOOLONG,
+		return errmsg_fail(err, errlen, ENAMETOOLONG,
 				     "longer than %zu bytes", outlen - 1);
 
 	w = out;

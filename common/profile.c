@@ -16,7 +16,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,7 @@
 
 #include <cJSON.h>
 
+#include "common/errmsg.h"
 #include "common/conf.h"
 #include "common/pathsafe.h"
 #include "common/profile.h"
@@ -59,22 +59,6 @@ static const char *const profile_policy_names[] = {
     [STAGE_FAILURE_FALLBACK] = "fallback",
 };
 
-static int profile_fail(char *err, size_t errlen, int errnum, const char *fmt,
-			...) __attribute__((format(printf, 4, 5)));
-
-static int profile_fail(char *err, size_t errlen, int errnum, const char *fmt,
-			...)
-{
-	va_list ap;
-
-	if (err && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	errno = errnum;
-	return -1;
-}
 
 /* A user's value made safe to quote on one line: control characters become
  * '?', long values are cut with "...". */
@@ -265,11 +249,11 @@ static int profile_check_names(const struct profile *p, char *err,
 				continue;
 			profile_nth_key(p, i, key, sizeof(key));
 			if (strcmp(a, b) == 0)
-				return profile_fail(err, errlen, EINVAL,
+				return errmsg_fail(err, errlen, EINVAL,
 						    "key '%s': duplicate name "
 						    "'%s'",
 						    key, SHOW(a, s1));
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key '%s': name '%s' is the same "
 					    "as '%s' once upper-cased",
 					    key, SHOW(a, s1), SHOW(b, s2));
@@ -351,7 +335,7 @@ static int profile_assign_names(struct profile *p, char *err, size_t errlen)
 nomem:
 	for (size_t i = 0; i < n; i++)
 		free(chosen[i]);
-	return profile_fail(err, errlen, ENOMEM, "out of memory");
+	return errmsg_fail(err, errlen, ENOMEM, "out of memory");
 }
 
 /* ---- JSON ------------------------------------------------------------- */
@@ -390,12 +374,12 @@ static int profile_json_enum(const cJSON *item, const char *key,
 	int v;
 
 	if (!cJSON_IsString(item) || !item->valuestring)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s': expected a string", key);
 	v = profile_lookup(names, n, item->valuestring);
 	if (v < 0) {
 		profile_join(names, n, known, sizeof(known));
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s': unknown value '%s' (known: %s)",
 				    key, SHOW(item->valuestring, show), known);
 	}
@@ -407,7 +391,7 @@ static int profile_json_string(const cJSON *item, const char *key,
 			       const char **ret, char *err, size_t errlen)
 {
 	if (!cJSON_IsString(item) || !item->valuestring)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s': expected a string", key);
 	*ret = item->valuestring;
 	return 0;
@@ -424,13 +408,13 @@ static char *profile_path_dup(const char *path, const char *key, char *err,
 			       sizeof(reason)) < 0) {
 		int saved = errno;
 
-		profile_fail(err, errlen, saved, "key '%s': '%s': %s", key,
+		errmsg_fail(err, errlen, saved, "key '%s': '%s': %s", key,
 			     SHOW(path, show), reason);
 		return NULL;
 	}
 	dup = strdup(norm);
 	if (!dup)
-		profile_fail(err, errlen, ENOMEM, "out of memory");
+		errmsg_fail(err, errlen, ENOMEM, "out of memory");
 	return dup;
 }
 
@@ -441,7 +425,7 @@ static char *profile_tier_dup(const char *tier, const char *key, char *err,
 	char *dup;
 
 	if (!profile_tier_ok(tier)) {
-		profile_fail(err, errlen, EINVAL,
+		errmsg_fail(err, errlen, EINVAL,
 			     "key '%s': invalid tier name '%s' (want "
 			     "[a-z0-9_-]{1,31})",
 			     key, SHOW(tier, show));
@@ -449,7 +433,7 @@ static char *profile_tier_dup(const char *tier, const char *key, char *err,
 	}
 	dup = strdup(tier);
 	if (!dup)
-		profile_fail(err, errlen, ENOMEM, "out of memory");
+		errmsg_fail(err, errlen, ENOMEM, "out of memory");
 	return dup;
 }
 
@@ -468,7 +452,7 @@ static int profile_members(const cJSON *obj, const char *prefix,
 	const cJSON *item;
 
 	if (!cJSON_IsObject(obj))
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s': expected an object", prefix);
 	cJSON_ArrayForEach(item, obj)
 	{
@@ -478,10 +462,10 @@ static int profile_members(const cJSON *obj, const char *prefix,
 		snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "",
 			 k >= 0 ? keys[k] : SHOW(name, show));
 		if (k < 0)
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key '%s': unknown key", key);
 		if (seen & (1u << k))
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key '%s': given twice", key);
 		seen |= 1u << k;
 		if (fn(ctx, k, item, key, err, errlen) < 0)
@@ -538,7 +522,7 @@ static int profile_entry_member(void *ctx, int k, const cJSON *item,
 		if (profile_json_string(item, key, &s, err, errlen) < 0)
 			return -1;
 		if (!profile_name_ok(s))
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key '%s': invalid name '%s' (want "
 					    "[A-Za-z0-9_-]{1,31})",
 					    key, SHOW(s, show));
@@ -571,7 +555,7 @@ static int profile_entry_member(void *ctx, int k, const cJSON *item,
 		    errlen);
 	}
 	if (!e->name)
-		return profile_fail(err, errlen, ENOMEM, "out of memory");
+		return errmsg_fail(err, errlen, ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -602,14 +586,14 @@ static int profile_json_entries(struct profile *p, const cJSON *arr,
 	char key[PROFILE_KEY_MAX], show[80];
 
 	if (!cJSON_IsArray(arr))
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s': expected an array", what);
 	cJSON_ArrayForEach(item, arr)
 	{
 		struct profile_entry e = {.is_output = output};
 
 		if (i >= max)
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key '%s': more than %zu %s", what,
 					    max, what);
 		snprintf(key, sizeof(key), "%s[%zu]", what, i);
@@ -620,12 +604,12 @@ static int profile_json_entries(struct profile *p, const cJSON *arr,
 				    profile_entry_member, &e, err, errlen) < 0)
 			goto fail_entry;
 		if (!e.path) {
-			profile_fail(err, errlen, EINVAL,
+			errmsg_fail(err, errlen, EINVAL,
 				     "key '%s.path': required", key);
 			goto fail_entry;
 		}
 		if (profile_path_taken(p, output, e.path)) {
-			profile_fail(err, errlen, EINVAL,
+			errmsg_fail(err, errlen, EINVAL,
 				     "key '%s.path': %s listed twice", key,
 				     SHOW(e.path, show));
 			goto fail_entry;
@@ -697,18 +681,18 @@ static int profile_top_member(void *ctx, int k, const cJSON *item,
 		if (profile_json_string(item, key, &s, err, errlen) < 0)
 			return -1;
 		if (strlen(s) >= CONF_PATH_MAX)
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key '%s': longer than %d bytes",
 					    key, CONF_PATH_MAX - 1);
 		for (const char *c = s; *c; c++)
 			if ((unsigned char)*c < 0x20 || *c == 0x7f)
-				return profile_fail(err, errlen, EINVAL,
+				return errmsg_fail(err, errlen, EINVAL,
 						    "key '%s': contains a "
 						    "control character",
 						    key);
 		dup = strdup(s);
 		if (!dup)
-			return profile_fail(err, errlen, ENOMEM,
+			return errmsg_fail(err, errlen, ENOMEM,
 					    "out of memory");
 		free(p->origin);
 		p->origin = dup;
@@ -732,25 +716,25 @@ static int profile_top_member(void *ctx, int k, const cJSON *item,
 		return profile_json_entries(p, item, true, err, errlen);
 	case PROFILE_KEY_TRACE:
 		if (!cJSON_IsBool(item))
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key '%s': expected true or false",
 					    key);
 		p->trace = cJSON_IsTrue(item);
 		return 0;
 	case PROFILE_KEY_TIMEOUT:
 		if (!cJSON_IsNumber(item))
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key '%s': expected an integer",
 					    key);
 		if (item->valuedouble < 1 ||
 		    item->valuedouble > PROFILE_TIMEOUT_MAX)
-			return profile_fail(err, errlen, ERANGE,
+			return errmsg_fail(err, errlen, ERANGE,
 					    "key '%s': %.15g out of range "
 					    "1..%d",
 					    key, item->valuedouble,
 					    PROFILE_TIMEOUT_MAX);
 		if (item->valuedouble != (double)(unsigned)item->valuedouble)
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key '%s': expected an integer",
 					    key);
 		p->timeout = (unsigned)item->valuedouble;
@@ -764,7 +748,7 @@ static int profile_top_member(void *ctx, int k, const cJSON *item,
 		p->has_on_failure = true;
 		return 0;
 	}
-	return profile_fail(err, errlen, EINVAL, "key '%s': unknown key", key);
+	return errmsg_fail(err, errlen, EINVAL, "key '%s': unknown key", key);
 }
 
 struct profile *profile_parse_json(const char *json, const char *origin,
@@ -776,12 +760,12 @@ struct profile *profile_parse_json(const char *json, const char *origin,
 	size_t len;
 
 	if (!json || !*json) {
-		profile_fail(err, errlen, EINVAL, "key 'profile': empty");
+		errmsg_fail(err, errlen, EINVAL, "key 'profile': empty");
 		return NULL;
 	}
 	len = strnlen(json, PROFILE_JSON_MAX + 1);
 	if (len > PROFILE_JSON_MAX) {
-		profile_fail(err, errlen, EFBIG,
+		errmsg_fail(err, errlen, EFBIG,
 			     "key 'profile': longer than %d bytes",
 			     PROFILE_JSON_MAX);
 		return NULL;
@@ -802,18 +786,18 @@ struct profile *profile_parse_json(const char *json, const char *origin,
 				col++;
 			}
 		}
-		profile_fail(err, errlen, EINVAL,
+		errmsg_fail(err, errlen, EINVAL,
 			     "malformed JSON at line %u, column %u", line, col);
 		return NULL;
 	}
 	if (!cJSON_IsObject(root)) {
-		profile_fail(err, errlen, EINVAL,
+		errmsg_fail(err, errlen, EINVAL,
 			     "key 'profile': expected a JSON object");
 		goto fail;
 	}
 	p = profile_new(origin);
 	if (!p) {
-		profile_fail(err, errlen, ENOMEM, "out of memory");
+		errmsg_fail(err, errlen, ENOMEM, "out of memory");
 		goto fail;
 	}
 	if (profile_members(root, "", profile_top_keys,
@@ -909,7 +893,7 @@ static struct profile *profile_load_base(const char *base,
 	if (strcmp(base, "auto") == 0) {
 		p = profile_new("auto");
 		if (!p)
-			profile_fail(err, errlen, ENOMEM, "out of memory");
+			errmsg_fail(err, errlen, ENOMEM, "out of memory");
 		return p;
 	}
 	is_path = strchr(base, '/') ||
@@ -917,14 +901,14 @@ static struct profile *profile_load_base(const char *base,
 	if (is_path) {
 		if (pathsafe_normalize(base, path, CONF_PATH_MAX, reason,
 				       sizeof(reason)) < 0) {
-			profile_fail(err, errlen, errno,
+			errmsg_fail(err, errlen, errno,
 				     "key 'profile': '%s': %s",
 				     SHOW(base, show), reason);
 			return NULL;
 		}
 	} else {
 		if (!profile_base_name_ok(base, len)) {
-			profile_fail(err, errlen, EINVAL,
+			errmsg_fail(err, errlen, EINVAL,
 				     "key 'profile': invalid profile name "
 				     "'%s' (want NAME, /path/to/profile.json "
 				     "or auto)",
@@ -932,7 +916,7 @@ static struct profile *profile_load_base(const char *base,
 			return NULL;
 		}
 		if (!conf) {
-			profile_fail(err, errlen, EINVAL,
+			errmsg_fail(err, errlen, EINVAL,
 				     "key 'profile': no site configuration "
 				     "to find profile '%s'",
 				     base);
@@ -950,12 +934,12 @@ static struct profile *profile_load_base(const char *base,
 		if (saved == ENOENT && !is_path) {
 			profile_list_site(conf->profile_dir, reason,
 					  sizeof(reason));
-			profile_fail(err, errlen, saved,
+			errmsg_fail(err, errlen, saved,
 				     "key 'profile': unknown profile '%s' "
 				     "(known: %s)",
 				     base, reason);
 		} else {
-			profile_fail(err, errlen, saved,
+			errmsg_fail(err, errlen, saved,
 				     "key 'profile': cannot read %s: %s",
 				     SHOW(path, show), reason);
 		}
@@ -967,14 +951,14 @@ static struct profile *profile_load_base(const char *base,
 	saved = errno;
 	free(text);
 	if (!p) {
-		profile_fail(err, errlen, saved, "%s: %s", SHOW(path, show),
+		errmsg_fail(err, errlen, saved, "%s: %s", SHOW(path, show),
 			     sub);
 		return NULL;
 	}
 	origin = strdup(is_path ? path : base);
 	if (!origin) {
 		profile_destroy(p);
-		profile_fail(err, errlen, ENOMEM, "out of memory");
+		errmsg_fail(err, errlen, ENOMEM, "out of memory");
 		return NULL;
 	}
 	free(p->origin);
@@ -1011,12 +995,12 @@ static char *profile_spec_tier(const char *tier, const char *key,
 	char names[CONF_ERR_MAX], show[80];
 
 	if (!*tier) {
-		profile_fail(err, errlen, EINVAL, "key '%s': empty tier", key);
+		errmsg_fail(err, errlen, EINVAL, "key '%s': empty tier", key);
 		return NULL;
 	}
 	if (conf && !conf_find_tier(conf, tier)) {
 		conf_tier_names(conf, names, sizeof(names));
-		profile_fail(err, errlen, EINVAL,
+		errmsg_fail(err, errlen, EINVAL,
 			     "key '%s': unknown tier '%s' (known: %s)", key,
 			     SHOW(tier, show), names);
 		return NULL;
@@ -1062,12 +1046,12 @@ static int profile_spec_entry(struct profile *p, bool output, char *val,
 		*seen = true;
 	}
 	if ((output ? p->noutputs : p->ndatasets) >= max) {
-		profile_fail(err, errlen, EINVAL, "key '%s': more than %zu %s",
+		errmsg_fail(err, errlen, EINVAL, "key '%s': more than %zu %s",
 			     key, max, output ? "outputs" : "datasets");
 		goto fail;
 	}
 	if (profile_path_taken(p, output, path)) {
-		profile_fail(err, errlen, EINVAL, "key '%s': %s listed twice",
+		errmsg_fail(err, errlen, EINVAL, "key '%s': %s listed twice",
 			     key, SHOW(path, show));
 		goto fail;
 	}
@@ -1101,21 +1085,21 @@ static int profile_spec_override(struct profile *p, char *item,
 	int k, v;
 
 	if (!eq)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s': expected key=value",
 				    SHOW(item, show));
 	*eq = '\0';
 	val = eq + 1;
 	k = profile_lookup(profile_ov_names, PROFILE_OV_COUNT, item);
 	if (k < 0)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s': unknown key (known: %s)",
 				    SHOW(item, show), profile_override_keys);
 	if (!*val)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s': empty value", item);
 	if (k != PROFILE_OV_DATA && k != PROFILE_OV_OUT && seen[k])
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s': given twice", item);
 
 	switch ((enum profile_override)k) {
@@ -1137,7 +1121,7 @@ static int profile_spec_override(struct profile *p, char *item,
 				   PROFILE_ARRAY_LEN(profile_policy_names),
 				   val);
 		if (v < 0)
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key '%s': unknown value '%s' "
 					    "(known: fail, fallback)",
 					    item, SHOW(val, show));
@@ -1149,7 +1133,7 @@ static int profile_spec_override(struct profile *p, char *item,
 
 		for (const char *c = val; *c; c++) {
 			if (!isdigit((unsigned char)*c))
-				return profile_fail(err, errlen, EINVAL,
+				return errmsg_fail(err, errlen, EINVAL,
 						    "key '%s': '%s' is not a "
 						    "number",
 						    item, SHOW(val, show));
@@ -1157,7 +1141,7 @@ static int profile_spec_override(struct profile *p, char *item,
 				t = t * 10 + (unsigned long)(*c - '0');
 		}
 		if (t < 1 || t > PROFILE_TIMEOUT_MAX)
-			return profile_fail(err, errlen, ERANGE,
+			return errmsg_fail(err, errlen, ERANGE,
 					    "key '%s': %s out of range 1..%d",
 					    item, SHOW(val, show),
 					    PROFILE_TIMEOUT_MAX);
@@ -1170,7 +1154,7 @@ static int profile_spec_override(struct profile *p, char *item,
 		else if (strcmp(val, "false") == 0)
 			p->trace = false;
 		else
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key '%s': expected true or false, "
 					    "not '%s'",
 					    item, SHOW(val, show));
@@ -1192,32 +1176,32 @@ struct profile *profile_from_spec(const char *spec, const struct conf *conf,
 	int saved;
 
 	if (!spec || !*spec) {
-		profile_fail(err, errlen, EINVAL, "key 'profile': empty");
+		errmsg_fail(err, errlen, EINVAL, "key 'profile': empty");
 		return NULL;
 	}
 	len = strnlen(spec, PROFILE_SPEC_MAX + 1);
 	if (len > PROFILE_SPEC_MAX) {
-		profile_fail(err, errlen, E2BIG,
+		errmsg_fail(err, errlen, E2BIG,
 			     "key 'spec': longer than %d bytes",
 			     PROFILE_SPEC_MAX);
 		return NULL;
 	}
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)spec[i] < 0x20 || spec[i] == 0x7f) {
-			profile_fail(err, errlen, EINVAL,
+			errmsg_fail(err, errlen, EINVAL,
 				     "key 'spec': contains a control "
 				     "character");
 			return NULL;
 		}
 	copy = strdup(spec);
 	if (!copy) {
-		profile_fail(err, errlen, ENOMEM, "out of memory");
+		errmsg_fail(err, errlen, ENOMEM, "out of memory");
 		return NULL;
 	}
 	rest = copy;
 	item = strsep(&rest, ",");
 	if (!*item) {
-		profile_fail(err, errlen, EINVAL, "key 'profile': empty");
+		errmsg_fail(err, errlen, EINVAL, "key 'profile': empty");
 		goto fail;
 	}
 	p = profile_load_base(item, conf, err, errlen);
@@ -1225,7 +1209,7 @@ struct profile *profile_from_spec(const char *spec, const struct conf *conf,
 		goto fail;
 	while ((item = strsep(&rest, ",")) != NULL) {
 		if (!*item) {
-			profile_fail(err, errlen, EINVAL,
+			errmsg_fail(err, errlen, EINVAL,
 				     "key 'spec': empty item between commas");
 			goto fail;
 		}
@@ -1258,20 +1242,20 @@ int profile_normalize(struct profile *profile, const struct conf *conf,
 	int saved;
 
 	if (!p || !conf)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key 'profile': nothing to normalize");
 	if (p->ndatasets > PROFILE_MAX_DATASETS ||
 	    p->noutputs > PROFILE_MAX_OUTPUTS)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key 'datasets': too many entries");
 	if (conf->ntiers == 0 || conf->default_tier >= conf->ntiers)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key 'tier': no tiers configured");
 	conf_tier_names(conf, names, sizeof(names));
 
 	/* Check every tier before changing anything. */
 	if (p->tier && !conf_find_tier(conf, p->tier))
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key 'tier': unknown tier '%s' (known: %s)",
 				    SHOW(p->tier, show), names);
 	for (size_t i = 0; i < p->ndatasets + p->noutputs; i++) {
@@ -1283,7 +1267,7 @@ int profile_normalize(struct profile *profile, const struct conf *conf,
 		if (t && !conf_find_tier(conf, t)) {
 			snprintf(key, sizeof(key), "%s[%zu].tier",
 				 is_ds ? "datasets" : "outputs", j);
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key '%s': unknown tier '%s' "
 					    "(known: %s)",
 					    key, SHOW(t, show), names);
@@ -1325,7 +1309,7 @@ int profile_normalize(struct profile *profile, const struct conf *conf,
 	return 0;
 
 nomem:
-	profile_fail(err, errlen, ENOMEM, "out of memory");
+	errmsg_fail(err, errlen, ENOMEM, "out of memory");
 fail:
 	saved = errno;
 	free(ptier_new);
@@ -1346,33 +1330,33 @@ static int profile_check_entry(const char *what, size_t i, const char *name,
 	char norm[CONF_PATH_MAX], reason[128], show[80], names[CONF_ERR_MAX];
 
 	if (!name)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s[%zu].name': not set", what, i);
 	if (!profile_name_ok(name))
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s[%zu].name': invalid name '%s' "
 				    "(want [A-Za-z0-9_-]{1,31})",
 				    what, i, SHOW(name, show));
 	if (!path)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s[%zu].path': required", what, i);
 	if (pathsafe_normalize(path, norm, sizeof(norm), reason,
 			       sizeof(reason)) < 0)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s[%zu].path': '%s': %s", what, i,
 				    SHOW(path, show), reason);
 	if (strcmp(norm, path) != 0)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s[%zu].path': '%s': not normalized",
 				    what, i, SHOW(path, show));
 	if (!tier)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s[%zu].tier': not set (profile "
 				    "not normalized)",
 				    what, i);
 	if (conf && !conf_find_tier(conf, tier)) {
 		conf_tier_names(conf, names, sizeof(names));
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s[%zu].tier': unknown tier '%s' "
 				    "(known: %s)",
 				    what, i, SHOW(tier, show), names);
@@ -1388,7 +1372,7 @@ static int profile_check_dataset_access(const char *path, char *err,
 
 	if (stat(path, &st) < 0) {
 		saved = errno;
-		return profile_fail(err, errlen, saved, "key 'data': %s: %s%s",
+		return errmsg_fail(err, errlen, saved, "key 'data': %s: %s%s",
 				    path, strerror(saved),
 				    saved == EACCES ? " (not readable by you)"
 						    : "");
@@ -1398,7 +1382,7 @@ static int profile_check_dataset_access(const char *path, char *err,
 	else if (S_ISREG(st.st_mode))
 		mode = R_OK;
 	else
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key 'data': %s: not a regular file or "
 				    "directory",
 				    path);
@@ -1406,7 +1390,7 @@ static int profile_check_dataset_access(const char *path, char *err,
 	 * context. */
 	if (access(path, mode) < 0) {
 		saved = errno;
-		return profile_fail(err, errlen, saved, "key 'data': %s: %s%s",
+		return errmsg_fail(err, errlen, saved, "key 'data': %s: %s%s",
 				    path, strerror(saved),
 				    saved == EACCES ? " (not readable by you)"
 						    : "");
@@ -1430,7 +1414,7 @@ static int profile_writable_dir(const char *path, const char *what,
 		saved = errno;
 	else
 		return 0;
-	return profile_fail(err, errlen, saved, "key 'out': %s%s%s: %s%s",
+	return errmsg_fail(err, errlen, saved, "key 'out': %s%s%s: %s%s",
 			    opath, what, what[0] ? path : "", strerror(saved),
 			    saved == EACCES ? " (not writable by you)" : "");
 }
@@ -1460,24 +1444,24 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 	char names[CONF_ERR_MAX], show[80];
 
 	if (!p)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key 'profile': nothing to validate");
 	if (p->ndatasets > PROFILE_MAX_DATASETS)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key 'datasets': more than %d datasets",
 				    PROFILE_MAX_DATASETS);
 	if (p->noutputs > PROFILE_MAX_OUTPUTS)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key 'outputs': more than %d outputs",
 				    PROFILE_MAX_OUTPUTS);
 	if (p->tier && conf && !conf_find_tier(conf, p->tier)) {
 		conf_tier_names(conf, names, sizeof(names));
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key 'tier': unknown tier '%s' (known: %s)",
 				    SHOW(p->tier, show), names);
 	}
 	if ((unsigned)p->access >= PROFILE_ARRAY_LEN(profile_access_names))
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key 'access': invalid value %d",
 				    (int)p->access);
 	for (size_t i = 0; i < p->ndatasets; i++) {
@@ -1490,13 +1474,13 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 			PROFILE_ARRAY_LEN(profile_access_names) ||
 		    (unsigned)d->verify >=
 			PROFILE_ARRAY_LEN(profile_verify_names))
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key 'datasets[%zu]': invalid "
 					    "access or verify value",
 					    i);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(p->datasets[j].path, d->path) == 0)
-				return profile_fail(err, errlen, EINVAL,
+				return errmsg_fail(err, errlen, EINVAL,
 						    "key 'datasets[%zu].path': "
 						    "%s listed twice",
 						    i, d->path);
@@ -1509,13 +1493,13 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 			return -1;
 		if ((unsigned)o->drain >=
 		    PROFILE_ARRAY_LEN(profile_drain_names))
-			return profile_fail(err, errlen, EINVAL,
+			return errmsg_fail(err, errlen, EINVAL,
 					    "key 'outputs[%zu].drain': invalid "
 					    "value %d",
 					    i, (int)o->drain);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(p->outputs[j].path, o->path) == 0)
-				return profile_fail(err, errlen, EINVAL,
+				return errmsg_fail(err, errlen, EINVAL,
 						    "key 'outputs[%zu].path': "
 						    "%s listed twice",
 						    i, o->path);
@@ -1523,15 +1507,15 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 	if (profile_check_names(p, err, errlen) < 0)
 		return -1;
 	if (p->timeout < 1 || p->timeout > PROFILE_TIMEOUT_MAX)
-		return profile_fail(err, errlen, ERANGE,
+		return errmsg_fail(err, errlen, ERANGE,
 				    "key 'timeout': %u out of range 1..%d",
 				    p->timeout, PROFILE_TIMEOUT_MAX);
 	if (!p->has_on_failure)
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key 'on_failure': not set (profile not "
 				    "normalized)");
 	if ((unsigned)p->on_failure >= PROFILE_ARRAY_LEN(profile_policy_names))
-		return profile_fail(err, errlen, EINVAL,
+		return errmsg_fail(err, errlen, EINVAL,
 				    "key 'on_failure': invalid value %d",
 				    (int)p->on_failure);
 

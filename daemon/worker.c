@@ -458,6 +458,7 @@ int worker_main(int argc, char **argv)
 	opts.previous_path = a.previous;
 	opts.check_only = a.check;
 	opts.private_top = !a.name;
+	opts.read_only = !a.name; /* a cache version, served to many jobs */
 	opts.dst_label = label;
 	opts.progress = on_progress;
 	opts.progress_ms = WORKER_PROGRESS_MS;

@@ -144,10 +144,31 @@ test_second_job_reuses_cache_stat() {
 	# The entry stays after both jobs, unpinned, owned by root 0711 with
 	# the user's data inside.
 	assert_eq "entry mode" "711 root" "$(stat -c '%a %U' "$IOSTAGE_TIERS/nvme/cache/$key.v1")"
-	assert_eq "data owner" "700 $TEST_USER" "$(stat -c '%a %U' "$IOSTAGE_TIERS/nvme/cache/$key.v1/data")"
+	assert_eq "data owner (read-only)" "500 $TEST_USER" "$(stat -c '%a %U' "$IOSTAGE_TIERS/nvme/cache/$key.v1/data")"
 	assert_eq "pins after the jobs" "" "$(ls "$IOSTAGE_TIERS/nvme/cache/$key.v1/pins")"
 	# The job saw a link into the cache.
 	assert_contains "job's data path" "$(cat out2.txt)" "DATA=$IOSTAGE_TIERS/nvme/jobs/$j2/data/reuse_stat"
+}
+
+# A job cannot change a cached dataset by writing into it: the next job
+# (a hit on the same version) sees the source's bytes.
+test_staged_data_is_read_only_for_the_job() {
+	DS="$TEST_WORKDIR/pfs/read_only"
+	make_dataset "$DS"
+	local f
+	f=$(cd "$DS" && find . -type f | sort | head -n1)
+	cat >writer.sh <<JOB
+#!/bin/bash
+if echo overwritten 2>/dev/null >"\$IOSTAGE_DATA/$f"; then echo WROTE_FILE; else echo FILE_REFUSED; fi
+if touch "\$IOSTAGE_DATA/new-file" 2>/dev/null; then echo MADE_FILE; else echo DIR_REFUSED; fi
+JOB
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$DS" -o writer.txt writer.sh >/dev/null ||
+		fail "writer job failed: $SUBMIT_OUT"
+	assert_file_contains "overwriting a staged file is refused" writer.txt FILE_REFUSED
+	assert_file_contains "creating a file in staged data is refused" writer.txt DIR_REFUSED
+	wait_finished "$SUBMIT_JOBID"
+	write_digest_job
+	run_digest_job reader.txt "dl-train,data=$DS"
 }
 
 test_changed_source_copies_only_the_difference() {
