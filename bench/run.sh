@@ -336,31 +336,13 @@ cold_once() {
 }
 
 H="$W/hit"
-# The worker's check mode against the manifest of $H/copy. The brief form
-# names the copy with --previous; a worker that takes --check with only
-# --manifest-in (it creates nothing, so needs no copy) refuses that as bad
-# usage (exit 2): then the shorter form is used, and said so.
-HIT_CHECK_PREV=1
-hit_check_once() {
-	rm -rf "$H/check" && mkdir "$H/check" || return 1
-	if [ "$HIT_CHECK_PREV" = 1 ]; then
-		"$IOSTAGED" --stage-worker --check --previous "$H/copy/data" --manifest-in 3 \
-			"$W/src/hit" "$H/check" 3<"$H/manifest" >"$H/check.out" 2>"$H/check.err"
-	else
-		"$IOSTAGED" --stage-worker --check --manifest-in 3 \
-			"$W/src/hit" "$H/check" 3<"$H/manifest" >"$H/check.out" 2>"$H/check.err"
-	fi
-}
+# The worker's check mode (docs/STAGING.md): compare the source with the
+# manifest of $H/copy, create nothing; what the daemon runs on a cache hit.
 hit_check() {
-	hit_check_once
-	local rc=$?
-	if [ "$rc" = 2 ] && [ "$HIT_CHECK_PREV" = 1 ]; then
-		note "hit: the worker refused '--check --previous DIR --manifest-in FD' ($(head -1 "$H/check.err")); timing '--check --manifest-in FD'"
-		HIT_CHECK_PREV=0
-		hit_check_once
-		rc=$?
-	fi
-	[ "$rc" = 0 ] && grep -q '"ok":true' "$H/check.out"
+	rm -rf "$H/check" && mkdir "$H/check" || return 1
+	"$IOSTAGED" --stage-worker --check --manifest-in 3 \
+		"$W/src/hit" "$H/check" 3<"$H/manifest" >"$H/check.out" 2>"$H/check.err" &&
+		grep -q '"ok":true' "$H/check.out"
 }
 hit_rsync() { rsync -a --dry-run "$W/src/hit/" "$H/copy/data/"; }
 
@@ -494,7 +476,7 @@ jq -n \
 	--argjson fio_qd "$BENCH_FIO_IODEPTH" --argjson fio_s "$BENCH_FIO_SECONDS" --arg fio_size "$BENCH_FIO_SIZE" \
 	--argjson hit_files "$HIT_FILES" --argjson hit_bytes "$HIT_BYTES" \
 	--argjson hit_copy "$HIT_COPY" --argjson hit_check "$HIT_CHECK" --argjson hit_check_cold "$HIT_CHECK_COLD" \
-	--arg hit_check_cmd "$([ "$HIT_COPY" = null ] && echo "" || { [ "$HIT_CHECK_PREV" = 1 ] && echo "--check --previous COPY/data --manifest-in FD SRC EMPTYDIR" || echo "--check --manifest-in FD SRC EMPTYDIR"; })" \
+	--arg hit_check_cmd "$([ "$HIT_COPY" = null ] && echo "" || echo "--check --manifest-in FD SRC EMPTYDIR")" \
 	--argjson hit_rsync "$HIT_RSYNC" --argjson hit_rsync_cold "$HIT_RSYNC_COLD" --argjson hit_unchanged "$HIT_UNCHANGED" \
 	--argjson d_miss "$D_MISS" --argjson d_hit "$D_HIT" --argjson d_cached "$D_CACHED" \
 	--argjson d_rss_kb "$D_RSS_KB" --argjson d_rss_idle_kb "$D_RSS_IDLE_KB" \
