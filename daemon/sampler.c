@@ -171,10 +171,15 @@ int sampler_tree_add_task(struct sampler_tree *tree, pid_t pid,
 {
 	struct sampler_carrier *c;
 
+	struct sampler_proc *p;
+
 	if (find_proc(tree, pid))
 		return 0;
-	if (!add_proc(tree, pid, pid))
+	p = add_proc(tree, pid, pid);
+	if (!p)
 		return -1;
+	if (!carrier)
+		carrier = p->ppid; /* resumed after a restart: slurmstepd */
 	if (carrier <= 1 || find_carrier(tree, carrier) ||
 	    tree->ncarriers == SAMPLER_CARRIERS_MAX)
 		return 0;

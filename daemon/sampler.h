@@ -75,8 +75,8 @@ int sampler_read_io(pid_t pid, struct telrec_io *ret);
 int sampler_read_stat(pid_t pid, unsigned long long *ret_start,
 		      pid_t *ret_ppid);
 
-/* Follow registered task PID, whose parent is CARRIER (slurmstepd; 0 if
- * unknown). Counting starts from zero: the task's I/O since its fork.
+/* Follow registered task PID, whose parent is CARRIER (slurmstepd; 0: its
+ * current parent). Counting starts from zero: the task's I/O since its fork.
  * Already followed: 0. 0, or -1 with errno (ESRCH: not running, ENOSPC:
  * too many, ENOMEM). */
 int sampler_tree_add_task(struct sampler_tree *tree, pid_t pid,

@@ -960,9 +960,13 @@ int telemetry_shim_report(uint32_t id, uid_t peer_uid, pid_t pid,
 
 		if (!m)
 			continue;
+		/* The shim says when the process ran; without that, the
+		 * phase spans the run so far. */
 		if (!m->start) {
-			m->start = num(req, "start");
-			m->end = num(req, "end");
+			m->start = num(req, "start") > 0 ? num(req, "start")
+							 : t->run_start;
+			m->end = num(req, "end") > m->start ? num(req, "end")
+							    : 0;
 		}
 		merge_class_counters(&m->counters, ph);
 	}
