@@ -147,8 +147,11 @@ $(LIBIOSTAGE): $(LIBIOSTAGE_OBJ) $(LIBCOMMON) shim/libiostage.map
 	    -Wl,--version-script=shim/libiostage.map -o $@ \
 	    $(LIBIOSTAGE_OBJ) $(LIBCOMMON) $(LDLIBS) $(PMIX_LIBS)
 $(CLI): $(LIBIOSTAGE_OBJ)
-$(CLI): LDLIBS += $(LIBCOMMON) $(PMIX_LIBS)
+$(CLI): LDLIBS := $(LIBCOMMON) $(LDLIBS) $(PMIX_LIBS)
 all: $(LIBIOSTAGE)
+# The sampler's unit test runs it on real processes.
+$(BUILD)/tests/check_sampler: $(BUILD)/daemon/sampler.o
+$(BUILD)/tests/check_sampler: LDLIBS := $(LIBCOMMON) $(LDLIBS)
 install: install-libiostage
 .PHONY: install-libiostage
 install-libiostage: $(LIBIOSTAGE)

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -291,48 +292,85 @@ static void sample_carrier(struct sampler_carrier *c, sampler_task_fn fn,
 		memset(&c->owed, 0, sizeof(c->owed));
 }
 
+/* Does a gone, unsettled process have PID as its parent? */
+static bool has_unsettled_child(const struct sampler_tree *tree, pid_t pid)
+{
+	for (size_t i = 0; i < tree->nprocs; i++)
+		if (tree->procs[i].gone && !tree->procs[i].settled &&
+		    tree->procs[i].ppid == pid)
+			return true;
+	return false;
+}
+
 void sampler_tree_sample(struct sampler_tree *tree, sampler_task_fn fn,
 			 void *arg, struct telrec_io *ret_total)
 {
-	size_t i, n;
+	size_t i, n, left;
 
 	for (i = 0; i < tree->nprocs; i++)
 		discover(tree, i);
+	/* Read everything first, then settle the exits (children before
+	 * their parents, so credits travel up), then count growth: a credit
+	 * must be in place before its parent's growth is counted. */
 	for (i = 0; i < tree->nprocs; i++) {
 		struct sampler_proc *p = &tree->procs[i];
-		struct telrec_io cur, grew;
 		unsigned long long start;
 		pid_t ppid;
 
-		if (sampler_read_stat(p->pid, &start, &ppid) < 0 ||
-		    start != p->starttime || sampler_read_io(p->pid, &cur) < 0) {
+		p->gone = sampler_read_stat(p->pid, &start, &ppid) < 0 ||
+			  start != p->starttime ||
+			  sampler_read_io(p->pid, &p->cur) < 0;
+		p->settled = false;
+		if (!p->gone)
+			p->ppid = ppid;
+	}
+	for (left = tree->nprocs; left > 0; left--) {
+		bool progress = false;
+
+		for (i = 0; i < tree->nprocs; i++) {
+			struct sampler_proc *p = &tree->procs[i];
+
+			if (!p->gone || p->settled ||
+			    (left > 1 && has_unsettled_child(tree, p->pid)))
+				continue;
 			settle_exit(tree, p);
+			p->settled = progress = true;
 			if (fn && p->pid == p->task)
 				fn(arg, p->pid, true, &(struct telrec_io){0});
+		}
+		if (!progress)
+			break;
+	}
+	for (i = 0; i < tree->nprocs; i++) {
+		struct sampler_proc *p = &tree->procs[i];
+		struct telrec_io grew;
+
+		if (p->gone) {
+			if (!p->settled) {
+				settle_exit(tree, p);
+				if (fn && p->pid == p->task)
+					fn(arg, p->pid, true,
+					   &(struct telrec_io){0});
+			}
 			p->pid = 0; /* removed below */
 			continue;
 		}
-		p->ppid = ppid;
-		io_sub(&grew, &cur, &p->last);
-		p->last = cur;
+		io_sub(&grew, &p->cur, &p->last);
+		p->last = p->cur;
 		/* What reaped children brought that we had counted. */
-		{
-			struct telrec_io use = grew;
-
 #define TAKE(f)                                                        \
 	do {                                                           \
-		use.f = grew.f < p->credit.f ? grew.f : p->credit.f;   \
-		p->credit.f -= use.f;                                  \
-		grew.f -= use.f;                                       \
+		uint64_t use = grew.f < p->credit.f ? grew.f : p->credit.f; \
+		p->credit.f -= use;                                    \
+		grew.f -= use;                                         \
 	} while (0)
-			TAKE(rchar);
-			TAKE(wchar);
-			TAKE(syscr);
-			TAKE(syscw);
-			TAKE(read_bytes);
-			TAKE(write_bytes);
+		TAKE(rchar);
+		TAKE(wchar);
+		TAKE(syscr);
+		TAKE(syscw);
+		TAKE(read_bytes);
+		TAKE(write_bytes);
 #undef TAKE
-		}
 		telrec_io_add(ret_total, &grew);
 		if (fn)
 			fn(arg, p->task, false, &grew);

@@ -46,6 +46,8 @@ struct sampler_proc {
 	pid_t task;               /* the registered task it descends from */
 	struct telrec_io last;    /* counters at the last sample */
 	struct telrec_io credit;  /* reaped children's counted part */
+	struct telrec_io cur;     /* this sample's reading */
+	bool gone, settled;       /* during a sample */
 };
 
 struct sampler_carrier {
