@@ -153,6 +153,10 @@ all: $(LIBIOSTAGE)
 $(BUILD)/tests/check_sampler: $(BUILD)/daemon/sampler.o
 $(BUILD)/tests/check_sampler: LDLIBS := $(LIBCOMMON) $(LDLIBS)
 install: install-libiostage
+# iostaged's /proc sampling cost: % of one core per 100 tasks (bench/sampler.sh).
+.PHONY: bench-telemetry
+bench-telemetry: all
+	@BUILD=$(BUILD) bench/sampler.sh
 .PHONY: install-libiostage
 install-libiostage: $(LIBIOSTAGE)
 	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir)
