@@ -155,6 +155,7 @@ test_telemetry_visible_to_owner_only() {
 	wait_finished "$SUBMIT_JOBID" >/dev/null || fail "no finished record"
 	out=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID" 2>&1)
 	rc=$?
+	printf '%s\n' "$out"
 	assert_eq "owner: exit code" 0 "$rc"
 	assert_contains "owner: phases table" "$out" "PHASE"
 	assert_contains "owner: stage_in row" "$out" "stage_in"
