@@ -155,16 +155,20 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 		cJSON_ArrayForEach(p, item(rec, "processes"))
 		{
 			char rd[32], wr[32], rank[16] = "-", local[16] = "-";
+			char step[16] = "batch";
 
+			/* Slurm's SLURM_BATCH_SCRIPT step id. */
+			if (json_number(p, "step") != 4294967291.0)
+				snprintf(step, sizeof(step), "%.0f",
+					 json_number(p, "step"));
 			if (cJSON_IsNumber(item(p, "rank")))
 				snprintf(rank, sizeof(rank), "%.0f",
 					 json_number(p, "rank"));
 			if (cJSON_IsNumber(item(p, "local_rank")))
 				snprintf(local, sizeof(local), "%.0f",
 					 json_number(p, "local_rank"));
-			fprintf(out, "%-8.0f %10.0f %6s %6s %-12s %-8s %10s %10s %s\n",
-				json_number(p, "pid"), json_number(p, "step"),
-				rank, local, json_string(p, "node"),
+			fprintf(out, "%-8.0f %10s %6s %6s %-12s %-8s %10s %10s %s\n",
+				json_number(p, "pid"), step, rank, local, json_string(p, "node"),
 				json_string(p, "identity"),
 				units_bytes((uint64_t)json_number(p, "read_bytes"),
 					    rd, sizeof(rd)),
