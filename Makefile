@@ -13,6 +13,7 @@ sysconfdir  ?= /etc
 datadir     ?= $(prefix)/share
 mandir      ?= $(datadir)/man
 docdir      ?= $(datadir)/doc/iostage
+includedir  ?= $(prefix)/include
 DESTDIR     ?=
 
 CC      ?= gcc
@@ -132,6 +133,36 @@ install: all
 	install -m 0644 docs/man/iostaged.8 docs/man/iostage-prolog.8 \
 	    $(DESTDIR)$(mandir)/man8/
 	ln -sf iostage-prolog.8 $(DESTDIR)$(mandir)/man8/iostage-epilog.8
+
+# --- libiostage.so: the phase-marker API (shim/libiostage.c, shim/iostage.h).
+# PMIx gives a task its rank when it is a PMIx client. `iostage phase` uses
+# the same code (LIBCOMMON again after it: the archive must follow it).
+LIBIOSTAGE     := $(BUILD)/shim/libiostage.so
+LIBIOSTAGE_OBJ := $(BUILD)/shim/libiostage.o
+PMIX_LIBS      := $(shell pkg-config --libs pmix)
+
+$(LIBIOSTAGE_OBJ): CPPFLAGS += $(shell pkg-config --cflags pmix)
+$(LIBIOSTAGE): $(LIBIOSTAGE_OBJ) $(LIBCOMMON) shim/libiostage.map
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libiostage.so.0 \
+	    -Wl,--version-script=shim/libiostage.map -o $@ \
+	    $(LIBIOSTAGE_OBJ) $(LIBCOMMON) $(LDLIBS) $(PMIX_LIBS)
+$(CLI): $(LIBIOSTAGE_OBJ)
+$(CLI): LDLIBS := $(LIBCOMMON) $(LDLIBS) $(PMIX_LIBS)
+all: $(LIBIOSTAGE)
+# The sampler's unit test runs it on real processes.
+$(BUILD)/tests/check_sampler: $(BUILD)/daemon/sampler.o
+$(BUILD)/tests/check_sampler: LDLIBS := $(LIBCOMMON) $(LDLIBS)
+install: install-libiostage
+# iostaged's /proc sampling cost: % of one core per 100 tasks (bench/sampler.sh).
+.PHONY: bench-telemetry
+bench-telemetry: all
+	@BUILD=$(BUILD) bench/sampler.sh
+.PHONY: install-libiostage
+install-libiostage: $(LIBIOSTAGE)
+	install -d $(DESTDIR)$(libdir) $(DESTDIR)$(includedir)
+	install -m 0755 $(LIBIOSTAGE) $(DESTDIR)$(libdir)/libiostage.so.0
+	ln -sf libiostage.so.0 $(DESTDIR)$(libdir)/libiostage.so
+	install -m 0644 shim/iostage.h $(DESTDIR)$(includedir)/iostage.h
 
 clean:
 	rm -rf $(BUILD)

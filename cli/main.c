@@ -5,8 +5,10 @@
 
 #include "cli/cache.h"
 #include "cli/client.h"
+#include "cli/phase.h"
 #include "cli/stage.h"
 #include "cli/status.h"
+#include "cli/telemetry.h"
 
 static void usage(FILE *out)
 {
@@ -22,6 +24,10 @@ static void usage(FILE *out)
 		"                    what the cache holds\n"
 		"  cache evict (PATH | --key K) [--tier T] [--user U]\n"
 		"                    remove a dataset from the cache\n"
+		"  phase begin|end NAME\n"
+		"                    mark a phase of the running job\n"
+		"  telemetry JOBID [--json]\n"
+		"                    a job's phases, I/O and run timeline\n"
 		"  version           print the version\n"
 		"\n"
 		"  -c CONF           iostage.conf to read (default $IOSTAGE_CONF, "
@@ -36,6 +42,8 @@ static const struct {
 	{"status", status_main},
 	{"stage", stage_main},
 	{"cache", cache_main},
+	{"phase", phase_main},
+	{"telemetry", telemetry_main},
 };
 
 int main(int argc, char **argv)

@@ -44,6 +44,7 @@ enum conf_key {
 	CONF_KEY_STAGE_PARALLELISM,
 	CONF_KEY_NODE_NAME,
 	CONF_KEY_DRAIN_TIMEOUT,
+	CONF_KEY_TELEMETRY_INTERVAL,
 	CONF_KEY_COUNT,
 };
 
@@ -61,6 +62,7 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_STAGE_PARALLELISM] = "StageParallelism",
     [CONF_KEY_NODE_NAME] = "NodeName",
     [CONF_KEY_DRAIN_TIMEOUT] = "DrainTimeout",
+    [CONF_KEY_TELEMETRY_INTERVAL] = "TelemetryInterval",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -200,6 +202,7 @@ void conf_set_defaults(struct conf *conf)
 	conf->cache_ttl = 3600;
 	conf->stage_parallelism = 4;
 	conf->drain_timeout = 600;
+	conf->telemetry_interval_ms = 1000;
 	conf_default_node_name(conf->node_name, sizeof(conf->node_name));
 }
 
@@ -427,6 +430,20 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 	case CONF_KEY_DRAIN_TIMEOUT:
 		return conf_uint(cp, key, val, 1, CONF_DRAIN_TIMEOUT_MAX,
 				 &c->drain_timeout);
+	case CONF_KEY_TELEMETRY_INTERVAL: {
+		/* Seconds with decimals: sampling below a second is useful. */
+		char *end;
+		double v = strtod(val, &end);
+
+		if (end == val || *end || !(v >= 0.1 && v <= 60))
+			return conf_fail(cp,
+					 "key '%s': '%s' is not a number of "
+					 "seconds from 0.1 to 60",
+					 key,
+					 conf_show(val, show, sizeof(show)));
+		c->telemetry_interval_ms = (unsigned)(v * 1000 + 0.5);
+		return 0;
+	}
 	case CONF_KEY_COUNT:
 		break;
 	}

@@ -65,6 +65,7 @@ struct conf {
 	unsigned stage_parallelism;     /* datasets copied at once, 1..64 */
 	char node_name[CONF_NODE_MAX];  /* in cache pins and build names */
 	unsigned drain_timeout;         /* seconds finish waits for outputs */
+	unsigned telemetry_interval_ms; /* /proc sampling period */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -73,7 +74,8 @@ struct conf {
  * CacheHighWatermark=85, CacheLowWatermark=75, MaxConnections=64,
  * CacheTTL=3600, StageParallelism=4, NodeName=the short host name (cut at
  * the first '.', other characters outside [A-Za-z0-9_-] made '-'),
- * DrainTimeout=600. */
+ * DrainTimeout=600, TelemetryInterval=1 (seconds, 0.1 to 60, decimals
+ * allowed; kept in milliseconds). */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is

@@ -55,6 +55,39 @@
  *                                             K.vN on tier 'nvme' (/src) is
  *                                             pinned by node1.42; not
  *                                             evicted")
+ * Telemetry (daemon/telemetry_ops.c; records as in docs/RECORDS.md):
+ *   task_register job pid [parent] [step] [rank] [local_rank] [node]
+ *           [identity("slurm"|"pmix")] [job_name]
+ *                                          root   -> (slurmstepd, from
+ *                                             task_post_fork: follow the
+ *                                             task's /proc/PID/io and its
+ *                                             descendants'; PARENT is
+ *                                             slurmstepd itself)
+ *   task_exit job pid                      root   -> (slurmstepd, from
+ *                                             task_exit: sample the job
+ *                                             now, while slurmstepd still
+ *                                             holds the reaped task's
+ *                                             counters)
+ *   phase   job name event("begin"|"end") [ts] [step] [rank]
+ *           [local_rank] [node] [identity] root/owner -> (a marker; a
+ *                                             user's is the sending
+ *                                             process's (SO_PEERCRED pid);
+ *                                             name [A-Za-z0-9_.-]{1,31})
+ *   shim_report job [pid] [step] [rank] [local_rank] [node] [identity]
+ *           [start] [end] [counters{phase:{class:{COUNTER:n}}}]
+ *           [io_seconds{phase:s}] [unoverlapped{phase:s}]
+ *           [files[{path_class written shared}]]
+ *                                          root/owner -> (checked
+ *                                             strictly: known keys,
+ *                                             classes and Darshan counter
+ *                                             names only, numbers >= 0, at
+ *                                             most 32 phases and 256
+ *                                             files; a user's pid must be
+ *                                             the sender's; errors start
+ *                                             "shim_report refused: ")
+ *   telemetry job                          root/owner -> record{} (live,
+ *                                             or from StateDir/telemetry
+ *                                             for 30 days after the job)
  * Job states: "staging", "staged", "failed".
  */
 #ifndef IOSTAGE_PROTO_H

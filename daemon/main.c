@@ -35,6 +35,7 @@
 #include "daemon/server.h"
 #include "daemon/spawn.h"
 #include "daemon/stage.h"
+#include "daemon/telemetry.h"
 #include "daemon/tiers.h"
 #include "daemon/worker.h"
 
@@ -298,7 +299,8 @@ int main(int argc, char **argv)
 	    drain_init(&conf, err, sizeof(err)) < 0 || /* before jobs: resume */
 	    jobs_init(&conf, err, sizeof(err)) < 0 ||
 	    journal_init(&conf, err, sizeof(err)) < 0 ||
-	    cache_init(&conf, jobs_known, err, sizeof(err)) < 0) {
+	    cache_init(&conf, jobs_known, err, sizeof(err)) < 0 ||
+	    telemetry_init(&conf, err, sizeof(err)) < 0) {
 		log_errorx("%s", err);
 		goto out;
 	}
@@ -318,6 +320,7 @@ int main(int argc, char **argv)
 	jobs_shutdown("iostaged stopped during staging", SHUTDOWN_JOBS_S);
 	drain_shutdown(); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);
+	telemetry_fini(); /* after the clients: they may hold records */
 	pidfile_remove();
 out:
 	server_close();

@@ -39,6 +39,7 @@
 #include "daemon/ops.h"
 #include "daemon/server.h"
 #include "daemon/stage.h"
+#include "daemon/telemetry.h"
 #include "daemon/tiers.h"
 
 #define SERVER_BACKLOG 128
@@ -426,6 +427,8 @@ static cJSON *op_finish(const struct peer *c, const cJSON *req)
 		log_warningx("%s", err);
 		return proto_reply_error("%s", err);
 	}
+	/* telemetry.c: close the job's record (the history files it). */
+	cJSON_Delete(telemetry_finish_job(id));
 	if (jobs_finish(id, SERVER_THREAD_WAIT_S, err, sizeof(err)) < 0) {
 		log_warningx("%s", err);
 		return proto_reply_error("%s", err);
@@ -800,6 +803,7 @@ static op_table staging_ops = {
 /* Every family of ops; one line per file that defines a table. */
 static const struct op *const op_tables[] = {
 	staging_ops,
+	telemetry_ops,
 };
 
 #define NTABLES (sizeof(op_tables) / sizeof(op_tables[0]))

@@ -1,7 +1,8 @@
 /* iostage.c - the SPANK entry points: dispatch on context, nothing more.
  *
  *   allocator (sbatch, salloc), local (srun): validate --io-profile (submit.c)
- *   remote (slurmstepd): export the staged paths to the tasks (task.c)
+ *   remote (slurmstepd): export the staged paths to the tasks (task.c),
+ *                        register task pids for telemetry (telemetry.c)
  * The plugin never exits a Slurm process; it reports with slurm_error().
  */
 #include <slurm/spank.h>
@@ -9,6 +10,7 @@
 #include "spank/options.h"
 #include "spank/submit.h"
 #include "spank/task.h"
+#include "spank/telemetry.h"
 
 SPANK_PLUGIN(iostage, 1);
 
@@ -43,6 +45,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
+	if (spank_remote(sp))
+		telemetry_user_init(sp);
 	return spank_remote(sp) ? task_user_init(sp) : 0;
 }
 
@@ -51,6 +55,20 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	(void)ac;
 	(void)av;
 	return spank_remote(sp) ? task_init(sp) : 0;
+}
+
+int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	return spank_remote(sp) ? telemetry_task_post_fork(sp) : 0;
+}
+
+int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	return spank_remote(sp) ? telemetry_task_exit(sp) : 0;
 }
 
 int slurm_spank_exit(spank_t sp, int ac, char **av)

@@ -1,0 +1,243 @@
+/* telemetry.c - `iostage telemetry JOBID [--json]`. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/json.h"
+#include "cli/telemetry.h"
+#include "common/units.h"
+
+#define TIMELINE_WIDTH 60
+#define CALL_TIMEOUT_MS 10000
+
+static const char *const bars[] = { " ", "▁", "▂", "▃", "▄",
+				    "▅", "▆", "▇", "█" };
+
+static const cJSON *item(const cJSON *o, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static void print_phase(const cJSON *ph, double t0, FILE *out)
+{
+	const char *name = json_string(ph, "name");
+	bool sub = cJSON_IsString(item(ph, "parent"));
+	char label[48], rd[32], wr[32], secs[32], detail[160] = "";
+	double rb = json_number(ph, "read_bytes"),
+	       wb = json_number(ph, "write_bytes");
+
+	snprintf(label, sizeof(label), "%s%s", sub ? "  " : "", name);
+	if (!strcmp(name, "stage_in")) {
+		char c[32], k[32], r[32];
+
+		rb = 0;
+		wb = json_number(ph, "bytes");
+		snprintf(detail, sizeof(detail),
+			 "%.0f files, copied %s, from cache %s, %s/s",
+			 json_number(ph, "files"),
+			 units_bytes((uint64_t)json_number(ph, "copied_bytes"),
+				     c, sizeof(c)),
+			 units_bytes((uint64_t)json_number(ph, "cached_bytes"),
+				     k, sizeof(k)),
+			 units_bytes((uint64_t)json_number(ph, "rate_bps"), r,
+				     sizeof(r)));
+	} else if (!strcmp(name, "stage_out")) {
+		char d[32], e[32], es[32];
+
+		rb = 0;
+		wb = json_number(ph, "bytes");
+		snprintf(detail, sizeof(detail),
+			 "during the run %s (%.0f files), after it %s (%.0f "
+			 "files) in %s",
+			 units_bytes((uint64_t)json_number(ph, "during_bytes"),
+				     d, sizeof(d)),
+			 json_number(ph, "during_files"),
+			 units_bytes((uint64_t)json_number(ph, "end_bytes"), e,
+				     sizeof(e)),
+			 json_number(ph, "end_files"),
+			 units_seconds(json_number(ph, "end_seconds"), es,
+				       sizeof(es)));
+	} else if (!strcmp(name, "run")) {
+		snprintf(detail, sizeof(detail), "%.0f read / %.0f write calls%s",
+			 json_number(ph, "read_syscalls"),
+			 json_number(ph, "write_syscalls"),
+			 cJSON_IsTrue(item(ph, "live")) ? ", running" : "");
+	} else {
+		const cJSON *r;
+		size_t used;
+
+		used = (size_t)snprintf(detail, sizeof(detail), "%s",
+					json_string(ph, "source"));
+		if (cJSON_GetArraySize(item(ph, "ranks")) > 0)
+			used += (size_t)snprintf(detail + used,
+						 sizeof(detail) - used,
+						 ", ranks");
+		cJSON_ArrayForEach(r, item(ph, "ranks"))
+		{
+			if (used >= sizeof(detail) - 8)
+				break;
+			used += (size_t)snprintf(detail + used,
+						 sizeof(detail) - used, " %.0f",
+						 r->valuedouble);
+		}
+		if (cJSON_IsNumber(item(ph, "unoverlapped_io_seconds")) &&
+		    used < sizeof(detail) - 40)
+			snprintf(detail + used, sizeof(detail) - used,
+				 ", unoverlapped I/O %.1f s",
+				 json_number(ph, "unoverlapped_io_seconds"));
+	}
+	fprintf(out, "%-14s %+9.1f %9s %10s %10s  %s\n", label,
+		json_number(ph, "start") - t0,
+		units_seconds(json_number(ph, "seconds"), secs, sizeof(secs)),
+		units_bytes((uint64_t)rb, rd, sizeof(rd)),
+		units_bytes((uint64_t)wb, wr, sizeof(wr)), detail);
+}
+
+/* One row of bars: column c sums samples [c*per, (c+1)*per). */
+static void print_bars(const char *label, const cJSON *tl, int field,
+		       int cols, int per, FILE *out)
+{
+	double col[TIMELINE_WIDTH] = { 0 }, max = 0;
+	const cJSON *s;
+	int i = 0;
+	char mx[32];
+
+	cJSON_ArrayForEach(s, tl)
+	{
+		const cJSON *v = cJSON_GetArrayItem(s, field);
+		int c = i++ / per;
+
+		if (c < cols && cJSON_IsNumber(v))
+			col[c] += v->valuedouble;
+	}
+	for (i = 0; i < cols; i++)
+		if (col[i] > max)
+			max = col[i];
+	fprintf(out, "  %-6s|", label);
+	for (i = 0; i < cols; i++) {
+		int level = max > 0 ? (int)(col[i] / max * 8 + 0.999) : 0;
+
+		fputs(bars[level < 0 ? 0 : level > 8 ? 8 : level], out);
+	}
+	fprintf(out, "| peak %s per column\n",
+		units_bytes((uint64_t)max, mx, sizeof(mx)));
+}
+
+void telemetry_print(const cJSON *rec, int width, FILE *out)
+{
+	const cJSON *ph, *p, *run = NULL;
+	double t0 = json_number(rec, "start");
+	int nprocs = cJSON_GetArraySize(item(rec, "processes"));
+
+	if (width > TIMELINE_WIDTH || width < 1)
+		width = TIMELINE_WIDTH;
+	fprintf(out, "job %.0f (%s) user %s on %s: %s, profile %s\n",
+		json_number(rec, "job"),
+		*json_string(rec, "job_name") ? json_string(rec, "job_name")
+					      : "-",
+		json_string(rec, "user"), json_string(rec, "node"),
+		json_string(rec, "state"), json_string(rec, "profile_origin"));
+	fprintf(out, "\n%-14s %9s %9s %10s %10s  %s\n", "PHASE", "START(s)",
+		"TIME", "READ", "WRITTEN", "DETAIL");
+	cJSON_ArrayForEach(ph, item(rec, "phases"))
+	{
+		print_phase(ph, t0, out);
+		if (!strcmp(json_string(ph, "name"), "run"))
+			run = ph;
+	}
+	if (nprocs > 0) {
+		fprintf(out, "\n%-8s %10s %6s %6s %-12s %-8s %10s %10s %s\n",
+			"PID", "STEP", "RANK", "LOCAL", "NODE", "IDENTITY",
+			"READ", "WRITTEN", "TRACED");
+		cJSON_ArrayForEach(p, item(rec, "processes"))
+		{
+			char rd[32], wr[32], rank[16] = "-", local[16] = "-";
+			char step[16] = "batch";
+
+			/* Slurm's SLURM_BATCH_SCRIPT step id. */
+			if (json_number(p, "step") != 4294967291.0)
+				snprintf(step, sizeof(step), "%.0f",
+					 json_number(p, "step"));
+			if (cJSON_IsNumber(item(p, "rank")))
+				snprintf(rank, sizeof(rank), "%.0f",
+					 json_number(p, "rank"));
+			if (cJSON_IsNumber(item(p, "local_rank")))
+				snprintf(local, sizeof(local), "%.0f",
+					 json_number(p, "local_rank"));
+			fprintf(out, "%-8.0f %10s %6s %6s %-12s %-8s %10s %10s %s\n",
+				json_number(p, "pid"), step, rank, local, json_string(p, "node"),
+				json_string(p, "identity"),
+				units_bytes((uint64_t)json_number(p, "read_bytes"),
+					    rd, sizeof(rd)),
+				units_bytes((uint64_t)json_number(p,
+								  "write_bytes"),
+					    wr, sizeof(wr)),
+				cJSON_IsTrue(item(p, "traced")) ? "yes" : "no");
+		}
+	}
+	if (run && cJSON_GetArraySize(item(run, "timeline")) > 0) {
+		const cJSON *tl = item(run, "timeline");
+		int n = cJSON_GetArraySize(tl);
+		int per = (n + width - 1) / width, cols = (n + per - 1) / per;
+		char secs[32];
+
+		fprintf(out, "\nrun timeline: %d sample%s, %s per column\n", n,
+			n == 1 ? "" : "s",
+			units_seconds(json_number(run, "interval_s") * per, secs,
+				      sizeof(secs)));
+		print_bars("read", tl, 1, cols, per, out);
+		print_bars("write", tl, 2, cols, per, out);
+	}
+}
+
+int telemetry_main(const struct client *client, int argc, char **argv)
+{
+	bool as_json = false;
+	const char *jobarg = NULL;
+	unsigned long id;
+	char *end;
+	cJSON *req, *reply;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			as_json = true;
+		else if (!jobarg && argv[i][0] != '-')
+			jobarg = argv[i];
+		else {
+			fprintf(stderr,
+				"usage: iostage telemetry JOBID [--json]\n");
+			return 2;
+		}
+	}
+	if (!jobarg) {
+		fprintf(stderr, "usage: iostage telemetry JOBID [--json]\n");
+		return 2;
+	}
+	errno = 0;
+	id = strtoul(jobarg, &end, 10);
+	if (errno || *end || !id || id > UINT32_MAX) {
+		fprintf(stderr, "iostage: telemetry: '%s' is not a job id\n",
+			jobarg);
+		return 2;
+	}
+	req = json_request("telemetry");
+	cJSON_AddNumberToObject(req, "job", (double)id);
+	reply = client_call(client, req, CALL_TIMEOUT_MS);
+	cJSON_Delete(req);
+	if (!reply)
+		return 1;
+	if (as_json) {
+		char *text = cJSON_Print(item(reply, "record"));
+
+		if (text)
+			puts(text);
+		free(text);
+	} else {
+		telemetry_print(item(reply, "record"), TIMELINE_WIDTH, stdout);
+	}
+	cJSON_Delete(reply);
+	return 0;
+}

@@ -1,0 +1,87 @@
+/* telrec.h - the pure parts of a job's telemetry record (docs/RECORDS.md).
+ *
+ * Everything here is testable without a daemon: the run phase's timeline
+ * (bounded: when full it folds pairs of samples into one and doubles its
+ * interval), the Darshan-named counter vocabulary, merging counter objects,
+ * and the strict check of a shim_report request, which comes from a
+ * process of the job's user and is therefore untrusted.
+ */
+#ifndef IOSTAGE_TELREC_H
+#define IOSTAGE_TELREC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cJSON.h>
+
+#define TELREC_TIMELINE_MAX 1024   /* samples kept; more fold pairs */
+#define TELREC_PHASE_NAME_MAX 32   /* sub-phase names [A-Za-z0-9_.-] */
+#define TELREC_REPORT_PHASES_MAX 32
+#define TELREC_REPORT_FILES_MAX 256
+#define TELREC_NODE_MAX 64
+
+/* I/O counters of /proc/PID/io that we keep. */
+struct telrec_io {
+	uint64_t rchar, wchar, syscr, syscw;
+	uint64_t read_bytes, write_bytes; /* storage; 0 if unreadable */
+};
+
+/* One timeline entry: the I/O of (t - interval, t]. */
+struct telrec_sample {
+	double t;
+	uint64_t rb, wb, rs, ws;
+};
+
+struct telrec_timeline {
+	double interval;  /* seconds a sample covers (doubles on each fold) */
+	size_t n;
+	struct telrec_sample s[TELREC_TIMELINE_MAX];
+};
+
+/* Empty timeline whose samples cover INTERVAL seconds. */
+void telrec_timeline_init(struct telrec_timeline *tl, double interval);
+
+/* Add the I/O D seen at time T. Merged into the last sample when T falls
+ * within its interval (after folds), else appended; a full timeline first
+ * folds pairs (interval doubles), so it never exceeds
+ * TELREC_TIMELINE_MAX and never loses bytes. */
+void telrec_timeline_add(struct telrec_timeline *tl, double t,
+			 const struct telrec_io *d);
+
+/* Sum of the samples overlapping [T0, T1] into *RET (rchar/wchar/syscr/
+ * syscw only). */
+void telrec_timeline_sum(const struct telrec_timeline *tl, double t0,
+			 double t1, struct telrec_io *ret);
+
+/* [[t, rb, wb, rs, ws], ...]; NULL on ENOMEM. */
+cJSON *telrec_timeline_to_json(const struct telrec_timeline *tl);
+
+/* Read back what telrec_timeline_to_json wrote (lenient: bad entries are
+ * skipped; at most TELREC_TIMELINE_MAX are kept). */
+void telrec_timeline_from_json(struct telrec_timeline *tl, const cJSON *arr,
+			       double interval);
+
+/* a += b */
+void telrec_io_add(struct telrec_io *a, const struct telrec_io *b);
+
+/* Is NAME a counter of the RECORDS.md vocabulary? */
+bool telrec_counter_known(const char *name);
+
+/* Is NAME a valid phase name ([A-Za-z0-9_.-]{1,31})? */
+bool telrec_phase_name_ok(const char *name);
+
+/* Add counters object SRC into DST (created keys as needed): sums, except
+ * POSIX_MAX_BYTE_* which take the maximum. Unknown or non-numeric entries
+ * of SRC are ignored. 0, or -1 on ENOMEM. */
+int telrec_counters_merge(cJSON *dst, const cJSON *src);
+
+/* Check a shim_report request strictly: known keys only, "counters" is
+ * {phase:{class:{COUNTER:number>=0}}} with at most
+ * TELREC_REPORT_PHASES_MAX phases, classes dataset/output/other, known
+ * counter names; "io_seconds" and "unoverlapped" are {phase:seconds};
+ * "files" at most TELREC_REPORT_FILES_MAX entries {path_class, written,
+ * shared}. 0, or -1 with one line in err naming the key. */
+int telrec_report_check(const cJSON *req, char *err, size_t errlen);
+
+#endif /* IOSTAGE_TELREC_H */

@@ -1,0 +1,1152 @@
+/* telemetry.c - the per-job record: built live, persisted, finished.
+ *
+ * One lock (tel_lock) guards the list of live records; the sampler thread
+ * takes it once per tick for all jobs. Only live (unfinished) records are in
+ * memory; finished ones are read back from StateDir/telemetry on request.
+ * Lock order: tel_lock may be taken with nothing else held, and calls into
+ * jobs.c (jobs_get/jobs_view, which take the job table's lock) happen with
+ * tel_lock held; jobs.c never calls us, so there is no cycle.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/proto.h"
+#include "common/smallfile.h"
+#include "daemon/fsutil.h"
+#include "daemon/jobs.h"
+#include "daemon/sampler.h"
+#include "daemon/telemetry.h"
+
+#define TEL_RECORD_MAX (8 * 1024 * 1024) /* a record file we read back */
+#define TEL_PERSIST_EVERY_S 5
+#define TEL_RANKS_MAX 64                 /* ranks listed per sub-phase */
+
+struct tproc {
+	struct telemetry_task id;
+	double start, end;       /* end 0: running */
+	struct telrec_io io;
+	bool traced;
+};
+
+struct tmark {
+	char name[TELREC_PHASE_NAME_MAX];
+	const char *source;      /* "marker" | "auto" */
+	double start, end;
+	int open;                /* begins not yet ended */
+	int64_t ranks[TEL_RANKS_MAX];
+	size_t nranks;
+	cJSON *counters;         /* {class:{...}} from the shim, or NULL */
+	double io_s, unov_s;
+	bool has_io_s;
+};
+
+struct tjob {
+	uint32_t id;
+	uid_t uid;
+	cJSON *base;             /* the record's job-level keys */
+	cJSON *stage_in, *stage_out;
+	double run_start, run_end;
+	struct telrec_io run_io;
+	struct telrec_timeline *tl;
+	cJSON *run_counters;     /* shim totals of phase "run" */
+	double run_io_s, run_unov_s;
+	bool has_run_io_s;
+	struct tproc *procs;
+	size_t nprocs;
+	struct tmark marks[TELEMETRY_MARKS_MAX];
+	size_t nmarks;
+	uint64_t shared_files, fpp_files;
+	bool has_files;
+	struct sampler_tree tree;
+	bool dirty;
+	time_t persisted;
+	struct tjob *next;
+};
+
+static const struct conf *tel_conf;
+static pthread_mutex_t tel_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tjob *tjobs;
+static int dir_fd = -1;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* --- building ------------------------------------------------------------------- */
+
+static struct tjob *find_locked(uint32_t id)
+{
+	for (struct tjob *t = tjobs; t; t = t->next)
+		if (t->id == id)
+			return t;
+	return NULL;
+}
+
+static void tjob_free(struct tjob *t)
+{
+	if (!t)
+		return;
+	cJSON_Delete(t->base);
+	cJSON_Delete(t->stage_in);
+	cJSON_Delete(t->stage_out);
+	cJSON_Delete(t->run_counters);
+	for (size_t i = 0; i < t->nmarks; i++)
+		cJSON_Delete(t->marks[i].counters);
+	sampler_tree_clear(&t->tree);
+	free(t->tl);
+	free(t->procs);
+	free(t);
+}
+
+static const char *ds_result_name(enum job_ds_result r, bool fallback)
+{
+	switch (r) {
+	case JOB_DS_HIT:
+		return "hit";
+	case JOB_DS_BUILT:
+		return "built";
+	case JOB_DS_FAILED:
+		return fallback ? "fallback" : "failed";
+	default:
+		return "pending";
+	}
+}
+
+/* The record's state from the job table's. */
+static const char *record_state(const struct job *job,
+				const struct job_view *v)
+{
+	if (v->state != JOB_FAILED)
+		return "completed";
+	return jobs_policy(job) == STAGE_FAILURE_FALLBACK ? "fallback"
+							  : "stage_failed";
+}
+
+/* Job-level keys and stage_in from the job table. stage_in only once
+ * staging is over: the fields it reads are no longer written then (the
+ * state change we saw through jobs_view was made under the table lock
+ * after them). */
+static void refresh_from_job(struct tjob *t, struct job *job)
+{
+	struct job_view v;
+	cJSON *ds, *outs, *ph;
+	uint64_t copied = 0;
+	bool fallback;
+
+	jobs_view(job, &v);
+	cJSON_ReplaceItemInObjectCaseSensitive(
+		t->base, "state", cJSON_CreateString(record_state(job, &v)));
+	if (v.state == JOB_STAGING || t->stage_in)
+		return;
+	fallback = v.state == JOB_FAILED &&
+		   jobs_policy(job) == STAGE_FAILURE_FALLBACK;
+	ds = cJSON_CreateArray();
+	for (size_t i = 0; ds && job->profile && i < job->profile->ndatasets;
+	     i++) {
+		const struct profile_dataset *d = &job->profile->datasets[i];
+		const struct job_ds *r = &job->ds[i];
+		cJSON *e = cJSON_CreateObject();
+
+		if (!e)
+			break;
+		cJSON_AddStringToObject(e, "name", d->name);
+		cJSON_AddStringToObject(e, "source", d->path);
+		cJSON_AddStringToObject(e, "tier", d->tier ? d->tier : "");
+		/* Per-dataset sizes are not kept by staging; a single
+		 * dataset's are the job's. */
+		if (job->profile->ndatasets == 1 && v.state == JOB_STAGED) {
+			cJSON_AddNumberToObject(e, "bytes", (double)v.bytes);
+			cJSON_AddNumberToObject(e, "files", (double)v.files);
+		}
+		cJSON_AddStringToObject(e, "result",
+					ds_result_name(r->result, fallback));
+		cJSON_AddNumberToObject(e, "copied_bytes",
+					(double)r->copied_bytes);
+		cJSON_AddNumberToObject(e, "copied_files",
+					(double)r->copied_files);
+		cJSON_AddNumberToObject(e, "linked_files",
+					(double)r->linked_files);
+		if (job->profile->ndatasets == 1 && r->result == JOB_DS_HIT)
+			cJSON_AddNumberToObject(e, "cached_bytes",
+						(double)v.bytes);
+		copied += r->copied_bytes;
+		cJSON_AddItemToArray(ds, e);
+	}
+	cJSON_ReplaceItemInObjectCaseSensitive(t->base, "datasets", ds);
+	outs = cJSON_CreateArray();
+	for (size_t i = 0; outs && job->profile && i < job->profile->noutputs;
+	     i++) {
+		const struct profile_output *o = &job->profile->outputs[i];
+		cJSON *e = cJSON_CreateObject();
+
+		if (!e)
+			break;
+		cJSON_AddStringToObject(e, "name", o->name);
+		cJSON_AddStringToObject(e, "dest", o->path);
+		cJSON_AddStringToObject(e, "tier", o->tier ? o->tier : "");
+		cJSON_AddItemToArray(outs, e);
+	}
+	cJSON_ReplaceItemInObjectCaseSensitive(t->base, "outputs", outs);
+
+	ph = cJSON_CreateObject();
+	if (!ph)
+		return;
+	cJSON_AddStringToObject(ph, "name", "stage_in");
+	cJSON_AddNumberToObject(ph, "start", (double)job->created);
+	cJSON_AddNumberToObject(ph, "end", (double)job->created + job->staged_s);
+	cJSON_AddNumberToObject(ph, "seconds", job->staged_s);
+	cJSON_AddNumberToObject(ph, "bytes", (double)v.bytes);
+	cJSON_AddNumberToObject(ph, "files", (double)v.files);
+	cJSON_AddNumberToObject(ph, "copied_bytes", (double)copied);
+	cJSON_AddNumberToObject(ph, "cached_bytes",
+				(double)(v.bytes > copied ? v.bytes - copied
+							  : 0));
+	cJSON_AddNumberToObject(ph, "rate_bps",
+				job->staged_s > 0
+					? (double)(uint64_t)(v.bytes /
+							     job->staged_s)
+					: 0);
+	if (v.state == JOB_FAILED)
+		cJSON_AddStringToObject(ph, "error", v.error);
+	t->stage_in = ph;
+	t->dirty = true;
+}
+
+/* A new live record for JOB (a reference the caller holds). */
+static struct tjob *tjob_create(struct job *job)
+{
+	struct tjob *t = calloc(1, sizeof(*t));
+	cJSON *b;
+
+	if (!t || !(t->tl = malloc(sizeof(*t->tl))) ||
+	    !(t->base = cJSON_CreateObject())) {
+		tjob_free(t);
+		return NULL;
+	}
+	telrec_timeline_init(t->tl, tel_conf->telemetry_interval_ms / 1000.0);
+	t->id = job->id;
+	t->uid = job->uid;
+	b = t->base;
+	cJSON_AddNumberToObject(b, "schema", 1);
+	cJSON_AddNumberToObject(b, "job", job->id);
+	cJSON_AddStringToObject(b, "user", job->user);
+	cJSON_AddNumberToObject(b, "uid", job->uid);
+	cJSON_AddStringToObject(b, "job_name", "");
+	cJSON_AddStringToObject(b, "node", tel_conf->node_name);
+	cJSON_AddStringToObject(b, "profile_origin",
+				job->profile && job->profile->origin
+					? job->profile->origin
+					: "");
+	cJSON_AddItemToObject(b, "profile",
+			      job->profile_json
+				      ? cJSON_Parse(job->profile_json)
+				      : cJSON_CreateObject());
+	cJSON_AddStringToObject(b, "state", "completed");
+	cJSON_AddNumberToObject(b, "start", (double)job->created);
+	cJSON_AddItemToObject(b, "datasets", cJSON_CreateArray());
+	cJSON_AddItemToObject(b, "outputs", cJSON_CreateArray());
+	refresh_from_job(t, job);
+	t->dirty = true;
+	t->next = tjobs;
+	tjobs = t;
+	return t;
+}
+
+/* The live record of job ID, created from the job table if needed; NULL
+ * with err when the job is unknown or not PEER_UID's (root: 0). */
+static struct tjob *get_locked(uint32_t id, uid_t peer_uid, char *err,
+			       size_t errlen)
+{
+	struct tjob *t = find_locked(id);
+	struct job *job = jobs_get(id);
+
+	if (job && job->prestage) {
+		jobs_put(job);
+		job = NULL;
+	}
+	if (!t && job)
+		t = tjob_create(job);
+	else if (t && job)
+		refresh_from_job(t, job);
+	jobs_put(job);
+	if (!t) {
+		snprintf(err, errlen, "unknown job %u", id);
+		return NULL;
+	}
+	if (peer_uid != 0 && peer_uid != t->uid) {
+		snprintf(err, errlen,
+			 "permission denied: job %u belongs to another user "
+			 "(peer uid %u)",
+			 id, (unsigned)peer_uid);
+		return NULL;
+	}
+	return t;
+}
+
+static struct tproc *find_proc(struct tjob *t, pid_t pid)
+{
+	for (size_t i = 0; i < t->nprocs; i++)
+		if (t->procs[i].id.pid == pid)
+			return &t->procs[i];
+	return NULL;
+}
+
+static struct tproc *add_proc(struct tjob *t, const struct telemetry_task *id)
+{
+	struct tproc *p;
+
+	if (t->nprocs >= TELEMETRY_PROCS_MAX)
+		return NULL;
+	p = realloc(t->procs, (t->nprocs + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	t->procs = p;
+	p = &t->procs[t->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->id = *id;
+	p->start = now_s();
+	return p;
+}
+
+/* Sampler callback: growth D of task PID. */
+static void on_task_io(void *arg, pid_t pid, bool exited,
+		       const struct telrec_io *d)
+{
+	struct tjob *t = arg;
+	struct tproc *p = find_proc(t, pid);
+
+	if (!p)
+		return;
+	telrec_io_add(&p->io, d);
+	if (exited && !p->end)
+		p->end = now_s();
+}
+
+static void sample_locked(struct tjob *t)
+{
+	struct telrec_io d = {0};
+	double now;
+
+	if (!t->tree.nprocs && !t->tree.ncarriers)
+		return;
+	sampler_tree_sample(&t->tree, on_task_io, t, &d);
+	now = now_s();
+	telrec_io_add(&t->run_io, &d);
+	telrec_timeline_add(t->tl, now, &d);
+	if (d.rchar || d.wchar || d.syscr || d.syscw)
+		t->dirty = true;
+}
+
+static cJSON *ranks_json(const struct tmark *m)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (size_t i = 0; a && i < m->nranks; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)m->ranks[i]));
+	return a;
+}
+
+static void add_io_fields(cJSON *ph, const struct telrec_io *io)
+{
+	cJSON_AddNumberToObject(ph, "read_bytes", (double)io->rchar);
+	cJSON_AddNumberToObject(ph, "write_bytes", (double)io->wchar);
+	cJSON_AddNumberToObject(ph, "read_syscalls", (double)io->syscr);
+	cJSON_AddNumberToObject(ph, "write_syscalls", (double)io->syscw);
+}
+
+/* The whole record as RECORDS.md describes it. NULL on ENOMEM. */
+static cJSON *build_locked(struct tjob *t, bool finished, double end)
+{
+	cJSON *r = cJSON_Duplicate(t->base, true), *phases, *procs, *ph;
+	double now = now_s(), run_end;
+
+	if (!r)
+		return NULL;
+	if (finished)
+		cJSON_AddNumberToObject(r, "end", end);
+	phases = cJSON_AddArrayToObject(r, "phases");
+	if (t->stage_in)
+		cJSON_AddItemToArray(phases, cJSON_Duplicate(t->stage_in, true));
+	if (t->run_start > 0) {
+		run_end = t->run_end > 0 ? t->run_end : now;
+		ph = cJSON_CreateObject();
+		cJSON_AddStringToObject(ph, "name", "run");
+		cJSON_AddNumberToObject(ph, "start", t->run_start);
+		cJSON_AddNumberToObject(ph, "end", run_end);
+		cJSON_AddNumberToObject(ph, "seconds", run_end - t->run_start);
+		add_io_fields(ph, &t->run_io);
+		cJSON_AddNumberToObject(ph, "storage_read_bytes",
+					(double)t->run_io.read_bytes);
+		cJSON_AddNumberToObject(ph, "storage_write_bytes",
+					(double)t->run_io.write_bytes);
+		cJSON_AddNumberToObject(ph, "interval_s", t->tl->interval);
+		cJSON_AddItemToObject(ph, "timeline",
+				      telrec_timeline_to_json(t->tl));
+		if (t->run_counters)
+			cJSON_AddItemToObject(
+				ph, "counters",
+				cJSON_Duplicate(t->run_counters, true));
+		if (t->has_run_io_s) {
+			cJSON_AddNumberToObject(ph, "io_seconds", t->run_io_s);
+			cJSON_AddNumberToObject(ph, "unoverlapped_io_seconds",
+						t->run_unov_s);
+		}
+		if (t->has_files) {
+			cJSON_AddNumberToObject(ph, "shared_files",
+						(double)t->shared_files);
+			cJSON_AddNumberToObject(ph, "fpp_files",
+						(double)t->fpp_files);
+		}
+		if (!t->run_end)
+			cJSON_AddBoolToObject(ph, "live", true);
+		cJSON_AddItemToArray(phases, ph);
+		for (size_t i = 0; i < t->nmarks; i++) {
+			const struct tmark *m = &t->marks[i];
+			double mend = m->end > m->start ? m->end : run_end;
+			struct telrec_io io;
+
+			if (m->open && !t->run_end)
+				mend = now;
+			ph = cJSON_CreateObject();
+			cJSON_AddStringToObject(ph, "name", m->name);
+			cJSON_AddStringToObject(ph, "parent", "run");
+			cJSON_AddStringToObject(ph, "source", m->source);
+			cJSON_AddNumberToObject(ph, "start", m->start);
+			cJSON_AddNumberToObject(ph, "end", mend);
+			cJSON_AddNumberToObject(ph, "seconds", mend - m->start);
+			telrec_timeline_sum(t->tl, m->start, mend, &io);
+			add_io_fields(ph, &io);
+			cJSON_AddItemToObject(ph, "ranks", ranks_json(m));
+			if (m->counters)
+				cJSON_AddItemToObject(
+					ph, "counters",
+					cJSON_Duplicate(m->counters, true));
+			if (m->has_io_s) {
+				cJSON_AddNumberToObject(ph, "io_seconds",
+							m->io_s);
+				cJSON_AddNumberToObject(
+					ph, "unoverlapped_io_seconds",
+					m->unov_s);
+			}
+			cJSON_AddItemToArray(phases, ph);
+		}
+	}
+	if (t->stage_out)
+		cJSON_AddItemToArray(phases, cJSON_Duplicate(t->stage_out, true));
+	procs = cJSON_AddArrayToObject(r, "processes");
+	for (size_t i = 0; procs && i < t->nprocs; i++) {
+		const struct tproc *p = &t->procs[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o)
+			break;
+		cJSON_AddNumberToObject(o, "pid", p->id.pid);
+		cJSON_AddNumberToObject(o, "step", p->id.step);
+		if (p->id.rank >= 0)
+			cJSON_AddNumberToObject(o, "rank", (double)p->id.rank);
+		if (p->id.local_rank >= 0)
+			cJSON_AddNumberToObject(o, "local_rank",
+						(double)p->id.local_rank);
+		cJSON_AddStringToObject(o, "node", p->id.node);
+		cJSON_AddStringToObject(o, "identity", p->id.identity);
+		cJSON_AddNumberToObject(o, "start", p->start);
+		if (p->end > 0)
+			cJSON_AddNumberToObject(o, "end", p->end);
+		cJSON_AddNumberToObject(o, "read_bytes", (double)p->io.rchar);
+		cJSON_AddNumberToObject(o, "write_bytes", (double)p->io.wchar);
+		cJSON_AddBoolToObject(o, "traced", p->traced);
+		cJSON_AddItemToArray(procs, o);
+	}
+	return r;
+}
+
+/* --- persistence ------------------------------------------------------------------ */
+
+static int write_record(uint32_t id, const cJSON *rec)
+{
+	char name[32], *text;
+	int r;
+
+	if (dir_fd < 0)
+		return -1;
+	text = cJSON_PrintUnformatted(rec);
+	if (!text)
+		return -1;
+	snprintf(name, sizeof(name), "%" PRIu32 ".json", id);
+	r = fsutil_write_atomic(dir_fd, name, text, strlen(text), 0600);
+	free(text);
+	return r;
+}
+
+static void persist_locked(struct tjob *t)
+{
+	cJSON *rec = build_locked(t, false, 0);
+
+	if (!rec || write_record(t->id, rec) < 0)
+		log_warning("job %u: cannot write its telemetry record", t->id);
+	else
+		t->dirty = false;
+	t->persisted = time(NULL);
+	cJSON_Delete(rec);
+}
+
+static cJSON *read_record(uint32_t id)
+{
+	char name[32], reason[128], *text;
+	cJSON *o;
+
+	if (dir_fd < 0)
+		return NULL;
+	snprintf(name, sizeof(name), "%" PRIu32 ".json", id);
+	text = smallfile_read_at(dir_fd, name, O_NOFOLLOW, TEL_RECORD_MAX, NULL,
+				 reason, sizeof(reason));
+	if (!text)
+		return NULL;
+	o = cJSON_Parse(text);
+	free(text);
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static const char *str(const cJSON *o, const char *key, const char *dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+/* A live record back from its file (after a restart): its tasks are
+ * followed again from their current counters (what they did while we were
+ * down is lost). Takes REC. */
+static void resume_record(cJSON *rec)
+{
+	struct tjob *t = calloc(1, sizeof(*t));
+	const cJSON *ph, *p;
+
+	if (!t || !(t->tl = malloc(sizeof(*t->tl)))) {
+		tjob_free(t);
+		cJSON_Delete(rec);
+		return;
+	}
+	t->id = (uint32_t)proto_u64(rec, "job");
+	t->uid = (uid_t)proto_u64(rec, "uid");
+	telrec_timeline_init(t->tl, tel_conf->telemetry_interval_ms / 1000.0);
+	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(rec, "phases"))
+	{
+		const char *name = str(ph, "name", "");
+
+		if (!strcmp(name, "stage_in")) {
+			t->stage_in = cJSON_Duplicate(ph, true);
+		} else if (!strcmp(name, "run")) {
+			t->run_start = num(ph, "start");
+			t->run_io.rchar = proto_u64(ph, "read_bytes");
+			t->run_io.wchar = proto_u64(ph, "write_bytes");
+			t->run_io.syscr = proto_u64(ph, "read_syscalls");
+			t->run_io.syscw = proto_u64(ph, "write_syscalls");
+			t->run_io.read_bytes = proto_u64(ph, "storage_read_bytes");
+			t->run_io.write_bytes =
+				proto_u64(ph, "storage_write_bytes");
+			telrec_timeline_from_json(
+				t->tl,
+				cJSON_GetObjectItemCaseSensitive(ph, "timeline"),
+				num(ph, "interval_s"));
+			if (cJSON_GetObjectItemCaseSensitive(ph, "counters"))
+				t->run_counters = cJSON_Duplicate(
+					cJSON_GetObjectItemCaseSensitive(
+						ph, "counters"),
+					true);
+		} else if (cJSON_IsString(
+				   cJSON_GetObjectItemCaseSensitive(ph,
+								    "parent")) &&
+			   t->nmarks < TELEMETRY_MARKS_MAX &&
+			   telrec_phase_name_ok(name)) {
+			struct tmark *m = &t->marks[t->nmarks++];
+			const cJSON *rk;
+
+			snprintf(m->name, sizeof(m->name), "%s", name);
+			m->source = strcmp(str(ph, "source", ""), "auto")
+					    ? "marker"
+					    : "auto";
+			m->start = num(ph, "start");
+			m->end = num(ph, "end");
+			cJSON_ArrayForEach(rk, cJSON_GetObjectItemCaseSensitive(
+						       ph, "ranks"))
+				if (cJSON_IsNumber(rk) &&
+				    m->nranks < TEL_RANKS_MAX)
+					m->ranks[m->nranks++] =
+						(int64_t)rk->valuedouble;
+		}
+	}
+	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(rec, "processes"))
+	{
+		struct telemetry_task id = { .rank = -1, .local_rank = -1 };
+		struct tproc *tp;
+		const cJSON *v;
+
+		id.pid = (pid_t)proto_u64(p, "pid");
+		id.step = (uint32_t)proto_u64(p, "step");
+		if ((v = cJSON_GetObjectItemCaseSensitive(p, "rank")) &&
+		    cJSON_IsNumber(v))
+			id.rank = (int64_t)v->valuedouble;
+		if ((v = cJSON_GetObjectItemCaseSensitive(p, "local_rank")) &&
+		    cJSON_IsNumber(v))
+			id.local_rank = (int64_t)v->valuedouble;
+		snprintf(id.node, sizeof(id.node), "%s", str(p, "node", ""));
+		snprintf(id.identity, sizeof(id.identity), "%s",
+			 str(p, "identity", "slurm"));
+		tp = add_proc(t, &id);
+		if (!tp)
+			break;
+		tp->start = num(p, "start");
+		tp->end = num(p, "end");
+		tp->io.rchar = proto_u64(p, "read_bytes");
+		tp->io.wchar = proto_u64(p, "write_bytes");
+		tp->traced = cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(p, "traced"));
+		if (!tp->end && id.pid > 0 &&
+		    sampler_tree_add_task(&t->tree, id.pid, 0) == 0) {
+			/* Counted up to the record: start from now. */
+			for (size_t i = 0; i < t->tree.nprocs; i++)
+				if (t->tree.procs[i].pid == id.pid)
+					sampler_read_io(id.pid,
+							&t->tree.procs[i].last);
+		} else if (!tp->end) {
+			tp->end = now_s(); /* ended while we were down */
+		}
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "phases");
+	cJSON_DeleteItemFromObjectCaseSensitive(rec, "processes");
+	t->base = rec;
+	t->next = tjobs;
+	tjobs = t;
+	log_info("job %u: telemetry resumed (%zu processes)", t->id, t->nprocs);
+}
+
+/* StateDir/telemetry: old records removed, live ones resumed. */
+static void load_records(void)
+{
+	time_t cutoff = time(NULL) - (time_t)TELEMETRY_KEEP_DAYS * 86400;
+	struct dirent *de;
+	int fd = dup(dir_fd);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		char *end;
+		unsigned long id;
+		cJSON *rec;
+
+		if (de->d_name[0] == '.' && strstr(de->d_name, ".tmp")) {
+			unlinkat(dir_fd, de->d_name, 0);
+			continue;
+		}
+		id = strtoul(de->d_name, &end, 10);
+		if (!id || id > UINT32_MAX || strcmp(end, ".json") ||
+		    fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (st.st_mtime < cutoff) {
+			unlinkat(dir_fd, de->d_name, 0);
+			continue;
+		}
+		rec = read_record((uint32_t)id);
+		if (!rec || cJSON_GetObjectItemCaseSensitive(rec, "end") ||
+		    proto_u64(rec, "job") != id) {
+			cJSON_Delete(rec);
+			continue;
+		}
+		resume_record(rec);
+	}
+	closedir(d);
+}
+
+/* --- the sampler's tick ---------------------------------------------------------- */
+
+static void tick(void)
+{
+	time_t now = time(NULL);
+
+	pthread_mutex_lock(&tel_lock);
+	for (struct tjob *t = tjobs; t; t = t->next) {
+		sample_locked(t);
+		if (t->dirty && now - t->persisted >= TEL_PERSIST_EVERY_S)
+			persist_locked(t);
+	}
+	pthread_mutex_unlock(&tel_lock);
+}
+
+int telemetry_init(const struct conf *conf, char *err, size_t errlen)
+{
+	char path[CONF_PATH_MAX + 16];
+
+	tel_conf = conf;
+	snprintf(path, sizeof(path), "%s/telemetry", conf->state_dir);
+	if (fsutil_mkdir_p(path, 0700) < 0 ||
+	    (dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					 O_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "telemetry: %s: %s", path,
+			 strerror(errno));
+		return -1;
+	}
+	pthread_mutex_lock(&tel_lock);
+	load_records();
+	pthread_mutex_unlock(&tel_lock);
+	if (sampler_start(conf->telemetry_interval_ms, tick) < 0) {
+		snprintf(err, errlen, "telemetry: cannot start the sampler: %s",
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void telemetry_fini(void)
+{
+	struct tjob *t, *next;
+
+	sampler_stop();
+	pthread_mutex_lock(&tel_lock);
+	for (t = tjobs; t; t = next) {
+		next = t->next;
+		if (dir_fd >= 0)
+			persist_locked(t);
+		tjob_free(t);
+	}
+	tjobs = NULL;
+	pthread_mutex_unlock(&tel_lock);
+	if (dir_fd >= 0)
+		close(dir_fd);
+	dir_fd = -1;
+}
+
+/* --- events ------------------------------------------------------------------------ */
+
+int telemetry_task_register(uint32_t id, const struct telemetry_task *task,
+			    char *err, size_t errlen)
+{
+	struct tjob *t;
+	struct tproc *p;
+	int rc = -1;
+
+	pthread_mutex_lock(&tel_lock);
+	t = get_locked(id, 0, err, errlen);
+	if (!t)
+		goto out;
+	if (t->run_end > 0) {
+		snprintf(err, errlen, "job %u: already finished", id);
+		goto out;
+	}
+	if (!t->run_start)
+		t->run_start = now_s();
+	if (task->job_name[0])
+		cJSON_ReplaceItemInObjectCaseSensitive(
+			t->base, "job_name", cJSON_CreateString(task->job_name));
+	p = find_proc(t, task->pid);
+	if (!p && !(p = add_proc(t, task))) {
+		snprintf(err, errlen, "job %u: too many processes (max %d)", id,
+			 TELEMETRY_PROCS_MAX);
+		goto out;
+	}
+	if (sampler_tree_add_task(&t->tree, task->pid, task->parent) < 0) {
+		snprintf(err, errlen, "job %u: cannot follow pid %d: %s", id,
+			 (int)task->pid,
+			 errno == ESRCH ? "no such process" : strerror(errno));
+		goto out;
+	}
+	t->dirty = true;
+	rc = 0;
+out:
+	pthread_mutex_unlock(&tel_lock);
+	return rc;
+}
+
+int telemetry_task_exit(uint32_t id, pid_t pid, char *err, size_t errlen)
+{
+	struct tjob *t;
+	struct tproc *p;
+
+	pthread_mutex_lock(&tel_lock);
+	t = find_locked(id);
+	if (!t) {
+		pthread_mutex_unlock(&tel_lock);
+		snprintf(err, errlen, "unknown job %u", id);
+		return -1;
+	}
+	sample_locked(t);
+	p = find_proc(t, pid);
+	if (p && !p->end && !sampler_tree_has(&t->tree, pid))
+		p->end = now_s();
+	t->dirty = true;
+	pthread_mutex_unlock(&tel_lock);
+	return 0;
+}
+
+/* The registered task PID descends from (walking /proc up a few levels),
+ * or NULL. */
+static struct tproc *ancestor_task(struct tjob *t, pid_t pid)
+{
+	for (int depth = 0; pid > 1 && depth < 32; depth++) {
+		unsigned long long start;
+		struct tproc *p = find_proc(t, pid);
+
+		if (p)
+			return p;
+		if (sampler_read_stat(pid, &start, &pid) < 0)
+			return NULL;
+	}
+	return NULL;
+}
+
+static struct tmark *mark_get(struct tjob *t, const char *name,
+			      const char *source)
+{
+	struct tmark *m;
+
+	for (size_t i = 0; i < t->nmarks; i++)
+		if (!strcmp(t->marks[i].name, name))
+			return &t->marks[i];
+	if (t->nmarks == TELEMETRY_MARKS_MAX)
+		return NULL;
+	m = &t->marks[t->nmarks++];
+	memset(m, 0, sizeof(*m));
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	m->source = source;
+	return m;
+}
+
+int telemetry_phase(uint32_t id, uid_t peer_uid, pid_t peer_pid,
+		    const char *name, bool begin, double ts,
+		    const struct telemetry_task *task, char *err,
+		    size_t errlen)
+{
+	struct tproc *p;
+	struct tmark *m;
+	struct tjob *t;
+	int rc = -1;
+
+	pthread_mutex_lock(&tel_lock);
+	t = get_locked(id, peer_uid, err, errlen);
+	if (!t)
+		goto out;
+	if (t->run_end > 0) {
+		snprintf(err, errlen, "job %u: already finished", id);
+		goto out;
+	}
+	m = mark_get(t, name, "marker");
+	if (!m) {
+		snprintf(err, errlen,
+			 "job %u: too many phase names (max %d)", id,
+			 TELEMETRY_MARKS_MAX);
+		goto out;
+	}
+	if (!t->run_start)
+		t->run_start = ts;
+	if (begin) {
+		if (!m->start || ts < m->start)
+			m->start = ts;
+		m->open++;
+	} else {
+		if (!m->start)
+			m->start = ts; /* an end without a begin: empty */
+		if (ts > m->end)
+			m->end = ts;
+		if (m->open > 0)
+			m->open--;
+	}
+	if (task->rank >= 0) {
+		size_t i;
+
+		for (i = 0; i < m->nranks; i++)
+			if (m->ranks[i] == task->rank)
+				break;
+		if (i == m->nranks && m->nranks < TEL_RANKS_MAX)
+			m->ranks[m->nranks++] = task->rank;
+	}
+	/* The identity the process found (PMIx) is better than the one the
+	 * plugin registered (Slurm's environment): keep it on the task. */
+	p = ancestor_task(t, peer_pid);
+	if (!p) {
+		struct telemetry_task id2 = *task;
+
+		id2.pid = peer_pid;
+		p = add_proc(t, &id2);
+	} else if (!strcmp(task->identity, "pmix") ||
+		   strcmp(p->id.identity, "pmix")) {
+		p->id.rank = task->rank >= 0 ? task->rank : p->id.rank;
+		p->id.local_rank = task->local_rank >= 0 ? task->local_rank
+							 : p->id.local_rank;
+		if (task->node[0])
+			snprintf(p->id.node, sizeof(p->id.node), "%s",
+				 task->node);
+		snprintf(p->id.identity, sizeof(p->id.identity), "%s",
+			 task->identity);
+	}
+	t->dirty = true;
+	rc = 0;
+out:
+	pthread_mutex_unlock(&tel_lock);
+	return rc;
+}
+
+static void merge_class_counters(cJSON **slot, const cJSON *classes)
+{
+	const cJSON *cl;
+
+	if (!*slot && !(*slot = cJSON_CreateObject()))
+		return;
+	cJSON_ArrayForEach(cl, classes)
+	{
+		cJSON *dst = cJSON_GetObjectItemCaseSensitive(*slot, cl->string);
+
+		if (!dst)
+			dst = cJSON_AddObjectToObject(*slot, cl->string);
+		if (dst)
+			telrec_counters_merge(dst, cl);
+	}
+}
+
+int telemetry_shim_report(uint32_t id, uid_t peer_uid, pid_t pid,
+			  const cJSON *req, char *err, size_t errlen)
+{
+	const cJSON *ph, *f;
+	struct tproc *p;
+	struct tjob *t;
+	int rc = -1;
+
+	pthread_mutex_lock(&tel_lock);
+	t = get_locked(id, peer_uid, err, errlen);
+	if (!t)
+		goto out;
+	if (t->run_end > 0) {
+		snprintf(err, errlen, "job %u: already finished", id);
+		goto out;
+	}
+	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(req, "counters"))
+	{
+		if (!strcmp(ph->string, "run")) {
+			merge_class_counters(&t->run_counters, ph);
+			continue;
+		}
+		struct tmark *m = mark_get(t, ph->string, "auto");
+
+		if (!m)
+			continue;
+		/* The shim says when the process ran; without that, the
+		 * phase spans the run so far. */
+		if (!m->start) {
+			m->start = num(req, "start") > 0 ? num(req, "start")
+							 : t->run_start;
+			m->end = num(req, "end") > m->start ? num(req, "end")
+							    : 0;
+		}
+		merge_class_counters(&m->counters, ph);
+	}
+	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(req,
+								"io_seconds"))
+	{
+		const cJSON *u = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(req, "unoverlapped"),
+			ph->string);
+		double us = cJSON_IsNumber(u) ? u->valuedouble : 0;
+
+		if (!strcmp(ph->string, "run")) {
+			t->run_io_s += ph->valuedouble;
+			t->run_unov_s += us;
+			t->has_run_io_s = true;
+		} else {
+			struct tmark *m = mark_get(t, ph->string, "auto");
+
+			if (m) {
+				m->io_s += ph->valuedouble;
+				m->unov_s += us;
+				m->has_io_s = true;
+			}
+		}
+	}
+	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(req, "files"))
+	{
+		t->has_files = true;
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "shared")))
+			t->shared_files++;
+		else
+			t->fpp_files++;
+	}
+	p = find_proc(t, pid);
+	if (!p) {
+		struct telemetry_task id2 = { .pid = pid, .rank = -1,
+					      .local_rank = -1 };
+		const cJSON *v;
+
+		id2.step = (uint32_t)proto_u64(req, "step");
+		if ((v = cJSON_GetObjectItemCaseSensitive(req, "rank")))
+			id2.rank = (int64_t)v->valuedouble;
+		if ((v = cJSON_GetObjectItemCaseSensitive(req, "local_rank")))
+			id2.local_rank = (int64_t)v->valuedouble;
+		snprintf(id2.node, sizeof(id2.node), "%s",
+			 str(req, "node", tel_conf->node_name));
+		snprintf(id2.identity, sizeof(id2.identity), "%s",
+			 strcmp(str(req, "identity", "slurm"), "pmix")
+				 ? "slurm"
+				 : "pmix");
+		p = add_proc(t, &id2);
+	}
+	if (p)
+		p->traced = true;
+	t->dirty = true;
+	rc = 0;
+out:
+	pthread_mutex_unlock(&tel_lock);
+	return rc;
+}
+
+cJSON *telemetry_record(uint32_t id, uid_t peer_uid, char *err,
+			size_t errlen)
+{
+	struct tjob *t;
+	cJSON *rec = NULL;
+
+	pthread_mutex_lock(&tel_lock);
+	t = find_locked(id);
+	if (t || jobs_known(id)) {
+		t = get_locked(id, peer_uid, err, errlen);
+		if (t)
+			rec = build_locked(t, false, 0);
+		pthread_mutex_unlock(&tel_lock);
+		if (t && !rec)
+			snprintf(err, errlen, "out of memory");
+		return rec;
+	}
+	pthread_mutex_unlock(&tel_lock);
+	rec = read_record(id);
+	if (!rec) {
+		snprintf(err, errlen, "unknown job %u", id);
+		return NULL;
+	}
+	if (peer_uid != 0 && proto_u64(rec, "uid") != peer_uid) {
+		snprintf(err, errlen,
+			 "permission denied: job %u belongs to another user "
+			 "(peer uid %u)",
+			 id, (unsigned)peer_uid);
+		cJSON_Delete(rec);
+		return NULL;
+	}
+	return rec;
+}
+
+/* stage_out from StateDir/drain/J.json, written by drain.c at finish. */
+static cJSON *stage_out_phase(uint32_t id, double run_start, double end)
+{
+	char path[CONF_PATH_MAX + 48], reason[128], *text;
+	cJSON *d, *ph;
+	double end_s;
+	uint64_t db, df, eb, ef;
+
+	snprintf(path, sizeof(path), "%s/drain/%" PRIu32 ".json",
+		 tel_conf->state_dir, id);
+	text = smallfile_read(path, 1024 * 1024, reason, sizeof(reason));
+	d = text ? cJSON_Parse(text) : NULL;
+	free(text);
+	ph = cJSON_CreateObject();
+	if (!ph) {
+		cJSON_Delete(d);
+		return NULL;
+	}
+	db = proto_u64(d, "during_bytes");
+	df = proto_u64(d, "during_files");
+	eb = proto_u64(d, "end_bytes");
+	ef = proto_u64(d, "end_files");
+	end_s = num(d, "end_seconds");
+	cJSON_AddStringToObject(ph, "name", "stage_out");
+	/* Outputs drain from the start of the run (overlapped with it). */
+	cJSON_AddNumberToObject(ph, "start", run_start > 0 ? run_start : end);
+	cJSON_AddNumberToObject(ph, "end", end);
+	cJSON_AddNumberToObject(ph, "seconds",
+				end - (run_start > 0 ? run_start : end));
+	cJSON_AddNumberToObject(ph, "bytes", (double)(db + eb));
+	cJSON_AddNumberToObject(ph, "files", (double)(df + ef));
+	cJSON_AddNumberToObject(ph, "during_bytes", (double)db);
+	cJSON_AddNumberToObject(ph, "during_files", (double)df);
+	cJSON_AddNumberToObject(ph, "end_bytes", (double)eb);
+	cJSON_AddNumberToObject(ph, "end_files", (double)ef);
+	cJSON_AddNumberToObject(ph, "end_seconds", end_s);
+	if (d)
+		cJSON_AddNumberToObject(ph, "failed_files",
+					(double)proto_u64(d, "failed_files"));
+	cJSON_Delete(d);
+	return ph;
+}
+
+cJSON *telemetry_finish_job(uint32_t id)
+{
+	char err[CONF_ERR_MAX];
+	struct tjob *t, **pp;
+	cJSON *rec = NULL;
+	double end = now_s();
+
+	if (id >= JOBS_PRESTAGE_ID_MIN)
+		return NULL;
+	pthread_mutex_lock(&tel_lock);
+	t = get_locked(id, 0, err, sizeof(err));
+	if (!t) {
+		pthread_mutex_unlock(&tel_lock);
+		return read_record(id); /* finished before (a retried finish) */
+	}
+	sample_locked(t);
+	/* A job whose tasks were never registered still ran: from the end
+	 * of staging to now. */
+	if (!t->run_start && t->stage_in)
+		t->run_start = num(t->stage_in, "end");
+	/* A job whose staging failed (and did not fall back) did not run:
+	 * its record has only stage_in. */
+	if (!strcmp(str(t->base, "state", ""), "stage_failed"))
+		t->run_start = 0;
+	if (t->run_start > 0)
+		t->run_end = end;
+	for (size_t i = 0; i < t->nprocs; i++)
+		if (!t->procs[i].end)
+			t->procs[i].end = end;
+	if (strcmp(str(t->base, "state", ""), "stage_failed")) {
+		cJSON_Delete(t->stage_out);
+		t->stage_out = stage_out_phase(id, t->run_start, end);
+	}
+	rec = build_locked(t, true, end);
+	if (!rec || write_record(id, rec) < 0)
+		log_warning("job %u: cannot write its telemetry record", id);
+	for (pp = &tjobs; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	pthread_mutex_unlock(&tel_lock);
+	tjob_free(t);
+	return rec;
+}

@@ -1,0 +1,60 @@
+/* iostage.h - mark the phases of an iostage job from inside the application.
+ *
+ *   #include <iostage.h>        link with -liostage
+ *   iostage_phase_begin("checkpoint");
+ *   ... write the checkpoint ...
+ *   iostage_phase_end("checkpoint");
+ *
+ * The node's iostaged records each marked phase as a sub-phase of the job's
+ * run, with the I/O the job's processes did in it (`iostage telemetry
+ * JOBID`). With the LD_PRELOAD shim loaded (profile trace=true), the
+ * shim's per-call counters are attributed to the marked phase too.
+ *
+ * These functions never abort or block the application for long: each
+ * talks to the daemon with a short timeout and returns -1 with errno on
+ * any failure (ENOENT: not in a Slurm job; EINVAL: bad name; ECONNREFUSED,
+ * ENOENT, ETIMEDOUT: no daemon; EPERM/EPROTO: the daemon refused).
+ * Thread-safe. Phase names are 1 to 31 characters of [A-Za-z0-9_.-];
+ * "read", "compute", "checkpoint" and "write" are the conventional ones.
+ */
+#ifndef IOSTAGE_H
+#define IOSTAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Who this process is in the job. */
+struct iostage_identity {
+	uint32_t job;       /* Slurm job id */
+	uint32_t step;      /* step id (SLURM_STEP_ID), 0 if unknown */
+	int64_t rank;       /* global rank, -1 if unknown */
+	int64_t local_rank; /* rank on this node, -1 if unknown */
+	char node[64];      /* node name */
+	char source[8];     /* "pmix" (a PMIx client) or "slurm" (env) */
+};
+
+/* Fill *RET: from PMIx when the process is a PMIx client
+ * (PMIX_NAMESPACE set, e.g. srun --mpi=pmix; PMIx_Init is reference
+ * counted, so this is safe in an MPI application), else from Slurm's
+ * environment (SLURM_JOB_ID, SLURM_STEP_ID, SLURM_PROCID, SLURM_LOCALID,
+ * SLURMD_NODENAME). Cached after the first call. 0, or -1 with errno
+ * (ENOENT: not in a Slurm job). */
+int iostage_identity(struct iostage_identity *ret);
+
+/* Begin / end the phase NAME for this process. 0, or -1 with errno. */
+int iostage_phase_begin(const char *name);
+int iostage_phase_end(const char *name);
+
+/* The same with the daemon's reason: on failure ERR (ERRLEN bytes) gets
+ * one line saying why. BEGIN: 1 begin, 0 end. */
+int iostage_phase(const char *name, int begin, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IOSTAGE_H */

@@ -1,0 +1,261 @@
+# shellcheck shell=bash
+# Telemetry: every iostage job gets stage_in / run / stage_out records; the
+# run's I/O comes from /proc/PID/io of the registered tasks (no change to
+# the application) and matches what the job did; phase markers carry the
+# PMIx identity of each rank; records are private to their owner, survive
+# a daemon restart, and shim reports are merged (and refused when forged).
+. "$IT_DIR/datasets.sh"
+
+MiB=1048576
+
+pfs_dir() {
+	install -d -o "$TEST_USER" -g "$(id -gn "$TEST_USER")" -m 0755 "$TEST_WORKDIR/$1"
+	printf '%s\n' "$TEST_WORKDIR/$1"
+}
+
+# telemetry_json USER JOBID: the record as USER sees it (stdout), rc of the CLI.
+telemetry_json() {
+	as_user "$1" iostage -c "$IOSTAGE_CONF" telemetry "$2" --json
+}
+
+# wait_finished JOBID [TIMEOUT_S=60]: the record once the Epilog closed it.
+wait_finished() {
+	local i rec
+	for ((i = 0; i < ${2:-60} * 5; i++)); do
+		rec=$(iostage -c "$IOSTAGE_CONF" telemetry "$1" --json 2>/dev/null)
+		if printf '%s' "$rec" | jq -e '.end' >/dev/null 2>&1; then
+			printf '%s\n' "$rec"
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo "no finished telemetry record for job $1: $rec" >&2
+	return 1
+}
+
+# wait_procs JOBID N: until the live record lists N processes.
+wait_procs() {
+	local i n
+	for ((i = 0; i < 150; i++)); do
+		n=$(iostage -c "$IOSTAGE_CONF" telemetry "$1" --json 2>/dev/null |
+			jq '.processes | length' 2>/dev/null)
+		[ "${n:-0}" -ge "$2" ] && return 0
+		sleep 0.2
+	done
+	echo "job $1: expected $2 registered processes, got '${n:-}'" >&2
+	return 1
+}
+
+# assert_within WHAT EXPECTED GOT PERCENT
+assert_within() {
+	awk -v e="$2" -v g="$3" -v p="$4" 'BEGIN {
+		d = g - e; if (d < 0) d = -d; exit !(g != "" && d <= e * p / 100) }' ||
+		fail "$1: expected $2 within $4%, got '$3'"
+}
+
+test_telemetry_job_io_recorded_within_5_percent() {
+	local ds="$TEST_WORKDIR/pfs/ds" pfsout rec
+	mkdir -p "$ds"
+	head -c $((24 * MiB)) /dev/urandom >"$ds/big.bin"
+	chown -R "$TEST_USER:" "$ds"
+	pfsout="$(pfs_dir pfs)/out"
+	# What the job does, in read(2)/write(2) bytes: sha256sum reads 24 MiB
+	# of the staged dataset; dd reads 16 MiB of /dev/zero and writes 16 MiB
+	# to the output. So: 40 MiB read, 16 MiB written. Both happen in
+	# children that live less than a sampling interval, and the job ends
+	# right after the write: the record must still have all of it.
+	cat >job.sh <<'JOB'
+#!/bin/bash
+sha256sum "$IOSTAGE_DATA/big.bin" >/dev/null
+dd if=/dev/zero of="$IOSTAGE_OUTPUT/out.bin" bs=1M count=16 status=none
+JOB
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds,out=$pfsout" \
+		-J tel-io -o out.txt job.sh >/dev/null ||
+		fail "job failed: $SUBMIT_OUT; output: $(cat out.txt)"
+	rec=$(wait_finished "$SUBMIT_JOBID") || fail "no finished record"
+	assert_eq "phases" "stage_in run stage_out" \
+		"$(printf '%s' "$rec" | jq -r '[.phases[] | select(.parent == null) | .name] | join(" ")')"
+	assert_eq "job name" tel-io "$(printf '%s' "$rec" | jq -r .job_name)"
+	assert_eq "state" completed "$(printf '%s' "$rec" | jq -r .state)"
+	assert_eq "stage_in bytes" $((24 * MiB)) \
+		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "stage_in") | .bytes')"
+	assert_within "run read bytes" $((40 * MiB)) \
+		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .read_bytes')" 5
+	assert_within "run written bytes" $((16 * MiB)) \
+		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .write_bytes')" 5
+	# The timeline holds the same bytes as the totals.
+	assert_eq "timeline sums to the run's write bytes" \
+		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .write_bytes')" \
+		"$(printf '%s' "$rec" | jq '[.phases[] | select(.name == "run") | .timeline[][2]] | add')"
+	assert_eq "stage_out bytes" $((16 * MiB)) \
+		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "stage_out") | .bytes')"
+	assert_eq "one registered task (the batch script)" 1 \
+		"$(printf '%s' "$rec" | jq '.processes | length')"
+	assert_eq "its identity" slurm "$(printf '%s' "$rec" | jq -r '.processes[0].identity')"
+	[ -f "$IOSTAGE_STATE/telemetry/$SUBMIT_JOBID.json" ] ||
+		fail "record file: expected $IOSTAGE_STATE/telemetry/$SUBMIT_JOBID.json"
+}
+
+test_telemetry_pmix_ranks_and_markers() {
+	local ds="$TEST_WORKDIR/pfs/ds" rec out
+	make_dataset "$ds"
+	# A tiny application built against the installed header and library.
+	cat >app.c <<'C'
+#include <stdio.h>
+#include <iostage.h>
+int main(void)
+{
+	struct iostage_identity id;
+	if (iostage_identity(&id) < 0) { perror("identity"); return 1; }
+	if (iostage_phase_begin("compute") < 0) { perror("begin"); return 1; }
+	if (iostage_phase_end("compute") < 0) { perror("end"); return 1; }
+	printf("APP rank %lld local %lld source %s\n", (long long)id.rank,
+	       (long long)id.local_rank, id.source);
+	return 0;
+}
+C
+	gcc -o app app.c -I"$IOSTAGE_ROOT/usr/include" -L"$IOSTAGE_ROOT/usr/lib" \
+		-liostage || fail "cannot build a program against libiostage"
+	chmod 0755 app
+	cat >job.sh <<'JOB'
+#!/bin/bash
+srun --mpi=pmix -n 2 "$IOSTAGE_CLI" phase begin load || echo MARK_FAILED
+srun --mpi=pmix -n 2 "$IOSTAGE_CLI" phase end load || echo MARK_FAILED
+LD_LIBRARY_PATH="$LIBDIR" srun --mpi=pmix -n 2 ./app
+"$IOSTAGE_CLI" phase begin 'bad name' 2>&1 | sed 's/^/REFUSED /'
+JOB
+	submit_wait "$TEST_USER" -n 2 \
+		--export=ALL,IOSTAGE_CLI="$(command -v iostage)",LIBDIR="$IOSTAGE_ROOT/usr/lib" \
+		--io-profile="dl-train,data=$ds" -o out.txt job.sh >/dev/null ||
+		fail "job failed: $SUBMIT_OUT; output: $(cat out.txt)"
+	out=$(cat out.txt)
+	assert_not_contains "markers from srun --mpi=pmix" "$out" MARK_FAILED
+	assert_contains "app rank 0 through PMIx" "$out" "APP rank 0 local 0 source pmix"
+	assert_contains "app rank 1 through PMIx" "$out" "APP rank 1 local 1 source pmix"
+	assert_contains "a bad phase name is refused" "$out" "REFUSED iostage: phase begin bad name: 'bad name' is not a phase name"
+	rec=$(wait_finished "$SUBMIT_JOBID") || fail "no finished record"
+	assert_eq "ranks of the pmix processes" "0 1" \
+		"$(printf '%s' "$rec" | jq -r '[.processes[] | select(.identity == "pmix") | .rank] | unique | map(tostring) | join(" ")')"
+	assert_eq "pmix processes (2 ranks x 3 steps)" 6 \
+		"$(printf '%s' "$rec" | jq '[.processes[] | select(.identity == "pmix")] | length')"
+	assert_eq "sub-phase load: marker, ranks 0 and 1" "marker 0,1" \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "load") | "\(.source) \(.ranks | sort | map(tostring) | join(","))"')"
+	assert_eq "sub-phase compute from the C API" "run" \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "compute") | .parent')"
+	printf '%s' "$rec" | jq -e '.phases[] | select(.name == "load") | .end >= .start' >/dev/null ||
+		fail "load: expected end >= start, got $(printf '%s' "$rec" | jq -c '.phases')"
+}
+
+test_telemetry_visible_to_owner_only() {
+	local ds="$TEST_WORKDIR/pfs/ds" out rc
+	make_dataset "$ds"
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds" -o out.txt \
+		--wrap 'cat "$IOSTAGE_DATA"/train/a/x.bin >/dev/null' >/dev/null ||
+		fail "job failed: $SUBMIT_OUT"
+	wait_finished "$SUBMIT_JOBID" >/dev/null || fail "no finished record"
+	out=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID" 2>&1)
+	rc=$?
+	printf '%s\n' "$out"
+	assert_eq "owner: exit code" 0 "$rc"
+	assert_contains "owner: phases table" "$out" "PHASE"
+	assert_contains "owner: stage_in row" "$out" "stage_in"
+	assert_contains "owner: timeline" "$out" "run timeline"
+	out=$(as_user "$OTHER_USER" iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID" 2>&1)
+	rc=$?
+	assert_eq "other user: exit code" 1 "$rc"
+	assert_contains "other user: refused" "$out" "permission denied: job $SUBMIT_JOBID belongs to another user"
+	out=$(iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID" --json 2>&1) ||
+		fail "root: expected the record, got $out"
+	assert_eq "root sees the owner's record" "$TEST_USER" "$(printf '%s' "$out" | jq -r .user)"
+	out=$(iostage -c "$IOSTAGE_CONF" telemetry 4000000 2>&1)
+	assert_contains "unknown job" "$out" "unknown job 4000000"
+}
+
+test_telemetry_record_survives_restart() {
+	local ds="$TEST_WORKDIR/pfs/ds" pfsout rec before
+	make_dataset "$ds"
+	pfsout="$(pfs_dir pfs)/out"
+	# The job writes 8 MiB before and 8 MiB after the daemon restarts.
+	cat >job.sh <<'JOB'
+#!/bin/bash
+dd if=/dev/zero of="$IOSTAGE_OUTPUT/a.bin" bs=1M count=8 status=none
+while [ ! -e "$FLAG" ]; do sleep 0.2; done
+dd if=/dev/zero of="$IOSTAGE_OUTPUT/b.bin" bs=1M count=8 status=none
+JOB
+	submit "$TEST_USER" --export=ALL,FLAG="$TEST_WORKDIR/go" \
+		--io-profile="dl-train,data=$ds,out=$pfsout" -o out.txt job.sh >/dev/null ||
+		fail "submit failed: $SUBMIT_OUT"
+	wait_procs "$SUBMIT_JOBID" 1 || fail "task never registered"
+	# Until the first 8 MiB are in the record (and on disk: it is
+	# rewritten every few seconds while it changes).
+	for _ in $(seq 1 100); do
+		before=$(jq '.phases[] | select(.name == "run") | .write_bytes' \
+			"$IOSTAGE_STATE/telemetry/$SUBMIT_JOBID.json" 2>/dev/null)
+		[ "${before:-0}" -ge $((8 * MiB)) ] && break
+		sleep 0.2
+	done
+	[ "${before:-0}" -ge $((8 * MiB)) ] || fail "persisted write bytes before the restart: got '${before:-}'"
+	iostaged_restart || fail "iostaged did not restart"
+	grep -q "job $SUBMIT_JOBID: telemetry resumed (1 processes)" "$IOSTAGED_LOG" ||
+		fail "expected 'telemetry resumed' for job $SUBMIT_JOBID in the log"
+	touch "$TEST_WORKDIR/go"
+	wait_job_state "$SUBMIT_JOBID" COMPLETED 60 || fail "job did not complete"
+	rec=$(wait_finished "$SUBMIT_JOBID") || fail "no finished record"
+	assert_within "written bytes across the restart" $((16 * MiB)) \
+		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .write_bytes')" 5
+	# A finished record is answered from disk after another restart.
+	iostaged_restart || fail "iostaged did not restart"
+	rec=$(telemetry_json "$TEST_USER" "$SUBMIT_JOBID") || fail "record gone after a restart: $rec"
+	assert_eq "phases after a restart" "stage_in run stage_out" \
+		"$(printf '%s' "$rec" | jq -r '[.phases[] | select(.parent == null) | .name] | join(" ")')"
+}
+
+test_telemetry_shim_report_merged_and_forgeries_refused() {
+	local ds="$TEST_WORKDIR/pfs/ds" r rec big
+	make_dataset "$ds"
+	submit "$TEST_USER" --export=ALL,FLAG="$TEST_WORKDIR/go" \
+		--io-profile="dl-train,data=$ds" -o out.txt \
+		--wrap 'while [ ! -e "$FLAG" ]; do sleep 0.2; done' >/dev/null ||
+		fail "submit failed: $SUBMIT_OUT"
+	wait_procs "$SUBMIT_JOBID" 1 || fail "task never registered"
+	local J=$SUBMIT_JOBID
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"pid\":424242,\"rank\":3,\"counters\":{\"run\":{\"dataset\":{\"POSIX_READS\":10,\"POSIX_BYTES_READ\":40960,\"POSIX_SIZE_READ_1K_10K\":10}},\"checkpoint\":{\"output\":{\"POSIX_WRITES\":2,\"POSIX_BYTES_WRITTEN\":8192}}},\"io_seconds\":{\"run\":0.5,\"checkpoint\":0.2},\"unoverlapped\":{\"run\":0.25,\"checkpoint\":0.2},\"files\":[{\"path_class\":\"output\",\"written\":8192,\"shared\":false}]}")
+	assert_contains "shim_report by hand" "$r" '"ok":true'
+	# Forged or oversized reports are refused, one clear line each.
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"counters\":{\"run\":{\"dataset\":{\"POSIX_EVIL\":1}}}}")
+	assert_contains "unknown counter" "$r" "unknown counter 'POSIX_EVIL'"
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"counters\":{\"run\":{\"etc\":{\"POSIX_READS\":1}}}}")
+	assert_contains "unknown file class" "$r" "unknown file class 'etc'"
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"counters\":{\"run\":{\"dataset\":{\"POSIX_READS\":-5}}}}")
+	assert_contains "negative counter" "$r" "must be a number >= 0"
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"uid\":0}")
+	assert_contains "unknown key" "$r" "unknown key 'uid'"
+	r=$(iostaged_request "$TEST_USER" "{\"op\":\"shim_report\",\"job\":$J,\"pid\":1,\"counters\":{}}")
+	assert_contains "a user cannot report for another pid" "$r" "is not the sender"
+	r=$(iostaged_request "$OTHER_USER" "{\"op\":\"shim_report\",\"job\":$J,\"counters\":{}}")
+	assert_contains "another user's job" "$r" "permission denied"
+	r=$(iostaged_request "$OTHER_USER" "{\"op\":\"task_register\",\"job\":$J,\"pid\":$$}")
+	assert_contains "task_register is root's" "$r" '"ok":false'
+	big=$(head -c 300000 /dev/zero | tr '\0' a)
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"node\":\"$big\"}")
+	assert_contains "oversized line refused" "$r" '"ok":false'
+	big=$(for i in $(seq 1 40); do printf '"p%d":{"other":{"POSIX_READS":1}},' "$i"; done)
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"counters\":{${big%,}}}")
+	assert_contains "too many phases" "$r" "more than 32 phases"
+	r=$(iostaged_request '{"op":"ping"}')
+	assert_contains "the daemon keeps serving" "$r" '"ok":true'
+
+	touch "$TEST_WORKDIR/go"
+	wait_job_state "$J" COMPLETED 60 || fail "job did not complete"
+	rec=$(wait_finished "$J") || fail "no finished record"
+	assert_eq "run counters from the report" 40960 \
+		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .counters.dataset.POSIX_BYTES_READ')"
+	assert_eq "run unoverlapped I/O" 0.25 \
+		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .unoverlapped_io_seconds')"
+	assert_eq "checkpoint sub-phase (auto, from the shim)" "auto 8192" \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "checkpoint") | "\(.source) \(.counters.output.POSIX_BYTES_WRITTEN)"')"
+	assert_eq "the reporting process, traced" "true 3" \
+		"$(printf '%s' "$rec" | jq -r '.processes[] | select(.pid == 424242) | "\(.traced) \(.rank)"')"
+	assert_eq "the refused reports left no trace" null \
+		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .counters.dataset.POSIX_EVIL')"
+}
