@@ -28,6 +28,8 @@ CPPFLAGS += -I. $(shell pkg-config --cflags $(PKGS)) \
            -DIOSTAGE_VERSION='"$(VERSION)"' \
            -DIOSTAGE_CONF_PATH='"$(sysconfdir)/slurm/iostage.conf"'
 LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread
+# The history (daemon/history.c) is RocksDB; only iostaged links it.
+DAEMON_LDLIBS := -lrocksdb -lm
 
 ifeq ($(SANITIZE),1)
 CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
@@ -71,7 +73,7 @@ $(PLUGIN): $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
 	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS)
 
 $(DAEMON): $(DAEMON_OBJ) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(DAEMON_LDLIBS)
 
 $(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lslurm

@@ -35,6 +35,7 @@
 #include "daemon/cache.h"
 #include "daemon/drain.h"
 #include "daemon/fsutil.h"
+#include "daemon/history_ops.h"
 #include "daemon/jobs.h"
 #include "daemon/ops.h"
 #include "daemon/server.h"
@@ -800,6 +801,7 @@ static op_table staging_ops = {
 /* Every family of ops; one line per file that defines a table. */
 static const struct op *const op_tables[] = {
 	staging_ops,
+	history_ops,
 };
 
 #define NTABLES (sizeof(op_tables) / sizeof(op_tables[0]))
