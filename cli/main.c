@@ -5,6 +5,7 @@
 
 #include "cli/cache.h"
 #include "cli/client.h"
+#include "cli/recommend.h"
 #include "cli/stage.h"
 #include "cli/status.h"
 
@@ -22,6 +23,10 @@ static void usage(FILE *out)
 		"                    what the cache holds\n"
 		"  cache evict (PATH | --key K) [--tier T] [--user U]\n"
 		"                    remove a dataset from the cache\n"
+		"  recommend [--user U] [--job-name N | --script FILE | "
+		"--dataset PATH] [--json]\n"
+		"                    what the job history advises: caching, "
+		"staging, striping\n"
 		"  version           print the version\n"
 		"\n"
 		"  -c CONF           iostage.conf to read (default $IOSTAGE_CONF, "
@@ -36,6 +41,7 @@ static const struct {
 	{"status", status_main},
 	{"stage", stage_main},
 	{"cache", cache_main},
+	{"recommend", recommend_main},
 };
 
 int main(int argc, char **argv)

@@ -8,7 +8,7 @@
 
 #define JOBFACTS_NAME_MAX 256   /* user and job name bytes in keys */
 #define JOBFACTS_LIST_MAX 64    /* datasets / outputs kept per job */
-#define JOBFACTS_SMALL_MAX 3    /* buckets 0..3 hold requests < 1 MiB */
+#define JOBFACTS_SMALL_MAX 4    /* buckets 0..4 hold requests < 1 MiB */
 #define JOBFACTS_SMALL_FILE 4   /* buckets 0..4 hold files <= 1 MiB */
 
 const char *const jobfacts_buckets[JOBFACTS_NBUCKETS] = {
@@ -83,7 +83,7 @@ static int add_reads(cJSON *facts, const cJSON *counters)
 	ops = measured(counters, "POSIX_READS");
 	if (ops < 0)
 		return 0; /* no shim counters: no read facts */
-	for (size_t i = 0; i < JOBFACTS_SMALL_MAX + 1; i++) {
+	for (size_t i = 0; i <= JOBFACTS_SMALL_MAX; i++) {
 		snprintf(key, sizeof(key), "POSIX_SIZE_READ_%s",
 			 jobfacts_buckets[i]);
 		small += fmax(0, jobfacts_num(counters, key, 0));
