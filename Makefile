@@ -89,6 +89,15 @@ $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $^ \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
 
+# The history's unit tests link the daemon modules they test.
+HISTORY_TEST_OBJ := $(BUILD)/daemon/history.o $(BUILD)/daemon/jobfacts.o \
+                    $(BUILD)/daemon/recommend.o
+$(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: $(BUILD)/tests/check_%: \
+    tests/unit/check_%.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $^ \
+	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
+
 deps:
 	@scripts/install-deps.sh
 
