@@ -192,6 +192,22 @@ void history_close(struct history *h)
 {
 	if (!h)
 		return;
+	/* Memtables go to SST files before we leave: SSTs carry their
+	 * column family's name, so even RocksDB's last-resort repair (which
+	 * cannot place WAL records of families it does not know) keeps
+	 * every job recorded before a clean stop. */
+	if (h->db && !h->read_only) {
+		rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+		char *rerr = NULL;
+
+		rocksdb_flushoptions_set_wait(fo, 1);
+		for (size_t i = 0; i < CF_COUNT; i++) {
+			rocksdb_flush_cf(h->db, fo, h->cf[i], &rerr);
+			free(rerr);
+			rerr = NULL;
+		}
+		rocksdb_flushoptions_destroy(fo);
+	}
 	for (size_t i = 0; i < CF_COUNT; i++)
 		if (h->cf[i])
 			rocksdb_column_family_handle_destroy(h->cf[i]);
@@ -233,8 +249,23 @@ static rocksdb_options_t *db_options(struct history *h, bool create)
 	return o;
 }
 
+static struct history *history_open_cfs(const char *dir,
+					enum history_open_mode mode,
+					bool create_cfs, char *err,
+					size_t errlen);
+
 struct history *history_open(const char *dir, enum history_open_mode mode,
 			     char *err, size_t errlen)
+{
+	return history_open_cfs(dir, mode, false, err, errlen);
+}
+
+/* CREATE_CFS: add missing column families to an existing database (after
+ * a repair rebuilt it from SST files, a family without data is gone). */
+static struct history *history_open_cfs(const char *dir,
+					enum history_open_mode mode,
+					bool create_cfs, char *err,
+					size_t errlen)
 {
 	const rocksdb_options_t *cf_opts[CF_COUNT];
 	struct history *h;
@@ -270,6 +301,8 @@ struct history *history_open(const char *dir, enum history_open_mode mode,
 	rocksdb_block_based_options_set_block_cache(
 	    h->table, rocksdb_cache_create_lru(64 << 20));
 	h->opts = db_options(h, create);
+	if (create_cfs)
+		rocksdb_options_set_create_missing_column_families(h->opts, 1);
 	for (size_t i = 0; i < CF_COUNT; i++) {
 		h->cf_opts[i] = db_options(h, create);
 		cf_opts[i] = h->cf_opts[i];
@@ -351,6 +384,50 @@ static int copy_dir_files(const char *src, const char *dst, char *err,
 	return rc;
 }
 
+/* A damaged CURRENT is the cheapest damage to undo: point it at the newest
+ * MANIFEST again (written to a temporary file, synced, renamed). The
+ * MANIFEST knows every column family, so the WAL replays in full.
+ * Returns 0 when a MANIFEST was found and CURRENT rewritten. */
+static int rewrite_current(const char *dir)
+{
+	char best[256] = "", path[4096], tmpf[4096], line[300];
+	unsigned long long best_n = 0;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int fd, rc = -1;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long long n;
+
+		if (strncmp(de->d_name, "MANIFEST-", 9) != 0)
+			continue;
+		n = strtoull(de->d_name + 9, &end, 10);
+		if (*end || n < best_n || strlen(de->d_name) >= sizeof(best))
+			continue;
+		best_n = n;
+		snprintf(best, sizeof(best), "%s", de->d_name);
+	}
+	closedir(d);
+	if (!best[0])
+		return -1;
+	snprintf(tmpf, sizeof(tmpf), "%s/CURRENT.repair", dir);
+	snprintf(path, sizeof(path), "%s/CURRENT", dir);
+	snprintf(line, sizeof(line), "%s\n", best);
+	fd = open(tmpf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (write(fd, line, strlen(line)) == (ssize_t)strlen(line) &&
+	    fsync(fd) == 0 && rename(tmpf, path) == 0)
+		rc = 0;
+	close(fd);
+	if (rc < 0)
+		unlink(tmpf);
+	return rc;
+}
+
 int history_repair(const char *dir, int64_t *ret_jobs, char *ret_copy,
 		   size_t copylen, char *err, size_t errlen)
 {
@@ -372,6 +449,12 @@ int history_repair(const char *dir, int64_t *ret_jobs, char *ret_copy,
 	if (copy_dir_files(dir, copy, sub, sizeof(sub)) < 0)
 		return fail(err, errlen, errno,
 			    "cannot keep a copy before repairing: %s", sub);
+	/* First the gentle fix, then RocksDB's rebuild from the SST files. */
+	if (rewrite_current(dir) == 0) {
+		h = history_open(dir, HISTORY_READ_WRITE, sub, sizeof(sub));
+		if (h)
+			goto opened;
+	}
 	o = rocksdb_options_create();
 	rocksdb_repair_db(o, dir, &rerr);
 	rocksdb_options_destroy(o);
@@ -382,12 +465,13 @@ int history_repair(const char *dir, int64_t *ret_jobs, char *ret_copy,
 		free(rerr);
 		return -1;
 	}
-	h = history_open(dir, HISTORY_READ_WRITE, sub, sizeof(sub));
+	h = history_open_cfs(dir, HISTORY_READ_WRITE, true, sub, sizeof(sub));
 	if (!h)
 		return fail(err, errlen, EIO,
 			    "repaired %s but it still does not open: %s (the "
 			    "damaged files are kept in %s)",
 			    dir, sub, copy);
+opened:
 	jobs = history_count(h, sub, sizeof(sub));
 	history_close(h);
 	if (jobs < 0)
