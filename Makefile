@@ -57,7 +57,8 @@ PROGS   := $(PLUGIN) $(DAEMON) $(PROLOG) $(EPILOG) $(CLI)
 UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all check unit integration demo install clean deps format bench
+.PHONY: all check unit integration demo install clean deps format bench \
+        bench-history
 all: $(PROGS)
 
 $(BUILD)/%.o: %.c
@@ -91,6 +92,7 @@ $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 
 # The history's unit tests link the daemon modules they test.
 HISTORY_TEST_OBJ := $(BUILD)/daemon/history.o $(BUILD)/daemon/jobfacts.o \
+                    $(BUILD)/daemon/jsonbuf.o \
                     $(BUILD)/daemon/recommend.o
 $(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: $(BUILD)/tests/check_%: \
     tests/unit/check_%.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
@@ -125,6 +127,17 @@ bench:
 	@bench/install-deps.sh
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) bench/run.sh
+	@$(MAKE) --no-print-directory bench-history
+
+# The job history at 1,000,000 jobs: ingest rate, query p99, size on disk
+# (bench/history.c; BENCH_HISTORY_ARGS="-n 100000" for a quick run).
+BENCH_HISTORY := $(BUILD)/bench/history
+$(BENCH_HISTORY): bench/history.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS)
+
+bench-history: $(BENCH_HISTORY)
+	@$(BENCH_HISTORY) $(BENCH_HISTORY_ARGS)
 
 install: all
 	install -d $(DESTDIR)$(slurmlibdir) $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) \

@@ -35,6 +35,7 @@
 #include "common/log.h"
 #include "daemon/history.h"
 #include "daemon/jobfacts.h"
+#include "daemon/jsonbuf.h"
 
 enum history_cf {
 	CF_DEFAULT = 0,
@@ -68,6 +69,11 @@ struct history {
 	rocksdb_writeoptions_t *wo, *wo_sync;
 	rocksdb_readoptions_t *ro;
 	bool read_only;
+	/* One batch reused by every put: clearing keeps its buffer, so a
+	 * million jobs do not page-fault a fresh buffer in each time. */
+	pthread_mutex_t put_lock;
+	rocksdb_writebatch_t *batch;
+	struct jsonbuf json;
 };
 
 struct key {
@@ -226,6 +232,10 @@ void history_close(struct history *h)
 		rocksdb_writeoptions_destroy(h->wo_sync);
 	if (h->ro)
 		rocksdb_readoptions_destroy(h->ro);
+	if (h->batch)
+		rocksdb_writebatch_destroy(h->batch);
+	jsonbuf_fini(&h->json);
+	pthread_mutex_destroy(&h->put_lock);
 	free(h);
 }
 
@@ -238,7 +248,19 @@ static rocksdb_options_t *db_options(struct history *h, bool create)
 	rocksdb_options_increase_parallelism(o, 2);
 	rocksdb_options_set_max_open_files(o, 512);
 	rocksdb_options_set_keep_log_file_num(o, 3);
-	rocksdb_options_set_compression(o, rocksdb_lz4_compression);
+	/* Fresh data stays uncompressed in L0/L1, where it is rewritten
+	 * soonest; LZ4 below, where most of a large history lives. */
+	{
+		int levels[7] = {rocksdb_no_compression, rocksdb_no_compression,
+				 rocksdb_lz4_compression, rocksdb_lz4_compression,
+				 rocksdb_lz4_compression, rocksdb_lz4_compression,
+				 rocksdb_lz4_compression};
+
+		rocksdb_options_set_compression_per_level(o, levels, 7);
+	}
+	rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
+	rocksdb_options_set_write_buffer_size(o, 64 << 20);
+	rocksdb_options_set_max_write_buffer_number(o, 4);
 	/* Readers of a half-written WAL tail stop there (the record in it
 	 * never reached the caller as filed); anything else is reported. */
 	rocksdb_options_set_wal_recovery_mode(
@@ -295,6 +317,8 @@ static struct history *history_open_cfs(const char *dir,
 		fail(err, errlen, ENOMEM, "history: out of memory");
 		return NULL;
 	}
+	pthread_mutex_init(&h->put_lock, NULL);
+	h->batch = rocksdb_writebatch_create();
 	h->table = rocksdb_block_based_options_create();
 	h->filter = rocksdb_filterpolicy_create_bloom(10);
 	rocksdb_block_based_options_set_filter_policy(h->table, h->filter);
@@ -537,22 +561,11 @@ static int index_keys(rocksdb_writebatch_t *b, struct history *h,
 static void delete_job(rocksdb_writebatch_t *b, struct history *h,
 		       uint32_t job, const cJSON *summary)
 {
-	struct key k, end;
+	struct key k;
 
 	key_job(&k, job);
 	rocksdb_writebatch_delete_cf(b, h->cf[CF_JOBS], k.buf, k.len);
-	memcpy(end.buf, k.buf, 4);
-	end.len = 4;
-	put_be32(end.buf, job + 1);
-	if (job == UINT32_MAX) {
-		put_be32(end.buf, UINT32_MAX);
-		end.buf[4] = (char)0xff;
-		end.buf[5] = (char)0xff;
-		end.buf[6] = (char)0xff;
-		end.len = 7;
-	}
-	rocksdb_writebatch_delete_range_cf(b, h->cf[CF_PHASES], k.buf, k.len,
-					   end.buf, end.len);
+	rocksdb_writebatch_delete_cf(b, h->cf[CF_PHASES], k.buf, k.len);
 	index_keys(b, h, job, summary, NULL, 0, true);
 }
 
@@ -583,16 +596,15 @@ static cJSON *get_summary(struct history *h, uint32_t job, char *err,
 	return j;
 }
 
-/* Queue RECORD's keys. */
+/* Queue RECORD's keys; J is scratch space for the JSON text. */
 static int queue_record(rocksdb_writebatch_t *b, struct history *h,
-			const cJSON *record, char *err, size_t errlen)
+			const cJSON *record, struct jsonbuf *j, char *err,
+			size_t errlen)
 {
-	cJSON *facts, *summary = NULL, *old;
-	const cJSON *phases, *p;
-	char *fval = NULL, *sval = NULL, *pval;
+	const cJSON *phases;
+	cJSON *facts, *old;
 	uint32_t job;
 	struct key k;
-	uint16_t i = 0;
 	int rc = -1;
 
 	facts = jobfacts_from_record(record, err, errlen);
@@ -605,42 +617,34 @@ static int queue_record(rocksdb_writebatch_t *b, struct history *h,
 	if (old)
 		delete_job(b, h, job, old);
 	cJSON_Delete(old);
-
-	/* The jobs value is the record without its phases, which go under
-	 * their own keys: a list or a query never parses timelines. */
-	summary = cJSON_Duplicate(record, 1);
-	if (!summary)
-		goto nomem;
-	cJSON_DeleteItemFromObjectCaseSensitive(summary, "phases");
-	sval = cJSON_PrintUnformatted(summary);
-	fval = cJSON_PrintUnformatted(facts);
-	if (!sval || !fval)
-		goto nomem;
-	key_job(&k, job);
-	rocksdb_writebatch_put_cf(b, h->cf[CF_JOBS], k.buf, k.len, sval,
-				  strlen(sval));
 	phases = cJSON_GetObjectItemCaseSensitive(record, "phases");
-	cJSON_ArrayForEach(p, phases)
-	{
-		if (i >= HISTORY_PHASES_MAX) {
-			fail(err, errlen, EINVAL,
-			     "record %u: more than %d phases", job,
-			     HISTORY_PHASES_MAX);
-			goto out;
-		}
-		pval = cJSON_PrintUnformatted(p);
-		if (!pval)
-			goto nomem;
-		key_job(&k, job);
-		k.buf[4] = (char)(i >> 8);
-		k.buf[5] = (char)i;
-		k.len = 6;
-		rocksdb_writebatch_put_cf(b, h->cf[CF_PHASES], k.buf, k.len,
-					  pval, strlen(pval));
-		free(pval);
-		i++;
+	if (phases && !cJSON_IsArray(phases)) {
+		fail(err, errlen, EINVAL, "record %u: key 'phases': must be "
+					  "an array",
+		     job);
+		goto out;
 	}
-	if (index_keys(b, h, job, facts, fval, strlen(fval), false) < 0) {
+	if (cJSON_GetArraySize(phases) > HISTORY_PHASES_MAX) {
+		fail(err, errlen, EINVAL, "record %u: more than %d phases", job,
+		     HISTORY_PHASES_MAX);
+		goto out;
+	}
+	/* The jobs value is the record without its phases, which have their
+	 * own key: a list or a query never parses timelines. */
+	key_job(&k, job);
+	if (jsonbuf_print(j, record, "phases") < 0)
+		goto nomem;
+	rocksdb_writebatch_put_cf(b, h->cf[CF_JOBS], k.buf, k.len, j->data,
+				  j->len);
+	if (phases) {
+		if (jsonbuf_print(j, phases, NULL) < 0)
+			goto nomem;
+		rocksdb_writebatch_put_cf(b, h->cf[CF_PHASES], k.buf, k.len,
+					  j->data, j->len);
+	}
+	if (jsonbuf_print(j, facts, NULL) < 0)
+		goto nomem;
+	if (index_keys(b, h, job, facts, j->data, j->len, false) < 0) {
 		fail(err, errlen, EINVAL, "record %u: user or job name too long",
 		     job);
 		goto out;
@@ -650,9 +654,6 @@ static int queue_record(rocksdb_writebatch_t *b, struct history *h,
 nomem:
 	fail(err, errlen, ENOMEM, "record %u: out of memory", job);
 out:
-	free(sval);
-	free(fval);
-	cJSON_Delete(summary);
 	cJSON_Delete(facts);
 	return rc;
 }
@@ -670,16 +671,19 @@ int history_put_many(struct history *h, const cJSON *const *records,
 		return fail(err, errlen, EROFS,
 			    "history is read-only (damaged database opened "
 			    "for reading only)");
-	b = rocksdb_writebatch_create();
+	pthread_mutex_lock(&h->put_lock);
+	b = h->batch;
+	rocksdb_writebatch_clear(b);
 	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = queue_record(b, h, records[i], err, errlen);
+		rc = queue_record(b, h, records[i], &h->json, err, errlen);
 	if (rc == 0) {
 		rocksdb_write(h->db, (flags & HISTORY_PUT_SYNC) ? h->wo_sync
 								: h->wo,
 			      b, &rerr);
 		rc = rocks_err(rerr, err, errlen, "write");
 	}
-	rocksdb_writebatch_destroy(b);
+	rocksdb_writebatch_clear(b);
+	pthread_mutex_unlock(&h->put_lock);
 	return rc;
 }
 
@@ -693,10 +697,10 @@ int history_put(struct history *h, const cJSON *record, unsigned flags,
 
 cJSON *history_get(struct history *h, uint32_t job, char *err, size_t errlen)
 {
-	rocksdb_iterator_t *it;
-	cJSON *rec, *phases;
+	cJSON *rec, *phases = NULL;
 	struct key k;
-	char *rerr = NULL;
+	char *rerr = NULL, *val;
+	size_t vlen;
 
 	if (!h) {
 		fail(err, errlen, EINVAL, "history: not open");
@@ -709,28 +713,18 @@ cJSON *history_get(struct history *h, uint32_t job, char *err, size_t errlen)
 			     job);
 		return NULL;
 	}
-	phases = cJSON_AddArrayToObject(rec, "phases");
 	key_job(&k, job);
-	it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_PHASES]);
-	for (rocksdb_iter_seek(it, k.buf, k.len); phases &&
-	     rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-		size_t klen, vlen;
-		const char *key = rocksdb_iter_key(it, &klen);
-		const char *val = rocksdb_iter_value(it, &vlen);
-		cJSON *p;
-
-		if (klen < 4 || memcmp(key, k.buf, 4) != 0)
-			break;
-		p = cJSON_ParseWithLength(val, vlen);
-		if (p)
-			cJSON_AddItemToArray(phases, p);
-	}
-	rocksdb_iter_get_error(it, &rerr);
-	rocksdb_iter_destroy(it);
+	val = rocksdb_get_cf(h->db, h->ro, h->cf[CF_PHASES], k.buf, k.len,
+			     &vlen, &rerr);
 	if (rocks_err(rerr, err, errlen, "read phases") < 0) {
 		cJSON_Delete(rec);
 		return NULL;
 	}
+	if (val)
+		phases = cJSON_ParseWithLength(val, vlen);
+	free(val);
+	cJSON_AddItemToObject(rec, "phases",
+			      phases ? phases : cJSON_CreateArray());
 	return rec;
 }
 

@@ -2,7 +2,7 @@
  *
  * Column families (docs/HISTORY.md has the full story):
  *   jobs      be32(job)                              -> record minus phases
- *   phases    be32(job) be16(i)                      -> phase i
+ *   phases    be32(job)                              -> [phases]
  *   apps      user \0 job_name \0 be64(~end_us) be32(job) -> facts
  *   datasets  source \0 be64(~end_us) be32(job)      -> facts
  *   times     be64(end_us) be32(job)                 -> "" (retention, list)
