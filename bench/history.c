@@ -9,7 +9,7 @@
  *    path for comparison: single records, each fsynced (HISTORY_PUT_SYNC).
  * 2. QUERIES recommendation queries for random user + job name, each what
  *    the recommend op does: one prefix scan (history_runs_by_app, 30-day
- *    window, newest 200 runs), every rule (recommend_run) and the profile
+ *    window, newest 64 runs), every rule (recommend_run) and the profile
  *    merge; report p50/p99/max in ms.
  * 3. The database size on disk after a clean close.
  * Targets (the issue): >= 50,000 jobs/s, p99 < 5 ms at 1,000,000 jobs.
@@ -224,7 +224,7 @@ int main(int argc, char **argv)
 		snprintf(u, sizeof(u), "u%04u", seed % USERS);
 		snprintf(a, sizeof(a), "app-%u", (seed / USERS) % APPS);
 		t = now_s();
-		runs = history_runs_by_app(h, u, a, t0 - WINDOW_S, 200, err,
+		runs = history_runs_by_app(h, u, a, t0 - WINDOW_S, 64, err,
 					   sizeof(err));
 		res = runs ? recommend_run(runs, &ctx) : NULL;
 		prof = res ? recommend_profile(cJSON_GetObjectItem(

@@ -4,10 +4,11 @@
  *   jobs      be32(job)                              -> record minus phases
  *   phases    be32(job)                              -> [phases]
  *   apps      user \0 job_name \0 be64(~end_us) be32(job) -> facts
- *   datasets  source \0 be64(~end_us) be32(job)      -> facts
+ *   datasets  source \0 be64(~end_us) be32(job)      -> the job's apps key
  *   times     be64(end_us) be32(job)                 -> "" (retention, list)
  * "facts" are jobfacts_from_record()'s figures, so a recommendation query
- * is one prefix scan over small values, newest first (~end = inverted).
+ * is one prefix scan over small values, newest first (~end = inverted);
+ * a dataset query adds one point lookup per run (facts are stored once).
  *
  * A job is filed with one WriteBatch through the WAL: all its keys or
  * none. A database that cannot be opened (corrupt, locked, unreadable) is

@@ -28,7 +28,7 @@
 
 #define HISTORY_OPS_USER_MAX 256
 #define HISTORY_OPS_LIST_DEFAULT 100
-#define HISTORY_OPS_RUNS 200 /* newest comparable runs a query weighs */
+#define HISTORY_OPS_RUNS 64 /* newest comparable runs a query weighs */
 
 /* The user name of UID, or of NAME (checked to exist): 0, or -1 + err. */
 static int user_name(uid_t uid, const char *name, char *ret, size_t len,
