@@ -93,11 +93,15 @@ static void set_num(cJSON *obj, const char *key, double v)
 	cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(obj, key), v);
 }
 
-static void set_job(cJSON *rec, unsigned job, double t0, unsigned seed)
+/* Job JOB of TOTAL: records are filed at each job's Epilog, so in end
+ * order; jobs end over the last SPAN_S seconds, a little out of order. */
+static void set_job(cJSON *rec, unsigned job, unsigned total, double t0,
+		    unsigned seed)
 {
 	unsigned user = seed % USERS, app = (seed / USERS) % APPS;
 	char u[16], a[32], src[64], dest[64];
-	double end = t0 - SPAN_S * (double)(rand() % 100000) / 100000.0;
+	double end = t0 - SPAN_S * (1.0 - (double)job / (double)total) -
+		     (double)(seed % 600);
 	cJSON *ds = cJSON_GetArrayItem(cJSON_GetObjectItem(rec, "datasets"), 0);
 	cJSON *out = cJSON_GetArrayItem(cJSON_GetObjectItem(rec, "outputs"), 0);
 
@@ -190,7 +194,7 @@ int main(int argc, char **argv)
 	/* 1. bulk ingest */
 	ingest_s = 0;
 	for (unsigned j = 1; j <= jobs; j++) {
-		set_job(recs[nrecs++], j, t0, (unsigned)rand());
+		set_job(recs[nrecs++], j, jobs, t0, (unsigned)rand());
 		if (nrecs == batch || j == jobs) {
 			t = now_s();
 			if (history_put_many(h, (const cJSON *const *)recs,
@@ -205,7 +209,7 @@ int main(int argc, char **argv)
 	/* the Epilog path: one record, fsynced */
 	t = now_s();
 	for (unsigned j = 0; j < synced; j++) {
-		set_job(recs[0], jobs + 1 + j, t0, (unsigned)rand());
+		set_job(recs[0], jobs + 1 + j, jobs, t0, (unsigned)rand());
 		if (history_put(h, recs[0], HISTORY_PUT_SYNC, err,
 				sizeof(err)) < 0) {
 			fprintf(stderr, "bench-history: %s\n", err);
