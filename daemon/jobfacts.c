@@ -9,7 +9,6 @@
 #define JOBFACTS_NAME_MAX 256   /* user and job name bytes in keys */
 #define JOBFACTS_LIST_MAX 64    /* datasets / outputs kept per job */
 #define JOBFACTS_SMALL_MAX 4    /* buckets 0..4 hold requests < 1 MiB */
-#define JOBFACTS_SMALL_FILE 4   /* buckets 0..4 hold files <= 1 MiB */
 
 const char *const jobfacts_buckets[JOBFACTS_NBUCKETS] = {
     "0_100",  "100_1K", "1K_10K",   "10K_100K", "100K_1M",
