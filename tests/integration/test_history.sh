@@ -24,10 +24,11 @@ put_line() {
 	assert_contains "history_put reply" "$reply" '"ok":true'
 }
 
-# put_record JOB USER UID NAME SOURCE BYTES [RESULT]: a minimal record of a
-# job that staged SOURCE (BYTES) to nvme and ended an hour ago.
+# put_record JOB USER UID NAME SOURCE BYTES [RESULT [END]]: a minimal
+# record of a job that staged SOURCE (BYTES) to nvme and ended at END
+# (default: an hour ago).
 put_record() {
-	local end=$(($(date +%s) - 3600))
+	local end=${8:-$(($(date +%s) - 3600))}
 	put_line "$(printf '{"op":"history_put","record":{"schema":1,"job":%s,"user":"%s","uid":%s,"job_name":"%s","node":"%s","state":"completed","start":%s,"end":%s,"datasets":[{"name":"d","source":"%s","tier":"nvme","bytes":%s,"files":6,"result":"%s"}],"outputs":[],"phases":[{"name":"stage_in","seconds":1.5},{"name":"run","seconds":30},{"name":"stage_out","seconds":0}]}}' \
 		"$1" "$2" "$3" "$4" "$CLUSTER_NODE" "$((end - 60))" "$end" "$5" "$6" "${7:-hit}")"
 }
@@ -120,13 +121,21 @@ test_history_user_isolation() {
 	assert_contains "bad record" "$reply" "key 'job'"
 }
 
+# Records survive a restart; one older than HistoryRetention (90 days in
+# the test config's default) is gone after it (retention runs at start).
 test_history_survives_restart() {
-	local reply
+	local reply old=$(($(date +%s) - 100 * 86400))
 	put_record 720001 "$TEST_USER" "$TEST_UID" restart-job /pfs/restart 1234
+	put_record 720002 "$TEST_USER" "$TEST_UID" restart-job /pfs/restart 1234 hit "$old"
+	reply=$(iostaged_request '{"op":"history_get","job":720002}')
+	assert_contains "old record before restart" "$reply" '"job":720002'
 	iostaged_restart || fail "iostaged did not restart"
 	reply=$(iostaged_request '{"op":"history_get","job":720001}')
 	assert_contains "record after restart" "$reply" '"job_name":"restart-job"'
 	assert_contains "record after restart" "$reply" '"name":"run"'
+	reply=$(iostaged_request '{"op":"history_get","job":720002}')
+	assert_contains "expired record" "$reply" "job 720002: not in your history"
+	assert_contains "daemon log" "$(cat "$IOSTAGED_LOG")" "older than HistoryRetention removed"
 }
 
 # A damaged database: iostaged says so, stages without history, changes
