@@ -64,6 +64,7 @@ struct history {
 	rocksdb_options_t *opts;
 	rocksdb_block_based_table_options_t *table;
 	rocksdb_filterpolicy_t *filter; /* owned by table */
+	rocksdb_cache_t *cache;         /* the table's block cache */
 	rocksdb_options_t *cf_opts[CF_COUNT];
 	rocksdb_column_family_handle_t *cf[CF_COUNT];
 	rocksdb_writeoptions_t *wo, *wo_sync;
@@ -226,6 +227,8 @@ void history_close(struct history *h)
 		rocksdb_options_destroy(h->opts);
 	if (h->table)
 		rocksdb_block_based_options_destroy(h->table);
+	if (h->cache)
+		rocksdb_cache_destroy(h->cache);
 	if (h->wo)
 		rocksdb_writeoptions_destroy(h->wo);
 	if (h->wo_sync)
@@ -329,8 +332,8 @@ static struct history *history_open_cfs(const char *dir,
 	h->table = rocksdb_block_based_options_create();
 	h->filter = rocksdb_filterpolicy_create_bloom(10);
 	rocksdb_block_based_options_set_filter_policy(h->table, h->filter);
-	rocksdb_block_based_options_set_block_cache(
-	    h->table, rocksdb_cache_create_lru(64 << 20));
+	h->cache = rocksdb_cache_create_lru(64 << 20);
+	rocksdb_block_based_options_set_block_cache(h->table, h->cache);
 	h->opts = db_options(h, create);
 	if (create_cfs)
 		rocksdb_options_set_create_missing_column_families(h->opts, 1);

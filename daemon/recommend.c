@@ -762,7 +762,7 @@ static bool has_path(const cJSON *arr, const char *path)
 static void add_unique(cJSON *arr, const cJSON *e)
 {
 	cJSON *c = cJSON_Duplicate(e, 1), *x;
-	char name[40], base[32];
+	char name[48], base[32];
 
 	if (!c)
 		return;
