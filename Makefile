@@ -29,6 +29,8 @@ CPPFLAGS += -I. $(shell pkg-config --cflags $(PKGS)) \
            -DIOSTAGE_VERSION='"$(VERSION)"' \
            -DIOSTAGE_CONF_PATH='"$(sysconfdir)/slurm/iostage.conf"'
 LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread
+# The history (daemon/history.c) is RocksDB; only iostaged links it.
+DAEMON_LDLIBS := -lrocksdb -lm
 
 ifeq ($(SANITIZE),1)
 CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
@@ -56,7 +58,8 @@ PROGS   := $(PLUGIN) $(DAEMON) $(PROLOG) $(EPILOG) $(CLI)
 UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all check unit integration demo install clean deps format bench
+.PHONY: all check unit integration demo install clean deps format bench \
+        bench-history
 all: $(PROGS)
 
 $(BUILD)/%.o: %.c
@@ -72,7 +75,7 @@ $(PLUGIN): $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
 	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS)
 
 $(DAEMON): $(DAEMON_OBJ) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(DAEMON_LDLIBS)
 
 $(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lslurm
@@ -87,6 +90,16 @@ $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $^ \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
+
+# The history's unit tests link the daemon modules they test.
+HISTORY_TEST_OBJ := $(BUILD)/daemon/history.o $(BUILD)/daemon/jobfacts.o \
+                    $(BUILD)/daemon/jsonbuf.o \
+                    $(BUILD)/daemon/recommend.o
+$(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: $(BUILD)/tests/check_%: \
+    tests/unit/check_%.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $^ \
+	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
 
 deps:
 	@scripts/install-deps.sh
@@ -115,6 +128,17 @@ bench:
 	@bench/install-deps.sh
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) bench/run.sh
+	@$(MAKE) --no-print-directory bench-history
+
+# The job history at 1,000,000 jobs: ingest rate, query p99, size on disk
+# (bench/history.c; BENCH_HISTORY_ARGS="-n 100000" for a quick run).
+BENCH_HISTORY := $(BUILD)/bench/history
+$(BENCH_HISTORY): bench/history.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS)
+
+bench-history: $(BENCH_HISTORY)
+	@$(BENCH_HISTORY) $(BENCH_HISTORY_ARGS)
 
 install: all
 	install -d $(DESTDIR)$(slurmlibdir) $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) \

@@ -6,6 +6,7 @@
 #include "cli/cache.h"
 #include "cli/client.h"
 #include "cli/phase.h"
+#include "cli/recommend.h"
 #include "cli/stage.h"
 #include "cli/status.h"
 #include "cli/telemetry.h"
@@ -28,6 +29,10 @@ static void usage(FILE *out)
 		"                    mark a phase of the running job\n"
 		"  telemetry JOBID [--json]\n"
 		"                    a job's phases, I/O and run timeline\n"
+		"  recommend [--user U] [--job-name N | --script FILE | "
+		"--dataset PATH] [--json]\n"
+		"                    what the job history advises: caching, "
+		"staging, striping\n"
 		"  version           print the version\n"
 		"\n"
 		"  -c CONF           iostage.conf to read (default $IOSTAGE_CONF, "
@@ -44,6 +49,7 @@ static const struct {
 	{"cache", cache_main},
 	{"phase", phase_main},
 	{"telemetry", telemetry_main},
+	{"recommend", recommend_main},
 };
 
 int main(int argc, char **argv)

@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,10 @@ enum conf_key {
 	CONF_KEY_NODE_NAME,
 	CONF_KEY_DRAIN_TIMEOUT,
 	CONF_KEY_TELEMETRY_INTERVAL,
+	CONF_KEY_HISTORY_RETENTION,
+	CONF_KEY_RECOMMEND_MIN_JOBS,
+	CONF_KEY_RECOMMEND_WINDOW,
+	CONF_KEY_RECOMMEND_HINT,
 	CONF_KEY_COUNT,
 };
 
@@ -63,6 +68,10 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_NODE_NAME] = "NodeName",
     [CONF_KEY_DRAIN_TIMEOUT] = "DrainTimeout",
     [CONF_KEY_TELEMETRY_INTERVAL] = "TelemetryInterval",
+    [CONF_KEY_HISTORY_RETENTION] = "HistoryRetention",
+    [CONF_KEY_RECOMMEND_MIN_JOBS] = "RecommendMinJobs",
+    [CONF_KEY_RECOMMEND_WINDOW] = "RecommendWindow",
+    [CONF_KEY_RECOMMEND_HINT] = "RecommendHint",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -203,6 +212,10 @@ void conf_set_defaults(struct conf *conf)
 	conf->stage_parallelism = 4;
 	conf->drain_timeout = 600;
 	conf->telemetry_interval_ms = 1000;
+	conf->history_retention = 90U * 86400U;
+	conf->recommend_min_jobs = 3;
+	conf->recommend_window = 30U * 86400U;
+	conf->recommend_hint = true;
 	conf_default_node_name(conf->node_name, sizeof(conf->node_name));
 }
 
@@ -250,6 +263,64 @@ int conf_parse_size(const char *s, uint64_t *ret)
 		return -1;
 	}
 	*ret = v << shift;
+	return 0;
+}
+
+int conf_parse_duration(const char *s, unsigned *ret)
+{
+	static const struct {
+		char suffix;
+		unsigned long long seconds;
+	} units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400},
+		     {'w', 7 * 86400}};
+	unsigned long long v = 0, mult = 1;
+	const char *p = s;
+
+	if (!s || !ret || !isdigit((unsigned char)*s)) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (; isdigit((unsigned char)*p); p++) {
+		if (v > UINT_MAX) {
+			errno = ERANGE;
+			return -1;
+		}
+		v = v * 10 + (unsigned)(*p - '0');
+	}
+	if (*p) {
+		size_t i;
+
+		for (i = 0; i < CONF_ARRAY_LEN(units); i++)
+			if (tolower((unsigned char)*p) == units[i].suffix)
+				break;
+		if (i == CONF_ARRAY_LEN(units) || p[1]) {
+			errno = EINVAL;
+			return -1;
+		}
+		mult = units[i].seconds;
+	}
+	if (v > UINT_MAX || v * mult > UINT_MAX) {
+		errno = ERANGE;
+		return -1;
+	}
+	*ret = (unsigned)(v * mult);
+	return 0;
+}
+
+/* A Key=Value duration for conf_global. */
+static int conf_duration(struct conf_parser *cp, const char *key,
+			 const char *val, unsigned *ret)
+{
+	char show[CONF_SHOW_MAX + 8];
+
+	if (conf_parse_duration(val, ret) < 0)
+		return conf_fail(cp,
+				 "key '%s': %s '%s' (want N[s|m|h|d|w], e.g. "
+				 "90d)",
+				 key,
+				 errno == ERANGE ? "duration too long"
+						 : "invalid duration",
+				 conf_show(val, show, sizeof(show)));
 	return 0;
 }
 
@@ -444,6 +515,28 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 		c->telemetry_interval_ms = (unsigned)(v * 1000 + 0.5);
 		return 0;
 	}
+	case CONF_KEY_HISTORY_RETENTION:
+		return conf_duration(cp, key, val, &c->history_retention);
+	case CONF_KEY_RECOMMEND_MIN_JOBS:
+		return conf_uint(cp, key, val, 1, CONF_RECOMMEND_MIN_JOBS_MAX,
+				 &c->recommend_min_jobs);
+	case CONF_KEY_RECOMMEND_WINDOW:
+		if (conf_duration(cp, key, val, &c->recommend_window) < 0)
+			return -1;
+		if (c->recommend_window == 0)
+			return conf_fail(cp, "key '%s': must be longer than "
+					     "0 seconds", key);
+		return 0;
+	case CONF_KEY_RECOMMEND_HINT:
+		if (strcasecmp(val, "yes") == 0)
+			c->recommend_hint = true;
+		else if (strcasecmp(val, "no") == 0)
+			c->recommend_hint = false;
+		else
+			return conf_fail(cp, "key '%s': expected yes or no, "
+					     "not '%s'",
+					 key, conf_show(val, show, sizeof(show)));
+		return 0;
 	case CONF_KEY_COUNT:
 		break;
 	}

@@ -22,6 +22,7 @@
 #define CONF_CACHE_TTL_MAX (30U * 86400U)  /* CacheTTL upper bound, seconds */
 #define CONF_STAGE_PARALLELISM_MAX 64
 #define CONF_DRAIN_TIMEOUT_MAX 86400 /* DrainTimeout upper bound, seconds */
+#define CONF_RECOMMEND_MIN_JOBS_MAX 1000
 
 #ifndef IOSTAGE_CONF_PATH
 #define IOSTAGE_CONF_PATH "/etc/slurm/iostage.conf"
@@ -66,6 +67,11 @@ struct conf {
 	char node_name[CONF_NODE_MAX];  /* in cache pins and build names */
 	unsigned drain_timeout;         /* seconds finish waits for outputs */
 	unsigned telemetry_interval_ms; /* /proc sampling period */
+	/* History and recommendations (daemon/history.c, recommend.c). */
+	unsigned history_retention;     /* seconds a job record is kept; 0 = forever */
+	unsigned recommend_min_jobs;    /* cache rule: jobs reading a dataset */
+	unsigned recommend_window;      /* seconds of history the rules look at */
+	bool recommend_hint;            /* sbatch hint line for jobs without a profile */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -75,7 +81,8 @@ struct conf {
  * CacheTTL=3600, StageParallelism=4, NodeName=the short host name (cut at
  * the first '.', other characters outside [A-Za-z0-9_-] made '-'),
  * DrainTimeout=600, TelemetryInterval=1 (seconds, 0.1 to 60, decimals
- * allowed; kept in milliseconds). */
+ * allowed; kept in milliseconds), HistoryRetention=90d, RecommendMinJobs=3,
+ * RecommendWindow=30d, RecommendHint=yes. */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is
@@ -106,6 +113,11 @@ int conf_parse_size(const char *s, uint64_t *ret);
 
 const char *conf_medium_name(enum tier_medium medium);
 const char *conf_policy_name(enum stage_failure_policy policy);
+
+/* Parse a duration "90d", "12h", "30m", "45s", "2w" or plain seconds into
+ * *ret (seconds, at most UINT_MAX). Returns 0 or -1 (EINVAL, ERANGE); *ret
+ * untouched on failure. */
+int conf_parse_duration(const char *s, unsigned *ret);
 
 /* "fail" / "fallback" -> policy. Returns 0 or -1. */
 int conf_parse_policy(const char *s, enum stage_failure_policy *ret);

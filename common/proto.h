@@ -88,6 +88,40 @@
  *   telemetry job                          root/owner -> record{} (live,
  *                                             or from StateDir/telemetry
  *                                             for 30 days after the job)
+ *   history_put record{}                   root   -> job (files a job
+ *                                             record, docs/RECORDS.md, as
+ *                                             the Epilog does: one synced
+ *                                             WriteBatch; replay and tests)
+ *   history_get job                        root/owner -> record{} (with
+ *                                             phases; another user's job
+ *                                             answers "job J: not in your
+ *                                             history")
+ *   history_list [since] [user] [limit]    anyone -> records[{job user uid
+ *                                             job_name node state
+ *                                             profile_origin start end
+ *                                             datasets[{source bytes files
+ *                                             result}]}] newest first
+ *                                             (limit 1..1000, default 100;
+ *                                             non-root: own jobs only, user
+ *                                             = self; root: all or USER's)
+ *   recommend [user] [job_name] [script] [dataset]
+ *                                          anyone -> query{user job_name
+ *                                             dataset window_s} runs
+ *                                             recommendations[{rule target
+ *                                             action profile? commands?
+ *                                             evidence{jobs figures}
+ *                                             confidence expected_gain}]
+ *                                             skipped[{rule target reason}]
+ *                                             profile{datasets outputs}
+ *                                             (what --io-profile=auto
+ *                                             applies) hint(bool)
+ *                                             (own history; root: USER's;
+ *                                             script: only its file name is
+ *                                             used, the daemon never opens
+ *                                             it; clients read its #SBATCH
+ *                                             --job-name and send job_name)
+ *   Every history op answers "history disabled: <why>" when the database
+ *   could not be opened (docs/HISTORY.md).
  * Job states: "staging", "staged", "failed".
  */
 #ifndef IOSTAGE_PROTO_H

@@ -30,6 +30,7 @@
 #include "daemon/drain.h"
 #include "daemon/drain_worker.h"
 #include "daemon/fsutil.h"
+#include "daemon/history.h"
 #include "daemon/jobs.h"
 #include "daemon/journal.h"
 #include "daemon/server.h"
@@ -61,6 +62,8 @@ static void usage(FILE *f)
 		"  -c, --config CONF   configuration file (default %s)\n"
 		"  -v, --verbose       log debug messages too\n"
 		"      --check-config  validate CONF, print the verdict, exit\n"
+		"      --repair-history  recover a damaged history database "
+		"(daemon stopped)\n"
 		"  -h, --help          this help\n"
 		"  -V, --version       print the version\n",
 		IOSTAGE_CONF_PATH);
@@ -260,6 +263,9 @@ int main(int argc, char **argv)
 	/* drain.c: outputs copied to the PFS as the job's user. */
 	if (argc >= 2 && !strcmp(argv[1], "--drain-worker"))
 		return drain_worker_main(argc - 1, argv + 1);
+	/* history.c: recover a damaged history database, daemon stopped. */
+	if (argc >= 2 && !strcmp(argv[1], "--repair-history"))
+		return history_repair_main(argc - 1, argv + 1);
 
 	parse_args(argc, argv, &args);
 	log_init("iostaged", false, args.level);
@@ -304,6 +310,7 @@ int main(int argc, char **argv)
 		log_errorx("%s", err);
 		goto out;
 	}
+	history_init(&conf); /* never fatal: staging goes on without it */
 	if (pidfile_write() < 0)
 		log_warning("cannot write %s/%s", server_dir(), PIDFILE_NAME);
 	log_info("iostaged %s ready: pid %d, config %s, socket %s, %zu tier%s",
@@ -329,6 +336,7 @@ out:
 		jobs_fini();
 		drain_fini();
 		cache_fini();
+		history_fini();
 	}
 	journal_fini();
 	spawn_fini();

@@ -35,6 +35,8 @@
 #include "daemon/cache.h"
 #include "daemon/drain.h"
 #include "daemon/fsutil.h"
+#include "daemon/history.h"
+#include "daemon/history_ops.h"
 #include "daemon/jobs.h"
 #include "daemon/ops.h"
 #include "daemon/server.h"
@@ -416,6 +418,7 @@ out:
 static cJSON *op_finish(const struct peer *c, const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
+	cJSON *record;
 	uint32_t id;
 
 	(void)c;
@@ -427,8 +430,12 @@ static cJSON *op_finish(const struct peer *c, const cJSON *req)
 		log_warningx("%s", err);
 		return proto_reply_error("%s", err);
 	}
-	/* telemetry.c: close the job's record (the history files it). */
-	cJSON_Delete(telemetry_finish_job(id));
+	/* telemetry.c closes the job's record; the history files it. A
+	 * history that cannot take it costs the record, never the job. */
+	record = telemetry_finish_job(id);
+	if (record && history_record_job(record, err, sizeof(err)) < 0)
+		log_warningx("job %u: not filed in the history: %s", id, err);
+	cJSON_Delete(record);
 	if (jobs_finish(id, SERVER_THREAD_WAIT_S, err, sizeof(err)) < 0) {
 		log_warningx("%s", err);
 		return proto_reply_error("%s", err);
@@ -804,6 +811,7 @@ static op_table staging_ops = {
 static const struct op *const op_tables[] = {
 	staging_ops,
 	telemetry_ops,
+	history_ops,
 };
 
 #define NTABLES (sizeof(op_tables) / sizeof(op_tables[0]))

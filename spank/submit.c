@@ -17,6 +17,7 @@
 #include "common/profile.h"
 #include "common/proto.h"
 #include "common/units.h"
+#include "spank/auto.h"
 #include "spank/options.h"
 #include "spank/submit.h"
 
@@ -96,8 +97,11 @@ int submit_init_post_opt(spank_t sp)
 	char *json = NULL;
 	int rc = -1;
 
-	if (!options.spec)
+	if (!options.spec) {
+		if (spank_context() == S_CTX_ALLOCATOR)
+			auto_hint(options.conf_path);
 		return 0;
+	}
 	if (conf_load(options.conf_path, &conf, err, sizeof(err)) < 0) {
 		slurm_error("iostage: --io-profile: site configuration: %s",
 			    err);
@@ -106,13 +110,15 @@ int submit_init_post_opt(spank_t sp)
 	profile = profile_from_spec(options.spec, &conf, err, sizeof(err));
 	if (!profile)
 		goto report;
-	if (profile->is_auto && profile->ndatasets == 0 &&
-	    profile->noutputs == 0) {
-		/* Until the history lands, auto has nothing to apply. */
-		slurm_info("iostage: --io-profile=auto: no history yet for "
-			   "this job; it runs without a profile");
-		rc = 0;
-		goto out;
+	if (profile->is_auto) {
+		int r = auto_apply(profile, &conf, err, sizeof(err));
+
+		if (r < 0)
+			goto report;
+		if (r == 0) { /* nothing to stage: no profile at all */
+			rc = 0;
+			goto out;
+		}
 	}
 	if (profile_normalize(profile, &conf, err, sizeof(err)) < 0 ||
 	    profile_validate(profile, &conf, PROFILE_CHECK_ACCESS, err,

@@ -1,0 +1,1227 @@
+/* history.c - job records in RocksDB: keys, atomic filing, queries,
+ * retention, and what happens when the database is damaged.
+ *
+ * Keys are built so that every query is one seek and a forward scan:
+ * big-endian numbers sort as numbers, and times in the apps and datasets
+ * families are inverted (~end) so the newest run comes first and a query
+ * stops at its window or its limit. The "times" family orders jobs by end
+ * time: retention walks it from the oldest and stops at the cutoff, so
+ * expiring is proportional to what expires, not to the database.
+ *
+ * Retention is a periodic delete of whole jobs (at start and at most once
+ * an hour, from the filing path) rather than a compaction filter: a job's
+ * keys live in five families and must go together, which a per-key filter
+ * cannot know. Deletes are tombstones that compaction reclaims later.
+ *
+ * Only this file sees RocksDB's char **errptr; the rest gets -1 and a line.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rocksdb/c.h>
+
+#include "common/conf.h"
+#include "common/log.h"
+#include "daemon/history.h"
+#include "daemon/jobfacts.h"
+#include "daemon/jsonbuf.h"
+
+enum history_cf {
+	CF_DEFAULT = 0,
+	CF_JOBS,
+	CF_PHASES,
+	CF_APPS,
+	CF_DATASETS,
+	CF_TIMES,
+	CF_COUNT,
+};
+
+static const char *const cf_names[CF_COUNT] = {
+    [CF_DEFAULT] = "default", [CF_JOBS] = "jobs",
+    [CF_PHASES] = "phases",   [CF_APPS] = "apps",
+    [CF_DATASETS] = "datasets", [CF_TIMES] = "times",
+};
+
+#define HISTORY_KEY_MAX 4200 /* source path + 12 bytes, user + name + 14 */
+#define HISTORY_PHASES_MAX 4096
+#define HISTORY_EXPIRE_BATCH 1000
+#define HISTORY_EXPIRE_EVERY_S 3600
+#define HISTORY_EXPIRE_MAX 100000 /* per pass from the filing path */
+
+struct history {
+	rocksdb_t *db;
+	rocksdb_options_t *opts;
+	rocksdb_block_based_table_options_t *table;
+	rocksdb_filterpolicy_t *filter; /* owned by table */
+	rocksdb_cache_t *cache;         /* the table's block cache */
+	rocksdb_options_t *cf_opts[CF_COUNT];
+	rocksdb_column_family_handle_t *cf[CF_COUNT];
+	rocksdb_writeoptions_t *wo, *wo_sync;
+	rocksdb_readoptions_t *ro;
+	bool read_only;
+	/* One batch reused by every put: clearing keeps its buffer, so a
+	 * million jobs do not page-fault a fresh buffer in each time. */
+	pthread_mutex_t put_lock;
+	rocksdb_writebatch_t *batch;
+	struct jsonbuf json;
+};
+
+struct key {
+	size_t len;
+	char buf[HISTORY_KEY_MAX];
+};
+
+/* --- small helpers ------------------------------------------------------------ */
+
+static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	errno = e;
+	return -1;
+}
+
+/* RocksDB's message, freed; -1 with it in err when there was one. */
+static int rocks_err(char *rerr, char *err, size_t errlen, const char *what)
+{
+	if (!rerr)
+		return 0;
+	fail(err, errlen, EIO, "history: %s: %s", what, rerr);
+	free(rerr);
+	return -1;
+}
+
+static void put_be32(char *p, uint32_t v)
+{
+	p[0] = (char)(v >> 24);
+	p[1] = (char)(v >> 16);
+	p[2] = (char)(v >> 8);
+	p[3] = (char)v;
+}
+
+static void put_be64(char *p, uint64_t v)
+{
+	put_be32(p, (uint32_t)(v >> 32));
+	put_be32(p + 4, (uint32_t)v);
+}
+
+static uint32_t get_be32(const char *p)
+{
+	const unsigned char *u = (const unsigned char *)p;
+
+	return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 |
+	       (uint32_t)u[2] << 8 | u[3];
+}
+
+static uint64_t get_be64(const char *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+}
+
+static uint64_t end_us(double end)
+{
+	return end <= 0 ? 0 : (uint64_t)llround(end * 1e6);
+}
+
+static int key_add(struct key *k, const void *p, size_t n)
+{
+	if (k->len + n > sizeof(k->buf))
+		return -1;
+	memcpy(k->buf + k->len, p, n);
+	k->len += n;
+	return 0;
+}
+
+/* Strings end with a NUL so that "ab" never prefixes "abc"'s keys. */
+static int key_str(struct key *k, const char *s)
+{
+	return key_add(k, s, strlen(s) + 1);
+}
+
+static int key_time_job(struct key *k, uint64_t t, uint32_t job)
+{
+	char b[12];
+
+	put_be64(b, t);
+	put_be32(b + 8, job);
+	return key_add(k, b, sizeof(b));
+}
+
+static void key_job(struct key *k, uint32_t job)
+{
+	k->len = 4;
+	put_be32(k->buf, job);
+}
+
+/* --- open, close, repair -------------------------------------------------------- */
+
+/* Does DIR hold anything? -1 when it does not exist. */
+static int dir_entries(const char *dir, bool *ret_current)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int n = 0;
+
+	*ret_current = false;
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!strcmp(de->d_name, "CURRENT"))
+			*ret_current = true;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+void history_close(struct history *h)
+{
+	if (!h)
+		return;
+	/* Memtables go to SST files before we leave: SSTs carry their
+	 * column family's name, so even RocksDB's last-resort repair (which
+	 * cannot place WAL records of families it does not know) keeps
+	 * every job recorded before a clean stop. */
+	if (h->db && !h->read_only) {
+		rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+		char *rerr = NULL;
+
+		rocksdb_flushoptions_set_wait(fo, 1);
+		for (size_t i = 0; i < CF_COUNT; i++) {
+			rocksdb_flush_cf(h->db, fo, h->cf[i], &rerr);
+			free(rerr);
+			rerr = NULL;
+		}
+		rocksdb_flushoptions_destroy(fo);
+	}
+	for (size_t i = 0; i < CF_COUNT; i++)
+		if (h->cf[i])
+			rocksdb_column_family_handle_destroy(h->cf[i]);
+	if (h->db)
+		rocksdb_close(h->db);
+	for (size_t i = 0; i < CF_COUNT; i++)
+		if (h->cf_opts[i])
+			rocksdb_options_destroy(h->cf_opts[i]);
+	if (h->opts)
+		rocksdb_options_destroy(h->opts);
+	if (h->table)
+		rocksdb_block_based_options_destroy(h->table);
+	if (h->cache)
+		rocksdb_cache_destroy(h->cache);
+	if (h->wo)
+		rocksdb_writeoptions_destroy(h->wo);
+	if (h->wo_sync)
+		rocksdb_writeoptions_destroy(h->wo_sync);
+	if (h->ro)
+		rocksdb_readoptions_destroy(h->ro);
+	if (h->batch)
+		rocksdb_writebatch_destroy(h->batch);
+	jsonbuf_fini(&h->json);
+	pthread_mutex_destroy(&h->put_lock);
+	free(h);
+}
+
+static rocksdb_options_t *db_options(struct history *h, bool create)
+{
+	rocksdb_options_t *o = rocksdb_options_create();
+
+	rocksdb_options_set_create_if_missing(o, create);
+	rocksdb_options_set_create_missing_column_families(o, create);
+	rocksdb_options_increase_parallelism(o, 2);
+	rocksdb_options_set_max_open_files(o, 512);
+	rocksdb_options_set_keep_log_file_num(o, 3);
+	/* Fresh data stays uncompressed in L0/L1, where it is rewritten
+	 * soonest; LZ4 below, where most of a large history lives. */
+	{
+		int levels[7] = {rocksdb_no_compression, rocksdb_no_compression,
+				 rocksdb_lz4_compression, rocksdb_lz4_compression,
+				 rocksdb_lz4_compression, rocksdb_lz4_compression,
+				 rocksdb_lz4_compression};
+
+		rocksdb_options_set_compression_per_level(o, levels, 7);
+	}
+	/* Universal compaction: a history is written once and read by
+	 * prefix; rewriting it level by level (leveled compaction's ~10x
+	 * write amplification) cost more CPU than the ingest itself on a
+	 * small node (bench/history.c). */
+	rocksdb_options_set_compaction_style(o, rocksdb_universal_compaction);
+	rocksdb_options_set_write_buffer_size(o, 64 << 20);
+	rocksdb_options_set_max_write_buffer_number(o, 4);
+	/* Arena blocks under glibc's mmap threshold are reused from the
+	 * heap: memtables stop page-faulting fresh memory in (bench). */
+	rocksdb_options_set_arena_block_size(o, 64 << 10);
+	/* Readers of a half-written WAL tail stop there (the record in it
+	 * never reached the caller as filed); anything else is reported. */
+	rocksdb_options_set_wal_recovery_mode(
+	    o, rocksdb_tolerate_corrupted_tail_records_recovery);
+	rocksdb_options_set_paranoid_checks(o, 1);
+	if (h->table)
+		rocksdb_options_set_block_based_table_factory(o, h->table);
+	return o;
+}
+
+static struct history *history_open_cfs(const char *dir,
+					enum history_open_mode mode,
+					bool create_cfs, char *err,
+					size_t errlen);
+
+struct history *history_open(const char *dir, enum history_open_mode mode,
+			     char *err, size_t errlen)
+{
+	return history_open_cfs(dir, mode, false, err, errlen);
+}
+
+/* CREATE_CFS: add missing column families to an existing database (after
+ * a repair rebuilt it from SST files, a family without data is gone). */
+static struct history *history_open_cfs(const char *dir,
+					enum history_open_mode mode,
+					bool create_cfs, char *err,
+					size_t errlen)
+{
+	const rocksdb_options_t *cf_opts[CF_COUNT];
+	struct history *h;
+	bool has_current, create;
+	char *rerr = NULL;
+	int n;
+
+	if (!dir || dir[0] != '/') {
+		fail(err, errlen, EINVAL, "history: directory must be absolute");
+		return NULL;
+	}
+	n = dir_entries(dir, &has_current);
+	if (n > 0 && !has_current) {
+		fail(err, errlen, EIO,
+		     "history: %s holds %d files but no CURRENT: damaged "
+		     "database, left untouched",
+		     dir, n);
+		return NULL;
+	}
+	if (n < 0 && mode == HISTORY_READ_ONLY) {
+		fail(err, errlen, ENOENT, "history: %s: no database", dir);
+		return NULL;
+	}
+	create = mode == HISTORY_READ_WRITE && n <= 0;
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		fail(err, errlen, ENOMEM, "history: out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&h->put_lock, NULL);
+	h->batch = rocksdb_writebatch_create();
+	h->table = rocksdb_block_based_options_create();
+	h->filter = rocksdb_filterpolicy_create_bloom(10);
+	rocksdb_block_based_options_set_filter_policy(h->table, h->filter);
+	h->cache = rocksdb_cache_create_lru(64 << 20);
+	rocksdb_block_based_options_set_block_cache(h->table, h->cache);
+	h->opts = db_options(h, create);
+	if (create_cfs)
+		rocksdb_options_set_create_missing_column_families(h->opts, 1);
+	for (size_t i = 0; i < CF_COUNT; i++) {
+		h->cf_opts[i] = db_options(h, create);
+		cf_opts[i] = h->cf_opts[i];
+	}
+	h->wo = rocksdb_writeoptions_create();
+	h->wo_sync = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(h->wo_sync, 1);
+	h->ro = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_verify_checksums(h->ro, 1);
+	if (mode == HISTORY_READ_ONLY) {
+		h->read_only = true;
+		h->db = rocksdb_open_for_read_only_column_families(
+		    h->opts, dir, CF_COUNT, cf_names, cf_opts, h->cf, 0, &rerr);
+	} else {
+		h->db = rocksdb_open_column_families(
+		    h->opts, dir, CF_COUNT, cf_names, cf_opts, h->cf, &rerr);
+	}
+	if (!h->db) {
+		fail(err, errlen, EIO, "history: cannot open %s: %s", dir,
+		     rerr ? rerr : "unknown error");
+		free(rerr);
+		memset(h->cf, 0, sizeof(h->cf));
+		history_close(h);
+		return NULL;
+	}
+	return h;
+}
+
+bool history_is_read_only(const struct history *h)
+{
+	return h && h->read_only;
+}
+
+/* Copy the regular files of SRC (a RocksDB directory is flat) into DST. */
+static int copy_dir_files(const char *src, const char *dst, char *err,
+			  size_t errlen)
+{
+	char from[4096], to[4096], buf[1 << 16];
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	if (mkdir(dst, 0700) < 0)
+		return fail(err, errlen, errno, "mkdir %s: %s", dst,
+			    strerror(errno));
+	d = opendir(src);
+	if (!d)
+		return fail(err, errlen, errno, "%s: %s", src, strerror(errno));
+	while (rc == 0 && (de = readdir(d))) {
+		struct stat st;
+		int in, out;
+		ssize_t r;
+
+		snprintf(from, sizeof(from), "%s/%s", src, de->d_name);
+		snprintf(to, sizeof(to), "%s/%s", dst, de->d_name);
+		if (lstat(from, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (in < 0 || out < 0) {
+			rc = fail(err, errlen, errno, "copy %s: %s", from,
+				  strerror(errno));
+		} else {
+			while ((r = read(in, buf, sizeof(buf))) > 0)
+				if (write(out, buf, (size_t)r) != r) {
+					r = -1;
+					break;
+				}
+			if (r < 0 || fsync(out) < 0)
+				rc = fail(err, errlen, errno, "copy %s: %s",
+					  from, strerror(errno));
+		}
+		if (in >= 0)
+			close(in);
+		if (out >= 0)
+			close(out);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* A damaged CURRENT is the cheapest damage to undo: point it at the newest
+ * MANIFEST again (written to a temporary file, synced, renamed). The
+ * MANIFEST knows every column family, so the WAL replays in full.
+ * Returns 0 when a MANIFEST was found and CURRENT rewritten. */
+static int rewrite_current(const char *dir)
+{
+	char best[256] = "", path[4096], tmpf[4096], line[300];
+	unsigned long long best_n = 0;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int fd, rc = -1;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long long n;
+
+		if (strncmp(de->d_name, "MANIFEST-", 9) != 0)
+			continue;
+		n = strtoull(de->d_name + 9, &end, 10);
+		if (*end || n < best_n || strlen(de->d_name) >= sizeof(best))
+			continue;
+		best_n = n;
+		snprintf(best, sizeof(best), "%s", de->d_name);
+	}
+	closedir(d);
+	if (!best[0])
+		return -1;
+	snprintf(tmpf, sizeof(tmpf), "%s/CURRENT.repair", dir);
+	snprintf(path, sizeof(path), "%s/CURRENT", dir);
+	snprintf(line, sizeof(line), "%s\n", best);
+	fd = open(tmpf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (write(fd, line, strlen(line)) == (ssize_t)strlen(line) &&
+	    fsync(fd) == 0 && rename(tmpf, path) == 0)
+		rc = 0;
+	close(fd);
+	if (rc < 0)
+		unlink(tmpf);
+	return rc;
+}
+
+int history_repair(const char *dir, int64_t *ret_jobs, char *ret_copy,
+		   size_t copylen, char *err, size_t errlen)
+{
+	char copy[4096], sub[CONF_ERR_MAX];
+	rocksdb_options_t *o;
+	struct history *h;
+	bool has_current;
+	char *rerr = NULL;
+	int64_t jobs;
+
+	if (!dir || dir[0] != '/')
+		return fail(err, errlen, EINVAL,
+			    "history: directory must be absolute");
+	if (dir_entries(dir, &has_current) <= 0)
+		return fail(err, errlen, ENOENT, "%s: no database to repair",
+			    dir);
+	snprintf(copy, sizeof(copy), "%s.damaged.%lld", dir,
+		 (long long)time(NULL));
+	if (copy_dir_files(dir, copy, sub, sizeof(sub)) < 0)
+		return fail(err, errlen, errno,
+			    "cannot keep a copy before repairing: %s", sub);
+	/* First the gentle fix, then RocksDB's rebuild from the SST files. */
+	if (rewrite_current(dir) == 0) {
+		h = history_open(dir, HISTORY_READ_WRITE, sub, sizeof(sub));
+		if (h)
+			goto opened;
+	}
+	o = rocksdb_options_create();
+	rocksdb_repair_db(o, dir, &rerr);
+	rocksdb_options_destroy(o);
+	if (rerr) {
+		fail(err, errlen, EIO, "repair of %s failed: %s (the damaged "
+				       "files are kept in %s)",
+		     dir, rerr, copy);
+		free(rerr);
+		return -1;
+	}
+	h = history_open_cfs(dir, HISTORY_READ_WRITE, true, sub, sizeof(sub));
+	if (!h)
+		return fail(err, errlen, EIO,
+			    "repaired %s but it still does not open: %s (the "
+			    "damaged files are kept in %s)",
+			    dir, sub, copy);
+opened:
+	jobs = history_count(h, sub, sizeof(sub));
+	history_close(h);
+	if (jobs < 0)
+		return fail(err, errlen, EIO, "%s", sub);
+	*ret_jobs = jobs;
+	snprintf(ret_copy, copylen, "%s", copy);
+	return 0;
+}
+
+/* --- filing -------------------------------------------------------------------- */
+
+/* The apps, datasets and times keys of a job (the apps value is VAL, its
+ * facts; a datasets value is the apps key), from its facts or from its
+ * stored summary (both carry user, job_name, end and the dataset
+ * sources), so a replaced or expired job loses exactly the keys it had. */
+static int index_keys(rocksdb_writebatch_t *b, struct history *h,
+		      uint32_t job, const cJSON *rec, const char *val,
+		      size_t vlen, bool del)
+{
+	const char *user = jobfacts_str(rec, "user", "");
+	const char *name = jobfacts_str(rec, "job_name", "");
+	uint64_t t = end_us(jobfacts_num(rec, "end", 0));
+	const cJSON *list, *d;
+	bool facts = cJSON_HasObjectItem(rec, "ds");
+	struct key k = {0}, app = {0};
+
+	if (key_str(&app, user) < 0 || key_str(&app, name) < 0 ||
+	    key_time_job(&app, ~t, job) < 0)
+		return -1;
+	if (del)
+		rocksdb_writebatch_delete_cf(b, h->cf[CF_APPS], app.buf,
+					     app.len);
+	else
+		rocksdb_writebatch_put_cf(b, h->cf[CF_APPS], app.buf, app.len,
+					  val, vlen);
+	list = cJSON_GetObjectItemCaseSensitive(rec, facts ? "ds" : "datasets");
+	cJSON_ArrayForEach(d, list)
+	{
+		const char *src = jobfacts_str(d, facts ? "src" : "source", NULL);
+
+		if (!src)
+			continue;
+		k.len = 0;
+		if (key_str(&k, src) < 0 || key_time_job(&k, ~t, job) < 0)
+			continue; /* a path too long to index: not a dataset
+				     the rules can name */
+		/* The value is the job's apps key: its facts are stored
+		 * once, and a dataset query looks them up from there. */
+		if (del)
+			rocksdb_writebatch_delete_cf(b, h->cf[CF_DATASETS],
+						     k.buf, k.len);
+		else
+			rocksdb_writebatch_put_cf(b, h->cf[CF_DATASETS], k.buf,
+						  k.len, app.buf, app.len);
+	}
+	k.len = 0;
+	key_time_job(&k, t, job);
+	if (del)
+		rocksdb_writebatch_delete_cf(b, h->cf[CF_TIMES], k.buf, k.len);
+	else
+		rocksdb_writebatch_put_cf(b, h->cf[CF_TIMES], k.buf, k.len, "",
+					  0);
+	return 0;
+}
+
+/* Queue the deletion of every key of JOB (as stored in SUMMARY). */
+static void delete_job(rocksdb_writebatch_t *b, struct history *h,
+		       uint32_t job, const cJSON *summary)
+{
+	struct key k;
+
+	key_job(&k, job);
+	rocksdb_writebatch_delete_cf(b, h->cf[CF_JOBS], k.buf, k.len);
+	rocksdb_writebatch_delete_cf(b, h->cf[CF_PHASES], k.buf, k.len);
+	index_keys(b, h, job, summary, NULL, 0, true);
+}
+
+/* The stored summary of JOB, or NULL (ENOENT, or EIO with err). */
+static cJSON *get_summary(struct history *h, uint32_t job, char *err,
+			  size_t errlen)
+{
+	struct key k;
+	char *rerr = NULL, *val;
+	size_t vlen;
+	cJSON *j;
+
+	key_job(&k, job);
+	val = rocksdb_get_cf(h->db, h->ro, h->cf[CF_JOBS], k.buf, k.len, &vlen,
+			     &rerr);
+	if (rocks_err(rerr, err, errlen, "read") < 0)
+		return NULL;
+	if (!val) {
+		errno = ENOENT;
+		return NULL;
+	}
+	j = cJSON_ParseWithLength(val, vlen);
+	free(val);
+	if (!j)
+		fail(err, errlen, EIO, "history: job %u: stored record is "
+				       "not JSON",
+		     job);
+	return j;
+}
+
+/* Queue RECORD's keys; J is scratch space for the JSON text. */
+static int queue_record(rocksdb_writebatch_t *b, struct history *h,
+			const cJSON *record, struct jsonbuf *j, char *err,
+			size_t errlen)
+{
+	const cJSON *phases;
+	cJSON *facts, *old;
+	uint32_t job;
+	struct key k;
+	int rc = -1;
+
+	facts = jobfacts_from_record(record, err, errlen);
+	if (!facts)
+		return -1;
+	job = (uint32_t)jobfacts_num(facts, "job", 0);
+	old = get_summary(h, job, err, errlen);
+	if (!old && errno != ENOENT)
+		goto out;
+	if (old)
+		delete_job(b, h, job, old);
+	cJSON_Delete(old);
+	phases = cJSON_GetObjectItemCaseSensitive(record, "phases");
+	if (phases && !cJSON_IsArray(phases)) {
+		fail(err, errlen, EINVAL, "record %u: key 'phases': must be "
+					  "an array",
+		     job);
+		goto out;
+	}
+	if (cJSON_GetArraySize(phases) > HISTORY_PHASES_MAX) {
+		fail(err, errlen, EINVAL, "record %u: more than %d phases", job,
+		     HISTORY_PHASES_MAX);
+		goto out;
+	}
+	/* The jobs value is the record without its phases, which have their
+	 * own key: a list or a query never parses timelines. */
+	key_job(&k, job);
+	if (jsonbuf_print(j, record, "phases") < 0)
+		goto nomem;
+	rocksdb_writebatch_put_cf(b, h->cf[CF_JOBS], k.buf, k.len, j->data,
+				  j->len);
+	if (phases) {
+		if (jsonbuf_print(j, phases, NULL) < 0)
+			goto nomem;
+		rocksdb_writebatch_put_cf(b, h->cf[CF_PHASES], k.buf, k.len,
+					  j->data, j->len);
+	}
+	if (jsonbuf_print(j, facts, NULL) < 0)
+		goto nomem;
+	if (index_keys(b, h, job, facts, j->data, j->len, false) < 0) {
+		fail(err, errlen, EINVAL, "record %u: user or job name too long",
+		     job);
+		goto out;
+	}
+	rc = 0;
+	goto out;
+nomem:
+	fail(err, errlen, ENOMEM, "record %u: out of memory", job);
+out:
+	cJSON_Delete(facts);
+	return rc;
+}
+
+int history_put_many(struct history *h, const cJSON *const *records,
+		     size_t n, unsigned flags, char *err, size_t errlen)
+{
+	rocksdb_writebatch_t *b;
+	char *rerr = NULL;
+	int rc = 0;
+
+	if (!h)
+		return fail(err, errlen, EINVAL, "history: not open");
+	if (h->read_only)
+		return fail(err, errlen, EROFS,
+			    "history is read-only (damaged database opened "
+			    "for reading only)");
+	pthread_mutex_lock(&h->put_lock);
+	b = h->batch;
+	rocksdb_writebatch_clear(b);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = queue_record(b, h, records[i], &h->json, err, errlen);
+	if (rc == 0) {
+		rocksdb_write(h->db, (flags & HISTORY_PUT_SYNC) ? h->wo_sync
+								: h->wo,
+			      b, &rerr);
+		rc = rocks_err(rerr, err, errlen, "write");
+	}
+	rocksdb_writebatch_clear(b);
+	pthread_mutex_unlock(&h->put_lock);
+	return rc;
+}
+
+int history_put(struct history *h, const cJSON *record, unsigned flags,
+		char *err, size_t errlen)
+{
+	return history_put_many(h, &record, 1, flags, err, errlen);
+}
+
+/* --- reading -------------------------------------------------------------------- */
+
+cJSON *history_get(struct history *h, uint32_t job, char *err, size_t errlen)
+{
+	cJSON *rec, *phases = NULL;
+	struct key k;
+	char *rerr = NULL, *val;
+	size_t vlen;
+
+	if (!h) {
+		fail(err, errlen, EINVAL, "history: not open");
+		return NULL;
+	}
+	rec = get_summary(h, job, err, errlen);
+	if (!rec) {
+		if (errno == ENOENT)
+			fail(err, errlen, ENOENT, "job %u: not in the history",
+			     job);
+		return NULL;
+	}
+	key_job(&k, job);
+	val = rocksdb_get_cf(h->db, h->ro, h->cf[CF_PHASES], k.buf, k.len,
+			     &vlen, &rerr);
+	if (rocks_err(rerr, err, errlen, "read phases") < 0) {
+		cJSON_Delete(rec);
+		return NULL;
+	}
+	if (val)
+		phases = cJSON_ParseWithLength(val, vlen);
+	free(val);
+	cJSON_AddItemToObject(rec, "phases",
+			      phases ? phases : cJSON_CreateArray());
+	return rec;
+}
+
+/* The list form of a stored summary. */
+static cJSON *list_entry(const cJSON *s)
+{
+	static const char *const keys[] = {
+	    "job", "user", "uid", "job_name", "node", "state",
+	    "profile_origin", "start", "end"};
+	cJSON *e = cJSON_CreateObject(), *ds, *d;
+	const cJSON *src;
+
+	if (!e)
+		return NULL;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, keys[i]);
+
+		if (v)
+			cJSON_AddItemToObject(e, keys[i],
+					      cJSON_Duplicate(v, 1));
+	}
+	ds = cJSON_AddArrayToObject(e, "datasets");
+	cJSON_ArrayForEach(src, cJSON_GetObjectItemCaseSensitive(s,
+								 "datasets"))
+	{
+		d = cJSON_CreateObject();
+		if (!d || !ds)
+			break;
+		cJSON_AddItemToArray(ds, d);
+		cJSON_AddStringToObject(d, "source",
+					jobfacts_str(src, "source", ""));
+		cJSON_AddNumberToObject(d, "bytes",
+					jobfacts_num(src, "bytes", 0));
+		cJSON_AddNumberToObject(d, "files",
+					jobfacts_num(src, "files", 0));
+		cJSON_AddStringToObject(d, "result",
+					jobfacts_str(src, "result", ""));
+	}
+	return e;
+}
+
+struct found {
+	uint64_t t;
+	uint32_t job;
+};
+
+static int found_newest_first(const void *a, const void *b)
+{
+	const struct found *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? 1 : -1;
+	return x->job < y->job ? 1 : x->job > y->job ? -1 : 0;
+}
+
+/* Jobs (time, id) of the times index, newest first, or of USER's apps
+ * keys; at most LIMIT with t >= SINCE. Returns the count or -1. */
+static ssize_t find_jobs(struct history *h, const char *user, uint64_t since,
+			 unsigned limit, struct found **ret, char *err,
+			 size_t errlen)
+{
+	rocksdb_iterator_t *it;
+	struct found *f;
+	size_t n = 0, cap = user ? 1024 : limit, scanned = 0;
+	char *rerr = NULL;
+	struct key k = {0};
+
+	f = malloc((cap ? cap : 1) * sizeof(*f));
+	if (!f)
+		return fail(err, errlen, ENOMEM, "history: out of memory");
+	if (!user) {
+		it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_TIMES]);
+		for (rocksdb_iter_seek_to_last(it);
+		     rocksdb_iter_valid(it) && n < limit;
+		     rocksdb_iter_prev(it)) {
+			size_t klen;
+			const char *key = rocksdb_iter_key(it, &klen);
+
+			if (klen != 12)
+				continue;
+			if (get_be64(key) < since)
+				break;
+			f[n].t = get_be64(key);
+			f[n++].job = get_be32(key + 8);
+		}
+	} else {
+		key_str(&k, user);
+		it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_APPS]);
+		for (rocksdb_iter_seek(it, k.buf, k.len);
+		     rocksdb_iter_valid(it) && scanned < HISTORY_SCAN_MAX;
+		     rocksdb_iter_next(it), scanned++) {
+			size_t klen;
+			const char *key = rocksdb_iter_key(it, &klen);
+			uint64_t t;
+
+			if (klen < k.len + 13 || memcmp(key, k.buf, k.len))
+				break;
+			t = ~get_be64(key + klen - 12);
+			if (t < since)
+				continue;
+			if (n == cap) {
+				struct found *g = realloc(f, 2 * cap *
+							     sizeof(*f));
+				if (!g)
+					break;
+				f = g;
+				cap *= 2;
+			}
+			f[n].t = t;
+			f[n++].job = get_be32(key + klen - 4);
+		}
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rocks_err(rerr, err, errlen, "scan") < 0) {
+		free(f);
+		return -1;
+	}
+	qsort(f, n, sizeof(*f), found_newest_first);
+	if (n > limit)
+		n = limit;
+	*ret = f;
+	return (ssize_t)n;
+}
+
+cJSON *history_list(struct history *h, const char *user, double since,
+		    unsigned limit, char *err, size_t errlen)
+{
+	struct found *f = NULL;
+	cJSON *arr;
+	ssize_t n;
+
+	if (!h) {
+		fail(err, errlen, EINVAL, "history: not open");
+		return NULL;
+	}
+	if (limit > HISTORY_LIST_MAX)
+		limit = HISTORY_LIST_MAX;
+	n = find_jobs(h, user, end_us(since), limit, &f, err, errlen);
+	if (n < 0)
+		return NULL;
+	arr = cJSON_CreateArray();
+	for (ssize_t i = 0; arr && i < n; i++) {
+		cJSON *s = get_summary(h, f[i].job, err, errlen), *e;
+
+		if (!s)
+			continue; /* replaced between scan and read */
+		e = list_entry(s);
+		cJSON_Delete(s);
+		if (e)
+			cJSON_AddItemToArray(arr, e);
+	}
+	free(f);
+	if (!arr)
+		fail(err, errlen, ENOMEM, "history: out of memory");
+	return arr;
+}
+
+/* Facts under PREFIX (newest first by key), UID-filtered when UID >= 0. */
+static cJSON *scan_facts(struct history *h, enum history_cf cf,
+			 const struct key *prefix, int64_t uid, double since,
+			 unsigned max, char *err, size_t errlen)
+{
+	uint64_t since_us = end_us(since);
+	rocksdb_iterator_t *it;
+	size_t scanned = 0;
+	char *rerr = NULL;
+	cJSON *arr;
+
+	if (!h) {
+		fail(err, errlen, EINVAL, "history: not open");
+		return NULL;
+	}
+	if (max > HISTORY_RUNS_MAX)
+		max = HISTORY_RUNS_MAX;
+	arr = cJSON_CreateArray();
+	if (!arr) {
+		fail(err, errlen, ENOMEM, "history: out of memory");
+		return NULL;
+	}
+	it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[cf]);
+	for (rocksdb_iter_seek(it, prefix->buf, prefix->len);
+	     rocksdb_iter_valid(it) && (unsigned)cJSON_GetArraySize(arr) < max &&
+	     scanned < HISTORY_SCAN_MAX;
+	     rocksdb_iter_next(it), scanned++) {
+		size_t klen, vlen;
+		const char *key = rocksdb_iter_key(it, &klen);
+		const char *val;
+		cJSON *f;
+
+		if (klen < prefix->len + 12 ||
+		    memcmp(key, prefix->buf, prefix->len))
+			break;
+		/* by_app and by_dataset prefixes end right before the time:
+		 * keys are newest first, the first old one ends the scan. */
+		if (klen == prefix->len + 12 &&
+		    ~get_be64(key + klen - 12) < since_us)
+			break;
+		if (~get_be64(key + klen - 12) < since_us)
+			continue;
+		val = rocksdb_iter_value(it, &vlen);
+		if (cf == CF_DATASETS) {
+			/* the value names the apps key holding the facts */
+			char *fv = rocksdb_get_cf(h->db, h->ro, h->cf[CF_APPS],
+						  val, vlen, &vlen, &rerr);
+
+			if (rerr)
+				break;
+			f = fv ? cJSON_ParseWithLength(fv, vlen) : NULL;
+			free(fv);
+		} else {
+			f = cJSON_ParseWithLength(val, vlen);
+		}
+		if (!f)
+			continue;
+		if (uid >= 0 && jobfacts_num(f, "uid", -1) != (double)uid) {
+			cJSON_Delete(f);
+			continue;
+		}
+		cJSON_AddItemToArray(arr, f);
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rocks_err(rerr, err, errlen, "scan") < 0) {
+		cJSON_Delete(arr);
+		return NULL;
+	}
+	return arr;
+}
+
+cJSON *history_runs_by_app(struct history *h, const char *user,
+			   const char *job_name, double since, unsigned max,
+			   char *err, size_t errlen)
+{
+	struct key k = {0};
+
+	if (!user || !job_name || key_str(&k, user) < 0 ||
+	    key_str(&k, job_name) < 0) {
+		fail(err, errlen, EINVAL, "history: user or job name too long");
+		return NULL;
+	}
+	return scan_facts(h, CF_APPS, &k, -1, since, max, err, errlen);
+}
+
+cJSON *history_runs_by_dataset(struct history *h, const char *source,
+			       int64_t uid, double since, unsigned max,
+			       char *err, size_t errlen)
+{
+	struct key k = {0};
+
+	if (!source || key_str(&k, source) < 0) {
+		fail(err, errlen, EINVAL, "history: dataset path too long");
+		return NULL;
+	}
+	return scan_facts(h, CF_DATASETS, &k, uid, since, max, err, errlen);
+}
+
+cJSON *history_runs_by_user(struct history *h, const char *user,
+			    double since, unsigned max, char *err,
+			    size_t errlen)
+{
+	struct key k = {0};
+
+	if (!user || key_str(&k, user) < 0) {
+		fail(err, errlen, EINVAL, "history: user name too long");
+		return NULL;
+	}
+	return scan_facts(h, CF_APPS, &k, -1, since, max, err, errlen);
+}
+
+int64_t history_count(struct history *h, char *err, size_t errlen)
+{
+	rocksdb_iterator_t *it;
+	char *rerr = NULL;
+	int64_t n = 0;
+
+	if (!h)
+		return fail(err, errlen, EINVAL, "history: not open");
+	it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_TIMES]);
+	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it))
+		n++;
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rocks_err(rerr, err, errlen, "count") < 0)
+		return -1;
+	return n;
+}
+
+int history_expire(struct history *h, double cutoff, unsigned max,
+		   unsigned *ret_deleted, char *err, size_t errlen)
+{
+	uint64_t cut = end_us(cutoff);
+	unsigned deleted = 0;
+	int rc = 0;
+
+	if (!h)
+		return fail(err, errlen, EINVAL, "history: not open");
+	if (h->read_only)
+		return fail(err, errlen, EROFS, "history is read-only");
+	while (rc == 0 && deleted < max) {
+		rocksdb_iterator_t *it;
+		rocksdb_writebatch_t *b = rocksdb_writebatch_create();
+		char *rerr = NULL;
+		unsigned inbatch = 0;
+
+		it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_TIMES]);
+		for (rocksdb_iter_seek_to_first(it);
+		     rocksdb_iter_valid(it) && inbatch < HISTORY_EXPIRE_BATCH &&
+		     deleted + inbatch < max;
+		     rocksdb_iter_next(it)) {
+			size_t klen;
+			const char *key = rocksdb_iter_key(it, &klen);
+			uint32_t job;
+			cJSON *s;
+
+			if (klen != 12 || get_be64(key) >= cut)
+				break;
+			job = get_be32(key + 8);
+			s = get_summary(h, job, NULL, 0);
+			if (s && end_us(jobfacts_num(s, "end", 0)) ==
+				     get_be64(key)) {
+				delete_job(b, h, job, s);
+			} else {
+				/* An index key without its job: drop it. */
+				rocksdb_writebatch_delete_cf(
+				    b, h->cf[CF_TIMES], key, klen);
+			}
+			cJSON_Delete(s);
+			inbatch++;
+		}
+		rocksdb_iter_get_error(it, &rerr);
+		rocksdb_iter_destroy(it);
+		rc = rocks_err(rerr, err, errlen, "expire scan");
+		if (rc == 0 && inbatch > 0) {
+			rocksdb_write(h->db, h->wo, b, &rerr);
+			rc = rocks_err(rerr, err, errlen, "expire");
+		}
+		rocksdb_writebatch_destroy(b);
+		deleted += inbatch;
+		if (inbatch < HISTORY_EXPIRE_BATCH)
+			break;
+	}
+	if (ret_deleted)
+		*ret_deleted = deleted;
+	return rc;
+}
+
+/* --- the daemon's history ---------------------------------------------------- */
+
+static struct history *g_history;
+static const struct conf *g_conf;
+static char g_why[CONF_ERR_MAX] = "not started";
+static pthread_mutex_t g_expire_lock = PTHREAD_MUTEX_INITIALIZER;
+static time_t g_expired_at;
+
+const struct conf *history_conf(void)
+{
+	return g_conf;
+}
+
+static void history_apply_retention(void)
+{
+	char err[CONF_ERR_MAX];
+	unsigned deleted = 0;
+	time_t now = time(NULL);
+
+	if (!g_history || g_history->read_only || !g_conf->history_retention)
+		return;
+	if (pthread_mutex_trylock(&g_expire_lock) != 0)
+		return; /* another thread is at it */
+	if (g_expired_at && now - g_expired_at < HISTORY_EXPIRE_EVERY_S)
+		goto out;
+	g_expired_at = now;
+	if (history_expire(g_history,
+			   (double)now - (double)g_conf->history_retention,
+			   HISTORY_EXPIRE_MAX, &deleted, err, sizeof(err)) < 0)
+		log_warningx("%s", err);
+	else if (deleted)
+		log_info("history: %u job record%s older than "
+			 "HistoryRetention removed",
+			 deleted, deleted == 1 ? "" : "s");
+out:
+	pthread_mutex_unlock(&g_expire_lock);
+}
+
+void history_init(const struct conf *conf)
+{
+	char dir[CONF_PATH_MAX + 16], err[CONF_ERR_MAX];
+
+	g_conf = conf;
+	snprintf(dir, sizeof(dir), "%s/%s",
+		 strcmp(conf->state_dir, "/") ? conf->state_dir : "",
+		 HISTORY_DIR_NAME);
+	g_history = history_open(dir, HISTORY_READ_WRITE, err, sizeof(err));
+	if (!g_history) {
+		char ro_err[CONF_ERR_MAX];
+
+		/* Reading may still work where writing does not (e.g. a
+		 * damaged WAL): recorded jobs stay visible. */
+		g_history = history_open(dir, HISTORY_READ_ONLY, ro_err,
+					 sizeof(ro_err));
+		if (g_history) {
+			snprintf(g_why, sizeof(g_why), "%s", err);
+			log_errorx("%s; opened read-only: recorded jobs stay "
+				   "readable, new ones are not filed; staging "
+				   "goes on (iostaged --repair-history "
+				   "recovers it)",
+				   err);
+			return;
+		}
+		snprintf(g_why, sizeof(g_why), "%s", err);
+		log_errorx("history disabled: %s; staging goes on, nothing "
+			   "there was changed (iostaged --repair-history "
+			   "recovers it)",
+			   err);
+		return;
+	}
+	g_why[0] = '\0';
+	log_info("history: %s open", dir);
+	history_apply_retention();
+}
+
+void history_fini(void)
+{
+	history_close(g_history);
+	g_history = NULL;
+	snprintf(g_why, sizeof(g_why), "stopped");
+}
+
+struct history *history_db(char *why, size_t whylen)
+{
+	if (!g_history)
+		snprintf(why, whylen, "history disabled: %s", g_why);
+	return g_history;
+}
+
+int history_record_job(const cJSON *record, char *err, size_t errlen)
+{
+	struct history *h = history_db(err, errlen);
+
+	if (!h)
+		return -1;
+	if (h->read_only)
+		return fail(err, errlen, EROFS, "history read-only: %s", g_why);
+	if (history_put(h, record, HISTORY_PUT_SYNC, err, errlen) < 0)
+		return -1;
+	history_apply_retention();
+	return 0;
+}
+
+int history_repair_main(int argc, char **argv)
+{
+	char dir[CONF_PATH_MAX + 16], err[CONF_ERR_MAX], copy[4096];
+	const char *conf_path = IOSTAGE_CONF_PATH;
+	static struct conf conf;
+	int64_t jobs = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if ((!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) &&
+		    i + 1 < argc) {
+			conf_path = argv[++i];
+		} else {
+			fprintf(stderr, "usage: iostaged --repair-history "
+					"[-c CONF]\n");
+			return 2;
+		}
+	}
+	conf_set_defaults(&conf);
+	if (conf_load(conf_path, &conf, err, sizeof(err)) < 0) {
+		fprintf(stderr, "iostaged: %s\n", err);
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s/%s",
+		 strcmp(conf.state_dir, "/") ? conf.state_dir : "",
+		 HISTORY_DIR_NAME);
+	if (history_repair(dir, &jobs, copy, sizeof(copy), err, sizeof(err)) <
+	    0) {
+		fprintf(stderr, "iostaged: --repair-history: %s\n", err);
+		return 1;
+	}
+	printf("iostaged: history %s repaired: %lld job%s readable; the "
+	       "damaged files are kept in %s; restart iostaged to use it\n",
+	       dir, (long long)jobs, jobs == 1 ? "" : "s", copy);
+	return 0;
+}

@@ -1,0 +1,333 @@
+/* jobfacts.c - reduce a job record to the figures the rules read. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/jobfacts.h"
+
+#define JOBFACTS_NAME_MAX 256   /* user and job name bytes in keys */
+#define JOBFACTS_LIST_MAX 64    /* datasets / outputs kept per job */
+#define JOBFACTS_SMALL_MAX 4    /* buckets 0..4 hold requests < 1 MiB */
+
+const char *const jobfacts_buckets[JOBFACTS_NBUCKETS] = {
+    "0_100",  "100_1K", "1K_10K",   "10K_100K", "100K_1M",
+    "1M_4M", "4M_10M", "10M_100M", "100M_1G",  "1G_PLUS",
+};
+
+double jobfacts_bucket_max(size_t i)
+{
+	static const double max[JOBFACTS_NBUCKETS] = {
+	    100, 1024, 10240, 102400, 1048576, 4194304, 10485760,
+	    104857600, 1073741824, 1.8e19};
+
+	return i < JOBFACTS_NBUCKETS ? max[i] : 1.8e19;
+}
+
+double jobfacts_num(const cJSON *obj, const char *key, double def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble
+							      : def;
+}
+
+const char *jobfacts_str(const cJSON *obj, const char *key, const char *def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsString(v) && v->valuestring ? v->valuestring : def;
+}
+
+/* A non-negative measured number, or -1 when it was not measured. */
+static double measured(const cJSON *obj, const char *key)
+{
+	double v = jobfacts_num(obj, key, -1);
+
+	return v >= 0 ? v : -1;
+}
+
+static int add_num(cJSON *obj, const char *key, double v)
+{
+	return cJSON_AddNumberToObject(obj, key, v) ? 0 : -1;
+}
+
+/* Copy KEY from SRC to DST as NEWKEY when it was measured. */
+static int copy_measured(cJSON *dst, const char *newkey, const cJSON *src,
+			 const char *key)
+{
+	double v = measured(src, key);
+
+	return v < 0 ? 0 : add_num(dst, newkey, v);
+}
+
+static const cJSON *find_phase(const cJSON *phases, const char *name)
+{
+	const cJSON *p;
+
+	cJSON_ArrayForEach(p, phases) if (strcmp(jobfacts_str(p, "name", ""),
+						 name) == 0) return p;
+	return NULL;
+}
+
+/* "rd": the run phase's dataset-class shim counters. */
+static int add_reads(cJSON *facts, const cJSON *counters)
+{
+	char key[64];
+	double ops, small = 0;
+	cJSON *rd;
+
+	if (!cJSON_IsObject(counters))
+		return 0;
+	ops = measured(counters, "POSIX_READS");
+	if (ops < 0)
+		return 0; /* no shim counters: no read facts */
+	for (size_t i = 0; i <= JOBFACTS_SMALL_MAX; i++) {
+		snprintf(key, sizeof(key), "POSIX_SIZE_READ_%s",
+			 jobfacts_buckets[i]);
+		small += fmax(0, jobfacts_num(counters, key, 0));
+	}
+	rd = cJSON_AddObjectToObject(facts, "rd");
+	if (!rd || add_num(rd, "ops", ops) < 0 ||
+	    add_num(rd, "bytes", fmax(0, jobfacts_num(counters,
+						      "POSIX_BYTES_READ", 0))) <
+		0 ||
+	    add_num(rd, "small", small) < 0 ||
+	    add_num(rd, "seq",
+		    fmax(0, jobfacts_num(counters, "POSIX_SEQ_READS", 0))) < 0 ||
+	    add_num(rd, "consec", fmax(0, jobfacts_num(counters,
+						       "POSIX_CONSEC_READS",
+						       0))) < 0 ||
+	    copy_measured(rd, "time", counters, "POSIX_F_READ_TIME") < 0 ||
+	    copy_measured(rd, "meta_time", counters, "POSIX_F_META_TIME") < 0)
+		return -1;
+	return 0;
+}
+
+/* "wr": the run phase's output-class write counters. */
+static int add_writes(cJSON *facts, const cJSON *counters)
+{
+	char key[64];
+	double ops, sizes[JOBFACTS_NBUCKETS];
+	cJSON *wr;
+
+	if (!cJSON_IsObject(counters))
+		return 0;
+	ops = measured(counters, "POSIX_WRITES");
+	if (ops < 0)
+		return 0;
+	for (size_t i = 0; i < JOBFACTS_NBUCKETS; i++) {
+		snprintf(key, sizeof(key), "POSIX_SIZE_WRITE_%s",
+			 jobfacts_buckets[i]);
+		sizes[i] = fmax(0, jobfacts_num(counters, key, 0));
+	}
+	wr = cJSON_AddObjectToObject(facts, "wr");
+	if (!wr || add_num(wr, "ops", ops) < 0 ||
+	    add_num(wr, "bytes", fmax(0, jobfacts_num(counters,
+						      "POSIX_BYTES_WRITTEN",
+						      0))) < 0 ||
+	    !cJSON_AddItemToObject(wr, "sizes",
+				   cJSON_CreateDoubleArray(sizes,
+							   JOBFACTS_NBUCKETS)))
+		return -1;
+	return 0;
+}
+
+/* "ck": checkpoint sub-phases that measured their unoverlapped I/O. */
+static int add_checkpoints(cJSON *facts, const cJSON *phases)
+{
+	double io = 0, unov = 0, n = 0;
+	const cJSON *p;
+	cJSON *ck;
+
+	cJSON_ArrayForEach(p, phases)
+	{
+		double u;
+
+		if (strcmp(jobfacts_str(p, "name", ""), "checkpoint") != 0)
+			continue;
+		u = measured(p, "unoverlapped_io_seconds");
+		if (u < 0)
+			continue;
+		unov += u;
+		io += fmax(0, jobfacts_num(p, "io_seconds", u));
+		n++;
+	}
+	if (n == 0)
+		return 0;
+	ck = cJSON_AddObjectToObject(facts, "ck");
+	if (!ck || add_num(ck, "n", n) < 0 || add_num(ck, "io_s", io) < 0 ||
+	    add_num(ck, "unov_s", unov) < 0)
+		return -1;
+	return 0;
+}
+
+/* The drain policy the job's profile gave output NAME, or NULL. */
+static const char *output_drain(const cJSON *record, const char *name)
+{
+	const cJSON *profile = cJSON_GetObjectItemCaseSensitive(record,
+								"profile");
+	const cJSON *o;
+
+	cJSON_ArrayForEach(
+	    o, cJSON_GetObjectItemCaseSensitive(profile, "outputs")) if (
+	    strcmp(jobfacts_str(o, "name", ""), name) ==
+	    0) return jobfacts_str(o, "drain", NULL);
+	return NULL;
+}
+
+static int add_outputs(cJSON *facts, const cJSON *record)
+{
+	const cJSON *o, *hist;
+	cJSON *arr, *f;
+	size_t n = 0;
+
+	arr = cJSON_AddArrayToObject(facts, "out");
+	if (!arr)
+		return -1;
+	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(record,
+							       "outputs"))
+	{
+		const char *dest = jobfacts_str(o, "dest", NULL);
+		const char *name = jobfacts_str(o, "name", "");
+		const char *drain = output_drain(record, name);
+
+		if (!dest || n++ >= JOBFACTS_LIST_MAX)
+			continue;
+		f = cJSON_CreateObject();
+		if (!f || !cJSON_AddItemToArray(arr, f) ||
+		    !cJSON_AddStringToObject(f, "dest", dest) ||
+		    !cJSON_AddStringToObject(f, "name", name) ||
+		    !cJSON_AddStringToObject(f, "tier",
+					     jobfacts_str(o, "tier", "")) ||
+		    (drain && !cJSON_AddStringToObject(f, "drain", drain)) ||
+		    add_num(f, "bytes", fmax(0, jobfacts_num(o, "bytes", 0))) <
+			0 ||
+		    add_num(f, "files", fmax(0, jobfacts_num(o, "files", 0))) <
+			0 ||
+		    copy_measured(f, "shared", o, "shared_files") < 0 ||
+		    copy_measured(f, "fpp", o, "fpp_files") < 0)
+			return -1;
+		hist = cJSON_GetObjectItemCaseSensitive(o, "size_hist");
+		if (cJSON_IsObject(hist)) {
+			double h[JOBFACTS_NBUCKETS];
+
+			for (size_t i = 0; i < JOBFACTS_NBUCKETS; i++)
+				h[i] = fmax(0, jobfacts_num(
+						   hist, jobfacts_buckets[i], 0));
+			if (!cJSON_AddItemToObject(
+				f, "hist",
+				cJSON_CreateDoubleArray(h, JOBFACTS_NBUCKETS)))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int add_datasets(cJSON *facts, const cJSON *record,
+			const cJSON *stage_in)
+{
+	const cJSON *d;
+	cJSON *arr, *f;
+	size_t n = 0;
+	double stage_s = measured(stage_in, "seconds");
+
+	arr = cJSON_AddArrayToObject(facts, "ds");
+	if (!arr)
+		return -1;
+	cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(record,
+							       "datasets"))
+	{
+		const char *src = jobfacts_str(d, "source", NULL);
+
+		if (!src || src[0] != '/' || n++ >= JOBFACTS_LIST_MAX)
+			continue;
+		f = cJSON_CreateObject();
+		if (!f || !cJSON_AddItemToArray(arr, f) ||
+		    !cJSON_AddStringToObject(f, "src", src) ||
+		    add_num(f, "bytes", fmax(0, jobfacts_num(d, "bytes", 0))) <
+			0 ||
+		    add_num(f, "files", fmax(0, jobfacts_num(d, "files", 0))) <
+			0 ||
+		    !cJSON_AddStringToObject(f, "tier",
+					     jobfacts_str(d, "tier", "")) ||
+		    !cJSON_AddStringToObject(f, "result",
+					     jobfacts_str(d, "result", "")) ||
+		    (stage_s >= 0 && add_num(f, "stage_s", stage_s) < 0))
+			return -1;
+	}
+	return 0;
+}
+
+/* User and job names become parts of keys split by NUL bytes. */
+static int name_ok(const char *s, size_t min)
+{
+	size_t n = strlen(s);
+
+	return n >= min && n < JOBFACTS_NAME_MAX;
+}
+
+cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen)
+{
+	const cJSON *phases, *run, *counters;
+	const char *user, *job_name;
+	double job, uid, end;
+	cJSON *facts;
+
+	if (!cJSON_IsObject(record)) {
+		snprintf(err, errlen, "record: must be a JSON object");
+		errno = EINVAL;
+		return NULL;
+	}
+	job = jobfacts_num(record, "job", -1);
+	uid = jobfacts_num(record, "uid", -1);
+	end = jobfacts_num(record, "end", -1);
+	user = jobfacts_str(record, "user", NULL);
+	job_name = jobfacts_str(record, "job_name", "");
+	if (job < 1 || job > 4294967295.0 || job != floor(job)) {
+		snprintf(err, errlen,
+			 "record: key 'job': must be a job id 1..4294967295");
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!user || !name_ok(user, 1) || !name_ok(job_name, 0)) {
+		snprintf(err, errlen,
+			 "record %.0f: key '%s': must be a string of at most "
+			 "%d bytes",
+			 job, user && name_ok(user, 1) ? "job_name" : "user",
+			 JOBFACTS_NAME_MAX - 1);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (uid < 0 || uid > 4294967294.0 || end <= 0 || end > 1e11) {
+		snprintf(err, errlen,
+			 "record %.0f: key '%s': missing or out of range", job,
+			 uid < 0 || uid > 4294967294.0 ? "uid" : "end");
+		errno = EINVAL;
+		return NULL;
+	}
+	phases = cJSON_GetObjectItemCaseSensitive(record, "phases");
+	run = find_phase(phases, "run");
+	counters = cJSON_GetObjectItemCaseSensitive(run, "counters");
+
+	facts = cJSON_CreateObject();
+	if (!facts || add_num(facts, "job", job) < 0 ||
+	    !cJSON_AddStringToObject(facts, "user", user) ||
+	    add_num(facts, "uid", uid) < 0 ||
+	    !cJSON_AddStringToObject(facts, "job_name", job_name) ||
+	    add_num(facts, "end", end) < 0 ||
+	    copy_measured(facts, "run_s", run, "seconds") < 0 ||
+	    add_datasets(facts, record, find_phase(phases, "stage_in")) < 0 ||
+	    add_reads(facts, cJSON_GetObjectItemCaseSensitive(counters,
+							      "dataset")) < 0 ||
+	    add_checkpoints(facts, phases) < 0 ||
+	    add_outputs(facts, record) < 0 ||
+	    add_writes(facts, cJSON_GetObjectItemCaseSensitive(counters,
+							       "output")) < 0) {
+		cJSON_Delete(facts);
+		snprintf(err, errlen, "record %.0f: out of memory", job);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return facts;
+}

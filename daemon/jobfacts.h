@@ -1,0 +1,46 @@
+/* jobfacts.h - the figures the recommendation rules need, from a job record.
+ *
+ * A job record (docs/RECORDS.md) is large: phases, timelines, processes.
+ * The rules need a few dozen numbers per job. jobfacts_from_record()
+ * reduces a record to those numbers once, when the history files it, so a
+ * recommendation query reads small values instead of whole records.
+ *
+ * A fact that was not measured is left out, never invented as 0: without
+ * the shim's counters there is no "rd"/"wr" object, without checkpoint
+ * phases no "ck" object, and the rules that need them say "not enough
+ * evidence". The shape (short keys: it is stored once per index):
+ *
+ *   { "job", "user", "uid", "job_name", "end", "run_s"?,
+ *     "ds":  [{ "src", "bytes", "files", "tier", "result", "stage_s"? }],
+ *     "rd":  { "ops", "bytes", "small", "seq", "consec", "time",
+ *              "meta_time" }?               dataset class, run phase
+ *     "ck":  { "n", "io_s", "unov_s" }?     checkpoint sub-phases
+ *     "out": [{ "dest", "name", "tier", "drain"?, "bytes", "files",
+ *               "shared"?, "fpp"?, "hist"?[10] }]
+ *     "wr":  { "ops", "bytes", "sizes"[10] }? output class, run phase }
+ */
+#ifndef IOSTAGE_DAEMON_JOBFACTS_H
+#define IOSTAGE_DAEMON_JOBFACTS_H
+
+#include <stddef.h>
+
+#include <cJSON.h>
+
+/* Darshan's ten request-size buckets, in order, as in the record. */
+#define JOBFACTS_NBUCKETS 10
+extern const char *const jobfacts_buckets[JOBFACTS_NBUCKETS];
+
+/* Upper bound in bytes of bucket I (the last one: UINT64 max as double). */
+double jobfacts_bucket_max(size_t i);
+
+/* Check the fields every record must have (job > 0, user, uid, end) and
+ * return the facts (caller deletes), or NULL with one line in err. */
+cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen);
+
+/* The number at KEY, or DEF when it is missing or not a number. */
+double jobfacts_num(const cJSON *obj, const char *key, double def);
+
+/* The string at KEY, or DEF. */
+const char *jobfacts_str(const cJSON *obj, const char *key, const char *def);
+
+#endif /* IOSTAGE_DAEMON_JOBFACTS_H */

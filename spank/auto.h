@@ -1,0 +1,33 @@
+/* auto.h - --io-profile=auto and the submit-time hint, from the history.
+ *
+ * Allocator/local context, as the submitting user. Both ask the iostaged
+ * named by iostage.conf for the recommendations for this user + job name
+ * (common/jobname.h) with a short timeout: a login node without a daemon
+ * never makes sbatch wait long or fail.
+ */
+#ifndef IOSTAGE_SPANK_AUTO_H
+#define IOSTAGE_SPANK_AUTO_H
+
+#include <stddef.h>
+
+#include "common/conf.h"
+#include "common/profile.h"
+
+#define AUTO_DAEMON_TIMEOUT_MS 2000
+#define AUTO_HINT_TIMEOUT_MS 1000
+
+/* Fill *PROFILE (SPEC was "auto", maybe with overrides) from the history's
+ * confident recommendations; datasets and outputs the user named win.
+ * Prints one info line saying what was applied, that there is no history
+ * yet, or that iostaged cannot be reached. Returns 1 when the profile now
+ * has something to stage, 0 when the job runs without a profile, -1 with
+ * err when the history's fragment does not parse. */
+int auto_apply(struct profile *profile, const struct conf *conf, char *err,
+	       size_t errlen);
+
+/* For a job submitted without --io-profile: one hint line when the
+ * history has confident advice for it and RecommendHint=yes. Never
+ * fails. CONF_PATH is the plugin's iostage.conf. */
+void auto_hint(const char *conf_path);
+
+#endif /* IOSTAGE_SPANK_AUTO_H */

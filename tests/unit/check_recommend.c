@@ -1,0 +1,717 @@
+/* check_recommend.c - unit tests for daemon/recommend and daemon/jobfacts:
+ * every rule, its thresholds, confidence below 3 runs, and the rule that
+ * no other overrides: never stage a dataset larger than its tier. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "daemon/jobfacts.h"
+#include "daemon/recommend.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static const struct recommend_tier tiers[] = {
+    {"nvme", (uint64_t)(100 * GIB)},
+    {"ram", 256ULL << 20},
+    {"nocap", 0},
+};
+
+static const struct recommend_ctx ctx = {
+    .tiers = tiers, .ntiers = 3, .default_tier = 0, .min_jobs = 3};
+
+/* A record as docs/RECORDS.md has it, from printf pieces. */
+static cJSON *record(unsigned job, const char *datasets, const char *outputs,
+		     const char *phases)
+{
+	char buf[16384];
+	cJSON *r;
+
+	snprintf(buf, sizeof(buf),
+		 "{\"schema\":1,\"job\":%u,\"user\":\"alice\",\"uid\":1001,"
+		 "\"job_name\":\"train\",\"end\":%u,\"datasets\":%s,"
+		 "\"outputs\":%s,\"phases\":%s}",
+		 job, 1700000000 + job, datasets, outputs, phases);
+	r = cJSON_Parse(buf);
+	ck_assert_msg(r != NULL, "bad test record: %s", buf);
+	return r;
+}
+
+/* The facts of N runs built by MAKE(i), newest first. */
+static cJSON *runs_of(size_t n, cJSON *(*make)(unsigned))
+{
+	cJSON *arr = cJSON_CreateArray();
+	char err[256];
+
+	for (size_t i = n; i > 0; i--) {
+		cJSON *rec = make((unsigned)i);
+		cJSON *f = jobfacts_from_record(rec, err, sizeof(err));
+
+		ck_assert_msg(f != NULL, "%s", err);
+		cJSON_AddItemToArray(arr, f);
+		cJSON_Delete(rec);
+	}
+	return arr;
+}
+
+static const char *reads(double ops, double small, double seq, double bytes)
+{
+	static char buf[1024];
+
+	snprintf(buf, sizeof(buf),
+		 "{\"POSIX_READS\":%.0f,\"POSIX_BYTES_READ\":%.0f,"
+		 "\"POSIX_SEQ_READS\":%.0f,\"POSIX_CONSEC_READS\":%.0f,"
+		 "\"POSIX_SIZE_READ_100K_1M\":%.0f,"
+		 "\"POSIX_SIZE_READ_1M_4M\":%.0f}",
+		 ops, bytes, seq, seq, small, ops - small);
+	return buf;
+}
+
+static const char *dataset(const char *src, double bytes, const char *tier,
+			   const char *result)
+{
+	static char buf[512];
+
+	snprintf(buf, sizeof(buf),
+		 "[{\"name\":\"d\",\"source\":\"%s\",\"tier\":\"%s\","
+		 "\"bytes\":%.0f,\"files\":1000,\"result\":\"%s\"}]",
+		 src, tier, bytes, result);
+	return buf;
+}
+
+static cJSON *find_rule(const cJSON *res, const char *rule, const char *target)
+{
+	cJSON *r;
+
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(res, "recommendations")) if (
+	    !strcmp(jobfacts_str(r, "rule", ""), rule) &&
+	    (!target || !strcmp(jobfacts_str(r, "target", ""),
+				target))) return r;
+	return NULL;
+}
+
+static cJSON *find_skip(const cJSON *res, const char *rule)
+{
+	cJSON *r;
+
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(res, "skipped")) if (
+	    !strcmp(jobfacts_str(r, "rule", ""), rule)) return r;
+	return NULL;
+}
+
+/* No recommendation of RES stages PATH (profile datasets). */
+static void assert_never_staged(const cJSON *res, const char *path)
+{
+	const cJSON *r, *d;
+
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(res, "recommendations"))
+	    cJSON_ArrayForEach(d, cJSON_GetObjectItem(
+				      cJSON_GetObjectItem(r, "profile"),
+				      "datasets")) ck_assert_msg(
+		strcmp(jobfacts_str(d, "path", ""), path) != 0,
+		"rule %s stages %s", jobfacts_str(r, "rule", ""), path);
+}
+
+/* --- cache ------------------------------------------------------------------- */
+
+static cJSON *cache_job(unsigned i)
+{
+	char phases[512];
+
+	snprintf(phases, sizeof(phases),
+		 "[{\"name\":\"stage_in\",\"seconds\":%s},"
+		 "{\"name\":\"run\",\"seconds\":100}]",
+		 i == 1 ? "9.5" : "0.5");
+	return record(i, dataset("/pfs/imagenet", 1.13e9, "nvme",
+				 i == 1 ? "built" : "hit"),
+		      "[]", phases);
+}
+
+START_TEST(test_cache_fires)
+{
+	cJSON *runs = runs_of(5, cache_job), *res = recommend_run(runs, &ctx);
+	cJSON *r = find_rule(res, "cache", "/pfs/imagenet"), *ds;
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(
+			     cJSON_GetObjectItem(r, "evidence"), "jobs")),
+			 5);
+	ck_assert(jobfacts_num(r, "confidence", 0) >= 0.5);
+	ck_assert_ptr_nonnull(strstr(jobfacts_str(r, "expected_gain", ""),
+				     "9.0 s"));
+	ds = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r,
+									"profile"),
+						    "datasets"),
+				0);
+	ck_assert_str_eq(jobfacts_str(ds, "path", ""), "/pfs/imagenet");
+	ck_assert_str_eq(jobfacts_str(ds, "tier", ""), "nvme");
+	ck_assert_str_eq(jobfacts_str(ds, "name", ""), "imagenet");
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+START_TEST(test_cache_needs_min_jobs)
+{
+	cJSON *runs = runs_of(2, cache_job), *res = recommend_run(runs, &ctx);
+
+	ck_assert_ptr_null(find_rule(res, "cache", NULL));
+	ck_assert_ptr_nonnull(strstr(
+	    jobfacts_str(find_skip(res, "cache"), "reason", ""),
+	    "RecommendMinJobs=3"));
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+static cJSON *unknown_cap_job(unsigned i)
+{
+	return record(i, dataset("/pfs/x", 1e6, "nocap", "hit"), "[]", "[]");
+}
+
+START_TEST(test_cache_unknown_capacity)
+{
+	cJSON *runs = runs_of(4, unknown_cap_job),
+	      *res = recommend_run(runs, &ctx);
+
+	assert_never_staged(res, "/pfs/x");
+	ck_assert_ptr_nonnull(find_skip(res, "cache"));
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+/* --- stage vs stream, and never larger than the tier -------------------------------- */
+
+static cJSON *random_small_job(unsigned i)
+{
+	char phases[1400];
+
+	snprintf(phases, sizeof(phases),
+		 "[{\"name\":\"run\",\"seconds\":100,\"counters\":"
+		 "{\"dataset\":%s}}]",
+		 reads(12000, 12000, 1200, 1.3e9));
+	return record(i, dataset("/pfs/imagenet", 1.13e9, "nvme", "hit"), "[]",
+		      phases);
+}
+
+START_TEST(test_stage_small_random)
+{
+	cJSON *runs = runs_of(4, random_small_job),
+	      *res = recommend_run(runs, &ctx);
+	cJSON *r = find_rule(res, "stage", "/pfs/imagenet"), *ds, *fig;
+
+	ck_assert_ptr_nonnull(r);
+	ds = cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(r, "profile"), "datasets"),
+	    0);
+	ck_assert_str_eq(jobfacts_str(ds, "access", ""), "random");
+	fig = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "evidence"),
+				  "figures");
+	ck_assert(jobfacts_num(fig, "random_read_fraction", 0) > 0.8);
+	ck_assert(jobfacts_num(fig, "small_read_fraction", 0) > 0.99);
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+static cJSON *few_ops_job(unsigned i)
+{
+	char phases[1400];
+
+	/* random but only 500 ops: under Drishti's 1000-op floor */
+	snprintf(phases, sizeof(phases),
+		 "[{\"name\":\"run\",\"seconds\":100,\"counters\":"
+		 "{\"dataset\":%s}}]",
+		 reads(500, 500, 0, 5e7));
+	return record(i, dataset("/pfs/few", 1e9, "nvme", "hit"), "[]", phases);
+}
+
+START_TEST(test_stage_needs_1000_ops)
+{
+	cJSON *runs = runs_of(4, few_ops_job), *res = recommend_run(runs, &ctx);
+
+	ck_assert_ptr_null(find_rule(res, "stage", NULL));
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+START_TEST(test_stage_without_counters)
+{
+	cJSON *runs = runs_of(4, cache_job), *res = recommend_run(runs, &ctx);
+	cJSON *s = find_skip(res, "stage");
+
+	ck_assert_ptr_null(find_rule(res, "stage", NULL));
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_nonnull(
+	    strstr(jobfacts_str(s, "reason", ""), "not enough evidence"));
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+static cJSON *too_big_random_job(unsigned i)
+{
+	char phases[1400];
+
+	snprintf(phases, sizeof(phases),
+		 "[{\"name\":\"run\",\"seconds\":100,\"counters\":"
+		 "{\"dataset\":%s}}]",
+		 reads(50000, 50000, 0, 5e9));
+	return record(i, dataset("/pfs/huge", 2 * GIB, "ram", "failed"), "[]",
+		      phases);
+}
+
+START_TEST(test_never_stage_larger_than_tier)
+{
+	cJSON *runs = runs_of(10, too_big_random_job),
+	      *res = recommend_run(runs, &ctx), *prof;
+
+	/* repeated (cache) and small/random (stage): both would fire,
+	 * neither may stage it */
+	assert_never_staged(res, "/pfs/huge");
+	ck_assert_ptr_nonnull(find_rule(res, "stream", "/pfs/huge"));
+	ck_assert_ptr_nonnull(strstr(
+	    jobfacts_str(find_skip(res, "cache"), "reason", ""),
+	    "larger than tier 'ram'"));
+	prof = recommend_profile(cJSON_GetObjectItem(res, "recommendations"),
+				 0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(prof,
+								"datasets")),
+			 0);
+	cJSON_Delete(prof);
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+static cJSON *one_pass_job(unsigned i)
+{
+	char phases[1400];
+
+	snprintf(phases, sizeof(phases),
+		 "[{\"name\":\"run\",\"seconds\":100,\"counters\":"
+		 "{\"dataset\":%s}}]",
+		 reads(1024, 0, 1024, 2 * GIB));
+	return record(i, dataset("/pfs/eval", 2 * GIB, "ram", "fallback"), "[]",
+		      phases);
+}
+
+START_TEST(test_stream_one_pass_too_big)
+{
+	cJSON *runs = runs_of(4, one_pass_job), *res = recommend_run(runs, &ctx);
+	cJSON *r = find_rule(res, "stream", "/pfs/eval");
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert_ptr_null(cJSON_GetObjectItem(r, "profile"));
+	ck_assert_ptr_nonnull(strstr(jobfacts_str(r, "action", ""),
+				     "do not stage"));
+	assert_never_staged(res, "/pfs/eval");
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+static cJSON *one_pass_fits_job(unsigned i)
+{
+	char phases[1400];
+
+	snprintf(phases, sizeof(phases),
+		 "[{\"name\":\"run\",\"seconds\":100,\"counters\":"
+		 "{\"dataset\":%s}}]",
+		 reads(1024, 0, 1024, GIB));
+	return record(i, dataset("/pfs/eval", GIB, "nvme", "hit"), "[]",
+		      phases);
+}
+
+START_TEST(test_one_pass_that_fits)
+{
+	cJSON *runs = runs_of(2, one_pass_fits_job),
+	      *res = recommend_run(runs, &ctx);
+
+	ck_assert_ptr_null(find_rule(res, "stream", NULL));
+	ck_assert_ptr_null(find_rule(res, "stage", NULL));
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+/* --- checkpoints --------------------------------------------------------------- */
+
+static double ckpt_unov = 30;
+
+static cJSON *ckpt_job(unsigned i)
+{
+	char phases[1024];
+
+	snprintf(phases, sizeof(phases),
+		 "[{\"name\":\"run\",\"seconds\":200},"
+		 "{\"name\":\"checkpoint\",\"parent\":\"run\","
+		 "\"io_seconds\":%g,\"unoverlapped_io_seconds\":%g}]",
+		 ckpt_unov + 2, ckpt_unov);
+	return record(i, "[]",
+		      "[{\"name\":\"ckpt\",\"dest\":\"/pfs/u/ckpt\","
+		      "\"tier\":\"nvme\",\"files\":1,\"bytes\":4e9}]",
+		      phases);
+}
+
+START_TEST(test_checkpoint_fires)
+{
+	cJSON *runs, *res, *r, *o;
+
+	ckpt_unov = 30; /* 15 % of 200 s */
+	runs = runs_of(4, ckpt_job);
+	res = recommend_run(runs, &ctx);
+	r = find_rule(res, "checkpoint", "/pfs/u/ckpt");
+	ck_assert_ptr_nonnull(r);
+	o = cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(r, "profile"), "outputs"),
+	    0);
+	ck_assert_str_eq(jobfacts_str(o, "drain", ""), "async");
+	ck_assert_str_eq(jobfacts_str(o, "tier", ""), "nvme");
+	ck_assert_str_eq(jobfacts_str(o, "path", ""), "/pfs/u/ckpt");
+	ck_assert(jobfacts_num(
+		      cJSON_GetObjectItem(cJSON_GetObjectItem(r, "evidence"),
+					  "figures"),
+		      "median_unoverlapped_fraction", 0) == 0.15);
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+START_TEST(test_checkpoint_under_10_percent)
+{
+	cJSON *runs, *res;
+
+	ckpt_unov = 10; /* 5 % */
+	runs = runs_of(4, ckpt_job);
+	res = recommend_run(runs, &ctx);
+	ck_assert_ptr_null(find_rule(res, "checkpoint", NULL));
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+START_TEST(test_low_confidence_below_3_runs)
+{
+	cJSON *runs, *res, *r, *prof;
+
+	ckpt_unov = 30;
+	runs = runs_of(2, ckpt_job);
+	res = recommend_run(runs, &ctx);
+	r = find_rule(res, "checkpoint", NULL);
+	ck_assert_ptr_nonnull(r);
+	ck_assert(jobfacts_num(r, "confidence", 1) < RECOMMEND_APPLY_CONFIDENCE);
+	/* auto applies only confident advice */
+	prof = recommend_profile(cJSON_GetObjectItem(res, "recommendations"),
+				 RECOMMEND_APPLY_CONFIDENCE);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(prof,
+								"outputs")),
+			 0);
+	cJSON_Delete(prof);
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+/* --- striping ------------------------------------------------------------------ */
+
+static const char *out_json;
+static const char *out_phases = "[]";
+
+static cJSON *output_job(unsigned i)
+{
+	return record(i, "[]", out_json, out_phases);
+}
+
+static const char *striping_cmd(const char *outputs, const char *phases,
+				size_t nruns)
+{
+	static char cmd[512];
+	cJSON *runs, *res, *r;
+
+	out_json = outputs;
+	out_phases = phases;
+	runs = runs_of(nruns, output_job);
+	res = recommend_run(runs, &ctx);
+	r = find_rule(res, "striping", NULL);
+	cmd[0] = '\0';
+	if (r)
+		snprintf(cmd, sizeof(cmd), "%s",
+			 cJSON_GetArrayItem(cJSON_GetObjectItem(r, "commands"),
+					    0)
+			     ->valuestring);
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+	return cmd;
+}
+
+#define HIST(a, b, c, d, e, f, g, h, i, j)                                     \
+	"{\"0_100\":" #a ",\"100_1K\":" #b ",\"1K_10K\":" #c                   \
+	",\"10K_100K\":" #d ",\"100K_1M\":" #e ",\"1M_4M\":" #f                \
+	",\"4M_10M\":" #g ",\"10M_100M\":" #h ",\"100M_1G\":" #i              \
+	",\"1G_PLUS\":" #j "}"
+
+START_TEST(test_striping_shared_by_size)
+{
+	static const char *writes =
+	    "[{\"name\":\"run\",\"seconds\":10,\"counters\":{\"output\":"
+	    "{\"POSIX_WRITES\":100,\"POSIX_SIZE_WRITE_1M_4M\":100}}}]";
+
+	ck_assert_str_eq(
+	    striping_cmd("[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
+			 "\"bytes\":4030000000,\"shared_files\":1,"
+			 "\"fpp_files\":0,\"size_hist\":" HIST(
+			     0, 0, 0, 0, 0, 0, 0, 0, 0, 1) "}]",
+			 writes, 3),
+	    "lfs setstripe -c 8 -S 4M /pfs/o");
+	ck_assert_str_eq(
+	    striping_cmd("[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
+			 "\"bytes\":30000000000,\"shared_files\":1,"
+			 "\"size_hist\":" HIST(0, 0, 0, 0, 0, 0, 0, 0, 0,
+					       1) "}]",
+			 "[]", 3),
+	    "lfs setstripe -c 24 /pfs/o");
+	ck_assert_str_eq(
+	    striping_cmd("[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
+			 "\"bytes\":300000000000,\"shared_files\":1,"
+			 "\"size_hist\":" HIST(0, 0, 0, 0, 0, 0, 0, 0, 0,
+					       1) "}]",
+			 "[]", 3),
+	    "lfs setstripe -c 72 /pfs/o");
+}
+END_TEST
+
+START_TEST(test_striping_dom_pfl_fpp)
+{
+	/* 5000 files of which 4900 <= 1 MiB: Data-on-MDT */
+	ck_assert_str_eq(
+	    striping_cmd("[{\"name\":\"o\",\"dest\":\"/pfs/many\","
+			 "\"files\":5000,\"bytes\":2e9,\"fpp_files\":5000,"
+			 "\"size_hist\":" HIST(0, 0, 900, 2000, 2000, 100, 0,
+					       0, 0, 0) "}]",
+			 "[]", 3),
+	    "lfs setstripe -E 1M -L mdt -E -1 -S 4M -c 1 /pfs/many");
+	/* sizes from under 1 MiB to over 100 MiB: PFL */
+	ck_assert_str_eq(
+	    striping_cmd("[{\"name\":\"o\",\"dest\":\"/pfs/mixed\","
+			 "\"files\":20,\"bytes\":5e9,\"fpp_files\":20,"
+			 "\"size_hist\":" HIST(0, 0, 0, 5, 5, 0, 0, 0, 5,
+					       5) "}]",
+			 "[]", 3),
+	    "lfs setstripe -E 4M -c 1 -E 64M -c 4 -E -1 -c 32 /pfs/mixed");
+	/* file per process, similar sizes: one stripe */
+	ck_assert_str_eq(
+	    striping_cmd("[{\"name\":\"o\",\"dest\":\"/pfs/fpp\","
+			 "\"files\":64,\"bytes\":6.4e9,\"fpp_files\":64,"
+			 "\"shared_files\":0,\"size_hist\":" HIST(
+			     0, 0, 0, 0, 0, 0, 0, 64, 0, 0) "}]",
+			 "[]", 3),
+	    "lfs setstripe -c 1 /pfs/fpp");
+	/* a path that needs quoting stays one shell word */
+	ck_assert_str_eq(
+	    striping_cmd("[{\"name\":\"o\",\"dest\":\"/pfs/a b'c\","
+			 "\"files\":1,\"bytes\":2e9,\"shared_files\":1,"
+			 "\"size_hist\":" HIST(0, 0, 0, 0, 0, 0, 0, 0, 0,
+					       1) "}]",
+			 "[]", 3),
+	    "lfs setstripe -c 8 '/pfs/a b'\\''c'");
+}
+END_TEST
+
+START_TEST(test_striping_without_histogram)
+{
+	cJSON *runs, *res;
+
+	out_json = "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
+		   "\"bytes\":4e9}]";
+	out_phases = "[]";
+	runs = runs_of(4, output_job);
+	res = recommend_run(runs, &ctx);
+	ck_assert_ptr_null(find_rule(res, "striping", NULL));
+	ck_assert_ptr_nonnull(strstr(
+	    jobfacts_str(find_skip(res, "striping"), "reason", ""),
+	    "not enough evidence"));
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+START_TEST(test_thresholds_tables)
+{
+	double sizes[10] = {0};
+
+	ck_assert_uint_eq(recommend_stripe_count(0), 1);
+	ck_assert_uint_eq(recommend_stripe_count(GIB - 1), 1);
+	ck_assert_uint_eq(recommend_stripe_count(GIB), 8);
+	ck_assert_uint_eq(recommend_stripe_count(10 * GIB), 24);
+	ck_assert_uint_eq(recommend_stripe_count(100 * GIB), 72);
+	ck_assert_uint_eq(recommend_stripe_count(1e16), 72);
+	ck_assert_uint_eq(recommend_stripe_size_mib(sizes), 1);
+	sizes[2] = 10; /* 1K-10K dominant: clamp to 1 MiB */
+	ck_assert_uint_eq(recommend_stripe_size_mib(sizes), 1);
+	sizes[9] = 100; /* >= 1 GiB requests: clamp to 4 MiB */
+	ck_assert_uint_eq(recommend_stripe_size_mib(sizes), 4);
+	ck_assert(recommend_confidence(0, 0) == 0);
+	ck_assert(recommend_confidence(1, 1) < 0.5);
+	ck_assert(recommend_confidence(2, 2) < 0.5);
+	ck_assert(recommend_confidence(3, 3) >= 0.5);
+	ck_assert(recommend_confidence(100, 100) <= 0.95);
+	ck_assert(recommend_confidence(10, 5) < recommend_confidence(10, 10));
+	ck_assert(recommend_confidence(3, 9) == recommend_confidence(3, 3));
+}
+END_TEST
+
+/* --- facts and profile merge --------------------------------------------------- */
+
+START_TEST(test_facts_reject_bad_records)
+{
+	static const char *bad[] = {
+	    "[]",
+	    "{}",
+	    "{\"job\":0,\"user\":\"a\",\"uid\":1,\"end\":5}",
+	    "{\"job\":4294967296,\"user\":\"a\",\"uid\":1,\"end\":5}",
+	    "{\"job\":1.5,\"user\":\"a\",\"uid\":1,\"end\":5}",
+	    "{\"job\":1,\"uid\":1,\"end\":5}",
+	    "{\"job\":1,\"user\":\"\",\"uid\":1,\"end\":5}",
+	    "{\"job\":1,\"user\":\"a\",\"end\":5}",
+	    "{\"job\":1,\"user\":\"a\",\"uid\":-1,\"end\":5}",
+	    "{\"job\":1,\"user\":\"a\",\"uid\":1}",
+	    "{\"job\":1,\"user\":\"a\",\"uid\":1,\"end\":\"x\"}",
+	};
+	char err[256], longname[400];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cJSON *r = cJSON_Parse(bad[i]);
+
+		err[0] = '\0';
+		ck_assert_msg(jobfacts_from_record(r, err, sizeof(err)) == NULL,
+			      "accepted %s", bad[i]);
+		ck_assert_msg(err[0] != '\0', "no message for %s", bad[i]);
+		cJSON_Delete(r);
+	}
+	ck_assert_ptr_null(jobfacts_from_record(NULL, err, sizeof(err)));
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	{
+		char buf[600];
+		cJSON *r;
+
+		snprintf(buf, sizeof(buf),
+			 "{\"job\":1,\"user\":\"a\",\"uid\":1,\"end\":5,"
+			 "\"job_name\":\"%s\"}",
+			 longname);
+		r = cJSON_Parse(buf);
+		ck_assert_ptr_null(jobfacts_from_record(r, err, sizeof(err)));
+		ck_assert_ptr_nonnull(strstr(err, "job_name"));
+		cJSON_Delete(r);
+	}
+}
+END_TEST
+
+START_TEST(test_facts_not_measured_is_absent)
+{
+	cJSON *rec = cache_job(1), *f;
+	char err[256];
+
+	f = jobfacts_from_record(rec, err, sizeof(err));
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_null(cJSON_GetObjectItem(f, "rd"));
+	ck_assert_ptr_null(cJSON_GetObjectItem(f, "ck"));
+	ck_assert_ptr_null(cJSON_GetObjectItem(f, "wr"));
+	ck_assert(jobfacts_num(f, "run_s", 0) == 100);
+	ck_assert(jobfacts_num(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "ds"),
+						  0),
+			       "stage_s", 0) == 9.5);
+	cJSON_Delete(f);
+	cJSON_Delete(rec);
+}
+END_TEST
+
+START_TEST(test_profile_merge_unique)
+{
+	cJSON *recs = cJSON_Parse(
+	    "[{\"rule\":\"cache\",\"confidence\":0.9,\"profile\":{\"datasets\":"
+	    "[{\"name\":\"data\",\"path\":\"/a/data\",\"tier\":\"nvme\"}]}},"
+	    "{\"rule\":\"stage\",\"confidence\":0.9,\"profile\":{\"datasets\":"
+	    "[{\"name\":\"data\",\"path\":\"/a/data\",\"tier\":\"nvme\","
+	    "\"access\":\"random\"}]}},"
+	    "{\"rule\":\"cache\",\"confidence\":0.9,\"profile\":{\"datasets\":"
+	    "[{\"name\":\"data\",\"path\":\"/b/data\",\"tier\":\"nvme\"}]}},"
+	    "{\"rule\":\"cache\",\"confidence\":0.2,\"profile\":{\"datasets\":"
+	    "[{\"name\":\"low\",\"path\":\"/c/low\",\"tier\":\"nvme\"}]}}]");
+	cJSON *p = recommend_profile(recs, 0.5), *ds = cJSON_GetObjectItem(
+						     p, "datasets");
+
+	ck_assert_int_eq(cJSON_GetArraySize(ds), 2);
+	/* the stage entry (access=random) wins for /a/data */
+	ck_assert_str_eq(jobfacts_str(cJSON_GetArrayItem(ds, 0), "access", ""),
+			 "random");
+	ck_assert_str_eq(jobfacts_str(cJSON_GetArrayItem(ds, 1), "name", ""),
+			 "data-2");
+	cJSON_Delete(p);
+	cJSON_Delete(recs);
+	p = recommend_profile(NULL, 0.5);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p, "datasets")),
+			 0);
+	cJSON_Delete(p);
+}
+END_TEST
+
+START_TEST(test_empty_history)
+{
+	cJSON *runs = cJSON_CreateArray(), *res = recommend_run(runs, &ctx);
+
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(
+			     res, "recommendations")),
+			 0);
+	ck_assert(jobfacts_num(res, "runs", -1) == 0);
+	cJSON_Delete(res);
+	res = recommend_run(NULL, &ctx);
+	ck_assert_ptr_nonnull(res);
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+static Suite *recommend_suite(void)
+{
+	Suite *s = suite_create("recommend");
+	TCase *tc = tcase_create("rules");
+
+	tcase_add_test(tc, test_cache_fires);
+	tcase_add_test(tc, test_cache_needs_min_jobs);
+	tcase_add_test(tc, test_cache_unknown_capacity);
+	tcase_add_test(tc, test_stage_small_random);
+	tcase_add_test(tc, test_stage_needs_1000_ops);
+	tcase_add_test(tc, test_stage_without_counters);
+	tcase_add_test(tc, test_never_stage_larger_than_tier);
+	tcase_add_test(tc, test_stream_one_pass_too_big);
+	tcase_add_test(tc, test_one_pass_that_fits);
+	tcase_add_test(tc, test_checkpoint_fires);
+	tcase_add_test(tc, test_checkpoint_under_10_percent);
+	tcase_add_test(tc, test_low_confidence_below_3_runs);
+	tcase_add_test(tc, test_striping_shared_by_size);
+	tcase_add_test(tc, test_striping_dom_pfl_fpp);
+	tcase_add_test(tc, test_striping_without_histogram);
+	tcase_add_test(tc, test_thresholds_tables);
+	tcase_add_test(tc, test_facts_reject_bad_records);
+	tcase_add_test(tc, test_facts_not_measured_is_absent);
+	tcase_add_test(tc, test_profile_merge_unique);
+	tcase_add_test(tc, test_empty_history);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(recommend_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
