@@ -18,6 +18,8 @@ DESTDIR     ?=
 CC      ?= gcc
 VERSION := 0.1.0
 PKGS    := libcjson libxxhash
+# Only iostaged serves HTTP (/metrics); nothing else links libmicrohttpd.
+DAEMON_PKGS := libmicrohttpd
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wno-format-nonliteral
@@ -27,7 +29,7 @@ CFLAGS  += -std=gnu11 $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong \
 CPPFLAGS += -I. $(shell pkg-config --cflags $(PKGS)) \
            -DIOSTAGE_VERSION='"$(VERSION)"' \
            -DIOSTAGE_CONF_PATH='"$(sysconfdir)/slurm/iostage.conf"'
-LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread
+LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread -lm
 
 ifeq ($(SANITIZE),1)
 CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
@@ -71,7 +73,9 @@ $(PLUGIN): $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
 	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS)
 
 $(DAEMON): $(DAEMON_OBJ) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs $(DAEMON_PKGS))
+
+$(BUILD)/daemon/%.o: CPPFLAGS += $(shell pkg-config --cflags $(DAEMON_PKGS))
 
 $(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lslurm

@@ -22,6 +22,7 @@
 #define CONF_CACHE_TTL_MAX (30U * 86400U)  /* CacheTTL upper bound, seconds */
 #define CONF_STAGE_PARALLELISM_MAX 64
 #define CONF_DRAIN_TIMEOUT_MAX 86400 /* DrainTimeout upper bound, seconds */
+#define CONF_LISTEN_MAX 64    /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
 
 #ifndef IOSTAGE_CONF_PATH
 #define IOSTAGE_CONF_PATH "/etc/slurm/iostage.conf"
@@ -65,6 +66,11 @@ struct conf {
 	unsigned stage_parallelism;     /* datasets copied at once, 1..64 */
 	char node_name[CONF_NODE_MAX];  /* in cache pins and build names */
 	unsigned drain_timeout;         /* seconds finish waits for outputs */
+	/* Metrics (daemon/metrics.c, daemon/http.c). */
+	char metrics_listen[CONF_LISTEN_MAX]; /* "ADDR:PORT", "" = no HTTP */
+	char metrics_textfile[CONF_PATH_MAX]; /* node_exporter file, "" = none */
+	unsigned metrics_interval;      /* seconds between textfile writes */
+	unsigned metrics_job_grace;     /* seconds a finished job's series stay */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -73,7 +79,8 @@ struct conf {
  * CacheHighWatermark=85, CacheLowWatermark=75, MaxConnections=64,
  * CacheTTL=3600, StageParallelism=4, NodeName=the short host name (cut at
  * the first '.', other characters outside [A-Za-z0-9_-] made '-'),
- * DrainTimeout=600. */
+ * DrainTimeout=600, MetricsListen=127.0.0.1:9464, MetricsTextfile=no,
+ * MetricsInterval=15, MetricsJobGrace=300. */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is
@@ -101,6 +108,12 @@ bool conf_is_node_name(const char *s);
  * an optional trailing 'B'/'iB' is accepted). Returns 0 or -1 (EINVAL,
  * ERANGE); *ret untouched on failure. */
 int conf_parse_size(const char *s, uint64_t *ret);
+
+/* Split a valid MetricsListen value "ADDR:PORT" (IPv4 literal, or an IPv6
+ * literal in brackets) into ADDR (without brackets) and PORT. 0, or -1 with
+ * errno EINVAL; ret_* untouched on failure. */
+int conf_parse_listen(const char *s, char *ret_addr, size_t addrlen,
+		      unsigned *ret_port);
 
 const char *conf_medium_name(enum tier_medium medium);
 const char *conf_policy_name(enum stage_failure_policy policy);

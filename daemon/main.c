@@ -32,6 +32,7 @@
 #include "daemon/fsutil.h"
 #include "daemon/jobs.h"
 #include "daemon/journal.h"
+#include "daemon/metrics.h"
 #include "daemon/server.h"
 #include "daemon/spawn.h"
 #include "daemon/stage.h"
@@ -302,6 +303,7 @@ int main(int argc, char **argv)
 		log_errorx("%s", err);
 		goto out;
 	}
+	metrics_init(&conf); /* logs its own failures; never fatal */
 	if (pidfile_write() < 0)
 		log_warning("cannot write %s/%s", server_dir(), PIDFILE_NAME);
 	log_info("iostaged %s ready: pid %d, config %s, socket %s, %zu tier%s",
@@ -315,6 +317,7 @@ int main(int argc, char **argv)
 		log_info("caught %s, shutting down", strsignal(got_signal));
 
 	server_close();
+	metrics_fini();
 	jobs_shutdown("iostaged stopped during staging", SHUTDOWN_JOBS_S);
 	drain_shutdown(); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);
