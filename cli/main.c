@@ -5,6 +5,7 @@
 
 #include "cli/cache.h"
 #include "cli/client.h"
+#include "cli/export.h"
 #include "cli/stage.h"
 #include "cli/status.h"
 
@@ -22,6 +23,11 @@ static void usage(FILE *out)
 		"                    what the cache holds\n"
 		"  cache evict (PATH | --key K) [--tier T] [--user U]\n"
 		"                    remove a dataset from the cache\n"
+		"  export --format json|csv|prom|trace|html [--job J] "
+		"[--since T]\n"
+		"         [--input FILE] [-o FILE]\n"
+		"                    job records as data, a trace or an HTML "
+		"report\n"
 		"  version           print the version\n"
 		"\n"
 		"  -c CONF           iostage.conf to read (default $IOSTAGE_CONF, "
@@ -36,6 +42,7 @@ static const struct {
 	{"status", status_main},
 	{"stage", stage_main},
 	{"cache", cache_main},
+	{"export", export_main},
 };
 
 int main(int argc, char **argv)
@@ -70,7 +77,10 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(argv[0], commands[i].name) != 0)
 			continue;
-		if (client_init(&client) < 0)
+		/* export --input works offline: export loads the config
+		 * itself when it needs the daemon. */
+		if (commands[i].main != export_main &&
+		    client_init(&client) < 0)
 			return 1;
 		return commands[i].main(&client, argc, argv);
 	}
