@@ -91,6 +91,15 @@ $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $^ \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
 
+# The export formatters live in cli/ and are tested without the command's
+# main(): check_export links them and the client they share.
+EXPORT_LIB_OBJ := $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJ))
+$(BUILD)/tests/check_export: tests/unit/check_export.c $(EXPORT_LIB_OBJ) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DFIXTURES='"$(CURDIR)/tests/unit/fixtures"' \
+	    $(shell pkg-config --cflags check) -o $@ $^ \
+	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
+
 deps:
 	@scripts/install-deps.sh
 

@@ -101,7 +101,7 @@ static void row(FILE *out, const cJSON *rec)
 	const cJSON *o;
 	struct rec_cache c;
 	double start, end, v, failed = 0;
-	bool first = true, has_start, has_end, has_outputs = false;
+	bool first = true, has_start, has_end, has_outputs = false, has;
 
 	rec_cache_summary(rec, &c);
 	field_key(out, &first, rec, "job");
@@ -126,9 +126,10 @@ static void row(FILE *out, const cJSON *rec)
 	field_key(out, &first, run, "seconds");
 	field_key(out, &first, run, "read_bytes");
 	field_key(out, &first, run, "write_bytes");
-	field_num(out, &first, sub_sum(rec, "checkpoint", "seconds", &v), v);
-	field_num(out, &first, sub_sum(rec, "checkpoint", "write_bytes", &v),
-		  v);
+	has = sub_sum(rec, "checkpoint", "seconds", &v);
+	field_num(out, &first, has, v);
+	has = sub_sum(rec, "checkpoint", "write_bytes", &v);
+	field_num(out, &first, has, v);
 	field_key(out, &first, so, "seconds");
 	field_key(out, &first, so, "bytes");
 	field_key(out, &first, so, "during_bytes");

@@ -180,7 +180,8 @@ cJSON *export_records_parse(const char *text, const char *origin, char *err,
 		snprintf(err, errlen, "%s: no text", origin);
 		return NULL;
 	}
-	doc = cJSON_Parse(text);
+	/* The whole text must be one document, or it is JSON lines. */
+	doc = cJSON_ParseWithOpts(text, NULL, true);
 	if (!doc)
 		return parse_lines(text, origin, err, errlen);
 	out = cJSON_CreateArray();

@@ -193,9 +193,12 @@ static bool num(const cJSON *o, const char *key, double *ret)
 	return true;
 }
 
-static void add(double *sum, bool *has, bool ok, double v)
+/* Add KEY of PH (when present) to *SUM and set *HAS. */
+static void add(const cJSON *ph, const char *key, double *sum, bool *has)
 {
-	if (ok) {
+	double v;
+
+	if (num(ph, key, &v)) {
 		*sum += v;
 		*has = true;
 	}
@@ -211,8 +214,7 @@ static size_t sum_phases(const cJSON *record, struct phase_sum *sums)
 								"phases"))
 	{
 		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(ph, "name");
-		bool in, out;
-		double v = 0, r = 0, w = 0;
+		struct phase_sum *p;
 
 		if (!cJSON_IsString(nm) || !*nm->valuestring)
 			continue;
@@ -225,23 +227,14 @@ static size_t sum_phases(const cJSON *record, struct phase_sum *sums)
 			memset(&sums[n], 0, sizeof(sums[n]));
 			sums[n++].name = nm->valuestring;
 		}
-		in = !strcmp(nm->valuestring, "stage_in");
-		out = !strcmp(nm->valuestring, "stage_out");
-		if (in || out) {
-			bool ok = num(ph, "bytes", &v);
-
-			if (in)
-				add(&sums[i].read, &sums[i].has_read, ok, v);
-			else
-				add(&sums[i].write, &sums[i].has_write, ok, v);
-		} else {
-			add(&sums[i].read, &sums[i].has_read,
-			    num(ph, "read_bytes", &r), r);
-			add(&sums[i].write, &sums[i].has_write,
-			    num(ph, "write_bytes", &w), w);
-		}
-		add(&sums[i].seconds, &sums[i].has_seconds,
-		    num(ph, "seconds", &v), v);
+		p = &sums[i];
+		if (!strcmp(p->name, "stage_in"))
+			add(ph, "bytes", &p->read, &p->has_read);
+		else if (!strcmp(p->name, "stage_out"))
+			add(ph, "bytes", &p->write, &p->has_write);
+		add(ph, "read_bytes", &p->read, &p->has_read);
+		add(ph, "write_bytes", &p->write, &p->has_write);
+		add(ph, "seconds", &p->seconds, &p->has_seconds);
 	}
 	return n;
 }
