@@ -13,6 +13,7 @@ sysconfdir  ?= /etc
 datadir     ?= $(prefix)/share
 mandir      ?= $(datadir)/man
 docdir      ?= $(datadir)/doc/iostage
+systemdunitdir ?= $(prefix)/lib/systemd/system
 DESTDIR     ?=
 
 CC      ?= gcc
@@ -136,8 +137,12 @@ install: all
 	install -m 0755 $(CLI) $(DESTDIR)$(bindir)/iostage
 	install -m 0644 slurm-conf/iostage.conf $(DESTDIR)$(sysconfdir)/slurm/iostage.conf.example
 	install -m 0644 slurm-conf/profiles/*.json $(DESTDIR)$(sysconfdir)/slurm/iostage.d/
-	install -m 0644 slurm-conf/plugstack.conf slurm-conf/slurm.conf.snippet \
-	    $(DESTDIR)$(docdir)/slurm-conf/
+	# The plugstack and slurm.conf lines name the installed paths.
+	for f in plugstack.conf slurm.conf.snippet; do \
+	    sed -e 's|/usr/local/lib/slurm|$(slurmlibdir)|g' \
+	        -e 's|/usr/local/sbin|$(sbindir)|g' -e 's|/etc/slurm|$(sysconfdir)/slurm|g' \
+	        slurm-conf/$$f >$(DESTDIR)$(docdir)/slurm-conf/$$f || exit 1; \
+	    chmod 0644 $(DESTDIR)$(docdir)/slurm-conf/$$f; done
 	install -d $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man5 \
 	    $(DESTDIR)$(mandir)/man8
 	install -m 0644 docs/man/iostage.1 $(DESTDIR)$(mandir)/man1/
@@ -145,6 +150,12 @@ install: all
 	install -m 0644 docs/man/iostaged.8 docs/man/iostage-prolog.8 \
 	    $(DESTDIR)$(mandir)/man8/
 	ln -sf iostage-prolog.8 $(DESTDIR)$(mandir)/man8/iostage-epilog.8
+	install -d $(DESTDIR)$(systemdunitdir)
+	sed -e 's|@SBINDIR@|$(sbindir)|g' -e 's|@SYSCONFDIR@|$(sysconfdir)|g' \
+	    slurm-conf/iostaged.service >$(DESTDIR)$(systemdunitdir)/iostaged.service
+	chmod 0644 $(DESTDIR)$(systemdunitdir)/iostaged.service
+	install -m 0644 slurm-conf/grafana-iostage.json $(DESTDIR)$(docdir)/slurm-conf/
+	install -m 0644 docs/ADMIN.md $(DESTDIR)$(docdir)/
 
 clean:
 	rm -rf $(BUILD)
