@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <microhttpd.h>
 
 #include "common/conf.h"
+#include "common/netpeer.h"
 #include "daemon/http.h"
 #include "daemon/metrics.h"
 
@@ -24,6 +26,25 @@
 #define HTTP_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 static struct MHD_Daemon *mhd;
+static unsigned http_port;
+
+/* Who may see which per-job series: a client on this host is identified
+ * by its socket's owner (netpeer.h) and sees its own jobs, root all; a
+ * client on another host (not in /proc/net/tcp) is the site's Prometheus,
+ * which MetricsListen let in: all. If we cannot tell, no job series. */
+static void viewer_of(struct MHD_Connection *conn, bool *ret_all,
+		      uid_t *ret_uid)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	uid_t uid = (uid_t)-1;
+	int r = ci && ci->client_addr
+			? netpeer_uid(ci->client_addr, http_port, &uid)
+			: -1;
+
+	*ret_all = r == 0 || (r == 1 && uid == 0);
+	*ret_uid = r == 1 ? uid : (uid_t)-1;
+}
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status,
 			     const char *text)
@@ -48,6 +69,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 	size_t len = 0;
+	bool all;
+	uid_t viewer;
 	char *text;
 
 	(void)cls;
@@ -67,7 +90,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	if (strcmp(url, "/metrics"))
 		return reply(conn, MHD_HTTP_NOT_FOUND,
 			     "not found: iostaged serves /metrics only\n");
-	text = metrics_render(&len);
+	viewer_of(conn, &all, &viewer);
+	text = metrics_render(all, viewer, &len);
 	if (!text)
 		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 			     "out of memory\n");
@@ -83,8 +107,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 }
 
 /* A listening socket on ADDR:PORT. fd, or -1 with err. */
-static int open_listener(const char *listen_str, int *ret_family, char *err,
-			 size_t errlen)
+static int open_listener(const char *listen_str, int *ret_family,
+			 unsigned *ret_port, char *err, size_t errlen)
 {
 	char addr[CONF_LISTEN_MAX];
 	struct sockaddr_storage ss;
@@ -130,6 +154,7 @@ static int open_listener(const char *listen_str, int *ret_family, char *err,
 		return -1;
 	}
 	*ret_family = ss.ss_family;
+	*ret_port = port;
 	return fd;
 }
 
@@ -140,7 +165,7 @@ int http_start(const char *listen_str, char *err, size_t errlen)
 
 	if (mhd)
 		return 0;
-	fd = open_listener(listen_str, &family, err, errlen);
+	fd = open_listener(listen_str, &family, &http_port, err, errlen);
 	if (fd < 0)
 		return -1;
 	if (family == AF_INET6)

@@ -2,7 +2,8 @@
  *
  * One internal polling thread, at most HTTP_CONNECTIONS_MAX connections,
  * a 10 s idle timeout. GET or HEAD on /metrics returns metrics_render()'s
- * text; any other path is 404, any other method 405. The listening socket
+ * text (per-job series: see viewer_of in http.c); any other path is 404,
+ * any other method 405. The listening socket
  * is opened here (so a bind failure has its real errno) and handed to
  * libmicrohttpd.
  */

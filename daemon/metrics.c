@@ -118,6 +118,7 @@ static void sample_jobs(struct sample *ret)
 			continue;
 		if (npresent < METRICS_ACTIVE_MAX)
 			present[npresent++] = id;
+		stats_job_owner(id, (uid_t)proto_u64(j, "uid"));
 		if (cJSON_IsString(st) && !strcmp(st->valuestring, "staging")) {
 			ret->staging++;
 			stats_job_staging(id, bytes,
@@ -287,7 +288,7 @@ static int total_families(struct promtext *pt, const struct sample *s)
 	return 0;
 }
 
-char *metrics_render(size_t *ret_len)
+char *metrics_render(bool all_jobs, uid_t viewer, size_t *ret_len)
 {
 	const char *version[] = { "version", IOSTAGE_VERSION, NULL };
 	struct promtext *pt = promtext_create();
@@ -302,7 +303,7 @@ char *metrics_render(size_t *ret_len)
 	pthread_mutex_lock(&sample_lock);
 	sample_jobs(&s);
 	pthread_mutex_unlock(&sample_lock);
-	records = stats_job_records();
+	records = stats_job_records(all_jobs, viewer);
 	if (!records ||
 	    promtext_family(pt, "iostage_build_info", "gauge",
 			    "Always 1; the iostaged version as a label") < 0 ||
@@ -365,7 +366,9 @@ fail:
 static void write_textfile(void)
 {
 	size_t len = 0;
-	char *text = metrics_render(&len);
+	/* The textfile is for node_exporter, which serves it to whoever
+	 * scrapes it: every job (iostage.conf(5) says so). */
+	char *text = metrics_render(true, 0, &len);
 
 	if (!text)
 		return;

@@ -17,7 +17,9 @@
 #ifndef IOSTAGE_DAEMON_METRICS_H
 #define IOSTAGE_DAEMON_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "common/conf.h"
 
@@ -31,9 +33,11 @@ void metrics_init(const struct conf *conf);
 /* Stop the HTTP server and the thread. Safe without metrics_init. */
 void metrics_fini(void);
 
-/* The exposition text now (caller frees), its length in *ret_len. NULL on
- * ENOMEM. Safe from any thread. */
-char *metrics_render(size_t *ret_len);
+/* The exposition text now (caller frees), its length in *ret_len. Node
+ * figures always; per-job series of every job with ALL_JOBS, else only
+ * of VIEWER's jobs (as the socket's status op: a user sees their own
+ * jobs). NULL on ENOMEM. Safe from any thread. */
+char *metrics_render(bool all_jobs, uid_t viewer, size_t *ret_len);
 
 /* Write PATH atomically: PATH.PID (O_EXCL, 0644) written and fsynced,
  * then renamed over PATH. 0, or -1 with errno. */

@@ -715,7 +715,7 @@ static void *stage_thread(void *arg)
 	for (i = 0; i < n && ok; i++)
 		ok = stage_dataset(&run, i) == 0;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	stats_job_staged(job->id, job->prestage, ok,
+	stats_job_staged(job->id, job->uid, job->prestage, ok,
 			 (double)(t1.tv_sec - t0.tv_sec) +
 				 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
 			 run.done_bytes, run.done_files, run.cached_bytes);

@@ -18,6 +18,8 @@
 
 struct sjob {
 	uint32_t id;
+	bool has_uid;
+	uid_t uid;
 	bool ended;
 	time_t ended_at;
 	double first_seen;    /* wall clock: when staging was first seen */
@@ -102,8 +104,9 @@ static struct sjob *find_locked(uint32_t id, bool create)
 	return j;
 }
 
-void stats_job_staged(uint32_t id, bool prestage, bool ok, double seconds,
-		      uint64_t bytes, uint64_t files, uint64_t cached_bytes)
+void stats_job_staged(uint32_t id, uid_t uid, bool prestage, bool ok,
+		      double seconds, uint64_t bytes, uint64_t files,
+		      uint64_t cached_bytes)
 {
 	struct sjob *j;
 
@@ -118,6 +121,8 @@ void stats_job_staged(uint32_t id, bool prestage, bool ok, double seconds,
 	pthread_mutex_lock(&stats_lock);
 	j = find_locked(id, true);
 	if (j) {
+		j->uid = uid;
+		j->has_uid = true;
 		j->has_in = true;
 		j->in_bytes = bytes;
 		j->in_files = files;
@@ -155,6 +160,19 @@ void stats_job_drained(uint32_t id, uint64_t bytes, uint64_t files,
 		j->out_bytes = bytes;
 		j->out_files = files;
 		j->out_end_seconds = end_seconds;
+	}
+	pthread_mutex_unlock(&stats_lock);
+}
+
+void stats_job_owner(uint32_t id, uid_t uid)
+{
+	struct sjob *j;
+
+	pthread_mutex_lock(&stats_lock);
+	j = find_locked(id, false);
+	if (j) {
+		j->uid = uid;
+		j->has_uid = true;
 	}
 	pthread_mutex_unlock(&stats_lock);
 }
@@ -299,7 +317,7 @@ static cJSON *phases_locked(const struct sjob *j, double now)
 	return arr;
 }
 
-cJSON *stats_job_records(void)
+cJSON *stats_job_records(bool all, uid_t viewer)
 {
 	cJSON *arr = cJSON_CreateArray(), *rec, *ph;
 	struct sjob *j;
@@ -308,6 +326,8 @@ cJSON *stats_job_records(void)
 		return NULL;
 	pthread_mutex_lock(&stats_lock);
 	for (j = sjobs; j; j = j->next) {
+		if (!all && (!j->has_uid || j->uid != viewer))
+			continue;
 		rec = cJSON_CreateObject();
 		ph = phases_locked(j, wall_now());
 		if (!rec || !ph) {

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include <cJSON.h>
@@ -39,11 +40,13 @@ void stats_dataset_served(bool hit, uint64_t bytes, uint64_t files,
 			  uint64_t copied_bytes, uint64_t copied_files,
 			  uint64_t linked_files);
 
-/* Staging of job ID ended (OK or not) after SECONDS, with BYTES/FILES
- * available, CACHED_BYTES of them served without a copy. A PRESTAGE only
- * counts in the totals. Starts the job's "run" phase when OK. */
-void stats_job_staged(uint32_t id, bool prestage, bool ok, double seconds,
-		      uint64_t bytes, uint64_t files, uint64_t cached_bytes);
+/* Staging of job ID (of user UID) ended (OK or not) after SECONDS, with
+ * BYTES/FILES available, CACHED_BYTES of them served without a copy. A
+ * PRESTAGE only counts in the totals. Starts the job's "run" phase when
+ * OK. */
+void stats_job_staged(uint32_t id, uid_t uid, bool prestage, bool ok,
+		      double seconds, uint64_t bytes, uint64_t files,
+		      uint64_t cached_bytes);
 
 /* Job ID's outputs: BYTES/FILES drained so far; END_SECONDS spent draining
  * after the run. Creates the job's entry if needed. */
@@ -52,6 +55,9 @@ void stats_job_drained(uint32_t id, uint64_t bytes, uint64_t files,
 
 /* Job ID is staging: BYTES so far, for SECONDS. */
 void stats_job_staging(uint32_t id, uint64_t bytes, double seconds);
+
+/* Job ID belongs to UID (for who may see its series). */
+void stats_job_owner(uint32_t id, uid_t uid);
 
 /* Job ID left the daemon's table at NOW (finished); its series stay until
  * stats_prune drops them. Unknown ids are ignored. */
@@ -74,10 +80,12 @@ size_t stats_active_jobs(uint32_t *ids, size_t max);
 /* A copy of the totals. */
 void stats_get_totals(struct stats_totals *ret);
 
-/* The records of every known job as a new array ({"job", "phases"}; the
+/* The records of the known jobs as a new array ({"job", "phases"}; the
  * run phase's duration computed up to now while it runs), for
- * promtext_job_phases. NULL on ENOMEM. */
-cJSON *stats_job_records(void);
+ * promtext_job_phases: every job with ALL, else only the jobs of VIEWER
+ * (a job whose owner is not known yet is shown to ALL only). NULL on
+ * ENOMEM. */
+cJSON *stats_job_records(bool all, uid_t viewer);
 
 /* Forget everything (shutdown). */
 void stats_fini(void);

@@ -179,6 +179,14 @@ test_job_series_live_then_gone_after_grace() {
 	assert_contains "run phase while the job runs" "$text" "iostage_job_phase_seconds{jobid=\"$job\",phase=\"run\"}"
 	assert_contains "stage_in bytes while the job runs" "$text" "iostage_job_phase_bytes{jobid=\"$job\",phase=\"stage_in\",direction=\"read\"}"
 	assert_not_contains "no user names in metrics" "$text" "$TEST_USER"
+	# a local user sees their own job's series, never another user's
+	local own other
+	own=$(as_user "$TEST_USER" curl -sf --max-time 10 "$METRICS_URL")
+	other=$(as_user "$OTHER_USER" curl -sf --max-time 10 "$METRICS_URL")
+	assert_contains "the owner sees the job" "$own" "iostage_job_phase_seconds{jobid=\"$job\",phase=\"run\"}"
+	assert_not_contains "another user does not" "$other" "jobid=\"$job\""
+	assert_contains "another user still sees the node" "$other" 'iostage_tier_capacity_bytes{tier="nvme"'
+	printf '%s\n' "$other" | promtool check metrics || fail "promtool on another user's view"
 	touch "$flag"
 	wait_job_state "$job" COMPLETED 60 || fail "job $job did not complete"
 	wait_finished "$job"
