@@ -118,7 +118,6 @@ static void sample_jobs(struct sample *ret)
 			continue;
 		if (npresent < METRICS_ACTIVE_MAX)
 			present[npresent++] = id;
-		stats_job_owner(id, (uid_t)proto_u64(j, "uid"));
 		if (cJSON_IsString(st) && !strcmp(st->valuestring, "staging")) {
 			ret->staging++;
 			stats_job_staging(id, bytes,
@@ -140,6 +139,8 @@ static void sample_jobs(struct sample *ret)
 					proto_u64(drain, "end_files"),
 				number(drain, "end_seconds"));
 		}
+		/* After the calls above may have created its entry. */
+		stats_job_owner(id, (uid_t)proto_u64(j, "uid"));
 	}
 	cJSON_Delete(jobs);
 	/* A job stats.c follows that is no longer in the table has finished
