@@ -149,9 +149,11 @@ test_prometheus_scrapes_iostaged() {
 		sleep 0.2
 	done
 	assert_eq "iostage_stage_bytes_total read back through Prometheus" "$direct" "$via"
-	# the per-job series of the job just run, through Prometheus too
+	# the per-job series of the job just run, through Prometheus too; it
+	# may have gone stale already (the grace period is short here), so
+	# ask for its last value over the test's span
 	for i in $(seq 1 50); do
-		via=$(prom_query "iostage_job_phase_bytes{jobid=\"$JOB\",phase=\"stage_in\",direction=\"read\"}")
+		via=$(prom_query "last_over_time(iostage_job_phase_bytes{jobid=\"$JOB\",phase=\"stage_in\",direction=\"read\"}[10m])")
 		[ -n "$via" ] && break
 		sleep 0.2
 	done
