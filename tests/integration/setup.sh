@@ -20,7 +20,7 @@ export IOSTAGED_LOG="$IOSTAGE_DIR/iostaged.log"
 # the cluster's own ports, so concurrent clusters never share one.
 export IOSTAGE_METRICS_PORT=${IOSTAGE_METRICS_PORT:-$((${CLUSTER_SLURMD_PORT:-16818} + 100))}
 export IOSTAGE_TEXTFILE="$IOSTAGE_DIR/textfile/iostage.prom"
-export IOSTAGE_METRICS_GRACE=6
+export IOSTAGE_METRICS_GRACE=10
 export PATH="$IOSTAGE_ROOT/usr/bin:$IOSTAGE_ROOT/usr/sbin:$PATH"
 
 mkdir -p "$IOSTAGE_DIR" "$IOSTAGE_DIR/textfile"

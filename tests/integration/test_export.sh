@@ -192,10 +192,11 @@ test_job_series_live_then_gone_after_grace() {
 	touch "$flag"
 	wait_job_state "$job" COMPLETED 60 || fail "job $job did not complete"
 	wait_finished "$job"
-	# kept for MetricsJobGrace (6 s) after the job ended, then dropped
+	# kept for MetricsJobGrace ($IOSTAGE_METRICS_GRACE s) after the job
+	# ended, then dropped
 	text=$(metrics)
 	assert_contains "series kept right after the job" "$text" "jobid=\"$job\""
-	for i in $(seq 1 100); do
+	for i in $(seq 1 250); do
 		text=$(metrics)
 		case $text in *"jobid=\"$job\""*) ;; *) break ;; esac
 		sleep 0.2
