@@ -14,11 +14,14 @@ datadir     ?= $(prefix)/share
 mandir      ?= $(datadir)/man
 docdir      ?= $(datadir)/doc/iostage
 includedir  ?= $(prefix)/include
+systemdunitdir ?= $(prefix)/lib/systemd/system
 DESTDIR     ?=
 
 CC      ?= gcc
 VERSION := 0.1.0
 PKGS    := libcjson libxxhash
+# Only iostaged serves HTTP (/metrics); nothing else links libmicrohttpd.
+DAEMON_PKGS := libmicrohttpd
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wno-format-nonliteral
@@ -28,9 +31,9 @@ CFLAGS  += -std=gnu11 $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong \
 CPPFLAGS += -I. $(shell pkg-config --cflags $(PKGS)) \
            -DIOSTAGE_VERSION='"$(VERSION)"' \
            -DIOSTAGE_CONF_PATH='"$(sysconfdir)/slurm/iostage.conf"'
-LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread
+LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread -lm
 # The history (daemon/history.c) is RocksDB; only iostaged links it.
-DAEMON_LDLIBS := -lrocksdb -lm
+DAEMON_LDLIBS := -lrocksdb
 
 ifeq ($(SANITIZE),1)
 CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
@@ -75,7 +78,10 @@ $(PLUGIN): $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
 	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS)
 
 $(DAEMON): $(DAEMON_OBJ) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(DAEMON_LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(DAEMON_LDLIBS) \
+	    $(shell pkg-config --libs $(DAEMON_PKGS))
+
+$(BUILD)/daemon/%.o: CPPFLAGS += $(shell pkg-config --cflags $(DAEMON_PKGS))
 
 $(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lslurm
@@ -100,6 +106,14 @@ $(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: $(BUILD)/tests/chec
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $^ \
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
+# The export formatters live in cli/ and are tested without the command's
+# main(): check_export links them and the client they share.
+EXPORT_LIB_OBJ := $(filter-out $(BUILD)/cli/main.o $(BUILD)/cli/phase.o,$(CLI_OBJ))
+$(BUILD)/tests/check_export: tests/unit/check_export.c $(EXPORT_LIB_OBJ) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DFIXTURES='"$(CURDIR)/tests/unit/fixtures"' \
+	    $(shell pkg-config --cflags check) -o $@ $^ \
+	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
 
 deps:
 	@scripts/install-deps.sh
@@ -148,8 +162,12 @@ install: all
 	install -m 0755 $(CLI) $(DESTDIR)$(bindir)/iostage
 	install -m 0644 slurm-conf/iostage.conf $(DESTDIR)$(sysconfdir)/slurm/iostage.conf.example
 	install -m 0644 slurm-conf/profiles/*.json $(DESTDIR)$(sysconfdir)/slurm/iostage.d/
-	install -m 0644 slurm-conf/plugstack.conf slurm-conf/slurm.conf.snippet \
-	    $(DESTDIR)$(docdir)/slurm-conf/
+	# The plugstack and slurm.conf lines name the installed paths.
+	for f in plugstack.conf slurm.conf.snippet; do \
+	    sed -e 's|/usr/local/lib/slurm|$(slurmlibdir)|g' \
+	        -e 's|/usr/local/sbin|$(sbindir)|g' -e 's|/etc/slurm|$(sysconfdir)/slurm|g' \
+	        slurm-conf/$$f >$(DESTDIR)$(docdir)/slurm-conf/$$f || exit 1; \
+	    chmod 0644 $(DESTDIR)$(docdir)/slurm-conf/$$f; done
 	install -d $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man5 \
 	    $(DESTDIR)$(mandir)/man8
 	install -m 0644 docs/man/iostage.1 $(DESTDIR)$(mandir)/man1/
@@ -157,6 +175,12 @@ install: all
 	install -m 0644 docs/man/iostaged.8 docs/man/iostage-prolog.8 \
 	    $(DESTDIR)$(mandir)/man8/
 	ln -sf iostage-prolog.8 $(DESTDIR)$(mandir)/man8/iostage-epilog.8
+	install -d $(DESTDIR)$(systemdunitdir)
+	sed -e 's|@SBINDIR@|$(sbindir)|g' -e 's|@SYSCONFDIR@|$(sysconfdir)|g' \
+	    slurm-conf/iostaged.service >$(DESTDIR)$(systemdunitdir)/iostaged.service
+	chmod 0644 $(DESTDIR)$(systemdunitdir)/iostaged.service
+	install -m 0644 slurm-conf/grafana-iostage.json $(DESTDIR)$(docdir)/slurm-conf/
+	install -m 0644 docs/ADMIN.md $(DESTDIR)$(docdir)/
 
 # --- libiostage.so: the phase-marker API (shim/libiostage.c, shim/iostage.h).
 # PMIx gives a task its rank when it is a PMIx client. `iostage phase` uses

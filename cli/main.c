@@ -7,6 +7,7 @@
 #include "cli/client.h"
 #include "cli/phase.h"
 #include "cli/recommend.h"
+#include "cli/export.h"
 #include "cli/stage.h"
 #include "cli/status.h"
 #include "cli/telemetry.h"
@@ -33,6 +34,11 @@ static void usage(FILE *out)
 		"--dataset PATH] [--json]\n"
 		"                    what the job history advises: caching, "
 		"staging, striping\n"
+		"  export --format json|csv|prom|trace|html [--job J] "
+		"[--since T]\n"
+		"         [--input FILE] [-o FILE]\n"
+		"                    job records as data, a trace or an HTML "
+		"report\n"
 		"  version           print the version\n"
 		"\n"
 		"  -c CONF           iostage.conf to read (default $IOSTAGE_CONF, "
@@ -50,6 +56,7 @@ static const struct {
 	{"phase", phase_main},
 	{"telemetry", telemetry_main},
 	{"recommend", recommend_main},
+	{"export", export_main},
 };
 
 int main(int argc, char **argv)
@@ -84,7 +91,10 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(argv[0], commands[i].name) != 0)
 			continue;
-		if (client_init(&client) < 0)
+		/* export --input works offline: export loads the config
+		 * itself when it needs the daemon. */
+		if (commands[i].main != export_main &&
+		    client_init(&client) < 0)
 			return 1;
 		return commands[i].main(&client, argc, argv);
 	}

@@ -22,6 +22,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 
 #include "common/conf.h"
 #include "common/smallfile.h"
@@ -50,6 +52,10 @@ enum conf_key {
 	CONF_KEY_RECOMMEND_MIN_JOBS,
 	CONF_KEY_RECOMMEND_WINDOW,
 	CONF_KEY_RECOMMEND_HINT,
+	CONF_KEY_METRICS_LISTEN,
+	CONF_KEY_METRICS_TEXTFILE,
+	CONF_KEY_METRICS_INTERVAL,
+	CONF_KEY_METRICS_JOB_GRACE,
 	CONF_KEY_COUNT,
 };
 
@@ -72,6 +78,10 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_RECOMMEND_MIN_JOBS] = "RecommendMinJobs",
     [CONF_KEY_RECOMMEND_WINDOW] = "RecommendWindow",
     [CONF_KEY_RECOMMEND_HINT] = "RecommendHint",
+    [CONF_KEY_METRICS_LISTEN] = "MetricsListen",
+    [CONF_KEY_METRICS_TEXTFILE] = "MetricsTextfile",
+    [CONF_KEY_METRICS_INTERVAL] = "MetricsInterval",
+    [CONF_KEY_METRICS_JOB_GRACE] = "MetricsJobGrace",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -216,6 +226,11 @@ void conf_set_defaults(struct conf *conf)
 	conf->recommend_min_jobs = 3;
 	conf->recommend_window = 30U * 86400U;
 	conf->recommend_hint = true;
+	/* Loopback only by default: the metrics name users' job ids. */
+	snprintf(conf->metrics_listen, sizeof(conf->metrics_listen), "%s",
+		 "127.0.0.1:9464");
+	conf->metrics_interval = 15;
+	conf->metrics_job_grace = 300;
 	conf_default_node_name(conf->node_name, sizeof(conf->node_name));
 }
 
@@ -322,6 +337,57 @@ static int conf_duration(struct conf_parser *cp, const char *key,
 						 : "invalid duration",
 				 conf_show(val, show, sizeof(show)));
 	return 0;
+}
+
+int conf_parse_listen(const char *s, char *ret_addr, size_t addrlen,
+		      unsigned *ret_port)
+{
+	char addr[CONF_LISTEN_MAX], buf[sizeof(struct in6_addr)];
+	const char *colon, *p;
+	unsigned long port = 0;
+	size_t n;
+	int af = AF_INET;
+
+	if (!s || !ret_addr || !ret_port || strlen(s) >= CONF_LISTEN_MAX)
+		goto bad;
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':')
+			goto bad;
+		n = (size_t)(close - s - 1);
+		colon = close + 1;
+		memcpy(addr, s + 1, n);
+		af = AF_INET6;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			goto bad;
+		n = (size_t)(colon - s);
+		memcpy(addr, s, n);
+	}
+	addr[n] = '\0';
+	if (inet_pton(af, addr, buf) != 1 || !colon[1])
+		goto bad;
+	for (p = colon + 1; *p; p++) {
+		if (!isdigit((unsigned char)*p) || port > 65535)
+			goto bad;
+		port = port * 10 + (unsigned long)(*p - '0');
+	}
+	if (port == 0 || port > 65535 || n >= addrlen)
+		goto bad;
+	memcpy(ret_addr, addr, n + 1);
+	*ret_port = (unsigned)port;
+	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
+/* "no" and "off" turn an optional feature off. */
+static bool conf_is_off(const char *val)
+{
+	return strcasecmp(val, "no") == 0 || strcasecmp(val, "off") == 0;
 }
 
 const char *conf_medium_name(enum tier_medium medium)
@@ -537,6 +603,37 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 					     "not '%s'",
 					 key, conf_show(val, show, sizeof(show)));
 		return 0;
+	case CONF_KEY_METRICS_LISTEN: {
+		char addr[CONF_LISTEN_MAX];
+		unsigned port;
+
+		if (conf_is_off(val)) {
+			c->metrics_listen[0] = '\0';
+			return 0;
+		}
+		if (conf_parse_listen(val, addr, sizeof(addr), &port) < 0)
+			return conf_fail(cp,
+					 "key '%s': '%s' is not ADDR:PORT (an "
+					 "IP address such as 127.0.0.1:9464 or "
+					 "[::1]:9464, port 1..65535) or 'no'",
+					 key,
+					 conf_show(val, show, sizeof(show)));
+		snprintf(c->metrics_listen, sizeof(c->metrics_listen), "%s",
+			 val);
+		return 0;
+	}
+	case CONF_KEY_METRICS_TEXTFILE:
+		if (conf_is_off(val)) {
+			c->metrics_textfile[0] = '\0';
+			return 0;
+		}
+		return conf_path(cp, key, val, c->metrics_textfile,
+				 sizeof(c->metrics_textfile));
+	case CONF_KEY_METRICS_INTERVAL:
+		return conf_uint(cp, key, val, 1, 3600, &c->metrics_interval);
+	case CONF_KEY_METRICS_JOB_GRACE:
+		return conf_uint(cp, key, val, 0, 86400,
+				 &c->metrics_job_grace);
 	case CONF_KEY_COUNT:
 		break;
 	}

@@ -23,6 +23,7 @@
 #define CONF_STAGE_PARALLELISM_MAX 64
 #define CONF_DRAIN_TIMEOUT_MAX 86400 /* DrainTimeout upper bound, seconds */
 #define CONF_RECOMMEND_MIN_JOBS_MAX 1000
+#define CONF_LISTEN_MAX 64    /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
 
 #ifndef IOSTAGE_CONF_PATH
 #define IOSTAGE_CONF_PATH "/etc/slurm/iostage.conf"
@@ -72,6 +73,11 @@ struct conf {
 	unsigned recommend_min_jobs;    /* cache rule: jobs reading a dataset */
 	unsigned recommend_window;      /* seconds of history the rules look at */
 	bool recommend_hint;            /* sbatch hint line for jobs without a profile */
+	/* Metrics (daemon/metrics.c, daemon/http.c). */
+	char metrics_listen[CONF_LISTEN_MAX]; /* "ADDR:PORT", "" = no HTTP */
+	char metrics_textfile[CONF_PATH_MAX]; /* node_exporter file, "" = none */
+	unsigned metrics_interval;      /* seconds between textfile writes */
+	unsigned metrics_job_grace;     /* seconds a finished job's series stay */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -82,7 +88,8 @@ struct conf {
  * the first '.', other characters outside [A-Za-z0-9_-] made '-'),
  * DrainTimeout=600, TelemetryInterval=1 (seconds, 0.1 to 60, decimals
  * allowed; kept in milliseconds), HistoryRetention=90d, RecommendMinJobs=3,
- * RecommendWindow=30d, RecommendHint=yes. */
+ * RecommendWindow=30d, RecommendHint=yes, MetricsListen=127.0.0.1:9464,
+ * MetricsTextfile=no, MetricsInterval=15, MetricsJobGrace=300. */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is
@@ -110,6 +117,12 @@ bool conf_is_node_name(const char *s);
  * an optional trailing 'B'/'iB' is accepted). Returns 0 or -1 (EINVAL,
  * ERANGE); *ret untouched on failure. */
 int conf_parse_size(const char *s, uint64_t *ret);
+
+/* Split a valid MetricsListen value "ADDR:PORT" (IPv4 literal, or an IPv6
+ * literal in brackets) into ADDR (without brackets) and PORT. 0, or -1 with
+ * errno EINVAL; ret_* untouched on failure. */
+int conf_parse_listen(const char *s, char *ret_addr, size_t addrlen,
+		      unsigned *ret_port);
 
 const char *conf_medium_name(enum tier_medium medium);
 const char *conf_policy_name(enum stage_failure_policy policy);

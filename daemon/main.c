@@ -33,6 +33,7 @@
 #include "daemon/history.h"
 #include "daemon/jobs.h"
 #include "daemon/journal.h"
+#include "daemon/metrics.h"
 #include "daemon/server.h"
 #include "daemon/spawn.h"
 #include "daemon/stage.h"
@@ -311,6 +312,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	history_init(&conf); /* never fatal: staging goes on without it */
+	metrics_init(&conf); /* logs its own failures; never fatal */
 	if (pidfile_write() < 0)
 		log_warning("cannot write %s/%s", server_dir(), PIDFILE_NAME);
 	log_info("iostaged %s ready: pid %d, config %s, socket %s, %zu tier%s",
@@ -324,6 +326,7 @@ int main(int argc, char **argv)
 		log_info("caught %s, shutting down", strsignal(got_signal));
 
 	server_close();
+	metrics_fini();
 	jobs_shutdown("iostaged stopped during staging", SHUTDOWN_JOBS_S);
 	drain_shutdown(); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);

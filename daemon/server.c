@@ -41,6 +41,7 @@
 #include "daemon/ops.h"
 #include "daemon/server.h"
 #include "daemon/stage.h"
+#include "daemon/stats.h"
 #include "daemon/telemetry.h"
 #include "daemon/tiers.h"
 
@@ -435,6 +436,8 @@ static cJSON *op_finish(const struct peer *c, const cJSON *req)
 	record = telemetry_finish_job(id);
 	if (record && history_record_job(record, err, sizeof(err)) < 0)
 		log_warningx("job %u: not filed in the history: %s", id, err);
+	if (record)
+		stats_job_record(id, record); /* its last /metrics series */
 	cJSON_Delete(record);
 	if (jobs_finish(id, SERVER_THREAD_WAIT_S, err, sizeof(err)) < 0) {
 		log_warningx("%s", err);

@@ -61,6 +61,7 @@
 #include "daemon/drain.h"
 #include "daemon/spawn.h"
 #include "daemon/stage.h"
+#include "daemon/stats.h"
 #include "daemon/tiers.h"
 
 #define STAGE_ARGV_MAX 16
@@ -87,6 +88,7 @@ struct run {
 	unsigned timeout_s;
 	int64_t started_ns;              /* CLOCK_REALTIME at the start */
 	uint64_t done_bytes, done_files; /* datasets finished */
+	uint64_t cached_bytes;           /* of which cache hits (stats.h) */
 	char err[CONF_ERR_MAX];
 };
 
@@ -666,6 +668,8 @@ static int stage_dataset(struct run *run, size_t i)
 		log_info("job %u: dataset '%s': cache hit %s on tier '%s': %s",
 			 job->id, ds->name, entry, ds->tier, how);
 		jobs_dataset_result(job, i, JOB_DS_HIT, entry, 0, 0, 0);
+		stats_dataset_served(true, built.bytes, built.files, 0, 0, 0);
+		run->cached_bytes += built.bytes;
 	} else {
 		uint64_t copied = o.files > o.linked ? o.files - o.linked : 0;
 
@@ -676,6 +680,8 @@ static int stage_dataset(struct run *run, size_t i)
 			 o.linked);
 		jobs_dataset_result(job, i, JOB_DS_BUILT, entry, copied,
 				    o.copy_bytes, o.linked);
+		stats_dataset_served(false, built.bytes, built.files,
+				     o.copy_bytes, copied, o.linked);
 	}
 	/* The version we replaced goes once nobody pins it. */
 	cache_gc_key(t, key);
@@ -709,6 +715,10 @@ static void *stage_thread(void *arg)
 	for (i = 0; i < n && ok; i++)
 		ok = stage_dataset(&run, i) == 0;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	stats_job_staged(job->id, job->uid, job->prestage, ok,
+			 (double)(t1.tv_sec - t0.tv_sec) +
+				 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+			 run.done_bytes, run.done_files, run.cached_bytes);
 	if (ok) {
 		log_info("job %u: staged %zu dataset%s, %s in %.1f s", job->id,
 			 n, n == 1 ? "" : "s",

@@ -12,7 +12,9 @@ PKGS=(
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client
   munge libmunge-dev
   libpmix-dev libcjson-dev librocksdb-dev libxxhash-dev check
-  rsync procps passwd util-linux coreutils hostname iproute2 socat jq
+  rsync procps passwd util-linux coreutils hostname iproute2 socat
+  libmicrohttpd-dev prometheus chromium imagemagick tesseract-ocr
+  tesseract-ocr-eng fonts-dejavu-core jq curl
 )
 # Extra packages may be appended by callers: IOSTAGE_EXTRA_PKGS="a b".
 if [ -n "${IOSTAGE_EXTRA_PKGS:-}" ]; then

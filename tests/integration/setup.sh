@@ -16,9 +16,14 @@ export IOSTAGE_SOCKET="$IOSTAGE_DIR/run/iostaged.sock"
 export IOSTAGE_TIERS="$IOSTAGE_DIR/tiers"
 export IOSTAGE_STATE="$IOSTAGE_DIR/state"
 export IOSTAGED_LOG="$IOSTAGE_DIR/iostaged.log"
+# /metrics and the textfile (test_export.sh): a port per cluster, beside
+# the cluster's own ports, so concurrent clusters never share one.
+export IOSTAGE_METRICS_PORT=${IOSTAGE_METRICS_PORT:-$((${CLUSTER_SLURMD_PORT:-16818} + 100))}
+export IOSTAGE_TEXTFILE="$IOSTAGE_DIR/textfile/iostage.prom"
+export IOSTAGE_METRICS_GRACE=10
 export PATH="$IOSTAGE_ROOT/usr/bin:$IOSTAGE_ROOT/usr/sbin:$PATH"
 
-mkdir -p "$IOSTAGE_DIR"
+mkdir -p "$IOSTAGE_DIR" "$IOSTAGE_DIR/textfile"
 chmod 0755 "$IOSTAGE_DIR"
 make -s -C "$REPO_ROOT" install DESTDIR="$IOSTAGE_ROOT" prefix=/usr \
 	sysconfdir=/etc >"$IOSTAGE_DIR/install.log" 2>&1 ||
@@ -38,6 +43,10 @@ Tier=small Path=$IOSTAGE_TIERS/small Medium=ssd Capacity=4M
 DefaultTier=nvme
 StageTimeout=60
 OnStageFailure=fail
+MetricsListen=127.0.0.1:$IOSTAGE_METRICS_PORT
+MetricsTextfile=$IOSTAGE_TEXTFILE
+MetricsInterval=1
+MetricsJobGrace=$IOSTAGE_METRICS_GRACE
 CONF
 chmod 0644 "$IOSTAGE_CONF"
 
