@@ -133,6 +133,59 @@ install: all
 	    $(DESTDIR)$(mandir)/man8/
 	ln -sf iostage-prolog.8 $(DESTDIR)$(mandir)/man8/iostage-epilog.8
 
+# ---- shim/: libiostage-preload.so, the LD_PRELOAD I/O shim (docs/SHIM.md).
+# Self-contained: no libcommon, no cJSON in the traced application's address
+# space. Its objects are built without _FORTIFY_SOURCE (their functions *are*
+# read(), fread(), ...) and without sanitizers (it is loaded into programs
+# that are not built with them); only the interposers are exported.
+SHIM_PRELOAD_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard shim/preload*.c))
+SHIM_PRELOAD     := $(BUILD)/shim/libiostage-preload.so
+shimlibdir       ?= $(libdir)/iostage
+SHIM_CFLAGS      := $(filter-out -fsanitize=%,$(CFLAGS)) -U_FORTIFY_SOURCE \
+                    -fvisibility=hidden
+# The plugin injects the library from where `make install` puts it
+# (iostage.conf TraceLibrary= overrides).
+CPPFLAGS += -DIOSTAGE_SHIM_PATH='"$(shimlibdir)/libiostage-preload.so"'
+SHIM_PROBE       := $(BUILD)/tests/shimprobe
+SHIM_BENCH       := $(BUILD)/bench/shimbench
+
+.PHONY: shim install-shim bench-shim
+all: $(SHIM_PRELOAD)
+shim: $(SHIM_PRELOAD)
+
+$(SHIM_PRELOAD_OBJ): $(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(SHIM_CFLAGS) -c -o $@ $<
+
+$(SHIM_PRELOAD): $(SHIM_PRELOAD_OBJ)
+	$(CC) -shared $(filter-out -fsanitize=%,$(LDFLAGS)) -Wl,-z,defs \
+	    -o $@ $^ -ldl -pthread
+
+$(SHIM_PROBE): tests/shim/shimprobe.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) -pthread
+
+# The shim's unit tests run the probe under LD_PRELOAD; they find both here.
+$(BUILD)/tests/check_shim: tests/unit/check_shim.c $(SHIM_PRELOAD) $(SHIM_PROBE)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) \
+	    -DSHIM_TEST_LIB='"$(abspath $(SHIM_PRELOAD))"' \
+	    -DSHIM_TEST_PROBE='"$(abspath $(SHIM_PROBE))"' -o $@ $< \
+	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
+
+$(SHIM_BENCH): bench/shimbench.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS)
+
+install: install-shim
+install-shim: $(SHIM_PRELOAD)
+	install -d $(DESTDIR)$(shimlibdir)
+	install -m 0755 $(SHIM_PRELOAD) $(DESTDIR)$(shimlibdir)/libiostage-preload.so
+
+# Shim on vs off: metadata-heavy and bulk reads (bench/shim.sh, knobs there).
+bench-shim: $(SHIM_PRELOAD) $(SHIM_BENCH)
+	@BUILD=$(BUILD) bench/shim.sh
+
 clean:
 	rm -rf $(BUILD)
 
