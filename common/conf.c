@@ -44,6 +44,8 @@ enum conf_key {
 	CONF_KEY_STAGE_PARALLELISM,
 	CONF_KEY_NODE_NAME,
 	CONF_KEY_DRAIN_TIMEOUT,
+	CONF_KEY_TRACE,
+	CONF_KEY_TRACE_LIBRARY,
 	CONF_KEY_COUNT,
 };
 
@@ -61,6 +63,8 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_STAGE_PARALLELISM] = "StageParallelism",
     [CONF_KEY_NODE_NAME] = "NodeName",
     [CONF_KEY_DRAIN_TIMEOUT] = "DrainTimeout",
+    [CONF_KEY_TRACE] = "Trace",
+    [CONF_KEY_TRACE_LIBRARY] = "TraceLibrary",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -200,6 +204,8 @@ void conf_set_defaults(struct conf *conf)
 	conf->cache_ttl = 3600;
 	conf->stage_parallelism = 4;
 	conf->drain_timeout = 600;
+	snprintf(conf->trace_library, sizeof(conf->trace_library), "%s",
+		 IOSTAGE_SHIM_PATH);
 	conf_default_node_name(conf->node_name, sizeof(conf->node_name));
 }
 
@@ -427,6 +433,24 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 	case CONF_KEY_DRAIN_TIMEOUT:
 		return conf_uint(cp, key, val, 1, CONF_DRAIN_TIMEOUT_MAX,
 				 &c->drain_timeout);
+	case CONF_KEY_TRACE:
+		if (strcasecmp(val, "yes") == 0 || strcasecmp(val, "no") == 0) {
+			c->trace = strcasecmp(val, "yes") == 0;
+			return 0;
+		}
+		return conf_fail(cp, "key '%s': expected yes or no, not '%s'",
+				 key, conf_show(val, show, sizeof(show)));
+	case CONF_KEY_TRACE_LIBRARY:
+		/* It goes into LD_PRELOAD, whose separators are ':' and
+		 * blanks: a path holding one would preload something else. */
+		if (strpbrk(val, ": \t"))
+			return conf_fail(cp,
+					 "key '%s': '%s' holds ':' or a blank "
+					 "(LD_PRELOAD separators)",
+					 key,
+					 conf_show(val, show, sizeof(show)));
+		return conf_path(cp, key, val, c->trace_library,
+				 sizeof(c->trace_library));
 	case CONF_KEY_COUNT:
 		break;
 	}

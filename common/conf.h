@@ -23,6 +23,10 @@
 #define CONF_STAGE_PARALLELISM_MAX 64
 #define CONF_DRAIN_TIMEOUT_MAX 86400 /* DrainTimeout upper bound, seconds */
 
+#ifndef IOSTAGE_SHIM_PATH
+#define IOSTAGE_SHIM_PATH "/usr/local/lib/iostage/libiostage-preload.so"
+#endif
+
 #ifndef IOSTAGE_CONF_PATH
 #define IOSTAGE_CONF_PATH "/etc/slurm/iostage.conf"
 #endif
@@ -65,6 +69,8 @@ struct conf {
 	unsigned stage_parallelism;     /* datasets copied at once, 1..64 */
 	char node_name[CONF_NODE_MAX];  /* in cache pins and build names */
 	unsigned drain_timeout;         /* seconds finish waits for outputs */
+	bool trace;                     /* Trace=yes: deep mode for every job */
+	char trace_library[CONF_PATH_MAX]; /* the LD_PRELOAD shim (TraceLibrary) */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -73,7 +79,8 @@ struct conf {
  * CacheHighWatermark=85, CacheLowWatermark=75, MaxConnections=64,
  * CacheTTL=3600, StageParallelism=4, NodeName=the short host name (cut at
  * the first '.', other characters outside [A-Za-z0-9_-] made '-'),
- * DrainTimeout=600. */
+ * DrainTimeout=600, Trace=no, TraceLibrary=IOSTAGE_SHIM_PATH (where `make
+ * install` puts libiostage-preload.so). */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is
