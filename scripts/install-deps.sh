@@ -13,6 +13,7 @@ PKGS=(
   munge libmunge-dev
   libpmix-dev libcjson-dev librocksdb-dev libxxhash-dev check
   rsync procps passwd util-linux coreutils hostname iproute2 socat
+  jq
 )
 # Extra packages may be appended by callers: IOSTAGE_EXTRA_PKGS="a b".
 if [ -n "${IOSTAGE_EXTRA_PKGS:-}" ]; then

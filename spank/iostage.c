@@ -1,7 +1,8 @@
 /* iostage.c - the SPANK entry points: dispatch on context, nothing more.
  *
  *   allocator (sbatch, salloc), local (srun): validate --io-profile (submit.c)
- *   remote (slurmstepd): export the staged paths to the tasks (task.c)
+ *   remote (slurmstepd): export the staged paths to the tasks (task.c),
+ *                        preload the I/O shim in deep mode (trace.c)
  * The plugin never exits a Slurm process; it reports with slurm_error().
  */
 #include <slurm/spank.h>
@@ -9,6 +10,7 @@
 #include "spank/options.h"
 #include "spank/submit.h"
 #include "spank/task.h"
+#include "spank/trace.h"
 
 SPANK_PLUGIN(iostage, 1);
 
@@ -43,7 +45,11 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
-	return spank_remote(sp) ? task_user_init(sp) : 0;
+	if (!spank_remote(sp))
+		return 0;
+	if (task_user_init(sp) < 0)
+		return -1;
+	return trace_user_init(sp);
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)

@@ -38,6 +38,7 @@ Tier=small Path=$IOSTAGE_TIERS/small Medium=ssd Capacity=4M
 DefaultTier=nvme
 StageTimeout=60
 OnStageFailure=fail
+TraceLibrary=$IOSTAGE_ROOT/usr/lib/iostage/libiostage-preload.so
 CONF
 chmod 0644 "$IOSTAGE_CONF"
 
