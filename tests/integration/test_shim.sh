@@ -35,7 +35,7 @@ JOB
 # summaries JQ_FILTER: the job's summaries that pass the filter, one a line.
 summaries() {
 	[ -f "$REPORT" ] || fail "no summary file $REPORT"
-	jq -c --argjson job "$SUBMIT_JOBID" "select(.job == \$job) | $1" "$REPORT"
+	jq -rc --argjson job "$SUBMIT_JOBID" "select(.job == \$job) | $1" "$REPORT"
 }
 
 test_trace_true_preloads_the_shim_and_counts() {
