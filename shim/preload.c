@@ -281,16 +281,18 @@ static void end(struct call *c, enum shim_op op, long long ret, long long off)
 	shim_ticks t1;
 	unsigned phase;
 	uint64_t(*ctr)[SHIM_NCLASSES][SHIM_NCOUNTERS];
-	uint64_t *k;
+	uint64_t *k, busy_all, busy_cls;
 
 	guard = 1;
 	t1 = shim_clock_now();
 	phase = shim_phase_for(c->cls, c->ckpt, op);
-	shim_busy_leave(c->cls, phase, t1);
+	shim_busy_leave(c->cls, t1, &busy_all, &busy_cls);
 	ctr = shim_counters_mine();
 	if (!ctr)
 		goto out;
 	k = ctr[phase][c->cls];
+	k[SHIM_BUSY_ALL] += busy_all;
+	k[SHIM_BUSY_CLASS] += busy_cls;
 	switch (op) {
 	case SHIM_OP_READ:
 	case SHIM_OP_WRITE: {
@@ -914,8 +916,9 @@ static char *const *exec_envp(char *const envp[], char **to_free,
 
 	*to_free = NULL;
 	*preload_free = NULL;
-	if (!self_path[0] || atomic_load(&state) == SHIM_STARTING)
-		return envp;
+	if (!self_path[0] || atomic_load(&state) == SHIM_STARTING ||
+	    env_has(envp, "IOSTAGE_SHIM_OFF="))
+		return envp; /* the caller opted the new image out */
 	for (n = 0; envp && envp[n]; n++)
 		if (strncmp(envp[n], "LD_PRELOAD=", 11) == 0)
 			old = envp[n] + 11;
@@ -1136,7 +1139,9 @@ __attribute__((constructor)) static void shim_init(void)
 	shim_clock_start();
 	shim_report_init();
 	save_exec_env();
-	if (shim_counters_init() < 0 ||
+	if (getenv("IOSTAGE_SHIM_OFF"))
+		atomic_store(&state, SHIM_DONE); /* opted out: pass through */
+	else if (shim_counters_init() < 0 ||
 	    pthread_atfork(NULL, NULL, atfork_child) != 0)
 		shim_disable("cannot set up thread and fork hooks");
 	else if (shim_classes_init(getenv("IOSTAGE_TRACE_CLASSES"), &reason) <

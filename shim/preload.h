@@ -76,6 +76,10 @@ enum shim_counter {
 	SHIM_F_READ_TIME = SHIM_SIZE_WRITE_0 + 10,
 	SHIM_F_WRITE_TIME,
 	SHIM_F_META_TIME,
+	SHIM_BUSY_CLASS,        /* busy spans of this class closed here */
+	SHIM_BUSY_ALL,          /* busy spans (any class) closed by a call
+				 * of this class: summed over classes, the
+				 * phase's unoverlapped time */
 	SHIM_NCOUNTERS,
 };
 
@@ -135,13 +139,11 @@ void shim_counters_reset(void);
 
 /* Busy time: wall time during which at least one thread of the process is
  * inside an I/O call, overall and per class. enter/leave bracket a call;
- * leave attributes a busy span that ends to PHASE. */
+ * leave returns the spans the call closed (0 when others are still in
+ * I/O), which the caller credits to its phase in its own counters. */
 void shim_busy_enter(enum shim_class cls, shim_ticks now);
-void shim_busy_leave(enum shim_class cls, unsigned phase, shim_ticks now);
-
-/* Busy ticks per phase (overall) and per phase x class. */
-uint64_t shim_busy_phase(unsigned phase);
-uint64_t shim_busy_phase_class(unsigned phase, enum shim_class cls);
+void shim_busy_leave(enum shim_class cls, shim_ticks now, uint64_t *ret_all,
+		     uint64_t *ret_cls);
 
 /* The Darshan bucket (0..9) of a request of N bytes. */
 unsigned shim_size_bucket(uint64_t n);

@@ -8,12 +8,15 @@
  * ever had threads at once, not one per thread it ever started.
  *
  * Busy time is the one process-wide quantity: wall time during which at
- * least one thread is inside an I/O call. A counter of threads in I/O and
- * the time it last went from 0 to 1 give it without a lock; see busy_leave
- * for why the order of the loads matters.
+ * least one thread is inside an I/O call. One 64-bit word counts the
+ * threads inside a call, overall and per class, 16 bits each, so entering
+ * is one atomic add and leaving one compare-and-swap; the thread that
+ * brings a count to zero closes that span (see busy_leave for why it reads
+ * the span's start before it swaps) and credits it to its own counters.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -37,15 +40,14 @@ static pthread_key_t block_key;
 static __thread struct shim_block *my_block
 	__attribute__((tls_model("initial-exec")));
 
-struct busy {
-	atomic_uint active;             /* threads inside an I/O call */
-	_Atomic shim_ticks since;       /* when active last left 0 */
-} __attribute__((aligned(64)));
-
-static struct busy busy_all;
-static struct busy busy_class[SHIM_NCLASSES];
-static _Atomic uint64_t busy_ticks[SHIM_MAX_PHASES];
-static _Atomic uint64_t busy_class_ticks[SHIM_MAX_PHASES][SHIM_NCLASSES];
+/* Threads inside an I/O call: bits 0-15 all of them, then 16 bits per
+ * class. 65535 threads in I/O at once would overflow a field. */
+#define BUSY_BITS 16
+#define BUSY_MASK 0xffffULL
+static _Atomic uint64_t busy_word;
+/* When each count last left zero: [0] all, [1 + class] per class. Written
+ * only by the thread that made the count leave zero. */
+static _Atomic shim_ticks busy_since[1 + SHIM_NCLASSES];
 
 /* ---- the clock ------------------------------------------------------------ */
 
@@ -184,74 +186,54 @@ void shim_counters_reset(void)
 		if (b != my_block)
 			atomic_store(&b->in_use, 0);
 	}
-	atomic_store(&busy_all.active, 0);
-	for (unsigned c = 0; c < SHIM_NCLASSES; c++)
-		atomic_store(&busy_class[c].active, 0);
-	for (unsigned p = 0; p < SHIM_MAX_PHASES; p++) {
-		atomic_store(&busy_ticks[p], 0);
-		for (unsigned c = 0; c < SHIM_NCLASSES; c++)
-			atomic_store(&busy_class_ticks[p][c], 0);
-	}
+	atomic_store(&busy_word, 0);
 }
 
 /* ---- busy time ------------------------------------------------------------ */
 
-static void busy_enter(struct busy *b, shim_ticks now)
+static inline uint64_t busy_delta(enum shim_class cls)
 {
-	if (atomic_fetch_add(&b->active, 1) == 0)
-		atomic_store(&b->since, now);
-}
-
-/* The span closes when the last thread leaves. That thread reads `since`
- * BEFORE it drops active from 1 to 0: while active is 1 nobody else may
- * write `since` (only a 0 -> 1 transition does), so the value read belongs
- * to the span being closed. Returns the ticks of a closed span, else 0. */
-static uint64_t busy_leave(struct busy *b, shim_ticks now)
-{
-	unsigned cur = atomic_load(&b->active);
-
-	for (;;) {
-		if (cur == 0)
-			return 0; /* reset by a fork meanwhile */
-		if (cur == 1) {
-			shim_ticks since = atomic_load(&b->since);
-
-			if (atomic_compare_exchange_weak(&b->active, &cur, 0))
-				return now > since ? now - since : 0;
-			continue;
-		}
-		if (atomic_compare_exchange_weak(&b->active, &cur, cur - 1))
-			return 0;
-	}
+	return 1ULL | (1ULL << (BUSY_BITS * (1 + (unsigned)cls)));
 }
 
 void shim_busy_enter(enum shim_class cls, shim_ticks now)
 {
-	busy_enter(&busy_all, now);
-	busy_enter(&busy_class[cls], now);
+	uint64_t prev = atomic_fetch_add(&busy_word, busy_delta(cls));
+
+	if ((prev & BUSY_MASK) == 0)
+		atomic_store_explicit(&busy_since[0], now,
+				      memory_order_relaxed);
+	if (((prev >> (BUSY_BITS * (1 + (unsigned)cls))) & BUSY_MASK) == 0)
+		atomic_store_explicit(&busy_since[1 + cls], now,
+				      memory_order_relaxed);
 }
 
-void shim_busy_leave(enum shim_class cls, unsigned phase, shim_ticks now)
+/* A span closes when its count goes from 1 to 0. The closing thread reads
+ * the span's start BEFORE its swap: while the count is 1 (this thread) no
+ * one else may write that start (only a 0 -> 1 transition does), so the
+ * value read belongs to the span being closed; the swap then fails if
+ * anyone entered meanwhile, and the loop looks again. */
+void shim_busy_leave(enum shim_class cls, shim_ticks now, uint64_t *ret_all,
+		     uint64_t *ret_cls)
 {
-	uint64_t t = busy_leave(&busy_all, now);
+	unsigned shift = BUSY_BITS * (1 + (unsigned)cls);
+	uint64_t cur = atomic_load(&busy_word);
+	shim_ticks s_all, s_cls;
+	bool last_all, last_cls;
 
-	if (t)
-		atomic_fetch_add_explicit(&busy_ticks[phase], t,
-					  memory_order_relaxed);
-	t = busy_leave(&busy_class[cls], now);
-	if (t)
-		atomic_fetch_add_explicit(&busy_class_ticks[phase][cls], t,
-					  memory_order_relaxed);
-}
-
-uint64_t shim_busy_phase(unsigned phase)
-{
-	return atomic_load(&busy_ticks[phase]);
-}
-
-uint64_t shim_busy_phase_class(unsigned phase, enum shim_class cls)
-{
-	return atomic_load(&busy_class_ticks[phase][cls]);
+	do {
+		if ((cur & BUSY_MASK) == 0 || ((cur >> shift) & BUSY_MASK) == 0) {
+			*ret_all = *ret_cls = 0; /* reset by a fork meanwhile */
+			return;
+		}
+		last_all = (cur & BUSY_MASK) == 1;
+		last_cls = ((cur >> shift) & BUSY_MASK) == 1;
+		s_all = last_all ? atomic_load(&busy_since[0]) : now;
+		s_cls = last_cls ? atomic_load(&busy_since[1 + cls]) : now;
+	} while (!atomic_compare_exchange_weak(&busy_word, &cur,
+					       cur - busy_delta(cls)));
+	*ret_all = now > s_all ? now - s_all : 0;
+	*ret_cls = now > s_cls ? now - s_cls : 0;
 }
 
 unsigned shim_size_bucket(uint64_t n)

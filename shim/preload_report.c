@@ -204,19 +204,20 @@ void shim_report_init(void)
 	shim_report_mark_start();
 }
 
-static bool entry_used(const uint64_t *c, unsigned phase, unsigned cls)
+static bool entry_used(const uint64_t *c)
 {
 	for (unsigned k = 0; k < SHIM_NCOUNTERS; k++)
 		if (c[k])
 			return true;
-	return shim_busy_phase_class(phase, (enum shim_class)cls) != 0;
+	return false;
 }
 
-static void put_counters(struct jbuf *b, const uint64_t *c, unsigned phase,
-			 unsigned cls, double spt)
+static void put_counters(struct jbuf *b, const uint64_t *c, double spt)
 {
 	jb_printf(b, "{");
 	for (unsigned k = 0; k < SHIM_NCOUNTERS; k++) {
+		if (k == SHIM_BUSY_CLASS || k == SHIM_BUSY_ALL)
+			continue;
 		if (k == SHIM_F_READ_TIME || k == SHIM_F_WRITE_TIME ||
 		    k == SHIM_F_META_TIME) {
 			jb_printf(b, "\"%s\":%.6f,", counter_names[k],
@@ -234,8 +235,7 @@ static void put_counters(struct jbuf *b, const uint64_t *c, unsigned phase,
 			  (unsigned long long)c[k]);
 	}
 	jb_printf(b, "\"IOSTAGE_UNOVERLAPPED_IO_TIME\":%.6f}",
-		  (double)shim_busy_phase_class(phase, (enum shim_class)cls) *
-			  spt);
+		  (double)c[SHIM_BUSY_CLASS] * spt);
 }
 
 static void put_identity(struct jbuf *b, const char *reason)
@@ -283,7 +283,7 @@ static size_t build(const char *reason, bool with_files)
 		if (!shim_phase_name(p))
 			continue;
 		for (unsigned c = 0; c < SHIM_NCLASSES; c++) {
-			if (!entry_used(merged[p][c], p, c))
+			if (!entry_used(merged[p][c]))
 				continue;
 			if (pfirst) {
 				jb_printf(&b, "%s\"%s\":{", first ? "" : ",",
@@ -293,7 +293,7 @@ static size_t build(const char *reason, bool with_files)
 				jb_printf(&b, ",");
 			}
 			jb_printf(&b, "\"%s\":", class_keys[c]);
-			put_counters(&b, merged[p][c], p, c, spt);
+			put_counters(&b, merged[p][c], spt);
 		}
 		if (!pfirst)
 			jb_printf(&b, "}");
@@ -318,9 +318,13 @@ static size_t build(const char *reason, bool with_files)
 	jb_printf(&b, "},\"unoverlapped\":{");
 	first = true;
 	for (unsigned p = 0; p < SHIM_MAX_PHASES; p++) {
-		uint64_t t = shim_busy_phase(p);
+		uint64_t t = 0;
 
-		if (!shim_phase_name(p) || !t)
+		if (!shim_phase_name(p))
+			continue;
+		for (unsigned c = 0; c < SHIM_NCLASSES; c++)
+			t += merged[p][c][SHIM_BUSY_ALL];
+		if (!t)
 			continue;
 		jb_printf(&b, "%s\"%s\":%.6f", first ? "" : ",",
 			  shim_phase_name(p), (double)t * spt);
