@@ -919,6 +919,11 @@ static char *const *exec_envp(char *const envp[], char **to_free,
 	if (!self_path[0] || atomic_load(&state) == SHIM_STARTING ||
 	    env_has(envp, "IOSTAGE_SHIM_OFF="))
 		return envp; /* the caller opted the new image out */
+	/* A vfork or clone child shares our memory with threads that may
+	 * hold malloc's locks: no allocation there (its pid is not ours;
+	 * fork children get theirs from atfork_child). */
+	if ((pid_t)syscall(SYS_getpid) != my_pid)
+		return envp;
 	for (n = 0; envp && envp[n]; n++)
 		if (strncmp(envp[n], "LD_PRELOAD=", 11) == 0)
 			old = envp[n] + 11;

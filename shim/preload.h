@@ -203,7 +203,8 @@ int shim_classes_init(const char *spec, const char **ret_reason);
  * path is normalized lexically: no "//", "/./", "/../"; links are not
  * followed), whether it names a checkpoint (ckpt/checkpoint in an output's
  * path), and for a dataset or output its normalized absolute path in
- * *ret_abs (a per-thread buffer, valid until the thread's next call). */
+ * *ret_abs (PATH itself when already normal, else a per-thread buffer;
+ * valid until the call returns). */
 enum shim_class shim_classify(const char *path, bool *ret_ckpt,
 			      const char **ret_abs);
 
@@ -230,7 +231,8 @@ void shim_phases_reset(void);
 /* Read the identity and destination from the environment (start-up). */
 void shim_report_init(void);
 
-/* Build the summary and send it (REASON: "exit", "exec"). Returns 0 or -1;
+/* Build the summary and send it (REASON: "exit", "exec"); a process that
+ * made no counted call (only closes, say) sends nothing. Returns 0 or -1;
  * never blocks longer than the report timeout; errno is preserved. */
 int shim_report_send(const char *reason);
 

@@ -165,34 +165,55 @@ static bool contains(const struct prefix *pre, const char *path)
 	       (path[pre->len] == '/' || path[pre->len] == '\0');
 }
 
+/* Is the absolute PATH already in normal form (no "//", no "." or ".."
+ * component, no trailing '/')? Then it can be matched as it is, which
+ * saves copying it on every open (bench/shim.sh: most of the shim's cost
+ * per open was that copy). */
+static bool is_normal(const char *path)
+{
+	for (const char *p = path; (p = strchr(p, '/')); p++) {
+		if (p[1] == '/' || p[1] == '\0')
+			return p == path && p[1] == '\0'; /* "/" itself */
+		if (p[1] == '.' &&
+		    (p[2] == '/' || p[2] == '\0' ||
+		     (p[2] == '.' && (p[3] == '/' || p[3] == '\0'))))
+			return false;
+	}
+	return true;
+}
+
 enum shim_class shim_classify(const char *path, bool *ret_ckpt,
 			      const char **ret_abs)
 {
 	const struct prefix *best = NULL;
+	const char *abs = path;
 
 	*ret_ckpt = false;
 	*ret_abs = NULL;
 	if (nprefixes == 0)
 		return SHIM_CLASS_OTHER; /* no classes given */
-	if (path[0] != '/' && !atomic_load(&cwd_valid)) {
-		if (!getcwd(cwd, sizeof(cwd)))
-			cwd[0] = '\0';
-		atomic_store(&cwd_valid, true);
+	if (path[0] != '/' || !is_normal(path)) {
+		if (path[0] != '/' && !atomic_load(&cwd_valid)) {
+			if (!getcwd(cwd, sizeof(cwd)))
+				cwd[0] = '\0';
+			atomic_store(&cwd_valid, true);
+		}
+		if (path[0] != '/' && cwd[0] != '/')
+			return SHIM_CLASS_OTHER; /* no cwd to resolve against */
+		if (normalize(path[0] == '/' ? NULL : cwd, path, abs_buf,
+			      sizeof(abs_buf)) < 0)
+			return SHIM_CLASS_OTHER;
+		abs = abs_buf;
 	}
-	if (path[0] != '/' && cwd[0] != '/')
-		return SHIM_CLASS_OTHER; /* no cwd to resolve against */
-	if (normalize(path[0] == '/' ? NULL : cwd, path, abs_buf,
-		      sizeof(abs_buf)) < 0)
-		return SHIM_CLASS_OTHER;
 	for (size_t i = 0; i < nprefixes; i++)
-		if (contains(&prefixes[i], abs_buf) &&
+		if (contains(&prefixes[i], abs) &&
 		    (!best || prefixes[i].len > best->len))
 			best = &prefixes[i];
 	if (!best)
 		return SHIM_CLASS_OTHER;
 	if (best->cls == SHIM_CLASS_OUTPUT)
-		*ret_ckpt = strcasestr(abs_buf, "ckpt") ||
-			    strcasestr(abs_buf, "checkpoint");
-	*ret_abs = abs_buf;
+		*ret_ckpt = strcasestr(abs, "ckpt") ||
+			    strcasestr(abs, "checkpoint");
+	*ret_abs = abs;
 	return best->cls;
 }

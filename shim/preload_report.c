@@ -275,7 +275,6 @@ static size_t build(const char *reason, bool with_files)
 		jb_string(&b, disabled);
 		goto close;
 	}
-	shim_counters_merge(merged);
 	jb_printf(&b, ",\"counters\":{");
 	for (unsigned p = 0; p < SHIM_MAX_PHASES; p++) {
 		bool pfirst = true;
@@ -433,10 +432,32 @@ out:
 	return rc;
 }
 
+/* Did the process make any counted call? A shell's fork-then-exec child
+ * that only closed and dup'ed fds has nothing worth a message. */
+static bool anything_counted(void)
+{
+	static const unsigned ops[] = {SHIM_OPENS, SHIM_READS, SHIM_WRITES,
+				       SHIM_SEEKS, SHIM_STATS, SHIM_FSYNCS};
+
+	for (unsigned p = 0; p < SHIM_MAX_PHASES; p++)
+		for (unsigned c = 0; c < SHIM_NCLASSES; c++)
+			for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+				if (merged[p][c][ops[i]])
+					return true;
+	return false;
+}
+
 int shim_report_send(const char *reason)
 {
 	int saved = errno, rc;
-	size_t len = build(reason, true);
+	size_t len;
+
+	if (!shim_disabled_reason()) {
+		shim_counters_merge(merged);
+		if (!anything_counted())
+			return 0;
+	}
+	len = build(reason, true);
 
 	if (!len)
 		len = build(reason, false);

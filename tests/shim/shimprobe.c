@@ -267,6 +267,42 @@ static void mode_phases(void)
 	}
 }
 
+/* paths: how paths find their class. In read/dataset, 5 opens: data/f0
+ * relative to the cwd (after chdir), DIR//data/./f1, DIR/out/../data/f2,
+ * data/ itself and f3 by openat on it; and 1 stat of data/f4 relative to
+ * the cwd after an fchdir to DIR. In run/other, 2 opens: data2/x (a
+ * sibling whose name starts like data/) and DIR itself. */
+static void mode_paths(void)
+{
+	char path[4096];
+	struct stat st;
+	int dfd, fd, top;
+
+	if (chdir(dir) < 0)
+		die("chdir");
+	close(open("data/f0", O_RDONLY));
+	snprintf(path, sizeof(path), "%s//data/./f1", dir);
+	close(open(path, O_RDONLY));
+	snprintf(path, sizeof(path), "%s/out/../data/f2", dir);
+	close(open(path, O_RDONLY));
+	snprintf(path, sizeof(path), "%s/data", dir);
+	dfd = open(path, O_RDONLY | O_DIRECTORY);
+	fd = openat(dfd, "f3", O_RDONLY);
+	if (dfd < 0 || fd < 0)
+		die("openat");
+	close(fd);
+	close(dfd);
+	close(open_rel("data2/x", O_RDONLY));
+	if (chdir("/") < 0)
+		die("chdir /");
+	top = open(dir, O_RDONLY | O_DIRECTORY);
+	if (top < 0 || fchdir(top) < 0)
+		die("fchdir");
+	close(top);
+	if (stat("data/f4", &st) < 0)
+		die("stat f4");
+}
+
 /* errno: what failing calls leave in errno, printed; the test compares a
  * run with the shim against one without. */
 static void mode_errno(void)
@@ -317,6 +353,8 @@ int main(int argc, char **argv)
 		mode_signal();
 	else if (strcmp(mode, "phases") == 0)
 		mode_phases();
+	else if (strcmp(mode, "paths") == 0)
+		mode_paths();
 	else if (strcmp(mode, "errno") == 0)
 		mode_errno();
 	else {

@@ -81,6 +81,8 @@ static void setup(void)
 	}
 	write_file("data/big", 1048576);
 	write_file("data/rw", 100);
+	mkdir_rel("data2");
+	write_file("data2/x", 10);
 }
 
 static void teardown(void)
@@ -445,6 +447,25 @@ START_TEST(test_phase_markers_and_overflow)
 }
 END_TEST
 
+START_TEST(test_path_forms_classified)
+{
+	struct run r;
+	cJSON *rep;
+
+	run_probe("paths", true, NULL, &r);
+	assert_ran_ok(&r, "paths");
+	rep = only_report(&r, "exit");
+	/* f0 relative, f1 with // and ., f2 through .., data/ itself, f3
+	 * by openat on it; then a stat relative to an fchdir'ed cwd. */
+	CK_CTR(rep, "read", "dataset", "POSIX_OPENS", 5);
+	CK_CTR(rep, "read", "dataset", "POSIX_STATS", 1);
+	/* data2/x (a name that starts like data/ is not under it) and the
+	 * tree's top directory, opened for the fchdir. */
+	CK_CTR(rep, "run", "other", "POSIX_OPENS", 2);
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_errno_and_results_unchanged)
 {
 	struct run with, without;
@@ -627,6 +648,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(tc, test_threads_totals_exact);
 	tcase_add_test(tc, test_signal_handler_io_no_deadlock);
 	tcase_add_test(tc, test_phase_markers_and_overflow);
+	tcase_add_test(tc, test_path_forms_classified);
 	tcase_add_test(tc, test_errno_and_results_unchanged);
 	tcase_add_test(tc, test_unwritable_report_path);
 	tcase_add_test(tc, test_garbage_classes_disable_counting);
