@@ -62,16 +62,12 @@ static uint64_t mono_ns(void)
 static uint64_t clock_mono0;
 static shim_ticks clock_tick0;
 
+#if !defined(__x86_64__)
 shim_ticks shim_clock_now(void)
 {
-#if defined(__x86_64__)
-	/* Constant-rate TSC on every x86-64 this runs on; the rate is not
-	 * assumed: it is measured over the process's life (below). */
-	return __builtin_ia32_rdtsc();
-#else
 	return mono_ns();
-#endif
 }
+#endif
 
 void shim_clock_start(void)
 {
@@ -139,10 +135,11 @@ static struct shim_block *block_claim(void)
 
 uint64_t (*shim_counters_mine(void))[SHIM_NCLASSES][SHIM_NCOUNTERS]
 {
-	int saved = errno;
+	int saved;
 
 	if (__builtin_expect(my_block != NULL, 1))
 		return my_block->c;
+	saved = errno;
 	my_block = block_claim();
 	if (!my_block) {
 		shim_disable("no memory for counters");

@@ -17,7 +17,7 @@
 
 #include "shim/preload.h"
 
-static struct shim_fd fds[SHIM_MAX_FDS];
+struct shim_fd shim_fds[SHIM_MAX_FDS];
 
 struct shim_file {
 	uint32_t path_off;
@@ -31,11 +31,6 @@ static struct shim_file files[SHIM_MAX_FILES];
 static atomic_uint nfiles;
 static char arena[SHIM_FILE_ARENA];
 static atomic_uint arena_used;
-
-struct shim_fd *shim_fd_get(int fd)
-{
-	return fd >= 0 && fd < SHIM_MAX_FDS ? &fds[fd] : NULL;
-}
 
 static int16_t file_entry(const char *path, enum shim_class cls)
 {
@@ -132,7 +127,7 @@ void shim_fd_reset_files(void)
 		atomic_store(&files[i].written, 0);
 	}
 	for (unsigned fd = 0; fd < SHIM_MAX_FDS; fd++)
-		fds[fd].file = -1;
+		shim_fds[fd].file = -1;
 }
 
 void shim_fd_file_written(const struct shim_fd *e, uint64_t n)
