@@ -23,6 +23,7 @@ shim_fixture() {
 write_shim_job() {
 	cat >job.sh <<'JOB'
 #!/bin/bash
+set -e
 printf 'PRELOAD=%s\n' "$LD_PRELOAD"
 printf 'CLASSES=%s\n' "$IOSTAGE_TRACE_CLASSES"
 dd if="$IOSTAGE_DATA/train/a/x.bin" of=/dev/null bs=4096 status=none
@@ -120,4 +121,27 @@ test_srun_step_tasks_are_traced_with_their_rank() {
 		| [.step, .rank, .local_rank, .identity] | @tsv' | head -n1)
 	assert_eq "the step task's identity (step rank local_rank)" \
 		"$(printf '0\t0\t0\tslurm')" "$n"
+}
+
+test_trace_to_the_daemon_socket_leaves_the_job_alone() {
+	local before
+	shim_fixture
+	write_shim_job
+	before=$(wc -l <"$IOSTAGED_LOG")
+	# No IOSTAGE_SHIM_REPORT: every traced process sends its summary to
+	# iostaged on IOSTAGE_SOCKET (the plugin's), bounded in time. Whatever
+	# the daemon answers, the job's work and result are unchanged.
+	submit_wait "$TEST_USER" \
+		--io-profile="dl-train,data=$DS,out=$PFSOUT,trace=true" \
+		-o out.txt job.sh >/dev/null ||
+		fail "job failed: $SUBMIT_OUT; output: $(cat out.txt 2>/dev/null)"
+	assert_eq "job state" COMPLETED "$(job_state "$SUBMIT_JOBID")"
+	assert_file_contains "the shim in the tasks" out.txt "PRELOAD=$SHIM_LIB"
+	# The summaries reached the daemon (as the job's user, on its socket).
+	# Before the daemon's shim_report op exists it answers "unknown op",
+	# which is logged with the op's name; once it does, check the job's
+	# telemetry record here instead (processes[].traced, run counters).
+	tail -n +"$((before + 1))" "$IOSTAGED_LOG" | grep -q "shim_report" ||
+		fail "no shim_report reached iostaged: $(tail -n +"$((before + 1))" "$IOSTAGED_LOG" | head -20)"
+	iostage -c "$IOSTAGE_CONF" status >/dev/null || fail "iostaged stopped answering"
 }
