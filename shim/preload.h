@@ -166,6 +166,7 @@ struct shim_fd {
 	uint8_t last_op;        /* 0 none, SHIM_OP_READ, SHIM_OP_WRITE */
 	uint8_t open;           /* the entry describes a live fd */
 	int16_t file;           /* index into the files list, -1 none */
+	uint16_t file_gen;      /* the list's generation when indexed */
 	int64_t pos;            /* the fd's offset as we followed it */
 	int64_t read_end;       /* end of the last read (CONSEC/SEQ) */
 	int64_t write_end;      /* end of the last write */
@@ -197,7 +198,9 @@ void shim_fd_dup(int oldfd, int newfd);
 /* FD was closed. */
 void shim_fd_closed(int fd);
 
-/* Forget every entry (not used at fork: fds are inherited). */
+/* Empty the files list (a forked child, a failed exec): fds indexed into
+ * the old list stop adding to it; the fd table itself is kept, as the fds
+ * are, and left untouched (no copy-on-write of it at every fork). */
 void shim_fd_reset_files(void);
 
 /* Bytes written to an output file through FD. */

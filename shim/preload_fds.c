@@ -29,6 +29,7 @@ struct shim_file {
 
 static struct shim_file files[SHIM_MAX_FILES];
 static atomic_uint nfiles;
+static atomic_ushort files_gen;
 static char arena[SHIM_FILE_ARENA];
 static atomic_uint arena_used;
 
@@ -93,6 +94,7 @@ void shim_fd_opened(int fd, enum shim_class cls, bool ckpt, const char *abs,
 	e->read_end = 0;
 	e->write_end = 0;
 	e->file = -1;
+	e->file_gen = atomic_load(&files_gen);
 	if (cls == SHIM_CLASS_OUTPUT && abs && (flags & (O_WRONLY | O_RDWR)))
 		e->file = file_entry(abs, cls);
 	e->open = 1;
@@ -122,17 +124,18 @@ void shim_fd_reset_files(void)
 {
 	atomic_store(&nfiles, 0);
 	atomic_store(&arena_used, 0);
+	atomic_fetch_add(&files_gen, 1);
 	for (unsigned i = 0; i < SHIM_MAX_FILES; i++) {
 		atomic_store(&files[i].ready, false);
 		atomic_store(&files[i].written, 0);
 	}
-	for (unsigned fd = 0; fd < SHIM_MAX_FDS; fd++)
-		shim_fds[fd].file = -1;
 }
 
 void shim_fd_file_written(const struct shim_fd *e, uint64_t n)
 {
-	if (e->file >= 0 && e->file < SHIM_MAX_FILES)
+	if (e->file >= 0 && e->file < SHIM_MAX_FILES &&
+	    e->file_gen == atomic_load_explicit(&files_gen,
+						memory_order_relaxed))
 		atomic_fetch_add_explicit(&files[e->file].written, n,
 					  memory_order_relaxed);
 }

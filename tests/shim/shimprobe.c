@@ -178,6 +178,50 @@ static void mode_exec(const char *self)
 	die("execve");
 }
 
+/* execl: the same as exec, through execl and the inherited environment. */
+static void mode_execl(const char *self)
+{
+	read_whole("data/f0");
+	execl(self, self, "one", dir, (char *)NULL);
+	die("execl");
+}
+
+/* vfork: read f0, vfork a child that execs mode "one" (reads f1) with our
+ * environment, wait, read f2. The vfork child shares our memory: it must
+ * send no summary of its own (it would report ours); the image it execs
+ * reports itself. Parent: reads 8; the new image: reads 4; no "exec". */
+static void mode_vfork(const char *self)
+{
+	char *args[] = {(char *)self, "one", (char *)dir, NULL};
+	extern char **environ;
+	pid_t pid;
+	int status;
+
+	read_whole("data/f0");
+	pid = vfork();
+	if (pid == 0) {
+		execve(self, args, environ);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		die("vfork child");
+	read_whole("data/f2");
+}
+
+/* system: sh -c 'dd ...' reads data/f3 (10000 bytes in 4 KiB requests);
+ * posix_spawn passes our environment, so sh and dd are traced: dd sends
+ * a summary with those bytes in read/dataset. */
+static void mode_system(void)
+{
+	char cmd[4200];
+
+	snprintf(cmd, sizeof(cmd),
+		 "dd if='%s/data/f3' of=/dev/null bs=4096 status=none", dir);
+	if (system(cmd) != 0)
+		die("system");
+}
+
 static void mode_one(void)
 {
 	read_whole("data/f1");
@@ -345,6 +389,12 @@ int main(int argc, char **argv)
 		mode_fork();
 	else if (strcmp(mode, "exec") == 0)
 		mode_exec(argv[0]);
+	else if (strcmp(mode, "execl") == 0)
+		mode_execl(argv[0]);
+	else if (strcmp(mode, "vfork") == 0)
+		mode_vfork(argv[0]);
+	else if (strcmp(mode, "system") == 0)
+		mode_system();
 	else if (strcmp(mode, "one") == 0)
 		mode_one();
 	else if (strcmp(mode, "threads") == 0)

@@ -389,6 +389,65 @@ START_TEST(test_exec_reports_before_and_traces_after)
 }
 END_TEST
 
+START_TEST(test_execl_reports_before_and_traces_after)
+{
+	struct run r;
+	cJSON *before, *after;
+
+	run_probe("execl", true, NULL, &r);
+	assert_ran_ok(&r, "one");
+	before = only_report(&r, "exec");
+	after = report_of(&r,
+			  (long)cJSON_GetObjectItem(before, "pid")->valuedouble,
+			  "exit");
+	ck_assert(after != NULL);
+	CK_CTR(before, "read", "dataset", "POSIX_READS", 4);
+	CK_CTR(after, "read", "dataset", "POSIX_READS", 4);
+	run_free(&r);
+}
+END_TEST
+
+START_TEST(test_vfork_child_does_not_report_for_the_parent)
+{
+	struct run r;
+	int parent = 0, image = 0;
+
+	run_probe("vfork", true, NULL, &r);
+	assert_ran_ok(&r, "vfork");
+	for (int i = 0; i < r.nreports; i++) {
+		double reads = ctr(r.reports[i], "read", "dataset",
+				   "POSIX_READS");
+
+		ck_assert_str_eq(
+			cJSON_GetObjectItem(r.reports[i], "reason")->valuestring,
+			"exit");
+		parent += reads == 8;
+		image += reads == 4;
+	}
+	ck_assert_int_eq(r.nreports, 2);
+	ck_assert_int_eq(parent, 1);
+	ck_assert_int_eq(image, 1);
+	run_free(&r);
+}
+END_TEST
+
+START_TEST(test_system_children_are_traced)
+{
+	struct run r;
+	int dd = 0;
+
+	run_probe("system", true, NULL, &r);
+	assert_ran_ok(&r, "system");
+	for (int i = 0; i < r.nreports; i++)
+		if (ctr(r.reports[i], "read", "dataset", "POSIX_BYTES_READ") ==
+		    10000)
+			dd++;
+	ck_assert_msg(dd == 1, "%d summaries with dd's 10000 bytes, want 1",
+		      dd);
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_threads_totals_exact)
 {
 	struct run r;
@@ -645,6 +704,9 @@ static Suite *shim_suite(void)
 	tcase_add_test(tc, test_basic_counts_exact);
 	tcase_add_test(tc, test_fork_each_process_reports);
 	tcase_add_test(tc, test_exec_reports_before_and_traces_after);
+	tcase_add_test(tc, test_execl_reports_before_and_traces_after);
+	tcase_add_test(tc, test_vfork_child_does_not_report_for_the_parent);
+	tcase_add_test(tc, test_system_children_are_traced);
 	tcase_add_test(tc, test_threads_totals_exact);
 	tcase_add_test(tc, test_signal_handler_io_no_deadlock);
 	tcase_add_test(tc, test_phase_markers_and_overflow);
