@@ -130,6 +130,12 @@ extern char **environ;
 	X(fopen, FILE *, (const char *, const char *))                        \
 	X(fopen64, FILE *, (const char *, const char *))                      \
 	X(fclose, int, (FILE *))                                              \
+	X(fseek, int, (FILE *, long, int))                                    \
+	X(fseeko, int, (FILE *, off_t, int))                                  \
+	X(fseeko64, int, (FILE *, off64_t, int))                              \
+	X(rewind, void, (FILE *))                                             \
+	X(close_range, int, (unsigned, unsigned, int))                        \
+	X(closefrom, void, (int))                                             \
 	X(fread, size_t, (void *, size_t, size_t, FILE *))                    \
 	X(fread_unlocked, size_t, (void *, size_t, size_t, FILE *))           \
 	X(__fread_chk, size_t, (void *, size_t, size_t, size_t, FILE *))      \
@@ -310,6 +316,16 @@ static void end(struct call *c, enum shim_op op, long long ret, long long off)
 			shim_fd_file_written(e, (uint64_t)ret);
 		if (!e)
 			break;
+		if (off < 0 && !rd && e->append) {
+			/* O_APPEND: each write lands at the end, after the
+			 * last; where that is the shim does not know. */
+			k[SHIM_CONSEC_WRITES]++;
+			k[SHIM_SEQ_WRITES]++;
+			if (e->last_op == SHIM_OP_READ)
+				k[SHIM_RW_SWITCHES]++;
+			e->last_op = (uint8_t)op;
+			break;
+		}
 		if (off < 0) {
 			off = e->pos;
 			e->pos = off + ret;
@@ -504,6 +520,24 @@ SHIM_EXPORT int dup3(int fd, int fd2, int flags)
 
 	dup_done(fd, ret);
 	return ret;
+}
+
+SHIM_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	int ret = CALL_REAL(-1, close_range, first, last, flags);
+
+	/* CLOSE_RANGE_CLOEXEC (4) only marks them; they stay open. */
+	if (ret == 0 && !(flags & 4) && shim_enabled() && !guard)
+		shim_fd_closed_range(first, last);
+	return ret;
+}
+
+SHIM_EXPORT void closefrom(int lowfd)
+{
+	if (REAL(closefrom))
+		real.closefrom(lowfd);
+	if (lowfd >= 0 && shim_enabled() && !guard)
+		shim_fd_closed_range((unsigned)lowfd, ~0U);
 }
 
 SHIM_EXPORT int chdir(const char *path)
@@ -777,9 +811,11 @@ static int mode_flags(const char *mode)
 {
 	if (!mode)
 		return O_RDONLY;
+	int append = mode[0] == 'a' ? O_APPEND : 0;
+
 	if (strchr(mode, '+'))
-		return O_RDWR;
-	return mode[0] == 'r' ? O_RDONLY : O_WRONLY;
+		return O_RDWR | append;
+	return mode[0] == 'r' ? O_RDONLY : O_WRONLY | append;
 }
 
 #define FOPEN_WRAPPER(name)                                                   \
@@ -821,6 +857,52 @@ SHIM_EXPORT int fclose(FILE *fp)
 	c.fd = NULL;
 	end(&c, SHIM_OP_CLOSE, ret == 0 ? 0 : -1, 0);
 	return ret;
+}
+
+/* After a stdio seek, the stream's position is where its next fread or
+ * fwrite starts (ftello flushes nothing and changes no errno on success). */
+static void stream_seeked(struct call *c, FILE *fp, int ret)
+{
+	int saved = errno;
+
+	if (ret == 0 && c->fd) {
+		off_t pos = ftello(fp);
+
+		if (pos >= 0)
+			c->fd->pos = pos;
+	}
+	errno = saved;
+	end(c, SHIM_OP_SEEK, ret == 0 ? 0 : -1, 0);
+}
+
+#define FSEEK_WRAPPER(name, offtype)                                          \
+	SHIM_EXPORT int name(FILE *fp, offtype off, int whence)               \
+	{                                                                     \
+		struct call c;                                                \
+		int ret;                                                      \
+                                                                              \
+		if (!begin_fd(&c, stream_fd(fp)))                             \
+			return CALL_REAL(-1, name, fp, off, whence);          \
+		ret = CALL_REAL(-1, name, fp, off, whence);                   \
+		stream_seeked(&c, fp, ret);                                   \
+		return ret;                                                   \
+	}
+FSEEK_WRAPPER(fseek, long)
+FSEEK_WRAPPER(fseeko, off_t)
+FSEEK_WRAPPER(fseeko64, off64_t)
+
+SHIM_EXPORT void rewind(FILE *fp)
+{
+	struct call c;
+
+	if (!begin_fd(&c, stream_fd(fp))) {
+		if (REAL(rewind))
+			real.rewind(fp);
+		return;
+	}
+	if (REAL(rewind))
+		real.rewind(fp);
+	stream_seeked(&c, fp, 0);
 }
 
 #define FREAD_WRAPPER(name, op, buftype)                                      \

@@ -165,6 +165,7 @@ struct shim_fd {
 	uint8_t ckpt;           /* an output whose path says checkpoint */
 	uint8_t last_op;        /* 0 none, SHIM_OP_READ, SHIM_OP_WRITE */
 	uint8_t open;           /* the entry describes a live fd */
+	uint8_t append;         /* O_APPEND: writes go to the end, wherever */
 	int16_t file;           /* index into the files list, -1 none */
 	uint16_t file_gen;      /* the list's generation when indexed */
 	int64_t pos;            /* the fd's offset as we followed it */
@@ -197,6 +198,9 @@ void shim_fd_dup(int oldfd, int newfd);
 
 /* FD was closed. */
 void shim_fd_closed(int fd);
+
+/* Every fd from FIRST to LAST (inclusive) was closed (close_range). */
+void shim_fd_closed_range(unsigned first, unsigned last);
 
 /* Empty the files list (a forked child, a failed exec): fds indexed into
  * the old list stop adding to it; the fd table itself is kept, as the fds

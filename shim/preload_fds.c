@@ -93,6 +93,7 @@ void shim_fd_opened(int fd, enum shim_class cls, bool ckpt, const char *abs,
 	e->pos = 0;
 	e->read_end = 0;
 	e->write_end = 0;
+	e->append = (flags & O_APPEND) != 0;
 	e->file = -1;
 	e->file_gen = atomic_load(&files_gen);
 	if (cls == SHIM_CLASS_OUTPUT && abs && (flags & (O_WRONLY | O_RDWR)))
@@ -118,6 +119,13 @@ void shim_fd_closed(int fd)
 
 	if (e)
 		e->open = 0;
+}
+
+void shim_fd_closed_range(unsigned first, unsigned last)
+{
+	for (unsigned fd = first; fd <= last && fd < SHIM_MAX_FDS; fd++)
+		if (shim_fds[fd].open) /* read first: no needless page copy */
+			shim_fds[fd].open = 0;
 }
 
 void shim_fd_reset_files(void)

@@ -347,6 +347,44 @@ static void mode_paths(void)
 		die("stat f4");
 }
 
+/* stdio: fopen data/f0, fread 100 twice (consecutive), fseek to 5000,
+ * fread 100 (sequential only), rewind, fread 100 (neither), fclose; in
+ * read/dataset: opens 3 (with f1 and f2 below), reads 4, bytes 400,
+ * consec 2, seq 3, seeks 2. out/results/log.txt opened "a" and 3 fwrites
+ * of 10 (write/output: all consecutive and sequential, no max byte).
+ * f1 and f2 opened, then closed by close_range; a pipe reuses their fds
+ * and a 5-byte write to it is run/other, not dataset. */
+static void mode_stdio(void)
+{
+	char path[4096], b[100];
+	int fa, fb, p[2];
+	FILE *fp;
+
+	path_of(path, sizeof(path), "data/f0");
+	fp = fopen(path, "r");
+	if (!fp || fread(b, 1, 100, fp) != 100 || fread(b, 100, 1, fp) != 1 ||
+	    fseek(fp, 5000, SEEK_SET) != 0 || fread(b, 1, 100, fp) != 100)
+		die("stdio read");
+	rewind(fp);
+	if (fread(b, 1, 100, fp) != 100)
+		die("fread after rewind");
+	fclose(fp);
+	path_of(path, sizeof(path), "out/results/log.txt");
+	fp = fopen(path, "a");
+	for (int i = 0; i < 3; i++)
+		if (!fp || fwrite(b, 1, 10, fp) != 10)
+			die("append");
+	fclose(fp);
+	fa = open_rel("data/f1", O_RDONLY);
+	fb = open_rel("data/f2", O_RDONLY);
+	if (fb != fa + 1 || close_range((unsigned)fa, (unsigned)fb, 0) < 0)
+		die("close_range");
+	if (pipe(p) < 0 || p[0] != fa || write(p[1], "hello", 5) != 5)
+		die("pipe");
+	close(p[0]);
+	close(p[1]);
+}
+
 /* errno: what failing calls leave in errno, printed; the test compares a
  * run with the shim against one without. */
 static void mode_errno(void)
@@ -403,6 +441,8 @@ int main(int argc, char **argv)
 		mode_signal();
 	else if (strcmp(mode, "phases") == 0)
 		mode_phases();
+	else if (strcmp(mode, "stdio") == 0)
+		mode_stdio();
 	else if (strcmp(mode, "paths") == 0)
 		mode_paths();
 	else if (strcmp(mode, "errno") == 0)

@@ -506,6 +506,32 @@ START_TEST(test_phase_markers_and_overflow)
 }
 END_TEST
 
+START_TEST(test_stdio_seeks_append_close_range)
+{
+	struct run r;
+	cJSON *rep;
+
+	run_probe("stdio", true, NULL, &r);
+	assert_ran_ok(&r, "stdio");
+	rep = only_report(&r, "exit");
+	CK_CTR(rep, "read", "dataset", "POSIX_OPENS", 3);
+	CK_CTR(rep, "read", "dataset", "POSIX_READS", 4);
+	CK_CTR(rep, "read", "dataset", "POSIX_BYTES_READ", 400);
+	CK_CTR(rep, "read", "dataset", "POSIX_CONSEC_READS", 2);
+	CK_CTR(rep, "read", "dataset", "POSIX_SEQ_READS", 3);
+	CK_CTR(rep, "read", "dataset", "POSIX_SEEKS", 2);
+	CK_CTR(rep, "read", "dataset", "POSIX_MAX_BYTE_READ", 5099);
+	CK_CTR(rep, "write", "output", "POSIX_WRITES", 3);
+	CK_CTR(rep, "write", "output", "POSIX_CONSEC_WRITES", 3);
+	CK_CTR(rep, "write", "output", "POSIX_SEQ_WRITES", 3);
+	CK_CTR(rep, "write", "output", "POSIX_MAX_BYTE_WRITTEN", -1);
+	/* The pipe reused the fds close_range closed: not a dataset. */
+	CK_CTR(rep, "run", "other", "POSIX_WRITES", 1);
+	CK_CTR(rep, "run", "other", "POSIX_BYTES_WRITTEN", 5);
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_path_forms_classified)
 {
 	struct run r;
@@ -710,6 +736,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(tc, test_threads_totals_exact);
 	tcase_add_test(tc, test_signal_handler_io_no_deadlock);
 	tcase_add_test(tc, test_phase_markers_and_overflow);
+	tcase_add_test(tc, test_stdio_seeks_append_close_range);
 	tcase_add_test(tc, test_path_forms_classified);
 	tcase_add_test(tc, test_errno_and_results_unchanged);
 	tcase_add_test(tc, test_unwritable_report_path);
