@@ -145,3 +145,53 @@ test_trace_to_the_daemon_socket_leaves_the_job_alone() {
 		fail "no shim_report reached iostaged: $(tail -n +"$((before + 1))" "$IOSTAGED_LOG" | head -20)"
 	iostage -c "$IOSTAGE_CONF" status >/dev/null || fail "iostaged stopped answering"
 }
+
+# with_conf_edit SED_SCRIPT: edit the node's iostage.conf for this test
+# (the plugin reads it at every step); the original comes back when the
+# test's shell exits, passed or failed.
+with_conf_edit() {
+	cp -p "$IOSTAGE_CONF" "$TEST_WORKDIR/iostage.conf.orig"
+	trap 'cp -p "$TEST_WORKDIR/iostage.conf.orig" "$IOSTAGE_CONF"' EXIT
+	sed -i "$1" "$IOSTAGE_CONF"
+}
+
+# A user profile that does not ask for tracing (trace defaults to false).
+write_untraced_profile() {
+	cat >"$TEST_WORKDIR/p.json" <<JSON
+{"datasets":[{"name":"ds","path":"$DS"}],"outputs":[{"name":"run1","path":"$PFSOUT"}]}
+JSON
+	chmod 0644 "$TEST_WORKDIR/p.json"
+}
+
+test_site_trace_yes_traces_every_iostage_job() {
+	shim_fixture
+	write_shim_job
+	write_untraced_profile
+	with_conf_edit '$a Trace=yes'
+	submit_wait "$TEST_USER" --export=ALL,IOSTAGE_SHIM_REPORT="$REPORT" \
+		--io-profile="$TEST_WORKDIR/p.json" -o out.txt job.sh >/dev/null ||
+		fail "job failed: $SUBMIT_OUT; output: $(cat out.txt 2>/dev/null)"
+	assert_file_contains "LD_PRELOAD in the task" out.txt "PRELOAD=$SHIM_LIB"
+	assert_eq "dd's bytes from the dataset" 300000 \
+		"$(summaries '.counters.read.dataset.POSIX_BYTES_READ // empty' | sort -n | tail -n1)"
+	# A job without --io-profile is not an iostage job: untouched.
+	submit_wait "$TEST_USER" -o plain.txt --wrap 'printf "PRELOAD=%s\n" "$LD_PRELOAD"' >/dev/null ||
+		fail "plain job failed: $SUBMIT_OUT"
+	assert_file_eq "no LD_PRELOAD without --io-profile" plain.txt "PRELOAD="
+}
+
+test_unreadable_trace_library_runs_the_job_untraced() {
+	shim_fixture
+	write_shim_job
+	with_conf_edit "s|^TraceLibrary=.*|TraceLibrary=$TEST_WORKDIR/missing/libiostage-preload.so|"
+	submit_wait "$TEST_USER" --export=ALL,IOSTAGE_SHIM_REPORT="$REPORT" \
+		--io-profile="dl-train,data=$DS,out=$PFSOUT,trace=true" \
+		-o out.txt job.sh >/dev/null ||
+		fail "job failed: $SUBMIT_OUT; output: $(cat out.txt 2>/dev/null)"
+	grep -qx 'PRELOAD=' out.txt && grep -qx 'CLASSES=' out.txt ||
+		fail "the task was given the shim anyway: $(cat out.txt)"
+	[ ! -s "$REPORT" ] || fail "untraced job wrote summaries"
+	# One clear line, which slurmstepd also copies to the job's stderr.
+	assert_file_contains "why the job is untraced" out.txt \
+		"iostage: trace: TraceLibrary $TEST_WORKDIR/missing/libiostage-preload.so: No such file or directory; job $SUBMIT_JOBID runs untraced"
+}
