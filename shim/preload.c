@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -156,22 +157,32 @@ static struct {
 } real;
 
 static atomic_int resolved; /* 0 no, 1 in progress, 2 done */
+static __thread int resolving __attribute__((tls_model("initial-exec")));
 
+/* Resolve every real function once. Another thread that needs one while
+ * the resolution is under way waits for it (it takes microseconds, once);
+ * the resolving thread itself, re-entered from inside dlsym, cannot wait
+ * and gets NULL. */
 static void resolve_all(void)
 {
 	int expect = 0;
 
-	if (!atomic_compare_exchange_strong(&resolved, &expect, 1))
-		return; /* done, or being done by someone (we can't wait) */
+	if (!atomic_compare_exchange_strong(&resolved, &expect, 1)) {
+		while (!resolving && atomic_load(&resolved) != 2)
+			sched_yield();
+		return;
+	}
+	resolving = 1;
 #define REAL_RESOLVE(name, ret, args)                                         \
 	real.name = (ret(*) args)dlsym(RTLD_NEXT, #name);
 	REAL_LIST(REAL_RESOLVE)
+	resolving = 0;
 	atomic_store(&resolved, 2);
 }
 
-/* The real NAME, resolving on first use; a call we cannot forward fails
- * with ENOSYS rather than crash (no libc lacks these, but a half-done
- * resolution in another thread might still be in flight). */
+/* The real NAME, resolving on first use; a call we cannot forward (dlsym
+ * re-entering us mid-resolution; a libc without NAME) fails with ENOSYS
+ * rather than crash. */
 #define REAL(name)                                                            \
 	({                                                                    \
 		if (__builtin_expect(!real.name, 0))                          \
