@@ -212,6 +212,65 @@ install-libiostage: $(LIBIOSTAGE)
 	ln -sf libiostage.so.0 $(DESTDIR)$(libdir)/libiostage.so
 	install -m 0644 shim/iostage.h $(DESTDIR)$(includedir)/iostage.h
 
+# ---- shim/: libiostage-preload.so, the LD_PRELOAD I/O shim (docs/SHIM.md).
+# Self-contained: no libcommon, no cJSON in the traced application's address
+# space. Its objects are built without _FORTIFY_SOURCE (their functions *are*
+# read(), fread(), ...) and without sanitizers (it is loaded into programs
+# that are not built with them); only the interposers are exported.
+SHIM_PRELOAD_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard shim/preload*.c))
+SHIM_PRELOAD     := $(BUILD)/shim/libiostage-preload.so
+shimlibdir       ?= $(libdir)/iostage
+SHIM_CFLAGS      := $(filter-out -fsanitize=%,$(CFLAGS)) -U_FORTIFY_SOURCE \
+                    -fvisibility=hidden
+# The plugin injects the library from where `make install` puts it
+# (iostage.conf TraceLibrary= overrides).
+CPPFLAGS += -DIOSTAGE_SHIM_PATH='"$(shimlibdir)/libiostage-preload.so"'
+SHIM_PROBE       := $(BUILD)/tests/shimprobe
+SHIM_BENCH       := $(BUILD)/bench/shimbench
+
+.PHONY: shim install-shim bench-shim
+all: $(SHIM_PRELOAD)
+shim: $(SHIM_PRELOAD)
+
+$(SHIM_PRELOAD_OBJ): $(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(SHIM_CFLAGS) -c -o $@ $<
+
+$(SHIM_PRELOAD): $(SHIM_PRELOAD_OBJ)
+	$(CC) -shared $(filter-out -fsanitize=%,$(LDFLAGS)) -Wl,-z,defs \
+	    -o $@ $^ -ldl -pthread
+
+# The probe runs under LD_PRELOAD of the shim: like the shim, no
+# sanitizers (ASan insists on being the first library loaded).
+$(SHIM_PROBE): tests/shim/shimprobe.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) -o $@ $< \
+	    $(filter-out -fsanitize=%,$(LDFLAGS)) -pthread
+
+# The shim's unit tests run the probe under LD_PRELOAD; they find both here.
+$(BUILD)/tests/check_shim: tests/unit/check_shim.c $(SHIM_PRELOAD) $(SHIM_PROBE)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) \
+	    -DSHIM_TEST_LIB='"$(abspath $(SHIM_PRELOAD))"' \
+	    -DSHIM_TEST_PROBE='"$(abspath $(SHIM_PROBE))"' -o $@ $< \
+	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
+
+$(SHIM_BENCH): bench/shimbench.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) -o $@ $< \
+	    $(filter-out -fsanitize=%,$(LDFLAGS))
+
+install: install-shim
+install-shim: $(SHIM_PRELOAD)
+	install -d $(DESTDIR)$(shimlibdir)
+	install -m 0755 $(SHIM_PRELOAD) $(DESTDIR)$(shimlibdir)/libiostage-preload.so
+
+# Shim on vs off: metadata-heavy and bulk reads (bench/shim.sh, knobs there).
+# About a minute; `make bench` runs it before the staging benchmarks.
+bench-shim: $(SHIM_PRELOAD) $(SHIM_BENCH)
+	@BUILD=$(BUILD) bench/shim.sh
+bench: bench-shim
+
 clean:
 	rm -rf $(BUILD)
 

@@ -56,6 +56,8 @@ enum conf_key {
 	CONF_KEY_METRICS_TEXTFILE,
 	CONF_KEY_METRICS_INTERVAL,
 	CONF_KEY_METRICS_JOB_GRACE,
+	CONF_KEY_TRACE,
+	CONF_KEY_TRACE_LIBRARY,
 	CONF_KEY_COUNT,
 };
 
@@ -82,6 +84,8 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_METRICS_TEXTFILE] = "MetricsTextfile",
     [CONF_KEY_METRICS_INTERVAL] = "MetricsInterval",
     [CONF_KEY_METRICS_JOB_GRACE] = "MetricsJobGrace",
+    [CONF_KEY_TRACE] = "Trace",
+    [CONF_KEY_TRACE_LIBRARY] = "TraceLibrary",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -231,6 +235,8 @@ void conf_set_defaults(struct conf *conf)
 		 "127.0.0.1:9464");
 	conf->metrics_interval = 15;
 	conf->metrics_job_grace = 300;
+	snprintf(conf->trace_library, sizeof(conf->trace_library), "%s",
+		 IOSTAGE_SHIM_PATH);
 	conf_default_node_name(conf->node_name, sizeof(conf->node_name));
 }
 
@@ -634,6 +640,24 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 	case CONF_KEY_METRICS_JOB_GRACE:
 		return conf_uint(cp, key, val, 0, 86400,
 				 &c->metrics_job_grace);
+	case CONF_KEY_TRACE:
+		if (strcasecmp(val, "yes") == 0 || strcasecmp(val, "no") == 0) {
+			c->trace = strcasecmp(val, "yes") == 0;
+			return 0;
+		}
+		return conf_fail(cp, "key '%s': expected yes or no, not '%s'",
+				 key, conf_show(val, show, sizeof(show)));
+	case CONF_KEY_TRACE_LIBRARY:
+		/* It goes into LD_PRELOAD, whose separators are ':' and
+		 * blanks: a path holding one would preload something else. */
+		if (strpbrk(val, ": \t"))
+			return conf_fail(cp,
+					 "key '%s': '%s' holds ':' or a blank "
+					 "(LD_PRELOAD separators)",
+					 key,
+					 conf_show(val, show, sizeof(show)));
+		return conf_path(cp, key, val, c->trace_library,
+				 sizeof(c->trace_library));
 	case CONF_KEY_COUNT:
 		break;
 	}

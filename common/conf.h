@@ -25,6 +25,10 @@
 #define CONF_RECOMMEND_MIN_JOBS_MAX 1000
 #define CONF_LISTEN_MAX 64    /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
 
+#ifndef IOSTAGE_SHIM_PATH
+#define IOSTAGE_SHIM_PATH "/usr/local/lib/iostage/libiostage-preload.so"
+#endif
+
 #ifndef IOSTAGE_CONF_PATH
 #define IOSTAGE_CONF_PATH "/etc/slurm/iostage.conf"
 #endif
@@ -78,6 +82,8 @@ struct conf {
 	char metrics_textfile[CONF_PATH_MAX]; /* node_exporter file, "" = none */
 	unsigned metrics_interval;      /* seconds between textfile writes */
 	unsigned metrics_job_grace;     /* seconds a finished job's series stay */
+	bool trace;                     /* Trace=yes: deep mode for every job */
+	char trace_library[CONF_PATH_MAX]; /* the LD_PRELOAD shim (TraceLibrary) */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -89,7 +95,9 @@ struct conf {
  * DrainTimeout=600, TelemetryInterval=1 (seconds, 0.1 to 60, decimals
  * allowed; kept in milliseconds), HistoryRetention=90d, RecommendMinJobs=3,
  * RecommendWindow=30d, RecommendHint=yes, MetricsListen=127.0.0.1:9464,
- * MetricsTextfile=no, MetricsInterval=15, MetricsJobGrace=300. */
+ * MetricsTextfile=no, MetricsInterval=15, MetricsJobGrace=300, Trace=no,
+ * TraceLibrary=IOSTAGE_SHIM_PATH (where `make install` puts
+ * libiostage-preload.so). */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is

@@ -2,7 +2,8 @@
  *
  *   allocator (sbatch, salloc), local (srun): validate --io-profile (submit.c)
  *   remote (slurmstepd): export the staged paths to the tasks (task.c),
- *                        register task pids for telemetry (telemetry.c)
+ *                        register task pids for telemetry (telemetry.c),
+ *                        preload the I/O shim in deep mode (trace.c)
  * The plugin never exits a Slurm process; it reports with slurm_error().
  */
 #include <slurm/spank.h>
@@ -11,6 +12,7 @@
 #include "spank/submit.h"
 #include "spank/task.h"
 #include "spank/telemetry.h"
+#include "spank/trace.h"
 
 SPANK_PLUGIN(iostage, 1);
 
@@ -45,9 +47,12 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
-	if (spank_remote(sp))
-		telemetry_user_init(sp);
-	return spank_remote(sp) ? task_user_init(sp) : 0;
+	if (!spank_remote(sp))
+		return 0;
+	telemetry_user_init(sp);
+	if (task_user_init(sp) < 0)
+		return -1;
+	return trace_user_init(sp);
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)

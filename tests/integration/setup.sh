@@ -47,6 +47,7 @@ MetricsListen=127.0.0.1:$IOSTAGE_METRICS_PORT
 MetricsTextfile=$IOSTAGE_TEXTFILE
 MetricsInterval=1
 MetricsJobGrace=$IOSTAGE_METRICS_GRACE
+TraceLibrary=$IOSTAGE_ROOT/usr/lib/iostage/libiostage-preload.so
 CONF
 chmod 0644 "$IOSTAGE_CONF"
 

@@ -194,6 +194,13 @@ static const struct err_case err_cases[] = {
      "t.conf:2: key 'DrainTimeout': '10m' is not a number"},
     {T1 "DrainTimeout=60\ndraintimeout=60\n",
      "t.conf:3: key 'DrainTimeout': duplicate (first set on line 2)"},
+    {T1 "Trace=maybe\n",
+     "t.conf:2: key 'Trace': expected yes or no, not 'maybe'"},
+    {T1 "TraceLibrary=lib/x.so\n",
+     "t.conf:2: key 'TraceLibrary': lib/x.so: not an absolute path"},
+    {T1 "TraceLibrary=/a.so:/b.so\n",
+     "t.conf:2: key 'TraceLibrary': '/a.so:/b.so' holds ':' or a blank "
+     "(LD_PRELOAD separators)"},
     {T1 "SocketPath=run/x.sock\n",
      "t.conf:2: key 'SocketPath': run/x.sock: not an absolute path"},
     {T1 "SocketPath=/run/"
@@ -588,6 +595,24 @@ END_TEST
 
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* Deep mode (docs/SHIM.md): off by default, the shim where make install
+ * puts it; both settable. */
+START_TEST(test_trace_keys)
+{
+	struct conf c;
+	char err[CONF_ERR_MAX] = "";
+
+	ck_assert_int_eq(conf_parse(T1, "t.conf", &c, err, sizeof(err)), 0);
+	ck_assert(!c.trace);
+	ck_assert_str_eq(c.trace_library, IOSTAGE_SHIM_PATH);
+	ck_assert_msg(conf_parse(T1 "trace=YES\nTraceLibrary=/opt/s/p.so\n",
+				 "t.conf", &c, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert(c.trace);
+	ck_assert_str_eq(c.trace_library, "/opt/s/p.so");
+}
+END_TEST
+
 static Suite *conf_suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -601,6 +626,7 @@ static Suite *conf_suite(void)
 	tcase_add_test(tc, test_null_inputs);
 	tcase_add_loop_test(tc, test_size_table, 0, N(size_cases));
 	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_trace_keys);
 	tcase_add_loop_test(tc, test_node_names, 0, N(node_cases));
 	suite_add_tcase(s, tc);
 
