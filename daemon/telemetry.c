@@ -31,6 +31,7 @@
 #define TEL_RECORD_MAX (8 * 1024 * 1024) /* a record file we read back */
 #define TEL_PERSIST_EVERY_S 5
 #define TEL_RANKS_MAX 64                 /* ranks listed per sub-phase */
+#define TEL_FINISHED_MAX 256             /* recently finished jobs remembered */
 
 struct tproc {
 	struct telemetry_task id;
@@ -77,6 +78,34 @@ struct tjob {
 static const struct conf *tel_conf;
 static pthread_mutex_t tel_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tjob *tjobs;
+
+/* Jobs finished lately. Between telemetry_finish_job and jobs_finish the
+ * job is still in the job table; a query in that window (a scrape, a
+ * user) must not bring its record back to life, or the next persist would
+ * overwrite the finished record with a new, empty one. */
+static struct {
+	uint32_t id;
+	time_t at;
+} finished_jobs[TEL_FINISHED_MAX];
+static size_t finished_next;
+
+static void remember_finished_locked(uint32_t id)
+{
+	finished_jobs[finished_next % TEL_FINISHED_MAX].id = id;
+	finished_jobs[finished_next % TEL_FINISHED_MAX].at = time(NULL);
+	finished_next++;
+}
+
+/* Was JOB finished already? A job created after its id finished is a new
+ * job with a reused id (slurmctld restarted with a fresh id counter). */
+static bool finished_locked(const struct job *job)
+{
+	for (size_t i = 0; i < TEL_FINISHED_MAX; i++)
+		if (finished_jobs[i].at && finished_jobs[i].id == job->id &&
+		    job->created <= finished_jobs[i].at)
+			return true;
+	return false;
+}
 static int dir_fd = -1;
 
 static double now_s(void)
@@ -279,7 +308,7 @@ static struct tjob *get_locked(uint32_t id, uid_t peer_uid, char *err,
 		jobs_put(job);
 		job = NULL;
 	}
-	if (!t && job)
+	if (!t && job && !finished_locked(job))
 		t = tjob_create(job);
 	else if (t && job)
 		refresh_from_job(t, job);
@@ -1038,12 +1067,18 @@ cJSON *telemetry_record(uint32_t id, uid_t peer_uid, char *err,
 	t = find_locked(id);
 	if (t || jobs_known(id)) {
 		t = get_locked(id, peer_uid, err, errlen);
-		if (t)
+		if (t) {
 			rec = build_locked(t, false, 0);
-		pthread_mutex_unlock(&tel_lock);
-		if (t && !rec)
-			snprintf(err, errlen, "out of memory");
-		return rec;
+			pthread_mutex_unlock(&tel_lock);
+			if (!rec)
+				snprintf(err, errlen, "out of memory");
+			return rec;
+		}
+		if (find_locked(id) || !strstr(err, "unknown job")) {
+			pthread_mutex_unlock(&tel_lock);
+			return NULL; /* permission denied */
+		}
+		/* Finished, still in the job table: its record is on disk. */
 	}
 	pthread_mutex_unlock(&tel_lock);
 	rec = read_record(id);
@@ -1146,6 +1181,7 @@ cJSON *telemetry_finish_job(uint32_t id)
 			*pp = t->next;
 			break;
 		}
+	remember_finished_locked(id);
 	pthread_mutex_unlock(&tel_lock);
 	tjob_free(t);
 	return rec;

@@ -106,7 +106,7 @@ test_srun_and_salloc_refuse_bad_spec() {
 }
 
 test_auto_without_history_runs() {
-	submit_wait "$TEST_USER" --io-profile=auto -o out.txt --wrap 'echo ran' >/dev/null ||
+	submit_wait "$TEST_USER" -J "never-ran-before-$$" --io-profile=auto -o out.txt --wrap 'echo ran' >/dev/null ||
 		fail "sbatch failed: $SUBMIT_OUT"
 	assert_contains "sbatch output" "$SUBMIT_OUT" "no history yet"
 	assert_file_contains "job output" out.txt "ran"
