@@ -143,6 +143,7 @@ bench:
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) bench/run.sh
 	@$(MAKE) --no-print-directory bench-history
+	@$(MAKE) --no-print-directory bench-telemetry
 
 # The job history at 1,000,000 jobs: ingest rate, query p99, size on disk
 # (bench/history.c; BENCH_HISTORY_ARGS="-n 100000" for a quick run).
