@@ -285,10 +285,6 @@ static rocksdb_options_t *db_options(struct history *h, bool create)
 	 * write amplification) cost more CPU than the ingest itself on a
 	 * small node (bench/history.c). */
 	rocksdb_options_set_compaction_style(o, rocksdb_universal_compaction);
-	/* Merge sorted runs when there are 8, not 4: half the rewriting
-	 * while a large history is filed (bench: +10 % ingest at 400,000
-	 * jobs), and a query's scan still meets few runs. */
-	rocksdb_options_set_level0_file_num_compaction_trigger(o, 8);
 	rocksdb_options_set_write_buffer_size(o, 64 << 20);
 	rocksdb_options_set_max_write_buffer_number(o, 4);
 	/* Arena blocks under glibc's mmap threshold are reused from the
