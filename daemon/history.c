@@ -79,8 +79,14 @@ struct history {
 	pthread_mutex_t mu;
 	pthread_cond_t idle; /* an in-flight id was released */
 	struct put_slot *free_slots;
-	uint32_t *inflight;
-	size_t ninflight, capinflight;
+	struct inflight *inflight; /* registered filings */
+};
+
+/* The job ids one filing (or one retention batch) has in flight. */
+struct inflight {
+	const uint32_t *jobs;
+	size_t n;
+	struct inflight *next;
 };
 
 struct put_slot {
@@ -255,7 +261,6 @@ void history_close(struct history *h)
 		jsonbuf_fini(&s->json);
 		free(s);
 	}
-	free(h->inflight);
 	pthread_cond_destroy(&h->idle);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
@@ -682,61 +687,43 @@ nomem:
 
 static bool inflight_has(const struct history *h, uint32_t job)
 {
-	for (size_t i = 0; i < h->ninflight; i++)
-		if (h->inflight[i] == job)
-			return true;
+	for (const struct inflight *t = h->inflight; t; t = t->next)
+		for (size_t i = 0; i < t->n; i++)
+			if (t->jobs[i] == job)
+				return true;
 	return false;
 }
 
-/* Register the N ids in JOBS (with h->mu held): all of them, once none is
- * in flight elsewhere (WAIT), or none (!WAIT: false when one is busy).
- * Duplicates within JOBS are registered once each, which unregister
- * undoes in kind. -1 with ENOMEM. */
-static int inflight_add(struct history *h, const uint32_t *jobs, size_t n,
-			bool wait, bool *ret_added)
+/* Register T, the N ids in JOBS (h->mu held), once none of them is in
+ * flight: a second filing of a job waits for the first. JOBS stays the
+ * caller's and must outlive the registration. */
+static void inflight_enter(struct history *h, struct inflight *t,
+			   const uint32_t *jobs, size_t n)
 {
-	size_t i;
-
-	*ret_added = false;
-	for (;;) {
-		for (i = 0; i < n; i++)
-			if (inflight_has(h, jobs[i]))
-				break;
-		if (i == n)
-			break;
-		if (!wait)
-			return 0;
-		pthread_cond_wait(&h->idle, &h->mu);
-	}
-	if (h->ninflight + n > h->capinflight) {
-		size_t cap = 2 * (h->ninflight + n);
-		uint32_t *p = realloc(h->inflight, cap * sizeof(*p));
-
-		if (!p) {
-			errno = ENOMEM;
-			return -1;
+	for (size_t i = 0; i < n;) {
+		if (inflight_has(h, jobs[i])) {
+			pthread_cond_wait(&h->idle, &h->mu);
+			i = 0;
+		} else {
+			i++;
 		}
-		h->inflight = p;
-		h->capinflight = cap;
 	}
-	memcpy(h->inflight + h->ninflight, jobs, n * sizeof(*jobs));
-	h->ninflight += n;
-	*ret_added = true;
-	return 0;
+	t->jobs = jobs;
+	t->n = n;
+	t->next = h->inflight;
+	h->inflight = t;
 }
 
-/* Release the N ids in JOBS (h->mu held) and wake the waiters. */
-static void inflight_remove(struct history *h, const uint32_t *jobs,
-			    size_t n)
+/* Release T (h->mu held) and wake the waiters. */
+static void inflight_leave(struct history *h, struct inflight *t)
 {
-	for (size_t k = 0; k < n; k++)
-		for (size_t i = 0; i < h->ninflight; i++)
-			if (h->inflight[i] == jobs[k]) {
-				h->inflight[i] = h->inflight[--h->ninflight];
-				break;
-			}
-	if (n)
-		pthread_cond_broadcast(&h->idle);
+	struct inflight **pp = &h->inflight;
+
+	while (*pp && *pp != t)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = t->next;
+	pthread_cond_broadcast(&h->idle);
 }
 
 static struct put_slot *slot_get(struct history *h)
@@ -777,9 +764,10 @@ int history_put_many(struct history *h, const cJSON *const *records,
 		     size_t n, unsigned flags, char *err, size_t errlen)
 {
 	struct put_slot *slot = NULL;
+	struct inflight ticket;
 	cJSON **facts = NULL;
 	uint32_t *jobs = NULL;
-	bool added = false;
+	bool entered = false;
 	char *rerr = NULL;
 	size_t i;
 	int rc = -1;
@@ -806,11 +794,9 @@ int history_put_many(struct history *h, const cJSON *const *records,
 		jobs[i] = (uint32_t)jobfacts_num(facts[i], "job", 0);
 	}
 	pthread_mutex_lock(&h->mu);
-	if (inflight_add(h, jobs, n, true, &added) < 0)
-		fail(err, errlen, ENOMEM, "history: out of memory");
+	inflight_enter(h, &ticket, jobs, n);
 	pthread_mutex_unlock(&h->mu);
-	if (!added)
-		goto out;
+	entered = true;
 	for (i = 0; i < n; i++)
 		if (queue_record(slot->batch, h, records[i], facts[i],
 				 &slot->json, err, errlen) < 0)
@@ -819,9 +805,9 @@ int history_put_many(struct history *h, const cJSON *const *records,
 		      slot->batch, &rerr);
 	rc = rocks_err(rerr, err, errlen, "write");
 out:
-	if (added) {
+	if (entered) {
 		pthread_mutex_lock(&h->mu);
-		inflight_remove(h, jobs, n);
+		inflight_leave(h, &ticket);
 		pthread_mutex_unlock(&h->mu);
 	}
 	if (slot)
@@ -1177,9 +1163,13 @@ int history_expire(struct history *h, double cutoff, unsigned max,
 		rocksdb_writebatch_t *b = rocksdb_writebatch_create();
 		char *rerr = NULL;
 		unsigned inbatch = 0;
-		size_t nheld = 0;
-		bool added;
+		struct inflight ticket;
+		bool busy;
 
+		/* held[] fills as the batch goes: registered empty first */
+		pthread_mutex_lock(&h->mu);
+		inflight_enter(h, &ticket, held, 0);
+		pthread_mutex_unlock(&h->mu);
 		it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_TIMES]);
 		for (rocksdb_iter_seek_to_first(it);
 		     rocksdb_iter_valid(it) && inbatch < HISTORY_EXPIRE_BATCH &&
@@ -1196,12 +1186,12 @@ int history_expire(struct history *h, double cutoff, unsigned max,
 			/* A job being filed right now is left for the next
 			 * pass: its old keys are that filer's to replace. */
 			pthread_mutex_lock(&h->mu);
-			if (inflight_add(h, &job, 1, false, &added) < 0)
-				added = false;
+			busy = inflight_has(h, job);
+			if (!busy)
+				held[ticket.n++] = job;
 			pthread_mutex_unlock(&h->mu);
-			if (!added)
+			if (busy)
 				continue;
-			held[nheld++] = job;
 			s = get_summary(h, job, NULL, 0);
 			if (s && end_us(jobfacts_num(s, "end", 0)) ==
 				     get_be64(key)) {
@@ -1223,7 +1213,7 @@ int history_expire(struct history *h, double cutoff, unsigned max,
 		}
 		rocksdb_writebatch_destroy(b);
 		pthread_mutex_lock(&h->mu);
-		inflight_remove(h, held, nheld);
+		inflight_leave(h, &ticket);
 		pthread_mutex_unlock(&h->mu);
 		deleted += inbatch;
 		if (inbatch < HISTORY_EXPIRE_BATCH)
