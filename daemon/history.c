@@ -70,9 +70,27 @@ struct history {
 	rocksdb_writeoptions_t *wo, *wo_sync;
 	rocksdb_readoptions_t *ro;
 	bool read_only;
-	/* One batch reused by every put: clearing keeps its buffer, so a
-	 * million jobs do not page-fault a fresh buffer in each time. */
-	pthread_mutex_t put_lock;
+	/* Filers run concurrently: each takes a slot (a WriteBatch and a
+	 * JSON buffer, kept between calls: clearing keeps their buffers, so
+	 * a million jobs do not page-fault fresh ones in each time), and
+	 * registers the job ids it files in the in-flight set, so two
+	 * filings of one job (or a filing and its expiry) never interleave
+	 * their read of the old keys with the write of the new ones. */
+	pthread_mutex_t mu;
+	pthread_cond_t idle; /* an in-flight id was released */
+	struct put_slot *free_slots;
+	struct inflight *inflight; /* registered filings */
+};
+
+/* The job ids one filing (or one retention batch) has in flight. */
+struct inflight {
+	const uint32_t *jobs;
+	size_t n;
+	struct inflight *next;
+};
+
+struct put_slot {
+	struct put_slot *next;
 	rocksdb_writebatch_t *batch;
 	struct jsonbuf json;
 };
@@ -235,10 +253,16 @@ void history_close(struct history *h)
 		rocksdb_writeoptions_destroy(h->wo_sync);
 	if (h->ro)
 		rocksdb_readoptions_destroy(h->ro);
-	if (h->batch)
-		rocksdb_writebatch_destroy(h->batch);
-	jsonbuf_fini(&h->json);
-	pthread_mutex_destroy(&h->put_lock);
+	while (h->free_slots) {
+		struct put_slot *s = h->free_slots;
+
+		h->free_slots = s->next;
+		rocksdb_writebatch_destroy(s->batch);
+		jsonbuf_fini(&s->json);
+		free(s);
+	}
+	pthread_cond_destroy(&h->idle);
+	pthread_mutex_destroy(&h->mu);
 	free(h);
 }
 
@@ -327,8 +351,8 @@ static struct history *history_open_cfs(const char *dir,
 		fail(err, errlen, ENOMEM, "history: out of memory");
 		return NULL;
 	}
-	pthread_mutex_init(&h->put_lock, NULL);
-	h->batch = rocksdb_writebatch_create();
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->idle, NULL);
 	h->table = rocksdb_block_based_options_create();
 	h->filter = rocksdb_filterpolicy_create_bloom(10);
 	rocksdb_block_based_options_set_filter_policy(h->table, h->filter);
@@ -610,39 +634,32 @@ static cJSON *get_summary(struct history *h, uint32_t job, char *err,
 	return j;
 }
 
-/* Queue RECORD's keys; J is scratch space for the JSON text. */
+/* Queue RECORD's keys (FACTS are its jobfacts); J is scratch space for
+ * the JSON text. The caller has JOB registered in flight. */
 static int queue_record(rocksdb_writebatch_t *b, struct history *h,
-			const cJSON *record, struct jsonbuf *j, char *err,
-			size_t errlen)
+			const cJSON *record, const cJSON *facts,
+			struct jsonbuf *j, char *err, size_t errlen)
 {
 	const cJSON *phases;
-	cJSON *facts, *old;
+	cJSON *old;
 	uint32_t job;
 	struct key k;
-	int rc = -1;
 
-	facts = jobfacts_from_record(record, err, errlen);
-	if (!facts)
-		return -1;
 	job = (uint32_t)jobfacts_num(facts, "job", 0);
+	phases = cJSON_GetObjectItemCaseSensitive(record, "phases");
+	if (phases && !cJSON_IsArray(phases))
+		return fail(err, errlen, EINVAL,
+			    "record %u: key 'phases': must be an array", job);
+	if (cJSON_GetArraySize(phases) > HISTORY_PHASES_MAX)
+		return fail(err, errlen, EINVAL,
+			    "record %u: more than %d phases", job,
+			    HISTORY_PHASES_MAX);
 	old = get_summary(h, job, err, errlen);
 	if (!old && errno != ENOENT)
-		goto out;
+		return -1;
 	if (old)
 		delete_job(b, h, job, old);
 	cJSON_Delete(old);
-	phases = cJSON_GetObjectItemCaseSensitive(record, "phases");
-	if (phases && !cJSON_IsArray(phases)) {
-		fail(err, errlen, EINVAL, "record %u: key 'phases': must be "
-					  "an array",
-		     job);
-		goto out;
-	}
-	if (cJSON_GetArraySize(phases) > HISTORY_PHASES_MAX) {
-		fail(err, errlen, EINVAL, "record %u: more than %d phases", job,
-		     HISTORY_PHASES_MAX);
-		goto out;
-	}
 	/* The jobs value is the record without its phases, which have their
 	 * own key: a list or a query never parses timelines. */
 	key_job(&k, job);
@@ -658,26 +675,102 @@ static int queue_record(rocksdb_writebatch_t *b, struct history *h,
 	}
 	if (jsonbuf_print(j, facts, NULL) < 0)
 		goto nomem;
-	if (index_keys(b, h, job, facts, j->data, j->len, false) < 0) {
-		fail(err, errlen, EINVAL, "record %u: user or job name too long",
-		     job);
-		goto out;
-	}
-	rc = 0;
-	goto out;
+	if (index_keys(b, h, job, facts, j->data, j->len, false) < 0)
+		return fail(err, errlen, EINVAL,
+			    "record %u: user or job name too long", job);
+	return 0;
 nomem:
-	fail(err, errlen, ENOMEM, "record %u: out of memory", job);
-out:
-	cJSON_Delete(facts);
-	return rc;
+	return fail(err, errlen, ENOMEM, "record %u: out of memory", job);
 }
 
+/* --- concurrent filers --------------------------------------------------------- */
+
+static bool inflight_has(const struct history *h, uint32_t job)
+{
+	for (const struct inflight *t = h->inflight; t; t = t->next)
+		for (size_t i = 0; i < t->n; i++)
+			if (t->jobs[i] == job)
+				return true;
+	return false;
+}
+
+/* Register T, the N ids in JOBS (h->mu held), once none of them is in
+ * flight: a second filing of a job waits for the first. JOBS stays the
+ * caller's and must outlive the registration. */
+static void inflight_enter(struct history *h, struct inflight *t,
+			   const uint32_t *jobs, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		if (inflight_has(h, jobs[i])) {
+			pthread_cond_wait(&h->idle, &h->mu);
+			i = 0;
+		} else {
+			i++;
+		}
+	}
+	t->jobs = jobs;
+	t->n = n;
+	t->next = h->inflight;
+	h->inflight = t;
+}
+
+/* Release T (h->mu held) and wake the waiters. */
+static void inflight_leave(struct history *h, struct inflight *t)
+{
+	struct inflight **pp = &h->inflight;
+
+	while (*pp && *pp != t)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = t->next;
+	pthread_cond_broadcast(&h->idle);
+}
+
+static struct put_slot *slot_get(struct history *h)
+{
+	struct put_slot *s;
+
+	pthread_mutex_lock(&h->mu);
+	s = h->free_slots;
+	if (s)
+		h->free_slots = s->next;
+	pthread_mutex_unlock(&h->mu);
+	if (s)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (s && !(s->batch = rocksdb_writebatch_create())) {
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
+static void slot_put(struct history *h, struct put_slot *s)
+{
+	rocksdb_writebatch_clear(s->batch);
+	pthread_mutex_lock(&h->mu);
+	s->next = h->free_slots;
+	h->free_slots = s;
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* Filing runs in two stages that callers on other threads overlap: the
+ * records reduced to facts (no lock), then, with the job ids registered
+ * in flight, the old keys read, the JSON printed and the batch written.
+ * RocksDB groups concurrent writes and inserts them into the memtables in
+ * parallel, so two filers on two cores file nearly twice as fast as one
+ * (bench/history.c -t). Nothing is shared but the in-flight set. */
 int history_put_many(struct history *h, const cJSON *const *records,
 		     size_t n, unsigned flags, char *err, size_t errlen)
 {
-	rocksdb_writebatch_t *b;
+	struct put_slot *slot = NULL;
+	struct inflight ticket;
+	cJSON **facts = NULL;
+	uint32_t *jobs = NULL;
+	bool entered = false;
 	char *rerr = NULL;
-	int rc = 0;
+	size_t i;
+	int rc = -1;
 
 	if (!h)
 		return fail(err, errlen, EINVAL, "history: not open");
@@ -685,19 +778,44 @@ int history_put_many(struct history *h, const cJSON *const *records,
 		return fail(err, errlen, EROFS,
 			    "history is read-only (damaged database opened "
 			    "for reading only)");
-	pthread_mutex_lock(&h->put_lock);
-	b = h->batch;
-	rocksdb_writebatch_clear(b);
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = queue_record(b, h, records[i], &h->json, err, errlen);
-	if (rc == 0) {
-		rocksdb_write(h->db, (flags & HISTORY_PUT_SYNC) ? h->wo_sync
-								: h->wo,
-			      b, &rerr);
-		rc = rocks_err(rerr, err, errlen, "write");
+	if (n == 0)
+		return 0;
+	facts = calloc(n, sizeof(*facts));
+	jobs = calloc(n, sizeof(*jobs));
+	slot = slot_get(h);
+	if (!facts || !jobs || !slot) {
+		fail(err, errlen, ENOMEM, "history: out of memory");
+		goto out;
 	}
-	rocksdb_writebatch_clear(b);
-	pthread_mutex_unlock(&h->put_lock);
+	for (i = 0; i < n; i++) {
+		facts[i] = jobfacts_from_record(records[i], err, errlen);
+		if (!facts[i])
+			goto out;
+		jobs[i] = (uint32_t)jobfacts_num(facts[i], "job", 0);
+	}
+	pthread_mutex_lock(&h->mu);
+	inflight_enter(h, &ticket, jobs, n);
+	pthread_mutex_unlock(&h->mu);
+	entered = true;
+	for (i = 0; i < n; i++)
+		if (queue_record(slot->batch, h, records[i], facts[i],
+				 &slot->json, err, errlen) < 0)
+			goto out;
+	rocksdb_write(h->db, (flags & HISTORY_PUT_SYNC) ? h->wo_sync : h->wo,
+		      slot->batch, &rerr);
+	rc = rocks_err(rerr, err, errlen, "write");
+out:
+	if (entered) {
+		pthread_mutex_lock(&h->mu);
+		inflight_leave(h, &ticket);
+		pthread_mutex_unlock(&h->mu);
+	}
+	if (slot)
+		slot_put(h, slot);
+	for (i = 0; facts && i < n; i++)
+		cJSON_Delete(facts[i]);
+	free(facts);
+	free(jobs);
 	return rc;
 }
 
@@ -1032,6 +1150,7 @@ int history_expire(struct history *h, double cutoff, unsigned max,
 		   unsigned *ret_deleted, char *err, size_t errlen)
 {
 	uint64_t cut = end_us(cutoff);
+	uint32_t held[HISTORY_EXPIRE_BATCH];
 	unsigned deleted = 0;
 	int rc = 0;
 
@@ -1044,7 +1163,13 @@ int history_expire(struct history *h, double cutoff, unsigned max,
 		rocksdb_writebatch_t *b = rocksdb_writebatch_create();
 		char *rerr = NULL;
 		unsigned inbatch = 0;
+		struct inflight ticket;
+		bool busy;
 
+		/* held[] fills as the batch goes: registered empty first */
+		pthread_mutex_lock(&h->mu);
+		inflight_enter(h, &ticket, held, 0);
+		pthread_mutex_unlock(&h->mu);
 		it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_TIMES]);
 		for (rocksdb_iter_seek_to_first(it);
 		     rocksdb_iter_valid(it) && inbatch < HISTORY_EXPIRE_BATCH &&
@@ -1058,6 +1183,15 @@ int history_expire(struct history *h, double cutoff, unsigned max,
 			if (klen != 12 || get_be64(key) >= cut)
 				break;
 			job = get_be32(key + 8);
+			/* A job being filed right now is left for the next
+			 * pass: its old keys are that filer's to replace. */
+			pthread_mutex_lock(&h->mu);
+			busy = inflight_has(h, job);
+			if (!busy)
+				held[ticket.n++] = job;
+			pthread_mutex_unlock(&h->mu);
+			if (busy)
+				continue;
 			s = get_summary(h, job, NULL, 0);
 			if (s && end_us(jobfacts_num(s, "end", 0)) ==
 				     get_be64(key)) {
@@ -1078,6 +1212,9 @@ int history_expire(struct history *h, double cutoff, unsigned max,
 			rc = rocks_err(rerr, err, errlen, "expire");
 		}
 		rocksdb_writebatch_destroy(b);
+		pthread_mutex_lock(&h->mu);
+		inflight_leave(h, &ticket);
+		pthread_mutex_unlock(&h->mu);
 		deleted += inbatch;
 		if (inbatch < HISTORY_EXPIRE_BATCH)
 			break;

@@ -62,8 +62,10 @@ bool history_is_read_only(const struct history *h);
 
 /* File N records (each checked by jobfacts_from_record) in one WriteBatch:
  * all of them or none. A job id already present is replaced, its old index
- * keys removed in the same batch. 0, or -1 with err (errno EINVAL for a bad
- * record, EROFS read-only, EIO from RocksDB). */
+ * keys removed in the same batch. Callable from several threads at once:
+ * filings run in parallel, except that two of the same job id take turns.
+ * 0, or -1 with err (errno EINVAL for a bad record, EROFS read-only, EIO
+ * from RocksDB). */
 int history_put_many(struct history *h, const cJSON *const *records,
 		     size_t n, unsigned flags, char *err, size_t errlen);
 

@@ -15,6 +15,33 @@ const char *const jobfacts_buckets[JOBFACTS_NBUCKETS] = {
     "1M_4M", "4M_10M", "10M_100M", "100M_1G",  "1G_PLUS",
 };
 
+/* The counters' names for the buckets, spelled out: building them with
+ * snprintf for every record was a few percent of filing (bench). */
+static const char *const read_size_keys[JOBFACTS_NBUCKETS] = {
+    "POSIX_SIZE_READ_0_100",
+    "POSIX_SIZE_READ_100_1K",
+    "POSIX_SIZE_READ_1K_10K",
+    "POSIX_SIZE_READ_10K_100K",
+    "POSIX_SIZE_READ_100K_1M",
+    "POSIX_SIZE_READ_1M_4M",
+    "POSIX_SIZE_READ_4M_10M",
+    "POSIX_SIZE_READ_10M_100M",
+    "POSIX_SIZE_READ_100M_1G",
+    "POSIX_SIZE_READ_1G_PLUS",
+};
+static const char *const write_size_keys[JOBFACTS_NBUCKETS] = {
+    "POSIX_SIZE_WRITE_0_100",
+    "POSIX_SIZE_WRITE_100_1K",
+    "POSIX_SIZE_WRITE_1K_10K",
+    "POSIX_SIZE_WRITE_10K_100K",
+    "POSIX_SIZE_WRITE_100K_1M",
+    "POSIX_SIZE_WRITE_1M_4M",
+    "POSIX_SIZE_WRITE_4M_10M",
+    "POSIX_SIZE_WRITE_10M_100M",
+    "POSIX_SIZE_WRITE_100M_1G",
+    "POSIX_SIZE_WRITE_1G_PLUS",
+};
+
 double jobfacts_bucket_max(size_t i)
 {
 	static const double max[JOBFACTS_NBUCKETS] = {
@@ -73,7 +100,6 @@ static const cJSON *find_phase(const cJSON *phases, const char *name)
 /* "rd": the run phase's dataset-class shim counters. */
 static int add_reads(cJSON *facts, const cJSON *counters)
 {
-	char key[64];
 	double ops, small = 0;
 	cJSON *rd;
 
@@ -82,11 +108,8 @@ static int add_reads(cJSON *facts, const cJSON *counters)
 	ops = measured(counters, "POSIX_READS");
 	if (ops < 0)
 		return 0; /* no shim counters: no read facts */
-	for (size_t i = 0; i <= JOBFACTS_SMALL_MAX; i++) {
-		snprintf(key, sizeof(key), "POSIX_SIZE_READ_%s",
-			 jobfacts_buckets[i]);
-		small += fmax(0, jobfacts_num(counters, key, 0));
-	}
+	for (size_t i = 0; i <= JOBFACTS_SMALL_MAX; i++)
+		small += fmax(0, jobfacts_num(counters, read_size_keys[i], 0));
 	rd = cJSON_AddObjectToObject(facts, "rd");
 	if (!rd || add_num(rd, "ops", ops) < 0 ||
 	    add_num(rd, "bytes", fmax(0, jobfacts_num(counters,
@@ -107,7 +130,6 @@ static int add_reads(cJSON *facts, const cJSON *counters)
 /* "wr": the run phase's output-class write counters. */
 static int add_writes(cJSON *facts, const cJSON *counters)
 {
-	char key[64];
 	double ops, sizes[JOBFACTS_NBUCKETS];
 	cJSON *wr;
 
@@ -116,11 +138,8 @@ static int add_writes(cJSON *facts, const cJSON *counters)
 	ops = measured(counters, "POSIX_WRITES");
 	if (ops < 0)
 		return 0;
-	for (size_t i = 0; i < JOBFACTS_NBUCKETS; i++) {
-		snprintf(key, sizeof(key), "POSIX_SIZE_WRITE_%s",
-			 jobfacts_buckets[i]);
-		sizes[i] = fmax(0, jobfacts_num(counters, key, 0));
-	}
+	for (size_t i = 0; i < JOBFACTS_NBUCKETS; i++)
+		sizes[i] = fmax(0, jobfacts_num(counters, write_size_keys[i], 0));
 	wr = cJSON_AddObjectToObject(facts, "wr");
 	if (!wr || add_num(wr, "ops", ops) < 0 ||
 	    add_num(wr, "bytes", fmax(0, jobfacts_num(counters,

@@ -10,7 +10,8 @@
 
 #define JSONBUF_DEPTH_MAX 64 /* deeper trees are refused, not recursed */
 
-static int reserve(struct jsonbuf *b, size_t more)
+/* Make room for MORE bytes and the NUL (the slow path of put()). */
+static int grow(struct jsonbuf *b, size_t more)
 {
 	size_t want = b->len + more + 1;
 	char *p;
@@ -31,7 +32,12 @@ static int reserve(struct jsonbuf *b, size_t more)
 	return 0;
 }
 
-static int put(struct jsonbuf *b, const char *s, size_t n)
+static inline int reserve(struct jsonbuf *b, size_t more)
+{
+	return b->len + more + 1 <= b->cap ? 0 : grow(b, more);
+}
+
+static inline int put(struct jsonbuf *b, const char *s, size_t n)
 {
 	if (reserve(b, n) < 0)
 		return -1;
@@ -40,10 +46,71 @@ static int put(struct jsonbuf *b, const char *s, size_t n)
 	return 0;
 }
 
+static inline int put_char(struct jsonbuf *b, char c)
+{
+	if (reserve(b, 1) < 0)
+		return -1;
+	b->data[b->len++] = c;
+	return 0;
+}
+
+/* Digits of U, right-aligned ending at END; returns the first. */
+static char *digits(char *end, unsigned long long u)
+{
+	do {
+		*--end = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	return end;
+}
+
+/* V with at most 6 decimals when that reads back exactly and is what
+ * "%.15g" prints (no exponent, at most 15 digits: 1e-4 <= |v| < 1e9), so
+ * 0.4 or 12.25 skip printf and strtod. 0 when it does not apply. */
+static size_t short_decimal(char *tmp, size_t size, double v)
+{
+	static const double p10[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
+	double a = fabs(v);
+
+	if (!(a >= 1e-4 && a < 1e9))
+		return 0;
+	for (size_t k = 1; k < sizeof(p10) / sizeof(p10[0]); k++) {
+		double x = a * p10[k];
+		unsigned long long m, ip, fp;
+		char *end = tmp + size, *p;
+
+		if (x != floor(x) || x >= 1e15)
+			continue;
+		m = (unsigned long long)x;
+		if ((double)m / p10[k] != a)
+			continue;
+		ip = m / (unsigned long long)p10[k];
+		fp = m % (unsigned long long)p10[k];
+		/* fp has k digits, leading zeros included; trailing ones
+		 * (65.1230: 65.123 x 1000 was not exactly integral) go. */
+		while (k > 1 && fp % 10 == 0) {
+			fp /= 10;
+			k--;
+		}
+		p = end;
+		for (size_t i = 0; i < k; i++) {
+			*--p = (char)('0' + fp % 10);
+			fp /= 10;
+		}
+		*--p = '.';
+		p = digits(p, ip);
+		if (v < 0)
+			*--p = '-';
+		memmove(tmp, p, (size_t)(end - p));
+		return (size_t)(end - p);
+	}
+	return 0;
+}
+
 static int put_number(struct jsonbuf *b, double v)
 {
 	char tmp[32];
-	int n;
+	size_t n;
 
 	if (!isfinite(v))
 		return put(b, "null", 4);
@@ -52,21 +119,25 @@ static int put_number(struct jsonbuf *b, double v)
 		long long i = (long long)v;
 		unsigned long long u = i < 0 ? -(unsigned long long)i
 					     : (unsigned long long)i;
-		char *p = tmp + sizeof(tmp);
+		char *p = digits(tmp + sizeof(tmp), u);
 
-		do {
-			*--p = (char)('0' + u % 10);
-			u /= 10;
-		} while (u);
 		if (i < 0)
 			*--p = '-';
 		return put(b, p, (size_t)(tmp + sizeof(tmp) - p));
 	}
-	n = snprintf(tmp, sizeof(tmp), "%.15g", v);
-	if (strtod(tmp, NULL) != v)
-		n = snprintf(tmp, sizeof(tmp), "%.17g", v);
-	return put(b, tmp, (size_t)n);
+	n = short_decimal(tmp, sizeof(tmp), v);
+	if (n == 0) {
+		n = (size_t)snprintf(tmp, sizeof(tmp), "%.15g", v);
+		if (strtod(tmp, NULL) != v)
+			n = (size_t)snprintf(tmp, sizeof(tmp), "%.17g", v);
+	}
+	return put(b, tmp, n);
 }
+
+/* Bytes a JSON string must escape: controls, '"' and '\\'. */
+static const unsigned char must_escape[256] = {
+    [0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1,
+};
 
 static int put_string(struct jsonbuf *b, const char *s)
 {
@@ -74,13 +145,28 @@ static int put_string(struct jsonbuf *b, const char *s)
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 	const unsigned char *run = p;
 
-	if (put(b, "\"", 1) < 0)
+	/* the common case: nothing to escape, one copy */
+	while (!must_escape[*p])
+		p++;
+	if (!*p) {
+		size_t n = (size_t)(p - run);
+
+		if (reserve(b, n + 2) < 0)
+			return -1;
+		b->data[b->len++] = '"';
+		memcpy(b->data + b->len, run, n);
+		b->len += n;
+		b->data[b->len++] = '"';
+		return 0;
+	}
+	p = run;
+	if (put_char(b, '"') < 0)
 		return -1;
 	for (; *p; p++) {
 		char esc[6] = {'\\', 0, 0, 0, 0, 0};
 		size_t n = 2;
 
-		if (*p >= 0x20 && *p != '"' && *p != '\\')
+		if (!must_escape[*p])
 			continue;
 		if (put(b, (const char *)run, (size_t)(p - run)) < 0)
 			return -1;
@@ -104,7 +190,7 @@ static int put_string(struct jsonbuf *b, const char *s)
 	}
 	if (put(b, (const char *)run, (size_t)(p - run)) < 0)
 		return -1;
-	return put(b, "\"", 1);
+	return put_char(b, '"');
 }
 
 static int put_value(struct jsonbuf *b, const cJSON *item, const char *skip,
@@ -131,28 +217,28 @@ static int put_value(struct jsonbuf *b, const cJSON *item, const char *skip,
 	case cJSON_Raw:
 		return put(b, item->valuestring, strlen(item->valuestring));
 	case cJSON_Array:
-		if (put(b, "[", 1) < 0)
+		if (put_char(b, '[') < 0)
 			return -1;
 		for (c = item->child; c; c = c->next) {
-			if ((!first && put(b, ",", 1) < 0) ||
+			if ((!first && put_char(b, ',') < 0) ||
 			    put_value(b, c, NULL, depth + 1) < 0)
 				return -1;
 			first = false;
 		}
-		return put(b, "]", 1);
+		return put_char(b, ']');
 	case cJSON_Object:
-		if (put(b, "{", 1) < 0)
+		if (put_char(b, '{') < 0)
 			return -1;
 		for (c = item->child; c; c = c->next) {
 			if (skip && c->string && !strcmp(c->string, skip))
 				continue;
-			if ((!first && put(b, ",", 1) < 0) ||
-			    put_string(b, c->string) < 0 || put(b, ":", 1) < 0 ||
+			if ((!first && put_char(b, ',') < 0) ||
+			    put_string(b, c->string) < 0 || put_char(b, ':') < 0 ||
 			    put_value(b, c, NULL, depth + 1) < 0)
 				return -1;
 			first = false;
 		}
-		return put(b, "}", 1);
+		return put_char(b, '}');
 	default:
 		return put(b, "null", 4);
 	}

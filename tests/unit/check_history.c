@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "daemon/history.h"
 #include "daemon/jobfacts.h"
+#include "daemon/jsonbuf.h"
 
 static char tmp[256], dbdir[300];
 
@@ -199,6 +201,125 @@ START_TEST(test_batch_all_or_nothing)
 }
 END_TEST
 
+/* Concurrent filers re-filing the same jobs: each job ends with exactly
+ * one set of keys (the in-flight set keeps a filing's read of the old
+ * keys and its write of the new ones together). */
+struct refiler {
+	struct history *h;
+	unsigned id;
+	int failed;
+};
+
+static void *refile(void *arg)
+{
+	struct refiler *r = arg;
+	char err[512], name[32], src[64];
+
+	for (unsigned round = 0; round < 20; round++) {
+		cJSON *recs[10];
+
+		for (unsigned i = 0; i < 10; i++) {
+			snprintf(name, sizeof(name), "n%u-%u", r->id, round);
+			snprintf(src, sizeof(src), "/pfs/%u/%u", r->id, round);
+			recs[i] = rec(1 + (round * 3 + i) % 25, "alice", 1001,
+				      name, 1000 + r->id * 100 + round, src);
+		}
+		if (history_put_many(r->h, (const cJSON *const *)recs, 10, 0,
+				     err, sizeof(err)) < 0)
+			r->failed = 1;
+		for (unsigned i = 0; i < 10; i++)
+			cJSON_Delete(recs[i]);
+	}
+	return NULL;
+}
+
+START_TEST(test_concurrent_filers)
+{
+	struct history *h = open_rw();
+	struct refiler r[4];
+	pthread_t t[4];
+	unsigned expired = 0;
+	char err[512];
+	cJSON *f, *list;
+	int datasets = 0;
+
+	for (unsigned i = 0; i < 4; i++) {
+		r[i] = (struct refiler){h, i, 0};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, refile, &r[i]), 0);
+	}
+	/* retention at the same time: never half a job */
+	ck_assert_int_eq(history_expire(h, 1050, 1000, &expired, err,
+					sizeof(err)),
+			 0);
+	for (unsigned i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_int_eq(r[i].failed, 0);
+	}
+	ck_assert_int_eq(history_count(h, err, sizeof(err)) + expired >= 25, 1);
+	f = history_runs_by_user(h, "alice", 0, 2000, err, sizeof(err));
+	ck_assert_int_eq(cJSON_GetArraySize(f),
+			 history_count(h, err, sizeof(err)));
+	cJSON_Delete(f);
+	list = history_list(h, NULL, 0, 1000, err, sizeof(err));
+	ck_assert_int_eq(cJSON_GetArraySize(list),
+			 history_count(h, err, sizeof(err)));
+	/* every job's dataset key points at its current facts, no other */
+	for (unsigned id = 0; id < 4; id++)
+		for (unsigned round = 0; round < 20; round++) {
+			char src[64];
+
+			snprintf(src, sizeof(src), "/pfs/%u/%u", id, round);
+			f = history_runs_by_dataset(h, src, -1, 0, 100, err,
+						    sizeof(err));
+			datasets += cJSON_GetArraySize(f);
+			cJSON_Delete(f);
+		}
+	ck_assert_int_eq(datasets, cJSON_GetArraySize(list));
+	cJSON_Delete(list);
+	history_close(h);
+}
+END_TEST
+
+/* jsonbuf: numbers print as before the decimal fast path (shortest
+ * "%.15g" that reads back exactly, else "%.17g"). */
+START_TEST(test_jsonbuf_numbers)
+{
+	static const struct {
+		double v;
+		const char *text;
+	} cases[] = {
+	    {0, "0"},			{-3, "-3"},
+	    {0.4, "0.4"},		{12.25, "12.25"},
+	    {-520.059, "-520.059"},	{65.123, "65.123"},
+	    {0.0001, "0.0001"},		{0.00001, "1e-05"},
+	    {0.1 + 0.2, "0.30000000000000004"},
+	    {123456789.5, "123456789.5"},
+	    {1234567890.5, "1234567890.5"}, {1e20, "1e+20"},
+	    {1.0 / 3, "0.33333333333333331"},
+	};
+	struct jsonbuf b = {0};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *n = cJSON_CreateNumber(cases[i].v);
+
+		ck_assert_int_eq(jsonbuf_print(&b, n, NULL), 0);
+		ck_assert_str_eq(b.data, cases[i].text);
+		cJSON_Delete(n);
+	}
+	{
+		cJSON *o = cJSON_Parse("{\"a\":\"x\\\"y\\n\\u0001z\","
+				       "\"skip\":1,\"b\":[1,2.5,\"plain\"]}");
+
+		ck_assert_int_eq(jsonbuf_print(&b, o, "skip"), 0);
+		ck_assert_str_eq(b.data, "{\"a\":\"x\\\"y\\n\\u0001z\","
+					 "\"b\":[1,2.5,\"plain\"]}");
+		cJSON_Delete(o);
+	}
+	jsonbuf_fini(&b);
+	jsonbuf_fini(NULL);
+}
+END_TEST
+
 START_TEST(test_expire)
 {
 	struct history *h = open_rw();
@@ -367,6 +488,8 @@ static Suite *history_suite(void)
 	tcase_add_test(tc, test_replace_same_job);
 	tcase_add_test(tc, test_batch_all_or_nothing);
 	tcase_add_test(tc, test_expire);
+	tcase_add_test(tc, test_concurrent_filers);
+	tcase_add_test(tc, test_jsonbuf_numbers);
 	tcase_add_test(tc, test_survives_reopen_and_read_only);
 	tcase_add_test(tc, test_damaged_current_then_repair);
 	tcase_add_test(tc, test_damaged_manifest_then_repair);
