@@ -373,10 +373,6 @@ static int check_files(const cJSON *o, char *err, size_t errlen)
 			return bad(err, errlen,
 				   "key 'files': entries must be objects%s%s",
 				   "", "");
-		if (!cJSON_GetObjectItemCaseSensitive(f, "path"))
-			return bad(err, errlen,
-				   "key 'files': an entry without 'path'%s%s",
-				   "", "");
 		cJSON_ArrayForEach(v, f)
 		{
 			if (!strcmp(v->string, "path")) {
@@ -410,6 +406,10 @@ static int check_files(const cJSON *o, char *err, size_t errlen)
 					   v->string, "");
 			}
 		}
+		if (!cJSON_GetObjectItemCaseSensitive(f, "path"))
+			return bad(err, errlen,
+				   "key 'files': an entry without 'path'%s%s",
+				   "", "");
 	}
 	return 0;
 }

@@ -219,8 +219,13 @@ test_telemetry_shim_report_merged_and_forgeries_refused() {
 		fail "submit failed: $SUBMIT_OUT"
 	wait_procs "$SUBMIT_JOBID" 1 || fail "task never registered"
 	local J=$SUBMIT_JOBID
-	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"pid\":424242,\"rank\":3,\"counters\":{\"run\":{\"dataset\":{\"POSIX_READS\":10,\"POSIX_BYTES_READ\":40960,\"POSIX_SIZE_READ_1K_10K\":10}},\"checkpoint\":{\"output\":{\"POSIX_WRITES\":2,\"POSIX_BYTES_WRITTEN\":8192}}},\"io_seconds\":{\"run\":0.5,\"checkpoint\":0.2},\"unoverlapped\":{\"run\":0.25,\"checkpoint\":0.2},\"files\":[{\"path_class\":\"output\",\"written\":8192,\"shared\":false}]}")
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"pid\":424242,\"rank\":3,\"counters\":{\"run\":{\"dataset\":{\"POSIX_READS\":10,\"POSIX_BYTES_READ\":40960,\"POSIX_SIZE_READ_1K_10K\":10}},\"checkpoint\":{\"output\":{\"POSIX_WRITES\":2,\"POSIX_BYTES_WRITTEN\":8192}}},\"io_seconds\":{\"run\":0.5,\"checkpoint\":0.5},\"unoverlapped\":{\"run\":0.25,\"checkpoint\":0.5},\"ppid\":1,\"identity\":\"slurm\",\"reason\":\"exec\",\"files\":[{\"path\":\"$TEST_WORKDIR/o/ckpt\",\"class\":\"output\",\"written\":8192}]}")
 	assert_contains "shim_report by hand" "$r" '"ok":true'
+	# The same process after its exec: a second summary, added up.
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"pid\":424242,\"ppid\":1,\"rank\":3,\"reason\":\"exit\",\"counters\":{\"read\":{\"dataset\":{\"POSIX_READS\":5,\"POSIX_BYTES_READ\":20480,\"POSIX_SIZE_READ_1K_10K\":5}}},\"files\":[{\"path\":\"$TEST_WORKDIR/o/ckpt\",\"class\":\"output\",\"written\":4096}]}")
+	assert_contains "second shim_report of the pid" "$r" '"ok":true'
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"files\":[{\"path_class\":\"output\",\"written\":1,\"shared\":true}]}")
+	assert_contains "the old files format" "$r" "unknown key 'path_class'"
 	# Forged or oversized reports are refused, one clear line each.
 	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"counters\":{\"run\":{\"dataset\":{\"POSIX_EVIL\":1}}}}")
 	assert_contains "unknown counter" "$r" "unknown counter 'POSIX_EVIL'"
@@ -248,10 +253,20 @@ test_telemetry_shim_report_merged_and_forgeries_refused() {
 	touch "$TEST_WORKDIR/go"
 	wait_job_state "$J" COMPLETED 60 || fail "job did not complete"
 	rec=$(wait_finished "$J") || fail "no finished record"
-	assert_eq "run counters from the report" 40960 \
-		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .counters.dataset.POSIX_BYTES_READ')"
-	assert_eq "run unoverlapped I/O" 0.25 \
-		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .unoverlapped_io_seconds')"
+	# The run phase holds the totals of every phase of both reports.
+	assert_eq "run counters from the reports (reads bytes 1K_10K written)" \
+		"$(printf '15\t61440\t15\t8192')" \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "run") | .counters | [.dataset.POSIX_READS, .dataset.POSIX_BYTES_READ, .dataset.POSIX_SIZE_READ_1K_10K, .output.POSIX_BYTES_WRITTEN] | @tsv')"
+	# (The job's own traced shell and sleeps add their few microseconds.)
+	assert_eq "run I/O and unoverlapped I/O seconds (1, 0.75 and the shell's)" true \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "run") | .io_seconds >= 1 and .io_seconds < 1.1 and .unoverlapped_io_seconds >= 0.75 and .unoverlapped_io_seconds < 0.85')"
+	assert_eq "read sub-phase (auto) from the second report" 20480 \
+		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "read") | .counters.dataset.POSIX_BYTES_READ')"
+	assert_eq "one process wrote the file twice: file-per-process" \
+		"$(printf '0\t1')" \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "run") | [.shared_files, .fpp_files] | @tsv')"
+	assert_eq "the reporting process listed once" 1 \
+		"$(printf '%s' "$rec" | jq '[.processes[] | select(.pid == 424242)] | length')"
 	assert_eq "checkpoint sub-phase (auto, from the shim)" "auto 8192" \
 		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "checkpoint") | "\(.source) \(.counters.output.POSIX_BYTES_WRITTEN)"')"
 	assert_eq "the reporting process, traced" "true 3" \
