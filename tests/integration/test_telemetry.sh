@@ -274,3 +274,32 @@ test_telemetry_shim_report_merged_and_forgeries_refused() {
 	assert_eq "the refused reports left no trace" null \
 		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .counters.dataset.POSIX_EVIL')"
 }
+
+# Each dataset's own size in the record (staging used to keep only the
+# job's totals): built on the first run, a cache hit with cached_bytes on
+# the second.
+test_telemetry_dataset_sizes_per_dataset() {
+	local a="$TEST_WORKDIR/pfs/dsa" b="$TEST_WORKDIR/pfs/dsb" rec run
+	mkdir -p "$a" "$b/sub"
+	head -c 5000 /dev/urandom >"$a/one"
+	head -c 1000 /dev/urandom >"$b/x"
+	head -c 2000 /dev/urandom >"$b/sub/y"
+	chown -R "$TEST_USER:" "$a" "$b"
+	cat >"$TEST_WORKDIR/p.json" <<JSON
+{"datasets":[{"name":"a","path":"$a"},{"name":"b","path":"$b"}]}
+JSON
+	chmod 0644 "$TEST_WORKDIR/p.json"
+	for run in built hit; do
+		submit_wait "$TEST_USER" --io-profile="$TEST_WORKDIR/p.json" -o out.txt \
+			--wrap 'cat "$IOSTAGE_DATA_A/one" "$IOSTAGE_DATA_B/x" >/dev/null' >/dev/null ||
+			fail "job failed: $SUBMIT_OUT; output: $(cat out.txt 2>/dev/null)"
+		rec=$(wait_finished "$SUBMIT_JOBID") || fail "no finished record"
+		assert_eq "$run: datasets (name bytes files result)" \
+			"$(printf 'a 5000 1 %s\nb 3000 2 %s' "$run" "$run")" \
+			"$(printf '%s' "$rec" | jq -r '.datasets[] | "\(.name) \(.bytes) \(.files) \(.result)"')"
+	done
+	assert_eq "hit: cached_bytes per dataset" "5000 3000" \
+		"$(printf '%s' "$rec" | jq -r '[.datasets[].cached_bytes] | map(tostring) | join(" ")')"
+	assert_eq "stage_in: the sum" "8000 3" \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "stage_in") | "\(.bytes) \(.files)"')"
+}
