@@ -13,8 +13,10 @@ struct ofile {
 	uint64_t written;
 };
 
+#define OUTFILES_CAP_MIN 64
+
 struct outfiles {
-	size_t max, n, cap; /* cap: a power of two >= 2 * max */
+	size_t max, n, cap; /* cap: a power of two, grows to keep n <= cap/2 */
 	uint64_t dropped;
 	struct ofile *slots;
 };
@@ -33,14 +35,12 @@ static uint64_t hash(const char *s)
 struct outfiles *outfiles_create(size_t max)
 {
 	struct outfiles *t;
-	size_t cap = 2;
+	size_t cap = OUTFILES_CAP_MIN;
 
 	if (max < 1 || max > (1u << 24)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	while (cap < 2 * max)
-		cap *= 2;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
@@ -62,6 +62,30 @@ void outfiles_destroy(struct outfiles *t)
 		free(t->slots[i].path);
 	free(t->slots);
 	free(t);
+}
+
+/* Double the slots (the table starts small: most jobs write few files). */
+static int grow(struct outfiles *t)
+{
+	size_t cap = t->cap * 2;
+	struct ofile *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -1;
+	for (size_t i = 0; i < t->cap; i++) {
+		size_t j;
+
+		if (!t->slots[i].path)
+			continue;
+		for (j = hash(t->slots[i].path) & (cap - 1); slots[j].path;
+		     j = (j + 1) & (cap - 1))
+			;
+		slots[j] = t->slots[i];
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->cap = cap;
+	return 0;
 }
 
 int outfiles_add(struct outfiles *t, const char *path, pid_t pid,
@@ -89,6 +113,14 @@ int outfiles_add(struct outfiles *t, const char *path, pid_t pid,
 	if (t->n >= t->max) {
 		t->dropped++;
 		return 1;
+	}
+	if (2 * (t->n + 1) > t->cap) {
+		if (grow(t) < 0)
+			return -1;
+		/* The free slot for PATH moved. */
+		for (i = hash(path) & (t->cap - 1); t->slots[i].path;
+		     i = (i + 1) & (t->cap - 1))
+			;
 	}
 	copy = strdup(path);
 	if (!copy)

@@ -1094,9 +1094,13 @@ static void merge_report_locked(struct tjob *t, const cJSON *req)
 							 : t->run_start;
 			m->end = num(req, "end") > m->start ? num(req, "end")
 							    : 0;
-		} else if (!strcmp(m->source, "auto") &&
-			   num(req, "end") > m->end) {
-			m->end = num(req, "end");
+		} else if (!strcmp(m->source, "auto")) {
+			/* An automatic phase spans the processes that
+			 * reported it. */
+			if (num(req, "start") > 0 && num(req, "start") < m->start)
+				m->start = num(req, "start");
+			if (num(req, "end") > m->end)
+				m->end = num(req, "end");
 		}
 		merge_class_counters(&m->counters, ph);
 	}

@@ -69,6 +69,31 @@ START_TEST(test_bounded)
 }
 END_TEST
 
+/* The table grows from its first slots to MAX paths, none lost. */
+START_TEST(test_grows)
+{
+	struct outfiles *t = outfiles_create(1000);
+	struct outfiles_count c[2];
+	char path[64];
+
+	for (int i = 0; i < 1000; i++) {
+		snprintf(path, sizeof(path), "/pfs/u/ckpt/f%d", i);
+		ck_assert_int_eq(outfiles_add(t, path, i % 2 ? 10 : 20, 3), 0);
+	}
+	for (int i = 0; i < 1000; i += 2) {
+		snprintf(path, sizeof(path), "/pfs/u/ckpt/f%d", i);
+		ck_assert_int_eq(outfiles_add(t, path, 30, 1), 0);
+	}
+	ck_assert_uint_eq(outfiles_size(t), 1000);
+	ck_assert_uint_eq(outfiles_dropped(t), 0);
+	outfiles_count(t, (const char *const *)prefixes, 1, c);
+	ck_assert_uint_eq(c[0].shared, 500);
+	ck_assert_uint_eq(c[0].fpp, 500);
+	ck_assert_uint_eq(c[0].written, 3500);
+	outfiles_destroy(t);
+}
+END_TEST
+
 START_TEST(test_bad_input)
 {
 	struct outfiles *t = outfiles_create(2);
@@ -116,6 +141,7 @@ int main(void)
 
 	tcase_add_test(tc, test_shared_and_fpp_per_output);
 	tcase_add_test(tc, test_bounded);
+	tcase_add_test(tc, test_grows);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_loop_test(tc, test_under, 0, sizeof(unders) / sizeof(unders[0]));
 	suite_add_tcase(s, tc);
