@@ -299,8 +299,26 @@ static struct tjob *tjob_create(struct job *job)
 	return t;
 }
 
+static cJSON *read_record(uint32_t id);
+
+/* Was JOB's record finished already? Between telemetry_finish_job and
+ * jobs_finish the job is still in the table: a request then (a /metrics
+ * scrape, a query, a late shim report) must not start a new, empty live
+ * record that nothing would ever finish. The same start tells this job
+ * from an earlier one that had its id. */
+static bool finished_on_disk(const struct job *job)
+{
+	cJSON *rec = read_record(job->id);
+	bool done = rec && cJSON_GetObjectItemCaseSensitive(rec, "end") &&
+		    num(rec, "start") == (double)job->created;
+
+	cJSON_Delete(rec);
+	return done;
+}
+
 /* The live record of job ID, created from the job table if needed; NULL
- * with err when the job is unknown or not PEER_UID's (root: 0). */
+ * with err when the job is unknown or not PEER_UID's (root: 0), or with
+ * errno EALREADY when its record is finished (read it from disk). */
 static struct tjob *get_locked(uint32_t id, uid_t peer_uid, char *err,
 			       size_t errlen)
 {
@@ -311,6 +329,13 @@ static struct tjob *get_locked(uint32_t id, uid_t peer_uid, char *err,
 		jobs_put(job);
 		job = NULL;
 	}
+	if (!t && job && finished_on_disk(job)) {
+		jobs_put(job);
+		snprintf(err, errlen, "job %u: already finished", id);
+		errno = EALREADY;
+		return NULL;
+	}
+	errno = 0;
 	if (!t && job)
 		t = tjob_create(job);
 	else if (t && job)
@@ -1229,12 +1254,15 @@ cJSON *telemetry_record(uint32_t id, uid_t peer_uid, char *err,
 	t = find_locked(id);
 	if (t || jobs_known(id)) {
 		t = get_locked(id, peer_uid, err, errlen);
-		if (t)
-			rec = build_locked(t, false, 0);
-		pthread_mutex_unlock(&tel_lock);
-		if (t && !rec)
-			snprintf(err, errlen, "out of memory");
-		return rec;
+		if (t || errno != EALREADY) {
+			if (t)
+				rec = build_locked(t, false, 0);
+			pthread_mutex_unlock(&tel_lock);
+			if (t && !rec)
+				snprintf(err, errlen, "out of memory");
+			return rec;
+		}
+		/* Finished, the job not yet out of the table: from disk. */
 	}
 	pthread_mutex_unlock(&tel_lock);
 	rec = read_record(id);

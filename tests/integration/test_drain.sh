@@ -34,7 +34,7 @@ assert_owned_by_test_user() {
 }
 
 test_outputs_drain_during_run_and_rest_at_end() {
-	local ds="$TEST_WORKDIR/pfs/ds" pfsout rec jobdir log
+	local ds="$TEST_WORKDIR/pfs/ds" pfsout rec jobdir log tel
 	make_dataset "$ds"
 	pfsout="$(pfs_dir pfs)/results"
 	cat >job.sh <<'JOB'
@@ -101,14 +101,15 @@ JOB
 		"$(printf '%s' "$rec" | jq -r '.outputs[0] | [.name, .files, .bytes, .during_files, .during_bytes, .end_files, .end_bytes, .failed_files] | @tsv')"
 	assert_eq "record: outputs[0].size_hist" '{"100K_1M":1,"1M_4M":1,"4M_10M":1}' \
 		"$(printf '%s' "$rec" | jq -c '.outputs[0].size_hist | with_entries(select(.value > 0))')"
-	# The job's record carries the same figures.
-	for _ in $(seq 1 100); do
-		grep -q "job $SUBMIT_JOBID: finished" "$IOSTAGED_LOG" && break
-		sleep 0.1
+	# The job's record, once finished, carries the same figures.
+	for _ in $(seq 1 300); do
+		tel=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID" --json 2>/dev/null)
+		printf '%s' "$tel" | jq -e .end >/dev/null 2>&1 && break
+		sleep 0.2
 	done
 	assert_eq "telemetry: outputs[0] as drained" \
 		"$(printf '%s' "$rec" | jq -c '.outputs[0] | {files, bytes, during_files, during_bytes, end_files, end_bytes, failed_files, size_hist}')" \
-		"$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID" --json | jq -c '.outputs[0] | {files, bytes, during_files, during_bytes, end_files, end_bytes, failed_files, size_hist}')"
+		"$(printf '%s' "$tel" | jq -c '.outputs[0] | {files, bytes, during_files, during_bytes, end_files, end_bytes, failed_files, size_hist}')"
 	log=$(grep "job $SUBMIT_JOBID: drained" "$IOSTAGED_LOG")
 	assert_contains "log line" "$log" "drained 1 file (4.8 MiB) during the run, 2 files (3.8 MiB) at the end in"
 
