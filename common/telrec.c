@@ -375,12 +375,23 @@ static int check_files(const cJSON *o, char *err, size_t errlen)
 				   "", "");
 		cJSON_ArrayForEach(v, f)
 		{
-			if (!strcmp(v->string, "path_class")) {
+			if (!strcmp(v->string, "path")) {
+				/* Absolute, as the shim normalizes it. */
+				if (!cJSON_IsString(v) ||
+				    v->valuestring[0] != '/' ||
+				    strlen(v->valuestring) >=
+					    TELREC_REPORT_PATH_MAX)
+					return bad(err, errlen,
+						   "key 'files': 'path' must be "
+						   "an absolute path of at most "
+						   "4095 bytes%s%s",
+						   "", "");
+			} else if (!strcmp(v->string, "class")) {
 				if (!cJSON_IsString(v) ||
 				    !is_class(v->valuestring))
 					return bad(err, errlen,
-						   "key 'files': path_class "
-						   "must be dataset, output or "
+						   "key 'files': 'class' must "
+						   "be dataset, output or "
 						   "other%s%s",
 						   "", "");
 			} else if (!strcmp(v->string, "written")) {
@@ -389,18 +400,16 @@ static int check_files(const cJSON *o, char *err, size_t errlen)
 						   "key 'files': 'written' must "
 						   "be a number >= 0%s%s",
 						   "", "");
-			} else if (!strcmp(v->string, "shared")) {
-				if (!cJSON_IsBool(v))
-					return bad(err, errlen,
-						   "key 'files': 'shared' must "
-						   "be true or false%s%s",
-						   "", "");
 			} else {
 				return bad(err, errlen,
 					   "key 'files': unknown key '%s'%s",
 					   v->string, "");
 			}
 		}
+		if (!cJSON_GetObjectItemCaseSensitive(f, "path"))
+			return bad(err, errlen,
+				   "key 'files': an entry without 'path'%s%s",
+				   "", "");
 	}
 	return 0;
 }
@@ -408,9 +417,10 @@ static int check_files(const cJSON *o, char *err, size_t errlen)
 int telrec_report_check(const cJSON *req, char *err, size_t errlen)
 {
 	static const char *const keys[] = {
-		"op", "job", "pid", "step", "rank", "local_rank", "node",
-		"start", "end", "counters", "io_seconds", "unoverlapped",
-		"files", "identity",
+		"op", "job", "pid", "ppid", "step", "rank", "local_rank",
+		"node", "identity", "reason", "start", "end", "counters",
+		"io_seconds", "unoverlapped", "files", "phases_folded",
+		"disabled",
 	};
 	const cJSON *v;
 
@@ -428,9 +438,10 @@ int telrec_report_check(const cJSON *req, char *err, size_t errlen)
 			return bad(err, errlen, "shim_report: unknown key '%s'%s",
 				   v->string, "");
 		if ((!strcmp(v->string, "start") || !strcmp(v->string, "end") ||
-		     !strcmp(v->string, "pid") || !strcmp(v->string, "step") ||
-		     !strcmp(v->string, "rank") ||
-		     !strcmp(v->string, "local_rank")) &&
+		     !strcmp(v->string, "pid") || !strcmp(v->string, "ppid") ||
+		     !strcmp(v->string, "step") || !strcmp(v->string, "rank") ||
+		     !strcmp(v->string, "local_rank") ||
+		     !strcmp(v->string, "phases_folded")) &&
 		    !number_ok(v))
 			return bad(err, errlen,
 				   "key '%s': must be a number >= 0%s",
@@ -443,6 +454,27 @@ int telrec_report_check(const cJSON *req, char *err, size_t errlen)
 				   "key '%s': must be a string of at most 63 "
 				   "bytes%s",
 				   v->string, "");
+		if (!strcmp(v->string, "identity") &&
+		    strcmp(v->valuestring, "pmix") &&
+		    strcmp(v->valuestring, "slurm"))
+			return bad(err, errlen,
+				   "key 'identity': must be \"pmix\" or "
+				   "\"slurm\"%s%s",
+				   "", "");
+		if (!strcmp(v->string, "reason") &&
+		    (!cJSON_IsString(v) || (strcmp(v->valuestring, "exit") &&
+					    strcmp(v->valuestring, "exec"))))
+			return bad(err, errlen,
+				   "key 'reason': must be \"exit\" or "
+				   "\"exec\"%s%s",
+				   "", "");
+		if (!strcmp(v->string, "disabled") &&
+		    (!cJSON_IsString(v) ||
+		     strlen(v->valuestring) >= TELREC_REASON_MAX))
+			return bad(err, errlen,
+				   "key 'disabled': must be a string of at "
+				   "most 255 bytes%s%s",
+				   "", "");
 	}
 	if (check_counters(cJSON_GetObjectItemCaseSensitive(req, "counters"),
 			   err, errlen) < 0 ||
@@ -454,4 +486,88 @@ int telrec_report_check(const cJSON *req, char *err, size_t errlen)
 			errlen) < 0)
 		return -1;
 	return 0;
+}
+
+/* --- folding reports --------------------------------------------------------- */
+
+int telrec_class_counters_merge(cJSON *dst, const cJSON *by_class)
+{
+	const cJSON *cl;
+
+	cJSON_ArrayForEach(cl, by_class)
+	{
+		cJSON *d;
+
+		if (!cl->string || !is_class(cl->string) || !cJSON_IsObject(cl))
+			continue;
+		d = cJSON_GetObjectItemCaseSensitive(dst, cl->string);
+		if (!d && !(d = cJSON_AddObjectToObject(dst, cl->string)))
+			return -1;
+		if (telrec_counters_merge(d, cl) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int telrec_counters_fold(cJSON *dst, const cJSON *phases)
+{
+	const cJSON *ph;
+
+	cJSON_ArrayForEach(ph, phases)
+		if (telrec_class_counters_merge(dst, ph) < 0)
+			return -1;
+	return 0;
+}
+
+double telrec_seconds_total(const cJSON *o)
+{
+	const cJSON *v;
+	double t = 0;
+
+	cJSON_ArrayForEach(v, o)
+		if (number_ok(v))
+			t += v->valuedouble;
+	return t;
+}
+
+/* Darshan's edges: 0..100, 101..1K, ..., > 1 GiB. */
+size_t telrec_size_bucket(uint64_t bytes)
+{
+	static const uint64_t max[TELREC_NBUCKETS - 1] = {
+		100, 1024, 10240, 102400, 1048576, 4194304, 10485760,
+		104857600, 1073741824,
+	};
+	size_t i;
+
+	for (i = 0; i < TELREC_NBUCKETS - 1; i++)
+		if (bytes <= max[i])
+			break;
+	return i;
+}
+
+const char *telrec_bucket_name(size_t i)
+{
+	return i < TELREC_NBUCKETS ? buckets[i] : NULL;
+}
+
+cJSON *telrec_size_hist_json(const uint64_t hist[TELREC_NBUCKETS])
+{
+	cJSON *o = cJSON_CreateObject();
+
+	for (size_t i = 0; o && i < TELREC_NBUCKETS; i++)
+		if (!cJSON_AddNumberToObject(o, buckets[i], (double)hist[i])) {
+			cJSON_Delete(o);
+			return NULL;
+		}
+	return o;
+}
+
+void telrec_size_hist_from_json(uint64_t hist[TELREC_NBUCKETS],
+				const cJSON *o)
+{
+	for (size_t i = 0; i < TELREC_NBUCKETS; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, buckets[i]);
+
+		hist[i] = number_ok(v) ? (uint64_t)v->valuedouble : 0;
+	}
 }

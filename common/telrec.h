@@ -20,6 +20,9 @@
 #define TELREC_REPORT_PHASES_MAX 32
 #define TELREC_REPORT_FILES_MAX 256
 #define TELREC_NODE_MAX 64
+#define TELREC_REPORT_PATH_MAX 4096 /* a files[] path, with its NUL */
+#define TELREC_REASON_MAX 256       /* "disabled" text, with its NUL */
+#define TELREC_NBUCKETS 10          /* Darshan's request/file size buckets */
 
 /* I/O counters of /proc/PID/io that we keep. */
 struct telrec_io {
@@ -76,12 +79,42 @@ bool telrec_phase_name_ok(const char *name);
  * of SRC are ignored. 0, or -1 on ENOMEM. */
 int telrec_counters_merge(cJSON *dst, const cJSON *src);
 
-/* Check a shim_report request strictly: known keys only, "counters" is
- * {phase:{class:{COUNTER:number>=0}}} with at most
- * TELREC_REPORT_PHASES_MAX phases, classes dataset/output/other, known
- * counter names; "io_seconds" and "unoverlapped" are {phase:seconds};
- * "files" at most TELREC_REPORT_FILES_MAX entries {path_class, written,
- * shared}. 0, or -1 with one line in err naming the key. */
+/* Check a shim_report request (what shim/preload_report.c sends, docs/
+ * SHIM.md) strictly: known keys only; pid ppid step rank local_rank
+ * start end phases_folded numbers >= 0; node a string < TELREC_NODE_MAX;
+ * identity "pmix"|"slurm"; reason "exit"|"exec"; disabled a string <
+ * TELREC_REASON_MAX; "counters" is {phase:{class:{COUNTER:number>=0}}}
+ * with at most TELREC_REPORT_PHASES_MAX phases, classes dataset/output/
+ * other, known counter names; "io_seconds" and "unoverlapped" are
+ * {phase:seconds}; "files" at most TELREC_REPORT_FILES_MAX entries
+ * {path (absolute, < TELREC_REPORT_PATH_MAX), class, written}. 0, or -1
+ * with one line in err naming the key. */
 int telrec_report_check(const cJSON *req, char *err, size_t errlen);
+
+/* Add one phase's counters {class:{COUNTER:n}} into DST ({class:{...}},
+ * classes created as needed). 0, or -1 on ENOMEM. */
+int telrec_class_counters_merge(cJSON *dst, const cJSON *by_class);
+
+/* Add every phase of a report's "counters" ({phase:{class:{...}}}) into
+ * DST ({class:{...}}): the run phase's totals, sub-phases included. 0, or
+ * -1 on ENOMEM. */
+int telrec_counters_fold(cJSON *dst, const cJSON *phases);
+
+/* The sum of a {phase: seconds} object (bad entries count 0). */
+double telrec_seconds_total(const cJSON *o);
+
+/* Darshan's size bucket (0 .. TELREC_NBUCKETS-1) of BYTES: 0_100 holds
+ * 0..100, 100_1K 101..1024, ..., 1G_PLUS above 1 GiB. */
+size_t telrec_size_bucket(uint64_t bytes);
+
+/* Bucket I's name ("0_100" ... "1G_PLUS"), NULL past the last. */
+const char *telrec_bucket_name(size_t i);
+
+/* {"0_100": n, ..., "1G_PLUS": n}; NULL on ENOMEM. */
+cJSON *telrec_size_hist_json(const uint64_t hist[TELREC_NBUCKETS]);
+
+/* Back from telrec_size_hist_json's object (missing or bad: 0). */
+void telrec_size_hist_from_json(uint64_t hist[TELREC_NBUCKETS],
+				const cJSON *o);
 
 #endif /* IOSTAGE_TELREC_H */

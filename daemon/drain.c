@@ -46,6 +46,7 @@
 #include "common/proto.h"
 #include "common/pathsafe.h"
 #include "common/profile.h"
+#include "common/telrec.h"
 #include "common/units.h"
 #include "daemon/drain.h"
 #include "daemon/fsutil.h"
@@ -119,6 +120,10 @@ struct dout {
 	bool final_done;    /* the final scan completed */
 	uint64_t final_failed;
 	bool done;          /* end phase over for this output */
+	/* what was drained (docs/RECORDS.md outputs[]) */
+	uint64_t during_bytes, during_files, end_bytes, end_files;
+	uint64_t failed_files;
+	uint64_t size_hist[TELREC_NBUCKETS]; /* drained files by size */
 };
 
 struct djob {
@@ -536,6 +541,22 @@ static void add_counters(cJSON *o, const struct djob *dj)
 		cJSON_AddNullToObject(o, "kept");
 }
 
+/* One output's figures, as RECORDS.md's outputs[] names them. */
+static void add_out_counters(cJSON *e, const struct dout *o)
+{
+	cJSON_AddNumberToObject(e, "files",
+				(double)(o->during_files + o->end_files));
+	cJSON_AddNumberToObject(e, "bytes",
+				(double)(o->during_bytes + o->end_bytes));
+	cJSON_AddNumberToObject(e, "during_files", (double)o->during_files);
+	cJSON_AddNumberToObject(e, "during_bytes", (double)o->during_bytes);
+	cJSON_AddNumberToObject(e, "end_files", (double)o->end_files);
+	cJSON_AddNumberToObject(e, "end_bytes", (double)o->end_bytes);
+	cJSON_AddNumberToObject(e, "failed_files", (double)o->failed_files);
+	cJSON_AddItemToObject(e, "size_hist",
+			      telrec_size_hist_json(o->size_hist));
+}
+
 /* Write DJ's record; under drain_lock (small, local file). */
 static void record_write_locked(struct djob *dj)
 {
@@ -558,6 +579,7 @@ static void record_write_locked(struct djob *dj)
 		cJSON_AddStringToObject(e, "name", dj->outs[i].name);
 		cJSON_AddStringToObject(e, "local", dj->outs[i].local);
 		cJSON_AddStringToObject(e, "path", dj->outs[i].pfs);
+		add_out_counters(e, &dj->outs[i]);
 		cJSON_AddItemToArray(outs, e);
 	}
 	text = cJSON_PrintUnformatted(o);
@@ -598,9 +620,36 @@ static void record_resume(struct djob *dj)
 	phase = cJSON_GetObjectItemCaseSensitive(o, "phase");
 	if (cJSON_IsString(phase) && strcmp(phase->valuestring, "done") &&
 	    proto_u64(o, "uid") == dj->uid) {
+		const cJSON *e;
+
 		dj->during_bytes = proto_u64(o, "during_bytes");
 		dj->during_files = proto_u64(o, "during_files");
 		dj->failed_files = proto_u64(o, "failed_files");
+		/* Per output, by name (a record written before outputs had
+		 * figures has none: they start at 0); like the job's, the
+		 * end counts start again from 0. */
+		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(
+					      o, "outputs"))
+		{
+			const cJSON *nm = cJSON_GetObjectItemCaseSensitive(
+				e, "name");
+
+			for (size_t i = 0; cJSON_IsString(nm) && i < dj->nouts;
+			     i++) {
+				struct dout *d = &dj->outs[i];
+
+				if (strcmp(d->name, nm->valuestring))
+					continue;
+				d->during_bytes = proto_u64(e, "during_bytes");
+				d->during_files = proto_u64(e, "during_files");
+				d->failed_files = proto_u64(e, "failed_files");
+				telrec_size_hist_from_json(
+					d->size_hist,
+					cJSON_GetObjectItemCaseSensitive(
+						e, "size_hist"));
+				break;
+			}
+		}
 	}
 	cJSON_Delete(o);
 }
@@ -846,15 +895,23 @@ static void worker_exited(struct dout *o)
 		enqueue(o, "", true, false);
 }
 
-static void count_file(struct djob *dj, uint64_t bytes)
+/* A file of BYTES drained from output O, in the job's current phase. */
+static void count_file(struct dout *o, uint64_t bytes)
 {
+	struct djob *dj = o->job;
+
 	if (dj->phase == DRAIN_RUNNING) {
 		dj->during_files++;
 		dj->during_bytes += bytes;
+		o->during_files++;
+		o->during_bytes += bytes;
 	} else {
 		dj->end_files++;
 		dj->end_bytes += bytes;
+		o->end_files++;
+		o->end_bytes += bytes;
 	}
+	o->size_hist[telrec_size_bucket(bytes)]++;
 	dj->dirty = true;
 }
 
@@ -892,7 +949,7 @@ static int worker_line(struct dout *o, char *line)
 	sanitize(shown);
 	if (cJSON_IsTrue(ok)) {
 		if (cJSON_GetObjectItemCaseSensitive(m, "bytes"))
-			count_file(dj, proto_u64(m, "bytes"));
+			count_file(o, proto_u64(m, "bytes"));
 		else if (cJSON_IsString(skipped) &&
 			 dj->errors_logged < DRAIN_ERRORS_LOGGED) {
 			dj->errors_logged++;
@@ -911,6 +968,7 @@ static int worker_line(struct dout *o, char *line)
 				     msg);
 		} else {
 			dj->failed_files++;
+			o->failed_files++;
 			dj->dirty = true;
 			if (dj->errors_logged < DRAIN_ERRORS_LOGGED) {
 				dj->errors_logged++;

@@ -17,7 +17,8 @@
  *    "total_files":N,"tiers":["nvme"],"tier_bytes":{"nvme":N},
  *    "prestage":false,"ended":T,"staged_s":S,
  *    "cache":[{"result":"hit","entry":"K.vN","copied_files":N,
- *              "copied_bytes":N,"linked_files":N}],
+ *              "copied_bytes":N,"linked_files":N,"bytes":N,"files":N}],
+ *    (bytes/files: the dataset's size, once it is hit or built)
  *    "profile":{...normalized...}}
  */
 #define _GNU_SOURCE
@@ -345,6 +346,10 @@ static cJSON *cache_records_locked(const struct job *job)
 					(double)d->copied_bytes);
 		cJSON_AddNumberToObject(o, "linked_files",
 					(double)d->linked_files);
+		if (d->result == JOB_DS_HIT || d->result == JOB_DS_BUILT) {
+			cJSON_AddNumberToObject(o, "bytes", (double)d->bytes);
+			cJSON_AddNumberToObject(o, "files", (double)d->files);
+		}
 		cJSON_AddItemToArray(arr, o);
 	}
 	return arr;
@@ -693,13 +698,16 @@ void jobs_add_totals(struct job *job, uint64_t bytes, uint64_t files)
 	pthread_mutex_unlock(&jobs_lock);
 }
 
-void jobs_dataset_done(struct job *job, int tier, uint64_t bytes,
+void jobs_dataset_done(struct job *job, size_t i, int tier, uint64_t bytes,
 		       uint64_t files)
 {
-	/* Held by a cache entry, which the tier accounts for. */
-	(void)files;
 	pthread_mutex_lock(&jobs_lock);
+	/* Held by a cache entry, which the tier accounts for. */
 	job->tier_bytes[tier] += bytes;
+	if (i < PROFILE_MAX_DATASETS) {
+		job->ds[i].bytes = bytes;
+		job->ds[i].files = files;
+	}
 	pthread_mutex_unlock(&jobs_lock);
 }
 
@@ -954,6 +962,8 @@ static void reload_records(struct job *job, const cJSON *arr)
 		d->copied_files = proto_u64(item, "copied_files");
 		d->copied_bytes = proto_u64(item, "copied_bytes");
 		d->linked_files = proto_u64(item, "linked_files");
+		d->bytes = proto_u64(item, "bytes");
+		d->files = proto_u64(item, "files");
 	}
 }
 

@@ -51,6 +51,7 @@ struct job_ds {
 	enum job_ds_result result;
 	char entry[JOBS_ENTRY_MAX];      /* "K.vN" on the dataset's tier */
 	uint64_t copied_files, copied_bytes, linked_files;
+	uint64_t bytes, files;           /* the dataset's size, once staged */
 };
 
 struct job {
@@ -189,8 +190,9 @@ bool jobs_cancelled(struct job *job, char *reason, size_t len);
 void jobs_progress(struct job *job, uint64_t bytes, uint64_t files);
 void jobs_add_totals(struct job *job, uint64_t bytes, uint64_t files);
 
-/* A dataset on TIER is complete: BYTES/FILES become permanent. */
-void jobs_dataset_done(struct job *job, int tier, uint64_t bytes,
+/* Dataset I, on TIER, is complete: BYTES/FILES (its size) become
+ * permanent and are kept as dataset I's. */
+void jobs_dataset_done(struct job *job, size_t i, int tier, uint64_t bytes,
 		       uint64_t files);
 
 /* Record how dataset I was served (entry "K.vN", counts). */

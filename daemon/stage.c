@@ -685,7 +685,7 @@ static int stage_dataset(struct run *run, size_t i)
 	}
 	/* The version we replaced goes once nobody pins it. */
 	cache_gc_key(t, key);
-	jobs_dataset_done(job, t, built.bytes, built.files);
+	jobs_dataset_done(job, i, t, built.bytes, built.files);
 	run->done_bytes += built.bytes;
 	run->done_files += built.files;
 	jobs_progress(job, run->done_bytes, run->done_files);

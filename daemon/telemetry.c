@@ -20,7 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/joblayout.h"
 #include "common/log.h"
+#include "common/outfiles.h"
 #include "common/proto.h"
 #include "common/smallfile.h"
 #include "daemon/fsutil.h"
@@ -31,13 +33,13 @@
 #define TEL_RECORD_MAX (8 * 1024 * 1024) /* a record file we read back */
 #define TEL_PERSIST_EVERY_S 5
 #define TEL_RANKS_MAX 64                 /* ranks listed per sub-phase */
-#define TEL_FINISHED_MAX 256             /* recently finished jobs remembered */
 
 struct tproc {
 	struct telemetry_task id;
 	double start, end;       /* end 0: running */
 	struct telrec_io io;
 	bool traced;
+	bool shim_disabled;      /* its shim gave up (report says why) */
 };
 
 struct tmark {
@@ -67,8 +69,13 @@ struct tjob {
 	size_t nprocs;
 	struct tmark marks[TELEMETRY_MARKS_MAX];
 	size_t nmarks;
-	uint64_t shared_files, fpp_files;
+	struct outfiles *files;  /* output files and their writers */
 	bool has_files;
+	/* Counts a restarted daemon found in the record: its file table
+	 * is gone, later reports add to these. [PROFILE_MAX_OUTPUTS]:
+	 * the job's. */
+	uint64_t base_shared[PROFILE_MAX_OUTPUTS + 1];
+	uint64_t base_fpp[PROFILE_MAX_OUTPUTS + 1];
 	struct sampler_tree tree;
 	bool dirty;
 	time_t persisted;
@@ -79,33 +86,6 @@ static const struct conf *tel_conf;
 static pthread_mutex_t tel_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tjob *tjobs;
 
-/* Jobs finished lately. Between telemetry_finish_job and jobs_finish the
- * job is still in the job table; a query in that window (a scrape, a
- * user) must not bring its record back to life, or the next persist would
- * overwrite the finished record with a new, empty one. */
-static struct {
-	uint32_t id;
-	time_t at;
-} finished_jobs[TEL_FINISHED_MAX];
-static size_t finished_next;
-
-static void remember_finished_locked(uint32_t id)
-{
-	finished_jobs[finished_next % TEL_FINISHED_MAX].id = id;
-	finished_jobs[finished_next % TEL_FINISHED_MAX].at = time(NULL);
-	finished_next++;
-}
-
-/* Was JOB finished already? A job created after its id finished is a new
- * job with a reused id (slurmctld restarted with a fresh id counter). */
-static bool finished_locked(const struct job *job)
-{
-	for (size_t i = 0; i < TEL_FINISHED_MAX; i++)
-		if (finished_jobs[i].at && finished_jobs[i].id == job->id &&
-		    job->created <= finished_jobs[i].at)
-			return true;
-	return false;
-}
 static int dir_fd = -1;
 
 static double now_s(void)
@@ -114,6 +94,20 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static const char *str(const cJSON *o, const char *key, const char *dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : dflt;
 }
 
 /* --- building ------------------------------------------------------------------- */
@@ -134,6 +128,7 @@ static void tjob_free(struct tjob *t)
 	cJSON_Delete(t->stage_in);
 	cJSON_Delete(t->stage_out);
 	cJSON_Delete(t->run_counters);
+	outfiles_destroy(t->files);
 	for (size_t i = 0; i < t->nmarks; i++)
 		cJSON_Delete(t->marks[i].counters);
 	sampler_tree_clear(&t->tree);
@@ -196,9 +191,15 @@ static void refresh_from_job(struct tjob *t, struct job *job)
 		cJSON_AddStringToObject(e, "name", d->name);
 		cJSON_AddStringToObject(e, "source", d->path);
 		cJSON_AddStringToObject(e, "tier", d->tier ? d->tier : "");
-		/* Per-dataset sizes are not kept by staging; a single
-		 * dataset's are the job's. */
-		if (job->profile->ndatasets == 1 && v.state == JOB_STAGED) {
+		/* The dataset's size, once it was hit or built (staging
+		 * of a failed job may have served some datasets). */
+		if ((r->result == JOB_DS_HIT || r->result == JOB_DS_BUILT) &&
+		    (r->bytes || r->files || job->profile->ndatasets > 1)) {
+			cJSON_AddNumberToObject(e, "bytes", (double)r->bytes);
+			cJSON_AddNumberToObject(e, "files", (double)r->files);
+		} else if (job->profile->ndatasets == 1 &&
+			   v.state == JOB_STAGED) {
+			/* A job staged by an older daemon: its totals. */
 			cJSON_AddNumberToObject(e, "bytes", (double)v.bytes);
 			cJSON_AddNumberToObject(e, "files", (double)v.files);
 		}
@@ -210,9 +211,12 @@ static void refresh_from_job(struct tjob *t, struct job *job)
 					(double)r->copied_files);
 		cJSON_AddNumberToObject(e, "linked_files",
 					(double)r->linked_files);
-		if (job->profile->ndatasets == 1 && r->result == JOB_DS_HIT)
-			cJSON_AddNumberToObject(e, "cached_bytes",
-						(double)v.bytes);
+		if (r->result == JOB_DS_HIT)
+			cJSON_AddNumberToObject(
+				e, "cached_bytes",
+				(double)(r->bytes || job->profile->ndatasets > 1
+						 ? r->bytes
+						 : v.bytes));
 		copied += r->copied_bytes;
 		cJSON_AddItemToArray(ds, e);
 	}
@@ -296,8 +300,26 @@ static struct tjob *tjob_create(struct job *job)
 	return t;
 }
 
+static cJSON *read_record(uint32_t id);
+
+/* Was JOB's record finished already? Between telemetry_finish_job and
+ * jobs_finish the job is still in the table: a request then (a /metrics
+ * scrape, a query, a late shim report) must not start a new, empty live
+ * record that nothing would ever finish. The same start tells this job
+ * from an earlier one that had its id. */
+static bool finished_on_disk(const struct job *job)
+{
+	cJSON *rec = read_record(job->id);
+	bool done = rec && cJSON_GetObjectItemCaseSensitive(rec, "end") &&
+		    num(rec, "start") == (double)job->created;
+
+	cJSON_Delete(rec);
+	return done;
+}
+
 /* The live record of job ID, created from the job table if needed; NULL
- * with err when the job is unknown or not PEER_UID's (root: 0). */
+ * with err when the job is unknown or not PEER_UID's (root: 0), or with
+ * errno EALREADY when its record is finished (read it from disk). */
 static struct tjob *get_locked(uint32_t id, uid_t peer_uid, char *err,
 			       size_t errlen)
 {
@@ -308,7 +330,14 @@ static struct tjob *get_locked(uint32_t id, uid_t peer_uid, char *err,
 		jobs_put(job);
 		job = NULL;
 	}
-	if (!t && job && !finished_locked(job))
+	if (!t && job && finished_on_disk(job)) {
+		jobs_put(job);
+		snprintf(err, errlen, "job %u: already finished", id);
+		errno = EALREADY;
+		return NULL;
+	}
+	errno = 0;
+	if (!t && job)
 		t = tjob_create(job);
 	else if (t && job)
 		refresh_from_job(t, job);
@@ -398,6 +427,80 @@ static void add_io_fields(cJSON *ph, const struct telrec_io *io)
 	cJSON_AddNumberToObject(ph, "write_syscalls", (double)io->syscw);
 }
 
+/* Set KEY of O to V (replaced if present). */
+static void set_num(cJSON *o, const char *key, double v)
+{
+	cJSON *old = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (cJSON_IsNumber(old))
+		cJSON_SetNumberValue(old, v);
+	else if (old)
+		cJSON_ReplaceItemInObjectCaseSensitive(o, key,
+						       cJSON_CreateNumber(v));
+	else
+		cJSON_AddNumberToObject(o, key, v);
+}
+
+/* shared_files/fpp_files per output of record R (a file belongs to the
+ * output whose node-local directory TIER/jobs/J/out/NAME or PFS
+ * destination holds it), and the job's totals (files under no output
+ * included) on the run phase RUN. */
+static void add_file_counts(const struct tjob *t, cJSON *r, cJSON *run)
+{
+	struct outfiles_count c[PROFILE_MAX_OUTPUTS + 1];
+	const char *pfx[2 * PROFILE_MAX_OUTPUTS];
+	cJSON *outs = cJSON_GetObjectItemCaseSensitive(r, "outputs"), *o;
+	char (*local)[CONF_PATH_MAX + 64];
+	uint64_t shared = 0, fpp = 0;
+	size_t n = 0, i;
+
+	if (!t->has_files)
+		return;
+	local = malloc(PROFILE_MAX_OUTPUTS * sizeof(*local));
+	if (!local)
+		return;
+	cJSON_ArrayForEach(o, outs)
+	{
+		struct profile_output po = { 0 };
+
+		if (n == PROFILE_MAX_OUTPUTS)
+			break;
+		po.name = (char *)str(o, "name", "");
+		po.tier = (char *)str(o, "tier", "");
+		if (joblayout_output_path(tel_conf, &po, t->id, local[n],
+					  sizeof(local[n])) < 0)
+			local[n][0] = '\0';
+		pfx[2 * n] = local[n];
+		pfx[2 * n + 1] = str(o, "dest", "");
+		n++;
+	}
+	outfiles_count(t->files, pfx, n, c);
+	i = 0;
+	cJSON_ArrayForEach(o, outs)
+	{
+		if (i == n)
+			break;
+		set_num(o, "shared_files",
+			(double)(c[i].shared + t->base_shared[i]));
+		set_num(o, "fpp_files", (double)(c[i].fpp + t->base_fpp[i]));
+		i++;
+	}
+	for (i = 0; i <= n; i++) {
+		shared += c[i].shared;
+		fpp += c[i].fpp;
+	}
+	cJSON_AddNumberToObject(
+		run, "shared_files",
+		(double)(shared + t->base_shared[PROFILE_MAX_OUTPUTS]));
+	cJSON_AddNumberToObject(
+		run, "fpp_files",
+		(double)(fpp + t->base_fpp[PROFILE_MAX_OUTPUTS]));
+	if (outfiles_dropped(t->files))
+		cJSON_AddNumberToObject(run, "untracked_file_reports",
+					(double)outfiles_dropped(t->files));
+	free(local);
+}
+
 /* The whole record as RECORDS.md describes it. NULL on ENOMEM. */
 static cJSON *build_locked(struct tjob *t, bool finished, double end)
 {
@@ -435,12 +538,7 @@ static cJSON *build_locked(struct tjob *t, bool finished, double end)
 			cJSON_AddNumberToObject(ph, "unoverlapped_io_seconds",
 						t->run_unov_s);
 		}
-		if (t->has_files) {
-			cJSON_AddNumberToObject(ph, "shared_files",
-						(double)t->shared_files);
-			cJSON_AddNumberToObject(ph, "fpp_files",
-						(double)t->fpp_files);
-		}
+		add_file_counts(t, r, ph);
 		if (!t->run_end)
 			cJSON_AddBoolToObject(ph, "live", true);
 		cJSON_AddItemToArray(phases, ph);
@@ -499,6 +597,8 @@ static cJSON *build_locked(struct tjob *t, bool finished, double end)
 		cJSON_AddNumberToObject(o, "read_bytes", (double)p->io.rchar);
 		cJSON_AddNumberToObject(o, "write_bytes", (double)p->io.wchar);
 		cJSON_AddBoolToObject(o, "traced", p->traced);
+		if (p->shim_disabled)
+			cJSON_AddBoolToObject(o, "shim_disabled", true);
 		cJSON_AddItemToArray(procs, o);
 	}
 	return r;
@@ -555,20 +655,6 @@ static cJSON *read_record(uint32_t id)
 	return o;
 }
 
-static double num(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
-static const char *str(const cJSON *o, const char *key, const char *dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(v) ? v->valuestring : dflt;
-}
-
 /* A live record back from its file (after a restart): its tasks are
  * followed again from their current counters (what they did while we were
  * down is lost). Takes REC. */
@@ -609,6 +695,20 @@ static void resume_record(cJSON *rec)
 					cJSON_GetObjectItemCaseSensitive(
 						ph, "counters"),
 					true);
+			if (cJSON_GetObjectItemCaseSensitive(ph, "io_seconds")) {
+				t->has_run_io_s = true;
+				t->run_io_s = num(ph, "io_seconds");
+				t->run_unov_s =
+					num(ph, "unoverlapped_io_seconds");
+			}
+			if (cJSON_GetObjectItemCaseSensitive(ph,
+							     "shared_files")) {
+				t->has_files = true;
+				t->base_shared[PROFILE_MAX_OUTPUTS] =
+					proto_u64(ph, "shared_files");
+				t->base_fpp[PROFILE_MAX_OUTPUTS] =
+					proto_u64(ph, "fpp_files");
+			}
 		} else if (cJSON_IsString(
 				   cJSON_GetObjectItemCaseSensitive(ph,
 								    "parent")) &&
@@ -623,6 +723,16 @@ static void resume_record(cJSON *rec)
 					    : "auto";
 			m->start = num(ph, "start");
 			m->end = num(ph, "end");
+			if (cJSON_GetObjectItemCaseSensitive(ph, "counters"))
+				m->counters = cJSON_Duplicate(
+					cJSON_GetObjectItemCaseSensitive(
+						ph, "counters"),
+					true);
+			if (cJSON_GetObjectItemCaseSensitive(ph, "io_seconds")) {
+				m->has_io_s = true;
+				m->io_s = num(ph, "io_seconds");
+				m->unov_s = num(ph, "unoverlapped_io_seconds");
+			}
 			cJSON_ArrayForEach(rk, cJSON_GetObjectItemCaseSensitive(
 						       ph, "ranks"))
 				if (cJSON_IsNumber(rk) &&
@@ -657,6 +767,8 @@ static void resume_record(cJSON *rec)
 		tp->io.wchar = proto_u64(p, "write_bytes");
 		tp->traced = cJSON_IsTrue(
 			cJSON_GetObjectItemCaseSensitive(p, "traced"));
+		tp->shim_disabled = cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(p, "shim_disabled"));
 		if (!tp->end && id.pid > 0 &&
 		    sampler_tree_add_task(&t->tree, id.pid, 0) == 0) {
 			/* Counted up to the record: start from now. */
@@ -670,6 +782,22 @@ static void resume_record(cJSON *rec)
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(rec, "phases");
 	cJSON_DeleteItemFromObjectCaseSensitive(rec, "processes");
+	/* The output file table is not persisted: what was counted before
+	 * the restart stays, later reports add to it (a file written both
+	 * before and after counts twice). */
+	{
+		size_t i = 0;
+
+		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(
+					      rec, "outputs"))
+		{
+			if (i == PROFILE_MAX_OUTPUTS)
+				break;
+			t->base_shared[i] = proto_u64(p, "shared_files");
+			t->base_fpp[i] = proto_u64(p, "fpp_files");
+			i++;
+		}
+	}
 	t->base = rec;
 	t->next = tjobs;
 	tjobs = t;
@@ -946,27 +1074,129 @@ out:
 	return rc;
 }
 
-static void merge_class_counters(cJSON **slot, const cJSON *classes)
+/* Add one phase's {class:{...}} counters into *SLOT (created). */
+static void merge_class_counters(cJSON **slot, const cJSON *by_class)
 {
-	const cJSON *cl;
-
 	if (!*slot && !(*slot = cJSON_CreateObject()))
 		return;
-	cJSON_ArrayForEach(cl, classes)
-	{
-		cJSON *dst = cJSON_GetObjectItemCaseSensitive(*slot, cl->string);
+	if (telrec_class_counters_merge(*slot, by_class) < 0)
+		log_warning("telemetry: out of memory merging shim counters");
+}
 
-		if (!dst)
-			dst = cJSON_AddObjectToObject(*slot, cl->string);
-		if (dst)
-			telrec_counters_merge(dst, cl);
+/* A shim_report's counters and times: each process sends one summary per
+ * exec image (and one after a failed exec), so everything adds up. The
+ * shim counts a call in one phase: "run" when no marker or automatic
+ * phase applies, else the sub-phase. The run phase's counters and times
+ * are the totals over all of them (RECORDS.md: the run covers its
+ * sub-phases); each sub-phase keeps its own. */
+static void merge_report_locked(struct tjob *t, const cJSON *req)
+{
+	const cJSON *counters = cJSON_GetObjectItemCaseSensitive(req,
+								 "counters");
+	const cJSON *io = cJSON_GetObjectItemCaseSensitive(req, "io_seconds");
+	const cJSON *unov = cJSON_GetObjectItemCaseSensitive(req,
+							     "unoverlapped");
+	const cJSON *ph;
+
+	if (counters && !t->run_counters)
+		t->run_counters = cJSON_CreateObject();
+	if (t->run_counters && telrec_counters_fold(t->run_counters,
+						    counters) < 0)
+		log_warning("job %u: out of memory merging shim counters",
+			    t->id);
+	cJSON_ArrayForEach(ph, counters)
+	{
+		struct tmark *m;
+
+		if (!strcmp(ph->string, "run"))
+			continue;
+		m = mark_get(t, ph->string, "auto");
+		if (!m)
+			continue;
+		/* The shim says when the process ran; without that, the
+		 * phase spans the run so far. */
+		if (!m->start) {
+			m->start = num(req, "start") > 0 ? num(req, "start")
+							 : t->run_start;
+			m->end = num(req, "end") > m->start ? num(req, "end")
+							    : 0;
+		} else if (!strcmp(m->source, "auto")) {
+			/* An automatic phase spans the processes that
+			 * reported it. */
+			if (num(req, "start") > 0 && num(req, "start") < m->start)
+				m->start = num(req, "start");
+			if (num(req, "end") > m->end)
+				m->end = num(req, "end");
+		}
+		merge_class_counters(&m->counters, ph);
+	}
+	if (io || unov) {
+		t->run_io_s += telrec_seconds_total(io);
+		t->run_unov_s += telrec_seconds_total(unov);
+		t->has_run_io_s = true;
+	}
+	/* Per sub-phase: a phase with only unoverlapped time (or only I/O
+	 * time) still gets both keys. */
+	for (int pass = 0; pass < 2; pass++) {
+		const cJSON *secs = pass ? unov : io;
+
+		cJSON_ArrayForEach(ph, secs)
+		{
+			struct tmark *m;
+
+			if (!strcmp(ph->string, "run") || !cJSON_IsNumber(ph))
+				continue;
+			m = mark_get(t, ph->string, "auto");
+			if (!m)
+				continue;
+			if (!m->start)
+				m->start = num(req, "start") > 0
+						   ? num(req, "start")
+						   : t->run_start;
+			if (pass)
+				m->unov_s += ph->valuedouble;
+			else
+				m->io_s += ph->valuedouble;
+			m->has_io_s = true;
+		}
+	}
+}
+
+/* The output files PID wrote: who else wrote them decides shared/fpp. */
+static void merge_files_locked(struct tjob *t, pid_t pid, const cJSON *req)
+{
+	const cJSON *files = cJSON_GetObjectItemCaseSensitive(req, "files");
+	const cJSON *f;
+
+	if (!files)
+		return;
+	if (!t->files && !(t->files = outfiles_create(TELEMETRY_FILES_MAX))) {
+		log_warning("job %u: out of memory for its output files",
+			    t->id);
+		return;
+	}
+	t->has_files = true;
+	cJSON_ArrayForEach(f, files)
+	{
+		const char *path = str(f, "path", NULL);
+
+		/* files[] lists output files; the class says so (a path
+		 * under no output is still counted for the job). */
+		if (!path || strcmp(str(f, "class", "output"), "output"))
+			continue;
+		if (outfiles_add(t->files, path, pid,
+				 proto_u64(f, "written")) == 1 &&
+		    outfiles_dropped(t->files) == 1)
+			log_info("job %u: more than %d distinct output files "
+				 "reported: further ones are not counted as "
+				 "shared or file-per-process",
+				 t->id, TELEMETRY_FILES_MAX);
 	}
 }
 
 int telemetry_shim_report(uint32_t id, uid_t peer_uid, pid_t pid,
 			  const cJSON *req, char *err, size_t errlen)
 {
-	const cJSON *ph, *f;
 	struct tproc *p;
 	struct tjob *t;
 	int rc = -1;
@@ -979,56 +1209,11 @@ int telemetry_shim_report(uint32_t id, uid_t peer_uid, pid_t pid,
 		snprintf(err, errlen, "job %u: already finished", id);
 		goto out;
 	}
-	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(req, "counters"))
-	{
-		if (!strcmp(ph->string, "run")) {
-			merge_class_counters(&t->run_counters, ph);
-			continue;
-		}
-		struct tmark *m = mark_get(t, ph->string, "auto");
-
-		if (!m)
-			continue;
-		/* The shim says when the process ran; without that, the
-		 * phase spans the run so far. */
-		if (!m->start) {
-			m->start = num(req, "start") > 0 ? num(req, "start")
-							 : t->run_start;
-			m->end = num(req, "end") > m->start ? num(req, "end")
-							    : 0;
-		}
-		merge_class_counters(&m->counters, ph);
-	}
-	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(req,
-								"io_seconds"))
-	{
-		const cJSON *u = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(req, "unoverlapped"),
-			ph->string);
-		double us = cJSON_IsNumber(u) ? u->valuedouble : 0;
-
-		if (!strcmp(ph->string, "run")) {
-			t->run_io_s += ph->valuedouble;
-			t->run_unov_s += us;
-			t->has_run_io_s = true;
-		} else {
-			struct tmark *m = mark_get(t, ph->string, "auto");
-
-			if (m) {
-				m->io_s += ph->valuedouble;
-				m->unov_s += us;
-				m->has_io_s = true;
-			}
-		}
-	}
-	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(req, "files"))
-	{
-		t->has_files = true;
-		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "shared")))
-			t->shared_files++;
-		else
-			t->fpp_files++;
-	}
+	if (!t->run_start)
+		t->run_start = num(req, "start") > 0 ? num(req, "start")
+						     : now_s();
+	merge_report_locked(t, req);
+	merge_files_locked(t, pid, req);
 	p = find_proc(t, pid);
 	if (!p) {
 		struct telemetry_task id2 = { .pid = pid, .rank = -1,
@@ -1048,8 +1233,11 @@ int telemetry_shim_report(uint32_t id, uid_t peer_uid, pid_t pid,
 				 : "pmix");
 		p = add_proc(t, &id2);
 	}
-	if (p)
+	if (p) {
 		p->traced = true;
+		if (cJSON_GetObjectItemCaseSensitive(req, "disabled"))
+			p->shim_disabled = true;
+	}
 	t->dirty = true;
 	rc = 0;
 out:
@@ -1067,18 +1255,15 @@ cJSON *telemetry_record(uint32_t id, uid_t peer_uid, char *err,
 	t = find_locked(id);
 	if (t || jobs_known(id)) {
 		t = get_locked(id, peer_uid, err, errlen);
-		if (t) {
-			rec = build_locked(t, false, 0);
+		if (t || errno != EALREADY) {
+			if (t)
+				rec = build_locked(t, false, 0);
 			pthread_mutex_unlock(&tel_lock);
-			if (!rec)
+			if (t && !rec)
 				snprintf(err, errlen, "out of memory");
 			return rec;
 		}
-		if (find_locked(id) || !strstr(err, "unknown job")) {
-			pthread_mutex_unlock(&tel_lock);
-			return NULL; /* permission denied */
-		}
-		/* Finished, still in the job table: its record is on disk. */
+		/* Finished, the job not yet out of the table: from disk. */
 	}
 	pthread_mutex_unlock(&tel_lock);
 	rec = read_record(id);
@@ -1097,8 +1282,48 @@ cJSON *telemetry_record(uint32_t id, uid_t peer_uid, char *err,
 	return rec;
 }
 
-/* stage_out from StateDir/drain/J.json, written by drain.c at finish. */
-static cJSON *stage_out_phase(uint32_t id, double run_start, double end)
+/* Per-output drain figures of drain record D into the record's outputs[]
+ * (by name). */
+static void outputs_from_drain(struct tjob *t, const cJSON *d)
+{
+	static const char *const keys[] = {
+		"files", "bytes", "during_files", "during_bytes",
+		"end_files", "end_bytes", "failed_files",
+	};
+	cJSON *outs = cJSON_GetObjectItemCaseSensitive(t->base, "outputs"), *o;
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d, "outputs"))
+	{
+		const char *name = str(e, "name", NULL);
+		const cJSON *hist;
+
+		if (!name)
+			continue;
+		cJSON_ArrayForEach(o, outs)
+			if (!strcmp(str(o, "name", ""), name))
+				break;
+		/* Figures are there only from a drain that counts them. */
+		if (!o || !cJSON_GetObjectItemCaseSensitive(e, "files"))
+			continue;
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			set_num(o, keys[k], (double)proto_u64(e, keys[k]));
+		hist = cJSON_GetObjectItemCaseSensitive(e, "size_hist");
+		if (cJSON_IsObject(hist)) {
+			uint64_t h[TELREC_NBUCKETS];
+
+			telrec_size_hist_from_json(h, hist);
+			cJSON_DeleteItemFromObjectCaseSensitive(o, "size_hist");
+			cJSON_AddItemToObject(o, "size_hist",
+					      telrec_size_hist_json(h));
+		}
+	}
+}
+
+/* stage_out from StateDir/drain/J.json, written by drain.c at finish; its
+ * per-output figures go to T's outputs[]. */
+static cJSON *stage_out_phase(struct tjob *t, uint32_t id, double run_start,
+			      double end)
 {
 	char path[CONF_PATH_MAX + 48], reason[128], *text;
 	cJSON *d, *ph;
@@ -1136,6 +1361,7 @@ static cJSON *stage_out_phase(uint32_t id, double run_start, double end)
 	if (d)
 		cJSON_AddNumberToObject(ph, "failed_files",
 					(double)proto_u64(d, "failed_files"));
+	outputs_from_drain(t, d);
 	cJSON_Delete(d);
 	return ph;
 }
@@ -1171,7 +1397,7 @@ cJSON *telemetry_finish_job(uint32_t id)
 			t->procs[i].end = end;
 	if (strcmp(str(t->base, "state", ""), "stage_failed")) {
 		cJSON_Delete(t->stage_out);
-		t->stage_out = stage_out_phase(id, t->run_start, end);
+		t->stage_out = stage_out_phase(t, id, t->run_start, end);
 	}
 	rec = build_locked(t, true, end);
 	if (!rec || write_record(id, rec) < 0)
@@ -1181,7 +1407,6 @@ cJSON *telemetry_finish_job(uint32_t id)
 			*pp = t->next;
 			break;
 		}
-	remember_finished_locked(id);
 	pthread_mutex_unlock(&tel_lock);
 	tjob_free(t);
 	return rec;

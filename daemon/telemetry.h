@@ -33,6 +33,7 @@
 #define TELEMETRY_KEEP_DAYS 30
 #define TELEMETRY_PROCS_MAX 1024 /* process entries per record */
 #define TELEMETRY_MARKS_MAX 64   /* distinct sub-phase names per record */
+#define TELEMETRY_FILES_MAX 4096 /* distinct output files per record */
 
 /* The ops (telemetry_ops.c), listed in server.c's op_tables[]. */
 extern op_table telemetry_ops;

@@ -34,7 +34,7 @@ assert_owned_by_test_user() {
 }
 
 test_outputs_drain_during_run_and_rest_at_end() {
-	local ds="$TEST_WORKDIR/pfs/ds" pfsout rec jobdir log
+	local ds="$TEST_WORKDIR/pfs/ds" pfsout rec jobdir log tel
 	make_dataset "$ds"
 	pfsout="$(pfs_dir pfs)/results"
 	cat >job.sh <<'JOB'
@@ -94,6 +94,22 @@ JOB
 	assert_eq "record: end_bytes" 4000000 "$(json_num "$rec" end_bytes)"
 	assert_eq "record: failed_files" 0 "$(json_num "$rec" failed_files)"
 	assert_contains "record: nothing kept" "$rec" '"kept":null'
+	# Per output (RECORDS.md outputs[]): counts and the sizes of the
+	# drained files in Darshan's buckets (5 MB, 3 MB, 1 MB).
+	assert_eq "record: outputs[0] files bytes during end failed" \
+		"$(printf 'results\t3\t9000000\t1\t5000000\t2\t4000000\t0')" \
+		"$(printf '%s' "$rec" | jq -r '.outputs[0] | [.name, .files, .bytes, .during_files, .during_bytes, .end_files, .end_bytes, .failed_files] | @tsv')"
+	assert_eq "record: outputs[0].size_hist" '{"100K_1M":1,"1M_4M":1,"4M_10M":1}' \
+		"$(printf '%s' "$rec" | jq -c '.outputs[0].size_hist | with_entries(select(.value > 0))')"
+	# The job's record, once finished, carries the same figures.
+	for _ in $(seq 1 300); do
+		tel=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID" --json 2>/dev/null)
+		printf '%s' "$tel" | jq -e .end >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	assert_eq "telemetry: outputs[0] as drained" \
+		"$(printf '%s' "$rec" | jq -c '.outputs[0] | {files, bytes, during_files, during_bytes, end_files, end_bytes, failed_files, size_hist}')" \
+		"$(printf '%s' "$tel" | jq -c '.outputs[0] | {files, bytes, during_files, during_bytes, end_files, end_bytes, failed_files, size_hist}')"
 	log=$(grep "job $SUBMIT_JOBID: drained" "$IOSTAGED_LOG")
 	assert_contains "log line" "$log" "drained 1 file (4.8 MiB) during the run, 2 files (3.8 MiB) at the end in"
 
@@ -259,6 +275,9 @@ test_restart_resumes_watching() {
 	assert_contains "finish" "$r" '"ok":true'
 	rec=$(cat "$TEST_WORKDIR/state/drain/4343.json")
 	assert_eq "record: during_files across the restart" 3 "$(json_num "$rec" during_files)"
+	assert_eq "record: outputs[0] during_files and 0_100 files across the restart" \
+		"$(printf '3\t3')" \
+		"$(printf '%s' "$rec" | jq -r '.outputs[0] | [.during_files, .size_hist["0_100"]] | @tsv')"
 	assert_eq "record: end_files" 0 "$(json_num "$rec" end_files)"
 	assert_eq "PFS tree" "one sub sub/three two" \
 		"$(cd "$pfsout" && find . -mindepth 1 -printf '%P\n' | sort | tr '\n' ' ' | sed 's/ $//')"

@@ -123,27 +123,128 @@ test_srun_step_tasks_are_traced_with_their_rank() {
 		"$(printf '0\t0\t0\tslurm')" "$n"
 }
 
-test_trace_to_the_daemon_socket_leaves_the_job_alone() {
-	local before
-	shim_fixture
-	write_shim_job
-	before=$(wc -l <"$IOSTAGED_LOG")
-	# No IOSTAGE_SHIM_REPORT: every traced process sends its summary to
-	# iostaged on IOSTAGE_SOCKET (the plugin's), bounded in time. Whatever
-	# the daemon answers, the job's work and result are unchanged.
-	submit_wait "$TEST_USER" \
+# The traced job of the daemon-side tests: N 4 KiB preads at random
+# offsets of the dataset's x.bin (300000 bytes) by one process, then a
+# step of two tasks that each write 4 KiB at their own offset of one
+# shared file and 8 KiB to a file of their own, all under the output.
+write_traced_job() {
+	cat >job.sh <<'JOB'
+#!/bin/bash
+set -e
+printf 'PRELOAD=%s\n' "$LD_PRELOAD"
+/usr/bin/python3 - "$IOSTAGE_DATA/train/a/x.bin" "$NREADS" <<'PY'
+import os, random, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+r = random.Random(7)
+for _ in range(int(sys.argv[2])):
+    assert len(os.pread(fd, 4096, r.randrange(0, size - 4096))) == 4096
+os.close(fd)
+PY
+srun -n2 bash -c 'dd if=/dev/zero of="$IOSTAGE_OUTPUT/shared.bin" bs=4096 count=1 seek=$SLURM_PROCID conv=notrunc status=none &&
+	dd if=/dev/zero of="$IOSTAGE_OUTPUT/rank$SLURM_PROCID.bin" bs=4096 count=2 status=none'
+echo done
+JOB
+	chmod 0755 job.sh
+}
+
+# wait_finished JOB: until iostaged logged the job's Epilog (finish).
+wait_finished() {
+	for _ in $(seq 1 300); do
+		grep -q "job $1: finished" "$IOSTAGED_LOG" && return 0
+		sleep 0.1
+	done
+	fail "job $1: no 'finished' in the iostaged log"
+}
+
+# run_traced_job NAME NREADS: submit it (2 tasks), wait for its Epilog.
+run_traced_job() {
+	submit_wait "$TEST_USER" -n2 -J "$1" --export=ALL,NREADS="$2" \
 		--io-profile="dl-train,data=$DS,out=$PFSOUT,trace=true" \
 		-o out.txt job.sh >/dev/null ||
 		fail "job failed: $SUBMIT_OUT; output: $(cat out.txt 2>/dev/null)"
+	wait_finished "$SUBMIT_JOBID"
+}
+
+# No IOSTAGE_SHIM_REPORT: every traced process sends its summary to
+# iostaged, as the job's user. The job's telemetry record then has the
+# shim's counters folded into the run phase, the processes marked traced,
+# and shared vs file-per-process per output; the history files the same
+# record at the Epilog.
+test_traced_job_record_has_shim_counters_and_shared_files() {
+	local rec hist run n
+	shim_fixture
+	write_traced_job
+	run_traced_job "traced-$$" 1200
 	assert_eq "job state" COMPLETED "$(job_state "$SUBMIT_JOBID")"
 	assert_file_contains "the shim in the tasks" out.txt "PRELOAD=$SHIM_LIB"
-	# The summaries reached the daemon (as the job's user, on its socket).
-	# Before the daemon's shim_report op exists it answers "unknown op",
-	# which is logged with the op's name; once it does, check the job's
-	# telemetry record here instead (processes[].traced, run counters).
-	tail -n +"$((before + 1))" "$IOSTAGED_LOG" | grep -q "shim_report" ||
-		fail "no shim_report reached iostaged: $(tail -n +"$((before + 1))" "$IOSTAGED_LOG" | head -20)"
+	assert_file_contains "the job ran to its end" out.txt "done"
+	rec=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID" --json) ||
+		fail "iostage telemetry $SUBMIT_JOBID failed: $rec"
+	rec=$(printf '%s' "$rec" | jq -c '.record // .')
+	assert_eq "record of the job" "$SUBMIT_JOBID" "$(printf '%s' "$rec" | jq -r .job)"
+	n=$(printf '%s' "$rec" | jq '[.processes[] | select(.traced)] | length')
+	[ "$n" -ge 3 ] || fail "traced processes: $n (want >= 3: python and two dd tasks): $(printf '%s' "$rec" | jq -c .processes)"
+	assert_eq "traced step tasks (step 0, ranks 0 and 1)" "0,1" \
+		"$(printf '%s' "$rec" | jq -r '[.processes[] | select(.traced and .step == 0) | .rank] | unique | map(tostring) | join(",")')"
+	run=$(printf '%s' "$rec" | jq -c '.phases[] | select(.name == "run")')
+	# The shim counts the preads in its automatic phase "read"; the run
+	# phase holds the totals of all phases.
+	assert_eq "run: dataset reads, bytes, 1K_10K requests" \
+		"$(printf '1200\t4915200\t1200')" \
+		"$(printf '%s' "$run" | jq -r '.counters.dataset | [.POSIX_READS, .POSIX_BYTES_READ, .POSIX_SIZE_READ_1K_10K] | @tsv')"
+	assert_eq "run: no other dataset request size" 1200 \
+		"$(printf '%s' "$run" | jq -r '[.counters.dataset | to_entries[] | select(.key | startswith("POSIX_SIZE_READ_")) | .value] | add')"
+	assert_eq "read sub-phase: the same reads" 1200 \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "read" and .parent == "run") | .counters.dataset.POSIX_READS')"
+	assert_eq "run: output writes (2 x 4 KiB + 2 x 2 x 4 KiB)" \
+		"$(printf '6\t24576')" \
+		"$(printf '%s' "$run" | jq -r '.counters.output | [.POSIX_WRITES, .POSIX_BYTES_WRITTEN] | @tsv')"
+	[ "$(printf '%s' "$run" | jq -r '.io_seconds >= 0')" = true ] ||
+		fail "run: no io_seconds: $run"
+	assert_eq "outputs[0]: shared and file-per-process files" \
+		"$(printf '1\t2')" \
+		"$(printf '%s' "$rec" | jq -r '.outputs[0] | [.shared_files, .fpp_files] | @tsv')"
+	assert_eq "run: the job's shared and fpp files" "$(printf '1\t2')" \
+		"$(printf '%s' "$run" | jq -r '[.shared_files, .fpp_files] | @tsv')"
+	# Drain figures per output: every drained copy is 4 or 8 KiB.
+	n=$(printf '%s' "$rec" | jq -r '.outputs[0] | [.files, .size_hist["1K_10K"], ([.size_hist[]] | add), .failed_files, (.during_files + .end_files)] | @tsv')
+	[ "$(printf '%s' "$n" | cut -f1)" -ge 3 ] || fail "outputs[0].files < 3: $n"
+	assert_eq "outputs[0]: histogram and phase counts agree with files" \
+		"$(printf '%s' "$n" | cut -f1)	$(printf '%s' "$n" | cut -f1)	$(printf '%s' "$n" | cut -f1)	0	$(printf '%s' "$n" | cut -f1)" "$n"
+	assert_eq "the drained shared file" 8192 "$(stat -c %s "$PFSOUT/shared.bin")"
+	# The dataset's own size (not only the job's totals).
+	assert_eq "datasets[0] size = stage_in's (one dataset)" \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "stage_in") | [.bytes, .files] | @tsv')" \
+		"$(printf '%s' "$rec" | jq -r '.datasets[0] | [.bytes, .files] | @tsv')"
+	# The history has the same record, for its owner.
+	hist=$(iostaged_request "$TEST_USER" "{\"op\":\"history_get\",\"job\":$SUBMIT_JOBID}")
+	assert_contains "history_get as the owner" "$hist" '"ok":true'
+	assert_eq "history's record = telemetry's" \
+		"$(printf '%s' "$rec" | jq -S -c .)" \
+		"$(printf '%s' "$hist" | jq -S -c .record)"
 	iostage -c "$IOSTAGE_CONF" status >/dev/null || fail "iostaged stopped answering"
+}
+
+# The rules read what telemetry and the shim record: three traced jobs
+# with small random reads of one dataset make the history advise staging
+# it, with those jobs as evidence.
+test_traced_small_random_reads_recommend_stage() {
+	local ids=() j rec name="rand-reader-$$"
+	shim_fixture
+	write_traced_job
+	for j in 1 2 3; do
+		run_traced_job "$name" 1100
+		ids+=("$SUBMIT_JOBID")
+	done
+	rec=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" recommend --job-name "$name" --json) ||
+		fail "iostage recommend failed: $rec"
+	assert_eq "stage advised for the dataset" stage \
+		"$(printf '%s' "$rec" | jq -r --arg t "$DS" '.recommendations[] | select(.target == $t and .rule == "stage") | .rule')"
+	for j in "${ids[@]}"; do
+		assert_contains "evidence names job $j" \
+			"$(printf '%s' "$rec" | jq -c --arg t "$DS" '.recommendations[] | select(.rule == "stage" and .target == $t) | .evidence.jobs')" "$j"
+	done
 }
 
 # with_conf_edit SED_SCRIPT: edit the node's iostage.conf for this test

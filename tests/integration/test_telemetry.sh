@@ -69,7 +69,9 @@ test_telemetry_job_io_recorded_within_5_percent() {
 sha256sum "$IOSTAGE_DATA/big.bin" >/dev/null
 dd if=/dev/zero of="$IOSTAGE_OUTPUT/out.bin" bs=1M count=16 status=none
 JOB
-	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds,out=$pfsout" \
+	# Untraced (dl-train traces): only the registered task is listed, the
+	# shim's summaries would add its children (test_shim.sh covers them).
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds,out=$pfsout,trace=false" \
 		-J tel-io -o out.txt job.sh >/dev/null ||
 		fail "job failed: $SUBMIT_OUT; output: $(cat out.txt)"
 	rec=$(wait_finished "$SUBMIT_JOBID") || fail "no finished record"
@@ -182,8 +184,9 @@ dd if=/dev/zero of="$IOSTAGE_OUTPUT/a.bin" bs=1M count=8 status=none
 while [ ! -e "$FLAG" ]; do sleep 0.2; done
 dd if=/dev/zero of="$IOSTAGE_OUTPUT/b.bin" bs=1M count=8 status=none
 JOB
+	# Untraced: the record lists the one registered task.
 	submit "$TEST_USER" --export=ALL,FLAG="$TEST_WORKDIR/go" \
-		--io-profile="dl-train,data=$ds,out=$pfsout" -o out.txt job.sh >/dev/null ||
+		--io-profile="dl-train,data=$ds,out=$pfsout,trace=false" -o out.txt job.sh >/dev/null ||
 		fail "submit failed: $SUBMIT_OUT"
 	wait_procs "$SUBMIT_JOBID" 1 || fail "task never registered"
 	# Until the first 8 MiB are in the record (and on disk: it is
@@ -219,8 +222,13 @@ test_telemetry_shim_report_merged_and_forgeries_refused() {
 		fail "submit failed: $SUBMIT_OUT"
 	wait_procs "$SUBMIT_JOBID" 1 || fail "task never registered"
 	local J=$SUBMIT_JOBID
-	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"pid\":424242,\"rank\":3,\"counters\":{\"run\":{\"dataset\":{\"POSIX_READS\":10,\"POSIX_BYTES_READ\":40960,\"POSIX_SIZE_READ_1K_10K\":10}},\"checkpoint\":{\"output\":{\"POSIX_WRITES\":2,\"POSIX_BYTES_WRITTEN\":8192}}},\"io_seconds\":{\"run\":0.5,\"checkpoint\":0.2},\"unoverlapped\":{\"run\":0.25,\"checkpoint\":0.2},\"files\":[{\"path_class\":\"output\",\"written\":8192,\"shared\":false}]}")
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"pid\":424242,\"rank\":3,\"counters\":{\"run\":{\"dataset\":{\"POSIX_READS\":10,\"POSIX_BYTES_READ\":40960,\"POSIX_SIZE_READ_1K_10K\":10}},\"checkpoint\":{\"output\":{\"POSIX_WRITES\":2,\"POSIX_BYTES_WRITTEN\":8192}}},\"io_seconds\":{\"run\":0.5,\"checkpoint\":0.5},\"unoverlapped\":{\"run\":0.25,\"checkpoint\":0.5},\"ppid\":1,\"identity\":\"slurm\",\"reason\":\"exec\",\"files\":[{\"path\":\"$TEST_WORKDIR/o/ckpt\",\"class\":\"output\",\"written\":8192}]}")
 	assert_contains "shim_report by hand" "$r" '"ok":true'
+	# The same process after its exec: a second summary, added up.
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"pid\":424242,\"ppid\":1,\"rank\":3,\"reason\":\"exit\",\"counters\":{\"read\":{\"dataset\":{\"POSIX_READS\":5,\"POSIX_BYTES_READ\":20480,\"POSIX_SIZE_READ_1K_10K\":5}}},\"files\":[{\"path\":\"$TEST_WORKDIR/o/ckpt\",\"class\":\"output\",\"written\":4096}]}")
+	assert_contains "second shim_report of the pid" "$r" '"ok":true'
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"files\":[{\"path_class\":\"output\",\"written\":1,\"shared\":true}]}")
+	assert_contains "the old files format" "$r" "unknown key 'path_class'"
 	# Forged or oversized reports are refused, one clear line each.
 	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"counters\":{\"run\":{\"dataset\":{\"POSIX_EVIL\":1}}}}")
 	assert_contains "unknown counter" "$r" "unknown counter 'POSIX_EVIL'"
@@ -248,14 +256,53 @@ test_telemetry_shim_report_merged_and_forgeries_refused() {
 	touch "$TEST_WORKDIR/go"
 	wait_job_state "$J" COMPLETED 60 || fail "job did not complete"
 	rec=$(wait_finished "$J") || fail "no finished record"
-	assert_eq "run counters from the report" 40960 \
-		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .counters.dataset.POSIX_BYTES_READ')"
-	assert_eq "run unoverlapped I/O" 0.25 \
-		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .unoverlapped_io_seconds')"
+	# The run phase holds the totals of every phase of both reports.
+	assert_eq "run counters from the reports (reads bytes 1K_10K written)" \
+		"$(printf '15\t61440\t15\t8192')" \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "run") | .counters | [.dataset.POSIX_READS, .dataset.POSIX_BYTES_READ, .dataset.POSIX_SIZE_READ_1K_10K, .output.POSIX_BYTES_WRITTEN] | @tsv')"
+	# (The job's own traced shell and sleeps add their few microseconds.)
+	assert_eq "run I/O and unoverlapped I/O seconds (1, 0.75 and the shell's)" true \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "run") | .io_seconds >= 1 and .io_seconds < 1.1 and .unoverlapped_io_seconds >= 0.75 and .unoverlapped_io_seconds < 0.85')"
+	assert_eq "read sub-phase (auto) from the second report" 20480 \
+		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "read") | .counters.dataset.POSIX_BYTES_READ')"
+	assert_eq "one process wrote the file twice: file-per-process" \
+		"$(printf '0\t1')" \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "run") | [.shared_files, .fpp_files] | @tsv')"
+	assert_eq "the reporting process listed once" 1 \
+		"$(printf '%s' "$rec" | jq '[.processes[] | select(.pid == 424242)] | length')"
 	assert_eq "checkpoint sub-phase (auto, from the shim)" "auto 8192" \
 		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "checkpoint") | "\(.source) \(.counters.output.POSIX_BYTES_WRITTEN)"')"
 	assert_eq "the reporting process, traced" "true 3" \
 		"$(printf '%s' "$rec" | jq -r '.processes[] | select(.pid == 424242) | "\(.traced) \(.rank)"')"
 	assert_eq "the refused reports left no trace" null \
 		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .counters.dataset.POSIX_EVIL')"
+}
+
+# Each dataset's own size in the record (staging used to keep only the
+# job's totals): built on the first run, a cache hit with cached_bytes on
+# the second.
+test_telemetry_dataset_sizes_per_dataset() {
+	local a="$TEST_WORKDIR/pfs/dsa" b="$TEST_WORKDIR/pfs/dsb" rec run
+	mkdir -p "$a" "$b/sub"
+	head -c 5000 /dev/urandom >"$a/one"
+	head -c 1000 /dev/urandom >"$b/x"
+	head -c 2000 /dev/urandom >"$b/sub/y"
+	chown -R "$TEST_USER:" "$a" "$b"
+	cat >"$TEST_WORKDIR/p.json" <<JSON
+{"datasets":[{"name":"a","path":"$a"},{"name":"b","path":"$b"}]}
+JSON
+	chmod 0644 "$TEST_WORKDIR/p.json"
+	for run in built hit; do
+		submit_wait "$TEST_USER" --io-profile="$TEST_WORKDIR/p.json" -o out.txt \
+			--wrap 'cat "$IOSTAGE_DATA_A/one" "$IOSTAGE_DATA_B/x" >/dev/null' >/dev/null ||
+			fail "job failed: $SUBMIT_OUT; output: $(cat out.txt 2>/dev/null)"
+		rec=$(wait_finished "$SUBMIT_JOBID") || fail "no finished record"
+		assert_eq "$run: datasets (name bytes files result)" \
+			"$(printf 'a 5000 1 %s\nb 3000 2 %s' "$run" "$run")" \
+			"$(printf '%s' "$rec" | jq -r '.datasets[] | "\(.name) \(.bytes) \(.files) \(.result)"')"
+	done
+	assert_eq "hit: cached_bytes per dataset" "5000 3000" \
+		"$(printf '%s' "$rec" | jq -r '[.datasets[].cached_bytes] | map(tostring) | join(" ")')"
+	assert_eq "stage_in: the sum" "8000 3" \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "stage_in") | "\(.bytes) \(.files)"')"
 }

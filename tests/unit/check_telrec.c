@@ -209,13 +209,39 @@ static const struct {
 	const char *json;
 	const char *err; /* NULL: accepted; else a part of the message */
 } reports[] = {
-	{ "{\"op\":\"shim_report\",\"job\":1,\"pid\":5,\"rank\":0,"
+	/* What shim/preload_report.c sends (tests/integration/test_shim.sh
+	 * checks the shim's side). */
+	{ "{\"op\":\"shim_report\",\"job\":1,\"pid\":5,\"ppid\":4,\"step\":0,"
+	  "\"rank\":0,\"local_rank\":0,\"node\":\"n1\",\"identity\":\"slurm\","
+	  "\"reason\":\"exit\",\"start\":1763860000.5,\"end\":1763860001.5,"
 	  "\"counters\":{\"run\":{\"dataset\":{\"POSIX_READS\":1}},"
 	  "\"checkpoint\":{\"output\":{\"POSIX_BYTES_WRITTEN\":4096,"
 	  "\"POSIX_F_WRITE_TIME\":0.5}}},\"io_seconds\":{\"run\":1.5},"
-	  "\"unoverlapped\":{\"run\":0.5},\"files\":[{\"path_class\":"
-	  "\"output\",\"written\":4096,\"shared\":true}]}",
+	  "\"unoverlapped\":{\"run\":0.5},\"phases_folded\":2,\"files\":[{"
+	  "\"path\":\"/t/jobs/1/out/o/f\",\"class\":\"output\","
+	  "\"written\":4096}]}",
 	  NULL },
+	{ "{\"op\":\"shim_report\",\"job\":1,\"pid\":5,\"reason\":\"exec\","
+	  "\"disabled\":\"cannot set up thread and fork hooks\"}",
+	  NULL },
+	{ "{\"job\":1,\"reason\":\"crash\"}", "key 'reason'" },
+	{ "{\"job\":1,\"reason\":1}", "key 'reason'" },
+	{ "{\"job\":1,\"identity\":\"root\"}", "key 'identity'" },
+	{ "{\"job\":1,\"disabled\":true}", "key 'disabled'" },
+	{ "{\"job\":1,\"ppid\":-1}", "key 'ppid': must be a number" },
+	{ "{\"job\":1,\"phases_folded\":\"3\"}", "key 'phases_folded'" },
+	{ "{\"job\":1,\"files\":[{\"path_class\":\"output\",\"path\":\"/a\"}]}",
+	  "unknown key 'path_class'" },
+	{ "{\"job\":1,\"files\":[{\"path\":\"/a\",\"shared\":true}]}",
+	  "unknown key 'shared'" },
+	{ "{\"job\":1,\"files\":[{\"class\":\"output\",\"written\":1}]}",
+	  "without 'path'" },
+	{ "{\"job\":1,\"files\":[{\"path\":\"rel/x\"}]}", "absolute path" },
+	{ "{\"job\":1,\"files\":[{\"path\":5}]}", "absolute path" },
+	{ "{\"job\":1,\"files\":[{\"path\":\"/a\",\"written\":-1}]}",
+	  "'written' must be" },
+	{ "{\"job\":1,\"files\":[{\"path\":\"/a\",\"written\":\"1\"}]}",
+	  "'written' must be" },
 	{ "{\"op\":\"shim_report\",\"job\":1}", NULL },
 	{ "{\"op\":\"shim_report\",\"job\":1,\"uid\":0}", "unknown key 'uid'" },
 	{ "{\"job\":1,\"counters\":[]}", "key 'counters': must be an object" },
@@ -234,11 +260,8 @@ static const struct {
 	{ "{\"job\":1,\"io_seconds\":{\"run\":-2}}", "seconds >= 0" },
 	{ "{\"job\":1,\"unoverlapped\":[]}", "must be an object" },
 	{ "{\"job\":1,\"files\":{}}", "must be an array" },
-	{ "{\"job\":1,\"files\":[{\"path\":\"/etc/shadow\"}]}",
-	  "unknown key 'path'" },
-	{ "{\"job\":1,\"files\":[{\"path_class\":\"home\"}]}",
-	  "path_class must be" },
-	{ "{\"job\":1,\"files\":[{\"shared\":1}]}", "true or false" },
+	{ "{\"job\":1,\"files\":[{\"path\":\"/a\",\"class\":\"home\"}]}",
+	  "'class' must be" },
 	{ "{\"job\":1,\"node\":5}", "key 'node': must be a string" },
 	{ "{\"job\":1,\"node\":\"0123456789012345678901234567890123456789"
 	  "012345678901234567890123\"}",
@@ -283,14 +306,136 @@ START_TEST(test_report_check_limits)
 	ck_assert_ptr_nonnull(strstr(err, "more than 32 phases"));
 	cJSON_DeleteItemFromObject(req, "counters");
 	files = cJSON_AddArrayToObject(req, "files");
-	for (int i = 0; i < 257; i++)
-		cJSON_AddItemToArray(files, cJSON_CreateObject());
+	for (int i = 0; i < 257; i++) {
+		cJSON *f = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(f, "path", "/t/jobs/1/out/o/f");
+		cJSON_AddItemToArray(files, f);
+	}
 	ck_assert_int_eq(telrec_report_check(req, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "more than 256 entries"));
 	cJSON_DeleteItemFromArray(files, 0);
 	ck_assert_int_eq(telrec_report_check(req, err, sizeof(err)), 0);
 	ck_assert_int_eq(telrec_report_check(NULL, err, sizeof(err)), -1);
 	cJSON_Delete(req);
+}
+END_TEST
+
+/* A path of 4096 bytes is refused, one of 4095 accepted. */
+START_TEST(test_report_check_path_length)
+{
+	cJSON *req = cJSON_CreateObject();
+	cJSON *f = cJSON_CreateObject();
+	char *path = malloc(TELREC_REPORT_PATH_MAX + 1), err[256];
+
+	ck_assert_ptr_nonnull(path);
+	memset(path, 'a', TELREC_REPORT_PATH_MAX);
+	path[0] = '/';
+	path[TELREC_REPORT_PATH_MAX] = '\0';
+	cJSON_AddStringToObject(f, "path", path);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "files"), f);
+	ck_assert_int_eq(telrec_report_check(req, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "at most 4095 bytes"));
+	path[TELREC_REPORT_PATH_MAX - 1] = '\0';
+	cJSON_SetValuestring(cJSON_GetObjectItem(f, "path"), path);
+	ck_assert_int_eq(telrec_report_check(req, err, sizeof(err)), 0);
+	free(path);
+	cJSON_Delete(req);
+}
+END_TEST
+
+/* Two reports of one process (one per exec image) add up; every phase
+ * folds into the run totals, POSIX_MAX_BYTE_* keep the maximum. */
+START_TEST(test_counters_fold_adds_reports_and_phases)
+{
+	const char *r1 = "{\"run\":{\"other\":{\"POSIX_OPENS\":2}},"
+			 "\"read\":{\"dataset\":{\"POSIX_READS\":10,"
+			 "\"POSIX_BYTES_READ\":40960,"
+			 "\"POSIX_SIZE_READ_1K_10K\":10,"
+			 "\"POSIX_MAX_BYTE_READ\":99}}}";
+	const char *r2 = "{\"read\":{\"dataset\":{\"POSIX_READS\":5,"
+			 "\"POSIX_BYTES_READ\":20480,"
+			 "\"POSIX_SIZE_READ_1K_10K\":5,"
+			 "\"POSIX_MAX_BYTE_READ\":50}},"
+			 "\"checkpoint\":{\"output\":{\"POSIX_WRITES\":1,"
+			 "\"BOGUS\":7},\"etc\":{\"POSIX_WRITES\":9}}}";
+	cJSON *a = cJSON_Parse(r1), *b = cJSON_Parse(r2);
+	cJSON *run = cJSON_CreateObject(), *ds;
+
+	ck_assert_int_eq(telrec_counters_fold(run, a), 0);
+	ck_assert_int_eq(telrec_counters_fold(run, b), 0);
+	ck_assert_int_eq(telrec_counters_fold(run, NULL), 0);
+	ds = cJSON_GetObjectItem(run, "dataset");
+	ck_assert_double_eq(cJSON_GetObjectItem(ds, "POSIX_READS")->valuedouble,
+			    15);
+	ck_assert_double_eq(
+		cJSON_GetObjectItem(ds, "POSIX_BYTES_READ")->valuedouble,
+		61440);
+	ck_assert_double_eq(
+		cJSON_GetObjectItem(ds, "POSIX_SIZE_READ_1K_10K")->valuedouble,
+		15);
+	ck_assert_double_eq(
+		cJSON_GetObjectItem(ds, "POSIX_MAX_BYTE_READ")->valuedouble, 99);
+	ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(run,
+								    "other"),
+						"POSIX_OPENS")->valuedouble,
+			    2);
+	ck_assert_ptr_null(cJSON_GetObjectItem(
+		cJSON_GetObjectItem(run, "output"), "BOGUS"));
+	ck_assert_ptr_null(cJSON_GetObjectItem(run, "etc"));
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	cJSON_Delete(run);
+}
+END_TEST
+
+START_TEST(test_seconds_total)
+{
+	cJSON *o = cJSON_Parse("{\"run\":1.5,\"read\":2,\"bad\":-4,"
+			       "\"s\":\"1\"}");
+
+	ck_assert_double_eq(telrec_seconds_total(o), 3.5);
+	ck_assert_double_eq(telrec_seconds_total(NULL), 0);
+	cJSON_Delete(o);
+}
+END_TEST
+
+static const struct {
+	uint64_t bytes;
+	size_t bucket;
+} sizes[] = {
+	{ 0, 0 },	    { 100, 0 },	       { 101, 1 },
+	{ 1024, 1 },	    { 1025, 2 },       { 4096, 2 },
+	{ 10240, 2 },	    { 10241, 3 },      { 102400, 3 },
+	{ 102401, 4 },	    { 1048576, 4 },    { 1048577, 5 },
+	{ 4194304, 5 },	    { 4194305, 6 },    { 10485760, 6 },
+	{ 10485761, 7 },    { 104857600, 7 },  { 104857601, 8 },
+	{ 1073741824, 8 },  { 1073741825, 9 }, { UINT64_MAX, 9 },
+};
+
+START_TEST(test_size_bucket_edges)
+{
+	ck_assert_uint_eq(telrec_size_bucket(sizes[_i].bytes),
+			  sizes[_i].bucket);
+}
+END_TEST
+
+START_TEST(test_size_hist_json_round_trip)
+{
+	uint64_t h[TELREC_NBUCKETS] = { 1, 2, 3, 0, 0, 0, 0, 0, 0, 7 }, back[10];
+	cJSON *o = telrec_size_hist_json(h);
+
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(cJSON_GetArraySize(o), TELREC_NBUCKETS);
+	ck_assert_double_eq(cJSON_GetObjectItem(o, "1G_PLUS")->valuedouble, 7);
+	ck_assert_double_eq(cJSON_GetObjectItem(o, "100_1K")->valuedouble, 2);
+	telrec_size_hist_from_json(back, o);
+	ck_assert_mem_eq(h, back, sizeof(h));
+	telrec_size_hist_from_json(back, NULL);
+	ck_assert_uint_eq(back[0] + back[9], 0);
+	ck_assert_str_eq(telrec_bucket_name(0), "0_100");
+	ck_assert_ptr_null(telrec_bucket_name(TELREC_NBUCKETS));
+	cJSON_Delete(o);
 }
 END_TEST
 
@@ -313,6 +458,12 @@ static Suite *telrec_suite(void)
 	tcase_add_loop_test(tc, test_report_check_table, 0,
 			    sizeof(reports) / sizeof(reports[0]));
 	tcase_add_test(tc, test_report_check_limits);
+	tcase_add_test(tc, test_report_check_path_length);
+	tcase_add_test(tc, test_counters_fold_adds_reports_and_phases);
+	tcase_add_test(tc, test_seconds_total);
+	tcase_add_loop_test(tc, test_size_bucket_edges, 0,
+			    sizeof(sizes) / sizeof(sizes[0]));
+	tcase_add_test(tc, test_size_hist_json_round_trip);
 	suite_add_tcase(s, tc);
 	return s;
 }
