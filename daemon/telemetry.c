@@ -47,6 +47,12 @@ struct tmark {
 	const char *source;      /* "marker" | "auto" */
 	double start, end;
 	int open;                /* begins not yet ended */
+	/* A marker's I/O, exact: the job is sampled at every begin and end,
+	 * so the phase gets what the job did between its first open begin
+	 * and its last end, not whole sampling intervals. */
+	bool exact;
+	struct telrec_io io;     /* closed stretches so far */
+	struct telrec_io at_open; /* run_io when it last opened */
 	int64_t ranks[TEL_RANKS_MAX];
 	size_t nranks;
 	cJSON *counters;         /* {class:{...}} from the shim, or NULL */
@@ -410,6 +416,16 @@ static void sample_locked(struct tjob *t)
 		t->dirty = true;
 }
 
+/* *ACC += NOW - THEN, for the /proc counters (each only grows). */
+static void io_add_since(struct telrec_io *acc, const struct telrec_io *now,
+			 const struct telrec_io *then)
+{
+	acc->rchar += now->rchar - then->rchar;
+	acc->wchar += now->wchar - then->wchar;
+	acc->syscr += now->syscr - then->syscr;
+	acc->syscw += now->syscw - then->syscw;
+}
+
 static cJSON *ranks_json(const struct tmark *m)
 {
 	cJSON *a = cJSON_CreateArray();
@@ -556,7 +572,15 @@ static cJSON *build_locked(struct tjob *t, bool finished, double end)
 			cJSON_AddNumberToObject(ph, "start", m->start);
 			cJSON_AddNumberToObject(ph, "end", mend);
 			cJSON_AddNumberToObject(ph, "seconds", mend - m->start);
-			telrec_timeline_sum(t->tl, m->start, mend, &io);
+			if (m->exact) {
+				io = m->io;
+				if (m->open && !t->run_end)
+					io_add_since(&io, &t->run_io,
+						     &m->at_open);
+			} else {
+				telrec_timeline_sum(t->tl, m->start, mend,
+						    &io);
+			}
 			add_io_fields(ph, &io);
 			cJSON_AddItemToObject(ph, "ranks", ranks_json(m));
 			if (m->counters)
@@ -723,6 +747,15 @@ static void resume_record(cJSON *rec)
 					    : "auto";
 			m->start = num(ph, "start");
 			m->end = num(ph, "end");
+			/* What it had when persisted; I/O while iostaged was
+			 * down is lost, as for the run. */
+			if (!strcmp(m->source, "marker")) {
+				m->exact = true;
+				m->io.rchar = proto_u64(ph, "read_bytes");
+				m->io.wchar = proto_u64(ph, "write_bytes");
+				m->io.syscr = proto_u64(ph, "read_syscalls");
+				m->io.syscw = proto_u64(ph, "write_syscalls");
+			}
 			if (cJSON_GetObjectItemCaseSensitive(ph, "counters"))
 				m->counters = cJSON_Duplicate(
 					cJSON_GetObjectItemCaseSensitive(
@@ -1027,17 +1060,22 @@ int telemetry_phase(uint32_t id, uid_t peer_uid, pid_t peer_pid,
 	}
 	if (!t->run_start)
 		t->run_start = ts;
+	/* Sample now, so the marker's I/O starts and stops here. */
+	sample_locked(t);
+	if (!m->start)
+		m->exact = true; /* from its first event on */
 	if (begin) {
 		if (!m->start || ts < m->start)
 			m->start = ts;
-		m->open++;
+		if (m->open++ == 0)
+			m->at_open = t->run_io;
 	} else {
 		if (!m->start)
 			m->start = ts; /* an end without a begin: empty */
 		if (ts > m->end)
 			m->end = ts;
-		if (m->open > 0)
-			m->open--;
+		if (m->open > 0 && --m->open == 0 && m->exact)
+			io_add_since(&m->io, &t->run_io, &m->at_open);
 	}
 	if (task->rank >= 0) {
 		size_t i;

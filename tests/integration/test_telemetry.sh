@@ -98,6 +98,44 @@ JOB
 		fail "record file: expected $IOSTAGE_STATE/telemetry/$SUBMIT_JOBID.json"
 }
 
+# Markers split the run exactly where the job put them, not at sampling
+# intervals: the job is sampled at every begin and end. The phases are
+# shorter than the 1 s sampling interval, so whole-interval attribution
+# would smear the reads into compute and the writes into read.
+test_telemetry_markers_split_io_exactly() {
+	local ds="$TEST_WORKDIR/pfs/mark" pfsout rec
+	mkdir -p "$ds"
+	head -c $((8 * MiB)) /dev/urandom >"$ds/part.bin"
+	chown -R "$TEST_USER:" "$ds"
+	pfsout="$(pfs_dir pfs)/ckpt"
+	cat >job.sh <<'JOB'
+#!/bin/bash
+iostage phase begin read
+sha256sum "$IOSTAGE_DATA/part.bin" >/dev/null
+iostage phase end read
+iostage phase begin compute
+sleep 0.3
+iostage phase end compute
+iostage phase begin checkpoint
+dd if=/dev/zero of="$IOSTAGE_OUTPUT/ckpt.bin" bs=1M count=4 status=none
+iostage phase end checkpoint
+JOB
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds,out=$pfsout,trace=false" \
+		-o out.txt job.sh >/dev/null ||
+		fail "job failed: $SUBMIT_OUT; output: $(cat out.txt)"
+	rec=$(wait_finished "$SUBMIT_JOBID") || fail "no finished record"
+	sub() { printf '%s' "$rec" | jq -r --arg n "$1" ".phases[] | select(.name == \$n) | .$2"; }
+	assert_within "read phase: bytes read" $((8 * MiB)) "$(sub read read_bytes)" 5
+	assert_within "checkpoint phase: bytes written" $((4 * MiB)) "$(sub checkpoint write_bytes)" 5
+	# dd reads 4 MiB of /dev/zero inside checkpoint: none of it in compute
+	[ "$(sub compute read_bytes)" -lt $((MiB / 2)) ] ||
+		fail "compute phase got the reads of its neighbours: $(sub compute read_bytes) bytes"
+	[ "$(sub compute write_bytes)" -lt $((MiB / 2)) ] ||
+		fail "compute phase got the writes of its neighbours: $(sub compute write_bytes) bytes"
+	[ "$(sub read write_bytes)" -lt $((MiB / 2)) ] ||
+		fail "read phase got the checkpoint's writes: $(sub read write_bytes) bytes"
+}
+
 test_telemetry_pmix_ranks_and_markers() {
 	local ds="$TEST_WORKDIR/pfs/ds" rec out
 	make_dataset "$ds"
