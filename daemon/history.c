@@ -607,9 +607,12 @@ static void delete_job(rocksdb_writebatch_t *b, struct history *h,
 	index_keys(b, h, job, summary, NULL, 0, true);
 }
 
-/* The stored summary of JOB, or NULL (ENOENT, or EIO with err). */
-static cJSON *get_summary(struct history *h, uint32_t job, char *err,
-			  size_t errlen)
+/* The stored summary of JOB, or NULL (ENOENT, or EIO with err). With
+ * RET_PHASES, also the phases stored in the same value (NULL when there
+ * were none there) and in *RET_INLINE whether the value had them. */
+static cJSON *get_summary_phases(struct history *h, uint32_t job,
+				 cJSON **ret_phases, bool *ret_inline,
+				 char *err, size_t errlen)
 {
 	struct key k;
 	char *rerr = NULL, *val;
@@ -625,13 +628,29 @@ static cJSON *get_summary(struct history *h, uint32_t job, char *err,
 		errno = ENOENT;
 		return NULL;
 	}
-	j = cJSON_ParseWithLength(val, vlen);
+	j = cJSON_ParseWithLength(val, strnlen(val, vlen));
+	if (j && ret_phases) {
+		size_t at = strnlen(val, vlen);
+
+		/* the phases after the NUL; none in an old-format value,
+		 * whose phases have their own key */
+		*ret_phases = at < vlen ? cJSON_ParseWithLength(val + at + 1,
+								vlen - at - 1)
+					: NULL;
+		*ret_inline = at < vlen;
+	}
 	free(val);
 	if (!j)
 		fail(err, errlen, EIO, "history: job %u: stored record is "
 				       "not JSON",
 		     job);
 	return j;
+}
+
+static cJSON *get_summary(struct history *h, uint32_t job, char *err,
+			  size_t errlen)
+{
+	return get_summary_phases(h, job, NULL, NULL, err, errlen);
 }
 
 /* Queue RECORD's keys (FACTS are its jobfacts); J is scratch space for
@@ -660,20 +679,18 @@ static int queue_record(rocksdb_writebatch_t *b, struct history *h,
 	if (old)
 		delete_job(b, h, job, old);
 	cJSON_Delete(old);
-	/* The jobs value is the record without its phases, which have their
-	 * own key: a list or a query never parses timelines. */
+	/* The jobs value is the record without its phases, a NUL, then the
+	 * phases: one key per job, and a list or a query parses only the
+	 * text before the NUL (JSON text never holds a raw NUL). */
 	key_job(&k, job);
 	if (jsonbuf_print(j, record, "phases") < 0)
 		goto nomem;
+	j->len++; /* keep the NUL */
+	if (phases && jsonbuf_append(j, phases, NULL) < 0)
+		goto nomem;
 	rocksdb_writebatch_put_cf(b, h->cf[CF_JOBS], k.buf, k.len, j->data,
 				  j->len);
-	if (phases) {
-		if (jsonbuf_print(j, phases, NULL) < 0)
-			goto nomem;
-		rocksdb_writebatch_put_cf(b, h->cf[CF_PHASES], k.buf, k.len,
-					  j->data, j->len);
-	}
-	if (jsonbuf_print(j, facts, NULL) < 0)
+	if (jobfacts_pack(j, facts) < 0)
 		goto nomem;
 	if (index_keys(b, h, job, facts, j->data, j->len, false) < 0)
 		return fail(err, errlen, EINVAL,
@@ -830,6 +847,7 @@ int history_put(struct history *h, const cJSON *record, unsigned flags,
 cJSON *history_get(struct history *h, uint32_t job, char *err, size_t errlen)
 {
 	cJSON *rec, *phases = NULL;
+	bool inline_phases = false;
 	struct key k;
 	char *rerr = NULL, *val;
 	size_t vlen;
@@ -838,13 +856,17 @@ cJSON *history_get(struct history *h, uint32_t job, char *err, size_t errlen)
 		fail(err, errlen, EINVAL, "history: not open");
 		return NULL;
 	}
-	rec = get_summary(h, job, err, errlen);
+	rec = get_summary_phases(h, job, &phases, &inline_phases, err,
+				 errlen);
 	if (!rec) {
 		if (errno == ENOENT)
 			fail(err, errlen, ENOENT, "job %u: not in the history",
 			     job);
 		return NULL;
 	}
+	if (inline_phases)
+		goto done;
+	/* filed before 2026-11-23: the phases under their own key */
 	key_job(&k, job);
 	val = rocksdb_get_cf(h->db, h->ro, h->cf[CF_PHASES], k.buf, k.len,
 			     &vlen, &rerr);
@@ -855,6 +877,7 @@ cJSON *history_get(struct history *h, uint32_t job, char *err, size_t errlen)
 	if (val)
 		phases = cJSON_ParseWithLength(val, vlen);
 	free(val);
+done:
 	cJSON_AddItemToObject(rec, "phases",
 			      phases ? phases : cJSON_CreateArray());
 	return rec;
@@ -1065,10 +1088,10 @@ static cJSON *scan_facts(struct history *h, enum history_cf cf,
 
 			if (rerr)
 				break;
-			f = fv ? cJSON_ParseWithLength(fv, vlen) : NULL;
+			f = fv ? jobfacts_unpack(fv, vlen) : NULL;
 			free(fv);
 		} else {
-			f = cJSON_ParseWithLength(val, vlen);
+			f = jobfacts_unpack(val, vlen);
 		}
 		if (!f)
 			continue;

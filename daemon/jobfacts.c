@@ -51,6 +51,40 @@ double jobfacts_bucket_max(size_t i)
 	return i < JOBFACTS_NBUCKETS ? max[i] : 1.8e19;
 }
 
+/* The packed facts' key dictionary: part of the stored format, so only
+ * ever append (a key not listed is stored spelled out). */
+static const char *const pack_keys[] = {
+    "job",    "user",  "uid",   "job_name", "end",    "run_s",  "ds",
+    "src",    "bytes", "files", "tier",     "result", "stage_s", "rd",
+    "ops",    "small", "seq",   "consec",   "time",   "meta_time", "ck",
+    "n",      "io_s",  "unov_s", "out",     "dest",   "name",   "drain",
+    "shared", "fpp",   "hist",  "wr",       "sizes",
+};
+
+int jobfacts_pack(struct jsonbuf *out, const cJSON *facts)
+{
+	return jsonbuf_pack(out, facts, pack_keys,
+			    sizeof(pack_keys) / sizeof(pack_keys[0]));
+}
+
+cJSON *jobfacts_unpack(const char *val, size_t len)
+{
+	cJSON *f;
+
+	if (!val || len == 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (val[0] == '{') {
+		f = cJSON_ParseWithLength(val, len);
+		if (!f)
+			errno = EINVAL;
+		return f;
+	}
+	return jsonbuf_unpack(val, len, pack_keys,
+			      sizeof(pack_keys) / sizeof(pack_keys[0]));
+}
+
 double jobfacts_num(const cJSON *obj, const char *key, double def)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);

@@ -29,6 +29,25 @@ struct jsonbuf {
  * or -1 with errno ENOMEM (the buffer then holds no valid text). */
 int jsonbuf_print(struct jsonbuf *b, const cJSON *item, const char *skip);
 
+/* As jsonbuf_print, but after the text already in the buffer (which may
+ * end in a NUL byte of the caller's). On failure the buffer is as it
+ * was. */
+int jsonbuf_append(struct jsonbuf *b, const cJSON *item, const char *skip);
+
+/* Replace the buffer's contents with ITEM in a packed binary form (see
+ * jsonbuf.c): numbers as varints or 8-byte doubles, object keys found in
+ * KEYS[0..NKEYS) as their index. KEYS is part of the stored format: only
+ * ever append to it. jsonbuf_unpack gives back a tree equal to ITEM
+ * (cJSON_Compare), with non-finite numbers as null. 0, or -1 with errno
+ * (ENOMEM, EINVAL for a raw item, ELOOP too deep). */
+int jsonbuf_pack(struct jsonbuf *b, const cJSON *item,
+		 const char *const *keys, size_t nkeys);
+
+/* The tree packed in DATA[0..LEN) with the same KEYS (caller deletes),
+ * or NULL with errno EINVAL (damaged or truncated input) or ENOMEM. */
+cJSON *jsonbuf_unpack(const void *data, size_t len, const char *const *keys,
+		      size_t nkeys);
+
 /* Free the buffer (the struct itself is the caller's). NULL ok. */
 void jsonbuf_fini(struct jsonbuf *b);
 
