@@ -607,6 +607,75 @@ static void delete_job(rocksdb_writebatch_t *b, struct history *h,
 	index_keys(b, h, job, summary, NULL, 0, true);
 }
 
+/* The jobs value, packed (since 2026-11-23): JOBS_PACKED, be32(n), the
+ * record without its phases packed in n bytes, then the phases packed
+ * (absent when the record had none). Values filed before are the JSON
+ * text of the record without phases (first byte '{'), their phases under
+ * their own key in the phases family; both are read. The dictionary is
+ * the record schema's keys (docs/RECORDS.md) and part of the stored
+ * format: only ever append to it; other keys are stored spelled out. */
+#define JOBS_PACKED 1
+static const char *const record_keys[] = {
+    "schema", "job", "user", "uid", "job_name", "node", "profile_origin",
+    "state", "start", "end", "datasets", "name", "source", "tier",
+    "bytes", "files", "result", "copied_bytes", "copied_files",
+    "linked_files", "cached_bytes", "outputs", "dest", "during_files",
+    "during_bytes", "end_files", "end_bytes", "failed_files", "size_hist",
+    "0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M",
+    "10M_100M", "100M_1G", "1G_PLUS", "shared_files", "fpp_files",
+    "phases", "seconds", "read_bytes", "write_bytes", "counters",
+    "dataset", "output", "other", "parent", "io_seconds",
+    "unoverlapped_io_seconds", "processes", "pid", "rank", "local_rank",
+    "step", "identity", "traced", "timeline", "interval_s", "rate_bps",
+    "read_syscalls", "write_syscalls", "end_seconds", "profile", "error",
+    "drain", "access", "POSIX_OPENS", "POSIX_READS", "POSIX_WRITES",
+    "POSIX_SEEKS", "POSIX_STATS", "POSIX_FSYNCS", "POSIX_BYTES_READ",
+    "POSIX_BYTES_WRITTEN", "POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES",
+    "POSIX_SEQ_READS", "POSIX_SEQ_WRITES", "POSIX_RW_SWITCHES",
+    "POSIX_MAX_BYTE_READ", "POSIX_MAX_BYTE_WRITTEN", "POSIX_F_READ_TIME",
+    "POSIX_F_WRITE_TIME", "POSIX_F_META_TIME", "POSIX_FADV_SEQUENTIAL",
+    "POSIX_SIZE_READ_0_100", "POSIX_SIZE_READ_100_1K",
+    "POSIX_SIZE_READ_1K_10K", "POSIX_SIZE_READ_10K_100K",
+    "POSIX_SIZE_READ_100K_1M", "POSIX_SIZE_READ_1M_4M",
+    "POSIX_SIZE_READ_4M_10M", "POSIX_SIZE_READ_10M_100M",
+    "POSIX_SIZE_READ_100M_1G", "POSIX_SIZE_READ_1G_PLUS",
+    "POSIX_SIZE_WRITE_0_100", "POSIX_SIZE_WRITE_100_1K",
+    "POSIX_SIZE_WRITE_1K_10K", "POSIX_SIZE_WRITE_10K_100K",
+    "POSIX_SIZE_WRITE_100K_1M", "POSIX_SIZE_WRITE_1M_4M",
+    "POSIX_SIZE_WRITE_4M_10M", "POSIX_SIZE_WRITE_10M_100M",
+    "POSIX_SIZE_WRITE_100M_1G", "POSIX_SIZE_WRITE_1G_PLUS",
+    "IOSTAGE_UNOVERLAPPED_IO_TIME", "rchar", "wchar", "syscr", "syscw",
+    "storage_read_bytes", "storage_write_bytes", "processes_total",
+    "ranks", "stage_in", "run", "checkpoint", "stage_out",
+};
+static struct jsonbuf_dict record_dict;
+static pthread_once_t record_dict_once = PTHREAD_ONCE_INIT;
+
+static void record_dict_init(void)
+{
+	jsonbuf_dict_init(&record_dict, record_keys,
+			  sizeof(record_keys) / sizeof(record_keys[0]));
+}
+
+/* RECORD's jobs value into J (PHASES: its phases array or NULL). */
+static int pack_jobs_value(struct jsonbuf *j, const cJSON *record,
+			   const cJSON *phases)
+{
+	static const char head[5] = {JOBS_PACKED, 0, 0, 0, 0};
+	size_t n;
+
+	pthread_once(&record_dict_once, record_dict_init);
+	j->len = 0;
+	if (jsonbuf_put_bytes(j, head, sizeof(head)) < 0 ||
+	    jsonbuf_pack(j, record, "phases", &record_dict) < 0)
+		return -1;
+	n = j->len - sizeof(head);
+	put_be32(j->data + 1, (uint32_t)n);
+	if (phases && jsonbuf_pack(j, phases, NULL, &record_dict) < 0)
+		return -1;
+	return 0;
+}
+
 /* The stored summary of JOB, or NULL (ENOENT, or EIO with err). With
  * RET_PHASES, also the phases stored in the same value (NULL when there
  * were none there) and in *RET_INLINE whether the value had them. */
@@ -628,21 +697,29 @@ static cJSON *get_summary_phases(struct history *h, uint32_t job,
 		errno = ENOENT;
 		return NULL;
 	}
-	j = cJSON_ParseWithLength(val, strnlen(val, vlen));
-	if (j && ret_phases) {
-		size_t at = strnlen(val, vlen);
+	if (vlen >= 5 && val[0] == JOBS_PACKED &&
+	    get_be32(val + 1) <= vlen - 5) {
+		size_t n = get_be32(val + 1);
 
-		/* the phases after the NUL; none in an old-format value,
-		 * whose phases have their own key */
-		*ret_phases = at < vlen ? cJSON_ParseWithLength(val + at + 1,
-								vlen - at - 1)
-					: NULL;
-		*ret_inline = at < vlen;
+		pthread_once(&record_dict_once, record_dict_init);
+		j = jsonbuf_unpack(val + 5, n, &record_dict);
+		if (j && ret_phases) {
+			*ret_phases = vlen > 5 + n
+					  ? jsonbuf_unpack(val + 5 + n,
+							   vlen - 5 - n,
+							   &record_dict)
+					  : NULL;
+			*ret_inline = true;
+		}
+	} else {
+		j = cJSON_ParseWithLength(val, vlen);
+		if (j && ret_phases)
+			*ret_inline = false;
 	}
 	free(val);
 	if (!j)
 		fail(err, errlen, EIO, "history: job %u: stored record is "
-				       "not JSON",
+				       "damaged",
 		     job);
 	return j;
 }
@@ -679,14 +756,11 @@ static int queue_record(rocksdb_writebatch_t *b, struct history *h,
 	if (old)
 		delete_job(b, h, job, old);
 	cJSON_Delete(old);
-	/* The jobs value is the record without its phases, a NUL, then the
-	 * phases: one key per job, and a list or a query parses only the
-	 * text before the NUL (JSON text never holds a raw NUL). */
+	/* One jobs value: the record without its phases, then the phases,
+	 * packed (see pack_jobs_value): a list or a replacement unpacks
+	 * only the first part. */
 	key_job(&k, job);
-	if (jsonbuf_print(j, record, "phases") < 0)
-		goto nomem;
-	j->len++; /* keep the NUL */
-	if (phases && jsonbuf_append(j, phases, NULL) < 0)
+	if (pack_jobs_value(j, record, phases) < 0)
 		goto nomem;
 	rocksdb_writebatch_put_cf(b, h->cf[CF_JOBS], k.buf, k.len, j->data,
 				  j->len);

@@ -1,6 +1,7 @@
 /* jobfacts.c - reduce a job record to the figures the rules read. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,10 +62,20 @@ static const char *const pack_keys[] = {
     "shared", "fpp",   "hist",  "wr",       "sizes",
 };
 
+static struct jsonbuf_dict pack_dict;
+static pthread_once_t pack_dict_once = PTHREAD_ONCE_INIT;
+
+static void pack_dict_init(void)
+{
+	jsonbuf_dict_init(&pack_dict, pack_keys,
+			  sizeof(pack_keys) / sizeof(pack_keys[0]));
+}
+
 int jobfacts_pack(struct jsonbuf *out, const cJSON *facts)
 {
-	return jsonbuf_pack(out, facts, pack_keys,
-			    sizeof(pack_keys) / sizeof(pack_keys[0]));
+	pthread_once(&pack_dict_once, pack_dict_init);
+	out->len = 0;
+	return jsonbuf_pack(out, facts, NULL, &pack_dict);
 }
 
 cJSON *jobfacts_unpack(const char *val, size_t len)
@@ -81,8 +92,8 @@ cJSON *jobfacts_unpack(const char *val, size_t len)
 			errno = EINVAL;
 		return f;
 	}
-	return jsonbuf_unpack(val, len, pack_keys,
-			      sizeof(pack_keys) / sizeof(pack_keys[0]));
+	pthread_once(&pack_dict_once, pack_dict_init);
+	return jsonbuf_unpack(val, len, &pack_dict);
 }
 
 double jobfacts_num(const cJSON *obj, const char *key, double def)

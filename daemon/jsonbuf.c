@@ -257,22 +257,6 @@ int jsonbuf_print(struct jsonbuf *b, const cJSON *item, const char *skip)
 	return 0;
 }
 
-int jsonbuf_append(struct jsonbuf *b, const cJSON *item, const char *skip)
-{
-	size_t at = b->len;
-
-	if (!item) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (put_value(b, item, skip, 0) < 0 || reserve(b, 0) < 0) {
-		b->len = at;
-		return -1;
-	}
-	b->data[b->len] = '\0';
-	return 0;
-}
-
 /* --- the packed form ---------------------------------------------------------- *
  *
  * One tag byte per value, then:
@@ -282,7 +266,7 @@ int jsonbuf_append(struct jsonbuf *b, const cJSON *item, const char *skip)
  *   PK_STRING                            varint(len) bytes
  *   PK_ARRAY                             varint(count) values
  *   PK_OBJECT                            varint(count) (key value)*
- * A key is varint(i): 1..nkeys names KEYS[i-1], 0 is followed by
+ * A key is varint(i): 1..n names the dictionary's KEYS[i-1], 0 is followed by
  * varint(len) bytes. Varints are LEB128. Non-finite numbers are packed as
  * null, as the JSON writer prints them. */
 enum pk_tag {
@@ -318,17 +302,63 @@ static int pack_str(struct jsonbuf *b, const char *s)
 	return put_varint(b, n) < 0 ? -1 : put(b, s, n);
 }
 
-static int pack_key(struct jsonbuf *b, const char *k,
-		    const char *const *keys, size_t nkeys)
+static inline uint32_t key_hash(const char *k)
 {
-	for (size_t i = 0; i < nkeys; i++)
-		if (keys[i][0] == k[0] && !strcmp(keys[i], k))
-			return put_varint(b, i + 1);
+	uint32_t h = 2166136261u;
+
+	for (; *k; k++)
+		h = (h ^ (unsigned char)*k) * 16777619u;
+	return h;
+}
+
+int jsonbuf_dict_init(struct jsonbuf_dict *d, const char *const *keys,
+		      size_t n)
+{
+	const size_t nslots = sizeof(d->slot) / sizeof(d->slot[0]);
+
+	if (n > JSONBUF_DICT_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(d->slot, 0, sizeof(d->slot));
+	d->keys = keys;
+	d->n = n;
+	for (size_t i = 0; i < n; i++) {
+		size_t at = key_hash(keys[i]) & (nslots - 1);
+
+		while (d->slot[at])
+			at = (at + 1) & (nslots - 1);
+		d->slot[at] = (unsigned short)(i + 1);
+	}
+	return 0;
+}
+
+int jsonbuf_put_bytes(struct jsonbuf *b, const void *p, size_t n)
+{
+	if (put(b, p, n) < 0)
+		return -1;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+static int pack_key(struct jsonbuf *b, const char *k,
+		    const struct jsonbuf_dict *d)
+{
+	const size_t nslots = sizeof(d->slot) / sizeof(d->slot[0]);
+
+	if (d && d->n) {
+		size_t at = key_hash(k) & (nslots - 1);
+
+		for (; d->slot[at]; at = (at + 1) & (nslots - 1))
+			if (!strcmp(d->keys[d->slot[at] - 1], k))
+				return put_varint(b, d->slot[at]);
+	}
 	return put_varint(b, 0) < 0 ? -1 : pack_str(b, k);
 }
 
 static int pack_value(struct jsonbuf *b, const cJSON *item,
-		      const char *const *keys, size_t nkeys, int depth)
+		      const char *skip, const struct jsonbuf_dict *d,
+		      int depth)
 {
 	const cJSON *c;
 	uint64_t n = 0;
@@ -365,18 +395,20 @@ static int pack_value(struct jsonbuf *b, const cJSON *item,
 	case cJSON_Array:
 	case cJSON_Object:
 		for (c = item->child; c; c = c->next)
-			n++;
+			if (!skip || !c->string || strcmp(c->string, skip))
+				n++;
 		if (put_char(b, (item->type & 0xff) == cJSON_Array
 				    ? PK_ARRAY
 				    : PK_OBJECT) < 0 ||
 		    put_varint(b, n) < 0)
 			return -1;
 		for (c = item->child; c; c = c->next) {
+			if (skip && c->string && !strcmp(c->string, skip))
+				continue;
 			if ((item->type & 0xff) == cJSON_Object &&
-			    pack_key(b, c->string ? c->string : "", keys,
-				     nkeys) < 0)
+			    pack_key(b, c->string ? c->string : "", d) < 0)
 				return -1;
-			if (pack_value(b, c, keys, nkeys, depth + 1) < 0)
+			if (pack_value(b, c, NULL, d, depth + 1) < 0)
 				return -1;
 		}
 		return 0;
@@ -388,16 +420,17 @@ static int pack_value(struct jsonbuf *b, const cJSON *item,
 	}
 }
 
-int jsonbuf_pack(struct jsonbuf *b, const cJSON *item,
-		 const char *const *keys, size_t nkeys)
+int jsonbuf_pack(struct jsonbuf *b, const cJSON *item, const char *skip,
+		 const struct jsonbuf_dict *dict)
 {
-	b->len = 0;
+	size_t at = b->len;
+
 	if (!item) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (pack_value(b, item, keys, nkeys, 0) < 0 || reserve(b, 0) < 0) {
-		b->len = 0;
+	if (pack_value(b, item, skip, dict, 0) < 0 || reserve(b, 0) < 0) {
+		b->len = at;
 		return -1;
 	}
 	b->data[b->len] = '\0';
@@ -406,8 +439,7 @@ int jsonbuf_pack(struct jsonbuf *b, const cJSON *item,
 
 struct unpacker {
 	const unsigned char *p, *end;
-	const char *const *keys;
-	size_t nkeys;
+	const struct jsonbuf_dict *d;
 };
 
 static int get_varint(struct unpacker *u, uint64_t *ret)
@@ -498,10 +530,11 @@ static cJSON *unpack_value(struct unpacker *u, int depth)
 
 			s = NULL;
 			if (tag == PK_OBJECT) {
-				if (get_varint(u, &k) < 0 || k > u->nkeys)
+				if (get_varint(u, &k) < 0 ||
+				    k > (u->d ? u->d->n : 0))
 					goto bad;
 				if (k)
-					key = u->keys[k - 1];
+					key = u->d->keys[k - 1];
 				else if (!(key = s = get_str(u, sbuf,
 							     sizeof(sbuf))))
 					goto bad;
@@ -528,11 +561,10 @@ bad:
 	return NULL;
 }
 
-cJSON *jsonbuf_unpack(const void *data, size_t len, const char *const *keys,
-		      size_t nkeys)
+cJSON *jsonbuf_unpack(const void *data, size_t len,
+		      const struct jsonbuf_dict *dict)
 {
-	struct unpacker u = {data, (const unsigned char *)data + len, keys,
-			     nkeys};
+	struct unpacker u = {data, (const unsigned char *)data + len, dict};
 	cJSON *item;
 
 	if (!data) {
