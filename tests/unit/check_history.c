@@ -320,6 +320,46 @@ START_TEST(test_jsonbuf_numbers)
 }
 END_TEST
 
+/* history_get gives back the record exactly as filed (the stored value
+ * is packed): keys outside the schema, decimals, big and negative
+ * numbers, nested arrays; a record without phases gets an empty array. */
+START_TEST(test_get_exact)
+{
+	static const char text[] =
+	    "{\"schema\":1,\"job\":77,\"user\":\"carol\",\"uid\":1003,"
+	    "\"job_name\":\"sim \\\"x\\\"\",\"start\":1700000000.123456,"
+	    "\"end\":1700000100.5,\"site_note\":\"\\u00e9t\\u00e9\","
+	    "\"datasets\":[],\"outputs\":[],\"weird\":[[1,-2.5e-7,1e300],"
+	    "{},null,true,false,-0.1,18446744073709551615],"
+	    "\"phases\":[{\"name\":\"run\",\"seconds\":0.1,\"extra\":"
+	    "{\"k\":[1,2,3]}}]}";
+	struct history *h = open_rw();
+	cJSON *r = cJSON_Parse(text), *g, *nophases;
+	char err[512];
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(history_put(h, r, 0, err, sizeof(err)) == 0, "%s", err);
+	g = history_get(h, 77, err, sizeof(err));
+	ck_assert_msg(g && cJSON_Compare(r, g, 1), "%s", err);
+	cJSON_Delete(g);
+	nophases = cJSON_Duplicate(r, 1);
+	cJSON_DeleteItemFromObject(nophases, "phases");
+	cJSON_ReplaceItemInObject(nophases, "job", cJSON_CreateNumber(78));
+	ck_assert_msg(history_put(h, nophases, 0, err, sizeof(err)) == 0,
+		      "%s", err);
+	g = history_get(h, 78, err, sizeof(err));
+	ck_assert_ptr_nonnull(g);
+	ck_assert_int_eq(
+	    cJSON_GetArraySize(cJSON_GetObjectItem(g, "phases")), 0);
+	cJSON_DeleteItemFromObject(g, "phases");
+	ck_assert(cJSON_Compare(nophases, g, 1));
+	cJSON_Delete(g);
+	cJSON_Delete(nophases);
+	cJSON_Delete(r);
+	history_close(h);
+}
+END_TEST
+
 /* The packed facts: equal trees back, every truncation and garbage
  * refused, and JSON facts of histories filed before the packed form
  * still read. */
@@ -554,6 +594,7 @@ static Suite *history_suite(void)
 	tcase_add_test(tc, test_concurrent_filers);
 	tcase_add_test(tc, test_jsonbuf_numbers);
 	tcase_add_test(tc, test_facts_pack);
+	tcase_add_test(tc, test_get_exact);
 	tcase_add_test(tc, test_survives_reopen_and_read_only);
 	tcase_add_test(tc, test_damaged_current_then_repair);
 	tcase_add_test(tc, test_damaged_manifest_then_repair);
