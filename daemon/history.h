@@ -1,9 +1,10 @@
 /* history.h - every job's record, kept in RocksDB under StateDir/history.
  *
  * Column families (docs/HISTORY.md has the full story):
- *   jobs      be32(job)                              -> record minus phases
- *   phases    be32(job)                              -> [phases]
- *   apps      user \0 job_name \0 be64(~end_us) be32(job) -> facts
+ *   jobs      be32(job)                              -> record, packed
+ *   phases    be32(job)                              -> [phases] (old
+ *             histories only: the phases are now in the jobs value)
+ *   apps      user \0 job_name \0 be64(~end_us) be32(job) -> facts, packed
  *   datasets  source \0 be64(~end_us) be32(job)      -> the job's apps key
  *   times     be64(end_us) be32(job)                 -> "" (retention, list)
  * "facts" are jobfacts_from_record()'s figures, so a recommendation query

@@ -1,6 +1,7 @@
 /* jobfacts.c - reduce a job record to the figures the rules read. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +50,50 @@ double jobfacts_bucket_max(size_t i)
 	    104857600, 1073741824, 1.8e19};
 
 	return i < JOBFACTS_NBUCKETS ? max[i] : 1.8e19;
+}
+
+/* The packed facts' key dictionary: part of the stored format, so only
+ * ever append (a key not listed is stored spelled out). */
+static const char *const pack_keys[] = {
+    "job",    "user",  "uid",   "job_name", "end",    "run_s",  "ds",
+    "src",    "bytes", "files", "tier",     "result", "stage_s", "rd",
+    "ops",    "small", "seq",   "consec",   "time",   "meta_time", "ck",
+    "n",      "io_s",  "unov_s", "out",     "dest",   "name",   "drain",
+    "shared", "fpp",   "hist",  "wr",       "sizes",
+};
+
+static struct jsonbuf_dict pack_dict;
+static pthread_once_t pack_dict_once = PTHREAD_ONCE_INIT;
+
+static void pack_dict_init(void)
+{
+	jsonbuf_dict_init(&pack_dict, pack_keys,
+			  sizeof(pack_keys) / sizeof(pack_keys[0]));
+}
+
+int jobfacts_pack(struct jsonbuf *out, const cJSON *facts)
+{
+	pthread_once(&pack_dict_once, pack_dict_init);
+	out->len = 0;
+	return jsonbuf_pack(out, facts, NULL, &pack_dict);
+}
+
+cJSON *jobfacts_unpack(const char *val, size_t len)
+{
+	cJSON *f;
+
+	if (!val || len == 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (val[0] == '{') {
+		f = cJSON_ParseWithLength(val, len);
+		if (!f)
+			errno = EINVAL;
+		return f;
+	}
+	pthread_once(&pack_dict_once, pack_dict_init);
+	return jsonbuf_unpack(val, len, &pack_dict);
 }
 
 double jobfacts_num(const cJSON *obj, const char *key, double def)

@@ -26,6 +26,8 @@
 
 #include <cJSON.h>
 
+#include "daemon/jsonbuf.h"
+
 /* Darshan's ten request-size buckets, in order, as in the record. */
 #define JOBFACTS_NBUCKETS 10
 extern const char *const jobfacts_buckets[JOBFACTS_NBUCKETS];
@@ -36,6 +38,15 @@ double jobfacts_bucket_max(size_t i);
 /* Check the fields every record must have (job > 0, user, uid, end) and
  * return the facts (caller deletes), or NULL with one line in err. */
 cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen);
+
+/* FACTS in the packed form the history stores (jsonbuf_pack with the
+ * facts' keys as its dictionary) into OUT. 0, or -1 with errno. */
+int jobfacts_pack(struct jsonbuf *out, const cJSON *facts);
+
+/* Stored facts back as a tree (caller deletes): the packed form, or the
+ * JSON text histories before 2026-11-23 stored. NULL with errno EINVAL
+ * when damaged. */
+cJSON *jobfacts_unpack(const char *val, size_t len);
 
 /* The number at KEY, or DEF when it is missing or not a number. */
 double jobfacts_num(const cJSON *obj, const char *key, double def);

@@ -257,6 +257,330 @@ int jsonbuf_print(struct jsonbuf *b, const cJSON *item, const char *skip)
 	return 0;
 }
 
+/* --- the packed form ---------------------------------------------------------- *
+ *
+ * One tag byte per value, then:
+ *   PK_NULL, PK_FALSE, PK_TRUE           nothing
+ *   PK_UINT, PK_NINT                     varint(|v|) (integral, |v| < 2^53)
+ *   PK_DOUBLE                            8 bytes, the double's bits, LE
+ *   PK_STRING                            varint(len) bytes
+ *   PK_ARRAY                             varint(count) values
+ *   PK_OBJECT                            varint(count) (key value)*
+ * A key is varint(i): 1..n names the dictionary's KEYS[i-1], 0 is followed by
+ * varint(len) bytes. Varints are LEB128. Non-finite numbers are packed as
+ * null, as the JSON writer prints them. */
+enum pk_tag {
+	PK_NULL = 0,
+	PK_FALSE,
+	PK_TRUE,
+	PK_UINT,
+	PK_NINT,
+	PK_DOUBLE,
+	PK_STRING,
+	PK_ARRAY,
+	PK_OBJECT,
+};
+
+#define PK_INT_MAX 9007199254740992.0 /* 2^53: exact in a double */
+
+static inline int put_varint(struct jsonbuf *b, uint64_t v)
+{
+	if (reserve(b, 10) < 0)
+		return -1;
+	while (v >= 0x80) {
+		b->data[b->len++] = (char)(v | 0x80);
+		v >>= 7;
+	}
+	b->data[b->len++] = (char)v;
+	return 0;
+}
+
+static int pack_str(struct jsonbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	return put_varint(b, n) < 0 ? -1 : put(b, s, n);
+}
+
+static inline uint32_t key_hash(const char *k)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *k; k++)
+		h = (h ^ (unsigned char)*k) * 16777619u;
+	return h;
+}
+
+int jsonbuf_dict_init(struct jsonbuf_dict *d, const char *const *keys,
+		      size_t n)
+{
+	const size_t nslots = sizeof(d->slot) / sizeof(d->slot[0]);
+
+	if (n > JSONBUF_DICT_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(d->slot, 0, sizeof(d->slot));
+	d->keys = keys;
+	d->n = n;
+	for (size_t i = 0; i < n; i++) {
+		size_t at = key_hash(keys[i]) & (nslots - 1);
+
+		while (d->slot[at])
+			at = (at + 1) & (nslots - 1);
+		d->slot[at] = (unsigned short)(i + 1);
+	}
+	return 0;
+}
+
+int jsonbuf_put_bytes(struct jsonbuf *b, const void *p, size_t n)
+{
+	if (put(b, p, n) < 0)
+		return -1;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+static int pack_key(struct jsonbuf *b, const char *k,
+		    const struct jsonbuf_dict *d)
+{
+	const size_t nslots = sizeof(d->slot) / sizeof(d->slot[0]);
+
+	if (d && d->n) {
+		size_t at = key_hash(k) & (nslots - 1);
+
+		for (; d->slot[at]; at = (at + 1) & (nslots - 1))
+			if (!strcmp(d->keys[d->slot[at] - 1], k))
+				return put_varint(b, d->slot[at]);
+	}
+	return put_varint(b, 0) < 0 ? -1 : pack_str(b, k);
+}
+
+static int pack_value(struct jsonbuf *b, const cJSON *item,
+		      const char *skip, const struct jsonbuf_dict *d,
+		      int depth)
+{
+	const cJSON *c;
+	uint64_t n = 0;
+	double v;
+
+	if (depth > JSONBUF_DEPTH_MAX) {
+		errno = ELOOP;
+		return -1;
+	}
+	switch (item->type & 0xff) {
+	case cJSON_False:
+		return put_char(b, PK_FALSE);
+	case cJSON_True:
+		return put_char(b, PK_TRUE);
+	case cJSON_Number:
+		v = item->valuedouble;
+		if (!isfinite(v))
+			return put_char(b, PK_NULL);
+		if (v == floor(v) && fabs(v) < PK_INT_MAX &&
+		    !(v == 0 && signbit(v))) {
+			if (put_char(b, v < 0 ? PK_NINT : PK_UINT) < 0)
+				return -1;
+			return put_varint(b, (uint64_t)fabs(v));
+		}
+		if (put_char(b, PK_DOUBLE) < 0 || reserve(b, 8) < 0)
+			return -1;
+		memcpy(&n, &v, 8);
+		for (int i = 0; i < 8; i++)
+			b->data[b->len++] = (char)(n >> (8 * i));
+		return 0;
+	case cJSON_String:
+		return put_char(b, PK_STRING) < 0 ? -1
+						  : pack_str(b, item->valuestring);
+	case cJSON_Array:
+	case cJSON_Object:
+		for (c = item->child; c; c = c->next)
+			if (!skip || !c->string || strcmp(c->string, skip))
+				n++;
+		if (put_char(b, (item->type & 0xff) == cJSON_Array
+				    ? PK_ARRAY
+				    : PK_OBJECT) < 0 ||
+		    put_varint(b, n) < 0)
+			return -1;
+		for (c = item->child; c; c = c->next) {
+			if (skip && c->string && !strcmp(c->string, skip))
+				continue;
+			if ((item->type & 0xff) == cJSON_Object &&
+			    pack_key(b, c->string ? c->string : "", d) < 0)
+				return -1;
+			if (pack_value(b, c, NULL, d, depth + 1) < 0)
+				return -1;
+		}
+		return 0;
+	case cJSON_Raw:
+		errno = EINVAL;
+		return -1;
+	default:
+		return put_char(b, PK_NULL);
+	}
+}
+
+int jsonbuf_pack(struct jsonbuf *b, const cJSON *item, const char *skip,
+		 const struct jsonbuf_dict *dict)
+{
+	size_t at = b->len;
+
+	if (!item) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (pack_value(b, item, skip, dict, 0) < 0 || reserve(b, 0) < 0) {
+		b->len = at;
+		return -1;
+	}
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+struct unpacker {
+	const unsigned char *p, *end;
+	const struct jsonbuf_dict *d;
+};
+
+static int get_varint(struct unpacker *u, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (u->p == u->end)
+			return -1;
+		v |= (uint64_t)(*u->p & 0x7f) << shift;
+		if (!(*u->p++ & 0x80)) {
+			*ret = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* A string of the input as a NUL-terminated copy in BUF (or NULL). */
+static char *get_str(struct unpacker *u, char *buf, size_t buflen)
+{
+	uint64_t n;
+	char *s;
+
+	if (get_varint(u, &n) < 0 || n > (uint64_t)(u->end - u->p) ||
+	    memchr(u->p, '\0', n))
+		return NULL;
+	s = n < buflen ? buf : malloc(n + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, u->p, n);
+	s[n] = '\0';
+	u->p += n;
+	return s;
+}
+
+static cJSON *unpack_value(struct unpacker *u, int depth)
+{
+	cJSON *item = NULL, *c;
+	uint64_t n, bits = 0;
+	char sbuf[256], *s;
+	double v;
+	int tag;
+
+	if (depth > JSONBUF_DEPTH_MAX || u->p == u->end)
+		return NULL;
+	tag = *u->p++;
+	switch (tag) {
+	case PK_NULL:
+		return cJSON_CreateNull();
+	case PK_FALSE:
+		return cJSON_CreateFalse();
+	case PK_TRUE:
+		return cJSON_CreateTrue();
+	case PK_UINT:
+	case PK_NINT:
+		if (get_varint(u, &n) < 0 || n > (uint64_t)PK_INT_MAX)
+			return NULL;
+		return cJSON_CreateNumber(tag == PK_NINT ? -(double)n
+							  : (double)n);
+	case PK_DOUBLE:
+		if (u->end - u->p < 8)
+			return NULL;
+		for (int i = 0; i < 8; i++)
+			bits |= (uint64_t)u->p[i] << (8 * i);
+		u->p += 8;
+		memcpy(&v, &bits, 8);
+		return cJSON_CreateNumber(v);
+	case PK_STRING:
+		s = get_str(u, sbuf, sizeof(sbuf));
+		if (!s)
+			return NULL;
+		item = cJSON_CreateString(s);
+		if (s != sbuf)
+			free(s);
+		return item;
+	case PK_ARRAY:
+	case PK_OBJECT:
+		/* every value takes at least one byte: a count beyond the
+		 * input is damage, not a reason to loop */
+		if (get_varint(u, &n) < 0 || n > (uint64_t)(u->end - u->p))
+			return NULL;
+		item = tag == PK_ARRAY ? cJSON_CreateArray()
+				       : cJSON_CreateObject();
+		while (item && n--) {
+			const char *key = NULL;
+			uint64_t k;
+
+			s = NULL;
+			if (tag == PK_OBJECT) {
+				if (get_varint(u, &k) < 0 ||
+				    k > (u->d ? u->d->n : 0))
+					goto bad;
+				if (k)
+					key = u->d->keys[k - 1];
+				else if (!(key = s = get_str(u, sbuf,
+							     sizeof(sbuf))))
+					goto bad;
+			}
+			c = unpack_value(u, depth + 1);
+			if (!c) {
+				if (s && s != sbuf)
+					free(s);
+				goto bad;
+			}
+			if (tag == PK_ARRAY)
+				cJSON_AddItemToArray(item, c);
+			else
+				cJSON_AddItemToObject(item, key, c);
+			if (s && s != sbuf)
+				free(s);
+		}
+		return item;
+	default:
+		return NULL;
+	}
+bad:
+	cJSON_Delete(item);
+	return NULL;
+}
+
+cJSON *jsonbuf_unpack(const void *data, size_t len,
+		      const struct jsonbuf_dict *dict)
+{
+	struct unpacker u = {data, (const unsigned char *)data + len, dict};
+	cJSON *item;
+
+	if (!data) {
+		errno = EINVAL;
+		return NULL;
+	}
+	item = unpack_value(&u, 0);
+	if (item && u.p != u.end) {
+		cJSON_Delete(item);
+		item = NULL;
+	}
+	if (!item)
+		errno = EINVAL;
+	return item;
+}
+
 void jsonbuf_fini(struct jsonbuf *b)
 {
 	if (!b)

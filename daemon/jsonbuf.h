@@ -29,6 +29,41 @@ struct jsonbuf {
  * or -1 with errno ENOMEM (the buffer then holds no valid text). */
 int jsonbuf_print(struct jsonbuf *b, const cJSON *item, const char *skip);
 
+/* A key dictionary for the packed form: KEYS[0..N) (at most
+ * JSONBUF_DICT_MAX), looked up by hash. Initialize once with
+ * jsonbuf_dict_init before packing; then read-only (threads may share). */
+#define JSONBUF_DICT_MAX 1024
+struct jsonbuf_dict {
+	const char *const *keys;
+	size_t n;
+	unsigned short slot[2 * JSONBUF_DICT_MAX];
+};
+
+/* Fill D's hash for KEYS[0..N). 0, or -1 with errno EINVAL (N too
+ * large). */
+int jsonbuf_dict_init(struct jsonbuf_dict *d, const char *const *keys,
+		      size_t n);
+
+/* Append N bytes to the buffer. 0, or -1 with errno ENOMEM. */
+int jsonbuf_put_bytes(struct jsonbuf *b, const void *p, size_t n);
+
+/* Append ITEM in a packed binary form (see jsonbuf.c) to the buffer:
+ * numbers as varints or 8-byte doubles, object keys found in DICT as
+ * their index (DICT is part of the stored format: only ever append to
+ * its keys). When ITEM is an object, its top-level member SKIP (may be
+ * NULL) is left out. jsonbuf_unpack gives back a tree equal to ITEM
+ * (cJSON_Compare), with non-finite numbers as null. 0, or -1 with errno
+ * (ENOMEM, EINVAL for a raw item, ELOOP too deep); on failure the buffer
+ * is as it was. */
+int jsonbuf_pack(struct jsonbuf *b, const cJSON *item, const char *skip,
+		 const struct jsonbuf_dict *dict);
+
+/* The tree packed in DATA[0..LEN) with the same DICT (caller deletes),
+ * or NULL with errno EINVAL (damaged or truncated input, or out of
+ * memory). */
+cJSON *jsonbuf_unpack(const void *data, size_t len,
+		      const struct jsonbuf_dict *dict);
+
 /* Free the buffer (the struct itself is the caller's). NULL ok. */
 void jsonbuf_fini(struct jsonbuf *b);
 

@@ -320,6 +320,109 @@ START_TEST(test_jsonbuf_numbers)
 }
 END_TEST
 
+/* history_get gives back the record exactly as filed (the stored value
+ * is packed): keys outside the schema, decimals, big and negative
+ * numbers, nested arrays; a record without phases gets an empty array. */
+START_TEST(test_get_exact)
+{
+	static const char text[] =
+	    "{\"schema\":1,\"job\":77,\"user\":\"carol\",\"uid\":1003,"
+	    "\"job_name\":\"sim \\\"x\\\"\",\"start\":1700000000.123456,"
+	    "\"end\":1700000100.5,\"site_note\":\"\\u00e9t\\u00e9\","
+	    "\"datasets\":[],\"outputs\":[],\"weird\":[[1,-2.5e-7,1e300],"
+	    "{},null,true,false,-0.1,18446744073709551615],"
+	    "\"phases\":[{\"name\":\"run\",\"seconds\":0.1,\"extra\":"
+	    "{\"k\":[1,2,3]}}]}";
+	struct history *h = open_rw();
+	cJSON *r = cJSON_Parse(text), *g, *nophases;
+	char err[512];
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(history_put(h, r, 0, err, sizeof(err)) == 0, "%s", err);
+	g = history_get(h, 77, err, sizeof(err));
+	ck_assert_msg(g && cJSON_Compare(r, g, 1), "%s", err);
+	cJSON_Delete(g);
+	nophases = cJSON_Duplicate(r, 1);
+	cJSON_DeleteItemFromObject(nophases, "phases");
+	cJSON_ReplaceItemInObject(nophases, "job", cJSON_CreateNumber(78));
+	ck_assert_msg(history_put(h, nophases, 0, err, sizeof(err)) == 0,
+		      "%s", err);
+	g = history_get(h, 78, err, sizeof(err));
+	ck_assert_ptr_nonnull(g);
+	ck_assert_int_eq(
+	    cJSON_GetArraySize(cJSON_GetObjectItem(g, "phases")), 0);
+	cJSON_DeleteItemFromObject(g, "phases");
+	ck_assert(cJSON_Compare(nophases, g, 1));
+	cJSON_Delete(g);
+	cJSON_Delete(nophases);
+	cJSON_Delete(r);
+	history_close(h);
+}
+END_TEST
+
+/* The packed facts: equal trees back, every truncation and garbage
+ * refused, and JSON facts of histories filed before the packed form
+ * still read. */
+START_TEST(test_facts_pack)
+{
+	static const char *const trees[] = {
+	    "{\"job\":7,\"user\":\"alice\",\"uid\":1000,\"job_name\":\"t\","
+	    "\"end\":1700000000.25,\"run_s\":0.4,\"ds\":[{\"src\":\"/d\","
+	    "\"bytes\":1e15,\"files\":3,\"tier\":\"nvme\",\"result\":\"hit\"}],"
+	    "\"rd\":{\"ops\":-5,\"small\":0,\"seq\":-0.5},\"unknown key\":"
+	    "[true,false,null,\"\",-9007199254740991,1e300,1.7976931348623157e308]}",
+	    "[]", "{}", "0", "-0.0", "\"x\"", "[[[[1]]]]",
+	};
+	static const unsigned char bad[][6] = {
+	    {0x08, 0x05}, {0x06, 0x7f}, {0x05, 1, 2}, {0x09}, {0x03, 0xff},
+	    {0x08, 0x01, 0x7f, 0x00}, {0x06, 0x01, 0x00}, {0x07, 0x01, 0x00, 0x00},
+	};
+	struct jsonbuf b = {0};
+
+	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
+		cJSON *t = cJSON_Parse(trees[i]), *u;
+
+		ck_assert_ptr_nonnull(t);
+		ck_assert_int_eq(jobfacts_pack(&b, t), 0);
+		ck_assert(b.data[0] != '{');
+		u = jobfacts_unpack(b.data, b.len);
+		ck_assert_msg(u && cJSON_Compare(t, u, 1), "tree %zu", i);
+		cJSON_Delete(u);
+		for (size_t n = 1; n < b.len; n++) {
+			u = jobfacts_unpack(b.data, n);
+			ck_assert_msg(!u, "tree %zu cut at %zu", i, n);
+		}
+		cJSON_Delete(t);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_ptr_null(
+		    jobfacts_unpack((const char *)bad[i], sizeof(bad[i])));
+	ck_assert_ptr_null(jobfacts_unpack(NULL, 0));
+	ck_assert_ptr_null(jobfacts_unpack("", 0));
+	{
+		cJSON *old = jobfacts_unpack("{\"job\":3,\"ds\":[]}", 18);
+
+		ck_assert_ptr_nonnull(old);
+		ck_assert_int_eq(jobfacts_num(old, "job", 0), 3);
+		cJSON_Delete(old);
+	}
+	/* a nesting deeper than the limit is refused both ways */
+	{
+		cJSON *deep = cJSON_CreateArray(), *c = deep;
+
+		for (int d = 0; d < 100; d++) {
+			cJSON *n = cJSON_CreateArray();
+
+			cJSON_AddItemToArray(c, n);
+			c = n;
+		}
+		ck_assert_int_eq(jobfacts_pack(&b, deep), -1);
+		cJSON_Delete(deep);
+	}
+	jsonbuf_fini(&b);
+}
+END_TEST
+
 START_TEST(test_expire)
 {
 	struct history *h = open_rw();
@@ -490,6 +593,8 @@ static Suite *history_suite(void)
 	tcase_add_test(tc, test_expire);
 	tcase_add_test(tc, test_concurrent_filers);
 	tcase_add_test(tc, test_jsonbuf_numbers);
+	tcase_add_test(tc, test_facts_pack);
+	tcase_add_test(tc, test_get_exact);
 	tcase_add_test(tc, test_survives_reopen_and_read_only);
 	tcase_add_test(tc, test_damaged_current_then_repair);
 	tcase_add_test(tc, test_damaged_manifest_then_repair);
