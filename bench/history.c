@@ -7,7 +7,7 @@
  *    applications, a dataset each, counters, a checkpoint phase and an
  *    output) with history_put_many in WriteBatches of BATCH records, WAL
  *    on, no fsync per batch (bulk import), from THREADS filer threads
- *    (default 1); report jobs/s over the wall-clock time of the whole
+ *    (default 2); report jobs/s over the wall-clock time of the whole
  *    ingest (the bench's own record filling included, a few %) and the
  *    process CPU per job (RocksDB's flushes and compactions included:
  *    steadier than jobs/s on a shared machine). Then the Epilog path:
@@ -239,7 +239,9 @@ static unsigned long long dir_bytes(const char *dir)
 int main(int argc, char **argv)
 {
 	unsigned jobs = 1000000, queries = 10000, batch = 100, synced = 200;
-	unsigned threads = 1, epilogs = 4;
+	/* Two filers by default: iostaged files from every Epilog's connection
+	 * thread at once, and this node has two cores (-t 1: one thread). */
+	unsigned threads = 2, epilogs = 4;
 	const char *dir = "/var/tmp/iostage-bench-history";
 	char err[1024], cmd[4200];
 	struct recommend_tier tiers[1] = {{"nvme", 800ULL << 30}};
