@@ -14,7 +14,7 @@
 # and summaries go to a file, as in a traced job.
 #
 # Knobs: SHIM_BENCH_DIR (/var/tmp/iostage-shimbench), SHIM_BENCH_FILES
-# (30000), SHIM_BENCH_BULK_MIB (1024), SHIM_BENCH_REPEAT (21), BUILD (build).
+# (30000), SHIM_BENCH_BULK_MIB (1024), SHIM_BENCH_BULK_PASSES (8), SHIM_BENCH_REPEAT (21), BUILD (build).
 # A missed target prints MISSED; only a broken harness exits non-zero.
 set -euo pipefail
 
@@ -22,6 +22,7 @@ set -euo pipefail
 : "${SHIM_BENCH_DIR:=/var/tmp/iostage-shimbench}"
 : "${SHIM_BENCH_FILES:=30000}"
 : "${SHIM_BENCH_BULK_MIB:=1024}"
+: "${SHIM_BENCH_BULK_PASSES:=8}" # passes over the cached file per timed run
 : "${SHIM_BENCH_REPEAT:=21}"
 
 lib=$(cd "$BUILD/shim" && pwd)/libiostage-preload.so
@@ -83,7 +84,7 @@ run_pair() {
 
 rm -f "$report"
 meta=$(run_pair meta meta "$small" "$SHIM_BENCH_FILES")
-bulkr=$(run_pair bulk bulk "$bulk")
+bulkr=$(run_pair bulk bulk "$bulk" "$SHIM_BENCH_BULK_PASSES")
 calls=$(run_pair calls calls "$bulk" 1000000)
 # The shim really counted: the last "on" run's summary has the bytes.
 grep -q '"POSIX_BYTES_READ"' "$report" || {
@@ -112,4 +113,4 @@ awk -v off="$coff" -v on="$con" 'BEGIN {
 	printf "per intercepted call (cpu): %.0f ns off, %.0f ns on: %+.0f ns\n",
 		off * 1000, on * 1000, (on - off) * 1000
 }'
-echo "($SHIM_BENCH_REPEAT runs each, alternating; $SHIM_BENCH_FILES files of 4 KiB; $SHIM_BENCH_BULK_MIB MiB bulk; warm cache)"
+echo "($SHIM_BENCH_REPEAT runs each, alternating; $SHIM_BENCH_FILES files of 4 KiB; $SHIM_BENCH_BULK_MIB MiB bulk x $SHIM_BENCH_BULK_PASSES passes; warm cache)"
