@@ -17,6 +17,7 @@
 #include "common/profile.h"
 #include "common/proto.h"
 #include "spank/options.h"
+#include "spank/stepprofile.h"
 #include "spank/task.h"
 
 #define TASK_DAEMON_TIMEOUT_MS 30000
@@ -44,38 +45,6 @@ static void set_failure(char **slot, const char *fmt, const char *reason)
 	snprintf(buf, sizeof(buf), fmt, reason);
 	free(*slot);
 	*slot = strdup(buf);
-}
-
-/* The job's normalized profile, or NULL for a job without --io-profile.
- * Batch jobs and salloc carry the submit-time JSON into their steps as
- * SLURM_SPANK_IOSTAGE_PROFILE; a bare srun does not, but Slurm hands every
- * step the option itself, so re-resolve it here (user_init runs with the
- * user's euid, so a user's profile file is read as the user). */
-static char *job_profile_json(spank_t sp)
-{
-	static struct conf conf;
-	struct profile *profile;
-	char err[CONF_ERR_MAX];
-	char *buf = malloc(PROFILE_JSON_MAX);
-
-	if (buf && spank_getenv(sp, "SLURM_SPANK_IOSTAGE_PROFILE", buf,
-				PROFILE_JSON_MAX) == ESPANK_SUCCESS &&
-	    buf[0])
-		return buf;
-	free(buf);
-	if (!options.spec)
-		return NULL;
-	if (conf_load(options.conf_path, &conf, err, sizeof(err)) < 0)
-		return NULL;
-	profile = profile_from_spec(options.spec, &conf, err, sizeof(err));
-	if (!profile || profile->is_auto ||
-	    profile_normalize(profile, &conf, err, sizeof(err)) < 0) {
-		profile_destroy(profile);
-		return NULL;
-	}
-	buf = profile_to_json(profile);
-	profile_destroy(profile);
-	return buf;
 }
 
 /* The daemon could not tell us: apply the job's policy ourselves. */
@@ -147,7 +116,7 @@ int task_user_init(spank_t sp)
 {
 	static struct conf conf;
 	char err[CONF_ERR_MAX], reason[CONF_ERR_MAX + 64];
-	char *profile_json = job_profile_json(sp);
+	char *profile_json = step_profile_json(sp);
 	cJSON *req = NULL, *reply = NULL;
 	uint32_t jobid;
 	int rc = 0;

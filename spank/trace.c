@@ -17,26 +17,21 @@
 #include "common/profile.h"
 #include "common/traceenv.h"
 #include "spank/options.h"
+#include "spank/stepprofile.h"
 #include "spank/trace.h"
 
 #define TRACE_PRELOAD_MAX 8192
 
-/* The job's normalized profile, or NULL for a job without --io-profile.
- * Same sources as task.c: the submit-time JSON that batch jobs and salloc
- * carry into their steps, else the step's own --io-profile. */
+/* The job's normalized profile (stepprofile.c), checked against this
+ * node's config, or NULL for a job without --io-profile. */
 static struct profile *job_profile(spank_t sp, const struct conf *conf)
 {
 	char err[CONF_ERR_MAX];
-	char *json = malloc(PROFILE_JSON_MAX);
+	char *json = step_profile_json(sp);
 	struct profile *profile = NULL;
 
-	if (json && spank_getenv(sp, "SLURM_SPANK_IOSTAGE_PROFILE", json,
-				 PROFILE_JSON_MAX) == ESPANK_SUCCESS &&
-	    json[0])
+	if (json)
 		profile = profile_parse_json(json, "job", err, sizeof(err));
-	else if (options.spec)
-		profile = profile_from_spec(options.spec, conf, err,
-					    sizeof(err));
 	free(json);
 	if (profile && (profile->is_auto ||
 			profile_normalize(profile, conf, err, sizeof(err)) < 0)) {
