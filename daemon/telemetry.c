@@ -362,6 +362,20 @@ static struct tjob *get_locked(uint32_t id, uid_t peer_uid, char *err,
 	return t;
 }
 
+/* get_locked, for what only a running job takes (tasks, markers, shim
+ * reports): NULL with err once its run has ended. */
+static struct tjob *running_locked(uint32_t id, uid_t peer_uid, char *err,
+				   size_t errlen)
+{
+	struct tjob *t = get_locked(id, peer_uid, err, errlen);
+
+	if (t && t->run_end > 0) {
+		snprintf(err, errlen, "job %u: already finished", id);
+		return NULL;
+	}
+	return t;
+}
+
 static struct tproc *find_proc(struct tjob *t, pid_t pid)
 {
 	for (size_t i = 0; i < t->nprocs; i++)
@@ -948,13 +962,9 @@ int telemetry_task_register(uint32_t id, const struct telemetry_task *task,
 	int rc = -1;
 
 	pthread_mutex_lock(&tel_lock);
-	t = get_locked(id, 0, err, errlen);
+	t = running_locked(id, 0, err, errlen);
 	if (!t)
 		goto out;
-	if (t->run_end > 0) {
-		snprintf(err, errlen, "job %u: already finished", id);
-		goto out;
-	}
 	if (!t->run_start)
 		t->run_start = now_s();
 	if (task->job_name[0])
@@ -1044,13 +1054,9 @@ int telemetry_phase(uint32_t id, uid_t peer_uid, pid_t peer_pid,
 	int rc = -1;
 
 	pthread_mutex_lock(&tel_lock);
-	t = get_locked(id, peer_uid, err, errlen);
+	t = running_locked(id, peer_uid, err, errlen);
 	if (!t)
 		goto out;
-	if (t->run_end > 0) {
-		snprintf(err, errlen, "job %u: already finished", id);
-		goto out;
-	}
 	m = mark_get(t, name, "marker");
 	if (!m) {
 		snprintf(err, errlen,
@@ -1240,13 +1246,9 @@ int telemetry_shim_report(uint32_t id, uid_t peer_uid, pid_t pid,
 	int rc = -1;
 
 	pthread_mutex_lock(&tel_lock);
-	t = get_locked(id, peer_uid, err, errlen);
+	t = running_locked(id, peer_uid, err, errlen);
 	if (!t)
 		goto out;
-	if (t->run_end > 0) {
-		snprintf(err, errlen, "job %u: already finished", id);
-		goto out;
-	}
 	if (!t->run_start)
 		t->run_start = num(req, "start") > 0 ? num(req, "start")
 						     : now_s();
