@@ -249,7 +249,9 @@ struct call {
 	shim_ticks t0;
 };
 
-/* Start a call on a known class. False: pass through uncounted.
+/* Start a call on a known class (the caller has seen that the shim counts
+ * and that this thread is not inside it). Returns true, for the callers'
+ * "begin or pass through" form.
  *
  * While the process has never had a second thread (glibc's own
  * __libc_single_threaded, which also sees threads started before us), no
@@ -260,14 +262,13 @@ struct call {
  * does, so a call never straddles the switch. */
 static inline bool begin(struct call *c)
 {
-	if (__builtin_expect(!shim_enabled() || guard, 0))
-		return false;
-	guard = 1;
 	c->t0 = shim_clock_now();
 	c->shared = !__libc_single_threaded;
-	if (c->shared)
+	if (c->shared) {
+		guard = 1;
 		shim_busy_enter(c->cls, c->t0);
-	guard = 0;
+		guard = 0;
+	}
 	return true;
 }
 
@@ -301,118 +302,137 @@ static inline bool begin_path(struct call *c, int dirfd, const char *path)
 	return begin(c);
 }
 
-/* Count a finished call of kind OP. For reads and writes RET is the byte
- * count (< 0: failed) at offset OFF (-1: the fd's position, which then
- * moves). Keeps errno. */
-static void end(struct call *c, enum shim_op op, long long ret, long long off)
+/* Where a finished call's counts go: its clock, busy time and phase. The
+ * row to add to, or NULL when there are no counters (the shim is then
+ * disabled). Called with the guard held.
+ *
+ * Nothing from here to the end of a call's counting can set errno (the
+ * only libc call, the first block's mmap, keeps it), so it is neither
+ * saved nor restored; and the code is kept short and nearly branch-free:
+ * after a system call the caches and branch predictors are cold, and on a
+ * small-file workload that, not the arithmetic, is what the shim costs. */
+static inline uint64_t *count_start(struct call *c, enum shim_op op,
+				    shim_ticks *ret_t1)
 {
-	int saved = errno;
-	shim_ticks t1;
-	unsigned phase;
-	uint64_t(*ctr)[SHIM_NCLASSES][SHIM_NCOUNTERS];
-	uint64_t *k, busy_all, busy_cls;
+	shim_ticks t1 = shim_clock_now();
+	uint64_t busy_all, busy_cls, *k;
+	shim_row *ctr = shim_counters_mine();
 
-	guard = 1;
-	t1 = shim_clock_now();
-	phase = shim_phase_for(c->cls, c->ckpt, op);
+	if (!ctr)
+		return NULL;
 	if (c->shared)
 		shim_busy_leave(c->cls, t1, &busy_all, &busy_cls);
 	else
 		busy_all = busy_cls = t1 - c->t0;
-	ctr = shim_counters_mine();
-	if (!ctr)
-		goto out;
-	k = ctr[phase][c->cls];
+	k = ctr[shim_phase_for(c->cls, c->ckpt, op)][c->cls];
 	k[SHIM_BUSY_ALL] += busy_all;
 	k[SHIM_BUSY_CLASS] += busy_cls;
-	switch (op) {
-	case SHIM_OP_READ:
-	case SHIM_OP_WRITE: {
-		bool rd = op == SHIM_OP_READ;
-		struct shim_fd *e = c->fd;
+	*ret_t1 = t1;
+	return k;
+}
 
-		k[rd ? SHIM_F_READ_TIME : SHIM_F_WRITE_TIME] += t1 - c->t0;
-		if (ret < 0)
-			break;
-		k[rd ? SHIM_READS : SHIM_WRITES]++;
-		k[rd ? SHIM_BYTES_READ : SHIM_BYTES_WRITTEN] += (uint64_t)ret;
-		k[(rd ? SHIM_SIZE_READ_0 : SHIM_SIZE_WRITE_0) +
-		  shim_size_bucket((uint64_t)ret)]++;
-		if (!rd && e)
-			shim_fd_file_written(e, (uint64_t)ret);
-		if (!e)
-			break;
-		if (off < 0 && !rd && e->append) {
-			/* O_APPEND: each write lands at the end, after the
-			 * last; where that is the shim does not know. */
-			k[SHIM_CONSEC_WRITES]++;
-			k[SHIM_SEQ_WRITES]++;
-			if (e->last_op == SHIM_OP_READ)
-				k[SHIM_RW_SWITCHES]++;
-			e->last_op = (uint8_t)op;
-			break;
-		}
-		if (off < 0) {
-			off = e->pos;
-			e->pos = off + ret;
-		}
-		if (ret > 0) {
-			unsigned m = rd ? SHIM_MAX_BYTE_READ
-					: SHIM_MAX_BYTE_WRITTEN;
+/* Count a finished read (RD) or write: RET bytes (< 0: failed) at offset
+ * OFF (-1: the fd's position, which then moves). Inlined into end_read and
+ * end_write, so that RD is a constant in each. */
+static inline __attribute__((always_inline)) void
+end_io(struct call *c, bool rd, long long ret, long long off)
+{
+	struct shim_fd *e = c->fd;
+	enum shim_op op = rd ? SHIM_OP_READ : SHIM_OP_WRITE;
+	shim_ticks t1;
+	uint64_t *k;
+	int64_t *last;
 
-			if ((uint64_t)(off + ret) > k[m])
-				k[m] = (uint64_t)(off + ret);
-		}
-		int64_t *last = rd ? &e->read_end : &e->write_end;
-		if (off == *last)
-			k[rd ? SHIM_CONSEC_READS : SHIM_CONSEC_WRITES]++;
-		if (off >= *last)
-			k[rd ? SHIM_SEQ_READS : SHIM_SEQ_WRITES]++;
-		*last = off + ret;
-		if (e->last_op && e->last_op != op)
-			k[SHIM_RW_SWITCHES]++;
-		e->last_op = (uint8_t)op;
-		break;
+	guard = 1;
+	k = count_start(c, op, &t1);
+	if (!k)
+		goto out;
+	k[rd ? SHIM_F_READ_TIME : SHIM_F_WRITE_TIME] += t1 - c->t0;
+	if (ret < 0)
+		goto out;
+	k[rd ? SHIM_READS : SHIM_WRITES]++;
+	k[rd ? SHIM_BYTES_READ : SHIM_BYTES_WRITTEN] += (uint64_t)ret;
+	k[(rd ? SHIM_SIZE_READ_0 : SHIM_SIZE_WRITE_0) +
+	  shim_size_bucket((uint64_t)ret)]++;
+	if (!e)
+		goto out;
+	if (!rd)
+		shim_fd_file_written(e, (uint64_t)ret);
+	k[SHIM_RW_SWITCHES] += e->last_op && e->last_op != op;
+	e->last_op = (uint8_t)op;
+	if (off < 0 && !rd && e->append) {
+		/* O_APPEND: each write lands at the end, after the last;
+		 * where that is the shim does not know. */
+		k[SHIM_CONSEC_WRITES]++;
+		k[SHIM_SEQ_WRITES]++;
+		goto out;
 	}
-	case SHIM_OP_FSYNC:
-		/* Darshan counts fsync time as write time. */
-		k[SHIM_F_WRITE_TIME] += t1 - c->t0;
-		if (ret == 0)
-			k[SHIM_FSYNCS]++;
-		break;
-	case SHIM_OP_OPEN:
-	case SHIM_OP_SEEK:
-	case SHIM_OP_STAT:
-	case SHIM_OP_CLOSE:
-		k[SHIM_F_META_TIME] += t1 - c->t0;
-		if (ret < 0)
-			break;
-		if (op == SHIM_OP_OPEN)
-			k[SHIM_OPENS]++;
-		else if (op == SHIM_OP_SEEK)
-			k[SHIM_SEEKS]++;
-		else if (op == SHIM_OP_STAT)
-			k[SHIM_STATS]++;
-		break;
+	if (off < 0) {
+		off = e->pos;
+		e->pos = off + ret;
+	}
+	last = rd ? &e->read_end : &e->write_end;
+	k[rd ? SHIM_CONSEC_READS : SHIM_CONSEC_WRITES] += off == *last;
+	k[rd ? SHIM_SEQ_READS : SHIM_SEQ_WRITES] += off >= *last;
+	*last = off + ret;
+	if (ret > 0) {
+		uint64_t *max = &k[rd ? SHIM_MAX_BYTE_READ
+				      : SHIM_MAX_BYTE_WRITTEN];
+
+		*max = (uint64_t)(off + ret) > *max ? (uint64_t)(off + ret)
+						    : *max;
 	}
 out:
 	guard = 0;
-	errno = saved;
+}
+
+static void end_read(struct call *c, long long ret, long long off)
+{
+	end_io(c, true, ret, off);
+}
+
+static void end_write(struct call *c, long long ret, long long off)
+{
+	end_io(c, false, ret, off);
+}
+
+/* Count a finished open, seek, stat, fsync or close (OP) that returned RET
+ * (< 0: failed). */
+static void end_meta(struct call *c, enum shim_op op, long long ret)
+{
+	shim_ticks t1;
+	uint64_t *k;
+
+	guard = 1;
+	k = count_start(c, op, &t1);
+	if (!k)
+		goto out;
+	if (op == SHIM_OP_FSYNC) {
+		/* Darshan counts fsync time as write time. */
+		k[SHIM_F_WRITE_TIME] += t1 - c->t0;
+		k[SHIM_FSYNCS] += ret == 0;
+		goto out;
+	}
+	k[SHIM_F_META_TIME] += t1 - c->t0;
+	if (ret < 0)
+		goto out;
+	k[SHIM_OPENS] += op == SHIM_OP_OPEN;
+	k[SHIM_SEEKS] += op == SHIM_OP_SEEK;
+	k[SHIM_STATS] += op == SHIM_OP_STAT;
+out:
+	guard = 0;
 }
 
 /* ---- opens and closes ------------------------------------------------------- */
 
 static int opened(struct call *c, int fd, int flags)
 {
-	int saved = errno;
-
 	if (fd >= 0) {
 		guard = 1;
 		shim_fd_opened(fd, c->cls, c->ckpt, c->abs, flags);
 		guard = 0;
 	}
-	end(c, SHIM_OP_OPEN, fd, 0);
-	errno = saved;
+	end_meta(c, SHIM_OP_OPEN, fd);
 	return fd;
 }
 
@@ -509,7 +529,7 @@ SHIM_EXPORT int close(int fd)
 	/* Linux releases the fd even when close fails. */
 	shim_fd_closed(fd);
 	c.fd = NULL;
-	end(&c, SHIM_OP_CLOSE, ret, 0);
+	end_meta(&c, SHIM_OP_CLOSE, ret);
 	return ret;
 }
 
@@ -586,7 +606,7 @@ SHIM_EXPORT int fchdir(int fd)
 
 /* ---- reads and writes ------------------------------------------------------ */
 
-#define RW_WRAPPER(name, op, buftype)                                    \
+#define RW_WRAPPER(name, end_fn, buftype)                                     \
 	SHIM_EXPORT ssize_t name(int fd, buftype buf, size_t n)               \
 	{                                                                     \
 		struct call c;                                                \
@@ -595,11 +615,11 @@ SHIM_EXPORT int fchdir(int fd)
 		if (!begin_fd(&c, fd))                                        \
 			return CALL_REAL(-1, name, fd, buf, n);               \
 		ret = CALL_REAL(-1, name, fd, buf, n);                        \
-		end(&c, op, ret, -1);                                         \
+		end_fn(&c, ret, -1);                                          \
 		return ret;                                                   \
 	}
-RW_WRAPPER(read, SHIM_OP_READ, void *)
-RW_WRAPPER(write, SHIM_OP_WRITE, const void *)
+RW_WRAPPER(read, end_read, void *)
+RW_WRAPPER(write, end_write, const void *)
 
 SHIM_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
@@ -609,11 +629,11 @@ SHIM_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 	if (!begin_fd(&c, fd))
 		return CALL_REAL(-1, __read_chk, fd, buf, n, buflen);
 	ret = CALL_REAL(-1, __read_chk, fd, buf, n, buflen);
-	end(&c, SHIM_OP_READ, ret, -1);
+	end_read(&c, ret, -1);
 	return ret;
 }
 
-#define PRW_WRAPPER(name, op, buftype, offtype)                               \
+#define PRW_WRAPPER(name, end_fn, buftype, offtype)                           \
 	SHIM_EXPORT ssize_t name(int fd, buftype buf, size_t n, offtype off)  \
 	{                                                                     \
 		struct call c;                                                \
@@ -622,13 +642,13 @@ SHIM_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 		if (!begin_fd(&c, fd))                                        \
 			return CALL_REAL(-1, name, fd, buf, n, off);          \
 		ret = CALL_REAL(-1, name, fd, buf, n, off);                   \
-		end(&c, op, ret, off < 0 ? 0 : (long long)off);               \
+		end_fn(&c, ret, off < 0 ? 0 : (long long)off);                \
 		return ret;                                                   \
 	}
-PRW_WRAPPER(pread, SHIM_OP_READ, void *, off_t)
-PRW_WRAPPER(pread64, SHIM_OP_READ, void *, off64_t)
-PRW_WRAPPER(pwrite, SHIM_OP_WRITE, const void *, off_t)
-PRW_WRAPPER(pwrite64, SHIM_OP_WRITE, const void *, off64_t)
+PRW_WRAPPER(pread, end_read, void *, off_t)
+PRW_WRAPPER(pread64, end_read, void *, off64_t)
+PRW_WRAPPER(pwrite, end_write, const void *, off_t)
+PRW_WRAPPER(pwrite64, end_write, const void *, off64_t)
 
 #define PRW_CHK_WRAPPER(name, offtype)                                        \
 	SHIM_EXPORT ssize_t name(int fd, void *buf, size_t n, offtype off,    \
@@ -640,13 +660,13 @@ PRW_WRAPPER(pwrite64, SHIM_OP_WRITE, const void *, off64_t)
 		if (!begin_fd(&c, fd))                                        \
 			return CALL_REAL(-1, name, fd, buf, n, off, buflen);  \
 		ret = CALL_REAL(-1, name, fd, buf, n, off, buflen);           \
-		end(&c, SHIM_OP_READ, ret, off < 0 ? 0 : (long long)off);     \
+		end_read(&c, ret, off < 0 ? 0 : (long long)off);              \
 		return ret;                                                   \
 	}
 PRW_CHK_WRAPPER(__pread_chk, off_t)
 PRW_CHK_WRAPPER(__pread64_chk, off64_t)
 
-#define RWV_WRAPPER(name, op)                                                 \
+#define RWV_WRAPPER(name, end_fn)                                             \
 	SHIM_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt)    \
 	{                                                                     \
 		struct call c;                                                \
@@ -655,13 +675,13 @@ PRW_CHK_WRAPPER(__pread64_chk, off64_t)
 		if (!begin_fd(&c, fd))                                        \
 			return CALL_REAL(-1, name, fd, iov, cnt);             \
 		ret = CALL_REAL(-1, name, fd, iov, cnt);                      \
-		end(&c, op, ret, -1);                                         \
+		end_fn(&c, ret, -1);                                          \
 		return ret;                                                   \
 	}
-RWV_WRAPPER(readv, SHIM_OP_READ)
-RWV_WRAPPER(writev, SHIM_OP_WRITE)
+RWV_WRAPPER(readv, end_read)
+RWV_WRAPPER(writev, end_write)
 
-#define PRWV_WRAPPER(name, op)                                                \
+#define PRWV_WRAPPER(name, end_fn)                                            \
 	SHIM_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt,    \
 				 off_t off)                                   \
 	{                                                                     \
@@ -671,11 +691,11 @@ RWV_WRAPPER(writev, SHIM_OP_WRITE)
 		if (!begin_fd(&c, fd))                                        \
 			return CALL_REAL(-1, name, fd, iov, cnt, off);        \
 		ret = CALL_REAL(-1, name, fd, iov, cnt, off);                 \
-		end(&c, op, ret, off < 0 ? 0 : (long long)off);               \
+		end_fn(&c, ret, off < 0 ? 0 : (long long)off);                \
 		return ret;                                                   \
 	}
-PRWV_WRAPPER(preadv, SHIM_OP_READ)
-PRWV_WRAPPER(pwritev, SHIM_OP_WRITE)
+PRWV_WRAPPER(preadv, end_read)
+PRWV_WRAPPER(pwritev, end_write)
 
 #define SEEK_WRAPPER(name, offtype)                                           \
 	SHIM_EXPORT offtype name(int fd, offtype off, int whence)             \
@@ -688,7 +708,7 @@ PRWV_WRAPPER(pwritev, SHIM_OP_WRITE)
 		ret = CALL_REAL(-1, name, fd, off, whence);                   \
 		if (ret >= 0 && c.fd)                                         \
 			c.fd->pos = ret;                                      \
-		end(&c, SHIM_OP_SEEK, ret < 0 ? -1 : 0, 0);                   \
+		end_meta(&c, SHIM_OP_SEEK, ret < 0 ? -1 : 0);                 \
 		return ret;                                                   \
 	}
 SEEK_WRAPPER(lseek, off_t)
@@ -703,7 +723,7 @@ SEEK_WRAPPER(lseek64, off64_t)
 		if (!begin_fd(&c, fd))                                        \
 			return CALL_REAL(-1, name, fd);                       \
 		ret = CALL_REAL(-1, name, fd);                                \
-		end(&c, SHIM_OP_FSYNC, ret, 0);                               \
+		end_meta(&c, SHIM_OP_FSYNC, ret);                             \
 		return ret;                                                   \
 	}
 SYNC_WRAPPER(fsync)
@@ -720,7 +740,7 @@ SYNC_WRAPPER(fdatasync)
 		if (!begin_path(&c, AT_FDCWD, path))                          \
 			return CALL_REAL(-1, name, path, st);                 \
 		ret = CALL_REAL(-1, name, path, st);                          \
-		end(&c, SHIM_OP_STAT, ret, 0);                                \
+		end_meta(&c, SHIM_OP_STAT, ret);                              \
 		return ret;                                                   \
 	}
 STAT_WRAPPER(stat, struct stat)
@@ -737,7 +757,7 @@ STAT_WRAPPER(lstat64, struct stat64)
 		if (!begin_fd(&c, fd))                                        \
 			return CALL_REAL(-1, name, fd, st);                   \
 		ret = CALL_REAL(-1, name, fd, st);                            \
-		end(&c, SHIM_OP_STAT, ret, 0);                                \
+		end_meta(&c, SHIM_OP_STAT, ret);                              \
 		return ret;                                                   \
 	}
 FSTAT_WRAPPER(fstat, struct stat)
@@ -761,7 +781,7 @@ static bool begin_at(struct call *c, int dirfd, const char *path, int flags)
 		if (!begin_at(&c, dirfd, path, flags))                        \
 			return CALL_REAL(-1, name, dirfd, path, st, flags);   \
 		ret = CALL_REAL(-1, name, dirfd, path, st, flags);            \
-		end(&c, SHIM_OP_STAT, ret, 0);                                \
+		end_meta(&c, SHIM_OP_STAT, ret);                              \
 		return ret;                                                   \
 	}
 FSTATAT_WRAPPER(fstatat, struct stat)
@@ -776,7 +796,7 @@ SHIM_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
 	if (!begin_at(&c, dirfd, path, flags))
 		return CALL_REAL(-1, statx, dirfd, path, flags, mask, st);
 	ret = CALL_REAL(-1, statx, dirfd, path, flags, mask, st);
-	end(&c, SHIM_OP_STAT, ret, 0);
+	end_meta(&c, SHIM_OP_STAT, ret);
 	return ret;
 }
 
@@ -789,7 +809,7 @@ SHIM_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
 		if (!begin_path(&c, AT_FDCWD, path))                          \
 			return CALL_REAL(-1, name, ver, path, st);            \
 		ret = CALL_REAL(-1, name, ver, path, st);                     \
-		end(&c, SHIM_OP_STAT, ret, 0);                                \
+		end_meta(&c, SHIM_OP_STAT, ret);                              \
 		return ret;                                                   \
 	}
 XSTAT_WRAPPER(__xstat, struct stat)
@@ -806,7 +826,7 @@ XSTAT_WRAPPER(__lxstat64, struct stat64)
 		if (!begin_fd(&c, fd))                                        \
 			return CALL_REAL(-1, name, ver, fd, st);              \
 		ret = CALL_REAL(-1, name, ver, fd, st);                       \
-		end(&c, SHIM_OP_STAT, ret, 0);                                \
+		end_meta(&c, SHIM_OP_STAT, ret);                              \
 		return ret;                                                   \
 	}
 FXSTAT_WRAPPER(__fxstat, struct stat)
@@ -823,7 +843,7 @@ FXSTAT_WRAPPER(__fxstat64, struct stat64)
 			return CALL_REAL(-1, name, ver, dirfd, path, st,      \
 					 flags);                              \
 		ret = CALL_REAL(-1, name, ver, dirfd, path, st, flags);       \
-		end(&c, SHIM_OP_STAT, ret, 0);                                \
+		end_meta(&c, SHIM_OP_STAT, ret);                              \
 		return ret;                                                   \
 	}
 FXSTATAT_WRAPPER(__fxstatat, struct stat)
@@ -881,7 +901,7 @@ SHIM_EXPORT int fclose(FILE *fp)
 	ret = CALL_REAL(EOF, fclose, fp);
 	shim_fd_closed(fd);
 	c.fd = NULL;
-	end(&c, SHIM_OP_CLOSE, ret == 0 ? 0 : -1, 0);
+	end_meta(&c, SHIM_OP_CLOSE, ret == 0 ? 0 : -1);
 	return ret;
 }
 
@@ -898,7 +918,7 @@ static void stream_seeked(struct call *c, FILE *fp, int ret)
 			c->fd->pos = pos;
 	}
 	errno = saved;
-	end(c, SHIM_OP_SEEK, ret == 0 ? 0 : -1, 0);
+	end_meta(c, SHIM_OP_SEEK, ret == 0 ? 0 : -1);
 }
 
 #define FSEEK_WRAPPER(name, offtype)                                          \
@@ -931,7 +951,7 @@ SHIM_EXPORT void rewind(FILE *fp)
 	stream_seeked(&c, fp, 0);
 }
 
-#define FREAD_WRAPPER(name, op, buftype)                                      \
+#define FREAD_WRAPPER(name, end_fn, buftype)                                  \
 	SHIM_EXPORT size_t name(buftype ptr, size_t size, size_t n, FILE *fp) \
 	{                                                                     \
 		struct call c;                                                \
@@ -940,13 +960,13 @@ SHIM_EXPORT void rewind(FILE *fp)
 		if (!begin_fd(&c, stream_fd(fp)))                             \
 			return CALL_REAL(0, name, ptr, size, n, fp);          \
 		ret = CALL_REAL(0, name, ptr, size, n, fp);                   \
-		end(&c, op, (long long)(ret * size), -1);                     \
+		end_fn(&c, (long long)(ret * size), -1);                      \
 		return ret;                                                   \
 	}
-FREAD_WRAPPER(fread, SHIM_OP_READ, void *)
-FREAD_WRAPPER(fread_unlocked, SHIM_OP_READ, void *)
-FREAD_WRAPPER(fwrite, SHIM_OP_WRITE, const void *)
-FREAD_WRAPPER(fwrite_unlocked, SHIM_OP_WRITE, const void *)
+FREAD_WRAPPER(fread, end_read, void *)
+FREAD_WRAPPER(fread_unlocked, end_read, void *)
+FREAD_WRAPPER(fwrite, end_write, const void *)
+FREAD_WRAPPER(fwrite_unlocked, end_write, const void *)
 
 #define FREAD_CHK_WRAPPER(name)                                               \
 	SHIM_EXPORT size_t name(void *ptr, size_t ptrlen, size_t size,        \
@@ -958,7 +978,7 @@ FREAD_WRAPPER(fwrite_unlocked, SHIM_OP_WRITE, const void *)
 		if (!fp || !begin_fd(&c, stream_fd(fp)))                      \
 			return CALL_REAL(0, name, ptr, ptrlen, size, n, fp);  \
 		ret = CALL_REAL(0, name, ptr, ptrlen, size, n, fp);           \
-		end(&c, SHIM_OP_READ, (long long)(ret * size), -1);           \
+		end_read(&c, (long long)(ret * size), -1);                    \
 		return ret;                                                   \
 	}
 FREAD_CHK_WRAPPER(__fread_chk)

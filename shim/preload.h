@@ -20,6 +20,7 @@
 #ifndef IOSTAGE_SHIM_PRELOAD_H
 #define IOSTAGE_SHIM_PRELOAD_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,33 +55,43 @@ enum shim_fixed_phase {
 };
 
 /* Darshan-named counters (docs/RECORDS.md). Times are in clock ticks
- * (shim_clock_*) until the summary converts them to seconds. */
+ * (shim_clock_*) until the summary converts them to seconds.
+ *
+ * A row of them (one phase, one class) is 40 counters, five cache lines,
+ * ordered so that one call adds to as few lines as it can: a read to line
+ * 0 and its size bucket, a write to line 1, line 0 and its bucket, a
+ * metadata call to lines 0 and 2. After a system call the caches and
+ * predictors are cold, and each extra line is time the application sees
+ * (bench/shim.sh); the summary prints them in Darshan's order. */
 enum shim_counter {
-	SHIM_OPENS = 0,
-	SHIM_READS,
-	SHIM_WRITES,
-	SHIM_SEEKS,
-	SHIM_STATS,
-	SHIM_FSYNCS,
+	/* line 0: a read's counters, and every call's busy time */
+	SHIM_READS = 0,
 	SHIM_BYTES_READ,
-	SHIM_BYTES_WRITTEN,
-	SHIM_MAX_BYTE_READ,     /* highest byte offset + 1 (0 = none) */
-	SHIM_MAX_BYTE_WRITTEN,  /* same; the summary prints offset - 1 */
+	SHIM_F_READ_TIME,
 	SHIM_CONSEC_READS,
-	SHIM_CONSEC_WRITES,
 	SHIM_SEQ_READS,
-	SHIM_SEQ_WRITES,
-	SHIM_RW_SWITCHES,
-	SHIM_SIZE_READ_0,       /* + bucket index, 10 buckets */
-	SHIM_SIZE_WRITE_0 = SHIM_SIZE_READ_0 + 10,
-	SHIM_F_READ_TIME = SHIM_SIZE_WRITE_0 + 10,
-	SHIM_F_WRITE_TIME,
-	SHIM_F_META_TIME,
+	SHIM_MAX_BYTE_READ,     /* highest byte offset + 1 (0 = none) */
 	SHIM_BUSY_CLASS,        /* busy spans of this class closed here */
 	SHIM_BUSY_ALL,          /* busy spans (any class) closed by a call
 				 * of this class: summed over classes, the
 				 * phase's unoverlapped time */
-	SHIM_NCOUNTERS,
+	/* line 1: a write's counters */
+	SHIM_WRITES,
+	SHIM_BYTES_WRITTEN,
+	SHIM_F_WRITE_TIME,
+	SHIM_CONSEC_WRITES,
+	SHIM_SEQ_WRITES,
+	SHIM_MAX_BYTE_WRITTEN,  /* same; the summary prints offset - 1 */
+	SHIM_RW_SWITCHES,
+	SHIM_FSYNCS,
+	/* line 2: metadata calls, then the read sizes (small ones here) */
+	SHIM_OPENS,
+	SHIM_SEEKS,
+	SHIM_STATS,
+	SHIM_F_META_TIME,
+	SHIM_SIZE_READ_0,       /* + bucket index, 10 buckets */
+	SHIM_SIZE_WRITE_0 = SHIM_SIZE_READ_0 + 10,
+	SHIM_NCOUNTERS = SHIM_SIZE_WRITE_0 + 10,
 };
 
 #define SHIM_NBUCKETS 10
@@ -132,9 +143,26 @@ void shim_clock_start(void);
 /* Seconds per tick, measured between shim_clock_start and now. */
 double shim_clock_seconds_per_tick(void);
 
+typedef uint64_t shim_row[SHIM_NCLASSES][SHIM_NCOUNTERS];
+
+/* The calling thread's counters once it has a block (initial-exec: a
+ * preloaded library is in the static TLS block, and this model never calls
+ * __tls_get_addr, which may allocate). */
+extern __thread shim_row *shim_my_counters
+	__attribute__((tls_model("initial-exec")));
+
+/* Claim a block for the calling thread: shim_counters_mine's slow path. */
+shim_row *shim_counters_claim(void);
+
 /* The calling thread's counters [phase][class][counter], or NULL when none
- * can be had (the shim is then disabled). Never blocks. */
-uint64_t (*shim_counters_mine(void))[SHIM_NCLASSES][SHIM_NCOUNTERS];
+ * can be had (the shim is then disabled). Never blocks. Inline: it is on
+ * every call's path. */
+static inline shim_row *shim_counters_mine(void)
+{
+	if (__builtin_expect(shim_my_counters != NULL, 1))
+		return shim_my_counters;
+	return shim_counters_claim();
+}
 
 /* Create the thread-exit hook that recycles blocks; at start-up. 0 or -1. */
 int shim_counters_init(void);
@@ -155,8 +183,14 @@ void shim_busy_enter(enum shim_class cls, shim_ticks now);
 void shim_busy_leave(enum shim_class cls, shim_ticks now, uint64_t *ret_all,
 		     uint64_t *ret_cls);
 
-/* The Darshan bucket (0..9) of a request of N bytes. */
-unsigned shim_size_bucket(uint64_t n);
+/* The Darshan bucket (0..9) of a request of N bytes: 0-100, 101-1K, ...,
+ * 1G+. Compares summed rather than a loop: no branch to mispredict. */
+static inline unsigned shim_size_bucket(uint64_t n)
+{
+	return (unsigned)(n > 100) + (n > 1024) + (n > 10240) +
+	       (n > 102400) + (n > 1048576) + (n > 4194304) +
+	       (n > 10485760) + (n > 104857600) + (n > 1073741824);
+}
 
 /* ---- preload_fds.c -------------------------------------------------------- */
 
@@ -235,9 +269,31 @@ void shim_classes_cwd_changed(void);
 
 /* ---- preload_phases.c ----------------------------------------------------- */
 
+/* The innermost active marker's phase, -1 when none. */
+extern atomic_int shim_phase_marked;
+
 /* The phase a call belongs to: a marker's if one is active, else the
- * automatic one for its class and kind (docs/SHIM.md). */
-unsigned shim_phase_for(enum shim_class cls, bool ckpt, enum shim_op op);
+ * automatic one for its class and kind (docs/SHIM.md). Inline: it is on
+ * every call's path. */
+static inline unsigned shim_phase_for(enum shim_class cls, bool ckpt,
+				      enum shim_op op)
+{
+	int marked = atomic_load_explicit(&shim_phase_marked,
+					  memory_order_relaxed);
+
+	if (marked >= 0)
+		return (unsigned)marked;
+	switch (cls) {
+	case SHIM_CLASS_DATASET:
+		return op == SHIM_OP_WRITE ? SHIM_PHASE_RUN : SHIM_PHASE_READ;
+	case SHIM_CLASS_OUTPUT:
+		if (op == SHIM_OP_READ)
+			return SHIM_PHASE_RUN;
+		return ckpt ? SHIM_PHASE_CHECKPOINT : SHIM_PHASE_WRITE;
+	default:
+		return SHIM_PHASE_RUN;
+	}
+}
 
 /* Phase I's name, or NULL for an unused slot. */
 const char *shim_phase_name(unsigned i);

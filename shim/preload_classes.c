@@ -182,6 +182,34 @@ static bool is_normal(const char *path)
 	return true;
 }
 
+/* The longest prefix that contains PATH as it is spelt, or NULL. */
+static const struct prefix *longest_prefix(const char *path)
+{
+	const struct prefix *best = NULL;
+
+	for (size_t i = 0; i < nprefixes; i++)
+		if (contains(&prefixes[i], path) &&
+		    (!best || prefixes[i].len > best->len))
+			best = &prefixes[i];
+	return best;
+}
+
+/* Is REST, the part of a path after a prefix that contains it ("" or
+ * "/..."), surely in normal form? Conservative: any "/." (a dot file too),
+ * "//" or trailing '/' says no, and the caller normalizes. One pass with
+ * no branch per character: this runs on every open under a dataset. */
+static bool rest_is_normal(const char *rest)
+{
+	bool odd = false;
+	size_t i;
+
+	for (i = 0; rest[i]; i++)
+		odd |= (rest[i] == '/') & ((rest[i + 1] == '/') |
+					   (rest[i + 1] == '.') |
+					   (rest[i + 1] == '\0'));
+	return !odd;
+}
+
 enum shim_class shim_classify(const char *path, bool *ret_ckpt,
 			      const char **ret_abs)
 {
@@ -192,6 +220,15 @@ enum shim_class shim_classify(const char *path, bool *ret_ckpt,
 	*ret_abs = NULL;
 	if (nprefixes == 0)
 		return SHIM_CLASS_OTHER; /* no classes given */
+	/* The common case first: an absolute path under a prefix, normal
+	 * after it (the prefix itself is normal). Then it is in normal form
+	 * and the prefix found is the one its normal form has. An absolute
+	 * path in normal form keeps the prefix found here in any case. */
+	if (path[0] == '/') {
+		best = longest_prefix(path);
+		if (best && best->len > 1 && rest_is_normal(path + best->len))
+			goto found;
+	}
 	if (path[0] != '/' || !is_normal(path)) {
 		if (path[0] != '/' && !atomic_load(&cwd_valid)) {
 			if (!getcwd(cwd, sizeof(cwd)))
@@ -204,13 +241,11 @@ enum shim_class shim_classify(const char *path, bool *ret_ckpt,
 			      sizeof(abs_buf)) < 0)
 			return SHIM_CLASS_OTHER;
 		abs = abs_buf;
+		best = longest_prefix(abs);
 	}
-	for (size_t i = 0; i < nprefixes; i++)
-		if (contains(&prefixes[i], abs) &&
-		    (!best || prefixes[i].len > best->len))
-			best = &prefixes[i];
 	if (!best)
 		return SHIM_CLASS_OTHER;
+found:
 	if (best->cls == SHIM_CLASS_OUTPUT)
 		*ret_ckpt = strcasestr(abs, "ckpt") ||
 			    strcasestr(abs, "checkpoint");

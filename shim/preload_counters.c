@@ -35,11 +35,6 @@ static _Atomic(struct shim_block *) blocks;
 static atomic_uint nblocks;
 static pthread_key_t block_key;
 
-/* initial-exec: a preloaded library is in the static TLS block, and this
- * model never calls __tls_get_addr (which may allocate). */
-static __thread struct shim_block *my_block
-	__attribute__((tls_model("initial-exec")));
-
 /* Threads inside an I/O call: bits 0-15 all of them, then 16 bits per
  * class. 65535 threads in I/O at once would overflow a field. */
 #define BUSY_BITS 16
@@ -133,22 +128,23 @@ static struct shim_block *block_claim(void)
 	return b;
 }
 
-uint64_t (*shim_counters_mine(void))[SHIM_NCLASSES][SHIM_NCOUNTERS]
-{
-	int saved;
+__thread shim_row *shim_my_counters
+	__attribute__((tls_model("initial-exec")));
 
-	if (__builtin_expect(my_block != NULL, 1))
-		return my_block->c;
-	saved = errno;
-	my_block = block_claim();
-	if (!my_block) {
+shim_row *shim_counters_claim(void)
+{
+	int saved = errno;
+	struct shim_block *b = block_claim();
+
+	if (!b) {
 		shim_disable("no memory for counters");
 		errno = saved;
 		return NULL;
 	}
-	pthread_setspecific(block_key, my_block);
+	pthread_setspecific(block_key, b);
 	errno = saved;
-	return my_block->c;
+	shim_my_counters = b->c;
+	return shim_my_counters;
 }
 
 void shim_counters_merge(uint64_t out[SHIM_MAX_PHASES][SHIM_NCLASSES]
@@ -180,7 +176,7 @@ void shim_counters_reset(void)
 	for (struct shim_block *b = atomic_load(&blocks); b; b = b->next) {
 		memset(b->c, 0, sizeof(b->c));
 		/* In a forked child only this thread exists. */
-		if (b != my_block)
+		if (b->c != shim_my_counters)
 			atomic_store(&b->in_use, 0);
 	}
 	atomic_store(&busy_word, 0);
@@ -231,18 +227,4 @@ void shim_busy_leave(enum shim_class cls, shim_ticks now, uint64_t *ret_all,
 					       cur - busy_delta(cls)));
 	*ret_all = now > s_all ? now - s_all : 0;
 	*ret_cls = now > s_cls ? now - s_cls : 0;
-}
-
-unsigned shim_size_bucket(uint64_t n)
-{
-	/* Darshan's bucket edges: 0-100, 101-1K, ..., 1G+. */
-	static const uint64_t upper[SHIM_NBUCKETS - 1] = {
-		100,	  1024,		10240,	   102400,    1048576,
-		4194304, 10485760, 104857600, 1073741824,
-	};
-	unsigned i = 0;
-
-	while (i < SHIM_NBUCKETS - 1 && n > upper[i])
-		i++;
-	return i;
 }

@@ -32,7 +32,7 @@ static char names[SHIM_MAX_PHASES][SHIM_PHASE_NAME_MAX] = {
 static atomic_uint nnames = SHIM_PHASE_FIRST_MARKER;
 static atomic_uint folded;
 
-static atomic_int current = -1; /* the innermost marker, -1 = automatic */
+atomic_int shim_phase_marked = -1;
 static int stack[MARKER_DEPTH];
 static unsigned depth;
 static atomic_flag lock = ATOMIC_FLAG_INIT;
@@ -115,26 +115,8 @@ void iostage_shim_phase(const char *name, int begin)
 				break;
 			}
 	}
-	atomic_store(&current, depth ? stack[depth - 1] : -1);
+	atomic_store(&shim_phase_marked, depth ? stack[depth - 1] : -1);
 	unlock();
-}
-
-unsigned shim_phase_for(enum shim_class cls, bool ckpt, enum shim_op op)
-{
-	int marked = atomic_load_explicit(&current, memory_order_relaxed);
-
-	if (marked >= 0)
-		return (unsigned)marked;
-	switch (cls) {
-	case SHIM_CLASS_DATASET:
-		return op == SHIM_OP_WRITE ? SHIM_PHASE_RUN : SHIM_PHASE_READ;
-	case SHIM_CLASS_OUTPUT:
-		if (op == SHIM_OP_READ)
-			return SHIM_PHASE_RUN;
-		return ckpt ? SHIM_PHASE_CHECKPOINT : SHIM_PHASE_WRITE;
-	default:
-		return SHIM_PHASE_RUN;
-	}
 }
 
 const char *shim_phase_name(unsigned i)
@@ -152,6 +134,6 @@ unsigned shim_phases_folded(void)
 void shim_phases_reset(void)
 {
 	depth = 0;
-	atomic_store(&current, -1);
+	atomic_store(&shim_phase_marked, -1);
 	atomic_flag_clear(&lock);
 }

@@ -30,46 +30,54 @@
 #define REPORT_TIMEOUT_MAX_MS 10000
 #define DEFAULT_SOCKET "/run/iostage/iostaged.sock"
 
-static const char *const counter_names[SHIM_NCOUNTERS] = {
-	[SHIM_OPENS] = "POSIX_OPENS",
-	[SHIM_READS] = "POSIX_READS",
-	[SHIM_WRITES] = "POSIX_WRITES",
-	[SHIM_SEEKS] = "POSIX_SEEKS",
-	[SHIM_STATS] = "POSIX_STATS",
-	[SHIM_FSYNCS] = "POSIX_FSYNCS",
-	[SHIM_BYTES_READ] = "POSIX_BYTES_READ",
-	[SHIM_BYTES_WRITTEN] = "POSIX_BYTES_WRITTEN",
-	[SHIM_MAX_BYTE_READ] = "POSIX_MAX_BYTE_READ",
-	[SHIM_MAX_BYTE_WRITTEN] = "POSIX_MAX_BYTE_WRITTEN",
-	[SHIM_CONSEC_READS] = "POSIX_CONSEC_READS",
-	[SHIM_CONSEC_WRITES] = "POSIX_CONSEC_WRITES",
-	[SHIM_SEQ_READS] = "POSIX_SEQ_READS",
-	[SHIM_SEQ_WRITES] = "POSIX_SEQ_WRITES",
-	[SHIM_RW_SWITCHES] = "POSIX_RW_SWITCHES",
-	[SHIM_SIZE_READ_0 + 0] = "POSIX_SIZE_READ_0_100",
-	[SHIM_SIZE_READ_0 + 1] = "POSIX_SIZE_READ_100_1K",
-	[SHIM_SIZE_READ_0 + 2] = "POSIX_SIZE_READ_1K_10K",
-	[SHIM_SIZE_READ_0 + 3] = "POSIX_SIZE_READ_10K_100K",
-	[SHIM_SIZE_READ_0 + 4] = "POSIX_SIZE_READ_100K_1M",
-	[SHIM_SIZE_READ_0 + 5] = "POSIX_SIZE_READ_1M_4M",
-	[SHIM_SIZE_READ_0 + 6] = "POSIX_SIZE_READ_4M_10M",
-	[SHIM_SIZE_READ_0 + 7] = "POSIX_SIZE_READ_10M_100M",
-	[SHIM_SIZE_READ_0 + 8] = "POSIX_SIZE_READ_100M_1G",
-	[SHIM_SIZE_READ_0 + 9] = "POSIX_SIZE_READ_1G_PLUS",
-	[SHIM_SIZE_WRITE_0 + 0] = "POSIX_SIZE_WRITE_0_100",
-	[SHIM_SIZE_WRITE_0 + 1] = "POSIX_SIZE_WRITE_100_1K",
-	[SHIM_SIZE_WRITE_0 + 2] = "POSIX_SIZE_WRITE_1K_10K",
-	[SHIM_SIZE_WRITE_0 + 3] = "POSIX_SIZE_WRITE_10K_100K",
-	[SHIM_SIZE_WRITE_0 + 4] = "POSIX_SIZE_WRITE_100K_1M",
-	[SHIM_SIZE_WRITE_0 + 5] = "POSIX_SIZE_WRITE_1M_4M",
-	[SHIM_SIZE_WRITE_0 + 6] = "POSIX_SIZE_WRITE_4M_10M",
-	[SHIM_SIZE_WRITE_0 + 7] = "POSIX_SIZE_WRITE_10M_100M",
-	[SHIM_SIZE_WRITE_0 + 8] = "POSIX_SIZE_WRITE_100M_1G",
-	[SHIM_SIZE_WRITE_0 + 9] = "POSIX_SIZE_WRITE_1G_PLUS",
-	[SHIM_F_READ_TIME] = "POSIX_F_READ_TIME",
-	[SHIM_F_WRITE_TIME] = "POSIX_F_WRITE_TIME",
-	[SHIM_F_META_TIME] = "POSIX_F_META_TIME",
+/* The counters a summary prints, in Darshan's order (not the order they
+ * are kept in, which follows the cache lines: preload.h). */
+static const struct {
+	unsigned counter;
+	const char *name;
+} counters[] = {
+	{SHIM_OPENS, "POSIX_OPENS"},
+	{SHIM_READS, "POSIX_READS"},
+	{SHIM_WRITES, "POSIX_WRITES"},
+	{SHIM_SEEKS, "POSIX_SEEKS"},
+	{SHIM_STATS, "POSIX_STATS"},
+	{SHIM_FSYNCS, "POSIX_FSYNCS"},
+	{SHIM_BYTES_READ, "POSIX_BYTES_READ"},
+	{SHIM_BYTES_WRITTEN, "POSIX_BYTES_WRITTEN"},
+	{SHIM_MAX_BYTE_READ, "POSIX_MAX_BYTE_READ"},
+	{SHIM_MAX_BYTE_WRITTEN, "POSIX_MAX_BYTE_WRITTEN"},
+	{SHIM_CONSEC_READS, "POSIX_CONSEC_READS"},
+	{SHIM_CONSEC_WRITES, "POSIX_CONSEC_WRITES"},
+	{SHIM_SEQ_READS, "POSIX_SEQ_READS"},
+	{SHIM_SEQ_WRITES, "POSIX_SEQ_WRITES"},
+	{SHIM_RW_SWITCHES, "POSIX_RW_SWITCHES"},
+	{SHIM_SIZE_READ_0 + 0, "POSIX_SIZE_READ_0_100"},
+	{SHIM_SIZE_READ_0 + 1, "POSIX_SIZE_READ_100_1K"},
+	{SHIM_SIZE_READ_0 + 2, "POSIX_SIZE_READ_1K_10K"},
+	{SHIM_SIZE_READ_0 + 3, "POSIX_SIZE_READ_10K_100K"},
+	{SHIM_SIZE_READ_0 + 4, "POSIX_SIZE_READ_100K_1M"},
+	{SHIM_SIZE_READ_0 + 5, "POSIX_SIZE_READ_1M_4M"},
+	{SHIM_SIZE_READ_0 + 6, "POSIX_SIZE_READ_4M_10M"},
+	{SHIM_SIZE_READ_0 + 7, "POSIX_SIZE_READ_10M_100M"},
+	{SHIM_SIZE_READ_0 + 8, "POSIX_SIZE_READ_100M_1G"},
+	{SHIM_SIZE_READ_0 + 9, "POSIX_SIZE_READ_1G_PLUS"},
+	{SHIM_SIZE_WRITE_0 + 0, "POSIX_SIZE_WRITE_0_100"},
+	{SHIM_SIZE_WRITE_0 + 1, "POSIX_SIZE_WRITE_100_1K"},
+	{SHIM_SIZE_WRITE_0 + 2, "POSIX_SIZE_WRITE_1K_10K"},
+	{SHIM_SIZE_WRITE_0 + 3, "POSIX_SIZE_WRITE_10K_100K"},
+	{SHIM_SIZE_WRITE_0 + 4, "POSIX_SIZE_WRITE_100K_1M"},
+	{SHIM_SIZE_WRITE_0 + 5, "POSIX_SIZE_WRITE_1M_4M"},
+	{SHIM_SIZE_WRITE_0 + 6, "POSIX_SIZE_WRITE_4M_10M"},
+	{SHIM_SIZE_WRITE_0 + 7, "POSIX_SIZE_WRITE_10M_100M"},
+	{SHIM_SIZE_WRITE_0 + 8, "POSIX_SIZE_WRITE_100M_1G"},
+	{SHIM_SIZE_WRITE_0 + 9, "POSIX_SIZE_WRITE_1G_PLUS"},
+	{SHIM_F_READ_TIME, "POSIX_F_READ_TIME"},
+	{SHIM_F_WRITE_TIME, "POSIX_F_WRITE_TIME"},
+	{SHIM_F_META_TIME, "POSIX_F_META_TIME"},
 };
+/* Every counter but the two busy times (printed as one, below). */
+_Static_assert(sizeof(counters) / sizeof(counters[0]) == SHIM_NCOUNTERS - 2,
+	       "a counter has no name in the summary");
 
 static const char *const class_keys[SHIM_NCLASSES] = {
 	[SHIM_CLASS_DATASET] = "dataset",
@@ -215,24 +223,23 @@ static bool entry_used(const uint64_t *c)
 static void put_counters(struct jbuf *b, const uint64_t *c, double spt)
 {
 	jb_printf(b, "{");
-	for (unsigned k = 0; k < SHIM_NCOUNTERS; k++) {
-		if (k == SHIM_BUSY_CLASS || k == SHIM_BUSY_ALL)
-			continue;
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		unsigned k = counters[i].counter;
+		const char *name = counters[i].name;
+
 		if (k == SHIM_F_READ_TIME || k == SHIM_F_WRITE_TIME ||
 		    k == SHIM_F_META_TIME) {
-			jb_printf(b, "\"%s\":%.6f,", counter_names[k],
-				  (double)c[k] * spt);
+			jb_printf(b, "\"%s\":%.6f,", name, (double)c[k] * spt);
 			continue;
 		}
 		if (k == SHIM_MAX_BYTE_READ || k == SHIM_MAX_BYTE_WRITTEN) {
 			/* Kept as end offset; absent when nothing moved. */
 			if (c[k])
-				jb_printf(b, "\"%s\":%llu,", counter_names[k],
+				jb_printf(b, "\"%s\":%llu,", name,
 					  (unsigned long long)(c[k] - 1));
 			continue;
 		}
-		jb_printf(b, "\"%s\":%llu,", counter_names[k],
-			  (unsigned long long)c[k]);
+		jb_printf(b, "\"%s\":%llu,", name, (unsigned long long)c[k]);
 	}
 	jb_printf(b, "\"IOSTAGE_UNOVERLAPPED_IO_TIME\":%.6f}",
 		  (double)c[SHIM_BUSY_CLASS] * spt);

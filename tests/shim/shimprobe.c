@@ -337,6 +337,9 @@ static void mode_paths(void)
 	close(fd);
 	close(dfd);
 	close(open_rel("data2/x", O_RDONLY));
+	/* Spelt under data/, but it is data2/x. */
+	snprintf(path, sizeof(path), "%s/data/../data2/x", dir);
+	close(open(path, O_RDONLY));
 	if (chdir("/") < 0)
 		die("chdir /");
 	top = open(dir, O_RDONLY | O_DIRECTORY);
