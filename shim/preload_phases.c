@@ -12,6 +12,9 @@
  * stack change only in iostage_shim_phase, under a try-lock that never
  * waits unboundedly: a marker that cannot get it is dropped, not waited
  * for, so a signal handler marking phases cannot deadlock.
+ *
+ * The choice itself, shim_phase_for, is inline in preload.h: it runs on
+ * every counted call; this file keeps the marker it reads up to date.
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
