@@ -222,8 +222,9 @@ enum shim_class shim_classify(const char *path, bool *ret_ckpt,
 		return SHIM_CLASS_OTHER; /* no classes given */
 	/* The common case first: an absolute path under a prefix, normal
 	 * after it (the prefix itself is normal). Then it is in normal form
-	 * and the prefix found is the one its normal form has. An absolute
-	 * path in normal form keeps the prefix found here in any case. */
+	 * and the prefix found is the one its normal form has. Otherwise,
+	 * if the path is absolute and normal all the same (a dot file), the
+	 * prefix found here (or none) is still its answer. */
 	if (path[0] == '/') {
 		best = longest_prefix(path);
 		if (best && best->len > 1 && rest_is_normal(path + best->len))
