@@ -99,6 +99,7 @@ run_pairs() {
 rm -f "$report"
 pairs=${SHIM_BENCH_KEEP_PAIRS:-$(mktemp)}
 trap '[ -n "${SHIM_BENCH_KEEP_PAIRS:-}" ] || rm -f "$pairs"' EXIT
+: >"$pairs" # a kept file from an earlier run must not add its pairs
 run_pairs meta meta "$small" "$SHIM_BENCH_FILES" >>"$pairs"
 run_pairs bulk bulk "$bulk" "$SHIM_BENCH_BULK_PASSES" >>"$pairs"
 run_pairs calls calls "$bulk" 200000 >>"$pairs"
