@@ -175,6 +175,8 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 			run = ph;
 	}
 	if (nprocs > 0) {
+		bool new_rec = run && item(run, "bytes_source");
+
 		/* FILE-*: the process's own shim counters (traced); RCHAR/
 		 * WCHAR: /proc, every read and write call. */
 		fprintf(out,
@@ -198,10 +200,18 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 			if (cJSON_IsNumber(item(p, "local_rank")))
 				snprintf(local, sizeof(local), "%.0f",
 					 json_number(p, "local_rank"));
-			telrec_rchar_from_json(p, &io);
-			/* read_bytes is file I/O only next to rchar (older
-			 * records had rchar in it). */
-			if (item(p, "rchar") && item(p, "read_bytes")) {
+			/* Since bytes_source (the run says), a process's
+			 * read_bytes is its shim's file I/O and rchar is
+			 * /proc's when it was sampled; before, read_bytes
+			 * held rchar. */
+			snprintf(rc, sizeof(rc), "-");
+			snprintf(wc, sizeof(wc), "-");
+			if (!new_rec || item(p, "rchar")) {
+				telrec_rchar_from_json(p, &io);
+				units_bytes(io.rchar, rc, sizeof(rc));
+				units_bytes(io.wchar, wc, sizeof(wc));
+			}
+			if (new_rec && item(p, "read_bytes")) {
 				units_bytes((uint64_t)json_number(p,
 								  "read_bytes"),
 					    rd, sizeof(rd));
@@ -214,9 +224,7 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 				"%10s %s\n",
 				json_number(p, "pid"), step, rank, local,
 				json_string(p, "node"),
-				json_string(p, "identity"), rd, wr,
-				units_bytes(io.rchar, rc, sizeof(rc)),
-				units_bytes(io.wchar, wc, sizeof(wc)),
+				json_string(p, "identity"), rd, wr, rc, wc,
 				cJSON_IsTrue(item(p, "traced")) ? "yes" : "no");
 		}
 	}

@@ -40,6 +40,7 @@ struct tproc {
 	struct telrec_io io;
 	bool traced;
 	bool shim_disabled;      /* its shim gave up (report says why) */
+	bool sampled;            /* a registered task: io is /proc's */
 	bool has_file_bytes;     /* it sent shim counters: */
 	uint64_t file_rb, file_wb; /* their file I/O */
 };
@@ -647,8 +648,12 @@ static cJSON *build_locked(struct tjob *t, bool finished, double end)
 			cJSON_AddNumberToObject(o, "write_bytes",
 						(double)p->file_wb);
 		}
-		cJSON_AddNumberToObject(o, "rchar", (double)p->io.rchar);
-		cJSON_AddNumberToObject(o, "wchar", (double)p->io.wchar);
+		/* /proc's, for the tasks sampled (with their descendants);
+		 * a process known only from its shim summary has none. */
+		if (p->sampled) {
+			cJSON_AddNumberToObject(o, "rchar", (double)p->io.rchar);
+			cJSON_AddNumberToObject(o, "wchar", (double)p->io.wchar);
+		}
 		cJSON_AddBoolToObject(o, "traced", p->traced);
 		if (p->shim_disabled)
 			cJSON_AddBoolToObject(o, "shim_disabled", true);
@@ -715,6 +720,7 @@ static void resume_record(cJSON *rec)
 {
 	struct tjob *t = calloc(1, sizeof(*t));
 	const cJSON *ph, *p;
+	bool new_rec = false; /* written with bytes_source (RECORDS.md) */
 
 	if (!t || !(t->tl = malloc(sizeof(*t->tl)))) {
 		tjob_free(t);
@@ -731,6 +737,8 @@ static void resume_record(cJSON *rec)
 		if (!strcmp(name, "stage_in")) {
 			t->stage_in = cJSON_Duplicate(ph, true);
 		} else if (!strcmp(name, "run")) {
+			new_rec = cJSON_GetObjectItemCaseSensitive(
+					  ph, "bytes_source") != NULL;
 			t->run_start = num(ph, "start");
 			telrec_rchar_from_json(ph, &t->run_io);
 			t->run_io.syscr = proto_u64(ph, "read_syscalls");
@@ -823,13 +831,22 @@ static void resume_record(cJSON *rec)
 			break;
 		tp->start = num(p, "start");
 		tp->end = num(p, "end");
-		telrec_rchar_from_json(p, &tp->io);
-		/* A record with rchar keys has file I/O in read_bytes. */
-		if (cJSON_GetObjectItemCaseSensitive(p, "rchar") &&
-		    cJSON_GetObjectItemCaseSensitive(p, "read_bytes")) {
-			tp->has_file_bytes = true;
-			tp->file_rb = proto_u64(p, "read_bytes");
-			tp->file_wb = proto_u64(p, "write_bytes");
+		/* Since bytes_source, a process's read_bytes is its shim's
+		 * file I/O and rchar its /proc figure (when sampled); before,
+		 * read_bytes was rchar. */
+		if (new_rec) {
+			tp->sampled = cJSON_GetObjectItemCaseSensitive(
+					      p, "rchar") != NULL;
+			if (tp->sampled)
+				telrec_rchar_from_json(p, &tp->io);
+			if (cJSON_GetObjectItemCaseSensitive(p, "read_bytes")) {
+				tp->has_file_bytes = true;
+				tp->file_rb = proto_u64(p, "read_bytes");
+				tp->file_wb = proto_u64(p, "write_bytes");
+			}
+		} else {
+			tp->sampled = true;
+			telrec_rchar_from_json(p, &tp->io);
 		}
 		tp->traced = cJSON_IsTrue(
 			cJSON_GetObjectItemCaseSensitive(p, "traced"));
@@ -1001,6 +1018,7 @@ int telemetry_task_register(uint32_t id, const struct telemetry_task *task,
 			 errno == ESRCH ? "no such process" : strerror(errno));
 		goto out;
 	}
+	p->sampled = true;
 	t->dirty = true;
 	rc = 0;
 out:

@@ -513,7 +513,9 @@ static const char *shim_record =
 	"\"processes\":[{\"pid\":77,\"step\":0,\"node\":\"n1\","
 	"\"identity\":\"slurm\",\"start\":1763860000,\"read_bytes\":134217728,"
 	"\"write_bytes\":33554432,\"rchar\":167772160,\"wchar\":167772160,"
-	"\"traced\":true}]}]";
+	"\"traced\":true},{\"pid\":78,\"step\":0,\"node\":\"n1\","
+	"\"identity\":\"slurm\",\"start\":1763860000,\"read_bytes\":5,"
+	"\"write_bytes\":6,\"traced\":true}]}]";
 
 START_TEST(test_csv_bytes_source)
 {
@@ -641,9 +643,19 @@ START_TEST(test_telemetry_table_names_the_bytes)
 	ck_assert_ptr_nonnull(strstr(text, "FILE-READ"));
 	ck_assert_ptr_nonnull(strstr(text, "RCHAR"));
 	ck_assert_ptr_nonnull(strstr(text, "run timeline (/proc rchar/wchar)"));
+	/* the sampled task: file bytes and /proc's; a process known only
+	 * from its shim summary: file bytes, no /proc figure */
+	ck_assert_msg(strstr(text, "128.0 MiB   32.0 MiB  160.0 MiB  160.0 MiB "
+				   "yes"),
+		      "%s", text);
+	ck_assert_msg(strstr(text, "5 B        6 B          -          - yes"),
+		      "%s", text);
 	free(text);
+	/* Before bytes_source, read_bytes was rchar: shown as such. */
 	text = print_record(cJSON_GetArrayItem(records, 0));
 	ck_assert_msg(strstr(text, "rchar/wchar (every read and write call"),
+		      "%s", text);
+	ck_assert_msg(strstr(text, "-          -    2.1 GiB     1000 B no"),
 		      "%s", text);
 	free(text);
 	cJSON_Delete(recs);
