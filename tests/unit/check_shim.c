@@ -609,6 +609,29 @@ START_TEST(test_redirected_stdin_stdout_are_file_io)
 }
 END_TEST
 
+START_TEST(test_in_kernel_copies_counted_per_side)
+{
+	struct run r;
+	cJSON *rep;
+
+	run_probe("copy", true, NULL, &r);
+	assert_ran_ok(&r, "copy");
+	rep = only_report(&r, "exit");
+	CK_CTR(rep, "read", "dataset", "POSIX_OPENS", 3);
+	CK_CTR(rep, "read", "dataset", "POSIX_READS", 3);
+	CK_CTR(rep, "read", "dataset", "POSIX_BYTES_READ", 30000);
+	CK_CTR(rep, "read", "dataset", "POSIX_CONSEC_READS", 3);
+	CK_CTR(rep, "write", "output", "POSIX_OPENS", 2);
+	CK_CTR(rep, "write", "output", "POSIX_WRITES", 2);
+	CK_CTR(rep, "write", "output", "POSIX_BYTES_WRITTEN", 20000);
+	ck_assert_double_eq(file_written(rep, "/out/results/c.bin"), 10000);
+	ck_assert_double_eq(file_written(rep, "/out/results/s.bin"), 10000);
+	/* the pipe's side: nothing, anywhere */
+	CK_CTR(rep, "run", "other", "POSIX_WRITES", -1);
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_path_forms_classified)
 {
 	struct run r;
@@ -817,6 +840,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(tc, test_stdio_seeks_append_close_range);
 	tcase_add_test(tc, test_only_file_io_counted);
 	tcase_add_test(tc, test_redirected_stdin_stdout_are_file_io);
+	tcase_add_test(tc, test_in_kernel_copies_counted_per_side);
 	tcase_add_test(tc, test_path_forms_classified);
 	tcase_add_test(tc, test_errno_and_results_unchanged);
 	tcase_add_test(tc, test_unwritable_report_path);
