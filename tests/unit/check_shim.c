@@ -632,6 +632,27 @@ START_TEST(test_in_kernel_copies_counted_per_side)
 }
 END_TEST
 
+START_TEST(test_fds_beyond_the_table)
+{
+	struct run r;
+	cJSON *rep;
+
+	run_probe("highfd", true, NULL, &r);
+	if (strstr(r.out, "highfd skipped")) {
+		fprintf(stderr, "check_shim: fd limit below 5002, "
+				"test_fds_beyond_the_table skipped\n");
+		run_free(&r);
+		return;
+	}
+	assert_ran_ok(&r, "highfd");
+	rep = only_report(&r, "exit");
+	CK_CTR(rep, "run", "other", "POSIX_READS", 1);
+	CK_CTR(rep, "run", "other", "POSIX_BYTES_READ", 100);
+	CK_CTR(rep, "run", "other", "POSIX_WRITES", 0); /* the pipe's */
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_path_forms_classified)
 {
 	struct run r;
@@ -841,6 +862,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(tc, test_only_file_io_counted);
 	tcase_add_test(tc, test_redirected_stdin_stdout_are_file_io);
 	tcase_add_test(tc, test_in_kernel_copies_counted_per_side);
+	tcase_add_test(tc, test_fds_beyond_the_table);
 	tcase_add_test(tc, test_path_forms_classified);
 	tcase_add_test(tc, test_errno_and_results_unchanged);
 	tcase_add_test(tc, test_unwritable_report_path);
