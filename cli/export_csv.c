@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/export.h"
+#include "common/telrec.h"
 
 static const char *const columns[] = {
 	"job", "user", "uid", "job_name", "node", "profile_origin", "state",
@@ -17,6 +18,10 @@ static const char *const columns[] = {
 	"checkpoint_seconds", "checkpoint_write_bytes", "stage_out_seconds",
 	"stage_out_bytes", "stage_out_during_bytes", "stage_out_end_bytes",
 	"stage_out_end_seconds", "outputs_failed_files",
+	/* Appended, so that earlier columns keep their places: what
+	 * run_read_bytes/run_write_bytes are (RECORDS.md bytes_source),
+	 * and /proc's rchar/wchar of the run. */
+	"run_bytes_source", "run_rchar", "run_wchar",
 };
 
 static void put_text(FILE *out, const char *s)
@@ -142,6 +147,17 @@ static void row(FILE *out, const cJSON *rec)
 			failed += v;
 	}
 	field_num(out, &first, has_outputs, failed);
+	if (run) {
+		struct telrec_io io = { 0 };
+
+		telrec_rchar_from_json(run, &io);
+		field_str(out, &first, telrec_bytes_source(run));
+		field_num(out, &first, true, (double)io.rchar);
+		field_num(out, &first, true, (double)io.wchar);
+	} else {
+		for (int i = 0; i < 3; i++)
+			field_str(out, &first, NULL);
+	}
 	fputs("\r\n", out);
 }
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli/export.h"
+#include "common/telrec.h"
 #include "common/units.h"
 
 #define SVG_W 860
@@ -159,7 +160,7 @@ static void svg_timeline(FILE *out, const cJSON *rec)
 	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(rec, "phases"))
 	{
 		const char *name = rec_str(ph, "name");
-		bool sub = rec_str(ph, "parent") != NULL;
+		bool sub = rec_str(ph, "parent") != NULL, proc;
 		double x0, x1, rb = 0, wb = 0, b = 0;
 
 		if (!name || !rec_num(ph, "start", &s) ||
@@ -181,13 +182,17 @@ static void svg_timeline(FILE *out, const cJSON *rec)
 			bytes_str(b, b2, sizeof(b2));
 			fprintf(out, ", %s", b2);
 		}
+		/* /proc's figures say what they are (RECORDS.md
+		 * bytes_source): not file I/O. */
+		proc = strcmp(telrec_bytes_source(ph), TELREC_BYTES_SHIM) != 0;
 		if (rec_num(ph, "read_bytes", &rb)) {
 			bytes_str(rb, b2, sizeof(b2));
-			fprintf(out, ", read %s", b2);
+			fprintf(out, proc ? ", rchar %s" : ", file read %s", b2);
 		}
 		if (rec_num(ph, "write_bytes", &wb)) {
 			bytes_str(wb, b2, sizeof(b2));
-			fprintf(out, ", written %s", b2);
+			fprintf(out, proc ? ", wchar %s" : ", file written %s",
+				b2);
 		}
 		fputs("</title></rect>\n", out);
 	}
@@ -201,6 +206,8 @@ static void svg_timeline(FILE *out, const cJSON *rec)
 struct phase_bytes {
 	const char *name;
 	double read, write;
+	const char *source; /* of read/write: NULL (staging), or the first
+			     * phase's bytes_source */
 };
 
 /* stage_in's bytes are read by the job, stage_out's written by it. */
@@ -221,18 +228,50 @@ static size_t sum_bytes(const cJSON *rec, struct phase_bytes *sums)
 		if (i == n) {
 			if (n == PHASE_SUMS_MAX)
 				continue;
-			sums[n++] = (struct phase_bytes){ name, 0, 0 };
+			sums[n++] = (struct phase_bytes){ name, 0, 0, NULL };
 		}
 		if (!strcmp(name, "stage_in") && rec_num(ph, "bytes", &v))
 			sums[i].read += v;
 		else if (!strcmp(name, "stage_out") && rec_num(ph, "bytes", &v))
 			sums[i].write += v;
+		if (!sums[i].source && (cJSON_GetObjectItemCaseSensitive(
+						ph, "read_bytes") ||
+					cJSON_GetObjectItemCaseSensitive(
+						ph, "write_bytes")))
+			sums[i].source = telrec_bytes_source(ph);
 		if (rec_num(ph, "read_bytes", &v))
 			sums[i].read += v;
 		if (rec_num(ph, "write_bytes", &v))
 			sums[i].write += v;
 	}
 	return n;
+}
+
+/* What the run's bytes are, in words: file I/O only with the shim. */
+static void bytes_note(FILE *out, const cJSON *rec)
+{
+	const cJSON *run = rec_phase(rec, "run");
+	struct telrec_io io = { 0 };
+	char rc[32], wc[32];
+
+	if (!run)
+		return;
+	telrec_rchar_from_json(run, &io);
+	bytes_str((double)io.rchar, rc, sizeof(rc));
+	bytes_str((double)io.wchar, wc, sizeof(wc));
+	if (!strcmp(telrec_bytes_source(run), TELREC_BYTES_SHIM))
+		fprintf(out,
+			"<p class=\"note\">Run bytes are file I/O, counted "
+			"by the I/O shim (regular files only). /proc counted "
+			"rchar %s and wchar %s: every read and write call, "
+			"pipes, sockets and devices included.</p>\n",
+			rc, wc);
+	else
+		fputs("<p class=\"note\">Run bytes are /proc rchar and wchar: "
+		      "every read and write call, pipes, sockets and devices "
+		      "included, so not file I/O alone (trace=true counts "
+		      "file I/O).</p>\n",
+		      out);
 }
 
 static void svg_bytes(FILE *out, const cJSON *rec)
@@ -262,6 +301,9 @@ static void svg_bytes(FILE *out, const cJSON *rec)
 		int y = (int)(i * 40);
 		double wr = sums[i].read / max * (SVG_PLOT - 110);
 		double ww = sums[i].write / max * (SVG_PLOT - 110);
+		bool proc = sums[i].source &&
+			    strcmp(sums[i].source, TELREC_BYTES_SHIM) != 0;
+		bool file = sums[i].source && !proc;
 
 		fprintf(out,
 			"<text x=\"%d\" y=\"%d\" text-anchor=\"end\">",
@@ -271,16 +313,20 @@ static void svg_bytes(FILE *out, const cJSON *rec)
 		fprintf(out,
 			"</text>\n<rect x=\"%d\" y=\"%d\" width=\"%.1f\" "
 			"height=\"14\" fill=\"#4e79a7\"/><text x=\"%.1f\" "
-			"y=\"%d\" class=\"val\">read %s</text>\n",
-			SVG_LEFT, y + 2, wr, SVG_LEFT + wr + 6, y + 13, buf);
+			"y=\"%d\" class=\"val\">%s %s</text>\n",
+			SVG_LEFT, y + 2, wr, SVG_LEFT + wr + 6, y + 13,
+			proc ? "rchar" : file ? "file read" : "read", buf);
 		bytes_str(sums[i].write, buf, sizeof(buf));
 		fprintf(out,
 			"<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"14\" "
 			"fill=\"#f28e2b\"/><text x=\"%.1f\" y=\"%d\" "
-			"class=\"val\">written %s</text>\n",
-			SVG_LEFT, y + 18, ww, SVG_LEFT + ww + 6, y + 29, buf);
+			"class=\"val\">%s %s</text>\n",
+			SVG_LEFT, y + 18, ww, SVG_LEFT + ww + 6, y + 29,
+			proc ? "wchar" : file ? "file written" : "written",
+			buf);
 	}
 	fputs("</svg>\n", out);
+	bytes_note(out, rec);
 }
 
 /* --- cache ------------------------------------------------------------------------- */
@@ -541,7 +587,7 @@ int export_html(const cJSON *records, FILE *out)
 		"th{background:#eee}.num{text-align:right}\n"
 		"svg text{font-family:sans-serif;font-size:12px;fill:#222}"
 		"svg text.axis,svg text.val{fill:#555;font-size:11px}\n"
-		".none{color:#777}.facts{font-size:15px}"
+		".none{color:#777}.note{color:#555;font-size:13px}.facts{font-size:15px}"
 		"code{background:#f4f4f4;padding:1px 4px}\n"
 		"</style>\n</head>\n<body>\n<h1>iostage I/O report</h1>\n"
 		"<p>%d job%s. Times are per job from its first phase; bytes "

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cli/export.h"
+#include "common/telrec.h"
 
 #define TRACE_RUN_TID 2
 #define TRACE_OTHER_TID 4 /* first track of unknown top-level phases */
@@ -133,6 +134,10 @@ static cJSON *phase_args(const cJSON *ph)
 			cJSON_AddStringToObject(args, "source",
 						item->valuestring);
 	}
+	/* What read_bytes/write_bytes are (older records: rchar/wchar). */
+	if (cJSON_GetObjectItemCaseSensitive(ph, "read_bytes"))
+		cJSON_AddStringToObject(args, "bytes_source",
+					telrec_bytes_source(ph));
 	return args;
 }
 
@@ -233,7 +238,7 @@ static bool job_processes(cJSON *arr, const cJSON *rec, uint32_t pid)
 	return true;
 }
 
-/* Counter events from the run's timeline: [t, read, write, rsys, wsys]. */
+/* Counter events from the run's timeline: [t, rchar, wchar, rsys, wsys]. */
 static bool job_counters(cJSON *arr, const cJSON *rec, uint32_t pid)
 {
 	const cJSON *run = rec_phase(rec, "run"), *row;
@@ -254,9 +259,12 @@ static bool job_counters(cJSON *arr, const cJSON *rec, uint32_t pid)
 		args = cJSON_CreateObject();
 		if (!args)
 			return false;
-		cJSON_AddNumberToObject(args, "read_bytes", r->valuedouble);
-		cJSON_AddNumberToObject(args, "write_bytes", w->valuedouble);
-		if (!add_event(arr, "run I/O", NULL, "C", pid, 0, &sp, args))
+		/* The timeline is /proc's, whatever the run's bytes_source:
+		 * every read and write call, so named for what it is. */
+		cJSON_AddNumberToObject(args, "rchar", r->valuedouble);
+		cJSON_AddNumberToObject(args, "wchar", w->valuedouble);
+		if (!add_event(arr, "run I/O (rchar/wchar)", NULL, "C", pid, 0,
+			       &sp, args))
 			return false;
 	}
 	return true;

@@ -8,6 +8,7 @@
 
 #include "cli/json.h"
 #include "cli/telemetry.h"
+#include "common/telrec.h"
 #include "common/units.h"
 
 #define TIMELINE_WIDTH 60
@@ -61,16 +62,41 @@ static void print_phase(const cJSON *ph, double t0, FILE *out)
 			 units_seconds(json_number(ph, "end_seconds"), es,
 				       sizeof(es)));
 	} else if (!strcmp(name, "run")) {
-		snprintf(detail, sizeof(detail), "%.0f read / %.0f write calls%s",
-			 json_number(ph, "read_syscalls"),
-			 json_number(ph, "write_syscalls"),
-			 cJSON_IsTrue(item(ph, "live")) ? ", running" : "");
+		char rc[32], wc[32];
+		struct telrec_io io = { 0 };
+
+		/* What READ/WRITTEN are: the figures must not pass for file
+		 * I/O when they are /proc's rchar/wchar. */
+		telrec_rchar_from_json(ph, &io);
+		if (!strcmp(telrec_bytes_source(ph), TELREC_BYTES_SHIM))
+			snprintf(detail, sizeof(detail),
+				 "file I/O (shim); rchar %s, wchar %s, %.0f "
+				 "read / %.0f write calls%s",
+				 units_bytes(io.rchar, rc, sizeof(rc)),
+				 units_bytes(io.wchar, wc, sizeof(wc)),
+				 json_number(ph, "read_syscalls"),
+				 json_number(ph, "write_syscalls"),
+				 cJSON_IsTrue(item(ph, "live")) ? ", running"
+								: "");
+		else
+			snprintf(detail, sizeof(detail),
+				 "rchar/wchar (every read and write call: "
+				 "pipes, devices too), %.0f read / %.0f write "
+				 "calls%s",
+				 json_number(ph, "read_syscalls"),
+				 json_number(ph, "write_syscalls"),
+				 cJSON_IsTrue(item(ph, "live")) ? ", running"
+								: "");
 	} else {
 		const cJSON *r;
 		size_t used;
 
-		used = (size_t)snprintf(detail, sizeof(detail), "%s",
-					json_string(ph, "source"));
+		used = (size_t)snprintf(
+			detail, sizeof(detail), "%s, %s",
+			json_string(ph, "source"),
+			strcmp(telrec_bytes_source(ph), TELREC_BYTES_SHIM)
+				? "rchar/wchar"
+				: "file I/O (shim)");
 		if (cJSON_GetArraySize(item(ph, "ranks")) > 0)
 			used += (size_t)snprintf(detail + used,
 						 sizeof(detail) - used,
@@ -149,13 +175,20 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 			run = ph;
 	}
 	if (nprocs > 0) {
-		fprintf(out, "\n%-8s %10s %6s %6s %-12s %-8s %10s %10s %s\n",
+		bool new_rec = run && item(run, "bytes_source");
+
+		/* FILE-*: the process's own shim counters (traced); RCHAR/
+		 * WCHAR: /proc, every read and write call. */
+		fprintf(out,
+			"\n%-8s %10s %6s %6s %-12s %-8s %10s %10s %10s %10s "
+			"%s\n",
 			"PID", "STEP", "RANK", "LOCAL", "NODE", "IDENTITY",
-			"READ", "WRITTEN", "TRACED");
+			"FILE-READ", "FILE-WROTE", "RCHAR", "WCHAR", "TRACED");
 		cJSON_ArrayForEach(p, item(rec, "processes"))
 		{
-			char rd[32], wr[32], rank[16] = "-", local[16] = "-";
-			char step[16] = "batch";
+			char rd[32] = "-", wr[32] = "-", rc[32], wc[32];
+			char rank[16] = "-", local[16] = "-", step[16] = "batch";
+			struct telrec_io io = { 0 };
 
 			/* Slurm's SLURM_BATCH_SCRIPT step id. */
 			if (json_number(p, "step") != 4294967291.0)
@@ -167,14 +200,31 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 			if (cJSON_IsNumber(item(p, "local_rank")))
 				snprintf(local, sizeof(local), "%.0f",
 					 json_number(p, "local_rank"));
-			fprintf(out, "%-8.0f %10s %6s %6s %-12s %-8s %10s %10s %s\n",
-				json_number(p, "pid"), step, rank, local, json_string(p, "node"),
-				json_string(p, "identity"),
-				units_bytes((uint64_t)json_number(p, "read_bytes"),
-					    rd, sizeof(rd)),
+			/* Since bytes_source (the run says), a process's
+			 * read_bytes is its shim's file I/O and rchar is
+			 * /proc's when it was sampled; before, read_bytes
+			 * held rchar. */
+			snprintf(rc, sizeof(rc), "-");
+			snprintf(wc, sizeof(wc), "-");
+			if (!new_rec || item(p, "rchar")) {
+				telrec_rchar_from_json(p, &io);
+				units_bytes(io.rchar, rc, sizeof(rc));
+				units_bytes(io.wchar, wc, sizeof(wc));
+			}
+			if (new_rec && item(p, "read_bytes")) {
+				units_bytes((uint64_t)json_number(p,
+								  "read_bytes"),
+					    rd, sizeof(rd));
 				units_bytes((uint64_t)json_number(p,
 								  "write_bytes"),
-					    wr, sizeof(wr)),
+					    wr, sizeof(wr));
+			}
+			fprintf(out,
+				"%-8.0f %10s %6s %6s %-12s %-8s %10s %10s %10s "
+				"%10s %s\n",
+				json_number(p, "pid"), step, rank, local,
+				json_string(p, "node"),
+				json_string(p, "identity"), rd, wr, rc, wc,
 				cJSON_IsTrue(item(p, "traced")) ? "yes" : "no");
 		}
 	}
@@ -184,12 +234,14 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 		int per = (n + width - 1) / width, cols = (n + per - 1) / per;
 		char secs[32];
 
-		fprintf(out, "\nrun timeline: %d sample%s, %s per column\n", n,
-			n == 1 ? "" : "s",
+		fprintf(out,
+			"\nrun timeline (/proc rchar/wchar): %d sample%s, %s "
+			"per column\n",
+			n, n == 1 ? "" : "s",
 			units_seconds(json_number(run, "interval_s") * per, secs,
 				      sizeof(secs)));
-		print_bars("read", tl, 1, cols, per, out);
-		print_bars("write", tl, 2, cols, per, out);
+		print_bars("rchar", tl, 1, cols, per, out);
+		print_bars("wchar", tl, 2, cols, per, out);
 	}
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/promtext.h"
+#include "common/telrec.h"
 
 #define PROMTEXT_MAX (64u * 1024 * 1024) /* bounded even with many jobs */
 
@@ -180,6 +181,8 @@ struct phase_sum {
 	const char *name;
 	double read, write, seconds;
 	bool has_read, has_write, has_seconds;
+	const char *source;     /* of read/write: "shim", "proc_rchar",
+				 * "staging"; the first phase's */
 };
 
 static bool num(const cJSON *o, const char *key, double *ret)
@@ -232,8 +235,12 @@ static size_t sum_phases(const cJSON *record, struct phase_sum *sums)
 			add(ph, "bytes", &p->read, &p->has_read);
 		else if (!strcmp(p->name, "stage_out"))
 			add(ph, "bytes", &p->write, &p->has_write);
+		if (!p->source && (p->has_read || p->has_write))
+			p->source = "staging";
 		add(ph, "read_bytes", &p->read, &p->has_read);
 		add(ph, "write_bytes", &p->write, &p->has_write);
+		if (!p->source && (p->has_read || p->has_write))
+			p->source = telrec_bytes_source(ph);
 		add(ph, "seconds", &p->seconds, &p->has_seconds);
 	}
 	return n;
@@ -290,6 +297,33 @@ int promtext_job_phases(struct promtext *pt, const cJSON *records)
 						      : sums[i].read) < 0)
 					return -1;
 			}
+	}
+	/* Where each phase's bytes come from, as an info series: a label
+	 * on the bytes themselves would change their identity whenever a
+	 * running job's first shim summary arrives. */
+	if (promtext_family(pt, "iostage_job_phase_bytes_source", "gauge",
+			    "Where iostage_job_phase_bytes of a phase comes "
+			    "from (always 1): shim (file I/O counted by the "
+			    "LD_PRELOAD shim), proc_rchar (/proc rchar/wchar: "
+			    "every read and write call, pipes, sockets and "
+			    "devices included) or staging") < 0)
+		return -1;
+	cJSON_ArrayForEach(rec, records)
+	{
+		if (!record_jobid(rec, id, sizeof(id)))
+			continue;
+		n = sum_phases(rec, sums);
+		for (i = 0; i < n; i++) {
+			const char *labels[] = { "jobid", id, "phase",
+						 sums[i].name, "source",
+						 sums[i].source, NULL };
+
+			if (sums[i].source &&
+			    promtext_sample(pt,
+					    "iostage_job_phase_bytes_source",
+					    labels, 1) < 0)
+				return -1;
+		}
 	}
 	if (promtext_family(pt, "iostage_job_phase_seconds", "gauge",
 			    "How long a job's phase lasted (so far, while it "

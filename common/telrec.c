@@ -571,3 +571,81 @@ void telrec_size_hist_from_json(uint64_t hist[TELREC_NBUCKETS],
 		hist[i] = number_ok(v) ? (uint64_t)v->valuedouble : 0;
 	}
 }
+
+/* --- where the bytes come from -------------------------------------------------- */
+
+static uint64_t u64_of(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) && v->valuedouble > 0
+		       ? (uint64_t)v->valuedouble
+		       : 0;
+}
+
+void telrec_class_bytes(const cJSON *by_class, uint64_t *ret_read,
+			uint64_t *ret_written)
+{
+	const cJSON *cl;
+
+	*ret_read = *ret_written = 0;
+	cJSON_ArrayForEach(cl, by_class)
+	{
+		*ret_read += u64_of(cl, "POSIX_BYTES_READ");
+		*ret_written += u64_of(cl, "POSIX_BYTES_WRITTEN");
+	}
+}
+
+void telrec_report_bytes(const cJSON *phases, uint64_t *ret_read,
+			 uint64_t *ret_written)
+{
+	const cJSON *ph;
+
+	*ret_read = *ret_written = 0;
+	cJSON_ArrayForEach(ph, phases)
+	{
+		uint64_t r, w;
+
+		telrec_class_bytes(ph, &r, &w);
+		*ret_read += r;
+		*ret_written += w;
+	}
+}
+
+int telrec_phase_bytes(cJSON *ph, const struct telrec_io *io,
+		       const cJSON *counters)
+{
+	uint64_t rb = io->rchar, wb = io->wchar;
+	bool shim = counters != NULL;
+
+	if (shim)
+		telrec_class_bytes(counters, &rb, &wb);
+	if (!cJSON_AddNumberToObject(ph, "read_bytes", (double)rb) ||
+	    !cJSON_AddNumberToObject(ph, "write_bytes", (double)wb) ||
+	    !cJSON_AddStringToObject(ph, "bytes_source",
+				     shim ? TELREC_BYTES_SHIM
+					  : TELREC_BYTES_PROC) ||
+	    !cJSON_AddNumberToObject(ph, "rchar", (double)io->rchar) ||
+	    !cJSON_AddNumberToObject(ph, "wchar", (double)io->wchar) ||
+	    !cJSON_AddNumberToObject(ph, "read_syscalls", (double)io->syscr) ||
+	    !cJSON_AddNumberToObject(ph, "write_syscalls", (double)io->syscw))
+		return -1;
+	return 0;
+}
+
+const char *telrec_bytes_source(const cJSON *ph)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(ph, "bytes_source");
+
+	if (cJSON_IsString(v) && !strcmp(v->valuestring, TELREC_BYTES_SHIM))
+		return TELREC_BYTES_SHIM;
+	return TELREC_BYTES_PROC;
+}
+
+void telrec_rchar_from_json(const cJSON *ph, struct telrec_io *ret)
+{
+	bool named = cJSON_GetObjectItemCaseSensitive(ph, "rchar") != NULL;
+
+	ret->rchar = u64_of(ph, named ? "rchar" : "read_bytes");
+	ret->wchar = u64_of(ph, named ? "wchar" : "write_bytes");
+}

@@ -103,6 +103,39 @@ int telrec_counters_fold(cJSON *dst, const cJSON *phases);
 /* The sum of a {phase: seconds} object (bad entries count 0). */
 double telrec_seconds_total(const cJSON *o);
 
+/* Where a phase's read_bytes/write_bytes come from (docs/RECORDS.md,
+ * "bytes_source"): the shim's file I/O, or /proc/PID/io rchar/wchar. */
+#define TELREC_BYTES_SHIM "shim"
+#define TELREC_BYTES_PROC "proc_rchar"
+
+/* The file I/O bytes of shim counters BY_CLASS ({class:{...}}, may be
+ * NULL): POSIX_BYTES_READ and POSIX_BYTES_WRITTEN summed over classes. */
+void telrec_class_bytes(const cJSON *by_class, uint64_t *ret_read,
+			uint64_t *ret_written);
+
+/* The same over every phase of a report's counters ({phase:{class:..}}). */
+void telrec_report_bytes(const cJSON *phases, uint64_t *ret_read,
+			 uint64_t *ret_written);
+
+/* Add the byte keys of a run phase or sub-phase to PH: read_bytes and
+ * write_bytes, bytes_source, and the /proc figures of IO under their own
+ * names (rchar, wchar, read_syscalls, write_syscalls). When the phase has
+ * shim COUNTERS ({class:{...}}), read_bytes/write_bytes are their file
+ * I/O (bytes_source "shim"); with COUNTERS NULL, IO's rchar/wchar
+ * ("proc_rchar"). 0, or -1 on ENOMEM. */
+int telrec_phase_bytes(cJSON *ph, const struct telrec_io *io,
+		       const cJSON *counters);
+
+/* The source of the read_bytes/write_bytes of PH, a phase of a record:
+ * its bytes_source, TELREC_BYTES_PROC when it has none (records filed
+ * before bytes_source had rchar/wchar there). Never NULL. */
+const char *telrec_bytes_source(const cJSON *ph);
+
+/* Back from a record's phase or process PH: its /proc rchar and wchar
+ * into RET->rchar/wchar ("rchar"/"wchar"; in records filed before those
+ * keys, "read_bytes"/"write_bytes", which then held them). */
+void telrec_rchar_from_json(const cJSON *ph, struct telrec_io *ret);
+
 /* Darshan's size bucket (0 .. TELREC_NBUCKETS-1) of BYTES: 0_100 holds
  * 0..100, 100_1K 101..1024, ..., 1G_PLUS above 1 GiB. */
 size_t telrec_size_bucket(uint64_t bytes);

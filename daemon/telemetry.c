@@ -40,6 +40,9 @@ struct tproc {
 	struct telrec_io io;
 	bool traced;
 	bool shim_disabled;      /* its shim gave up (report says why) */
+	bool sampled;            /* a registered task: io is /proc's */
+	bool has_file_bytes;     /* it sent shim counters: */
+	uint64_t file_rb, file_wb; /* their file I/O */
 };
 
 struct tmark {
@@ -449,12 +452,18 @@ static cJSON *ranks_json(const struct tmark *m)
 	return a;
 }
 
-static void add_io_fields(cJSON *ph, const struct telrec_io *io)
+/* A phase's bytes (RECORDS.md "bytes_source"): a phase with shim
+ * COUNTERS has the shim's file I/O as read_bytes/write_bytes; one without
+ * (an untraced job; a marker the shim did not see, as `iostage phase`
+ * from another process) has /proc's rchar/wchar, which count every
+ * read(2) and write(2), pipes, sockets and devices included. Either way
+ * the /proc figures stay under their own names. */
+static void add_io_fields(cJSON *ph, const struct tjob *t,
+			  const struct telrec_io *io, const cJSON *counters)
 {
-	cJSON_AddNumberToObject(ph, "read_bytes", (double)io->rchar);
-	cJSON_AddNumberToObject(ph, "write_bytes", (double)io->wchar);
-	cJSON_AddNumberToObject(ph, "read_syscalls", (double)io->syscr);
-	cJSON_AddNumberToObject(ph, "write_syscalls", (double)io->syscw);
+	if (telrec_phase_bytes(ph, io, counters) < 0)
+		log_warning("job %u: out of memory building its record",
+			    t->id);
 }
 
 /* Set KEY of O to V (replaced if present). */
@@ -551,7 +560,7 @@ static cJSON *build_locked(struct tjob *t, bool finished, double end)
 		cJSON_AddNumberToObject(ph, "start", t->run_start);
 		cJSON_AddNumberToObject(ph, "end", run_end);
 		cJSON_AddNumberToObject(ph, "seconds", run_end - t->run_start);
-		add_io_fields(ph, &t->run_io);
+		add_io_fields(ph, t, &t->run_io, t->run_counters);
 		cJSON_AddNumberToObject(ph, "storage_read_bytes",
 					(double)t->run_io.read_bytes);
 		cJSON_AddNumberToObject(ph, "storage_write_bytes",
@@ -595,7 +604,7 @@ static cJSON *build_locked(struct tjob *t, bool finished, double end)
 				telrec_timeline_sum(t->tl, m->start, mend,
 						    &io);
 			}
-			add_io_fields(ph, &io);
+			add_io_fields(ph, t, &io, m->counters);
 			cJSON_AddItemToObject(ph, "ranks", ranks_json(m));
 			if (m->counters)
 				cJSON_AddItemToObject(
@@ -632,8 +641,19 @@ static cJSON *build_locked(struct tjob *t, bool finished, double end)
 		cJSON_AddNumberToObject(o, "start", p->start);
 		if (p->end > 0)
 			cJSON_AddNumberToObject(o, "end", p->end);
-		cJSON_AddNumberToObject(o, "read_bytes", (double)p->io.rchar);
-		cJSON_AddNumberToObject(o, "write_bytes", (double)p->io.wchar);
+		/* File I/O only from the process's own shim counters. */
+		if (p->has_file_bytes) {
+			cJSON_AddNumberToObject(o, "read_bytes",
+						(double)p->file_rb);
+			cJSON_AddNumberToObject(o, "write_bytes",
+						(double)p->file_wb);
+		}
+		/* /proc's, for the tasks sampled (with their descendants);
+		 * a process known only from its shim summary has none. */
+		if (p->sampled) {
+			cJSON_AddNumberToObject(o, "rchar", (double)p->io.rchar);
+			cJSON_AddNumberToObject(o, "wchar", (double)p->io.wchar);
+		}
 		cJSON_AddBoolToObject(o, "traced", p->traced);
 		if (p->shim_disabled)
 			cJSON_AddBoolToObject(o, "shim_disabled", true);
@@ -700,6 +720,7 @@ static void resume_record(cJSON *rec)
 {
 	struct tjob *t = calloc(1, sizeof(*t));
 	const cJSON *ph, *p;
+	bool new_rec = false; /* written with bytes_source (RECORDS.md) */
 
 	if (!t || !(t->tl = malloc(sizeof(*t->tl)))) {
 		tjob_free(t);
@@ -716,9 +737,10 @@ static void resume_record(cJSON *rec)
 		if (!strcmp(name, "stage_in")) {
 			t->stage_in = cJSON_Duplicate(ph, true);
 		} else if (!strcmp(name, "run")) {
+			new_rec = cJSON_GetObjectItemCaseSensitive(
+					  ph, "bytes_source") != NULL;
 			t->run_start = num(ph, "start");
-			t->run_io.rchar = proto_u64(ph, "read_bytes");
-			t->run_io.wchar = proto_u64(ph, "write_bytes");
+			telrec_rchar_from_json(ph, &t->run_io);
 			t->run_io.syscr = proto_u64(ph, "read_syscalls");
 			t->run_io.syscw = proto_u64(ph, "write_syscalls");
 			t->run_io.read_bytes = proto_u64(ph, "storage_read_bytes");
@@ -765,8 +787,7 @@ static void resume_record(cJSON *rec)
 			 * down is lost, as for the run. */
 			if (!strcmp(m->source, "marker")) {
 				m->exact = true;
-				m->io.rchar = proto_u64(ph, "read_bytes");
-				m->io.wchar = proto_u64(ph, "write_bytes");
+				telrec_rchar_from_json(ph, &m->io);
 				m->io.syscr = proto_u64(ph, "read_syscalls");
 				m->io.syscw = proto_u64(ph, "write_syscalls");
 			}
@@ -810,8 +831,23 @@ static void resume_record(cJSON *rec)
 			break;
 		tp->start = num(p, "start");
 		tp->end = num(p, "end");
-		tp->io.rchar = proto_u64(p, "read_bytes");
-		tp->io.wchar = proto_u64(p, "write_bytes");
+		/* Since bytes_source, a process's read_bytes is its shim's
+		 * file I/O and rchar its /proc figure (when sampled); before,
+		 * read_bytes was rchar. */
+		if (new_rec) {
+			tp->sampled = cJSON_GetObjectItemCaseSensitive(
+					      p, "rchar") != NULL;
+			if (tp->sampled)
+				telrec_rchar_from_json(p, &tp->io);
+			if (cJSON_GetObjectItemCaseSensitive(p, "read_bytes")) {
+				tp->has_file_bytes = true;
+				tp->file_rb = proto_u64(p, "read_bytes");
+				tp->file_wb = proto_u64(p, "write_bytes");
+			}
+		} else {
+			tp->sampled = true;
+			telrec_rchar_from_json(p, &tp->io);
+		}
 		tp->traced = cJSON_IsTrue(
 			cJSON_GetObjectItemCaseSensitive(p, "traced"));
 		tp->shim_disabled = cJSON_IsTrue(
@@ -982,6 +1018,7 @@ int telemetry_task_register(uint32_t id, const struct telemetry_task *task,
 			 errno == ESRCH ? "no such process" : strerror(errno));
 		goto out;
 	}
+	p->sampled = true;
 	t->dirty = true;
 	rc = 0;
 out:
@@ -1274,9 +1311,20 @@ int telemetry_shim_report(uint32_t id, uid_t peer_uid, pid_t pid,
 		p = add_proc(t, &id2);
 	}
 	if (p) {
+		const cJSON *counters =
+			cJSON_GetObjectItemCaseSensitive(req, "counters");
+
 		p->traced = true;
 		if (cJSON_GetObjectItemCaseSensitive(req, "disabled"))
 			p->shim_disabled = true;
+		if (counters) {
+			uint64_t rb, wb;
+
+			telrec_report_bytes(counters, &rb, &wb);
+			p->file_rb += rb;
+			p->file_wb += wb;
+			p->has_file_bytes = true;
+		}
 	}
 	t->dirty = true;
 	rc = 0;

@@ -35,7 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/single_threaded.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -102,6 +104,10 @@ extern char **environ;
 	X(pwrite64, ssize_t, (int, const void *, size_t, off64_t))            \
 	X(writev, ssize_t, (int, const struct iovec *, int))                  \
 	X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))          \
+	X(copy_file_range, ssize_t,                                           \
+	  (int, off64_t *, int, off64_t *, size_t, unsigned))                 \
+	X(sendfile, ssize_t, (int, int, off_t *, size_t))                     \
+	X(sendfile64, ssize_t, (int, int, off64_t *, size_t))                 \
 	X(lseek, off_t, (int, off_t, int))                                    \
 	X(lseek64, off64_t, (int, off64_t, int))                              \
 	X(stat, int, (const char *, struct stat *))                           \
@@ -127,6 +133,14 @@ extern char **environ;
 	X(dup, int, (int))                                                    \
 	X(dup2, int, (int, int))                                              \
 	X(dup3, int, (int, int, int))                                         \
+	X(fcntl, int, (int, int, ...))                                        \
+	X(fcntl64, int, (int, int, ...))                                      \
+	X(pipe, int, (int[2]))                                                \
+	X(pipe2, int, (int[2], int))                                          \
+	X(socket, int, (int, int, int))                                       \
+	X(socketpair, int, (int, int, int, int[2]))                           \
+	X(accept, int, (int, struct sockaddr *, socklen_t *))                 \
+	X(accept4, int, (int, struct sockaddr *, socklen_t *, int))           \
 	X(chdir, int, (const char *))                                         \
 	X(fchdir, int, (int))                                                 \
 	X(fopen, FILE *, (const char *, const char *))                        \
@@ -245,7 +259,8 @@ struct call {
 	enum shim_class cls;
 	bool ckpt;
 	bool shared;            /* other threads may be in I/O too */
-	const char *abs;        /* an output's path (opens) */
+	const char *abs;        /* the path, absolute, or NULL (opens) */
+	int dirfd;              /* what a relative path is under (opens) */
 	shim_ticks t0;
 };
 
@@ -272,6 +287,35 @@ static inline bool begin(struct call *c)
 	return true;
 }
 
+/* begin_fd for an fd not known to be a file: one the shim did not see
+ * opened is looked at once (shim_fd_learn), a pipe, socket or device
+ * passes through uncounted, and an fd beyond the table is counted (class
+ * other, no offsets) only if it is a file. Out of line: the usual call is
+ * on a known file. */
+static __attribute__((noinline)) bool begin_fd_slow(struct call *c, int fd,
+						    struct shim_fd *e)
+{
+	bool file;
+
+	guard = 1;
+	if (e && e->kind == SHIM_FD_UNKNOWN)
+		e = shim_fd_learn(fd); /* NULL: not open, the call fails */
+	if (e)
+		file = e->kind == SHIM_FD_FILE;
+	else
+		file = fd >= SHIM_MAX_FDS && shim_fd_is_file_untracked(fd);
+	guard = 0;
+	if (!file)
+		return false;
+	c->fd = e;
+	c->cls = e ? (enum shim_class)e->cls : SHIM_CLASS_OTHER;
+	c->ckpt = e ? e->ckpt : false;
+	return begin(c);
+}
+
+/* Start a call on FD, or return false to pass it through (not counting,
+ * or not file I/O). On the path of every read and write: one load of the
+ * fd's kind decides. */
 static inline bool begin_fd(struct call *c, int fd)
 {
 	struct shim_fd *e;
@@ -279,9 +323,11 @@ static inline bool begin_fd(struct call *c, int fd)
 	if (__builtin_expect(!shim_enabled() || guard, 0))
 		return false;
 	e = shim_fd_get(fd);
-	c->fd = e && e->open ? e : NULL;
-	c->cls = c->fd ? (enum shim_class)e->cls : SHIM_CLASS_OTHER;
-	c->ckpt = c->fd ? e->ckpt : false;
+	if (__builtin_expect(!e || e->kind != SHIM_FD_FILE, 0))
+		return begin_fd_slow(c, fd, e);
+	c->fd = e;
+	c->cls = (enum shim_class)e->cls;
+	c->ckpt = e->ckpt;
 	return begin(c);
 }
 
@@ -290,6 +336,7 @@ static inline bool begin_path(struct call *c, int dirfd, const char *path)
 	if (__builtin_expect(!shim_enabled() || guard, 0))
 		return false;
 	c->fd = NULL;
+	c->dirfd = dirfd;
 	if (!path) {
 		c->cls = SHIM_CLASS_OTHER;
 		c->ckpt = false;
@@ -427,12 +474,34 @@ out:
 
 /* ---- opens and closes ------------------------------------------------------- */
 
+/* A call that turned out not to be file I/O (an open of /dev/null, a
+ * FIFO, /proc): leave the busy count, count nothing. */
+static void drop(struct call *c)
+{
+	uint64_t all, cls;
+
+	if (c->shared) {
+		guard = 1;
+		shim_busy_leave(c->cls, shim_clock_now(), &all, &cls);
+		guard = 0;
+	}
+}
+
+/* The open of FD (< 0: failed) with FLAGS is done: what FD is is decided
+ * here, once, and only a file's open is counted. */
 static int opened(struct call *c, int fd, int flags)
 {
 	if (fd >= 0) {
+		enum shim_fd_kind kind;
+
 		guard = 1;
-		shim_fd_opened(fd, c->cls, c->ckpt, c->abs, flags);
+		kind = shim_fd_kind_at_open(fd, c->dirfd, c->abs, c->cls);
+		shim_fd_opened(fd, kind, c->cls, c->ckpt, c->abs, flags);
 		guard = 0;
+		if (kind != SHIM_FD_FILE) {
+			drop(c);
+			return fd;
+		}
 	}
 	end_meta(c, SHIM_OP_OPEN, fd);
 	return fd;
@@ -522,11 +591,18 @@ OPENAT2_WRAPPER(__openat64_2)
 
 SHIM_EXPORT int close(int fd)
 {
+	struct shim_fd *e = shim_fd_get(fd);
 	struct call c;
 	int ret;
 
-	if (!begin_fd(&c, fd))
-		return CALL_REAL(-1, close, fd);
+	/* Only a file's close is counted (an fd not known yet is not looked
+	 * at just to close it); every close forgets the fd. */
+	if (!e || e->kind != SHIM_FD_FILE || !begin_fd(&c, fd)) {
+		ret = CALL_REAL(-1, close, fd);
+		if (e && e->kind)
+			e->kind = SHIM_FD_UNKNOWN;
+		return ret;
+	}
 	ret = CALL_REAL(-1, close, fd);
 	/* Linux releases the fd even when close fails. */
 	shim_fd_closed(fd);
@@ -567,6 +643,87 @@ SHIM_EXPORT int dup3(int fd, int fd2, int flags)
 	int ret = CALL_REAL(-1, dup3, fd, fd2, flags);
 
 	dup_done(fd, ret);
+	return ret;
+}
+
+/* fcntl's third argument is an int or a pointer; glibc itself reads it as
+ * a pointer, whatever the command. Only F_DUPFD* are looked at. */
+#define FCNTL_WRAPPER(name)                                                   \
+	SHIM_EXPORT int name(int fd, int cmd, ...)                            \
+	{                                                                     \
+		va_list ap;                                                   \
+		void *arg;                                                    \
+		int ret;                                                      \
+                                                                              \
+		va_start(ap, cmd);                                            \
+		arg = va_arg(ap, void *);                                     \
+		va_end(ap);                                                   \
+		ret = CALL_REAL(-1, name, fd, cmd, arg);                      \
+		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)                 \
+			dup_done(fd, ret);                                    \
+		return ret;                                                   \
+	}
+FCNTL_WRAPPER(fcntl)
+FCNTL_WRAPPER(fcntl64)
+
+/* Pipes and sockets are not file I/O. Their fds are marked as such when
+ * made, so that an fd number left stale by a close the shim did not see
+ * (inside libc) is not taken for the file it was. */
+SHIM_EXPORT int pipe(int fds[2])
+{
+	int ret = CALL_REAL(-1, pipe, fds);
+
+	if (ret == 0) {
+		shim_fd_notfile(fds[0]);
+		shim_fd_notfile(fds[1]);
+	}
+	return ret;
+}
+
+SHIM_EXPORT int pipe2(int fds[2], int flags)
+{
+	int ret = CALL_REAL(-1, pipe2, fds, flags);
+
+	if (ret == 0) {
+		shim_fd_notfile(fds[0]);
+		shim_fd_notfile(fds[1]);
+	}
+	return ret;
+}
+
+SHIM_EXPORT int socket(int domain, int type, int protocol)
+{
+	int ret = CALL_REAL(-1, socket, domain, type, protocol);
+
+	shim_fd_notfile(ret);
+	return ret;
+}
+
+SHIM_EXPORT int socketpair(int domain, int type, int protocol, int sv[2])
+{
+	int ret = CALL_REAL(-1, socketpair, domain, type, protocol, sv);
+
+	if (ret == 0) {
+		shim_fd_notfile(sv[0]);
+		shim_fd_notfile(sv[1]);
+	}
+	return ret;
+}
+
+SHIM_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	int ret = CALL_REAL(-1, accept, fd, addr, len);
+
+	shim_fd_notfile(ret);
+	return ret;
+}
+
+SHIM_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len,
+			int flags)
+{
+	int ret = CALL_REAL(-1, accept4, fd, addr, len, flags);
+
+	shim_fd_notfile(ret);
 	return ret;
 }
 
@@ -698,6 +855,59 @@ RWV_WRAPPER(writev, end_write)
 	}
 PRWV_WRAPPER(preadv, end_read)
 PRWV_WRAPPER(pwritev, end_write)
+
+/* In-kernel copies (cp and cat of coreutils 9 copy files this way): a
+ * read of IN and a write of OUT of the bytes copied, each counted only if
+ * its fd is a file. The call's time goes to the read once: the write is
+ * started when the read is counted, so it adds no time and no busy span
+ * of its own. IN_OFF/OUT_OFF: the offsets given (-1: the fd's, which
+ * moves). */
+static void copied(struct call *in, bool rin, long long in_off,
+		   struct call *out, bool rout, long long out_off,
+		   long long ret)
+{
+	if (rin)
+		end_read(in, ret, in_off);
+	if (rout) {
+		if (rin)
+			out->t0 = shim_clock_now();
+		end_write(out, ret, out_off);
+	}
+}
+
+SHIM_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out,
+				    off64_t *out_off, size_t n, unsigned flags)
+{
+	long long io = in_off ? (long long)*in_off : -1;
+	long long oo = out_off ? (long long)*out_off : -1;
+	struct call ci, co;
+	bool rin, rout;
+	ssize_t ret;
+
+	rin = begin_fd(&ci, in);
+	rout = begin_fd(&co, out);
+	ret = CALL_REAL(-1, copy_file_range, in, in_off, out, out_off, n,
+			flags);
+	copied(&ci, rin, io, &co, rout, oo, ret);
+	return ret;
+}
+
+#define SENDFILE_WRAPPER(name, offtype)                                       \
+	SHIM_EXPORT ssize_t name(int out, int in, offtype *off, size_t n)     \
+	{                                                                     \
+		long long io = off ? (long long)*off : -1;                    \
+		struct call ci, co;                                           \
+		bool rin, rout;                                               \
+		ssize_t ret;                                                  \
+                                                                              \
+		rin = begin_fd(&ci, in);                                      \
+		rout = begin_fd(&co, out);                                    \
+		ret = CALL_REAL(-1, name, out, in, off, n);                   \
+		copied(&ci, rin, io, &co, rout, -1, ret);                     \
+		return ret;                                                   \
+	}
+SENDFILE_WRAPPER(sendfile, off_t)
+SENDFILE_WRAPPER(sendfile64, off64_t)
 
 #define SEEK_WRAPPER(name, offtype)                                           \
 	SHIM_EXPORT offtype name(int fd, offtype off, int whence)             \
@@ -895,11 +1105,21 @@ static int stream_fd(FILE *fp)
 
 SHIM_EXPORT int fclose(FILE *fp)
 {
+	struct shim_fd *e;
 	struct call c;
 	int fd, ret;
 
-	if (!fp || !begin_fd(&c, fd = stream_fd(fp)))
+	if (!fp)
 		return CALL_REAL(EOF, fclose, fp);
+	fd = stream_fd(fp);
+	e = shim_fd_get(fd);
+	/* As close: only a file's is counted, every one forgets the fd. */
+	if (!e || e->kind != SHIM_FD_FILE || !begin_fd(&c, fd)) {
+		ret = CALL_REAL(EOF, fclose, fp);
+		if (e && e->kind)
+			e->kind = SHIM_FD_UNKNOWN;
+		return ret;
+	}
 	ret = CALL_REAL(EOF, fclose, fp);
 	shim_fd_closed(fd);
 	c.fd = NULL;

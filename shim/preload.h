@@ -194,11 +194,24 @@ static inline unsigned shim_size_bucket(uint64_t n)
 
 /* ---- preload_fds.c -------------------------------------------------------- */
 
+/* What the shim knows an fd to be. Only file I/O is counted (as Darshan
+ * counts it): calls on regular files and directories. Pipes, sockets,
+ * FIFOs, character and block devices, and anything under /proc, /sys or
+ * /dev are not, and their calls pass through uncounted. The kind is
+ * decided once per fd, when it is opened (or first used, for an fd the
+ * shim did not see opened), never per read or write. */
+enum shim_fd_kind {
+	SHIM_FD_UNKNOWN = 0,    /* closed, or not seen opened: look once */
+	SHIM_FD_FILE,           /* counted */
+	SHIM_FD_NOTFILE,        /* passed through */
+};
+
 struct shim_fd {
 	uint8_t cls;            /* enum shim_class */
 	uint8_t ckpt;           /* an output whose path says checkpoint */
 	uint8_t last_op;        /* 0 none, SHIM_OP_READ, SHIM_OP_WRITE */
-	uint8_t open;           /* the entry describes a live fd */
+	uint8_t kind;           /* enum shim_fd_kind; UNKNOWN: no live fd
+				 * described */
 	uint8_t append;         /* O_APPEND: writes go to the end, wherever */
 	int16_t file;           /* index into the files list, -1 none */
 	uint16_t file_gen;      /* the list's generation when indexed */
@@ -223,9 +236,33 @@ enum shim_class shim_fd_classify(int dirfd, const char *path, bool *ret_ckpt,
 				 const char **ret_abs);
 
 /* FD was opened with FLAGS on a path classified as CLS/CKPT (ABS: its
- * absolute path for an output, else NULL): reset its offsets. */
-void shim_fd_opened(int fd, enum shim_class cls, bool ckpt, const char *abs,
-		    int flags);
+ * absolute path for an output, else NULL) and found to be KIND: reset its
+ * offsets. */
+void shim_fd_opened(int fd, enum shim_fd_kind kind, enum shim_class cls,
+		    bool ckpt, const char *abs, int flags);
+
+/* What FD, just opened on PATH (relative to DIRFD; ABS: its normalized
+ * absolute form, or NULL when unknown) in class CLS, is. Dataset and
+ * output paths are taken as files without a system call: an fstat on
+ * every open would cost more than the shim's whole budget on small-file
+ * workloads (docs/SHIM.md "Cost"), and staged trees and the PFS trees
+ * behind them hold regular files. Any other path is fstat'ed once. */
+enum shim_fd_kind shim_fd_kind_at_open(int fd, int dirfd, const char *abs,
+				       enum shim_class cls);
+
+/* FD, which the shim did not see opened (inherited across exec, opened
+ * inside libc, or by a call the shim does not interpose), is looked at
+ * once: fstat for its kind, /proc/self/fd for its path and class, its
+ * offset and flags. Its entry is filled in and returned; NULL when FD is
+ * not open (the call will fail) or outside the table. errno is kept. */
+struct shim_fd *shim_fd_learn(int fd);
+
+/* Is FD, which has no entry (beyond SHIM_MAX_FDS), file I/O? One fstat
+ * per call: such fds are rare. errno is kept. */
+bool shim_fd_is_file_untracked(int fd);
+
+/* FD is a pipe, socket or other non-file an interposed call created. */
+void shim_fd_notfile(int fd);
 
 /* NEWFD is a duplicate of OLDFD (dup, dup2, dup3). */
 void shim_fd_dup(int oldfd, int newfd);
@@ -258,11 +295,15 @@ int shim_classes_init(const char *spec, const char **ret_reason);
 /* The class of PATH (relative paths are taken against the cwd, then the
  * path is normalized lexically: no "//", "/./", "/../"; links are not
  * followed), whether it names a checkpoint (ckpt/checkpoint in an output's
- * path), and for a dataset or output its normalized absolute path in
- * *ret_abs (PATH itself when already normal, else a per-thread buffer;
- * valid until the call returns). */
+ * path), and its normalized absolute path in *ret_abs (PATH itself when
+ * already normal, else a per-thread buffer; valid until the call returns;
+ * NULL when it cannot be had, e.g. a relative path without a cwd). */
 enum shim_class shim_classify(const char *path, bool *ret_ckpt,
 			      const char **ret_abs);
+
+/* Is ABS (absolute) under /proc, /sys or /dev, whose files are not file
+ * I/O (kernel interfaces and devices; Darshan excludes them too)? */
+bool shim_path_pseudo(const char *abs);
 
 /* The cwd changed (chdir, fchdir succeeded): forget the cached one. */
 void shim_classes_cwd_changed(void);

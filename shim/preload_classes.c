@@ -218,8 +218,13 @@ enum shim_class shim_classify(const char *path, bool *ret_ckpt,
 
 	*ret_ckpt = false;
 	*ret_abs = NULL;
-	if (nprefixes == 0)
-		return SHIM_CLASS_OTHER; /* no classes given */
+	if (nprefixes == 0) {
+		/* No classes given: an absolute path as spelt is enough
+		 * for shim_path_pseudo. */
+		if (path[0] == '/')
+			*ret_abs = path;
+		return SHIM_CLASS_OTHER;
+	}
 	/* The common case first: an absolute path under a prefix, normal
 	 * after it (the prefix itself is normal). Then it is in normal form
 	 * and the prefix found is the one its normal form has. Otherwise,
@@ -244,6 +249,7 @@ enum shim_class shim_classify(const char *path, bool *ret_ckpt,
 		abs = abs_buf;
 		best = longest_prefix(abs);
 	}
+	*ret_abs = abs;
 	if (!best)
 		return SHIM_CLASS_OTHER;
 found:
@@ -252,4 +258,20 @@ found:
 			    strcasestr(abs, "checkpoint");
 	*ret_abs = abs;
 	return best->cls;
+}
+
+static bool under(const char *abs, const char *top, size_t len)
+{
+	return strncmp(abs, top, len) == 0 &&
+	       (abs[len] == '/' || abs[len] == '\0');
+}
+
+bool shim_path_pseudo(const char *abs)
+{
+	/* Only opens in class other get here (datasets and outputs are
+	 * never under these), once per open. */
+	return abs[0] == '/' &&
+	       ((abs[1] == 'p' && under(abs, "/proc", 5)) ||
+		(abs[1] == 's' && under(abs, "/sys", 4)) ||
+		(abs[1] == 'd' && under(abs, "/dev", 4)));
 }

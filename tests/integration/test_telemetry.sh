@@ -344,3 +344,136 @@ JSON
 	assert_eq "stage_in: the sum" "8000 3" \
 		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "stage_in") | "\(.bytes) \(.files)"')"
 }
+
+# Issue 11 item 6: the run's bytes are file I/O, as Darshan counts them.
+# cat reads 128 MiB of the dataset into /dev/null; dd reads 32 MiB of
+# /dev/zero and writes them to the output (its summary goes to out.txt,
+# a file: ~100 bytes). /proc's rchar/wchar count ~160 MiB each (pipes,
+# devices and all); the shim counts 128 MiB read and 32 MiB written.
+bytes_job() {
+	BYTES_DS="$TEST_WORKDIR/pfs/bytes"
+	mkdir -p "$BYTES_DS"
+	head -c $((128 * MiB)) /dev/urandom >"$BYTES_DS/big.bin"
+	chown -R "$TEST_USER:" "$BYTES_DS"
+	BYTES_OUT="$(pfs_dir pfs)/bytes-out"
+	cat >job.sh <<'JOB'
+#!/bin/bash
+cat "$IOSTAGE_DATA/big.bin" >/dev/null
+dd if=/dev/zero of="$IOSTAGE_OUTPUT/x" bs=1M count=32
+JOB
+}
+
+# run_value REC KEY: KEY of the record's run phase.
+run_value() { printf '%s' "$1" | jq -r --arg k "$2" '.phases[] | select(.name == "run") | .[$k]'; }
+
+test_telemetry_run_bytes_are_file_io_with_the_shim() {
+	local rec out hist metrics
+	bytes_job
+	# dl-train traces (trace=true): the shim's summaries go to iostaged.
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$BYTES_DS,out=$BYTES_OUT" \
+		-o out.txt job.sh >/dev/null ||
+		fail "job failed: $SUBMIT_OUT; output: $(cat out.txt)"
+	rec=$(wait_finished "$SUBMIT_JOBID") || fail "no finished record"
+	assert_eq "bytes_source" shim "$(run_value "$rec" bytes_source)"
+	assert_within "run read_bytes: the dataset file only" $((128 * MiB)) \
+		"$(run_value "$rec" read_bytes)" 5
+	assert_within "run write_bytes: the output file only" $((32 * MiB)) \
+		"$(run_value "$rec" write_bytes)" 5
+	# /proc's figures stay, under their own names: pipes and devices in.
+	assert_within "run rchar (cat's 128 MiB + dd's 32 MiB of /dev/zero)" \
+		$((160 * MiB)) "$(run_value "$rec" rchar)" 5
+	assert_within "run wchar (cat's 128 MiB to /dev/null + dd's 32 MiB)" \
+		$((160 * MiB)) "$(run_value "$rec" wchar)" 5
+	assert_eq "timeline still /proc's (sums to wchar)" \
+		"$(run_value "$rec" wchar)" \
+		"$(printf '%s' "$rec" | jq '[.phases[] | select(.name == "run") | .timeline[][2]] | add')"
+	# Per process: cat read exactly the file; dd wrote exactly 32 MiB
+	# plus its summary line on stderr (out.txt, a file).
+	assert_eq "cat's file reads" 1 \
+		"$(printf '%s' "$rec" | jq "[.processes[] | select(.read_bytes == $((128 * MiB)) and .write_bytes == 0)] | length")"
+	assert_eq "dd's file writes" 1 \
+		"$(printf '%s' "$rec" | jq "[.processes[] | select(.write_bytes >= $((32 * MiB)) and .write_bytes < $((32 * MiB + 4096)) and .read_bytes == 0)] | length")"
+	# Shown as what they are.
+	out=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID" 2>&1) ||
+		fail "iostage telemetry: $out"
+	printf '%s\n' "$out"
+	assert_contains "telemetry table: file I/O" "$out" "file I/O (shim); rchar"
+	assert_contains "telemetry table: timeline named" "$out" "run timeline (/proc rchar/wchar)"
+	metrics=$(curl -sf --max-time 10 "http://127.0.0.1:$IOSTAGE_METRICS_PORT/metrics") ||
+		fail "no /metrics"
+	assert_contains "/metrics: the run's source" "$metrics" \
+		"iostage_job_phase_bytes_source{jobid=\"$SUBMIT_JOBID\",phase=\"run\",source=\"shim\"} 1"
+	assert_within "/metrics: the run's bytes read" $((128 * MiB)) \
+		"$(printf '%s\n' "$metrics" | sed -n "s/^iostage_job_phase_bytes{jobid=\"$SUBMIT_JOBID\",phase=\"run\",direction=\"read\"} //p")" 5
+	# The history files the same figures; the CSV export says their source.
+	hist=$(iostaged_request "$TEST_USER" "{\"op\":\"history_get\",\"job\":$SUBMIT_JOBID}")
+	assert_eq "history: the same run figures" \
+		"$(printf '%s' "$rec" | jq -c '.phases[] | select(.name == "run") | [.bytes_source, .read_bytes, .write_bytes, .rchar, .wchar]')" \
+		"$(printf '%s' "$hist" | jq -c '.record.phases[] | select(.name == "run") | [.bytes_source, .read_bytes, .write_bytes, .rchar, .wchar]')"
+	out=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" export --format csv --job "$SUBMIT_JOBID") ||
+		fail "export csv: $out"
+	assert_eq "CSV: run_bytes_source" shim \
+		"$(printf '%s\n' "$out" | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "run_bytes_source") c = i } NR == 2 { print $c }')"
+}
+
+test_telemetry_run_bytes_without_the_shim_say_rchar() {
+	local rec out
+	bytes_job
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$BYTES_DS,out=$BYTES_OUT,trace=false" \
+		-o out.txt job.sh >/dev/null ||
+		fail "job failed: $SUBMIT_OUT; output: $(cat out.txt)"
+	rec=$(wait_finished "$SUBMIT_JOBID") || fail "no finished record"
+	assert_eq "bytes_source" proc_rchar "$(run_value "$rec" bytes_source)"
+	assert_eq "read_bytes is rchar" "$(run_value "$rec" rchar)" "$(run_value "$rec" read_bytes)"
+	assert_eq "write_bytes is wchar" "$(run_value "$rec" wchar)" "$(run_value "$rec" write_bytes)"
+	assert_within "rchar: pipes and devices included" $((160 * MiB)) \
+		"$(run_value "$rec" rchar)" 5
+	assert_eq "no process claims file bytes" 0 \
+		"$(printf '%s' "$rec" | jq '[.processes[] | select(.read_bytes != null)] | length')"
+	out=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID" 2>&1) ||
+		fail "iostage telemetry: $out"
+	printf '%s\n' "$out"
+	assert_contains "telemetry table: rchar" "$out" "rchar/wchar (every read and write call"
+	out=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" export --format html --job "$SUBMIT_JOBID") ||
+		fail "export html: $out"
+	assert_contains "HTML: what the bytes are" "$out" "Run bytes are /proc rchar and wchar"
+}
+
+# The file bytes and the /proc figures both survive an iostaged restart
+# (the record is re-read: read_bytes of a process is its shim's, rchar is
+# /proc's; records written before bytes_source are read as rchar).
+test_telemetry_file_bytes_survive_restart() {
+	local ds="$TEST_WORKDIR/pfs/ds" pfsout rec src
+	make_dataset "$ds"
+	pfsout="$(pfs_dir pfs)/out"
+	cat >job.sh <<'JOB'
+#!/bin/bash
+dd if=/dev/zero of="$IOSTAGE_OUTPUT/a.bin" bs=1M count=8 status=none
+while [ ! -e "$FLAG" ]; do sleep 0.2; done
+dd if=/dev/zero of="$IOSTAGE_OUTPUT/b.bin" bs=1M count=8 status=none
+JOB
+	submit "$TEST_USER" --export=ALL,FLAG="$TEST_WORKDIR/go" \
+		--io-profile="dl-train,data=$ds,out=$pfsout" -o out.txt job.sh >/dev/null ||
+		fail "submit failed: $SUBMIT_OUT"
+	wait_procs "$SUBMIT_JOBID" 1 || fail "task never registered"
+	# Until the first dd's summary is in the persisted record.
+	for _ in $(seq 1 100); do
+		src=$(jq -r '.phases[] | select(.name == "run") | "\(.bytes_source) \(.write_bytes)"' \
+			"$IOSTAGE_STATE/telemetry/$SUBMIT_JOBID.json" 2>/dev/null)
+		[ "$src" = "shim $((8 * MiB))" ] && break
+		sleep 0.2
+	done
+	assert_eq "persisted before the restart" "shim $((8 * MiB))" "$src"
+	iostaged_restart || fail "iostaged did not restart"
+	touch "$TEST_WORKDIR/go"
+	wait_job_state "$SUBMIT_JOBID" COMPLETED 60 || fail "job did not complete"
+	rec=$(wait_finished "$SUBMIT_JOBID") || fail "no finished record"
+	assert_eq "file bytes across the restart" "shim $((16 * MiB))" \
+		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "run") | "\(.bytes_source) \(.write_bytes)"')"
+	assert_within "wchar across the restart" $((16 * MiB)) \
+		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .wchar')" 5
+	assert_eq "the two dd processes' file writes" "$((8 * MiB)) $((8 * MiB))" \
+		"$(printf '%s' "$rec" | jq -r "[.processes[] | select(.write_bytes == $((8 * MiB))) | .write_bytes] | map(tostring) | join(\" \")")"
+	assert_eq "the batch task: sampled, /proc's figure kept" true \
+		"$(printf '%s' "$rec" | jq "[.processes[] | select(.step == 4294967291 and .wchar >= $((16 * MiB)))] | length == 1")"
+}

@@ -18,7 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -253,7 +257,7 @@ static void mode_threads(void)
 
 /* signal: a 200 us interval timer whose handler write()s a byte to
  * /dev/null while the main thread opens, reads and closes f0 20000 times:
- * reads 80000 in read/dataset, however many writes in run/other. */
+ * reads 80000 in read/dataset; the writes to /dev/null are not counted. */
 static int null_fd = -1;
 static volatile sig_atomic_t handled;
 
@@ -356,7 +360,7 @@ static void mode_paths(void)
  * consec 2, seq 3, seeks 2. out/results/log.txt opened "a" and 3 fwrites
  * of 10 (write/output: all consecutive and sequential, no max byte).
  * f1 and f2 opened, then closed by close_range; a pipe reuses their fds
- * and a 5-byte write to it is run/other, not dataset. */
+ * and a 5-byte write to it is not counted (not a dataset, not a file). */
 static void mode_stdio(void)
 {
 	char path[4096], b[100];
@@ -382,10 +386,211 @@ static void mode_stdio(void)
 	fb = open_rel("data/f2", O_RDONLY);
 	if (fb != fa + 1 || close_range((unsigned)fa, (unsigned)fb, 0) < 0)
 		die("close_range");
-	if (pipe(p) < 0 || p[0] != fa || write(p[1], "hello", 5) != 5)
+	/* A pipe the shim does not see made: only the closed entries keep
+	 * it from being taken for the files. */
+	if (syscall(SYS_pipe2, p, 0) < 0 || p[0] != fa ||
+	    write(p[1], "hello", 5) != 5)
 		die("pipe");
 	close(p[0]);
 	close(p[1]);
+}
+
+static void must_write(int fd, size_t n, const char *what)
+{
+	if (write(fd, buf, n) != (ssize_t)n)
+		die(what);
+}
+
+static void must_read(int fd, size_t n, const char *what)
+{
+	if (read(fd, buf, n) != (ssize_t)n)
+		die(what);
+}
+
+/* kinds: only file I/O is counted. Counted:
+ *   read/dataset: data/f0 opened, read 10000; a dup of it, pread 100 at
+ *     0; data/f3 opened by a raw system call (the shim does not see it
+ *     opened), read 10000: opens 1, reads 3, bytes 20100.
+ *   write/output: out/results/k.txt opened, 1000 bytes through an
+ *     fcntl(F_DUPFD) copy, 300 through stdout dup2'ed onto it: opens 1,
+ *     writes 2, bytes 1300 (k.txt listed in files with 1300).
+ *   run/other: other.txt opened, 7 bytes written: opens 1, writes 1.
+ * Not counted at all (not file I/O): stdout put back (a pipe), /dev/null
+ * and /dev/zero, a pipe, a socketpair, /proc/self/status (a regular file
+ * of procfs), a FIFO in DIR opened by its path, a pipe made by a raw
+ * system call. */
+static void mode_kinds(void)
+{
+	char path[4096];
+	int fd, d, o, o2, saved, n, p[2], q[2];
+
+	fd = open_rel("data/f0", O_RDONLY);
+	must_read(fd, FILE_SIZE, "read f0");
+	d = dup(fd);
+	if (d < 0 || pread(d, buf, 100, 0) != 100)
+		die("pread dup");
+	close(d);
+	close(fd);
+	path_of(path, sizeof(path), "data/f3");
+	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY);
+	if (fd < 0)
+		die("raw open");
+	must_read(fd, FILE_SIZE, "read raw f3");
+	close(fd);
+
+	o = open_rel("out/results/k.txt", O_WRONLY | O_CREAT | O_TRUNC);
+	o2 = fcntl(o, F_DUPFD, 20);
+	if (o2 < 20)
+		die("F_DUPFD");
+	must_write(o2, 1000, "write dupfd");
+	close(o2);
+	fflush(stdout);
+	saved = fcntl(1, F_DUPFD_CLOEXEC, 30);
+	if (saved < 30 || dup2(o, 1) != 1)
+		die("redirect stdout");
+	must_write(1, 300, "write stdout to file");
+	if (dup2(saved, 1) != 1)
+		die("restore stdout");
+	close(saved);
+	close(o);
+	if (write(1, "kinds: stdout is a pipe again\n", 30) != 30)
+		die("write stdout");
+
+	n = open("/dev/null", O_WRONLY);
+	if (n < 0)
+		die("/dev/null");
+	must_write(n, 100, "write /dev/null");
+	close(n);
+	n = open("/dev/zero", O_RDONLY);
+	if (n < 0)
+		die("/dev/zero");
+	must_read(n, 1000, "read /dev/zero");
+	close(n);
+	if (pipe(p) < 0)
+		die("pipe");
+	must_write(p[1], 5, "write pipe");
+	must_read(p[0], 5, "read pipe");
+	close(p[0]);
+	close(p[1]);
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, p) < 0)
+		die("socketpair");
+	must_write(p[0], 5, "write socket");
+	must_read(p[1], 5, "read socket");
+	close(p[0]);
+	close(p[1]);
+	n = open("/proc/self/status", O_RDONLY);
+	if (n < 0 || read(n, buf, 100) <= 0)
+		die("/proc/self/status");
+	close(n);
+	path_of(path, sizeof(path), "fifo");
+	if (mkfifo(path, 0600) < 0)
+		die("mkfifo");
+	n = open(path, O_RDWR);
+	if (n < 0)
+		die("open fifo");
+	must_write(n, 5, "write fifo");
+	must_read(n, 5, "read fifo");
+	close(n);
+	if (syscall(SYS_pipe2, q, 0) < 0)
+		die("raw pipe");
+	must_write(q[1], 5, "write raw pipe");
+	must_read(q[0], 5, "read raw pipe");
+	close(q[0]);
+	close(q[1]);
+
+	o = open_rel("other.txt", O_WRONLY | O_CREAT | O_TRUNC);
+	must_write(o, 7, "write other");
+	close(o);
+}
+
+/* inherit: run by mode "redirect" with stdin on data/f2 and stdout on
+ * out/results/redir.txt, both opened by the shell: reads stdin to its
+ * end (read/dataset: bytes 10000, no open) and writes 123 bytes to stdout
+ * (write/output: bytes 123, listed in files), then 4 bytes to stderr
+ * (/dev/null: not counted). */
+static void mode_inherit(void)
+{
+	ssize_t n;
+
+	while ((n = read(0, buf, CHUNK)) > 0)
+		total_read += (unsigned long long)n;
+	if (n < 0 || total_read != FILE_SIZE)
+		die("read stdin");
+	must_write(1, 123, "write stdout");
+	must_write(2, 4, "write stderr");
+}
+
+/* redirect: sh -c 'exec shimprobe inherit DIR <DIR/data/f2
+ * >DIR/out/results/redir.txt 2>/dev/null': the image after the exec
+ * sees only fds it did not open (mode inherit). */
+static void mode_redirect(const char *self)
+{
+	char cmd[12800];
+
+	snprintf(cmd, sizeof(cmd),
+		 "exec '%s' inherit '%s' <'%s/data/f2' "
+		 ">'%s/out/results/redir.txt' 2>/dev/null",
+		 self, dir, dir, dir);
+	if (system(cmd) != 0)
+		die("system");
+}
+
+/* copy: in-kernel copies. copy_file_range data/f0 -> out/results/c.bin,
+ * sendfile data/f1 -> out/results/s.bin (at an explicit offset 0),
+ * sendfile data/f2 -> a pipe. read/dataset: reads 3, bytes 30000 (the
+ * opens 3); write/output: opens 2, writes 2, bytes 20000, c.bin and
+ * s.bin listed with 10000 each; the pipe's side is not counted. */
+static void mode_copy(void)
+{
+	int in, out, p[2];
+	off_t off = 0;
+
+	in = open_rel("data/f0", O_RDONLY);
+	out = open_rel("out/results/c.bin", O_WRONLY | O_CREAT | O_TRUNC);
+	if (copy_file_range(in, NULL, out, NULL, FILE_SIZE, 0) != FILE_SIZE)
+		die("copy_file_range");
+	close(in);
+	close(out);
+	in = open_rel("data/f1", O_RDONLY);
+	out = open_rel("out/results/s.bin", O_WRONLY | O_CREAT | O_TRUNC);
+	if (sendfile(out, in, &off, FILE_SIZE) != FILE_SIZE || off != FILE_SIZE)
+		die("sendfile");
+	close(in);
+	close(out);
+	in = open_rel("data/f2", O_RDONLY);
+	if (pipe(p) < 0 || sendfile(p[1], in, NULL, FILE_SIZE) != FILE_SIZE)
+		die("sendfile to a pipe");
+	close(in);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* highfd: fds beyond the shim's table (4096). data/f0 dup2'ed to fd 5000,
+ * 100 bytes read there: run/other, reads 1, bytes 100 (no entry: class
+ * other); a pipe's end dup2'ed to 5001, 5 bytes written: not counted.
+ * Prints "highfd skipped" instead when the fd limit cannot be raised. */
+static int mode_highfd(void)
+{
+	struct rlimit rl;
+	int fd, p[2];
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_max < 5002)
+		return 1;
+	rl.rlim_cur = 5002;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1;
+	fd = open_rel("data/f0", O_RDONLY);
+	if (dup2(fd, 5000) != 5000 || pread(5000, buf, 100, 0) != 100)
+		die("high fd read");
+	close(5000);
+	close(fd);
+	if (pipe(p) < 0 || dup2(p[1], 5001) != 5001)
+		die("high pipe");
+	must_write(5001, 5, "high pipe write");
+	close(5001);
+	close(p[0]);
+	close(p[1]);
+	return 0;
 }
 
 /* errno: what failing calls leave in errno, printed; the test compares a
@@ -450,6 +655,20 @@ int main(int argc, char **argv)
 		mode_paths();
 	else if (strcmp(mode, "errno") == 0)
 		mode_errno();
+	else if (strcmp(mode, "kinds") == 0)
+		mode_kinds();
+	else if (strcmp(mode, "copy") == 0)
+		mode_copy();
+	else if (strcmp(mode, "highfd") == 0) {
+		if (mode_highfd() != 0) {
+			printf("highfd skipped\n");
+			return 0;
+		}
+	}
+	else if (strcmp(mode, "inherit") == 0)
+		mode_inherit();
+	else if (strcmp(mode, "redirect") == 0)
+		mode_redirect(argv[0]);
 	else {
 		fprintf(stderr, "shimprobe: unknown mode '%s'\n", mode);
 		return 2;

@@ -13,6 +13,7 @@
 #include <check.h>
 
 #include "cli/export.h"
+#include "cli/telemetry.h"
 #include "common/smallfile.h"
 
 #ifndef FIXTURES
@@ -493,6 +494,174 @@ START_TEST(test_one_job_html)
 }
 END_TEST
 
+/* --- what the run's bytes are (RECORDS.md bytes_source) ------------------------------- */
+
+/* A record filed with the shim: file I/O in read_bytes/write_bytes, the
+ * /proc figures beside them. */
+static const char *shim_record =
+	"[{\"job\":201,\"user\":\"u\",\"start\":1763860000,\"end\":1763860010,"
+	"\"phases\":[{\"name\":\"run\",\"start\":1763860000,"
+	"\"end\":1763860010,\"seconds\":10,\"read_bytes\":134217728,"
+	"\"write_bytes\":33554432,\"bytes_source\":\"shim\","
+	"\"rchar\":167772160,\"wchar\":167772160,\"read_syscalls\":300,"
+	"\"write_syscalls\":200,\"interval_s\":1,"
+	"\"timeline\":[[1763860001,167772160,167772160,300,200]]},"
+	"{\"name\":\"read\",\"parent\":\"run\",\"source\":\"auto\","
+	"\"start\":1763860000,\"end\":1763860005,\"seconds\":5,"
+	"\"read_bytes\":134217728,\"write_bytes\":0,"
+	"\"bytes_source\":\"shim\",\"rchar\":0,\"wchar\":0}],"
+	"\"processes\":[{\"pid\":77,\"step\":0,\"node\":\"n1\","
+	"\"identity\":\"slurm\",\"start\":1763860000,\"read_bytes\":134217728,"
+	"\"write_bytes\":33554432,\"rchar\":167772160,\"wchar\":167772160,"
+	"\"traced\":true},{\"pid\":78,\"step\":0,\"node\":\"n1\","
+	"\"identity\":\"slurm\",\"start\":1763860000,\"read_bytes\":5,"
+	"\"write_bytes\":6,\"traced\":true}]}]";
+
+START_TEST(test_csv_bytes_source)
+{
+	cJSON *recs = cJSON_Parse(shim_record);
+	char *text = render(EXPORT_CSV, recs);
+	struct csv c;
+
+	csv_parse(text, &c);
+	ck_assert_str_eq(c.field[1][csv_col(&c, "run_read_bytes")],
+			 "134217728");
+	ck_assert_str_eq(c.field[1][csv_col(&c, "run_bytes_source")], "shim");
+	ck_assert_str_eq(c.field[1][csv_col(&c, "run_rchar")], "167772160");
+	ck_assert_str_eq(c.field[1][csv_col(&c, "run_wchar")], "167772160");
+	csv_free(&c);
+	free(text);
+	/* The fixture's records predate bytes_source: their read_bytes
+	 * was rchar, and is called so. */
+	text = render(EXPORT_CSV, records);
+	csv_parse(text, &c);
+	ck_assert_str_eq(c.field[1][csv_col(&c, "run_bytes_source")],
+			 "proc_rchar");
+	ck_assert_str_eq(c.field[1][csv_col(&c, "run_rchar")], "4520000000");
+	ck_assert_str_eq(c.field[1][csv_col(&c, "run_read_bytes")],
+			 "4520000000");
+	/* no run: nothing measured, nothing said */
+	ck_assert_str_eq(c.field[3][csv_col(&c, "run_bytes_source")], "");
+	ck_assert_str_eq(c.field[3][csv_col(&c, "run_rchar")], "");
+	csv_free(&c);
+	free(text);
+	cJSON_Delete(recs);
+}
+END_TEST
+
+START_TEST(test_prom_bytes_source)
+{
+	cJSON *recs = cJSON_Parse(shim_record);
+	char *text = render(EXPORT_PROM, recs);
+
+	ck_assert_ptr_nonnull(strstr(
+		text, "iostage_job_phase_bytes{jobid=\"201\",phase=\"run\","
+		      "direction=\"read\"} 134217728\n"));
+	ck_assert_ptr_nonnull(strstr(
+		text, "iostage_job_phase_bytes_source{jobid=\"201\",phase="
+		      "\"run\",source=\"shim\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(
+		text, "iostage_job_phase_bytes_source{jobid=\"201\",phase="
+		      "\"read\",source=\"shim\"} 1\n"));
+	ck_assert_int_eq(count(text, "# HELP iostage_job_phase_bytes_source "),
+			 1);
+	free(text);
+	text = render(EXPORT_PROM, records);
+	ck_assert_ptr_nonnull(strstr(
+		text, "iostage_job_phase_bytes_source{jobid=\"101\",phase="
+		      "\"run\",source=\"proc_rchar\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(
+		text, "iostage_job_phase_bytes_source{jobid=\"101\",phase="
+		      "\"stage_in\",source=\"staging\"} 1\n"));
+	free(text);
+	cJSON_Delete(recs);
+}
+END_TEST
+
+START_TEST(test_trace_and_html_name_the_bytes)
+{
+	cJSON *recs = cJSON_Parse(shim_record);
+	char *text = render(EXPORT_TRACE, recs);
+	cJSON *tr = cJSON_Parse(text), *ev;
+	int phases = 0, counters = 0;
+
+	ck_assert_ptr_nonnull(tr);
+	cJSON_ArrayForEach(ev, tr)
+	{
+		const char *name = cJSON_GetObjectItem(ev, "name")->valuestring;
+		cJSON *args = cJSON_GetObjectItem(ev, "args");
+
+		if (!strcmp(name, "run") || !strcmp(name, "read")) {
+			ck_assert_str_eq(cJSON_GetObjectItem(args,
+							     "bytes_source")
+						 ->valuestring,
+					 "shim");
+			phases++;
+		}
+		ck_assert_str_ne(name, "run I/O");
+		if (!strcmp(name, "run I/O (rchar/wchar)")) {
+			ck_assert_double_eq(num(args, "rchar"), 167772160);
+			counters++;
+		}
+	}
+	ck_assert_int_eq(phases, 2);
+	ck_assert_int_eq(counters, 1);
+	cJSON_Delete(tr);
+	free(text);
+	text = render(EXPORT_HTML, recs);
+	ck_assert_ptr_nonnull(strstr(text, "file read 128"));
+	ck_assert_ptr_nonnull(strstr(text, "file written 32"));
+	ck_assert_ptr_nonnull(strstr(text, "Run bytes are file I/O"));
+	free(text);
+	text = render(EXPORT_HTML, records);
+	ck_assert_ptr_nonnull(strstr(text, "Run bytes are /proc rchar"));
+	ck_assert_ptr_nonnull(strstr(text, ", rchar "));
+	ck_assert_ptr_null(strstr(text, "file read"));
+	free(text);
+	cJSON_Delete(recs);
+}
+END_TEST
+
+static char *print_record(const cJSON *rec)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ck_assert_ptr_nonnull(f);
+	telemetry_print(rec, 60, f);
+	fclose(f);
+	return buf;
+}
+
+START_TEST(test_telemetry_table_names_the_bytes)
+{
+	cJSON *recs = cJSON_Parse(shim_record);
+	char *text = print_record(cJSON_GetArrayItem(recs, 0));
+
+	ck_assert_msg(strstr(text, "file I/O (shim); rchar 160"), "%s", text);
+	ck_assert_ptr_nonnull(strstr(text, "FILE-READ"));
+	ck_assert_ptr_nonnull(strstr(text, "RCHAR"));
+	ck_assert_ptr_nonnull(strstr(text, "run timeline (/proc rchar/wchar)"));
+	/* the sampled task: file bytes and /proc's; a process known only
+	 * from its shim summary: file bytes, no /proc figure */
+	ck_assert_msg(strstr(text, "128.0 MiB   32.0 MiB  160.0 MiB  160.0 MiB "
+				   "yes"),
+		      "%s", text);
+	ck_assert_msg(strstr(text, "5 B        6 B          -          - yes"),
+		      "%s", text);
+	free(text);
+	/* Before bytes_source, read_bytes was rchar: shown as such. */
+	text = print_record(cJSON_GetArrayItem(records, 0));
+	ck_assert_msg(strstr(text, "rchar/wchar (every read and write call"),
+		      "%s", text);
+	ck_assert_msg(strstr(text, "-          -    2.1 GiB     1000 B no"),
+		      "%s", text);
+	free(text);
+	cJSON_Delete(recs);
+}
+END_TEST
+
 static Suite *export_suite(void)
 {
 	Suite *s = suite_create("export");
@@ -515,6 +684,10 @@ static Suite *export_suite(void)
 	tcase_add_test(tc, test_html_self_contained_and_escaped);
 	tcase_add_test(tc, test_empty_inputs_render);
 	tcase_add_test(tc, test_one_job_html);
+	tcase_add_test(tc, test_csv_bytes_source);
+	tcase_add_test(tc, test_prom_bytes_source);
+	tcase_add_test(tc, test_trace_and_html_name_the_bytes);
+	tcase_add_test(tc, test_telemetry_table_names_the_bytes);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -479,8 +479,8 @@ START_TEST(test_signal_handler_io_no_deadlock)
 	rep = only_report(&r, "exit");
 	CK_CTR(rep, "read", "dataset", "POSIX_READS", 80000);
 	CK_CTR(rep, "read", "dataset", "POSIX_BYTES_READ", 200000000);
-	/* The handler's writes to /dev/null: some counted, as other. */
-	ck_assert(ctr(rep, "run", "other", "POSIX_WRITES") > 0);
+	/* The handler's writes to /dev/null are not file I/O. */
+	CK_CTR(rep, "run", "other", "POSIX_WRITES", -1);
 	run_free(&r);
 }
 END_TEST
@@ -525,9 +525,130 @@ START_TEST(test_stdio_seeks_append_close_range)
 	CK_CTR(rep, "write", "output", "POSIX_CONSEC_WRITES", 3);
 	CK_CTR(rep, "write", "output", "POSIX_SEQ_WRITES", 3);
 	CK_CTR(rep, "write", "output", "POSIX_MAX_BYTE_WRITTEN", -1);
-	/* The pipe reused the fds close_range closed: not a dataset. */
+	/* The pipe reused the fds close_range closed: not a dataset, and
+	 * not file I/O at all. */
+	CK_CTR(rep, "run", "dataset", "POSIX_WRITES", -1);
+	CK_CTR(rep, "run", "other", "POSIX_WRITES", -1);
+	run_free(&r);
+}
+END_TEST
+
+/* The written bytes files[] gives for the path ending in SUFFIX, or -1. */
+static double file_written(const cJSON *rep, const char *suffix)
+{
+	const cJSON *f;
+	size_t n = strlen(suffix);
+
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "files"))
+	{
+		const char *p = cJSON_GetObjectItem(f, "path")->valuestring;
+		size_t len = strlen(p);
+
+		if (len >= n && strcmp(p + len - n, suffix) == 0)
+			return cJSON_GetObjectItem(f, "written")->valuedouble;
+	}
+	return -1;
+}
+
+START_TEST(test_only_file_io_counted)
+{
+	struct run r;
+	cJSON *rep, *c, *ph;
+
+	run_probe("kinds", true, NULL, &r);
+	assert_ran_ok(&r, "kinds");
+	rep = only_report(&r, "exit");
+	/* A file, a dup of it, and one the shim did not see opened. */
+	CK_CTR(rep, "read", "dataset", "POSIX_OPENS", 1);
+	CK_CTR(rep, "read", "dataset", "POSIX_READS", 3);
+	CK_CTR(rep, "read", "dataset", "POSIX_BYTES_READ", 20100);
+	/* Through an F_DUPFD copy, and through stdout dup2'ed onto it. */
+	CK_CTR(rep, "write", "output", "POSIX_OPENS", 1);
+	CK_CTR(rep, "write", "output", "POSIX_WRITES", 2);
+	CK_CTR(rep, "write", "output", "POSIX_BYTES_WRITTEN", 1300);
+	ck_assert_double_eq(file_written(rep, "/out/results/k.txt"), 1300);
+	/* The one regular file of class other; none of /dev/null,
+	 * /dev/zero, the pipes, the sockets, /proc or the FIFO. */
+	CK_CTR(rep, "run", "other", "POSIX_OPENS", 1);
 	CK_CTR(rep, "run", "other", "POSIX_WRITES", 1);
-	CK_CTR(rep, "run", "other", "POSIX_BYTES_WRITTEN", 5);
+	CK_CTR(rep, "run", "other", "POSIX_BYTES_WRITTEN", 7);
+	CK_CTR(rep, "run", "other", "POSIX_READS", 0);
+	CK_CTR(rep, "run", "other", "POSIX_BYTES_READ", 0);
+	/* Nothing else anywhere: only these three rows. */
+	c = cJSON_GetObjectItem(rep, "counters");
+	ck_assert_int_eq(cJSON_GetArraySize(c), 3);
+	cJSON_ArrayForEach(ph, c)
+		ck_assert_int_eq(cJSON_GetArraySize(ph), 1);
+	run_free(&r);
+}
+END_TEST
+
+START_TEST(test_redirected_stdin_stdout_are_file_io)
+{
+	struct run r;
+	cJSON *rep = NULL;
+
+	run_probe("redirect", true, NULL, &r);
+	assert_ran_ok(&r, "redirect");
+	/* The image after sh's exec: its pid's exit summary that read. */
+	for (int i = 0; i < r.nreports; i++)
+		if (ctr(r.reports[i], "read", "dataset", "POSIX_BYTES_READ") ==
+		    10000)
+			rep = r.reports[i];
+	ck_assert_msg(rep != NULL, "no summary read the 10000 bytes of stdin");
+	ck_assert_str_eq(cJSON_GetObjectItem(rep, "reason")->valuestring,
+			 "exit");
+	CK_CTR(rep, "read", "dataset", "POSIX_OPENS", 0); /* the shell's */
+	CK_CTR(rep, "read", "dataset", "POSIX_CONSEC_READS", 4);
+	CK_CTR(rep, "write", "output", "POSIX_BYTES_WRITTEN", 123);
+	CK_CTR(rep, "write", "output", "POSIX_WRITES", 1);
+	ck_assert_double_eq(file_written(rep, "/out/results/redir.txt"), 123);
+	/* stderr on /dev/null */
+	CK_CTR(rep, "run", "other", "POSIX_WRITES", -1);
+	run_free(&r);
+}
+END_TEST
+
+START_TEST(test_in_kernel_copies_counted_per_side)
+{
+	struct run r;
+	cJSON *rep;
+
+	run_probe("copy", true, NULL, &r);
+	assert_ran_ok(&r, "copy");
+	rep = only_report(&r, "exit");
+	CK_CTR(rep, "read", "dataset", "POSIX_OPENS", 3);
+	CK_CTR(rep, "read", "dataset", "POSIX_READS", 3);
+	CK_CTR(rep, "read", "dataset", "POSIX_BYTES_READ", 30000);
+	CK_CTR(rep, "read", "dataset", "POSIX_CONSEC_READS", 3);
+	CK_CTR(rep, "write", "output", "POSIX_OPENS", 2);
+	CK_CTR(rep, "write", "output", "POSIX_WRITES", 2);
+	CK_CTR(rep, "write", "output", "POSIX_BYTES_WRITTEN", 20000);
+	ck_assert_double_eq(file_written(rep, "/out/results/c.bin"), 10000);
+	ck_assert_double_eq(file_written(rep, "/out/results/s.bin"), 10000);
+	/* the pipe's side: nothing, anywhere */
+	CK_CTR(rep, "run", "other", "POSIX_WRITES", -1);
+	run_free(&r);
+}
+END_TEST
+
+START_TEST(test_fds_beyond_the_table)
+{
+	struct run r;
+	cJSON *rep;
+
+	run_probe("highfd", true, NULL, &r);
+	if (strstr(r.out, "highfd skipped")) {
+		fprintf(stderr, "check_shim: fd limit below 5002, "
+				"test_fds_beyond_the_table skipped\n");
+		run_free(&r);
+		return;
+	}
+	assert_ran_ok(&r, "highfd");
+	rep = only_report(&r, "exit");
+	CK_CTR(rep, "run", "other", "POSIX_READS", 1);
+	CK_CTR(rep, "run", "other", "POSIX_BYTES_READ", 100);
+	CK_CTR(rep, "run", "other", "POSIX_WRITES", 0); /* the pipe's */
 	run_free(&r);
 }
 END_TEST
@@ -738,6 +859,10 @@ static Suite *shim_suite(void)
 	tcase_add_test(tc, test_signal_handler_io_no_deadlock);
 	tcase_add_test(tc, test_phase_markers_and_overflow);
 	tcase_add_test(tc, test_stdio_seeks_append_close_range);
+	tcase_add_test(tc, test_only_file_io_counted);
+	tcase_add_test(tc, test_redirected_stdin_stdout_are_file_io);
+	tcase_add_test(tc, test_in_kernel_copies_counted_per_side);
+	tcase_add_test(tc, test_fds_beyond_the_table);
 	tcase_add_test(tc, test_path_forms_classified);
 	tcase_add_test(tc, test_errno_and_results_unchanged);
 	tcase_add_test(tc, test_unwritable_report_path);

@@ -439,6 +439,128 @@ START_TEST(test_size_hist_json_round_trip)
 }
 END_TEST
 
+/* --- where a phase's bytes come from ----------------------------------------- */
+
+static double numkey(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, key);
+
+	ck_assert_msg(cJSON_IsNumber(v), "key %s missing", key);
+	return v->valuedouble;
+}
+
+/* With shim counters, read_bytes/write_bytes are their file bytes over
+ * every class; /proc's figures keep their own names beside them. */
+START_TEST(test_phase_bytes_from_shim)
+{
+	struct telrec_io io = { .rchar = 167772160, .wchar = 167772160,
+				.syscr = 7, .syscw = 8 };
+	cJSON *c = cJSON_Parse(
+		"{\"dataset\":{\"POSIX_BYTES_READ\":134217728,"
+		"\"POSIX_READS\":1024},"
+		"\"output\":{\"POSIX_BYTES_WRITTEN\":33554432},"
+		"\"other\":{\"POSIX_BYTES_READ\":100,"
+		"\"POSIX_BYTES_WRITTEN\":-5}}");
+	cJSON *ph = cJSON_CreateObject();
+
+	ck_assert_int_eq(telrec_phase_bytes(ph, &io, c), 0);
+	ck_assert_double_eq(numkey(ph, "read_bytes"), 134217828);
+	ck_assert_double_eq(numkey(ph, "write_bytes"), 33554432);
+	ck_assert_str_eq(cJSON_GetObjectItem(ph, "bytes_source")->valuestring,
+			 "shim");
+	ck_assert_str_eq(telrec_bytes_source(ph), TELREC_BYTES_SHIM);
+	ck_assert_double_eq(numkey(ph, "rchar"), 167772160);
+	ck_assert_double_eq(numkey(ph, "wchar"), 167772160);
+	ck_assert_double_eq(numkey(ph, "read_syscalls"), 7);
+	ck_assert_double_eq(numkey(ph, "write_syscalls"), 8);
+	cJSON_Delete(ph);
+
+	/* A phase with counters but no bytes in them: file I/O 0. */
+	ph = cJSON_CreateObject();
+	cJSON_Delete(c);
+	c = cJSON_Parse("{\"dataset\":{\"POSIX_STATS\":3}}");
+	ck_assert_int_eq(telrec_phase_bytes(ph, &io, c), 0);
+	ck_assert_double_eq(numkey(ph, "read_bytes"), 0);
+	ck_assert_double_eq(numkey(ph, "write_bytes"), 0);
+	ck_assert_str_eq(telrec_bytes_source(ph), TELREC_BYTES_SHIM);
+	cJSON_Delete(ph);
+	cJSON_Delete(c);
+}
+END_TEST
+
+/* Without shim counters, read_bytes/write_bytes are rchar/wchar, and the
+ * record says so. */
+START_TEST(test_phase_bytes_from_proc)
+{
+	struct telrec_io io = { .rchar = 42, .wchar = 43 };
+	cJSON *ph = cJSON_CreateObject();
+
+	ck_assert_int_eq(telrec_phase_bytes(ph, &io, NULL), 0);
+	ck_assert_double_eq(numkey(ph, "read_bytes"), 42);
+	ck_assert_double_eq(numkey(ph, "write_bytes"), 43);
+	ck_assert_double_eq(numkey(ph, "rchar"), 42);
+	ck_assert_double_eq(numkey(ph, "wchar"), 43);
+	ck_assert_str_eq(cJSON_GetObjectItem(ph, "bytes_source")->valuestring,
+			 "proc_rchar");
+	cJSON_Delete(ph);
+}
+END_TEST
+
+/* A report's file bytes: every phase, every class. */
+START_TEST(test_report_bytes)
+{
+	cJSON *r = cJSON_Parse(
+		"{\"read\":{\"dataset\":{\"POSIX_BYTES_READ\":10}},"
+		"\"run\":{\"other\":{\"POSIX_BYTES_READ\":1,"
+		"\"POSIX_BYTES_WRITTEN\":2}},"
+		"\"write\":{\"output\":{\"POSIX_BYTES_WRITTEN\":30,"
+		"\"POSIX_BYTES_READ\":\"x\"}}}");
+	uint64_t rb = 99, wb = 99;
+
+	telrec_report_bytes(r, &rb, &wb);
+	ck_assert_uint_eq(rb, 11);
+	ck_assert_uint_eq(wb, 32);
+	telrec_report_bytes(NULL, &rb, &wb);
+	ck_assert_uint_eq(rb, 0);
+	ck_assert_uint_eq(wb, 0);
+	cJSON_Delete(r);
+}
+END_TEST
+
+/* Records filed before bytes_source: read_bytes held rchar. Both forms
+ * are read back (a daemon resuming a record, the CLI, the exports). */
+static const struct {
+	const char *json;
+	const char *source;
+	uint64_t rchar, wchar;
+} old_new[] = {
+	{ "{\"read_bytes\":5,\"write_bytes\":6}", "proc_rchar", 5, 6 },
+	{ "{\"read_bytes\":1,\"write_bytes\":2,\"bytes_source\":\"shim\","
+	  "\"rchar\":5,\"wchar\":6}", "shim", 5, 6 },
+	{ "{\"read_bytes\":5,\"write_bytes\":6,"
+	  "\"bytes_source\":\"proc_rchar\",\"rchar\":5,\"wchar\":6}",
+	  "proc_rchar", 5, 6 },
+	{ "{\"bytes_source\":\"evil\",\"rchar\":-1,\"wchar\":\"7\"}",
+	  "proc_rchar", 0, 0 },
+	{ "{\"bytes_source\":7}", "proc_rchar", 0, 0 },
+	{ "{}", "proc_rchar", 0, 0 },
+};
+
+START_TEST(test_old_and_new_records_read_back)
+{
+	cJSON *ph = cJSON_Parse(old_new[_i].json);
+	struct telrec_io io = { .rchar = 99, .wchar = 99 };
+
+	ck_assert_ptr_nonnull(ph);
+	ck_assert_str_eq(telrec_bytes_source(ph), old_new[_i].source);
+	telrec_rchar_from_json(ph, &io);
+	ck_assert_uint_eq(io.rchar, old_new[_i].rchar);
+	ck_assert_uint_eq(io.wchar, old_new[_i].wchar);
+	ck_assert_str_eq(telrec_bytes_source(NULL), "proc_rchar");
+	cJSON_Delete(ph);
+}
+END_TEST
+
 static Suite *telrec_suite(void)
 {
 	Suite *s = suite_create("telrec");
@@ -464,6 +586,11 @@ static Suite *telrec_suite(void)
 	tcase_add_loop_test(tc, test_size_bucket_edges, 0,
 			    sizeof(sizes) / sizeof(sizes[0]));
 	tcase_add_test(tc, test_size_hist_json_round_trip);
+	tcase_add_test(tc, test_phase_bytes_from_shim);
+	tcase_add_test(tc, test_phase_bytes_from_proc);
+	tcase_add_test(tc, test_report_bytes);
+	tcase_add_loop_test(tc, test_old_and_new_records_read_back, 0,
+			    sizeof(old_new) / sizeof(old_new[0]));
 	suite_add_tcase(s, tc);
 	return s;
 }
