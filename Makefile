@@ -78,7 +78,7 @@ $(PLUGIN): $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
 	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS)
 
 $(DAEMON): $(DAEMON_OBJ) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(DAEMON_LDLIBS) \
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(DAEMON_LDLIBS) -lmunge \
 	    $(shell pkg-config --libs $(DAEMON_PKGS))
 
 $(BUILD)/daemon/%.o: CPPFLAGS += $(shell pkg-config --cflags $(DAEMON_PKGS))
@@ -96,6 +96,10 @@ $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $^ \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
+
+# MUNGE: only what links common/mauth.o needs libmunge (iostaged, its
+# tests); the archive keeps it out of the plugin, the CLI and the Prolog.
+$(BUILD)/tests/check_mauth $(BUILD)/tests/check_peernet: LDLIBS += -lmunge
 
 # The history's unit tests link the daemon modules they test.
 HISTORY_TEST_OBJ := $(BUILD)/daemon/history.o $(BUILD)/daemon/jobfacts.o \
