@@ -83,7 +83,8 @@ $(DAEMON): $(DAEMON_OBJ) $(LIBCOMMON)
 
 $(BUILD)/daemon/%.o: CPPFLAGS += $(shell pkg-config --cflags $(DAEMON_PKGS))
 
-$(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
+$(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o \
+    $(BUILD)/prolog/nodelist.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lslurm
 
 $(EPILOG): $(BUILD)/prolog/epilog.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
