@@ -367,11 +367,16 @@ static cJSON *op_stage(const struct peer *c, const cJSON *req)
 		jobs_remove(job);
 		goto fail;
 	}
-	log_info("job %u: staging %zu dataset%s for %s (uid %u)%s%zu%s", id,
-		 job->profile->ndatasets,
-		 job->profile->ndatasets == 1 ? "" : "s", user, uid,
-		 nnodes > 1 ? ", one of " : "", nnodes > 1 ? nnodes : 0,
-		 nnodes > 1 ? " nodes" : "");
+	if (nnodes > 1)
+		log_info("job %u: staging %zu dataset%s for %s (uid %u), node "
+			 "of %zu (head %s)",
+			 id, job->profile->ndatasets,
+			 job->profile->ndatasets == 1 ? "" : "s", user, uid,
+			 nnodes, nodes[0]);
+	else
+		log_info("job %u: staging %zu dataset%s for %s (uid %u)", id,
+			 job->profile->ndatasets,
+			 job->profile->ndatasets == 1 ? "" : "s", user, uid);
 	jobs_view(job, &v);
 	reply = reply_view(&v);
 	jobs_put(job);

@@ -240,6 +240,9 @@ DrainTimeout=30
 MetricsListen=127.0.0.1:${IOSTAGE_METRICS_PORT:-9464}
 MetricsInterval=1
 TraceLibrary=$dir/iostage/root/usr/lib/iostage/libiostage-preload.so
+# Node to node (each node has its own network namespace: one port for all)
+PeerPort=6826
+PeerPartsTimeout=10
 CONF
   if [ -n "${IOSTAGE_EXTRA_CONF:-}" ]; then
     printf '%s\n' "$IOSTAGE_EXTRA_CONF" >>"$dir/iostage/iostage.conf"
