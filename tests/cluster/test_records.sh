@@ -161,8 +161,13 @@ test_peer_refuses_bad_credentials() {
 	assert_contains "root's credential: served" "$out" '"node":"n1"'
 	out=$(send_line n3 "$line")
 	assert_contains "replayed: refused" "$out" "replayed"
+	# expired: a credential that lived 1 s, used after 2.5 s
+	cred=$(on_node n2 munge -t 1 -s '{"op":"peer_ping"}')
+	sleep 2.5
+	out=$(send_line n2 "{\"cred\":\"$cred\"}")
+	assert_contains "expired: refused" "$out" "expired"
 	# one log line each
-	assert_eq "one log line per refusal" $((before + 4)) "$(log_count n1 'peer .*refused')"
+	assert_eq "one log line per refusal" $((before + 5)) "$(log_count n1 'peer .*refused')"
 	assert_contains "the log names the uid" "$(grep 'not root' "$(iostaged_log n1)" | tail -n1)" \
 		"uid $(id -u "$TEST_USER")"
 }
