@@ -486,8 +486,9 @@ static void merge_outputs(cJSON *r, const cJSON *const *parts, size_t n)
 
 static void merge_phases(cJSON *r, const cJSON *const *parts, size_t n)
 {
-	const cJSON **ph = calloc(n ? n : 1, sizeof(*ph));
+	const cJSON **ph = calloc(n ? n : 1, sizeof(*ph)), **same;
 	cJSON *phases = cJSON_AddArrayToObject(r, "phases"), *m, *stage_in;
+	size_t nsub = 0;
 	const cJSON *x;
 	bool any_run = false;
 
@@ -539,29 +540,35 @@ static void merge_phases(cJSON *r, const cJSON *const *parts, size_t n)
 		free(runs);
 		cJSON_AddItemToArray(phases, m);
 	}
-	/* sub-phases, by name, in the order the nodes list them */
-	for (size_t i = 0; i < n; i++) {
+	/* sub-phases, by name, in the order the nodes list them; every
+	 * entry of that name counts (a record may hold several) */
+	for (size_t i = 0; i < n; i++)
+		nsub += (size_t)cJSON_GetArraySize(
+			cJSON_GetObjectItemCaseSensitive(parts[i], "phases"));
+	same = calloc(nsub ? nsub : 1, sizeof(*same));
+	for (size_t i = 0; same && i < n; i++) {
 		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(parts[i],
 								      "phases"))
 		{
 			const char *name = str(x, "name", "");
+			size_t k = 0;
 
 			if (!has(x, "parent") || entry_named(phases, name))
 				continue;
 			for (size_t j = 0; j < n; j++) {
 				const cJSON *y;
 
-				ph[j] = NULL;
 				cJSON_ArrayForEach(y, cJSON_GetObjectItemCaseSensitive(
 							      parts[j], "phases"))
 					if (has(y, "parent") &&
 					    !strcmp(str(y, "name", ""), name))
-						ph[j] = y;
+						same[k++] = y;
 			}
-			if ((m = merge_phase(ph, n, sub_keys)))
+			if ((m = merge_phase(same, k, sub_keys)))
 				cJSON_AddItemToArray(phases, m);
 		}
 	}
+	free(same);
 	for (size_t i = 0; i < n; i++)
 		ph[i] = phase_named(parts[i], "stage_out");
 	if ((m = merge_phase(ph, n, stage_out_keys)))

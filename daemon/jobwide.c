@@ -50,7 +50,7 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 			snprintf(ret_node, len, "%s", peer_self());
 		return;
 	}
-	if (v->state != JOB_STAGED)
+	if (v->state != JOB_STAGED || !peer_enabled())
 		return;
 	others = calloc(job->nnodes, sizeof(*others));
 	st = calloc(job->nnodes, sizeof(*st));

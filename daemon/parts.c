@@ -261,6 +261,24 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A part must fit in a credential: a huge job's process list is cut
+ * (processes_total says how many there were), as `telemetry` does. */
+static void fit_part(cJSON *rec)
+{
+	char *text = cJSON_PrintUnformatted(rec);
+	size_t len = text ? strlen(text) : 0;
+	cJSON *procs = cJSON_GetObjectItemCaseSensitive(rec, "processes");
+	int n = cJSON_GetArraySize(procs);
+
+	free(text);
+	if (len + 4096 <= MAUTH_PAYLOAD_MAX || n <= 64)
+		return;
+	if (!cJSON_GetObjectItemCaseSensitive(rec, "processes_total"))
+		cJSON_AddNumberToObject(rec, "processes_total", n);
+	while (cJSON_GetArraySize(procs) > 64)
+		cJSON_DeleteItemFromArray(procs, cJSON_GetArraySize(procs) - 1);
+}
+
 /* Another node: send our part to the head until it takes it. */
 static void send_to_head(uint32_t id, const char *head, const cJSON *rec)
 {
@@ -278,6 +296,7 @@ static void send_to_head(uint32_t id, const char *head, const cJSON *rec)
 		log_warningx("job %u: out of memory sending its part", id);
 		return;
 	}
+	fit_part(cJSON_GetObjectItemCaseSensitive(req, "record"));
 	for (;;) {
 		long long left = deadline - now_ms();
 		cJSON *reply;
@@ -363,7 +382,7 @@ int parts_finish(uint32_t id, const cJSON *rec)
 	const char **nodes = calloc(JOBS_NODES_MAX, sizeof(*nodes));
 	size_t n = nodes ? parts_record_nodes(rec, nodes, JOBS_NODES_MAX) : 0;
 
-	if (n <= 1 || !pconf) {
+	if (n <= 1 || !pconf || !peer_enabled()) {
 		free(nodes);
 		return 0;
 	}
@@ -414,7 +433,7 @@ cJSON *parts_job_record(uint32_t id, cJSON *local)
 
 	nodes = calloc(JOBS_NODES_MAX, sizeof(*nodes));
 	n = nodes ? parts_record_nodes(local, nodes, JOBS_NODES_MAX) : 0;
-	if (n <= 1 || !pconf)
+	if (n <= 1 || !pconf || !peer_enabled())
 		goto out;
 	/* Finished: the head filed the job's record. */
 	if (cJSON_GetObjectItem(local, "end") && (rec = head_record(id, nodes[0]))) {

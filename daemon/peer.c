@@ -33,6 +33,11 @@ static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t conn_cond = PTHREAD_COND_INITIALIZER;
 static unsigned nconn;
 
+bool peer_enabled(void)
+{
+	return peer_conf && peer_conf->peer_port != 0;
+}
+
 const char *peer_self(void)
 {
 	return peer_conf ? peer_conf->node_name : "";

@@ -46,6 +46,11 @@ void peer_init(const struct conf *conf);
 /* Stop serving (waits up to a few seconds for connection threads). */
 void peer_fini(void);
 
+/* Is the channel on here (PeerPort != 0)? When it is off, multi-node jobs
+ * behave as before it existed: each node applies its own outcome and
+ * files its own part. */
+bool peer_enabled(void);
+
 /* This node's name (NodeName), as other nodes know it. */
 const char *peer_self(void);
 

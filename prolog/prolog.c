@@ -107,6 +107,7 @@ static int stage(const struct jobinfo *job, unsigned timeout_s, char *err,
 	cJSON *profile, *req, *reply;
 	const cJSON *state, *error;
 	time_t deadline = time(NULL) + timeout_s;
+	char waiting[CONF_NODE_MAX] = "";
 	int rc = -1;
 
 	profile = cJSON_Parse(job->profile_json);
@@ -124,8 +125,15 @@ static int stage(const struct jobinfo *job, unsigned timeout_s, char *err,
 		long left = (long)(deadline - time(NULL));
 
 		if (left <= 0) {
-			snprintf(err, errlen, "staging timed out after %u s",
-				 timeout_s);
+			/* A multi-node job may be waiting for another node. */
+			if (waiting[0])
+				snprintf(err, errlen, "staging timed out after "
+					 "%u s (node %s still staging)",
+					 timeout_s, waiting);
+			else
+				snprintf(err, errlen,
+					 "staging timed out after %u s",
+					 timeout_s);
 			req = request("abort", job->jobid);
 			if (req)
 				cJSON_AddStringToObject(req, "reason", err);
@@ -160,6 +168,13 @@ static int stage(const struct jobinfo *job, unsigned timeout_s, char *err,
 				snprintf(ret_node, nodelen, "%s",
 					 fn->valuestring);
 			break;
+		}
+		{
+			const cJSON *w = cJSON_GetObjectItemCaseSensitive(
+				reply, "waiting_for");
+
+			snprintf(waiting, sizeof(waiting), "%s",
+				 cJSON_IsString(w) ? w->valuestring : "");
 		}
 		cJSON_Delete(reply); /* still staging: wait again */
 	}
