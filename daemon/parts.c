@@ -217,18 +217,17 @@ int parts_put(uint32_t id, const char *node, const cJSON *rec, char *err,
 	marker = filed_marker(id);
 	if (marker) {
 		n = parts_record_nodes(marker, list, JOBS_NODES_MAX);
-	} else if ((job = jobs_get(id))) {
-		for (n = 0; n < job->nnodes; n++)
-			list[n] = job->nodes[n];
-		if (n > 0 && !listed(list, n, node)) {
-			jobs_put(job);
+		if (!listed(list, n, node))
 			goto not_ours;
-		}
+	} else if ((job = jobs_get(id))) {
+		bool ours = job->nnodes == 0 ||
+			    listed((const char *const *)job->nodes, job->nnodes,
+				   node);
+
 		jobs_put(job);
-		n = 0; /* pointers into the job: not used past here */
+		if (!ours)
+			goto not_ours;
 	}
-	if (marker && !listed(list, n, node))
-		goto not_ours;
 	part_name(id, node, name, sizeof(name));
 	pthread_mutex_lock(&parts_lock);
 	if (write_at(name, rec) < 0) {
