@@ -131,6 +131,26 @@ test_killed_node_is_missing() {
 	for node in n1 n2 n3; do
 		assert_ne "$node not drained" drain "$(node_state "$node" | sed 's/drain.*/drain/')"
 	done
+	# n3's part turns up late (here: sent by hand, twice, as root on n3):
+	# the head files the record again, with it, counted once
+	on_node n3 munge -s "{\"op\":\"telemetry_part\",\"job\":$j}" | jq -R -c '{cred:.}' |
+		on_node n3 socat -t 5 -T 5 - TCP:n3:6826 >"$TEST_WORKDIR/n3part.json"
+	assert_eq "n3's own part, from n3" n3 "$(jq -r '.record.node' "$TEST_WORKDIR/n3part.json")"
+	jq -c "{op:\"part_put\",job:$j,node:\"n3\",record:(.record + {end:(.record.start + 5)})}" \
+		"$TEST_WORKDIR/n3part.json" >"$TEST_WORKDIR/late.json"
+	for _ in 1 2; do
+		out=$(on_node n3 munge --input="$TEST_WORKDIR/late.json" |
+			jq -R -c '{cred:.}' | on_node n3 socat -t 5 -T 5 - TCP:n1:6826)
+		assert_contains "the late part is taken" "$out" '"ok":true'
+	done
+	rec=$(head_record "$j")
+	assert_eq "late part: nothing missing now" '[]' "$(jq -c '.missing_nodes' <<<"$rec")"
+	assert_eq "late part: counted once" '["n1","n2","n3"]' "$(jq -c '[.parts[].node]' <<<"$rec")"
+	assert_eq "late part: processes once" \
+		"$(jq '[.parts[].processes] | add' <<<"$rec")" "$(jq '.processes | length' <<<"$rec")"
+	assert_eq "still one record in n1's history" 1 \
+		"$(iostaged_request n1 '{"op":"history_list","limit":1000}' |
+			jq "[.records[] | select(.job==$j)] | length")"
 	scontrol update NodeName=n3 State=RESUME >/dev/null 2>&1
 	wait_node_state n3 idle 30
 }
