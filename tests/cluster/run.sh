@@ -155,8 +155,9 @@ between_tests() {
 }
 
 run_one() {
-  local file=$1 name=$2 log rc reason
+  local file=$1 name=$2 log rc reason t0
   log="$CLUSTER_DIR/tests/$name.log"
+  t0=$SECONDS
   export TEST_NAME=$name TEST_WORKDIR="$CLUSTER_DIR/tests/$name"
   mkdir -p "$TEST_WORKDIR"
   chmod 1777 "$TEST_WORKDIR"
@@ -173,7 +174,7 @@ run_one() {
   test_pid=
   if [ "$rc" -eq 0 ]; then
     passed=$((passed + 1))
-    echo "PASS $name"
+    echo "PASS $name ($((SECONDS - t0)) s)"
     [ "${IT_VERBOSE:-0}" = 1 ] && sed 's/^/    /' "$log"
   else
     failed=$((failed + 1))
