@@ -162,8 +162,8 @@ iostaged_pid() {
 # iostaged_log NODE: the path of NODE's iostaged log (appended across restarts)
 iostaged_log() { echo "$CLUSTER_DIR/log/iostaged.$1.log"; }
 
-# iostaged_kill NODE: kill -9 its iostaged (workers it started live on, as
-# after a crash)
+# iostaged_kill NODE: kill -9 its iostaged, as a crash would (its stage
+# workers die with it: PR_SET_PDEATHSIG)
 iostaged_kill() {
 	local pid
 	pid=$(iostaged_pid "$1") || return 0

@@ -42,7 +42,7 @@ bash "$REPO_ROOT/scripts/install-deps.sh" </dev/null || exit 1
 # Clusters of runs that died without cleaning up (their runner is gone)
 # hold namespaces, mounts and daemons: stop them. A cluster whose
 # directory was removed leaves only its namespaces: those go too.
-for d in /tmp/iostage-cl.* /tmp/iostage-demo.*; do
+for d in /tmp/iostage-cl.*; do
   [ -d "$d/ns" ] || continue
   rp=$(cat "$d/runner.pid" 2>/dev/null)
   if [ -n "$rp" ] && kill -0 "$rp" 2>/dev/null; then continue; fi
@@ -53,7 +53,7 @@ for d in /tmp/iostage-cl.* /tmp/iostage-demo.*; do
   fi
 done
 live=" "
-for d in /tmp/iostage-cl.* /tmp/iostage-demo.*; do
+for d in /tmp/iostage-cl.*; do
   [ -d "$d" ] && live="$live$(printf '%s' "$d" | cksum | cut -d' ' -f1) "
 done
 for ns in $(ls /run/netns 2>/dev/null | sed -n 's/^iosc-\([0-9]*\)-.*/\1/p' | sort -u); do
