@@ -94,10 +94,8 @@ test_shared_concurrent_jobs_on_three_nodes() {
 	done
 	assert_eq "copies built for three concurrent jobs" 1 "$(count_all "dataset 'conc': built")"
 	assert_eq "jobs that waited and reused it" 2 "$(count_all "dataset 'conc': cache hit")"
-	for jid in "${jids[@]}"; do
-		for node in n1 n2 n3; do grep -q "job $jid: finished" "$(iostaged_log "$node")" && break; done
-	done
-	sleep 1
+	wait_finished n1 "${jids[0]}" && wait_finished n2 "${jids[1]}" &&
+		wait_finished n3 "${jids[2]}" || fail "jobs not finished"
 	assert_clean_shared "$ds"
 }
 
