@@ -242,6 +242,11 @@ stage_worker_stop() {
 	pkill -STOP -f -- "--stage-worker .*$1 "
 }
 
+# stage_worker_cont SRC: let them go on
+stage_worker_cont() {
+	pkill -CONT -f -- "--stage-worker .*$1 "
+}
+
 # wait_file FILE [TIMEOUT_S=30]
 wait_file() {
 	local t=${2:-30} i

@@ -79,13 +79,29 @@ test_shared_multinode_job_one_copy() {
 }
 
 test_shared_concurrent_jobs_on_three_nodes() {
-	local ds node jids=() jid
-	ds=$(slow_dataset conc 4)
+	local ds node jids=() jid build builder
+	ds=$(slow_dataset conc 10)
 	for node in n1 n2 n3; do
 		submit "$TEST_USER" -w "$node" --io-profile="dl-train,data=$ds:bb" --export=ALL,SRC="$ds" \
 			-o "out.$node" --wrap "$DIFF_STEP" >/dev/null || fail "sbatch: $SUBMIT_OUT"
 		jids+=("$SUBMIT_JOBID")
 	done
+	# One node builds; with its copy held still, the other two wait.
+	build=$(wait_build_started) || fail "no build seen on the shared tier"
+	stage_worker_stop "$ds" || fail "no stage worker for $ds"
+	trap 'stage_worker_cont "$ds"' EXIT
+	builder=${build##*.}
+	for node in n1 n2 n3; do
+		wait_log "$node" "job ${jids[${node#n} - 1]}: staging 1 dataset" || fail "no staging on $node"
+	done
+	sleep 1
+	assert_eq "builds in flight while $builder copies" "$build" "$(builds_in_flight)"
+	assert_eq "copies done while $builder copies" 0 \
+		"$(count_all "dataset 'conc': (built|cache hit)")"
+	for node in n1 n2 n3; do
+		[ ! -e "out.$node" ] || fail "the job on $node started before its data was there"
+	done
+	stage_worker_cont "$ds"
 	for jid in "${jids[@]}"; do
 		wait_job_state "$jid" COMPLETED 90 || fail "job $jid: $(job_state "$jid")"
 	done
@@ -93,6 +109,7 @@ test_shared_concurrent_jobs_on_three_nodes() {
 		assert_file_contains "copy on $node" "out.$node" "$node: same"
 	done
 	assert_eq "copies built for three concurrent jobs" 1 "$(count_all "dataset 'conc': built")"
+	assert_eq "the builder" 1 "$(log_count "$builder" "dataset 'conc': built")"
 	assert_eq "jobs that waited and reused it" 2 "$(count_all "dataset 'conc': cache hit")"
 	wait_finished n1 "${jids[0]}" && wait_finished n2 "${jids[1]}" &&
 		wait_finished n3 "${jids[2]}" || fail "jobs not finished"
