@@ -61,7 +61,7 @@ PROGS   := $(PLUGIN) $(DAEMON) $(PROLOG) $(EPILOG) $(CLI)
 UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all check unit integration demo install clean deps format bench \
+.PHONY: all check unit integration cluster demo install clean deps format bench \
         bench-history
 all: $(PROGS)
 
@@ -129,12 +129,19 @@ unit: $(UNIT_BIN)
 integration: all
 	@BUILD=$(BUILD) tests/integration/run.sh
 
-# `make check` installs what it needs, then unit tests, then integration.
+# The multi-node tests: a controller, a login node and three compute nodes
+# booted from Linux namespaces on this machine (tests/cluster/cluster.sh).
+cluster: all
+	@BUILD=$(BUILD) tests/cluster/run.sh
+
+# `make check` installs what it needs, then unit tests, then integration
+# (one node), then the multi-node cluster tests.
 check:
 	@scripts/install-deps.sh
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
+	@$(MAKE) --no-print-directory cluster
 
 demo:
 	@scripts/install-deps.sh

@@ -312,6 +312,7 @@ SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,bf_interval=1
 ReturnToService=2
+JobRequeue=0
 MinJobAge=600
 InactiveLimit=0
 KillWait=5

@@ -111,6 +111,15 @@ cache_versions() {
 	(cd "$d" && ls -1d -- *.v[0-9]* 2>/dev/null)
 }
 
+# cache_versions_of NODE TIER SRC: the published versions of source SRC
+cache_versions_of() {
+	local d v
+	d=$(tier_cache "$1" "$2")
+	for v in $(cache_versions "$1" "$2"); do
+		grep -qF "\"src\":\"$3\"" "$d/$v/meta.json" 2>/dev/null && echo "$v"
+	done
+}
+
 node_state() { sinfo -h -N -n "${1:?node}" -o '%T' 2>/dev/null | head -n1; }
 node_reason() { sinfo -h -N -n "${1:?node}" -o '%E' 2>/dev/null | head -n1; }
 
@@ -127,8 +136,13 @@ wait_node_state() {
 }
 
 # node_stop NODE: the node goes down hard (every process in it is killed:
-# slurmd, steps, tasks, Prolog, iostaged and its workers)
-node_stop() { bash "$CL_DIR/cluster.sh" node-stop "$CLUSTER_DIR" "$1"; }
+# slurmd, steps, tasks, Prolog, iostaged and its workers), and the
+# controller is told at once, as SlurmdTimeout would tell it later: the
+# node is DOWN and its jobs end (JobRequeue=0: they are not requeued).
+node_stop() {
+	bash "$CL_DIR/cluster.sh" node-stop "$CLUSTER_DIR" "$1"
+	scontrol update NodeName="$1" State=DOWN Reason="test: node stopped" >/dev/null
+}
 
 # node_start NODE: iostaged then slurmd again; waits until the node is idle
 node_start() {
@@ -148,8 +162,8 @@ iostaged_pid() {
 # iostaged_log NODE: the path of NODE's iostaged log (appended across restarts)
 iostaged_log() { echo "$CLUSTER_DIR/log/iostaged.$1.log"; }
 
-# iostaged_kill NODE: kill -9 its iostaged (workers it started live on, as
-# after a crash)
+# iostaged_kill NODE: kill -9 its iostaged, as a crash would (its stage
+# workers die with it: PR_SET_PDEATHSIG)
 iostaged_kill() {
 	local pid
 	pid=$(iostaged_pid "$1") || return 0
@@ -198,15 +212,51 @@ log_count() { grep -cE -- "$2" "$(iostaged_log "$1")" 2>/dev/null; }
 
 # --- datasets ------------------------------------------------------------------
 
-# pfs_dataset NAME [FILES=0] [SIZE=110000]: a dataset under the shared
-# PFS owned by TEST_USER (make_dataset's tree plus FILES extra files of
-# SIZE bytes); prints its path
+# pfs_dataset NAME [FILES=0] [SIZE=110000]: a dataset NAME (so its
+# IOSTAGE_DATA_<NAME>) under the shared PFS, owned by TEST_USER:
+# make_dataset's tree plus FILES extra files of SIZE bytes; prints its path
 pfs_dataset() {
-	local d="$CLUSTER_PFS/$TEST_NAME-$1" i
+	local d="$CLUSTER_PFS/$TEST_NAME/$1" i
 	make_dataset "$d" >/dev/null
 	for ((i = 0; i < ${2:-0}; i++)); do
 		head -c "${3:-110000}" /dev/urandom >"$d/train/a/f$i.bin"
 	done
-	chown -R "$TEST_USER:" "$d"
+	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
 	echo "$d"
 }
+
+# slow_dataset NAME [MIB=10]: MIB MiB in 1000-byte files (1000 files per
+# MiB): slow enough to copy that a test can act while it is being built
+slow_dataset() {
+	local d="$CLUSTER_PFS/$TEST_NAME/$1"
+	mkdir -p "$d/a" "$d/b"
+	head -c $((${2:-10} * 500000)) /dev/urandom | (cd "$d/a" && split -b 1000 -a 4 - f)
+	head -c $((${2:-10} * 500000)) /dev/urandom | (cd "$d/b" && split -b 1000 -a 4 - f)
+	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
+	echo "$d"
+}
+
+# stage_worker_stop SRC: SIGSTOP the stage workers copying SRC (on any
+# node): a build frozen mid-copy, for crash tests. 1 if there was none.
+stage_worker_stop() {
+	pkill -STOP -f -- "--stage-worker .*$1 "
+}
+
+# stage_worker_cont SRC: let them go on
+stage_worker_cont() {
+	pkill -CONT -f -- "--stage-worker .*$1 "
+}
+
+# wait_file FILE [TIMEOUT_S=30]
+wait_file() {
+	local t=${2:-30} i
+	for ((i = 0; i < t * 10; i++)); do
+		[ -e "$1" ] && return 0
+		sleep 0.1
+	done
+	echo "wait_file: no $1 after ${t}s" >&2
+	return 1
+}
+
+# wait_finished NODE JOBID: NODE's iostaged has finished the job (Epilog)
+wait_finished() { wait_log "$1" "job $2: finished" "${3:-30}"; }

@@ -39,32 +39,20 @@ fi
 
 bash "$REPO_ROOT/scripts/install-deps.sh" </dev/null || exit 1
 
-# Clusters of runs that died without cleaning up (their runner is gone)
-# hold namespaces, mounts and daemons: stop them. A cluster whose
-# directory was removed leaves only its namespaces: those go too.
-for d in /tmp/iostage-cl.* /tmp/iostage-demo.*; do
+# Clusters of runs that died without cleaning up (their runner.pid names a
+# process that is gone) hold namespaces, mounts and daemons: stop them.
+# Clusters started by hand (no runner.pid) are left alone. (A cluster's
+# directory cannot be removed while its namespace files are mounted in it.)
+for d in /tmp/iostage-cl.*; do
   [ -d "$d/ns" ] || continue
   rp=$(cat "$d/runner.pid" 2>/dev/null)
-  if [ -n "$rp" ] && kill -0 "$rp" 2>/dev/null; then continue; fi
+  [ -n "$rp" ] || continue
+  kill -0 "$rp" 2>/dev/null && continue
   if [ -n "$(ls -A "$d/ns" 2>/dev/null)" ] || ls /run/netns 2>/dev/null |
     grep -q "^iosc-$(printf '%s' "$d" | cksum | cut -d' ' -f1)-"; then
     echo "run.sh: stopping stale cluster in $d" >&2
     CLUSTER_QUIET=1 bash "$CL_DIR/cluster.sh" stop "$d"
   fi
-done
-live=" "
-for d in /tmp/iostage-cl.* /tmp/iostage-demo.*; do
-  [ -d "$d" ] && live="$live$(printf '%s' "$d" | cksum | cut -d' ' -f1) "
-done
-for ns in $(ls /run/netns 2>/dev/null | sed -n 's/^iosc-\([0-9]*\)-.*/\1/p' | sort -u); do
-  case "$live" in *" $ns "*) continue ;; esac
-  echo "run.sh: removing namespaces of a vanished cluster (iosc-$ns-*)" >&2
-  for n in $(ls /run/netns | grep "^iosc-$ns-"); do
-    pids=$(ip netns pids "$n" 2>/dev/null | tr '\n' ' ')
-    # shellcheck disable=SC2086
-    [ -z "${pids// /}" ] || kill -KILL $pids 2>/dev/null
-    ip netns del "$n" 2>/dev/null
-  done
 done
 
 CLUSTER_DIR=$(mktemp -d /tmp/iostage-cl.XXXXXX)
@@ -155,8 +143,9 @@ between_tests() {
 }
 
 run_one() {
-  local file=$1 name=$2 log rc reason
+  local file=$1 name=$2 log rc reason t0
   log="$CLUSTER_DIR/tests/$name.log"
+  t0=$SECONDS
   export TEST_NAME=$name TEST_WORKDIR="$CLUSTER_DIR/tests/$name"
   mkdir -p "$TEST_WORKDIR"
   chmod 1777 "$TEST_WORKDIR"
@@ -173,7 +162,7 @@ run_one() {
   test_pid=
   if [ "$rc" -eq 0 ]; then
     passed=$((passed + 1))
-    echo "PASS $name"
+    echo "PASS $name ($((SECONDS - t0)) s)"
     [ "${IT_VERBOSE:-0}" = 1 ] && sed 's/^/    /' "$log"
   else
     failed=$((failed + 1))

@@ -57,3 +57,25 @@ test_srun_three_nodes_stage() {
 		assert_eq "one version on $node's nvme" 1 "$(cache_versions "$node" nvme | wc -l)"
 	done
 }
+
+# Two clusters on one machine never clash: a second one (one compute node)
+# boots, runs a job and stops while this one keeps working.
+test_second_cluster_alongside() {
+	local d out
+	d=$(mktemp -d /tmp/iostage-cl.XXXXXX)
+	echo $$ >"$d/runner.pid"
+	trap 'CLUSTER_QUIET=1 bash "$CL_DIR/cluster.sh" stop "$d"; rm -rf "$d"' EXIT
+	CLUSTER_NODES=1 CLUSTER_QUIET=1 bash "$CL_DIR/cluster.sh" start "$d" ||
+		fail "the second cluster did not start"
+	out=$(CLUSTER_DIR=$d SLURM_CONF=$d/slurm.conf on_node login sinfo -h -o '%D %T')
+	assert_eq "second cluster's nodes" "1 idle" "$out"
+	out=$(CLUSTER_DIR=$d SLURM_CONF=$d/slurm.conf on_node_as "$TEST_USER" login srun -N1 hostname)
+	assert_eq "a job on the second cluster" n1 "$out"
+	assert_eq "this cluster still has its nodes" "3 idle" "$(sinfo -h -o '%D %T')"
+	CLUSTER_QUIET=1 bash "$CL_DIR/cluster.sh" stop "$d"
+	assert_eq "the second cluster's namespaces" "" \
+		"$(ls /run/netns | grep "^$(CLUSTER_DIR=$d cluster_ns_prefix)-")"
+	assert_eq "the second cluster's mounts" "" "$(grep -F " $d/" /proc/mounts)"
+	out=$(as_user "$TEST_USER" srun -N3 hostname | sort | tr '\n' ' ')
+	assert_eq "this cluster after the other stopped" "n1 n2 n3 " "$out"
+}
