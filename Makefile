@@ -102,6 +102,12 @@ $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 # tests); the archive keeps it out of the plugin, the CLI and the Prolog.
 $(BUILD)/tests/check_mauth $(BUILD)/tests/check_peernet: LDLIBS += -lmunge
 
+# The Prolog's node list (libslurm's hostlist).
+$(BUILD)/tests/check_nodelist: tests/unit/check_nodelist.c $(BUILD)/prolog/nodelist.o $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $^ \
+	    $(LDFLAGS) $(LDLIBS) -lslurm $(shell pkg-config --libs check)
+
 # The history's unit tests link the daemon modules they test.
 HISTORY_TEST_OBJ := $(BUILD)/daemon/history.o $(BUILD)/daemon/jobfacts.o \
                     $(BUILD)/daemon/jsonbuf.o \
