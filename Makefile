@@ -61,7 +61,7 @@ PROGS   := $(PLUGIN) $(DAEMON) $(PROLOG) $(EPILOG) $(CLI)
 UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all check unit integration demo install clean deps format bench \
+.PHONY: all check unit integration cluster demo install clean deps format bench \
         bench-history
 all: $(PROGS)
 
@@ -78,24 +78,35 @@ $(PLUGIN): $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
 	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS)
 
 $(DAEMON): $(DAEMON_OBJ) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(DAEMON_LDLIBS) \
+	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge \
 	    $(shell pkg-config --libs $(DAEMON_PKGS))
 
 $(BUILD)/daemon/%.o: CPPFLAGS += $(shell pkg-config --cflags $(DAEMON_PKGS))
 
-$(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lslurm
+$(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o \
+    $(BUILD)/prolog/nodelist.o $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) -lslurm
 
 $(EPILOG): $(BUILD)/prolog/epilog.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
 $(CLI): $(CLI_OBJ) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
 $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $^ \
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
+
+# MUNGE: only what links common/mauth.o needs libmunge (iostaged, its
+# tests); the archive keeps it out of the plugin, the CLI and the Prolog.
+$(BUILD)/tests/check_mauth $(BUILD)/tests/check_peernet: LDLIBS += -lmunge
+
+# The Prolog's node list (libslurm's hostlist).
+$(BUILD)/tests/check_nodelist: tests/unit/check_nodelist.c $(BUILD)/prolog/nodelist.o $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
+	    $(LDFLAGS) $(LDLIBS) -lslurm $(shell pkg-config --libs check)
 
 # The history's unit tests link the daemon modules they test.
 HISTORY_TEST_OBJ := $(BUILD)/daemon/history.o $(BUILD)/daemon/jobfacts.o \
@@ -104,7 +115,7 @@ HISTORY_TEST_OBJ := $(BUILD)/daemon/history.o $(BUILD)/daemon/jobfacts.o \
 $(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: $(BUILD)/tests/check_%: \
     tests/unit/check_%.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $^ \
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
 # The export formatters live in cli/ and are tested without the command's
 # main(): check_export links them and the client they share.
@@ -112,7 +123,7 @@ EXPORT_LIB_OBJ := $(filter-out $(BUILD)/cli/main.o $(BUILD)/cli/phase.o,$(CLI_OB
 $(BUILD)/tests/check_export: tests/unit/check_export.c $(EXPORT_LIB_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DFIXTURES='"$(CURDIR)/tests/unit/fixtures"' \
-	    $(shell pkg-config --cflags check) -o $@ $^ \
+	    $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
 
 deps:
@@ -124,12 +135,19 @@ unit: $(UNIT_BIN)
 integration: all
 	@BUILD=$(BUILD) tests/integration/run.sh
 
-# `make check` installs what it needs, then unit tests, then integration.
+# The multi-node tests: a controller, a login node and three compute nodes
+# booted from Linux namespaces on this machine (tests/cluster/cluster.sh).
+cluster: all
+	@BUILD=$(BUILD) tests/cluster/run.sh
+
+# `make check` installs what it needs, then unit tests, then integration
+# (one node), then the multi-node cluster tests.
 check:
 	@scripts/install-deps.sh
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
+	@$(MAKE) --no-print-directory cluster
 
 demo:
 	@scripts/install-deps.sh
@@ -150,7 +168,7 @@ bench:
 BENCH_HISTORY := $(BUILD)/bench/history
 $(BENCH_HISTORY): bench/history.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS)
 
 bench-history: $(BENCH_HISTORY)
 	@$(BENCH_HISTORY) $(BENCH_HISTORY_ARGS)
@@ -239,7 +257,7 @@ $(SHIM_PRELOAD_OBJ): $(BUILD)/%.o: %.c
 
 $(SHIM_PRELOAD): $(SHIM_PRELOAD_OBJ)
 	$(CC) -shared $(filter-out -fsanitize=%,$(LDFLAGS)) -Wl,-z,defs \
-	    -o $@ $^ -ldl -pthread
+	    -o $@ $(filter-out %.h,$^) -ldl -pthread
 
 # The probe runs under LD_PRELOAD of the shim: like the shim, no
 # sanitizers (ASan insists on being the first library loaded).

@@ -152,6 +152,56 @@ static void print_bars(const char *label, const cJSON *tl, int field,
 		units_bytes((uint64_t)max, mx, sizeof(mx)));
 }
 
+/* A multi-node job's record (common/recmerge.h): its nodes, the missing
+ * ones, and one line per node's part. */
+static void print_nodes(const cJSON *rec, FILE *out)
+{
+	const cJSON *n, *part, *ph;
+
+	if (!cJSON_IsArray(item(rec, "parts")))
+		return;
+	fputs("nodes:", out);
+	cJSON_ArrayForEach(n, item(rec, "nodes"))
+		fprintf(out, " %s", cJSON_IsString(n) ? n->valuestring : "?");
+	if (cJSON_GetArraySize(item(rec, "missing_nodes")) > 0) {
+		fputs(" (missing:", out);
+		cJSON_ArrayForEach(n, item(rec, "missing_nodes"))
+			fprintf(out, " %s",
+				cJSON_IsString(n) ? n->valuestring : "?");
+		fputs(": never reported)", out);
+	}
+	fprintf(out, "\n\n%-12s %-12s %10s %9s %10s %10s %10s %6s\n", "NODE",
+		"STATE", "STAGED", "STAGE(s)", "READ", "WRITTEN", "DRAINED",
+		"PROCS");
+	cJSON_ArrayForEach(part, item(rec, "parts"))
+	{
+		double si = 0, sis = 0, rd = 0, wr = 0, so = 0;
+		char a[32], b[32], c[32], d[32];
+
+		cJSON_ArrayForEach(ph, item(part, "phases"))
+		{
+			const char *name = json_string(ph, "name");
+
+			if (!strcmp(name, "stage_in")) {
+				si = json_number(ph, "bytes");
+				sis = json_number(ph, "seconds");
+			} else if (!strcmp(name, "run")) {
+				rd = json_number(ph, "read_bytes");
+				wr = json_number(ph, "write_bytes");
+			} else if (!strcmp(name, "stage_out")) {
+				so = json_number(ph, "bytes");
+			}
+		}
+		fprintf(out, "%-12s %-12s %10s %9.1f %10s %10s %10s %6.0f\n",
+			json_string(part, "node"), json_string(part, "state"),
+			units_bytes((uint64_t)si, a, sizeof(a)), sis,
+			units_bytes((uint64_t)rd, b, sizeof(b)),
+			units_bytes((uint64_t)wr, c, sizeof(c)),
+			units_bytes((uint64_t)so, d, sizeof(d)),
+			json_number(part, "processes"));
+	}
+}
+
 void telemetry_print(const cJSON *rec, int width, FILE *out)
 {
 	const cJSON *ph, *p, *run = NULL;
@@ -166,6 +216,7 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 					      : "-",
 		json_string(rec, "user"), json_string(rec, "node"),
 		json_string(rec, "state"), json_string(rec, "profile_origin"));
+	print_nodes(rec, out);
 	fprintf(out, "\n%-14s %9s %9s %10s %10s  %s\n", "PHASE", "START(s)",
 		"TIME", "READ", "WRITTEN", "DETAIL");
 	cJSON_ArrayForEach(ph, item(rec, "phases"))

@@ -58,6 +58,10 @@ enum conf_key {
 	CONF_KEY_METRICS_JOB_GRACE,
 	CONF_KEY_TRACE,
 	CONF_KEY_TRACE_LIBRARY,
+	CONF_KEY_PEER_PORT,
+	CONF_KEY_PEER_LISTEN,
+	CONF_KEY_PEER_PARTS_TIMEOUT,
+	CONF_KEY_MUNGE_SOCKET,
 	CONF_KEY_COUNT,
 };
 
@@ -86,6 +90,10 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_METRICS_JOB_GRACE] = "MetricsJobGrace",
     [CONF_KEY_TRACE] = "Trace",
     [CONF_KEY_TRACE_LIBRARY] = "TraceLibrary",
+    [CONF_KEY_PEER_PORT] = "PeerPort",
+    [CONF_KEY_PEER_LISTEN] = "PeerListen",
+    [CONF_KEY_PEER_PARTS_TIMEOUT] = "PeerPartsTimeout",
+    [CONF_KEY_MUNGE_SOCKET] = "MungeSocket",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -238,6 +246,8 @@ void conf_set_defaults(struct conf *conf)
 	snprintf(conf->trace_library, sizeof(conf->trace_library), "%s",
 		 IOSTAGE_SHIM_PATH);
 	conf_default_node_name(conf->node_name, sizeof(conf->node_name));
+	conf->peer_port = CONF_PEER_PORT_DEFAULT;
+	conf->peer_parts_timeout = 60;
 }
 
 int conf_parse_size(const char *s, uint64_t *ret)
@@ -658,6 +668,30 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 					 conf_show(val, show, sizeof(show)));
 		return conf_path(cp, key, val, c->trace_library,
 				 sizeof(c->trace_library));
+	case CONF_KEY_PEER_PORT:
+		return conf_uint(cp, key, val, 0, 65535, &c->peer_port);
+	case CONF_KEY_PEER_LISTEN: {
+		unsigned char buf[16];
+
+		/* An address of this host, or every one ("*"). */
+		if (strcmp(val, "*") && inet_pton(AF_INET, val, buf) != 1 &&
+		    inet_pton(AF_INET6, val, buf) != 1)
+			return conf_fail(cp,
+					 "key '%s': '%s' is not an IP address "
+					 "or '*'",
+					 key, conf_show(val, show, sizeof(show)));
+		snprintf(c->peer_listen, sizeof(c->peer_listen), "%s", val);
+		return 0;
+	}
+	case CONF_KEY_PEER_PARTS_TIMEOUT:
+		return conf_uint(cp, key, val, 1, 86400,
+				 &c->peer_parts_timeout);
+	case CONF_KEY_MUNGE_SOCKET:
+		if (strlen(val) >= sizeof(c->munge_socket))
+			return conf_fail(cp, "key '%s': longer than %zu bytes",
+					 key, sizeof(c->munge_socket) - 1);
+		return conf_path(cp, key, val, c->munge_socket,
+				 sizeof(c->munge_socket));
 	case CONF_KEY_COUNT:
 		break;
 	}

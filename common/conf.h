@@ -24,6 +24,7 @@
 #define CONF_DRAIN_TIMEOUT_MAX 86400 /* DrainTimeout upper bound, seconds */
 #define CONF_RECOMMEND_MIN_JOBS_MAX 1000
 #define CONF_LISTEN_MAX 64    /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
+#define CONF_PEER_PORT_DEFAULT 6826 /* PeerPort: iostaged to iostaged, TCP */
 
 #ifndef IOSTAGE_SHIM_PATH
 #define IOSTAGE_SHIM_PATH "/usr/local/lib/iostage/libiostage-preload.so"
@@ -84,6 +85,11 @@ struct conf {
 	unsigned metrics_job_grace;     /* seconds a finished job's series stay */
 	bool trace;                     /* Trace=yes: deep mode for every job */
 	char trace_library[CONF_PATH_MAX]; /* the LD_PRELOAD shim (TraceLibrary) */
+	/* Node to node (daemon/peer.c): multi-node jobs. */
+	unsigned peer_port;             /* TCP port, 0 = no peer channel */
+	char peer_listen[CONF_LISTEN_MAX]; /* address to listen on, "" = all */
+	unsigned peer_parts_timeout;    /* seconds the head waits for parts */
+	char munge_socket[CONF_SOCKET_MAX]; /* munged's socket, "" = default */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -97,7 +103,8 @@ struct conf {
  * RecommendWindow=30d, RecommendHint=yes, MetricsListen=127.0.0.1:9464,
  * MetricsTextfile=no, MetricsInterval=15, MetricsJobGrace=300, Trace=no,
  * TraceLibrary=IOSTAGE_SHIM_PATH (where `make install` puts
- * libiostage-preload.so). */
+ * libiostage-preload.so), PeerPort=6826 (0: off), PeerListen=* (every
+ * address), PeerPartsTimeout=60, MungeSocket= (libmunge's default). */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is

@@ -6,16 +6,57 @@
 
 #include "common/joblayout.h"
 
-int joblayout_job_dir(const struct conf_tier *tier, uint32_t jobid, char *buf,
-		      size_t buflen)
+int joblayout_job_name(const struct conf *conf, const struct conf_tier *tier,
+		       uint32_t jobid, char *buf, size_t buflen)
 {
-	int n = snprintf(NULL, 0, "%s/jobs/%" PRIu32, tier->path, jobid);
+	int n = tier->shared ? snprintf(NULL, 0, "%" PRIu32 ".%s", jobid,
+					conf->node_name)
+			     : snprintf(NULL, 0, "%" PRIu32, jobid);
 
 	if (n < 0 || (size_t)n >= buflen) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	snprintf(buf, buflen, "%s/jobs/%" PRIu32, tier->path, jobid);
+	if (tier->shared)
+		snprintf(buf, buflen, "%" PRIu32 ".%s", jobid, conf->node_name);
+	else
+		snprintf(buf, buflen, "%" PRIu32, jobid);
+	return 0;
+}
+
+int joblayout_job_dir(const struct conf *conf, const struct conf_tier *tier,
+		      uint32_t jobid, char *buf, size_t buflen)
+{
+	char name[JOBLAYOUT_JOB_NAME_MAX];
+	int n;
+
+	if (joblayout_job_name(conf, tier, jobid, name, sizeof(name)) < 0)
+		return -1;
+	n = snprintf(NULL, 0, "%s/jobs/%s", tier->path, name);
+	if (n < 0 || (size_t)n >= buflen) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	snprintf(buf, buflen, "%s/jobs/%s", tier->path, name);
+	return 0;
+}
+
+/* JOB_DIR/SUB/NAME on TIER into buf, untouched on failure. */
+static int job_sub_path(const struct conf *conf, const struct conf_tier *tier,
+			uint32_t jobid, const char *sub, const char *name,
+			char *buf, size_t buflen)
+{
+	char dir[CONF_PATH_MAX + JOBLAYOUT_JOB_NAME_MAX + 8];
+	int n;
+
+	if (joblayout_job_dir(conf, tier, jobid, dir, sizeof(dir)) < 0)
+		return -1;
+	n = snprintf(NULL, 0, "%s/%s/%s", dir, sub, name);
+	if (n < 0 || (size_t)n >= buflen) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	snprintf(buf, buflen, "%s/%s/%s", dir, sub, name);
 	return 0;
 }
 
@@ -24,21 +65,12 @@ int joblayout_dataset_path(const struct conf *conf,
 			   char *buf, size_t buflen)
 {
 	const struct conf_tier *tier = conf_find_tier(conf, ds->tier);
-	int n;
 
 	if (!tier) {
 		errno = ENOENT;
 		return -1;
 	}
-	n = snprintf(NULL, 0, "%s/jobs/%" PRIu32 "/data/%s", tier->path,
-		     jobid, ds->name);
-	if (n < 0 || (size_t)n >= buflen) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	snprintf(buf, buflen, "%s/jobs/%" PRIu32 "/data/%s", tier->path, jobid,
-		 ds->name);
-	return 0;
+	return job_sub_path(conf, tier, jobid, "data", ds->name, buf, buflen);
 }
 
 int joblayout_output_path(const struct conf *conf,
@@ -46,21 +78,13 @@ int joblayout_output_path(const struct conf *conf,
 			  char *buf, size_t buflen)
 {
 	const struct conf_tier *tier = conf_find_tier(conf, out->tier);
-	int n;
 
 	if (!tier) {
 		errno = ENOENT;
 		return -1;
 	}
-	n = snprintf(NULL, 0, "%s/jobs/%" PRIu32 "/" JOBLAYOUT_OUT_DIR "/%s",
-		     tier->path, jobid, out->name);
-	if (n < 0 || (size_t)n >= buflen) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	snprintf(buf, buflen, "%s/jobs/%" PRIu32 "/" JOBLAYOUT_OUT_DIR "/%s",
-		 tier->path, jobid, out->name);
-	return 0;
+	return job_sub_path(conf, tier, jobid, JOBLAYOUT_OUT_DIR, out->name,
+			    buf, buflen);
 }
 
 const struct conf_tier *joblayout_home_tier(const struct conf *conf,
@@ -117,7 +141,7 @@ int joblayout_env(const struct conf *conf, const struct profile *profile,
 
 	scratch.n = 0;
 
-	if (joblayout_job_dir(home, jobid, path, sizeof(path)) < 0)
+	if (joblayout_job_dir(conf, home, jobid, path, sizeof(path)) < 0)
 		return -1;
 	if (env_add(&scratch, "IOSTAGE_JOB_DIR", NULL, path) < 0)
 		return -1;

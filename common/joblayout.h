@@ -1,6 +1,7 @@
 /* joblayout.h - where a job's staged data lives, and what its tasks see.
  *
  * On each tier a job uses:   TIER/jobs/JOBID/             (user, 0700)
+ *                            (TIER/jobs/JOBID.NODE/ on a Shared=yes tier)
  *                            TIER/jobs/JOBID/data/NAME    (a staged dataset)
  *                            TIER/jobs/JOBID/out/NAME     (an output, user
  *                                      0700, drained to its PFS path)
@@ -35,9 +36,20 @@ struct joblayout_env {
 	size_t n;
 };
 
-/* TIER/jobs/JOBID into buf. Returns 0, or -1 (ENAMETOOLONG). */
-int joblayout_job_dir(const struct conf_tier *tier, uint32_t jobid, char *buf,
-		      size_t buflen);
+/* The job directory's name below TIER/jobs: "JOBID", or "JOBID.NODE"
+ * (conf's NodeName) on a Shared=yes tier. A tier that several nodes see
+ * holds one directory per node of a multi-node job, so that each node's
+ * iostaged makes, links and removes its own: a node's Prolog or Epilog
+ * never touches what another node's tasks are using. 0, or -1
+ * (ENAMETOOLONG); buf untouched on failure. */
+#define JOBLAYOUT_JOB_NAME_MAX (CONF_NODE_MAX + 16)
+int joblayout_job_name(const struct conf *conf, const struct conf_tier *tier,
+		       uint32_t jobid, char *buf, size_t buflen);
+
+/* TIER/jobs/NAME (NAME from joblayout_job_name) into buf. Returns 0, or -1
+ * (ENAMETOOLONG); buf untouched on failure. */
+int joblayout_job_dir(const struct conf *conf, const struct conf_tier *tier,
+		      uint32_t jobid, char *buf, size_t buflen);
 
 /* TIER/jobs/JOBID/data/NAME for dataset DS of a normalized profile. */
 int joblayout_dataset_path(const struct conf *conf,

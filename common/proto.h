@@ -6,11 +6,19 @@
  *
  * Ops (root = peer uid 0; owner = the job's uid):
  *   ping                                   anyone -> version, pid
- *   stage   job uid gid user profile{}     root   -> state
+ *   stage   job uid gid user profile{} [nodes[]]
+ *                                          root   -> state (nodes: a
+ *                                             multi-node job's node names,
+ *                                             the head first)
  *   wait    job timeout(s)                 root/owner -> state [error]
  *                                             [bytes files] (blocks until
  *                                             the job leaves "staging" or
- *                                             the timeout passes)
+ *                                             the timeout passes; a
+ *                                             multi-node job: until every
+ *                                             node's staging ended, the
+ *                                             job-wide state, with
+ *                                             [failed_node] or
+ *                                             [waiting_for])
  *   abort   job reason                     root   -> state
  *   job_env job                            root/owner -> state [error] env{}
  *   finish  job                            root   -> (private dirs removed,

@@ -39,6 +39,7 @@
 
 #include <xxhash.h>
 
+#include "common/joblayout.h"
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/rmtree.h"
@@ -1055,11 +1056,13 @@ out:
 int cache_link_job(int tier, uint32_t jobid, const char *name, const char *key,
 		   unsigned version, char *err, size_t errlen)
 {
-	char job[16], target[CACHE_ENTRY_NAME_MAX + 32];
+	char job[JOBLAYOUT_JOB_NAME_MAX], target[CACHE_ENTRY_NAME_MAX + 32];
 	struct stat st;
 	int jfd = -1, dfd = -1, r = -1;
 
-	snprintf(job, sizeof(job), "%" PRIu32, jobid);
+	if (joblayout_job_name(cache_conf, &cache_conf->tiers[tier], jobid, job,
+			       sizeof(job)) < 0)
+		snprintf(job, sizeof(job), "%" PRIu32, jobid);
 	snprintf(target, sizeof(target), "../../../cache/%s.v%u/data", key,
 		 version);
 	jfd = open_dir_at(tiers_jobs_fd(tier), job);

@@ -1493,11 +1493,12 @@ fail:
 static int make_out_dir(const struct conf_tier *t, const struct djob *dj,
 			const char *name, char *err, size_t errlen)
 {
-	char path[CONF_PATH_MAX + 16], job[16];
+	char path[CONF_PATH_MAX + 16], job[JOBLAYOUT_JOB_NAME_MAX];
 	int jobs = -1, jfd = -1, ofd = -1, nfd = -1;
 
 	snprintf(path, sizeof(path), "%s/jobs", t->path);
-	snprintf(job, sizeof(job), "%" PRIu32, dj->id);
+	if (joblayout_job_name(drain_conf, t, dj->id, job, sizeof(job)) < 0)
+		snprintf(job, sizeof(job), "%" PRIu32, dj->id);
 	jobs = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jobs >= 0)
 		jfd = openat(jobs, job,
@@ -1632,12 +1633,14 @@ void drain_job_forget(uint32_t id)
 static int keep_aside(const struct conf_tier *t, uint32_t id, char *ret_path,
 		      size_t len, char *err, size_t errlen)
 {
-	char path[CONF_PATH_MAX + 16], job[16], name[32], why[CONF_ERR_MAX];
+	char path[CONF_PATH_MAX + 16], job[JOBLAYOUT_JOB_NAME_MAX];
+	char name[JOBLAYOUT_JOB_NAME_MAX + 16], why[CONF_ERR_MAX];
 	struct stat st;
 	int jobs = -1, jfd = -1, ufd = -1, r = -1;
 
 	snprintf(path, sizeof(path), "%s/jobs", t->path);
-	snprintf(job, sizeof(job), "%" PRIu32, id);
+	if (joblayout_job_name(drain_conf, t, id, job, sizeof(job)) < 0)
+		snprintf(job, sizeof(job), "%" PRIu32, id);
 	jobs = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jobs < 0)
 		goto fail;
@@ -1696,7 +1699,7 @@ out:
 static int keep_all(uint32_t id, const bool use[CONF_MAX_TIERS], char *kept,
 		    size_t keptlen, char *err, size_t errlen)
 {
-	char one[CONF_PATH_MAX + 64];
+	char one[CONF_PATH_MAX + JOBLAYOUT_JOB_NAME_MAX + 64];
 	size_t t;
 	int r;
 

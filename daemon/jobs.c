@@ -19,7 +19,8 @@
  *    "cache":[{"result":"hit","entry":"K.vN","copied_files":N,
  *              "copied_bytes":N,"linked_files":N,"bytes":N,"files":N}],
  *    (bytes/files: the dataset's size, once it is hit or built)
- *    "profile":{...normalized...}}
+ *    "profile":{...normalized...},
+ *    "nodes":["n1","n2"], "failed_node":"n2"}   (multi-node jobs only)
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -119,6 +120,9 @@ static void job_free(struct job *job)
 		return;
 	profile_destroy(job->profile);
 	free(job->profile_json);
+	for (size_t i = 0; i < job->nnodes; i++)
+		free(job->nodes[i]);
+	free(job->nodes);
 	free(job);
 }
 
@@ -179,6 +183,33 @@ struct job *jobs_create(uint32_t id, uid_t uid, gid_t gid, const char *user,
 nomem:
 	snprintf(err, errlen, "out of memory");
 	return NULL;
+}
+
+int jobs_set_nodes(struct job *job, const char *const *nodes, size_t n,
+		   char *err, size_t errlen)
+{
+	char **v = calloc(n ? n : 1, sizeof(*v));
+	size_t i;
+
+	if (!v)
+		goto nomem;
+	for (i = 0; i < n; i++)
+		if (!(v[i] = strdup(nodes[i])))
+			goto nomem;
+	job->nodes = v;
+	job->nnodes = n;
+	return 0;
+nomem:
+	for (i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+bool jobs_multi_node(const struct job *job)
+{
+	return job->nnodes > 1;
 }
 
 void jobs_discard(struct job *job)
@@ -401,6 +432,16 @@ static cJSON *job_json_locked(const struct job *job)
 		cJSON_AddItemToObject(o, "profile", profile);
 	else
 		cJSON_AddNullToObject(o, "profile");
+	if (job->nnodes > 1) {
+		cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
+
+		for (i = 0; nodes && i < job->nnodes; i++)
+			cJSON_AddItemToArray(nodes,
+					     cJSON_CreateString(job->nodes[i]));
+		if (job->failed_node[0])
+			cJSON_AddStringToObject(o, "failed_node",
+						job->failed_node);
+	}
 	return o;
 }
 
@@ -576,6 +617,34 @@ void jobs_abort(struct job *job, const char *reason, unsigned timeout_s,
 	pthread_mutex_unlock(&jobs_lock);
 	if (changed)
 		persist(job);
+}
+
+void jobs_fail_jobwide(struct job *job, const char *node, const char *reason,
+		       struct job_view *ret)
+{
+	bool changed = false;
+
+	pthread_mutex_lock(&jobs_lock);
+	if (job->state == JOB_STAGED && !job->running) {
+		job->state = JOB_FAILED;
+		snprintf(job->error, sizeof(job->error), "node %s: %s", node,
+			 reason);
+		snprintf(job->failed_node, sizeof(job->failed_node), "%s",
+			 node);
+		changed = true;
+		pthread_cond_broadcast(&jobs_cond);
+	}
+	view_locked(job, ret);
+	pthread_mutex_unlock(&jobs_lock);
+	if (changed)
+		persist(job);
+}
+
+void jobs_failed_node(struct job *job, char *buf, size_t len)
+{
+	pthread_mutex_lock(&jobs_lock);
+	snprintf(buf, len, "%s", job->failed_node);
+	pthread_mutex_unlock(&jobs_lock);
 }
 
 int jobs_finish(uint32_t id, unsigned timeout_s, char *err, size_t errlen)
@@ -967,6 +1036,26 @@ static void reload_records(struct job *job, const cJSON *arr)
 	}
 }
 
+/* A multi-node job's nodes and failed node; bad names are dropped. */
+static void reload_nodes(struct job *job, const cJSON *o)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "nodes"), *e;
+	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(o, "failed_node");
+	const char *names[JOBS_NODES_MAX];
+	size_t n = 0;
+	char err[64];
+
+	cJSON_ArrayForEach(e, arr)
+		if (n < JOBS_NODES_MAX && cJSON_IsString(e) &&
+		    conf_is_node_name(e->valuestring))
+			names[n++] = e->valuestring;
+	if (n > 1 && jobs_set_nodes(job, names, n, err, sizeof(err)) < 0)
+		log_warningx("job %u: its node list is lost: %s", job->id, err);
+	if (cJSON_IsString(fn) && conf_is_node_name(fn->valuestring))
+		snprintf(job->failed_node, sizeof(job->failed_node), "%s",
+			 fn->valuestring);
+}
+
 /* Build a job from a parsed state file. NULL with err. */
 static struct job *job_from_json(const cJSON *o, char *err, size_t errlen)
 {
@@ -1034,6 +1123,7 @@ static struct job *job_from_json(const cJSON *o, char *err, size_t errlen)
 		job->staged_s = item->valuedouble;
 	clock_gettime(CLOCK_MONOTONIC, &job->t0);
 	reload_records(job, cJSON_GetObjectItemCaseSensitive(o, "cache"));
+	reload_nodes(job, o);
 	job->profile = reload_profile(
 		cJSON_GetObjectItemCaseSensitive(o, "profile"), perr,
 		sizeof(perr));

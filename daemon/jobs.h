@@ -32,6 +32,7 @@
  * 0x03ffffff), so the two never meet in the table. */
 #define JOBS_PRESTAGE_ID_MIN 0x80000000U
 #define JOBS_PRESTAGE_KEEP_S 600 /* a finished prestage stays this long */
+#define JOBS_NODES_MAX 4096      /* nodes of a multi-node job */
 
 enum job_state {
 	JOB_STAGING = 0,
@@ -66,6 +67,10 @@ struct job {
 	bool prestage;               /* a cache warm-up: no dirs, no pins */
 	time_t created;
 	struct timespec t0;          /* CLOCK_MONOTONIC at creation */
+	/* A multi-node job's nodes (the head first), from the Prolog's
+	 * stage request; 0 or 1: a single-node job (no peer traffic). */
+	char **nodes;
+	size_t nnodes;
 
 	/* Under the table lock; use the functions below. */
 	enum job_state state;
@@ -81,6 +86,9 @@ struct job {
 	bool cancel;                 /* abort, finish or shutdown asked */
 	char cancel_reason[CONF_ERR_MAX];
 	bool gone;                   /* finished: out of the table */
+	/* The node whose staging failed the whole job (jobs_fail_jobwide),
+	 * "" when it failed here or did not fail. */
+	char failed_node[CONF_NODE_MAX];
 	unsigned refs;
 	struct job *next;
 };
@@ -112,6 +120,24 @@ const char *jobs_state_name(enum job_state state);
  * For a prestage request set ->prestage before jobs_insert. */
 struct job *jobs_create(uint32_t id, uid_t uid, gid_t gid, const char *user,
 			struct profile *profile, char *err, size_t errlen);
+
+/* Give a job not yet inserted its node list (NODES[N], valid node names,
+ * copied). 0, or -1 with err. */
+int jobs_set_nodes(struct job *job, const char *const *nodes, size_t n,
+		   char *err, size_t errlen);
+
+/* Is JOB a multi-node job (more than one node)? */
+bool jobs_multi_node(const struct job *job);
+
+/* A staged job fails because node NODE failed with REASON: it ends
+ * "failed" with error "node NODE: REASON" (persisted), its policy then
+ * applies here as on NODE. A job that already failed keeps its first
+ * error. Fills *ret. */
+void jobs_fail_jobwide(struct job *job, const char *node, const char *reason,
+		       struct job_view *ret);
+
+/* JOB's failed_node (copied into BUF of LEN), "" if none. */
+void jobs_failed_node(struct job *job, char *buf, size_t len);
 
 /* Free a job that never made it into the table. NULL is a no-op. */
 void jobs_discard(struct job *job);

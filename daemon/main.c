@@ -34,6 +34,8 @@
 #include "daemon/jobs.h"
 #include "daemon/journal.h"
 #include "daemon/metrics.h"
+#include "daemon/parts.h"
+#include "daemon/peer.h"
 #include "daemon/server.h"
 #include "daemon/spawn.h"
 #include "daemon/stage.h"
@@ -307,12 +309,14 @@ int main(int argc, char **argv)
 	    jobs_init(&conf, err, sizeof(err)) < 0 ||
 	    journal_init(&conf, err, sizeof(err)) < 0 ||
 	    cache_init(&conf, jobs_known, err, sizeof(err)) < 0 ||
-	    telemetry_init(&conf, err, sizeof(err)) < 0) {
+	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
+	    parts_init(&conf, err, sizeof(err)) < 0) {
 		log_errorx("%s", err);
 		goto out;
 	}
 	history_init(&conf); /* never fatal: staging goes on without it */
 	metrics_init(&conf); /* logs its own failures; never fatal */
+	peer_init(&conf);    /* node to node; never fatal either */
 	if (pidfile_write() < 0)
 		log_warning("cannot write %s/%s", server_dir(), PIDFILE_NAME);
 	log_info("iostaged %s ready: pid %d, config %s, socket %s, %zu tier%s",
@@ -327,6 +331,7 @@ int main(int argc, char **argv)
 
 	server_close();
 	metrics_fini();
+	peer_fini();
 	jobs_shutdown("iostaged stopped during staging", SHUTDOWN_JOBS_S);
 	drain_shutdown(); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);
@@ -340,6 +345,7 @@ out:
 		drain_fini();
 		cache_fini();
 		history_fini();
+		parts_fini();
 	}
 	journal_fini();
 	spawn_fini();

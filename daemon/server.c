@@ -38,7 +38,10 @@
 #include "daemon/history.h"
 #include "daemon/history_ops.h"
 #include "daemon/jobs.h"
+#include "daemon/jobwide.h"
 #include "daemon/ops.h"
+#include "daemon/parts.h"
+#include "daemon/peer.h"
 #include "daemon/server.h"
 #include "daemon/stage.h"
 #include "daemon/stats.h"
@@ -204,6 +207,52 @@ static int check_user(const char *user, uid_t uid, char *err, size_t errlen)
 	return 0;
 }
 
+/* The request's optional "nodes": a multi-node job's node names, the head
+ * first (the Prolog's SLURM_JOB_NODELIST). 0 with *ret_n (0 when absent),
+ * or -1 with err. RET gets pointers into REQ (room for JOBS_NODES_MAX). */
+static int request_nodes(const cJSON *req, const char **ret, size_t *ret_n,
+			 char *err, size_t errlen)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(req, "nodes"), *e;
+	char shown[CONF_NODE_MAX + 8];
+	size_t n = 0;
+
+	*ret_n = 0;
+	if (!arr)
+		return 0;
+	if (!cJSON_IsArray(arr)) {
+		snprintf(err, errlen, "key 'nodes': must be an array of node "
+			 "names");
+		return -1;
+	}
+	cJSON_ArrayForEach(e, arr)
+	{
+		if (n == JOBS_NODES_MAX) {
+			snprintf(err, errlen, "key 'nodes': more than %d",
+				 JOBS_NODES_MAX);
+			return -1;
+		}
+		if (!cJSON_IsString(e) || !conf_is_node_name(e->valuestring)) {
+			snprintf(err, errlen, "key 'nodes': '%s' is not a node "
+				 "name",
+				 cJSON_IsString(e)
+					 ? ops_printable(e->valuestring, shown,
+							 sizeof(shown))
+					 : "?");
+			return -1;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(ret[i], e->valuestring)) {
+				snprintf(err, errlen, "key 'nodes': '%s' listed "
+					 "twice", e->valuestring);
+				return -1;
+			}
+		ret[n++] = e->valuestring;
+	}
+	*ret_n = n;
+	return 0;
+}
+
 /* The request's profile, parsed, normalized and checked against OUR conf. */
 static struct profile *request_profile(const cJSON *req, char *err,
 				       size_t errlen)
@@ -245,12 +294,19 @@ static cJSON *op_stage(const struct peer *c, const cJSON *req)
 	struct job *job = NULL, *old = NULL;
 	struct job_view v;
 	uint32_t id, uid, gid;
-	const char *user;
+	const char *user, **nodes = NULL;
+	size_t nnodes = 0;
 	cJSON *reply = NULL;
 	int r;
 
 	(void)c;
+	nodes = calloc(JOBS_NODES_MAX, sizeof(*nodes));
+	if (!nodes) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
 	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0 ||
+	    request_nodes(req, nodes, &nnodes, err, sizeof(err)) < 0 ||
 	    proto_get_u32(req, "uid", &uid, err, sizeof(err)) < 0 ||
 	    proto_get_u32(req, "gid", &gid, err, sizeof(err)) < 0 ||
 	    proto_get_string(req, "user", &user, err, sizeof(err)) < 0)
@@ -274,6 +330,19 @@ static cJSON *op_stage(const struct peer *c, const cJSON *req)
 	if (!job)
 		goto fail;
 	profile = NULL; /* the job's now */
+	if (nnodes > 1) {
+		bool self = false;
+
+		if (jobs_set_nodes(job, nodes, nnodes, err, sizeof(err)) < 0)
+			goto fail;
+		for (size_t i = 0; i < nnodes; i++)
+			self |= !strcmp(nodes[i], server_conf->node_name);
+		if (!self)
+			log_warningx("job %u: this node's NodeName '%s' is not "
+				     "in the job's node list; set NodeName= to "
+				     "the Slurm node name",
+				     id, server_conf->node_name);
+	}
 
 	r = jobs_insert(job, &old, err, sizeof(err));
 	if (r == 1) {
@@ -289,6 +358,7 @@ static cJSON *op_stage(const struct peer *c, const cJSON *req)
 		}
 		jobs_view(old, &v);
 		jobs_put(old);
+		free(nodes);
 		return reply_view(&v);
 	}
 	if (r < 0)
@@ -297,17 +367,26 @@ static cJSON *op_stage(const struct peer *c, const cJSON *req)
 		jobs_remove(job);
 		goto fail;
 	}
-	log_info("job %u: staging %zu dataset%s for %s (uid %u)", id,
-		 job->profile->ndatasets,
-		 job->profile->ndatasets == 1 ? "" : "s", user, uid);
+	if (nnodes > 1)
+		log_info("job %u: staging %zu dataset%s for %s (uid %u), node "
+			 "of %zu (head %s)",
+			 id, job->profile->ndatasets,
+			 job->profile->ndatasets == 1 ? "" : "s", user, uid,
+			 nnodes, nodes[0]);
+	else
+		log_info("job %u: staging %zu dataset%s for %s (uid %u)", id,
+			 job->profile->ndatasets,
+			 job->profile->ndatasets == 1 ? "" : "s", user, uid);
 	jobs_view(job, &v);
 	reply = reply_view(&v);
 	jobs_put(job);
+	free(nodes);
 	return reply;
 fail:
 	log_warningx("stage refused: %s", err);
 	profile_destroy(profile);
 	jobs_put(job);
+	free(nodes);
 	return proto_reply_error("%s", err);
 }
 
@@ -317,6 +396,7 @@ static cJSON *op_wait(const struct peer *c, const cJSON *req)
 	struct job_view v;
 	struct job *job;
 	uint32_t id, timeout = server_conf->stage_timeout;
+	time_t t0;
 
 	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
 		goto fail;
@@ -328,7 +408,26 @@ static cJSON *op_wait(const struct peer *c, const cJSON *req)
 	job = job_for(c, id, err, sizeof(err));
 	if (!job)
 		goto fail;
+	t0 = time(NULL);
 	jobs_wait(job, timeout, &v);
+	if (jobs_multi_node(job)) {
+		/* The job-wide outcome: every node applies the same. */
+		time_t spent = time(NULL) - t0;
+		char node[CONF_NODE_MAX], waiting[CONF_NODE_MAX];
+		cJSON *r;
+
+		jobwide_wait(job, spent < (time_t)timeout
+					  ? timeout - (unsigned)spent
+					  : 0,
+			     &v, node, waiting, sizeof(node));
+		jobs_put(job);
+		r = reply_view(&v);
+		if (r && node[0])
+			cJSON_AddStringToObject(r, "failed_node", node);
+		if (r && waiting[0])
+			cJSON_AddStringToObject(r, "waiting_for", waiting);
+		return r;
+	}
 	jobs_put(job);
 	return reply_view(&v);
 fail:
@@ -404,7 +503,20 @@ static cJSON *op_job_env(const struct peer *c, const cJSON *req)
 	if (!r)
 		goto out;
 	cJSON_AddStringToObject(r, "state", jobs_state_name(v.state));
-	add_error(r, v.error);
+	if (v.state == JOB_FAILED && jobs_multi_node(job)) {
+		/* Every node of the job says which one failed it. */
+		char node[CONF_NODE_MAX], named[CONF_ERR_MAX + 2 * CONF_NODE_MAX];
+
+		jobs_failed_node(job, node, sizeof(node));
+		if (!node[0])
+			snprintf(named, sizeof(named), "node %s: %s",
+				 server_conf->node_name, v.error);
+		else
+			snprintf(named, sizeof(named), "%s", v.error);
+		add_error(r, named);
+	} else {
+		add_error(r, v.error);
+	}
 	cJSON_AddBoolToObject(r, "fallback", fallback);
 	vars = cJSON_AddObjectToObject(r, "env");
 	for (i = 0; env && vars && i < env->n; i++)
@@ -434,7 +546,10 @@ static cJSON *op_finish(const struct peer *c, const cJSON *req)
 	/* telemetry.c closes the job's record; the history files it. A
 	 * history that cannot take it costs the record, never the job. */
 	record = telemetry_finish_job(id);
-	if (record && history_record_job(record, err, sizeof(err)) < 0)
+	/* parts.c: a multi-node job's parts make one record, filed by its
+	 * head node (the others send theirs there). */
+	if (record && parts_finish(id, record) == 0 &&
+	    history_record_job(record, err, sizeof(err)) < 0)
 		log_warningx("job %u: not filed in the history: %s", id, err);
 	if (record)
 		stats_job_record(id, record); /* its last /metrics series */

@@ -302,6 +302,14 @@ static struct tjob *tjob_create(struct job *job)
 	cJSON_AddNumberToObject(b, "start", (double)job->created);
 	cJSON_AddItemToObject(b, "datasets", cJSON_CreateArray());
 	cJSON_AddItemToObject(b, "outputs", cJSON_CreateArray());
+	if (jobs_multi_node(job)) {
+		/* This record is one part of the job's (daemon/parts.c). */
+		cJSON *nodes = cJSON_AddArrayToObject(b, "nodes");
+
+		for (size_t i = 0; nodes && i < job->nnodes; i++)
+			cJSON_AddItemToArray(nodes,
+					     cJSON_CreateString(job->nodes[i]));
+	}
 	refresh_from_job(t, job);
 	t->dirty = true;
 	t->next = tjobs;

@@ -17,6 +17,7 @@
 #include "common/proto.h"
 #include "common/telrec.h"
 #include "daemon/ops.h"
+#include "daemon/parts.h"
 #include "daemon/telemetry.h"
 
 #define TEL_OPS_TS_SLACK_S (7 * 86400.0) /* marker times this far off */
@@ -217,6 +218,9 @@ static cJSON *op_telemetry(const struct peer *c, const cJSON *req)
 	rec = telemetry_record(id, c->uid, err, sizeof(err));
 	if (!rec)
 		return proto_reply_error("%s", err);
+	/* A multi-node job: the whole job (parts.c), for a user who may
+	 * see this node's part. */
+	rec = parts_job_record(id, rec);
 	fit_reply(rec);
 	r = proto_reply_ok();
 	if (!r) {

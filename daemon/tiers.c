@@ -17,6 +17,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "common/joblayout.h"
 #include "common/log.h"
 #include "common/rmtree.h"
 #include "common/units.h"
@@ -204,9 +205,12 @@ int tiers_index(const char *name)
 
 /* --- job directories ---------------------------------------------------- */
 
-static void job_name(uint32_t jobid, char *buf, size_t buflen)
+/* "J", or "J.NODE" on a Shared=yes tier (common/joblayout.h). */
+static void job_name(int tier, uint32_t jobid, char *buf, size_t buflen)
 {
-	snprintf(buf, buflen, "%" PRIu32, jobid);
+	if (joblayout_job_name(tiers_conf, &tiers_conf->tiers[tier], jobid, buf,
+			       buflen) < 0)
+		snprintf(buf, buflen, "%" PRIu32, jobid); /* cannot happen */
 }
 
 int tiers_make_job_dir(int tier, uint32_t jobid, uid_t uid, gid_t gid,
@@ -214,10 +218,10 @@ int tiers_make_job_dir(int tier, uint32_t jobid, uid_t uid, gid_t gid,
 {
 	const struct conf_tier *t = &tiers_conf->tiers[tier];
 	int jobs_fd = tiers_rt[tier].jobs_fd;
-	char name[16], rmerr[CONF_ERR_MAX];
+	char name[JOBLAYOUT_JOB_NAME_MAX], rmerr[CONF_ERR_MAX];
 	int fd = -1, saved;
 
-	job_name(jobid, name, sizeof(name));
+	job_name(tier, jobid, name, sizeof(name));
 	if (mkdirat(jobs_fd, name, 0700) < 0) {
 		if (errno != EEXIST)
 			goto fail_mkdir;
@@ -267,9 +271,9 @@ fail_mkdir:
 int tiers_remove_job_dir(int tier, uint32_t jobid, char *err, size_t errlen)
 {
 	const struct conf_tier *t = &tiers_conf->tiers[tier];
-	char name[16], rmerr[CONF_ERR_MAX];
+	char name[JOBLAYOUT_JOB_NAME_MAX], rmerr[CONF_ERR_MAX];
 
-	job_name(jobid, name, sizeof(name));
+	job_name(tier, jobid, name, sizeof(name));
 	if (rmtree_at(tiers_rt[tier].jobs_fd, name, rmerr, sizeof(rmerr)) < 0) {
 		snprintf(err, errlen, "tier '%s': in %s/jobs: %s", t->name,
 			 t->path, rmerr);
@@ -290,12 +294,13 @@ int tiers_remove_partial(int tier, uint32_t jobid, const char *name, char *err,
 			 size_t errlen)
 {
 	const struct conf_tier *t = &tiers_conf->tiers[tier];
-	char job[16], partial[CONF_NAME_MAX * 4], rmerr[CONF_ERR_MAX];
+	char job[JOBLAYOUT_JOB_NAME_MAX], partial[CONF_NAME_MAX * 4];
+	char rmerr[CONF_ERR_MAX];
 	struct dirent *de;
 	DIR *dir = NULL;
 	int jfd = -1, dfd = -1, r = -1;
 
-	job_name(jobid, job, sizeof(job));
+	job_name(tier, jobid, job, sizeof(job));
 	jfd = openat(tiers_rt[tier].jobs_fd, job,
 		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jfd >= 0)

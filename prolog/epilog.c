@@ -59,9 +59,13 @@ int main(int argc, char **argv)
 		log_errorx("job %u: out of memory", job.jobid);
 		return 0;
 	}
-	/* DrainTimeout <= CONF_DRAIN_TIMEOUT_MAX: this fits in an int. */
+	/* DrainTimeout and PeerPartsTimeout <= 86400: this fits in an int.
+	 * A multi-node job's head waits for the other nodes' parts, the
+	 * others retry sending theirs, each up to PeerPartsTimeout. */
 	reply = proto_call(conf.socket_path, req,
-			   (int)(conf.drain_timeout + EPILOG_MARGIN_S) * 1000,
+			   (int)(conf.drain_timeout + conf.peer_parts_timeout +
+				 EPILOG_MARGIN_S) *
+				   1000,
 			   err, sizeof(err));
 	cJSON_Delete(req);
 	if (!reply) {

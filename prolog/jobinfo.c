@@ -41,6 +41,16 @@ int jobinfo_from_env(struct jobinfo *ret, char *err, size_t errlen)
 		return -1;
 	info.uid = uid;
 	info.gid = gid;
+	/* slurmd 22.05 gives a Prolog SLURM_NODELIST; later versions also
+	 * SLURM_JOB_NODELIST. */
+	info.nodelist = getenv("SLURM_JOB_NODELIST");
+	if (!info.nodelist || !*info.nodelist)
+		info.nodelist = getenv("SLURM_NODELIST");
+	if (info.nodelist && !*info.nodelist)
+		info.nodelist = NULL;
+	info.node = getenv("SLURMD_NODENAME");
+	if (info.node && !*info.node)
+		info.node = NULL;
 	info.user = getenv("SLURM_JOB_USER");
 	if (!info.user || !*info.user) {
 		snprintf(err, errlen, "SLURM_JOB_USER is not set");

@@ -7,6 +7,12 @@
  * recorded (iostaged's job state, the job's Comment, syslog) and the job's
  * policy is applied when its tasks start (spank/task.c): `fail` ends the
  * job with the reason on its stderr, `fallback` runs it on the PFS paths.
+ *
+ * A multi-node job: the stage request names the job's nodes (the head
+ * first), and iostaged's "wait" answers with the job-wide outcome once
+ * every node's staging ended (daemon/jobwide.h), so every node applies
+ * the same policy. The job's Comment is set once, by the Prolog of the
+ * node whose staging failed, naming it.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -21,6 +27,7 @@
 #include "common/profile.h"
 #include "common/proto.h"
 #include "prolog/jobctl.h"
+#include "prolog/nodelist.h"
 #include "prolog/jobinfo.h"
 
 /* Extra time for a daemon round trip beyond the staging deadline. */
@@ -66,8 +73,20 @@ static cJSON *call(cJSON *req, int timeout_ms, char *err, size_t errlen)
 
 static cJSON *stage_request(const struct jobinfo *job, cJSON *profile)
 {
-	cJSON *req = request("stage", job->jobid);
+	cJSON *req = request("stage", job->jobid), *nodes = NULL;
+	char err[CONF_ERR_MAX];
 
+	/* A multi-node job's nodes; none for one node (no peer traffic). */
+	if (req && job->nodelist) {
+		nodes = nodelist_expand(job->nodelist, err, sizeof(err));
+		if (!nodes)
+			log_warningx("job %u: %s; staged as a single-node job",
+				     job->jobid, err);
+		else if (cJSON_GetArraySize(nodes) > 1)
+			cJSON_AddItemToObject(req, "nodes", nodes);
+		else
+			cJSON_Delete(nodes);
+	}
 	if (!req || !cJSON_AddNumberToObject(req, "uid", job->uid) ||
 	    !cJSON_AddNumberToObject(req, "gid", job->gid) ||
 	    !cJSON_AddStringToObject(req, "user", job->user)) {
@@ -79,13 +98,16 @@ static cJSON *stage_request(const struct jobinfo *job, cJSON *profile)
 	return req;
 }
 
-/* Stage and wait. Returns 0 when staged, -1 with the reason in err. */
+/* Stage and wait. Returns 0 when staged (everywhere, for a multi-node
+ * job), -1 with the reason in err and, when iostaged says which node
+ * failed the job, its name in RET_NODE (else ""). */
 static int stage(const struct jobinfo *job, unsigned timeout_s, char *err,
-		 size_t errlen)
+		 size_t errlen, char *ret_node, size_t nodelen)
 {
 	cJSON *profile, *req, *reply;
 	const cJSON *state, *error;
 	time_t deadline = time(NULL) + timeout_s;
+	char waiting[CONF_NODE_MAX] = "";
 	int rc = -1;
 
 	profile = cJSON_Parse(job->profile_json);
@@ -103,8 +125,15 @@ static int stage(const struct jobinfo *job, unsigned timeout_s, char *err,
 		long left = (long)(deadline - time(NULL));
 
 		if (left <= 0) {
-			snprintf(err, errlen, "staging timed out after %u s",
-				 timeout_s);
+			/* A multi-node job may be waiting for another node. */
+			if (waiting[0])
+				snprintf(err, errlen, "staging timed out after "
+					 "%u s (node %s still staging)",
+					 timeout_s, waiting);
+			else
+				snprintf(err, errlen,
+					 "staging timed out after %u s",
+					 timeout_s);
 			req = request("abort", job->jobid);
 			if (req)
 				cJSON_AddStringToObject(req, "reason", err);
@@ -129,10 +158,23 @@ static int stage(const struct jobinfo *job, unsigned timeout_s, char *err,
 		}
 		if (cJSON_IsString(state) &&
 		    strcmp(state->valuestring, "failed") == 0) {
+			const cJSON *fn = cJSON_GetObjectItemCaseSensitive(
+				reply, "failed_node");
+
 			snprintf(err, errlen, "%s",
 				 cJSON_IsString(error) ? error->valuestring
 						       : "staging failed");
+			if (cJSON_IsString(fn))
+				snprintf(ret_node, nodelen, "%s",
+					 fn->valuestring);
 			break;
+		}
+		{
+			const cJSON *w = cJSON_GetObjectItemCaseSensitive(
+				reply, "waiting_for");
+
+			snprintf(waiting, sizeof(waiting), "%s",
+				 cJSON_IsString(w) ? w->valuestring : "");
 		}
 		cJSON_Delete(reply); /* still staging: wait again */
 	}
@@ -169,7 +211,9 @@ int main(int argc, char **argv)
 {
 	const char *conf_path = IOSTAGE_CONF_PATH;
 	struct jobinfo job;
-	char err[CONF_ERR_MAX], note[CONF_ERR_MAX + 128];
+	char err[CONF_ERR_MAX], note[CONF_ERR_MAX + 256];
+	char failed_node[CONF_NODE_MAX] = "";
+	const char *self;
 	unsigned timeout_s;
 	int opt, fallback, rc;
 	enum log_level level = LOG_LEVEL_INFO;
@@ -207,16 +251,36 @@ int main(int argc, char **argv)
 	profile_limits(job.profile_json, &timeout_s, &fallback);
 	log_info("job %u: staging for %s (timeout %u s)", job.jobid, job.user,
 		 timeout_s);
-	if (stage(&job, timeout_s, err, sizeof(err)) == 0) {
+	if (stage(&job, timeout_s, err, sizeof(err), failed_node,
+		  sizeof(failed_node)) == 0) {
 		log_info("job %u: staged", job.jobid);
 		return 0;
 	}
 	log_warningx("job %u: staging failed: %s", job.jobid, err);
 failed:
 	profile_limits(job.profile_json, &timeout_s, &fallback);
-	snprintf(note, sizeof(note), "iostage: staging failed: %s%s", err,
-		 fallback ? " (running on the PFS paths: on-failure=fallback)"
-			  : "");
+	/* This node's name as Slurm knows it (the node list's). */
+	self = job.node ? job.node : conf.node_name;
+	if (failed_node[0] && strcmp(failed_node, self)) {
+		/* Another node failed the job: its Prolog says so. */
+		log_info("job %u: failed on node %s; its Prolog sets the "
+			 "job's comment",
+			 job.jobid, failed_node);
+		return 0;
+	}
+	/* A multi-node job's comment names the node that failed it. */
+	if (job.nodelist && strpbrk(job.nodelist, ",["))
+		snprintf(note, sizeof(note),
+			 "iostage: staging failed on node %s: %s%s", self, err,
+			 fallback ? " (running on the PFS paths: "
+				    "on-failure=fallback)"
+				  : "");
+	else
+		snprintf(note, sizeof(note), "iostage: staging failed: %s%s",
+			 err,
+			 fallback ? " (running on the PFS paths: "
+				    "on-failure=fallback)"
+				  : "");
 	if (jobctl_set_comment(job.jobid, note, err, sizeof(err)) < 0)
 		log_warningx("job %u: %s", job.jobid, err);
 	return 0;

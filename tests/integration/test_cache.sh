@@ -472,8 +472,8 @@ test_shared_tier_two_daemons() {
 	va=$(cd "$shared/cache" && ls -d ./*.v* | sed 's|^\./||')
 	assert_eq "one version on the shared tier" 1 "$(printf '%s\n' "$va" | grep -c .)"
 	key=${va%.v*}
-	la=$(readlink "$shared/jobs/1001/data/ds")
-	lb=$(readlink "$shared/jobs/2001/data/ds")
+	la=$(readlink "$shared/jobs/1001.nodeA/data/ds")
+	lb=$(readlink "$shared/jobs/2001.nodeB/data/ds")
 	assert_eq "node A's link" "../../../cache/$va/data" "$la"
 	assert_eq "node B's link" "../../../cache/$va/data" "$lb"
 	assert_eq "one build in all" 1 "$(cat "$TEST_WORKDIR"/[ab]/d.log | grep -c "dataset 'ds': built")"

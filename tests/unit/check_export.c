@@ -14,6 +14,7 @@
 
 #include "cli/export.h"
 #include "cli/telemetry.h"
+#include "common/recmerge.h"
 #include "common/smallfile.h"
 
 #ifndef FIXTURES
@@ -300,6 +301,43 @@ START_TEST(test_csv_formula_guard)
 	csv_free(&c);
 	free(text);
 	cJSON_Delete(recs);
+}
+END_TEST
+
+/* A multi-node job's merged record (common/recmerge.h) renders in every
+ * format like a single-node one, with the job's totals. */
+START_TEST(test_merged_record_renders)
+{
+	static const char *const nodes[] = { "n1", "n2" };
+	static const enum export_format fmts[] = { EXPORT_JSON, EXPORT_CSV,
+						   EXPORT_PROM, EXPORT_TRACE,
+						   EXPORT_HTML };
+	cJSON *p1 = cJSON_Duplicate(cJSON_GetArrayItem(records, 1), true);
+	cJSON *p2 = cJSON_Duplicate(p1, true), *recs = cJSON_CreateArray();
+	const cJSON *parts[2] = { p1, p2 };
+	char *text;
+	struct csv c;
+
+	cJSON_ReplaceItemInObject(p1, "node", cJSON_CreateString("n1"));
+	cJSON_ReplaceItemInObject(p2, "node", cJSON_CreateString("n2"));
+	cJSON_AddItemToArray(recs, recmerge_job(parts, 2, nodes, 2));
+	ck_assert(recmerge_is_merged(cJSON_GetArrayItem(recs, 0)));
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		text = render(fmts[i], recs);
+		ck_assert_ptr_nonnull(strstr(text, "102"));
+		free(text);
+	}
+	text = render(EXPORT_CSV, recs);
+	csv_parse(text, &c);
+	ck_assert_int_eq(c.nrows, 2);
+	/* two nodes' checkpoints: twice one node's bytes */
+	ck_assert_str_eq(c.field[1][csv_col(&c, "checkpoint_write_bytes")],
+			 "3000000000");
+	csv_free(&c);
+	free(text);
+	cJSON_Delete(recs);
+	cJSON_Delete(p1);
+	cJSON_Delete(p2);
 }
 END_TEST
 
@@ -668,6 +706,7 @@ static Suite *export_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_merged_record_renders);
 	tcase_add_test(tc, test_fixture_shapes);
 	tcase_add_loop_test(tc, test_parse_inputs, 0,
 			    sizeof(inputs) / sizeof(inputs[0]));

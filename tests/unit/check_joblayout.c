@@ -160,6 +160,55 @@ START_TEST(test_home_tier_follows_first_dataset)
 }
 END_TEST
 
+/* On a Shared=yes tier every node of a job has its own directory. */
+START_TEST(test_shared_tier_dir_per_node)
+{
+	struct conf c;
+	char err[CONF_ERR_MAX], name[JOBLAYOUT_JOB_NAME_MAX], tiny[4] = "abc";
+	struct profile *p;
+	struct joblayout_env env;
+
+	ck_assert_msg(conf_parse("Tier=nvme Path=/local/nvme\n"
+				 "Tier=bb Path=/bb/iostage Shared=yes\n"
+				 "DefaultTier=nvme\nNodeName=n7\n",
+				 "test.conf", &c, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_int_eq(joblayout_job_name(&c, &c.tiers[0], 42, name,
+					    sizeof(name)), 0);
+	ck_assert_str_eq(name, "42");
+	ck_assert_int_eq(joblayout_job_name(&c, &c.tiers[1], 42, name,
+					    sizeof(name)), 0);
+	ck_assert_str_eq(name, "42.n7");
+	errno = 0;
+	ck_assert_int_eq(joblayout_job_name(&c, &c.tiers[1], 42, tiny,
+					    sizeof(tiny)), -1);
+	ck_assert_int_eq(errno, ENAMETOOLONG);
+	ck_assert_str_eq(tiny, "abc");
+
+	p = profile_parse_json(
+		"{\"datasets\":[{\"name\":\"imagenet\",\"path\":\"/pfs/in\","
+		"\"tier\":\"bb\"},{\"name\":\"val\",\"path\":\"/pfs/val\"}],"
+		"\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/ckpt\","
+		"\"tier\":\"bb\"}]}",
+		"test", err, sizeof(err));
+	ck_assert_msg(p != NULL, "%s", err);
+	ck_assert_msg(profile_normalize(p, &c, err, sizeof(err)) == 0, "%s",
+		      err);
+	ck_assert_int_eq(joblayout_env(&c, p, 42, false, &env), 0);
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_DATA"),
+			 "/bb/iostage/jobs/42.n7/data/imagenet");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_DATA_VAL"),
+			 "/local/nvme/jobs/42/data/val");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_JOB_DIR"),
+			 "/bb/iostage/jobs/42.n7");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_LOCAL"),
+			 "/bb/iostage/jobs/42.n7/local");
+	ck_assert_str_eq(lookup(&env, "IOSTAGE_OUTPUT"),
+			 "/bb/iostage/jobs/42.n7/out/ckpt");
+	profile_destroy(p);
+}
+END_TEST
+
 START_TEST(test_too_long_is_refused_and_output_untouched)
 {
 	struct conf_tier tier = {.name = "x"};
@@ -168,7 +217,7 @@ START_TEST(test_too_long_is_refused_and_output_untouched)
 	memset(tier.path, 'a', sizeof(tier.path) - 1);
 	tier.path[0] = '/';
 	errno = 0;
-	ck_assert_int_eq(joblayout_job_dir(&tier, 1, small, sizeof(small)),
+	ck_assert_int_eq(joblayout_job_dir(&conf, &tier, 1, small, sizeof(small)),
 			 -1);
 	ck_assert_int_eq(errno, ENAMETOOLONG);
 	ck_assert_str_eq(small, "unchanged");
@@ -189,6 +238,7 @@ int main(void)
 	tcase_add_test(tc, test_output_path_errors_leave_buffer_untouched);
 	tcase_add_test(tc, test_home_tier_follows_first_dataset);
 	tcase_add_test(tc, test_too_long_is_refused_and_output_untouched);
+	tcase_add_test(tc, test_shared_tier_dir_per_node);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

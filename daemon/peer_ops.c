@@ -1,0 +1,148 @@
+/* peer_ops.c - what one node's iostaged asks another's (daemon/peer.h).
+ *
+ * Every op here is served to root's MUNGE credential only (peer.c checks
+ * it before dispatch): the asking node has already checked its own user.
+ *   peer_ping                     -> node version
+ *   stage_state    job            -> node state("staging"|"staged"|
+ *                                    "failed"|"unknown") error
+ *                                    (this node's own staging of job J)
+ *   telemetry_part job            -> record (this node's part, live or
+ *                                    finished)
+ *   part_put       job node record -> (the head keeps NODE's closed part)
+ *   history_get    job            -> record (this node's history: the
+ *                                    head's merged record)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "common/log.h"
+#include "common/proto.h"
+#include "daemon/history.h"
+#include "daemon/jobs.h"
+#include "daemon/ops.h"
+#include "daemon/parts.h"
+#include "daemon/peer.h"
+#include "daemon/telemetry.h"
+
+static cJSON *op_peer_ping(const struct peernet_peer *p, const cJSON *req)
+{
+	cJSON *r = proto_reply_ok();
+
+	(void)p;
+	(void)req;
+	if (r) {
+		cJSON_AddStringToObject(r, "node", peer_self());
+		cJSON_AddStringToObject(r, "version", IOSTAGE_VERSION);
+	}
+	return r;
+}
+
+static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
+{
+	char err[CONF_ERR_MAX];
+	struct job_view v;
+	struct job *job;
+	uint32_t id;
+	cJSON *r;
+
+	(void)p;
+	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
+		return proto_reply_error("%s", err);
+	r = proto_reply_ok();
+	if (!r)
+		return NULL;
+	cJSON_AddStringToObject(r, "node", peer_self());
+	job = jobs_get(id);
+	if (!job) {
+		/* Its Prolog may not have asked yet. */
+		cJSON_AddStringToObject(r, "state", "unknown");
+		return r;
+	}
+	jobs_view(job, &v);
+	jobs_put(job);
+	cJSON_AddStringToObject(r, "state", jobs_state_name(v.state));
+	if (v.error[0])
+		cJSON_AddStringToObject(r, "error", v.error);
+	return r;
+}
+
+static cJSON *op_telemetry_part(const struct peernet_peer *p,
+				const cJSON *req)
+{
+	char err[CONF_ERR_MAX];
+	uint32_t id;
+	cJSON *rec, *r;
+
+	(void)p;
+	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
+		return proto_reply_error("%s", err);
+	rec = telemetry_record(id, 0, err, sizeof(err));
+	if (!rec)
+		return proto_reply_error("%s", err);
+	r = proto_reply_ok();
+	if (!r) {
+		cJSON_Delete(rec);
+		return NULL;
+	}
+	cJSON_AddItemToObject(r, "record", rec);
+	return r;
+}
+
+static cJSON *op_part_put(const struct peernet_peer *p, const cJSON *req)
+{
+	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(req, "record");
+	char err[CONF_ERR_MAX];
+	const char *node;
+	uint32_t id;
+
+	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0 ||
+	    proto_get_string(req, "node", &node, err, sizeof(err)) < 0 ||
+	    parts_put(id, node, rec, err, sizeof(err)) < 0) {
+		char shown[CONF_ERR_MAX];
+
+		log_warningx("peer %s: part_put refused: %s", p->addr,
+			     ops_printable(err, shown, sizeof(shown)));
+		return proto_reply_error("part_put refused: %s", err);
+	}
+	return proto_reply_ok();
+}
+
+static cJSON *op_peer_history_get(const struct peernet_peer *p,
+				  const cJSON *req)
+{
+	char err[CONF_ERR_MAX];
+	struct history *h;
+	uint32_t id;
+	cJSON *rec, *r;
+
+	(void)p;
+	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
+		return proto_reply_error("%s", err);
+	h = history_db(err, sizeof(err));
+	if (!h)
+		return proto_reply_error("%s", err);
+	rec = history_get(h, id, err, sizeof(err));
+	if (!rec)
+		return proto_reply_error("%s", errno == ENOENT
+						       ? "not in the history"
+						       : err);
+	r = proto_reply_ok();
+	if (!r) {
+		cJSON_Delete(rec);
+		return NULL;
+	}
+	cJSON_AddItemToObject(r, "record", rec);
+	return r;
+}
+
+const struct peer_op peer_ops[] = {
+	{ "peer_ping", op_peer_ping },
+	{ "stage_state", op_stage_state },
+	{ "telemetry_part", op_telemetry_part },
+	{ "part_put", op_part_put },
+	{ "history_get", op_peer_history_get },
+	{ NULL, NULL },
+};
