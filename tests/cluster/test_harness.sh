@@ -76,6 +76,8 @@ test_second_cluster_alongside() {
 	assert_eq "the second cluster's namespaces" "" \
 		"$(ls /run/netns | grep "^$(CLUSTER_DIR=$d cluster_ns_prefix)-")"
 	assert_eq "the second cluster's mounts" "" "$(grep -F " $d/" /proc/mounts)"
+	assert_eq "the second cluster's processes (munged, slurm*, iostaged)" "" \
+		"$(pgrep -f -- "$d/" | grep -vx "$$")"
 	out=$(as_user "$TEST_USER" srun -N3 hostname | sort | tr '\n' ' ')
 	assert_eq "this cluster after the other stopped" "n1 n2 n3 " "$out"
 }
