@@ -64,7 +64,9 @@ test_second_cluster_alongside() {
 	local d out
 	d=$(mktemp -d /tmp/iostage-cl.XXXXXX)
 	echo $$ >"$d/runner.pid"
-	trap 'CLUSTER_QUIET=1 bash "$CL_DIR/cluster.sh" stop "$d"; rm -rf "$d"' EXIT
+	# (expanded now: d is gone when the EXIT trap runs)
+	# shellcheck disable=SC2064
+	trap "CLUSTER_QUIET=1 bash '$CL_DIR/cluster.sh' stop '$d'; rm -rf '$d'" EXIT
 	CLUSTER_NODES=1 CLUSTER_QUIET=1 bash "$CL_DIR/cluster.sh" start "$d" ||
 		fail "the second cluster did not start"
 	out=$(CLUSTER_DIR=$d SLURM_CONF=$d/slurm.conf on_node login sinfo -h -o '%D %T')
