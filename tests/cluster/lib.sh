@@ -239,11 +239,13 @@ slow_dataset() {
 # stage_worker_stop SRC: SIGSTOP the stage workers copying SRC (on any
 # node): a build frozen mid-copy, for crash tests. 1 if there was none.
 stage_worker_stop() {
+	[ -n "$1" ] || return 2
 	pkill -STOP -f -- "--stage-worker .*$1 "
 }
 
 # stage_worker_cont SRC: let them go on
 stage_worker_cont() {
+	[ -n "$1" ] || return 2
 	pkill -CONT -f -- "--stage-worker .*$1 "
 }
 
