@@ -168,7 +168,7 @@ iostaged_kill() {
 	local pid
 	pid=$(iostaged_pid "$1") || return 0
 	kill -KILL "$pid"
-	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
 	rm -f "$CLUSTER_DIR/nodes/$1/iostaged.pid"
 }
 
