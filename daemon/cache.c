@@ -1062,7 +1062,7 @@ int cache_link_job(int tier, uint32_t jobid, const char *name, const char *key,
 
 	if (joblayout_job_name(cache_conf, &cache_conf->tiers[tier], jobid, job,
 			       sizeof(job)) < 0)
-		snprintf(job, sizeof(job), "%" PRIu32, jobid);
+		snprintf(job, sizeof(job), "%" PRIu32, jobid); /* cannot happen */
 	snprintf(target, sizeof(target), "../../../cache/%s.v%u/data", key,
 		 version);
 	jfd = open_dir_at(tiers_jobs_fd(tier), job);

@@ -1498,7 +1498,7 @@ static int make_out_dir(const struct conf_tier *t, const struct djob *dj,
 
 	snprintf(path, sizeof(path), "%s/jobs", t->path);
 	if (joblayout_job_name(drain_conf, t, dj->id, job, sizeof(job)) < 0)
-		snprintf(job, sizeof(job), "%" PRIu32, dj->id);
+		snprintf(job, sizeof(job), "%" PRIu32, dj->id); /* cannot happen */
 	jobs = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jobs >= 0)
 		jfd = openat(jobs, job,
@@ -1640,7 +1640,7 @@ static int keep_aside(const struct conf_tier *t, uint32_t id, char *ret_path,
 
 	snprintf(path, sizeof(path), "%s/jobs", t->path);
 	if (joblayout_job_name(drain_conf, t, id, job, sizeof(job)) < 0)
-		snprintf(job, sizeof(job), "%" PRIu32, id);
+		snprintf(job, sizeof(job), "%" PRIu32, id); /* cannot happen */
 	jobs = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jobs < 0)
 		goto fail;

@@ -13,7 +13,7 @@
 # Must run as root. DIR is the cluster's directory (made 0755 so users can
 # reach their job directories under it). After start, `. DIR/env.sh`.
 #
-# How it is built (docs/ARCHITECTURE.md "The test cluster"; the facts are in
+# How it is built (docs/ADMIN.md "The test cluster"; the facts are in
 # ../shared/REFERENCE.md): every node -- "ctl" (slurmctld), "login" (users
 # submit from it; no slurmd, no iostaged) and compute nodes n1..nN -- is a
 # network namespace (ip netns, named PREFIX-NODE, PREFIX unique per DIR)

@@ -168,7 +168,7 @@ iostaged_kill() {
 	local pid
 	pid=$(iostaged_pid "$1") || return 0
 	kill -KILL "$pid"
-	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
 	rm -f "$CLUSTER_DIR/nodes/$1/iostaged.pid"
 }
 
@@ -239,11 +239,13 @@ slow_dataset() {
 # stage_worker_stop SRC: SIGSTOP the stage workers copying SRC (on any
 # node): a build frozen mid-copy, for crash tests. 1 if there was none.
 stage_worker_stop() {
+	[ -n "$1" ] || return 2
 	pkill -STOP -f -- "--stage-worker .*$1 "
 }
 
 # stage_worker_cont SRC: let them go on
 stage_worker_cont() {
+	[ -n "$1" ] || return 2
 	pkill -CONT -f -- "--stage-worker .*$1 "
 }
 

@@ -64,7 +64,9 @@ test_second_cluster_alongside() {
 	local d out
 	d=$(mktemp -d /tmp/iostage-cl.XXXXXX)
 	echo $$ >"$d/runner.pid"
-	trap 'CLUSTER_QUIET=1 bash "$CL_DIR/cluster.sh" stop "$d"; rm -rf "$d"' EXIT
+	# (expanded now: d is gone when the EXIT trap runs)
+	# shellcheck disable=SC2064
+	trap "CLUSTER_QUIET=1 bash '$CL_DIR/cluster.sh' stop '$d'; rm -rf '$d'" EXIT
 	CLUSTER_NODES=1 CLUSTER_QUIET=1 bash "$CL_DIR/cluster.sh" start "$d" ||
 		fail "the second cluster did not start"
 	out=$(CLUSTER_DIR=$d SLURM_CONF=$d/slurm.conf on_node login sinfo -h -o '%D %T')
@@ -76,6 +78,8 @@ test_second_cluster_alongside() {
 	assert_eq "the second cluster's namespaces" "" \
 		"$(ls /run/netns | grep "^$(CLUSTER_DIR=$d cluster_ns_prefix)-")"
 	assert_eq "the second cluster's mounts" "" "$(grep -F " $d/" /proc/mounts)"
+	assert_eq "the second cluster's processes (munged, slurm*, iostaged)" "" \
+		"$(pgrep -f -- "$d/" | grep -vx "$$")"
 	out=$(as_user "$TEST_USER" srun -N3 hostname | sort | tr '\n' ' ')
 	assert_eq "this cluster after the other stopped" "n1 n2 n3 " "$out"
 }

@@ -38,14 +38,18 @@ test_sbatch_three_nodes_two_datasets() {
 	# The first thing the script does is a step on all three nodes.
 	cat >job.sh <<JOB
 #!/bin/bash
-#SBATCH -N 3
+#SBATCH -N 3 --ntasks-per-node=2
 #SBATCH --io-profile=dl-train,data=$ds,data=$ds2
 srun --ntasks-per-node=1 bash -c '$DIFF_STEP'
+srun -n 6 --ntasks-per-node=2 bash -c 'diff -r "\$IOSTAGE_DATA_IMGS/" "\$SRC/" >/dev/null && echo "task \$SLURM_PROCID on \$(hostname): same"' >tasks.txt
 JOB
 	submit_wait "$TEST_USER" --export=ALL,SRC="$ds",SRC2="$ds2" -o out.txt job.sh >/dev/null ||
 		fail "sbatch -N3: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
 	jid=$SUBMIT_JOBID
 	assert_same_on out.txt n1 n2 n3
+	assert_eq "tasks (2 per node) that saw the same data" 6 "$(grep -c ': same$' tasks.txt)"
+	assert_eq "nodes of those tasks" "n1 n2 n3" \
+		"$(sed 's/.* on \(n[0-9]*\):.*/\1/' tasks.txt | sort -u | tr '\n' ' ' | sed 's/ $//')"
 	assert_eq "job state" COMPLETED "$(job_state "$jid")"
 	for node in n1 n2 n3; do
 		wait_finished "$node" "$jid" || fail "job $jid not finished on $node"

@@ -89,7 +89,8 @@ test_shared_concurrent_jobs_on_three_nodes() {
 	# One node builds; with its copy held still, the other two wait.
 	build=$(wait_build_started) || fail "no build seen on the shared tier"
 	stage_worker_stop "$ds" || fail "no stage worker for $ds"
-	trap 'stage_worker_cont "$ds"' EXIT
+	# shellcheck disable=SC2064
+	trap "stage_worker_cont '$ds'" EXIT
 	builder=${build##*.}
 	for node in n1 n2 n3; do
 		wait_log "$node" "job ${jids[${node#n} - 1]}: staging 1 dataset" || fail "no staging on $node"
