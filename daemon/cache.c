@@ -39,6 +39,7 @@
 
 #include <xxhash.h>
 
+#include "common/bindmount.h"
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/rmtree.h"
@@ -1003,7 +1004,7 @@ fail:
 	return -1;
 }
 
-/* --- pins and links ----------------------------------------------------------
+/* --- pins and views ----------------------------------------------------------
  */
 
 static void pin_name(uint32_t jobid, char *buf, size_t len)
@@ -1052,16 +1053,16 @@ out:
 	return r;
 }
 
-int cache_link_job(int tier, uint32_t jobid, const char *name, const char *key,
-		   unsigned version, char *err, size_t errlen)
+int cache_mount_job(int tier, uint32_t jobid, const char *name,
+		    const char *key, unsigned version, char *err,
+		    size_t errlen)
 {
-	char job[16], target[CACHE_ENTRY_NAME_MAX + 32];
+	char job[16], vname[CACHE_ENTRY_NAME_MAX], why[CONF_ERR_MAX];
 	struct stat st;
-	int jfd = -1, dfd = -1, r = -1;
+	int jfd = -1, dfd = -1, vfd = -1, sfd = -1, r = -1;
 
 	snprintf(job, sizeof(job), "%" PRIu32, jobid);
-	snprintf(target, sizeof(target), "../../../cache/%s.v%u/data", key,
-		 version);
+	version_name(key, version, vname, sizeof(vname));
 	jfd = open_dir_at(tiers_jobs_fd(tier), job);
 	if (jfd >= 0)
 		dfd = open_dir_at(jfd, "data");
@@ -1077,16 +1078,25 @@ int cache_link_job(int tier, uint32_t jobid, const char *name, const char *key,
 			 tier_name(tier), job);
 		goto out;
 	}
-	if (symlinkat(target, dfd, name) < 0 &&
-	    (errno != EEXIST || unlinkat(dfd, name, 0) < 0 ||
-	     symlinkat(target, dfd, name) < 0)) {
-		snprintf(err, errlen,
-			 "tier '%s': cannot link jobs/%s/data/%s: %s",
-			 tier_name(tier), job, name, strerror(errno));
+	vfd = open_dir_at(tiers_cache_fd(tier), vname);
+	if (vfd >= 0)
+		sfd = openat(vfd, "data", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0) {
+		snprintf(err, errlen, "tier '%s': cannot open cache/%s/data: %s",
+			 tier_name(tier), vname, strerror(errno));
+		goto out;
+	}
+	if (bindmount_ro_at(sfd, dfd, name, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "tier '%s': jobs/%s/data: %s",
+			 tier_name(tier), job, why);
 		goto out;
 	}
 	r = 0;
 out:
+	if (sfd >= 0)
+		close(sfd);
+	if (vfd >= 0)
+		close(vfd);
 	if (dfd >= 0)
 		close(dfd);
 	if (jfd >= 0)
@@ -1743,6 +1753,9 @@ int cache_init(const struct conf *conf, bool (*job_known)(uint32_t id),
 	(void)err;
 	(void)errlen;
 	cache_conf = conf;
+	/* Views (bind mounts) of jobs gone while we were down go first, so
+	 * that nothing below still shows a version this start removes. */
+	tiers_detach_stale(job_known);
 	removed = journal_replay(replay_remove, NULL);
 	if (removed)
 		log_warningx("removed %u unfinished build%s listed in the "

@@ -75,7 +75,8 @@ struct cache_lock;
 /* K for (UID, SRC) into ret (CACHE_KEY_LEN hex digits and a NUL). */
 void cache_key(uid_t uid, const char *src, char ret[CACHE_KEY_LEN + 1]);
 
-/* Start-up, after tiers_init, jobs_init and journal_init: remove the
+/* Start-up, after tiers_init, jobs_init and journal_init: unmount the
+ * views of jobs JOB_KNOWN does not know (tiers_detach_stale), remove the
  * builds the journal lists (and, on tiers only this node uses, any other
  * leftover build), remove versions lacking meta.json, manifest or data,
  * drop this node's pins of jobs JOB_KNOWN does not know, remove old
@@ -150,10 +151,14 @@ int cache_reserve(int tier, const char *dsname, uint64_t size, char *err,
 int cache_pin(int tier, const char *key, unsigned version, uint32_t jobid,
 	      char *err, size_t errlen);
 
-/* Point TIER/jobs/JOBID/data/NAME at K.vN/data (a relative symlink made
- * by root in root's data/ directory). 0 or -1 with err. */
-int cache_link_job(int tier, uint32_t jobid, const char *name, const char *key,
-		   unsigned version, char *err, size_t errlen);
+/* Make TIER/jobs/JOBID/data/NAME a read-only bind mount of K.vN/data (a
+ * directory, or a file onto a file), made by root in root's data/
+ * directory through fds (common/bindmount), so the job sees a real
+ * directory nobody can write through. tiers_remove_job_dir unmounts it.
+ * 0 or -1 with err. */
+int cache_mount_job(int tier, uint32_t jobid, const char *name,
+		    const char *key, unsigned version, char *err,
+		    size_t errlen);
 
 /* Remove this node's pins of job JOBID on every version of KEY, then
  * remove the versions of KEY that are neither current nor pinned (when

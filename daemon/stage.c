@@ -18,7 +18,8 @@
  *      current version as --previous so unchanged files are hard-linked;
  *      space is reserved (evicting if needed) between its walk and its
  *      copy; cache.c publishes it;
- *   4. the job pins the version and gets a link to it; K.lock is released.
+ *   4. the job pins the version and gets a read-only bind mount of it;
+ *      K.lock is released.
  * Workers run at most StageParallelism at once (a counting semaphore taken
  * after K.lock: waiters for a busy K hold no slot).
  *
@@ -661,8 +662,8 @@ static int stage_dataset(struct run *run, size_t i)
 	if (!job->prestage &&
 	    (cache_pin(t, key, built.version, job->id, run->err,
 		       sizeof(run->err)) < 0 ||
-	     cache_link_job(t, job->id, ds->name, key, built.version, run->err,
-			    sizeof(run->err)) < 0))
+	     cache_mount_job(t, job->id, ds->name, key, built.version,
+			     run->err, sizeof(run->err)) < 0))
 		goto fail;
 	if (hit) {
 		log_info("job %u: dataset '%s': cache hit %s on tier '%s': %s",
