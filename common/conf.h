@@ -23,6 +23,7 @@
 #define CONF_STAGE_PARALLELISM_MAX 64
 #define CONF_DRAIN_TIMEOUT_MAX 86400 /* DrainTimeout upper bound, seconds */
 #define CONF_RECOMMEND_MIN_JOBS_MAX 1000
+#define CONF_USER_MAX 33       /* PublicUser: a login name, NUL included */
 #define CONF_LISTEN_MAX 64    /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
 
 #ifndef IOSTAGE_SHIM_PATH
@@ -84,6 +85,9 @@ struct conf {
 	unsigned metrics_job_grace;     /* seconds a finished job's series stay */
 	bool trace;                     /* Trace=yes: deep mode for every job */
 	char trace_library[CONF_PATH_MAX]; /* the LD_PRELOAD shim (TraceLibrary) */
+	/* Public datasets shared across users (docs/STAGING.md). */
+	bool public_datasets;           /* PublicDatasets=yes */
+	char public_user[CONF_USER_MAX]; /* builds them; never root */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -97,7 +101,7 @@ struct conf {
  * RecommendWindow=30d, RecommendHint=yes, MetricsListen=127.0.0.1:9464,
  * MetricsTextfile=no, MetricsInterval=15, MetricsJobGrace=300, Trace=no,
  * TraceLibrary=IOSTAGE_SHIM_PATH (where `make install` puts
- * libiostage-preload.so). */
+ * libiostage-preload.so), PublicDatasets=yes, PublicUser=nobody. */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is
@@ -117,6 +121,11 @@ const struct conf_tier *conf_find_tier(const struct conf *conf,
 
 /* Write the tier names as "a, b, c" into buf (for "known: ..." messages). */
 void conf_tier_names(const struct conf *conf, char *buf, size_t buflen);
+
+/* Is S a portable user name ([a-z_][a-z0-9_.-]*, shorter than
+ * CONF_USER_MAX)? Only the form: whether the account exists is iostaged's
+ * question (conf_public_account in daemon/main.c). */
+bool conf_is_user_name(const char *s);
 
 /* Is S a valid NodeName ([A-Za-z0-9_.-]{1,63}, not starting with '.')? */
 bool conf_is_node_name(const char *s);
