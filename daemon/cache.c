@@ -1487,7 +1487,10 @@ cJSON *cache_ls_json(uid_t peer_uid)
 		cJSON_AddNumberToObject(o, "last_used", (double)s[i].last_used);
 		cJSON_AddNumberToObject(o, "pins", npins < 0 ? 0 : npins);
 		pins = cJSON_AddArrayToObject(o, "pinned_by");
-		for (p = strtok_r(list, ", ", &save); pins && p;
+		/* A public entry's pins name other users' jobs: their count
+		 * only, except for root. */
+		for (p = strtok_r(list, ", ", &save);
+		     pins && p && (peer_uid == 0 || !s[i].public);
 		     p = strtok_r(NULL, ", ", &save))
 			cJSON_AddItemToArray(pins, cJSON_CreateString(p));
 		cJSON_AddItemToArray(arr, o);

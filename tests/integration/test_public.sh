@@ -64,7 +64,7 @@ assert_no_writes() {
 }
 
 test_two_users_share_one_public_copy() {
-	local src="$TEST_WORKDIR/pfs/pubds" j1 j2 e1 e2 cache r
+	local src="$TEST_WORKDIR/pfs/pubds" j1 j2 j3 e1 e2 cache r
 	make_public "$src"
 	write_probe_job
 	run_probe "$TEST_USER" one.txt "$src"
@@ -106,6 +106,22 @@ test_two_users_share_one_public_copy() {
 	assert_contains "cache_ls by another user" "$r" "\"source\":\"$src\",\"uid\":0,\"user\":\"(public)\",\"public\":true"
 	r=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" cache ls)
 	assert_contains "iostage cache ls marks it" "$r" "(public)"
+	# While a job of one user pins it, another user sees the count of
+	# pins, not which jobs; root sees both.
+	submit "$TEST_USER" --io-profile="dl-train,data=$src" -o pin.txt \
+		--wrap 'touch started; sleep 60' >/dev/null || fail "sbatch: $SUBMIT_OUT"
+	j3=$SUBMIT_JOBID
+	for _ in $(seq 1 100); do [ -e started ] && break; sleep 0.2; done
+	[ -e started ] || fail "job $j3 did not start"
+	r=$(iostaged_request "$OTHER_USER" '{"op":"cache_ls"}')
+	assert_contains "another user's view of the pins" "$r" "\"source\":\"$src\""
+	assert_contains "another user's view of the pins" "$r" '"pins":1,"pinned_by":[]'
+	r=$(iostaged_request '{"op":"cache_ls"}')
+	assert_contains "root's view of the pins" "$r" ".$j3\"]"
+	r=$(iostaged_request "{\"op\":\"cache_evict\",\"key\":\"${e1%.v*}\"}")
+	assert_contains "evict while pinned, by root" "$r" "is pinned by"
+	scancel "$j3"
+	pub_wait_finished "$j3"
 	r=$(iostaged_request "$TEST_USER" "{\"op\":\"cache_evict\",\"key\":\"${e1%.v*}\"}")
 	assert_contains "evict by a user" "$r" "only root may evict it"
 	[ -d "$cache" ] || fail "a user evicted the public entry"
