@@ -62,6 +62,8 @@ enum conf_key {
 	CONF_KEY_PEER_LISTEN,
 	CONF_KEY_PEER_PARTS_TIMEOUT,
 	CONF_KEY_MUNGE_SOCKET,
+	CONF_KEY_PUBLIC_DATASETS,
+	CONF_KEY_PUBLIC_USER,
 	CONF_KEY_COUNT,
 };
 
@@ -94,6 +96,8 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_PEER_LISTEN] = "PeerListen",
     [CONF_KEY_PEER_PARTS_TIMEOUT] = "PeerPartsTimeout",
     [CONF_KEY_MUNGE_SOCKET] = "MungeSocket",
+    [CONF_KEY_PUBLIC_DATASETS] = "PublicDatasets",
+    [CONF_KEY_PUBLIC_USER] = "PublicUser",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -245,9 +249,25 @@ void conf_set_defaults(struct conf *conf)
 	conf->metrics_job_grace = 300;
 	snprintf(conf->trace_library, sizeof(conf->trace_library), "%s",
 		 IOSTAGE_SHIM_PATH);
+	conf->public_datasets = true;
+	snprintf(conf->public_user, sizeof(conf->public_user), "%s", "nobody");
 	conf_default_node_name(conf->node_name, sizeof(conf->node_name));
 	conf->peer_port = CONF_PEER_PORT_DEFAULT;
 	conf->peer_parts_timeout = 60;
+}
+
+bool conf_is_user_name(const char *s)
+{
+	size_t i;
+
+	if (!s || !((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+		return false;
+	for (i = 1; s[i]; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+		      s[i] == '.' || s[i] == '-'))
+			return false;
+	return i < CONF_USER_MAX;
 }
 
 int conf_parse_size(const char *s, uint64_t *ret)
@@ -692,6 +712,25 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 					 key, sizeof(c->munge_socket) - 1);
 		return conf_path(cp, key, val, c->munge_socket,
 				 sizeof(c->munge_socket));
+	case CONF_KEY_PUBLIC_DATASETS:
+		if (strcasecmp(val, "yes") == 0 || strcasecmp(val, "no") == 0) {
+			c->public_datasets = strcasecmp(val, "yes") == 0;
+			return 0;
+		}
+		return conf_fail(cp, "key '%s': expected yes or no, not '%s'",
+				 key, conf_show(val, show, sizeof(show)));
+	case CONF_KEY_PUBLIC_USER:
+		/* A name only (resolved by iostaged, which also refuses
+		 * root): what useradd accepts, in the portable set. */
+		if (!conf_is_user_name(val))
+			return conf_fail(cp,
+					 "key '%s': '%s' is not a user name "
+					 "([a-z_][a-z0-9_.-]*, at most %d "
+					 "characters)",
+					 key, conf_show(val, show, sizeof(show)),
+					 CONF_USER_MAX - 1);
+		snprintf(c->public_user, sizeof(c->public_user), "%s", val);
+		return 0;
 	case CONF_KEY_COUNT:
 		break;
 	}

@@ -23,6 +23,7 @@
 #define CONF_STAGE_PARALLELISM_MAX 64
 #define CONF_DRAIN_TIMEOUT_MAX 86400 /* DrainTimeout upper bound, seconds */
 #define CONF_RECOMMEND_MIN_JOBS_MAX 1000
+#define CONF_USER_MAX 33       /* PublicUser: a login name, NUL included */
 #define CONF_LISTEN_MAX 64    /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
 #define CONF_PEER_PORT_DEFAULT 6826 /* PeerPort: iostaged to iostaged, TCP */
 
@@ -90,6 +91,9 @@ struct conf {
 	char peer_listen[CONF_LISTEN_MAX]; /* address to listen on, "" = all */
 	unsigned peer_parts_timeout;    /* seconds the head waits for parts */
 	char munge_socket[CONF_SOCKET_MAX]; /* munged's socket, "" = default */
+	/* Public datasets shared across users (docs/STAGING.md). */
+	bool public_datasets;           /* PublicDatasets=yes */
+	char public_user[CONF_USER_MAX]; /* builds them; never root */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -104,7 +108,8 @@ struct conf {
  * MetricsTextfile=no, MetricsInterval=15, MetricsJobGrace=300, Trace=no,
  * TraceLibrary=IOSTAGE_SHIM_PATH (where `make install` puts
  * libiostage-preload.so), PeerPort=6826 (0: off), PeerListen=* (every
- * address), PeerPartsTimeout=60, MungeSocket= (libmunge's default). */
+ * address), PeerPartsTimeout=60, MungeSocket= (libmunge's default),
+ * PublicDatasets=yes, PublicUser=nobody. */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is
@@ -124,6 +129,11 @@ const struct conf_tier *conf_find_tier(const struct conf *conf,
 
 /* Write the tier names as "a, b, c" into buf (for "known: ..." messages). */
 void conf_tier_names(const struct conf *conf, char *buf, size_t buflen);
+
+/* Is S a portable user name ([a-z_][a-z0-9_.-]*, shorter than
+ * CONF_USER_MAX)? Only the form: whether the account exists is iostaged's
+ * question (conf_public_account in daemon/main.c). */
+bool conf_is_user_name(const char *s);
 
 /* Is S a valid NodeName ([A-Za-z0-9_.-]{1,63}, not starting with '.')? */
 bool conf_is_node_name(const char *s);

@@ -62,6 +62,7 @@
 #include <xxhash.h>
 
 #include "common/copyengine.h"
+#include "common/publictree.h"
 #include "common/rmtree.h"
 
 #define CE_BUF (1u << 20)                 /* pread/pwrite and hash buffer */
@@ -288,6 +289,40 @@ static void msg_path(char *buf, size_t len, const char *base,
 		snprintf(buf, len, "%s", full);
 	else
 		snprintf(buf, len, "%.150s...%s", full, full + n - 240);
+}
+
+static void ce_failf(struct copyengine *ce, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* opts.public_only: does entry REL (NAME in the directory DIRFD; NULL:
+ * DIRFD itself) with mode MODE keep the tree public? -1 (failure
+ * recorded, EACCES) when not. */
+static int public_check(struct copyengine *ce, int dirfd, const char *name,
+			const char *rel, mode_t mode)
+{
+	char m[600];
+	int acl;
+
+	if (!ce->o.public_only)
+		return 0;
+	msg_path(m, sizeof(m), ce->src, rel);
+	if (!publictree_mode_ok(mode)) {
+		ce_failf(ce, EACCES,
+			 "cannot share %s: mode %04o is not readable by "
+			 "everyone",
+			 m, (unsigned)(mode & 07777));
+		return -1;
+	}
+	if (S_ISLNK(mode))
+		return 0;
+	acl = publictree_has_acl(dirfd, name);
+	if (acl != 0) {
+		ce_failf(ce, EACCES, "cannot share %s: %s", m,
+			 acl > 0 ? "it has an ACL, which may deny someone"
+				 : strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 /* Record the first failure (later ones are consequences) and stop. */
@@ -566,6 +601,15 @@ static int walk_dir(struct ce_local *l, const struct ce_dirjob *job,
 			add_special(ce, job->path, job->len, de->d_name,
 				    sx.stx_mode);
 			continue;
+		}
+		if (ce->o.public_only) {
+			char rel[MANIFEST_PATH_MAX + 1];
+
+			snprintf(rel, sizeof(rel), "%s%s%s", job->path,
+				 job->len ? "/" : "", de->d_name);
+			if (public_check(ce, fd, de->d_name, rel,
+					 sx.stx_mode) < 0)
+				goto fail;
 		}
 		if (atomic_fetch_add(&ce->nentries, 1) + 1 >=
 		    MANIFEST_MAX_ENTRIES) {
@@ -1057,6 +1101,15 @@ static int open_top(struct copyengine *ce, struct ce_item *it)
 			 ce->src);
 		return -1;
 	}
+	/* Before opening: say why a private top is not shared rather than
+	 * "Permission denied". */
+	if (ce->o.public_only && !publictree_mode_ok(before.st_mode)) {
+		ce_failf(ce, EACCES,
+			 "cannot share %s: mode %04o is not readable by "
+			 "everyone",
+			 ce->src, (unsigned)(before.st_mode & 07777));
+		return -1;
+	}
 	fd = open(ce->src, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
 				   (S_ISDIR(before.st_mode) ? O_DIRECTORY : 0));
 	if (fd < 0)
@@ -1070,6 +1123,10 @@ static int open_top(struct copyengine *ce, struct ce_item *it)
 	if ((sx.stx_mode & S_IFMT) != (before.st_mode & S_IFMT)) {
 		close(fd);
 		return fail_changed(ce, "");
+	}
+	if (public_check(ce, fd, NULL, "", sx.stx_mode) < 0) {
+		close(fd);
+		return -1;
 	}
 	ce->src_root = fd;
 	ce->src_dir = S_ISDIR(sx.stx_mode);

@@ -77,6 +77,11 @@ struct copyengine_opts {
 	 * accident: the copy is shared with later jobs, and unchanged files
 	 * are hard links shared with other versions. */
 	bool read_only;
+	/* Fail the walk (EACCES, "cannot share SRC/x: ...") at the first
+	 * entry, the top included, that is not readable by everyone
+	 * (common/publictree: a+r files, a+rx directories, no ACL): a
+	 * public cache entry is served to every user. */
+	bool public_only;
 	/* Never use copy_file_range (exercises the pread/pwrite path). */
 	bool no_copy_file_range;
 	/* How the destination is named in messages (e.g. "DSTDIR/data").

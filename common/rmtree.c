@@ -21,11 +21,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/bindmount.h"
 #include "common/rmtree.h"
 
 #define RMTREE_RETRIES 8      /* per entry, against racing writers */
@@ -34,6 +36,7 @@
 
 struct rm_ctx {
 	dev_t dev;                    /* stay on this file system */
+	uint64_t mnt_id;              /* and on this mount (0: unknown) */
 	char path[RMTREE_MSG_PATH];   /* relative path, for messages only */
 	size_t len;
 	char *err;
@@ -89,6 +92,7 @@ static int fix_dir_mode(int dfd)
 static int rm_dir(struct rm_ctx *c, int dfd, const char *name, int depth)
 {
 	struct stat st;
+	uint64_t id;
 	int sub, r;
 
 	if (depth >= RMTREE_MAX_DEPTH) {
@@ -114,7 +118,11 @@ static int rm_dir(struct rm_ctx *c, int dfd, const char *name, int depth)
 		close(sub);
 		return r;
 	}
-	if (st.st_dev != c->dev) {
+	/* A bind mount of the same file system has the same st_dev: only
+	 * the mount id tells it (a job's read-only view of a cache entry
+	 * left mounted must never make root empty the entry). */
+	if (st.st_dev != c->dev ||
+	    (c->mnt_id && (bindmount_id(sub, &id) < 0 || id != c->mnt_id))) {
 		close(sub);
 		errno = EXDEV;
 		if (c->err && c->errlen)
@@ -241,6 +249,8 @@ static int rm_init(struct rm_ctx *c, int dirfd, char *err, size_t errlen)
 		return -1;
 	}
 	c->dev = st.st_dev;
+	if (bindmount_id(dirfd, &c->mnt_id) < 0)
+		c->mnt_id = 0; /* no mount ids here: st_dev only */
 	return 0;
 }
 

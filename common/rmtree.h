@@ -7,7 +7,9 @@
  * O_DIRECTORY) relative to its already-open parent, every entry is removed
  * with unlinkat() relative to the directory that holds it, and a symlink is
  * always removed as a link. The walk does not cross into other file systems
- * and stops at RMTREE_MAX_DEPTH levels, so memory and fds stay bounded.
+ * nor into other mounts (a bind mount of the same file system is told by
+ * its mount id), and stops at RMTREE_MAX_DEPTH levels, so memory and fds
+ * stay bounded. A file bind-mounted over is not removed either (EBUSY).
  */
 #ifndef IOSTAGE_RMTREE_H
 #define IOSTAGE_RMTREE_H

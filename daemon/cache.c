@@ -39,8 +39,10 @@
 
 #include <xxhash.h>
 
+#include "common/bindmount.h"
 #include "common/joblayout.h"
 #include "common/log.h"
+#include "common/owntree.h"
 #include "common/proto.h"
 #include "common/rmtree.h"
 #include "common/smallfile.h"
@@ -67,6 +69,7 @@ struct entry {
 	time_t created, verified, last_used;
 	int64_t verified_ns;
 	enum profile_verify verify;
+	bool public; /* a public entry: listed to all, root's data */
 	bool seen; /* rescan mark */
 };
 
@@ -83,7 +86,9 @@ static pthread_mutex_t evict_mu = PTHREAD_MUTEX_INITIALIZER;
 /* --- names -------------------------------------------------------------------
  */
 
-void cache_key(uid_t uid, const char *src, char ret[CACHE_KEY_LEN + 1])
+/* K of the text "PREFIX:SRC". */
+static void key_of(const char *prefix, const char *src,
+		   char ret[CACHE_KEY_LEN + 1])
 {
 	static const char hex[] = "0123456789abcdef";
 	char buf[CONF_PATH_MAX + 32];
@@ -92,7 +97,7 @@ void cache_key(uid_t uid, const char *src, char ret[CACHE_KEY_LEN + 1])
 	int n;
 	size_t i;
 
-	n = snprintf(buf, sizeof(buf), "%u:%s", (unsigned)uid, src);
+	n = snprintf(buf, sizeof(buf), "%s:%s", prefix, src);
 	if (n < 0)
 		n = 0;
 	if ((size_t)n >= sizeof(buf))
@@ -104,6 +109,19 @@ void cache_key(uid_t uid, const char *src, char ret[CACHE_KEY_LEN + 1])
 		ret[2 * i + 1] = hex[c.digest[i] & 15];
 	}
 	ret[CACHE_KEY_LEN] = '\0';
+}
+
+void cache_key(uid_t uid, const char *src, char ret[CACHE_KEY_LEN + 1])
+{
+	char prefix[16];
+
+	snprintf(prefix, sizeof(prefix), "%u", (unsigned)uid);
+	key_of(prefix, src, ret);
+}
+
+void cache_key_public(const char *src, char ret[CACHE_KEY_LEN + 1])
+{
+	key_of("public", src, ret);
 }
 
 static bool is_key(const char *s, size_t len)
@@ -332,7 +350,16 @@ static struct entry *load_version(int tier, const char *name, char *why,
 		e->verified_ns = (int64_t)e->verified * 1000000000;
 	e->verify = verify_from_name(
 	    cJSON_IsString(verify) ? verify->valuestring : NULL);
+	e->public = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta,
+								  "public"));
 	e->last_used = mst.st_mtime;
+	/* A public entry is root's through and through: whoever built it
+	 * never owned what is served. */
+	if (e->public && (e->uid != 0 || (st.st_mode & 0222))) {
+		snprintf(why, whylen, "public, but data is uid %u mode %04o",
+			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		goto fail;
+	}
 	/* The data belongs to the entry's user; anything else is not ours
 	 * to serve to that user. */
 	if (st.st_uid != e->uid) {
@@ -709,6 +736,8 @@ static char *meta_text(const char *key, unsigned version,
 	cJSON_AddNumberToObject(o, "bytes", (double)m->bytes);
 	cJSON_AddNumberToObject(o, "files", (double)m->files);
 	cJSON_AddStringToObject(o, "verify", verify_name(m->verify));
+	if (m->public)
+		cJSON_AddBoolToObject(o, "public", true);
 	cJSON_AddNumberToObject(o, "created", (double)created);
 	cJSON_AddNumberToObject(o, "verified",
 				(double)(verified_ns / 1000000000));
@@ -738,7 +767,8 @@ void cache_mark_verified(int tier, const char *key, unsigned version,
 					.user = e->user,
 					.bytes = e->bytes,
 					.files = e->files,
-					.verify = e->verify};
+					.verify = e->verify,
+					.public = e->public};
 		created = e->created;
 		text = meta_text(key, version, &m, created, verified_ns);
 	}
@@ -954,6 +984,17 @@ int cache_build_publish(struct cache_build *b, const struct cache_meta *meta,
 		snprintf(why, sizeof(why), "the worker left no data");
 		goto fail;
 	}
+	/* Public: other users will read it, so nothing of it may stay the
+	 * builder's (nor anyone's but root's) to change. */
+	if (meta->public) {
+		char terr[CONF_ERR_MAX - 64];
+
+		if (owntree_take(bfd, "data", 0, 0, terr, sizeof(terr)) < 0) {
+			snprintf(why, sizeof(why), "cannot take data over: %s",
+				 terr);
+			goto fail;
+		}
+	}
 	text = meta_text(b->key, b->version, meta, now,
 			 meta->verified_ns ? meta->verified_ns
 					   : (int64_t)now * 1000000000);
@@ -1004,7 +1045,7 @@ fail:
 	return -1;
 }
 
-/* --- pins and links ----------------------------------------------------------
+/* --- pins and views ----------------------------------------------------------
  */
 
 static void pin_name(uint32_t jobid, char *buf, size_t len)
@@ -1053,18 +1094,19 @@ out:
 	return r;
 }
 
-int cache_link_job(int tier, uint32_t jobid, const char *name, const char *key,
-		   unsigned version, char *err, size_t errlen)
+int cache_mount_job(int tier, uint32_t jobid, const char *name,
+		    const char *key, unsigned version, char *err,
+		    size_t errlen)
 {
-	char job[JOBLAYOUT_JOB_NAME_MAX], target[CACHE_ENTRY_NAME_MAX + 32];
+	char job[JOBLAYOUT_JOB_NAME_MAX], vname[CACHE_ENTRY_NAME_MAX],
+		why[CONF_ERR_MAX];
 	struct stat st;
-	int jfd = -1, dfd = -1, r = -1;
+	int jfd = -1, dfd = -1, vfd = -1, sfd = -1, r = -1;
 
 	if (joblayout_job_name(cache_conf, &cache_conf->tiers[tier], jobid, job,
 			       sizeof(job)) < 0)
 		snprintf(job, sizeof(job), "%" PRIu32, jobid); /* cannot happen */
-	snprintf(target, sizeof(target), "../../../cache/%s.v%u/data", key,
-		 version);
+	version_name(key, version, vname, sizeof(vname));
 	jfd = open_dir_at(tiers_jobs_fd(tier), job);
 	if (jfd >= 0)
 		dfd = open_dir_at(jfd, "data");
@@ -1080,16 +1122,25 @@ int cache_link_job(int tier, uint32_t jobid, const char *name, const char *key,
 			 tier_name(tier), job);
 		goto out;
 	}
-	if (symlinkat(target, dfd, name) < 0 &&
-	    (errno != EEXIST || unlinkat(dfd, name, 0) < 0 ||
-	     symlinkat(target, dfd, name) < 0)) {
-		snprintf(err, errlen,
-			 "tier '%s': cannot link jobs/%s/data/%s: %s",
-			 tier_name(tier), job, name, strerror(errno));
+	vfd = open_dir_at(tiers_cache_fd(tier), vname);
+	if (vfd >= 0)
+		sfd = openat(vfd, "data", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0) {
+		snprintf(err, errlen, "tier '%s': cannot open cache/%s/data: %s",
+			 tier_name(tier), vname, strerror(errno));
+		goto out;
+	}
+	if (bindmount_ro_at(sfd, dfd, name, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "tier '%s': jobs/%s/data: %s",
+			 tier_name(tier), job, why);
 		goto out;
 	}
 	r = 0;
 out:
+	if (sfd >= 0)
+		close(sfd);
+	if (vfd >= 0)
+		close(vfd);
 	if (dfd >= 0)
 		close(dfd);
 	if (jfd >= 0)
@@ -1338,13 +1389,15 @@ struct snap {
 	uint64_t bytes, files;
 	time_t created, verified, last_used;
 	enum profile_verify verify;
+	bool public;
 	bool current;
 };
 
 /* Summaries matching the filter (uid: (uid_t)-1 = any; key/src NULL =
- * any; tier -1 = any). Caller frees. */
-static struct snap *snapshot(int tier, uid_t uid, const char *key,
-			     const char *src, size_t *ret_n)
+ * any; tier -1 = any; WITH_PUBLIC: public entries whatever the uid).
+ * Caller frees. */
+static struct snap *snapshot(int tier, uid_t uid, bool with_public,
+			     const char *key, const char *src, size_t *ret_n)
 {
 	struct snap *s = NULL, *ns;
 	const struct entry *e, *o;
@@ -1353,7 +1406,8 @@ static struct snap *snapshot(int tier, uid_t uid, const char *key,
 	pthread_mutex_lock(&cache_mu);
 	for (e = entries; e; e = e->next) {
 		if ((tier >= 0 && e->tier != tier) ||
-		    (uid != (uid_t)-1 && e->uid != uid) ||
+		    (uid != (uid_t)-1 && e->uid != uid &&
+		     !(with_public && e->public)) ||
 		    (key && strcmp(e->key, key)) ||
 		    (src && strcmp(e->src, src)))
 			continue;
@@ -1374,6 +1428,7 @@ static struct snap *snapshot(int tier, uid_t uid, const char *key,
 		s[n].verified = e->verified;
 		s[n].last_used = e->last_used;
 		s[n].verify = e->verify;
+		s[n].public = e->public;
 		s[n].current = true;
 		for (o = entries; o; o = o->next)
 			if (o->tier == e->tier && o->version > e->version &&
@@ -1404,7 +1459,9 @@ cJSON *cache_ls_json(uid_t peer_uid)
 	if (!arr)
 		return NULL;
 	rescan_shared(-1);
-	s = snapshot(-1, peer_uid == 0 ? (uid_t)-1 : peer_uid, NULL, NULL, &n);
+	/* Public entries hold only what everyone may read: listed to all. */
+	s = snapshot(-1, peer_uid == 0 ? (uid_t)-1 : peer_uid, true, NULL,
+		     NULL, &n);
 	for (i = 0; i < n; i++) {
 		char name[CACHE_ENTRY_NAME_MAX], list[1024], *p, *save = NULL;
 		int npins;
@@ -1425,6 +1482,7 @@ cJSON *cache_ls_json(uid_t peer_uid)
 		cJSON_AddStringToObject(o, "source", s[i].src);
 		cJSON_AddNumberToObject(o, "uid", (double)s[i].uid);
 		cJSON_AddStringToObject(o, "user", s[i].user);
+		cJSON_AddBoolToObject(o, "public", s[i].public);
 		cJSON_AddNumberToObject(o, "bytes", (double)s[i].bytes);
 		cJSON_AddNumberToObject(o, "files", (double)s[i].files);
 		cJSON_AddStringToObject(o, "verify", verify_name(s[i].verify));
@@ -1433,7 +1491,10 @@ cJSON *cache_ls_json(uid_t peer_uid)
 		cJSON_AddNumberToObject(o, "last_used", (double)s[i].last_used);
 		cJSON_AddNumberToObject(o, "pins", npins < 0 ? 0 : npins);
 		pins = cJSON_AddArrayToObject(o, "pinned_by");
-		for (p = strtok_r(list, ", ", &save); pins && p;
+		/* A public entry's pins name other users' jobs: their count
+		 * only, except for root. */
+		for (p = strtok_r(list, ", ", &save);
+		     pins && p && (peer_uid == 0 || !s[i].public);
 		     p = strtok_r(NULL, ", ", &save))
 			cJSON_AddItemToArray(pins, cJSON_CreateString(p));
 		cJSON_AddItemToArray(arr, o);
@@ -1454,13 +1515,13 @@ cJSON *cache_evict(uid_t peer_uid, const char *key, const char *src, uid_t uid,
 
 	rescan_shared(tier);
 	if (key) {
-		s = snapshot(tier, (uid_t)-1, key, NULL, &n);
+		s = snapshot(tier, (uid_t)-1, false, key, NULL, &n);
 	} else {
 		if (!all_users) {
 			cache_key(uid, src, k);
 			only = uid;
 		}
-		s = snapshot(tier, only, all_users ? NULL : k, src, &n);
+		s = snapshot(tier, only, false, all_users ? NULL : k, src, &n);
 	}
 	if (n == 0) {
 		if (key)
@@ -1475,6 +1536,14 @@ cJSON *cache_evict(uid_t peer_uid, const char *key, const char *src, uid_t uid,
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
+		if (peer_uid != 0 && s[i].public) {
+			snprintf(err, errlen,
+				 "permission denied: cache entry %s.v%u (%s) is "
+				 "public, shared by every user: only root may "
+				 "evict it",
+				 s[i].key, s[i].version, s[i].src);
+			goto out;
+		}
 		if (peer_uid != 0 && s[i].uid != peer_uid) {
 			snprintf(
 			    err, errlen,
@@ -1718,7 +1787,7 @@ static void gc_tier(int tier)
 	struct snap *s;
 	size_t n, i, j;
 
-	s = snapshot(tier, (uid_t)-1, NULL, NULL, &n);
+	s = snapshot(tier, (uid_t)-1, false, NULL, NULL, &n);
 	for (i = 0; i < n; i++) {
 		struct cache_lock *lk;
 
@@ -1746,6 +1815,9 @@ int cache_init(const struct conf *conf, bool (*job_known)(uint32_t id),
 	(void)err;
 	(void)errlen;
 	cache_conf = conf;
+	/* Views (bind mounts) of jobs gone while we were down go first, so
+	 * that nothing below still shows a version this start removes. */
+	tiers_detach_stale(job_known);
 	removed = journal_replay(replay_remove, NULL);
 	if (removed)
 		log_warningx("removed %u unfinished build%s listed in the "

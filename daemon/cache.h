@@ -48,11 +48,15 @@ struct cache_version {
 	enum profile_verify verify;
 };
 
+/* The "user" of a public entry in meta.json and listings. */
+#define CACHE_PUBLIC_USER "(public)"
+
 /* What a new version records in its meta.json. */
 struct cache_meta {
 	const char *src;
-	uid_t uid;
+	uid_t uid;           /* 0 for a public entry */
 	const char *user;
+	bool public;         /* served to every user; data root's */
 	uint64_t bytes, files;
 	enum profile_verify verify;
 	int64_t verified_ns; /* when the walk of the build started */
@@ -75,7 +79,12 @@ struct cache_lock;
 /* K for (UID, SRC) into ret (CACHE_KEY_LEN hex digits and a NUL). */
 void cache_key(uid_t uid, const char *src, char ret[CACHE_KEY_LEN + 1]);
 
-/* Start-up, after tiers_init, jobs_init and journal_init: remove the
+/* K of the public entry of SRC: xxh128 of "public:SRC", the same for
+ * every user. */
+void cache_key_public(const char *src, char ret[CACHE_KEY_LEN + 1]);
+
+/* Start-up, after tiers_init, jobs_init and journal_init: unmount the
+ * views of jobs JOB_KNOWN does not know (tiers_detach_stale), remove the
  * builds the journal lists (and, on tiers only this node uses, any other
  * leftover build), remove versions lacking meta.json, manifest or data,
  * drop this node's pins of jobs JOB_KNOWN does not know, remove old
@@ -127,8 +136,9 @@ int cache_build_begin(int tier, const char *key, unsigned version, uid_t uid,
 		      size_t errlen);
 
 /* The worker has exited successfully: take the build directory back (root
- * 0711), keep only data, write manifest and meta.json, publish it as K.vN
- * and drop the journal record. On failure the build is aborted (removed).
+ * 0711), keep only data (for a public entry, META->public: take data over
+ * too, root's with no write or set-id bits, common/owntree), write
+ * manifest and meta.json, publish it as K.vN and drop the journal record. On failure the build is aborted (removed).
  * 0 or -1 with err. */
 int cache_build_publish(struct cache_build *b, const struct cache_meta *meta,
 			char *err, size_t errlen);
@@ -150,10 +160,14 @@ int cache_reserve(int tier, const char *dsname, uint64_t size, char *err,
 int cache_pin(int tier, const char *key, unsigned version, uint32_t jobid,
 	      char *err, size_t errlen);
 
-/* Point TIER/jobs/JOBID/data/NAME at K.vN/data (a relative symlink made
- * by root in root's data/ directory). 0 or -1 with err. */
-int cache_link_job(int tier, uint32_t jobid, const char *name, const char *key,
-		   unsigned version, char *err, size_t errlen);
+/* Make TIER/jobs/JOBID/data/NAME a read-only bind mount of K.vN/data (a
+ * directory, or a file onto a file), made by root in root's data/
+ * directory through fds (common/bindmount), so the job sees a real
+ * directory nobody can write through. tiers_remove_job_dir unmounts it.
+ * 0 or -1 with err. */
+int cache_mount_job(int tier, uint32_t jobid, const char *name,
+		    const char *key, unsigned version, char *err,
+		    size_t errlen);
 
 /* Remove this node's pins of job JOBID on every version of KEY, then
  * remove the versions of KEY that are neither current nor pinned (when

@@ -688,6 +688,10 @@ int jobs_finish(uint32_t id, unsigned timeout_s, char *err, size_t errlen)
 			continue;
 		cache_key(job->uid, ds->path, key);
 		cache_unpin_job(dt, key, job->id);
+		/* It may have been served from the public entry instead
+		 * (stage.c); unpinning an entry never pinned is a no-op. */
+		cache_key_public(ds->path, key);
+		cache_unpin_job(dt, key, job->id);
 	}
 	if (forget(job))
 		jobs_put(job); /* the table's reference */

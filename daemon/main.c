@@ -277,6 +277,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "iostaged: %s\n", err);
 		return 1;
 	}
+	if (stage_public_account(&conf, err, sizeof(err)) < 0) {
+		fprintf(stderr, "iostaged: %s: %s\n", args.conf_path, err);
+		return 1;
+	}
 	if (args.check_config) {
 		printf("iostaged: %s: ok\n", args.conf_path);
 		return 0;

@@ -18,7 +18,8 @@
  *      current version as --previous so unchanged files are hard-linked;
  *      space is reserved (evicting if needed) between its walk and its
  *      copy; cache.c publishes it;
- *   4. the job pins the version and gets a link to it; K.lock is released.
+ *   4. the job pins the version and gets a read-only bind mount of it;
+ *      K.lock is released.
  * Workers run at most StageParallelism at once (a counting semaphore taken
  * after K.lock: waiters for a busy K hold no slot).
  *
@@ -39,6 +40,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -68,6 +70,25 @@
 #define STAGE_SLOT_POLL_MS 200
 
 static const struct conf *stage_conf;
+
+/* PublicUser, resolved at start (stage_public_account). */
+static struct {
+	bool ok;
+	uid_t uid;
+	gid_t gid;
+	char name[CONF_USER_MAX];
+} public_account;
+
+/* Whose cache entry a dataset goes to, and whom its workers run as: the
+ * job's user (a per-user entry), or PublicUser for a public entry (built
+ * by an account that is not the requesting user, so that no user can
+ * ever write into a copy other users will read). */
+struct owner {
+	uid_t uid;
+	gid_t gid;
+	const char *user;
+	bool public;
+};
 
 /* StageParallelism: workers running now. */
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -100,6 +121,7 @@ enum worker_mode {
 
 struct worker_task {
 	enum worker_mode mode;
+	const struct owner *owner; /* who the worker runs as; --public */
 	const char *src;
 	const char *dstdir;
 	const char *previous; /* K.vN/data of the previous version, or NULL */
@@ -206,6 +228,8 @@ static void build_argv(const struct worker_task *task, char **argv)
 	argv[n++] = "--verify";
 	argv[n++] = task->verify == PROFILE_VERIFY_CHECKSUM ? "checksum"
 							    : "stat";
+	if (task->owner->public)
+		argv[n++] = "--public";
 	if (task->mode == WORKER_CHECK) {
 		argv[n++] = "--check";
 		argv[n++] = "--manifest-in";
@@ -225,9 +249,10 @@ static void build_argv(const struct worker_task *task, char **argv)
 	argv[n] = NULL;
 }
 
-static int worker_spawn(const struct job *job, const struct worker_task *task,
-			struct worker *ret, char *err, size_t errlen)
+static int worker_spawn(const struct worker_task *task, struct worker *ret,
+			char *err, size_t errlen)
 {
+	const struct owner *ow = task->owner;
 	char *argv[STAGE_ARGV_MAX];
 	char *envp_gate[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
 			      "IOSTAGE_STAGE_GATE=1", NULL };
@@ -237,7 +262,7 @@ static int worker_spawn(const struct job *job, const struct worker_task *task,
 	struct spawn_proc p;
 
 	build_argv(task, argv);
-	if (spawn_as_user(job->uid, job->gid, job->user, argv,
+	if (spawn_as_user(ow->uid, ow->gid, ow->user, argv,
 			  task->mode == WORKER_BUILD ? envp_gate : NULL, pass, 2,
 			  "stage worker", &p, err, errlen) < 0)
 		return -1;
@@ -431,7 +456,7 @@ static int run_worker(struct run *run, const struct profile_dataset *ds,
 		slot_give();
 		return -1;
 	}
-	if (worker_spawn(job, task, &w, run->err, sizeof(run->err)) < 0) {
+	if (worker_spawn(task, &w, run->err, sizeof(run->err)) < 0) {
 		slot_give();
 		return -1;
 	}
@@ -490,8 +515,9 @@ static bool lock_stop(void *arg, char *why, size_t len)
 /* Is the current version CUR good for dataset DS without a new copy?
  * 1 yes (a hit; HOW says why), 0 no, -1 on failure (run->err). */
 static int current_is_good(struct run *run, const struct profile_dataset *ds,
-			   int t, const char *key, const struct cache_version *cur,
-			   char *how, size_t howlen)
+			   const struct owner *ow, int t, const char *key,
+			   const struct cache_version *cur, char *how,
+			   size_t howlen)
 {
 	char vdir[CONF_PATH_MAX + 64];
 	struct worker_task task;
@@ -529,6 +555,7 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 	}
 	task = (struct worker_task){
 		.mode = WORKER_CHECK,
+		.owner = ow,
 		.src = ds->path,
 		.dstdir = vdir,
 		.manifest_in = fd,
@@ -551,9 +578,9 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 
 /* Build version NEXT of KEY for dataset I (previous version CUR or NULL).
  * 0 with *ret_o, or -1 with run->err. */
-static int build_version(struct run *run, size_t i, int t, const char *key,
-			 const struct cache_version *cur, unsigned next,
-			 struct outcome *ret_o)
+static int build_version(struct run *run, size_t i, const struct owner *ow,
+			 int t, const char *key, const struct cache_version *cur,
+			 unsigned next, struct outcome *ret_o)
 {
 	struct job *job = run->job;
 	const struct profile_dataset *ds = &job->profile->datasets[i];
@@ -563,11 +590,12 @@ static int build_version(struct run *run, size_t i, int t, const char *key,
 	struct cache_meta meta;
 	int mfd = -1, r;
 
-	if (cache_build_begin(t, key, next, job->uid, job->gid, &b, run->err,
+	if (cache_build_begin(t, key, next, ow->uid, ow->gid, &b, run->err,
 			      sizeof(run->err)) < 0)
 		return -1;
 	task = (struct worker_task){
 		.mode = WORKER_BUILD,
+		.owner = ow,
 		.src = ds->path,
 		.dstdir = b.path,
 		.manifest_in = -1,
@@ -598,8 +626,9 @@ static int build_version(struct run *run, size_t i, int t, const char *key,
 	}
 	meta = (struct cache_meta){
 		.src = ds->path,
-		.uid = job->uid,
-		.user = job->user,
+		.uid = ow->public ? 0 : job->uid,
+		.user = ow->public ? CACHE_PUBLIC_USER : job->user,
+		.public = ow->public,
 		.bytes = ret_o->got_totals ? ret_o->total_bytes : ret_o->bytes,
 		.files = ret_o->got_totals ? ret_o->total_files : ret_o->files,
 		.verify = ds->verify,
@@ -610,13 +639,14 @@ static int build_version(struct run *run, size_t i, int t, const char *key,
 	return 0;
 }
 
-/* Stage dataset I of RUN's job. 0, or -1 with run->err. */
-static int stage_dataset(struct run *run, size_t i)
+/* Stage dataset I of RUN's job into the entry of OW (key KEY). 0, or -1
+ * with run->err (nothing recorded: the caller does). */
+static int stage_entry(struct run *run, size_t i, const struct owner *ow,
+		       const char *key)
 {
 	struct job *job = run->job;
 	const struct profile_dataset *ds = &job->profile->datasets[i];
-	char key[CACHE_KEY_LEN + 1], entry[JOBS_ENTRY_MAX], how[160];
-	char size[32];
+	char entry[JOBS_ENTRY_MAX], how[160], size[32];
 	struct lock_wait lw = { .run = run, .dsname = ds->name };
 	struct cache_version cur, built;
 	struct cache_lock *lock = NULL;
@@ -625,57 +655,52 @@ static int stage_dataset(struct run *run, size_t i)
 	bool have, hit = false;
 	int t = tiers_index(ds->tier), r = -1, good;
 
-	if (t < 0) {
-		snprintf(run->err, sizeof(run->err),
-			 "dataset '%s': unknown tier '%s'", ds->name, ds->tier);
-		return -1;
-	}
-	cache_key(job->uid, ds->path, key);
-	if (jobs_cancelled(job, run->err, sizeof(run->err)))
-		return -1;
 	if (cache_lock_acquire(t, key, lock_stop, &lw, &lock, run->err,
 			       sizeof(run->err)) < 0)
-		goto fail;
+		goto out;
 
 	have = cache_current(t, key, &cur, &next) == 1;
-	good = have ? current_is_good(run, ds, t, key, &cur, how, sizeof(how))
+	good = have ? current_is_good(run, ds, ow, t, key, &cur, how,
+				      sizeof(how))
 		    : 0;
 	if (good < 0)
-		goto fail;
+		goto out;
 	if (good) {
 		hit = true;
 		built = cur;
-		jobs_add_totals(job, cur.bytes, cur.files);
 	} else {
-		if (build_version(run, i, t, key, have ? &cur : NULL, next,
+		if (build_version(run, i, ow, t, key, have ? &cur : NULL, next,
 				  &o) < 0)
-			goto fail;
+			goto out;
 		if (cache_current(t, key, &built, &next) != 1) {
 			snprintf(run->err, sizeof(run->err),
 				 "dataset '%s': the new cache version vanished",
 				 ds->name);
-			goto fail;
+			goto out;
 		}
 	}
 	snprintf(entry, sizeof(entry), "%s.v%u", key, built.version);
 	if (!job->prestage &&
 	    (cache_pin(t, key, built.version, job->id, run->err,
 		       sizeof(run->err)) < 0 ||
-	     cache_link_job(t, job->id, ds->name, key, built.version, run->err,
-			    sizeof(run->err)) < 0))
-		goto fail;
+	     cache_mount_job(t, job->id, ds->name, key, built.version,
+			     run->err, sizeof(run->err)) < 0))
+		goto out;
 	if (hit) {
-		log_info("job %u: dataset '%s': cache hit %s on tier '%s': %s",
-			 job->id, ds->name, entry, ds->tier, how);
+		jobs_add_totals(job, cur.bytes, cur.files);
+		log_info("job %u: dataset '%s': cache hit %s on tier '%s'%s: %s",
+			 job->id, ds->name, entry, ds->tier,
+			 ow->public ? " (public)" : "", how);
 		jobs_dataset_result(job, i, JOB_DS_HIT, entry, 0, 0, 0);
 		stats_dataset_served(true, built.bytes, built.files, 0, 0, 0);
 		run->cached_bytes += built.bytes;
 	} else {
 		uint64_t copied = o.files > o.linked ? o.files - o.linked : 0;
 
-		log_info("job %u: dataset '%s': built %s on tier '%s': %" PRIu64
-			 " files copied (%s), %" PRIu64 " linked",
-			 job->id, ds->name, entry, ds->tier, copied,
+		log_info("job %u: dataset '%s': built %s on tier '%s'%s: "
+			 "%" PRIu64 " files copied (%s), %" PRIu64 " linked",
+			 job->id, ds->name, entry, ds->tier,
+			 ow->public ? " (public)" : "", copied,
 			 units_bytes(o.copy_bytes, size, sizeof(size)),
 			 o.linked);
 		jobs_dataset_result(job, i, JOB_DS_BUILT, entry, copied,
@@ -690,11 +715,118 @@ static int stage_dataset(struct run *run, size_t i)
 	run->done_files += built.files;
 	jobs_progress(job, run->done_bytes, run->done_files);
 	r = 0;
-fail:
-	if (r < 0)
-		jobs_dataset_result(job, i, JOB_DS_FAILED, "", 0, 0, 0);
+out:
 	cache_lock_release(lock);
 	return r;
+}
+
+/* Try dataset I as a public entry. 1 = staged from the public entry, 0 =
+ * not public (or the attempt failed for another reason: the caller stages
+ * it per user, as the user, which reports any real problem with the
+ * user's own credentials), -1 = cancelled or out of time (run->err). */
+static int stage_public(struct run *run, size_t i)
+{
+	struct job *job = run->job;
+	const struct profile_dataset *ds = &job->profile->datasets[i];
+	struct owner ow = {
+		.uid = public_account.uid,
+		.gid = public_account.gid,
+		.user = public_account.name,
+		.public = true,
+	};
+	char key[CACHE_KEY_LEN + 1];
+
+	/* PublicUser's own jobs (and root's, which would be pointless) stay
+	 * per user: the builder must not be the requester. */
+	if (!public_account.ok || job->uid == public_account.uid ||
+	    job->uid == 0)
+		return 0;
+	cache_key_public(ds->path, key);
+	if (stage_entry(run, i, &ow, key) == 0)
+		return 1;
+	if (jobs_cancelled(job, NULL, 0) || ms_left(&run->deadline) <= 0)
+		return -1;
+	log_info("job %u: dataset '%s': not shared across users, staged for "
+		 "%s alone: %s",
+		 job->id, ds->name, job->user, run->err);
+	run->err[0] = '\0';
+	return 0;
+}
+
+/* Stage dataset I of RUN's job: from a public entry when its source is
+ * readable by everyone (and PublicDatasets=yes), else per user. 0, or -1
+ * with run->err. */
+static int stage_dataset(struct run *run, size_t i)
+{
+	struct job *job = run->job;
+	const struct profile_dataset *ds = &job->profile->datasets[i];
+	struct owner ow = {
+		.uid = job->uid,
+		.gid = job->gid,
+		.user = job->user,
+		.public = false,
+	};
+	char key[CACHE_KEY_LEN + 1];
+	int r;
+
+	if (tiers_index(ds->tier) < 0) {
+		snprintf(run->err, sizeof(run->err),
+			 "dataset '%s': unknown tier '%s'", ds->name, ds->tier);
+		r = -1;
+		goto out;
+	}
+	if (jobs_cancelled(job, run->err, sizeof(run->err))) {
+		r = -1;
+		goto out;
+	}
+	r = stage_public(run, i);
+	if (r != 0) {
+		r = r > 0 ? 0 : -1;
+		goto out;
+	}
+	cache_key(job->uid, ds->path, key);
+	r = stage_entry(run, i, &ow, key);
+out:
+	if (r < 0) {
+		if (!run->err[0])
+			jobs_cancelled(job, run->err, sizeof(run->err));
+		jobs_dataset_result(job, i, JOB_DS_FAILED, "", 0, 0, 0);
+	}
+	return r;
+}
+
+/* Resolve PublicUser (see stage.h). */
+int stage_public_account(const struct conf *conf, char *err, size_t errlen)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	int e;
+
+	public_account.ok = false;
+	if (!conf->public_datasets)
+		return 0;
+	e = getpwnam_r(conf->public_user, &pw, buf, sizeof(buf), &res);
+	if (!res) {
+		snprintf(err, errlen,
+			 "PublicUser=%s: %s (PublicDatasets=no turns public "
+			 "datasets off)",
+			 conf->public_user, e ? strerror(e) : "no such user");
+		return -1;
+	}
+	if (pw.pw_uid == 0 || pw.pw_gid == 0) {
+		snprintf(err, errlen,
+			 "PublicUser=%s: uid %u, gid %u: it must be an "
+			 "unprivileged account (public copies are built as it)",
+			 conf->public_user, (unsigned)pw.pw_uid,
+			 (unsigned)pw.pw_gid);
+		return -1;
+	}
+	public_account.uid = pw.pw_uid;
+	public_account.gid = pw.pw_gid;
+	snprintf(public_account.name, sizeof(public_account.name), "%s",
+		 pw.pw_name);
+	public_account.ok = true;
+	return 0;
 }
 
 static void *stage_thread(void *arg)

@@ -28,6 +28,13 @@
  * StageParallelism slots. Workers are started through daemon/spawn.c. */
 void stage_init(const struct conf *conf);
 
+/* Resolve PublicUser of CONF (when PublicDatasets=yes) for the public
+ * entries' workers: the account must exist and not be root (uid or gid
+ * 0). Called at start and by --check-config. Returns 0, or -1 with one
+ * line in err, e.g. "PublicUser=nobdy: no such user (PublicDatasets=no
+ * turns public datasets off)". */
+int stage_public_account(const struct conf *conf, char *err, size_t errlen);
+
 /* Start staging JOB (just inserted, ->running set): create TIER/jobs/JOBID
  * on every tier it uses (plus "local" on its home tier; nothing for a
  * prestage) and start its staging thread, which stages every dataset

@@ -12,11 +12,13 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "common/bindmount.h"
 #include "common/joblayout.h"
 #include "common/log.h"
 #include "common/rmtree.h"
@@ -213,6 +215,33 @@ static void job_name(int tier, uint32_t jobid, char *buf, size_t buflen)
 		snprintf(buf, buflen, "%" PRIu32, jobid); /* cannot happen */
 }
 
+/* Detach the read-only views (cache.c's bind mounts) below TIER/jobs/NAME,
+ * wherever its user may have moved them inside it. Missing is success. */
+static int detach_job_mounts(int tier, const char *name, char *err,
+			     size_t errlen)
+{
+	char why[CONF_ERR_MAX - 32];
+	int jfd, n;
+
+	jfd = openat(tiers_rt[tier].jobs_fd, name,
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (jfd < 0) {
+		/* Gone, or not a directory: nothing can be mounted below. */
+		if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR)
+			return 0;
+		snprintf(err, errlen, "cannot open jobs/%s: %s", name,
+			 strerror(errno));
+		return -1;
+	}
+	n = bindmount_detach_under(jfd, NULL, NULL, why, sizeof(why));
+	close(jfd);
+	if (n < 0) {
+		snprintf(err, errlen, "jobs/%s: %s", name, why);
+		return -1;
+	}
+	return 0;
+}
+
 int tiers_make_job_dir(int tier, uint32_t jobid, uid_t uid, gid_t gid,
 		       bool with_local, char *err, size_t errlen)
 {
@@ -227,7 +256,8 @@ int tiers_make_job_dir(int tier, uint32_t jobid, uid_t uid, gid_t gid,
 			goto fail_mkdir;
 		/* Left by a job we no longer know (state lost, or a reused
 		 * job id): never hand it to the new job. */
-		if (rmtree_at(jobs_fd, name, rmerr, sizeof(rmerr)) < 0) {
+		if (detach_job_mounts(tier, name, rmerr, sizeof(rmerr)) < 0 ||
+		    rmtree_at(jobs_fd, name, rmerr, sizeof(rmerr)) < 0) {
 			snprintf(err, errlen,
 				 "tier '%s': cannot remove stale %s/jobs/%s: %s",
 				 t->name, t->path, name, rmerr);
@@ -274,12 +304,75 @@ int tiers_remove_job_dir(int tier, uint32_t jobid, char *err, size_t errlen)
 	char name[JOBLAYOUT_JOB_NAME_MAX], rmerr[CONF_ERR_MAX];
 
 	job_name(tier, jobid, name, sizeof(name));
-	if (rmtree_at(tiers_rt[tier].jobs_fd, name, rmerr, sizeof(rmerr)) < 0) {
+	/* Unmount first: rmtree stops at a mount point (never descends into
+	 * the cache entry behind it), so a view left mounted would keep the
+	 * directory. */
+	if (detach_job_mounts(tier, name, rmerr, sizeof(rmerr)) < 0 ||
+	    rmtree_at(tiers_rt[tier].jobs_fd, name, rmerr, sizeof(rmerr)) < 0) {
 		snprintf(err, errlen, "tier '%s': in %s/jobs: %s", t->name,
 			 t->path, rmerr);
 		return -1;
 	}
 	return 0;
+}
+
+struct stale_arg {
+	bool (*job_known)(uint32_t id);
+};
+
+/* Is REL (below TIER/jobs) in the directory of a job nobody knows? */
+static bool in_unknown_job(const char *rel, void *arg)
+{
+	const struct stale_arg *a = arg;
+	char *end;
+	unsigned long id;
+
+	if (rel[0] < '0' || rel[0] > '9')
+		return false; /* .undrained and the like hold no mounts of ours */
+	errno = 0;
+	id = strtoul(rel, &end, 10);
+	if (errno || id > UINT32_MAX)
+		return false;
+	if (*end == '.') {
+		/* J.NODE on a Shared=yes tier: only this node's jobs are
+		 * ours to judge (another node's views are its own). */
+		size_t n = strlen(tiers_conf->node_name);
+
+		if (strncmp(end + 1, tiers_conf->node_name, n))
+			return false;
+		end += 1 + n;
+	}
+	if (*end != '/' && *end != '\0')
+		return false;
+	return !a->job_known((uint32_t)id);
+}
+
+unsigned tiers_detach_stale(bool (*job_known)(uint32_t id))
+{
+	struct stale_arg a = {.job_known = job_known};
+	char why[CONF_ERR_MAX];
+	unsigned total = 0;
+	size_t i;
+	int n;
+
+	for (i = 0; i < tiers_n; i++) {
+		n = bindmount_detach_under(tiers_rt[i].jobs_fd, in_unknown_job,
+					   &a, why, sizeof(why));
+		if (n < 0) {
+			log_warningx("tier '%s': in %s/jobs: %s",
+				     tiers_conf->tiers[i].name,
+				     tiers_conf->tiers[i].path, why);
+			continue;
+		}
+		if (n > 0)
+			log_warningx("tier '%s': unmounted %d dataset view%s "
+				     "of jobs no longer known in %s/jobs",
+				     tiers_conf->tiers[i].name, n,
+				     n == 1 ? "" : "s",
+				     tiers_conf->tiers[i].path);
+		total += (unsigned)n;
+	}
+	return total;
 }
 
 static bool is_partial_name(const char *n)

@@ -50,16 +50,23 @@ int tiers_jobs_fd(int tier);
 int tiers_cache_fd(int tier);
 
 /* Create TIER/jobs/JOBID (0700) with its data/ (root 0755: it only holds
- * root's links into the cache) and, with WITH_LOCAL, its "local" scratch
+ * root's mount points of cache entries) and, with WITH_LOCAL, its "local" scratch
  * (0700), both owned by UID:GID. A stale directory of that name (left by a
  * job the daemon no longer knows) is removed first and a warning logged.
  * Returns 0, or -1 with errno and err; nothing is left behind on failure. */
 int tiers_make_job_dir(int tier, uint32_t jobid, uid_t uid, gid_t gid,
 		       bool with_local, char *err, size_t errlen);
 
-/* Remove TIER/jobs/JOBID and everything in it, as root, safely (rmtree).
+/* Remove TIER/jobs/JOBID and everything in it, as root, safely: the
+ * read-only views of cache entries mounted below it are detached first
+ * (common/bindmount), then rmtree, which never crosses a mount point.
  * A missing directory is success. 0 or -1 with errno and err. */
 int tiers_remove_job_dir(int tier, uint32_t jobid, char *err, size_t errlen);
+
+/* At start: detach every mount below each TIER/jobs/J whose job J
+ * JOB_KNOWN does not know (left by a daemon that died). Logs what it did;
+ * returns how many it detached. */
+unsigned tiers_detach_stale(bool (*job_known)(uint32_t id));
 
 /* Remove the half-copied dataset TIER/jobs/JOBID/data/.NAME.partial, or
  * with NAME == NULL every ".*.partial" there. Missing is success. */

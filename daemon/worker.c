@@ -23,6 +23,7 @@
 
 #include "common/copyengine.h"
 #include "common/manifest.h"
+#include "common/publictree.h"
 #include "common/rmtree.h"
 #include "daemon/fsutil.h"
 #include "daemon/worker.h"
@@ -39,6 +40,7 @@ struct worker_args {
 	const char *previous;
 	int manifest_in, manifest_out;
 	bool check;
+	bool public;              /* --public: the tree must be readable by all */
 	const char *src, *dstdir;
 	const char *name;         /* the old form's NAME, else NULL */
 };
@@ -167,7 +169,7 @@ static int usage(const char *why)
 		fprintf(stderr, "iostaged --stage-worker: %s\n", why);
 	fprintf(stderr,
 		"usage: iostaged --stage-worker [--threads N] "
-		"[--verify stat|checksum]\n"
+		"[--verify stat|checksum] [--public]\n"
 		"                [--previous DIR --manifest-in FD] "
 		"[--manifest-out FD] [--check]\n"
 		"                SRC DSTDIR\n");
@@ -235,6 +237,10 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 			a->check = true;
 			continue;
 		}
+		if (!strcmp(opt, "--public")) {
+			a->public = true;
+			continue;
+		}
 		if (!val)
 			return usage("an option needs a value");
 		i++;
@@ -284,6 +290,8 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 	if (a->check && (a->previous || a->manifest_out >= 0))
 		return usage("--check creates nothing: no --previous or "
 			     "--manifest-out with it");
+	if (a->public && a->name)
+		return usage("--public is for cache versions (SRC DSTDIR)");
 	if ((a->check || a->previous) && a->manifest_in < 0)
 		return usage("--check and --previous need --manifest-in FD");
 	if (a->manifest_in >= 0 && !a->check && !a->previous)
@@ -457,13 +465,20 @@ int worker_main(int argc, char **argv)
 	opts.previous = prev;
 	opts.previous_path = a.previous;
 	opts.check_only = a.check;
-	opts.private_top = !a.name;
+	/* A public copy keeps its top readable by all (the .build
+	 * directory, PublicUser's 0700, hides it while it is built). */
+	opts.private_top = !a.name && !a.public;
+	opts.public_only = a.public;
 	opts.read_only = !a.name; /* a cache version, served to many jobs */
 	opts.dst_label = label;
 	opts.progress = on_progress;
 	opts.progress_ms = WORKER_PROGRESS_MS;
 	opts.note = on_note;
 
+	if (a.public && publictree_check_above(a.src, err, sizeof(err)) < 0) {
+		manifest_destroy(prev);
+		return fail(err);
+	}
 	if (copyengine_walk(a.src, &opts, &ce, err, sizeof(err)) < 0) {
 		manifest_destroy(prev);
 		return fail(err);

@@ -5,7 +5,7 @@
  *
  *   iostaged --stage-worker [--threads N] [--verify stat|checksum]
  *            [--previous DIR --manifest-in FD] [--manifest-out FD]
- *            [--check] SRC DSTDIR
+ *            [--check] [--public] SRC DSTDIR
  *
  *   SRC              the dataset (a tree or one file), absolute; walked
  *                    without following symlinks (only SRC itself may be
@@ -23,6 +23,11 @@
  *                    inherited FD (3 or more). Needs --previous or --check.
  *   --manifest-out FD write the new copy's manifest to FD after the copy.
  *   --check          only compare SRC with --manifest-in; create nothing.
+ *   --public         a public entry (run as PublicUser): fail, before
+ *                    creating anything, unless every directory above SRC
+ *                    is a+x and every entry of SRC is readable by everyone
+ *                    (common/publictree.h); the copy's top keeps its mode
+ *                    minus write bits instead of being made private.
  *
  * stdout, one JSON object per line, numbers exact (integers):
  *   {"total_bytes":N,"total_files":N,"copy_bytes":N,"copy_files":N,

@@ -2,7 +2,9 @@
 # Small datasets for the integration tests, owned by the test user.
 
 # make_dataset DIR: a tree with nested dirs, random binary files, an empty
-# file, a name with a space, and a relative symlink inside the tree.
+# file, a name with a space, and a relative symlink inside the tree. Its
+# top is 0750: the user's own data, staged per user (a tree readable by
+# everyone would be a public dataset, shared across users: make_public).
 make_dataset() {
 	local dir=$1
 	mkdir -p "$dir/train/a" "$dir/train/b/deep/er" "$dir/val"
@@ -13,6 +15,7 @@ make_dataset() {
 	printf 'label,file\n1,x\n' >"$dir/val/labels with space.csv"
 	ln -s ../train/a/x.bin "$dir/val/link.bin"
 	chown -R "$TEST_USER:" "$dir"
+	chmod 0750 "$dir"
 }
 
 # tree_digest DIR: one line per entry (type, relative path, size or link

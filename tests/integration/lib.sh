@@ -129,6 +129,16 @@ wait_node_idle() {
   return 1
 }
 
+# --- mounts ------------------------------------------------------------------
+
+# unmount_under DIR: detach every mount below DIR, innermost first (the
+# test cluster's paths have no spaces to unescape).
+unmount_under() {
+  awk -v d="$1/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | tac |
+    while read -r m; do umount -l "$m" 2>/dev/null; done
+  return 0
+}
+
 # --- asserts -----------------------------------------------------------------
 
 fail() {

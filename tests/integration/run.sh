@@ -84,6 +84,9 @@ cleanup() {
     teardown_hook || echo "run.sh: teardown_hook failed" >&2
   fi
   CLUSTER_QUIET=1 bash "$IT_DIR/cluster.sh" stop "$CLUSTER_DIR"
+  # iostaged's read-only views of cache entries (bind mounts below the
+  # tiers' jobs/) that a failed test left behind
+  unmount_under "$CLUSTER_DIR"
   if [ "${IT_KEEP:-0}" = 1 ] || [ "$failed" -gt 0 ]; then
     echo "run.sh: kept $CLUSTER_DIR (logs in $CLUSTER_DIR/log, test output in $CLUSTER_DIR/tests)" >&2
   else

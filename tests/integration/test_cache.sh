@@ -105,6 +105,8 @@ stop_private() {
 		kill -KILL "$pid" 2>/dev/null
 		rm -f "$f"
 	done
+	# The views the private daemons mounted for jobs never finished.
+	unmount_under "$TEST_WORKDIR"
 }
 
 # preq NAME USER JSON: one request to the private daemon NAME.
@@ -146,7 +148,7 @@ test_second_job_reuses_cache_stat() {
 	assert_eq "entry mode" "711 root" "$(stat -c '%a %U' "$IOSTAGE_TIERS/nvme/cache/$key.v1")"
 	assert_eq "data owner (read-only)" "500 $TEST_USER" "$(stat -c '%a %U' "$IOSTAGE_TIERS/nvme/cache/$key.v1/data")"
 	assert_eq "pins after the jobs" "" "$(ls "$IOSTAGE_TIERS/nvme/cache/$key.v1/pins")"
-	# The job saw a link into the cache.
+	# The job saw its own path (a read-only view of the entry).
 	assert_contains "job's data path" "$(cat out2.txt)" "DATA=$IOSTAGE_TIERS/nvme/jobs/$j2/data/reuse_stat"
 }
 
@@ -161,11 +163,14 @@ test_staged_data_is_read_only_for_the_job() {
 #!/bin/bash
 if echo overwritten 2>/dev/null >"\$IOSTAGE_DATA/$f"; then echo WROTE_FILE; else echo FILE_REFUSED; fi
 if touch "\$IOSTAGE_DATA/new-file" 2>/dev/null; then echo MADE_FILE; else echo DIR_REFUSED; fi
+# The owner of the entry cannot give the write bits back through the view.
+if chmod u+w "\$IOSTAGE_DATA/$f" 2>/dev/null; then echo CHMODDED; else echo CHMOD_REFUSED; fi
 JOB
 	submit_wait "$TEST_USER" --io-profile="dl-train,data=$DS" -o writer.txt writer.sh >/dev/null ||
 		fail "writer job failed: $SUBMIT_OUT"
 	assert_file_contains "overwriting a staged file is refused" writer.txt FILE_REFUSED
 	assert_file_contains "creating a file in staged data is refused" writer.txt DIR_REFUSED
+	assert_file_contains "chmod of staged data is refused" writer.txt CHMOD_REFUSED
 	wait_finished "$SUBMIT_JOBID"
 	write_digest_job
 	run_digest_job reader.txt "dl-train,data=$DS"
@@ -472,10 +477,15 @@ test_shared_tier_two_daemons() {
 	va=$(cd "$shared/cache" && ls -d ./*.v* | sed 's|^\./||')
 	assert_eq "one version on the shared tier" 1 "$(printf '%s\n' "$va" | grep -c .)"
 	key=${va%.v*}
-	la=$(readlink "$shared/jobs/1001.nodeA/data/ds")
-	lb=$(readlink "$shared/jobs/2001.nodeB/data/ds")
-	assert_eq "node A's link" "../../../cache/$va/data" "$la"
-	assert_eq "node B's link" "../../../cache/$va/data" "$lb"
+	# Each job's view (jobs/J.NODE on a shared tier) is a read-only bind
+	# mount of that one version.
+	for j in 1001.nodeA 2001.nodeB; do
+		[ -d "$shared/jobs/$j/data/ds" ] && [ ! -L "$shared/jobs/$j/data/ds" ] ||
+			fail "job $j: data/ds is not a directory: $(stat -c %F "$shared/jobs/$j/data/ds" 2>&1)"
+		mountpoint -q "$shared/jobs/$j/data/ds" || fail "job $j: data/ds is not a mount point"
+		assert_eq "job $j's view is $va" "$(stat -c %d:%i "$shared/cache/$va/data")" \
+			"$(stat -c %d:%i "$shared/jobs/$j/data/ds")"
+	done
 	assert_eq "one build in all" 1 "$(cat "$TEST_WORKDIR"/[ab]/d.log | grep -c "dataset 'ds': built")"
 	assert_eq "one hit in all" 1 "$(cat "$TEST_WORKDIR"/[ab]/d.log | grep -c "dataset 'ds': cache hit")"
 	assert_eq "pins" "nodeA.1001 nodeB.2001" "$(ls "$shared/cache/$va/pins" | tr '\n' ' ' | sed 's/ $//')"

@@ -71,6 +71,19 @@ test_check_config() {
 	assert_ne "--check-config on a bad file: exit" 0 "$rc"
 	assert_contains "--check-config on a bad file" "$out" "bad.conf:3"
 	assert_contains "--check-config on a bad file" "$out" "BogusKey"
+	# PublicUser must exist and not be root, unless public datasets are off.
+	printf 'Tier=a Path=/tmp/a\nPublicUser=iostage-nosuchuser\n' >pub.conf
+	out=$(iostaged --check-config -c pub.conf 2>&1)
+	assert_ne "--check-config, unknown PublicUser: exit" 0 "$?"
+	assert_contains "--check-config, unknown PublicUser" "$out" \
+		"PublicUser=iostage-nosuchuser: no such user"
+	printf 'Tier=a Path=/tmp/a\nPublicUser=root\n' >pub.conf
+	out=$(iostaged --check-config -c pub.conf 2>&1)
+	assert_ne "--check-config, PublicUser=root: exit" 0 "$?"
+	assert_contains "--check-config, PublicUser=root" "$out" "it must be an unprivileged account"
+	printf 'Tier=a Path=/tmp/a\nPublicUser=iostage-nosuchuser\nPublicDatasets=no\n' >pub.conf
+	out=$(iostaged --check-config -c pub.conf 2>&1)
+	assert_eq "--check-config, PublicDatasets=no: exit" 0 "$?"
 }
 
 # A second daemon with its own socket and tiers, for lifecycle tests.

@@ -196,6 +196,21 @@ static const struct err_case err_cases[] = {
      "t.conf:3: key 'DrainTimeout': duplicate (first set on line 2)"},
     {T1 "Trace=maybe\n",
      "t.conf:2: key 'Trace': expected yes or no, not 'maybe'"},
+    {T1 "PublicDatasets=1\n",
+     "t.conf:2: key 'PublicDatasets': expected yes or no, not '1'"},
+    {T1 "PublicUser=\n",
+     "t.conf:2: key 'PublicUser': empty value"},
+    {T1 "PublicUser=Nobody\n",
+     "t.conf:2: key 'PublicUser': 'Nobody' is not a user name "
+     "([a-z_][a-z0-9_.-]*, at most 32 characters)"},
+    {T1 "PublicUser=../root\n",
+     "t.conf:2: key 'PublicUser': '../root' is not a user name "
+     "([a-z_][a-z0-9_.-]*, at most 32 characters)"},
+    {T1 "PublicUser=a23456789012345678901234567890123\n",
+     "t.conf:2: key 'PublicUser': 'a23456789012345678901234567890123' is "
+     "not a user name ([a-z_][a-z0-9_.-]*, at most 32 characters)"},
+    {T1 "PublicUser=nobody\npublicuser=nobody\n",
+     "t.conf:3: key 'PublicUser': duplicate (first set on line 2)"},
     {T1 "TraceLibrary=lib/x.so\n",
      "t.conf:2: key 'TraceLibrary': lib/x.so: not an absolute path"},
     {T1 "TraceLibrary=/a.so:/b.so\n",
@@ -613,6 +628,29 @@ START_TEST(test_trace_keys)
 }
 END_TEST
 
+/* Public datasets (docs/STAGING.md): on by default, built as nobody. */
+START_TEST(test_public_keys)
+{
+	struct conf c;
+	char err[CONF_ERR_MAX] = "";
+
+	ck_assert_int_eq(conf_parse(T1, "t.conf", &c, err, sizeof(err)), 0);
+	ck_assert(c.public_datasets);
+	ck_assert_str_eq(c.public_user, "nobody");
+	ck_assert_msg(conf_parse(T1 "PublicDatasets=no\n"
+				    "PublicUser=iostage-pub_1.x\n",
+				 "t.conf", &c, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert(!c.public_datasets);
+	ck_assert_str_eq(c.public_user, "iostage-pub_1.x");
+	ck_assert(conf_is_user_name("_svc"));
+	ck_assert(!conf_is_user_name(NULL));
+	ck_assert(!conf_is_user_name(""));
+	ck_assert(!conf_is_user_name("1abc"));
+	ck_assert(!conf_is_user_name("a b"));
+}
+END_TEST
+
 static Suite *conf_suite(void)
 {
 	Suite *s = suite_create("conf");
@@ -627,6 +665,7 @@ static Suite *conf_suite(void)
 	tcase_add_loop_test(tc, test_size_table, 0, N(size_cases));
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_trace_keys);
+	tcase_add_test(tc, test_public_keys);
 	tcase_add_loop_test(tc, test_node_names, 0, N(node_cases));
 	suite_add_tcase(s, tc);
 

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -394,6 +396,78 @@ START_TEST(test_error_names_entry)
 }
 END_TEST
 
+/* rmtree stops at a bind mount of the same file system (same st_dev: only
+ * the mount id tells) and never empties what is mounted there, writable
+ * or not; nor removes a file bind-mounted over a file. The test runs in a
+ * private mount namespace (its own forked process), so the mounts go with
+ * it. */
+static void bind_at(const char *src_rel, const char *dst_rel)
+{
+	char sp[32], tp[32];
+	int src = openat(base_fd, src_rel, O_PATH | O_NOFOLLOW);
+	int dst = openat(base_fd, dst_rel, O_PATH | O_NOFOLLOW);
+
+	ck_assert_int_ge(src, 0);
+	ck_assert_int_ge(dst, 0);
+	snprintf(sp, sizeof(sp), "/proc/self/fd/%d", src);
+	snprintf(tp, sizeof(tp), "/proc/self/fd/%d", dst);
+	ck_assert_int_eq(mount(sp, tp, NULL, MS_BIND, NULL), 0);
+	close(src);
+	close(dst);
+}
+
+/* Enter a private mount namespace; base_fd is opened again in it (an fd
+ * opened before holds a mount of the old namespace, where nothing can be
+ * mounted from here). */
+static void private_mounts(void)
+{
+	ck_assert_msg(unshare(CLONE_NEWNS) == 0, "unshare: %s",
+		      strerror(errno));
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	close(base_fd);
+	base_fd = open(base, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(base_fd, 0);
+}
+
+static void unmount_rel(const char *rel)
+{
+	char p[256];
+
+	snprintf(p, sizeof(p), "%s/%s", base, rel);
+	ck_assert_int_eq(umount2(p, MNT_DETACH), 0);
+}
+
+START_TEST(test_stops_at_bind_mount)
+{
+	char err[256];
+
+	private_mounts();
+	xmkdir("tree", 0755);
+	xmkdir("tree/m", 0755);
+	bind_at("victim", "tree/m");
+	ck_assert_int_eq(rmtree_at(base_fd, "tree", err, sizeof(err)), -1);
+	ck_assert_int_eq(errno, EXDEV);
+	ck_assert_msg(strstr(err, "tree/m: is a mount point"), "%s", err);
+	assert_victim_intact();
+	unmount_rel("tree/m"); /* so that teardown removes the rest */
+}
+END_TEST
+
+START_TEST(test_file_bind_mount_not_removed)
+{
+	char err[256];
+
+	private_mounts();
+	xmkdir("tree", 0755);
+	xfile("tree/f", "x");
+	bind_at("victim/keep", "tree/f");
+	ck_assert_int_eq(rmtree_at(base_fd, "tree", err, sizeof(err)), -1);
+	ck_assert_int_eq(errno, EBUSY);
+	assert_victim_intact();
+	unmount_rel("tree/f");
+}
+END_TEST
+
 #define N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static Suite *rmtree_suite(void)
@@ -415,6 +489,8 @@ static Suite *rmtree_suite(void)
 	tcase_add_test(tc, test_depth_within_limit);
 	tcase_add_test(tc, test_owner_removes_readonly_dirs);
 	tcase_add_test(tc, test_error_names_entry);
+	tcase_add_test(tc, test_stops_at_bind_mount);
+	tcase_add_test(tc, test_file_bind_mount_not_removed);
 	suite_add_tcase(s, tc);
 	return s;
 }
