@@ -590,9 +590,11 @@ StageParallelism=1"
 		pstage par "70$i" nvme "$TEST_WORKDIR/pfs/par$i" >"par$i.out" &
 		pids+=($!)
 	done
-	# Copies in flight are the builds with a data directory.
+	# Copies in flight are the live stage workers of these sources (a
+	# build directory outlives its worker while it is published, so
+	# counting those would count a publish as a second copy).
 	while kill -0 "${pids[@]}" 2>/dev/null; do
-		n=$(compgen -G "$tier/cache/.build.*/data" | wc -l)
+		n=$(pgrep -f -- "--stage-worker .*$TEST_WORKDIR/pfs/par" | wc -l)
 		[ "$n" -gt "$max" ] && max=$n
 		sleep 0.02
 	done
