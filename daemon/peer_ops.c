@@ -42,7 +42,7 @@ static cJSON *op_peer_ping(const struct peernet_peer *p, const cJSON *req)
 
 static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 {
-	char err[CONF_ERR_MAX];
+	char err[CONF_ERR_MAX], failed_node[CONF_NODE_MAX];
 	struct job_view v;
 	struct job *job;
 	uint32_t id;
@@ -62,7 +62,17 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 		return r;
 	}
 	jobs_view(job, &v);
+	jobs_failed_node(job, failed_node, sizeof(failed_node));
 	jobs_put(job);
+	if (v.state == JOB_FAILED && failed_node[0] &&
+	    strcmp(failed_node, peer_self())) {
+		/* Staged here, then failed job-wide because of another node:
+		 * this node's own staging is what the asker wants. Were it
+		 * told "failed", it would name this node instead of the one
+		 * that failed. */
+		cJSON_AddStringToObject(r, "state", "staged");
+		return r;
+	}
 	cJSON_AddStringToObject(r, "state", jobs_state_name(v.state));
 	if (v.error[0])
 		cJSON_AddStringToObject(r, "error", v.error);
