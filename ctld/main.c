@@ -341,7 +341,7 @@ int main(int argc, char **argv)
 	signals_setup(&waitmask);
 	/* The port is claimed first: a second service stops at "address in
 	 * use" before it touches the first one's database. */
-	if (ctld_service_start(&conf, err, sizeof(err)) < 0) {
+	if (ctld_service_listen(&conf, err, sizeof(err)) < 0) {
 		log_errorx("%s", err);
 		return 1;
 	}
@@ -352,6 +352,13 @@ int main(int argc, char **argv)
 	if (mkdir_parents(conf.state_dir) < 0)
 		log_warning("cannot create StateDir %s", conf.state_dir);
 	history_init(&conf);
+	/* Requests are served only once the history is open: clients that
+	 * came early waited in the backlog. */
+	if (ctld_service_start(err, sizeof(err)) < 0) {
+		log_errorx("%s", err);
+		history_fini();
+		return 1;
+	}
 	if (pidfile_write(&conf) < 0)
 		log_warning("cannot write the pid file beside %s",
 			    conf.socket_path);
