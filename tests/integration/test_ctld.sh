@@ -181,10 +181,14 @@ test_ctld_import_node_history() {
 	done
 	out=$(ctld_request "$TEST_USER" '{"op":"history_list","limit":1000}')
 	assert_eq "imported once" 1 "$(jq '[.records[] | select(.job == 920001)] | length' <<<"$out")"
+	# while the service runs its database is its own: refused, one line
+	out=$("$IOSTAGE_ROOT/usr/sbin/iostagectld" --import "$TEST_WORKDIR/node1-state" -c "$CTLD_CONF" 2>&1)
+	assert_contains "import with the service running" "$out" "(is iostagectld running? stop it first)"
 	# bad sources: one line, exit 1
+	ctld_stop
 	out=$("$IOSTAGE_ROOT/usr/sbin/iostagectld" --import "$TEST_WORKDIR/nothing" -c "$CTLD_CONF" 2>&1)
 	assert_contains "a missing source" "$out" "iostagectld: --import $TEST_WORKDIR/nothing: "
-	ctld_stop
+	assert_eq "one line" 1 "$(printf '%s\n' "$out" | wc -l)"
 	out=$("$IOSTAGE_ROOT/usr/sbin/iostagectld" --import "$CTLD_STATE" -c "$CTLD_CONF" 2>&1)
 	assert_contains "its own history" "$out" "the service's own history"
 }
