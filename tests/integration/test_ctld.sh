@@ -114,9 +114,9 @@ test_ctld_users_read_their_own() {
 	assert_contains "their list has their job" "$out" '"job":910001'
 	assert_not_contains "and not the other's" "$out" '"job":910002'
 	out=$(ctld_request "$TEST_USER" "{\"op\":\"history_list\",\"user\":\"$OTHER_USER\"}")
-	assert_contains "nor another user's list" "$out" "only root or the admin group"
+	assert_contains "nor another user's list" "$out" "only root or AdminGroup may read another user"
 	out=$(ctld_request "$TEST_USER" "{\"op\":\"recommend\",\"user\":\"$OTHER_USER\"}")
-	assert_contains "nor another user's advice" "$out" "only root or the admin group"
+	assert_contains "nor another user's advice" "$out" "only root or AdminGroup may read another user"
 	out=$(ctld_request "$TEST_USER" '{"op":"recommend","job_name":"ctld-job"}')
 	assert_contains "their own advice" "$out" "\"user\":\"$TEST_USER\""
 	# a user files: refused, and nothing filed

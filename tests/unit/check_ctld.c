@@ -279,8 +279,8 @@ START_TEST(test_read_authz)
 	cJSON_AddStringToObject(req, "user", "root");
 	r = ask(&u, "history_list", req, 0, &ok);
 	ck_assert(!ok);
-	ck_assert_ptr_nonnull(strstr(error_of(r), "only root or the admin "
-						  "group"));
+	ck_assert_ptr_nonnull(strstr(error_of(r), "only root or AdminGroup "
+						  "may read"));
 	cJSON_Delete(r);
 	req = cJSON_CreateObject();
 	cJSON_AddStringToObject(req, "user", "root");
