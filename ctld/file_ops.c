@@ -31,6 +31,16 @@ static bool same_filing(const cJSON *old, const char *node,
 	       jobfacts_num(old, "end", -1) == jobfacts_num(record, "end", -2);
 }
 
+static bool in_nodes(const cJSON *nodes, const char *node)
+{
+	const cJSON *n;
+
+	cJSON_ArrayForEach(n, nodes)
+		if (cJSON_IsString(n) && !strcmp(n->valuestring, node))
+			return true;
+	return false;
+}
+
 cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req)
 {
 	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(req, "record");
@@ -66,6 +76,14 @@ cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req)
 		      cJSON_GetArraySize(nodes) < 1))
 		return proto_reply_error("key 'nodes': must be a non-empty "
 					 "array of node names");
+	if (strcmp(jobfacts_str(rec, "node", node), node))
+		return proto_reply_error("key 'record': filed by node '%s' "
+					 "but its node is another",
+					 node);
+	if (nodes && !in_nodes(nodes, node))
+		return proto_reply_error("key 'nodes': does not name node "
+					 "'%s'",
+					 node);
 	if (nodes && cJSON_GetArraySize(nodes) > 1)
 		return proto_reply_error("file: job %u spans %d nodes: merging "
 					 "the parts of a multi-node job is not "

@@ -233,6 +233,20 @@ START_TEST(test_file_refused)
 	ck_assert_str_eq(error_of(r), "key 'record': its job is not 10");
 	cJSON_Delete(r);
 	req = file_req(9, "root", 0, "n1", now);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(req, "record"), "node",
+				  cJSON_CreateString("n3"));
+	r = ask(&root_c, "file", req, 0, &ok);
+	ck_assert(!ok);
+	ck_assert_ptr_nonnull(strstr(error_of(r), "its node is another"));
+	cJSON_Delete(r);
+	req = file_req(9, "root", 0, "n1", now);
+	cJSON_ReplaceItemInArray(cJSON_GetObjectItem(req, "nodes"), 0,
+				 cJSON_CreateString("n2"));
+	r = ask(&root_c, "file", req, 0, &ok);
+	ck_assert(!ok);
+	ck_assert_str_eq(error_of(r), "key 'nodes': does not name node 'n1'");
+	cJSON_Delete(r);
+	req = file_req(9, "root", 0, "n1", now);
 	cJSON_AddItemToArray(cJSON_GetObjectItem(req, "nodes"),
 			     cJSON_CreateString("n2"));
 	r = ask(&root_c, "file", req, 0, &ok);
