@@ -38,8 +38,8 @@
 
 #include <cJSON.h>
 
-#include "daemon/history.h"
-#include "daemon/recommend.h"
+#include "ctld/history.h"
+#include "ctld/recommend.h"
 
 #define USERS 1000
 #define APPS 10
