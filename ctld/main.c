@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "ctld/history.h"
 #include "ctld/import.h"
+#include "ctld/partstore.h"
 #include "ctld/service.h"
 
 #define PIDFILE_NAME "iostagectld.pid"
@@ -328,6 +329,11 @@ int main(int argc, char **argv)
 	/* Never fatal, as on a node: a damaged database is opened read-only
 	 * or disabled, and every op says why. */
 	history_init(&conf);
+	/* Multi-node jobs waiting for parts: deadlines from the database,
+	 * so those that passed while we were down are filed now. */
+	if (partstore_start(&conf, err, sizeof(err)) < 0)
+		log_errorx("%s; jobs missing a part wait until a restart",
+			   err);
 	if (pidfile_write(&conf) < 0)
 		log_warning("cannot write the pid file beside %s",
 			    conf.socket_path);
@@ -342,6 +348,7 @@ int main(int argc, char **argv)
 		sigsuspend(&waitmask);
 	log_info("caught %s, shutting down", strsignal(got_signal));
 	/* A connection thread still running could be inside the database. */
+	partstore_stop();
 	if (ctld_service_stop())
 		history_fini();
 	pidfile_remove();
