@@ -34,6 +34,16 @@ static bool same_filing(const cJSON *old, const char *node,
 	       jobfacts_num(old, "end", -1) == jobfacts_num(record, "end", -2);
 }
 
+static bool in_nodes(const cJSON *nodes, const char *node)
+{
+	const cJSON *n;
+
+	cJSON_ArrayForEach(n, nodes)
+		if (cJSON_IsString(n) && !strcmp(n->valuestring, node))
+			return true;
+	return false;
+}
+
 /* A part of a multi-node job: kept, merged and filed by partstore.c. */
 static cJSON *file_part(const struct ctld_caller *c, struct history *h,
 			uint32_t job, const char *node, const cJSON *req)
@@ -101,6 +111,14 @@ cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req)
 		      cJSON_GetArraySize(nodes) < 1))
 		return proto_reply_error("key 'nodes': must be a non-empty "
 					 "array of node names");
+	if (strcmp(jobfacts_str(rec, "node", node), node))
+		return proto_reply_error("key 'record': filed by node '%s' "
+					 "but its node is another",
+					 node);
+	if (nodes && !in_nodes(nodes, node))
+		return proto_reply_error("key 'nodes': does not name node "
+					 "'%s'",
+					 node);
 	h = history_db(err, sizeof(err));
 	if (!h)
 		return proto_reply_error("%s", err);

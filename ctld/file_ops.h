@@ -3,7 +3,9 @@
  *   {"op":"file","job":N,"node":"n1","nodes":["n1",...],"record":{...}}
  *   -> {"ok":true,"filed":true|false,"duplicate":bool}
  *
- * Root only (the credential's uid). Idempotent by (job, node): a record
+ * Root only (the credential's uid). The record's job and node must be the
+ * request's, and "nodes" (optional) must name the node. Idempotent by
+ * (job, node): a record
  * this node already filed for this job (same node, same end time) is a
  * duplicate and not filed again, so a node may retry until it hears a
  * reply. A job whose "nodes" names several nodes is one part of the job:

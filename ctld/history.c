@@ -1569,6 +1569,25 @@ void history_dir(const struct conf *conf, char *buf, size_t buflen)
 		 HISTORY_DIR_NAME);
 }
 
+int history_make_state_dir(const struct conf *conf)
+{
+	char buf[CONF_PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s", conf->state_dir);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || !*p) {
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+				return -1;
+			*p = c;
+			if (!c)
+				return 0;
+		}
+	}
+}
+
 void history_init_remote(const struct conf *conf)
 {
 	g_conf = conf;

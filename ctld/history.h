@@ -181,6 +181,10 @@ int history_foreach(struct history *h,
 /* CONF->state_dir/history into BUF. */
 void history_dir(const struct conf *conf, char *buf, size_t buflen);
 
+/* mkdir -p CONF->state_dir (0755; the history directory inside is
+ * RocksDB's to make). 0, or -1 with errno. */
+int history_make_state_dir(const struct conf *conf);
+
 /* iostaged with a service configured (ControllerHost=): no database on
  * this node; history_db() answers "history disabled: kept by iostagectld
  * at HOST port P ...", history_conf() is CONF. */
