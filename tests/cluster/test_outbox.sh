@@ -274,16 +274,17 @@ test_outbox_node_never_reports_is_missing() {
 	assert_eq "no process of n3 counted" '[]' \
 		"$(jq -c '[.processes[] | select(.node=="n3")]' <<<"$rec")"
 	iostaged_start n3 >/dev/null
-	# n3's part turns up late (here by hand, as root on n3, twice): the
-	# service files the job again with it, counted once.
-	on_node n3 munge -s "{\"op\":\"telemetry_part\",\"job\":$j}" | jq -R -c '{cred:.}' |
-		on_node n3 socat -t 5 -T 5 - TCP:n3:6826 >"$TEST_WORKDIR/n3part.json"
-	assert_eq "n3's own part, from n3" n3 "$(jq -r '.record.node' "$TEST_WORKDIR/n3part.json")"
-	out=$(jq -c "{op:\"file\",job:$j,node:\"n3\",nodes:[\"n1\",\"n2\",\"n3\"],
-		record:(.record + {end:(.record.start + 5)})}" "$TEST_WORKDIR/n3part.json")
-	assert_contains "the late part is taken and the job refiled" \
-		"$(ctld_request n3 root "$out")" '"filed":true'
-	assert_contains "sent again: a duplicate" \
+	# n3 comes back and finishes the job as its Epilog would have: its
+	# part goes through its outbox, late; the service files the job again
+	# with it, counted once.
+	out=$(iostaged_request n3 "{\"op\":\"finish\",\"job\":$j}")
+	assert_contains "n3 finishes the job" "$out" '"ok":true'
+	ctld_log_wait "job $j: late part from node n3 .*: record filed again with 3 of 3 parts" 30
+	for _ in $(seq 1 25); do [ -z "$(outbox_files n3)" ] && break; sleep 0.2; done
+	assert_eq "n3's outbox is empty" "" "$(outbox_files n3)"
+	out=$(jq -c "{op:\"file\",job:$j,node:\"n3\",nodes:[\"n1\",\"n2\",\"n3\"],record:.}" \
+		"$(node_local n3)/state/telemetry/$j.json")
+	assert_contains "n3's part sent again: a duplicate" \
 		"$(ctld_request n3 root "$out")" '"duplicate":true'
 	rec=$(ctld_job "$j")
 	assert_eq "late part: nothing missing now" '[]' "$(jq -c .missing_nodes <<<"$rec")"
