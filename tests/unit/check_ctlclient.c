@@ -179,17 +179,20 @@ END_TEST
 
 START_TEST(test_unreachable)
 {
-	struct server s;
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
 	struct conf c;
 	char err[512], want[64];
 	unsigned port;
+	int lfd;
 	cJSON *req = ping(), *reply = NULL;
 
 	/* A port nobody listens on: take one, then close it. */
-	server_start(&s, ANSWER_ECHO);
-	port = s.port;
-	pthread_cancel(s.thread);
-	server_stop(&s);
+	lfd = peernet_listen("127.0.0.1", 0, err, sizeof(err));
+	ck_assert_msg(lfd >= 0, "%s", err);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+	port = ntohs(a.sin_port);
+	close(lfd);
 	conf_for(&c, "127.0.0.1", port);
 	ck_assert_int_eq(ctl_request_timeout(&c, req, 2000, &reply, err,
 					     sizeof(err)),
