@@ -6,9 +6,9 @@
  * forwarding thread sends each entry to the service with the `file` op
  * (common/ctlclient.h). An entry leaves the outbox only after the
  * service's ok ("duplicate" included: it was filed before). While the
- * service is unreachable the thread retries with exponential backoff and
- * jitter, FORWARD_BACKOFF_MIN_MS to FORWARD_BACKOFF_MAX_MS; a new entry
- * wakes it at once. At start-up it resumes with whatever the outbox holds,
+ * service is unreachable the thread retries with exponential backoff,
+ * FORWARD_BACKOFF_MIN_MS doubling up to FORWARD_BACKOFF_MAX_MS, each wait
+ * a random half to all of it (jitter); a new entry wakes it at once. At start-up it resumes with whatever the outbox holds,
  * so a kill -9 between the outbox write and the forward loses nothing.
  * Past OutboxLimit= entries it logs an error (at most every
  * FORWARD_ALARM_S); it never drops one. A file in the outbox that is not
