@@ -3,9 +3,8 @@
 # from the login and compute nodes, MUNGE credentials decoded to the caller,
 # root files, users read their own jobs; stopped and started again.
 
-ctld_file_record() { # NODE JOB USER UID: root on NODE files a small record
-	local now
-	now=$(date +%s) # within HistoryRetention
+ctld_file_record() { # NODE JOB USER UID [END]: root on NODE files a small record
+	local now=${5:-$(date +%s)} # within HistoryRetention
 	ctld_request "$1" root "$(jq -cn --argjson j "$2" --arg u "$3" --argjson uid "$4" --arg n "$1" \
 		--argjson e "$now" '{op:"file",job:$j,node:$n,nodes:[$n],record:{job:$j,user:$u,
 		  uid:$uid,job_name:"t",node:$n,state:"COMPLETED",start:($e - 60),end:$e}}')"
@@ -27,12 +26,13 @@ test_ctld_ping_from_every_node() {
 }
 
 test_ctld_file_and_read() {
-	local out uid ouid
+	local out uid ouid end
 	uid=$(id -u "$TEST_USER")
 	ouid=$(id -u "$OTHER_USER")
-	out=$(ctld_file_record n2 424201 "$TEST_USER" "$uid")
+	end=$(date +%s)
+	out=$(ctld_file_record n2 424201 "$TEST_USER" "$uid" "$end")
 	assert_contains "root on n2 files" "$out" '"filed":true'
-	out=$(ctld_file_record n2 424201 "$TEST_USER" "$uid")
+	out=$(ctld_file_record n2 424201 "$TEST_USER" "$uid" "$end")
 	assert_contains "the same filing again is a duplicate" "$out" '"duplicate":true'
 	out=$(ctld_request login "$TEST_USER" '{"op":"history_get","job":424201}')
 	assert_contains "the owner reads it from login" "$out" '"job":424201'

@@ -9,10 +9,10 @@
 TEST_UID=$(id -u "$TEST_USER")
 OTHER_UID=$(id -u "$OTHER_USER")
 
-# ctld_file JOB USER UID [NAME] [NODE]: root files a record (ended now)
+# ctld_file JOB USER UID [NAME] [NODE] [END]: root files a record (ended
+# END, default now)
 ctld_file() {
-	local now
-	now=$(date +%s)
+	local now=${6:-$(date +%s)}
 	ctld_request root "$(jq -cn --argjson j "$1" --arg u "$2" --argjson uid "$3" \
 		--arg name "${4:-ctld-job}" --arg n "${5:-node1}" --argjson e "$now" \
 		'{op:"file",job:$j,node:$n,nodes:[$n],record:{schema:1,job:$j,user:$u,uid:$uid,
@@ -99,12 +99,14 @@ test_ctld_refuses_bad_credentials() {
 }
 
 test_ctld_users_read_their_own() {
-	local out mark
+	local out mark end
 	ctld_admin_user || fail "cannot create the admin group"
 	ctld_pid >/dev/null || ctld_start || fail "iostagectld did not start"
-	assert_contains "root files" "$(ctld_file 910001 "$TEST_USER" "$TEST_UID")" '"filed":true'
+	end=$(date +%s)
+	assert_contains "root files" "$(ctld_file 910001 "$TEST_USER" "$TEST_UID" ctld-job node1 "$end")" '"filed":true'
 	assert_contains "root files" "$(ctld_file 910002 "$OTHER_USER" "$OTHER_UID")" '"filed":true'
-	assert_contains "a retry is a duplicate" "$(ctld_file 910001 "$TEST_USER" "$TEST_UID")" '"duplicate":true'
+	assert_contains "a retry is a duplicate" \
+		"$(ctld_file 910001 "$TEST_USER" "$TEST_UID" ctld-job node1 "$end")" '"duplicate":true'
 	out=$(ctld_request "$TEST_USER" '{"op":"history_get","job":910001}')
 	assert_contains "a user reads their own job" "$out" '"job_name":"ctld-job"'
 	mark=$(ctld_log_mark)
