@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "ctld/history.h"
 #include "ctld/import.h"
+#include "ctld/partstore.h"
 #include "ctld/service.h"
 
 #define PIDFILE_NAME "iostagectld.pid"
@@ -332,10 +333,16 @@ int main(int argc, char **argv)
 	if (history_make_state_dir(&conf) < 0)
 		log_warning("cannot create StateDir %s", conf.state_dir);
 	history_init(&conf);
+	/* Multi-node jobs waiting for parts: deadlines from the database,
+	 * so those that passed while we were down are filed now. */
+	if (partstore_start(&conf, err, sizeof(err)) < 0)
+		log_errorx("%s; jobs missing a part wait until a restart",
+			   err);
 	/* Requests are served only once the history is open: clients that
 	 * came early waited in the backlog. */
 	if (ctld_service_start(err, sizeof(err)) < 0) {
 		log_errorx("%s", err);
+		partstore_stop();
 		history_fini();
 		return 1;
 	}
@@ -353,6 +360,7 @@ int main(int argc, char **argv)
 		sigsuspend(&waitmask);
 	log_info("caught %s, shutting down", strsignal(got_signal));
 	/* A connection thread still running could be inside the database. */
+	partstore_stop();
 	if (ctld_service_stop())
 		history_fini();
 	pidfile_remove();
