@@ -75,7 +75,7 @@ $(LIBCOMMON): $(COMMON_OBJ)
 # The plugin exports only the slurm_spank_* symbols and the Slurm metadata.
 $(PLUGIN): $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=spank/iostage.map \
-	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS)
+	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS) -lmunge
 
 $(DAEMON): $(DAEMON_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge \
@@ -90,8 +90,10 @@ $(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/job
 $(EPILOG): $(BUILD)/prolog/epilog.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
+# The plugin and the CLI ask iostagectld in the user's own MUNGE
+# credential (common/ctlclient.h) when iostage.conf names a service.
 $(CLI): $(CLI_OBJ) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) -lmunge
 
 $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 	@mkdir -p $(@D)
