@@ -62,6 +62,9 @@ enum conf_key {
 	CONF_KEY_PEER_LISTEN,
 	CONF_KEY_PEER_PARTS_TIMEOUT,
 	CONF_KEY_MUNGE_SOCKET,
+	CONF_KEY_CONTROLLER_HOST,
+	CONF_KEY_CONTROLLER_PORT,
+	CONF_KEY_ADMIN_GROUP,
 	CONF_KEY_COUNT,
 };
 
@@ -94,6 +97,9 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_PEER_LISTEN] = "PeerListen",
     [CONF_KEY_PEER_PARTS_TIMEOUT] = "PeerPartsTimeout",
     [CONF_KEY_MUNGE_SOCKET] = "MungeSocket",
+    [CONF_KEY_CONTROLLER_HOST] = "ControllerHost",
+    [CONF_KEY_CONTROLLER_PORT] = "ControllerPort",
+    [CONF_KEY_ADMIN_GROUP] = "AdminGroup",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -195,6 +201,44 @@ bool conf_is_node_name(const char *s)
 	return true;
 }
 
+bool conf_is_host(const char *s)
+{
+	unsigned char buf[16];
+	size_t n;
+
+	if (!s)
+		return false;
+	n = strlen(s);
+	if (n == 0 || n >= CONF_HOST_MAX)
+		return false;
+	if (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1)
+		return true;
+	/* RFC 1123 labels: letters, digits, '-' inside, '.' between. */
+	if (s[0] == '.' || s[0] == '-' || s[n - 1] == '-' || strstr(s, ".."))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '-' &&
+		    s[i] != '.' && s[i] != '_')
+			return false;
+	return true;
+}
+
+bool conf_is_group_name(const char *s)
+{
+	size_t n;
+
+	if (!s)
+		return false;
+	n = strlen(s);
+	if (n == 0 || n >= CONF_GROUP_MAX || s[0] == '-' || s[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' &&
+		    s[i] != '-' && s[i] != '.')
+			return false;
+	return true;
+}
+
 /* The short host name, made a valid NodeName ("localhost" if none). */
 static void conf_default_node_name(char *buf, size_t buflen)
 {
@@ -248,6 +292,7 @@ void conf_set_defaults(struct conf *conf)
 	conf_default_node_name(conf->node_name, sizeof(conf->node_name));
 	conf->peer_port = CONF_PEER_PORT_DEFAULT;
 	conf->peer_parts_timeout = 60;
+	conf->controller_port = CONF_CONTROLLER_PORT_DEFAULT;
 }
 
 int conf_parse_size(const char *s, uint64_t *ret)
@@ -692,6 +737,31 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 					 key, sizeof(c->munge_socket) - 1);
 		return conf_path(cp, key, val, c->munge_socket,
 				 sizeof(c->munge_socket));
+	case CONF_KEY_CONTROLLER_HOST:
+		/* "no"/"none" say it outright: no service, node-local history. */
+		if (conf_is_off(val)) {
+			c->controller_host[0] = '\0';
+			return 0;
+		}
+		if (!conf_is_host(val))
+			return conf_fail(cp,
+					 "key '%s': '%s' is not a host name or "
+					 "IP address",
+					 key, conf_show(val, show, sizeof(show)));
+		snprintf(c->controller_host, sizeof(c->controller_host), "%s",
+			 val);
+		return 0;
+	case CONF_KEY_CONTROLLER_PORT:
+		return conf_uint(cp, key, val, 1, 65535, &c->controller_port);
+	case CONF_KEY_ADMIN_GROUP:
+		if (!conf_is_group_name(val))
+			return conf_fail(cp,
+					 "key '%s': '%s' is not a group name "
+					 "([A-Za-z0-9_.-]{1,63}, not starting "
+					 "with '-' or '.')",
+					 key, conf_show(val, show, sizeof(show)));
+		snprintf(c->admin_group, sizeof(c->admin_group), "%s", val);
+		return 0;
 	case CONF_KEY_COUNT:
 		break;
 	}

@@ -25,6 +25,9 @@
 #define CONF_RECOMMEND_MIN_JOBS_MAX 1000
 #define CONF_LISTEN_MAX 64    /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
 #define CONF_PEER_PORT_DEFAULT 6826 /* PeerPort: iostaged to iostaged, TCP */
+#define CONF_CONTROLLER_PORT_DEFAULT 6827 /* ControllerPort: iostagectld */
+#define CONF_HOST_MAX 256     /* ControllerHost: a DNS name or IP literal */
+#define CONF_GROUP_MAX 64     /* AdminGroup: a group name */
 
 #ifndef IOSTAGE_SHIM_PATH
 #define IOSTAGE_SHIM_PATH "/usr/local/lib/iostage/libiostage-preload.so"
@@ -90,6 +93,10 @@ struct conf {
 	char peer_listen[CONF_LISTEN_MAX]; /* address to listen on, "" = all */
 	unsigned peer_parts_timeout;    /* seconds the head waits for parts */
 	char munge_socket[CONF_SOCKET_MAX]; /* munged's socket, "" = default */
+	/* The cluster service (iostagectld, common/ctlclient.h). */
+	char controller_host[CONF_HOST_MAX]; /* "" = no service: node-local */
+	unsigned controller_port;       /* TCP port, 1..65535 */
+	char admin_group[CONF_GROUP_MAX]; /* reads every job, "" = root only */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -104,7 +111,9 @@ struct conf {
  * MetricsTextfile=no, MetricsInterval=15, MetricsJobGrace=300, Trace=no,
  * TraceLibrary=IOSTAGE_SHIM_PATH (where `make install` puts
  * libiostage-preload.so), PeerPort=6826 (0: off), PeerListen=* (every
- * address), PeerPartsTimeout=60, MungeSocket= (libmunge's default). */
+ * address), PeerPartsTimeout=60, MungeSocket= (libmunge's default),
+ * ControllerHost= (none: the history stays on each node), ControllerPort=6827,
+ * AdminGroup= (none: only root reads every user's jobs). */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is
@@ -127,6 +136,13 @@ void conf_tier_names(const struct conf *conf, char *buf, size_t buflen);
 
 /* Is S a valid NodeName ([A-Za-z0-9_.-]{1,63}, not starting with '.')? */
 bool conf_is_node_name(const char *s);
+
+/* Is S a host name ([A-Za-z0-9_.-], no leading '.'/'-', no "..") or an
+ * IPv4/IPv6 literal, shorter than CONF_HOST_MAX? */
+bool conf_is_host(const char *s);
+
+/* Is S a group name ([A-Za-z0-9_.-]{1,63}, not starting with '-' or '.')? */
+bool conf_is_group_name(const char *s);
 
 /* Parse "800G", "20T", "512M", "1024" (bytes; K/M/G/T/P are powers of 1024,
  * an optional trailing 'B'/'iB' is accepted). Returns 0 or -1 (EINVAL,
