@@ -127,7 +127,7 @@ $(BUILD)/tests/check_export: tests/unit/check_export.c $(EXPORT_LIB_OBJ) $(LIBCO
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DFIXTURES='"$(CURDIR)/tests/unit/fixtures"' \
 	    $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
-	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
+	    $(LDFLAGS) $(LDLIBS) -lmunge $(shell pkg-config --libs check)
 
 deps:
 	@scripts/install-deps.sh
@@ -169,11 +169,18 @@ bench:
 # The job history at 1,000,000 jobs: ingest rate, query p99, size on disk
 # (bench/history.c; BENCH_HISTORY_ARGS="-n 100000" for a quick run).
 BENCH_HISTORY := $(BUILD)/bench/history
-$(BENCH_HISTORY): bench/history.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
+$(BENCH_HISTORY): bench/history.c bench/recgen.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS)
 
-bench-history: $(BENCH_HISTORY)
+# The load generator that plays 1,000 node agents against iostagectld over
+# TCP + MUNGE (bench/ctldload.c, driven by bench/history-ctld.sh).
+BENCH_CTLDLOAD := $(BUILD)/bench/ctldload
+$(BENCH_CTLDLOAD): bench/ctldload.c bench/recgen.c $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(LDLIBS) -lmunge
+
+bench-history: $(BENCH_HISTORY) $(BENCH_CTLDLOAD)
 	@$(BENCH_HISTORY) $(BENCH_HISTORY_ARGS)
 
 install: all
