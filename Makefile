@@ -180,8 +180,11 @@ $(BENCH_CTLDLOAD): bench/ctldload.c bench/recgen.c $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(LDLIBS) -lmunge
 
-bench-history: $(BENCH_HISTORY) $(BENCH_CTLDLOAD)
-	@$(BENCH_HISTORY) $(BENCH_HISTORY_ARGS)
+# `make bench-history`: the service over the network (bench/history-ctld.sh,
+# knobs there and in bench/README.md), then the node-local history in the
+# same run; not part of `make check`.
+bench-history: all $(BENCH_HISTORY) $(BENCH_CTLDLOAD)
+	@BUILD=$(BUILD) bench/history-ctld.sh
 
 install: all
 	install -d $(DESTDIR)$(slurmlibdir) $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) \

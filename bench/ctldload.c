@@ -3,16 +3,16 @@
  *
  *   build/bench/ctldload -p PORT [-H HOST] [-S MUNGE_SOCKET] [-a AGENTS]
  *       [-n JOBS] [-j FIRST_JOB] [-b BATCH] [-t THREADS] [-q QUERIES]
- *       [-Q QUERY_THREADS] [-P SERVICE_PID] [-L LABEL]
+ *       [-Q QUERY_THREADS] [-P SERVICE_PID] [-L LABEL] [-m 0|1]
  *
  * Filing: AGENTS agents (default 1,000), each with its own connection to
  * the service at a time (the protocol is one request per connection, so
  * an agent connects, sends one credentialled request, reads the reply,
  * closes and goes on with the next: with 1,000 agents about 1,000
  * connections are open on the service all the time). They file JOBS jobs
- * (ids FIRST_JOB + 1 ...), records of bench/recgen.h's realistic size; one
- * job in ten is a 3-node job whose three parts come as three filings from
- * three node names (the service merges them). BATCH 1 is the contract's
+ * (ids FIRST_JOB + 1 ...), records of bench/recgen.h's realistic size;
+ * with -m 1 (the default) one job in ten is a 3-node job whose three parts
+ * come as three filings from three node names (the service merges them). BATCH 1 is the contract's
  * `file` op, one record per credential; BATCH > 1 is `file_batch`, BATCH
  * filings under one credential. Every credential is encoded here, by the
  * generator, when its request is sent (on a cluster the nodes' own munged
@@ -67,6 +67,7 @@
 static const char *opt_host = "127.0.0.1", *opt_sock, *opt_label = "";
 static unsigned opt_port, opt_agents = 1000, opt_jobs = 100000, opt_batch = 1;
 static unsigned opt_first, opt_threads = 4, opt_queries, opt_qthreads = 1;
+static unsigned opt_multi = 1; /* one job in GROUP_JOBS multi-node */
 static int opt_pid;
 static struct sockaddr_storage svc_addr;
 static socklen_t svc_addrlen;
@@ -97,6 +98,8 @@ static void note_error(const char *fmt, const char *what)
 
 static unsigned total_filings(void)
 {
+	if (!opt_multi)
+		return opt_jobs;
 	unsigned groups = opt_jobs / GROUP_JOBS, rest = opt_jobs % GROUP_JOBS;
 
 	return groups * GROUP_FILINGS + rest;
@@ -108,7 +111,11 @@ static void filing_job(unsigned i, unsigned *ret_job, unsigned *ret_part,
 {
 	unsigned g = i / GROUP_FILINGS, k = i % GROUP_FILINGS;
 
-	if (k < GROUP_JOBS - 1) {
+	if (!opt_multi) {
+		*ret_job = i + 1;
+		*ret_part = 0;
+		*ret_parts = 1;
+	} else if (k < GROUP_JOBS - 1) {
 		*ret_job = g * GROUP_JOBS + k + 1;
 		*ret_part = 0;
 		*ret_parts = 1;
@@ -508,7 +515,7 @@ int main(int argc, char **argv)
 	double t, secs, *lat = NULL;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "H:p:S:a:n:j:b:t:q:Q:P:L:")) != -1) {
+	while ((opt = getopt(argc, argv, "H:p:S:a:n:j:b:t:q:Q:P:L:m:")) != -1) {
 		switch (opt) {
 		case 'H': opt_host = optarg; break;
 		case 'p': opt_port = (unsigned)strtoul(optarg, NULL, 10); break;
@@ -522,6 +529,7 @@ int main(int argc, char **argv)
 		case 'Q': opt_qthreads = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'P': opt_pid = atoi(optarg); break;
 		case 'L': opt_label = optarg; break;
+		case 'm': opt_multi = (unsigned)strtoul(optarg, NULL, 10); break;
 		default:
 			fprintf(stderr, "usage: %s -p PORT [-H HOST] [-S SOCK] "
 					"[-a AGENTS] [-n JOBS] [-j FIRST] [-b BATCH] "
@@ -593,12 +601,13 @@ int main(int argc, char **argv)
 		p99 = lat[(size_t)(nq * 0.99)];
 		pmax = lat[nq - 1];
 	}
-	printf("ctldload%s%s: %u jobs (%u filings, 1 in %d a %d-node job) "
+	printf("ctldload%s%s: %u jobs (%u filings, %s) "
 	       "filed by %u agents in %.2f s: %.0f jobs/s, %u requests "
 	       "(%u filing%s per credential), %u failed; at most %u "
 	       "connections open\n",
 	       *opt_label ? " " : "", opt_label, opt_jobs, total_filings(),
-	       GROUP_JOBS, NODE_PARTS, opt_agents, secs, rate,
+	       opt_multi ? "1 in 10 a 3-node job" : "single-node jobs",
+	       opt_agents, secs, rate,
 	       atomic_load(&requests), opt_batch, opt_batch == 1 ? "" : "s",
 	       bad, atomic_load(&max_open_conns));
 	if (nq)
