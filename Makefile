@@ -32,7 +32,8 @@ CPPFLAGS += -I. $(shell pkg-config --cflags $(PKGS)) \
            -DIOSTAGE_VERSION='"$(VERSION)"' \
            -DIOSTAGE_CONF_PATH='"$(sysconfdir)/slurm/iostage.conf"'
 LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread -lm
-# The history (daemon/history.c) is RocksDB; only iostaged links it.
+# The history (ctld/history.c) is RocksDB; iostagectld links it, and
+# iostaged for a site without the service (node-local history).
 DAEMON_LDLIBS := -lrocksdb
 
 ifeq ($(SANITIZE),1)
@@ -47,6 +48,14 @@ LIBCOMMON  := $(BUILD)/libiostage-common.a
 
 SPANK_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(wildcard spank/*.c))
 DAEMON_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard daemon/*.c))
+# ctld/: iostagectld, the cluster's history service. Its history library
+# (the database, the job facts, the rules, the history ops) is linked into
+# iostaged too, which keeps a node-local history when ControllerHost= is
+# empty (docs/ARCHITECTURE.md).
+CTLD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard ctld/*.c))
+HISTORY_LIB_OBJ := $(BUILD)/ctld/history.o $(BUILD)/ctld/jobfacts.o \
+                   $(BUILD)/ctld/jsonbuf.o $(BUILD)/ctld/recommend.o \
+                   $(BUILD)/ctld/history_ops.o
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
 
 # Programs are built under $(BUILD) too, so several builds (SANITIZE=1,
@@ -56,7 +65,8 @@ DAEMON  := $(BUILD)/daemon/iostaged
 PROLOG  := $(BUILD)/prolog/iostage-prolog
 EPILOG  := $(BUILD)/prolog/iostage-epilog
 CLI     := $(BUILD)/cli/iostage
-PROGS   := $(PLUGIN) $(DAEMON) $(PROLOG) $(EPILOG) $(CLI)
+CTLD    := $(BUILD)/ctld/iostagectld
+PROGS   := $(PLUGIN) $(DAEMON) $(PROLOG) $(EPILOG) $(CLI) $(CTLD)
 
 UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -77,9 +87,12 @@ $(PLUGIN): $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=spank/iostage.map \
 	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS) -lmunge
 
-$(DAEMON): $(DAEMON_OBJ) $(LIBCOMMON)
+$(DAEMON): $(DAEMON_OBJ) $(HISTORY_LIB_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge \
 	    $(shell pkg-config --libs $(DAEMON_PKGS))
+
+$(CTLD): $(CTLD_OBJ) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge
 
 $(BUILD)/daemon/%.o: CPPFLAGS += $(shell pkg-config --cflags $(DAEMON_PKGS))
 
@@ -111,15 +124,21 @@ $(BUILD)/tests/check_nodelist: tests/unit/check_nodelist.c $(BUILD)/prolog/nodel
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) -lslurm $(shell pkg-config --libs check)
 
-# The history's unit tests link the daemon modules they test.
-HISTORY_TEST_OBJ := $(BUILD)/daemon/history.o $(BUILD)/daemon/jobfacts.o \
-                    $(BUILD)/daemon/jsonbuf.o \
-                    $(BUILD)/daemon/recommend.o
+# The history's unit tests link the ctld modules they test; the service's
+# (check_ctld) links all of ctld/ but its main().
+HISTORY_TEST_OBJ := $(BUILD)/ctld/history.o $(BUILD)/ctld/jobfacts.o \
+                    $(BUILD)/ctld/jsonbuf.o \
+                    $(BUILD)/ctld/recommend.o
 $(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: $(BUILD)/tests/check_%: \
     tests/unit/check_%.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
+CTLD_LIB_OBJ := $(filter-out $(BUILD)/ctld/main.o,$(CTLD_OBJ))
+$(BUILD)/tests/check_ctld: tests/unit/check_ctld.c $(CTLD_LIB_OBJ) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
+	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge $(shell pkg-config --libs check)
 # The export formatters live in cli/ and are tested without the command's
 # main(): check_export links them and the client they share.
 EXPORT_LIB_OBJ := $(filter-out $(BUILD)/cli/main.o $(BUILD)/cli/phase.o,$(CLI_OBJ))
@@ -190,7 +209,7 @@ install: all
 	install -d $(DESTDIR)$(slurmlibdir) $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) \
 	    $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(slurmlibdir)/iostage.so
-	install -m 0755 $(DAEMON) $(PROLOG) $(EPILOG) $(DESTDIR)$(sbindir)/
+	install -m 0755 $(DAEMON) $(PROLOG) $(EPILOG) $(CTLD) $(DESTDIR)$(sbindir)/
 	install -m 0755 $(CLI) $(DESTDIR)$(bindir)/iostage
 	install -m 0644 slurm-conf/iostage.conf $(DESTDIR)$(sysconfdir)/slurm/iostage.conf.example
 	install -m 0644 slurm-conf/profiles/*.json $(DESTDIR)$(sysconfdir)/slurm/iostage.d/
@@ -205,12 +224,15 @@ install: all
 	install -m 0644 docs/man/iostage.1 $(DESTDIR)$(mandir)/man1/
 	install -m 0644 docs/man/iostage.conf.5 $(DESTDIR)$(mandir)/man5/
 	install -m 0644 docs/man/iostaged.8 docs/man/iostage-prolog.8 \
-	    $(DESTDIR)$(mandir)/man8/
+	    docs/man/iostagectld.8 $(DESTDIR)$(mandir)/man8/
 	ln -sf iostage-prolog.8 $(DESTDIR)$(mandir)/man8/iostage-epilog.8
 	install -d $(DESTDIR)$(systemdunitdir)
 	sed -e 's|@SBINDIR@|$(sbindir)|g' -e 's|@SYSCONFDIR@|$(sysconfdir)|g' \
 	    slurm-conf/iostaged.service >$(DESTDIR)$(systemdunitdir)/iostaged.service
 	chmod 0644 $(DESTDIR)$(systemdunitdir)/iostaged.service
+	sed -e 's|@SBINDIR@|$(sbindir)|g' -e 's|@SYSCONFDIR@|$(sysconfdir)|g' \
+	    slurm-conf/iostagectld.service >$(DESTDIR)$(systemdunitdir)/iostagectld.service
+	chmod 0644 $(DESTDIR)$(systemdunitdir)/iostagectld.service
 	install -m 0644 slurm-conf/grafana-iostage.json $(DESTDIR)$(docdir)/slurm-conf/
 	install -m 0644 docs/ADMIN.md $(DESTDIR)$(docdir)/
 

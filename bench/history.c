@@ -39,8 +39,8 @@
 #include <cJSON.h>
 
 #include "bench/recgen.h"
-#include "daemon/history.h"
-#include "daemon/recommend.h"
+#include "ctld/history.h"
+#include "ctld/recommend.h"
 
 #define WINDOW_S (30 * 86400.0)
 #define BENCH_THREADS_MAX 16

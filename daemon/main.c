@@ -25,12 +25,13 @@
 #include <unistd.h>
 
 #include "common/conf.h"
+#include "common/ctlclient.h"
 #include "common/log.h"
 #include "daemon/cache.h"
 #include "daemon/drain.h"
 #include "daemon/drain_worker.h"
 #include "daemon/fsutil.h"
-#include "daemon/history.h"
+#include "ctld/history.h"
 #include "daemon/jobs.h"
 #include "daemon/journal.h"
 #include "daemon/metrics.h"
@@ -266,9 +267,10 @@ int main(int argc, char **argv)
 	/* drain.c: outputs copied to the PFS as the job's user. */
 	if (argc >= 2 && !strcmp(argv[1], "--drain-worker"))
 		return drain_worker_main(argc - 1, argv + 1);
-	/* history.c: recover a damaged history database, daemon stopped. */
+	/* ctld/history.c: recover a damaged node-local history database
+	 * (a site without iostagectld), daemon stopped. */
 	if (argc >= 2 && !strcmp(argv[1], "--repair-history"))
-		return history_repair_main(argc - 1, argv + 1);
+		return history_repair_main("iostaged", argc - 1, argv + 1);
 
 	parse_args(argc, argv, &args);
 	log_init("iostaged", false, args.level);
@@ -314,7 +316,12 @@ int main(int argc, char **argv)
 		log_errorx("%s", err);
 		goto out;
 	}
-	history_init(&conf); /* never fatal: staging goes on without it */
+	/* With a service the history is iostagectld's, never opened here;
+	 * without one the node keeps its own, as before the service. */
+	if (ctl_configured(&conf))
+		history_init_remote(&conf);
+	else
+		history_init(&conf); /* never fatal: staging goes on */
 	metrics_init(&conf); /* logs its own failures; never fatal */
 	peer_init(&conf);    /* node to node; never fatal either */
 	if (pidfile_write() < 0)

@@ -24,7 +24,7 @@
 #include "common/recmerge.h"
 #include "common/smallfile.h"
 #include "daemon/fsutil.h"
-#include "daemon/history.h"
+#include "ctld/history.h"
 #include "daemon/jobs.h"
 #include "daemon/parts.h"
 #include "daemon/peer.h"

@@ -20,7 +20,7 @@
 
 #include "common/log.h"
 #include "common/proto.h"
-#include "daemon/history.h"
+#include "ctld/history.h"
 #include "daemon/jobs.h"
 #include "daemon/ops.h"
 #include "daemon/parts.h"

@@ -12,9 +12,9 @@
 
 #include <check.h>
 
-#include "daemon/history.h"
-#include "daemon/jobfacts.h"
-#include "daemon/jsonbuf.h"
+#include "ctld/history.h"
+#include "ctld/jobfacts.h"
+#include "ctld/jsonbuf.h"
 
 static char tmp[256], dbdir[300];
 

@@ -7,8 +7,8 @@
 
 #include <check.h>
 
-#include "daemon/jobfacts.h"
-#include "daemon/recommend.h"
+#include "ctld/jobfacts.h"
+#include "ctld/recommend.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 

@@ -1,8 +1,12 @@
-/* history_ops.c - the history and recommendation ops (common/proto.h).
+/* history_ops.c - the history and recommendation ops (common/proto.h),
+ * answered from this process's history (history_db()): by iostagectld for
+ * the cluster, and by iostaged for its node when no service is configured.
  *
  * Authorization: a user sees only records whose uid is theirs and gets
- * recommendations from their own history; root sees and asks for anyone.
- * The peer's identity is SO_PEERCRED's (struct peer), never the request's.
+ * recommendations from their own history; a caller with read_all (root,
+ * and on the service the AdminGroup) sees and asks for anyone. The
+ * caller's identity is the transport's (SO_PEERCRED on the node's socket,
+ * the MUNGE credential on the service), never the request's.
  * When the history is disabled every op answers "history disabled: why".
  */
 #define _GNU_SOURCE
@@ -20,15 +24,39 @@
 #include "common/conf.h"
 #include "common/pathsafe.h"
 #include "common/proto.h"
-#include "daemon/history.h"
-#include "daemon/jobfacts.h"
-#include "daemon/history_ops.h"
-#include "daemon/ops.h"
-#include "daemon/recommend.h"
+#include "ctld/history.h"
+#include "ctld/jobfacts.h"
+#include "ctld/history_ops.h"
+#include "ctld/recommend.h"
 
 #define HISTORY_OPS_USER_MAX 256
 #define HISTORY_OPS_LIST_DEFAULT 100
 #define HISTORY_OPS_RUNS 64 /* newest comparable runs a query weighs */
+
+/* S made safe for one message (control bytes become '?'). */
+static const char *printable(const char *s, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", s);
+	for (size_t i = 0; buf[i]; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
+			buf[i] = '?';
+	return buf;
+}
+
+static int get_job_id(const cJSON *req, uint32_t *ret, char *err,
+		      size_t errlen)
+{
+	uint32_t id;
+
+	if (proto_get_u32(req, "job", &id, err, errlen) < 0)
+		return -1;
+	if (id == 0) {
+		snprintf(err, errlen, "key 'job': must be > 0");
+		return -1;
+	}
+	*ret = id;
+	return 0;
+}
 
 /* The user name of UID, or of NAME (checked to exist): 0, or -1 + err. */
 static int user_name(uid_t uid, const char *name, char *ret, size_t len,
@@ -43,7 +71,7 @@ static int user_name(uid_t uid, const char *name, char *ret, size_t len,
 	if (!res || strlen(pw.pw_name) >= len) {
 		if (name)
 			snprintf(err, errlen, "key 'user': no such user '%s'",
-				 ops_printable(name, shown, sizeof(shown)));
+				 printable(name, shown, sizeof(shown)));
 		else
 			snprintf(err, errlen, "uid %u has no user name",
 				 (unsigned)uid);
@@ -55,8 +83,9 @@ static int user_name(uid_t uid, const char *name, char *ret, size_t len,
 	return 0;
 }
 
-/* The user a query is about: the peer, or (root only) the request's. */
-static int query_user(const struct peer *c, const cJSON *req, bool *ret_given,
+/* The user a query is about: the caller, or (read_all only) the
+ * request's. */
+static int query_user(const struct hist_caller *c, const cJSON *req, bool *ret_given,
 		      char *ret, size_t len, uid_t *ret_uid, char *err,
 		      size_t errlen)
 {
@@ -70,14 +99,14 @@ static int query_user(const struct peer *c, const cJSON *req, bool *ret_given,
 		snprintf(err, errlen, "key 'user': must be a user name");
 		return -1;
 	}
-	if (c->uid != 0) {
+	if (!c->read_all) {
 		if (user_name(c->uid, NULL, own, sizeof(own), NULL, err,
 			      errlen) < 0)
 			return -1;
 		if (strcmp(own, u->valuestring) != 0) {
 			snprintf(err, errlen,
-				 "key 'user': only root may read another "
-				 "user's history");
+				 "key 'user': only root or the admin "
+				 "group may read another user's history");
 			return -1;
 		}
 	}
@@ -92,8 +121,7 @@ static cJSON *disabled_or(struct history **ret)
 	return *ret ? NULL : proto_reply_error("%s", why);
 }
 
-/* history_put {record}: file one record, as the Epilog does (root). */
-static cJSON *op_history_put(const struct peer *c, const cJSON *req)
+cJSON *hist_op_put(const struct hist_caller *c, const cJSON *req)
 {
 	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(req, "record");
 	char err[CONF_ERR_MAX];
@@ -113,8 +141,7 @@ static cJSON *op_history_put(const struct peer *c, const cJSON *req)
 	return reply;
 }
 
-/* history_get {job}: the record, to root or its owner. */
-static cJSON *op_history_get(const struct peer *c, const cJSON *req)
+cJSON *hist_op_get(const struct hist_caller *c, const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	struct history *h;
@@ -123,12 +150,12 @@ static cJSON *op_history_get(const struct peer *c, const cJSON *req)
 
 	if ((reply = disabled_or(&h)))
 		return reply;
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	rec = history_get(h, id, err, sizeof(err));
 	/* Another user's job answers like a missing one: its existence is
 	 * not theirs to learn. */
-	if (!rec || (c->uid != 0 &&
+	if (!rec || (!c->read_all &&
 		     jobfacts_num(rec, "uid", -1) != (double)c->uid)) {
 		bool missing = !rec && errno == ENOENT;
 
@@ -143,8 +170,7 @@ static cJSON *op_history_get(const struct peer *c, const cJSON *req)
 	return reply;
 }
 
-/* history_list {[since] [user] [limit]}: newest first. */
-static cJSON *op_history_list(const struct peer *c, const cJSON *req)
+cJSON *hist_op_list(const struct hist_caller *c, const cJSON *req)
 {
 	char err[CONF_ERR_MAX], user[HISTORY_OPS_USER_MAX];
 	double since = jobfacts_num(req, "since", 0);
@@ -163,7 +189,7 @@ static cJSON *op_history_list(const struct peer *c, const cJSON *req)
 	if (query_user(c, req, &given, user, sizeof(user), NULL, err,
 		       sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
-	list = history_list(h, c->uid == 0 && !given ? NULL : user, since,
+	list = history_list(h, c->read_all && !given ? NULL : user, since,
 			    (unsigned)limit, err, sizeof(err));
 	if (!list)
 		return proto_reply_error("%s", err);
@@ -213,8 +239,7 @@ static int check_name(const char *key, const char *s, char *err,
 	return 0;
 }
 
-/* recommend {[user] [job_name] [script] [dataset]} */
-static cJSON *op_recommend(const struct peer *c, const cJSON *req)
+cJSON *hist_op_recommend(const struct hist_caller *c, const cJSON *req)
 {
 	char err[CONF_ERR_MAX], user[HISTORY_OPS_USER_MAX];
 	char dataset[CONF_PATH_MAX], reason[128];
@@ -249,10 +274,10 @@ static cJSON *op_recommend(const struct peer *c, const cJSON *req)
 		runs = history_runs_by_app(h, user, job_name, since,
 					   HISTORY_OPS_RUNS, err, sizeof(err));
 	else if (ds)
-		/* A user's query weighs their own jobs; root's, everyone's
-		 * unless it names a user. */
+		/* A user's query weighs their own jobs; an admin's,
+		 * everyone's unless it names a user. */
 		runs = history_runs_by_dataset(
-		    h, dataset, c->uid == 0 && !given ? -1 : (int64_t)uid,
+		    h, dataset, c->read_all && !given ? -1 : (int64_t)uid,
 		    since, HISTORY_OPS_RUNS, err, sizeof(err));
 	else
 		runs = history_runs_by_user(h, user, since, HISTORY_OPS_RUNS,
@@ -309,11 +334,3 @@ static cJSON *op_recommend(const struct peer *c, const cJSON *req)
 	cJSON_Delete(res);
 	return reply;
 }
-
-op_table history_ops = {
-    {"history_put", op_history_put, true},
-    {"history_get", op_history_get, false},
-    {"history_list", op_history_list, false},
-    {"recommend", op_recommend, false},
-    {NULL, NULL, false},
-};

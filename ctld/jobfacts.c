@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/jobfacts.h"
+#include "ctld/jobfacts.h"
 
 #define JOBFACTS_NAME_MAX 256   /* user and job name bytes in keys */
 #define JOBFACTS_LIST_MAX 64    /* datasets / outputs kept per job */

@@ -33,9 +33,9 @@
 
 #include "common/conf.h"
 #include "common/log.h"
-#include "daemon/history.h"
-#include "daemon/jobfacts.h"
-#include "daemon/jsonbuf.h"
+#include "ctld/history.h"
+#include "ctld/jobfacts.h"
+#include "ctld/jsonbuf.h"
 
 enum history_cf {
 	CF_DEFAULT = 0,
@@ -1259,6 +1259,50 @@ int64_t history_count(struct history *h, char *err, size_t errlen)
 	return n;
 }
 
+int history_foreach(struct history *h,
+		    int (*fn)(cJSON *record, void *arg), void *arg,
+		    unsigned *ret_unreadable, char *err, size_t errlen)
+{
+	rocksdb_iterator_t *it;
+	char *rerr = NULL;
+	unsigned bad = 0;
+	int rc = 0;
+
+	if (!h || !fn)
+		return fail(err, errlen, EINVAL, "history: not open");
+	/* The times index holds every job once; the record is read by its id,
+	 * so old histories' separate phases come with it. */
+	it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_TIMES]);
+	for (rocksdb_iter_seek_to_first(it); rc == 0 && rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t klen;
+		const char *key = rocksdb_iter_key(it, &klen);
+		cJSON *rec;
+
+		if (klen != 12) {
+			bad++;
+			continue;
+		}
+		rec = history_get(h, get_be32(key + 8), NULL, 0);
+		if (!rec) {
+			bad++;
+			continue;
+		}
+		rc = fn(rec, arg);
+		if (rc < 0)
+			fail(err, errlen, errno ? errno : EIO,
+			     "history: stopped at job %u", get_be32(key + 8));
+	}
+	if (rc == 0) {
+		rocksdb_iter_get_error(it, &rerr);
+		rc = rocks_err(rerr, err, errlen, "walk");
+	}
+	rocksdb_iter_destroy(it);
+	if (ret_unreadable)
+		*ret_unreadable = bad;
+	return rc < 0 ? -1 : 0;
+}
+
 int history_expire(struct history *h, double cutoff, unsigned max,
 		   unsigned *ret_deleted, char *err, size_t errlen)
 {
@@ -1375,14 +1419,29 @@ out:
 	pthread_mutex_unlock(&g_expire_lock);
 }
 
+void history_dir(const struct conf *conf, char *buf, size_t buflen)
+{
+	snprintf(buf, buflen, "%s/%s",
+		 strcmp(conf->state_dir, "/") ? conf->state_dir : "",
+		 HISTORY_DIR_NAME);
+}
+
+void history_init_remote(const struct conf *conf)
+{
+	g_conf = conf;
+	snprintf(g_why, sizeof(g_why),
+		 "kept by iostagectld at %s port %u (ControllerHost=), not on "
+		 "this node",
+		 conf->controller_host, conf->controller_port);
+	log_info("history: %s", g_why);
+}
+
 void history_init(const struct conf *conf)
 {
 	char dir[CONF_PATH_MAX + 16], err[CONF_ERR_MAX];
 
 	g_conf = conf;
-	snprintf(dir, sizeof(dir), "%s/%s",
-		 strcmp(conf->state_dir, "/") ? conf->state_dir : "",
-		 HISTORY_DIR_NAME);
+	history_dir(conf, dir, sizeof(dir));
 	g_history = history_open(dir, HISTORY_READ_WRITE, err, sizeof(err));
 	if (!g_history) {
 		char ro_err[CONF_ERR_MAX];
@@ -1395,16 +1454,16 @@ void history_init(const struct conf *conf)
 			snprintf(g_why, sizeof(g_why), "%s", err);
 			log_errorx("%s; opened read-only: recorded jobs stay "
 				   "readable, new ones are not filed; staging "
-				   "goes on (iostaged --repair-history "
+				   "goes on (%s --repair-history "
 				   "recovers it)",
-				   err);
+				   err, program_invocation_short_name);
 			return;
 		}
 		snprintf(g_why, sizeof(g_why), "%s", err);
 		log_errorx("history disabled: %s; staging goes on, nothing "
-			   "there was changed (iostaged --repair-history "
+			   "there was changed (%s --repair-history "
 			   "recovers it)",
-			   err);
+			   err, program_invocation_short_name);
 		return;
 	}
 	g_why[0] = '\0';
@@ -1440,7 +1499,7 @@ int history_record_job(const cJSON *record, char *err, size_t errlen)
 	return 0;
 }
 
-int history_repair_main(int argc, char **argv)
+int history_repair_main(const char *prog, int argc, char **argv)
 {
 	char dir[CONF_PATH_MAX + 16], err[CONF_ERR_MAX], copy[4096];
 	const char *conf_path = IOSTAGE_CONF_PATH;
@@ -1452,26 +1511,24 @@ int history_repair_main(int argc, char **argv)
 		    i + 1 < argc) {
 			conf_path = argv[++i];
 		} else {
-			fprintf(stderr, "usage: iostaged --repair-history "
-					"[-c CONF]\n");
+			fprintf(stderr, "usage: %s --repair-history "
+					"[-c CONF]\n", prog);
 			return 2;
 		}
 	}
 	conf_set_defaults(&conf);
 	if (conf_load(conf_path, &conf, err, sizeof(err)) < 0) {
-		fprintf(stderr, "iostaged: %s\n", err);
+		fprintf(stderr, "%s: %s\n", prog, err);
 		return 1;
 	}
-	snprintf(dir, sizeof(dir), "%s/%s",
-		 strcmp(conf.state_dir, "/") ? conf.state_dir : "",
-		 HISTORY_DIR_NAME);
+	history_dir(&conf, dir, sizeof(dir));
 	if (history_repair(dir, &jobs, copy, sizeof(copy), err, sizeof(err)) <
 	    0) {
-		fprintf(stderr, "iostaged: --repair-history: %s\n", err);
+		fprintf(stderr, "%s: --repair-history: %s\n", prog, err);
 		return 1;
 	}
-	printf("iostaged: history %s repaired: %lld job%s readable; the "
-	       "damaged files are kept in %s; restart iostaged to use it\n",
-	       dir, (long long)jobs, jobs == 1 ? "" : "s", copy);
+	printf("%s: history %s repaired: %lld job%s readable; the "
+	       "damaged files are kept in %s; restart %s to use it\n",
+	       prog, dir, (long long)jobs, jobs == 1 ? "" : "s", copy, prog);
 	return 0;
 }

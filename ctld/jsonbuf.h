@@ -10,8 +10,8 @@
  * what cJSON_PrintUnformatted gives, except that non-finite numbers are
  * written as null either way.
  */
-#ifndef IOSTAGE_DAEMON_JSONBUF_H
-#define IOSTAGE_DAEMON_JSONBUF_H
+#ifndef IOSTAGE_CTLD_JSONBUF_H
+#define IOSTAGE_CTLD_JSONBUF_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -67,4 +67,4 @@ cJSON *jsonbuf_unpack(const void *data, size_t len,
 /* Free the buffer (the struct itself is the caller's). NULL ok. */
 void jsonbuf_fini(struct jsonbuf *b);
 
-#endif /* IOSTAGE_DAEMON_JSONBUF_H */
+#endif /* IOSTAGE_CTLD_JSONBUF_H */

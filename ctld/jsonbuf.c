@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/jsonbuf.h"
+#include "ctld/jsonbuf.h"
 
 #define JSONBUF_DEPTH_MAX 64 /* deeper trees are refused, not recursed */
 

@@ -19,14 +19,14 @@
  *               "shared"?, "fpp"?, "hist"?[10] }]
  *     "wr":  { "ops", "bytes", "sizes"[10] }? output class, run phase }
  */
-#ifndef IOSTAGE_DAEMON_JOBFACTS_H
-#define IOSTAGE_DAEMON_JOBFACTS_H
+#ifndef IOSTAGE_CTLD_JOBFACTS_H
+#define IOSTAGE_CTLD_JOBFACTS_H
 
 #include <stddef.h>
 
 #include <cJSON.h>
 
-#include "daemon/jsonbuf.h"
+#include "ctld/jsonbuf.h"
 
 /* Darshan's ten request-size buckets, in order, as in the record. */
 #define JOBFACTS_NBUCKETS 10
@@ -54,4 +54,4 @@ double jobfacts_num(const cJSON *obj, const char *key, double def);
 /* The string at KEY, or DEF. */
 const char *jobfacts_str(const cJSON *obj, const char *key, const char *def);
 
-#endif /* IOSTAGE_DAEMON_JOBFACTS_H */
+#endif /* IOSTAGE_CTLD_JOBFACTS_H */

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "common/units.h"
-#include "daemon/jobfacts.h"
-#include "daemon/recommend.h"
+#include "ctld/jobfacts.h"
+#include "ctld/recommend.h"
 
 #define GROUPS_MAX 64 /* datasets or outputs judged per query */
 #define FRACS_MAX 2000 /* runs the checkpoint rule weighs */

@@ -14,16 +14,16 @@
  * A job is filed with one WriteBatch through the WAL: all its keys or
  * none. A database that cannot be opened (corrupt, locked, unreadable) is
  * never created afresh, overwritten or removed here: it is opened
- * read-only if RocksDB can, else left alone; `iostaged --repair-history`
+ * read-only if RocksDB can, else left alone; `iostagectld --repair-history`
  * (history_repair) is the explicit way to recover it.
  *
- * Library part (history_open ...): a handle, for the daemon, the tests and
+ * Library part (history_open ...): a handle, for the service, the tests and
  * the bench. Daemon part (history_init ...): the daemon's one database,
  * opened from the configuration; when it is unusable every call answers
  * "history disabled: <why>" and staging carries on.
  */
-#ifndef IOSTAGE_DAEMON_HISTORY_H
-#define IOSTAGE_DAEMON_HISTORY_H
+#ifndef IOSTAGE_CTLD_HISTORY_H
+#define IOSTAGE_CTLD_HISTORY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -116,7 +116,25 @@ int64_t history_count(struct history *h, char *err, size_t errlen);
 int history_repair(const char *dir, int64_t *ret_jobs, char *ret_copy,
 		   size_t copylen, char *err, size_t errlen);
 
+/* Call FN(RECORD, ARG) for every recorded job, oldest end first; FN
+ * takes RECORD (it deletes it) and returns 0, or -1 (errno) to stop.
+ * Records that cannot be read are skipped and counted in *ret_unreadable
+ * (may be NULL). 0, or -1 with err. */
+int history_foreach(struct history *h,
+		    int (*fn)(cJSON *record, void *arg), void *arg,
+		    unsigned *ret_unreadable, char *err, size_t errlen);
+
 /* --- the daemon's history -------------------------------------------------- */
+/* One per process: iostagectld's, or iostaged's own when the site runs no
+ * service. */
+
+/* CONF->state_dir/history into BUF. */
+void history_dir(const struct conf *conf, char *buf, size_t buflen);
+
+/* iostaged with a service configured (ControllerHost=): no database on
+ * this node; history_db() answers "history disabled: kept by iostagectld
+ * at HOST port P ...", history_conf() is CONF. */
+void history_init_remote(const struct conf *conf);
 
 /* Open CONF->state_dir/history (CONF must outlive the history) and apply
  * the retention once. Never fails: when the database is unusable it logs
@@ -138,8 +156,10 @@ const struct conf *history_conf(void);
  * once an hour. 0, or -1 with one line in err. */
 int history_record_job(const cJSON *record, char *err, size_t errlen);
 
-/* `iostaged --repair-history [-c CONF]`: history_repair on the configured
- * directory, with a report on stdout. Returns the exit status. */
-int history_repair_main(int argc, char **argv);
+/* `PROG --repair-history [-c CONF]` (iostagectld, or iostaged for its
+ * node-local history): history_repair on the configured directory, with
+ * a report on stdout. The program must be stopped. Returns the exit
+ * status. */
+int history_repair_main(const char *prog, int argc, char **argv);
 
-#endif /* IOSTAGE_DAEMON_HISTORY_H */
+#endif /* IOSTAGE_CTLD_HISTORY_H */

@@ -1,0 +1,356 @@
+/* service.c - iostagectld's listener and dispatch (see service.h).
+ *
+ * The shape is daemon/peer.c's: an accept thread polls the listening socket
+ * and a stop pipe, and each accepted connection gets a detached thread that
+ * reads one request within CTLD_READ_MS, answers it and closes. A thread
+ * per connection keeps a slow client (or one that never sends) from
+ * holding up others; CTLD_CONN_MAX bounds them, and a connection over the
+ * bound gets a one-line refusal at once, so a node retries later rather
+ * than queueing unseen.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/peernet.h"
+#include "common/proto.h"
+#include "ctld/authz.h"
+#include "ctld/file_batch.h"
+#include "ctld/file_ops.h"
+#include "ctld/history_ops.h"
+#include "ctld/service.h"
+
+#define CTLD_STACK_SIZE (512 * 1024)
+#define CTLD_STOP_WAIT_S 5
+
+static const struct conf *svc_conf;
+static int listen_fd = -1;
+static unsigned listen_port;
+static int stop_pipe[2] = { -1, -1 };
+static pthread_t accept_thread;
+static bool running;
+
+static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t conn_cond = PTHREAD_COND_INITIALIZER;
+static unsigned nconn;
+
+static const char *printable(const char *s, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", s);
+	for (size_t i = 0; buf[i]; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
+			buf[i] = '?';
+	return buf;
+}
+
+static struct hist_caller hist(const struct ctld_caller *c)
+{
+	return (struct hist_caller){ .uid = c->uid,
+				     .gid = c->gid,
+				     .read_all = c->read_all };
+}
+
+static cJSON *op_ping(const struct ctld_caller *c, const cJSON *req)
+{
+	cJSON *reply = proto_reply_ok();
+
+	(void)req;
+	cJSON_AddStringToObject(reply, "service", "iostagectld");
+	cJSON_AddStringToObject(reply, "version", IOSTAGE_VERSION);
+	cJSON_AddNumberToObject(reply, "uid", c->uid);
+	cJSON_AddBoolToObject(reply, "read_all", c->read_all);
+	return reply;
+}
+
+static cJSON *op_get(const struct ctld_caller *c, const cJSON *req)
+{
+	struct hist_caller h = hist(c);
+
+	return hist_op_get(&h, req);
+}
+
+static cJSON *op_list(const struct ctld_caller *c, const cJSON *req)
+{
+	struct hist_caller h = hist(c);
+
+	return hist_op_list(&h, req);
+}
+
+static cJSON *op_recommend(const struct ctld_caller *c, const cJSON *req)
+{
+	struct hist_caller h = hist(c);
+
+	return hist_op_recommend(&h, req);
+}
+
+static const struct {
+	const char *name;
+	ctld_op_fn fn;
+} ctld_ops[] = {
+	{ "ping", op_ping },
+	{ "file", ctld_op_file },
+	{ "file_batch", ctld_op_file_batch },
+	{ "history_get", op_get },
+	{ "history_list", op_list },
+	{ "recommend", op_recommend },
+};
+
+cJSON *ctld_service_dispatch(const struct conf *conf,
+			     const struct ctld_caller *c, const char *op,
+			     const cJSON *req)
+{
+	char shown[72];
+
+	(void)conf;
+	for (size_t i = 0; i < sizeof(ctld_ops) / sizeof(ctld_ops[0]); i++)
+		if (!strcmp(ctld_ops[i].name, op))
+			return ctld_ops[i].fn(c, req);
+	return proto_reply_error("unknown op '%s' (iostagectld answers ping, "
+				 "file, history_get, history_list, recommend)",
+				 printable(op, shown, sizeof(shown)));
+}
+
+static void reply_and_close(int fd, cJSON *reply)
+{
+	if (!reply)
+		reply = proto_reply_error("out of memory");
+	if (reply && peernet_send(fd, reply, CTLD_SEND_MS) < 0 &&
+	    errno == EMSGSIZE) {
+		cJSON_Delete(reply);
+		reply = proto_reply_error("reply longer than %d bytes",
+					  PEERNET_LINE_MAX);
+		if (reply)
+			peernet_send(fd, reply, CTLD_SEND_MS);
+	}
+	cJSON_Delete(reply);
+	close(fd);
+}
+
+/* A refusal before any op: the client's ctl_request() makes it -1. */
+static cJSON *refused(const char *why)
+{
+	cJSON *reply = proto_reply_error("%s", why);
+
+	if (reply)
+		cJSON_AddTrueToObject(reply, "refused");
+	return reply;
+}
+
+static const char *munge_socket(void)
+{
+	return svc_conf->munge_socket[0] ? svc_conf->munge_socket : NULL;
+}
+
+/* One connection: one request, one reply. */
+static void *conn_thread(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char err[CONF_ERR_MAX], shown[72];
+	struct peernet_peer peer;
+	struct ctld_caller c;
+	enum mauth_status st;
+	const char *name;
+	cJSON *req, *reply;
+
+	req = peernet_read_request(fd, CTLD_READ_MS, munge_socket(), &name,
+				   &peer, &st, err, sizeof(err));
+	if (!req) {
+		log_warningx("%s: request refused: %s", peer.addr, err);
+		reply = refused(err);
+	} else {
+		const cJSON *e;
+
+		c = (struct ctld_caller){
+			.uid = peer.uid,
+			.gid = peer.gid,
+			.read_all = authz_read_all(peer.uid, peer.gid,
+						   svc_conf->admin_group),
+			.addr = peer.addr,
+		};
+		reply = ctld_service_dispatch(svc_conf, &c, name, req);
+		e = cJSON_GetObjectItemCaseSensitive(reply, "error");
+		if (reply && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(
+				 reply, "ok")))
+			log_warningx("%s: uid %u op '%s' declined: %s",
+				     peer.addr, (unsigned)peer.uid,
+				     printable(name, shown, sizeof(shown)),
+				     cJSON_IsString(e) ? e->valuestring : "?");
+		else
+			log_debug("%s: uid %u op '%s' answered", peer.addr,
+				  (unsigned)peer.uid,
+				  printable(name, shown, sizeof(shown)));
+	}
+	cJSON_Delete(req);
+	reply_and_close(fd, reply);
+	pthread_mutex_lock(&conn_lock);
+	nconn--;
+	pthread_cond_broadcast(&conn_cond);
+	pthread_mutex_unlock(&conn_lock);
+	return NULL;
+}
+
+static void accept_one(void)
+{
+	struct timeval tv = { .tv_sec = CTLD_SEND_MS / 1000 };
+	pthread_attr_t attr;
+	pthread_t t;
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC), r;
+
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE) {
+			struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+			log_warning("accept");
+			nanosleep(&ts, NULL);
+		}
+		return;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	pthread_mutex_lock(&conn_lock);
+	if (nconn >= CTLD_CONN_MAX) {
+		pthread_mutex_unlock(&conn_lock);
+		log_warningx("connection refused: %d already served",
+			     CTLD_CONN_MAX);
+		reply_and_close(fd, proto_reply_error("iostagectld busy: %d "
+						      "connections served, "
+						      "retry later",
+						      CTLD_CONN_MAX));
+		return;
+	}
+	nconn++;
+	pthread_mutex_unlock(&conn_lock);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, CTLD_STACK_SIZE);
+	r = pthread_create(&t, &attr, conn_thread, (void *)(intptr_t)fd);
+	pthread_attr_destroy(&attr);
+	if (r != 0) {
+		log_warningx("cannot start a connection thread: %s",
+			     strerror(r));
+		pthread_mutex_lock(&conn_lock);
+		nconn--;
+		pthread_mutex_unlock(&conn_lock);
+		reply_and_close(fd, proto_reply_error("iostagectld out of "
+						      "resources, retry later"));
+	}
+}
+
+static void *accept_loop(void *arg)
+{
+	struct pollfd pfd[2] = { { .fd = listen_fd, .events = POLLIN },
+				 { .fd = stop_pipe[0], .events = POLLIN } };
+
+	(void)arg;
+	for (;;) {
+		int n = poll(pfd, 2, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || pfd[1].revents)
+			break;
+		if (pfd[0].revents)
+			accept_one();
+	}
+	return NULL;
+}
+
+int ctld_service_start(const struct conf *conf, char *err, size_t errlen)
+{
+	unsigned char buf[16];
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	const char *addr = "*";
+	sigset_t all, old;
+	int r;
+
+	svc_conf = conf;
+	/* An address literal is where clients reach us: listen there only
+	 * (127.0.0.1 keeps a test service off the network). */
+	if (inet_pton(AF_INET, conf->controller_host, buf) == 1 ||
+	    inet_pton(AF_INET6, conf->controller_host, buf) == 1)
+		addr = conf->controller_host;
+	listen_fd = peernet_listen(addr, conf->controller_port, err, errlen);
+	if (listen_fd < 0)
+		return -1;
+	listen_port = conf->controller_port;
+	if (getsockname(listen_fd, (struct sockaddr *)&ss, &sl) == 0)
+		listen_port = ntohs(ss.ss_family == AF_INET6
+					? ((struct sockaddr_in6 *)&ss)->sin6_port
+					: ((struct sockaddr_in *)&ss)->sin_port);
+	if (pipe2(stop_pipe, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	/* Signals stay with the main thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	r = pthread_create(&accept_thread, NULL, accept_loop, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r != 0) {
+		snprintf(err, errlen, "cannot start the listener thread: %s",
+			 strerror(r));
+		goto fail;
+	}
+	running = true;
+	log_info("serving on %s port %u (MUNGE%s%s)",
+		 strcmp(addr, "*") ? addr : "every address", listen_port,
+		 conf->admin_group[0] ? ", AdminGroup " : "",
+		 conf->admin_group);
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++)
+		if (stop_pipe[i] >= 0)
+			close(stop_pipe[i]);
+	stop_pipe[0] = stop_pipe[1] = -1;
+	close(listen_fd);
+	listen_fd = -1;
+	return -1;
+}
+
+unsigned ctld_service_port(void)
+{
+	return listen_port;
+}
+
+bool ctld_service_stop(void)
+{
+	bool gone;
+
+	struct timespec deadline;
+
+	if (running) {
+		if (write(stop_pipe[1], "x", 1) < 0)
+			log_warning("cannot stop the listener");
+		pthread_join(accept_thread, NULL);
+		running = false;
+	}
+	if (listen_fd >= 0)
+		close(listen_fd);
+	listen_fd = -1;
+	for (int i = 0; i < 2; i++)
+		if (stop_pipe[i] >= 0)
+			close(stop_pipe[i]);
+	stop_pipe[0] = stop_pipe[1] = -1;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += CTLD_STOP_WAIT_S;
+	pthread_mutex_lock(&conn_lock);
+	while (nconn > 0)
+		if (pthread_cond_timedwait(&conn_cond, &conn_lock, &deadline) ==
+		    ETIMEDOUT)
+			break;
+	gone = nconn == 0;
+	pthread_mutex_unlock(&conn_lock);
+	return gone;
+}

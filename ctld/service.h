@@ -1,0 +1,53 @@
+/* service.h - iostagectld's TCP service: the listener, one thread per
+ * connection (bounded), the credential check and the op dispatch.
+ *
+ * Every connection carries one request inside a MUNGE credential
+ * (common/peernet.h) and gets one reply line. A request whose credential is
+ * missing, forged, replayed or expired never reaches an op: the reply is
+ * {"ok":false,"refused":true,"error":"one line"} and a log line names the
+ * peer address and why. Every other declined request ({"ok":false,...}:
+ * another user's job, a user filing, a bad field) is logged too, with the
+ * caller's uid.
+ *
+ * Ops: ping, file (file_ops.h), history_get, history_list, recommend
+ * (history_ops.h). The service's history is history_db() (ctld/history.h):
+ * the caller opens it (history_init) before starting the service.
+ */
+#ifndef IOSTAGE_CTLD_SERVICE_H
+#define IOSTAGE_CTLD_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cJSON.h>
+
+#include "common/conf.h"
+#include "ctld/ops.h"
+
+#define CTLD_CONN_MAX 1024    /* connections served at once */
+#define CTLD_READ_MS 10000    /* for a client's request line */
+#define CTLD_SEND_MS 10000    /* for the reply */
+
+/* Listen on CONF's ControllerPort, on ControllerHost's address when it is
+ * an IP literal (127.0.0.1 stays on loopback), else on every address, and
+ * start serving in a thread of its own. CONF must outlive the service.
+ * 0, or -1 with one line in err (e.g. the port is taken: another
+ * iostagectld). */
+int ctld_service_start(const struct conf *conf, char *err, size_t errlen);
+
+/* The port listened on (after ctld_service_start). */
+unsigned ctld_service_port(void);
+
+/* Stop accepting and wait (at most a few seconds) for the connections
+ * being served. True when none is left (the history may then be closed).
+ * No-op (true) when not started. */
+bool ctld_service_stop(void);
+
+/* The reply to OP with REQ from caller C (authorization included): what a
+ * connection thread does once the credential is checked. Never NULL but
+ * on out of memory. */
+cJSON *ctld_service_dispatch(const struct conf *conf,
+			     const struct ctld_caller *c, const char *op,
+			     const cJSON *req);
+
+#endif /* IOSTAGE_CTLD_SERVICE_H */
