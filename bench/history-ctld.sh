@@ -76,8 +76,11 @@ EOF
 
 "$CTLD" -f -c "$DIR/iostage.conf" >"$DIR/ctld.log" 2>&1 &
 CTLD_PID=$!
-for _ in $(seq 100); do
-	(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
+# Ready when it answers a history query (it listens before the history
+# is open: "history disabled: not started" until then).
+for _ in $(seq 300); do
+	"$ROOT/$BUILD/cli/iostage" -c "$DIR/iostage.conf" export --format json \
+		--since 1s >/dev/null 2>&1 && break
 	kill -0 "$CTLD_PID" 2>/dev/null || { cat "$DIR/ctld.log" >&2; exit 1; }
 	sleep 0.1
 done

@@ -153,6 +153,27 @@ static const char *munge_socket(void)
 	return svc_conf->munge_socket[0] ? svc_conf->munge_socket : NULL;
 }
 
+static pthread_mutex_t work_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work_cond = PTHREAD_COND_INITIALIZER;
+static unsigned nwork;
+
+static void work_enter(void)
+{
+	pthread_mutex_lock(&work_lock);
+	while (nwork >= CTLD_WORK_MAX)
+		pthread_cond_wait(&work_cond, &work_lock);
+	nwork++;
+	pthread_mutex_unlock(&work_lock);
+}
+
+static void work_leave(void)
+{
+	pthread_mutex_lock(&work_lock);
+	nwork--;
+	pthread_cond_signal(&work_cond);
+	pthread_mutex_unlock(&work_lock);
+}
+
 /* One connection: one request, one reply. */
 static void *conn_thread(void *arg)
 {
@@ -163,9 +184,31 @@ static void *conn_thread(void *arg)
 	enum mauth_status st;
 	const char *name;
 	cJSON *req, *reply;
+	bool working = false;
+	char *line;
 
-	req = peernet_read_request(fd, CTLD_READ_MS, munge_socket(), &name,
-				   &peer, &st, err, sizeof(err));
+	/* The line is read by every connection's thread at once (a slow
+	 * sender holds only its own); decoding it (munged) and the op take
+	 * one of CTLD_WORK_MAX places: with 1,000 nodes sending at
+	 * once, that bounds the memory of the parsed requests and the
+	 * credentials in flight to munged (whose socket refuses connections
+	 * beyond its backlog), and keeps the cores on finishing requests. */
+	memset(&peer, 0, sizeof(peer));
+	peernet_peer_addr(fd, peer.addr, sizeof(peer.addr));
+	line = peernet_read_line(fd, CTLD_READ_MS);
+	req = NULL;
+	if (!line) {
+		st = MAUTH_OK;
+		snprintf(err, sizeof(err), "%s", peernet_read_error(errno));
+	} else {
+		work_enter();
+		req = peernet_decode_request(line, munge_socket(), &name,
+					     &peer.uid, &peer.gid, &st, err,
+					     sizeof(err));
+		free(line);
+		line = NULL;
+		working = true;
+	}
 	if (!req) {
 		log_warningx("%s: request refused: %s", peer.addr, err);
 		reply = refused(err);
@@ -193,6 +236,10 @@ static void *conn_thread(void *arg)
 				  printable(name, shown, sizeof(shown)));
 	}
 	cJSON_Delete(req);
+	/* the place is given back before sending: a client that does not
+	 * read its reply holds only its own thread */
+	if (working)
+		work_leave();
 	reply_and_close(fd, reply);
 	pthread_mutex_lock(&conn_lock);
 	nconn--;

@@ -26,6 +26,7 @@
 
 #define CTLD_CONN_MAX 1024    /* connections served at once */
 #define CTLD_READ_MS 10000    /* for a client's request line */
+#define CTLD_WORK_MAX 16      /* requests decoded and served at once */
 #define CTLD_SEND_MS 10000    /* for the reply */
 
 /* Listen on CONF's ControllerPort, on ControllerHost's address when it is
