@@ -135,6 +135,26 @@ static int check_service_conf(const struct conf *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* mkdir -p PATH (0755). 0, or -1 with errno. */
+static int mkdir_parents(const char *path)
+{
+	char buf[CONF_PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || !*p) {
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+				return -1;
+			*p = c;
+			if (!c)
+				return 0;
+		}
+	}
+}
+
 static void on_signal(int sig)
 {
 	got_signal = sig;
@@ -325,8 +345,12 @@ int main(int argc, char **argv)
 		log_errorx("%s", err);
 		return 1;
 	}
-	/* Never fatal, as on a node: a damaged database is opened read-only
-	 * or disabled, and every op says why. */
+	/* StateDir is made as a node's iostaged makes it; the history
+	 * directory inside is RocksDB's to create. Never fatal, as on a node:
+	 * a damaged database is opened read-only or disabled, and every op
+	 * says why. */
+	if (mkdir_parents(conf.state_dir) < 0)
+		log_warning("cannot create StateDir %s", conf.state_dir);
 	history_init(&conf);
 	if (pidfile_write(&conf) < 0)
 		log_warning("cannot write the pid file beside %s",

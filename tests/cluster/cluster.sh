@@ -9,6 +9,7 @@
 #   cluster.sh node-stop DIR NODE    kill every process of one node
 #   cluster.sh node-start DIR NODE   start its slurmd and iostaged again
 #   cluster.sh iostaged-start DIR NODE  start the node's iostaged
+#   cluster.sh ctld-start DIR        start iostagectld on ctl (again)
 #
 # Must run as root. DIR is the cluster's directory (made 0755 so users can
 # reach their job directories under it). After start, `. DIR/env.sh`.
@@ -42,6 +43,9 @@
 #   CLUSTER_START_TIMEOUT seconds to wait for idle nodes (default 30)
 #   CLUSTER_EXTRA_CONF   lines appended to slurm.conf
 #   IOSTAGE_EXTRA_CONF   lines appended to iostage.conf
+#   CLUSTER_CONTROLLER   yes (default): iostagectld, the history service,
+#                        runs on ctl and iostage.conf says ControllerHost=ctl;
+#                        no: no service, every node keeps its own history
 #   CLUSTER_NO_INSTALL=1 reuse DIR/iostage/root instead of `make install`
 set -uo pipefail
 
@@ -244,6 +248,13 @@ TraceLibrary=$dir/iostage/root/usr/lib/iostage/libiostage-preload.so
 PeerPort=6826
 PeerPartsTimeout=10
 CONF
+  if [ "${CLUSTER_CONTROLLER:-yes}" = yes ]; then
+    cat >>"$dir/iostage/iostage.conf" <<CONF
+# The history service, iostagectld, on the controller node
+ControllerHost=ctl
+ControllerPort=6827
+CONF
+  fi
   if [ -n "${IOSTAGE_EXTRA_CONF:-}" ]; then
     printf '%s\n' "$IOSTAGE_EXTRA_CONF" >>"$dir/iostage/iostage.conf"
   fi
@@ -344,6 +355,7 @@ export SLURM_CONF='$dir/slurm.conf'
 export IOSTAGE_ROOT='$dir/iostage/root'
 export IOSTAGE_CONF='$dir/iostage/iostage.conf'
 export CLUSTER_COMPUTE_NODES='$(compute_nodes "$dir" | tr '\n' ' ' | sed 's/ $//')'
+export CLUSTER_CONTROLLER='${CLUSTER_CONTROLLER:-yes}'
 EOF
   chmod 0644 "$dir/env.sh"
 }
@@ -366,6 +378,28 @@ start_iostaged() {
   done
   echo "cluster.sh: iostaged on $node did not start; log:" >&2
   tail -n 20 "$dir/log/iostaged.$node.log" >&2
+  return 1
+}
+
+# start_ctld DIR: iostagectld on ctl, in the foreground of its own session
+# (its log in DIR/log/iostagectld.log, appended across restarts); waits
+# until it says it is ready.
+start_ctld() {
+  local dir=$1 i pid before
+  local log="$dir/log/iostagectld.log" conf="$dir/iostage/iostage.conf" root="$dir/iostage/root"
+  rm -f "$dir/nodes/ctl/iostagectld.pid"
+  before=$(grep -c ' ready: ' "$log" 2>/dev/null)
+  in_node "$dir" ctl setsid -f sh -c 'echo $$ >"$1"; shift; exec "$@"' \
+    iostagectld "$dir/nodes/ctl/iostagectld.pid" "$root/usr/sbin/iostagectld" -f -c "$conf" \
+    >>"$log" 2>&1 </dev/null
+  for ((i = 0; i < 100; i++)); do
+    pid=$(cat "$dir/nodes/ctl/iostagectld.pid" 2>/dev/null)
+    [ "$(grep -c ' ready: ' "$log" 2>/dev/null)" -gt "${before:-0}" ] && return 0
+    [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && break
+    sleep 0.1
+  done
+  echo "cluster.sh: iostagectld on ctl did not start; log:" >&2
+  tail -n 20 "$log" >&2
   return 1
 }
 
@@ -404,7 +438,7 @@ sinfo_states() {
 
 show_logs() {
   local dir=$1 f
-  for f in "$dir"/log/slurmctld.log "$dir"/log/slurmd.*.log "$dir"/munge-state/munged.log; do
+  for f in "$dir"/log/slurmctld.log "$dir"/log/iostagectld.log "$dir"/log/slurmd.*.log "$dir"/munge-state/munged.log; do
     [ -f "$f" ] || continue
     echo "----- tail $f" >&2
     tail -n 15 "$f" >&2
@@ -445,6 +479,9 @@ cmd_start() {
   in_node "$dir" ctl env SLURM_CONF="$dir/slurm.conf" \
     "$SLURM_SBIN/slurmctld" -c -i -f "$dir/slurm.conf" ||
     { show_logs "$dir"; die "slurmctld failed to start"; }
+  if [ "${CLUSTER_CONTROLLER:-yes}" = yes ]; then
+    start_ctld "$dir" || die "iostagectld failed to start"
+  fi
   for node in $(compute_nodes "$dir"); do
     node_start "$dir" "$node" || { show_logs "$dir"; die "node $node failed to start"; }
   done
@@ -506,7 +543,8 @@ cmd_stop() {
   for f in /run/netns/"$pfx"-*; do
     [ -e "$f" ] && ip netns del "$(basename "$f")" 2>/dev/null
   done
-  rm -f "$dir"/nodes/*/iostaged.pid "$dir"/nodes/*/slurmd.pid "$dir"/nodes/ctl/slurmctld.pid 2>/dev/null
+  rm -f "$dir"/nodes/*/iostaged.pid "$dir"/nodes/*/slurmd.pid "$dir"/nodes/ctl/slurmctld.pid \
+    "$dir"/nodes/ctl/iostagectld.pid 2>/dev/null
   return 0
 }
 
@@ -527,5 +565,6 @@ case "${1:-}" in
   node-stop) [ $# -eq 3 ] || die "usage: $0 node-stop DIR NODE"; node_stop "$(cd "$2" && pwd -P)" "$3" ;;
   node-start) [ $# -eq 3 ] || die "usage: $0 node-start DIR NODE"; node_start "$(cd "$2" && pwd -P)" "$3" ;;
   iostaged-start) [ $# -eq 3 ] || die "usage: $0 iostaged-start DIR NODE"; start_iostaged "$(cd "$2" && pwd -P)" "$3" ;;
+  ctld-start) [ $# -eq 2 ] || die "usage: $0 ctld-start DIR"; start_ctld "$(cd "$2" && pwd -P)" ;;
   *) die "usage: $0 start|stop|status DIR | node-stop|node-start DIR NODE" ;;
 esac

@@ -262,3 +262,55 @@ wait_file() {
 
 # wait_finished NODE JOBID: NODE's iostaged has finished the job (Epilog)
 wait_finished() { wait_log "$1" "job $2: finished" "${3:-30}"; }
+
+# --- iostagectld on ctl --------------------------------------------------------
+# (cluster.sh starts it when CLUSTER_CONTROLLER=yes, the default: the one
+# iostage.conf then says ControllerHost=ctl ControllerPort=6827.)
+
+ctld_pid() {
+	local pid
+	pid=$(cat "$CLUSTER_DIR/nodes/ctl/iostagectld.pid" 2>/dev/null) || return 1
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = iostagectld ] && echo "$pid"
+}
+
+# ctld_log: the path of iostagectld's log (appended across restarts)
+ctld_log() { echo "$CLUSTER_DIR/log/iostagectld.log"; }
+
+# ctld_history_dir: the service's RocksDB history, as the host sees it
+ctld_history_dir() { echo "$CLUSTER_DIR/nodes/ctl/local/state/history"; }
+
+# ctld_start: start it on ctl (after a stop or kill); waits until ready
+ctld_start() { bash "$CL_DIR/cluster.sh" ctld-start "$CLUSTER_DIR"; }
+
+# ctld_stop: SIGTERM and wait
+ctld_stop() {
+	local pid
+	pid=$(ctld_pid) || return 0
+	kill -TERM "$pid"
+	for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$pid" 2>/dev/null
+	rm -f "$CLUSTER_DIR/nodes/ctl/iostagectld.pid"
+}
+
+# ctld_kill: kill -9, as a crash would
+ctld_kill() {
+	local pid
+	pid=$(ctld_pid) || return 0
+	kill -KILL "$pid"
+	for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	rm -f "$CLUSTER_DIR/nodes/ctl/iostagectld.pid"
+}
+
+# ctld_request [NODE=login] [USER=root] JSON: one request to iostagectld
+# from NODE as USER, inside that user's MUNGE credential (munge -s, as
+# common/peernet does it); the reply line on stdout.
+ctld_request() {
+	local node=login user=root
+	[ $# -gt 2 ] && { node=$1; shift; }
+	[ $# -gt 1 ] && { user=$1; shift; }
+	# shellcheck disable=SC2016
+	on_node "$node" runuser -u "$user" -- sh -c '
+		cred=$(munge -s "$1") || exit 1
+		printf "{\"cred\":\"%s\"}\n" "$cred" | socat -t 5 - TCP:ctl:6827' \
+		ctld-request "$1"
+}
