@@ -65,6 +65,8 @@ enum conf_key {
 	CONF_KEY_CONTROLLER_HOST,
 	CONF_KEY_CONTROLLER_PORT,
 	CONF_KEY_ADMIN_GROUP,
+	CONF_KEY_PARTS_DEADLINE,
+	CONF_KEY_OUTBOX_LIMIT,
 	CONF_KEY_COUNT,
 };
 
@@ -100,6 +102,8 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_CONTROLLER_HOST] = "ControllerHost",
     [CONF_KEY_CONTROLLER_PORT] = "ControllerPort",
     [CONF_KEY_ADMIN_GROUP] = "AdminGroup",
+    [CONF_KEY_PARTS_DEADLINE] = "PartsDeadline",
+    [CONF_KEY_OUTBOX_LIMIT] = "OutboxLimit",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -293,6 +297,8 @@ void conf_set_defaults(struct conf *conf)
 	conf->peer_port = CONF_PEER_PORT_DEFAULT;
 	conf->peer_parts_timeout = 60;
 	conf->controller_port = CONF_CONTROLLER_PORT_DEFAULT;
+	conf->parts_deadline = CONF_PARTS_DEADLINE_DEFAULT;
+	conf->outbox_limit = CONF_OUTBOX_LIMIT_DEFAULT;
 }
 
 int conf_parse_size(const char *s, uint64_t *ret)
@@ -762,6 +768,18 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 					 key, conf_show(val, show, sizeof(show)));
 		snprintf(c->admin_group, sizeof(c->admin_group), "%s", val);
 		return 0;
+	case CONF_KEY_PARTS_DEADLINE:
+		/* "5m", "300": the service waits this long for a job's parts. */
+		if (conf_duration(cp, key, val, &c->parts_deadline) < 0)
+			return -1;
+		if (c->parts_deadline < 1 ||
+		    c->parts_deadline > CONF_PARTS_DEADLINE_MAX)
+			return conf_fail(cp, "key '%s': must be 1s to %us", key,
+					 CONF_PARTS_DEADLINE_MAX);
+		return 0;
+	case CONF_KEY_OUTBOX_LIMIT:
+		return conf_uint(cp, key, val, 1, CONF_OUTBOX_LIMIT_MAX,
+				 &c->outbox_limit);
 	case CONF_KEY_COUNT:
 		break;
 	}

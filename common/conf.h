@@ -28,6 +28,10 @@
 #define CONF_CONTROLLER_PORT_DEFAULT 6827 /* ControllerPort: iostagectld */
 #define CONF_HOST_MAX 256     /* ControllerHost: a DNS name or IP literal */
 #define CONF_GROUP_MAX 64     /* AdminGroup: a group name */
+#define CONF_PARTS_DEADLINE_DEFAULT 300  /* PartsDeadline, seconds */
+#define CONF_PARTS_DEADLINE_MAX 86400
+#define CONF_OUTBOX_LIMIT_DEFAULT 10000  /* OutboxLimit, entries */
+#define CONF_OUTBOX_LIMIT_MAX 10000000
 
 #ifndef IOSTAGE_SHIM_PATH
 #define IOSTAGE_SHIM_PATH "/usr/local/lib/iostage/libiostage-preload.so"
@@ -97,6 +101,9 @@ struct conf {
 	char controller_host[CONF_HOST_MAX]; /* "" = no service: node-local */
 	unsigned controller_port;       /* TCP port, 1..65535 */
 	char admin_group[CONF_GROUP_MAX]; /* reads every job, "" = root only */
+	/* Filing through the service (daemon/forward.c, ctld/partstore.c). */
+	unsigned parts_deadline;        /* seconds the service waits for parts */
+	unsigned outbox_limit;          /* entries before the outbox alarms */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -113,7 +120,8 @@ struct conf {
  * libiostage-preload.so), PeerPort=6826 (0: off), PeerListen=* (every
  * address), PeerPartsTimeout=60, MungeSocket= (libmunge's default),
  * ControllerHost= (none: the history stays on each node), ControllerPort=6827,
- * AdminGroup= (none: only root reads every user's jobs). */
+ * AdminGroup= (none: only root reads every user's jobs), PartsDeadline=300
+ * (seconds, or a duration like 5m; at most 1 day), OutboxLimit=10000. */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is

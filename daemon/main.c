@@ -30,6 +30,7 @@
 #include "daemon/cache.h"
 #include "daemon/drain.h"
 #include "daemon/drain_worker.h"
+#include "daemon/forward.h"
 #include "daemon/fsutil.h"
 #include "ctld/history.h"
 #include "daemon/jobs.h"
@@ -312,7 +313,9 @@ int main(int argc, char **argv)
 	    journal_init(&conf, err, sizeof(err)) < 0 ||
 	    cache_init(&conf, jobs_known, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
-	    parts_init(&conf, err, sizeof(err)) < 0) {
+	    parts_init(&conf, err, sizeof(err)) < 0 ||
+	    /* Records for iostagectld: resumes what a crash left. */
+	    forward_init(&conf, err, sizeof(err)) < 0) {
 		log_errorx("%s", err);
 		goto out;
 	}
@@ -353,6 +356,7 @@ out:
 		cache_fini();
 		history_fini();
 		parts_fini();
+		forward_fini(); /* a finish may still put */
 	}
 	journal_fini();
 	spawn_fini();

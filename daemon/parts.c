@@ -260,9 +260,7 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A part must fit in a credential: a huge job's process list is cut
- * (processes_total says how many there were), as `telemetry` does. */
-static void fit_part(cJSON *rec)
+void parts_fit_record(cJSON *rec)
 {
 	char *text = cJSON_PrintUnformatted(rec);
 	size_t len = text ? strlen(text) : 0;
@@ -295,7 +293,7 @@ static void send_to_head(uint32_t id, const char *head, const cJSON *rec)
 		log_warningx("job %u: out of memory sending its part", id);
 		return;
 	}
-	fit_part(cJSON_GetObjectItemCaseSensitive(req, "record"));
+	parts_fit_record(cJSON_GetObjectItemCaseSensitive(req, "record"));
 	for (;;) {
 		long long left = deadline - now_ms();
 		cJSON *reply;

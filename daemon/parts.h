@@ -50,6 +50,11 @@ int parts_finish(uint32_t id, const cJSON *rec);
  * can add anything). Caller deletes the result. */
 cJSON *parts_job_record(uint32_t id, cJSON *local);
 
+/* A record or part must fit in a credential (to the head node, or to
+ * iostagectld): a huge job's process list is cut to 64 entries
+ * ("processes_total" says how many there were), as `telemetry` does. */
+void parts_fit_record(cJSON *rec);
+
 /* The node names of record REC's "nodes" (pointers into REC) into
  * RET (room for MAX). Returns how many (0 when absent or bad). */
 size_t parts_record_nodes(const cJSON *rec, const char **ret, size_t max);

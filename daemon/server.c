@@ -34,6 +34,7 @@
 #include "common/proto.h"
 #include "daemon/cache.h"
 #include "daemon/drain.h"
+#include "daemon/forward.h"
 #include "daemon/fsutil.h"
 #include "ctld/history.h"
 #include "daemon/history_local.h"
@@ -546,11 +547,19 @@ static cJSON *op_finish(const struct peer *c, const cJSON *req)
 	/* telemetry.c closes the job's record; the history files it. A
 	 * history that cannot take it costs the record, never the job. */
 	record = telemetry_finish_job(id);
-	/* parts.c: a multi-node job's parts make one record, filed by its
-	 * head node (the others send theirs there). */
-	if (record && parts_finish(id, record) == 0 &&
-	    history_record_job(record, err, sizeof(err)) < 0)
+	if (record && forward_enabled()) {
+		/* forward.c: with iostagectld, every node's record (its part
+		 * of a multi-node job's) is on disk in the outbox before the
+		 * Epilog returns; the service files and merges. */
+		if (forward_put(id, record, err, sizeof(err)) < 0)
+			log_errorx("job %u: record lost: %s", id, err);
+	} else if (record && parts_finish(id, record) == 0 &&
+		   history_record_job(record, err, sizeof(err)) < 0) {
+		/* parts.c: without a service, a multi-node job's parts make
+		 * one record, filed by its head node (the others send theirs
+		 * there). */
 		log_warningx("job %u: not filed in the history: %s", id, err);
+	}
 	if (record)
 		stats_job_record(id, record); /* its last /metrics series */
 	cJSON_Delete(record);
@@ -580,6 +589,9 @@ static cJSON *op_status(const struct peer *c, const cJSON *req)
 		cJSON_AddNumberToObject(d, "uptime_s",
 					(double)(time(NULL) - started));
 		cJSON_AddStringToObject(d, "config", server_conf_path);
+		if (forward_enabled()) /* records not yet on iostagectld */
+			cJSON_AddNumberToObject(d, "outbox",
+						(double)forward_pending());
 	}
 	jobs_tier_counts(counts);
 	tiers = cJSON_AddArrayToObject(r, "tiers");
