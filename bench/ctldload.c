@@ -4,6 +4,7 @@
  *   build/bench/ctldload -p PORT [-H HOST] [-S MUNGE_SOCKET] [-a AGENTS]
  *       [-n JOBS] [-j FIRST_JOB] [-b BATCH] [-t THREADS] [-q QUERIES]
  *       [-Q QUERY_THREADS] [-P SERVICE_PID] [-L LABEL] [-m 0|1]
+ *       [-r FILINGS_PER_S]
  *
  * Filing: AGENTS agents (default 1,000), each with its own connection to
  * the service at a time (the protocol is one request per connection, so
@@ -18,6 +19,9 @@
  * generator, when its request is sent (on a cluster the nodes' own munged
  * would do that; on this one machine it shares the CPU with the service).
  * THREADS event loops (default 4) drive the agents.
+ *
+ * With -r, filings are handed out no faster than FILINGS_PER_S (a
+ * cluster's steady rate rather than a backlog).
  *
  * Queries: with QUERIES > 0, QUERY_THREADS users (default 1) ask
  * `recommend` for a random user + job name while the filing goes on, each
@@ -62,12 +66,14 @@
 #define GROUP_JOBS 10  /* one job in GROUP_JOBS is multi-node */
 #define GROUP_FILINGS (GROUP_JOBS - 1 + NODE_PARTS)
 #define USER_NAMES_MAX 1000
-#define REPLY_MAX 4096
+#define REPLY_MAX 65536 /* a batch's answers, errors included */
 
 static const char *opt_host = "127.0.0.1", *opt_sock, *opt_label = "";
 static unsigned opt_port, opt_agents = 1000, opt_jobs = 100000, opt_batch = 1;
 static unsigned opt_first, opt_threads = 4, opt_queries, opt_qthreads = 1;
 static unsigned opt_multi = 1; /* one job in GROUP_JOBS multi-node */
+static double opt_rate; /* filings per second, 0: as fast as they go */
+static double t_start;
 static int opt_pid;
 static struct sockaddr_storage svc_addr;
 static socklen_t svc_addrlen;
@@ -162,9 +168,16 @@ static char *next_line(cJSON *template, unsigned *ret_n)
 	char err[512], *line;
 	cJSON *req;
 
+	*ret_n = 0;
+	/* paced: no more filings handed out than the rate allows so far */
+	if (opt_rate > 0 && atomic_load(&next_filing) >=
+				    (now_s() - t_start) * opt_rate + opt_batch)
+		return NULL; /* *ret_n 0 and work left: wait */
 	first = atomic_fetch_add(&next_filing, opt_batch);
-	if (first >= total)
+	if (first >= total) {
+		*ret_n = UINT32_MAX; /* no more work */
 		return NULL;
+	}
 	n = total - first < opt_batch ? total - first : opt_batch;
 	if (opt_batch == 1) {
 		req = filing_entry(first, template);
@@ -184,6 +197,7 @@ static char *next_line(cJSON *template, unsigned *ret_n)
 	if (!line) {
 		note_error("encode: %s", err);
 		atomic_fetch_add(&failed_filings, n);
+		*ret_n = UINT32_MAX - 1; /* failed: try the next */
 		return NULL;
 	}
 	*ret_n = n;
@@ -215,9 +229,11 @@ static void agent_close(struct agent *a, int ep)
 	a->state = AGENT_IDLE;
 }
 
-/* Start A's next request: a line, a non-blocking connect. false when
- * there is no more work. */
-static bool agent_start(struct agent *a, int ep, cJSON *template)
+enum start { START_DONE, START_OK, START_WAIT };
+
+/* Start A's next request: a line, a non-blocking connect. START_DONE
+ * when there is no more work, START_WAIT when the pace says not yet. */
+static enum start agent_start(struct agent *a, int ep, cJSON *template)
 {
 	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = a };
 	unsigned n = 0, open;
@@ -225,12 +241,14 @@ static bool agent_start(struct agent *a, int ep, cJSON *template)
 	size_t len;
 
 	if (!line)
-		return false;
+		return n == UINT32_MAX ? START_DONE
+		       : n == 0	       ? START_WAIT
+				       : START_OK;
 	len = strlen(line);
 	a->line = realloc(line, len + 2);
 	if (!a->line) {
 		free(line);
-		return false;
+		return START_DONE;
 	}
 	a->line[len] = '\n';
 	a->line[len + 1] = '\0';
@@ -244,7 +262,7 @@ static bool agent_start(struct agent *a, int ep, cJSON *template)
 		atomic_fetch_add(&failed_filings, n);
 		free(a->line);
 		a->line = NULL;
-		return true;
+		return START_OK;
 	}
 	open = atomic_fetch_add(&open_conns, 1) + 1;
 	for (unsigned m = atomic_load(&max_open_conns); open > m &&
@@ -255,11 +273,11 @@ static bool agent_start(struct agent *a, int ep, cJSON *template)
 		note_error("connect: %s", strerror(errno));
 		atomic_fetch_add(&failed_filings, n);
 		agent_close(a, ep);
-		return true;
+		return START_OK;
 	}
 	a->state = AGENT_SENDING;
 	epoll_ctl(ep, EPOLL_CTL_ADD, a->fd, &ev);
-	return true;
+	return START_OK;
 }
 
 /* A's reply line is complete: count it. */
@@ -268,7 +286,25 @@ static void agent_done(struct agent *a)
 	a->reply[a->rlen] = '\0';
 	atomic_fetch_add(&requests, 1);
 	if (strstr(a->reply, "\"ok\":true")) {
-		atomic_fetch_add(&filed, a->n);
+		/* file_batch: each entry's own answer */
+		cJSON *r = cJSON_Parse(a->reply), *e;
+		unsigned bad = 0;
+
+		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(
+					  r, "results"))
+		{
+			const cJSON *m = cJSON_GetObjectItemCaseSensitive(
+				e, "error");
+
+			if (!m)
+				continue;
+			bad++;
+			note_error("service refused a filing in a batch: %s",
+				   cJSON_IsString(m) ? m->valuestring : "?");
+		}
+		cJSON_Delete(r);
+		atomic_fetch_add(&filed, a->n - bad);
+		atomic_fetch_add(&failed_filings, bad);
 	} else {
 		note_error("service refused a filing: %.400s", a->reply);
 		atomic_fetch_add(&failed_filings, a->n);
@@ -336,7 +372,7 @@ static void *loop_main(void *arg)
 	cJSON *template = recgen_template();
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	unsigned active = 0;
-	bool more = true;
+	bool more = true, waiting;
 
 	if (!agents || !template || ep < 0) {
 		note_error("loop: %s", "out of resources");
@@ -346,16 +382,23 @@ static void *loop_main(void *arg)
 		agents[i].fd = -1;
 	for (;;) {
 		/* every idle agent takes its next request */
-		for (unsigned i = 0; more && i < l->nagents; i++)
-			if (agents[i].state == AGENT_IDLE && agents[i].fd < 0)
-				more = agent_start(&agents[i], ep, template);
+		waiting = false;
+		for (unsigned i = 0; more && !waiting && i < l->nagents; i++)
+			if (agents[i].state == AGENT_IDLE &&
+			    agents[i].fd < 0) {
+				enum start st = agent_start(&agents[i], ep,
+							    template);
+
+				more = st != START_DONE;
+				waiting = st == START_WAIT;
+			}
 		active = 0;
 		for (unsigned i = 0; i < l->nagents; i++)
 			if (agents[i].state != AGENT_IDLE)
 				active++;
 		if (!active && !more)
 			break;
-		int n = epoll_wait(ep, evs, 256, 1000);
+		int n = epoll_wait(ep, evs, 256, waiting ? 2 : 1000);
 
 		for (int k = 0; k < n; k++)
 			agent_io(evs[k].data.ptr, ep, evs[k].events);
@@ -515,7 +558,7 @@ int main(int argc, char **argv)
 	double t, secs, *lat = NULL;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "H:p:S:a:n:j:b:t:q:Q:P:L:m:")) != -1) {
+	while ((opt = getopt(argc, argv, "H:p:S:a:n:j:b:t:q:Q:P:L:m:r:")) != -1) {
 		switch (opt) {
 		case 'H': opt_host = optarg; break;
 		case 'p': opt_port = (unsigned)strtoul(optarg, NULL, 10); break;
@@ -529,6 +572,7 @@ int main(int argc, char **argv)
 		case 'Q': opt_qthreads = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'P': opt_pid = atoi(optarg); break;
 		case 'L': opt_label = optarg; break;
+		case 'r': opt_rate = strtod(optarg, NULL); break;
 		case 'm': opt_multi = (unsigned)strtoul(optarg, NULL, 10); break;
 		default:
 			fprintf(stderr, "usage: %s -p PORT [-H HOST] [-S SOCK] "
@@ -565,7 +609,7 @@ int main(int argc, char **argv)
 			pthread_create(&qtid[i], NULL, query_main, &qs[i]);
 		}
 	}
-	t = now_s();
+	t = t_start = now_s();
 	for (unsigned i = 0; i < opt_threads; i++) {
 		unsigned per = opt_agents / opt_threads;
 
@@ -592,6 +636,7 @@ int main(int argc, char **argv)
 	}
 
 	unsigned ok = atomic_load(&filed), bad = atomic_load(&failed_filings);
+	/* jobs/s counts the jobs whose filings were accepted */
 	double rate = (double)opt_jobs * ok / (ok + bad ? ok + bad : 1) / secs;
 	double p50 = 0, p99 = 0, pmax = 0;
 
@@ -603,7 +648,7 @@ int main(int argc, char **argv)
 	}
 	printf("ctldload%s%s: %u jobs (%u filings, %s) "
 	       "filed by %u agents in %.2f s: %.0f jobs/s, %u requests "
-	       "(%u filing%s per credential), %u failed; at most %u "
+	       "(%u filing%s per credential), %u filings failed; at most %u "
 	       "connections open\n",
 	       *opt_label ? " " : "", opt_label, opt_jobs, total_filings(),
 	       opt_multi ? "1 in 10 a 3-node job" : "single-node jobs",
@@ -626,7 +671,8 @@ int main(int argc, char **argv)
 	if (first_error[0])
 		printf("ctldload: first error: %s\n", first_error);
 	printf("ctldload: {\"label\":\"%s\",\"jobs\":%u,\"filings\":%u,"
-	       "\"agents\":%u,\"batch\":%u,\"seconds\":%.3f,"
+	       "\"agents\":%u,\"batch\":%u,\"paced_per_s\":%.0f,"
+	       "\"seconds\":%.3f,"
 	       "\"jobs_per_s\":%.0f,\"requests\":%u,\"failed\":%u,"
 	       "\"max_open_connections\":%u,\"queries\":%u,"
 	       "\"query_p50_ms\":%.3f,\"query_p99_ms\":%.3f,"
@@ -634,7 +680,7 @@ int main(int argc, char **argv)
 	       "\"rss_peak_kib\":%ld,\"rss_end_kib\":%ld,\"vmhwm_kib\":%ld,"
 	       "\"threads_peak\":%ld,\"fds_peak\":%ld,\"fds_end\":%ld}\n",
 	       opt_label, opt_jobs, total_filings(), opt_agents, opt_batch,
-	       secs, rate, atomic_load(&requests), bad,
+	       opt_rate, secs, rate, atomic_load(&requests), bad,
 	       atomic_load(&max_open_conns), nq, p50, p99, pmax, qfailed,
 	       peak.rss_kb, last.rss_kb, last.hwm_kb, peak.threads, peak.fds,
 	       last.fds);

@@ -11,12 +11,15 @@
 #   BENCH_CTLD_BATCH=64       filings per credential for the rest (`file_batch`)
 #   BENCH_CTLD_AGENTS=1000    node agents filing at once
 #   BENCH_CTLD_QUERIES=10000  recommend queries while the filing goes on
-#   BENCH_CTLD_DURING=300000  jobs filed during the queries
+#   BENCH_CTLD_PACE=2000      filings/s during the first query phase (a
+#                             cluster's steady rate: 170 M jobs a day)
+#   BENCH_CTLD_PACED_S=30     how long that phase files
+#   BENCH_CTLD_DURING=300000  jobs filed flat out during the second one
 #   BENCH_CTLD_MULTINODE=1    one job in ten a 3-node job (0: none)
 #   BENCH_CTLD_DIR=/var/tmp/iostage-bench-ctld   (removed afterwards)
 #   BENCH_HISTORY_ARGS        passed to the node-local bench/history
 # A quick run: BENCH_CTLD_JOBS=100000 BENCH_CTLD_SINGLE=20000
-#   BENCH_CTLD_DURING=50000 BENCH_CTLD_QUERIES=2000
+#   BENCH_CTLD_DURING=50000 BENCH_CTLD_QUERIES=2000 BENCH_CTLD_PACED_S=10
 #   BENCH_HISTORY_ARGS="-n 100000 -q 2000" make bench-history
 # Results: bench/results/history-LATEST.json (one JSON object).
 set -euo pipefail
@@ -29,6 +32,8 @@ BATCH=${BENCH_CTLD_BATCH:-64}
 AGENTS=${BENCH_CTLD_AGENTS:-1000}
 QUERIES=${BENCH_CTLD_QUERIES:-10000}
 DURING=${BENCH_CTLD_DURING:-300000}
+PACE=${BENCH_CTLD_PACE:-2000}
+PACED_S=${BENCH_CTLD_PACED_S:-30}
 MULTI=${BENCH_CTLD_MULTINODE:-1}
 DIR=${BENCH_CTLD_DIR:-/var/tmp/iostage-bench-ctld}
 PORT=${BENCH_CTLD_PORT:-$((20000 + RANDOM % 20000))}
@@ -95,13 +100,17 @@ run_load -L single -b 1 -n "$SINGLE" -j 0 || true
 # 2. the rest up to JOBS, BATCH filings per credential
 [ "$JOBS" -gt "$SINGLE" ] &&
 	{ run_load -L batch -b "$BATCH" -n $((JOBS - SINGLE)) -j "$SINGLE" || true; }
-# 3. recommend at JOBS jobs while filing goes on
-run_load -L query -b "$BATCH" -n "$DURING" -j "$JOBS" -q "$QUERIES" || true
+# 3. recommend at JOBS jobs while filing goes on: at a steady pace, then
+#    flat out (the queries wait behind a backlog of filings)
+run_load -L query-paced -b "$BATCH" -r "$PACE" -n $((PACE * PACED_S)) -j "$JOBS" \
+	-q "$QUERIES" || true
+run_load -L query-saturated -b "$BATCH" -n "$DURING" -j $((JOBS + PACE * PACED_S)) \
+	-q "$QUERIES" || true
 kill "$CTLD_PID"
 wait "$CTLD_PID" 2>/dev/null || true
 CTLD_PID=
 db_bytes=$(du -sb "$DIR/state" | cut -f1)
-total=$((JOBS + DURING))
+total=$((JOBS + PACE * PACED_S + DURING))
 printf 'bench-history: iostagectld database %.1f MiB after %d jobs (%.0f bytes/job)\n' \
 	"$(echo "$db_bytes / 1048576" | bc -l)" "$total" "$(echo "$db_bytes / $total" | bc -l)"
 
