@@ -135,7 +135,8 @@ $(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: $(BUILD)/tests/chec
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
 CTLD_LIB_OBJ := $(filter-out $(BUILD)/ctld/main.o,$(CTLD_OBJ))
-$(BUILD)/tests/check_ctld: tests/unit/check_ctld.c $(CTLD_LIB_OBJ) $(LIBCOMMON)
+$(BUILD)/tests/check_ctld $(BUILD)/tests/check_file_batch: $(BUILD)/tests/check_%: \
+    tests/unit/check_%.c $(CTLD_LIB_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge $(shell pkg-config --libs check)

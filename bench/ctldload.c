@@ -4,7 +4,7 @@
  *   build/bench/ctldload -p PORT [-H HOST] [-S MUNGE_SOCKET] [-a AGENTS]
  *       [-n JOBS] [-j FIRST_JOB] [-b BATCH] [-t THREADS] [-q QUERIES]
  *       [-Q QUERY_THREADS] [-P SERVICE_PID] [-L LABEL] [-m 0|1]
- *       [-r FILINGS_PER_S]
+ *       [-r FILINGS_PER_S] [-M MUNGED_PID]
  *
  * Filing: AGENTS agents (default 1,000), each with its own connection to
  * the service at a time (the protocol is one request per connection, so
@@ -30,7 +30,10 @@
  * service's decode and work, reply).
  *
  * With -P, the service's VmRSS, VmHWM, threads and open file descriptors
- * are sampled every 50 ms (/proc/PID): the peak and the value at the end.
+ * are sampled every 50 ms (/proc/PID): the peak and the value at the end;
+ * and the CPU time the service (and with -M the munged both sides share
+ * on this one machine, and the generator itself) spent during the filing,
+ * per job: the figure that carries over to a dedicated service host.
  *
  * Prints a summary and one JSON line ("ctldload: {...}"). Exit status 1
  * when any filing or query failed.
@@ -51,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,7 +78,7 @@ static unsigned opt_first, opt_threads = 4, opt_queries, opt_qthreads = 1;
 static unsigned opt_multi = 1; /* one job in GROUP_JOBS multi-node */
 static double opt_rate; /* filings per second, 0: as fast as they go */
 static double t_start;
-static int opt_pid;
+static int opt_pid, opt_munge_pid;
 static struct sockaddr_storage svc_addr;
 static socklen_t svc_addrlen;
 static double t0_wall;
@@ -510,6 +514,37 @@ static void sample_usage(int pid, struct usage *ret)
 
 static struct usage peak, last;
 
+/* CPU seconds (user + system) of process PID so far, from /proc. */
+static double proc_cpu_s(int pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* the name may hold spaces */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%llu %llu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double self_cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
 static void *sampler_main(void *arg)
 {
 	(void)arg;
@@ -555,10 +590,10 @@ int main(int argc, char **argv)
 	struct loop loops[THREADS_MAX];
 	struct querier qs[THREADS_MAX];
 	unsigned nq = 0, qfailed = 0, qadvice = 0;
-	double t, secs, *lat = NULL;
+	double t, secs, *lat = NULL, svc_cpu = 0, gen_cpu = 0, munge_cpu = 0;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "H:p:S:a:n:j:b:t:q:Q:P:L:m:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "H:p:S:a:n:j:b:t:q:Q:P:L:m:r:M:")) != -1) {
 		switch (opt) {
 		case 'H': opt_host = optarg; break;
 		case 'p': opt_port = (unsigned)strtoul(optarg, NULL, 10); break;
@@ -572,6 +607,7 @@ int main(int argc, char **argv)
 		case 'Q': opt_qthreads = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'P': opt_pid = atoi(optarg); break;
 		case 'L': opt_label = optarg; break;
+		case 'M': opt_munge_pid = atoi(optarg); break;
 		case 'r': opt_rate = strtod(optarg, NULL); break;
 		case 'm': opt_multi = (unsigned)strtoul(optarg, NULL, 10); break;
 		default:
@@ -609,6 +645,11 @@ int main(int argc, char **argv)
 			pthread_create(&qtid[i], NULL, query_main, &qs[i]);
 		}
 	}
+	if (opt_pid)
+		svc_cpu = proc_cpu_s(opt_pid);
+	if (opt_munge_pid)
+		munge_cpu = proc_cpu_s(opt_munge_pid);
+	gen_cpu = self_cpu_s();
 	t = t_start = now_s();
 	for (unsigned i = 0; i < opt_threads; i++) {
 		unsigned per = opt_agents / opt_threads;
@@ -621,8 +662,13 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < opt_threads; i++)
 		pthread_join(tid[i], NULL);
 	secs = now_s() - t;
-	if (opt_pid)
+	gen_cpu = self_cpu_s() - gen_cpu;
+	if (opt_munge_pid)
+		munge_cpu = proc_cpu_s(opt_munge_pid) - munge_cpu;
+	if (opt_pid) {
+		svc_cpu = proc_cpu_s(opt_pid) - svc_cpu;
 		sample_usage(opt_pid, &last);
+	}
 	atomic_store(&filing_done, 1);
 	if (opt_pid)
 		pthread_join(stid, NULL);
@@ -668,6 +714,13 @@ int main(int argc, char **argv)
 		       *opt_label ? " " : "", opt_label, peak.rss_kb / 1024.0,
 		       last.hwm_kb / 1024.0, peak.threads, peak.fds,
 		       last.rss_kb / 1024.0, last.fds);
+	if (opt_pid)
+		printf("ctldload%s%s: CPU per job: iostagectld %.1f us, munged "
+		       "%.1f us (encode and decode: one munged here), this "
+		       "generator %.1f us\n",
+		       *opt_label ? " " : "", opt_label,
+		       svc_cpu * 1e6 / opt_jobs, munge_cpu * 1e6 / opt_jobs,
+		       gen_cpu * 1e6 / opt_jobs);
 	if (first_error[0])
 		printf("ctldload: first error: %s\n", first_error);
 	printf("ctldload: {\"label\":\"%s\",\"jobs\":%u,\"filings\":%u,"
@@ -678,12 +731,15 @@ int main(int argc, char **argv)
 	       "\"query_p50_ms\":%.3f,\"query_p99_ms\":%.3f,"
 	       "\"query_max_ms\":%.3f,\"queries_failed\":%u,"
 	       "\"rss_peak_kib\":%ld,\"rss_end_kib\":%ld,\"vmhwm_kib\":%ld,"
-	       "\"threads_peak\":%ld,\"fds_peak\":%ld,\"fds_end\":%ld}\n",
+	       "\"threads_peak\":%ld,\"fds_peak\":%ld,\"fds_end\":%ld,"
+	       "\"service_cpu_us_per_job\":%.1f,\"munged_cpu_us_per_job\":%.1f,"
+	       "\"generator_cpu_us_per_job\":%.1f}\n",
 	       opt_label, opt_jobs, total_filings(), opt_agents, opt_batch,
 	       opt_rate, secs, rate, atomic_load(&requests), bad,
 	       atomic_load(&max_open_conns), nq, p50, p99, pmax, qfailed,
 	       peak.rss_kb, last.rss_kb, last.hwm_kb, peak.threads, peak.fds,
-	       last.fds);
+	       last.fds, svc_cpu * 1e6 / opt_jobs, munge_cpu * 1e6 / opt_jobs,
+	       gen_cpu * 1e6 / opt_jobs);
 	free(lat);
 	return bad || qfailed ? 1 : 0;
 }

@@ -91,7 +91,7 @@ for _ in $(seq 300); do
 done
 
 echo "== bench-history: iostagectld over TCP + MUNGE, $AGENTS node agents (load $(cut -d' ' -f1-3 /proc/loadavg))"
-common=(-H 127.0.0.1 -p "$PORT" -S "$DIR/munge/sock" -a "$AGENTS" -P "$CTLD_PID")
+common=(-H 127.0.0.1 -p "$PORT" -S "$DIR/munge/sock" -a "$AGENTS" -P "$CTLD_PID" -M "$MUNGED_PID")
 [ "$MULTI" = 1 ] || common+=(-m 0)
 run_load() { "$LOAD" "${common[@]}" "$@" | tee -a "$DIR/load.out"; }
 : >"$DIR/load.out"
