@@ -153,25 +153,45 @@ static const char *munge_socket(void)
 	return svc_conf->munge_socket[0] ? svc_conf->munge_socket : NULL;
 }
 
-static pthread_mutex_t work_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work_cond = PTHREAD_COND_INITIALIZER;
-static unsigned nwork;
+/* Places to decode and serve a request: one set for short lines (every
+ * query op: a user's sbatch waiting for advice) and one for long ones
+ * (filings: records, batches of them), so a backlog of filings from
+ * 1,000 nodes never queues a query behind it. The class comes from the
+ * line's length, before the credential is decoded: a request in the
+ * wrong class only changes which queue it waits in, never what it may
+ * do. */
+struct work_gate {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned n, max;
+};
 
-static void work_enter(void)
+static struct work_gate gate_query = { PTHREAD_MUTEX_INITIALIZER,
+				       PTHREAD_COND_INITIALIZER, 0,
+				       CTLD_QUERY_WORK_MAX };
+static struct work_gate gate_file = { PTHREAD_MUTEX_INITIALIZER,
+				      PTHREAD_COND_INITIALIZER, 0,
+				      CTLD_WORK_MAX };
+
+static struct work_gate *work_enter(size_t line_len)
 {
-	pthread_mutex_lock(&work_lock);
-	while (nwork >= CTLD_WORK_MAX)
-		pthread_cond_wait(&work_cond, &work_lock);
-	nwork++;
-	pthread_mutex_unlock(&work_lock);
+	struct work_gate *g = line_len <= CTLD_QUERY_LINE_MAX ? &gate_query
+							      : &gate_file;
+
+	pthread_mutex_lock(&g->lock);
+	while (g->n >= g->max)
+		pthread_cond_wait(&g->cond, &g->lock);
+	g->n++;
+	pthread_mutex_unlock(&g->lock);
+	return g;
 }
 
-static void work_leave(void)
+static void work_leave(struct work_gate *g)
 {
-	pthread_mutex_lock(&work_lock);
-	nwork--;
-	pthread_cond_signal(&work_cond);
-	pthread_mutex_unlock(&work_lock);
+	pthread_mutex_lock(&g->lock);
+	g->n--;
+	pthread_cond_signal(&g->cond);
+	pthread_mutex_unlock(&g->lock);
 }
 
 /* One connection: one request, one reply. */
@@ -184,12 +204,12 @@ static void *conn_thread(void *arg)
 	enum mauth_status st;
 	const char *name;
 	cJSON *req, *reply;
-	bool working = false;
+	struct work_gate *gate = NULL;
 	char *line;
 
 	/* The line is read by every connection's thread at once (a slow
 	 * sender holds only its own); decoding it (munged) and the op take
-	 * one of CTLD_WORK_MAX places: with 1,000 nodes sending at
+	 * one of a few places (work_enter): with 1,000 nodes sending at
 	 * once, that bounds the memory of the parsed requests and the
 	 * credentials in flight to munged (whose socket refuses connections
 	 * beyond its backlog), and keeps the cores on finishing requests. */
@@ -201,13 +221,12 @@ static void *conn_thread(void *arg)
 		st = MAUTH_OK;
 		snprintf(err, sizeof(err), "%s", peernet_read_error(errno));
 	} else {
-		work_enter();
+		gate = work_enter(strlen(line));
 		req = peernet_decode_request(line, munge_socket(), &name,
 					     &peer.uid, &peer.gid, &st, err,
 					     sizeof(err));
 		free(line);
 		line = NULL;
-		working = true;
 	}
 	if (!req) {
 		log_warningx("%s: request refused: %s", peer.addr, err);
@@ -238,8 +257,8 @@ static void *conn_thread(void *arg)
 	cJSON_Delete(req);
 	/* the place is given back before sending: a client that does not
 	 * read its reply holds only its own thread */
-	if (working)
-		work_leave();
+	if (gate)
+		work_leave(gate);
 	reply_and_close(fd, reply);
 	pthread_mutex_lock(&conn_lock);
 	nconn--;
