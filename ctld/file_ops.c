@@ -10,12 +10,15 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/conf.h"
+#include "common/log.h"
 #include "common/proto.h"
 #include "ctld/file_ops.h"
 #include "ctld/history.h"
 #include "ctld/jobfacts.h"
+#include "ctld/partstore.h"
 
 #define FILE_LOCKS 64
 
@@ -29,6 +32,48 @@ static bool same_filing(const cJSON *old, const char *node,
 {
 	return !strcmp(jobfacts_str(old, "node", ""), node) &&
 	       jobfacts_num(old, "end", -1) == jobfacts_num(record, "end", -2);
+}
+
+static bool in_nodes(const cJSON *nodes, const char *node)
+{
+	const cJSON *n;
+
+	cJSON_ArrayForEach(n, nodes)
+		if (cJSON_IsString(n) && !strcmp(n->valuestring, node))
+			return true;
+	return false;
+}
+
+/* A part of a multi-node job: kept, merged and filed by partstore.c. */
+static cJSON *file_part(const struct ctld_caller *c, struct history *h,
+			uint32_t job, const char *node, const cJSON *req)
+{
+	struct partstore_result res;
+	char err[CONF_ERR_MAX];
+	cJSON *reply;
+
+	if (partstore_file(h, req, (double)time(NULL), &res, err,
+			   sizeof(err)) < 0)
+		return proto_reply_error("file: job %u, node %s: %s", job, node,
+					 err);
+	if (res.filed && res.late)
+		log_info("job %u: late part from node %s (%s): record filed "
+			 "again with %u of %u parts",
+			 job, node, c->addr, res.have, res.want);
+	else if (res.filed)
+		log_info("job %u: all %u parts in (the last from node %s): "
+			 "one record filed",
+			 job, res.want, node);
+	else if (!res.duplicate && res.have == 1)
+		partstore_wake(); /* a new job waits: its deadline counts */
+	reply = proto_reply_ok();
+	if (!reply)
+		return NULL;
+	cJSON_AddBoolToObject(reply, "filed", res.filed);
+	cJSON_AddBoolToObject(reply, "duplicate", res.duplicate);
+	cJSON_AddNumberToObject(reply, "parts", res.have);
+	cJSON_AddNumberToObject(reply, "nodes", res.want);
+	return reply;
 }
 
 cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req)
@@ -66,14 +111,19 @@ cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req)
 		      cJSON_GetArraySize(nodes) < 1))
 		return proto_reply_error("key 'nodes': must be a non-empty "
 					 "array of node names");
-	if (nodes && cJSON_GetArraySize(nodes) > 1)
-		return proto_reply_error("file: job %u spans %d nodes: merging "
-					 "the parts of a multi-node job is not "
-					 "done by this service yet",
-					 job, cJSON_GetArraySize(nodes));
+	if (strcmp(jobfacts_str(rec, "node", node), node))
+		return proto_reply_error("key 'record': filed by node '%s' "
+					 "but its node is another",
+					 node);
+	if (nodes && !in_nodes(nodes, node))
+		return proto_reply_error("key 'nodes': does not name node "
+					 "'%s'",
+					 node);
 	h = history_db(err, sizeof(err));
 	if (!h)
 		return proto_reply_error("%s", err);
+	if (nodes && cJSON_GetArraySize(nodes) > 1)
+		return file_part(c, h, job, node, req);
 	lock = &file_locks[job % FILE_LOCKS];
 	pthread_mutex_lock(lock);
 	old = history_get(h, job, err, sizeof(err));

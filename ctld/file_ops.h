@@ -3,12 +3,15 @@
  *   {"op":"file","job":N,"node":"n1","nodes":["n1",...],"record":{...}}
  *   -> {"ok":true,"filed":true|false,"duplicate":bool}
  *
- * Root only (the credential's uid). Idempotent by (job, node): a record
+ * Root only (the credential's uid). The record's job and node must be the
+ * request's, and "nodes" (optional) must name the node. Idempotent by
+ * (job, node): a record
  * this node already filed for this job (same node, same end time) is a
  * duplicate and not filed again, so a node may retry until it hears a
- * reply. This version files single-node jobs; a job whose "nodes" names
- * several nodes is refused until the parts are merged here (issue 12
- * item 4, which extends this file).
+ * reply. A job whose "nodes" names several nodes is one part of the job:
+ * ctld/partstore.h keeps it, merges the parts when the last arrives (or
+ * PartsDeadline= after the first) and files one record; its reply adds
+ * "parts" (how many are in) and "nodes" (how many the job has).
  */
 #ifndef IOSTAGE_CTLD_FILE_OPS_H
 #define IOSTAGE_CTLD_FILE_OPS_H

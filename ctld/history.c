@@ -44,6 +44,7 @@ enum history_cf {
 	CF_APPS,
 	CF_DATASETS,
 	CF_TIMES,
+	CF_PARTS, /* last: histories from before it lack it (see open) */
 	CF_COUNT,
 };
 
@@ -51,6 +52,7 @@ static const char *const cf_names[CF_COUNT] = {
     [CF_DEFAULT] = "default", [CF_JOBS] = "jobs",
     [CF_PHASES] = "phases",   [CF_APPS] = "apps",
     [CF_DATASETS] = "datasets", [CF_TIMES] = "times",
+    [CF_PARTS] = "parts",
 };
 
 #define HISTORY_KEY_MAX 4200 /* source path + 12 bytes, user + name + 14 */
@@ -234,6 +236,8 @@ void history_close(struct history *h)
 
 		rocksdb_flushoptions_set_wait(fo, 1);
 		for (size_t i = 0; i < CF_COUNT; i++) {
+			if (!h->cf[i])
+				continue;
 			rocksdb_flush_cf(h->db, fo, h->cf[i], &rerr);
 			free(rerr);
 			rerr = NULL;
@@ -317,6 +321,24 @@ static struct history *history_open_cfs(const char *dir,
 					bool create_cfs, char *err,
 					size_t errlen);
 
+/* Does the database in DIR have the column family NAME? */
+static bool has_family(const rocksdb_options_t *opts, const char *dir,
+		       const char *name)
+{
+	char *rerr = NULL, **names;
+	size_t n = 0;
+	bool found = false;
+
+	names = rocksdb_list_column_families(opts, dir, &n, &rerr);
+	free(rerr);
+	for (size_t i = 0; names && i < n; i++)
+		if (!strcmp(names[i], name))
+			found = true;
+	if (names)
+		rocksdb_list_column_families_destroy(names, n);
+	return found;
+}
+
 struct history *history_open(const char *dir, enum history_open_mode mode,
 			     char *err, size_t errlen)
 {
@@ -334,6 +356,7 @@ static struct history *history_open_cfs(const char *dir,
 	struct history *h;
 	bool has_current, create;
 	char *rerr = NULL;
+	size_t ncf;
 	int n;
 
 	if (!dir || dir[0] != '/') {
@@ -393,13 +416,24 @@ static struct history *history_open_cfs(const char *dir,
 	rocksdb_writeoptions_set_sync(h->wo_sync, 1);
 	h->ro = rocksdb_readoptions_create();
 	rocksdb_readoptions_set_verify_checksums(h->ro, 1);
+	/* The parts family came later (ctld/partstore.c): a history from
+	 * before it (a node's, for --import) gets it when opened for
+	 * writing, and is read without it. */
+	ncf = CF_COUNT;
+	if (!create && !has_family(h->opts, dir, cf_names[CF_PARTS])) {
+		if (mode == HISTORY_READ_ONLY)
+			ncf = CF_PARTS;
+		else
+			rocksdb_options_set_create_missing_column_families(
+			    h->opts, 1);
+	}
 	if (mode == HISTORY_READ_ONLY) {
 		h->read_only = true;
 		h->db = rocksdb_open_for_read_only_column_families(
-		    h->opts, dir, CF_COUNT, cf_names, cf_opts, h->cf, 0, &rerr);
+		    h->opts, dir, (int)ncf, cf_names, cf_opts, h->cf, 0, &rerr);
 	} else {
 		h->db = rocksdb_open_column_families(
-		    h->opts, dir, CF_COUNT, cf_names, cf_opts, h->cf, &rerr);
+		    h->opts, dir, (int)ncf, cf_names, cf_opts, h->cf, &rerr);
 	}
 	if (!h->db) {
 		fail(err, errlen, EIO, "history: cannot open %s: %s", dir,
@@ -881,8 +915,24 @@ static void slot_put(struct history *h, struct put_slot *s)
  * RocksDB groups concurrent writes and inserts them into the memtables in
  * parallel, so two filers on two cores file nearly twice as fast as one
  * (bench/history.c -t). Nothing is shared but the in-flight set. */
-int history_put_many(struct history *h, const cJSON *const *records,
-		     size_t n, unsigned flags, char *err, size_t errlen)
+static void queue_aux(rocksdb_writebatch_t *b, struct history *h,
+		      const struct history_aux *a)
+{
+	rocksdb_column_family_handle_t *cf = h->cf[CF_PARTS];
+
+	if (a->op == HISTORY_AUX_PUT)
+		rocksdb_writebatch_put_cf(b, cf, a->key, a->klen, a->val,
+					  a->vlen);
+	else if (a->op == HISTORY_AUX_DELETE)
+		rocksdb_writebatch_delete_cf(b, cf, a->key, a->klen);
+	else
+		rocksdb_writebatch_delete_range_cf(b, cf, a->key, a->klen,
+						   a->val, a->vlen);
+}
+
+int history_put_aux(struct history *h, const cJSON *const *records,
+		    size_t n, const struct history_aux *aux, size_t naux,
+		    unsigned flags, char *err, size_t errlen)
 {
 	struct put_slot *slot = NULL;
 	struct inflight ticket;
@@ -899,10 +949,12 @@ int history_put_many(struct history *h, const cJSON *const *records,
 		return fail(err, errlen, EROFS,
 			    "history is read-only (damaged database opened "
 			    "for reading only)");
-	if (n == 0)
+	if (n == 0 && naux == 0)
 		return 0;
-	facts = calloc(n, sizeof(*facts));
-	jobs = calloc(n, sizeof(*jobs));
+	if (naux && !h->cf[CF_PARTS])
+		return fail(err, errlen, EROFS, "history: no parts family");
+	facts = calloc(n + 1, sizeof(*facts));
+	jobs = calloc(n + 1, sizeof(*jobs));
 	slot = slot_get(h);
 	if (!facts || !jobs || !slot) {
 		fail(err, errlen, ENOMEM, "history: out of memory");
@@ -922,6 +974,10 @@ int history_put_many(struct history *h, const cJSON *const *records,
 		if (queue_record(slot->batch, h, records[i], facts[i],
 				 &slot->json, err, errlen) < 0)
 			goto out;
+	/* After the records: the caller's parts keys win over nothing of
+	 * theirs, and are written (or not) with them. */
+	for (i = 0; i < naux; i++)
+		queue_aux(slot->batch, h, &aux[i]);
 	rocksdb_write(h->db, (flags & HISTORY_PUT_SYNC) ? h->wo_sync : h->wo,
 		      slot->batch, &rerr);
 	rc = rocks_err(rerr, err, errlen, "write");
@@ -940,10 +996,67 @@ out:
 	return rc;
 }
 
+int history_put_many(struct history *h, const cJSON *const *records,
+		     size_t n, unsigned flags, char *err, size_t errlen)
+{
+	return history_put_aux(h, records, n, NULL, 0, flags, err, errlen);
+}
+
 int history_put(struct history *h, const cJSON *record, unsigned flags,
 		char *err, size_t errlen)
 {
 	return history_put_many(h, &record, 1, flags, err, errlen);
+}
+
+char *history_aux_get(struct history *h, const char *key, size_t klen,
+		      size_t *ret_vlen, char *err, size_t errlen)
+{
+	char *rerr = NULL, *val;
+
+	if (!h || !h->cf[CF_PARTS]) {
+		fail(err, errlen, ENOENT, "history: no parts family");
+		return NULL;
+	}
+	val = rocksdb_get_cf(h->db, h->ro, h->cf[CF_PARTS], key, klen,
+			     ret_vlen, &rerr);
+	if (rocks_err(rerr, err, errlen, "read") < 0)
+		return NULL;
+	if (!val)
+		errno = ENOENT;
+	return val;
+}
+
+int history_aux_scan(struct history *h, const char *prefix, size_t plen,
+		     int (*fn)(const char *key, size_t klen, const char *val,
+			       size_t vlen, void *arg),
+		     void *arg, char *err, size_t errlen)
+{
+	rocksdb_iterator_t *it;
+	char *rerr = NULL;
+	int rc = 0;
+
+	if (!h || !fn)
+		return fail(err, errlen, EINVAL, "history: not open");
+	if (!h->cf[CF_PARTS])
+		return 0; /* an old history, read-only: no parts */
+	it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_PARTS]);
+	for (rocksdb_iter_seek(it, prefix, plen); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const char *key = rocksdb_iter_key(it, &klen);
+		const char *val;
+
+		if (klen < plen || memcmp(key, prefix, plen))
+			break;
+		val = rocksdb_iter_value(it, &vlen);
+		if ((rc = fn(key, klen, val, vlen, arg)) != 0)
+			break;
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rocks_err(rerr, err, errlen, "parts scan") < 0)
+		return -1;
+	return rc < 0 ? -1 : 0;
 }
 
 /* --- reading -------------------------------------------------------------------- */
@@ -1317,6 +1430,32 @@ int history_foreach(struct history *h,
 	return rc < 0 ? -1 : 0;
 }
 
+size_t history_parts_prefix(uint32_t job, char *buf)
+{
+	buf[0] = HISTORY_PARTS_TAG;
+	put_be32(buf + 1, job);
+	return HISTORY_PARTS_PREFIX_LEN;
+}
+
+/* Queue the deletion of every parts key of JOB: [prefix(job),
+ * prefix(job + 1)). */
+static void delete_parts(rocksdb_writebatch_t *b, struct history *h,
+			 uint32_t job)
+{
+	char from[HISTORY_PARTS_PREFIX_LEN], to[HISTORY_PARTS_PREFIX_LEN];
+	size_t tolen = HISTORY_PARTS_PREFIX_LEN;
+
+	history_parts_prefix(job, from);
+	if (job < UINT32_MAX) {
+		history_parts_prefix(job + 1, to);
+	} else {
+		to[0] = HISTORY_PARTS_TAG + 1;
+		tolen = 1;
+	}
+	rocksdb_writebatch_delete_range_cf(b, h->cf[CF_PARTS], from,
+					   HISTORY_PARTS_PREFIX_LEN, to, tolen);
+}
+
 int history_expire(struct history *h, double cutoff, unsigned max,
 		   unsigned *ret_deleted, char *err, size_t errlen)
 {
@@ -1369,6 +1508,10 @@ int history_expire(struct history *h, double cutoff, unsigned max,
 			if (s && end_us(jobfacts_num(s, "end", 0)) ==
 				     get_be64(key)) {
 				delete_job(b, h, job, s);
+				/* A multi-node job's parts go with it. */
+				if (h->cf[CF_PARTS] &&
+				    cJSON_HasObjectItem(s, "nodes"))
+					delete_parts(b, h, job);
 			} else {
 				/* An index key without its job: drop it. */
 				rocksdb_writebatch_delete_cf(
@@ -1440,6 +1583,25 @@ void history_dir(const struct conf *conf, char *buf, size_t buflen)
 	snprintf(buf, buflen, "%s/%s",
 		 strcmp(conf->state_dir, "/") ? conf->state_dir : "",
 		 HISTORY_DIR_NAME);
+}
+
+int history_make_state_dir(const struct conf *conf)
+{
+	char buf[CONF_PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s", conf->state_dir);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || !*p) {
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+				return -1;
+			*p = c;
+			if (!c)
+				return 0;
+		}
+	}
 }
 
 void history_init_remote(const struct conf *conf)

@@ -7,6 +7,8 @@
  *   apps      user \0 job_name \0 be64(~end_us) be32(job) -> facts, packed
  *   datasets  source \0 be64(~end_us) be32(job)      -> the job's apps key
  *   times     be64(end_us) be32(job)                 -> "" (retention, list)
+ *   parts     keys of ctld/partstore.c (a multi-node job's parts, waiting
+ *             and filed; removed with the job by the retention)
  * "facts" are jobfacts_from_record()'s figures, so a recommendation query
  * is one prefix scan over small values, newest first (~end = inverted);
  * a dataset query adds one point lookup per run (facts are stored once).
@@ -70,6 +72,54 @@ bool history_is_read_only(const struct history *h);
 int history_put_many(struct history *h, const cJSON *const *records,
 		     size_t n, unsigned flags, char *err, size_t errlen);
 
+/* Writes in the "parts" column family that go in the same WriteBatch as
+ * a filing (ctld/partstore.c keeps a multi-node job's parts there, so a
+ * filed record and the parts it was merged from are one atomic write).
+ * DELETE_RANGE deletes [key, val) (val is the end key). */
+enum history_aux_op {
+	HISTORY_AUX_PUT = 0,
+	HISTORY_AUX_DELETE,
+	HISTORY_AUX_DELETE_RANGE,
+};
+
+struct history_aux {
+	enum history_aux_op op;
+	const char *key;
+	size_t klen;
+	const char *val;
+	size_t vlen;
+};
+
+/* history_put_many of N records (N may be 0) plus the NAUX writes AUX in
+ * the parts family, all in one WriteBatch: all of it or nothing. Same
+ * return as history_put_many (EROFS also for a history without a parts
+ * family, i.e. one opened read-only from before it). */
+int history_put_aux(struct history *h, const cJSON *const *records,
+		    size_t n, const struct history_aux *aux, size_t naux,
+		    unsigned flags, char *err, size_t errlen);
+
+/* The keys of the parts family under HISTORY_PARTS_TAG be32(JOB) are
+ * JOB's: when the retention removes a job whose record names "nodes",
+ * they go with it. Writes that prefix into BUF (room for
+ * HISTORY_PARTS_PREFIX_LEN) and returns its length. */
+#define HISTORY_PARTS_TAG 'j'
+#define HISTORY_PARTS_PREFIX_LEN 5
+size_t history_parts_prefix(uint32_t job, char *buf);
+
+/* The value of KEY (KLEN bytes) in the parts family: caller frees, the
+ * length in *ret_vlen; NULL with errno ENOENT (absent), or EIO and err. */
+char *history_aux_get(struct history *h, const char *key, size_t klen,
+		      size_t *ret_vlen, char *err, size_t errlen);
+
+/* Call FN(KEY, KLEN, VAL, VLEN, ARG) for every key of the parts family
+ * that starts with PREFIX (PLEN bytes), in key order; FN returns 0 to go
+ * on, 1 to stop, -1 (errno) to stop with an error. The pointers are valid
+ * during the call only. 0, or -1 with err. */
+int history_aux_scan(struct history *h, const char *prefix, size_t plen,
+		     int (*fn)(const char *key, size_t klen, const char *val,
+			       size_t vlen, void *arg),
+		     void *arg, char *err, size_t errlen);
+
 /* One record: history_put_many(h, &record, 1, ...). */
 int history_put(struct history *h, const cJSON *record, unsigned flags,
 		char *err, size_t errlen);
@@ -130,6 +180,10 @@ int history_foreach(struct history *h,
 
 /* CONF->state_dir/history into BUF. */
 void history_dir(const struct conf *conf, char *buf, size_t buflen);
+
+/* mkdir -p CONF->state_dir (0755; the history directory inside is
+ * RocksDB's to make). 0, or -1 with errno. */
+int history_make_state_dir(const struct conf *conf);
 
 /* iostaged with a service configured (ControllerHost=): no database on
  * this node; history_db() answers "history disabled: kept by iostagectld

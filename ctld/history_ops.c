@@ -105,8 +105,8 @@ static int query_user(const struct hist_caller *c, const cJSON *req, bool *ret_g
 			return -1;
 		if (strcmp(own, u->valuestring) != 0) {
 			snprintf(err, errlen,
-				 "key 'user': only root or the admin "
-				 "group may read another user's history");
+				 "key 'user': only root or AdminGroup "
+				 "may read another user's history");
 			return -1;
 		}
 	}

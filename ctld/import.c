@@ -162,11 +162,20 @@ usage:
 		return 1;
 	}
 	history_dir(&conf, dir, sizeof(dir));
+	/* A service that never ran has no StateDir yet. */
+	if (history_make_state_dir(&conf) < 0) {
+		fprintf(stderr, "iostagectld: --import: cannot create StateDir "
+				"%s: %s\n",
+			conf.state_dir, strerror(errno));
+		return 1;
+	}
 	h = history_open(dir, HISTORY_READ_WRITE, err, sizeof(err));
 	if (!h) {
-		fprintf(stderr, "iostagectld: --import: %s (is iostagectld "
-				"running? stop it first)\n",
-			err);
+		/* RocksDB's LOCK: the running service holds its database. */
+		fprintf(stderr, "iostagectld: --import: %s%s\n", err,
+			strstr(err, "LOCK") ? " (is iostagectld running? stop "
+					      "it first)"
+					    : "");
 		return 1;
 	}
 	rc = ctld_import(h, dir, src, &st, err, sizeof(err));

@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "ctld/history.h"
 #include "ctld/import.h"
+#include "ctld/partstore.h"
 #include "ctld/service.h"
 
 #define PIDFILE_NAME "iostagectld.pid"
@@ -133,26 +134,6 @@ static int check_service_conf(const struct conf *c, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
-}
-
-/* mkdir -p PATH (0755). 0, or -1 with errno. */
-static int mkdir_parents(const char *path)
-{
-	char buf[CONF_PATH_MAX];
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1;; p++) {
-		if (*p == '/' || !*p) {
-			char c = *p;
-
-			*p = '\0';
-			if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-				return -1;
-			*p = c;
-			if (!c)
-				return 0;
-		}
-	}
 }
 
 static void on_signal(int sig)
@@ -341,7 +322,7 @@ int main(int argc, char **argv)
 	signals_setup(&waitmask);
 	/* The port is claimed first: a second service stops at "address in
 	 * use" before it touches the first one's database. */
-	if (ctld_service_start(&conf, err, sizeof(err)) < 0) {
+	if (ctld_service_listen(&conf, err, sizeof(err)) < 0) {
 		log_errorx("%s", err);
 		return 1;
 	}
@@ -349,9 +330,22 @@ int main(int argc, char **argv)
 	 * directory inside is RocksDB's to create. Never fatal, as on a node:
 	 * a damaged database is opened read-only or disabled, and every op
 	 * says why. */
-	if (mkdir_parents(conf.state_dir) < 0)
+	if (history_make_state_dir(&conf) < 0)
 		log_warning("cannot create StateDir %s", conf.state_dir);
 	history_init(&conf);
+	/* Multi-node jobs waiting for parts: deadlines from the database,
+	 * so those that passed while we were down are filed now. */
+	if (partstore_start(&conf, err, sizeof(err)) < 0)
+		log_errorx("%s; jobs missing a part wait until a restart",
+			   err);
+	/* Requests are served only once the history is open: clients that
+	 * came early waited in the backlog. */
+	if (ctld_service_start(err, sizeof(err)) < 0) {
+		log_errorx("%s", err);
+		partstore_stop();
+		history_fini();
+		return 1;
+	}
 	if (pidfile_write(&conf) < 0)
 		log_warning("cannot write the pid file beside %s",
 			    conf.socket_path);
@@ -366,6 +360,7 @@ int main(int argc, char **argv)
 		sigsuspend(&waitmask);
 	log_info("caught %s, shutting down", strsignal(got_signal));
 	/* A connection thread still running could be inside the database. */
+	partstore_stop();
 	if (ctld_service_stop())
 		history_fini();
 	pidfile_remove();

@@ -38,6 +38,7 @@
 static const struct conf *svc_conf;
 static int listen_fd = -1;
 static unsigned listen_port;
+static char listen_addr[CONF_HOST_MAX];
 static int stop_pipe[2] = { -1, -1 };
 static pthread_t accept_thread;
 static bool running;
@@ -332,14 +333,12 @@ static void *accept_loop(void *arg)
 	return NULL;
 }
 
-int ctld_service_start(const struct conf *conf, char *err, size_t errlen)
+int ctld_service_listen(const struct conf *conf, char *err, size_t errlen)
 {
 	unsigned char buf[16];
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	const char *addr = "*";
-	sigset_t all, old;
-	int r;
 
 	svc_conf = conf;
 	/* An address literal is where clients reach us: listen there only
@@ -355,6 +354,20 @@ int ctld_service_start(const struct conf *conf, char *err, size_t errlen)
 		listen_port = ntohs(ss.ss_family == AF_INET6
 					? ((struct sockaddr_in6 *)&ss)->sin6_port
 					: ((struct sockaddr_in *)&ss)->sin_port);
+	snprintf(listen_addr, sizeof(listen_addr), "%s",
+		 strcmp(addr, "*") ? addr : "every address");
+	return 0;
+}
+
+int ctld_service_start(char *err, size_t errlen)
+{
+	sigset_t all, old;
+	int r;
+
+	if (listen_fd < 0) {
+		snprintf(err, errlen, "not listening");
+		return -1;
+	}
 	if (pipe2(stop_pipe, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto fail;
@@ -370,10 +383,9 @@ int ctld_service_start(const struct conf *conf, char *err, size_t errlen)
 		goto fail;
 	}
 	running = true;
-	log_info("serving on %s port %u (MUNGE%s%s)",
-		 strcmp(addr, "*") ? addr : "every address", listen_port,
-		 conf->admin_group[0] ? ", AdminGroup " : "",
-		 conf->admin_group);
+	log_info("serving on %s port %u (MUNGE%s%s)", listen_addr, listen_port,
+		 svc_conf->admin_group[0] ? ", AdminGroup " : "",
+		 svc_conf->admin_group);
 	return 0;
 fail:
 	for (int i = 0; i < 2; i++)

@@ -32,11 +32,15 @@
 #define CTLD_SEND_MS 10000    /* for the reply */
 
 /* Listen on CONF's ControllerPort, on ControllerHost's address when it is
- * an IP literal (127.0.0.1 stays on loopback), else on every address, and
- * start serving in a thread of its own. CONF must outlive the service.
- * 0, or -1 with one line in err (e.g. the port is taken: another
- * iostagectld). */
-int ctld_service_start(const struct conf *conf, char *err, size_t errlen);
+ * an IP literal (127.0.0.1 stays on loopback), else on every address.
+ * Clients wait in the backlog until ctld_service_start. CONF must outlive
+ * the service. 0, or -1 with one line in err (e.g. the port is taken:
+ * another iostagectld). */
+int ctld_service_listen(const struct conf *conf, char *err, size_t errlen);
+
+/* Start serving, in a thread of its own (after ctld_service_listen and
+ * once the history is open). 0, or -1 with err. */
+int ctld_service_start(char *err, size_t errlen);
 
 /* The port listened on (after ctld_service_start). */
 unsigned ctld_service_port(void);

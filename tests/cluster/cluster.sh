@@ -255,6 +255,9 @@ CONF
 # The history service, iostagectld, on the controller node
 ControllerHost=ctl
 ControllerPort=6827
+# A multi-node job missing a part is filed this long after its first one
+# (short here, so the tests see it; the default is 5 minutes)
+PartsDeadline=10
 CONF
   fi
   if [ -n "${IOSTAGE_EXTRA_CONF:-}" ]; then

@@ -60,7 +60,12 @@ export CLUSTER_EPILOG="env IOSTAGE_LOG_STDERR=1 $IOSTAGE_ROOT/usr/sbin/iostage-e
 # shellcheck source=tests/integration/iostaged.sh
 . "$IT_DIR/iostaged.sh"
 iostaged_start || return 1
+# shellcheck source=tests/integration/ctld.sh
+. "$IT_DIR/ctld.sh"
+ctld_write_conf
+ctld_admin_user || return 1
 
 teardown_hook() {
+	ctld_stop
 	iostaged_stop
 }

@@ -106,12 +106,12 @@ test_history_user_isolation() {
 	assert_contains "other's list" "$reply" '"ok":true'
 	assert_not_contains "other's list" "$reply" '710001'
 	reply=$(iostaged_request "$OTHER_USER" "{\"op\":\"history_list\",\"user\":\"$TEST_USER\"}")
-	assert_contains "other lists the owner" "$reply" "only root may read another user's history"
+	assert_contains "other lists the owner" "$reply" "only root or AdminGroup may read another user's history"
 	reply=$(iostaged_request '{"op":"history_list","limit":1000}')
 	assert_contains "root's list" "$reply" '"job":710001'
 
 	reply=$(iostaged_request "$OTHER_USER" "{\"op\":\"recommend\",\"user\":\"$TEST_USER\",\"job_name\":\"iso-job\"}")
-	assert_contains "other's recommend" "$reply" "only root may read another user's history"
+	assert_contains "other's recommend" "$reply" "only root or AdminGroup may read another user's history"
 	reply=$(iostaged_request "$OTHER_USER" '{"op":"recommend","dataset":"/pfs/iso"}')
 	assert_contains "other's recommend by dataset" "$reply" '"runs":0'
 

@@ -1,0 +1,722 @@
+/* partstore.c - a multi-node job's parts on the service (partstore.h).
+ *
+ * Locking: one mutex per job id (striped) around each read-decide-write
+ * of a job's keys, so two parts of one job arriving at once, or a part
+ * and the deadline thread, never both decide from the same old state.
+ * Different jobs proceed in parallel; the history's own in-flight set
+ * orders their record writes.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/outbox.h"
+#include "common/recmerge.h"
+#include "ctld/jobfacts.h"
+#include "ctld/partstore.h"
+
+#define PARTS_LOCKS 64
+#define META_KEY_LEN (HISTORY_PARTS_PREFIX_LEN + 1)
+#define PART_KEY_MAX (HISTORY_PARTS_PREFIX_LEN + 1 + CONF_NODE_MAX)
+#define WAIT_TAG 'w'
+#define WAIT_KEY_LEN 13
+#define EXPIRE_BATCH 256
+#define THREAD_IDLE_S 60     /* look again at least this often */
+#define THREAD_ERROR_S 10    /* after a failed pass */
+
+enum {
+	KEY_META = 0x00,
+	KEY_PART = 0x01,
+};
+
+static pthread_mutex_t job_locks[PARTS_LOCKS] = {
+	[0 ... PARTS_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER
+};
+
+static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	errno = e;
+	return -1;
+}
+
+static void put_be(char *p, uint64_t v, int bytes)
+{
+	for (int i = bytes - 1; i >= 0; i--) {
+		p[i] = (char)(v & 0xff);
+		v >>= 8;
+	}
+}
+
+static uint64_t get_be(const char *p, int bytes)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < bytes; i++)
+		v = (v << 8) | (unsigned char)p[i];
+	return v;
+}
+
+static size_t meta_key(uint32_t job, char *buf)
+{
+	history_parts_prefix(job, buf);
+	buf[HISTORY_PARTS_PREFIX_LEN] = KEY_META;
+	return META_KEY_LEN;
+}
+
+static size_t part_key(uint32_t job, const char *node, char *buf)
+{
+	size_t n = strlen(node);
+
+	history_parts_prefix(job, buf);
+	buf[HISTORY_PARTS_PREFIX_LEN] = KEY_PART;
+	memcpy(buf + HISTORY_PARTS_PREFIX_LEN + 1, node, n);
+	return HISTORY_PARTS_PREFIX_LEN + 1 + n;
+}
+
+static size_t wait_key(uint64_t first, uint32_t job, char *buf)
+{
+	buf[0] = WAIT_TAG;
+	put_be(buf + 1, first, 8);
+	put_be(buf + 9, job, 4);
+	return WAIT_KEY_LEN;
+}
+
+/* The JSON value at KEY, or NULL (errno ENOENT absent; else err). */
+static cJSON *get_json(struct history *h, const char *key, size_t klen,
+		       char *err, size_t errlen)
+{
+	size_t vlen = 0;
+	char *val = history_aux_get(h, key, klen, &vlen, err, errlen);
+	cJSON *o;
+
+	if (!val)
+		return NULL;
+	o = cJSON_ParseWithLength(val, vlen);
+	free(val);
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		fail(err, errlen, EIO, "parts: a stored value is damaged");
+		return NULL;
+	}
+	return o;
+}
+
+/* Distinct names of NODES (a JSON array of checked names) into *ret
+ * (pointers into NODES; caller frees the array). Returns the count. */
+static size_t node_list(const cJSON *nodes, const char ***ret)
+{
+	size_t n = 0, cap = (size_t)cJSON_GetArraySize(nodes);
+	const char **v = calloc(cap ? cap : 1, sizeof(*v));
+	const cJSON *e;
+
+	*ret = v;
+	if (!v)
+		return 0;
+	cJSON_ArrayForEach(e, nodes)
+	{
+		size_t i;
+
+		for (i = 0; i < n && strcmp(v[i], e->valuestring); i++)
+			;
+		if (i == n)
+			v[n++] = e->valuestring;
+	}
+	return n;
+}
+
+static bool same_nodes(const cJSON *a, const cJSON *b)
+{
+	int n = cJSON_GetArraySize(a);
+
+	if (!cJSON_IsArray(a) || !cJSON_IsArray(b) ||
+	    n != cJSON_GetArraySize(b))
+		return false;
+	for (int i = 0; i < n; i++) {
+		const cJSON *x = cJSON_GetArrayItem(a, i);
+		const cJSON *y = cJSON_GetArrayItem(b, i);
+
+		if (!cJSON_IsString(x) || !cJSON_IsString(y) ||
+		    strcmp(x->valuestring, y->valuestring))
+			return false;
+	}
+	return true;
+}
+
+/* --- the parts of one job ------------------------------------------------------ */
+
+struct parts {
+	cJSON *arr;        /* the records */
+	const char *skip;  /* a node whose stored part is being replaced */
+	int error;
+};
+
+static int collect(const char *key, size_t klen, const char *val,
+		   size_t vlen, void *arg)
+{
+	struct parts *p = arg;
+	size_t nlen = klen - (HISTORY_PARTS_PREFIX_LEN + 1);
+	cJSON *rec;
+
+	if (p->skip && nlen == strlen(p->skip) &&
+	    !memcmp(key + HISTORY_PARTS_PREFIX_LEN + 1, p->skip, nlen))
+		return 0;
+	rec = cJSON_ParseWithLength(val, vlen);
+	if (!cJSON_IsObject(rec)) {
+		cJSON_Delete(rec); /* damaged: that node counts as missing */
+		return 0;
+	}
+	cJSON_AddItemToArray(p->arr, rec);
+	return 0;
+}
+
+/* The stored parts of JOB but SKIP's (may be NULL). NULL with err. */
+static cJSON *stored_parts(struct history *h, uint32_t job,
+			   const char *skip, char *err, size_t errlen)
+{
+	char prefix[META_KEY_LEN];
+	struct parts p = { cJSON_CreateArray(), skip, 0 };
+
+	if (!p.arr) {
+		fail(err, errlen, ENOMEM, "parts: out of memory");
+		return NULL;
+	}
+	history_parts_prefix(job, prefix);
+	prefix[HISTORY_PARTS_PREFIX_LEN] = KEY_PART;
+	if (history_aux_scan(h, prefix, sizeof(prefix), collect, &p, err,
+			     errlen) < 0) {
+		cJSON_Delete(p.arr);
+		return NULL;
+	}
+	return p.arr;
+}
+
+cJSON *partstore_parts(struct history *h, uint32_t job, char *err,
+		       size_t errlen)
+{
+	return stored_parts(h, job, NULL, err, errlen);
+}
+
+/* How many of NODES (N distinct names) have a part in PARTS. */
+static unsigned count_have(const cJSON *parts, const char *const *nodes,
+			   size_t n)
+{
+	unsigned have = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const cJSON *p;
+
+		cJSON_ArrayForEach(p, parts)
+			if (!strcmp(jobfacts_str(p, "node", ""), nodes[i])) {
+				have++;
+				break;
+			}
+	}
+	return have;
+}
+
+/* The merged record of PARTS on NODES, or NULL with err. */
+static cJSON *merge(uint32_t job, const cJSON *parts, const char *const *nodes,
+		    size_t n, char *err, size_t errlen)
+{
+	size_t k = (size_t)cJSON_GetArraySize(parts), i = 0;
+	const cJSON **v = calloc(k ? k : 1, sizeof(*v));
+	const cJSON *p;
+	cJSON *r;
+
+	if (!v) {
+		fail(err, errlen, ENOMEM, "parts: out of memory");
+		return NULL;
+	}
+	cJSON_ArrayForEach(p, parts)
+		v[i++] = p;
+	r = recmerge_job(v, k, nodes, n);
+	free(v);
+	if (!r)
+		fail(err, errlen, errno, "job %" PRIu32 ": cannot merge its "
+		     "parts: %s", job, strerror(errno));
+	return r;
+}
+
+static char *print(const cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o);
+
+	if (!s)
+		errno = ENOMEM;
+	return s;
+}
+
+static bool same_time(const cJSON *a, const cJSON *b, const char *key)
+{
+	return jobfacts_num(a, key, -1) == jobfacts_num(b, key, -1);
+}
+
+int partstore_file(struct history *h, const cJSON *entry, double now,
+		   struct partstore_result *ret, char *err, size_t errlen)
+{
+	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(entry, "record");
+	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(entry, "nodes");
+	char mkey[META_KEY_LEN], pkey[PART_KEY_MAX], wkey[WAIT_KEY_LEN];
+	char wkey_old[WAIT_KEY_LEN], from[HISTORY_PARTS_PREFIX_LEN];
+	char to[HISTORY_PARTS_PREFIX_LEN];
+	struct history_aux aux[6];
+	struct partstore_result res = { 0 };
+	const char **names = NULL, *node;
+	cJSON *meta = NULL, *mine = NULL, *parts = NULL, *merged = NULL;
+	cJSON *facts, *newmeta = NULL;
+	char *mtext = NULL, *ptext = NULL;
+	const cJSON *recs[1];
+	pthread_mutex_t *lock;
+	size_t naux = 0, n, nrec = 0;
+	uint64_t first;
+	uint32_t job;
+	bool filed_before = false, reset = false;
+	int rc = -1;
+
+	if (outbox_entry_check(entry, err, errlen) < 0)
+		return -1;
+	job = (uint32_t)jobfacts_num(entry, "job", 0);
+	node = jobfacts_str(entry, "node", "");
+	n = node_list(nodes, &names);
+	if (!names)
+		return fail(err, errlen, ENOMEM, "parts: out of memory");
+	if (n < 2) {
+		free(names);
+		return fail(err, errlen, EINVAL, "key 'nodes': a multi-node "
+			    "job names 2 nodes or more");
+	}
+	/* Checked now, so that no stored part can later stop its job's
+	 * record from being filed. */
+	facts = jobfacts_from_record(rec, err, errlen);
+	if (!facts) {
+		free(names);
+		errno = EINVAL;
+		return -1;
+	}
+	cJSON_Delete(facts);
+	if (!cJSON_HasObjectItem(rec, "end")) {
+		free(names);
+		return fail(err, errlen, EINVAL, "key 'record': not a finished "
+			    "part (no 'end')");
+	}
+	lock = &job_locks[job % PARTS_LOCKS];
+	pthread_mutex_lock(lock);
+	meta_key(job, mkey);
+	meta = get_json(h, mkey, sizeof(mkey), err, errlen);
+	if (!meta && errno != ENOENT)
+		goto out;
+	mine = get_json(h, pkey, part_key(job, node, pkey), err, errlen);
+	if (!mine && errno != ENOENT)
+		goto out;
+	/* The same id for another job: what is stored goes. */
+	if (meta && !same_nodes(cJSON_GetObjectItemCaseSensitive(meta, "nodes"),
+				nodes))
+		reset = true;
+	if (mine && !same_time(mine, rec, "start"))
+		reset = true;
+	if (!reset && mine && same_time(mine, rec, "end")) {
+		res.duplicate = true;
+		parts = stored_parts(h, job, NULL, err, errlen);
+		if (!parts)
+			goto out;
+		res.have = count_have(parts, names, n);
+		res.want = (unsigned)n;
+		rc = 0;
+		goto out;
+	}
+	if (reset) {
+		history_parts_prefix(job, from);
+		if (job < UINT32_MAX)
+			history_parts_prefix(job + 1, to);
+		if (job == UINT32_MAX) {
+			to[0] = HISTORY_PARTS_TAG + 1;
+			aux[naux++] = (struct history_aux){
+				HISTORY_AUX_DELETE_RANGE, from, sizeof(from),
+				to, 1
+			};
+		} else {
+			aux[naux++] = (struct history_aux){
+				HISTORY_AUX_DELETE_RANGE, from, sizeof(from),
+				to, sizeof(to)
+			};
+		}
+		if (meta && !cJSON_IsTrue(cJSON_GetObjectItem(meta, "filed"))) {
+			wait_key((uint64_t)jobfacts_num(meta, "first", 0), job,
+				 wkey_old);
+			aux[naux++] = (struct history_aux){
+				HISTORY_AUX_DELETE, wkey_old, sizeof(wkey_old),
+				NULL, 0
+			};
+		}
+		cJSON_Delete(meta);
+		meta = NULL;
+		parts = cJSON_CreateArray();
+	} else {
+		parts = stored_parts(h, job, node, err, errlen);
+	}
+	if (!parts)
+		goto out;
+	cJSON_AddItemToArray(parts, cJSON_Duplicate(rec, true));
+	res.have = count_have(parts, names, n);
+	res.want = (unsigned)n;
+	filed_before = meta && cJSON_IsTrue(cJSON_GetObjectItem(meta, "filed"));
+	first = meta ? (uint64_t)jobfacts_num(meta, "first", now)
+		     : (uint64_t)now;
+	newmeta = cJSON_CreateObject();
+	if (!newmeta ||
+	    !cJSON_AddItemToObject(newmeta, "nodes",
+				   cJSON_Duplicate(nodes, true)) ||
+	    !cJSON_AddNumberToObject(newmeta, "first", (double)first))
+		goto nomem;
+	wait_key(first, job, wkey);
+	if (res.have == res.want || filed_before) {
+		merged = merge(job, parts, names, n, err, errlen);
+		if (!merged)
+			goto out;
+		recs[nrec++] = merged;
+		cJSON_AddBoolToObject(newmeta, "filed", true);
+		cJSON_AddNumberToObject(newmeta, "filed_at", now);
+		if (meta && !filed_before)
+			aux[naux++] = (struct history_aux){
+				HISTORY_AUX_DELETE, wkey, sizeof(wkey), NULL, 0
+			};
+		res.filed = true;
+		res.late = filed_before;
+	} else {
+		cJSON_AddBoolToObject(newmeta, "filed", false);
+		if (!meta)
+			aux[naux++] = (struct history_aux){
+				HISTORY_AUX_PUT, wkey, sizeof(wkey), "", 0
+			};
+	}
+	mtext = print(newmeta);
+	ptext = print(rec);
+	if (!mtext || !ptext)
+		goto nomem;
+	aux[naux++] = (struct history_aux){ HISTORY_AUX_PUT, pkey,
+					    part_key(job, node, pkey), ptext,
+					    strlen(ptext) };
+	aux[naux++] = (struct history_aux){ HISTORY_AUX_PUT, mkey, sizeof(mkey),
+					    mtext, strlen(mtext) };
+	if (history_put_aux(h, recs, nrec, aux, naux, HISTORY_PUT_SYNC, err,
+			    errlen) < 0)
+		goto out;
+	rc = 0;
+	goto out;
+nomem:
+	fail(err, errlen, ENOMEM, "parts: out of memory");
+out:
+	pthread_mutex_unlock(lock);
+	if (rc == 0)
+		*ret = res;
+	free(mtext);
+	free(ptext);
+	free(names);
+	cJSON_Delete(meta);
+	cJSON_Delete(mine);
+	cJSON_Delete(parts);
+	cJSON_Delete(merged);
+	cJSON_Delete(newmeta);
+	return rc;
+}
+
+/* --- deadlines ----------------------------------------------------------------- */
+
+struct due {
+	uint64_t first;
+	uint32_t job;
+};
+
+struct due_scan {
+	uint64_t cutoff;   /* first <= cutoff is due */
+	struct due *v;
+	size_t n, max;
+	bool counting;     /* count only */
+};
+
+static int scan_due(const char *key, size_t klen, const char *val,
+		    size_t vlen, void *arg)
+{
+	struct due_scan *d = arg;
+	uint64_t first;
+
+	(void)val;
+	(void)vlen;
+	if (klen != WAIT_KEY_LEN)
+		return 0;
+	first = get_be(key + 1, 8);
+	if (d->counting) {
+		if (d->n == 0 && d->v)
+			d->v[0] = (struct due){ first, 0 };
+		return ++d->n >= d->max ? 1 : 0;
+	}
+	if (first > d->cutoff)
+		return 1;
+	d->v[d->n++] = (struct due){ first, (uint32_t)get_be(key + 9, 4) };
+	return d->n >= d->max ? 1 : 0;
+}
+
+double partstore_next_due(struct history *h, unsigned deadline_s,
+			  size_t *ret_waiting, char *err, size_t errlen)
+{
+	struct due first = { 0, 0 };
+	struct due_scan d = { 0, &first, 0, PARTSTORE_COUNT_MAX, true };
+	char tag = WAIT_TAG;
+
+	if (!ret_waiting)
+		d.max = 1;
+	if (history_aux_scan(h, &tag, 1, scan_due, &d, err, errlen) < 0)
+		return -1;
+	if (ret_waiting)
+		*ret_waiting = d.n;
+	return d.n ? (double)first.first + deadline_s : 0;
+}
+
+/* File job D->job with the parts it has; 1 filed, 0 nothing to do, -1. */
+static int file_due(struct history *h, const struct due *d, double now,
+		    cJSON **ret_merged, char *err, size_t errlen)
+{
+	pthread_mutex_t *lock = &job_locks[d->job % PARTS_LOCKS];
+	char mkey[META_KEY_LEN], wkey[WAIT_KEY_LEN];
+	struct history_aux aux[2];
+	const char **names = NULL;
+	cJSON *meta, *parts = NULL, *merged = NULL;
+	const cJSON *recs[1];
+	char *mtext = NULL;
+	size_t n, naux = 0;
+	int rc = -1;
+
+	pthread_mutex_lock(lock);
+	wait_key(d->first, d->job, wkey);
+	aux[naux++] = (struct history_aux){ HISTORY_AUX_DELETE, wkey,
+					    sizeof(wkey), NULL, 0 };
+	meta = get_json(h, mkey, meta_key(d->job, mkey), err, errlen);
+	if (!meta && errno != ENOENT)
+		goto out;
+	if (!meta || cJSON_IsTrue(cJSON_GetObjectItem(meta, "filed")) ||
+	    (uint64_t)jobfacts_num(meta, "first", 0) != d->first) {
+		/* A stale waiting key (its job was filed or reset). */
+		rc = history_put_aux(h, NULL, 0, aux, naux, 0, err, errlen);
+		goto out;
+	}
+	n = node_list(cJSON_GetObjectItemCaseSensitive(meta, "nodes"), &names);
+	parts = stored_parts(h, d->job, NULL, err, errlen);
+	if (!names || !parts) {
+		if (!names)
+			fail(err, errlen, ENOMEM, "parts: out of memory");
+		goto out;
+	}
+	merged = merge(d->job, parts, names, n, err, errlen);
+	if (!merged)
+		goto out;
+	cJSON_ReplaceItemInObject(meta, "filed", cJSON_CreateTrue());
+	cJSON_AddNumberToObject(meta, "filed_at", now);
+	mtext = print(meta);
+	if (!mtext) {
+		fail(err, errlen, ENOMEM, "parts: out of memory");
+		goto out;
+	}
+	aux[naux++] = (struct history_aux){ HISTORY_AUX_PUT, mkey, sizeof(mkey),
+					    mtext, strlen(mtext) };
+	recs[0] = merged;
+	if (history_put_aux(h, recs, 1, aux, naux, HISTORY_PUT_SYNC, err,
+			    errlen) < 0)
+		goto out;
+	*ret_merged = merged;
+	merged = NULL;
+	rc = 1;
+out:
+	pthread_mutex_unlock(lock);
+	free(mtext);
+	free(names);
+	cJSON_Delete(meta);
+	cJSON_Delete(parts);
+	cJSON_Delete(merged);
+	return rc;
+}
+
+int partstore_expire(struct history *h, unsigned deadline_s, double now,
+		     partstore_filed_fn fn, void *arg, unsigned *ret_filed,
+		     char *err, size_t errlen)
+{
+	struct due v[EXPIRE_BATCH];
+	unsigned filed = 0;
+	char tag = WAIT_TAG, ferr[CONF_ERR_MAX] = "";
+	int rc = 0;
+
+	if (now < deadline_s) {
+		if (ret_filed)
+			*ret_filed = 0;
+		return 0;
+	}
+	for (;;) {
+		struct due_scan d = { (uint64_t)(now - deadline_s), v, 0,
+				      EXPIRE_BATCH, false };
+		size_t done = 0;
+
+		if (history_aux_scan(h, &tag, 1, scan_due, &d, err, errlen) <
+		    0)
+			return -1;
+		for (size_t i = 0; i < d.n; i++) {
+			cJSON *merged = NULL;
+			int r = file_due(h, &v[i], now, &merged, ferr,
+					 sizeof(ferr));
+
+			if (r < 0) {
+				/* One job that cannot be filed must not hold
+				 * up the others: reported at the end. */
+				rc = -1;
+				if (err && errlen)
+					snprintf(err, errlen, "%s", ferr);
+				continue;
+			}
+			done++;
+			if (r == 1) {
+				filed++;
+				if (fn)
+					fn(v[i].job, merged, arg);
+				cJSON_Delete(merged);
+			}
+		}
+		/* A failed job keeps its key: stop rather than loop on it. */
+		if (d.n < EXPIRE_BATCH || done < d.n)
+			break;
+	}
+	if (ret_filed)
+		*ret_filed = filed;
+	return rc;
+}
+
+/* --- the service's thread --------------------------------------------------------- */
+
+static const struct conf *pconf;
+static pthread_t due_thread;
+static bool started, stopping, woken;
+static pthread_mutex_t due_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t due_cond = PTHREAD_COND_INITIALIZER; /* realtime */
+
+static void log_filed(uint32_t job, const cJSON *rec, void *arg)
+{
+	const cJSON *missing = cJSON_GetObjectItemCaseSensitive(rec,
+								"missing_nodes");
+	char names[512] = "";
+	size_t used = 0;
+	const cJSON *e;
+
+	(void)arg;
+	cJSON_ArrayForEach(e, missing)
+		if (cJSON_IsString(e) && used < sizeof(names))
+			used += (size_t)snprintf(names + used,
+						 sizeof(names) - used, "%s%s",
+						 used ? "," : "",
+						 e->valuestring);
+	log_warningx("job %" PRIu32 ": filed after PartsDeadline=%us with "
+		     "%d of %d parts; missing: %s",
+		     job, pconf->parts_deadline,
+		     cJSON_GetArraySize(cJSON_GetObjectItem(rec, "nodes")) -
+			     cJSON_GetArraySize(missing),
+		     cJSON_GetArraySize(cJSON_GetObjectItem(rec, "nodes")),
+		     names[0] ? names : "none");
+}
+
+static void *due_main(void *arg)
+{
+	char err[CONF_ERR_MAX];
+
+	(void)arg;
+	for (;;) {
+		struct history *h = history_db(err, sizeof(err));
+		double next = 0, now = (double)time(NULL);
+		struct timespec until;
+		bool failed = false;
+
+		if (h) {
+			next = partstore_next_due(h, pconf->parts_deadline,
+						  NULL, err, sizeof(err));
+			if (next < 0) {
+				log_warningx("%s", err);
+				failed = true;
+				next = 0;
+			} else if (next > 0 && next <= now) {
+				if (partstore_expire(h, pconf->parts_deadline,
+						     now, log_filed, NULL, NULL,
+						     err, sizeof(err)) < 0) {
+					log_warningx("parts: %s; retried in "
+						     "%d s",
+						     err, THREAD_ERROR_S);
+					failed = true;
+				} else {
+					continue;
+				}
+			}
+		}
+		until.tv_sec = (time_t)now + (failed ? THREAD_ERROR_S
+						     : THREAD_IDLE_S);
+		until.tv_nsec = 0;
+		if (!failed && next > 0 && next < (double)until.tv_sec)
+			until.tv_sec = (time_t)next;
+		pthread_mutex_lock(&due_lock);
+		while (!stopping && !woken)
+			if (pthread_cond_timedwait(&due_cond, &due_lock,
+						   &until) == ETIMEDOUT)
+				break;
+		woken = false;
+		if (stopping) {
+			pthread_mutex_unlock(&due_lock);
+			break;
+		}
+		pthread_mutex_unlock(&due_lock);
+	}
+	return NULL;
+}
+
+int partstore_start(const struct conf *conf, char *err, size_t errlen)
+{
+	int e;
+
+	pconf = conf;
+	stopping = false;
+	e = pthread_create(&due_thread, NULL, due_main, NULL);
+	if (e)
+		return fail(err, errlen, e, "parts: cannot start the deadline "
+			    "thread: %s", strerror(e));
+	started = true;
+	return 0;
+}
+
+void partstore_wake(void)
+{
+	pthread_mutex_lock(&due_lock);
+	woken = true;
+	pthread_cond_signal(&due_cond);
+	pthread_mutex_unlock(&due_lock);
+}
+
+void partstore_stop(void)
+{
+	if (!started)
+		return;
+	pthread_mutex_lock(&due_lock);
+	stopping = true;
+	pthread_cond_signal(&due_cond);
+	pthread_mutex_unlock(&due_lock);
+	pthread_join(due_thread, NULL);
+	started = false;
+}

@@ -1,0 +1,487 @@
+/* check_ctld.c - iostagectld's library without the network: who may read
+ * all (authz), the ops' authorization through the dispatch (ping,
+ * history_get/list, recommend, file), `file` idempotent by (job, node) and
+ * root only, and --import (idempotent, never replacing the service's own
+ * records, refusing the service's own database). */
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "common/conf.h"
+#include "common/log.h"
+#include "ctld/authz.h"
+#include "ctld/history.h"
+#include "ctld/import.h"
+#include "ctld/service.h"
+#include "common/ctlclient.h"
+#include "common/peernet.h"
+#include "tests/unit/testmunge.h"
+
+static bool have_munge;
+
+static char tmp[256];
+static struct conf conf;
+static uid_t nob_uid;
+static gid_t nob_gid;
+static char nob_name[64], nob_group[64];
+
+static void setup(void)
+{
+	struct passwd *pw = getpwnam("nobody");
+	struct group *gr;
+
+	ck_assert_ptr_nonnull(pw);
+	nob_uid = pw->pw_uid;
+	nob_gid = pw->pw_gid;
+	snprintf(nob_name, sizeof(nob_name), "%s", pw->pw_name);
+	gr = getgrgid(nob_gid);
+	ck_assert_ptr_nonnull(gr);
+	snprintf(nob_group, sizeof(nob_group), "%s", gr->gr_name);
+	snprintf(tmp, sizeof(tmp), "/tmp/check_ctld.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	conf_set_defaults(&conf);
+	snprintf(conf.state_dir, sizeof(conf.state_dir), "%s/state", tmp);
+	ck_assert_int_eq(mkdir(conf.state_dir, 0755), 0);
+	snprintf(conf.tiers[0].name, sizeof(conf.tiers[0].name), "nvme");
+	snprintf(conf.tiers[0].path, sizeof(conf.tiers[0].path), "%s", tmp);
+	conf.ntiers = 1;
+	log_init("check_ctld", false, LOG_LEVEL_ERROR);
+}
+
+static void teardown(void)
+{
+	char cmd[400];
+
+	history_fini();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", tmp);
+}
+
+static cJSON *rec(unsigned job, const char *user, unsigned uid,
+		  const char *node, double end)
+{
+	char buf[2048];
+	cJSON *r;
+
+	snprintf(buf, sizeof(buf),
+		 "{\"schema\":1,\"job\":%u,\"user\":\"%s\",\"uid\":%u,"
+		 "\"job_name\":\"train\",\"node\":\"%s\",\"start\":%.3f,"
+		 "\"end\":%.3f,\"state\":\"completed\",\"datasets\":[{\"name\":"
+		 "\"d\",\"source\":\"/pfs/d\",\"tier\":\"nvme\",\"bytes\":1000,"
+		 "\"files\":10,\"result\":\"hit\"}],\"outputs\":[],"
+		 "\"phases\":[{\"name\":\"run\",\"seconds\":50}]}",
+		 job, user, uid, node, end - 60, end);
+	r = cJSON_Parse(buf);
+	ck_assert_ptr_nonnull(r);
+	return r;
+}
+
+static cJSON *file_req(unsigned job, const char *user, unsigned uid,
+		       const char *node, double end)
+{
+	cJSON *req = cJSON_CreateObject(), *nodes;
+
+	cJSON_AddStringToObject(req, "op", "file");
+	cJSON_AddNumberToObject(req, "job", job);
+	cJSON_AddStringToObject(req, "node", node);
+	nodes = cJSON_AddArrayToObject(req, "nodes");
+	cJSON_AddItemToArray(nodes, cJSON_CreateString(node));
+	cJSON_AddItemToObject(req, "record", rec(job, user, uid, node, end));
+	return req;
+}
+
+static struct ctld_caller root_c = { 0, 0, true, "test" };
+
+static struct ctld_caller user_c(bool read_all)
+{
+	return (struct ctld_caller){ nob_uid, nob_gid, read_all, "test" };
+}
+
+/* The reply to OP {job: JOB} (or REQ when given) from C; "ok" in *ok. */
+static cJSON *ask(const struct ctld_caller *c, const char *op, cJSON *req,
+		  unsigned job, bool *ok)
+{
+	cJSON *r;
+
+	if (!req) {
+		req = cJSON_CreateObject();
+		if (job)
+			cJSON_AddNumberToObject(req, "job", job);
+	}
+	r = ctld_service_dispatch(&conf, c, op, req);
+	cJSON_Delete(req);
+	ck_assert_ptr_nonnull(r);
+	*ok = cJSON_IsTrue(cJSON_GetObjectItem(r, "ok"));
+	return r;
+}
+
+static const char *error_of(const cJSON *r)
+{
+	const cJSON *e = cJSON_GetObjectItem(r, "error");
+
+	return cJSON_IsString(e) ? e->valuestring : "";
+}
+
+START_TEST(test_authz)
+{
+	ck_assert(authz_read_all(0, 0, NULL));
+	ck_assert(authz_read_all(0, 0, "no-such-group-xyz"));
+	ck_assert(!authz_read_all(nob_uid, nob_gid, NULL));
+	ck_assert(!authz_read_all(nob_uid, nob_gid, ""));
+	ck_assert(!authz_read_all(nob_uid, nob_gid, "no-such-group-xyz"));
+	ck_assert(!authz_read_all(nob_uid, nob_gid, "root"));
+	/* by the credential's group, and by the user's primary group */
+	ck_assert(authz_read_all(nob_uid, nob_gid, nob_group));
+	ck_assert(authz_read_all(nob_uid, 0, nob_group));
+}
+END_TEST
+
+START_TEST(test_ping_unknown)
+{
+	struct ctld_caller u = user_c(false);
+	bool ok;
+	cJSON *r = ask(&u, "ping", NULL, 0, &ok);
+
+	ck_assert(ok);
+	ck_assert_str_eq(cJSON_GetObjectItem(r, "service")->valuestring,
+			 "iostagectld");
+	ck_assert_int_eq(cJSON_GetObjectItem(r, "uid")->valueint, (int)nob_uid);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "read_all")));
+	cJSON_Delete(r);
+	r = ask(&u, "stage\x01", NULL, 0, &ok);
+	ck_assert(!ok);
+	ck_assert_ptr_nonnull(strstr(error_of(r), "unknown op 'stage?'"));
+	cJSON_Delete(r);
+	/* history_put is the node's op, not the service's */
+	r = ask(&root_c, "history_put", NULL, 0, &ok);
+	ck_assert(!ok);
+	cJSON_Delete(r);
+}
+END_TEST
+
+START_TEST(test_file_idempotent)
+{
+	double now = (double)time(NULL);
+	bool ok;
+	cJSON *r;
+
+	history_init(&conf);
+	r = ask(&root_c, "file", file_req(7, "root", 0, "n1", now), 0, &ok);
+	ck_assert_msg(ok, "%s", error_of(r));
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "filed")));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "duplicate")));
+	cJSON_Delete(r);
+	/* the node retries: the same (job, node) is a duplicate */
+	r = ask(&root_c, "file", file_req(7, "root", 0, "n1", now), 0, &ok);
+	ck_assert(ok);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "filed")));
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "duplicate")));
+	cJSON_Delete(r);
+	/* a later job with the same id (ids wrap) is filed over it */
+	r = ask(&root_c, "file", file_req(7, "root", 0, "n2", now + 10), 0,
+		&ok);
+	ck_assert(ok);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "filed")));
+	cJSON_Delete(r);
+	r = ask(&root_c, "history_get", NULL, 7, &ok);
+	ck_assert(ok);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "record"),
+					     "node")
+			     ->valuestring,
+			 "n2");
+	cJSON_Delete(r);
+}
+END_TEST
+
+START_TEST(test_file_refused)
+{
+	struct ctld_caller adm = user_c(true);
+	double now = (double)time(NULL);
+	bool ok;
+	cJSON *r, *req;
+
+	history_init(&conf);
+	/* only root files, an admin group member neither */
+	r = ask(&adm, "file", file_req(8, nob_name, nob_uid, "n1", now), 0,
+		&ok);
+	ck_assert(!ok);
+	ck_assert_ptr_nonnull(strstr(error_of(r), "permission denied: only "
+						  "root"));
+	cJSON_Delete(r);
+	r = ask(&root_c, "history_get", NULL, 8, &ok);
+	ck_assert(!ok); /* nothing was filed */
+	cJSON_Delete(r);
+	/* bad fields, one line each */
+	req = file_req(9, "root", 0, "n1", now);
+	cJSON_ReplaceItemInObject(req, "node", cJSON_CreateString("../x"));
+	r = ask(&root_c, "file", req, 0, &ok);
+	ck_assert(!ok);
+	ck_assert_str_eq(error_of(r), "key 'node': missing or not a node name");
+	cJSON_Delete(r);
+	req = file_req(9, "root", 0, "n1", now);
+	cJSON_ReplaceItemInObject(req, "job", cJSON_CreateNumber(10));
+	r = ask(&root_c, "file", req, 0, &ok);
+	ck_assert(!ok);
+	ck_assert_str_eq(error_of(r), "key 'record': its job is not 10");
+	cJSON_Delete(r);
+	req = file_req(9, "root", 0, "n1", now);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(req, "record"), "node",
+				  cJSON_CreateString("n3"));
+	r = ask(&root_c, "file", req, 0, &ok);
+	ck_assert(!ok);
+	ck_assert_ptr_nonnull(strstr(error_of(r), "its node is another"));
+	cJSON_Delete(r);
+	req = file_req(9, "root", 0, "n1", now);
+	cJSON_ReplaceItemInArray(cJSON_GetObjectItem(req, "nodes"), 0,
+				 cJSON_CreateString("n2"));
+	r = ask(&root_c, "file", req, 0, &ok);
+	ck_assert(!ok);
+	ck_assert_str_eq(error_of(r), "key 'nodes': does not name node 'n1'");
+	cJSON_Delete(r);
+	req = file_req(9, "root", 0, "n1", now);
+	cJSON_AddItemToArray(cJSON_GetObjectItem(req, "nodes"),
+			     cJSON_CreateString("n2"));
+	/* A multi-node job's part: kept until the others come
+	 * (ctld/partstore.c, check_partstore), not filed yet. */
+	r = ask(&root_c, "file", req, 0, &ok);
+	ck_assert(ok);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "filed")));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "duplicate")));
+	ck_assert_int_eq(cJSON_GetObjectItem(r, "parts")->valueint, 1);
+	ck_assert_int_eq(cJSON_GetObjectItem(r, "nodes")->valueint, 2);
+	cJSON_Delete(r);
+	req = file_req(9, "root", 0, "n1", now);
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(req, "record"), "user");
+	r = ask(&root_c, "file", req, 0, &ok);
+	ck_assert(!ok);
+	cJSON_Delete(r);
+}
+END_TEST
+
+START_TEST(test_read_authz)
+{
+	struct ctld_caller u = user_c(false), adm = user_c(true);
+	double now = (double)time(NULL);
+	bool ok;
+	cJSON *r, *req;
+
+	history_init(&conf);
+	r = ask(&root_c, "file", file_req(11, "root", 0, "n1", now), 0, &ok);
+	ck_assert(ok);
+	cJSON_Delete(r);
+	r = ask(&root_c, "file", file_req(12, nob_name, nob_uid, "n1", now), 0,
+		&ok);
+	ck_assert(ok);
+	cJSON_Delete(r);
+	/* a user: their own job, not root's (answered like a missing one) */
+	r = ask(&u, "history_get", NULL, 12, &ok);
+	ck_assert(ok);
+	cJSON_Delete(r);
+	r = ask(&u, "history_get", NULL, 11, &ok);
+	ck_assert(!ok);
+	ck_assert_str_eq(error_of(r), "job 11: not in your history");
+	cJSON_Delete(r);
+	r = ask(&u, "history_list", NULL, 0, &ok);
+	ck_assert(ok);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(r, "records")),
+			 1);
+	cJSON_Delete(r);
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "user", "root");
+	r = ask(&u, "history_list", req, 0, &ok);
+	ck_assert(!ok);
+	ck_assert_ptr_nonnull(strstr(error_of(r), "only root or AdminGroup "
+						  "may read"));
+	cJSON_Delete(r);
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "user", "root");
+	r = ask(&u, "recommend", req, 0, &ok);
+	ck_assert(!ok);
+	cJSON_Delete(r);
+	/* the admin group reads everyone's */
+	r = ask(&adm, "history_get", NULL, 11, &ok);
+	ck_assert(ok);
+	cJSON_Delete(r);
+	r = ask(&adm, "history_list", NULL, 0, &ok);
+	ck_assert(ok);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(r, "records")),
+			 2);
+	cJSON_Delete(r);
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "user", "root");
+	r = ask(&adm, "recommend", req, 0, &ok);
+	ck_assert_msg(ok, "%s", error_of(r));
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "query"),
+					     "user")
+			     ->valuestring,
+			 "root");
+	cJSON_Delete(r);
+}
+END_TEST
+
+/* An old node history with jobs 1..N (root's), ended NOW. */
+static void node_history(const char *dir, unsigned from, unsigned n,
+			 const char *node)
+{
+	char err[512];
+	struct history *h = history_open(dir, HISTORY_READ_WRITE, err,
+					 sizeof(err));
+	double now = (double)time(NULL);
+
+	ck_assert_msg(h != NULL, "%s", err);
+	for (unsigned j = from; j < from + n; j++) {
+		cJSON *r = rec(j, "root", 0, node, now - j);
+
+		ck_assert_msg(history_put(h, r, 0, err, sizeof(err)) == 0, "%s",
+			      err);
+		cJSON_Delete(r);
+	}
+	history_close(h);
+}
+
+START_TEST(test_import)
+{
+	char src[300], dst[300], err[512];
+	struct ctld_import_stats st;
+	struct history *h;
+	cJSON *r;
+
+	/* a node's StateDir (history/ inside) with 600 jobs: three batches */
+	snprintf(src, sizeof(src), "%s/n1-state", tmp);
+	ck_assert_int_eq(mkdir(src, 0755), 0);
+	snprintf(dst, sizeof(dst), "%s/n1-state/history", tmp);
+	node_history(dst, 1, 600, "n1");
+	snprintf(dst, sizeof(dst), "%s/state/history", tmp);
+	h = history_open(dst, HISTORY_READ_WRITE, err, sizeof(err));
+	ck_assert_msg(h != NULL, "%s", err);
+	/* the service already holds job 5, filed by n9: it stays */
+	r = rec(5, "root", 0, "n9", (double)time(NULL));
+	ck_assert_int_eq(history_put(h, r, 0, err, sizeof(err)), 0);
+	cJSON_Delete(r);
+	ck_assert_msg(ctld_import(h, dst, src, &st, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(st.imported, 599);
+	ck_assert_uint_eq(st.present, 1);
+	ck_assert_uint_eq(st.unreadable, 0);
+	ck_assert_int_eq(history_count(h, err, sizeof(err)), 600);
+	r = history_get(h, 5, err, sizeof(err));
+	ck_assert_str_eq(cJSON_GetObjectItem(r, "node")->valuestring, "n9");
+	cJSON_Delete(r);
+	r = history_get(h, 600, err, sizeof(err));
+	ck_assert_ptr_nonnull(r);
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(r, "phases"));
+	cJSON_Delete(r);
+	/* again (the history directory itself this time): nothing changes */
+	snprintf(src, sizeof(src), "%s/n1-state/history", tmp);
+	ck_assert_int_eq(ctld_import(h, dst, src, &st, err, sizeof(err)), 0);
+	ck_assert_uint_eq(st.imported, 0);
+	ck_assert_uint_eq(st.present, 600);
+	ck_assert_int_eq(history_count(h, err, sizeof(err)), 600);
+	/* the service's own database, a missing one */
+	ck_assert_int_eq(ctld_import(h, dst, dst, &st, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "the service's own history"));
+	snprintf(src, sizeof(src), "%s/nothing", tmp);
+	ck_assert_int_eq(ctld_import(h, dst, src, &st, err, sizeof(err)), -1);
+	ck_assert_ptr_null(strchr(err, '\n'));
+	history_close(h);
+}
+END_TEST
+
+/* The whole path: ctl_request() to the service on loopback, with a
+ * private munged: answered, filed, and a replayed line refused. */
+START_TEST(test_over_tcp)
+{
+	struct conf client;
+	char err[512], *line, *text;
+	cJSON *req, *reply = NULL;
+	int fd;
+
+	if (!have_munge)
+		return;
+	snprintf(conf.controller_host, sizeof(conf.controller_host),
+		 "127.0.0.1");
+	conf.controller_port = 0; /* any free port */
+	snprintf(conf.munge_socket, sizeof(conf.munge_socket), "%.*s",
+		 (int)sizeof(conf.munge_socket) - 1, testmunge_socket);
+	history_init(&conf);
+	ck_assert_msg(ctld_service_listen(&conf, err, sizeof(err)) == 0, "%s",
+		      err);
+	ck_assert_msg(ctld_service_start(err, sizeof(err)) == 0, "%s", err);
+	client = conf;
+	client.controller_port = ctld_service_port();
+	req = file_req(21, "root", getuid(), "n1", (double)time(NULL));
+	ck_assert_msg(ctl_request(&client, req, &reply, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItem(reply, "ok")), "%s",
+		      error_of(reply));
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(reply, "filed")) ==
+		  (getuid() == 0));
+	cJSON_Delete(reply);
+	cJSON_Delete(req);
+	/* the same credentialled line twice: the second is refused */
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "op", "ping");
+	line = peernet_request_line(testmunge_socket, req, err, sizeof(err));
+	ck_assert_ptr_nonnull(line);
+	for (int i = 0; i < 2; i++) {
+		fd = peernet_connect("127.0.0.1", client.controller_port, 2000,
+				     err, sizeof(err));
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write(fd, line, strlen(line)),
+				 (ssize_t)strlen(line));
+		ck_assert_int_eq(write(fd, "\n", 1), 1);
+		text = peernet_read_line(fd, 5000);
+		close(fd);
+		ck_assert_ptr_nonnull(text);
+		reply = cJSON_Parse(text);
+		free(text);
+		ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(reply, "ok")) ==
+			  (i == 0));
+		if (i == 1) {
+			ck_assert(cJSON_IsTrue(
+			    cJSON_GetObjectItem(reply, "refused")));
+			ck_assert_ptr_nonnull(
+			    strstr(error_of(reply), "replayed"));
+		}
+		cJSON_Delete(reply);
+	}
+	free(line);
+	cJSON_Delete(req);
+	ck_assert(ctld_service_stop());
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ctld");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_authz);
+	tcase_add_test(tc, test_ping_unknown);
+	tcase_add_test(tc, test_file_idempotent);
+	tcase_add_test(tc, test_file_refused);
+	tcase_add_test(tc, test_read_authz);
+	tcase_add_test(tc, test_import);
+	have_munge = testmunge_start() == 0;
+	tcase_add_test(tc, test_over_tcp);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (have_munge)
+		testmunge_stop();
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
