@@ -150,6 +150,39 @@ START_TEST(test_bad_entry_and_repeated_job)
 }
 END_TEST
 
+/* A 2-node job's two parts in one batch: the file op's merge files it. */
+START_TEST(test_multi_node_parts)
+{
+	cJSON *files = cJSON_CreateArray(), *req, *reply, *e, *rec;
+	struct history *h;
+	char err[256];
+	const char *node[2] = { "n1", "n2" };
+
+	for (int i = 0; i < 2; i++) {
+		e = entry(31, node[i], 1.7e9);
+		cJSON_ReplaceItemInObjectCaseSensitive(
+			e, "nodes", cJSON_Parse("[\"n1\",\"n2\"]"));
+		cJSON_AddItemToArray(files, e);
+	}
+	req = batch(files);
+	reply = ctld_op_file_batch(&root, req);
+	ck_assert(is_true(reply, "ok"));
+	for (int i = 0; i < 2; i++)
+		ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(
+			result(reply, i), "error"));
+	cJSON_Delete(reply);
+	cJSON_Delete(req);
+	h = history_db(err, sizeof(err));
+	ck_assert_ptr_nonnull(h);
+	rec = history_get(h, 31, err, sizeof(err));
+	ck_assert_msg(rec != NULL, "job 31 not filed: %s", err);
+	ck_assert_int_eq(cJSON_GetArraySize(
+				 cJSON_GetObjectItemCaseSensitive(rec, "nodes")),
+			 2);
+	cJSON_Delete(rec);
+}
+END_TEST
+
 START_TEST(test_refused)
 {
 	const struct ctld_caller user = { .uid = 1000, .gid = 1000,
@@ -201,6 +234,7 @@ static Suite *file_batch_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_files_all_then_duplicates);
 	tcase_add_test(tc, test_bad_entry_and_repeated_job);
+	tcase_add_test(tc, test_multi_node_parts);
 	tcase_add_test(tc, test_refused);
 	suite_add_tcase(s, tc);
 	return s;
