@@ -149,7 +149,8 @@ $(BUILD)/tests/check_ctld $(BUILD)/tests/check_file_batch: $(BUILD)/tests/check_
 # The export formatters live in cli/ and are tested without the command's
 # main(): check_export links them and the client they share.
 EXPORT_LIB_OBJ := $(filter-out $(BUILD)/cli/main.o $(BUILD)/cli/phase.o,$(CLI_OBJ))
-$(BUILD)/tests/check_export: tests/unit/check_export.c $(EXPORT_LIB_OBJ) $(LIBCOMMON)
+$(BUILD)/tests/check_export $(BUILD)/tests/check_cliclient: $(BUILD)/tests/check_%: \
+    tests/unit/check_%.c $(EXPORT_LIB_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DFIXTURES='"$(CURDIR)/tests/unit/fixtures"' \
 	    $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
