@@ -177,3 +177,34 @@ test_service_down_one_notice_and_the_job_runs() {
 	assert_eq "recommend: one line" 1 "$(wc -l <<<"$out")"
 	assert_contains "recommend names the service" "$out" "iostage: iostagectld ctl:"
 }
+
+# On a compute node the live job comes from its iostaged (the service has
+# only finished jobs); once finished, from the service, on any node.
+test_telemetry_live_from_the_node_finished_from_the_service() {
+	local out j i ds
+	ds=$(pfs_dataset loginlive 1)
+	submit "$TEST_USER" -w n1 -o "live.%j" --io-profile="dl-train,data=$ds" \
+		--wrap 'sleep 8; echo done' >/dev/null ||
+		{ fail "sbatch: $SUBMIT_OUT"; return 1; }
+	j=$SUBMIT_JOBID
+	for ((i = 0; i < 100; i++)); do
+		[ "$(job_state "$j")" = RUNNING ] && break
+		sleep 0.1
+	done
+	sleep 1 # the batch step started: the run phase is being sampled
+	out=$(on_node_as "$TEST_USER" n1 iostage -c "$IOSTAGE_CONF" telemetry "$j" --json) ||
+		fail "telemetry of the running job on n1: $out"
+	assert_eq "live on n1: the job" "$j" "$(jq .job <<<"$out")"
+	assert_eq "live on n1: no end yet" null "$(jq .end <<<"$out")"
+	out=$(login_iostage "$TEST_USER" telemetry "$j" 2>&1)
+	assert_eq "from login while it runs: one line" 1 "$(wc -l <<<"$out")"
+	assert_contains "from login while it runs: the service's answer" "$out" "iostage: "
+	for ((i = 0; i < 300; i++)); do
+		[ "$(job_state "$j")" = COMPLETED ] && break
+		sleep 0.1
+	done
+	wait_service_has "$j" || return 1
+	out=$(login_iostage "$TEST_USER" telemetry "$j" --json) || fail "telemetry after: $out"
+	assert_eq "finished, from login: the job" "$j" "$(jq .job <<<"$out")"
+	assert_eq "finished, from login: it has an end" number "$(jq -r '.end | type' <<<"$out")"
+}
