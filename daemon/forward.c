@@ -134,6 +134,7 @@ static bool should_stop(void)
 static enum pass_result pass(void)
 {
 	char err[CONF_ERR_MAX], qerr[CONF_ERR_MAX], moved[CONF_PATH_MAX + 300];
+	char why[CONF_ERR_MAX + 32] = "no reason given";
 	struct outbox_item *items = NULL;
 	enum pass_result res = PASS_ALL_SENT;
 	size_t n = 0, sent = 0;
@@ -174,7 +175,7 @@ static enum pass_result pass(void)
 					     err, n - i, n - i == 1 ? "" : "s");
 			unreachable = true;
 			pthread_mutex_unlock(&lock);
-			alarm_if_over(n, err);
+			snprintf(why, sizeof(why), "%s", err);
 			res = PASS_RETRY;
 			break;
 		}
@@ -185,6 +186,7 @@ static enum pass_result pass(void)
 				     "file the record of node %s: %s; kept in "
 				     "the outbox, retried",
 				     it->job, it->node, err);
+			snprintf(why, sizeof(why), "it refused one: %s", err);
 			res = PASS_RETRY;
 			continue;
 		}
@@ -195,6 +197,9 @@ static enum pass_result pass(void)
 			 "iostagectld%s",
 			 it->job, it->node, dup ? " (it had it already)" : "");
 	}
+	/* What stays counts, whether the service is down or refusing. */
+	if (res == PASS_RETRY)
+		alarm_if_over(n - sent, why);
 	if (res == PASS_ALL_SENT || sent) {
 		pthread_mutex_lock(&lock);
 		if (unreachable && sent)

@@ -258,6 +258,8 @@ ControllerPort=6827
 # A multi-node job missing a part is filed this long after its first one
 # (short here, so the tests see it; the default is 5 minutes)
 PartsDeadline=10
+# Low, so that test_outbox sees the alarm (it only logs; nothing is dropped)
+OutboxLimit=5
 CONF
   fi
   if [ -n "${IOSTAGE_EXTRA_CONF:-}" ]; then

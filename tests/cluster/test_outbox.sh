@@ -121,6 +121,17 @@ test_outbox_service_down_20_jobs_filed_once() {
 	assert_contains "the loss of the service is logged once per node" \
 		"$(cat "$(iostaged_log n1)" "$(iostaged_log n2)" "$(iostaged_log n3)")" \
 		"wait in the outbox, retried with backoff"
+	# The cluster's OutboxLimit=5: a node holding more says so, loudly,
+	# and drops nothing (a node has at least 7 of the 20).
+	for _ in $(seq 1 150); do
+		grep -q "more than OutboxLimit=5" "$(iostaged_log n1)" "$(iostaged_log n2)" \
+			"$(iostaged_log n3)" && break
+		sleep 0.2
+	done
+	assert_contains "an outbox over OutboxLimit is an error line" \
+		"$(cat "$(iostaged_log n1)" "$(iostaged_log n2)" "$(iostaged_log n3)")" \
+		"more than OutboxLimit=5: iostagectld at ctl:6827 is not taking them"
+	assert_eq "still 20 records" 20 "$(outbox_total)"
 	ctld_start
 	# The backoff is at most 60 s; with jitter, the first retry comes
 	# within a few seconds of the start.
