@@ -341,8 +341,12 @@ static cJSON *job_record(const struct client *client, uint32_t id)
 	cJSON_Delete(hist);
 	if (local)
 		return local;
-	/* Neither has it: the service's answer is the one that counts. */
-	fprintf(stderr, "iostage: %s\n", herr);
+	/* Neither has it. This node's iostaged knowing the job is another
+	 * user's says more than the history's "not in your history" (and
+	 * no more than it said before the service); otherwise the service's
+	 * answer is the one that counts. */
+	fprintf(stderr, "iostage: %s\n",
+		!strncmp(lerr, "permission denied", 17) ? lerr : herr);
 	return NULL;
 }
 
