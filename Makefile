@@ -85,7 +85,7 @@ $(LIBCOMMON): $(COMMON_OBJ)
 # The plugin exports only the slurm_spank_* symbols and the Slurm metadata.
 $(PLUGIN): $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
 	$(CC) -shared $(LDFLAGS) -Wl,--version-script=spank/iostage.map \
-	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS)
+	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS) -lmunge
 
 $(DAEMON): $(DAEMON_OBJ) $(HISTORY_LIB_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge \
@@ -103,8 +103,10 @@ $(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/job
 $(EPILOG): $(BUILD)/prolog/epilog.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
+# The plugin and the CLI ask iostagectld in the user's own MUNGE
+# credential (common/ctlclient.h) when iostage.conf names a service.
 $(CLI): $(CLI_OBJ) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) -lmunge
 
 $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 	@mkdir -p $(@D)
@@ -139,18 +141,20 @@ $(BUILD)/tests/check_partstore: tests/unit/check_partstore.c $(HISTORY_TEST_OBJ)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
 CTLD_LIB_OBJ := $(filter-out $(BUILD)/ctld/main.o,$(CTLD_OBJ))
-$(BUILD)/tests/check_ctld: tests/unit/check_ctld.c $(CTLD_LIB_OBJ) $(LIBCOMMON)
+$(BUILD)/tests/check_ctld $(BUILD)/tests/check_file_batch: $(BUILD)/tests/check_%: \
+    tests/unit/check_%.c $(CTLD_LIB_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge $(shell pkg-config --libs check)
 # The export formatters live in cli/ and are tested without the command's
 # main(): check_export links them and the client they share.
 EXPORT_LIB_OBJ := $(filter-out $(BUILD)/cli/main.o $(BUILD)/cli/phase.o,$(CLI_OBJ))
-$(BUILD)/tests/check_export: tests/unit/check_export.c $(EXPORT_LIB_OBJ) $(LIBCOMMON)
+$(BUILD)/tests/check_export $(BUILD)/tests/check_cliclient: $(BUILD)/tests/check_%: \
+    tests/unit/check_%.c $(EXPORT_LIB_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DFIXTURES='"$(CURDIR)/tests/unit/fixtures"' \
 	    $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
-	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
+	    $(LDFLAGS) $(LDLIBS) -lmunge $(shell pkg-config --libs check)
 
 deps:
 	@scripts/install-deps.sh
@@ -192,12 +196,22 @@ bench:
 # The job history at 1,000,000 jobs: ingest rate, query p99, size on disk
 # (bench/history.c; BENCH_HISTORY_ARGS="-n 100000" for a quick run).
 BENCH_HISTORY := $(BUILD)/bench/history
-$(BENCH_HISTORY): bench/history.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
+$(BENCH_HISTORY): bench/history.c bench/recgen.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS)
 
-bench-history: $(BENCH_HISTORY)
-	@$(BENCH_HISTORY) $(BENCH_HISTORY_ARGS)
+# The load generator that plays 1,000 node agents against iostagectld over
+# TCP + MUNGE (bench/ctldload.c, driven by bench/history-ctld.sh).
+BENCH_CTLDLOAD := $(BUILD)/bench/ctldload
+$(BENCH_CTLDLOAD): bench/ctldload.c bench/recgen.c $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(LDLIBS) -lmunge
+
+# `make bench-history`: the service over the network (bench/history-ctld.sh,
+# knobs there and in bench/README.md), then the node-local history in the
+# same run; not part of `make check`.
+bench-history: all $(BENCH_HISTORY) $(BENCH_CTLDLOAD)
+	@BUILD=$(BUILD) bench/history-ctld.sh
 
 install: all
 	install -d $(DESTDIR)$(slurmlibdir) $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) \

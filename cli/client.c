@@ -1,9 +1,11 @@
-/* client.c - config lookup and a checked round trip to iostaged. */
+/* client.c - config lookup and a checked round trip to iostaged or to the
+ * cluster service (client.h). */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/client.h"
 #include "common/conf.h"
+#include "common/ctlclient.h"
 #include "common/proto.h"
 
 int client_init(struct client *client)
@@ -21,28 +23,82 @@ int client_init(struct client *client)
 	}
 	snprintf(client->socket_path, sizeof(client->socket_path), "%s",
 		 conf.socket_path);
+	client->conf = &conf;
 	return 0;
+}
+
+/* REPLY when {"ok":true}; else NULL, the refusal in ERR. Takes REPLY. */
+static cJSON *ok_or_error(cJSON *reply, const char *who, char *err,
+			  size_t errlen)
+{
+	const cJSON *error;
+
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
+		return reply;
+	error = cJSON_GetObjectItemCaseSensitive(reply, "error");
+	if (cJSON_IsString(error))
+		snprintf(err, errlen, "%s", error->valuestring);
+	else
+		snprintf(err, errlen, "%s refused the request", who);
+	cJSON_Delete(reply);
+	return NULL;
+}
+
+cJSON *client_call_quiet(const struct client *client, const cJSON *req,
+			 int timeout_ms, char *err, size_t errlen)
+{
+	cJSON *reply = proto_call(client->socket_path, req, timeout_ms, err,
+				  errlen);
+
+	return reply ? ok_or_error(reply, "iostaged", err, errlen) : NULL;
 }
 
 cJSON *client_call(const struct client *client, const cJSON *req,
 		   int timeout_ms)
 {
 	char err[CONF_ERR_MAX];
-	cJSON *reply;
-	const cJSON *error;
+	cJSON *reply = client_call_quiet(client, req, timeout_ms, err,
+					 sizeof(err));
 
-	reply = proto_call(client->socket_path, req, timeout_ms, err,
-			   sizeof(err));
-	if (!reply) {
+	if (!reply)
 		fprintf(stderr, "iostage: %s\n", err);
+	return reply;
+}
+
+bool client_has_service(const struct client *client)
+{
+	return ctl_configured(client->conf);
+}
+
+/* The history round trip: the service's or iostaged's; NULL + err. */
+static cJSON *history_call(const struct client *client, const cJSON *req,
+			   int timeout_ms, char *err, size_t errlen)
+{
+	cJSON *reply = NULL;
+
+	if (!client_has_service(client))
+		return client_call_quiet(client, req, timeout_ms, err, errlen);
+	if (ctl_request_timeout(client->conf, req, timeout_ms, &reply, err,
+				errlen) < 0)
 		return NULL;
-	}
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
-		return reply;
-	error = cJSON_GetObjectItemCaseSensitive(reply, "error");
-	fprintf(stderr, "iostage: %s\n",
-		cJSON_IsString(error) ? error->valuestring
-				      : "iostaged refused the request");
-	cJSON_Delete(reply);
-	return NULL;
+	return ok_or_error(reply, "iostagectld", err, errlen);
+}
+
+cJSON *client_history_call(const struct client *client, const cJSON *req,
+			   int timeout_ms)
+{
+	char err[CONF_ERR_MAX];
+	cJSON *reply = history_call(client, req, timeout_ms, err,
+				    sizeof(err));
+
+	if (!reply)
+		fprintf(stderr, "iostage: %s\n", err);
+	return reply;
+}
+
+cJSON *client_history_call_quiet(const struct client *client,
+				 const cJSON *req, int timeout_ms, char *err,
+				 size_t errlen)
+{
+	return history_call(client, req, timeout_ms, err, errlen);
 }

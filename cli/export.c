@@ -1,9 +1,11 @@
 /* export.c - `iostage export --format json|csv|prom|trace|html [--job J]
  * [--since T] [--input FILE] [-o FILE]`.
  *
- * Records come from iostaged's history (history_get for --job, else
- * history_list with --since; the daemon decides which records the caller
- * may see: their own, or everyone's for root), or from --input, a file
+ * Records come from the history (history_get for --job, else
+ * history_list with --since; the history decides which records the caller
+ * may see: their own, or everyone's for root): iostagectld's when
+ * iostage.conf names one (ControllerHost=; from a login node too), else
+ * the node's iostaged. Or from --input, a file
  * saved earlier with --format json (offline: no daemon, no config
  * needed). For the HTML report, records without recommendations get those
  * of the recommend op for their user and job name, when the daemon has it.
@@ -20,7 +22,6 @@
 
 #include "cli/export.h"
 #include "cli/json.h"
-#include "common/proto.h"
 #include "common/smallfile.h"
 
 #define EXPORT_TIMEOUT_MS 60000
@@ -153,7 +154,7 @@ static cJSON *record_from_daemon(const struct client *client, double job)
 	if (!req)
 		return NULL;
 	cJSON_AddNumberToObject(req, "job", job);
-	reply = client_call(client, req, EXPORT_TIMEOUT_MS);
+	reply = client_history_call(client, req, EXPORT_TIMEOUT_MS);
 	cJSON_Delete(req);
 	if (!reply)
 		return NULL;
@@ -161,8 +162,8 @@ static cJSON *record_from_daemon(const struct client *client, double job)
 	cJSON_Delete(reply);
 	if (!cJSON_IsObject(record)) {
 		cJSON_Delete(record);
-		fprintf(stderr, "iostage: export: iostaged's reply for job %.0f "
-				"has no job record\n",
+		fprintf(stderr, "iostage: export: the history's reply for job "
+				"%.0f has no job record\n",
 			job);
 		return NULL;
 	}
@@ -199,13 +200,13 @@ static cJSON *records_from_daemon(struct client *client,
 	if (a->since >= 0)
 		cJSON_AddNumberToObject(req, "since", a->since);
 	cJSON_AddNumberToObject(req, "limit", EXPORT_LIST_MAX);
-	reply = client_call(client, req, EXPORT_TIMEOUT_MS);
+	reply = client_history_call(client, req, EXPORT_TIMEOUT_MS);
 	cJSON_Delete(req);
 	list = reply ? cJSON_GetObjectItemCaseSensitive(reply, "records") : NULL;
 	if (!cJSON_IsArray(list)) {
 		if (reply)
-			fprintf(stderr, "iostage: export: iostaged's reply has "
-					"no job records\n");
+			fprintf(stderr, "iostage: export: the history's reply "
+					"has no job records\n");
 		cJSON_Delete(reply);
 		cJSON_Delete(records);
 		return NULL;
@@ -227,26 +228,12 @@ static cJSON *records_from_daemon(struct client *client,
 	return records;
 }
 
-/* A round trip whose failure is not worth a message: the reply when ok. */
-static cJSON *call_quiet(const struct client *client, const cJSON *req)
-{
-	char err[512];
-	cJSON *reply = proto_call(client->socket_path, req, EXPORT_TIMEOUT_MS,
-				  err, sizeof(err));
-
-	if (reply &&
-	    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
-		cJSON_Delete(reply);
-		reply = NULL;
-	}
-	return reply;
-}
-
 /* Attach the recommend op's answers to records that carry none. A daemon
  * without the op, or a refusal, leaves the report without them. */
 static void attach_recommendations(const struct client *client,
 				   cJSON *records)
 {
+	char err[CONF_ERR_MAX];
 	cJSON *rec, *req, *reply;
 	unsigned asked = 0;
 
@@ -263,7 +250,9 @@ static void attach_recommendations(const struct client *client,
 		cJSON_AddStringToObject(req, "user", user);
 		if (name && *name)
 			cJSON_AddStringToObject(req, "job_name", name);
-		reply = call_quiet(client, req);
+		reply = client_history_call_quiet(client, req,
+						  EXPORT_TIMEOUT_MS, err,
+						  sizeof(err));
 		cJSON_Delete(req);
 		if (!reply)
 			continue;

@@ -2,7 +2,9 @@
  * --dataset PATH] [--json]`: the history's advice, as a table or JSON.
  *
  * --script is read here, as the user who runs the command, for its
- * "#SBATCH --job-name" (jobname.h); the daemon never opens it. */
+ * "#SBATCH --job-name" (jobname.h); the daemon never opens it. The advice
+ * comes from iostagectld when iostage.conf names one (a login node needs
+ * no iostaged), else from the node's iostaged (cli/client.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +130,7 @@ int recommend_main(const struct client *client, int argc, char **argv)
 		cJSON_AddStringToObject(req, "job_name", job_name);
 	if (dataset)
 		cJSON_AddStringToObject(req, "dataset", dataset);
-	reply = client_call(client, req, 30000);
+	reply = client_history_call(client, req, 30000);
 	cJSON_Delete(req);
 	if (!reply)
 		return 1;

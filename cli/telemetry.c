@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/client.h"
 #include "cli/json.h"
 #include "cli/telemetry.h"
 #include "common/telrec.h"
@@ -296,13 +297,66 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 	}
 }
 
+/* Is REPLY's record a job still running here (no "end" yet)? */
+static bool record_live(const cJSON *reply)
+{
+	return !cJSON_IsNumber(item(item(reply, "record"), "end"));
+}
+
+/* The reply holding job ID's record, or NULL after one line on stderr.
+ * Without a service: the node's iostaged, as ever. With one: a job still
+ * running on this node from its iostaged (the service has no live jobs);
+ * a finished one from the service's history (the whole job, whatever
+ * node asks, a login node too); iostaged's copy of a finished job only
+ * when the service does not have it yet (its record still on its way). */
+static cJSON *job_record(const struct client *client, uint32_t id)
+{
+	char lerr[CONF_ERR_MAX], herr[CONF_ERR_MAX];
+	cJSON *req, *local, *hist;
+
+	req = json_request("telemetry");
+	cJSON_AddNumberToObject(req, "job", (double)id);
+	if (!client_has_service(client)) {
+		local = client_call(client, req, CALL_TIMEOUT_MS);
+		cJSON_Delete(req);
+		return local;
+	}
+	local = client_call_quiet(client, req, CALL_TIMEOUT_MS, lerr,
+				  sizeof(lerr));
+	cJSON_Delete(req);
+	if (local && record_live(local))
+		return local;
+	req = json_request("history_get");
+	cJSON_AddNumberToObject(req, "job", (double)id);
+	hist = client_history_call_quiet(client, req, CALL_TIMEOUT_MS, herr,
+					 sizeof(herr));
+	cJSON_Delete(req);
+	if (hist && cJSON_IsObject(item(hist, "record"))) {
+		cJSON_Delete(local);
+		return hist;
+	}
+	if (hist)
+		snprintf(herr, sizeof(herr), "telemetry: the history's reply "
+			 "for job %u has no job record", id);
+	cJSON_Delete(hist);
+	if (local)
+		return local;
+	/* Neither has it. This node's iostaged knowing the job is another
+	 * user's says more than the history's "not in your history" (and
+	 * no more than it said before the service); otherwise the service's
+	 * answer is the one that counts. */
+	fprintf(stderr, "iostage: %s\n",
+		!strncmp(lerr, "permission denied", 17) ? lerr : herr);
+	return NULL;
+}
+
 int telemetry_main(const struct client *client, int argc, char **argv)
 {
 	bool as_json = false;
 	const char *jobarg = NULL;
 	unsigned long id;
 	char *end;
-	cJSON *req, *reply;
+	cJSON *reply;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
@@ -326,10 +380,7 @@ int telemetry_main(const struct client *client, int argc, char **argv)
 			jobarg);
 		return 2;
 	}
-	req = json_request("telemetry");
-	cJSON_AddNumberToObject(req, "job", (double)id);
-	reply = client_call(client, req, CALL_TIMEOUT_MS);
-	cJSON_Delete(req);
+	reply = job_record(client, (uint32_t)id);
 	if (!reply)
 		return 1;
 	if (as_json) {

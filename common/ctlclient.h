@@ -9,7 +9,7 @@
  * their own jobs.
  *
  * Ops (the request's "op"; docs/ARCHITECTURE.md has their fields):
- * ping, file, history_get, history_list, recommend.
+ * ping, file, file_batch, history_get, history_list, recommend.
  *
  * Library code: it never logs; one line in err. Links libmunge
  * (common/mauth.o).

@@ -379,41 +379,20 @@ out:
 	return reply;
 }
 
-cJSON *peernet_read_request(int fd, int timeout_ms, const char *munge_socket,
-			    const char **ret_op, struct peernet_peer *ret_peer,
-			    enum mauth_status *ret_status, char *err,
-			    size_t errlen)
+cJSON *peernet_decode_request(const char *line, const char *munge_socket,
+			      const char **ret_op, uid_t *ret_uid,
+			      gid_t *ret_gid, enum mauth_status *ret_status,
+			      char *err, size_t errlen)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	struct peernet_peer p = { 0 };
-	char *line, *payload = NULL;
+	char *payload = NULL;
 	const cJSON *cred;
-	cJSON *env = NULL, *req = NULL;
+	cJSON *env, *req = NULL;
+	uid_t uid;
+	gid_t gid;
 	size_t plen;
 
 	*ret_status = MAUTH_OK;
-	snprintf(p.addr, sizeof(p.addr), "?");
-	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
-		if (ss.ss_family == AF_INET)
-			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
-				  p.addr, sizeof(p.addr));
-		else if (ss.ss_family == AF_INET6)
-			inet_ntop(AF_INET6,
-				  &((struct sockaddr_in6 *)&ss)->sin6_addr,
-				  p.addr, sizeof(p.addr));
-	}
-	line = peernet_read_line(fd, timeout_ms);
-	if (!line) {
-		snprintf(err, errlen, "%s",
-			 errno == EMSGSIZE ? "request line too long"
-			 : errno == ETIMEDOUT ? "no request in time"
-			 : errno == ENODATA ? "connection closed"
-					    : strerror(errno));
-		goto out;
-	}
 	env = cJSON_Parse(line);
-	free(line);
 	cred = cJSON_GetObjectItemCaseSensitive(env, "cred");
 	if (!cJSON_IsObject(env) || !cJSON_IsString(cred)) {
 		snprintf(err, errlen, "malformed request: want "
@@ -421,16 +400,67 @@ cJSON *peernet_read_request(int fd, int timeout_ms, const char *munge_socket,
 		goto out;
 	}
 	*ret_status = mauth_decode(munge_socket, cred->valuestring, &payload,
-				   &plen, &p.uid, &p.gid, err, errlen);
+				   &plen, &uid, &gid, err, errlen);
 	if (*ret_status != MAUTH_OK)
 		goto out;
 	req = proto_parse_request(payload, ret_op, err, errlen);
+	if (req) {
+		*ret_uid = uid;
+		*ret_gid = gid;
+	}
+out:
+	cJSON_Delete(env);
+	free(payload);
+	return req;
+}
+
+void peernet_peer_addr(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	snprintf(buf, len, "?");
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return;
+	if (ss.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, buf,
+			  (socklen_t)len);
+	else if (ss.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+			  buf, (socklen_t)len);
+}
+
+const char *peernet_read_error(int errnum)
+{
+	return errnum == EMSGSIZE ? "request line too long"
+	       : errnum == ETIMEDOUT ? "no request in time"
+	       : errnum == ENODATA ? "connection closed"
+				    : strerror(errnum);
+}
+
+cJSON *peernet_read_request(int fd, int timeout_ms, const char *munge_socket,
+			    const char **ret_op, struct peernet_peer *ret_peer,
+			    enum mauth_status *ret_status, char *err,
+			    size_t errlen)
+{
+	struct peernet_peer p = { 0 };
+	cJSON *req = NULL;
+	char *line;
+
+	*ret_status = MAUTH_OK;
+	peernet_peer_addr(fd, p.addr, sizeof(p.addr));
+	line = peernet_read_line(fd, timeout_ms);
+	if (!line) {
+		snprintf(err, errlen, "%s", peernet_read_error(errno));
+		goto out;
+	}
+	req = peernet_decode_request(line, munge_socket, ret_op, &p.uid,
+				     &p.gid, ret_status, err, errlen);
+	free(line);
 	if (req)
 		*ret_peer = p;
 out:
 	if (!req && ret_peer)
 		snprintf(ret_peer->addr, sizeof(ret_peer->addr), "%s", p.addr);
-	cJSON_Delete(env);
-	free(payload);
 	return req;
 }

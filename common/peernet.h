@@ -76,6 +76,24 @@ cJSON *peernet_read_request(int fd, int timeout_ms, const char *munge_socket,
 			    enum mauth_status *ret_status, char *err,
 			    size_t errlen);
 
+/* peernet_read_request in two steps, for a server that bounds how many
+ * requests it decodes and serves at once (ctld/service.c) without letting
+ * a slow sender hold one of those places: read the line
+ * (peernet_read_line; peernet_read_error(errno) says why it failed), then
+ * decode it here. Returns the request (caller deletes; *ret_op points into
+ * it) with ret_uid and ret_gid set from the credential, or NULL with one line
+ * in err and *ret_status (MAUTH_OK for a framing error). */
+cJSON *peernet_decode_request(const char *line, const char *munge_socket,
+			      const char **ret_op, uid_t *ret_uid,
+			      gid_t *ret_gid, enum mauth_status *ret_status,
+			      char *err, size_t errlen);
+
+/* The TCP peer's address of FD into BUF ("?" when unknown). */
+void peernet_peer_addr(int fd, char *buf, size_t len);
+
+/* Why peernet_read_line failed with ERRNUM, for the refusal line. */
+const char *peernet_read_error(int errnum);
+
 /* The line a client sends for REQ (for tests that replay or tamper with
  * it): {"cred":"..."}, caller frees; NULL with err. */
 char *peernet_request_line(const char *munge_socket, const cJSON *req,

@@ -27,6 +27,7 @@
 #include "common/peernet.h"
 #include "common/proto.h"
 #include "ctld/authz.h"
+#include "ctld/file_batch.h"
 #include "ctld/file_ops.h"
 #include "ctld/history_ops.h"
 #include "ctld/service.h"
@@ -101,6 +102,7 @@ static const struct {
 } ctld_ops[] = {
 	{ "ping", op_ping },
 	{ "file", ctld_op_file },
+	{ "file_batch", ctld_op_file_batch },
 	{ "history_get", op_get },
 	{ "history_list", op_list },
 	{ "recommend", op_recommend },
@@ -152,6 +154,47 @@ static const char *munge_socket(void)
 	return svc_conf->munge_socket[0] ? svc_conf->munge_socket : NULL;
 }
 
+/* Places to decode and serve a request: one set for short lines (every
+ * query op: a user's sbatch waiting for advice) and one for long ones
+ * (filings: records, batches of them), so a backlog of filings from
+ * 1,000 nodes never queues a query behind it. The class comes from the
+ * line's length, before the credential is decoded: a request in the
+ * wrong class only changes which queue it waits in, never what it may
+ * do. */
+struct work_gate {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned n, max;
+};
+
+static struct work_gate gate_query = { PTHREAD_MUTEX_INITIALIZER,
+				       PTHREAD_COND_INITIALIZER, 0,
+				       CTLD_QUERY_WORK_MAX };
+static struct work_gate gate_file = { PTHREAD_MUTEX_INITIALIZER,
+				      PTHREAD_COND_INITIALIZER, 0,
+				      CTLD_WORK_MAX };
+
+static struct work_gate *work_enter(size_t line_len)
+{
+	struct work_gate *g = line_len <= CTLD_QUERY_LINE_MAX ? &gate_query
+							      : &gate_file;
+
+	pthread_mutex_lock(&g->lock);
+	while (g->n >= g->max)
+		pthread_cond_wait(&g->cond, &g->lock);
+	g->n++;
+	pthread_mutex_unlock(&g->lock);
+	return g;
+}
+
+static void work_leave(struct work_gate *g)
+{
+	pthread_mutex_lock(&g->lock);
+	g->n--;
+	pthread_cond_signal(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
 /* One connection: one request, one reply. */
 static void *conn_thread(void *arg)
 {
@@ -162,9 +205,30 @@ static void *conn_thread(void *arg)
 	enum mauth_status st;
 	const char *name;
 	cJSON *req, *reply;
+	struct work_gate *gate = NULL;
+	char *line;
 
-	req = peernet_read_request(fd, CTLD_READ_MS, munge_socket(), &name,
-				   &peer, &st, err, sizeof(err));
+	/* The line is read by every connection's thread at once (a slow
+	 * sender holds only its own); decoding it (munged) and the op take
+	 * one of a few places (work_enter): with 1,000 nodes sending at
+	 * once, that bounds the memory of the parsed requests and the
+	 * credentials in flight to munged (whose socket refuses connections
+	 * beyond its backlog), and keeps the cores on finishing requests. */
+	memset(&peer, 0, sizeof(peer));
+	peernet_peer_addr(fd, peer.addr, sizeof(peer.addr));
+	line = peernet_read_line(fd, CTLD_READ_MS);
+	req = NULL;
+	if (!line) {
+		st = MAUTH_OK;
+		snprintf(err, sizeof(err), "%s", peernet_read_error(errno));
+	} else {
+		gate = work_enter(strlen(line));
+		req = peernet_decode_request(line, munge_socket(), &name,
+					     &peer.uid, &peer.gid, &st, err,
+					     sizeof(err));
+		free(line);
+		line = NULL;
+	}
 	if (!req) {
 		log_warningx("%s: request refused: %s", peer.addr, err);
 		reply = refused(err);
@@ -192,6 +256,10 @@ static void *conn_thread(void *arg)
 				  printable(name, shown, sizeof(shown)));
 	}
 	cJSON_Delete(req);
+	/* the place is given back before sending: a client that does not
+	 * read its reply holds only its own thread */
+	if (gate)
+		work_leave(gate);
 	reply_and_close(fd, reply);
 	pthread_mutex_lock(&conn_lock);
 	nconn--;

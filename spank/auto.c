@@ -1,4 +1,5 @@
-/* auto.c - --io-profile=auto and the hint: ask iostaged what the history
+/* auto.c - --io-profile=auto and the hint: ask the history (iostagectld
+ * when iostage.conf names one, else the node's iostaged) what it
  * recommends for this job and apply it (see auto.h).
  *
  * The job name is found the way sbatch finds it (common/jobname.h), from
@@ -17,6 +18,7 @@
 #include <cJSON.h>
 #include <slurm/spank.h>
 
+#include "common/ctlclient.h"
 #include "common/jobname.h"
 #include "common/proto.h"
 #include "spank/auto.h"
@@ -82,7 +84,17 @@ static cJSON *auto_ask(const struct conf *conf, const char *job_name,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	reply = proto_call(conf->socket_path, req, timeout_ms, err, errlen);
+	/* The cluster's history when there is a service (the user's own
+	 * MUNGE credential says who asks: the plugin runs as the user);
+	 * else the node's iostaged, as on a single node. */
+	if (ctl_configured(conf)) {
+		if (ctl_request_timeout(conf, req, timeout_ms, &reply, err,
+					errlen) < 0)
+			reply = NULL;
+	} else {
+		reply = proto_call(conf->socket_path, req, timeout_ms, err,
+				   errlen);
+	}
 	cJSON_Delete(req);
 	if (reply &&
 	    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
@@ -220,7 +232,7 @@ void auto_hint(const char *conf_path)
 	auto_job_name(name, sizeof(name));
 	reply = auto_ask(&conf, name, AUTO_HINT_TIMEOUT_MS, why, sizeof(why));
 	if (!reply)
-		return; /* no daemon here, no hint: nothing to say */
+		return; /* no daemon or service here, no hint: nothing to say */
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "hint")) &&
 	    fragment_nonempty(cJSON_GetObjectItemCaseSensitive(reply,
 								"profile"))) {

@@ -1,9 +1,11 @@
 /* auto.h - --io-profile=auto and the submit-time hint, from the history.
  *
- * Allocator/local context, as the submitting user. Both ask the iostaged
- * named by iostage.conf for the recommendations for this user + job name
- * (common/jobname.h) with a short timeout: a login node without a daemon
- * never makes sbatch wait long or fail.
+ * Allocator/local context, as the submitting user. Both ask the history
+ * for the recommendations for this user + job name (common/jobname.h)
+ * with a short timeout: iostagectld when iostage.conf sets ControllerHost=
+ * (over TCP, in the user's own MUNGE credential: a login node needs no
+ * iostaged), else the node's iostaged. A service or daemon that cannot be
+ * reached never makes sbatch wait long or fail.
  */
 #ifndef IOSTAGE_SPANK_AUTO_H
 #define IOSTAGE_SPANK_AUTO_H
@@ -19,7 +21,7 @@
 /* Fill *PROFILE (SPEC was "auto", maybe with overrides) from the history's
  * confident recommendations; datasets and outputs the user named win.
  * Prints one info line saying what was applied, that there is no history
- * yet, or that iostaged cannot be reached. Returns 1 when the profile now
+ * yet, or that the history cannot be reached. Returns 1 when the profile now
  * has something to stage, 0 when the job runs without a profile, -1 with
  * err when the history's fragment does not parse. */
 int auto_apply(struct profile *profile, const struct conf *conf, char *err,

@@ -234,7 +234,9 @@ write_iostage_conf() {
 SocketPath=/run/iostage/iostaged.sock
 StateDir=$dir/local/state
 ProfileDir=$dir/iostage/root/etc/slurm/iostage.d
-Tier=nvme Path=$dir/local/nvme Medium=nvme
+# Capacity= given: iostagectld on ctl does not mount the nodes' tiers, and
+# its rules stage only what fits a tier of known size (docs/HISTORY.md)
+Tier=nvme Path=$dir/local/nvme Medium=nvme Capacity=20G
 Tier=ram Path=$dir/local/ram Medium=ram Capacity=256M
 Tier=bb Path=$dir/shared/bb Medium=ssd Shared=yes
 DefaultTier=nvme

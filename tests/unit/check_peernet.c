@@ -180,6 +180,43 @@ START_TEST(test_replayed_line)
 }
 END_TEST
 
+/* The two-step server side (read the line, then decode it): the decoded
+ * request and the credential's uid; a replay and a bad line refused. */
+START_TEST(test_decode_request)
+{
+	char err[512], *line;
+	cJSON *req = request("part_put"), *got;
+	enum mauth_status st = MAUTH_ERROR;
+	const char *op = NULL;
+	uid_t uid = 4242;
+	gid_t gid = 4242;
+
+	line = peernet_request_line(sock, req, err, sizeof(err));
+	ck_assert_msg(line != NULL, "%s", err);
+	got = peernet_decode_request(line, sock, &op, &uid, &gid, &st, err,
+				     sizeof(err));
+	ck_assert_msg(got != NULL, "%s", err);
+	ck_assert_int_eq(st, MAUTH_OK);
+	ck_assert_str_eq(op, "part_put");
+	ck_assert_int_eq(uid, getuid());
+	ck_assert_int_eq(gid, getgid());
+	cJSON_Delete(got);
+	uid = 4242;
+	got = peernet_decode_request(line, sock, &op, &uid, &gid, &st, err,
+				     sizeof(err));
+	ck_assert_ptr_null(got);
+	ck_assert_int_eq(st, MAUTH_REPLAYED);
+	ck_assert_int_eq(uid, 4242); /* untouched on failure */
+	got = peernet_decode_request("{\"op\":\"x\"}", sock, &op, &uid,
+				     &gid, &st, err, sizeof(err));
+	ck_assert_ptr_null(got);
+	ck_assert_int_eq(st, MAUTH_OK);
+	ck_assert_ptr_nonnull(strstr(err, "malformed"));
+	free(line);
+	cJSON_Delete(req);
+}
+END_TEST
+
 /* Lines that are not a valid credentialled request. */
 static const char *const bad_lines[] = {
 	"not json",
@@ -326,6 +363,7 @@ int main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_replayed_line);
+	tcase_add_test(tc, test_decode_request);
 	tcase_add_loop_test(tc, test_bad_lines, 0,
 			    sizeof(bad_lines) / sizeof(bad_lines[0]));
 	tcase_add_test(tc, test_payload_not_request);
