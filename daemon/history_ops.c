@@ -281,6 +281,7 @@ static cJSON *op_recommend(const struct peer *c, const cJSON *req)
 	ctx.ntiers = rule_tiers(conf, tiers);
 	ctx.default_tier = conf->default_tier;
 	ctx.min_jobs = conf->recommend_min_jobs;
+	ctx.ost_count = conf->recommend_ost_count;
 	res = recommend_run(runs, &ctx);
 	cJSON_Delete(runs);
 	if (!res)
