@@ -52,6 +52,7 @@ enum conf_key {
 	CONF_KEY_RECOMMEND_MIN_JOBS,
 	CONF_KEY_RECOMMEND_WINDOW,
 	CONF_KEY_RECOMMEND_HINT,
+	CONF_KEY_RECOMMEND_OST_COUNT,
 	CONF_KEY_METRICS_LISTEN,
 	CONF_KEY_METRICS_TEXTFILE,
 	CONF_KEY_METRICS_INTERVAL,
@@ -91,6 +92,7 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_RECOMMEND_MIN_JOBS] = "RecommendMinJobs",
     [CONF_KEY_RECOMMEND_WINDOW] = "RecommendWindow",
     [CONF_KEY_RECOMMEND_HINT] = "RecommendHint",
+    [CONF_KEY_RECOMMEND_OST_COUNT] = "RecommendOSTCount",
     [CONF_KEY_METRICS_LISTEN] = "MetricsListen",
     [CONF_KEY_METRICS_TEXTFILE] = "MetricsTextfile",
     [CONF_KEY_METRICS_INTERVAL] = "MetricsInterval",
@@ -690,6 +692,9 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 					     "not '%s'",
 					 key, conf_show(val, show, sizeof(show)));
 		return 0;
+	case CONF_KEY_RECOMMEND_OST_COUNT:
+		return conf_uint(cp, key, val, 0, CONF_RECOMMEND_OST_MAX,
+				 &c->recommend_ost_count);
 	case CONF_KEY_METRICS_LISTEN: {
 		char addr[CONF_LISTEN_MAX];
 		unsigned port;

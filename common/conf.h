@@ -24,6 +24,7 @@
 #define CONF_DRAIN_TIMEOUT_MAX 86400 /* DrainTimeout upper bound, seconds */
 #define CONF_RECOMMEND_MIN_JOBS_MAX 1000
 #define CONF_USER_MAX 33       /* PublicUser: a login name, NUL included */
+#define CONF_RECOMMEND_OST_MAX 65535   /* Lustre's OST index limit */
 #define CONF_LISTEN_MAX 64    /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
 #define CONF_PEER_PORT_DEFAULT 6826 /* PeerPort: iostaged to iostaged, TCP */
 #define CONF_CONTROLLER_PORT_DEFAULT 6827 /* ControllerPort: iostagectld */
@@ -86,6 +87,7 @@ struct conf {
 	unsigned recommend_min_jobs;    /* cache rule: jobs reading a dataset */
 	unsigned recommend_window;      /* seconds of history the rules look at */
 	bool recommend_hint;            /* sbatch hint line for jobs without a profile */
+	unsigned recommend_ost_count;   /* striping advice caps counts here; 0 = unknown */
 	/* Metrics (daemon/metrics.c, daemon/http.c). */
 	char metrics_listen[CONF_LISTEN_MAX]; /* "ADDR:PORT", "" = no HTTP */
 	char metrics_textfile[CONF_PATH_MAX]; /* node_exporter file, "" = none */
@@ -118,7 +120,7 @@ struct conf {
  * the first '.', other characters outside [A-Za-z0-9_-] made '-'),
  * DrainTimeout=600, TelemetryInterval=1 (seconds, 0.1 to 60, decimals
  * allowed; kept in milliseconds), HistoryRetention=90d, RecommendMinJobs=3,
- * RecommendWindow=30d, RecommendHint=yes, MetricsListen=127.0.0.1:9464,
+ * RecommendWindow=30d, RecommendHint=yes, RecommendOSTCount=0 (unknown), MetricsListen=127.0.0.1:9464,
  * MetricsTextfile=no, MetricsInterval=15, MetricsJobGrace=300, Trace=no,
  * TraceLibrary=IOSTAGE_SHIM_PATH (where `make install` puts
  * libiostage-preload.so), PeerPort=6826 (0: off), PeerListen=* (every

@@ -499,6 +499,14 @@ static void merge_outputs(cJSON *r, const cJSON *const *parts, size_t n)
 				continue;
 			}
 			add_keys(e, o, output_keys);
+			/* The largest file of the job: the largest any node
+			 * drained (absent when no part recorded it). */
+			if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(
+				o, "max_file_bytes")) &&
+			    num(o, "max_file_bytes") >
+				num(e, "max_file_bytes"))
+				set_num(e, "max_file_bytes",
+					num(o, "max_file_bytes"));
 			h = cJSON_GetObjectItemCaseSensitive(o, "size_hist");
 			if (cJSON_IsObject(h)) {
 				uint64_t a[TELREC_NBUCKETS], b[TELREC_NBUCKETS];

@@ -306,6 +306,7 @@ cJSON *hist_op_recommend(const struct hist_caller *c, const cJSON *req)
 	ctx.ntiers = rule_tiers(conf, tiers);
 	ctx.default_tier = conf->default_tier;
 	ctx.min_jobs = conf->recommend_min_jobs;
+	ctx.ost_count = conf->recommend_ost_count;
 	res = recommend_run(runs, &ctx);
 	cJSON_Delete(runs);
 	if (!res)

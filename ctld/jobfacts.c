@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctld/jobfacts.h"
@@ -10,6 +12,7 @@
 #define JOBFACTS_NAME_MAX 256   /* user and job name bytes in keys */
 #define JOBFACTS_LIST_MAX 64    /* datasets / outputs kept per job */
 #define JOBFACTS_SMALL_MAX 4    /* buckets 0..4 hold requests < 1 MiB */
+#define JOBFACTS_PROCS_MAX 4096 /* processes a record lists at most */
 
 const char *const jobfacts_buckets[JOBFACTS_NBUCKETS] = {
     "0_100",  "100_1K", "1K_10K",   "10K_100K", "100K_1M",
@@ -59,7 +62,7 @@ static const char *const pack_keys[] = {
     "src",    "bytes", "files", "tier",     "result", "stage_s", "rd",
     "ops",    "small", "seq",   "consec",   "time",   "meta_time", "ck",
     "n",      "io_s",  "unov_s", "out",     "dest",   "name",   "drain",
-    "shared", "fpp",   "hist",  "wr",       "sizes",
+    "shared", "fpp",   "hist",  "wr",       "sizes",  "maxf",   "tasks",
 };
 
 static struct jsonbuf_dict pack_dict;
@@ -270,7 +273,8 @@ static int add_outputs(cJSON *facts, const cJSON *record)
 		    add_num(f, "files", fmax(0, jobfacts_num(o, "files", 0))) <
 			0 ||
 		    copy_measured(f, "shared", o, "shared_files") < 0 ||
-		    copy_measured(f, "fpp", o, "fpp_files") < 0)
+		    copy_measured(f, "fpp", o, "fpp_files") < 0 ||
+		    copy_measured(f, "maxf", o, "max_file_bytes") < 0)
 			return -1;
 		hist = cJSON_GetObjectItemCaseSensitive(o, "size_hist");
 		if (cJSON_IsObject(hist)) {
@@ -286,6 +290,61 @@ static int add_outputs(cJSON *facts, const cJSON *record)
 		}
 	}
 	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* "tasks": the most tasks one step of the job had (distinct ranks among
+ * its processes: a task's children share its rank), the figure the
+ * striping rule weighs a file count against when the shim did not say
+ * which files were shared. Absent when no process has a rank. */
+static int add_tasks(cJSON *facts, const cJSON *record)
+{
+	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(record,
+							      "processes");
+	size_t n = 0, max, best = 0, run = 0;
+	const cJSON *p;
+	uint64_t *ids;
+	int rc = 0;
+
+	max = (size_t)cJSON_GetArraySize(procs);
+	if (max == 0)
+		return 0;
+	if (max > JOBFACTS_PROCS_MAX)
+		max = JOBFACTS_PROCS_MAX;
+	ids = malloc(max * sizeof(*ids));
+	if (!ids)
+		return -1;
+	cJSON_ArrayForEach(p, procs)
+	{
+		double step = jobfacts_num(p, "step", -1);
+		double rank = jobfacts_num(p, "rank", -1);
+
+		if (n == max)
+			break;
+		if (step < 0 || step > 4294967295.0 || rank < 0 ||
+		    rank > 4294967295.0)
+			continue;
+		ids[n++] = (uint64_t)step << 32 | (uint64_t)rank;
+	}
+	qsort(ids, n, sizeof(*ids), cmp_u64);
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || ids[i] >> 32 != ids[i - 1] >> 32)
+			run = 0;
+		if (i == 0 || ids[i] != ids[i - 1])
+			run++;
+		if (run > best)
+			best = run;
+	}
+	if (best > 0)
+		rc = add_num(facts, "tasks", (double)best);
+	free(ids);
+	return rc;
 }
 
 static int add_datasets(cJSON *facts, const cJSON *record,
@@ -385,7 +444,7 @@ cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen)
 	    add_reads(facts, cJSON_GetObjectItemCaseSensitive(counters,
 							      "dataset")) < 0 ||
 	    add_checkpoints(facts, phases) < 0 ||
-	    add_outputs(facts, record) < 0 ||
+	    add_outputs(facts, record) < 0 || add_tasks(facts, record) < 0 ||
 	    add_writes(facts, cJSON_GetObjectItemCaseSensitive(counters,
 							       "output")) < 0) {
 		cJSON_Delete(facts);

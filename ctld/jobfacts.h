@@ -11,12 +11,14 @@
  * evidence". The shape (short keys: it is stored once per index):
  *
  *   { "job", "user", "uid", "job_name", "end", "run_s"?,
+ *     "tasks"?,                         most tasks in one step
  *     "ds":  [{ "src", "bytes", "files", "tier", "result", "stage_s"? }],
  *     "rd":  { "ops", "bytes", "small", "seq", "consec", "time",
  *              "meta_time" }?               dataset class, run phase
  *     "ck":  { "n", "io_s", "unov_s" }?     checkpoint sub-phases
  *     "out": [{ "dest", "name", "tier", "drain"?, "bytes", "files",
- *               "shared"?, "fpp"?, "hist"?[10] }]
+ *               "shared"?, "fpp"?, "hist"?[10], "maxf"? }]
+ *                                       maxf: the largest file drained
  *     "wr":  { "ops", "bytes", "sizes"[10] }? output class, run phase }
  */
 #ifndef IOSTAGE_CTLD_JOBFACTS_H

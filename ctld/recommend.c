@@ -43,6 +43,17 @@ struct outgroup {
 	double shared, fpp, files, bytes, max_bytes, min_bytes;
 	double hist[JOBFACTS_NBUCKETS];
 	double sizes[JOBFACTS_NBUCKETS];
+	/* What the drain saw of each run, for striping without the shim's
+	 * file counts: runs that drained files; of them, those with one
+	 * file, with a task count: one task, at least one file per task,
+	 * fewer files than tasks; those whose largest file is known (else
+	 * estimated); and by the NERSC class (recommend_stripe_count) of
+	 * their largest file, with the largest of each class. */
+	size_t drained, one_file, with_tasks, one_writer, per_task, fewer;
+	size_t exact;
+	size_t by_class[4];
+	double class_max[4];
+	double largest, tasks;
 };
 
 double recommend_confidence(size_t runs, size_t agree)
@@ -72,6 +83,28 @@ unsigned recommend_stripe_count(double bytes)
 	if (bytes < 100 * gib)
 		return 24;
 	return RECOMMEND_STRIPE_MAX;
+}
+
+/* NERSC's class of a file of BYTES: 0..3 for counts 1, 8, 24, 72. */
+static size_t stripe_class(double bytes)
+{
+	switch (recommend_stripe_count(bytes)) {
+	case 1:
+		return 0;
+	case 8:
+		return 1;
+	case 24:
+		return 2;
+	default:
+		return 3;
+	}
+}
+
+/* COUNT capped at the file system's OSTs when the site said how many. */
+static unsigned stripe_cap(const struct recommend_ctx *ctx, unsigned count)
+{
+	return ctx->ost_count && count > ctx->ost_count ? ctx->ost_count
+							: count;
 }
 
 unsigned recommend_stripe_size_mib(const double sizes[10])
@@ -303,6 +336,9 @@ static void out_add_run(struct outgroup *g, const cJSON *f, const cJSON *o)
 	const cJSON *hist = cJSON_GetObjectItemCaseSensitive(o, "hist");
 	const cJSON *wr = cJSON_GetObjectItemCaseSensitive(f, "wr");
 	double bytes = jobfacts_num(o, "bytes", 0);
+	double files = jobfacts_num(o, "files", 0);
+	double tasks = jobfacts_num(f, "tasks", 0);
+	double maxf = jobfacts_num(o, "maxf", -1);
 
 	g->runs++;
 	cJSON_AddItemToArray(g->jobs,
@@ -313,6 +349,32 @@ static void out_add_run(struct outgroup *g, const cJSON *f, const cJSON *o)
 	g->bytes = fmax(g->bytes, bytes);
 	g->max_bytes = fmax(g->max_bytes, bytes);
 	g->min_bytes = g->min_bytes < 0 ? bytes : fmin(g->min_bytes, bytes);
+	if (files >= 1 && bytes > 0) {
+		/* The largest file: recorded by the drain, or (records filed
+		 * before it was) the only file's size, or the mean, which
+		 * is at most the largest. */
+		if (maxf >= 0 || files == 1)
+			g->exact++;
+		if (maxf < 0)
+			maxf = files == 1 ? bytes : bytes / files;
+		g->drained++;
+		g->largest = fmax(g->largest, maxf);
+		g->by_class[stripe_class(maxf)]++;
+		g->class_max[stripe_class(maxf)] =
+		    fmax(g->class_max[stripe_class(maxf)], maxf);
+		if (files == 1)
+			g->one_file++;
+		if (tasks >= 1) {
+			g->with_tasks++;
+			g->tasks = fmax(g->tasks, tasks);
+			if (tasks == 1)
+				g->one_writer++;
+			else if (files >= tasks)
+				g->per_task++;
+			else
+				g->fewer++;
+		}
+	}
 	if (cJSON_GetArraySize(hist) == JOBFACTS_NBUCKETS) {
 		g->with_hist++;
 		for (int i = 0; i < JOBFACTS_NBUCKETS; i++)
@@ -578,9 +640,165 @@ out:
 	cJSON_Delete(jobs);
 }
 
+static const unsigned class_count[4] = {1, 8, 24, RECOMMEND_STRIPE_MAX};
+
+/* Runs of G whose largest file NERSC's table, capped, stripes COUNT
+ * times. */
+static size_t runs_with_count(const struct outgroup *g,
+			      const struct recommend_ctx *ctx, unsigned count)
+{
+	size_t n = 0;
+
+	for (size_t c = 0; c < 4; c++)
+		if (stripe_cap(ctx, class_count[c]) == count)
+			n += g->by_class[c];
+	return n;
+}
+
+/* striping from what the drain saw, for an output the shim did not
+ * count (no trace=true: no shared/file-per-process files, no request
+ * sizes): the stripe count by NERSC's table from the largest file of
+ * the typical run (the class most runs' largest file falls in, the
+ * larger on a tie: one outlier does not set it, and the runs that
+ * agree give the confidence), the layout from the file count against
+ * the task count. SIZE: the stripe size from the shim's write requests,
+ * 0 when there are none. */
+static void rule_striping_drain(const struct outgroup *g,
+				const struct recommend_ctx *ctx,
+				const char *word, unsigned size, cJSON *recs,
+				cJSON *skipped)
+{
+	char cmd[2400], action[300], gain[200], b1[32], note[160];
+	unsigned nersc, count;
+	const char *what;
+	size_t agree, typ = 0;
+	cJSON *r, *fig, *notes;
+
+	if (g->drained == 0) {
+		skip(skipped, "striping", g->dest,
+		     "not enough evidence: no files drained from this output "
+		     "in %zu run%s",
+		     g->runs, g->runs == 1 ? "" : "s");
+		return;
+	}
+	for (size_t c = 1; c < 4; c++)
+		if (g->by_class[c] >= g->by_class[typ])
+			typ = c;
+	nersc = class_count[typ];
+	count = stripe_cap(ctx, nersc);
+	bytes_str(g->class_max[typ], b1, sizeof(b1));
+	if (g->one_file * 2 > g->drained) {
+		what = g->tasks > 1 ? "shared-file" : "single-file";
+		agree = runs_with_count(g, ctx, count);
+		if (g->tasks > 1)
+			snprintf(action, sizeof(action),
+				 "one file of up to %s per job, %.0f tasks: "
+				 "stripe it over %u OST%s",
+				 b1, g->tasks, count, count == 1 ? "" : "s");
+		else
+			snprintf(action, sizeof(action),
+				 "one file of up to %s per job: stripe it "
+				 "over %u OST%s",
+				 b1, count, count == 1 ? "" : "s");
+	} else if (g->per_task * 2 > g->drained) {
+		what = "file-per-process";
+		count = g->largest > 1e12 ? count : 1;
+		agree = g->per_task;
+		snprintf(action, sizeof(action),
+			 "file per process (up to %.0f files from %.0f tasks, "
+			 "up to %s each): %s",
+			 g->files, g->tasks, b1,
+			 count == 1 ? "one stripe per file"
+				    : "stripe each file (over 1 TB)");
+	} else if (g->by_class[0] * 2 > g->drained) {
+		what = "small-files";
+		count = 1;
+		agree = g->by_class[0];
+		snprintf(action, sizeof(action),
+			 "up to %.0f files per job of up to %s (under 1 GiB "
+			 "in %zu of %zu runs): one stripe per file, shared "
+			 "or not",
+			 g->files, b1, g->by_class[0], g->drained);
+	} else if (g->one_writer * 2 > g->drained ||
+		   g->fewer * 2 > g->drained) {
+		what = g->one_writer * 2 > g->drained ? "single-writer"
+						      : "shared-file";
+		agree = runs_with_count(g, ctx, count);
+		snprintf(action, sizeof(action),
+			 "up to %.0f files of up to %s per job from %.0f "
+			 "task%s: stripe each over %u OST%s",
+			 g->files, b1, g->tasks, g->tasks == 1 ? "" : "s",
+			 count, count == 1 ? "" : "s");
+	} else {
+		if (g->with_tasks)
+			snprintf(note, sizeof(note), "up to %.0f tasks",
+				 g->tasks);
+		else
+			snprintf(note, sizeof(note), "no task count");
+		skip(skipped, "striping", g->dest,
+		     "not enough evidence: up to %.0f files of up to %s per "
+		     "job (%s): without the shim (trace=true) shared files "
+		     "cannot be told from file-per-process",
+		     g->files, b1, note);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "lfs setstripe -c %u -S %uM %s", count,
+		 size ? size : 1, word);
+	if (count > 1)
+		snprintf(gain, sizeof(gain),
+			 "spreads each %s file over %u OSTs", b1, count);
+	else
+		snprintf(gain, sizeof(gain),
+			 "no OST contention between files of up to %s", b1);
+	r = new_rec(recs, "striping", g->dest, action, g->jobs,
+		    recommend_confidence(g->runs, agree), gain);
+	if (!r)
+		return;
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "commands"),
+			     cJSON_CreateString(cmd));
+	fig = figures(r);
+	cJSON_AddStringToObject(fig, "layout", what);
+	cJSON_AddStringToObject(fig, "source", "drain");
+	cJSON_AddNumberToObject(fig, "runs_drained", (double)g->drained);
+	cJSON_AddNumberToObject(fig, "files", g->files);
+	cJSON_AddNumberToObject(fig, "bytes", g->bytes);
+	cJSON_AddNumberToObject(fig, "largest_file_bytes", g->class_max[typ]);
+	if (g->with_tasks)
+		cJSON_AddNumberToObject(fig, "tasks", g->tasks);
+	cJSON_AddNumberToObject(fig, "nersc_stripe_count", nersc);
+	cJSON_AddNumberToObject(fig, "stripe_count", count);
+	cJSON_AddNumberToObject(fig, "stripe_size_mib", size ? size : 1);
+	if (ctx->ost_count)
+		cJSON_AddNumberToObject(fig, "ost_count", ctx->ost_count);
+	notes = cJSON_AddArrayToObject(fig, "notes");
+	cJSON_AddItemToArray(notes,
+			     cJSON_CreateString(
+				 "no shim file counts (trace=false): from the "
+				 "drain's file count and sizes"));
+	if (!size)
+		cJSON_AddItemToArray(
+		    notes, cJSON_CreateString(
+			       "stripe size: the 1 MiB default, no write "
+			       "request sizes without the shim"));
+	if (g->exact < g->drained) {
+		snprintf(note, sizeof(note),
+			 "largest file estimated as the mean file size for "
+			 "%zu run%s (filed before the drain recorded it)",
+			 g->drained - g->exact,
+			 g->drained - g->exact == 1 ? "" : "s");
+		cJSON_AddItemToArray(notes, cJSON_CreateString(note));
+	}
+	if (!ctx->ost_count && nersc > 1)
+		cJSON_AddItemToArray(
+		    notes, cJSON_CreateString(
+			       "OST count not configured (RecommendOSTCount): "
+			       "cap the count at the file system's"));
+}
+
 /* striping for outputs: DoM for small files, NERSC counts for shared
  * files, PFL when sizes vary, one stripe per file-per-process file. */
-static void rule_striping(const struct outgroup *g, cJSON *recs,
+static void rule_striping(const struct outgroup *g,
+			  const struct recommend_ctx *ctx, cJSON *recs,
 			  cJSON *skipped)
 {
 	char cmd[2400], word[2100], b1[32], action[200], gain[200];
@@ -590,6 +808,17 @@ static void rule_striping(const struct outgroup *g, cJSON *recs,
 	cJSON *r, *fig, *cmds;
 	const char *what;
 
+	if (g->with_hist == 0 && g->drained > 0 && g->shared == 0 &&
+	    g->fpp == 0) {
+		/* records before size_hist: the drain's count and bytes */
+		shell_word(g->dest, word, sizeof(word));
+		rule_striping_drain(g, ctx, word,
+				    g->with_wr ? recommend_stripe_size_mib(
+						     g->sizes)
+					       : 0,
+				    recs, skipped);
+		return;
+	}
 	if (g->with_hist == 0) {
 		skip(skipped, "striping", g->dest,
 		     "not enough evidence: no file-size distribution for this "
@@ -626,7 +855,7 @@ static void rule_striping(const struct outgroup *g, cJSON *recs,
 			 "an OST access");
 	} else if (g->shared > 0) {
 		what = "shared-file";
-		count = recommend_stripe_count(mean);
+		count = stripe_cap(ctx, recommend_stripe_count(mean));
 		if (size)
 			snprintf(cmd, sizeof(cmd),
 				 "lfs setstripe -c %u -S %uM %s", count, size,
@@ -651,6 +880,10 @@ static void rule_striping(const struct outgroup *g, cJSON *recs,
 			 "progressive layout");
 		snprintf(gain, sizeof(gain),
 			 "small files stay on one OST, large ones spread out");
+	} else if (g->shared == 0 && g->fpp == 0) {
+		/* no shim file counts (trace=false): what the drain saw */
+		rule_striping_drain(g, ctx, word, size, recs, skipped);
+		return;
 	} else if (g->fpp > 0 && mean < 1e12) {
 		what = "file-per-process";
 		if (size)
@@ -730,7 +963,7 @@ cJSON *recommend_run(const cJSON *runs, const struct recommend_ctx *ctx)
 	}
 	rule_checkpoint(runs, ctx, recs, skipped);
 	for (size_t i = 0; i < nout; i++)
-		rule_striping(&out[i], recs, skipped);
+		rule_striping(&out[i], ctx, recs, skipped);
 	goto out;
 fail:
 	cJSON_Delete(res);

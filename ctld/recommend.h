@@ -45,6 +45,9 @@ struct recommend_ctx {
 	size_t ntiers;
 	size_t default_tier;  /* index into tiers */
 	unsigned min_jobs;    /* cache rule: jobs reading one dataset */
+	unsigned ost_count;   /* the PFS's OSTs (RecommendOSTCount): stripe
+	                       * counts are capped there; 0 = not known, the
+	                       * cap is NERSC's largest count */
 };
 
 /* Apply every rule to RUNS (an array of facts, newest first). Returns

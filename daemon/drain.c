@@ -124,6 +124,7 @@ struct dout {
 	uint64_t during_bytes, during_files, end_bytes, end_files;
 	uint64_t failed_files;
 	uint64_t size_hist[TELREC_NBUCKETS]; /* drained files by size */
+	uint64_t max_file;  /* the largest file drained: the striping rule */
 };
 
 struct djob {
@@ -555,6 +556,7 @@ static void add_out_counters(cJSON *e, const struct dout *o)
 	cJSON_AddNumberToObject(e, "failed_files", (double)o->failed_files);
 	cJSON_AddItemToObject(e, "size_hist",
 			      telrec_size_hist_json(o->size_hist));
+	cJSON_AddNumberToObject(e, "max_file_bytes", (double)o->max_file);
 }
 
 /* Write DJ's record; under drain_lock (small, local file). */
@@ -647,6 +649,7 @@ static void record_resume(struct djob *dj)
 					d->size_hist,
 					cJSON_GetObjectItemCaseSensitive(
 						e, "size_hist"));
+				d->max_file = proto_u64(e, "max_file_bytes");
 				break;
 			}
 		}
@@ -912,6 +915,8 @@ static void count_file(struct dout *o, uint64_t bytes)
 		o->end_bytes += bytes;
 	}
 	o->size_hist[telrec_size_bucket(bytes)]++;
+	if (bytes > o->max_file)
+		o->max_file = bytes;
 	dj->dirty = true;
 }
 

@@ -1404,6 +1404,11 @@ static void outputs_from_drain(struct tjob *t, const cJSON *d)
 			continue;
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 			set_num(o, keys[k], (double)proto_u64(e, keys[k]));
+		/* The largest file: only from a drain that records it. */
+		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(
+			e, "max_file_bytes")))
+			set_num(o, "max_file_bytes",
+				(double)proto_u64(e, "max_file_bytes"));
 		hist = cJSON_GetObjectItemCaseSensitive(e, "size_hist");
 		if (cJSON_IsObject(hist)) {
 			uint64_t h[TELREC_NBUCKETS];

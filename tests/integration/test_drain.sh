@@ -259,7 +259,8 @@ test_restart_resumes_watching() {
 	private_start 30
 	private_stage 4343 "$pfsout"
 	out="$TEST_WORKDIR/t/nvme/jobs/4343/out/res"
-	as_user "$TEST_USER" sh -c "echo one >'$out/one'"
+	# the largest file (24 bytes) drained before the restart
+	as_user "$TEST_USER" sh -c "echo one-the-largest-of-all >'$out/one'"
 	for _ in $(seq 1 50); do [ -f "$pfsout/one" ] && break; sleep 0.2; done
 	[ -f "$pfsout/one" ] || fail "first file not drained"
 	private_stop
@@ -278,6 +279,8 @@ test_restart_resumes_watching() {
 	assert_eq "record: outputs[0] during_files and 0_100 files across the restart" \
 		"$(printf '3\t3')" \
 		"$(printf '%s' "$rec" | jq -r '.outputs[0] | [.during_files, .size_hist["0_100"]] | @tsv')"
+	assert_eq "record: the largest file across the restart" 23 \
+		"$(printf '%s' "$rec" | jq -r '.outputs[0].max_file_bytes')"
 	assert_eq "record: end_files" 0 "$(json_num "$rec" end_files)"
 	assert_eq "PFS tree" "one sub sub/three two" \
 		"$(cd "$pfsout" && find . -mindepth 1 -printf '%P\n' | sort | tr '\n' ' ' | sed 's/ $//')"

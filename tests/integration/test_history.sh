@@ -281,3 +281,58 @@ test_epilog_files_real_jobs_then_auto_applies() {
 		fail "sbatch --io-profile=auto failed: $SUBMIT_OUT"
 	assert_file_contains "auto job staged the dataset" auto.txt "DATA=$IOSTAGE_TIERS/nvme/jobs/$SUBMIT_JOBID/data/realds"
 }
+
+# Striping advice from what the drain saw (issue 12, item 6): three jobs
+# without the shim (checkpoint-heavy: trace=false) each write one 1.6 GB
+# file to their output; the drain records its size, and the history then
+# advises `lfs setstripe` for the output directory by NERSC's table
+# (1-10 GiB: 8 stripes) with the default 1 MiB stripe size, citing the
+# three jobs. Disk use stays at one file on the tier plus its PFS copy:
+# each copy is removed once its job is filed.
+test_striping_from_drained_outputs_without_trace() {
+	local j ids=() rec json name="ckpt-big-$$" pfsout="$TEST_WORKDIR/pfs-ckpt"
+	install -d -o "$TEST_USER" -g "$(id -gn "$TEST_USER")" -m 0755 "$pfsout"
+	# whatever happens, no 1.6 GB file outlives the test
+	trap 'rm -rf "$pfsout"; for j in "${ids[@]}"; do rm -rf "$IOSTAGE_TIERS/nvme/jobs/$j"; done' EXIT
+	trap 'exit 143' TERM
+	for j in 1 2 3; do
+		submit_wait "$TEST_USER" -J "$name" --io-profile="checkpoint-heavy,out=$pfsout" -o "out$j.txt" \
+			--wrap 'fallocate -l 1600000000 "$IOSTAGE_OUTPUT/model.ckpt" && echo wrote' >/dev/null ||
+			fail "job $j failed: $SUBMIT_OUT"
+		[ -n "$SUBMIT_JOBID" ] || fail "job $j: no job id in: $SUBMIT_OUT"
+		ids+=("$SUBMIT_JOBID")
+		for _ in $(seq 1 300); do
+			grep -q "job $SUBMIT_JOBID: finished" "$IOSTAGED_LOG" && break
+			sleep 0.1
+		done
+		grep -q "job $SUBMIT_JOBID: finished" "$IOSTAGED_LOG" || fail "job $SUBMIT_JOBID: not finished in 30 s"
+		assert_file_contains "job $j output" "out$j.txt" wrote
+		assert_eq "job $j: drained copy's size" 1600000000 "$(stat -c %s "$pfsout/model.ckpt")"
+		rm -f "$pfsout/model.ckpt"
+	done
+
+	rec=$(printf '{"op":"history_get","job":%s}\n' "${ids[2]}" |
+		as_user "$TEST_USER" socat -t 30 - "UNIX-CONNECT:$IOSTAGE_SOCKET")
+	assert_contains "history_get" "$rec" '"ok":true'
+	assert_eq "output filed: files, bytes, largest file" "1 1600000000 1600000000" \
+		"$(printf '%s' "$rec" | jq -r '.record.outputs[0] | "\(.files) \(.bytes) \(.max_file_bytes)"')"
+	assert_eq "no shim: no shared/fpp counts" "null null" \
+		"$(printf '%s' "$rec" | jq -r '.record.outputs[0] | "\(.shared_files) \(.fpp_files)"')"
+
+	json=$(recommend_json "$TEST_USER" --job-name "$name")
+	rec=$(printf '%s' "$json" | jq -c --arg t "$pfsout" '[.recommendations[] | select(.rule == "striping" and .target == $t)][0]')
+	[ "$rec" != null ] || fail "no striping advice for $pfsout: $json"
+	assert_eq "striping command" "lfs setstripe -c 8 -S 1M $pfsout" "$(printf '%s' "$rec" | jq -r '.commands[0]')"
+	assert_eq "evidence: the three jobs" "$(printf '%s\n' "${ids[@]}" | sort -n | paste -sd,)" \
+		"$(printf '%s' "$rec" | jq -r '.evidence.jobs | sort | join(",")')"
+	assert_eq "evidence: from the drain, the largest file" "drain 1600000000 8" \
+		"$(printf '%s' "$rec" | jq -r '.evidence.figures | "\(.source) \(.largest_file_bytes) \(.nersc_stripe_count)"')"
+	assert_contains "evidence says the stripe size is the default" \
+		"$(printf '%s' "$rec" | jq -r '.evidence.figures.notes | join("; ")')" "1 MiB default"
+	assert_eq "confident from 3 runs" true "$(printf '%s' "$rec" | jq '.confidence >= 0.5')"
+	# the table a user reads
+	json=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" recommend --job-name "$name") ||
+		fail "iostage recommend failed: $json"
+	assert_contains "table: the command" "$json" "\$ lfs setstripe -c 8 -S 1M $pfsout"
+	assert_contains "table: the jobs, newest first" "$json" "jobs: ${ids[2]} ${ids[1]} ${ids[0]}"
+}

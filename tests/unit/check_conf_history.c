@@ -51,15 +51,17 @@ START_TEST(test_keys)
 	ck_assert_uint_eq(c.recommend_min_jobs, 3);
 	ck_assert_uint_eq(c.recommend_window, 30U * 86400U);
 	ck_assert(c.recommend_hint);
+	ck_assert_uint_eq(c.recommend_ost_count, 0); /* not known */
 	ck_assert_int_eq(conf_parse("Tier=a Path=/a\nHistoryRetention=7d "
 				    "RecommendMinJobs=5\nrecommendwindow=12h "
-				    "RecommendHint=NO\n",
+				    "RecommendHint=NO RecommendOSTCount=48\n",
 				    "t.conf", &c, err, sizeof(err)),
 			 0);
 	ck_assert_uint_eq(c.history_retention, 7U * 86400U);
 	ck_assert_uint_eq(c.recommend_min_jobs, 5);
 	ck_assert_uint_eq(c.recommend_window, 43200);
 	ck_assert(!c.recommend_hint);
+	ck_assert_uint_eq(c.recommend_ost_count, 48);
 	ck_assert_int_eq(conf_parse("Tier=a Path=/a\nHistoryRetention=0\n",
 				    "t.conf", &c, err, sizeof(err)),
 			 0);
@@ -80,6 +82,9 @@ START_TEST(test_bad_keys)
 	    {"RecommendWindow=0", "key 'RecommendWindow': must be longer"},
 	    {"RecommendHint=maybe", "key 'RecommendHint': expected yes or no"},
 	    {"RecommendHint=yes RecommendHint=no", "duplicate"},
+	    {"RecommendOSTCount=65536", "key 'RecommendOSTCount': 65536 out "
+					 "of range 0..65535"},
+	    {"RecommendOSTCount=-1", "'-1' is not a number"},
 	};
 	char text[256], err[CONF_ERR_MAX];
 	struct conf c;

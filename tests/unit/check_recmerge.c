@@ -31,7 +31,7 @@ static cJSON *part(const char *node, double k, bool finished)
 		 "\"size_hist\":{\"0_100\":0,\"100_1K\":%7$f,\"1K_10K\":0,"
 		 "\"10K_100K\":0,\"100K_1M\":0,\"1M_4M\":0,\"4M_10M\":0,"
 		 "\"10M_100M\":0,\"100M_1G\":0,\"1G_PLUS\":0},"
-		 "\"shared_files\":0,\"fpp_files\":%7$f}],"
+		 "\"shared_files\":0,\"fpp_files\":%7$f,\"max_file_bytes\":%18$f}],"
 		 "\"phases\":["
 		 "{\"name\":\"stage_in\",\"start\":%2$f,\"end\":%9$f,\"seconds\":%10$f,"
 		 "\"bytes\":1000,\"files\":10,\"copied_bytes\":%5$f,"
@@ -56,7 +56,7 @@ static cJSON *part(const char *node, double k, bool finished)
 		 k == 1 ? "built" : "hit", k == 1 ? 1000.0 : 0.0,
 		 k == 1 ? 10.0 : 0.0, k, 100 * k, 1002.0 + k, 2.0,
 		 k == 1 ? 0.0 : 1000.0, 1012.0 + k, 1000 * k, 1005.0 + k,
-		 (int)k - 1, 0.5 * k, 100 + (int)k);
+		 (int)k - 1, 0.5 * k, 100 + (int)k, 60 * k);
 	return cJSON_Parse(text);
 }
 
@@ -146,6 +146,8 @@ START_TEST(test_totals)
 	e = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "outputs"), 0);
 	ck_assert_double_eq(num(e, "files"), 6);
 	ck_assert_double_eq(num(e, "fpp_files"), 6);
+	/* the largest file of any node, not a sum */
+	ck_assert_double_eq(num(e, "max_file_bytes"), 180);
 	ck_assert_double_eq(num(cJSON_GetObjectItem(e, "size_hist"), "100_1K"),
 			    6);
 	e = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "datasets"), 0);

@@ -1,6 +1,7 @@
 /* check_recommend.c - unit tests for daemon/recommend and daemon/jobfacts:
  * every rule, its thresholds, confidence below 3 runs, and the rule that
  * no other overrides: never stage a dataset larger than its tier. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,12 @@ static cJSON *find_skip(const cJSON *res, const char *rule)
 	cJSON_ArrayForEach(r, cJSON_GetObjectItem(res, "skipped")) if (
 	    !strcmp(jobfacts_str(r, "rule", ""), rule)) return r;
 	return NULL;
+}
+
+static cJSON *figures_of(const cJSON *rec)
+{
+	return cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "evidence"),
+				   "figures");
 }
 
 /* No recommendation of RES stages PATH (profile datasets). */
@@ -525,8 +532,9 @@ START_TEST(test_striping_without_histogram)
 {
 	cJSON *runs, *res;
 
-	out_json = "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
-		   "\"bytes\":4e9}]";
+	/* an output nothing was drained from (a drain record of an older
+	 * daemon: no per-output figures) */
+	out_json = "[{\"name\":\"o\",\"dest\":\"/pfs/o\"}]";
 	out_phases = "[]";
 	runs = runs_of(4, output_job);
 	res = recommend_run(runs, &ctx);
@@ -536,6 +544,280 @@ START_TEST(test_striping_without_histogram)
 	    "not enough evidence"));
 	cJSON_Delete(res);
 	cJSON_Delete(runs);
+}
+END_TEST
+
+/* --- striping from what the drain saw (no shim file counts) -------------------- */
+
+/* processes[] of a job: the batch script (rank 0 of the batch step),
+ * then TASKS tasks of step 0, each with a child of the same rank. */
+static const char *procs_json(unsigned tasks)
+{
+	static char buf[8192];
+	size_t o = 0;
+
+	o += (size_t)snprintf(buf + o, sizeof(buf) - o,
+			      "[{\"pid\":10,\"step\":4294967291,"
+			      "\"rank\":0,\"identity\":\"slurm\"}");
+	for (unsigned i = 0; i < tasks && o < sizeof(buf) - 200; i++)
+		o += (size_t)snprintf(
+		    buf + o, sizeof(buf) - o,
+		    ",{\"pid\":%u,\"step\":0,\"rank\":%u},"
+		    "{\"pid\":%u,\"step\":0,\"rank\":%u,\"traced\":true}",
+		    100 + i, i, 1000 + i, i);
+	snprintf(buf + o, sizeof(buf) - o, "]");
+	return buf;
+}
+
+/* A record with processes (the case's tasks; NULL: none listed). */
+static const char *drain_outputs, *drain_phases, *drain_procs;
+
+static cJSON *drain_job(unsigned i)
+{
+	char buf[16384];
+	cJSON *r;
+
+	snprintf(buf, sizeof(buf),
+		 "{\"schema\":1,\"job\":%u,\"user\":\"alice\",\"uid\":1001,"
+		 "\"job_name\":\"train\",\"end\":%u,\"datasets\":[],"
+		 "\"outputs\":%s,\"phases\":%s%s%s}",
+		 i, 1700000000 + i, drain_outputs, drain_phases,
+		 drain_procs ? ",\"processes\":" : "",
+		 drain_procs ? drain_procs : "");
+	r = cJSON_Parse(buf);
+	ck_assert_msg(r != NULL, "bad test record: %s", buf);
+	return r;
+}
+
+/* One drained output /pfs/o of FILES files, BYTES in all, MAXF the
+ * largest (< 0: not recorded, as in records filed before), HIST. */
+#define DRAINED(files, bytes, maxf, hist)                                      \
+	"[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"tier\":\"nvme\","           \
+	"\"files\":" #files ",\"bytes\":" #bytes                              \
+	",\"max_file_bytes\":" #maxf ",\"size_hist\":" hist "}]"
+#define OLD_DRAINED(files, bytes, hist)                                        \
+	"[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"tier\":\"nvme\","           \
+	"\"files\":" #files ",\"bytes\":" #bytes ",\"size_hist\":" hist "}]"
+#define HIST_1G_PLUS(n) HIST(0, 0, 0, 0, 0, 0, 0, 0, 0, n)
+
+static const char *const shim_writes_1m_4m =
+    "[{\"name\":\"run\",\"seconds\":10,\"counters\":{\"output\":"
+    "{\"POSIX_WRITES\":100,\"POSIX_SIZE_WRITE_1M_4M\":100}}}]";
+
+static const struct drain_case {
+	const char *what;
+	const char *outputs;
+	const char *phases;   /* NULL: "[]" (no shim counters) */
+	int tasks;            /* -1: no processes listed */
+	size_t runs;
+	unsigned ost_count;
+	const char *cmd;      /* NULL: no striping recommendation */
+	const char *layout;
+	const char *skip;     /* a piece of the skip reason, or NULL */
+	double conf;          /* expected confidence (when cmd) */
+	const char *note;     /* a piece of one of figures.notes, or NULL */
+} drain_cases[] = {
+    {"one 1.6 GB file, the batch script only",
+     DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1)), NULL, 0, 3, 0,
+     "lfs setstripe -c 8 -S 1M /pfs/o", "single-file", NULL, 0.6,
+     "1 MiB default"},
+    {"one large shared file, 4 tasks",
+     DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1)), NULL, 4, 5, 0,
+     "lfs setstripe -c 8 -S 1M /pfs/o", "shared-file", NULL, 0.7,
+     "RecommendOSTCount"},
+    {"one 30 GB file: 24 stripes capped at 4 OSTs",
+     DRAINED(1, 3e10, 3e10, HIST_1G_PLUS(1)), NULL, 4, 3, 4,
+     "lfs setstripe -c 4 -S 1M /pfs/o", "shared-file", NULL, 0.6, NULL},
+    {"one 300 GB file", DRAINED(1, 3e11, 3e11, HIST_1G_PLUS(1)), NULL, 16,
+     3, 0, "lfs setstripe -c 72 -S 1M /pfs/o", "shared-file", NULL, 0.6,
+     NULL},
+    {"many files, one per task",
+     DRAINED(8, 4e9, 5.1e8, HIST(0, 0, 0, 0, 0, 0, 0, 0, 8, 0)), NULL, 8,
+     3, 0, "lfs setstripe -c 1 -S 1M /pfs/o", "file-per-process", NULL,
+     0.6, "no shim file counts"},
+    {"many small files, no task count",
+     DRAINED(200, 2e9, 1.1e7, HIST(0, 0, 0, 0, 0, 0, 0, 200, 0, 0)), NULL,
+     -1, 3, 0, "lfs setstripe -c 1 -S 1M /pfs/o", "small-files", NULL, 0.6,
+     NULL},
+    {"mixed sizes: PFL from the drain's histogram",
+     DRAINED(20, 5e9, 2e9, HIST(0, 0, 0, 5, 5, 0, 0, 0, 5, 5)), NULL, 20, 3,
+     0, "lfs setstripe -E 4M -c 1 -E 64M -c 4 -E -1 -c 32 /pfs/o", "PFL",
+     NULL, 0.6, NULL},
+    {"several large files, no task count: undecided",
+     DRAINED(4, 1.2e10, 3e9, HIST_1G_PLUS(4)), NULL, -1, 3, 0, NULL, NULL,
+     "cannot be told from file-per-process", 0, NULL},
+    {"several large files, one task",
+     DRAINED(4, 1.2e10, 3e9, HIST_1G_PLUS(4)), NULL, 0, 3, 0,
+     "lfs setstripe -c 8 -S 1M /pfs/o", "single-writer", NULL, 0.6, NULL},
+    {"fewer files than tasks: shared files",
+     DRAINED(2, 1e10, 5e9, HIST_1G_PLUS(2)), NULL, 8, 3, 0,
+     "lfs setstripe -c 8 -S 1M /pfs/o", "shared-file", NULL, 0.6, NULL},
+    {"file per process over 1 TB",
+     DRAINED(2, 4e12, 2e12, HIST_1G_PLUS(2)), NULL, 2, 3, 0,
+     "lfs setstripe -c 72 -S 1M /pfs/o", "file-per-process", NULL, 0.6,
+     NULL},
+    {"no outputs", "[]", NULL, 1, 3, 0, NULL, NULL, NULL, 0, NULL},
+    {"nothing drained",
+     "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":0,\"bytes\":0}]",
+     NULL, 1, 3, 0, NULL, NULL, "not enough evidence", 0, NULL},
+    {"shim counters: shared file, request sizes",
+     "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
+     "\"bytes\":4030000000,\"max_file_bytes\":4030000000,"
+     "\"shared_files\":1,\"fpp_files\":0,\"size_hist\":" HIST_1G_PLUS(1) "}]",
+     shim_writes_1m_4m, 4, 3, 0, "lfs setstripe -c 8 -S 4M /pfs/o",
+     "shared-file", NULL, 0.6, NULL},
+    {"shim counters: shared file, capped at the OSTs",
+     "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
+     "\"bytes\":3e10,\"shared_files\":1,\"size_hist\":" HIST_1G_PLUS(1) "}]",
+     NULL, 4, 3, 16, "lfs setstripe -c 16 /pfs/o", "shared-file", NULL, 0.6,
+     NULL},
+    {"shim write sizes but no file counts",
+     DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1)), shim_writes_1m_4m, 4, 3, 0,
+     "lfs setstripe -c 8 -S 4M /pfs/o", "shared-file", NULL, 0.6, NULL},
+    {"old record: no largest file, no histogram",
+     "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
+     "\"bytes\":4e9}]",
+     NULL, -1, 4, 0, "lfs setstripe -c 8 -S 1M /pfs/o", "single-file", NULL,
+     0.65, NULL},
+    {"old record: histogram, no largest file",
+     OLD_DRAINED(3, 9e9, HIST_1G_PLUS(3)), NULL, 0, 3, 0,
+     "lfs setstripe -c 8 -S 1M /pfs/o", "single-writer", NULL, 0.6,
+     "estimated as the mean"},
+    {"two runs only: low confidence",
+     DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1)), NULL, 0, 2, 0,
+     "lfs setstripe -c 8 -S 1M /pfs/o", "single-file", NULL, 0.3, NULL},
+};
+
+/* A piece of one of R's figures.notes. */
+static bool has_note(const cJSON *r, const char *piece)
+{
+	const cJSON *n;
+
+	cJSON_ArrayForEach(n, cJSON_GetObjectItem(
+				  figures_of(r), "notes")) if (cJSON_IsString(n) &&
+							      strstr(n->valuestring,
+								     piece))
+	    return true;
+	return false;
+}
+
+START_TEST(test_striping_from_the_drain)
+{
+	const struct drain_case *c = &drain_cases[_i];
+	struct recommend_ctx cx = ctx;
+	cJSON *runs, *res, *r, *jobs;
+
+	cx.ost_count = c->ost_count;
+	drain_outputs = c->outputs;
+	drain_phases = c->phases ? c->phases : "[]";
+	drain_procs = c->tasks < 0 ? NULL : procs_json((unsigned)c->tasks);
+	runs = runs_of(c->runs, drain_job);
+	res = recommend_run(runs, &cx);
+	r = find_rule(res, "striping", NULL);
+	if (!c->cmd) {
+		ck_assert_msg(r == NULL, "%s: unexpected %s", c->what,
+			      cJSON_PrintUnformatted(r));
+	} else {
+		ck_assert_msg(r != NULL, "%s: no striping advice (%s)", c->what,
+			      cJSON_PrintUnformatted(res));
+		ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(
+							r, "commands"),
+						    0)
+				     ->valuestring,
+				 c->cmd);
+		ck_assert_str_eq(jobfacts_str(figures_of(r), "layout", ""),
+				 c->layout);
+		ck_assert_msg(jobfacts_num(r, "confidence", -1) == c->conf,
+			      "%s: confidence %g, expected %g", c->what,
+			      jobfacts_num(r, "confidence", -1), c->conf);
+		/* the evidence names every run */
+		jobs = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "evidence"),
+					   "jobs");
+		ck_assert_int_eq(cJSON_GetArraySize(jobs), (int)c->runs);
+		for (size_t j = 1; j <= c->runs; j++) {
+			bool found = false;
+			const cJSON *x;
+
+			cJSON_ArrayForEach(x, jobs) found |=
+			    x->valuedouble == (double)j;
+			ck_assert_msg(found, "%s: job %zu not in the evidence",
+				      c->what, j);
+		}
+		if (c->note)
+			ck_assert_msg(has_note(r, c->note),
+				      "%s: no note '%s' in %s", c->what,
+				      c->note, cJSON_PrintUnformatted(r));
+	}
+	if (c->skip)
+		ck_assert_msg(
+		    strstr(jobfacts_str(find_skip(res, "striping"), "reason",
+					""),
+			   c->skip) != NULL,
+		    "%s: skip reason '%s'", c->what,
+		    jobfacts_str(find_skip(res, "striping"), "reason", ""));
+	else if (!c->cmd)
+		ck_assert_ptr_null(find_skip(res, "striping"));
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+/* One run's outlier does not set the count; it only lowers confidence. */
+static cJSON *outlier_job(unsigned i)
+{
+	drain_outputs = i == 3 ? DRAINED(1, 3e10, 3e10, HIST_1G_PLUS(1))
+			       : DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1));
+	drain_phases = "[]";
+	drain_procs = procs_json(0);
+	return drain_job(i);
+}
+
+START_TEST(test_striping_drain_typical_run)
+{
+	cJSON *runs = runs_of(3, outlier_job), *res = recommend_run(runs, &ctx);
+	cJSON *r = find_rule(res, "striping", "/pfs/o");
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "commands"),
+					    0)
+			     ->valuestring,
+			 "lfs setstripe -c 8 -S 1M /pfs/o");
+	ck_assert(jobfacts_num(r, "confidence", -1) == 0.4); /* 2 of 3 */
+	ck_assert(jobfacts_num(figures_of(r), "largest_file_bytes", 0) == 1.6e9);
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+/* The facts keep the drain's largest file and the task count, and leave
+ * them out when the record did not have them. */
+START_TEST(test_facts_largest_file_and_tasks)
+{
+	cJSON *rec, *f, *o;
+	char err[256];
+
+	drain_outputs = DRAINED(8, 4e9, 5.1e8, HIST_1G_PLUS(0));
+	drain_phases = "[]";
+	drain_procs = procs_json(8);
+	rec = drain_job(7);
+	f = jobfacts_from_record(rec, err, sizeof(err));
+	ck_assert_ptr_nonnull(f);
+	o = cJSON_GetArrayItem(cJSON_GetObjectItem(f, "out"), 0);
+	ck_assert(jobfacts_num(o, "maxf", -1) == 5.1e8);
+	ck_assert(jobfacts_num(f, "tasks", -1) == 8); /* children not counted */
+	cJSON_Delete(f);
+	cJSON_Delete(rec);
+
+	drain_outputs = OLD_DRAINED(8, 4e9, HIST_1G_PLUS(0));
+	drain_procs = "[{\"pid\":5,\"step\":0,\"identity\":\"slurm\"}]";
+	rec = drain_job(8);
+	f = jobfacts_from_record(rec, err, sizeof(err));
+	ck_assert_ptr_nonnull(f);
+	o = cJSON_GetArrayItem(cJSON_GetObjectItem(f, "out"), 0);
+	ck_assert_ptr_null(cJSON_GetObjectItem(o, "maxf"));
+	ck_assert_ptr_null(cJSON_GetObjectItem(f, "tasks")); /* no ranks */
+	cJSON_Delete(f);
+	cJSON_Delete(rec);
 }
 END_TEST
 
@@ -696,6 +978,10 @@ static Suite *recommend_suite(void)
 	tcase_add_test(tc, test_striping_shared_by_size);
 	tcase_add_test(tc, test_striping_dom_pfl_fpp);
 	tcase_add_test(tc, test_striping_without_histogram);
+	tcase_add_loop_test(tc, test_striping_from_the_drain, 0,
+			    sizeof(drain_cases) / sizeof(drain_cases[0]));
+	tcase_add_test(tc, test_striping_drain_typical_run);
+	tcase_add_test(tc, test_facts_largest_file_and_tasks);
 	tcase_add_test(tc, test_thresholds_tables);
 	tcase_add_test(tc, test_facts_reject_bad_records);
 	tcase_add_test(tc, test_facts_not_measured_is_absent);
