@@ -200,6 +200,18 @@ JOB
 	sort train3bb.out
 	for n in n1 n2 n3; do grep -h "job $J: dataset" "$(iostaged_log "$n")" | sed "s/^/$n: /"; done
 	show "ls $CLUSTER_SHARED/bb/cache"; ls "$CLUSTER_SHARED/bb/cache"
+	bold "One record for the 3-node job, filed in iostagectld (on ctl)"
+	echo "Each node's Epilog put its part in its outbox; the service merged them."
+	for _ in $(seq 1 60); do
+		as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$J" --json 2>/dev/null |
+			jq -e '(.parts | length) == 3' >/dev/null 2>&1 && break
+		sleep 0.5
+	done
+	show "iostage telemetry $J   (as $TEST_USER, on the login node: no iostaged there)"
+	as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$J" | head -20
+	show "iostage telemetry $J --json | jq '{nodes, missing_nodes, parts: [.parts[].node]}'"
+	as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$J" --json |
+		jq -c '{nodes, missing_nodes, parts: [.parts[].node]}'
 )
 
 bold "What this showed"
@@ -224,5 +236,7 @@ cat <<'SUMMARY'
 - on a booted 3-node cluster, a job submitted from the login node with
   sbatch -N 3 found its dataset staged on every node before it started
   (each node's own iostaged made its own copy); on the shared burst-buffer
-  tier one node built the copy and the other two reused it.
+  tier one node built the copy and the other two reused it; the job's
+  telemetry is one record naming its three nodes, merged by iostagectld
+  and read from the login node.
 SUMMARY
