@@ -54,7 +54,7 @@ test_srun_three_nodes_stage() {
 		bash -c 'diff -r "$IOSTAGE_DATA/" "$0/" && echo "$(hostname) same"' "$ds" 2>&1)
 	for node in n1 n2 n3; do
 		assert_contains "srun -N3: the copy on $node" "$out" "$node same"
-		assert_eq "one version on $node's nvme" 1 "$(cache_versions "$node" nvme | wc -l)"
+		assert_eq "one version of ds on $node's nvme" 1 "$(cache_versions_of "$node" nvme "$ds" | wc -l)"
 	done
 }
 
