@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,56 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t *signal_flag;
+
+enum daemonize_parsed daemonize_parse_args(int argc, char **argv,
+					   const char *default_conf,
+					   struct daemonize_args *a, char *err,
+					   size_t errlen)
+{
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+
+	memset(a, 0, sizeof(*a));
+	a->conf_path = default_conf;
+	a->level = LOG_LEVEL_INFO;
+	err[0] = '\0';
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "fc:vhV", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+			a->foreground = true;
+			break;
+		case 'c':
+			a->conf_path = optarg;
+			break;
+		case 'v':
+			a->level = LOG_LEVEL_DEBUG;
+			break;
+		case 'C':
+			a->check_config = true;
+			break;
+		case 'h':
+			return DAEMONIZE_HELP;
+		case 'V':
+			return DAEMONIZE_VERSION;
+		default:
+			return DAEMONIZE_USAGE;
+		}
+	}
+	if (optind < argc) {
+		snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
+		return DAEMONIZE_USAGE;
+	}
+	return DAEMONIZE_RUN;
+}
 
 static void on_signal(int sig)
 {

@@ -1,17 +1,44 @@
 /* daemonize.h - how iostaged and iostagectld become daemons.
  *
- * Both start the same way: SIGTERM/SIGINT only set a flag and are
- * delivered only while the main thread waits for them, the process forks
- * away from its terminal while the original process waits until the
- * daemon says it is ready (MUNGE-style, so `iostaged && iostage status`
- * just works), and a pid file is written whole and removed only if it
- * still names us. Library code: nothing here logs.
+ * Both take the same options and start the same way: SIGTERM/SIGINT
+ * only set a flag and are delivered only while the main thread waits for
+ * them, the process forks away from its terminal while the original
+ * process waits until the daemon says it is ready (MUNGE-style, so
+ * `iostaged && iostage status` just works), and a pid file is written
+ * whole and removed only if it still names us. Library code: nothing
+ * here logs or exits; the mains print the usage and the version.
  */
 #ifndef IOSTAGE_DAEMONIZE_H
 #define IOSTAGE_DAEMONIZE_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
+
+#include "common/log.h"
+
+/* The options both daemons take: -f/--foreground, -c/--config CONF,
+ * -v/--verbose, --check-config, -h/--help, -V/--version. */
+struct daemonize_args {
+	const char *conf_path; /* DEFAULT_CONF unless -c */
+	bool foreground;
+	bool check_config;
+	enum log_level level;  /* INFO, DEBUG with -v */
+};
+
+enum daemonize_parsed {
+	DAEMONIZE_RUN = 0,
+	DAEMONIZE_HELP,    /* -h: print the usage, exit 0 */
+	DAEMONIZE_VERSION, /* -V: print the version, exit 0 */
+	DAEMONIZE_USAGE,   /* a bad option (getopt said why on stderr) or
+			    * an argument (err says which): usage, exit 2 */
+};
+
+/* Parse ARGV into *A (from the start: optind is reset). */
+enum daemonize_parsed daemonize_parse_args(int argc, char **argv,
+					   const char *default_conf,
+					   struct daemonize_args *a, char *err,
+					   size_t errlen);
 
 /* SIGTERM/SIGINT store their number in *FLAG and are blocked in the
  * calling thread (and every thread it creates later), so they land only

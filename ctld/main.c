@@ -10,7 +10,6 @@
  * (history.c) are one-shot commands run with the service stopped.
  */
 #define _GNU_SOURCE
-#include <getopt.h>
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
@@ -31,13 +30,6 @@
 #include "ctld/service.h"
 
 #define PIDFILE_NAME "iostagectld.pid"
-
-struct args {
-	const char *conf_path;
-	bool foreground;
-	bool check_config;
-	enum log_level level;
-};
 
 static struct conf conf;
 static volatile sig_atomic_t got_signal;
@@ -62,50 +54,23 @@ static void usage(FILE *f)
 		IOSTAGE_CONF_PATH);
 }
 
-static void parse_args(int argc, char **argv, struct args *a)
+static void parse_args(int argc, char **argv, struct daemonize_args *a)
 {
-	static const struct option longopts[] = {
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "check-config", no_argument, NULL, 'C' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
+	char err[128];
 
-	memset(a, 0, sizeof(*a));
-	a->conf_path = IOSTAGE_CONF_PATH;
-	a->level = LOG_LEVEL_INFO;
-	while ((opt = getopt_long(argc, argv, "fc:vhV", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'f':
-			a->foreground = true;
-			break;
-		case 'c':
-			a->conf_path = optarg;
-			break;
-		case 'v':
-			a->level = LOG_LEVEL_DEBUG;
-			break;
-		case 'C':
-			a->check_config = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("iostagectld %s\n", IOSTAGE_VERSION);
-			exit(0);
-		default:
-			usage(stderr);
-			exit(2);
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "iostagectld: unexpected argument '%s'\n",
-			argv[optind]);
+	switch (daemonize_parse_args(argc, argv, IOSTAGE_CONF_PATH, a, err,
+				     sizeof(err))) {
+	case DAEMONIZE_RUN:
+		return;
+	case DAEMONIZE_HELP:
+		usage(stdout);
+		exit(0);
+	case DAEMONIZE_VERSION:
+		printf("iostagectld %s\n", IOSTAGE_VERSION);
+		exit(0);
+	case DAEMONIZE_USAGE:
+		if (err[0])
+			fprintf(stderr, "iostagectld: %s\n", err);
 		usage(stderr);
 		exit(2);
 	}
@@ -153,7 +118,7 @@ int main(int argc, char **argv)
 {
 	char err[CONF_ERR_MAX], conf_abs[PATH_MAX], dir[CONF_PATH_MAX + 16];
 	char dir_sock[CONF_SOCKET_MAX];
-	struct args args;
+	struct daemonize_args args;
 	sigset_t waitmask;
 	int ready_fd = -1;
 

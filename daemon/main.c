@@ -10,7 +10,6 @@
  * exec exactly itself through an fd opened at start.
  */
 #define _GNU_SOURCE
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -46,13 +45,6 @@
 #define SHUTDOWN_JOBS_S 15    /* for staging threads to clean up */
 #define SHUTDOWN_CLIENTS_S 5  /* for connection threads to end */
 
-struct args {
-	const char *conf_path;
-	bool foreground;
-	bool check_config;
-	enum log_level level;
-};
-
 static struct conf conf;
 static volatile sig_atomic_t got_signal;
 static char pid_path[CONF_SOCKET_MAX + 32];
@@ -72,50 +64,23 @@ static void usage(FILE *f)
 		IOSTAGE_CONF_PATH);
 }
 
-static void parse_args(int argc, char **argv, struct args *a)
+static void parse_args(int argc, char **argv, struct daemonize_args *a)
 {
-	static const struct option longopts[] = {
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "check-config", no_argument, NULL, 'C' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
+	char err[128];
 
-	memset(a, 0, sizeof(*a));
-	a->conf_path = IOSTAGE_CONF_PATH;
-	a->level = LOG_LEVEL_INFO;
-	while ((opt = getopt_long(argc, argv, "fc:vhV", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'f':
-			a->foreground = true;
-			break;
-		case 'c':
-			a->conf_path = optarg;
-			break;
-		case 'v':
-			a->level = LOG_LEVEL_DEBUG;
-			break;
-		case 'C':
-			a->check_config = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("iostaged %s\n", IOSTAGE_VERSION);
-			exit(0);
-		default:
-			usage(stderr);
-			exit(2);
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "iostaged: unexpected argument '%s'\n",
-			argv[optind]);
+	switch (daemonize_parse_args(argc, argv, IOSTAGE_CONF_PATH, a, err,
+				     sizeof(err))) {
+	case DAEMONIZE_RUN:
+		return;
+	case DAEMONIZE_HELP:
+		usage(stdout);
+		exit(0);
+	case DAEMONIZE_VERSION:
+		printf("iostaged %s\n", IOSTAGE_VERSION);
+		exit(0);
+	case DAEMONIZE_USAGE:
+		if (err[0])
+			fprintf(stderr, "iostaged: %s\n", err);
 		usage(stderr);
 		exit(2);
 	}
@@ -124,7 +89,7 @@ static void parse_args(int argc, char **argv, struct args *a)
 int main(int argc, char **argv)
 {
 	char err[CONF_ERR_MAX], conf_abs[PATH_MAX];
-	struct args args;
+	struct daemonize_args args;
 	sigset_t waitmask;
 	int ready_fd = -1, rc = 1;
 	bool clients_gone = true;

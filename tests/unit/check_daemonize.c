@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,64 @@ START_TEST(test_pidfile_errors)
 }
 END_TEST
 
+START_TEST(test_parse_args)
+{
+	char *plain[] = { "d", NULL };
+	char *all[] = { "d", "-f", "-c", "/x.conf", "-v", "--check-config",
+			NULL };
+	char *longs[] = { "d", "--foreground", "--config=/y.conf", NULL };
+	char *help[] = { "d", "--help", NULL };
+	char *version[] = { "d", "-V", NULL };
+	char *extra[] = { "d", "-f", "junk", NULL };
+	struct daemonize_args a;
+	char err[128];
+
+	ck_assert_int_eq(daemonize_parse_args(1, plain, "/def", &a, err,
+					      sizeof(err)),
+			 DAEMONIZE_RUN);
+	ck_assert_str_eq(a.conf_path, "/def");
+	ck_assert(!a.foreground && !a.check_config);
+	ck_assert_int_eq(a.level, LOG_LEVEL_INFO);
+	ck_assert_int_eq(daemonize_parse_args(6, all, "/def", &a, err,
+					      sizeof(err)),
+			 DAEMONIZE_RUN);
+	ck_assert_str_eq(a.conf_path, "/x.conf");
+	ck_assert(a.foreground && a.check_config);
+	ck_assert_int_eq(a.level, LOG_LEVEL_DEBUG);
+	/* Parsed again from the start: nothing left from the last call. */
+	ck_assert_int_eq(daemonize_parse_args(3, longs, "/def", &a, err,
+					      sizeof(err)),
+			 DAEMONIZE_RUN);
+	ck_assert_str_eq(a.conf_path, "/y.conf");
+	ck_assert(a.foreground && !a.check_config);
+	ck_assert_int_eq(a.level, LOG_LEVEL_INFO);
+	ck_assert_int_eq(daemonize_parse_args(2, help, "/def", &a, err,
+					      sizeof(err)),
+			 DAEMONIZE_HELP);
+	ck_assert_int_eq(daemonize_parse_args(2, version, "/def", &a, err,
+					      sizeof(err)),
+			 DAEMONIZE_VERSION);
+	ck_assert_int_eq(daemonize_parse_args(3, extra, "/def", &a, err,
+					      sizeof(err)),
+			 DAEMONIZE_USAGE);
+	ck_assert_str_eq(err, "unexpected argument 'junk'");
+}
+END_TEST
+
+START_TEST(test_parse_args_bad_option)
+{
+	char *bad[] = { "d", "--nope", NULL };
+	struct daemonize_args a;
+	char err[128];
+
+	opterr = 0; /* getopt's own line is not this test's */
+	ck_assert_int_eq(daemonize_parse_args(2, bad, "/def", &a, err,
+					      sizeof(err)),
+			 DAEMONIZE_USAGE);
+	ck_assert_str_eq(err, "");
+}
+END_TEST
+
 static Suite *daemonize_suite(void)
 {
 	Suite *s = suite_create("daemonize");
@@ -205,6 +264,8 @@ static Suite *daemonize_suite(void)
 	tcase_add_test(tc, test_pidfile_written_and_removed);
 	tcase_add_test(tc, test_pidfile_of_another_kept);
 	tcase_add_test(tc, test_pidfile_errors);
+	tcase_add_test(tc, test_parse_args);
+	tcase_add_test(tc, test_parse_args_bad_option);
 	suite_add_tcase(s, tc);
 	return s;
 }
