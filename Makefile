@@ -116,7 +116,7 @@ $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 # MUNGE: only what links common/mauth.o needs libmunge (iostaged, its
 # tests); the archive keeps it out of the plugin, the CLI and the Prolog.
 $(BUILD)/tests/check_mauth $(BUILD)/tests/check_peernet \
-    $(BUILD)/tests/check_ctlclient: LDLIBS += -lmunge
+    $(BUILD)/tests/check_ctlclient $(BUILD)/tests/check_peerserve: LDLIBS += -lmunge
 
 # The Prolog's node list (libslurm's hostlist).
 $(BUILD)/tests/check_nodelist: tests/unit/check_nodelist.c $(BUILD)/prolog/nodelist.o $(LIBCOMMON)

@@ -314,6 +314,21 @@ int proto_get_u32(const cJSON *obj, const char *key, uint32_t *ret, char *err,
 	return 0;
 }
 
+int proto_get_job_id(const cJSON *req, uint32_t *ret, char *err,
+		     size_t errlen)
+{
+	uint32_t id;
+
+	if (proto_get_u32(req, "job", &id, err, errlen) < 0)
+		return -1;
+	if (id == 0) {
+		snprintf(err, errlen, "key 'job': must be > 0");
+		return -1;
+	}
+	*ret = id;
+	return 0;
+}
+
 uint64_t proto_u64(const cJSON *obj, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);

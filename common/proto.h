@@ -184,6 +184,9 @@ int proto_get_string(const cJSON *obj, const char *key, const char **ret,
 		     char *err, size_t errlen);
 int proto_get_u32(const cJSON *obj, const char *key, uint32_t *ret, char *err,
 		  size_t errlen);
+/* The request's "job", a Slurm job ID (> 0): "key 'job': must be > 0". */
+int proto_get_job_id(const cJSON *req, uint32_t *ret, char *err,
+		     size_t errlen);
 
 /* Lenient reader for records we wrote ourselves or a worker's counters:
  * the non-negative integer at KEY, or 0 when it is missing, not a number,

@@ -21,7 +21,6 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +31,7 @@
 #include <rocksdb/c.h>
 
 #include "common/conf.h"
+#include "common/errmsg.h"
 #include "common/log.h"
 #include "ctld/history.h"
 #include "ctld/jobfacts.h"
@@ -111,28 +111,12 @@ struct key {
 
 /* --- small helpers ------------------------------------------------------------ */
 
-static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	errno = e;
-	return -1;
-}
-
 /* RocksDB's message, freed; -1 with it in err when there was one. */
 static int rocks_err(char *rerr, char *err, size_t errlen, const char *what)
 {
 	if (!rerr)
 		return 0;
-	fail(err, errlen, EIO, "history: %s: %s", what, rerr);
+	errmsg_fail(err, errlen, EIO, "history: %s: %s", what, rerr);
 	free(rerr);
 	return -1;
 }
@@ -360,25 +344,28 @@ static struct history *history_open_cfs(const char *dir,
 	int n;
 
 	if (!dir || dir[0] != '/') {
-		fail(err, errlen, EINVAL, "history: directory must be absolute");
+		errmsg_fail(err, errlen, EINVAL,
+			    "history: directory must be absolute");
 		return NULL;
 	}
 	n = dir_entries(dir, &has_current);
 	if (n > 0 && !has_current) {
-		fail(err, errlen, EIO,
-		     "history: %s holds %d files but no CURRENT: damaged "
-		     "database, left untouched",
-		     dir, n);
+		errmsg_fail(
+		    err, errlen, EIO,
+		    "history: %s holds %d files but no CURRENT: damaged "
+		    "database, left untouched",
+		    dir, n);
 		return NULL;
 	}
 	if (n < 0 && mode == HISTORY_READ_ONLY) {
-		fail(err, errlen, ENOENT, "history: %s: no database", dir);
+		errmsg_fail(err, errlen, ENOENT, "history: %s: no database",
+			    dir);
 		return NULL;
 	}
 	create = mode == HISTORY_READ_WRITE && n <= 0;
 	h = calloc(1, sizeof(*h));
 	if (!h) {
-		fail(err, errlen, ENOMEM, "history: out of memory");
+		errmsg_fail(err, errlen, ENOMEM, "history: out of memory");
 		return NULL;
 	}
 	pthread_mutex_init(&h->mu, NULL);
@@ -436,8 +423,8 @@ static struct history *history_open_cfs(const char *dir,
 		    h->opts, dir, (int)ncf, cf_names, cf_opts, h->cf, &rerr);
 	}
 	if (!h->db) {
-		fail(err, errlen, EIO, "history: cannot open %s: %s", dir,
-		     rerr ? rerr : "unknown error");
+		errmsg_fail(err, errlen, EIO, "history: cannot open %s: %s",
+			    dir, rerr ? rerr : "unknown error");
 		free(rerr);
 		memset(h->cf, 0, sizeof(h->cf));
 		history_close(h);
@@ -461,11 +448,12 @@ static int copy_dir_files(const char *src, const char *dst, char *err,
 	int rc = 0;
 
 	if (mkdir(dst, 0700) < 0)
-		return fail(err, errlen, errno, "mkdir %s: %s", dst,
-			    strerror(errno));
+		return errmsg_fail(err, errlen, errno, "mkdir %s: %s", dst,
+				   strerror(errno));
 	d = opendir(src);
 	if (!d)
-		return fail(err, errlen, errno, "%s: %s", src, strerror(errno));
+		return errmsg_fail(err, errlen, errno, "%s: %s", src,
+				   strerror(errno));
 	while (rc == 0 && (de = readdir(d))) {
 		struct stat st;
 		int in, out;
@@ -478,8 +466,8 @@ static int copy_dir_files(const char *src, const char *dst, char *err,
 		in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (in < 0 || out < 0) {
-			rc = fail(err, errlen, errno, "copy %s: %s", from,
-				  strerror(errno));
+			rc = errmsg_fail(err, errlen, errno, "copy %s: %s",
+					 from, strerror(errno));
 		} else {
 			while ((r = read(in, buf, sizeof(buf))) > 0)
 				if (write(out, buf, (size_t)r) != r) {
@@ -487,8 +475,9 @@ static int copy_dir_files(const char *src, const char *dst, char *err,
 					break;
 				}
 			if (r < 0 || fsync(out) < 0)
-				rc = fail(err, errlen, errno, "copy %s: %s",
-					  from, strerror(errno));
+				rc = errmsg_fail(err, errlen, errno,
+						 "copy %s: %s", from,
+						 strerror(errno));
 		}
 		if (in >= 0)
 			close(in);
@@ -554,16 +543,17 @@ int history_repair(const char *dir, int64_t *ret_jobs, char *ret_copy,
 	int64_t jobs;
 
 	if (!dir || dir[0] != '/')
-		return fail(err, errlen, EINVAL,
-			    "history: directory must be absolute");
+		return errmsg_fail(err, errlen, EINVAL,
+				   "history: directory must be absolute");
 	if (dir_entries(dir, &has_current) <= 0)
-		return fail(err, errlen, ENOENT, "%s: no database to repair",
-			    dir);
+		return errmsg_fail(err, errlen, ENOENT,
+				   "%s: no database to repair", dir);
 	snprintf(copy, sizeof(copy), "%s.damaged.%lld", dir,
 		 (long long)time(NULL));
 	if (copy_dir_files(dir, copy, sub, sizeof(sub)) < 0)
-		return fail(err, errlen, errno,
-			    "cannot keep a copy before repairing: %s", sub);
+		return errmsg_fail(err, errlen, errno,
+				   "cannot keep a copy before repairing: %s",
+				   sub);
 	/* First the gentle fix, then RocksDB's rebuild from the SST files. */
 	if (rewrite_current(dir) == 0) {
 		h = history_open(dir, HISTORY_READ_WRITE, sub, sizeof(sub));
@@ -574,23 +564,25 @@ int history_repair(const char *dir, int64_t *ret_jobs, char *ret_copy,
 	rocksdb_repair_db(o, dir, &rerr);
 	rocksdb_options_destroy(o);
 	if (rerr) {
-		fail(err, errlen, EIO, "repair of %s failed: %s (the damaged "
-				       "files are kept in %s)",
-		     dir, rerr, copy);
+		errmsg_fail(err, errlen, EIO,
+			    "repair of %s failed: %s (the damaged "
+			    "files are kept in %s)",
+			    dir, rerr, copy);
 		free(rerr);
 		return -1;
 	}
 	h = history_open_cfs(dir, HISTORY_READ_WRITE, true, sub, sizeof(sub));
 	if (!h)
-		return fail(err, errlen, EIO,
-			    "repaired %s but it still does not open: %s (the "
-			    "damaged files are kept in %s)",
-			    dir, sub, copy);
+		return errmsg_fail(
+		    err, errlen, EIO,
+		    "repaired %s but it still does not open: %s (the "
+		    "damaged files are kept in %s)",
+		    dir, sub, copy);
 opened:
 	jobs = history_count(h, sub, sizeof(sub));
 	history_close(h);
 	if (jobs < 0)
-		return fail(err, errlen, EIO, "%s", sub);
+		return errmsg_fail(err, errlen, EIO, "%s", sub);
 	*ret_jobs = jobs;
 	snprintf(ret_copy, copylen, "%s", copy);
 	return 0;
@@ -775,9 +767,10 @@ static cJSON *get_summary_phases(struct history *h, uint32_t job,
 	}
 	free(val);
 	if (!j)
-		fail(err, errlen, EIO, "history: job %u: stored record is "
-				       "damaged",
-		     job);
+		errmsg_fail(err, errlen, EIO,
+			    "history: job %u: stored record is "
+			    "damaged",
+			    job);
 	return j;
 }
 
@@ -801,12 +794,13 @@ static int queue_record(rocksdb_writebatch_t *b, struct history *h,
 	job = (uint32_t)jobfacts_num(facts, "job", 0);
 	phases = cJSON_GetObjectItemCaseSensitive(record, "phases");
 	if (phases && !cJSON_IsArray(phases))
-		return fail(err, errlen, EINVAL,
-			    "record %u: key 'phases': must be an array", job);
+		return errmsg_fail(err, errlen, EINVAL,
+				   "record %u: key 'phases': must be an array",
+				   job);
 	if (cJSON_GetArraySize(phases) > HISTORY_PHASES_MAX)
-		return fail(err, errlen, EINVAL,
-			    "record %u: more than %d phases", job,
-			    HISTORY_PHASES_MAX);
+		return errmsg_fail(err, errlen, EINVAL,
+				   "record %u: more than %d phases", job,
+				   HISTORY_PHASES_MAX);
 	old = get_summary(h, job, err, errlen);
 	if (!old && errno != ENOENT)
 		return -1;
@@ -824,11 +818,12 @@ static int queue_record(rocksdb_writebatch_t *b, struct history *h,
 	if (jobfacts_pack(j, facts) < 0)
 		goto nomem;
 	if (index_keys(b, h, job, facts, j->data, j->len, false) < 0)
-		return fail(err, errlen, EINVAL,
-			    "record %u: user or job name too long", job);
+		return errmsg_fail(err, errlen, EINVAL,
+				   "record %u: user or job name too long", job);
 	return 0;
 nomem:
-	return fail(err, errlen, ENOMEM, "record %u: out of memory", job);
+	return errmsg_fail(err, errlen, ENOMEM, "record %u: out of memory",
+			   job);
 }
 
 /* --- concurrent filers --------------------------------------------------------- */
@@ -944,20 +939,22 @@ int history_put_aux(struct history *h, const cJSON *const *records,
 	int rc = -1;
 
 	if (!h)
-		return fail(err, errlen, EINVAL, "history: not open");
+		return errmsg_fail(err, errlen, EINVAL, "history: not open");
 	if (h->read_only)
-		return fail(err, errlen, EROFS,
-			    "history is read-only (damaged database opened "
-			    "for reading only)");
+		return errmsg_fail(
+		    err, errlen, EROFS,
+		    "history is read-only (damaged database opened "
+		    "for reading only)");
 	if (n == 0 && naux == 0)
 		return 0;
 	if (naux && !h->cf[CF_PARTS])
-		return fail(err, errlen, EROFS, "history: no parts family");
+		return errmsg_fail(err, errlen, EROFS,
+				   "history: no parts family");
 	facts = calloc(n + 1, sizeof(*facts));
 	jobs = calloc(n + 1, sizeof(*jobs));
 	slot = slot_get(h);
 	if (!facts || !jobs || !slot) {
-		fail(err, errlen, ENOMEM, "history: out of memory");
+		errmsg_fail(err, errlen, ENOMEM, "history: out of memory");
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
@@ -1014,7 +1011,7 @@ char *history_aux_get(struct history *h, const char *key, size_t klen,
 	char *rerr = NULL, *val;
 
 	if (!h || !h->cf[CF_PARTS]) {
-		fail(err, errlen, ENOENT, "history: no parts family");
+		errmsg_fail(err, errlen, ENOENT, "history: no parts family");
 		return NULL;
 	}
 	val = rocksdb_get_cf(h->db, h->ro, h->cf[CF_PARTS], key, klen,
@@ -1036,7 +1033,7 @@ int history_aux_scan(struct history *h, const char *prefix, size_t plen,
 	int rc = 0;
 
 	if (!h || !fn)
-		return fail(err, errlen, EINVAL, "history: not open");
+		return errmsg_fail(err, errlen, EINVAL, "history: not open");
 	if (!h->cf[CF_PARTS])
 		return 0; /* an old history, read-only: no parts */
 	it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_PARTS]);
@@ -1070,15 +1067,15 @@ cJSON *history_get(struct history *h, uint32_t job, char *err, size_t errlen)
 	size_t vlen;
 
 	if (!h) {
-		fail(err, errlen, EINVAL, "history: not open");
+		errmsg_fail(err, errlen, EINVAL, "history: not open");
 		return NULL;
 	}
 	rec = get_summary_phases(h, job, &phases, &inline_phases, err,
 				 errlen);
 	if (!rec) {
 		if (errno == ENOENT)
-			fail(err, errlen, ENOENT, "job %u: not in the history",
-			     job);
+			errmsg_fail(err, errlen, ENOENT,
+				    "job %u: not in the history", job);
 		return NULL;
 	}
 	if (inline_phases)
@@ -1166,7 +1163,8 @@ static ssize_t find_jobs(struct history *h, const char *user, uint64_t since,
 
 	f = malloc((cap ? cap : 1) * sizeof(*f));
 	if (!f)
-		return fail(err, errlen, ENOMEM, "history: out of memory");
+		return errmsg_fail(err, errlen, ENOMEM,
+				   "history: out of memory");
 	if (!user) {
 		it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_TIMES]);
 		for (rocksdb_iter_seek_to_last(it);
@@ -1230,7 +1228,7 @@ cJSON *history_list(struct history *h, const char *user, double since,
 	ssize_t n;
 
 	if (!h) {
-		fail(err, errlen, EINVAL, "history: not open");
+		errmsg_fail(err, errlen, EINVAL, "history: not open");
 		return NULL;
 	}
 	if (limit > HISTORY_LIST_MAX)
@@ -1251,7 +1249,7 @@ cJSON *history_list(struct history *h, const char *user, double since,
 	}
 	free(f);
 	if (!arr)
-		fail(err, errlen, ENOMEM, "history: out of memory");
+		errmsg_fail(err, errlen, ENOMEM, "history: out of memory");
 	return arr;
 }
 
@@ -1267,14 +1265,14 @@ static cJSON *scan_facts(struct history *h, enum history_cf cf,
 	cJSON *arr;
 
 	if (!h) {
-		fail(err, errlen, EINVAL, "history: not open");
+		errmsg_fail(err, errlen, EINVAL, "history: not open");
 		return NULL;
 	}
 	if (max > HISTORY_RUNS_MAX)
 		max = HISTORY_RUNS_MAX;
 	arr = cJSON_CreateArray();
 	if (!arr) {
-		fail(err, errlen, ENOMEM, "history: out of memory");
+		errmsg_fail(err, errlen, ENOMEM, "history: out of memory");
 		return NULL;
 	}
 	it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[cf]);
@@ -1335,7 +1333,8 @@ cJSON *history_runs_by_app(struct history *h, const char *user,
 
 	if (!user || !job_name || key_str(&k, user) < 0 ||
 	    key_str(&k, job_name) < 0) {
-		fail(err, errlen, EINVAL, "history: user or job name too long");
+		errmsg_fail(err, errlen, EINVAL,
+			    "history: user or job name too long");
 		return NULL;
 	}
 	return scan_facts(h, CF_APPS, &k, -1, since, max, err, errlen);
@@ -1348,7 +1347,8 @@ cJSON *history_runs_by_dataset(struct history *h, const char *source,
 	struct key k = {0};
 
 	if (!source || key_str(&k, source) < 0) {
-		fail(err, errlen, EINVAL, "history: dataset path too long");
+		errmsg_fail(err, errlen, EINVAL,
+			    "history: dataset path too long");
 		return NULL;
 	}
 	return scan_facts(h, CF_DATASETS, &k, uid, since, max, err, errlen);
@@ -1361,7 +1361,7 @@ cJSON *history_runs_by_user(struct history *h, const char *user,
 	struct key k = {0};
 
 	if (!user || key_str(&k, user) < 0) {
-		fail(err, errlen, EINVAL, "history: user name too long");
+		errmsg_fail(err, errlen, EINVAL, "history: user name too long");
 		return NULL;
 	}
 	return scan_facts(h, CF_APPS, &k, -1, since, max, err, errlen);
@@ -1374,7 +1374,7 @@ int64_t history_count(struct history *h, char *err, size_t errlen)
 	int64_t n = 0;
 
 	if (!h)
-		return fail(err, errlen, EINVAL, "history: not open");
+		return errmsg_fail(err, errlen, EINVAL, "history: not open");
 	it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_TIMES]);
 	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it);
 	     rocksdb_iter_next(it))
@@ -1396,7 +1396,7 @@ int history_foreach(struct history *h,
 	int rc = 0;
 
 	if (!h || !fn)
-		return fail(err, errlen, EINVAL, "history: not open");
+		return errmsg_fail(err, errlen, EINVAL, "history: not open");
 	/* The times index holds every job once; the record is read by its id,
 	 * so old histories' separate phases come with it. */
 	it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[CF_TIMES]);
@@ -1417,8 +1417,9 @@ int history_foreach(struct history *h,
 		}
 		rc = fn(rec, arg);
 		if (rc < 0)
-			fail(err, errlen, errno ? errno : EIO,
-			     "history: stopped at job %u", get_be32(key + 8));
+			errmsg_fail(err, errlen, errno ? errno : EIO,
+				    "history: stopped at job %u",
+				    get_be32(key + 8));
 	}
 	if (rc == 0) {
 		rocksdb_iter_get_error(it, &rerr);
@@ -1465,9 +1466,9 @@ int history_expire(struct history *h, double cutoff, unsigned max,
 	int rc = 0;
 
 	if (!h)
-		return fail(err, errlen, EINVAL, "history: not open");
+		return errmsg_fail(err, errlen, EINVAL, "history: not open");
 	if (h->read_only)
-		return fail(err, errlen, EROFS, "history is read-only");
+		return errmsg_fail(err, errlen, EROFS, "history is read-only");
 	while (rc == 0 && deleted < max) {
 		rocksdb_iterator_t *it;
 		rocksdb_writebatch_t *b = rocksdb_writebatch_create();
@@ -1670,7 +1671,8 @@ int history_record_job(const cJSON *record, char *err, size_t errlen)
 	if (!h)
 		return -1;
 	if (h->read_only)
-		return fail(err, errlen, EROFS, "history read-only: %s", g_why);
+		return errmsg_fail(err, errlen, EROFS, "history read-only: %s",
+				   g_why);
 	if (history_put(h, record, HISTORY_PUT_SYNC, err, errlen) < 0)
 		return -1;
 	history_apply_retention();

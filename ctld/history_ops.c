@@ -43,21 +43,6 @@ static const char *printable(const char *s, char *buf, size_t len)
 	return buf;
 }
 
-static int get_job_id(const cJSON *req, uint32_t *ret, char *err,
-		      size_t errlen)
-{
-	uint32_t id;
-
-	if (proto_get_u32(req, "job", &id, err, errlen) < 0)
-		return -1;
-	if (id == 0) {
-		snprintf(err, errlen, "key 'job': must be > 0");
-		return -1;
-	}
-	*ret = id;
-	return 0;
-}
-
 /* The user name of UID, or of NAME (checked to exist): 0, or -1 + err. */
 static int user_name(uid_t uid, const char *name, char *ret, size_t len,
 		     uid_t *ret_uid, char *err, size_t errlen)
@@ -150,7 +135,7 @@ cJSON *hist_op_get(const struct hist_caller *c, const cJSON *req)
 
 	if ((reply = disabled_or(&h)))
 		return reply;
-	if (get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	rec = history_get(h, id, err, sizeof(err));
 	/* Another user's job answers like a missing one: its existence is

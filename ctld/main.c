@@ -10,9 +10,6 @@
  * (history.c) are one-shot commands run with the service stopped.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
@@ -22,10 +19,10 @@
 #include <string.h>
 #include <linux/close_range.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/conf.h"
+#include "common/daemonize.h"
 #include "common/log.h"
 #include "ctld/history.h"
 #include "ctld/import.h"
@@ -33,13 +30,6 @@
 #include "ctld/service.h"
 
 #define PIDFILE_NAME "iostagectld.pid"
-
-struct args {
-	const char *conf_path;
-	bool foreground;
-	bool check_config;
-	enum log_level level;
-};
 
 static struct conf conf;
 static volatile sig_atomic_t got_signal;
@@ -64,50 +54,23 @@ static void usage(FILE *f)
 		IOSTAGE_CONF_PATH);
 }
 
-static void parse_args(int argc, char **argv, struct args *a)
+static void parse_args(int argc, char **argv, struct daemonize_args *a)
 {
-	static const struct option longopts[] = {
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "check-config", no_argument, NULL, 'C' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
+	char err[128];
 
-	memset(a, 0, sizeof(*a));
-	a->conf_path = IOSTAGE_CONF_PATH;
-	a->level = LOG_LEVEL_INFO;
-	while ((opt = getopt_long(argc, argv, "fc:vhV", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'f':
-			a->foreground = true;
-			break;
-		case 'c':
-			a->conf_path = optarg;
-			break;
-		case 'v':
-			a->level = LOG_LEVEL_DEBUG;
-			break;
-		case 'C':
-			a->check_config = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("iostagectld %s\n", IOSTAGE_VERSION);
-			exit(0);
-		default:
-			usage(stderr);
-			exit(2);
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "iostagectld: unexpected argument '%s'\n",
-			argv[optind]);
+	switch (daemonize_parse_args(argc, argv, IOSTAGE_CONF_PATH, a, err,
+				     sizeof(err))) {
+	case DAEMONIZE_RUN:
+		return;
+	case DAEMONIZE_HELP:
+		usage(stdout);
+		exit(0);
+	case DAEMONIZE_VERSION:
+		printf("iostagectld %s\n", IOSTAGE_VERSION);
+		exit(0);
+	case DAEMONIZE_USAGE:
+		if (err[0])
+			fprintf(stderr, "iostagectld: %s\n", err);
 		usage(stderr);
 		exit(2);
 	}
@@ -136,157 +99,26 @@ static int check_service_conf(const struct conf *c, char *err, size_t errlen)
 	return 0;
 }
 
-static void on_signal(int sig)
+/* SocketPath's directory, "/" for a socket at the root. */
+static int socket_dir(const struct conf *c, char *dir, size_t dirlen)
 {
-	got_signal = sig;
-}
-
-/* SIGTERM/SIGINT are blocked (threads created later inherit that) and
- * only delivered while the main thread waits in sigsuspend(WAITMASK). */
-static void signals_setup(sigset_t *ret_waitmask)
-{
-	struct sigaction sa;
-	sigset_t block;
-
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_signal;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigemptyset(&block);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &block, ret_waitmask);
-	sigdelset(ret_waitmask, SIGTERM);
-	sigdelset(ret_waitmask, SIGINT);
-}
-
-/* Fork twice and setsid; the original process waits for one byte on a
- * pipe: 0 once the service listens (exit 0), EOF if it died first (exit 1,
- * the reason already on stderr). Returns in the service with the pipe's
- * write end in *ret_fd. */
-static int daemonize_begin(int *ret_fd)
-{
-	int fds[2];
-	pid_t pid;
-
-	if (pipe2(fds, O_CLOEXEC) < 0) {
-		log_error("pipe");
-		return -1;
-	}
-	pid = fork();
-	if (pid < 0) {
-		log_error("fork");
-		return -1;
-	}
-	if (pid > 0) {
-		char c = 1;
-		ssize_t n;
-
-		close(fds[1]);
-		do
-			n = read(fds[0], &c, 1);
-		while (n < 0 && errno == EINTR);
-		waitpid(pid, NULL, 0);
-		_exit(n == 1 && c == 0 ? 0 : 1);
-	}
-	close(fds[0]);
-	if (setsid() < 0) {
-		log_error("setsid");
-		_exit(1);
-	}
-	pid = fork();
-	if (pid < 0) {
-		log_error("fork");
-		_exit(1);
-	}
-	if (pid > 0)
-		_exit(0);
-	if (chdir("/") < 0) {
-		log_error("chdir /");
-		_exit(1);
-	}
-	*ret_fd = fds[1];
-	return 0;
-}
-
-/* Serving: leave the terminal, log to syslog, release the parent. */
-static void daemonize_ready(int fd, enum log_level level)
-{
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	char c = 0;
-
-	if (null >= 0) {
-		dup2(null, STDIN_FILENO);
-		dup2(null, STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
-		close(null);
-	}
-	log_init("iostagectld", true, level);
-	if (write(fd, &c, 1) != 1)
-		log_warning("cannot tell the parent we are ready");
-	close(fd);
-}
-
-/* The pid file sits beside iostaged's socket (SocketPath's directory,
- * /run/iostage): written whole under a temporary name, then renamed. */
-static int pidfile_write(const struct conf *c)
-{
-	char dir[CONF_SOCKET_MAX], tmp[sizeof(pid_path) + 8], buf[32];
 	char *slash;
-	int fd, n;
 
-	snprintf(dir, sizeof(dir), "%s", c->socket_path);
+	snprintf(dir, dirlen, "%s", c->socket_path);
 	slash = strrchr(dir, '/');
 	if (!slash)
 		return -1;
 	*slash = '\0';
-	if (mkdir(dir[0] ? dir : "/", 0755) < 0 && errno != EEXIST)
-		return -1;
-	snprintf(pid_path, sizeof(pid_path), "%s/%s", dir, PIDFILE_NAME);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", pid_path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		  0644);
-	if (fd < 0)
-		return -1;
-	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-	if (write(fd, buf, (size_t)n) != n || close(fd) < 0 ||
-	    rename(tmp, pid_path) < 0) {
-		unlink(tmp);
-		pid_path[0] = '\0';
-		return -1;
-	}
+	if (!dir[0])
+		snprintf(dir, dirlen, "/");
 	return 0;
-}
-
-/* Remove the pid file if it still names us. */
-static void pidfile_remove(void)
-{
-	char buf[32];
-	ssize_t n;
-	int fd;
-
-	if (!pid_path[0])
-		return;
-	fd = open(pid_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n > 0) {
-		buf[n] = '\0';
-		if (atoi(buf) == (int)getpid())
-			unlink(pid_path);
-	}
 }
 
 int main(int argc, char **argv)
 {
 	char err[CONF_ERR_MAX], conf_abs[PATH_MAX], dir[CONF_PATH_MAX + 16];
-	struct args args;
+	char dir_sock[CONF_SOCKET_MAX];
+	struct daemonize_args args;
 	sigset_t waitmask;
 	int ready_fd = -1;
 
@@ -317,9 +149,12 @@ int main(int argc, char **argv)
 	umask(022);
 
 	close_range(3, ~0U, args.foreground ? CLOSE_RANGE_CLOEXEC : 0);
-	if (!args.foreground && daemonize_begin(&ready_fd) < 0)
+	if (!args.foreground &&
+	    daemonize_begin(&ready_fd, err, sizeof(err)) < 0) {
+		log_errorx("%s", err);
 		return 1;
-	signals_setup(&waitmask);
+	}
+	daemonize_signals(&got_signal, &waitmask);
 	/* The port is claimed first: a second service stops at "address in
 	 * use" before it touches the first one's database. */
 	if (ctld_service_listen(&conf, err, sizeof(err)) < 0) {
@@ -346,15 +181,22 @@ int main(int argc, char **argv)
 		history_fini();
 		return 1;
 	}
-	if (pidfile_write(&conf) < 0)
+	/* The pid file sits beside iostaged's socket (SocketPath's
+	 * directory, /run/iostage). */
+	if (socket_dir(&conf, dir_sock, sizeof(dir_sock)) < 0 ||
+	    daemonize_pidfile_write(dir_sock, PIDFILE_NAME, pid_path,
+				    sizeof(pid_path)) < 0)
 		log_warning("cannot write the pid file beside %s",
 			    conf.socket_path);
 	log_info("iostagectld %s ready: pid %d, config %s, port %u, history "
 		 "%s",
 		 IOSTAGE_VERSION, (int)getpid(), conf_abs, ctld_service_port(),
 		 dir);
-	if (!args.foreground)
-		daemonize_ready(ready_fd, args.level);
+	if (!args.foreground) {
+		log_init("iostagectld", true, args.level);
+		if (daemonize_ready(ready_fd) < 0)
+			log_warning("cannot tell the parent we are ready");
+	}
 
 	while (!got_signal)
 		sigsuspend(&waitmask);
@@ -363,7 +205,7 @@ int main(int argc, char **argv)
 	partstore_stop();
 	if (ctld_service_stop())
 		history_fini();
-	pidfile_remove();
+	daemonize_pidfile_remove(pid_path);
 	log_info("stopped");
 	return 0;
 }

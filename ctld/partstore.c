@@ -10,12 +10,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/errmsg.h"
 #include "common/log.h"
 #include "common/outbox.h"
 #include "common/recmerge.h"
@@ -39,22 +39,6 @@ enum {
 static pthread_mutex_t job_locks[PARTS_LOCKS] = {
 	[0 ... PARTS_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER
 };
-
-static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	errno = e;
-	return -1;
-}
 
 static void put_be(char *p, uint64_t v, int bytes)
 {
@@ -112,7 +96,8 @@ static cJSON *get_json(struct history *h, const char *key, size_t klen,
 	free(val);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
-		fail(err, errlen, EIO, "parts: a stored value is damaged");
+		errmsg_fail(err, errlen, EIO,
+			    "parts: a stored value is damaged");
 		return NULL;
 	}
 	return o;
@@ -194,7 +179,7 @@ static cJSON *stored_parts(struct history *h, uint32_t job,
 	struct parts p = { cJSON_CreateArray(), skip, 0 };
 
 	if (!p.arr) {
-		fail(err, errlen, ENOMEM, "parts: out of memory");
+		errmsg_fail(err, errlen, ENOMEM, "parts: out of memory");
 		return NULL;
 	}
 	history_parts_prefix(job, prefix);
@@ -241,7 +226,7 @@ static cJSON *merge(uint32_t job, const cJSON *parts, const char *const *nodes,
 	cJSON *r;
 
 	if (!v) {
-		fail(err, errlen, ENOMEM, "parts: out of memory");
+		errmsg_fail(err, errlen, ENOMEM, "parts: out of memory");
 		return NULL;
 	}
 	cJSON_ArrayForEach(p, parts)
@@ -249,8 +234,10 @@ static cJSON *merge(uint32_t job, const cJSON *parts, const char *const *nodes,
 	r = recmerge_job(v, k, nodes, n);
 	free(v);
 	if (!r)
-		fail(err, errlen, errno, "job %" PRIu32 ": cannot merge its "
-		     "parts: %s", job, strerror(errno));
+		errmsg_fail(err, errlen, errno,
+			    "job %" PRIu32 ": cannot merge its "
+			    "parts: %s",
+			    job, strerror(errno));
 	return r;
 }
 
@@ -296,11 +283,12 @@ int partstore_file(struct history *h, const cJSON *entry, double now,
 	node = jobfacts_str(entry, "node", "");
 	n = node_list(nodes, &names);
 	if (!names)
-		return fail(err, errlen, ENOMEM, "parts: out of memory");
+		return errmsg_fail(err, errlen, ENOMEM, "parts: out of memory");
 	if (n < 2) {
 		free(names);
-		return fail(err, errlen, EINVAL, "key 'nodes': a multi-node "
-			    "job names 2 nodes or more");
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'nodes': a multi-node "
+				   "job names 2 nodes or more");
 	}
 	/* Checked now, so that no stored part can later stop its job's
 	 * record from being filed. */
@@ -313,8 +301,9 @@ int partstore_file(struct history *h, const cJSON *entry, double now,
 	cJSON_Delete(facts);
 	if (!cJSON_HasObjectItem(rec, "end")) {
 		free(names);
-		return fail(err, errlen, EINVAL, "key 'record': not a finished "
-			    "part (no 'end')");
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'record': not a finished "
+				   "part (no 'end')");
 	}
 	lock = &job_locks[job % PARTS_LOCKS];
 	pthread_mutex_lock(lock);
@@ -421,7 +410,7 @@ int partstore_file(struct history *h, const cJSON *entry, double now,
 	rc = 0;
 	goto out;
 nomem:
-	fail(err, errlen, ENOMEM, "parts: out of memory");
+	errmsg_fail(err, errlen, ENOMEM, "parts: out of memory");
 out:
 	pthread_mutex_unlock(lock);
 	if (rc == 0)
@@ -520,7 +509,8 @@ static int file_due(struct history *h, const struct due *d, double now,
 	parts = stored_parts(h, d->job, NULL, err, errlen);
 	if (!names || !parts) {
 		if (!names)
-			fail(err, errlen, ENOMEM, "parts: out of memory");
+			errmsg_fail(err, errlen, ENOMEM,
+				    "parts: out of memory");
 		goto out;
 	}
 	merged = merge(d->job, parts, names, n, err, errlen);
@@ -530,7 +520,7 @@ static int file_due(struct history *h, const struct due *d, double now,
 	cJSON_AddNumberToObject(meta, "filed_at", now);
 	mtext = print(meta);
 	if (!mtext) {
-		fail(err, errlen, ENOMEM, "parts: out of memory");
+		errmsg_fail(err, errlen, ENOMEM, "parts: out of memory");
 		goto out;
 	}
 	aux[naux++] = (struct history_aux){ HISTORY_AUX_PUT, mkey, sizeof(mkey),
@@ -695,8 +685,10 @@ int partstore_start(const struct conf *conf, char *err, size_t errlen)
 	stopping = false;
 	e = pthread_create(&due_thread, NULL, due_main, NULL);
 	if (e)
-		return fail(err, errlen, e, "parts: cannot start the deadline "
-			    "thread: %s", strerror(e));
+		return errmsg_fail(err, errlen, e,
+				   "parts: cannot start the deadline "
+				   "thread: %s",
+				   strerror(e));
 	started = true;
 	return 0;
 }

@@ -1,30 +1,24 @@
 /* service.c - iostagectld's listener and dispatch (see service.h).
  *
- * The shape is daemon/peer.c's: an accept thread polls the listening socket
- * and a stop pipe, and each accepted connection gets a detached thread that
- * reads one request within CTLD_READ_MS, answers it and closes. A thread
- * per connection keeps a slow client (or one that never sends) from
- * holding up others; CTLD_CONN_MAX bounds them, and a connection over the
- * bound gets a one-line refusal at once, so a node retries later rather
- * than queueing unseen.
+ * The server is common/peerserve's, as daemon/peer.c's: an accept thread
+ * and a detached thread per connection (at most CTLD_CONN_MAX; over the
+ * bound a one-line refusal at once, so a node retries later rather than
+ * queueing unseen). Here: reading one request within CTLD_READ_MS, the
+ * credential, the op and its answer.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/peernet.h"
+#include "common/peerserve.h"
 #include "common/proto.h"
 #include "ctld/authz.h"
 #include "ctld/file_batch.h"
@@ -39,13 +33,7 @@ static const struct conf *svc_conf;
 static int listen_fd = -1;
 static unsigned listen_port;
 static char listen_addr[CONF_HOST_MAX];
-static int stop_pipe[2] = { -1, -1 };
-static pthread_t accept_thread;
-static bool running;
-
-static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t conn_cond = PTHREAD_COND_INITIALIZER;
-static unsigned nconn;
+static struct peerserve server;
 
 static const char *printable(const char *s, char *buf, size_t len)
 {
@@ -123,22 +111,6 @@ cJSON *ctld_service_dispatch(const struct conf *conf,
 				 printable(op, shown, sizeof(shown)));
 }
 
-static void reply_and_close(int fd, cJSON *reply)
-{
-	if (!reply)
-		reply = proto_reply_error("out of memory");
-	if (reply && peernet_send(fd, reply, CTLD_SEND_MS) < 0 &&
-	    errno == EMSGSIZE) {
-		cJSON_Delete(reply);
-		reply = proto_reply_error("reply longer than %d bytes",
-					  PEERNET_LINE_MAX);
-		if (reply)
-			peernet_send(fd, reply, CTLD_SEND_MS);
-	}
-	cJSON_Delete(reply);
-	close(fd);
-}
-
 /* A refusal before any op: the client's ctl_request() makes it -1. */
 static cJSON *refused(const char *why)
 {
@@ -195,10 +167,9 @@ static void work_leave(struct work_gate *g)
 	pthread_mutex_unlock(&g->lock);
 }
 
-/* One connection: one request, one reply. */
-static void *conn_thread(void *arg)
+/* One connection's request (peerserve_fn): its reply. */
+static cJSON *serve_request(int fd, void *arg)
 {
-	int fd = (int)(intptr_t)arg;
 	char err[CONF_ERR_MAX], shown[72];
 	struct peernet_peer peer;
 	struct ctld_caller c;
@@ -208,6 +179,7 @@ static void *conn_thread(void *arg)
 	struct work_gate *gate = NULL;
 	char *line;
 
+	(void)arg;
 	/* The line is read by every connection's thread at once (a slow
 	 * sender holds only its own); decoding it (munged) and the op take
 	 * one of a few places (work_enter): with 1,000 nodes sending at
@@ -260,77 +232,12 @@ static void *conn_thread(void *arg)
 	 * read its reply holds only its own thread */
 	if (gate)
 		work_leave(gate);
-	reply_and_close(fd, reply);
-	pthread_mutex_lock(&conn_lock);
-	nconn--;
-	pthread_cond_broadcast(&conn_cond);
-	pthread_mutex_unlock(&conn_lock);
-	return NULL;
+	return reply;
 }
 
-static void accept_one(void)
+static void server_warn(const char *line)
 {
-	struct timeval tv = { .tv_sec = CTLD_SEND_MS / 1000 };
-	pthread_attr_t attr;
-	pthread_t t;
-	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC), r;
-
-	if (fd < 0) {
-		if (errno == EMFILE || errno == ENFILE) {
-			struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-			log_warning("accept");
-			nanosleep(&ts, NULL);
-		}
-		return;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	pthread_mutex_lock(&conn_lock);
-	if (nconn >= CTLD_CONN_MAX) {
-		pthread_mutex_unlock(&conn_lock);
-		log_warningx("connection refused: %d already served",
-			     CTLD_CONN_MAX);
-		reply_and_close(fd, proto_reply_error("iostagectld busy: %d "
-						      "connections served, "
-						      "retry later",
-						      CTLD_CONN_MAX));
-		return;
-	}
-	nconn++;
-	pthread_mutex_unlock(&conn_lock);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, CTLD_STACK_SIZE);
-	r = pthread_create(&t, &attr, conn_thread, (void *)(intptr_t)fd);
-	pthread_attr_destroy(&attr);
-	if (r != 0) {
-		log_warningx("cannot start a connection thread: %s",
-			     strerror(r));
-		pthread_mutex_lock(&conn_lock);
-		nconn--;
-		pthread_mutex_unlock(&conn_lock);
-		reply_and_close(fd, proto_reply_error("iostagectld out of "
-						      "resources, retry later"));
-	}
-}
-
-static void *accept_loop(void *arg)
-{
-	struct pollfd pfd[2] = { { .fd = listen_fd, .events = POLLIN },
-				 { .fd = stop_pipe[0], .events = POLLIN } };
-
-	(void)arg;
-	for (;;) {
-		int n = poll(pfd, 2, -1);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || pfd[1].revents)
-			break;
-		if (pfd[0].revents)
-			accept_one();
-	}
-	return NULL;
+	log_warningx("%s", line);
 }
 
 int ctld_service_listen(const struct conf *conf, char *err, size_t errlen)
@@ -361,40 +268,26 @@ int ctld_service_listen(const struct conf *conf, char *err, size_t errlen)
 
 int ctld_service_start(char *err, size_t errlen)
 {
-	sigset_t all, old;
-	int r;
-
-	if (listen_fd < 0) {
-		snprintf(err, errlen, "not listening");
+	server = (struct peerserve){
+		.conn_max = CTLD_CONN_MAX,
+		.stack_size = CTLD_STACK_SIZE,
+		.send_ms = CTLD_SEND_MS,
+		.busy_fmt = "iostagectld busy: %u connections served, retry "
+			    "later",
+		.nothread_error = "iostagectld out of resources, retry later",
+		.serve = serve_request,
+		.warn = server_warn,
+	};
+	/* The server owns the socket from here, on failure too. */
+	if (peerserve_start(&server, listen_fd, err, errlen) < 0) {
+		listen_fd = -1;
 		return -1;
 	}
-	if (pipe2(stop_pipe, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		goto fail;
-	}
-	/* Signals stay with the main thread. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	r = pthread_create(&accept_thread, NULL, accept_loop, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r != 0) {
-		snprintf(err, errlen, "cannot start the listener thread: %s",
-			 strerror(r));
-		goto fail;
-	}
-	running = true;
+	listen_fd = -1;
 	log_info("serving on %s port %u (MUNGE%s%s)", listen_addr, listen_port,
 		 svc_conf->admin_group[0] ? ", AdminGroup " : "",
 		 svc_conf->admin_group);
 	return 0;
-fail:
-	for (int i = 0; i < 2; i++)
-		if (stop_pipe[i] >= 0)
-			close(stop_pipe[i]);
-	stop_pipe[0] = stop_pipe[1] = -1;
-	close(listen_fd);
-	listen_fd = -1;
-	return -1;
 }
 
 unsigned ctld_service_port(void)
@@ -404,31 +297,9 @@ unsigned ctld_service_port(void)
 
 bool ctld_service_stop(void)
 {
-	bool gone;
-
-	struct timespec deadline;
-
-	if (running) {
-		if (write(stop_pipe[1], "x", 1) < 0)
-			log_warning("cannot stop the listener");
-		pthread_join(accept_thread, NULL);
-		running = false;
-	}
+	/* Listening but never started. */
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;
-	for (int i = 0; i < 2; i++)
-		if (stop_pipe[i] >= 0)
-			close(stop_pipe[i]);
-	stop_pipe[0] = stop_pipe[1] = -1;
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += CTLD_STOP_WAIT_S;
-	pthread_mutex_lock(&conn_lock);
-	while (nconn > 0)
-		if (pthread_cond_timedwait(&conn_cond, &conn_lock, &deadline) ==
-		    ETIMEDOUT)
-			break;
-	gone = nconn == 0;
-	pthread_mutex_unlock(&conn_lock);
-	return gone;
+	return peerserve_stop(&server, CTLD_STOP_WAIT_S);
 }

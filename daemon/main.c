@@ -10,9 +10,6 @@
  * exec exactly itself through an fd opened at start.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -21,17 +18,16 @@
 #include <string.h>
 #include <linux/close_range.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/conf.h"
 #include "common/ctlclient.h"
+#include "common/daemonize.h"
 #include "common/log.h"
 #include "daemon/cache.h"
 #include "daemon/drain.h"
 #include "daemon/drain_worker.h"
 #include "daemon/forward.h"
-#include "daemon/fsutil.h"
 #include "ctld/history.h"
 #include "daemon/jobs.h"
 #include "daemon/journal.h"
@@ -49,15 +45,9 @@
 #define SHUTDOWN_JOBS_S 15    /* for staging threads to clean up */
 #define SHUTDOWN_CLIENTS_S 5  /* for connection threads to end */
 
-struct args {
-	const char *conf_path;
-	bool foreground;
-	bool check_config;
-	enum log_level level;
-};
-
 static struct conf conf;
 static volatile sig_atomic_t got_signal;
+static char pid_path[CONF_SOCKET_MAX + 32];
 
 static void usage(FILE *f)
 {
@@ -74,191 +64,32 @@ static void usage(FILE *f)
 		IOSTAGE_CONF_PATH);
 }
 
-static void parse_args(int argc, char **argv, struct args *a)
+static void parse_args(int argc, char **argv, struct daemonize_args *a)
 {
-	static const struct option longopts[] = {
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "check-config", no_argument, NULL, 'C' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
+	char err[128];
 
-	memset(a, 0, sizeof(*a));
-	a->conf_path = IOSTAGE_CONF_PATH;
-	a->level = LOG_LEVEL_INFO;
-	while ((opt = getopt_long(argc, argv, "fc:vhV", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'f':
-			a->foreground = true;
-			break;
-		case 'c':
-			a->conf_path = optarg;
-			break;
-		case 'v':
-			a->level = LOG_LEVEL_DEBUG;
-			break;
-		case 'C':
-			a->check_config = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("iostaged %s\n", IOSTAGE_VERSION);
-			exit(0);
-		default:
-			usage(stderr);
-			exit(2);
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "iostaged: unexpected argument '%s'\n",
-			argv[optind]);
+	switch (daemonize_parse_args(argc, argv, IOSTAGE_CONF_PATH, a, err,
+				     sizeof(err))) {
+	case DAEMONIZE_RUN:
+		return;
+	case DAEMONIZE_HELP:
+		usage(stdout);
+		exit(0);
+	case DAEMONIZE_VERSION:
+		printf("iostaged %s\n", IOSTAGE_VERSION);
+		exit(0);
+	case DAEMONIZE_USAGE:
+		if (err[0])
+			fprintf(stderr, "iostaged: %s\n", err);
 		usage(stderr);
 		exit(2);
-	}
-}
-
-static void on_signal(int sig)
-{
-	got_signal = sig;
-}
-
-/* SIGTERM/SIGINT set a flag and are blocked everywhere except while the
- * main thread waits in ppoll() with *RET_WAITMASK, so every thread created
- * later inherits the block and no signal is ever missed or lands in a
- * worker thread. SIGPIPE and SIGHUP are ignored. */
-static void signals_setup(sigset_t *ret_waitmask)
-{
-	struct sigaction sa;
-	sigset_t block;
-
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_signal;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigemptyset(&block);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &block, ret_waitmask);
-	sigdelset(ret_waitmask, SIGTERM);
-	sigdelset(ret_waitmask, SIGINT);
-}
-
-/* Fork twice and setsid. The original process stays behind, reading one
- * byte from a pipe: 0 once the daemon is serving (it exits 0), EOF if the
- * daemon died first (it exits 1; the reason is already on stderr, which
- * the daemon keeps until it is ready). Returns in the daemon with the
- * pipe's write end in *ret_fd. */
-static int daemonize_begin(int *ret_fd)
-{
-	int fds[2];
-	pid_t pid;
-
-	if (pipe2(fds, O_CLOEXEC) < 0) {
-		log_error("pipe");
-		return -1;
-	}
-	pid = fork();
-	if (pid < 0) {
-		log_error("fork");
-		return -1;
-	}
-	if (pid > 0) {
-		char c = 1;
-		ssize_t n;
-
-		close(fds[1]);
-		do
-			n = read(fds[0], &c, 1);
-		while (n < 0 && errno == EINTR);
-		waitpid(pid, NULL, 0);
-		_exit(n == 1 && c == 0 ? 0 : 1);
-	}
-	close(fds[0]);
-	if (setsid() < 0) {
-		log_error("setsid");
-		_exit(1);
-	}
-	pid = fork();
-	if (pid < 0) {
-		log_error("fork");
-		_exit(1);
-	}
-	if (pid > 0)
-		_exit(0);
-	if (chdir("/") < 0) {
-		log_error("chdir /");
-		_exit(1);
-	}
-	*ret_fd = fds[1];
-	return 0;
-}
-
-/* Serving: leave the terminal, log to syslog, release the parent. */
-static void daemonize_ready(int fd, enum log_level level)
-{
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	char c = 0;
-
-	if (null >= 0) {
-		dup2(null, STDIN_FILENO);
-		dup2(null, STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
-		close(null);
-	}
-	log_init("iostaged", true, level);
-	if (write(fd, &c, 1) != 1)
-		log_warning("cannot tell the parent we are ready");
-	close(fd);
-}
-
-static int pidfile_write(void)
-{
-	char buf[32];
-	int dfd, r;
-
-	dfd = open(server_dir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -1;
-	snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-	r = fsutil_write_atomic(dfd, PIDFILE_NAME, buf, strlen(buf), 0644);
-	close(dfd);
-	return r;
-}
-
-/* Remove the pid file if it still names us. */
-static void pidfile_remove(void)
-{
-	char path[CONF_SOCKET_MAX + 32], buf[32];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", server_dir(), PIDFILE_NAME);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n > 0) {
-		buf[n] = '\0';
-		if (atoi(buf) == (int)getpid())
-			unlink(path);
 	}
 }
 
 int main(int argc, char **argv)
 {
 	char err[CONF_ERR_MAX], conf_abs[PATH_MAX];
-	struct args args;
+	struct daemonize_args args;
 	sigset_t waitmask;
 	int ready_fd = -1, rc = 1;
 	bool clients_gone = true;
@@ -300,9 +131,12 @@ int main(int argc, char **argv)
 	/* Nothing inherited reaches the workers; a daemon keeps nothing of
 	 * its caller's. */
 	close_range(3, ~0U, args.foreground ? CLOSE_RANGE_CLOEXEC : 0);
-	if (!args.foreground && daemonize_begin(&ready_fd) < 0)
+	if (!args.foreground &&
+	    daemonize_begin(&ready_fd, err, sizeof(err)) < 0) {
+		log_errorx("%s", err);
 		return 1;
-	signals_setup(&waitmask);
+	}
+	daemonize_signals(&got_signal, &waitmask);
 	stage_init(&conf);
 	/* The socket is claimed before the job state is loaded: a second
 	 * daemon must stop at "already running" before it touches the
@@ -331,13 +165,17 @@ int main(int argc, char **argv)
 		history_init(&conf); /* never fatal: staging goes on */
 	metrics_init(&conf); /* logs its own failures; never fatal */
 	peer_init(&conf);    /* node to node; never fatal either */
-	if (pidfile_write() < 0)
+	if (daemonize_pidfile_write(server_dir(), PIDFILE_NAME, pid_path,
+				    sizeof(pid_path)) < 0)
 		log_warning("cannot write %s/%s", server_dir(), PIDFILE_NAME);
 	log_info("iostaged %s ready: pid %d, config %s, socket %s, %zu tier%s",
 		 IOSTAGE_VERSION, (int)getpid(), conf_abs, conf.socket_path,
 		 conf.ntiers, conf.ntiers == 1 ? "" : "s");
-	if (!args.foreground)
-		daemonize_ready(ready_fd, args.level);
+	if (!args.foreground) {
+		log_init("iostaged", true, args.level);
+		if (daemonize_ready(ready_fd) < 0)
+			log_warning("cannot tell the parent we are ready");
+	}
 
 	rc = server_run(&got_signal, &waitmask) < 0 ? 1 : 0;
 	if (got_signal)
@@ -350,7 +188,7 @@ int main(int argc, char **argv)
 	drain_shutdown(); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);
 	telemetry_fini(); /* after the clients: they may hold records */
-	pidfile_remove();
+	daemonize_pidfile_remove(pid_path);
 out:
 	server_close();
 	/* A client thread still running could touch the table. */

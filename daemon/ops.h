@@ -35,9 +35,6 @@ struct op {
 /* A family of ops: a table ended by { NULL, NULL, false }. */
 typedef const struct op op_table[];
 
-/* The request's "job" (> 0) into *RET. 0, or -1 with err. */
-int ops_get_job_id(const cJSON *req, uint32_t *ret, char *err, size_t errlen);
-
 /* S made safe for one log line or message (control bytes become '?'). */
 const char *ops_printable(const char *s, char *buf, size_t len);
 

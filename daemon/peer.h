@@ -7,9 +7,10 @@
  * which checks them with SO_PEERCRED and asks its peers as root). A
  * refused request gets one log line and a one-line error reply.
  *
- * The listener is one thread; each accepted connection gets a short-lived
- * thread (at most PEER_CONN_MAX at once) that reads one request within
- * PEER_READ_MS, answers it and ends. The ops are daemon/peer_ops.c's.
+ * The listener is common/peerserve.h's: one thread; each accepted
+ * connection gets a short-lived thread (at most PEER_CONN_MAX at once)
+ * that reads one request within PEER_READ_MS, answers it and ends. The
+ * ops are daemon/peer_ops.c's.
  */
 #ifndef IOSTAGE_DAEMON_PEER_H
 #define IOSTAGE_DAEMON_PEER_H

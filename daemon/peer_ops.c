@@ -49,7 +49,7 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 	cJSON *r;
 
 	(void)p;
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	r = proto_reply_ok();
 	if (!r)
@@ -87,7 +87,7 @@ static cJSON *op_telemetry_part(const struct peernet_peer *p,
 	cJSON *rec, *r;
 
 	(void)p;
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	rec = telemetry_record(id, 0, err, sizeof(err));
 	if (!rec)
@@ -108,7 +108,7 @@ static cJSON *op_part_put(const struct peernet_peer *p, const cJSON *req)
 	const char *node;
 	uint32_t id;
 
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0 ||
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    proto_get_string(req, "node", &node, err, sizeof(err)) < 0 ||
 	    parts_put(id, node, rec, err, sizeof(err)) < 0) {
 		char shown[CONF_ERR_MAX];
@@ -129,7 +129,7 @@ static cJSON *op_peer_history_get(const struct peernet_peer *p,
 	cJSON *rec, *r;
 
 	(void)p;
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	h = history_db(err, sizeof(err));
 	if (!h)

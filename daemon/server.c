@@ -111,21 +111,6 @@ static cJSON *reply_view(const struct job_view *v)
 	return r;
 }
 
-int ops_get_job_id(const cJSON *req, uint32_t *ret, char *err,
-		      size_t errlen)
-{
-	uint32_t id;
-
-	if (proto_get_u32(req, "job", &id, err, errlen) < 0)
-		return -1;
-	if (id == 0) {
-		snprintf(err, errlen, "key 'job': must be > 0");
-		return -1;
-	}
-	*ret = id;
-	return 0;
-}
-
 /* The job ID for client C: root, or the job's owner. NULL with err. */
 static struct job *job_for(const struct peer *c, uint32_t id, char *err,
 			   size_t errlen)
@@ -306,7 +291,7 @@ static cJSON *op_stage(const struct peer *c, const cJSON *req)
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0 ||
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    request_nodes(req, nodes, &nnodes, err, sizeof(err)) < 0 ||
 	    proto_get_u32(req, "uid", &uid, err, sizeof(err)) < 0 ||
 	    proto_get_u32(req, "gid", &gid, err, sizeof(err)) < 0 ||
@@ -399,7 +384,7 @@ static cJSON *op_wait(const struct peer *c, const cJSON *req)
 	uint32_t id, timeout = server_conf->stage_timeout;
 	time_t t0;
 
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		goto fail;
 	if (cJSON_GetObjectItemCaseSensitive(req, "timeout") &&
 	    proto_get_u32(req, "timeout", &timeout, err, sizeof(err)) < 0)
@@ -443,7 +428,7 @@ static cJSON *op_abort(const struct peer *c, const cJSON *req)
 	struct job *job;
 	uint32_t id;
 
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		goto fail;
 	if (reason && !cJSON_IsString(reason)) {
 		snprintf(err, sizeof(err), "key 'reason': must be a string");
@@ -474,7 +459,7 @@ static cJSON *op_job_env(const struct peer *c, const cJSON *req)
 	uint32_t id;
 	size_t i;
 
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	job = job_for(c, id, err, sizeof(err));
 	if (!job)
@@ -536,7 +521,7 @@ static cJSON *op_finish(const struct peer *c, const cJSON *req)
 	uint32_t id;
 
 	(void)c;
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	/* drain.c: outputs go to the PFS (or aside, up to DrainTimeout)
 	 * before jobs_finish removes the job's directories. */

@@ -95,7 +95,7 @@ static cJSON *op_task_register(const struct peer *c, const cJSON *req)
 	uint32_t id;
 
 	(void)c;
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0 ||
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    get_task(req, &t, err, sizeof(err)) < 0 ||
 	    opt_int(req, "pid", INT32_MAX, &pid, err, sizeof(err)) < 0 ||
 	    opt_int(req, "parent", INT32_MAX, &parent, err, sizeof(err)) < 0)
@@ -116,7 +116,7 @@ static cJSON *op_task_exit(const struct peer *c, const cJSON *req)
 	uint32_t id;
 
 	(void)c;
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0 ||
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    opt_int(req, "pid", INT32_MAX, &pid, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	if (telemetry_task_exit(id, (pid_t)pid, err, sizeof(err)) < 0)
@@ -134,7 +134,7 @@ static cJSON *op_phase(const struct peer *c, const cJSON *req)
 	int64_t pid = -1;
 	uint32_t id;
 
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0 ||
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    proto_get_string(req, "name", &name, err, sizeof(err)) < 0 ||
 	    proto_get_string(req, "event", &event, err, sizeof(err)) < 0 ||
 	    get_task(req, &t, err, sizeof(err)) < 0 ||
@@ -174,7 +174,7 @@ static cJSON *op_shim_report(const struct peer *c, const cJSON *req)
 	int64_t pid = -1;
 	uint32_t id;
 
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0 ||
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    telrec_report_check(req, err, sizeof(err)) < 0 ||
 	    opt_int(req, "pid", INT32_MAX, &pid, err, sizeof(err)) < 0)
 		return proto_reply_error("shim_report refused: %s", err);
@@ -213,7 +213,7 @@ static cJSON *op_telemetry(const struct peer *c, const cJSON *req)
 	cJSON *rec, *r;
 	uint32_t id;
 
-	if (ops_get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	rec = telemetry_record(id, c->uid, err, sizeof(err));
 	if (!rec)

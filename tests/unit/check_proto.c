@@ -198,6 +198,28 @@ START_TEST(test_field_helpers)
 }
 END_TEST
 
+START_TEST(test_job_id)
+{
+	cJSON *ok = cJSON_Parse("{\"job\":42}");
+	cJSON *zero = cJSON_Parse("{\"job\":0}");
+	cJSON *none = cJSON_Parse("{}");
+	char err[128];
+	uint32_t v = 7;
+
+	ck_assert_int_eq(proto_get_job_id(ok, &v, err, sizeof(err)), 0);
+	ck_assert_uint_eq(v, 42);
+	v = 7;
+	ck_assert_int_eq(proto_get_job_id(zero, &v, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "key 'job': must be > 0");
+	ck_assert_uint_eq(v, 7);
+	ck_assert_int_eq(proto_get_job_id(none, &v, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "key 'job'"));
+	cJSON_Delete(ok);
+	cJSON_Delete(zero);
+	cJSON_Delete(none);
+}
+END_TEST
+
 START_TEST(test_call_unreachable_socket_says_so)
 {
 	char err[256] = "";
@@ -234,6 +256,7 @@ static Suite *proto_suite(void)
 			    sizeof(requests) / sizeof(requests[0]));
 	tcase_add_test(tc, test_send_then_read_round_trip);
 	tcase_add_test(tc, test_field_helpers);
+	tcase_add_test(tc, test_job_id);
 	tcase_add_test(tc, test_call_unreachable_socket_says_so);
 	suite_add_tcase(s, tc);
 	return s;

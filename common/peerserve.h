@@ -1,0 +1,70 @@
+/* peerserve.h - a bounded TCP server for common/peernet requests.
+ *
+ * iostaged's node-to-node channel (daemon/peer.c) and iostagectld
+ * (ctld/service.c) serve the same way: an accept thread polls the
+ * listening socket and a stop pipe, and each connection gets a detached
+ * thread that reads one request, answers it and closes. A thread per
+ * connection keeps a slow client (or one that never sends) from holding
+ * up the others; conn_max bounds them, and a connection over the bound
+ * gets a one-line refusal at once, so the client retries later rather
+ * than queueing unseen. What a connection's thread does with its request
+ * is the caller's (the serve callback); sending the reply, closing and
+ * the count are here. Library code: nothing here logs; what the caller
+ * may want to log goes to its warn callback as one line.
+ */
+#ifndef IOSTAGE_PEERSERVE_H
+#define IOSTAGE_PEERSERVE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cJSON.h>
+
+/* Read and answer the request on FD (a connected socket; do not close
+ * it): returns the reply (sent and deleted by the caller's thread; NULL
+ * sends "out of memory"). Runs in the connection's own thread. */
+typedef cJSON *(*peerserve_fn)(int fd, void *arg);
+
+/* A line worth a warning ("connection refused: 64 already served"). */
+typedef void (*peerserve_warn_fn)(const char *line);
+
+struct peerserve {
+	/* Set by the caller before peerserve_start(). */
+	unsigned conn_max;      /* connections served at once */
+	size_t stack_size;      /* of a connection's thread; 0: default */
+	int send_ms;            /* deadline for sending a reply */
+	const char *busy_fmt;   /* error reply over the bound; one %u */
+	const char *nothread_error; /* when no thread could be started */
+	peerserve_fn serve;
+	void *arg;
+	peerserve_warn_fn warn; /* may be NULL */
+
+	/* Private. */
+	int listen_fd;
+	int stop_pipe[2];
+	pthread_t accept_thread;
+	bool running;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned nconn;
+};
+
+/* Start serving LISTEN_FD (from peernet_listen; the server owns it from
+ * here, on failure too) in an accept thread that blocks every signal.
+ * 0, or -1 with err. */
+int peerserve_start(struct peerserve *s, int listen_fd, char *err,
+		    size_t errlen);
+
+/* Send REPLY on FD within SEND_MS (a reply over PEERNET_LINE_MAX is
+ * replaced by an error saying so; NULL by "out of memory"), delete it and
+ * close FD. */
+void peerserve_reply_and_close(int fd, cJSON *reply, int send_ms);
+
+/* Stop accepting, close the listening socket, and wait up to WAIT_S
+ * seconds for the connections being served to end. Returns true when
+ * none is left (their callbacks no longer run). Safe on a server never
+ * started. */
+bool peerserve_stop(struct peerserve *s, int wait_s);
+
+#endif /* IOSTAGE_PEERSERVE_H */
