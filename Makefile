@@ -193,6 +193,20 @@ bench:
 	@$(MAKE) --no-print-directory bench-history
 	@$(MAKE) --no-print-directory bench-telemetry
 
+# What staging saves over a simulated remote PFS (bench/pfs-bench.sh, issue
+# 14): as root; BENCH_SCALE=0.1 for a quick run; results in bench/results/
+# pfs-LATEST.{json,txt}. `make check-pfs` only brings the PFS up, checks its
+# RTT and cap (bench/pfs.sh selftest, ~15 s) and tears it down.
+.PHONY: bench-pfs check-pfs
+bench-pfs:
+	@bench/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) bench/pfs-bench.sh
+
+check-pfs:
+	@bench/install-deps.sh
+	@BUILD=$(BUILD) bench/pfs-check.sh
+
 # The job history at 1,000,000 jobs: ingest rate, query p99, size on disk
 # (bench/history.c; BENCH_HISTORY_ARGS="-n 100000" for a quick run).
 BENCH_HISTORY := $(BUILD)/bench/history

@@ -12,7 +12,7 @@ bench_helper() {
 	local src="$BENCH_SRC/$1.c" bin="$BUILD/bench/iostage-$1"
 	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
 		mkdir -p "$BUILD/bench"
-		${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -o "$bin" "$src" >&2 || return 1
+		${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -pthread -o "$bin" "$src" >&2 || return 1
 	fi
 	echo "$bin"
 }

@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -1138,9 +1139,27 @@ static int open_top(struct copyengine *ce, struct ce_item *it)
 	return 0;
 }
 
+unsigned copyengine_default_threads(long ftype)
+{
+	switch ((unsigned long)ftype & 0xffffffffUL) {
+	case 0x6969:     /* NFS */
+	case 0x0bd00bd0: /* Lustre */
+	case 0x47504653: /* GPFS */
+	case 0x19830326: /* BeeGFS */
+	case 0xff534d42: /* CIFS */
+	case 0xfe534d42: /* SMB2 */
+	case 0x00c36400: /* CephFS */
+	case 0x65735546: /* FUSE (GlusterFS, sshfs, ...) */
+		return COPYENGINE_THREADS_REMOTE;
+	default:
+		return COPYENGINE_THREADS_DEFAULT;
+	}
+}
+
 static struct copyengine *ce_new(const char *src,
 				 const struct copyengine_opts *opts)
 {
+	struct statfs sfs;
 	struct copyengine *ce = calloc(1, sizeof(*ce));
 	size_t len;
 
@@ -1148,8 +1167,11 @@ static struct copyengine *ce_new(const char *src,
 		return NULL;
 	if (opts)
 		ce->o = *opts;
-	ce->nthreads = ce->o.threads ? ce->o.threads
-				     : COPYENGINE_THREADS_DEFAULT;
+	/* The source is opened safely later; statfs here only picks a
+	 * default, and a failure just keeps the local one. */
+	ce->nthreads = ce->o.threads		 ? ce->o.threads
+		       : statfs(src, &sfs) == 0 ? copyengine_default_threads((long)sfs.f_type)
+						 : COPYENGINE_THREADS_DEFAULT;
 	if (ce->nthreads > COPYENGINE_THREADS_MAX)
 		ce->nthreads = COPYENGINE_THREADS_MAX;
 	ce->locals = calloc(ce->nthreads, sizeof(*ce->locals));

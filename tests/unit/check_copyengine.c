@@ -295,6 +295,20 @@ static bool dst_empty(void)
 
 /* --- faithful copies ---------------------------------------------------------- */
 
+/* A network source gets more threads (its opens are round trips); a local
+ * one keeps the default measured on a local disk. */
+START_TEST(test_default_threads_by_fs)
+{
+	ck_assert_uint_eq(copyengine_default_threads(0x65735546), COPYENGINE_THREADS_REMOTE);
+	ck_assert_uint_eq(copyengine_default_threads(0x6969), COPYENGINE_THREADS_REMOTE);
+	ck_assert_uint_eq(copyengine_default_threads(0x0bd00bd0), COPYENGINE_THREADS_REMOTE);
+	ck_assert_uint_eq(copyengine_default_threads((long)0xff534d42), COPYENGINE_THREADS_REMOTE);
+	ck_assert_uint_eq(copyengine_default_threads(0xef53), COPYENGINE_THREADS_DEFAULT);
+	ck_assert_uint_eq(copyengine_default_threads(0x58465342), COPYENGINE_THREADS_DEFAULT);
+	ck_assert_uint_eq(copyengine_default_threads(0x01021994), COPYENGINE_THREADS_DEFAULT);
+}
+END_TEST
+
 START_TEST(test_tree_copied_faithfully)
 {
 	struct run r;
@@ -1173,6 +1187,7 @@ static Suite *copyengine_suite(void)
 	tcase_add_test(tc, test_check_hard_links);
 	tcase_add_test(tc, test_previous_hard_linked);
 	tcase_add_test(tc, test_previous_single_file);
+	tcase_add_test(tc, test_default_threads_by_fs);
 	suite_add_tcase(s, tc);
 	return s;
 }

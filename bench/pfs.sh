@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# pfs.sh - a simulated remote parallel file system on this one machine.
+#
+#   bench/pfs.sh up      bring it up (idempotent refusal if already up)
+#   bench/pfs.sh down    tear everything down (safe to run any time)
+#   bench/pfs.sh status  print the state; exit 0 when up and mounted
+#   bench/pfs.sh cold    make the next read cold: remount the client, drop
+#                        the page cache (the brick is tmpfs: nothing to drop)
+#   bench/pfs.sh rtt MS  change the added round-trip delay of a running PFS
+#   bench/pfs.sh selftest  measure the RTT and the bandwidth over the link
+#
+# A GlusterFS volume (one brick on a tmpfs) is served by glusterd in its own
+# network namespace, on a private /24 that exists only between the host and
+# that namespace (a veth pair). The host mounts it with the FUSE client, read
+# caches off. The link is capped with tc tbf on both veth ends; the delay is
+# added by bench/pktdelay.c, which holds every packet the server sends for
+# the whole RTT (NFQUEUE; this kernel has no netem). See bench/README.md,
+# "The remote PFS", for what this models and what it does not.
+#
+# Environment: PFS_DIR (/var/tmp/iostage-pfs; the mount is PFS_DIR/mnt),
+# PFS_RTT_MS (1), PFS_RATE (1gbit, tc syntax), PFS_NET (10.214.14: the /24),
+# PFS_QUEUE (NFQUEUE number, 1414), PFS_NAME (iostage-pfs: namespace,
+# volume and iptables comment). Must run as root.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+
+: "${PFS_DIR:=/var/tmp/iostage-pfs}"
+: "${PFS_RTT_MS:=1}"
+: "${PFS_RATE:=1gbit}"
+: "${PFS_NET:=10.214.14}"
+: "${PFS_QUEUE:=1414}"
+: "${PFS_NAME:=iostage-pfs}"
+
+NS=$PFS_NAME
+VOL=$PFS_NAME
+VH=${PFS_NAME:0:8}-h # host end of the veth (names <= 15 chars)
+VN=${PFS_NAME:0:8}-n # namespace end
+HOST_IP=$PFS_NET.1
+SRV_IP=$PFS_NET.2
+MNT=$PFS_DIR/mnt
+BRICK=$PFS_DIR/brick
+STATE=$PFS_DIR/state
+GD=$PFS_DIR/glusterd # glusterd's private working directory
+COMMENT="$PFS_NAME"
+
+die() { echo "pfs: $*" >&2; exit 1; }
+say() { echo "pfs: $*" >&2; }
+in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (network namespace, mount, iptables)"
+case "$PFS_DIR" in /*) ;; *) die "PFS_DIR must be absolute, got '$PFS_DIR'" ;; esac
+awk -v r="$PFS_RTT_MS" 'BEGIN { exit !(r + 0 >= 0 && r + 0 <= 1000) }' ||
+	die "PFS_RTT_MS must be 0..1000, got '$PFS_RTT_MS'"
+
+delay_bin() {
+	local src="$here/pktdelay.c" bin="$BUILD/bench/iostage-pktdelay"
+	if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
+		mkdir -p "$BUILD/bench"
+		${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -o "$bin" "$src" \
+			$(pkg-config --cflags --libs libnetfilter_queue) >&2 ||
+			die "cannot build $src (libnetfilter-queue-dev missing? run bench/install-deps.sh)"
+	fi
+	echo "$bin"
+}
+
+state_get() { [ -f "$STATE" ] && sed -n "s/^$1=//p" "$STATE" | tail -1; }
+state_set() { mkdir -p "$PFS_DIR" && echo "$1=$2" >>"$STATE"; }
+
+# kill_pid PID: TERM, wait up to 5 s, then KILL; only a live pid we recorded.
+kill_pid() {
+	local pid=$1 i
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+	kill "$pid" 2>/dev/null
+	for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+	kill -9 "$pid" 2>/dev/null
+}
+
+start_delay() {
+	local us bin pid
+	us=$(awk -v r="$1" 'BEGIN { printf "%d", r * 1000 + 0.5 }')
+	bin=$(delay_bin) || exit 1
+	kill_pid "$(state_get delay_pid)"
+	if [ "$us" -gt 0 ]; then
+		# nsenter itself (not the in_ns function, a subshell) so that $!
+		# is the delay program's pid: nsenter execs it.
+		nsenter --net="/run/netns/$NS" "$bin" -q "$PFS_QUEUE" -d "$us" </dev/null >>"$PFS_DIR/pktdelay.log" 2>&1 &
+		pid=$!
+		sleep 0.2
+		kill -0 "$pid" 2>/dev/null || die "the delay program died at start (see $PFS_DIR/pktdelay.log)"
+		state_set delay_pid "$pid"
+		in_ns iptables -C OUTPUT -o "$VN" -m comment --comment "$COMMENT" -j NFQUEUE --queue-num "$PFS_QUEUE" 2>/dev/null ||
+			in_ns iptables -A OUTPUT -o "$VN" -m comment --comment "$COMMENT" -j NFQUEUE --queue-num "$PFS_QUEUE" ||
+			die "cannot add the NFQUEUE rule"
+	else
+		del_rules
+		state_set delay_pid ""
+	fi
+	state_set rtt_ms "$1"
+}
+
+# del_rules: only our own iptables rules, found by their comment.
+del_rules() {
+	[ -e "/run/netns/$NS" ] || return 0
+	local rule
+	in_ns iptables -S OUTPUT 2>/dev/null | grep -F -- "--comment $COMMENT " | sed 's/^-A /-D /' |
+		while read -r rule; do
+			# shellcheck disable=SC2086
+			in_ns iptables $rule
+		done
+}
+
+mount_client() {
+	mkdir -p "$MNT"
+	# The kernel's attribute/entry caches keep their defaults (1 s):
+	# `pfs.sh cold` remounts, which empties them and the FUSE page cache.
+	mount -t glusterfs -o log-file="$PFS_DIR/client.log" \
+		"$SRV_IP:/$VOL" "$MNT" || return 1
+}
+
+do_down() {
+	local pid f
+	if mountpoint -q "$MNT" 2>/dev/null; then
+		umount "$MNT" 2>/dev/null || umount -l "$MNT"
+	fi
+	kill_pid "$(state_get delay_pid)"
+	del_rules
+	if [ -n "$(state_get glusterd_pid)" ] && kill -0 "$(state_get glusterd_pid)" 2>/dev/null; then
+		# The brick processes are glusterd's children: stop the volume so
+		# glusterd stops them, then kill what still runs by its pid file.
+		timeout 20 gluster --mode=script --glusterd-sock="$GD/glusterd.socket" volume stop "$VOL" force >/dev/null 2>&1
+	fi
+	for f in "$GD"/vols/"$VOL"/run/*.pid "$GD"/run/*.pid; do
+		[ -f "$f" ] && kill_pid "$(cat "$f" 2>/dev/null)"
+	done
+	kill_pid "$(state_get glusterd_pid)"
+	ip link del "$VH" 2>/dev/null
+	[ -e "/run/netns/$NS" ] && ip netns del "$NS"
+	if mountpoint -q "$BRICK" 2>/dev/null; then umount "$BRICK" || umount -l "$BRICK"; fi
+	rm -f "$STATE"
+	rm -rf "$GD"
+	return 0
+}
+
+do_up() {
+	[ -f "$STATE" ] && die "already up (state in $STATE); run 'bench/pfs.sh down' first"
+	command -v glusterd >/dev/null && command -v iptables >/dev/null ||
+		die "glusterfs-server/iptables missing: run bench/install-deps.sh"
+	ip -4 route get "$SRV_IP" 2>/dev/null | grep -q " via " ||
+		die "$PFS_NET.0/24 is already routed on this host; set PFS_NET to a free /24"
+	mkdir -p "$PFS_DIR" "$BRICK" "$GD" "$MNT"
+	: >"$STATE"
+	trap 'say "bring-up failed: tearing down"; do_down' EXIT
+
+	# The network: a namespace and a veth pair, the /24 only between them.
+	ip netns add "$NS" || die "cannot create network namespace $NS"
+	ip link add "$VH" type veth peer name "$VN" || die "cannot create veth $VH"
+	ip link set "$VN" netns "$NS"
+	ip addr add "$HOST_IP/24" dev "$VH"
+	ip link set "$VH" up
+	in_ns ip addr add "$SRV_IP/24" dev "$VN"
+	in_ns ip link set "$VN" up
+	in_ns ip link set lo up
+	# cubic, not the host's bbr: bbr's pacing collapses when the delay
+	# program holds its packets (TCP small queues count them as queued),
+	# e.g. 2 MB/s at +5 ms instead of the cap.
+	ip route replace "$PFS_NET.0/24" dev "$VH" congctl cubic
+	in_ns ip route replace "$PFS_NET.0/24" dev "$VN" congctl cubic
+	# The cap on both ends; the burst is one jiffy's worth at 1 Gbit.
+	tc qdisc add dev "$VH" root tbf rate "$PFS_RATE" burst 512kb latency 100ms || die "tc tbf failed on $VH"
+	in_ns tc qdisc add dev "$VN" root tbf rate "$PFS_RATE" burst 512kb latency 100ms || die "tc tbf failed on $VN"
+
+	# The server: glusterd with a private working directory and socket,
+	# started in the namespace's network only (nsenter --net: a private
+	# mount table would pin the client's FUSE mount).
+	mount -t tmpfs -o size=80% tmpfs "$BRICK" || die "cannot mount the brick tmpfs"
+	sed -e "s|option working-directory .*|option working-directory $GD|" \
+		-e "s|option transport.socket.listen-port .*|&\n    option transport.socket.bind-address $SRV_IP\n    option glusterd-sockfile $GD/glusterd.socket|" \
+		/etc/glusterfs/glusterd.vol >"$PFS_DIR/glusterd.vol"
+	in_ns glusterd -f "$PFS_DIR/glusterd.vol" -p "$PFS_DIR/glusterd.pid" \
+		-l "$PFS_DIR/glusterd.log" --xlator-option "*.glusterd-sockfile=$GD/glusterd.socket" ||
+		die "glusterd did not start (see $PFS_DIR/glusterd.log)"
+	local i
+	for i in $(seq 100); do [ -s "$PFS_DIR/glusterd.pid" ] && [ -S "$GD/glusterd.socket" ] && break; sleep 0.1; done
+	state_set glusterd_pid "$(cat "$PFS_DIR/glusterd.pid")"
+	local g=(gluster --mode=script --glusterd-sock="$GD/glusterd.socket")
+	for i in $(seq 50); do timeout 5 "${g[@]}" volume list >/dev/null 2>&1 && break; sleep 0.2; done
+	timeout 30 "${g[@]}" volume create "$VOL" "$SRV_IP:$BRICK/b" force >/dev/null ||
+		die "gluster volume create failed (see $PFS_DIR/glusterd.log)"
+	# Data caches and open-behind off on the client side of the volume
+	# graph. The metadata cache (md-cache, stat-prefetch), readdir-ahead,
+	# read-ahead and write-behind stay, as a Lustre client has them: with
+	# them off every stat of a copy paid several round trips (~30 ms per
+	# file at +1 ms). Every cold run remounts, so nothing carries over.
+	local o
+	for o in performance.io-cache performance.quick-read performance.open-behind \
+		performance.nl-cache nfs.disable; do
+		v=off; [ "$o" = nfs.disable ] && v=on
+		timeout 30 "${g[@]}" volume set "$VOL" "$o" "$v" >/dev/null 2>&1
+	done
+	timeout 30 "${g[@]}" volume start "$VOL" >/dev/null || die "gluster volume start failed"
+
+	start_delay "$PFS_RTT_MS"
+	state_set rate "$PFS_RATE"
+	for i in $(seq 30); do mount_client && break; sleep 0.5; done
+	mountpoint -q "$MNT" || die "cannot mount $SRV_IP:/$VOL on $MNT (see $PFS_DIR/client.log)"
+	chmod 1777 "$MNT"
+	trap - EXIT
+	say "up: $MNT (GlusterFS from namespace $NS at $SRV_IP, +$PFS_RTT_MS ms RTT, $PFS_RATE)"
+}
+
+do_cold() {
+	mountpoint -q "$MNT" || die "not mounted: $MNT"
+	sync
+	umount "$MNT" || die "cannot unmount $MNT (busy?)"
+	echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || say "cannot drop the page cache here"
+	mount_client || die "cannot remount $MNT"
+}
+
+do_status() {
+	if [ ! -f "$STATE" ]; then echo "down"; return 1; fi
+	echo "dir=$PFS_DIR mnt=$MNT rtt_ms=$(state_get rtt_ms) rate=$(state_get rate) glusterd=$(state_get glusterd_pid) delay=$(state_get delay_pid)"
+	mountpoint -q "$MNT" && echo mounted || { echo "not mounted"; return 1; }
+}
+
+# selftest: the RTT of a small request (bench/rttprobe.c: median of 20 TCP
+# connects to the brick port, one round trip each) and a dd of 256 MiB read over the link.
+do_selftest() {
+	mountpoint -q "$MNT" || die "not up"
+	local rtt mb t0 t1 port
+	port=$(ss -Htn state established dst "$SRV_IP" 2>/dev/null | awk '{print $4}' | sed 's/.*://' | sort -n | tail -1)
+	rtt=$("$(bench_helper rttprobe)" "$SRV_IP" "${port:-24007}" 20) || die "cannot reach $SRV_IP"
+	mb=${PFS_SELFTEST_MB:-256}
+	dd if=/dev/urandom of="$MNT/.selftest" bs=1M count="$mb" status=none
+	do_cold
+	t0=$(bench_now)
+	dd if="$MNT/.selftest" of=/dev/null bs=1M status=none
+	t1=$(bench_now)
+	rm -f "$MNT/.selftest"
+	awk -v r="$rtt" -v t="$(bench_sub "$t1" "$t0")" -v mb="$mb" 'BEGIN {
+		printf "rtt_ms=%s read_MBps=%.1f\n", r, mb * 1.048576 / t }'
+}
+
+case "${1:-}" in
+up) do_up ;;
+down) do_down; say "down" ;;
+status) do_status ;;
+cold) do_cold ;;
+rtt)
+	[ -f "$STATE" ] || die "not up"
+	PFS_RTT_MS=${2:?rtt needs milliseconds}
+	awk -v r="$PFS_RTT_MS" 'BEGIN { exit !(r + 0 >= 0 && r + 0 <= 1000) }' || die "bad RTT '$PFS_RTT_MS'"
+	start_delay "$PFS_RTT_MS"
+	;;
+selftest) do_selftest ;;
+*) echo "usage: $0 up|down|status|cold|rtt MS|selftest" >&2; exit 2 ;;
+esac
