@@ -170,7 +170,8 @@ int main(int argc, char **argv)
 	const char *dir = "/var/tmp/iostage-bench-history";
 	char err[1024], cmd[4200];
 	struct recommend_tier tiers[1] = {{"nvme", 800ULL << 30}};
-	struct recommend_ctx ctx = {tiers, 1, 0, 3};
+	struct recommend_ctx ctx = {
+		.tiers = tiers, .ntiers = 1, .default_tier = 0, .min_jobs = 3};
 	double t0 = (double)time(NULL), t, ingest_s, ingest_cpu, sync_s, *lat;
 	struct history *h;
 	unsigned long long bytes;
