@@ -100,11 +100,6 @@ fi
 # shellcheck source=tests/cluster/lib.sh
 . "$CL_DIR/lib.sh"
 
-list_tests() {
-  grep -oE '^[[:space:]]*(function[[:space:]]+)?test_[A-Za-z0-9_]+[[:space:]]*(\(\))?[[:space:]]*\{?' "$1" |
-    sed -E 's/^[[:space:]]*(function[[:space:]]+)?//; s/[[:space:]({].*$//' | awk '!seen[$0]++'
-}
-
 # Put the cluster back between tests: no jobs, every compute node up with
 # its slurmd and iostaged, idle.
 between_tests() {
@@ -142,50 +137,10 @@ between_tests() {
   done
 }
 
-run_one() {
-  local file=$1 name=$2 log rc reason t0
-  log="$CLUSTER_DIR/tests/$name.log"
-  t0=$SECONDS
-  export TEST_NAME=$name TEST_WORKDIR="$CLUSTER_DIR/tests/$name"
-  mkdir -p "$TEST_WORKDIR"
-  chmod 1777 "$TEST_WORKDIR"
-  timeout -k 10 "$IT_TIMEOUT" bash -c '
-    . "$CLUSTER_DIR/env.sh" || exit 99
-    . "$CL_DIR/lib.sh" || exit 99
-    . "$1" || exit 98
-    cd "$TEST_WORKDIR" || exit 97
-    "$2"
-  ' run-test "$file" "$name" >"$log" 2>&1 </dev/null &
-  test_pid=$!
-  wait "$test_pid"
-  rc=$?
-  test_pid=
-  if [ "$rc" -eq 0 ]; then
-    passed=$((passed + 1))
-    echo "PASS $name ($((SECONDS - t0)) s)"
-    [ "${IT_VERBOSE:-0}" = 1 ] && sed 's/^/    /' "$log"
-  else
-    failed=$((failed + 1))
-    case $rc in
-      124 | 137) reason="timed out after ${IT_TIMEOUT}s" ;;
-      *) reason=$(grep -E '^FAIL: ' "$log" | tail -n1 | sed 's/^FAIL: //') ;;
-    esac
-    [ -n "$reason" ] || reason="exit code $rc"
-    echo "FAIL $name: $reason"
-    echo "    --- output ($log):"
-    if [ "${IT_VERBOSE:-0}" = 1 ]; then sed 's/^/    /' "$log"; else tail -n 30 "$log" | sed 's/^/    /'; fi
-  fi
-  between_tests
-}
-
-for f in "${files[@]}"; do
-  for t in $(list_tests "$f"); do
-    if [ -n "${IT_FILTER:-}" ] && ! [[ "$t" =~ $IT_FILTER ]]; then
-      continue
-    fi
-    run_one "$f" "$t"
-  done
-done
+# shellcheck source=tests/integration/runner.sh
+. "$IT_DIR/runner.sh"
+RUNNER_SOURCES="$CLUSTER_DIR/env.sh:$CL_DIR/lib.sh"
+run_files "${files[@]}"
 
 cleanup
 trap - EXIT

@@ -1,0 +1,65 @@
+# shellcheck shell=bash
+# The test loop shared by tests/integration/run.sh (one node) and
+# tests/cluster/run.sh (several nodes): find the test_* functions of each
+# file, run each in its own bash with a timeout, count and report them.
+#
+# The caller sets before run_files: CLUSTER_DIR, IT_TIMEOUT, passed=0,
+# failed=0, test_pid= (its cleanup kills a test still running) and
+# RUNNER_SOURCES (files every test sources first, colon-separated), and
+# defines between_tests (puts its cluster back).
+
+# test function names of a file, in file order
+list_tests() {
+  grep -oE '^[[:space:]]*(function[[:space:]]+)?test_[A-Za-z0-9_]+[[:space:]]*(\(\))?[[:space:]]*\{?' "$1" |
+    sed -E 's/^[[:space:]]*(function[[:space:]]+)?//; s/[[:space:]({].*$//' | awk '!seen[$0]++'
+}
+
+run_one() {
+  local file=$1 name=$2 log rc reason t0
+  log="$CLUSTER_DIR/tests/$name.log"
+  t0=$SECONDS
+  export TEST_NAME=$name TEST_WORKDIR="$CLUSTER_DIR/tests/$name"
+  mkdir -p "$TEST_WORKDIR"
+  chmod 1777 "$TEST_WORKDIR"
+  RUNNER_SOURCES=$RUNNER_SOURCES timeout -k 10 "$IT_TIMEOUT" bash -c '
+    IFS=: read -r -a srcs <<<"$RUNNER_SOURCES"
+    for s in "${srcs[@]}"; do . "$s" || exit 99; done
+    . "$1" || exit 98
+    cd "$TEST_WORKDIR" || exit 97
+    "$2"
+  ' run-test "$file" "$name" >"$log" 2>&1 </dev/null &
+  test_pid=$!
+  wait "$test_pid"
+  rc=$?
+  test_pid=
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1))
+    echo "PASS $name ($((SECONDS - t0)) s)"
+    [ "${IT_VERBOSE:-0}" = 1 ] && sed 's/^/    /' "$log"
+  else
+    failed=$((failed + 1))
+    case $rc in
+      124 | 137) reason="timed out after ${IT_TIMEOUT}s" ;;
+      *) reason=$(grep -E '^FAIL: ' "$log" | tail -n1 | sed 's/^FAIL: //') ;;
+    esac
+    [ -n "$reason" ] || reason="exit code $rc"
+    echo "FAIL $name: $reason"
+    echo "    --- output ($log):"
+    if [ "${IT_VERBOSE:-0}" = 1 ]; then sed 's/^/    /' "$log"; else tail -n 30 "$log" | sed 's/^/    /'; fi
+  fi
+  between_tests
+}
+
+# run_files FILE...: every test of every file (IT_FILTER: only names
+# matching that extended regex).
+run_files() {
+  local f t
+  for f in "$@"; do
+    for t in $(list_tests "$f"); do
+      if [ -n "${IT_FILTER:-}" ] && ! [[ "$t" =~ $IT_FILTER ]]; then
+        continue
+      fi
+      run_one "$f" "$t"
+    done
+  done
+}
