@@ -54,7 +54,7 @@ DAEMON_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard daemon/*.c))
 # empty (docs/ARCHITECTURE.md).
 CTLD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard ctld/*.c))
 HISTORY_LIB_OBJ := $(BUILD)/ctld/history.o $(BUILD)/ctld/jobfacts.o \
-                   $(BUILD)/ctld/jsonbuf.o $(BUILD)/ctld/recommend.o \
+                   $(BUILD)/ctld/recommend.o \
                    $(BUILD)/ctld/history_ops.o
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
 
@@ -127,7 +127,6 @@ $(BUILD)/tests/check_nodelist: tests/unit/check_nodelist.c $(BUILD)/prolog/nodel
 # The history's unit tests link the ctld modules they test; the service's
 # (check_ctld) links all of ctld/ but its main().
 HISTORY_TEST_OBJ := $(BUILD)/ctld/history.o $(BUILD)/ctld/jobfacts.o \
-                    $(BUILD)/ctld/jsonbuf.o \
                     $(BUILD)/ctld/recommend.o
 $(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: $(BUILD)/tests/check_%: \
     tests/unit/check_%.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)

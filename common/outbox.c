@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/errmsg.h"
+#include "common/jsonbuf.h"
 #include "common/outbox.h"
 #include "common/smallfile.h"
 
@@ -301,7 +302,7 @@ int outbox_put(struct outbox *ob, const cJSON *entry, char *err,
 	job_of(entry, &job);
 	snprintf(name, sizeof(name), "%" PRIu32 ".%s.json", job,
 		 str_of(entry, "node"));
-	text = cJSON_PrintUnformatted(entry);
+	text = jsonbuf_dup(entry);
 	if (!text)
 		return errmsg_fail(err, errlen, ENOMEM, "outbox %s/%s: out of "
 				   "memory", ob->dir, name);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/jsonbuf.h"
 #include "common/mauth.h"
 #include "common/peernet.h"
 #include "common/proto.h"
@@ -228,7 +229,7 @@ static int send_text(int fd, char *text, long long deadline)
 
 int peernet_send(int fd, const cJSON *msg, int timeout_ms)
 {
-	char *text = cJSON_PrintUnformatted(msg);
+	char *text = jsonbuf_dup(msg);
 	int r;
 
 	if (!text) {
@@ -306,8 +307,7 @@ fail:
 char *peernet_request_line(const char *munge_socket, const cJSON *req,
 			   char *err, size_t errlen)
 {
-	char *text = cJSON_PrintUnformatted(req), *cred, *line;
-	cJSON *env;
+	char *text = jsonbuf_dup(req), *cred, *line;
 
 	if (!text) {
 		snprintf(err, errlen, "out of memory");
@@ -317,18 +317,13 @@ char *peernet_request_line(const char *munge_socket, const cJSON *req,
 	free(text);
 	if (!cred)
 		return NULL;
-	env = cJSON_CreateObject();
-	if (!env || !cJSON_AddStringToObject(env, "cred", cred)) {
-		cJSON_Delete(env);
-		free(cred);
+	/* A credential is "MUNGE:" and base64 text ending in ':': nothing in
+	 * it needs escaping in a JSON string. */
+	if (asprintf(&line, "{\"cred\":\"%s\"}", cred) < 0) {
+		line = NULL;
 		snprintf(err, errlen, "out of memory");
-		return NULL;
 	}
 	free(cred);
-	line = cJSON_PrintUnformatted(env);
-	cJSON_Delete(env);
-	if (!line)
-		snprintf(err, errlen, "out of memory");
 	return line;
 }
 

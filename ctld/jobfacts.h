@@ -28,7 +28,7 @@
 
 #include <cJSON.h>
 
-#include "ctld/jsonbuf.h"
+#include "common/jsonbuf.h"
 
 /* Darshan's ten request-size buckets, in order, as in the record. */
 #define JOBFACTS_NBUCKETS 10

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctld/jsonbuf.h"
+#include "common/jsonbuf.h"
 
 #define JSONBUF_DEPTH_MAX 64 /* deeper trees are refused, not recursed */
 
@@ -255,6 +255,20 @@ int jsonbuf_print(struct jsonbuf *b, const cJSON *item, const char *skip)
 		return -1;
 	b->data[b->len] = '\0';
 	return 0;
+}
+
+char *jsonbuf_dup(const cJSON *item)
+{
+	struct jsonbuf b = { 0 };
+	char *s;
+
+	if (jsonbuf_print(&b, item, NULL) < 0) {
+		jsonbuf_fini(&b);
+		return NULL;
+	}
+	/* the buffer grows by doubling: give back what the text does not use */
+	s = realloc(b.data, b.len + 1);
+	return s ? s : b.data;
 }
 
 /* --- the packed form ---------------------------------------------------------- *
