@@ -13,7 +13,8 @@
  * connections are open on the service all the time). They file JOBS jobs
  * (ids FIRST_JOB + 1 ...), records of bench/recgen.h's realistic size;
  * with -m 1 (the default) one job in ten is a 3-node job whose three parts
- * come as three filings from three node names (the service merges them). BATCH 1 is the contract's
+ * come as three filings from three node names, in three requests (the
+ * service merges them). BATCH 1 is the contract's
  * `file` op, one record per credential; BATCH > 1 is `file_batch`, BATCH
  * filings under one credential. Every credential is encoded here, by the
  * generator, when its request is sent (on a cluster the nodes' own munged
@@ -115,14 +116,21 @@ static unsigned total_filings(void)
 	return groups * GROUP_FILINGS + rest;
 }
 
-/* Filing I: its job (1-based, before FIRST_JOB) and part. */
+/* Filing I: its job (1-based, before FIRST_JOB) and part. Filings come
+ * in groups of GROUP_JOBS - 1 one-node jobs and NODE_PARTS part slots;
+ * part P of a multi-node job comes P x PART_SPREAD groups after its first
+ * part (wrapping round at the end), so that, as on a cluster where every
+ * node sends its own part, a job's parts arrive in different requests a
+ * little apart, never together in one batch. */
+#define PART_SPREAD 16 /* groups: 192 filings, more than a batch */
 static void filing_job(unsigned i, unsigned *ret_job, unsigned *ret_part,
 		       unsigned *ret_parts)
 {
 	unsigned g = i / GROUP_FILINGS, k = i % GROUP_FILINGS;
+	unsigned groups = opt_jobs / GROUP_JOBS;
 
-	if (!opt_multi) {
-		*ret_job = i + 1;
+	if (!opt_multi || g >= groups) { /* the rest after the last group */
+		*ret_job = opt_multi ? groups * GROUP_JOBS + k + 1 : i + 1;
 		*ret_part = 0;
 		*ret_parts = 1;
 	} else if (k < GROUP_JOBS - 1) {
@@ -130,8 +138,12 @@ static void filing_job(unsigned i, unsigned *ret_job, unsigned *ret_part,
 		*ret_part = 0;
 		*ret_parts = 1;
 	} else {
-		*ret_job = g * GROUP_JOBS + GROUP_JOBS;
-		*ret_part = k - (GROUP_JOBS - 1);
+		unsigned p = k - (GROUP_JOBS - 1);
+		unsigned back = (p * PART_SPREAD) % groups;
+
+		*ret_job = ((g + groups - back) % groups) * GROUP_JOBS +
+			   GROUP_JOBS;
+		*ret_part = p;
 		*ret_parts = NODE_PARTS;
 	}
 }
