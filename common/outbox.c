@@ -463,6 +463,7 @@ cJSON *outbox_read(struct outbox *ob, struct outbox_item *it, char *err,
 		return NULL;
 	}
 	it->ino = st.st_ino;
+	it->bytes = (size_t)st.st_size;
 	e = cJSON_Parse(text);
 	free(text);
 	if (!e) {

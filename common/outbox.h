@@ -56,6 +56,7 @@ struct outbox_item {
 	char node[CONF_NODE_MAX];
 	struct timespec mtime;  /* when it was written (list order) */
 	ino_t ino;              /* the file listed/read: outbox_remove's check */
+	size_t bytes;           /* its size when read (outbox_read) */
 };
 
 /* Open the outbox directory DIR (absolute), creating it (0700) and DIR/bad

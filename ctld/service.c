@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -195,6 +196,14 @@ static cJSON *serve_request(int fd, void *arg)
 		snprintf(err, sizeof(err), "%s", peernet_read_error(errno));
 	} else {
 		gate = work_enter(strlen(line));
+		/* Filings are throughput work that can wait a little; a
+		 * query is somebody's sbatch waiting for advice. Under a
+		 * backlog of filings, lowering their priority keeps a
+		 * query's latency what it is on an idle service (the
+		 * thread is this connection's alone and ends with it). */
+		if (gate == &gate_file)
+			setpriority(PRIO_PROCESS, (id_t)gettid(),
+				    CTLD_FILE_NICE);
 		req = peernet_decode_request(line, munge_socket(), &name,
 					     &peer.uid, &peer.gid, &st, err,
 					     sizeof(err));
