@@ -332,16 +332,24 @@ fail:
 char *peernet_request_line(const char *munge_socket, const cJSON *req,
 			   char *err, size_t errlen)
 {
-	char *text = jsonbuf_dup(req), *cred, *line = NULL;
-	char digest[DIGEST_TEXT_LEN + 1];
-	size_t len;
-	int r;
+	char *text = jsonbuf_dup(req), *line;
 
 	if (!text) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	len = strlen(text);
+	line = peernet_request_line_text(munge_socket, text, strlen(text), err,
+					 errlen);
+	free(text);
+	return line;
+}
+
+char *peernet_request_line_text(const char *munge_socket, const char *text,
+				size_t len, char *err, size_t errlen)
+{
+	char digest[DIGEST_TEXT_LEN + 1], *cred, *line = NULL;
+	int r;
+
 	if (len <= PEERNET_INLINE_MAX) {
 		cred = mauth_encode(munge_socket, text, len, err, errlen);
 	} else if (body_digest(text, len, digest) < 0) {
@@ -351,23 +359,20 @@ char *peernet_request_line(const char *munge_socket, const cJSON *req,
 		cred = mauth_encode(munge_socket, digest, DIGEST_TEXT_LEN, err,
 				    errlen);
 	}
-	if (!cred) {
-		free(text);
+	if (!cred)
 		return NULL;
-	}
 	/* A credential is "MUNGE:" and base64 text ending in ':': nothing in
 	 * it needs escaping in a JSON string. */
 	if (len <= PEERNET_INLINE_MAX)
 		r = asprintf(&line, "{\"cred\":\"%s\"}", cred);
 	else
-		r = asprintf(&line, "{\"cred\":\"%s" BODY_KEY "%s}", cred,
-			     text);
+		r = asprintf(&line, "{\"cred\":\"%s" BODY_KEY "%.*s}", cred,
+			     (int)len, text);
 	if (r < 0) {
 		line = NULL;
 		snprintf(err, errlen, "out of memory");
 	}
 	free(cred);
-	free(text);
 	return line;
 }
 

@@ -109,4 +109,9 @@ const char *peernet_read_error(int errnum);
 char *peernet_request_line(const char *munge_socket, const cJSON *req,
 			   char *err, size_t errlen);
 
+/* The same for a request already printed: TEXT (LEN bytes of one JSON
+ * object; a bench prints its requests without building trees). */
+char *peernet_request_line_text(const char *munge_socket, const char *text,
+				size_t len, char *err, size_t errlen);
+
 #endif /* IOSTAGE_PEERNET_H */

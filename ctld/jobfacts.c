@@ -390,17 +390,15 @@ static int name_ok(const char *s, size_t min)
 	return n >= min && n < JOBFACTS_NAME_MAX;
 }
 
-cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen)
+int jobfacts_check(const cJSON *record, char *err, size_t errlen)
 {
-	const cJSON *phases, *run, *counters;
 	const char *user, *job_name;
 	double job, uid, end;
-	cJSON *facts;
 
 	if (!cJSON_IsObject(record)) {
 		snprintf(err, errlen, "record: must be a JSON object");
 		errno = EINVAL;
-		return NULL;
+		return -1;
 	}
 	job = jobfacts_num(record, "job", -1);
 	uid = jobfacts_num(record, "uid", -1);
@@ -411,7 +409,7 @@ cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "record: key 'job': must be a job id 1..4294967295");
 		errno = EINVAL;
-		return NULL;
+		return -1;
 	}
 	if (!user || !name_ok(user, 1) || !name_ok(job_name, 0)) {
 		snprintf(err, errlen,
@@ -420,15 +418,32 @@ cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen)
 			 job, user && name_ok(user, 1) ? "job_name" : "user",
 			 JOBFACTS_NAME_MAX - 1);
 		errno = EINVAL;
-		return NULL;
+		return -1;
 	}
 	if (uid < 0 || uid > 4294967294.0 || end <= 0 || end > 1e11) {
 		snprintf(err, errlen,
 			 "record %.0f: key '%s': missing or out of range", job,
 			 uid < 0 || uid > 4294967294.0 ? "uid" : "end");
 		errno = EINVAL;
-		return NULL;
+		return -1;
 	}
+	return 0;
+}
+
+cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen)
+{
+	const cJSON *phases, *run, *counters;
+	const char *user, *job_name;
+	double job, uid, end;
+	cJSON *facts;
+
+	if (jobfacts_check(record, err, errlen) < 0)
+		return NULL;
+	job = jobfacts_num(record, "job", -1);
+	uid = jobfacts_num(record, "uid", -1);
+	end = jobfacts_num(record, "end", -1);
+	user = jobfacts_str(record, "user", NULL);
+	job_name = jobfacts_str(record, "job_name", "");
 	phases = cJSON_GetObjectItemCaseSensitive(record, "phases");
 	run = find_phase(phases, "run");
 	counters = cJSON_GetObjectItemCaseSensitive(run, "counters");

@@ -329,7 +329,7 @@ int partstore_prepare(struct history *h, const cJSON *entry, double now,
 	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(entry, "nodes");
 	struct partstore_result *res = &pl->res;
 	const char **names = NULL, *node;
-	cJSON *meta = NULL, *mine = NULL, *parts = NULL, *facts;
+	cJSON *meta = NULL, *mine = NULL, *parts = NULL;
 	cJSON *newmeta = NULL;
 	size_t n, plen;
 	uint64_t first;
@@ -353,13 +353,10 @@ int partstore_prepare(struct history *h, const cJSON *entry, double now,
 	}
 	/* Checked now, so that no stored part can later stop its job's
 	 * record from being filed. */
-	facts = jobfacts_from_record(rec, err, errlen);
-	if (!facts) {
+	if (jobfacts_check(rec, err, errlen) < 0) {
 		free(names);
-		errno = EINVAL;
 		return -1;
 	}
-	cJSON_Delete(facts);
 	if (!cJSON_HasObjectItem(rec, "end")) {
 		free(names);
 		return errmsg_fail(err, errlen, EINVAL,
