@@ -229,10 +229,18 @@ $(BENCH_CTLDLOAD): bench/ctldload.c bench/recgen.c $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(LDLIBS) -lmunge
 
+# A node's outbox filled as its Epilogs would while the service was away
+# (bench/outboxgen.c, for bench/agents-cluster.sh).
+BENCH_OUTBOXGEN := $(BUILD)/bench/outboxgen
+$(BENCH_OUTBOXGEN): bench/outboxgen.c bench/recgen.c $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(LDLIBS)
+
 # `make bench-history`: the service over the network (bench/history-ctld.sh,
-# knobs there and in bench/README.md), then the node-local history in the
-# same run; not part of `make check`.
-bench-history: all $(BENCH_HISTORY) $(BENCH_CTLDLOAD)
+# knobs there and in bench/README.md: 1,000 generated agents, then the 3
+# real node agents of the test cluster), then the node-local history in
+# the same run; not part of `make check`.
+bench-history: all $(BENCH_HISTORY) $(BENCH_CTLDLOAD) $(BENCH_OUTBOXGEN)
 	@BUILD=$(BUILD) bench/history-ctld.sh
 
 install: all

@@ -514,8 +514,12 @@ int outbox_remove(struct outbox *ob, const struct outbox_item *it,
 				   "it: %s", ob->dir, it->name, strerror(e));
 	}
 	pthread_mutex_unlock(&ob->lock);
-	(void)fsync(ob->dir_fd);
 	return 0;
+}
+
+void outbox_sync(struct outbox *ob)
+{
+	(void)fsync(ob->dir_fd);
 }
 
 int outbox_quarantine(struct outbox *ob, const struct outbox_item *it,

@@ -282,6 +282,7 @@ static enum pass_result pass(void)
 				 it->job, it->node,
 				 out[j].dup ? " (it had it already)" : "");
 		}
+		outbox_sync(ob); /* the batch's removals, at once */
 	}
 	/* What stays counts, whether the service is down or refusing. */
 	if (res == PASS_RETRY)
