@@ -28,7 +28,9 @@
  * `recommend` for a random user + job name while the filing goes on, each
  * request its own connection and credential, as `sbatch --io-profile=auto`
  * does; the latency is the whole round trip (encode, connect, the
- * service's decode and work, reply).
+ * service's decode and work, reply). The agents' event loops then run at
+ * nice 10: on a cluster their work is done on the nodes, not on the
+ * service's host.
  *
  * With -P, the service's VmRSS, VmHWM, threads and open file descriptors
  * are sampled every 50 ms (/proc/PID): the peak and the value at the end;
@@ -406,6 +408,11 @@ static void *loop_main(void *arg)
 	unsigned active = 0;
 	bool more = true, waiting;
 
+	/* With queries measured, the agents' own work runs below the
+	 * users': on a cluster it runs on the nodes, not on the service's
+	 * host, and must not take the query's core here. */
+	if (opt_queries > 0)
+		setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
 	if (!agents || !template || ep < 0) {
 		note_error("loop: %s", "out of resources");
 		goto out;
