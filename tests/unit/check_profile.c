@@ -609,13 +609,13 @@ static const struct spec_err_case spec_err_cases[] = {
     {"/", "key 'profile': cannot read /: Is a directory"},
     {"dl-train,x", "key 'x': expected key=value"},
     {"dl-train,foo=1",
-     "key 'foo': unknown key (known: data, out, tier, on-failure, timeout, "
+     "key 'foo': unknown key (known: data, out, stream, tier, on-failure, timeout, "
      "trace)"},
     {"dl-train,on_failure=fail",
-     "key 'on_failure': unknown key (known: data, out, tier, on-failure, "
+     "key 'on_failure': unknown key (known: data, out, stream, tier, on-failure, "
      "timeout, trace)"},
     {"dl-train,=x",
-     "key '': unknown key (known: data, out, tier, on-failure, timeout, "
+     "key '': unknown key (known: data, out, stream, tier, on-failure, timeout, "
      "trace)"},
     {"dl-train,data=", "key 'data': empty value"},
     {"dl-train,data=/x:../../t",

@@ -1,0 +1,91 @@
+--[[
+cli_filter.lua - iostage's submit-time filter (Slurm 22.05 cli_filter/lua).
+
+Install it as cli_filter.lua beside slurm.conf on the login nodes, with
+`CliFilterPlugins=cli_filter/lua` in slurm.conf. Sites that already have a
+cli_filter.lua call iostage_pfs_license(options) from their own
+slurm_cli_pre_submit instead.
+
+What it does: a job that reads datasets from the PFS in place rather than
+staging them (its --io-profile lists them as streams, or with
+--io-profile=auto the history advises streaming) asks for its share of
+the PFS bandwidth as a Slurm license: PfsLicense=NAME and
+PfsLicensePerJob=K in iostage.conf add NAME:K to the job's --licenses
+(slurm.conf Licenses=NAME:N is the budget). Slurm then keeps the total
+within N, and a job beyond it waits with reason Licenses.
+docs/SCHEDULING.md.
+
+Why a cli_filter and not the SPANK plugin: in Slurm 22.05 a SPANK plugin
+cannot set a job's licenses, and the cli_filter runs before the plugin's
+post-option hook, so the decision is made here by `iostage pfs-license`,
+which resolves the profile with the plugin's own code, as the user.
+Whatever goes wrong here leaves the job as the user wrote it: the plugin
+reports a bad --io-profile itself.
+--]]
+
+local IOSTAGE = "/usr/local/bin/iostage"
+local IOSTAGE_CONF = "/etc/slurm/iostage.conf"
+
+local function quote(s)
+	return "'" .. string.gsub(s, "'", "'\\''") .. "'"
+end
+
+local function set(v)
+	return v ~= nil and v ~= "" and v ~= "(null)"
+end
+
+-- This process (sbatch, salloc or srun): iostage reads its command line
+-- for the job name, as the plugin does, when --io-profile=auto.
+local function own_pid()
+	local f = io.open("/proc/self/stat", "r")
+	if not f then
+		return nil
+	end
+	local line = f:read("*l")
+	f:close()
+	return line and string.match(line, "^(%d+)")
+end
+
+function iostage_pfs_license(options)
+	local spec = options["spank:io-profile"]
+	if not set(spec) then
+		return
+	end
+	local cur = options["licenses"]
+	local cmd = quote(IOSTAGE) .. " -c " .. quote(IOSTAGE_CONF) ..
+		" pfs-license --io-profile " .. quote(spec)
+	if set(cur) then
+		cmd = cmd .. " --licenses " .. quote(cur)
+	end
+	if set(options["job-name"]) then
+		cmd = cmd .. " --job-name " .. quote(options["job-name"])
+	else
+		local pid = own_pid()
+		if pid then
+			cmd = cmd .. " --submitter " .. pid
+		end
+	end
+	local p = io.popen(cmd .. " 2>/dev/null", "r")
+	if not p then
+		return
+	end
+	local out = p:read("*l")
+	p:close()
+	if set(out) and out ~= cur then
+		options["licenses"] = out
+		slurm.log_info("iostage: the job reads from the PFS in place: --licenses=%s", out)
+	end
+end
+
+function slurm_cli_setup_defaults(options, early_pass)
+	return slurm.SUCCESS
+end
+
+function slurm_cli_pre_submit(options, offset)
+	iostage_pfs_license(options)
+	return slurm.SUCCESS
+end
+
+function slurm_cli_post_submit(offset, job_id, step_id)
+	return slurm.SUCCESS
+end
