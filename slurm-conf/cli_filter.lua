@@ -46,8 +46,51 @@ local function own_pid()
 	return line and string.match(line, "^(%d+)")
 end
 
+-- The value of the string KEY in the JSON text J, or nil. Slurm 22.05's
+-- lua options table does not index SPANK options; they are only in
+-- slurm.json_cli_options(options), as "spank:NAME". Lua 5.1 has no JSON
+-- reader: this undoes the escapes Slurm's writer makes.
+local function json_string(j, key)
+	local pat = '"' .. string.gsub(key, "%p", "%%%0") .. '":"'
+	local _, e = string.find(j, pat)
+	if not e then
+		return nil
+	end
+	local out, i = {}, e + 1
+	local esc = { ['"'] = '"', ["\\"] = "\\", ["/"] = "/", b = "\b",
+		f = "\f", n = "\n", r = "\r", t = "\t" }
+	while i <= #j do
+		local c = string.sub(j, i, i)
+		if c == '"' then
+			return table.concat(out)
+		elseif c == "\\" then
+			local n = string.sub(j, i + 1, i + 1)
+			if n == "u" then
+				local code = tonumber(string.sub(j, i + 2, i + 5), 16)
+				if not code or code > 127 then
+					return nil -- not in a path or profile name
+				end
+				table.insert(out, string.char(code))
+				i = i + 6
+			elseif esc[n] then
+				table.insert(out, esc[n])
+				i = i + 2
+			else
+				return nil
+			end
+		else
+			table.insert(out, c)
+			i = i + 1
+		end
+	end
+	return nil
+end
+
 function iostage_pfs_license(options)
 	local spec = options["spank:io-profile"]
+	if not set(spec) and slurm.json_cli_options then
+		spec = json_string(slurm.json_cli_options(options), "spank:io-profile")
+	end
 	if not set(spec) then
 		return
 	end
