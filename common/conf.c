@@ -609,7 +609,7 @@ static bool conf_is_license_name(const char *s)
 }
 
 /* A bandwidth in bytes per second: a size ("400M", "1G") with an optional
- * "/s"; "0", "no" or "none": unbounded (0). */
+ * "/s"; "0", "no" or "off": unbounded (0). */
 static int conf_bandwidth(struct conf_parser *cp, const char *key,
 			  const char *val, uint64_t *ret)
 {

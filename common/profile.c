@@ -1442,16 +1442,16 @@ static int profile_check_entry(const char *what, size_t i, const char *name,
 	return 0;
 }
 
-static int profile_check_dataset_access(const char *path, char *err,
-					size_t errlen)
+static int profile_check_dataset_access(const char *path, const char *key,
+					char *err, size_t errlen)
 {
 	struct stat st;
 	int mode, saved;
 
 	if (stat(path, &st) < 0) {
 		saved = errno;
-		return errmsg_fail(err, errlen, saved, "key 'data': %s: %s%s",
-				    path, strerror(saved),
+		return errmsg_fail(err, errlen, saved, "key '%s': %s: %s%s",
+				    key, path, strerror(saved),
 				    saved == EACCES ? " (not readable by you)"
 						    : "");
 	}
@@ -1461,15 +1461,15 @@ static int profile_check_dataset_access(const char *path, char *err,
 		mode = R_OK;
 	else
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'data': %s: not a regular file or "
+				    "key '%s': %s: not a regular file or "
 				    "directory",
-				    path);
+				    key, path);
 	/* access() answers for the real uid: the user, even in a setuid
 	 * context. */
 	if (access(path, mode) < 0) {
 		saved = errno;
-		return errmsg_fail(err, errlen, saved, "key 'data': %s: %s%s",
-				    path, strerror(saved),
+		return errmsg_fail(err, errlen, saved, "key '%s': %s: %s%s",
+				    key, path, strerror(saved),
 				    saved == EACCES ? " (not readable by you)"
 						    : "");
 	}
@@ -1618,16 +1618,16 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 	if (!(checks & PROFILE_CHECK_ACCESS))
 		return 0;
 	for (size_t i = 0; i < p->ndatasets; i++)
-		if (profile_check_dataset_access(p->datasets[i].path, err,
-						 errlen) < 0)
+		if (profile_check_dataset_access(p->datasets[i].path, "data",
+						 err, errlen) < 0)
 			return -1;
 	for (size_t i = 0; i < p->noutputs; i++)
 		if (profile_check_output_access(p->outputs[i].path, err,
 						errlen) < 0)
 			return -1;
 	for (size_t i = 0; i < p->nstreams; i++)
-		if (profile_check_dataset_access(p->streams[i], err, errlen) <
-		    0)
+		if (profile_check_dataset_access(p->streams[i], "stream", err,
+						 errlen) < 0)
 			return -1;
 	return 0;
 }

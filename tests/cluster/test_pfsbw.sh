@@ -34,7 +34,11 @@ test_streaming_jobs_take_licenses_third_waits() {
 	wait_job_state "$j2" RUNNING 20 || fail "job $j2 not running"
 	assert_eq "licenses of a streaming job" "pfs_bw:2" "$(job_field "$j1" Licenses)"
 	j3=$(stream_job "$TEST_USER" 1 "$ds") || fail "submit 3"
-	sleep 1.5
+	# The scheduler's next pass gives the reason.
+	for _ in $(seq 1 50); do
+		[ "$(job_reason "$j3")" = Licenses ] && break
+		sleep 0.2
+	done
 	assert_eq "third streaming job's state (4 licenses, 2 each)" PENDING "$(job_state "$j3")"
 	assert_eq "its reason in squeue" Licenses "$(job_reason "$j3")"
 	# A staging job beside them takes no license and starts at once.
@@ -87,9 +91,13 @@ bw_conf() {
 	[ "$1" = on ] && echo "StageBandwidth=${BW_MIB}M" >>"$conf"
 	ctld_stop
 	ctld_start >/dev/null || return 1
+	# In parallel: each restart waits for its daemon.
 	for node in $CLUSTER_COMPUTE_NODES; do
-		iostaged_stop "$node"
-		iostaged_start "$node" >/dev/null || return 1
+		(iostaged_stop "$node" && iostaged_start "$node" >/dev/null) &
+	done
+	wait
+	for node in $CLUSTER_COMPUTE_NODES; do
+		iostaged_pid "$node" >/dev/null || return 1
 	done
 }
 
