@@ -176,6 +176,8 @@ test_stage_bandwidth_shared_by_three_nodes() {
 	done
 	assert_eq "nodes holding a lease while all three copy" 3 "$(jq -r .nodes <<<"$st")"
 	[ "$(jq -r '.granted <= .budget' <<<"$st")" = true ] || fail "leases above the budget: $st"
+	assert_contains "iostage status on a node" "$(iostage_on n1 status)" \
+		"leased of ${BW_MIB}.0 MiB/s (StageBandwidth=) to"
 	assert_contains "a node's /metrics" \
 		"$(on_node n1 curl -s "http://127.0.0.1:${IOSTAGE_METRICS_PORT:-9464}/metrics")" \
 		"iostage_stage_bandwidth_budget_bytes_per_second $((BW_MIB << 20))"
