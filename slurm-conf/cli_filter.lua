@@ -34,16 +34,20 @@ local function set(v)
 	return v ~= nil and v ~= "" and v ~= "(null)"
 end
 
--- This process (sbatch, salloc or srun): iostage reads its command line
--- for the job name, as the plugin does, when --io-profile=auto.
-local function own_pid()
+-- This process (sbatch, salloc or srun): its pid (iostage reads its
+-- command line for the job name, as the plugin does, when
+-- --io-profile=auto) and its name.
+local function own_process()
 	local f = io.open("/proc/self/stat", "r")
 	if not f then
-		return nil
+		return nil, nil
 	end
 	local line = f:read("*l")
 	f:close()
-	return line and string.match(line, "^(%d+)")
+	if not line then
+		return nil, nil
+	end
+	return string.match(line, "^(%d+) %((.-)%)")
 end
 
 -- The value of the string KEY in the JSON text J, or nil. Slurm 22.05's
@@ -94,6 +98,12 @@ function iostage_pfs_license(options)
 	if not set(spec) then
 		return
 	end
+	local pid, comm = own_process()
+	-- A step inside an allocation: the job holds the licenses, a step
+	-- cannot take more.
+	if comm == "srun" and os.getenv("SLURM_JOB_ID") then
+		return
+	end
 	local cur = options["licenses"]
 	local cmd = quote(IOSTAGE) .. " -c " .. quote(IOSTAGE_CONF) ..
 		" pfs-license --io-profile " .. quote(spec)
@@ -102,11 +112,8 @@ function iostage_pfs_license(options)
 	end
 	if set(options["job-name"]) then
 		cmd = cmd .. " --job-name " .. quote(options["job-name"])
-	else
-		local pid = own_pid()
-		if pid then
-			cmd = cmd .. " --submitter " .. pid
-		end
+	elseif pid then
+		cmd = cmd .. " --submitter " .. pid
 	end
 	local p = io.popen(cmd .. " 2>/dev/null", "r")
 	if not p then

@@ -60,7 +60,7 @@ test_streaming_jobs_take_licenses_third_waits() {
 }
 
 test_user_licenses_kept_and_no_license_without_stream() {
-	local ds j
+	local ds j out
 	ds=$(pfs_dataset stream2 1)
 	# The user's own pfs_bw count wins; other licenses are kept.
 	j=$(stream_job "$TEST_USER" 0 "$ds" -L pfs_bw:1) || fail "submit"
@@ -75,6 +75,16 @@ test_user_licenses_kept_and_no_license_without_stream() {
 		"$(on_node_as "$TEST_USER" login iostage -c "$IOSTAGE_CONF" pfs-license --io-profile "none,stream=$ds" --licenses x:1)"
 	assert_eq "pfs-license for staging" "" \
 		"$(on_node_as "$TEST_USER" login iostage -c "$IOSTAGE_CONF" pfs-license --io-profile "none,data=$ds")"
+	# salloc and srun make their own allocations: they ask too; a step
+	# inside an allocation does not (the job holds the licenses).
+	out=$(as_user "$TEST_USER" timeout 60 salloc --io-profile="none,stream=$ds" bash -c \
+		"echo job=\$SLURM_JOB_ID; srun --io-profile='none,stream=$ds' true && echo step-ok" 2>&1)
+	assert_contains "a step inside the allocation" "$out" "step-ok"
+	j=$(sed -n 's/^job=//p' <<<"$out")
+	assert_eq "licenses of a salloc allocation that streams" "pfs_bw:2" "$(job_field "$j" Licenses)"
+	out=$(as_user "$TEST_USER" timeout 60 srun --io-profile="none,stream=$ds" bash -c 'echo job=$SLURM_JOB_ID' 2>&1)
+	j=$(sed -n 's/^job=//p' <<<"$out")
+	assert_eq "licenses of an srun job that streams" "pfs_bw:2" "$(job_field "$j" Licenses)"
 	# A stream the user cannot read is refused at submit, like data=.
 	submit "$TEST_USER" --io-profile="none,stream=/root" -o /dev/null --wrap true >/dev/null &&
 		fail "a stream of /root was queued"
