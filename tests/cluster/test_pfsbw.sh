@@ -212,8 +212,12 @@ test_stage_bandwidth_shared_by_three_nodes() {
 	echo "one node: highest ${max} MiB/s over 1 s, mean ${mean} MiB/s"
 	awk -v m="$max" -v b="$BW_MIB" 'BEGIN { exit !(m <= b * 1.15) }' ||
 		fail "one node copied at ${max} MiB/s, above the budget ${BW_MIB} MiB/s"
-	awk -v m="$mean" -v b="$BW_MIB" 'BEGIN { exit !(m >= b * 0.7) }' ||
-		fail "one node alone copied at only ${mean} MiB/s: it should get the whole budget (${BW_MIB})"
+	# It gets the whole budget: at full rate over a second, and most of
+	# it on average (the mean includes its first lease and the walk).
+	awk -v m="$max" -v b="$BW_MIB" 'BEGIN { exit !(m >= b * 0.85) }' ||
+		fail "one node alone copied at most ${max} MiB/s: it should get the whole budget (${BW_MIB})"
+	awk -v m="$mean" -v b="$BW_MIB" 'BEGIN { exit !(m >= b * 0.6) }' ||
+		fail "one node alone copied at only ${mean} MiB/s on average (budget ${BW_MIB})"
 	assert_eq "fallback lines (the service answered)" 0 "$(log_count n1 'no share from iostagectld')"
 }
 
