@@ -21,6 +21,7 @@
 
 #include "common/ctlclient.h"
 #include "common/log.h"
+#include "common/proto.h"
 #include "common/ratelimit.h"
 #include "common/units.h"
 #include "daemon/bwgov.h"
@@ -86,8 +87,7 @@ static int ask(bool want, uint64_t *ret_grant, long *ret_renew_ms, char *err,
 			 cJSON_IsString(e) ? e->valuestring : "refused");
 		goto out;
 	}
-	if (!cJSON_GetNumberValue(
-		cJSON_GetObjectItemCaseSensitive(reply, "budget"))) {
+	if (!proto_u64(reply, "budget")) {
 		/* The service has no StageBandwidth=: its iostage.conf and
 		 * ours differ. Ours holds: take the fallback. */
 		snprintf(err, errlen,
@@ -95,12 +95,16 @@ static int ask(bool want, uint64_t *ret_grant, long *ret_renew_ms, char *err,
 			 "iostage.conf differs from this node's)");
 		goto out;
 	}
-	*ret_grant = (uint64_t)cJSON_GetNumberValue(
-		cJSON_GetObjectItemCaseSensitive(reply, "grant"));
-	*ret_renew_ms = (long)cJSON_GetNumberValue(
-		cJSON_GetObjectItemCaseSensitive(reply, "renew_ms"));
+	/* Never more than our own budget, whatever the reply says; renew
+	 * within the lease's period. */
+	*ret_grant = proto_u64(reply, "grant");
+	if (*ret_grant > gov_conf->stage_bandwidth)
+		*ret_grant = gov_conf->stage_bandwidth;
+	*ret_renew_ms = (long)proto_u64(reply, "renew_ms");
 	if (*ret_renew_ms < 50)
 		*ret_renew_ms = 50;
+	if (*ret_renew_ms > BWGOV_RENEW_MAX_MS)
+		*ret_renew_ms = BWGOV_RENEW_MAX_MS;
 	rc = 0;
 out:
 	cJSON_Delete(req);

@@ -26,6 +26,7 @@
 
 #define BWGOV_ASK_TIMEOUT_MS 1000
 #define BWGOV_FALLBACK_RETRY_MS 2000
+#define BWGOV_RENEW_MAX_MS 1000   /* half the service's 2 s lease */
 
 struct bwgov_slot;
 
