@@ -252,8 +252,8 @@ install: all
 	install -m 0644 slurm-conf/iostage.conf $(DESTDIR)$(sysconfdir)/slurm/iostage.conf.example
 	install -m 0644 slurm-conf/profiles/*.json $(DESTDIR)$(sysconfdir)/slurm/iostage.d/
 	# The plugstack and slurm.conf lines name the installed paths.
-	for f in plugstack.conf slurm.conf.snippet; do \
-	    sed -e 's|/usr/local/lib/slurm|$(slurmlibdir)|g' \
+	for f in plugstack.conf slurm.conf.snippet cli_filter.lua; do \
+	    sed -e 's|/usr/local/lib/slurm|$(slurmlibdir)|g' -e 's|/usr/local/bin|$(bindir)|g' \
 	        -e 's|/usr/local/sbin|$(sbindir)|g' -e 's|/etc/slurm|$(sysconfdir)/slurm|g' \
 	        slurm-conf/$$f >$(DESTDIR)$(docdir)/slurm-conf/$$f || exit 1; \
 	    chmod 0644 $(DESTDIR)$(docdir)/slurm-conf/$$f; done

@@ -23,6 +23,7 @@
 #include "common/proto.h"
 #include "ctld/authz.h"
 #include "ctld/file_batch.h"
+#include "ctld/bw_ops.h"
 #include "ctld/file_ops.h"
 #include "ctld/history_ops.h"
 #include "ctld/service.h"
@@ -95,6 +96,8 @@ static const struct {
 	{ "history_get", op_get },
 	{ "history_list", op_list },
 	{ "recommend", op_recommend },
+	{ "stage_bw", ctld_op_stage_bw },
+	{ "stage_bw_status", ctld_op_stage_bw_status },
 };
 
 cJSON *ctld_service_dispatch(const struct conf *conf,
@@ -108,7 +111,8 @@ cJSON *ctld_service_dispatch(const struct conf *conf,
 		if (!strcmp(ctld_ops[i].name, op))
 			return ctld_ops[i].fn(c, req);
 	return proto_reply_error("unknown op '%s' (iostagectld answers ping, "
-				 "file, history_get, history_list, recommend)",
+				 "file, file_batch, history_get, history_list, "
+				 "recommend, stage_bw, stage_bw_status)",
 				 printable(op, shown, sizeof(shown)));
 }
 

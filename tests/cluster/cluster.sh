@@ -249,6 +249,9 @@ TraceLibrary=$dir/iostage/root/usr/lib/iostage/libiostage-preload.so
 # Node to node (each node has its own network namespace: one port for all)
 PeerPort=6826
 PeerPartsTimeout=10
+# The PFS license streaming jobs ask for (slurm.conf Licenses=pfs_bw:4)
+PfsLicense=pfs_bw
+PfsLicensePerJob=2
 CONF
   if [ "${CLUSTER_CONTROLLER:-yes}" = yes ]; then
     cat >>"$dir/iostage/iostage.conf" <<CONF
@@ -344,6 +347,15 @@ EOF
     echo "NodeName=$node NodeAddr=$(node_addr "$node") CPUs=2 RealMemory=1000 State=UNKNOWN" >>"$dir/slurm.conf"
   done
   echo "PartitionName=debug Default=YES Nodes=$nodes MaxTime=INFINITE State=UP" >>"$dir/slurm.conf"
+  # The PFS as a scheduled resource (docs/SCHEDULING.md): a bandwidth
+  # budget as a license, and the shipped cli_filter.lua that asks for it
+  # (test_pfsbw.sh). Nobody else requests it.
+  echo "Licenses=pfs_bw:${CLUSTER_PFS_LICENSES:-4}" >>"$dir/slurm.conf"
+  echo "CliFilterPlugins=cli_filter/lua" >>"$dir/slurm.conf"
+  sed -e "s|^local IOSTAGE = .*|local IOSTAGE = \"$dir/iostage/root/usr/bin/iostage\"|" \
+    -e "s|^local IOSTAGE_CONF = .*|local IOSTAGE_CONF = \"$dir/iostage/iostage.conf\"|" \
+    "$REPO_ROOT/slurm-conf/cli_filter.lua" >"$dir/cli_filter.lua"
+  chmod 0644 "$dir/cli_filter.lua"
   if [ -n "${CLUSTER_EXTRA_CONF:-}" ]; then
     printf '%s\n' "$CLUSTER_EXTRA_CONF" >>"$dir/slurm.conf"
   fi
