@@ -203,11 +203,11 @@ static cJSON *serve_request(int fd, void *arg)
 		/* Filings are throughput work that can wait a little; a
 		 * query is somebody's sbatch waiting for advice. Under a
 		 * backlog of filings, lowering their priority keeps a
-		 * query's latency what it is on an idle service (the
-		 * thread is this connection's alone and ends with it). */
-		if (gate == &gate_file)
-			setpriority(PRIO_PROCESS, (id_t)gettid(),
-				    CTLD_FILE_NICE);
+		 * query's latency what it is on an idle service. Set for
+		 * every request: a connection thread serves the next
+		 * connection too (common/peerserve.h). */
+		setpriority(PRIO_PROCESS, (id_t)gettid(),
+			    gate == &gate_file ? CTLD_FILE_NICE : 0);
 		req = peernet_decode_request(line, munge_socket(), &name,
 					     &peer.uid, &peer.gid, &st, err,
 					     sizeof(err));
