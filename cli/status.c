@@ -7,6 +7,7 @@
 
 #include "cli/json.h"
 #include "cli/status.h"
+#include "common/jsonbuf.h"
 #include "common/units.h"
 
 
@@ -200,7 +201,7 @@ int status_main(const struct client *client, int argc, char **argv)
 	if (bw)
 		cJSON_AddItemToObject(reply, "stage_bandwidth", bw);
 	if (as_json) {
-		char *text = cJSON_Print(reply);
+		char *text = jsonbuf_pretty(reply);
 		if (text)
 			puts(text);
 		free(text);

@@ -1,5 +1,5 @@
-/* jsonbuf.h - compact JSON text from a cJSON tree, fast, into a reusable
- * buffer.
+/* jsonbuf.h - JSON text from a cJSON tree, fast and exact, into a
+ * reusable buffer; and a packed binary form of a tree.
  *
  * cJSON_PrintUnformatted prints every number with printf and checks it
  * back with sscanf, and grows its buffer from 256 bytes per call; filing
@@ -7,8 +7,13 @@
  * of the ingest time (bench/history.c). This writer prints integral
  * numbers with integer code, others with the shortest "%.15g"/"%.17g"
  * that reads back exactly, and keeps its buffer between calls. Output is
- * what cJSON_PrintUnformatted gives, except that non-finite numbers are
- * written as null either way.
+ * what cJSON_PrintUnformatted gives, with two differences: non-finite
+ * numbers are null, and a number whose 15 digits read back as a
+ * neighbouring double (cJSON accepts those within an epsilon, so
+ * 0.0015769999999999998 came out as 0.001577) gets its 17: every number
+ * iostage writes (requests, records, replies, state files) reads back as
+ * the same double, so a record shows the same figures wherever it is
+ * read.
  */
 #ifndef IOSTAGE_JSONBUF_H
 #define IOSTAGE_JSONBUF_H
@@ -33,6 +38,11 @@ int jsonbuf_print(struct jsonbuf *b, const cJSON *item, const char *skip);
  * cJSON_PrintUnformatted gives, at a fraction of its cost. NULL with errno
  * (ENOMEM). */
 char *jsonbuf_dup(const cJSON *item);
+
+/* ITEM laid out as cJSON_Print lays it out (commands' --json output), in
+ * a new string (caller frees); numbers as jsonbuf_print writes them. NULL
+ * with errno. */
+char *jsonbuf_pretty(const cJSON *item);
 
 /* A key dictionary for the packed form: KEYS[0..N) (at most
  * JSONBUF_DICT_MAX), looked up by hash. Initialize once with

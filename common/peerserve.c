@@ -81,6 +81,15 @@ static void *conn_thread(void *arg)
 		pthread_cond_broadcast(&s->cond);
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += PEERSERVE_IDLE_S;
+		if (s->nidle >= PEERSERVE_IDLE_MAX) {
+			/* enough wait already: after a burst of a thousand
+			 * connections, a thousand idle threads would hold
+			 * their memory for nothing */
+			s->nthreads--;
+			pthread_cond_broadcast(&s->cond);
+			pthread_mutex_unlock(&s->lock);
+			return NULL;
+		}
 		s->nidle++;
 		while (!s->qlen && !s->stopping)
 			if (pthread_cond_timedwait(&s->idle_cond, &s->lock,

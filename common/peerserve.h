@@ -8,7 +8,8 @@
  * from holding up the others; conn_max bounds them, and a connection over
  * the bound gets a one-line refusal at once, so the client retries later
  * rather than queueing unseen. A thread whose connection is done waits
- * up to PEERSERVE_IDLE_S for the next one before it ends: starting and
+ * up to PEERSERVE_IDLE_S for the next one before it ends (at most
+ * PEERSERVE_IDLE_MAX threads wait; the others end at once): starting and
  * ending a thread per request (its stack faulted in, the allocator's
  * thread cache filled and flushed) was a quarter of the CPU of a
  * history query (bench/README.md). What a connection's thread does with its request
@@ -34,6 +35,7 @@ typedef cJSON *(*peerserve_fn)(int fd, void *arg);
 typedef void (*peerserve_warn_fn)(const char *line);
 
 #define PEERSERVE_IDLE_S 30
+#define PEERSERVE_IDLE_MAX 64 /* idle threads kept at most */
 
 struct peerserve {
 	/* Set by the caller before peerserve_start(). */

@@ -71,6 +71,35 @@ START_TEST(test_dup_matches_cjson)
 }
 END_TEST
 
+/* jsonbuf_pretty lays a tree out as cJSON_Print does (nested objects and
+ * arrays, empty ones); and where cJSON drops the last digits of a number
+ * that does not read back as itself, jsonbuf keeps them. */
+START_TEST(test_pretty_matches_cjson_and_is_exact)
+{
+	const char *text = "{\"a\":[{\"b\":1,\"x\":[1,2.5,{\"y\":{}}]}],"
+			   "\"c\":{},\"d\":[],\"e\":{\"f\":[[1],[]],"
+			   "\"s\":\"t\\n\"},\"n\":null}";
+	cJSON *o = cJSON_Parse(text), *n;
+	char *mine, *theirs;
+
+	ck_assert_ptr_nonnull(o);
+	mine = jsonbuf_pretty(o);
+	theirs = cJSON_Print(o);
+	ck_assert_ptr_nonnull(mine);
+	ck_assert_str_eq(mine, theirs);
+	free(mine);
+	free(theirs);
+	cJSON_Delete(o);
+
+	n = cJSON_CreateNumber(0.0015769999999999998);
+	mine = jsonbuf_dup(n);
+	ck_assert_str_eq(mine, "0.0015769999999999998");
+	ck_assert(strtod(mine, NULL) == 0.0015769999999999998);
+	free(mine);
+	cJSON_Delete(n);
+}
+END_TEST
+
 static Suite *jsonbuf_suite(void)
 {
 	Suite *s = suite_create("jsonbuf");
@@ -78,6 +107,7 @@ static Suite *jsonbuf_suite(void)
 
 	tcase_add_test(tc, test_jsonbuf_numbers);
 	tcase_add_test(tc, test_dup_matches_cjson);
+	tcase_add_test(tc, test_pretty_matches_cjson_and_is_exact);
 	suite_add_tcase(s, tc);
 	return s;
 }
