@@ -24,6 +24,8 @@
 #include "ctld/file_batch.h"
 #include "ctld/file_ops.h"
 #include "ctld/history_ops.h"
+#include "ctld/placement.h"
+#include "ctld/sched_ops.h"
 #include "ctld/service.h"
 
 #define CTLD_STACK_SIZE (512 * 1024)
@@ -94,6 +96,9 @@ static const struct {
 	{ "history_get", op_get },
 	{ "history_list", op_list },
 	{ "recommend", op_recommend },
+	{ "cache_report", placement_op_report },
+	{ "placement", placement_op_query },
+	{ "sched_status", sched_op_status },
 };
 
 cJSON *ctld_service_dispatch(const struct conf *conf,
@@ -107,7 +112,8 @@ cJSON *ctld_service_dispatch(const struct conf *conf,
 		if (!strcmp(ctld_ops[i].name, op))
 			return ctld_ops[i].fn(c, req);
 	return proto_reply_error("unknown op '%s' (iostagectld answers ping, "
-				 "file, history_get, history_list, recommend)",
+				 "file, history_get, history_list, recommend, "
+				 "cache_report, placement, sched_status)",
 				 printable(op, shown, sizeof(shown)));
 }
 

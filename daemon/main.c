@@ -25,6 +25,7 @@
 #include "common/daemonize.h"
 #include "common/log.h"
 #include "daemon/cache.h"
+#include "daemon/cachereport.h"
 #include "daemon/drain.h"
 #include "daemon/drain_worker.h"
 #include "daemon/forward.h"
@@ -165,6 +166,7 @@ int main(int argc, char **argv)
 		history_init(&conf); /* never fatal: staging goes on */
 	metrics_init(&conf); /* logs its own failures; never fatal */
 	peer_init(&conf);    /* node to node; never fatal either */
+	cachereport_init(&conf); /* what the cache holds, to iostagectld */
 	if (daemonize_pidfile_write(server_dir(), PIDFILE_NAME, pid_path,
 				    sizeof(pid_path)) < 0)
 		log_warning("cannot write %s/%s", server_dir(), PIDFILE_NAME);
@@ -182,6 +184,7 @@ int main(int argc, char **argv)
 		log_info("caught %s, shutting down", strsignal(got_signal));
 
 	server_close();
+	cachereport_fini();
 	metrics_fini();
 	peer_fini();
 	jobs_shutdown("iostaged stopped during staging", SHUTDOWN_JOBS_S);
