@@ -258,6 +258,7 @@ install: all
 	    slurm-conf/iostagectld.service >$(DESTDIR)$(systemdunitdir)/iostagectld.service
 	chmod 0644 $(DESTDIR)$(systemdunitdir)/iostagectld.service
 	install -m 0644 slurm-conf/grafana-iostage.json slurm-conf/job_submit.lua \
+	    slurm-conf/cli_filter.lua \
 	    $(DESTDIR)$(docdir)/slurm-conf/
 	install -m 0644 docs/ADMIN.md $(DESTDIR)$(docdir)/
 

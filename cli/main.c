@@ -7,6 +7,7 @@
 #include "cli/client.h"
 #include "cli/phase.h"
 #include "cli/recommend.h"
+#include "cli/sched.h"
 #include "cli/export.h"
 #include "cli/stage.h"
 #include "cli/status.h"
@@ -20,6 +21,10 @@ static void usage(FILE *out)
 		"commands:\n"
 		"  status [--json]   the node's iostaged: tiers, active jobs and "
 		"their progress\n"
+		"  status --cluster [--json]\n"
+		"                    iostagectld: placement and pre-staging, per "
+		"pending job\n"
+		"                    (the default on a node without iostaged)\n"
 		"  stage PATH [--tier T] [--user U] [--verify V]\n"
 		"                    stage PATH into the node's cache (warm-up)\n"
 		"  cache ls [--tier T] [--json]\n"
@@ -57,6 +62,7 @@ static const struct {
 	{"telemetry", telemetry_main},
 	{"recommend", recommend_main},
 	{"export", export_main},
+	{"job-note", sched_job_note_main},
 };
 
 int main(int argc, char **argv)

@@ -2,8 +2,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/json.h"
+#include "cli/sched.h"
 #include "cli/status.h"
 #include "common/units.h"
 
@@ -129,19 +131,25 @@ int status_main(const struct client *client, int argc, char **argv)
 	cJSON *req, *reply;
 	const cJSON *daemon;
 	char uptime[32];
-	int as_json = 0;
+	int as_json = 0, cluster = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
 			as_json = 1;
+		} else if (strcmp(argv[i], "--cluster") == 0) {
+			cluster = 1;
 		} else {
 			fprintf(stderr,
 				"iostage: status: unknown option '%s'\n"
-				"usage: iostage status [--json]\n",
+				"usage: iostage status [--cluster] [--json]\n",
 				argv[i]);
 			return 2;
 		}
 	}
+	/* A login node runs no iostaged: its status is the cluster's. */
+	if (cluster || (client_has_service(client) &&
+			access(client->socket_path, F_OK) != 0))
+		return sched_status_print(client, as_json);
 	req = cJSON_CreateObject();
 	if (!req || !cJSON_AddStringToObject(req, "op", "status")) {
 		cJSON_Delete(req);

@@ -18,6 +18,7 @@
 #include "common/errmsg.h"
 #include "common/log.h"
 #include "common/proto.h"
+#include "ctld/pending.h"
 #include "ctld/placement.h"
 
 /* Features of ours Slurm may show on one node (ours, or an admin's). */
@@ -251,6 +252,22 @@ bool placement_is_published(const char *node, const char *feature)
 	return r;
 }
 
+uint64_t placement_entry_bytes(const char *node, const char *key,
+			       const char *tier)
+{
+	struct pnode *pn;
+	uint64_t b = 0;
+
+	pthread_mutex_lock(&mu);
+	pn = find_locked(node);
+	for (size_t i = 0; pn && i < pn->nwant; i++)
+		if (!strcmp(pn->want[i].key, key) &&
+		    !strcmp(pn->want[i].tier, tier))
+			b = pn->want[i].bytes ? pn->want[i].bytes : 1;
+	pthread_mutex_unlock(&mu);
+	return b;
+}
+
 char **placement_nodes(size_t *ret_n)
 {
 	char **v = NULL;
@@ -386,7 +403,8 @@ cJSON *placement_op_report(const struct ctld_caller *c, const cJSON *req)
 cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 {
 	struct placement_ds ds[PLACEMENT_DATASETS_MAX];
-	char prefer[1024], where[4096];
+	struct pending_ds pds[PENDING_DS_MAX];
+	char prefer[1024], where[4096], ticket[PENDING_TICKET_LEN + 1] = "";
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(req, "datasets");
 	const cJSON *d;
 	size_t n = 0;
@@ -414,6 +432,18 @@ cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 						 n);
 		ds[n].path = p->valuestring;
 		ds[n].tier = t->valuestring;
+		if (n < PENDING_DS_MAX) {
+			const cJSON *v =
+			    cJSON_GetObjectItemCaseSensitive(d, "verify");
+
+			memset(&pds[n], 0, sizeof(pds[n]));
+			snprintf(pds[n].path, sizeof(pds[n].path), "%s",
+				 ds[n].path);
+			snprintf(pds[n].tier, sizeof(pds[n].tier), "%s",
+				 ds[n].tier);
+			snprintf(pds[n].verify, sizeof(pds[n].verify), "%s",
+				 cJSON_IsString(v) ? v->valuestring : "");
+		}
 		n++;
 	}
 	placement_prefer(c->uid, ds, n, prefer, sizeof(prefer), where,
@@ -423,11 +453,20 @@ cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 	if (prefer[0])
 		counts.preferred++;
 	pthread_mutex_unlock(&mu);
+	/* The submission will tell us its job id with this ticket
+	 * (pending.h): then its datasets can be staged while it waits. */
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "register")) &&
+	    n && pending_ticket(c->uid, pds, n < PENDING_DS_MAX ? n
+							       : PENDING_DS_MAX,
+				prefer, ticket, time(NULL)) < 0)
+		ticket[0] = '\0';
 	reply = proto_reply_ok();
 	if (!reply)
 		return NULL;
 	cJSON_AddStringToObject(reply, "prefer", prefer);
 	cJSON_AddStringToObject(reply, "nodes", where);
+	if (ticket[0])
+		cJSON_AddStringToObject(reply, "ticket", ticket);
 	return reply;
 }
 

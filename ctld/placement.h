@@ -92,6 +92,11 @@ void placement_set_published(const char *node, const char *features);
 /* Does NODE show FEATURE in Slurm now? */
 bool placement_is_published(const char *node, const char *feature);
 
+/* The bytes of entry KEY on TIER in NODE's last report, 0 if it has none
+ * (among the entries it shows). */
+uint64_t placement_entry_bytes(const char *node, const char *key,
+			       const char *tier);
+
 /* Names of the nodes with a report, into a new array of N strings
  * (caller frees each and the array). NULL with *ret_n 0 when none. */
 char **placement_nodes(size_t *ret_n);

@@ -24,6 +24,7 @@
 #include "ctld/file_batch.h"
 #include "ctld/file_ops.h"
 #include "ctld/history_ops.h"
+#include "ctld/pending.h"
 #include "ctld/placement.h"
 #include "ctld/sched_ops.h"
 #include "ctld/service.h"
@@ -99,6 +100,7 @@ static const struct {
 	{ "cache_report", placement_op_report },
 	{ "placement", placement_op_query },
 	{ "sched_status", sched_op_status },
+	{ "job_note", pending_op_note },
 };
 
 cJSON *ctld_service_dispatch(const struct conf *conf,
@@ -113,7 +115,8 @@ cJSON *ctld_service_dispatch(const struct conf *conf,
 			return ctld_ops[i].fn(c, req);
 	return proto_reply_error("unknown op '%s' (iostagectld answers ping, "
 				 "file, history_get, history_list, recommend, "
-				 "cache_report, placement, sched_status)",
+				 "cache_report, placement, job_note, "
+				 "sched_status)",
 				 printable(op, shown, sizeof(shown)));
 }
 

@@ -28,7 +28,14 @@ static cJSON *query(const struct profile *profile)
 		}
 		cJSON_AddStringToObject(d, "path", ds->path);
 		cJSON_AddStringToObject(d, "tier", ds->tier);
+		cJSON_AddStringToObject(d, "verify",
+					profile_verify_name(ds->verify));
 	}
+	/* sbatch and salloc: pre-staging while the job waits, once
+	 * cli_filter.lua tells the service the job id with the ticket */
+	if (spank_context() == S_CTX_ALLOCATOR &&
+	    !cJSON_AddTrueToObject(req, "register"))
+		goto fail;
 	return req;
 fail:
 	cJSON_Delete(req);
@@ -40,7 +47,7 @@ void prefer_apply(spank_t sp, const struct profile *profile,
 {
 	char err[CONF_ERR_MAX];
 	cJSON *req, *reply = NULL;
-	const cJSON *p;
+	const cJSON *p, *t;
 
 	/* A step inside an allocation is placed already. */
 	if (!ctl_configured(conf) || !profile->ndatasets ||
@@ -60,6 +67,13 @@ void prefer_apply(spank_t sp, const struct profile *profile,
 	    spank_job_control_setenv(sp, PREFER_ENV, p->valuestring, 1) !=
 		ESPANK_SUCCESS)
 		slurm_debug("iostage: placement: cannot pass the preference");
+	/* For cli_filter.lua's post_submit, in this process only: sbatch
+	 * copies its environment into the job's before that, so the job
+	 * sees it too (harmless: it is good once, for this user). */
+	t = cJSON_GetObjectItemCaseSensitive(reply, "ticket");
+	if (cJSON_IsString(t) && strlen(t->valuestring) == 32 &&
+	    strspn(t->valuestring, "0123456789abcdef") == 32)
+		setenv(PREFER_TICKET_ENV, t->valuestring, 1);
 out:
 	cJSON_Delete(req);
 	cJSON_Delete(reply);

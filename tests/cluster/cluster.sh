@@ -332,6 +332,9 @@ SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,bf_interval=1,ignor
 # iostage's placement: IOSTAGE_PREFER from the plugin becomes --prefer
 # (slurm-conf/job_submit.lua, docs/SCHEDULING.md)
 JobSubmitPlugins=lua
+# and pre-staging: after sbatch, the job id goes to iostagectld
+# (slurm-conf/cli_filter.lua)
+CliFilterPlugins=cli_filter/lua
 ReturnToService=2
 JobRequeue=0
 MinJobAge=600
@@ -354,6 +357,9 @@ EOF
 
   local root="$dir/iostage/root" conf="$dir/iostage/iostage.conf"
   install -m 0644 "$root/usr/share/doc/iostage/slurm-conf/job_submit.lua" "$dir/job_submit.lua"
+  { echo "IOSTAGE_CLI = \"$root/usr/bin/iostage -c $conf\""
+    cat "$root/usr/share/doc/iostage/slurm-conf/cli_filter.lua"; } >"$dir/cli_filter.lua"
+  chmod 0644 "$dir/cli_filter.lua"
   echo "required $root/usr/lib/slurm/iostage.so conf=$conf" >"$dir/plugstack.conf"
   chmod 0644 "$dir/plugstack.conf"
   write_wrapper "$dir/prolog.sh" "env SLURM_CONF=$dir/slurm.conf IOSTAGE_LOG_STDERR=1 $root/usr/sbin/iostage-prolog -c $conf" prolog "$dir"
