@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 	/* Placement and pre-staging go through slurmctld; the service
 	 * files and answers without it (logged, retried). */
 	if (slurmsched_start(&conf, err, sizeof(err)) < 0)
-		log_errorx("%s; no placement", err);
+		log_warningx("%s: no placement nor pre-staging", err);
 	/* The pid file sits beside iostaged's socket (SocketPath's
 	 * directory, /run/iostage). */
 	if (socket_dir(&conf, dir_sock, sizeof(dir_sock)) < 0 ||

@@ -30,6 +30,14 @@ static size_t ntickets, cap_tickets;
 static struct pending_job *jobs;
 static size_t njobs, cap_jobs;
 static struct pending_counts counts;
+static pending_owner_fn owner_check;
+
+void pending_set_owner_check(pending_owner_fn fn)
+{
+	pthread_mutex_lock(&mu);
+	owner_check = fn;
+	pthread_mutex_unlock(&mu);
+}
 
 const char *pending_state_name(enum pending_state s)
 {
@@ -119,9 +127,24 @@ cJSON *pending_op_note(const struct ctld_caller *c, const cJSON *req)
 	uint32_t job;
 	size_t i;
 
+	pending_owner_fn check;
+	bool verified = false;
+	uid_t owner;
+
 	if (proto_get_job_id(req, &job, err, sizeof(err)) < 0 ||
 	    proto_get_string(req, "ticket", &tid, err, sizeof(err)) < 0)
 		return proto_reply_error("job_note: %s", err);
+	/* Whose job it is, from Slurm, before anything is kept: a note for
+	 * someone else's job must not take its place. */
+	pthread_mutex_lock(&mu);
+	check = owner_check;
+	pthread_mutex_unlock(&mu);
+	if (check && check(job, &owner) == 0) {
+		if (owner != c->uid)
+			return proto_reply_error("job_note: job %u: no such "
+						 "job of yours", job);
+		verified = true;
+	}
 	pthread_mutex_lock(&mu);
 	expire_locked(time(NULL));
 	for (i = 0; i < ntickets; i++)
@@ -157,13 +180,15 @@ cJSON *pending_op_note(const struct ctld_caller *c, const cJSON *req)
 			cap_jobs = cap;
 		}
 		j = &jobs[njobs++];
-	} else if (j->uid != c->uid) {
+	} else if (j->uid != c->uid && (j->verified || !verified)) {
 		pthread_mutex_unlock(&mu);
-		return proto_reply_error("job_note: job %u: not yours", job);
+		return proto_reply_error("job_note: job %u: no such job of "
+					 "yours", job);
 	}
 	memset(j, 0, sizeof(*j));
 	j->job = job;
 	j->uid = c->uid;
+	j->verified = verified;
 	j->nds = t->nds;
 	memcpy(j->ds, t->ds, t->nds * sizeof(t->ds[0]));
 	snprintf(j->prefer, sizeof(j->prefer), "%s", t->prefer);

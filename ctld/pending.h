@@ -98,8 +98,15 @@ int pending_ticket(uid_t uid, const struct pending_ds *ds, size_t n,
 		   time_t now);
 
 /* op job_note (anyone): {"job":J,"ticket":T}: the ticket must be the
- * caller's; the job is kept until Slurm says whose it is. */
+ * caller's, and the job (asked of Slurm through the owner check, when
+ * one is set and Slurm answers) too; otherwise that is checked later
+ * (ctld/slurmsched.c). */
 cJSON *pending_op_note(const struct ctld_caller *c, const cJSON *req);
+
+/* How job_note asks Slurm whose job J is: 0 with *ret_uid, or -1 when
+ * it cannot tell now. NULL (tests, no Slurm): no check at note time. */
+typedef int (*pending_owner_fn)(uint32_t job, uid_t *ret_uid);
+void pending_set_owner_check(pending_owner_fn fn);
 
 /* Copy of job J (0 with *ret, or -1 if unknown). */
 int pending_get(uint32_t job, struct pending_job *ret);

@@ -470,39 +470,10 @@ cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 	return reply;
 }
 
-void placement_count_start(const char *prefer, const char *node_list)
+void placement_count_outcome(bool honoured)
 {
-	char want[PLACEMENT_DATASETS_MAX][DSFEATURE_LEN + 1];
-	size_t nw = 0;
-	const char *p = prefer, *e;
-	bool ok = true;
-
-	/* the "ios_" names of the expression (& | ( ) * separate them) */
-	while (p && *p && nw < PLACEMENT_DATASETS_MAX) {
-		e = p + strcspn(p, "&|()[]*,");
-		if (dsfeature_is_ours(p, (size_t)(e - p)))
-			snprintf(want[nw++], DSFEATURE_LEN + 1, "%.*s",
-				 (int)(e - p), p);
-		p = *e ? e + 1 : e;
-	}
-	if (!nw)
-		return;
 	pthread_mutex_lock(&mu);
-	p = node_list;
-	while (p && *p && ok) {
-		char name[CONF_NODE_MAX];
-		struct pnode *pn;
-
-		e = strchr(p, ',');
-		if (!e)
-			e = p + strlen(p);
-		snprintf(name, sizeof(name), "%.*s", (int)(e - p), p);
-		pn = find_locked(name);
-		for (size_t i = 0; i < nw && ok; i++)
-			ok = pn && published_locked(pn, want[i]);
-		p = *e ? e + 1 : e;
-	}
-	if (ok)
+	if (honoured)
 		counts.honoured++;
 	else
 		counts.not_honoured++;

@@ -101,10 +101,9 @@ uint64_t placement_entry_bytes(const char *node, const char *key,
  * (caller frees each and the array). NULL with *ret_n 0 when none. */
 char **placement_nodes(size_t *ret_n);
 
-/* Placements: a job that asked for our features started on NODES (a
- * comma-separated list): honoured when every node shows every feature of
- * PREFER that is ours. */
-void placement_count_start(const char *prefer, const char *nodes);
+/* Placements: a job that preferred our features started where they
+ * are (HONOURED) or elsewhere. */
+void placement_count_outcome(bool honoured);
 
 /* Slurm told us (or refused) a feature update. */
 void placement_count_publish(bool ok);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
@@ -171,22 +172,11 @@ static void publish_all(time_t now)
 	slurm_free_node_info_msg(nodes);
 }
 
+static bool set_add(uint32_t *set, size_t *n, uint32_t id);
+
 static bool counted_add(uint32_t id)
 {
-	size_t h = (id * 2654435761u) % COUNTED_MAX;
-
-	if (ncounted >= COUNTED_MAX * 3 / 4) {
-		memset(counted, 0, sizeof(counted));
-		ncounted = 0;
-	}
-	while (counted[h]) {
-		if (counted[h] == id)
-			return false;
-		h = (h + 1) % COUNTED_MAX;
-	}
-	counted[h] = id;
-	ncounted++;
-	return true;
+	return set_add(counted, &ncounted, id);
 }
 
 /* "n[1-3],n5" -> "n1,n2,n3,n5" (new string, caller frees), NULL on
@@ -316,8 +306,14 @@ static void prestage_poll(struct pending_job *j, struct pending_node *pn,
 	state = cJSON_GetStringValue(
 	    cJSON_GetObjectItemCaseSensitive(reply, "state"));
 	if (state && !strcmp(state, "staged")) {
+		const cJSON *secs =
+		    cJSON_GetObjectItemCaseSensitive(reply, "staged_s");
+
 		st->state = PENDING_STAGED;
-		st->seconds = difftime(time(NULL), st->sent);
+		/* the node's own figure; else ours (to a poll interval) */
+		st->seconds = cJSON_IsNumber(secs) ? secs->valuedouble
+						   : difftime(time(NULL),
+							      st->sent);
 		dc->staged++;
 		dc->bytes += cached_bytes(pn->name, j->uid, &j->ds[d]);
 		log_info("prestage: job %u: %s staged on %s", j->job,
@@ -492,7 +488,7 @@ static void prestage_started(struct pending_job *j, const char *nodes,
 		dc->hits++;
 		dc->seconds_saved += saved;
 		log_info("prestage: job %u started on %s, where its data was "
-			 "staged while it waited (%.0f s of staging saved)",
+			 "staged while it waited (%.2f s of staging saved)",
 			 j->job, nodes, saved);
 	} else if (any) {
 		dc->missed++;
@@ -529,23 +525,29 @@ static void prestage_jobs(const job_info_msg_t *jobs, time_t now)
 			continue;
 		}
 		j.seen = now;
-		if (!j.verified) {
+		/* the ticket proved who noted it; Slurm proves whose job
+		 * it is */
+		if (sj->user_id != j.uid) {
+			log_warningx("prestage: job %u is not uid %u's: note "
+				     "ignored",
+				     j.job, (unsigned)j.uid);
+			pending_drop(j.job);
+			continue;
+		}
+		j.verified = true;
+		if (!j.user[0]) {
 			struct passwd pw, *res = NULL;
 			char buf[4096];
 
-			/* the ticket proved who noted it; Slurm proves
-			 * whose job it is */
-			if (sj->user_id != j.uid ||
-			    getpwuid_r(j.uid, &pw, buf, sizeof(buf), &res) ||
+			if (getpwuid_r(j.uid, &pw, buf, sizeof(buf), &res) ||
 			    !res) {
-				log_warningx("prestage: job %u is not uid "
-					     "%u's: note ignored",
+				log_warningx("prestage: job %u: uid %u has no "
+					     "name here: not pre-staged",
 					     j.job, (unsigned)j.uid);
 				pending_drop(j.job);
 				continue;
 			}
 			snprintf(j.user, sizeof(j.user), "%s", pw.pw_name);
-			j.verified = true;
 		}
 		if ((sj->job_state & JOB_STATE_BASE) == JOB_PENDING) {
 			j.start_time = sj->start_time;
@@ -554,6 +556,11 @@ static void prestage_jobs(const job_info_msg_t *jobs, time_t now)
 			prestage_pending(&j, sj->prefer, now, &dc);
 		} else if (!j.started && sj->nodes && sj->nodes[0]) {
 			prestage_started(&j, sj->nodes, &dc);
+		} else if (!j.started) {
+			/* ended without running (cancelled while it
+			 * waited): what was staged is LRU's again */
+			pending_drop(j.job);
+			continue;
 		} else if (j.started && (sj->job_state & JOB_STATE_BASE) >
 						JOB_RUNNING &&
 			   now - sj->end_time > 300) {
@@ -566,6 +573,61 @@ static void prestage_jobs(const job_info_msg_t *jobs, time_t now)
 	pending_count(&dc);
 }
 
+/* Jobs seen pending with one of our features in their --prefer (a job
+ * that starts without it shows its constraint, not its preference). */
+static uint32_t preferring[COUNTED_MAX];
+static size_t npreferring;
+
+static bool set_add(uint32_t *set, size_t *n, uint32_t id)
+{
+	size_t h = (id * 2654435761u) % COUNTED_MAX;
+
+	if (*n >= COUNTED_MAX * 3 / 4) {
+		memset(set, 0, sizeof(uint32_t) * COUNTED_MAX);
+		*n = 0;
+	}
+	while (set[h]) {
+		if (set[h] == id)
+			return false;
+		h = (h + 1) % COUNTED_MAX;
+	}
+	set[h] = id;
+	(*n)++;
+	return true;
+}
+
+static bool set_has(const uint32_t *set, uint32_t id)
+{
+	size_t h = (id * 2654435761u) % COUNTED_MAX;
+
+	while (set[h]) {
+		if (set[h] == id)
+			return true;
+		h = (h + 1) % COUNTED_MAX;
+	}
+	return false;
+}
+
+/* Placements: Slurm shows a started job's features as those it was
+ * scheduled with (features_use): our features there mean it ran where
+ * its data was (honoured); a job known to have preferred them that
+ * started without them ran elsewhere (not honoured: the nodes were busy,
+ * or the data was gone). */
+static void count_placement(const slurm_job_info_t *j)
+{
+	struct pending_job pj;
+	bool used, had;
+
+	if (j->start_time < t_start || !j->nodes || !j->nodes[0])
+		return;
+	used = j->features && strstr(j->features, DSFEATURE_PREFIX);
+	had = used || set_has(preferring, j->job_id) ||
+	      (pending_get(j->job_id, &pj) == 0 && pj.prefer[0]);
+	if (!had || !counted_add(j->job_id))
+		return;
+	placement_count_outcome(used);
+}
+
 static void watch_jobs(void)
 {
 	job_info_msg_t *jobs = NULL;
@@ -575,17 +637,13 @@ static void watch_jobs(void)
 		return;
 	for (uint32_t i = 0; i < jobs->record_count; i++) {
 		const slurm_job_info_t *j = &jobs->job_array[i];
-		unsigned state = j->job_state & JOB_STATE_BASE;
-		char *list;
 
-		if (state == JOB_PENDING || !j->nodes || !j->nodes[0] ||
-		    !j->prefer || !strstr(j->prefer, DSFEATURE_PREFIX) ||
-		    j->start_time < t_start || !counted_add(j->job_id))
+		if ((j->job_state & JOB_STATE_BASE) == JOB_PENDING) {
+			if (j->prefer && strstr(j->prefer, DSFEATURE_PREFIX))
+				set_add(preferring, &npreferring, j->job_id);
 			continue;
-		list = expand_nodes(j->nodes);
-		if (list)
-			placement_count_start(j->prefer, list);
-		free(list);
+		}
+		count_placement(j);
 	}
 	prestage_jobs(jobs, time(NULL));
 	slurm_free_job_info_msg(jobs);
@@ -609,12 +667,39 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* pending_owner_fn: whose job J is, asked of slurmctld (a connection
+ * thread of the service calls it; libslurm's RPCs are reentrant). */
+static int job_owner(uint32_t job, uid_t *ret_uid)
+{
+	job_info_msg_t *m = NULL;
+	int rc = -1;
+
+	if (slurm_load_job(&m, job, SHOW_ALL) == SLURM_SUCCESS && m &&
+	    m->record_count >= 1) {
+		*ret_uid = m->job_array[0].user_id;
+		rc = 0;
+	}
+	slurm_free_job_info_msg(m);
+	return rc;
+}
+
 int slurmsched_start(const struct conf *conf, char *err, size_t errlen)
 {
 	int rc;
 
+	const char *sc = getenv("SLURM_CONF");
+
 	sched_conf = conf;
+	/* libslurm ends the process (fatal) when it cannot read slurm.conf:
+	 * a service without Slurm's configuration only files and answers */
+	if (!sc || !sc[0])
+		sc = SLURMSCHED_DEFAULT_CONF;
+	if (access(sc, R_OK) != 0)
+		return errmsg_fail(err, errlen, errno, "cannot read Slurm's "
+				   "configuration %s (set SLURM_CONF): %s", sc,
+				   strerror(errno));
 	slurm_init(NULL);
+	pending_set_owner_check(job_owner);
 	t_start = time(NULL);
 	stopping = false;
 	rc = pthread_create(&thread, NULL, run, NULL);

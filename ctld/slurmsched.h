@@ -23,7 +23,11 @@
  * node's cache changed). */
 #define SLURMSCHED_INTERVAL_S 2
 
-/* Start the thread. CONF must outlive it. 0, or -1 with err. */
+/* Where libslurm looks without SLURM_CONF (Debian's build). */
+#define SLURMSCHED_DEFAULT_CONF "/etc/slurm/slurm.conf"
+
+/* Start the thread, when Slurm's configuration (SLURM_CONF, else the
+ * default) is readable. CONF must outlive it. 0, or -1 with err. */
 int slurmsched_start(const struct conf *conf, char *err, size_t errlen);
 
 /* Stop and join it. Without a start: nothing. */

@@ -69,6 +69,10 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 	}
 	jobs_view(job, &v);
 	jobs_failed_node(job, failed_node, sizeof(failed_node));
+	/* how long it took: iostagectld counts it as time saved when the
+	 * job it was pre-staged for starts here */
+	if (v.state == JOB_STAGED)
+		cJSON_AddNumberToObject(r, "staged_s", job->staged_s);
 	jobs_put(job);
 	if (v.state == JOB_FAILED && failed_node[0] &&
 	    strcmp(failed_node, peer_self())) {

@@ -87,17 +87,38 @@ test_busy_cached_node_does_not_delay() {
 	[ "$(echo "$t1 - $t0 < 5" | bc)" = 1 ] || fail "job waited $(echo "$t1 - $t0" | bc) s for a node"
 }
 
+# placement_count FIELD: one counter of the service's sched_status
+placement_count() {
+	ctld_request login "$TEST_USER" '{"op":"sched_status"}' | jq ".placement.$1"
+}
+
 test_placement_counters() {
-	local ds rep
+	local ds rep blocker i h0 n0
 	ds=$(pfs_dataset D 5)
+	h0=$(placement_count honoured)
+	n0=$(placement_count not_honoured)
 	stage_on n3 "$ds"
 	wait_feature n3 || fail "n3 does not show its cached dataset"
+	# honoured: the job runs on n3
 	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
 		fail "job: $SUBMIT_OUT"
-	sleep 3 # the service looks at Slurm's jobs every 2 s
-	rep=$(ctld_request login "$TEST_USER" '{"op":"sched_status"}')
+	assert_eq "job ran on n3" n3 "$(job_field "$SUBMIT_JOBID" NodeList)"
+	# not honoured: n3 busy, the job runs elsewhere
+	submit "$OTHER_USER" -w n3 -c 2 -o /dev/null --wrap 'sleep 30' >/dev/null || fail "blocker: $SUBMIT_OUT"
+	blocker=$SUBMIT_JOBID
+	wait_job_state "$blocker" RUNNING 20 || fail "blocker not running"
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
+		fail "job: $SUBMIT_OUT"
+	scancel "$blocker"
+	for ((i = 0; i < 25; i++)); do # the service reads Slurm's jobs every 2 s
+		rep=$(ctld_request login "$TEST_USER" '{"op":"sched_status"}')
+		[ "$(jq ".placement.honoured + .placement.not_honoured - $h0 - $n0" <<<"$rep")" -ge 2 ] && break
+		sleep 0.2
+	done
 	echo "$rep"
 	assert_eq "status ok" true "$(jq -r .ok <<<"$rep")"
-	[ "$(jq '.placement.honoured' <<<"$rep")" -ge 1 ] || fail "no honoured placement counted: $rep"
-	[ "$(jq '.placement.preferred' <<<"$rep")" -ge 1 ] || fail "no preference counted: $rep"
+	assert_eq "placements honoured" 1 "$(jq ".placement.honoured - $h0" <<<"$rep")"
+	assert_eq "placements not honoured" 1 "$(jq ".placement.not_honoured - $n0" <<<"$rep")"
+	[ "$(jq '.placement.preferred' <<<"$rep")" -ge 2 ] || fail "preferences given: $rep"
+	assert_eq "nodes reporting" 3 "$(jq '.placement.nodes_reporting' <<<"$rep")"
 }

@@ -39,7 +39,8 @@ wait_ctld_log() {
 
 test_pending_job_finds_its_data_prestaged() {
 	local ds jid node secs st
-	ds=$(pfs_dataset P 60)
+	# 8,000 files: the Prolog would copy them for a few seconds
+	ds=$(slow_dataset P 8)
 	block_all 15
 	submit "$TEST_USER" -t 1 --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
 		fail "job: $SUBMIT_OUT"
@@ -66,12 +67,16 @@ test_pending_job_finds_its_data_prestaged() {
 		fail "start not counted as a hit"
 	st=$(ctld_request login "$TEST_USER" '{"op":"sched_status"}')
 	[ "$(jq '.prestage.hits' <<<"$st")" -ge 1 ] || fail "hits: $st"
+	assert_eq "the started job is no longer listed as pending" "[]" \
+		"$(jq -c "[.jobs[] | select(.job == $jid)]" <<<"$st")"
 	[ "$(jq '.prestage.bytes' <<<"$st")" -gt 0 ] || fail "bytes: $st"
+	echo "staging time saved at start: $(jq '.prestage.seconds_saved' <<<"$st") s"
+	[ "$(jq '.prestage.seconds_saved > 0' <<<"$st")" = true ] || fail "time saved: $st"
 }
 
 test_without_prestage_the_prolog_copies() {
 	local ds jid node
-	ds=$(pfs_dataset Q 60)
+	ds=$(slow_dataset Q 8)
 	# no service: no note, no pre-staging (records wait in the outboxes)
 	ctld_stop
 	block_all 10
@@ -83,7 +88,7 @@ test_without_prestage_the_prolog_copies() {
 	node=$(job_field "$jid" NodeList)
 	wait_finished "$node" "$jid" || fail "job $jid not finished on $node"
 	assert_eq "dataset on $node copied by the Prolog" 1 \
-		"$(log_count "$node" "job $jid: dataset 'Q': built")"
+		"$(log_count "$node" "job $jid: dataset 'Q': built .* 8000 files copied")"
 	echo "job $jid on $node: Prolog staging took $(stage_seconds "$node" "$jid") s"
 }
 

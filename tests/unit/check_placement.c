@@ -234,24 +234,21 @@ START_TEST(test_ops)
 }
 END_TEST
 
-START_TEST(test_count_start)
+START_TEST(test_counts)
 {
 	struct placement_counts c;
-	char k[CACHEKEY_LEN + 1], f[DSFEATURE_LEN + 1], pref[64];
-	const char *keys[2] = { k, NULL };
 
 	placement_reset();
-	cachekey_user(1, "/pfs/d", k);
-	dsfeature_name(k, "nvme", f);
-	report("n2", keys, NULL);
-	snprintf(pref, sizeof(pref), "%s", f);
-	placement_count_start(pref, "n2");
-	placement_count_start(pref, "n1");
-	placement_count_start(pref, "n2,n1");
-	placement_count_start("gpu", "n1"); /* not ours: not counted */
+	placement_count_outcome(true);
+	placement_count_outcome(false);
+	placement_count_outcome(false);
+	placement_count_publish(true);
+	placement_count_publish(false);
 	placement_counts(&c);
 	ck_assert_uint_eq(c.honoured, 1);
 	ck_assert_uint_eq(c.not_honoured, 2);
+	ck_assert_uint_eq(c.publishes, 1);
+	ck_assert_uint_eq(c.publish_errors, 1);
 }
 END_TEST
 
@@ -268,7 +265,7 @@ int main(void)
 	tcase_add_test(tc, test_two_datasets);
 	tcase_add_test(tc, test_report_bounds);
 	tcase_add_test(tc, test_ops);
-	tcase_add_test(tc, test_count_start);
+	tcase_add_test(tc, test_counts);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
