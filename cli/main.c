@@ -21,7 +21,7 @@ static void usage(FILE *out)
 		"commands:\n"
 		"  status [--json]   the node's iostaged: tiers, active jobs and "
 		"their progress\n"
-		"  status --cluster [--json]\n"
+		"  status --cluster [--json | --prom]\n"
 		"                    iostagectld: placement and pre-staging, per "
 		"pending job\n"
 		"                    (the default on a node without iostaged)\n"

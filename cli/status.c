@@ -131,17 +131,19 @@ int status_main(const struct client *client, int argc, char **argv)
 	cJSON *req, *reply;
 	const cJSON *daemon;
 	char uptime[32];
-	int as_json = 0, cluster = 0;
+	int as_json = 0, cluster = 0, prom = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
 			as_json = 1;
 		} else if (strcmp(argv[i], "--cluster") == 0) {
 			cluster = 1;
+		} else if (strcmp(argv[i], "--prom") == 0) {
+			prom = cluster = 1;
 		} else {
 			fprintf(stderr,
 				"iostage: status: unknown option '%s'\n"
-				"usage: iostage status [--cluster] [--json]\n",
+				"usage: iostage status [--cluster [--prom]] [--json]\n",
 				argv[i]);
 			return 2;
 		}
@@ -149,7 +151,9 @@ int status_main(const struct client *client, int argc, char **argv)
 	/* A login node runs no iostaged: its status is the cluster's. */
 	if (cluster || (client_has_service(client) &&
 			access(client->socket_path, F_OK) != 0))
-		return sched_status_print(client, as_json);
+		return sched_status_show(client, prom	  ? SCHED_SHOW_PROM
+						 : as_json ? SCHED_SHOW_JSON
+							   : SCHED_SHOW_TEXT);
 	req = cJSON_CreateObject();
 	if (!req || !cJSON_AddStringToObject(req, "op", "status")) {
 		cJSON_Delete(req);

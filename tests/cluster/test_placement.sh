@@ -121,4 +121,10 @@ test_placement_counters() {
 	assert_eq "placements not honoured" 1 "$(jq ".placement.not_honoured - $n0" <<<"$rep")"
 	[ "$(jq '.placement.preferred' <<<"$rep")" -ge 2 ] || fail "preferences given: $rep"
 	assert_eq "nodes reporting" 3 "$(jq '.placement.nodes_reporting' <<<"$rep")"
+	# the same counters for Prometheus (a textfile), from the login node
+	on_node_as "$TEST_USER" login iostage -c "$IOSTAGE_CONF" status --prom >metrics.prom ||
+		fail "iostage status --prom: $(cat metrics.prom)"
+	promtool check metrics <metrics.prom || fail "promtool: $(cat metrics.prom)"
+	assert_file_contains "placements honoured" metrics.prom 'iostage_ctld_placements_total{outcome="honoured"}'
+	assert_file_contains "nodes reporting" metrics.prom 'iostage_ctld_nodes_reporting 3'
 }
