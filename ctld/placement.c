@@ -268,6 +268,18 @@ uint64_t placement_entry_bytes(const char *node, const char *key,
 	return b;
 }
 
+time_t placement_reported_at(const char *node)
+{
+	struct pnode *pn;
+	time_t t;
+
+	pthread_mutex_lock(&mu);
+	pn = find_locked(node);
+	t = pn ? pn->reported : 0;
+	pthread_mutex_unlock(&mu);
+	return t;
+}
+
 char **placement_nodes(size_t *ret_n)
 {
 	char **v = NULL;

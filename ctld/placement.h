@@ -97,6 +97,9 @@ bool placement_is_published(const char *node, const char *feature);
 uint64_t placement_entry_bytes(const char *node, const char *key,
 			       const char *tier);
 
+/* When NODE last reported (0: never). */
+time_t placement_reported_at(const char *node);
+
 /* Names of the nodes with a report, into a new array of N strings
  * (caller frees each and the array). NULL with *ret_n 0 when none. */
 char **placement_nodes(size_t *ret_n);

@@ -91,19 +91,9 @@ static void check_sched_params(void)
 
 static bool reported_recently(const char *node, time_t now)
 {
-	char **names;
-	size_t n;
-	bool r = false;
+	time_t t = placement_reported_at(node);
 
-	(void)now;
-	names = placement_nodes(&n);
-	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(names[i], node))
-			r = true;
-		free(names[i]);
-	}
-	free(names);
-	return r;
+	return t && now - t <= STALE_REPORT_S;
 }
 
 /* One node: make Slurm show what placement wants, keep the site's own
@@ -121,7 +111,8 @@ static void publish_node(const node_info_t *ni, time_t now)
 		act = avail;
 	if (reported_recently(ni->name, now))
 		n = placement_wanted(ni->name, want, PLACEMENT_NODE_FEATURES);
-	else if (now - t_start < STALE_REPORT_S)
+	else if (now - t_start < STALE_REPORT_S &&
+		 !placement_reported_at(ni->name))
 		return; /* the node may report soon: keep what it shows */
 	for (size_t i = 0; i < n; i++)
 		ptrs[i] = want[i];

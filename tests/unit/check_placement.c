@@ -194,6 +194,8 @@ START_TEST(test_report_bounds)
 	bad = cJSON_CreateArray();
 	ck_assert_int_eq(placement_report("n1", bad, 3, err, sizeof(err)), 0);
 	ck_assert_uint_eq(placement_wanted("n1", got, 4), 0);
+	ck_assert_int_eq(placement_reported_at("n1"), 3);
+	ck_assert_int_eq(placement_reported_at("n9"), 0);
 	cJSON_Delete(bad);
 }
 END_TEST
