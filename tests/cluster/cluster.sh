@@ -357,8 +357,9 @@ EOF
 
   local root="$dir/iostage/root" conf="$dir/iostage/iostage.conf"
   install -m 0644 "$root/usr/share/doc/iostage/slurm-conf/job_submit.lua" "$dir/job_submit.lua"
-  { echo "IOSTAGE_CLI = \"$root/usr/bin/iostage -c $conf\""
-    cat "$root/usr/share/doc/iostage/slurm-conf/cli_filter.lua"; } >"$dir/cli_filter.lua"
+  sed -e "s|^local IOSTAGE = .*|local IOSTAGE = \"$root/usr/bin/iostage\"|" \
+    -e "s|^local IOSTAGE_CONF = .*|local IOSTAGE_CONF = \"$conf\"|" \
+    "$REPO_ROOT/slurm-conf/cli_filter.lua" >"$dir/cli_filter.lua"
   chmod 0644 "$dir/cli_filter.lua"
   echo "required $root/usr/lib/slurm/iostage.so conf=$conf" >"$dir/plugstack.conf"
   chmod 0644 "$dir/plugstack.conf"
