@@ -13,7 +13,8 @@
  * connections are open on the service all the time). They file JOBS jobs
  * (ids FIRST_JOB + 1 ...), records of bench/recgen.h's realistic size;
  * with -m 1 (the default) one job in ten is a 3-node job whose three parts
- * come as three filings from three node names (the service merges them). BATCH 1 is the contract's
+ * come as three filings from three node names, in three requests (the
+ * service merges them). BATCH 1 is the contract's
  * `file` op, one record per credential; BATCH > 1 is `file_batch`, BATCH
  * filings under one credential. Every credential is encoded here, by the
  * generator, when its request is sent (on a cluster the nodes' own munged
@@ -27,7 +28,9 @@
  * `recommend` for a random user + job name while the filing goes on, each
  * request its own connection and credential, as `sbatch --io-profile=auto`
  * does; the latency is the whole round trip (encode, connect, the
- * service's decode and work, reply).
+ * service's decode and work, reply). The agents' event loops then run at
+ * nice 10: on a cluster their work is done on the nodes, not on the
+ * service's host.
  *
  * With -P, the service's VmRSS, VmHWM, threads and open file descriptors
  * are sampled every 50 ms (/proc/PID): the peak and the value at the end;
@@ -62,6 +65,7 @@
 #include <cJSON.h>
 
 #include "bench/recgen.h"
+#include "common/jsonbuf.h"
 #include "common/peernet.h"
 
 #define THREADS_MAX 64
@@ -115,14 +119,21 @@ static unsigned total_filings(void)
 	return groups * GROUP_FILINGS + rest;
 }
 
-/* Filing I: its job (1-based, before FIRST_JOB) and part. */
+/* Filing I: its job (1-based, before FIRST_JOB) and part. Filings come
+ * in groups of GROUP_JOBS - 1 one-node jobs and NODE_PARTS part slots;
+ * part P of a multi-node job comes P x PART_SPREAD groups after its first
+ * part (wrapping round at the end), so that, as on a cluster where every
+ * node sends its own part, a job's parts arrive in different requests a
+ * little apart, never together in one batch. */
+#define PART_SPREAD 16 /* groups: 192 filings, more than a batch */
 static void filing_job(unsigned i, unsigned *ret_job, unsigned *ret_part,
 		       unsigned *ret_parts)
 {
 	unsigned g = i / GROUP_FILINGS, k = i % GROUP_FILINGS;
+	unsigned groups = opt_jobs / GROUP_JOBS;
 
-	if (!opt_multi) {
-		*ret_job = i + 1;
+	if (!opt_multi || g >= groups) { /* the rest after the last group */
+		*ret_job = opt_multi ? groups * GROUP_JOBS + k + 1 : i + 1;
 		*ret_part = 0;
 		*ret_parts = 1;
 	} else if (k < GROUP_JOBS - 1) {
@@ -130,47 +141,58 @@ static void filing_job(unsigned i, unsigned *ret_job, unsigned *ret_part,
 		*ret_part = 0;
 		*ret_parts = 1;
 	} else {
-		*ret_job = g * GROUP_JOBS + GROUP_JOBS;
-		*ret_part = k - (GROUP_JOBS - 1);
+		unsigned p = k - (GROUP_JOBS - 1);
+		unsigned back = (p * PART_SPREAD) % groups;
+
+		*ret_job = ((g + groups - back) % groups) * GROUP_JOBS +
+			   GROUP_JOBS;
+		*ret_part = p;
 		*ret_parts = NODE_PARTS;
 	}
 }
 
-/* The filing's entry: {job, node, nodes, record} (record from TEMPLATE). */
-static cJSON *filing_entry(unsigned i, cJSON *template)
+/* Append filing I's entry {job, node, nodes, record} to OUT (the record
+ * from TEMPLATE, printed into REC). Printed straight from the template:
+ * copying a tree per filing cost the generator more CPU than the
+ * service's filing of it, on the cores they share. -1 on ENOMEM. */
+static int filing_entry(unsigned i, cJSON *template, struct jsonbuf *rec,
+			struct jsonbuf *out)
 {
 	unsigned job, part, parts, id;
-	char node[16];
-	cJSON *e = cJSON_CreateObject(), *nodes, *rec;
+	char node[16], head[256];
+	int n;
 
 	filing_job(i, &job, &part, &parts);
 	id = opt_first + job;
 	/* the seed from the job: every part of a job is the same job */
 	recgen_set_job(template, id, opt_first + opt_jobs, t0_wall,
 		       job * 2654435761u);
-	rec = cJSON_Duplicate(template, true);
-	nodes = cJSON_CreateArray();
-	for (unsigned p = 0; p < parts; p++) {
-		snprintf(node, sizeof(node), "c%04u", (id * 7 + p) % 10000);
-		cJSON_AddItemToArray(nodes, cJSON_CreateString(node));
-	}
 	snprintf(node, sizeof(node), "c%04u", (id * 7 + part) % 10000);
-	cJSON_ReplaceItemInObjectCaseSensitive(rec, "node",
-					       cJSON_CreateString(node));
-	cJSON_AddNumberToObject(e, "job", id);
-	cJSON_AddStringToObject(e, "node", node);
-	cJSON_AddItemToObject(e, "nodes", nodes);
-	cJSON_AddItemToObject(e, "record", rec);
-	return e;
+	cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(template, "node"),
+			     node);
+	n = snprintf(head, sizeof(head), "{\"job\":%u,\"node\":\"%s\","
+		     "\"nodes\":[", id, node);
+	for (unsigned p = 0; p < parts; p++)
+		n += snprintf(head + n, sizeof(head) - (size_t)n,
+			      "%s\"c%04u\"", p ? "," : "",
+			      (id * 7 + p) % 10000);
+	n += snprintf(head + n, sizeof(head) - (size_t)n, "],\"record\":");
+	if (jsonbuf_print(rec, template, NULL) < 0 ||
+	    jsonbuf_put_bytes(out, head, (size_t)n) < 0 ||
+	    jsonbuf_put_bytes(out, rec->data, rec->len) < 0 ||
+	    jsonbuf_put_bytes(out, "}", 1) < 0)
+		return -1;
+	return 0;
 }
 
 /* The next request line (credential encoded now), or NULL when the work
  * is all handed out (or on an error, noted). *ret_n: its filings. */
 static char *next_line(cJSON *template, unsigned *ret_n)
 {
+	static __thread struct jsonbuf rec, body;
 	unsigned total = total_filings(), first, n;
 	char err[512], *line;
-	cJSON *req;
+	int bad = 0;
 
 	*ret_n = 0;
 	/* paced: no more filings handed out than the rate allows so far */
@@ -183,21 +205,29 @@ static char *next_line(cJSON *template, unsigned *ret_n)
 		return NULL;
 	}
 	n = total - first < opt_batch ? total - first : opt_batch;
+	body.len = 0;
 	if (opt_batch == 1) {
-		req = filing_entry(first, template);
-		cJSON_AddStringToObject(req, "op", "file");
+		/* the file op: the entry's keys and "op" in one object */
+		bad = filing_entry(first, template, &rec, &body);
+		if (!bad) {
+			body.len--; /* its '}' */
+			bad = jsonbuf_put_bytes(&body, ",\"op\":\"file\"}", 13);
+		}
 	} else {
-		cJSON *files;
+		static const char head[] = "{\"op\":\"file_batch\",\"files\":[";
 
-		req = cJSON_CreateObject();
-		cJSON_AddStringToObject(req, "op", "file_batch");
-		files = cJSON_AddArrayToObject(req, "files");
-		for (unsigned k = 0; k < n; k++)
-			cJSON_AddItemToArray(files,
-					     filing_entry(first + k, template));
+		bad = jsonbuf_put_bytes(&body, head, sizeof(head) - 1);
+		for (unsigned k = 0; k < n && !bad; k++)
+			bad = (k && jsonbuf_put_bytes(&body, ",", 1) < 0) ||
+			      filing_entry(first + k, template, &rec, &body);
+		if (!bad)
+			bad = jsonbuf_put_bytes(&body, "]}", 2);
 	}
-	line = peernet_request_line(opt_sock, req, err, sizeof(err));
-	cJSON_Delete(req);
+	line = bad ? NULL
+		   : peernet_request_line_text(opt_sock, body.data, body.len,
+					       err, sizeof(err));
+	if (bad)
+		snprintf(err, sizeof(err), "out of memory");
 	if (!line) {
 		note_error("encode: %s", err);
 		atomic_fetch_add(&failed_filings, n);
@@ -378,6 +408,11 @@ static void *loop_main(void *arg)
 	unsigned active = 0;
 	bool more = true, waiting;
 
+	/* With queries measured, the agents' own work runs below the
+	 * users': on a cluster it runs on the nodes, not on the service's
+	 * host, and must not take the query's core here. */
+	if (opt_queries > 0)
+		setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
 	if (!agents || !template || ep < 0) {
 		note_error("loop: %s", "out of resources");
 		goto out;

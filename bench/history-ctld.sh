@@ -18,6 +18,8 @@
 #   BENCH_CTLD_MULTINODE=1    one job in ten a 3-node job (0: none)
 #   BENCH_CTLD_DIR=/var/tmp/iostage-bench-ctld   (removed afterwards)
 #   BENCH_HISTORY_ARGS        passed to the node-local bench/history
+#   BENCH_AGENTS_JOBS=30000   jobs in the 3 real node agents' outboxes
+#                             (bench/agents-cluster.sh, on the test cluster)
 # A quick run: BENCH_CTLD_JOBS=100000 BENCH_CTLD_SINGLE=20000
 #   BENCH_CTLD_DURING=50000 BENCH_CTLD_QUERIES=2000 BENCH_CTLD_PACED_S=10
 #   BENCH_HISTORY_ARGS="-n 100000 -q 2000" make bench-history
@@ -114,6 +116,14 @@ total=$((JOBS + PACE * PACED_S + DURING))
 printf 'bench-history: iostagectld database %.1f MiB after %d jobs (%.0f bytes/job)\n' \
 	"$(echo "$db_bytes / 1048576" | bc -l)" "$total" "$(echo "$db_bytes / $total" | bc -l)"
 
+# 4. the test cluster's 3 real node agents (their own iostaged) forwarding
+#    a backlog from their outboxes to their iostagectld
+echo "== bench-history: the test cluster's 3 real node agents (load $(cut -d' ' -f1-3 /proc/loadavg))"
+rm -f "$DIR/agents.json"
+BENCH_AGENTS_JOBS=${BENCH_AGENTS_JOBS:-30000} BENCH_AGENTS_OUT="$DIR/agents.json" \
+	IT_VERBOSE=1 bash "$ROOT/tests/cluster/run.sh" "$ROOT/bench/agents-cluster.sh" 2>&1 |
+	grep -E 'bench-agents|passed|FAIL|fail' || true
+
 echo "== bench-history: the node-local history (daemon's code, no network), same run (load $(cut -d' ' -f1-3 /proc/loadavg))"
 "$HIST" ${BENCH_HISTORY_ARGS:-} | tee "$DIR/local.out"
 
@@ -124,7 +134,8 @@ echo "== bench-history: the node-local history (daemon's code, no network), same
 		"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo -)" "$(nproc)"
 	printf '"munged":"%s","service":[' "$(/usr/sbin/munged -V 2>&1 | head -n1)"
 	sed -n 's/^ctldload: \({.*}\)$/\1/p' "$DIR/load.out" | paste -sd, -
-	printf '],"service_db_bytes":%s,"service_db_jobs":%s,"node_local":' "$db_bytes" "$total"
+	printf '],"service_db_bytes":%s,"service_db_jobs":%s,"real_agents":%s,"node_local":' \
+		"$db_bytes" "$total" "$(cat "$DIR/agents.json" 2>/dev/null || echo null)"
 	sed -n 's/^bench-history: \({.*}\)$/\1/p' "$DIR/local.out" | head -n1
 	echo '}'
 } | jq . >"$OUT.tmp" && mv "$OUT.tmp" "$OUT"

@@ -8,6 +8,7 @@
 
 #include "cli/cache.h"
 #include "cli/json.h"
+#include "common/jsonbuf.h"
 #include "common/units.h"
 
 static void usage(FILE *out)
@@ -73,7 +74,7 @@ static int cache_ls(const struct client *client, int argc, char **argv)
 		return 1;
 	entries = cJSON_GetObjectItemCaseSensitive(reply, "entries");
 	if (as_json) {
-		char *text = cJSON_Print(entries);
+		char *text = jsonbuf_pretty(entries);
 		if (text)
 			puts(text);
 		free(text);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonbuf.h"
 #include "cli/export.h"
 
 bool rec_num(const cJSON *o, const char *key, double *ret)
@@ -260,7 +261,7 @@ int export_render(enum export_format format, const cJSON *records, FILE *out)
 
 int export_json(const cJSON *records, FILE *out)
 {
-	char *text = cJSON_Print(records);
+	char *text = jsonbuf_pretty(records);
 
 	if (!text) {
 		errno = ENOMEM;

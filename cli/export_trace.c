@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cli/export.h"
+#include "common/jsonbuf.h"
 #include "common/telrec.h"
 
 #define TRACE_RUN_TID 2
@@ -296,7 +297,7 @@ int export_trace(const cJSON *records, FILE *out)
 		    !job_counters(arr, rec, pid))
 			goto nomem;
 	}
-	text = cJSON_Print(arr);
+	text = jsonbuf_pretty(arr);
 	cJSON_Delete(arr);
 	if (!text)
 		goto nomem;

@@ -6,6 +6,7 @@
 #include "cli/cache.h"
 #include "cli/client.h"
 #include "cli/phase.h"
+#include "cli/pfslicense.h"
 #include "cli/recommend.h"
 #include "cli/sched.h"
 #include "cli/export.h"
@@ -44,6 +45,11 @@ static void usage(FILE *out)
 		"         [--input FILE] [-o FILE]\n"
 		"                    job records as data, a trace or an HTML "
 		"report\n"
+		"  pfs-license --io-profile SPEC [--licenses CUR] "
+		"[--job-name N | --submitter PID]\n"
+		"                    the --licenses value for a job that streams "
+		"from the PFS\n"
+		"                    (cli_filter.lua; PfsLicense=)\n"
 		"  version           print the version\n"
 		"\n"
 		"  -c CONF           iostage.conf to read (default $IOSTAGE_CONF, "
@@ -63,6 +69,7 @@ static const struct {
 	{"recommend", recommend_main},
 	{"export", export_main},
 	{"job-note", sched_job_note_main},
+	{"pfs-license", pfslicense_main},
 };
 
 int main(int argc, char **argv)

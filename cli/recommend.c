@@ -13,6 +13,7 @@
 #include "cli/json.h"
 #include "cli/recommend.h"
 #include "common/jobname.h"
+#include "common/jsonbuf.h"
 
 static void usage(FILE *out)
 {
@@ -140,7 +141,7 @@ int recommend_main(const struct client *client, int argc, char **argv)
 		/* the reply minus "ok": the recommendations and their
 		 * context */
 		cJSON_DeleteItemFromObject(reply, "ok");
-		text = cJSON_Print(reply);
+		text = jsonbuf_pretty(reply);
 		if (text)
 			puts(text);
 		else

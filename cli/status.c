@@ -1,4 +1,6 @@
-/* status.c - `iostage status [--json]`. */
+/* status.c - `iostage status [--json]`: the node's iostaged (tiers, jobs)
+ * and, with StageBandwidth= and a service, the cluster's staging
+ * bandwidth budget and its leases. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 #include "cli/json.h"
 #include "cli/sched.h"
 #include "cli/status.h"
+#include "common/jsonbuf.h"
 #include "common/units.h"
 
 
@@ -126,9 +129,51 @@ static void print_jobs(const cJSON *jobs)
 	}
 }
 
+/* StageBandwidth=: the cluster's budget and what iostagectld has leased
+ * now, per node (op stage_bw_status); NULL without a budget or when the
+ * service does not answer (then nothing is shown: the node's own figures
+ * are in /metrics). The caller deletes it. */
+static cJSON *stage_bandwidth(const struct client *client)
+{
+	char why[CONF_ERR_MAX];
+	cJSON *req, *reply;
+
+	if (!client->conf->stage_bandwidth || !client_has_service(client))
+		return NULL;
+	req = json_request("stage_bw_status");
+	if (!req)
+		return NULL;
+	reply = client_history_call_quiet(client, req, 5000, why, sizeof(why));
+	cJSON_Delete(req);
+	if (reply)
+		cJSON_DeleteItemFromObjectCaseSensitive(reply, "ok");
+	return reply;
+}
+
+static void print_stage_bandwidth(const cJSON *bw)
+{
+	const cJSON *l;
+	char b1[32], b2[32];
+	int n = 0;
+
+	printf("\nstage bandwidth: %s/s leased of %s/s (StageBandwidth=) to "
+	       "%.0f node%s",
+	       units_bytes((uint64_t)json_number(bw, "granted"), b1,
+			   sizeof(b1)),
+	       units_bytes((uint64_t)json_number(bw, "budget"), b2, sizeof(b2)),
+	       json_number(bw, "nodes"), json_number(bw, "nodes") == 1 ? "" : "s");
+	cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(bw, "leases"))
+	{
+		printf("%s%s %s/s", n++ ? ", " : ": ", json_string(l, "node"),
+		       units_bytes((uint64_t)json_number(l, "grant"), b1,
+				   sizeof(b1)));
+	}
+	printf("\n");
+}
+
 int status_main(const struct client *client, int argc, char **argv)
 {
-	cJSON *req, *reply;
+	cJSON *req, *reply, *bw;
 	const cJSON *daemon;
 	char uptime[32];
 	int as_json = 0, cluster = 0, prom = 0;
@@ -164,8 +209,11 @@ int status_main(const struct client *client, int argc, char **argv)
 	cJSON_Delete(req);
 	if (!reply)
 		return 1;
+	bw = stage_bandwidth(client);
+	if (bw)
+		cJSON_AddItemToObject(reply, "stage_bandwidth", bw);
 	if (as_json) {
-		char *text = cJSON_Print(reply);
+		char *text = jsonbuf_pretty(reply);
 		if (text)
 			puts(text);
 		free(text);
@@ -180,6 +228,8 @@ int status_main(const struct client *client, int argc, char **argv)
 	       client->socket_path);
 	print_tiers(cJSON_GetObjectItemCaseSensitive(reply, "tiers"));
 	print_jobs(cJSON_GetObjectItemCaseSensitive(reply, "jobs"));
+	if (bw)
+		print_stage_bandwidth(bw);
 	cJSON_Delete(reply);
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include "cli/client.h"
 #include "cli/json.h"
 #include "cli/telemetry.h"
+#include "common/jsonbuf.h"
 #include "common/telrec.h"
 #include "common/units.h"
 
@@ -384,7 +385,7 @@ int telemetry_main(const struct client *client, int argc, char **argv)
 	if (!reply)
 		return 1;
 	if (as_json) {
-		char *text = cJSON_Print(item(reply, "record"));
+		char *text = jsonbuf_pretty(item(reply, "record"));
 
 		if (text)
 			puts(text);

@@ -70,6 +70,10 @@ enum conf_key {
 	CONF_KEY_ADMIN_GROUP,
 	CONF_KEY_PARTS_DEADLINE,
 	CONF_KEY_OUTBOX_LIMIT,
+	CONF_KEY_STAGE_BANDWIDTH,
+	CONF_KEY_STAGE_BANDWIDTH_FALLBACK,
+	CONF_KEY_PFS_LICENSE,
+	CONF_KEY_PFS_LICENSE_PER_JOB,
 	CONF_KEY_COUNT,
 };
 
@@ -110,6 +114,10 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_ADMIN_GROUP] = "AdminGroup",
     [CONF_KEY_PARTS_DEADLINE] = "PartsDeadline",
     [CONF_KEY_OUTBOX_LIMIT] = "OutboxLimit",
+    [CONF_KEY_STAGE_BANDWIDTH] = "StageBandwidth",
+    [CONF_KEY_STAGE_BANDWIDTH_FALLBACK] = "StageBandwidthFallback",
+    [CONF_KEY_PFS_LICENSE] = "PfsLicense",
+    [CONF_KEY_PFS_LICENSE_PER_JOB] = "PfsLicensePerJob",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -307,6 +315,7 @@ void conf_set_defaults(struct conf *conf)
 	conf->controller_port = CONF_CONTROLLER_PORT_DEFAULT;
 	conf->parts_deadline = CONF_PARTS_DEADLINE_DEFAULT;
 	conf->outbox_limit = CONF_OUTBOX_LIMIT_DEFAULT;
+	conf->pfs_license_per_job = 1;
 }
 
 bool conf_is_user_name(const char *s)
@@ -586,6 +595,45 @@ static int conf_path(struct conf_parser *cp, const char *key, const char *val,
 	return 0;
 }
 
+/* A license name as slurm.conf's Licenses= takes it; the characters that
+ * -L separates on (',', ':', '@', '|') are never in one. */
+static bool conf_is_license_name(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' &&
+		    s[i] != '-')
+			return false;
+	return i > 0 && i < CONF_NAME_MAX;
+}
+
+/* A bandwidth in bytes per second: a size ("400M", "1G") with an optional
+ * "/s"; "0", "no" or "off": unbounded (0). */
+static int conf_bandwidth(struct conf_parser *cp, const char *key,
+			  const char *val, uint64_t *ret)
+{
+	char buf[64], show[CONF_SHOW_MAX + 8];
+	size_t n = strlen(val);
+
+	if (conf_is_off(val)) {
+		*ret = 0;
+		return 0;
+	}
+	if (n >= sizeof(buf))
+		return conf_fail(cp, "key '%s': '%s' is too long", key,
+				 conf_show(val, show, sizeof(show)));
+	memcpy(buf, val, n + 1);
+	if (n > 2 && !strcmp(buf + n - 2, "/s"))
+		buf[n - 2] = '\0';
+	if (conf_parse_size(buf, ret) < 0)
+		return conf_fail(cp,
+				 "key '%s': '%s' is not a bandwidth (bytes per "
+				 "second, e.g. 400M or 1G/s)",
+				 key, conf_show(val, show, sizeof(show)));
+	return 0;
+}
+
 static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 {
 	struct conf *c = cp->conf;
@@ -824,6 +872,34 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 	case CONF_KEY_OUTBOX_LIMIT:
 		return conf_uint(cp, key, val, 1, CONF_OUTBOX_LIMIT_MAX,
 				 &c->outbox_limit);
+	case CONF_KEY_STAGE_BANDWIDTH:
+		return conf_bandwidth(cp, key, val, &c->stage_bandwidth);
+	case CONF_KEY_STAGE_BANDWIDTH_FALLBACK:
+		if (conf_bandwidth(cp, key, val,
+				   &c->stage_bandwidth_fallback) < 0)
+			return -1;
+		if (!c->stage_bandwidth_fallback)
+			return conf_fail(cp,
+					 "key '%s': must be above 0 (it is "
+					 "the share a node takes alone)",
+					 key);
+		return 0;
+	case CONF_KEY_PFS_LICENSE:
+		if (conf_is_off(val)) {
+			c->pfs_license[0] = '\0';
+			return 0;
+		}
+		if (!conf_is_license_name(val))
+			return conf_fail(cp,
+					 "key '%s': '%s' is not a license name "
+					 "([A-Za-z0-9_-]{1,31}, as in "
+					 "slurm.conf Licenses=)",
+					 key, conf_show(val, show, sizeof(show)));
+		snprintf(c->pfs_license, sizeof(c->pfs_license), "%s", val);
+		return 0;
+	case CONF_KEY_PFS_LICENSE_PER_JOB:
+		return conf_uint(cp, key, val, 1, CONF_PFS_LICENSE_PER_JOB_MAX,
+				 &c->pfs_license_per_job);
 	case CONF_KEY_COUNT:
 		break;
 	}

@@ -34,6 +34,7 @@
 #define CONF_PARTS_DEADLINE_MAX 86400
 #define CONF_OUTBOX_LIMIT_DEFAULT 10000  /* OutboxLimit, entries */
 #define CONF_OUTBOX_LIMIT_MAX 10000000
+#define CONF_PFS_LICENSE_PER_JOB_MAX 100000
 
 #ifndef IOSTAGE_SHIM_PATH
 #define IOSTAGE_SHIM_PATH "/usr/local/lib/iostage/libiostage-preload.so"
@@ -110,6 +111,14 @@ struct conf {
 	/* Filing through the service (daemon/forward.c, ctld/partstore.c). */
 	unsigned parts_deadline;        /* seconds the service waits for parts */
 	unsigned outbox_limit;          /* entries before the outbox alarms */
+	/* The PFS as a scheduled resource (docs/SCHEDULING.md). */
+	uint64_t stage_bandwidth;       /* bytes/s all nodes' staging copies
+					 * share; 0 = unbounded */
+	uint64_t stage_bandwidth_fallback; /* a node's share without the
+					    * service; 0 = StageBandwidth/8 */
+	char pfs_license[CONF_NAME_MAX]; /* Slurm license streaming jobs
+					  * request, "" = none */
+	unsigned pfs_license_per_job;   /* licenses such a job requests */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -128,7 +137,10 @@ struct conf {
  * PublicDatasets=yes, PublicUser=nobody, ControllerHost= (none: the
  * history stays on each node), ControllerPort=6827, AdminGroup= (none:
  * only root reads every user's jobs), PartsDeadline=300 (seconds, or a
- * duration like 5m; at most 1 day), OutboxLimit=10000. */
+ * duration like 5m; at most 1 day), OutboxLimit=10000, StageBandwidth=0
+ * (unbounded; bytes per second, "400M" or "400M/s"),
+ * StageBandwidthFallback= (StageBandwidth/8), PfsLicense= (none),
+ * PfsLicensePerJob=1. */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is

@@ -64,6 +64,7 @@
 
 #include "common/copyengine.h"
 #include "common/publictree.h"
+#include "common/ratelimit.h"
 #include "common/rmtree.h"
 
 #define CE_BUF (1u << 20)                 /* pread/pwrite and hash buffer */
@@ -189,6 +190,7 @@ struct copyengine {
 	atomic_bool cfr_off;
 	atomic_bool top_made;    /* DST_NAME exists because of us */
 	mode_t umask;            /* the process's, read before copying */
+	struct ratelimit rl;     /* o.rate, shared by the threads */
 };
 
 static int hash_item_at(struct ce_local *l, struct ce_item *it, int dirfd,
@@ -1183,6 +1185,7 @@ static struct copyengine *ce_new(const char *src,
 		ce->locals[i].ce = ce;
 	pthread_mutex_init(&ce->mu, NULL);
 	pthread_cond_init(&ce->cv, NULL);
+	ratelimit_init(&ce->rl, ce->o.rate);
 	ce->src_root = ce->dst_root = ce->prev_root = -1;
 	ce->dst_dirfd = -1;
 	/* "/data/" and "/data" name the same thing; "/" stays "/". */
@@ -1322,14 +1325,23 @@ static int copy_data(struct ce_local *l, const struct ce_item *it, int in,
 
 	while (len) {
 		ssize_t n;
-		size_t want;
+		size_t want, step;
 
 		if (atomic_load_explicit(&ce->failed, memory_order_relaxed))
+			return -1;
+		/* Held to a rate (StageBandwidth=): small steps, each paid
+		 * for before it is read. */
+		step = ce->o.rate ? RATELIMIT_STEP : SIZE_MAX;
+		if (ce->o.rate &&
+		    ratelimit_take(&ce->rl, len < step ? len : step,
+				   &ce->failed) < 0)
 			return -1;
 		if (cfr) {
 			loff_t oi = (loff_t)off, oo = (loff_t)off;
 
 			want = len < CE_CFR_STEP ? (size_t)len : CE_CFR_STEP;
+			if (want > step)
+				want = step;
 			n = copy_file_range(in, &oi, out, &oo, want, 0);
 			if (n > 0) {
 				off += (uint64_t)n;
@@ -1355,6 +1367,8 @@ static int copy_data(struct ce_local *l, const struct ce_item *it, int in,
 		if (local_buf(ce, l, it->path) < 0)
 			return -1;
 		want = len < CE_BUF ? (size_t)len : CE_BUF;
+		if (want > step)
+			want = step;
 		n = pread(in, l->buf, want, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -42,6 +42,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "common/manifest.h"
@@ -103,6 +104,11 @@ struct copyengine_opts {
 	 * NULL. */
 	void (*note)(const char *msg, void *arg);
 	void *arg;
+	/* Bytes per second the copy may read from the source, shared by
+	 * all its threads (common/ratelimit.h: RATELIMIT_UNLIMITED, or 0 to
+	 * pause); read before each step of at most RATELIMIT_STEP bytes, so
+	 * another process may change it at any time. NULL: unlimited. */
+	const _Atomic uint64_t *rate;
 };
 
 /* What the walk found. Files = regular files, counted per path; bytes =

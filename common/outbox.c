@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/errmsg.h"
+#include "common/jsonbuf.h"
 #include "common/outbox.h"
 #include "common/smallfile.h"
 
@@ -301,7 +302,7 @@ int outbox_put(struct outbox *ob, const cJSON *entry, char *err,
 	job_of(entry, &job);
 	snprintf(name, sizeof(name), "%" PRIu32 ".%s.json", job,
 		 str_of(entry, "node"));
-	text = cJSON_PrintUnformatted(entry);
+	text = jsonbuf_dup(entry);
 	if (!text)
 		return errmsg_fail(err, errlen, ENOMEM, "outbox %s/%s: out of "
 				   "memory", ob->dir, name);
@@ -462,6 +463,7 @@ cJSON *outbox_read(struct outbox *ob, struct outbox_item *it, char *err,
 		return NULL;
 	}
 	it->ino = st.st_ino;
+	it->bytes = (size_t)st.st_size;
 	e = cJSON_Parse(text);
 	free(text);
 	if (!e) {
@@ -512,8 +514,12 @@ int outbox_remove(struct outbox *ob, const struct outbox_item *it,
 				   "it: %s", ob->dir, it->name, strerror(e));
 	}
 	pthread_mutex_unlock(&ob->lock);
-	(void)fsync(ob->dir_fd);
 	return 0;
+}
+
+void outbox_sync(struct outbox *ob)
+{
+	(void)fsync(ob->dir_fd);
 }
 
 int outbox_quarantine(struct outbox *ob, const struct outbox_item *it,

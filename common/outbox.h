@@ -56,6 +56,7 @@ struct outbox_item {
 	char node[CONF_NODE_MAX];
 	struct timespec mtime;  /* when it was written (list order) */
 	ino_t ino;              /* the file listed/read: outbox_remove's check */
+	size_t bytes;           /* its size when read (outbox_read) */
 };
 
 /* Open the outbox directory DIR (absolute), creating it (0700) and DIR/bad
@@ -106,11 +107,16 @@ long outbox_count(struct outbox *ob);
 cJSON *outbox_read(struct outbox *ob, struct outbox_item *it, char *err,
 		   size_t errlen);
 
-/* Remove the entry IT names, durably, unless the file was replaced since
- * it was read (a newer record of the same job and node: it stays).
- * Returns 0 removed (or already gone), 1 kept (replaced), -1 with err. */
+/* Remove the entry IT names, unless the file was replaced since it was
+ * read (a newer record of the same job and node: it stays). Returns 0
+ * removed (or already gone), 1 kept (replaced), -1 with err. The removal
+ * is made durable by outbox_sync, once for many: one that a crash undoes
+ * only sends the entry again, which the service answers as a duplicate. */
 int outbox_remove(struct outbox *ob, const struct outbox_item *it,
 		  char *err, size_t errlen);
+
+/* fsync the outbox directory (after removals). */
+void outbox_sync(struct outbox *ob);
 
 /* Move the file IT names to DIR/bad/NAME.UNIXTIME (never deleted). The
  * new path goes to ret_path (may be NULL). 0, or -1 with err. */

@@ -15,11 +15,37 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
+#include "common/jsonbuf.h"
 #include "common/mauth.h"
 #include "common/peernet.h"
 #include "common/proto.h"
 
 #define PEERNET_BACKLOG 128
+
+/* The digest form (peernet.h): the credential's payload is
+ * "sha256:" and 64 hex digits. */
+#define DIGEST_PREFIX "sha256:"
+#define DIGEST_TEXT_LEN (sizeof(DIGEST_PREFIX) - 1 + 64)
+#define BODY_KEY "\",\"body\":"
+
+/* DIGEST_PREFIX and the hex SHA-256 of DATA[0..LEN) into OUT (room for
+ * DIGEST_TEXT_LEN + 1). 0, or -1 when OpenSSL fails. */
+static int body_digest(const void *data, size_t len, char *out)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	size_t at = sizeof(DIGEST_PREFIX) - 1;
+
+	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) ||
+	    mdlen != 32)
+		return -1;
+	memcpy(out, DIGEST_PREFIX, at);
+	for (unsigned i = 0; i < mdlen; i++)
+		at += (size_t)snprintf(out + at, 3, "%02x", md[i]);
+	return 0;
+}
 
 static long long now_ms(void)
 {
@@ -228,7 +254,7 @@ static int send_text(int fd, char *text, long long deadline)
 
 int peernet_send(int fd, const cJSON *msg, int timeout_ms)
 {
-	char *text = cJSON_PrintUnformatted(msg);
+	char *text = jsonbuf_dup(msg);
 	int r;
 
 	if (!text) {
@@ -306,29 +332,47 @@ fail:
 char *peernet_request_line(const char *munge_socket, const cJSON *req,
 			   char *err, size_t errlen)
 {
-	char *text = cJSON_PrintUnformatted(req), *cred, *line;
-	cJSON *env;
+	char *text = jsonbuf_dup(req), *line;
 
 	if (!text) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	cred = mauth_encode(munge_socket, text, strlen(text), err, errlen);
+	line = peernet_request_line_text(munge_socket, text, strlen(text), err,
+					 errlen);
 	free(text);
+	return line;
+}
+
+char *peernet_request_line_text(const char *munge_socket, const char *text,
+				size_t len, char *err, size_t errlen)
+{
+	char digest[DIGEST_TEXT_LEN + 1], *cred, *line = NULL;
+	int r;
+
+	if (len <= PEERNET_INLINE_MAX) {
+		cred = mauth_encode(munge_socket, text, len, err, errlen);
+	} else if (body_digest(text, len, digest) < 0) {
+		snprintf(err, errlen, "cannot hash the request (OpenSSL)");
+		cred = NULL;
+	} else {
+		cred = mauth_encode(munge_socket, digest, DIGEST_TEXT_LEN, err,
+				    errlen);
+	}
 	if (!cred)
 		return NULL;
-	env = cJSON_CreateObject();
-	if (!env || !cJSON_AddStringToObject(env, "cred", cred)) {
-		cJSON_Delete(env);
-		free(cred);
+	/* A credential is "MUNGE:" and base64 text ending in ':': nothing in
+	 * it needs escaping in a JSON string. */
+	if (len <= PEERNET_INLINE_MAX)
+		r = asprintf(&line, "{\"cred\":\"%s\"}", cred);
+	else
+		r = asprintf(&line, "{\"cred\":\"%s" BODY_KEY "%.*s}", cred,
+			     (int)len, text);
+	if (r < 0) {
+		line = NULL;
 		snprintf(err, errlen, "out of memory");
-		return NULL;
 	}
 	free(cred);
-	line = cJSON_PrintUnformatted(env);
-	cJSON_Delete(env);
-	if (!line)
-		snprintf(err, errlen, "out of memory");
 	return line;
 }
 
@@ -379,19 +423,77 @@ out:
 	return reply;
 }
 
+/* The digest form's parts of LINE: the credential (copied into a new
+ * string, *ret_cred) and the body's bytes (*ret_body, *ret_len, pointing
+ * into LINE). false when LINE is not in that form (then nothing is
+ * allocated). */
+static bool split_digest_form(const char *line, char **ret_cred,
+			      const char **ret_body, size_t *ret_len)
+{
+	static const char head[] = "{\"cred\":\"";
+	size_t n = strlen(line), clen;
+	const char *c, *end;
+
+	if (strncmp(line, head, sizeof(head) - 1) || n < sizeof(head) ||
+	    line[n - 1] != '}')
+		return false;
+	c = line + sizeof(head) - 1;
+	end = strchr(c, '"');
+	if (!end || strncmp(end + 1, BODY_KEY + 1, sizeof(BODY_KEY) - 2))
+		return false;
+	clen = (size_t)(end - c);
+	*ret_body = end + sizeof(BODY_KEY) - 1;
+	if (*ret_body > line + n - 1)
+		return false;
+	*ret_len = (size_t)(line + n - 1 - *ret_body);
+	*ret_cred = strndup(c, clen);
+	return *ret_cred != NULL;
+}
+
 cJSON *peernet_decode_request(const char *line, const char *munge_socket,
 			      const char **ret_op, uid_t *ret_uid,
 			      gid_t *ret_gid, enum mauth_status *ret_status,
 			      char *err, size_t errlen)
 {
-	char *payload = NULL;
+	char *payload = NULL, *dcred;
+	const char *body;
 	const cJSON *cred;
 	cJSON *env, *req = NULL;
 	uid_t uid;
 	gid_t gid;
-	size_t plen;
+	size_t plen, blen;
 
 	*ret_status = MAUTH_OK;
+	if (split_digest_form(line, &dcred, &body, &blen)) {
+		char want[DIGEST_TEXT_LEN + 1], *text;
+
+		*ret_status = mauth_decode(munge_socket, dcred, &payload, &plen,
+					   &uid, &gid, err, errlen);
+		free(dcred);
+		if (*ret_status != MAUTH_OK)
+			return NULL;
+		if (body_digest(body, blen, want) < 0 ||
+		    plen != DIGEST_TEXT_LEN || memcmp(payload, want, plen)) {
+			free(payload);
+			*ret_status = MAUTH_INVALID;
+			snprintf(err, errlen, "credential refused: the request "
+				 "does not match the credential's digest");
+			return NULL;
+		}
+		free(payload);
+		text = strndup(body, blen);
+		if (!text) {
+			snprintf(err, errlen, "out of memory");
+			return NULL;
+		}
+		req = proto_parse_request(text, ret_op, err, errlen);
+		free(text);
+		if (req) {
+			*ret_uid = uid;
+			*ret_gid = gid;
+		}
+		return req;
+	}
 	env = cJSON_Parse(line);
 	cred = cJSON_GetObjectItemCaseSensitive(env, "cred");
 	if (!cJSON_IsObject(env) || !cJSON_IsString(cred)) {

@@ -3,11 +3,20 @@
  *
  * The framing is the Unix socket's (common/proto.h): one JSON object per
  * line, a request has "op", a reply is {"ok":true,...} or
- * {"ok":false,"error":"..."}. On the wire a request line is
- *   {"cred":"MUNGE:..."}
- * whose credential's payload is the request's JSON text, so the request is
- * bound to the credential and the receiver knows who sent it (uid/gid from
- * munged). Replies are plain lines. One request per connection: a server
+ * {"ok":false,"error":"..."}. On the wire a request line is one of
+ *   {"cred":"MUNGE:..."}                  the credential's payload is the
+ *                                         request's JSON text
+ *   {"cred":"MUNGE:...","body":REQUEST}   the payload is "sha256:" and the
+ *                                         hex SHA-256 of the bytes of
+ *                                         REQUEST exactly as sent
+ * Either way the request is bound to the credential (MUNGE's MAC covers
+ * the payload; a changed body no longer matches its digest) and the
+ * receiver knows who sent it (uid/gid from munged). Clients send a
+ * request of up to PEERNET_INLINE_MAX bytes inside the credential and a
+ * longer one (a batch of job records) beside it: munged encrypts, MACs and
+ * base64-codes every payload byte on both hosts, which for a 150 KB batch
+ * cost more CPU than the service's filing of it (bench/README.md).
+ * Replies are plain lines. One request per connection: a server
  * holds no thread for a peer after answering it. Every size is bounded
  * (PEERNET_LINE_MAX) and every wait has a deadline. Library code: errors
  * are one line in err; the caller logs.
@@ -27,6 +36,7 @@
 
 #define PEERNET_LINE_MAX (1024 * 1024) /* a request or reply line */
 #define PEERNET_HOST_MAX 256
+#define PEERNET_INLINE_MAX 4096 /* requests carried inside the credential */
 
 /* Who sent a request, from its credential. */
 struct peernet_peer {
@@ -98,5 +108,10 @@ const char *peernet_read_error(int errnum);
  * it): {"cred":"..."}, caller frees; NULL with err. */
 char *peernet_request_line(const char *munge_socket, const cJSON *req,
 			   char *err, size_t errlen);
+
+/* The same for a request already printed: TEXT (LEN bytes of one JSON
+ * object; a bench prints its requests without building trees). */
+char *peernet_request_line_text(const char *munge_socket, const char *text,
+				size_t len, char *err, size_t errlen);
 
 #endif /* IOSTAGE_PEERNET_H */

@@ -56,24 +56,58 @@ void peerserve_reply_and_close(int fd, cJSON *reply, int send_ms)
 	close(fd);
 }
 
-static void conn_done(struct peerserve *s)
+/* One connection: one request, one reply. */
+static void serve_one(struct peerserve *s, int fd)
 {
-	pthread_mutex_lock(&s->lock);
-	s->nconn--;
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
+	peerserve_reply_and_close(fd, s->serve(fd, s->arg), s->send_ms);
 }
 
-/* One connection: one request, one reply. */
+/* A connection thread: its first connection, then the ones handed to it
+ * while it waits idle, until none comes for PEERSERVE_IDLE_S or the
+ * server stops. */
 static void *conn_thread(void *arg)
 {
 	struct conn c = *(struct conn *)arg;
+	struct peerserve *s = c.s;
+	int fd = c.fd;
 
 	free(arg);
-	peerserve_reply_and_close(c.fd, c.s->serve(c.fd, c.s->arg),
-				  c.s->send_ms);
-	conn_done(c.s);
-	return NULL;
+	for (;;) {
+		struct timespec until;
+
+		serve_one(s, fd);
+		pthread_mutex_lock(&s->lock);
+		s->nconn--;
+		pthread_cond_broadcast(&s->cond);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += PEERSERVE_IDLE_S;
+		if (s->nidle >= PEERSERVE_IDLE_MAX) {
+			/* enough wait already: after a burst of a thousand
+			 * connections, a thousand idle threads would hold
+			 * their memory for nothing */
+			s->nthreads--;
+			pthread_cond_broadcast(&s->cond);
+			pthread_mutex_unlock(&s->lock);
+			return NULL;
+		}
+		s->nidle++;
+		while (!s->qlen && !s->stopping)
+			if (pthread_cond_timedwait(&s->idle_cond, &s->lock,
+						   &until) == ETIMEDOUT)
+				break;
+		s->nidle--;
+		if (!s->qlen) {
+			/* idle too long, or stopping */
+			s->nthreads--;
+			pthread_cond_broadcast(&s->cond);
+			pthread_mutex_unlock(&s->lock);
+			return NULL;
+		}
+		fd = s->queue[s->qhead];
+		s->qhead = (s->qhead + 1) % s->conn_max;
+		s->qlen--;
+		pthread_mutex_unlock(&s->lock);
+	}
 }
 
 static void accept_one(struct peerserve *s)
@@ -104,6 +138,15 @@ static void accept_one(struct peerserve *s)
 		return;
 	}
 	s->nconn++;
+	if (s->nidle > s->qlen) {
+		/* a thread waits for work: hand it over */
+		s->queue[(s->qhead + s->qlen) % s->conn_max] = fd;
+		s->qlen++;
+		pthread_cond_signal(&s->idle_cond);
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	s->nthreads++;
 	pthread_mutex_unlock(&s->lock);
 	c = malloc(sizeof(*c));
 	if (!c) {
@@ -120,7 +163,11 @@ static void accept_one(struct peerserve *s)
 	if (r != 0) {
 		free(c);
 		warn(s, "cannot start a connection thread: %s", strerror(r));
-		conn_done(s);
+		pthread_mutex_lock(&s->lock);
+		s->nconn--;
+		s->nthreads--;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
 		peerserve_reply_and_close(fd,
 					  proto_reply_error("%s",
 							    s->nothread_error),
@@ -164,11 +211,23 @@ int peerserve_start(struct peerserve *s, int listen_fd, char *err,
 	s->listen_fd = listen_fd;
 	s->stop_pipe[0] = s->stop_pipe[1] = -1;
 	s->running = false;
-	s->nconn = 0;
+	s->stopping = false;
+	s->nconn = s->nthreads = s->nidle = 0;
+	s->qhead = s->qlen = 0;
+	s->queue = NULL;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
+	pthread_cond_init(&s->idle_cond, NULL);
 	if (listen_fd < 0) {
 		snprintf(err, errlen, "not listening");
+		return -1;
+	}
+	if (s->conn_max == 0 ||
+	    !(s->queue = calloc(s->conn_max, sizeof(*s->queue)))) {
+		snprintf(err, errlen, "no room for %u connections",
+			 s->conn_max);
+		close(s->listen_fd);
+		s->listen_fd = -1;
 		return -1;
 	}
 	if (pipe2(s->stop_pipe, O_CLOEXEC) < 0) {
@@ -191,6 +250,8 @@ fail:
 	close_pipe(s);
 	close(s->listen_fd);
 	s->listen_fd = -1;
+	free(s->queue);
+	s->queue = NULL;
 	return -1;
 }
 
@@ -211,11 +272,18 @@ bool peerserve_stop(struct peerserve *s, int wait_s)
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	deadline.tv_sec += wait_s;
 	pthread_mutex_lock(&s->lock);
-	while (s->nconn > 0)
+	/* idle threads end now; busy ones when their connection is done */
+	s->stopping = true;
+	pthread_cond_broadcast(&s->idle_cond);
+	while (s->nthreads > 0)
 		if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) ==
 		    ETIMEDOUT)
 			break;
-	gone = s->nconn == 0;
+	gone = s->nthreads == 0;
 	pthread_mutex_unlock(&s->lock);
+	if (gone) {
+		free(s->queue);
+		s->queue = NULL;
+	}
 	return gone;
 }

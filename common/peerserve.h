@@ -3,11 +3,16 @@
  * iostaged's node-to-node channel (daemon/peer.c) and iostagectld
  * (ctld/service.c) serve the same way: an accept thread polls the
  * listening socket and a stop pipe, and each connection gets a detached
- * thread that reads one request, answers it and closes. A thread per
- * connection keeps a slow client (or one that never sends) from holding
- * up the others; conn_max bounds them, and a connection over the bound
- * gets a one-line refusal at once, so the client retries later rather
- * than queueing unseen. What a connection's thread does with its request
+ * thread of its own that reads one request, answers it and closes. A
+ * thread per connection keeps a slow client (or one that never sends)
+ * from holding up the others; conn_max bounds them, and a connection over
+ * the bound gets a one-line refusal at once, so the client retries later
+ * rather than queueing unseen. A thread whose connection is done waits
+ * up to PEERSERVE_IDLE_S for the next one before it ends (at most
+ * PEERSERVE_IDLE_MAX threads wait; the others end at once): starting and
+ * ending a thread per request (its stack faulted in, the allocator's
+ * thread cache filled and flushed) was a quarter of the CPU of a
+ * history query (bench/README.md). What a connection's thread does with its request
  * is the caller's (the serve callback); sending the reply, closing and
  * the count are here. Library code: nothing here logs; what the caller
  * may want to log goes to its warn callback as one line.
@@ -29,6 +34,9 @@ typedef cJSON *(*peerserve_fn)(int fd, void *arg);
 /* A line worth a warning ("connection refused: 64 already served"). */
 typedef void (*peerserve_warn_fn)(const char *line);
 
+#define PEERSERVE_IDLE_S 30
+#define PEERSERVE_IDLE_MAX 64 /* idle threads kept at most */
+
 struct peerserve {
 	/* Set by the caller before peerserve_start(). */
 	unsigned conn_max;      /* connections served at once */
@@ -46,8 +54,14 @@ struct peerserve {
 	pthread_t accept_thread;
 	bool running;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned nconn;
+	pthread_cond_t cond;      /* nconn or nthreads went down */
+	pthread_cond_t idle_cond; /* a connection for an idle thread, or stop */
+	unsigned nconn;           /* connections being served */
+	unsigned nthreads;        /* connection threads, idle ones included */
+	unsigned nidle;           /* threads waiting for a connection */
+	int *queue;               /* connections handed to idle threads */
+	unsigned qhead, qlen;     /* ring of conn_max */
+	bool stopping;
 };
 
 /* Start serving LISTEN_FD (from peernet_listen; the server owns it from
@@ -62,9 +76,9 @@ int peerserve_start(struct peerserve *s, int listen_fd, char *err,
 void peerserve_reply_and_close(int fd, cJSON *reply, int send_ms);
 
 /* Stop accepting, close the listening socket, and wait up to WAIT_S
- * seconds for the connections being served to end. Returns true when
- * none is left (their callbacks no longer run). Safe on a server never
- * started. */
+ * seconds for the connections being served to end and every connection
+ * thread to be gone. Returns true when none is left (their callbacks no
+ * longer run). Safe on a server never started. */
 bool peerserve_stop(struct peerserve *s, int wait_s);
 
 #endif /* IOSTAGE_PEERSERVE_H */

@@ -145,6 +145,9 @@ void profile_destroy(struct profile *profile)
 	for (size_t i = 0; i < profile->noutputs && i < PROFILE_MAX_OUTPUTS;
 	     i++)
 		profile_free_output(&profile->outputs[i]);
+	for (size_t i = 0; i < profile->nstreams && i < PROFILE_MAX_STREAMS;
+	     i++)
+		free(profile->streams[i]);
 	free(profile->origin);
 	free(profile->tier);
 	free(profile);
@@ -652,6 +655,7 @@ enum profile_top_key {
 	PROFILE_KEY_TRACE,
 	PROFILE_KEY_TIMEOUT,
 	PROFILE_KEY_ON_FAILURE,
+	PROFILE_KEY_STREAMS,
 };
 
 static const char *const profile_top_keys[] = {
@@ -664,7 +668,65 @@ static const char *const profile_top_keys[] = {
     [PROFILE_KEY_TRACE] = "trace",
     [PROFILE_KEY_TIMEOUT] = "timeout",
     [PROFILE_KEY_ON_FAILURE] = "on_failure",
+    [PROFILE_KEY_STREAMS] = "streams",
 };
+
+/* Is PATH already one of P's streams? */
+static bool profile_stream_taken(const struct profile *p, const char *path)
+{
+	for (size_t i = 0; i < p->nstreams; i++)
+		if (!strcmp(p->streams[i], path))
+			return true;
+	return false;
+}
+
+/* Add PATH (a user's, normalized here) to P's streams; KEY for messages. */
+static int profile_add_stream(struct profile *p, const char *path,
+			      const char *key, char *err, size_t errlen)
+{
+	char show[80];
+	char *dup;
+
+	if (p->nstreams >= PROFILE_MAX_STREAMS)
+		return errmsg_fail(err, errlen, EINVAL,
+				    "key '%s': more than %d streams", key,
+				    PROFILE_MAX_STREAMS);
+	dup = profile_path_dup(path, key, err, errlen);
+	if (!dup)
+		return -1;
+	if (profile_stream_taken(p, dup)) {
+		errmsg_fail(err, errlen, EINVAL, "key '%s': %s listed twice",
+			     key, SHOW(dup, show));
+		free(dup);
+		return -1;
+	}
+	p->streams[p->nstreams++] = dup;
+	return 0;
+}
+
+static int profile_json_streams(struct profile *p, const cJSON *arr,
+				char *err, size_t errlen)
+{
+	const cJSON *it;
+	size_t i = 0;
+	char key[32];
+
+	if (!cJSON_IsArray(arr))
+		return errmsg_fail(err, errlen, EINVAL,
+				    "key 'streams': expected an array of "
+				    "paths");
+	cJSON_ArrayForEach(it, arr)
+	{
+		snprintf(key, sizeof(key), "streams[%zu]", i++);
+		if (!cJSON_IsString(it))
+			return errmsg_fail(err, errlen, EINVAL,
+					    "key '%s': expected a path", key);
+		if (profile_add_stream(p, it->valuestring, key, err, errlen) <
+		    0)
+			return -1;
+	}
+	return 0;
+}
 
 static int profile_top_member(void *ctx, int k, const cJSON *item,
 			      const char *key, char *err, size_t errlen)
@@ -747,6 +809,8 @@ static int profile_top_member(void *ctx, int k, const cJSON *item,
 		p->on_failure = (enum stage_failure_policy)v;
 		p->has_on_failure = true;
 		return 0;
+	case PROFILE_KEY_STREAMS:
+		return profile_json_streams(p, item, err, errlen);
 	}
 	return errmsg_fail(err, errlen, EINVAL, "key '%s': unknown key", key);
 }
@@ -968,7 +1032,7 @@ static struct profile *profile_load_base(const char *base,
 }
 
 static const char profile_override_keys[] =
-    "data, out, tier, on-failure, timeout, trace";
+    "data, out, stream, tier, on-failure, timeout, trace";
 
 enum profile_override {
 	PROFILE_OV_DATA = 0,
@@ -977,6 +1041,7 @@ enum profile_override {
 	PROFILE_OV_ON_FAILURE,
 	PROFILE_OV_TIMEOUT,
 	PROFILE_OV_TRACE,
+	PROFILE_OV_STREAM,
 	PROFILE_OV_COUNT,
 };
 
@@ -984,6 +1049,7 @@ static const char *const profile_ov_names[PROFILE_OV_COUNT] = {
     [PROFILE_OV_DATA] = "data",	      [PROFILE_OV_OUT] = "out",
     [PROFILE_OV_TIER] = "tier",	      [PROFILE_OV_ON_FAILURE] = "on-failure",
     [PROFILE_OV_TIMEOUT] = "timeout", [PROFILE_OV_TRACE] = "trace",
+    [PROFILE_OV_STREAM] = "stream",
 };
 
 /* A tier given in the SPEC: checked against CONF right away when there is
@@ -1098,7 +1164,8 @@ static int profile_spec_override(struct profile *p, char *item,
 	if (!*val)
 		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s': empty value", item);
-	if (k != PROFILE_OV_DATA && k != PROFILE_OV_OUT && seen[k])
+	if (k != PROFILE_OV_DATA && k != PROFILE_OV_OUT &&
+	    k != PROFILE_OV_STREAM && seen[k])
 		return errmsg_fail(err, errlen, EINVAL,
 				    "key '%s': given twice", item);
 
@@ -1158,6 +1225,17 @@ static int profile_spec_override(struct profile *p, char *item,
 					    "key '%s': expected true or false, "
 					    "not '%s'",
 					    item, SHOW(val, show));
+		break;
+	case PROFILE_OV_STREAM:
+		/* The first stream= replaces what the base profile had, as
+		 * data= does. */
+		if (!seen[k]) {
+			for (size_t i = 0; i < p->nstreams; i++)
+				free(p->streams[i]);
+			p->nstreams = 0;
+		}
+		if (profile_add_stream(p, val, item, err, errlen) < 0)
+			return -1;
 		break;
 	case PROFILE_OV_COUNT:
 		break;
@@ -1364,16 +1442,16 @@ static int profile_check_entry(const char *what, size_t i, const char *name,
 	return 0;
 }
 
-static int profile_check_dataset_access(const char *path, char *err,
-					size_t errlen)
+static int profile_check_dataset_access(const char *path, const char *key,
+					char *err, size_t errlen)
 {
 	struct stat st;
 	int mode, saved;
 
 	if (stat(path, &st) < 0) {
 		saved = errno;
-		return errmsg_fail(err, errlen, saved, "key 'data': %s: %s%s",
-				    path, strerror(saved),
+		return errmsg_fail(err, errlen, saved, "key '%s': %s: %s%s",
+				    key, path, strerror(saved),
 				    saved == EACCES ? " (not readable by you)"
 						    : "");
 	}
@@ -1383,15 +1461,15 @@ static int profile_check_dataset_access(const char *path, char *err,
 		mode = R_OK;
 	else
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'data': %s: not a regular file or "
+				    "key '%s': %s: not a regular file or "
 				    "directory",
-				    path);
+				    key, path);
 	/* access() answers for the real uid: the user, even in a setuid
 	 * context. */
 	if (access(path, mode) < 0) {
 		saved = errno;
-		return errmsg_fail(err, errlen, saved, "key 'data': %s: %s%s",
-				    path, strerror(saved),
+		return errmsg_fail(err, errlen, saved, "key '%s': %s: %s%s",
+				    key, path, strerror(saved),
 				    saved == EACCES ? " (not readable by you)"
 						    : "");
 	}
@@ -1504,6 +1582,24 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 						    "%s listed twice",
 						    i, o->path);
 	}
+	if (p->nstreams > PROFILE_MAX_STREAMS)
+		return errmsg_fail(err, errlen, EINVAL,
+				    "key 'streams': more than %d streams",
+				    PROFILE_MAX_STREAMS);
+	for (size_t i = 0; i < p->nstreams; i++) {
+		if (!p->streams[i] || p->streams[i][0] != '/')
+			return errmsg_fail(err, errlen, EINVAL,
+					    "key 'streams[%zu]': expected an "
+					    "absolute path",
+					    i);
+		for (size_t j = 0; j < p->ndatasets; j++)
+			if (!strcmp(p->datasets[j].path, p->streams[i]))
+				return errmsg_fail(
+				    err, errlen, EINVAL,
+				    "key 'streams[%zu]': %s is also a dataset "
+				    "to stage (stage it or stream it, not both)",
+				    i, p->streams[i]);
+	}
 	if (profile_check_names(p, err, errlen) < 0)
 		return -1;
 	if (p->timeout < 1 || p->timeout > PROFILE_TIMEOUT_MAX)
@@ -1522,12 +1618,16 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 	if (!(checks & PROFILE_CHECK_ACCESS))
 		return 0;
 	for (size_t i = 0; i < p->ndatasets; i++)
-		if (profile_check_dataset_access(p->datasets[i].path, err,
-						 errlen) < 0)
+		if (profile_check_dataset_access(p->datasets[i].path, "data",
+						 err, errlen) < 0)
 			return -1;
 	for (size_t i = 0; i < p->noutputs; i++)
 		if (profile_check_output_access(p->outputs[i].path, err,
 						errlen) < 0)
+			return -1;
+	for (size_t i = 0; i < p->nstreams; i++)
+		if (profile_check_dataset_access(p->streams[i], "stream", err,
+						 errlen) < 0)
 			return -1;
 	return 0;
 }
@@ -1587,6 +1687,16 @@ char *profile_to_json(const struct profile *profile)
 		    !cJSON_AddStringToObject(o, "drain",
 					     profile_drain_name(u->drain)))
 			goto nomem;
+	}
+	if (p->nstreams) {
+		arr = cJSON_AddArrayToObject(root, "streams");
+		if (!arr)
+			goto nomem;
+		for (size_t i = 0; i < p->nstreams && i < PROFILE_MAX_STREAMS;
+		     i++)
+			if (!cJSON_AddItemToArray(
+				arr, cJSON_CreateString(p->streams[i])))
+				goto nomem;
 	}
 	if (!cJSON_AddBoolToObject(root, "trace", p->trace))
 		goto nomem;

@@ -2,7 +2,9 @@
  *
  * Three inputs meet here:
  *   - the --io-profile SPEC: NAME | PATH.json | auto, then ",key=value"
- *     overrides (data=PATH[:TIER] repeatable, out=PATH repeatable, tier=,
+ *     overrides (data=PATH[:TIER] repeatable, out=PATH repeatable,
+ *     stream=PATH repeatable (read from the PFS in place, never staged:
+ *     it takes the PFS license, docs/SCHEDULING.md), tier=,
  *     on-failure=fail|fallback, timeout=SECONDS, trace=true|false);
  *   - profile JSON, from a site profile (ProfileDir/NAME.json) or a user file;
  *   - the normalized profile: compact JSON with every default resolved, as
@@ -23,6 +25,7 @@
 #define PROFILE_JSON_MAX (64 * 1024) /* a profile file or normalized JSON */
 #define PROFILE_MAX_DATASETS 16
 #define PROFILE_MAX_OUTPUTS 16
+#define PROFILE_MAX_STREAMS 16
 #define PROFILE_NAME_MAX 32          /* dataset/output names [A-Za-z0-9_-] */
 #define PROFILE_TIMEOUT_MAX 86400    /* seconds */
 
@@ -66,6 +69,11 @@ struct profile {
 	size_t ndatasets;
 	struct profile_output outputs[PROFILE_MAX_OUTPUTS];
 	size_t noutputs;
+	/* Datasets the job reads from the PFS where they are ("streams":
+	 * [PATH...], stream=PATH): nothing is staged for them; they make the
+	 * job ask for its share of the PFS bandwidth (PfsLicense=). */
+	char *streams[PROFILE_MAX_STREAMS];
+	size_t nstreams;
 	bool trace;
 	unsigned timeout;       /* 0 = not set (conf StageTimeout applies) */
 	bool has_on_failure;

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/jsonbuf.h"
 #include "common/proto.h"
 
 struct proto_reader {
@@ -60,7 +61,7 @@ static int write_all(int fd, const char *buf, size_t len)
 
 int proto_send(int fd, const cJSON *msg)
 {
-	char *text = cJSON_PrintUnformatted(msg);
+	char *text = jsonbuf_dup(msg);
 	size_t len;
 	int rc;
 

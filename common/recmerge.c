@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonbuf.h"
 #include "common/recmerge.h"
 #include "common/telrec.h"
 
@@ -117,8 +118,8 @@ static bool better(const cJSON *a, const cJSON *b)
 		return fa;
 	if (num(a, "end") != num(b, "end"))
 		return num(a, "end") > num(b, "end");
-	ta = cJSON_PrintUnformatted(a);
-	tb = cJSON_PrintUnformatted(b);
+	ta = jsonbuf_dup(a);
+	tb = jsonbuf_dup(b);
 	r = ta && tb && strcmp(ta, tb) > 0;
 	free(ta);
 	free(tb);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/conf.h"
 #include "common/proto.h"
@@ -11,68 +12,87 @@
 #include "ctld/file_ops.h"
 #include "ctld/history.h"
 #include "ctld/jobfacts.h"
+#include "ctld/partstore.h"
 
-/* Entry E's shape, as the file op checks it: 0 with *ret_job, or -1 with
- * the reason in err. */
-static int entry_check(const cJSON *e, uint32_t *ret_job, char *err,
-		       size_t errlen)
-{
-	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(e, "record");
-	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(e, "nodes");
-	const char *node = jobfacts_str(e, "node", NULL);
+/* What becomes of each entry. */
+enum fate {
+	FATE_ANSWERED,  /* results[i] is set already */
+	FATE_PUT,       /* a one-node record in the WriteBatch */
+	FATE_PART,      /* a part, planned into the WriteBatch */
+	FATE_ALONE,     /* filed on its own after the batch (its job is in
+			 * the batch already: a job twice in one WriteBatch
+			 * would wait for itself in the history's in-flight
+			 * set) */
+};
+
+struct entry {
+	const cJSON *req;
 	uint32_t job;
+	enum fate fate;
+	struct partstore_plan plan; /* FATE_PART */
+};
 
-	if (!cJSON_IsObject(e)) {
-		snprintf(err, errlen, "not an object");
-		return -1;
-	}
-	if (proto_get_u32(e, "job", &job, err, errlen) < 0)
-		return -1;
-	if (job == 0 || !node || !conf_is_node_name(node) ||
-	    !cJSON_IsObject(rec) || jobfacts_num(rec, "job", 0) != (double)job ||
-	    (nodes && (!cJSON_IsArray(nodes) ||
-		       cJSON_GetArraySize(nodes) < 1))) {
-		snprintf(err, errlen, "job %u: not a filing (job > 0, node, "
-			 "record of that job, nodes)", job);
-		return -1;
-	}
-	*ret_job = job;
-	return 0;
+struct batch {
+	const struct ctld_caller *c;
+	struct history *h;
+	struct entry *v;
+	int n;
+	cJSON *results;
+	const cJSON **recs;         /* the WriteBatch's records */
+	size_t nrecs;
+	struct history_aux *aux;    /* and its parts-family writes */
+	size_t naux;
+	uint64_t locks;             /* partstore's, held over the write */
+};
+
+static cJSON *answer(bool filed, bool duplicate)
+{
+	cJSON *res = cJSON_CreateObject();
+
+	cJSON_AddBoolToObject(res, "filed", filed);
+	cJSON_AddBoolToObject(res, "duplicate", duplicate);
+	return res;
 }
 
-static bool multi_node(const cJSON *e)
+static void set_result(struct batch *b, int i, cJSON *res)
 {
-	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e,
-								   "nodes")) > 1;
+	cJSON_ReplaceItemInArray(b->results, i, res);
 }
 
-/* Is JOB among the N records to put? */
-static bool in_put(const cJSON *const *put, size_t n, uint32_t job)
+static void set_error(struct batch *b, int i, const char *err)
 {
-	for (size_t k = 0; k < n; k++)
-		if (jobfacts_num(put[k], "job", 0) == (double)job)
+	cJSON *res = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(res, "error", err);
+	set_result(b, i, res);
+}
+
+/* Is JOB in the WriteBatch already (as a record or a part)? */
+static bool in_batch(const struct batch *b, uint32_t job)
+{
+	for (int k = 0; k < b->n; k++)
+		if (b->v[k].job == job &&
+		    (b->v[k].fate == FATE_PUT || b->v[k].fate == FATE_PART))
 			return true;
 	return false;
 }
 
-/* The file op's answer for E, as a results entry. */
-static cJSON *file_one(const struct ctld_caller *c, const cJSON *e)
+/* The file op's answer for REQ, as a results entry. */
+static cJSON *file_one(const struct ctld_caller *c, const cJSON *req)
 {
-	cJSON *reply = ctld_op_file(c, e), *res = cJSON_CreateObject();
+	cJSON *reply = ctld_op_file(c, req), *res;
 	const cJSON *v;
 
-	if (!reply || !res) {
-		cJSON_Delete(reply);
-		cJSON_Delete(res);
+	if (!reply)
 		return NULL;
-	}
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
-		v = cJSON_GetObjectItemCaseSensitive(reply, "filed");
-		cJSON_AddBoolToObject(res, "filed", cJSON_IsTrue(v));
-		v = cJSON_GetObjectItemCaseSensitive(reply, "duplicate");
-		cJSON_AddBoolToObject(res, "duplicate", cJSON_IsTrue(v));
+		res = answer(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+				     reply, "filed")),
+			     cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+				     reply, "duplicate")));
 	} else {
 		v = cJSON_GetObjectItemCaseSensitive(reply, "error");
+		res = cJSON_CreateObject();
 		cJSON_AddStringToObject(res, "error", cJSON_IsString(v)
 						      ? v->valuestring
 						      : "not filed");
@@ -81,115 +101,187 @@ static cJSON *file_one(const struct ctld_caller *c, const cJSON *e)
 	return res;
 }
 
-static void set_result(cJSON *results, int i, cJSON *res)
+/* Entry I, one node's record: into the WriteBatch unless the service has
+ * it from that node already. */
+static void sort_record(struct batch *b, int i)
 {
-	cJSON_ReplaceItemInArray(results, i, res);
+	struct entry *e = &b->v[i];
+	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(e->req, "record");
+	char err[CONF_ERR_MAX];
+	cJSON *old;
+
+	if (in_batch(b, e->job)) {
+		e->fate = FATE_ALONE;
+		return;
+	}
+	old = history_get(b->h, e->job, err, sizeof(err));
+	if (old) {
+		bool dup = !strcmp(jobfacts_str(old, "node", ""),
+				   jobfacts_str(e->req, "node", "")) &&
+			   jobfacts_num(old, "end", -1) ==
+				   jobfacts_num(rec, "end", -2);
+
+		cJSON_Delete(old);
+		if (dup) {
+			set_result(b, i, answer(false, true));
+			return;
+		}
+	} else if (errno != ENOENT) {
+		set_error(b, i, err);
+		return;
+	}
+	e->fate = FATE_PUT;
+	b->recs[b->nrecs++] = rec;
+}
+
+/* Entry I, a part: planned into the WriteBatch (its job's lock held). */
+static void plan_part(struct batch *b, int i, double now)
+{
+	struct entry *e = &b->v[i];
+	struct partstore_plan *pl = &e->plan;
+	char err[CONF_ERR_MAX];
+
+	if (partstore_prepare(b->h, e->req, now, pl, err, sizeof(err)) < 0) {
+		char line[CONF_ERR_MAX + 64];
+
+		snprintf(line, sizeof(line), "file: job %u, node %s: %s",
+			 e->job, jobfacts_str(e->req, "node", ""), err);
+		e->fate = FATE_ANSWERED;
+		set_error(b, i, line);
+		return;
+	}
+	if (pl->res.duplicate) {
+		set_result(b, i, answer(false, true));
+		partstore_plan_done(pl);
+		e->fate = FATE_ANSWERED;
+		return;
+	}
+	if (pl->merged)
+		b->recs[b->nrecs++] = pl->merged;
+	memcpy(b->aux + b->naux, pl->aux, pl->naux * sizeof(*pl->aux));
+	b->naux += pl->naux;
+}
+
+/* The WriteBatch failed: each entry on its own, so that one record the
+ * history refuses does not fail the others. */
+static void file_each(struct batch *b)
+{
+	for (int i = 0; i < b->n; i++) {
+		struct entry *e = &b->v[i];
+
+		if (e->fate == FATE_PART)
+			partstore_plan_done(&e->plan);
+		if (e->fate == FATE_PUT || e->fate == FATE_PART)
+			e->fate = FATE_ALONE;
+	}
 }
 
 cJSON *ctld_op_file_batch(const struct ctld_caller *c, const cJSON *req)
 {
 	const cJSON *files = cJSON_GetObjectItemCaseSensitive(req, "files");
-	const cJSON **put = NULL, *e;
+	const cJSON *f;
 	char err[CONF_ERR_MAX];
-	int *put_at = NULL, n, i = 0;
-	size_t nput = 0;
-	struct history *h;
-	cJSON *results = NULL, *reply;
+	struct batch b = { .c = c };
+	double now = (double)time(NULL);
+	cJSON *reply;
+	int i;
 
 	if (c->uid != 0)
 		return proto_reply_error("permission denied: only root on a "
 					 "cluster node files job records "
 					 "(credential of uid %u)",
 					 (unsigned)c->uid);
-	n = cJSON_GetArraySize(files);
-	if (!cJSON_IsArray(files) || n < 1 || n > FILE_BATCH_MAX)
+	b.n = cJSON_GetArraySize(files);
+	if (!cJSON_IsArray(files) || b.n < 1 || b.n > FILE_BATCH_MAX)
 		return proto_reply_error("key 'files': must be an array of 1 "
 					 "to %d filings", FILE_BATCH_MAX);
-	h = history_db(err, sizeof(err));
-	if (!h)
+	b.h = history_db(err, sizeof(err));
+	if (!b.h)
 		return proto_reply_error("%s", err);
-	put = calloc((size_t)n, sizeof(*put));
-	put_at = calloc((size_t)n, sizeof(*put_at));
-	results = cJSON_CreateArray();
-	if (!put || !put_at || !results)
+	b.v = calloc((size_t)b.n, sizeof(*b.v));
+	b.recs = calloc((size_t)b.n, sizeof(*b.recs));
+	b.aux = calloc((size_t)b.n,
+		       sizeof(*b.aux) * (sizeof(b.v->plan.aux) /
+					 sizeof(*b.v->plan.aux)));
+	b.results = cJSON_CreateArray();
+	if (!b.v || !b.recs || !b.aux || !b.results)
 		goto nomem;
-	for (i = 0; i < n; i++)
-		cJSON_AddItemToArray(results, cJSON_CreateNull());
+	for (i = 0; i < b.n; i++)
+		cJSON_AddItemToArray(b.results, cJSON_CreateNull());
+
+	/* Checked and sorted in order. A part's job lock is taken below,
+	 * once for the lot, and held until the write is done; a one-node
+	 * record's duplicate check needs none. */
 	i = 0;
-	cJSON_ArrayForEach(e, files)
+	cJSON_ArrayForEach(f, files)
 	{
-		const cJSON *rec = cJSON_GetObjectItemCaseSensitive(e, "record");
-		cJSON *res = NULL, *old;
-		uint32_t job;
+		struct entry *e = &b.v[i];
 
-		if (entry_check(e, &job, err, sizeof(err)) < 0) {
-			res = cJSON_CreateObject();
-			cJSON_AddStringToObject(res, "error", err);
-		} else if (multi_node(e) || in_put(put, nput, job)) {
-			/* a job twice in one WriteBatch would wait for
-			 * itself in the history's in-flight set */
-			res = file_one(c, e);
-		} else if ((old = history_get(h, job, err, sizeof(err)))) {
-			bool dup = !strcmp(jobfacts_str(old, "node", ""),
-					   jobfacts_str(e, "node", "")) &&
-				   jobfacts_num(old, "end", -1) ==
-					   jobfacts_num(rec, "end", -2);
-
-			cJSON_Delete(old);
-			if (dup) {
-				res = cJSON_CreateObject();
-				cJSON_AddBoolToObject(res, "filed", false);
-				cJSON_AddBoolToObject(res, "duplicate", true);
-			}
-		} else if (errno != ENOENT) {
-			res = cJSON_CreateObject();
-			cJSON_AddStringToObject(res, "error", err);
-		}
-		if (res) {
-			set_result(results, i, res);
+		e->req = f;
+		e->fate = FATE_ANSWERED;
+		if (ctld_file_check(f, &e->job, err, sizeof(err)) < 0) {
+			set_error(&b, i, err);
+		} else if (!ctld_file_is_part(f)) {
+			sort_record(&b, i);
+		} else if (in_batch(&b, e->job)) {
+			e->fate = FATE_ALONE;
 		} else {
-			put[nput] = rec;
-			put_at[nput++] = i;
+			e->fate = FATE_PART;
+			b.locks |= partstore_lock_bit(e->job);
 		}
 		i++;
 	}
-	/* One WriteBatch, one fsync for the lot; a record the history
-	 * refuses fails the batch, so then each gets its own answer. */
-	if (nput && history_put_many(h, put, nput, HISTORY_PUT_SYNC, err,
-				     sizeof(err)) < 0) {
-		for (size_t k = 0; k < nput; k++) {
-			cJSON *res = cJSON_CreateObject();
+	partstore_lock(b.locks);
+	for (i = 0; i < b.n; i++)
+		if (b.v[i].fate == FATE_PART)
+			plan_part(&b, i, now);
+	/* One WriteBatch, one fsync for the lot. */
+	if ((b.nrecs || b.naux) &&
+	    history_put_aux(b.h, b.recs, b.nrecs, b.aux, b.naux,
+			    HISTORY_PUT_SYNC, err, sizeof(err)) < 0)
+		file_each(&b);
+	partstore_unlock(b.locks);
+	for (i = 0; i < b.n; i++) {
+		struct entry *e = &b.v[i];
 
-			if (history_put(h, put[k], HISTORY_PUT_SYNC, err,
-					sizeof(err)) < 0) {
-				cJSON_AddStringToObject(res, "error", err);
-			} else {
-				cJSON_AddBoolToObject(res, "filed", true);
-				cJSON_AddBoolToObject(res, "duplicate", false);
-			}
-			set_result(results, put_at[k], res);
+		switch (e->fate) {
+		case FATE_PUT:
+			set_result(&b, i, answer(true, false));
+			break;
+		case FATE_PART:
+			ctld_part_filed(c, e->job,
+					jobfacts_str(e->req, "node", ""),
+					&e->plan.res);
+			set_result(&b, i, answer(e->plan.res.filed, false));
+			partstore_plan_done(&e->plan);
+			break;
+		case FATE_ALONE: {
+			cJSON *res = file_one(c, e->req);
+
+			if (res)
+				set_result(&b, i, res);
+			else
+				set_error(&b, i, "out of memory");
+			break;
 		}
-		nput = 0;
+		case FATE_ANSWERED:
+			break;
+		}
 	}
-	for (size_t k = 0; k < nput; k++) {
-		cJSON *res = cJSON_CreateObject();
-
-		cJSON_AddBoolToObject(res, "filed", true);
-		cJSON_AddBoolToObject(res, "duplicate", false);
-		set_result(results, put_at[k], res);
-	}
-	free(put);
-	free(put_at);
+	free(b.v);
+	free(b.recs);
+	free(b.aux);
 	reply = proto_reply_ok();
 	if (!reply) {
-		cJSON_Delete(results);
+		cJSON_Delete(b.results);
 		return NULL;
 	}
-	cJSON_AddItemToObject(reply, "results", results);
+	cJSON_AddItemToObject(reply, "results", b.results);
 	return reply;
 nomem:
-	free(put);
-	free(put_at);
-	cJSON_Delete(results);
+	free(b.v);
+	free(b.recs);
+	free(b.aux);
+	cJSON_Delete(b.results);
 	return proto_reply_error("out of memory");
 }

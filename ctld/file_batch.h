@@ -15,11 +15,17 @@
  * connection and the WAL fsync are paid once per batch. Security is the
  * same: the credential covers the whole request, root only.
  *
- * Single-node entries are filed together (history_put_many, one fsync);
- * entries of a multi-node job go one by one through the `file` op, which
- * merges the parts. The duplicate check is the `file` op's (same node, same
- * end time); two retries of one job racing in two batches may both file
- * it, which replaces the job's record with the same one: never two jobs.
+ * Everything the batch files goes to the history in one WriteBatch with
+ * one fsync: the one-node records (history_put_many) and the parts of
+ * multi-node jobs, with the merged records they complete (partstore_prepare
+ * for each, under their jobs' locks, held until the write is done). A job
+ * that comes twice in one batch files its second entry on its own after
+ * the batch, as the `file` op would. The duplicate check is the `file`
+ * op's (same node, same end time); two retries of one one-node job racing
+ * in two batches may both file it, which replaces the job's record with
+ * the same one: never two jobs. When the WriteBatch fails (a record the
+ * history refuses), each entry is filed on its own and gets its own
+ * answer.
  */
 #ifndef IOSTAGE_CTLD_FILE_BATCH_H
 #define IOSTAGE_CTLD_FILE_BATCH_H

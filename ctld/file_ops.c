@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "common/conf.h"
+#include "common/errmsg.h"
 #include "common/log.h"
 #include "common/proto.h"
 #include "ctld/file_ops.h"
@@ -44,6 +45,21 @@ static bool in_nodes(const cJSON *nodes, const char *node)
 	return false;
 }
 
+void ctld_part_filed(const struct ctld_caller *c, uint32_t job,
+		     const char *node, const struct partstore_result *res)
+{
+	if (res->filed && res->late)
+		log_info("job %u: late part from node %s (%s): record filed "
+			 "again with %u of %u parts",
+			 job, node, c->addr, res->have, res->want);
+	else if (res->filed)
+		log_info("job %u: all %u parts in (the last from node %s): "
+			 "one record filed",
+			 job, res->want, node);
+	else if (!res->duplicate && res->have == 1)
+		partstore_wake(res->first); /* a new job waits */
+}
+
 /* A part of a multi-node job: kept, merged and filed by partstore.c. */
 static cJSON *file_part(const struct ctld_caller *c, struct history *h,
 			uint32_t job, const char *node, const cJSON *req)
@@ -56,16 +72,7 @@ static cJSON *file_part(const struct ctld_caller *c, struct history *h,
 			   sizeof(err)) < 0)
 		return proto_reply_error("file: job %u, node %s: %s", job, node,
 					 err);
-	if (res.filed && res.late)
-		log_info("job %u: late part from node %s (%s): record filed "
-			 "again with %u of %u parts",
-			 job, node, c->addr, res.have, res.want);
-	else if (res.filed)
-		log_info("job %u: all %u parts in (the last from node %s): "
-			 "one record filed",
-			 job, res.want, node);
-	else if (!res.duplicate && res.have == 1)
-		partstore_wake(); /* a new job waits: its deadline counts */
+	ctld_part_filed(c, job, node, &res);
 	reply = proto_reply_ok();
 	if (!reply)
 		return NULL;
@@ -76,10 +83,57 @@ static cJSON *file_part(const struct ctld_caller *c, struct history *h,
 	return reply;
 }
 
-cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req)
+int ctld_file_check(const cJSON *req, uint32_t *ret_job, char *err,
+		    size_t errlen)
 {
 	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(req, "record");
 	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(req, "nodes");
+	const char *node = jobfacts_str(req, "node", NULL);
+	uint32_t job;
+
+	if (!cJSON_IsObject(req))
+		return errmsg_fail(err, errlen, EINVAL, "not an object");
+	if (proto_get_u32(req, "job", &job, err, errlen) < 0)
+		return -1;
+	if (job == 0)
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'job': must be > 0");
+	if (!node || !conf_is_node_name(node))
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'node': missing or not a node name");
+	if (!cJSON_IsObject(rec))
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'record': missing or not an object");
+	if (jobfacts_num(rec, "job", 0) != (double)job)
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'record': its job is not %u", job);
+	if (nodes && (!cJSON_IsArray(nodes) ||
+		      cJSON_GetArraySize(nodes) < 1))
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'nodes': must be a non-empty array of "
+				   "node names");
+	if (strcmp(jobfacts_str(rec, "node", node), node))
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'record': filed by node '%s' but its "
+				   "node is another",
+				   node);
+	if (nodes && !in_nodes(nodes, node))
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'nodes': does not name node '%s'",
+				   node);
+	*ret_job = job;
+	return 0;
+}
+
+bool ctld_file_is_part(const cJSON *req)
+{
+	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req,
+								   "nodes")) > 1;
+}
+
+cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req)
+{
+	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(req, "record");
 	const char *node = jobfacts_str(req, "node", NULL);
 	char err[CONF_ERR_MAX];
 	pthread_mutex_t *lock;
@@ -94,35 +148,12 @@ cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req)
 					 "cluster node files job records "
 					 "(credential of uid %u)",
 					 (unsigned)c->uid);
-	if (proto_get_u32(req, "job", &job, err, sizeof(err)) < 0)
+	if (ctld_file_check(req, &job, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
-	if (job == 0)
-		return proto_reply_error("key 'job': must be > 0");
-	if (!node || !conf_is_node_name(node))
-		return proto_reply_error("key 'node': missing or not a node "
-					 "name");
-	if (!cJSON_IsObject(rec))
-		return proto_reply_error("key 'record': missing or not an "
-					 "object");
-	if (jobfacts_num(rec, "job", 0) != (double)job)
-		return proto_reply_error("key 'record': its job is not %u",
-					 job);
-	if (nodes && (!cJSON_IsArray(nodes) ||
-		      cJSON_GetArraySize(nodes) < 1))
-		return proto_reply_error("key 'nodes': must be a non-empty "
-					 "array of node names");
-	if (strcmp(jobfacts_str(rec, "node", node), node))
-		return proto_reply_error("key 'record': filed by node '%s' "
-					 "but its node is another",
-					 node);
-	if (nodes && !in_nodes(nodes, node))
-		return proto_reply_error("key 'nodes': does not name node "
-					 "'%s'",
-					 node);
 	h = history_db(err, sizeof(err));
 	if (!h)
 		return proto_reply_error("%s", err);
-	if (nodes && cJSON_GetArraySize(nodes) > 1)
+	if (ctld_file_is_part(req))
 		return file_part(c, h, job, node, req);
 	lock = &file_locks[job % FILE_LOCKS];
 	pthread_mutex_lock(lock);

@@ -16,8 +16,26 @@
 #ifndef IOSTAGE_CTLD_FILE_OPS_H
 #define IOSTAGE_CTLD_FILE_OPS_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "ctld/ops.h"
+#include "ctld/partstore.h"
 
 cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req);
+
+/* What the file op checks of a filing REQ before it touches the history
+ * (the file_batch op checks each entry the same): 0 with *ret_job, or -1
+ * with one line in err. */
+int ctld_file_check(const cJSON *req, uint32_t *ret_job, char *err,
+		    size_t errlen);
+
+/* Is REQ (checked) a part of a multi-node job? */
+bool ctld_file_is_part(const cJSON *req);
+
+/* Log (and wake the deadline thread) for a part of JOB from NODE that the
+ * parts store took with result RES. */
+void ctld_part_filed(const struct ctld_caller *c, uint32_t job,
+		     const char *node, const struct partstore_result *res);
 
 #endif /* IOSTAGE_CTLD_FILE_OPS_H */

@@ -35,7 +35,7 @@
 #include "common/log.h"
 #include "ctld/history.h"
 #include "ctld/jobfacts.h"
-#include "ctld/jsonbuf.h"
+#include "common/jsonbuf.h"
 
 enum history_cf {
 	CF_DEFAULT = 0,

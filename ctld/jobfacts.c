@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,18 +22,6 @@ const char *const jobfacts_buckets[JOBFACTS_NBUCKETS] = {
 
 /* The counters' names for the buckets, spelled out: building them with
  * snprintf for every record was a few percent of filing (bench). */
-static const char *const read_size_keys[JOBFACTS_NBUCKETS] = {
-    "POSIX_SIZE_READ_0_100",
-    "POSIX_SIZE_READ_100_1K",
-    "POSIX_SIZE_READ_1K_10K",
-    "POSIX_SIZE_READ_10K_100K",
-    "POSIX_SIZE_READ_100K_1M",
-    "POSIX_SIZE_READ_1M_4M",
-    "POSIX_SIZE_READ_4M_10M",
-    "POSIX_SIZE_READ_10M_100M",
-    "POSIX_SIZE_READ_100M_1G",
-    "POSIX_SIZE_READ_1G_PLUS",
-};
 static const char *const write_size_keys[JOBFACTS_NBUCKETS] = {
     "POSIX_SIZE_WRITE_0_100",
     "POSIX_SIZE_WRITE_100_1K",
@@ -114,6 +103,61 @@ const char *jobfacts_str(const cJSON *obj, const char *key, const char *def)
 	return cJSON_IsString(v) && v->valuestring ? v->valuestring : def;
 }
 
+/* --- many members at once ----------------------------------------------------- *
+ *
+ * A record's counters are an object of ~60 Darshan names; looking up a
+ * dozen of them one by one compared each against half the object
+ * (cJSON's members are a list): strcmp was the top cost of filing a
+ * record (bench/README.md). nums_of walks the object once and matches
+ * each member by a hash of its name, comparing strings only on a hash
+ * match. */
+
+#define NUMS_MAX 24 /* keys one call looks up */
+
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+/* OUT[i]: OBJ's number named KEYS[i] (N <= NUMS_MAX), or DEF when absent,
+ * not a number or not finite, as jobfacts_num gives it. */
+static void nums_of(const cJSON *obj, const char *const *keys, size_t n,
+		    double *out, double def)
+{
+	uint32_t want[NUMS_MAX];
+	bool seen[NUMS_MAX] = { false };
+	const cJSON *c;
+
+	for (size_t i = 0; i < n; i++) {
+		want[i] = name_hash(keys[i]);
+		out[i] = def;
+	}
+	if (!cJSON_IsObject(obj))
+		return;
+	cJSON_ArrayForEach(c, obj)
+	{
+		uint32_t h;
+
+		if (!c->string)
+			continue;
+		h = name_hash(c->string);
+		for (size_t i = 0; i < n; i++)
+			if (want[i] == h && !seen[i] &&
+			    !strcmp(keys[i], c->string)) {
+				/* the first of equal names counts, as with
+				 * cJSON's lookup */
+				seen[i] = true;
+				if (cJSON_IsNumber(c) && isfinite(c->valuedouble))
+					out[i] = c->valuedouble;
+				break;
+			}
+	}
+}
+
 /* A non-negative measured number, or -1 when it was not measured. */
 static double measured(const cJSON *obj, const char *key)
 {
@@ -148,29 +192,34 @@ static const cJSON *find_phase(const cJSON *phases, const char *name)
 /* "rd": the run phase's dataset-class shim counters. */
 static int add_reads(cJSON *facts, const cJSON *counters)
 {
-	double ops, small = 0;
+	enum { OPS, BYTES, SEQ, CONSEC, TIME, META, SMALL0 };
+	static const char *const keys[SMALL0 + JOBFACTS_SMALL_MAX + 1] = {
+		"POSIX_READS", "POSIX_BYTES_READ", "POSIX_SEQ_READS",
+		"POSIX_CONSEC_READS", "POSIX_F_READ_TIME", "POSIX_F_META_TIME",
+		/* SMALL0...: the read size buckets 0..JOBFACTS_SMALL_MAX */
+		"POSIX_SIZE_READ_0_100", "POSIX_SIZE_READ_100_1K",
+		"POSIX_SIZE_READ_1K_10K", "POSIX_SIZE_READ_10K_100K",
+		"POSIX_SIZE_READ_100K_1M",
+	};
+	double v[sizeof(keys) / sizeof(keys[0])], small = 0;
 	cJSON *rd;
 
 	if (!cJSON_IsObject(counters))
 		return 0;
-	ops = measured(counters, "POSIX_READS");
-	if (ops < 0)
+	nums_of(counters, keys, sizeof(keys) / sizeof(keys[0]), v, NAN);
+	if (!(v[OPS] >= 0))
 		return 0; /* no shim counters: no read facts */
 	for (size_t i = 0; i <= JOBFACTS_SMALL_MAX; i++)
-		small += fmax(0, jobfacts_num(counters, read_size_keys[i], 0));
+		small += isnan(v[SMALL0 + i]) ? 0 : fmax(0, v[SMALL0 + i]);
 	rd = cJSON_AddObjectToObject(facts, "rd");
-	if (!rd || add_num(rd, "ops", ops) < 0 ||
-	    add_num(rd, "bytes", fmax(0, jobfacts_num(counters,
-						      "POSIX_BYTES_READ", 0))) <
-		0 ||
+	if (!rd || add_num(rd, "ops", v[OPS]) < 0 ||
+	    add_num(rd, "bytes", isnan(v[BYTES]) ? 0 : fmax(0, v[BYTES])) < 0 ||
 	    add_num(rd, "small", small) < 0 ||
-	    add_num(rd, "seq",
-		    fmax(0, jobfacts_num(counters, "POSIX_SEQ_READS", 0))) < 0 ||
-	    add_num(rd, "consec", fmax(0, jobfacts_num(counters,
-						       "POSIX_CONSEC_READS",
-						       0))) < 0 ||
-	    copy_measured(rd, "time", counters, "POSIX_F_READ_TIME") < 0 ||
-	    copy_measured(rd, "meta_time", counters, "POSIX_F_META_TIME") < 0)
+	    add_num(rd, "seq", isnan(v[SEQ]) ? 0 : fmax(0, v[SEQ])) < 0 ||
+	    add_num(rd, "consec", isnan(v[CONSEC]) ? 0 : fmax(0, v[CONSEC])) <
+		0 ||
+	    (v[TIME] >= 0 && add_num(rd, "time", v[TIME]) < 0) ||
+	    (v[META] >= 0 && add_num(rd, "meta_time", v[META]) < 0))
 		return -1;
 	return 0;
 }
@@ -178,21 +227,25 @@ static int add_reads(cJSON *facts, const cJSON *counters)
 /* "wr": the run phase's output-class write counters. */
 static int add_writes(cJSON *facts, const cJSON *counters)
 {
-	double ops, sizes[JOBFACTS_NBUCKETS];
+	enum { OPS, BYTES, SIZE0 };
+	const char *keys[SIZE0 + JOBFACTS_NBUCKETS] = { "POSIX_WRITES",
+							"POSIX_BYTES_WRITTEN" };
+	double v[SIZE0 + JOBFACTS_NBUCKETS], sizes[JOBFACTS_NBUCKETS];
 	cJSON *wr;
 
 	if (!cJSON_IsObject(counters))
 		return 0;
-	ops = measured(counters, "POSIX_WRITES");
-	if (ops < 0)
+	for (size_t i = 0; i < JOBFACTS_NBUCKETS; i++)
+		keys[SIZE0 + i] = write_size_keys[i];
+	nums_of(counters, keys, SIZE0 + JOBFACTS_NBUCKETS, v, NAN);
+	if (!(v[OPS] >= 0))
 		return 0;
 	for (size_t i = 0; i < JOBFACTS_NBUCKETS; i++)
-		sizes[i] = fmax(0, jobfacts_num(counters, write_size_keys[i], 0));
+		sizes[i] = isnan(v[SIZE0 + i]) ? 0 : fmax(0, v[SIZE0 + i]);
 	wr = cJSON_AddObjectToObject(facts, "wr");
-	if (!wr || add_num(wr, "ops", ops) < 0 ||
-	    add_num(wr, "bytes", fmax(0, jobfacts_num(counters,
-						      "POSIX_BYTES_WRITTEN",
-						      0))) < 0 ||
+	if (!wr || add_num(wr, "ops", v[OPS]) < 0 ||
+	    add_num(wr, "bytes", isnan(v[BYTES]) ? 0 : fmax(0, v[BYTES])) <
+		0 ||
 	    !cJSON_AddItemToObject(wr, "sizes",
 				   cJSON_CreateDoubleArray(sizes,
 							   JOBFACTS_NBUCKETS)))
@@ -280,9 +333,9 @@ static int add_outputs(cJSON *facts, const cJSON *record)
 		if (cJSON_IsObject(hist)) {
 			double h[JOBFACTS_NBUCKETS];
 
+			nums_of(hist, jobfacts_buckets, JOBFACTS_NBUCKETS, h, 0);
 			for (size_t i = 0; i < JOBFACTS_NBUCKETS; i++)
-				h[i] = fmax(0, jobfacts_num(
-						   hist, jobfacts_buckets[i], 0));
+				h[i] = fmax(0, h[i]);
 			if (!cJSON_AddItemToObject(
 				f, "hist",
 				cJSON_CreateDoubleArray(h, JOBFACTS_NBUCKETS)))
@@ -390,17 +443,15 @@ static int name_ok(const char *s, size_t min)
 	return n >= min && n < JOBFACTS_NAME_MAX;
 }
 
-cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen)
+int jobfacts_check(const cJSON *record, char *err, size_t errlen)
 {
-	const cJSON *phases, *run, *counters;
 	const char *user, *job_name;
 	double job, uid, end;
-	cJSON *facts;
 
 	if (!cJSON_IsObject(record)) {
 		snprintf(err, errlen, "record: must be a JSON object");
 		errno = EINVAL;
-		return NULL;
+		return -1;
 	}
 	job = jobfacts_num(record, "job", -1);
 	uid = jobfacts_num(record, "uid", -1);
@@ -411,7 +462,7 @@ cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "record: key 'job': must be a job id 1..4294967295");
 		errno = EINVAL;
-		return NULL;
+		return -1;
 	}
 	if (!user || !name_ok(user, 1) || !name_ok(job_name, 0)) {
 		snprintf(err, errlen,
@@ -420,15 +471,32 @@ cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen)
 			 job, user && name_ok(user, 1) ? "job_name" : "user",
 			 JOBFACTS_NAME_MAX - 1);
 		errno = EINVAL;
-		return NULL;
+		return -1;
 	}
 	if (uid < 0 || uid > 4294967294.0 || end <= 0 || end > 1e11) {
 		snprintf(err, errlen,
 			 "record %.0f: key '%s': missing or out of range", job,
 			 uid < 0 || uid > 4294967294.0 ? "uid" : "end");
 		errno = EINVAL;
-		return NULL;
+		return -1;
 	}
+	return 0;
+}
+
+cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen)
+{
+	const cJSON *phases, *run, *counters;
+	const char *user, *job_name;
+	double job, uid, end;
+	cJSON *facts;
+
+	if (jobfacts_check(record, err, errlen) < 0)
+		return NULL;
+	job = jobfacts_num(record, "job", -1);
+	uid = jobfacts_num(record, "uid", -1);
+	end = jobfacts_num(record, "end", -1);
+	user = jobfacts_str(record, "user", NULL);
+	job_name = jobfacts_str(record, "job_name", "");
 	phases = cJSON_GetObjectItemCaseSensitive(record, "phases");
 	run = find_phase(phases, "run");
 	counters = cJSON_GetObjectItemCaseSensitive(run, "counters");

@@ -28,7 +28,7 @@
 
 #include <cJSON.h>
 
-#include "ctld/jsonbuf.h"
+#include "common/jsonbuf.h"
 
 /* Darshan's ten request-size buckets, in order, as in the record. */
 #define JOBFACTS_NBUCKETS 10
@@ -40,6 +40,11 @@ double jobfacts_bucket_max(size_t i);
 /* Check the fields every record must have (job > 0, user, uid, end) and
  * return the facts (caller deletes), or NULL with one line in err. */
 cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen);
+
+/* What jobfacts_from_record refuses, checked without building the facts:
+ * 0 when it would give them (memory permitting), else -1 with its error
+ * line and errno EINVAL. */
+int jobfacts_check(const cJSON *record, char *err, size_t errlen);
 
 /* FACTS in the packed form the history stores (jsonbuf_pack with the
  * facts' keys as its dictionary) into OUT. 0, or -1 with errno. */

@@ -24,6 +24,7 @@
 #include "common/conf.h"
 #include "common/daemonize.h"
 #include "common/log.h"
+#include "ctld/bw_ops.h"
 #include "ctld/history.h"
 #include "ctld/import.h"
 #include "ctld/partstore.h"
@@ -174,6 +175,7 @@ int main(int argc, char **argv)
 	if (partstore_start(&conf, err, sizeof(err)) < 0)
 		log_errorx("%s; jobs missing a part wait until a restart",
 			   err);
+	ctld_bw_init(&conf);
 	/* Requests are served only once the history is open: clients that
 	 * came early waited in the backlog. */
 	if (ctld_service_start(err, sizeof(err)) < 0) {

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "common/errmsg.h"
+#include "common/jsonbuf.h"
 #include "common/log.h"
 #include "common/outbox.h"
 #include "common/recmerge.h"
@@ -23,10 +24,10 @@
 #include "ctld/partstore.h"
 
 #define PARTS_LOCKS 64
-#define META_KEY_LEN (HISTORY_PARTS_PREFIX_LEN + 1)
-#define PART_KEY_MAX (HISTORY_PARTS_PREFIX_LEN + 1 + CONF_NODE_MAX)
+#define META_KEY_LEN PARTSTORE_META_KEY_LEN
+#define PART_KEY_MAX PARTSTORE_PART_KEY_MAX
 #define WAIT_TAG 'w'
-#define WAIT_KEY_LEN 13
+#define WAIT_KEY_LEN PARTSTORE_WAIT_KEY_LEN
 #define EXPIRE_BATCH 256
 #define THREAD_IDLE_S 60     /* look again at least this often */
 #define THREAD_ERROR_S 10    /* after a failed pass */
@@ -146,56 +147,87 @@ static bool same_nodes(const cJSON *a, const cJSON *b)
 
 /* --- the parts of one job ------------------------------------------------------ */
 
-struct parts {
-	cJSON *arr;        /* the records */
-	const char *skip;  /* a node whose stored part is being replaced */
-	int error;
-};
-
-static int collect(const char *key, size_t klen, const char *val,
-		   size_t vlen, void *arg)
+/* Add the part stored under KEY to ARR; a damaged one counts as missing.
+ * 0 (absent or added), -1 with err on a read error. */
+static int add_stored(struct history *h, const char *key, size_t klen,
+		      cJSON *arr, char *err, size_t errlen)
 {
-	struct parts *p = arg;
-	size_t nlen = klen - (HISTORY_PARTS_PREFIX_LEN + 1);
+	size_t vlen = 0;
+	char *val = history_aux_get(h, key, klen, &vlen, err, errlen);
 	cJSON *rec;
 
-	if (p->skip && nlen == strlen(p->skip) &&
-	    !memcmp(key + HISTORY_PARTS_PREFIX_LEN + 1, p->skip, nlen))
-		return 0;
+	if (!val)
+		return errno == ENOENT ? 0 : -1;
 	rec = cJSON_ParseWithLength(val, vlen);
+	free(val);
 	if (!cJSON_IsObject(rec)) {
 		cJSON_Delete(rec); /* damaged: that node counts as missing */
 		return 0;
 	}
-	cJSON_AddItemToArray(p->arr, rec);
+	cJSON_AddItemToArray(arr, rec);
 	return 0;
 }
 
-/* The stored parts of JOB but SKIP's (may be NULL). NULL with err. */
+/* The stored parts of JOB from the N nodes NAMES but SKIP (may be NULL).
+ * Point lookups: a part is only ever stored under a name of its job's
+ * node list, and a lookup costs a bloom filter where a prefix scan costs
+ * an iterator over every sorted run. NULL with err. */
 static cJSON *stored_parts(struct history *h, uint32_t job,
+			   const char *const *names, size_t n,
 			   const char *skip, char *err, size_t errlen)
 {
-	char prefix[META_KEY_LEN];
-	struct parts p = { cJSON_CreateArray(), skip, 0 };
+	char key[PART_KEY_MAX];
+	cJSON *arr = cJSON_CreateArray();
 
-	if (!p.arr) {
+	if (!arr) {
 		errmsg_fail(err, errlen, ENOMEM, "parts: out of memory");
 		return NULL;
 	}
-	history_parts_prefix(job, prefix);
-	prefix[HISTORY_PARTS_PREFIX_LEN] = KEY_PART;
-	if (history_aux_scan(h, prefix, sizeof(prefix), collect, &p, err,
-			     errlen) < 0) {
-		cJSON_Delete(p.arr);
-		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (skip && !strcmp(names[i], skip))
+			continue;
+		if (add_stored(h, key, part_key(job, names[i], key), arr, err,
+			       errlen) < 0) {
+			cJSON_Delete(arr);
+			return NULL;
+		}
 	}
-	return p.arr;
+	return arr;
+}
+
+static int collect(const char *key, size_t klen, const char *val,
+		   size_t vlen, void *arg)
+{
+	cJSON *rec = cJSON_ParseWithLength(val, vlen);
+
+	(void)key;
+	(void)klen;
+	if (!cJSON_IsObject(rec)) {
+		cJSON_Delete(rec); /* damaged: that node counts as missing */
+		return 0;
+	}
+	cJSON_AddItemToArray(arg, rec);
+	return 0;
 }
 
 cJSON *partstore_parts(struct history *h, uint32_t job, char *err,
 		       size_t errlen)
 {
-	return stored_parts(h, job, NULL, err, errlen);
+	char prefix[META_KEY_LEN];
+	cJSON *arr = cJSON_CreateArray();
+
+	if (!arr) {
+		errmsg_fail(err, errlen, ENOMEM, "parts: out of memory");
+		return NULL;
+	}
+	history_parts_prefix(job, prefix);
+	prefix[HISTORY_PARTS_PREFIX_LEN] = KEY_PART;
+	if (history_aux_scan(h, prefix, sizeof(prefix), collect, arr, err,
+			     errlen) < 0) {
+		cJSON_Delete(arr);
+		return NULL;
+	}
+	return arr;
 }
 
 /* How many of NODES (N distinct names) have a part in PARTS. */
@@ -243,7 +275,7 @@ static cJSON *merge(uint32_t job, const cJSON *parts, const char *const *nodes,
 
 static char *print(const cJSON *o)
 {
-	char *s = cJSON_PrintUnformatted(o);
+	char *s = jsonbuf_dup(o);
 
 	if (!s)
 		errno = ENOMEM;
@@ -255,28 +287,57 @@ static bool same_time(const cJSON *a, const cJSON *b, const char *key)
 	return jobfacts_num(a, key, -1) == jobfacts_num(b, key, -1);
 }
 
-int partstore_file(struct history *h, const cJSON *entry, double now,
-		   struct partstore_result *ret, char *err, size_t errlen)
+uint64_t partstore_lock_bit(uint32_t job)
+{
+	return UINT64_C(1) << (job % PARTS_LOCKS);
+}
+
+void partstore_lock(uint64_t mask)
+{
+	/* In one order, so that two batches never hold one lock each and
+	 * wait for the other's. */
+	for (unsigned i = 0; i < PARTS_LOCKS; i++)
+		if (mask & (UINT64_C(1) << i))
+			pthread_mutex_lock(&job_locks[i]);
+}
+
+void partstore_unlock(uint64_t mask)
+{
+	for (unsigned i = PARTS_LOCKS; i-- > 0;)
+		if (mask & (UINT64_C(1) << i))
+			pthread_mutex_unlock(&job_locks[i]);
+}
+
+static void add_aux(struct partstore_plan *pl, enum history_aux_op op,
+		    const char *key, size_t klen, const char *val, size_t vlen)
+{
+	pl->aux[pl->naux++] = (struct history_aux){ op, key, klen, val, vlen };
+}
+
+void partstore_plan_done(struct partstore_plan *pl)
+{
+	cJSON_Delete(pl->merged);
+	free(pl->mtext);
+	free(pl->ptext);
+	*pl = (struct partstore_plan){ 0 };
+}
+
+int partstore_prepare(struct history *h, const cJSON *entry, double now,
+		      struct partstore_plan *pl, char *err, size_t errlen)
 {
 	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(entry, "record");
 	const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(entry, "nodes");
-	char mkey[META_KEY_LEN], pkey[PART_KEY_MAX], wkey[WAIT_KEY_LEN];
-	char wkey_old[WAIT_KEY_LEN], from[HISTORY_PARTS_PREFIX_LEN];
-	char to[HISTORY_PARTS_PREFIX_LEN];
-	struct history_aux aux[6];
-	struct partstore_result res = { 0 };
+	struct partstore_result *res = &pl->res;
 	const char **names = NULL, *node;
-	cJSON *meta = NULL, *mine = NULL, *parts = NULL, *merged = NULL;
-	cJSON *facts, *newmeta = NULL;
-	char *mtext = NULL, *ptext = NULL;
-	const cJSON *recs[1];
-	pthread_mutex_t *lock;
-	size_t naux = 0, n, nrec = 0;
+	cJSON *meta = NULL, *mine = NULL, *parts = NULL;
+	cJSON *newmeta = NULL;
+	size_t n, plen;
 	uint64_t first;
 	uint32_t job;
 	bool filed_before = false, reset = false;
 	int rc = -1;
 
+	*pl = (struct partstore_plan){ 0 };
 	if (outbox_entry_check(entry, err, errlen) < 0)
 		return -1;
 	job = (uint32_t)jobfacts_num(entry, "job", 0);
@@ -292,26 +353,23 @@ int partstore_file(struct history *h, const cJSON *entry, double now,
 	}
 	/* Checked now, so that no stored part can later stop its job's
 	 * record from being filed. */
-	facts = jobfacts_from_record(rec, err, errlen);
-	if (!facts) {
+	if (jobfacts_check(rec, err, errlen) < 0) {
 		free(names);
-		errno = EINVAL;
 		return -1;
 	}
-	cJSON_Delete(facts);
 	if (!cJSON_HasObjectItem(rec, "end")) {
 		free(names);
 		return errmsg_fail(err, errlen, EINVAL,
 				   "key 'record': not a finished "
 				   "part (no 'end')");
 	}
-	lock = &job_locks[job % PARTS_LOCKS];
-	pthread_mutex_lock(lock);
-	meta_key(job, mkey);
-	meta = get_json(h, mkey, sizeof(mkey), err, errlen);
+	res->first = now;
+	meta_key(job, pl->mkey);
+	meta = get_json(h, pl->mkey, sizeof(pl->mkey), err, errlen);
 	if (!meta && errno != ENOENT)
 		goto out;
-	mine = get_json(h, pkey, part_key(job, node, pkey), err, errlen);
+	plen = part_key(job, node, pl->pkey);
+	mine = get_json(h, pl->pkey, plen, err, errlen);
 	if (!mine && errno != ENOENT)
 		goto out;
 	/* The same id for another job: what is stored goes. */
@@ -321,108 +379,114 @@ int partstore_file(struct history *h, const cJSON *entry, double now,
 	if (mine && !same_time(mine, rec, "start"))
 		reset = true;
 	if (!reset && mine && same_time(mine, rec, "end")) {
-		res.duplicate = true;
-		parts = stored_parts(h, job, NULL, err, errlen);
+		res->duplicate = true;
+		parts = stored_parts(h, job, names, n, NULL, err, errlen);
 		if (!parts)
 			goto out;
-		res.have = count_have(parts, names, n);
-		res.want = (unsigned)n;
+		res->have = count_have(parts, names, n);
+		res->want = (unsigned)n;
 		rc = 0;
 		goto out;
 	}
 	if (reset) {
-		history_parts_prefix(job, from);
-		if (job < UINT32_MAX)
-			history_parts_prefix(job + 1, to);
-		if (job == UINT32_MAX) {
-			to[0] = HISTORY_PARTS_TAG + 1;
-			aux[naux++] = (struct history_aux){
-				HISTORY_AUX_DELETE_RANGE, from, sizeof(from),
-				to, 1
-			};
+		history_parts_prefix(job, pl->from);
+		if (job < UINT32_MAX) {
+			history_parts_prefix(job + 1, pl->to);
+			add_aux(pl, HISTORY_AUX_DELETE_RANGE, pl->from,
+				sizeof(pl->from), pl->to, sizeof(pl->to));
 		} else {
-			aux[naux++] = (struct history_aux){
-				HISTORY_AUX_DELETE_RANGE, from, sizeof(from),
-				to, sizeof(to)
-			};
+			pl->to[0] = HISTORY_PARTS_TAG + 1;
+			add_aux(pl, HISTORY_AUX_DELETE_RANGE, pl->from,
+				sizeof(pl->from), pl->to, 1);
 		}
 		if (meta && !cJSON_IsTrue(cJSON_GetObjectItem(meta, "filed"))) {
 			wait_key((uint64_t)jobfacts_num(meta, "first", 0), job,
-				 wkey_old);
-			aux[naux++] = (struct history_aux){
-				HISTORY_AUX_DELETE, wkey_old, sizeof(wkey_old),
-				NULL, 0
-			};
+				 pl->wkey_old);
+			add_aux(pl, HISTORY_AUX_DELETE, pl->wkey_old,
+				sizeof(pl->wkey_old), NULL, 0);
 		}
 		cJSON_Delete(meta);
 		meta = NULL;
 		parts = cJSON_CreateArray();
 	} else {
-		parts = stored_parts(h, job, node, err, errlen);
+		parts = stored_parts(h, job, names, n, node, err, errlen);
 	}
 	if (!parts)
 		goto out;
 	cJSON_AddItemToArray(parts, cJSON_Duplicate(rec, true));
-	res.have = count_have(parts, names, n);
-	res.want = (unsigned)n;
+	res->have = count_have(parts, names, n);
+	res->want = (unsigned)n;
 	filed_before = meta && cJSON_IsTrue(cJSON_GetObjectItem(meta, "filed"));
 	first = meta ? (uint64_t)jobfacts_num(meta, "first", now)
 		     : (uint64_t)now;
+	res->first = (double)first;
 	newmeta = cJSON_CreateObject();
 	if (!newmeta ||
 	    !cJSON_AddItemToObject(newmeta, "nodes",
 				   cJSON_Duplicate(nodes, true)) ||
 	    !cJSON_AddNumberToObject(newmeta, "first", (double)first))
 		goto nomem;
-	wait_key(first, job, wkey);
-	if (res.have == res.want || filed_before) {
-		merged = merge(job, parts, names, n, err, errlen);
-		if (!merged)
+	wait_key(first, job, pl->wkey);
+	if (res->have == res->want || filed_before) {
+		pl->merged = merge(job, parts, names, n, err, errlen);
+		if (!pl->merged)
 			goto out;
-		recs[nrec++] = merged;
 		cJSON_AddBoolToObject(newmeta, "filed", true);
 		cJSON_AddNumberToObject(newmeta, "filed_at", now);
 		if (meta && !filed_before)
-			aux[naux++] = (struct history_aux){
-				HISTORY_AUX_DELETE, wkey, sizeof(wkey), NULL, 0
-			};
-		res.filed = true;
-		res.late = filed_before;
+			add_aux(pl, HISTORY_AUX_DELETE, pl->wkey,
+				sizeof(pl->wkey), NULL, 0);
+		res->filed = true;
+		res->late = filed_before;
 	} else {
 		cJSON_AddBoolToObject(newmeta, "filed", false);
 		if (!meta)
-			aux[naux++] = (struct history_aux){
-				HISTORY_AUX_PUT, wkey, sizeof(wkey), "", 0
-			};
+			add_aux(pl, HISTORY_AUX_PUT, pl->wkey, sizeof(pl->wkey),
+				"", 0);
 	}
-	mtext = print(newmeta);
-	ptext = print(rec);
-	if (!mtext || !ptext)
+	pl->mtext = print(newmeta);
+	pl->ptext = print(rec);
+	if (!pl->mtext || !pl->ptext)
 		goto nomem;
-	aux[naux++] = (struct history_aux){ HISTORY_AUX_PUT, pkey,
-					    part_key(job, node, pkey), ptext,
-					    strlen(ptext) };
-	aux[naux++] = (struct history_aux){ HISTORY_AUX_PUT, mkey, sizeof(mkey),
-					    mtext, strlen(mtext) };
-	if (history_put_aux(h, recs, nrec, aux, naux, HISTORY_PUT_SYNC, err,
-			    errlen) < 0)
-		goto out;
+	add_aux(pl, HISTORY_AUX_PUT, pl->pkey, plen, pl->ptext,
+		strlen(pl->ptext));
+	add_aux(pl, HISTORY_AUX_PUT, pl->mkey, sizeof(pl->mkey), pl->mtext,
+		strlen(pl->mtext));
 	rc = 0;
 	goto out;
 nomem:
 	errmsg_fail(err, errlen, ENOMEM, "parts: out of memory");
 out:
-	pthread_mutex_unlock(lock);
-	if (rc == 0)
-		*ret = res;
-	free(mtext);
-	free(ptext);
+	if (rc < 0)
+		partstore_plan_done(pl);
 	free(names);
 	cJSON_Delete(meta);
 	cJSON_Delete(mine);
 	cJSON_Delete(parts);
-	cJSON_Delete(merged);
 	cJSON_Delete(newmeta);
+	return rc;
+}
+
+int partstore_file(struct history *h, const cJSON *entry, double now,
+		   struct partstore_result *ret, char *err, size_t errlen)
+{
+	uint64_t lock = partstore_lock_bit((uint32_t)jobfacts_num(entry, "job",
+								  0));
+	struct partstore_plan pl;
+	int rc;
+
+	partstore_lock(lock);
+	rc = partstore_prepare(h, entry, now, &pl, err, errlen);
+	if (rc == 0 && !pl.res.duplicate) {
+		const cJSON *recs[1] = { pl.merged };
+
+		rc = history_put_aux(h, recs, pl.merged ? 1 : 0, pl.aux,
+				     pl.naux, HISTORY_PUT_SYNC, err, errlen);
+	}
+	partstore_unlock(lock);
+	if (rc == 0)
+		*ret = pl.res;
+	partstore_plan_done(&pl);
 	return rc;
 }
 
@@ -506,7 +570,8 @@ static int file_due(struct history *h, const struct due *d, double now,
 		goto out;
 	}
 	n = node_list(cJSON_GetObjectItemCaseSensitive(meta, "nodes"), &names);
-	parts = stored_parts(h, d->job, NULL, err, errlen);
+	parts = names ? stored_parts(h, d->job, names, n, NULL, err, errlen)
+		      : NULL;
 	if (!names || !parts) {
 		if (!names)
 			errmsg_fail(err, errlen, ENOMEM,
@@ -599,6 +664,12 @@ int partstore_expire(struct history *h, unsigned deadline_s, double now,
 static const struct conf *pconf;
 static pthread_t due_thread;
 static bool started, stopping, woken;
+/* Under due_lock: when the thread next looks (0: it is looking now), and
+ * the earliest deadline of a job that began waiting since its last scan
+ * (0: none). A new job's deadline is PartsDeadline from now, so it is
+ * almost never earlier than the one the thread sleeps for: waking the
+ * thread (and its scan) for every waiting job cost more than the filing. */
+static double sleep_until, new_due;
 static pthread_mutex_t due_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t due_cond = PTHREAD_COND_INITIALIZER; /* realtime */
 
@@ -637,6 +708,9 @@ static void *due_main(void *arg)
 		struct timespec until;
 		bool failed = false;
 
+		pthread_mutex_lock(&due_lock);
+		new_due = 0; /* the scan below sees every job waiting now */
+		pthread_mutex_unlock(&due_lock);
 		if (h) {
 			next = partstore_next_due(h, pconf->parts_deadline,
 						  NULL, err, sizeof(err));
@@ -663,11 +737,16 @@ static void *due_main(void *arg)
 		if (!failed && next > 0 && next < (double)until.tv_sec)
 			until.tv_sec = (time_t)next;
 		pthread_mutex_lock(&due_lock);
+		/* a job that began waiting after the scan */
+		if (new_due > 0 && new_due < (double)until.tv_sec)
+			until.tv_sec = (time_t)new_due;
+		sleep_until = (double)until.tv_sec;
 		while (!stopping && !woken)
 			if (pthread_cond_timedwait(&due_cond, &due_lock,
 						   &until) == ETIMEDOUT)
 				break;
 		woken = false;
+		sleep_until = 0;
 		if (stopping) {
 			pthread_mutex_unlock(&due_lock);
 			break;
@@ -693,11 +772,17 @@ int partstore_start(const struct conf *conf, char *err, size_t errlen)
 	return 0;
 }
 
-void partstore_wake(void)
+void partstore_wake(double first)
 {
+	double due = first + (pconf ? pconf->parts_deadline : 0);
+
 	pthread_mutex_lock(&due_lock);
-	woken = true;
-	pthread_cond_signal(&due_cond);
+	if (new_due == 0 || due < new_due)
+		new_due = due;
+	if (sleep_until > 0 && due < sleep_until) {
+		woken = true;
+		pthread_cond_signal(&due_cond);
+	}
 	pthread_mutex_unlock(&due_lock);
 }
 

@@ -50,6 +50,7 @@ struct partstore_result {
 	bool late;       /* the job had been filed before (deadline passed) */
 	unsigned have;   /* parts of the job now stored */
 	unsigned want;   /* nodes of the job */
+	double first;    /* when the job's first part came (unix s) */
 };
 
 /* File the part in ENTRY ({job, node, nodes (2 or more), record}; see
@@ -58,6 +59,40 @@ struct partstore_result {
  * caller answers it; else the database's). */
 int partstore_file(struct history *h, const cJSON *entry, double now,
 		   struct partstore_result *ret, char *err, size_t errlen);
+
+/* The same in two steps, so that many parts (and other records) go to
+ * the history in one WriteBatch and one fsync (ctld/file_batch.c):
+ * partstore_prepare decides what the part in ENTRY writes, into *PLAN,
+ * while the caller holds the job's lock (partstore_lock with
+ * partstore_lock_bit(job)) and keeps holding it until the plan's writes
+ * are in the history or dropped: history_put_aux with PLAN->merged (when
+ * not NULL) among the records and PLAN->aux among the parts writes; with
+ * PLAN->res.duplicate there is nothing to write. Every PLAN prepared
+ * successfully is released with partstore_plan_done (a failed one is
+ * released already). Two plans in one WriteBatch must be of two jobs. */
+#define PARTSTORE_META_KEY_LEN (HISTORY_PARTS_PREFIX_LEN + 1)
+#define PARTSTORE_PART_KEY_MAX (HISTORY_PARTS_PREFIX_LEN + 1 + CONF_NODE_MAX)
+#define PARTSTORE_WAIT_KEY_LEN 13
+struct partstore_plan {
+	struct partstore_result res;
+	cJSON *merged;            /* the record to file, or NULL */
+	struct history_aux aux[6];
+	size_t naux;
+	/* private: what aux points into */
+	char mkey[PARTSTORE_META_KEY_LEN], pkey[PARTSTORE_PART_KEY_MAX];
+	char wkey[PARTSTORE_WAIT_KEY_LEN], wkey_old[PARTSTORE_WAIT_KEY_LEN];
+	char from[HISTORY_PARTS_PREFIX_LEN], to[HISTORY_PARTS_PREFIX_LEN];
+	char *mtext, *ptext;
+};
+int partstore_prepare(struct history *h, const cJSON *entry, double now,
+		      struct partstore_plan *plan, char *err, size_t errlen);
+void partstore_plan_done(struct partstore_plan *plan);
+
+/* The job locks: a bit per lock (jobs share them, striped); lock and
+ * unlock a set of them, always in the same order. */
+uint64_t partstore_lock_bit(uint32_t job);
+void partstore_lock(uint64_t mask);
+void partstore_unlock(uint64_t mask);
 
 /* Called by partstore_expire for each job it filed: the merged RECORD
  * (its "missing_nodes" names who did not report). */
@@ -91,8 +126,9 @@ cJSON *partstore_parts(struct history *h, uint32_t job, char *err,
  * with err. */
 int partstore_start(const struct conf *conf, char *err, size_t errlen);
 
-/* A job started waiting: let the thread see its deadline. */
-void partstore_wake(void);
+/* A job started waiting, its first part at FIRST (unix s): the thread
+ * wakes only when that deadline comes before the one it sleeps for. */
+void partstore_wake(double first);
 
 /* Stop the thread (before history_fini). No-op when not started. */
 void partstore_stop(void);

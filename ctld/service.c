@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "common/proto.h"
 #include "ctld/authz.h"
 #include "ctld/file_batch.h"
+#include "ctld/bw_ops.h"
 #include "ctld/file_ops.h"
 #include "ctld/history_ops.h"
 #include "ctld/pending.h"
@@ -101,6 +103,8 @@ static const struct {
 	{ "placement", placement_op_query },
 	{ "sched_status", sched_op_status },
 	{ "job_note", pending_op_note },
+	{ "stage_bw", ctld_op_stage_bw },
+	{ "stage_bw_status", ctld_op_stage_bw_status },
 };
 
 cJSON *ctld_service_dispatch(const struct conf *conf,
@@ -114,7 +118,8 @@ cJSON *ctld_service_dispatch(const struct conf *conf,
 		if (!strcmp(ctld_ops[i].name, op))
 			return ctld_ops[i].fn(c, req);
 	return proto_reply_error("unknown op '%s' (iostagectld answers ping, "
-				 "file, history_get, history_list, recommend, "
+				 "file, file_batch, history_get, history_list, "
+				 "recommend, stage_bw, stage_bw_status, "
 				 "cache_report, placement, job_note, "
 				 "sched_status)",
 				 printable(op, shown, sizeof(shown)));
@@ -204,6 +209,14 @@ static cJSON *serve_request(int fd, void *arg)
 		snprintf(err, sizeof(err), "%s", peernet_read_error(errno));
 	} else {
 		gate = work_enter(strlen(line));
+		/* Filings are throughput work that can wait a little; a
+		 * query is somebody's sbatch waiting for advice. Under a
+		 * backlog of filings, lowering their priority keeps a
+		 * query's latency what it is on an idle service. Set for
+		 * every request: a connection thread serves the next
+		 * connection too (common/peerserve.h). */
+		setpriority(PRIO_PROCESS, (id_t)gettid(),
+			    gate == &gate_file ? CTLD_FILE_NICE : 0);
 		req = peernet_decode_request(line, munge_socket(), &name,
 					     &peer.uid, &peer.gid, &st, err,
 					     sizeof(err));

@@ -29,6 +29,7 @@
 #define CTLD_WORK_MAX 16      /* long requests (filings) served at once */
 #define CTLD_QUERY_WORK_MAX 8 /* short ones (queries) served at once */
 #define CTLD_QUERY_LINE_MAX 2048 /* a query's line: a record's is longer */
+#define CTLD_FILE_NICE 10     /* a filing's thread, against a query's 0 */
 #define CTLD_SEND_MS 10000    /* for the reply */
 
 /* Listen on CONF's ControllerPort, on ControllerHost's address when it is

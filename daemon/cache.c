@@ -40,6 +40,7 @@
 #include "common/bindmount.h"
 #include "common/cachekey.h"
 #include "common/joblayout.h"
+#include "common/jsonbuf.h"
 #include "common/log.h"
 #include "common/owntree.h"
 #include "common/proto.h"
@@ -730,7 +731,7 @@ static char *meta_text(const char *key, unsigned version,
 				(double)(verified_ns / 1000000000));
 	cJSON_AddNumberToObject(o, "verified_ns", (double)verified_ns);
 	cJSON_AddStringToObject(o, "node", cache_conf->node_name);
-	text = cJSON_PrintUnformatted(o);
+	text = jsonbuf_dup(o);
 	cJSON_Delete(o);
 	return text;
 }

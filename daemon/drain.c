@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "common/joblayout.h"
+#include "common/jsonbuf.h"
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/pathsafe.h"
@@ -584,7 +585,7 @@ static void record_write_locked(struct djob *dj)
 		add_out_counters(e, &dj->outs[i]);
 		cJSON_AddItemToArray(outs, e);
 	}
-	text = cJSON_PrintUnformatted(o);
+	text = jsonbuf_dup(o);
 	if (!text)
 		goto out;
 	snprintf(name, sizeof(name), "%" PRIu32 ".json", dj->id);
@@ -844,7 +845,7 @@ static int worker_send(struct dout *o, const struct item *it)
 	if (!cmd ||
 	    !cJSON_AddStringToObject(cmd, it->scan ? "scan" : "file", it->rel))
 		goto out;
-	text = cJSON_PrintUnformatted(cmd);
+	text = jsonbuf_dup(cmd);
 	if (!text)
 		goto out;
 	len = strlen(text);

@@ -30,6 +30,7 @@
 
 #include <cJSON.h>
 
+#include "common/jsonbuf.h"
 #include "common/pathsafe.h"
 #include "common/proto.h"
 #include "daemon/drain_worker.h"
@@ -56,7 +57,7 @@ struct dw {
 /* Print O as one line on stdout; the daemon gone means we stop. */
 static void emit(cJSON *o)
 {
-	char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+	char *text = o ? jsonbuf_dup(o) : NULL;
 	size_t len;
 
 	if (!text)

@@ -2,9 +2,13 @@
  *
  * One thread, one request at a time: a node files a handful of records a
  * minute, and sending them in order keeps the service's load and the log
- * readable. A pass walks the outbox oldest first; an unreachable service
- * ends the pass (the next entries would fail the same way), a refused
- * entry is kept and the pass goes on with the others. Between failed
+ * readable. A pass walks the outbox oldest first, FORWARD_BATCH_MAX
+ * entries per request (`file_batch`; one entry goes as `file`): a node
+ * with a backlog (the service was away, many short jobs) pays one
+ * connection, one credential and one fsync on the service per batch, not
+ * per job. An unreachable service ends the pass (the next entries would
+ * fail the same way), a refused entry is kept and the pass goes on with
+ * the others. Between failed
  * passes the thread sleeps a backoff that doubles up to the maximum, with
  * jitter (half of it random) so that nodes that lost the service together
  * do not all come back in the same second. A put wakes it at once; the
@@ -79,30 +83,83 @@ fail:
 	return NULL;
 }
 
-/* Send entry E. 0 filed (or was already), 1 refused by the service, -1
- * the service could not be asked; err says why. *ret_dup: a duplicate. */
-static int send_entry(const cJSON *e, bool *ret_dup, char *err,
-		      size_t errlen)
+/* What the service said of one entry. */
+struct sent {
+	int rc;          /* 0 filed (or was already), 1 refused */
+	bool dup;
+	char err[CONF_ERR_MAX];
+};
+
+/* Send the N entries E as one request (`file` for one, else
+ * `file_batch`) and fill OUT[0..N). 0, or -1 when the service could not
+ * be asked (err says why; OUT untouched). */
+static int send_entries(cJSON *const *e, size_t n, struct sent *out,
+			char *err, size_t errlen)
 {
-	cJSON *req = file_request(e), *reply = NULL;
+	cJSON *req, *reply = NULL, *files = NULL;
+	const cJSON *results, *r;
+	size_t i;
 	int rc;
 
-	*ret_dup = false;
+	if (n == 1) {
+		req = file_request(e[0]);
+	} else {
+		req = cJSON_CreateObject();
+		if (req && cJSON_AddStringToObject(req, "op", "file_batch"))
+			files = cJSON_AddArrayToObject(req, "files");
+		for (i = 0; files && i < n; i++) {
+			cJSON *f = file_request(e[i]);
+
+			cJSON_DeleteItemFromObject(f, "op");
+			if (!f || !cJSON_AddItemToArray(files, f)) {
+				cJSON_Delete(f);
+				files = NULL;
+			}
+		}
+		if (!files) {
+			cJSON_Delete(req);
+			req = NULL;
+		}
+	}
 	if (!req) {
 		snprintf(err, errlen, "out of memory");
-		return 1;
+		return -1;
 	}
 	rc = ctl_request(fconf, req, &reply, err, errlen);
 	cJSON_Delete(req);
 	if (rc < 0)
 		return -1;
-	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
-		snprintf(err, errlen, "%s", str(reply, "error", "(no reason)"));
+	if (n > 1 && !strncmp(str(reply, "error", ""), "unknown op", 10)) {
+		/* A service from before file_batch: one at a time. */
 		cJSON_Delete(reply);
-		return 1;
+		for (i = 0; i < n; i++)
+			if (send_entries(&e[i], 1, &out[i], err, errlen) < 0)
+				return -1;
+		return 0;
 	}
-	*ret_dup = cJSON_IsTrue(
-		cJSON_GetObjectItemCaseSensitive(reply, "duplicate"));
+	results = cJSON_GetObjectItemCaseSensitive(reply, "results");
+	for (i = 0; i < n; i++) {
+		/* the request's own answer, or (a batch) the entry's */
+		r = n == 1 ? reply : cJSON_GetArrayItem(results, (int)i);
+		if (n > 1 && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+				     reply, "ok")))
+			r = reply; /* the whole batch refused */
+		out[i].rc = 0;
+		out[i].dup = false;
+		out[i].err[0] = '\0';
+		if ((n == 1 || r == reply)
+			    ? !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+				      r, "ok"))
+			    : !cJSON_IsObject(r) ||
+				      cJSON_HasObjectItem(r, "error")) {
+			out[i].rc = 1;
+			snprintf(out[i].err, sizeof(out[i].err), "%s",
+				 str(r, "error", "(no reason)"));
+			continue;
+		}
+		out[i].dup = cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(r, "duplicate"));
+	}
 	cJSON_Delete(reply);
 	return 0;
 }
@@ -143,59 +200,89 @@ static enum pass_result pass(void)
 		log_warningx("%s", err);
 		return PASS_RETRY;
 	}
-	for (size_t i = 0; i < n && !should_stop(); i++) {
-		struct outbox_item *it = &items[i];
-		bool dup;
-		cJSON *e = outbox_read(ob, it, err, sizeof(err));
-		int rc;
+	for (size_t i = 0; i < n && !should_stop();) {
+		cJSON *batch[FORWARD_BATCH_MAX];
+		struct outbox_item *its[FORWARD_BATCH_MAX];
+		struct sent out[FORWARD_BATCH_MAX];
+		size_t k = 0, bytes = 0, first = i;
 
-		if (!e) {
-			if (errno == ENOENT)
-				continue;
-			if (errno != EINVAL) {
-				log_warningx("%s", err);
-				res = PASS_RETRY;
+		/* The next entries, up to a request's worth. */
+		for (; i < n && k < FORWARD_BATCH_MAX; i++) {
+			struct outbox_item *it = &items[i];
+			cJSON *e = outbox_read(ob, it, err, sizeof(err));
+
+			if (!e) {
+				if (errno == ENOENT)
+					continue;
+				if (errno != EINVAL) {
+					log_warningx("%s", err);
+					res = PASS_RETRY;
+					continue;
+				}
+				/* Never deleted: an admin may want to see
+				 * it. */
+				if (outbox_quarantine(ob, it, moved,
+						      sizeof(moved), qerr,
+						      sizeof(qerr)) == 0)
+					log_errorx("%s; moved to %s", err,
+						   moved);
+				else
+					log_errorx("%s; %s", err, qerr);
 				continue;
 			}
-			/* Never deleted: an admin may want to see it. */
-			if (outbox_quarantine(ob, it, moved, sizeof(moved),
-					      qerr, sizeof(qerr)) == 0)
-				log_errorx("%s; moved to %s", err, moved);
-			else
-				log_errorx("%s; %s", err, qerr);
-			continue;
+			if (k > 0 && bytes + it->bytes > FORWARD_BATCH_BYTES) {
+				cJSON_Delete(e); /* the next request's */
+				break;
+			}
+			bytes += it->bytes;
+			batch[k] = e;
+			its[k++] = it;
 		}
-		rc = send_entry(e, &dup, err, sizeof(err));
-		cJSON_Delete(e);
-		if (rc < 0) {
+		if (k == 0)
+			continue;
+		if (send_entries(batch, k, out, err, sizeof(err)) < 0) {
+			for (size_t j = 0; j < k; j++)
+				cJSON_Delete(batch[j]);
 			pthread_mutex_lock(&lock);
 			if (!unreachable)
 				log_warningx("%s; %zu job record%s wait in the "
 					     "outbox, retried with backoff",
-					     err, n - i, n - i == 1 ? "" : "s");
+					     err, n - first,
+					     n - first == 1 ? "" : "s");
 			unreachable = true;
 			pthread_mutex_unlock(&lock);
 			snprintf(why, sizeof(why), "%s", err);
 			res = PASS_RETRY;
 			break;
 		}
-		if (rc > 0) {
-			/* The service read it and said no (a bad record,
-			 * its database unusable): kept, retried later. */
-			log_warningx("job %" PRIu32 ": iostagectld did not "
-				     "file the record of node %s: %s; kept in "
-				     "the outbox, retried",
-				     it->job, it->node, err);
-			snprintf(why, sizeof(why), "it refused one: %s", err);
-			res = PASS_RETRY;
-			continue;
+		for (size_t j = 0; j < k; j++) {
+			struct outbox_item *it = its[j];
+
+			cJSON_Delete(batch[j]);
+			if (out[j].rc > 0) {
+				/* The service read it and said no (a bad
+				 * record, its database unusable): kept,
+				 * retried later. */
+				log_warningx("job %" PRIu32 ": iostagectld "
+					     "did not file the record of node "
+					     "%s: %s; kept in the outbox, "
+					     "retried",
+					     it->job, it->node, out[j].err);
+				snprintf(why, sizeof(why),
+					 "it refused one: %s", out[j].err);
+				res = PASS_RETRY;
+				continue;
+			}
+			if (outbox_remove(ob, it, err, sizeof(err)) < 0)
+				log_warningx("%s", err); /* sent again: a
+							  * duplicate */
+			sent++;
+			log_info("job %" PRIu32 ": record of node %s filed on "
+				 "iostagectld%s",
+				 it->job, it->node,
+				 out[j].dup ? " (it had it already)" : "");
 		}
-		if (outbox_remove(ob, it, err, sizeof(err)) < 0)
-			log_warningx("%s", err); /* sent again: a duplicate */
-		sent++;
-		log_info("job %" PRIu32 ": record of node %s filed on "
-			 "iostagectld%s",
-			 it->job, it->node, dup ? " (it had it already)" : "");
+		outbox_sync(ob); /* the batch's removals, at once */
 	}
 	/* What stays counts, whether the service is down or refusing. */
 	if (res == PASS_RETRY)
@@ -288,7 +375,7 @@ int forward_put(uint32_t id, const cJSON *rec, char *err, size_t errlen)
 	char perr[CONF_ERR_MAX];
 	cJSON *copy = NULL, *e = NULL;
 	size_t n;
-	bool dup;
+	struct sent direct = { .rc = -1 };
 	int rc = -1;
 
 	nodes = calloc(JOBS_NODES_MAX, sizeof(*nodes));
@@ -321,11 +408,14 @@ int forward_put(uint32_t id, const cJSON *rec, char *err, size_t errlen)
 	}
 	/* The disk refused it: one direct try, so the record is not lost
 	 * merely because StateDir is full. */
-	if (send_entry(e, &dup, err, errlen) == 0) {
+	if (send_entries(&e, 1, &direct, err, errlen) == 0 &&
+	    direct.rc == 0) {
 		log_warningx("%s; sent to iostagectld directly", perr);
 		rc = 0;
 		goto out;
 	}
+	if (direct.rc > 0)
+		snprintf(err, errlen, "%s", direct.err);
 	{
 		char why[CONF_ERR_MAX];
 

@@ -29,6 +29,9 @@
 #define FORWARD_BACKOFF_MIN_MS 1000
 #define FORWARD_BACKOFF_MAX_MS 60000
 #define FORWARD_ALARM_S 600     /* between two "outbox over its limit" */
+#define FORWARD_BATCH_MAX 64    /* entries per request (file_batch) */
+#define FORWARD_BATCH_BYTES (512 * 1024) /* entry bytes per request, well
+					  * under PEERNET_LINE_MAX */
 
 /* With a service configured: open CONF->state_dir/outbox (CONF must
  * outlive it) and start the forwarding thread. Without one: nothing

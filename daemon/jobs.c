@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "common/joblayout.h"
+#include "common/jsonbuf.h"
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/smallfile.h"
@@ -466,7 +467,7 @@ static int persist(struct job *job)
 	}
 	o = job_json_locked(job);
 	pthread_mutex_unlock(&jobs_lock);
-	text = o ? cJSON_PrintUnformatted(o) : NULL;
+	text = o ? jsonbuf_dup(o) : NULL;
 	if (!text) {
 		errno = ENOMEM;
 		goto out;
@@ -994,7 +995,7 @@ static struct profile *reload_profile(const cJSON *obj, char *err,
 		snprintf(err, errlen, "no profile");
 		return NULL;
 	}
-	text = cJSON_PrintUnformatted(obj);
+	text = jsonbuf_dup(obj);
 	if (!text) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;

@@ -19,6 +19,7 @@
 
 #include <cJSON.h>
 
+#include "common/jsonbuf.h"
 #include "common/log.h"
 #include "daemon/fsutil.h"
 #include "daemon/journal.h"
@@ -111,7 +112,7 @@ int journal_add(int tier, const char *build, char *err, size_t errlen)
 					journal_conf->tiers[tier].name);
 		cJSON_AddStringToObject(o, "build", build);
 		cJSON_AddNumberToObject(o, "created", (double)time(NULL));
-		text = cJSON_PrintUnformatted(o);
+		text = jsonbuf_dup(o);
 	}
 	if (!text) {
 		errno = ENOMEM;

@@ -24,6 +24,7 @@
 #include "common/ctlclient.h"
 #include "common/daemonize.h"
 #include "common/log.h"
+#include "daemon/bwgov.h"
 #include "daemon/cache.h"
 #include "daemon/cachereport.h"
 #include "daemon/drain.h"
@@ -164,6 +165,7 @@ int main(int argc, char **argv)
 		history_init_remote(&conf);
 	else
 		history_init(&conf); /* never fatal: staging goes on */
+	bwgov_init(&conf);   /* StageBandwidth=; never fatal */
 	metrics_init(&conf); /* logs its own failures; never fatal */
 	peer_init(&conf);    /* node to node; never fatal either */
 	cachereport_init(&conf); /* what the cache holds, to iostagectld */
@@ -188,6 +190,7 @@ int main(int argc, char **argv)
 	metrics_fini();
 	peer_fini();
 	jobs_shutdown("iostaged stopped during staging", SHUTDOWN_JOBS_S);
+	bwgov_fini(); /* gives the node's lease back */
 	drain_shutdown(); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);
 	telemetry_fini(); /* after the clients: they may hold records */

@@ -25,6 +25,7 @@
 #include "common/promtext.h"
 #include "common/proto.h"
 #include "common/smallfile.h"
+#include "daemon/bwgov.h"
 #include "daemon/cache.h"
 #include "daemon/fsutil.h"
 #include "daemon/http.h"
@@ -244,6 +245,34 @@ static int gauge(struct promtext *pt, const char *name, const char *help,
 	return 0;
 }
 
+/* StageBandwidth=: the cluster's budget, this node's share of it now,
+ * the copies held to it, and whether the share is the local fallback
+ * (iostagectld did not answer). Only when a budget is set. */
+static int bandwidth_families(struct promtext *pt)
+{
+	struct bwgov_status b;
+
+	bwgov_status(&b);
+	if (!b.bounded)
+		return 0;
+	if (gauge(pt, "iostage_stage_bandwidth_budget_bytes_per_second",
+		  "StageBandwidth=: what all nodes' staging copies share",
+		  (double)b.budget) < 0 ||
+	    gauge(pt, "iostage_stage_bandwidth_share_bytes_per_second",
+		  "This node's share of the staging bandwidth now (0 while "
+		  "it copies nothing)",
+		  (double)b.node_share) < 0 ||
+	    gauge(pt, "iostage_stage_bandwidth_copies",
+		  "Staging copies on this node held to its share",
+		  (double)b.copies) < 0 ||
+	    gauge(pt, "iostage_stage_bandwidth_fallback",
+		  "1 while iostagectld does not answer and the node takes "
+		  "StageBandwidthFallback=",
+		  b.fallback ? 1 : 0) < 0)
+		return -1;
+	return 0;
+}
+
 static int total_families(struct promtext *pt, const struct sample *s)
 {
 	struct stats_totals t;
@@ -300,7 +329,7 @@ static int total_families(struct promtext *pt, const struct sample *s)
 		  "Output files of current jobs that could not be drained",
 		  (double)s->failed_files) < 0)
 		return -1;
-	return 0;
+	return bandwidth_families(pt);
 }
 
 char *metrics_render(bool all_jobs, uid_t viewer, size_t *ret_len)

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/jsonbuf.h"
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/recmerge.h"
@@ -91,7 +92,7 @@ static cJSON *read_at(const char *name)
 
 static int write_at(const char *name, const cJSON *o)
 {
-	char *text = cJSON_PrintUnformatted(o);
+	char *text = jsonbuf_dup(o);
 	int r;
 
 	if (!text) {
@@ -262,7 +263,7 @@ static long long now_ms(void)
 
 void parts_fit_record(cJSON *rec)
 {
-	char *text = cJSON_PrintUnformatted(rec);
+	char *text = jsonbuf_dup(rec);
 	size_t len = text ? strlen(text) : 0;
 	cJSON *procs = cJSON_GetObjectItemCaseSensitive(rec, "processes");
 	int n = cJSON_GetArraySize(procs);

@@ -28,6 +28,7 @@
 #include <cJSON.h>
 
 #include "common/joblayout.h"
+#include "common/jsonbuf.h"
 #include "common/log.h"
 #include "common/pathsafe.h"
 #include "common/profile.h"
@@ -255,7 +256,7 @@ static struct profile *request_profile(const cJSON *req, char *err,
 		snprintf(err, errlen, "key 'profile': must be an object");
 		return NULL;
 	}
-	text = cJSON_PrintUnformatted(obj);
+	text = jsonbuf_dup(obj);
 	if (!text) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -738,7 +739,7 @@ static cJSON *op_prestage(const struct peer *c, const cJSON *req)
 		cJSON_AddStringToObject(ds, "tier", tier);
 	if (verify)
 		cJSON_AddStringToObject(ds, "verify", verify);
-	text = cJSON_PrintUnformatted(p);
+	text = jsonbuf_dup(p);
 	if (!text) {
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;

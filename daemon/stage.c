@@ -59,6 +59,7 @@
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/units.h"
+#include "daemon/bwgov.h"
 #include "daemon/cache.h"
 #include "daemon/drain.h"
 #include "daemon/spawn.h"
@@ -66,7 +67,7 @@
 #include "daemon/stats.h"
 #include "daemon/tiers.h"
 
-#define STAGE_ARGV_MAX 16
+#define STAGE_ARGV_MAX 20
 #define STAGE_SLOT_POLL_MS 200
 
 static const struct conf *stage_conf;
@@ -218,8 +219,9 @@ static void slot_give(void)
 
 /* --- spawning and following a worker ------------------------------------------- */
 
-/* Fill ARGV for TASK (pointers into TASK and FDBUF). */
-static void build_argv(const struct worker_task *task, char **argv)
+/* Fill ARGV for TASK (pointers into TASK and FDBUF); RATE: a rate page
+ * is passed as fd 5. */
+static void build_argv(const struct worker_task *task, bool rate, char **argv)
 {
 	size_t n = 0;
 
@@ -244,26 +246,33 @@ static void build_argv(const struct worker_task *task, char **argv)
 		argv[n++] = "--manifest-out";
 		argv[n++] = "4";
 	}
+	if (rate) {
+		argv[n++] = "--rate-fd";
+		argv[n++] = "5";
+	}
 	argv[n++] = (char *)task->src;
 	argv[n++] = (char *)task->dstdir;
 	argv[n] = NULL;
 }
 
-static int worker_spawn(const struct worker_task *task, struct worker *ret,
-			char *err, size_t errlen)
+static int worker_spawn(const struct worker_task *task, int rate_fd,
+			struct worker *ret, char *err, size_t errlen)
 {
 	const struct owner *ow = task->owner;
 	char *argv[STAGE_ARGV_MAX];
 	char *envp_gate[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
 			      "IOSTAGE_STAGE_GATE=1", NULL };
-	/* The worker reads the old manifest on fd 3, writes the new on 4. */
-	int pass[2] = { task->manifest_in,
-			task->mode == WORKER_BUILD ? task->manifest_out : -1 };
+	/* The worker reads the old manifest on fd 3, writes the new on 4,
+	 * reads its rate (StageBandwidth=) on 5. */
+	int pass[3] = { task->manifest_in,
+			task->mode == WORKER_BUILD ? task->manifest_out : -1,
+			rate_fd };
 	struct spawn_proc p;
 
-	build_argv(task, argv);
+	build_argv(task, rate_fd >= 0, argv);
 	if (spawn_as_user(ow->uid, ow->gid, ow->user, argv,
-			  task->mode == WORKER_BUILD ? envp_gate : NULL, pass, 2,
+			  task->mode == WORKER_BUILD ? envp_gate : NULL, pass,
+			  rate_fd >= 0 ? 3 : 2,
 			  "stage worker", &p, err, errlen) < 0)
 		return -1;
 	ret->pid = p.pid;
@@ -445,8 +454,9 @@ static int run_worker(struct run *run, const struct profile_dataset *ds,
 		      int t, const struct worker_task *task, struct outcome *o)
 {
 	struct job *job = run->job;
+	struct bwgov_slot *bw = NULL;
 	struct worker w;
-	int status = 0;
+	int status = 0, rate_fd, r;
 
 	memset(o, 0, sizeof(*o));
 	if (slot_take(run, ds->name) < 0)
@@ -456,7 +466,13 @@ static int run_worker(struct run *run, const struct profile_dataset *ds,
 		slot_give();
 		return -1;
 	}
-	if (worker_spawn(task, &w, run->err, sizeof(run->err)) < 0) {
+	/* Only copies read the PFS in bulk: checks are stats. */
+	rate_fd = task->mode == WORKER_BUILD ? bwgov_begin(&bw) : -1;
+	r = worker_spawn(task, rate_fd, &w, run->err, sizeof(run->err));
+	if (rate_fd >= 0)
+		close(rate_fd); /* the worker has its own; bw keeps the page */
+	if (r < 0) {
+		bwgov_end(bw);
 		slot_give();
 		return -1;
 	}
@@ -473,6 +489,7 @@ static int run_worker(struct run *run, const struct profile_dataset *ds,
 	jobs_clear_worker(job);
 	while (waitpid(w.pid, &status, 0) < 0 && errno == EINTR)
 		;
+	bwgov_end(bw);
 	slot_give();
 	if (o->reserved)
 		tiers_release(t, o->reserved);

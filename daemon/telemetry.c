@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/joblayout.h"
+#include "common/jsonbuf.h"
 #include "common/log.h"
 #include "common/outfiles.h"
 #include "common/proto.h"
@@ -679,7 +680,7 @@ static int write_record(uint32_t id, const cJSON *rec)
 
 	if (dir_fd < 0)
 		return -1;
-	text = cJSON_PrintUnformatted(rec);
+	text = jsonbuf_dup(rec);
 	if (!text)
 		return -1;
 	snprintf(name, sizeof(name), "%" PRIu32 ".json", id);

@@ -14,6 +14,7 @@
 #include <cJSON.h>
 
 #include "common/conf.h"
+#include "common/jsonbuf.h"
 #include "common/proto.h"
 #include "common/telrec.h"
 #include "daemon/ops.h"
@@ -194,7 +195,7 @@ static cJSON *op_shim_report(const struct peer *c, const cJSON *req)
  * list is cut (the count says so). */
 static void fit_reply(cJSON *rec)
 {
-	char *text = cJSON_PrintUnformatted(rec);
+	char *text = jsonbuf_dup(rec);
 	size_t len = text ? strlen(text) : 0;
 	cJSON *procs = cJSON_GetObjectItemCaseSensitive(rec, "processes");
 	int n = cJSON_GetArraySize(procs);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +40,8 @@ struct worker_args {
 	enum manifest_verify verify;
 	const char *previous;
 	int manifest_in, manifest_out;
+	int rate_fd;              /* --rate-fd: the page iostaged writes our
+				   * rate in (daemon/bwgov.h), or -1 */
 	bool check;
 	bool public;              /* --public: the tree must be readable by all */
 	const char *src, *dstdir;
@@ -222,7 +225,7 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 
 	memset(a, 0, sizeof(*a));
 	a->threads = COPYENGINE_THREADS_DEFAULT;
-	a->manifest_in = a->manifest_out = -1;
+	a->manifest_in = a->manifest_out = a->rate_fd = -1;
 	for (i = 1; i < argc && !strncmp(argv[i], "--", 2); i++) {
 		const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1]
 							       : NULL;
@@ -265,6 +268,9 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 				return usage(NULL);
 		} else if (!strcmp(opt, "--manifest-out")) {
 			if (parse_fd(opt, val, &a->manifest_out) < 0)
+				return usage(NULL);
+		} else if (!strcmp(opt, "--rate-fd")) {
+			if (parse_fd(opt, val, &a->rate_fd) < 0)
 				return usage(NULL);
 		} else {
 			fprintf(stderr,
@@ -474,6 +480,21 @@ int worker_main(int argc, char **argv)
 	opts.progress = on_progress;
 	opts.progress_ms = WORKER_PROGRESS_MS;
 	opts.note = on_note;
+	if (a.rate_fd >= 0) {
+		/* Read-only: iostaged's page (sealed against writes) holds
+		 * the bytes/s this copy may read from the source. */
+		void *page = mmap(NULL, sizeof(uint64_t), PROT_READ,
+				  MAP_SHARED, a.rate_fd, 0);
+
+		if (page == MAP_FAILED) {
+			manifest_destroy(prev);
+			snprintf(err, sizeof(err),
+				 "cannot map the rate page (fd %d): %s",
+				 a.rate_fd, strerror(errno));
+			return fail(err);
+		}
+		opts.rate = page;
+	}
 
 	if (a.public && publictree_check_above(a.src, err, sizeof(err)) < 0) {
 		manifest_destroy(prev);

@@ -11,7 +11,7 @@ PKGS=(
   build-essential pkg-config
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client
   munge libmunge-dev
-  libpmix-dev libcjson-dev librocksdb-dev libxxhash-dev check
+  libpmix-dev libcjson-dev librocksdb-dev libjemalloc-dev libxxhash-dev libssl-dev check
   rsync procps passwd util-linux coreutils hostname iproute2 socat
   libmicrohttpd-dev prometheus chromium imagemagick tesseract-ocr
   tesseract-ocr-eng fonts-dejavu-core jq curl

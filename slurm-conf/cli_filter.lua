@@ -3,16 +3,33 @@ cli_filter.lua - iostage's submit-time filter (Slurm 22.05 cli_filter/lua).
 
 Install it as cli_filter.lua beside slurm.conf on the login nodes, with
 `CliFilterPlugins=cli_filter/lua` in slurm.conf. Sites that already have a
-cli_filter.lua call iostage_job_note(job_id) from their own
+cli_filter.lua call iostage_pfs_license(options) from their own
+slurm_cli_pre_submit and iostage_job_note(job_id) from their
 slurm_cli_post_submit instead.
 
-What it does (docs/SCHEDULING.md, Pre-staging): at submit the iostage SPANK
-plugin registered the job's datasets with iostagectld and left a ticket in
-sbatch's own environment (IOSTAGE_TICKET). Only after the submission does
-sbatch know the job id: post_submit hands it to the service with the
-ticket (`iostage job-note`, in the user's own MUNGE credential), so the
-service can stage the job's datasets on the nodes Slurm plans to start it
-on while it waits. Nothing here can fail or hold a submission.
+What it does: a job that reads datasets from the PFS in place rather than
+staging them (its --io-profile lists them as streams, or with
+--io-profile=auto the history advises streaming) asks for its share of
+the PFS bandwidth as a Slurm license: PfsLicense=NAME and
+PfsLicensePerJob=K in iostage.conf add NAME:K to the job's --licenses
+(slurm.conf Licenses=NAME:N is the budget). Slurm then keeps the total
+within N, and a job beyond it waits with reason Licenses.
+docs/SCHEDULING.md.
+
+Why a cli_filter and not the SPANK plugin: in Slurm 22.05 a SPANK plugin
+cannot set a job's licenses, and the cli_filter runs before the plugin's
+post-option hook, so the decision is made here by `iostage pfs-license`,
+which resolves the profile with the plugin's own code, as the user.
+Whatever goes wrong here leaves the job as the user wrote it: the plugin
+reports a bad --io-profile itself.
+
+After the submission (docs/SCHEDULING.md, Pre-staging): the plugin
+registered the job's datasets with iostagectld and left a ticket in
+sbatch's own environment (IOSTAGE_TICKET). Only now does sbatch know the
+job id: iostage_job_note hands it to the service with the ticket
+(`iostage job-note`, in the user's own MUNGE credential), so the service
+can stage the job's datasets on the nodes Slurm plans to start it on
+while it waits. Nothing here can fail or hold a submission.
 --]]
 
 local IOSTAGE = "/usr/local/bin/iostage"
@@ -20,6 +37,103 @@ local IOSTAGE_CONF = "/etc/slurm/iostage.conf"
 
 local function quote(s)
 	return "'" .. string.gsub(s, "'", "'\\''") .. "'"
+end
+
+local function set(v)
+	return v ~= nil and v ~= "" and v ~= "(null)"
+end
+
+-- This process (sbatch, salloc or srun): its pid (iostage reads its
+-- command line for the job name, as the plugin does, when
+-- --io-profile=auto) and its name.
+local function own_process()
+	local f = io.open("/proc/self/stat", "r")
+	if not f then
+		return nil, nil
+	end
+	local line = f:read("*l")
+	f:close()
+	if not line then
+		return nil, nil
+	end
+	return string.match(line, "^(%d+) %((.-)%)")
+end
+
+-- The value of the string KEY in the JSON text J, or nil. Slurm 22.05's
+-- lua options table does not index SPANK options; they are only in
+-- slurm.json_cli_options(options), as "spank:NAME". Lua 5.1 has no JSON
+-- reader: this undoes the escapes Slurm's writer makes.
+local function json_string(j, key)
+	local pat = '"' .. string.gsub(key, "%p", "%%%0") .. '":"'
+	local _, e = string.find(j, pat)
+	if not e then
+		return nil
+	end
+	local out, i = {}, e + 1
+	local esc = { ['"'] = '"', ["\\"] = "\\", ["/"] = "/", b = "\b",
+		f = "\f", n = "\n", r = "\r", t = "\t" }
+	while i <= #j do
+		local c = string.sub(j, i, i)
+		if c == '"' then
+			return table.concat(out)
+		elseif c == "\\" then
+			local n = string.sub(j, i + 1, i + 1)
+			if n == "u" then
+				local code = tonumber(string.sub(j, i + 2, i + 5), 16)
+				if not code or code > 127 then
+					return nil -- not in a path or profile name
+				end
+				table.insert(out, string.char(code))
+				i = i + 6
+			elseif esc[n] then
+				table.insert(out, esc[n])
+				i = i + 2
+			else
+				return nil
+			end
+		else
+			table.insert(out, c)
+			i = i + 1
+		end
+	end
+	return nil
+end
+
+function iostage_pfs_license(options)
+	local spec = options["spank:io-profile"]
+	if not set(spec) and slurm.json_cli_options then
+		spec = json_string(slurm.json_cli_options(options), "spank:io-profile")
+	end
+	if not set(spec) then
+		return
+	end
+	local pid, comm = own_process()
+	-- A step inside an allocation: the job holds the licenses, a step
+	-- cannot take more.
+	if comm == "srun" and os.getenv("SLURM_JOB_ID") then
+		return
+	end
+	local cur = options["licenses"]
+	local cmd = quote(IOSTAGE) .. " -c " .. quote(IOSTAGE_CONF) ..
+		" pfs-license --io-profile " .. quote(spec)
+	if set(cur) then
+		cmd = cmd .. " --licenses " .. quote(cur)
+	end
+	if set(options["job-name"]) then
+		cmd = cmd .. " --job-name " .. quote(options["job-name"])
+	elseif pid then
+		cmd = cmd .. " --submitter " .. pid
+	end
+	local p = io.popen(cmd .. " 2>/dev/null", "r")
+	if not p then
+		return
+	end
+	local out = p:read("*l")
+	p:close()
+	if set(out) and out ~= cur then
+		options["licenses"] = out
+		slurm.log_info("iostage: the job reads from the PFS in place: --licenses=%s", out)
+	end
 end
 
 function iostage_job_note(job_id)
@@ -40,6 +154,7 @@ function slurm_cli_setup_defaults(options, early_pass)
 end
 
 function slurm_cli_pre_submit(options, offset)
+	iostage_pfs_license(options)
 	return slurm.SUCCESS
 end
 

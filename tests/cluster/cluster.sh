@@ -249,6 +249,9 @@ TraceLibrary=$dir/iostage/root/usr/lib/iostage/libiostage-preload.so
 # Node to node (each node has its own network namespace: one port for all)
 PeerPort=6826
 PeerPartsTimeout=10
+# The PFS license streaming jobs ask for (slurm.conf Licenses=pfs_bw:4)
+PfsLicense=pfs_bw
+PfsLicensePerJob=2
 CONF
   if [ "${CLUSTER_CONTROLLER:-yes}" = yes ]; then
     cat >>"$dir/iostage/iostage.conf" <<CONF
@@ -332,9 +335,6 @@ SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,bf_interval=1,ignor
 # iostage's placement: IOSTAGE_PREFER from the plugin becomes --prefer
 # (slurm-conf/job_submit.lua, docs/SCHEDULING.md)
 JobSubmitPlugins=lua
-# and pre-staging: after sbatch, the job id goes to iostagectld
-# (slurm-conf/cli_filter.lua)
-CliFilterPlugins=cli_filter/lua
 ReturnToService=2
 JobRequeue=0
 MinJobAge=600
@@ -350,6 +350,16 @@ EOF
     echo "NodeName=$node NodeAddr=$(node_addr "$node") CPUs=2 RealMemory=1000 State=UNKNOWN" >>"$dir/slurm.conf"
   done
   echo "PartitionName=debug Default=YES Nodes=$nodes MaxTime=INFINITE State=UP" >>"$dir/slurm.conf"
+  # The PFS as a scheduled resource (docs/SCHEDULING.md): a bandwidth
+  # budget as a license, and the shipped cli_filter.lua that asks for it
+  # (test_pfsbw.sh; nobody else requests it) and that hands a submitted
+  # job's id to iostagectld for pre-staging (test_prestage.sh).
+  echo "Licenses=pfs_bw:${CLUSTER_PFS_LICENSES:-4}" >>"$dir/slurm.conf"
+  echo "CliFilterPlugins=cli_filter/lua" >>"$dir/slurm.conf"
+  sed -e "s|^local IOSTAGE = .*|local IOSTAGE = \"$dir/iostage/root/usr/bin/iostage\"|" \
+    -e "s|^local IOSTAGE_CONF = .*|local IOSTAGE_CONF = \"$dir/iostage/iostage.conf\"|" \
+    "$REPO_ROOT/slurm-conf/cli_filter.lua" >"$dir/cli_filter.lua"
+  chmod 0644 "$dir/cli_filter.lua"
   if [ -n "${CLUSTER_EXTRA_CONF:-}" ]; then
     printf '%s\n' "$CLUSTER_EXTRA_CONF" >>"$dir/slurm.conf"
   fi
@@ -357,10 +367,6 @@ EOF
 
   local root="$dir/iostage/root" conf="$dir/iostage/iostage.conf"
   install -m 0644 "$root/usr/share/doc/iostage/slurm-conf/job_submit.lua" "$dir/job_submit.lua"
-  sed -e "s|^local IOSTAGE = .*|local IOSTAGE = \"$root/usr/bin/iostage\"|" \
-    -e "s|^local IOSTAGE_CONF = .*|local IOSTAGE_CONF = \"$conf\"|" \
-    "$REPO_ROOT/slurm-conf/cli_filter.lua" >"$dir/cli_filter.lua"
-  chmod 0644 "$dir/cli_filter.lua"
   echo "required $root/usr/lib/slurm/iostage.so conf=$conf" >"$dir/plugstack.conf"
   chmod 0644 "$dir/plugstack.conf"
   write_wrapper "$dir/prolog.sh" "env SLURM_CONF=$dir/slurm.conf IOSTAGE_LOG_STDERR=1 $root/usr/sbin/iostage-prolog -c $conf" prolog "$dir"

@@ -483,6 +483,27 @@ START_TEST(test_chunked_file)
 }
 END_TEST
 
+/* A copy held to a rate (StageBandwidth=) copies the same bytes, through
+ * both data paths; the rate is read from a word another process could
+ * change (here: high enough that the test takes no time to speak of). */
+START_TEST(test_rate_limited_copy)
+{
+	struct copyengine_opts o;
+	_Atomic uint64_t rate = (uint64_t)8 << 30; /* 8 GiB/s */
+	struct run r;
+
+	srandom_file("big", 5 * MIB + 777, 8);
+	srandom_file("small", 3000, 9);
+	memset(&o, 0, sizeof(o));
+	o.no_copy_file_range = _i == 1;
+	o.threads = 4;
+	o.rate = &rate;
+	copy_ok(&o, "data", &r);
+	assert_tree_copied("data");
+	ck_assert_uint_eq(r.res.bytes, 5 * MIB + 777 + 3000);
+}
+END_TEST
+
 START_TEST(test_odd_names)
 {
 	static const char *names[] = {
@@ -1168,6 +1189,7 @@ static Suite *copyengine_suite(void)
 	tcase_add_loop_test(tc, test_sparse_holes_kept, 0, 2);
 	tcase_add_test(tc, test_file_over_4gib);
 	tcase_add_loop_test(tc, test_chunked_file, 0, 2);
+	tcase_add_loop_test(tc, test_rate_limited_copy, 0, 2);
 	tcase_add_test(tc, test_odd_names);
 	tcase_add_test(tc, test_deep_nesting_few_fds);
 	tcase_add_test(tc, test_depth_limit);

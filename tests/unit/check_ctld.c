@@ -17,6 +17,7 @@
 #include "common/conf.h"
 #include "common/log.h"
 #include "ctld/authz.h"
+#include "ctld/bw_ops.h"
 #include "ctld/history.h"
 #include "ctld/import.h"
 #include "ctld/service.h"
@@ -163,6 +164,81 @@ START_TEST(test_ping_unknown)
 	/* history_put is the node's op, not the service's */
 	r = ask(&root_c, "history_put", NULL, 0, &ok);
 	ck_assert(!ok);
+	cJSON_Delete(r);
+}
+END_TEST
+
+/* stage_bw: root only, a node name, shares that sum within the budget;
+ * stage_bw_status for anyone. */
+static cJSON *bw_req(const char *node, int want)
+{
+	cJSON *req = cJSON_CreateObject();
+
+	if (node)
+		cJSON_AddStringToObject(req, "node", node);
+	if (want >= 0)
+		cJSON_AddBoolToObject(req, "want", want);
+	return req;
+}
+
+static double num_of(const cJSON *r, const char *k)
+{
+	return cJSON_GetNumberValue(cJSON_GetObjectItem(r, k));
+}
+
+START_TEST(test_stage_bw)
+{
+	struct ctld_caller u = user_c(true);
+	bool ok;
+	cJSON *r;
+
+	conf.stage_bandwidth = 90 << 20;
+	ctld_bw_init(&conf);
+	/* Not root: refused, even for a reader of everything. */
+	r = ask(&u, "stage_bw", bw_req("n1", 1), 0, &ok);
+	ck_assert(!ok);
+	ck_assert_ptr_nonnull(strstr(error_of(r), "only root"));
+	cJSON_Delete(r);
+	r = ask(&root_c, "stage_bw", bw_req("../x", 1), 0, &ok);
+	ck_assert(!ok);
+	ck_assert_ptr_nonnull(strstr(error_of(r), "'node'"));
+	cJSON_Delete(r);
+	r = ask(&root_c, "stage_bw", bw_req(NULL, 1), 0, &ok);
+	ck_assert(!ok);
+	cJSON_Delete(r);
+	/* n1 alone: everything; n2: what is free (nothing) until n1
+	 * renews. */
+	r = ask(&root_c, "stage_bw", bw_req("n1", 1), 0, &ok);
+	ck_assert(ok);
+	ck_assert(num_of(r, "grant") == 90 << 20);
+	ck_assert(num_of(r, "budget") == 90 << 20);
+	ck_assert(num_of(r, "renew_ms") > 0);
+	cJSON_Delete(r);
+	r = ask(&root_c, "stage_bw", bw_req("n2", 1), 0, &ok);
+	ck_assert(ok);
+	ck_assert(num_of(r, "grant") == 0);
+	cJSON_Delete(r);
+	r = ask(&root_c, "stage_bw", bw_req("n1", -1), 0, &ok); /* want: default true */
+	ck_assert(ok);
+	ck_assert(num_of(r, "grant") == 45 << 20);
+	cJSON_Delete(r);
+	r = ask(&u, "stage_bw_status", NULL, 0, &ok);
+	ck_assert(ok);
+	ck_assert(num_of(r, "granted") == 45 << 20);
+	ck_assert(num_of(r, "nodes") == 2);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(r, "leases")), 2);
+	cJSON_Delete(r);
+	r = ask(&root_c, "stage_bw", bw_req("n1", 0), 0, &ok);
+	ck_assert(ok);
+	ck_assert(num_of(r, "grant") == 0);
+	cJSON_Delete(r);
+	/* No budget configured: grant 0, budget 0 (unbounded). */
+	conf.stage_bandwidth = 0;
+	ctld_bw_init(&conf);
+	r = ask(&root_c, "stage_bw", bw_req("n1", 1), 0, &ok);
+	ck_assert(ok);
+	ck_assert(num_of(r, "budget") == 0);
+	ck_assert(num_of(r, "grant") == 0);
 	cJSON_Delete(r);
 }
 END_TEST
@@ -470,6 +546,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_authz);
 	tcase_add_test(tc, test_ping_unknown);
+	tcase_add_test(tc, test_stage_bw);
 	tcase_add_test(tc, test_file_idempotent);
 	tcase_add_test(tc, test_file_refused);
 	tcase_add_test(tc, test_read_authz);

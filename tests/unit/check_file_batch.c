@@ -10,6 +10,7 @@
 #include "common/conf.h"
 #include "ctld/file_batch.h"
 #include "ctld/history.h"
+#include "ctld/partstore.h"
 
 static char tmp[256];
 static struct conf conf;
@@ -183,6 +184,97 @@ START_TEST(test_multi_node_parts)
 }
 END_TEST
 
+static cJSON *part(unsigned job, const char *node, const char *nodes)
+{
+	cJSON *e = entry(job, node, 1.7e9);
+
+	cJSON_ReplaceItemInObjectCaseSensitive(e, "nodes", cJSON_Parse(nodes));
+	return e;
+}
+
+static int nodes_of(struct history *h, unsigned job)
+{
+	char err[256];
+	cJSON *rec = history_get(h, job, err, sizeof(err));
+	int n;
+
+	ck_assert_msg(rec != NULL, "job %u not filed: %s", job, err);
+	n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rec, "nodes"));
+	cJSON_Delete(rec);
+	return n;
+}
+
+/* Records and parts of several jobs in one batch, the parts completing
+ * their jobs in a second one; a record the history refuses fails only
+ * itself. */
+START_TEST(test_parts_and_records_together)
+{
+	cJSON *files = cJSON_CreateArray(), *req, *reply, *bad;
+	struct history *h;
+	size_t waiting = 0;
+	char err[256];
+
+	cJSON_AddItemToArray(files, entry(41, "n1", 1.7e9));
+	cJSON_AddItemToArray(files, part(51, "n1", "[\"n1\",\"n2\"]"));
+	cJSON_AddItemToArray(files, part(52, "n2", "[\"n1\",\"n2\"]"));
+	cJSON_AddItemToArray(files, entry(42, "n1", 1.7e9));
+	req = batch(files);
+	reply = ctld_op_file_batch(&root, req);
+	ck_assert(is_true(reply, "ok"));
+	ck_assert(is_true(result(reply, 0), "filed"));
+	ck_assert(is_true(result(reply, 3), "filed"));
+	for (int i = 1; i <= 2; i++) {
+		ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(
+			result(reply, i), "error"));
+		ck_assert(!is_true(result(reply, i), "filed"));
+		ck_assert(!is_true(result(reply, i), "duplicate"));
+	}
+	cJSON_Delete(reply);
+	cJSON_Delete(req);
+	h = history_db(err, sizeof(err));
+	ck_assert_ptr_nonnull(h);
+	ck_assert_ptr_null(history_get(h, 51, err, sizeof(err)));
+	ck_assert(partstore_next_due(h, 300, &waiting, err, sizeof(err)) > 0);
+	ck_assert_uint_eq(waiting, 2);
+
+	/* the other halves, a retry of one part, and a refused record */
+	files = cJSON_CreateArray();
+	cJSON_AddItemToArray(files, part(52, "n1", "[\"n1\",\"n2\"]"));
+	cJSON_AddItemToArray(files, part(51, "n1", "[\"n1\",\"n2\"]"));
+	cJSON_AddItemToArray(files, part(51, "n2", "[\"n1\",\"n2\"]"));
+	bad = entry(43, "n1", 1.7e9);
+	cJSON_ReplaceItemInObjectCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(bad, "record"), "uid",
+		cJSON_CreateNumber(-5));
+	cJSON_AddItemToArray(files, bad);
+	cJSON_AddItemToArray(files, entry(44, "n1", 1.7e9));
+	req = batch(files);
+	reply = ctld_op_file_batch(&root, req);
+	ck_assert(is_true(reply, "ok"));
+	ck_assert(is_true(result(reply, 0), "filed"));
+	ck_assert(is_true(result(reply, 1), "duplicate"));
+	ck_assert(is_true(result(reply, 2), "filed"));
+	ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(result(reply, 3),
+							       "error"));
+	ck_assert(is_true(result(reply, 4), "filed"));
+	cJSON_Delete(reply);
+	cJSON_Delete(req);
+	ck_assert_int_eq(nodes_of(h, 51), 2);
+	ck_assert_int_eq(nodes_of(h, 52), 2);
+	for (unsigned j = 41; j <= 44; j += 3) {
+		cJSON *rec = history_get(h, j, err, sizeof(err));
+
+		ck_assert_msg(rec != NULL, "job %u not filed: %s", j, err);
+		cJSON_Delete(rec);
+	}
+	ck_assert_ptr_null(history_get(h, 43, err, sizeof(err)));
+	ck_assert_double_eq(partstore_next_due(h, 300, &waiting, err,
+					       sizeof(err)),
+			    0);
+	ck_assert_uint_eq(waiting, 0);
+}
+END_TEST
+
 START_TEST(test_refused)
 {
 	const struct ctld_caller user = { .uid = 1000, .gid = 1000,
@@ -235,6 +327,7 @@ static Suite *file_batch_suite(void)
 	tcase_add_test(tc, test_files_all_then_duplicates);
 	tcase_add_test(tc, test_bad_entry_and_repeated_job);
 	tcase_add_test(tc, test_multi_node_parts);
+	tcase_add_test(tc, test_parts_and_records_together);
 	tcase_add_test(tc, test_refused);
 	suite_add_tcase(s, tc);
 	return s;

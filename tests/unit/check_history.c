@@ -14,7 +14,7 @@
 
 #include "ctld/history.h"
 #include "ctld/jobfacts.h"
-#include "ctld/jsonbuf.h"
+#include "common/jsonbuf.h"
 
 static char tmp[256], dbdir[300];
 
@@ -277,46 +277,6 @@ START_TEST(test_concurrent_filers)
 	ck_assert_int_eq(datasets, cJSON_GetArraySize(list));
 	cJSON_Delete(list);
 	history_close(h);
-}
-END_TEST
-
-/* jsonbuf: numbers print as before the decimal fast path (shortest
- * "%.15g" that reads back exactly, else "%.17g"). */
-START_TEST(test_jsonbuf_numbers)
-{
-	static const struct {
-		double v;
-		const char *text;
-	} cases[] = {
-	    {0, "0"},			{-3, "-3"},
-	    {0.4, "0.4"},		{12.25, "12.25"},
-	    {-520.059, "-520.059"},	{65.123, "65.123"},
-	    {0.0001, "0.0001"},		{0.00001, "1e-05"},
-	    {0.1 + 0.2, "0.30000000000000004"},
-	    {123456789.5, "123456789.5"},
-	    {1234567890.5, "1234567890.5"}, {1e20, "1e+20"},
-	    {1.0 / 3, "0.33333333333333331"},
-	};
-	struct jsonbuf b = {0};
-
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cJSON *n = cJSON_CreateNumber(cases[i].v);
-
-		ck_assert_int_eq(jsonbuf_print(&b, n, NULL), 0);
-		ck_assert_str_eq(b.data, cases[i].text);
-		cJSON_Delete(n);
-	}
-	{
-		cJSON *o = cJSON_Parse("{\"a\":\"x\\\"y\\n\\u0001z\","
-				       "\"skip\":1,\"b\":[1,2.5,\"plain\"]}");
-
-		ck_assert_int_eq(jsonbuf_print(&b, o, "skip"), 0);
-		ck_assert_str_eq(b.data, "{\"a\":\"x\\\"y\\n\\u0001z\","
-					 "\"b\":[1,2.5,\"plain\"]}");
-		cJSON_Delete(o);
-	}
-	jsonbuf_fini(&b);
-	jsonbuf_fini(NULL);
 }
 END_TEST
 
@@ -592,7 +552,6 @@ static Suite *history_suite(void)
 	tcase_add_test(tc, test_batch_all_or_nothing);
 	tcase_add_test(tc, test_expire);
 	tcase_add_test(tc, test_concurrent_filers);
-	tcase_add_test(tc, test_jsonbuf_numbers);
 	tcase_add_test(tc, test_facts_pack);
 	tcase_add_test(tc, test_get_exact);
 	tcase_add_test(tc, test_survives_reopen_and_read_only);

@@ -217,6 +217,75 @@ START_TEST(test_decode_request)
 }
 END_TEST
 
+/* A request longer than PEERNET_INLINE_MAX travels beside its
+ * credential, bound by its digest: decoded whole; one byte of it changed,
+ * or another request's body under the credential, is refused. */
+static cJSON *big_request(const char *fill)
+{
+	cJSON *req = request("part_put");
+	char *pad = malloc(PEERNET_INLINE_MAX * 2);
+
+	ck_assert_ptr_nonnull(pad);
+	memset(pad, fill[0], PEERNET_INLINE_MAX * 2 - 1);
+	pad[PEERNET_INLINE_MAX * 2 - 1] = '\0';
+	cJSON_AddStringToObject(req, "pad", pad);
+	free(pad);
+	return req;
+}
+
+START_TEST(test_digest_form)
+{
+	char err[512], *line, *other, *body;
+	cJSON *req = big_request("a"), *req2 = big_request("b"), *got;
+	enum mauth_status st = MAUTH_ERROR;
+	const char *op = NULL;
+	uid_t uid = 4242;
+	gid_t gid = 4242;
+
+	line = peernet_request_line(sock, req, err, sizeof(err));
+	ck_assert_msg(line != NULL, "%s", err);
+	ck_assert_ptr_nonnull(strstr(line, "\",\"body\":{"));
+	got = peernet_decode_request(line, sock, &op, &uid, &gid, &st, err,
+				     sizeof(err));
+	ck_assert_msg(got != NULL, "%s", err);
+	ck_assert_int_eq(st, MAUTH_OK);
+	ck_assert_str_eq(op, "part_put");
+	ck_assert_int_eq(uid, getuid());
+	ck_assert(cJSON_Compare(got, req, true));
+	cJSON_Delete(got);
+
+	/* one byte of the body changed (a fresh credential: not a replay) */
+	free(line);
+	line = peernet_request_line(sock, req, err, sizeof(err));
+	ck_assert_ptr_nonnull(line);
+	body = strstr(line, "\"pad\":\"a");
+	ck_assert_ptr_nonnull(body);
+	body[8] = 'c';
+	got = peernet_decode_request(line, sock, &op, &uid, &gid, &st, err,
+				     sizeof(err));
+	ck_assert_ptr_null(got);
+	ck_assert_int_eq(st, MAUTH_INVALID);
+	ck_assert_ptr_nonnull(strstr(err, "does not match"));
+
+	/* a whole other request under this credential */
+	free(line);
+	line = peernet_request_line(sock, req, err, sizeof(err));
+	other = peernet_request_line(sock, req2, err, sizeof(err));
+	ck_assert_ptr_nonnull(line);
+	ck_assert_ptr_nonnull(other);
+	strcpy(strstr(line, "\",\"body\":"), strstr(other, "\",\"body\":"));
+	got = peernet_decode_request(line, sock, &op, &uid, &gid, &st, err,
+				     sizeof(err));
+	ck_assert_ptr_null(got);
+	ck_assert_int_eq(st, MAUTH_INVALID);
+	ck_assert_int_eq(uid, getuid()); /* untouched: still the first's */
+	free(line);
+	free(other);
+	cJSON_Delete(req);
+	cJSON_Delete(req2);
+}
+END_TEST
+
 /* Lines that are not a valid credentialled request. */
 static const char *const bad_lines[] = {
 	"not json",
@@ -364,6 +433,7 @@ int main(void)
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_replayed_line);
 	tcase_add_test(tc, test_decode_request);
+	tcase_add_test(tc, test_digest_form);
 	tcase_add_loop_test(tc, test_bad_lines, 0,
 			    sizeof(bad_lines) / sizeof(bad_lines[0]));
 	tcase_add_test(tc, test_payload_not_request);

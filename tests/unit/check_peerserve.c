@@ -140,6 +140,46 @@ START_TEST(test_serves_and_stops)
 }
 END_TEST
 
+/* Connections one after another are served by one thread, which waits
+ * idle between them; stop ends it. */
+static unsigned idle_threads(void)
+{
+	unsigned n = 0;
+
+	/* the thread counts itself idle just after its reply is sent */
+	for (int i = 0; i < 2000 && n == 0; i++) {
+		pthread_mutex_lock(&srv.lock);
+		n = srv.nidle;
+		pthread_mutex_unlock(&srv.lock);
+		if (n == 0)
+			usleep(1000);
+	}
+	return n;
+}
+
+START_TEST(test_threads_reused)
+{
+	start(4);
+	for (int i = 0; i < 3; i++) {
+		int fd = send_line("{\"op\":\"x\"}\n");
+		cJSON *r;
+
+		wait_served();
+		release(1);
+		r = reply_of(fd);
+		ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "ok")));
+		cJSON_Delete(r);
+		ck_assert_uint_eq(idle_threads(), 1);
+		pthread_mutex_lock(&srv.lock);
+		ck_assert_uint_eq(srv.nthreads, 1);
+		ck_assert_uint_eq(srv.nconn, 0);
+		pthread_mutex_unlock(&srv.lock);
+	}
+	ck_assert(peerserve_stop(&srv, 5));
+	ck_assert_uint_eq(srv.nthreads, 0);
+}
+END_TEST
+
 START_TEST(test_over_the_bound_refused_at_once)
 {
 	cJSON *r;
@@ -211,6 +251,7 @@ static Suite *peerserve_suite(void)
 	TCase *tc = tcase_create("peerserve");
 
 	tcase_add_test(tc, test_serves_and_stops);
+	tcase_add_test(tc, test_threads_reused);
 	tcase_add_test(tc, test_over_the_bound_refused_at_once);
 	tcase_add_test(tc, test_not_listening);
 	tcase_add_test(tc, test_reply_too_long_says_so);

@@ -609,13 +609,13 @@ static const struct spec_err_case spec_err_cases[] = {
     {"/", "key 'profile': cannot read /: Is a directory"},
     {"dl-train,x", "key 'x': expected key=value"},
     {"dl-train,foo=1",
-     "key 'foo': unknown key (known: data, out, tier, on-failure, timeout, "
+     "key 'foo': unknown key (known: data, out, stream, tier, on-failure, timeout, "
      "trace)"},
     {"dl-train,on_failure=fail",
-     "key 'on_failure': unknown key (known: data, out, tier, on-failure, "
+     "key 'on_failure': unknown key (known: data, out, stream, tier, on-failure, "
      "timeout, trace)"},
     {"dl-train,=x",
-     "key '': unknown key (known: data, out, tier, on-failure, timeout, "
+     "key '': unknown key (known: data, out, stream, tier, on-failure, timeout, "
      "trace)"},
     {"dl-train,data=", "key 'data': empty value"},
     {"dl-train,data=/x:../../t",
@@ -1035,6 +1035,108 @@ static void expect_access(const char *data, const char *out, bool as_user,
 	profile_destroy(p);
 }
 
+/* streams: stream=PATH (repeatable, the first replaces the base's),
+ * "streams": [PATH...], kept through normalize and to_json, refused when
+ * relative, twice, too many, also staged, or unreadable. */
+START_TEST(test_streams)
+{
+	char err[CONF_ERR_MAX], *json;
+	struct profile *p, *q;
+
+	p = profile_from_spec("inference,stream=/pfs//b/,stream=/pfs/c",
+			      &conf, err, sizeof(err));
+	ck_assert_msg(p != NULL, "%s", err);
+	ck_assert_uint_eq(p->nstreams, 2);
+	ck_assert_str_eq(p->streams[0], "/pfs/b");
+	ck_assert_str_eq(p->streams[1], "/pfs/c");
+	ck_assert_int_eq(profile_normalize(p, &conf, err, sizeof(err)), 0);
+	ck_assert_msg(profile_validate(p, &conf, PROFILE_CHECK_STRUCTURE, err,
+				       sizeof(err)) == 0,
+		      "%s", err);
+	json = profile_to_json(p);
+	ck_assert_ptr_nonnull(strstr(json, "\"streams\":[\"/pfs/b\",\"/pfs/c\"]"));
+	/* The daemon parses what the plugin wrote. */
+	q = profile_parse_json(json, "normalized", err, sizeof(err));
+	ck_assert_msg(q != NULL, "%s", err);
+	ck_assert_uint_eq(q->nstreams, 2);
+	ck_assert_str_eq(q->streams[1], "/pfs/c");
+	profile_destroy(q);
+	free(json);
+	profile_destroy(p);
+
+	/* No streams: no "streams" key (normalized JSON unchanged). */
+	p = profile_from_spec("inference", &conf, err, sizeof(err));
+	ck_assert_ptr_nonnull(p);
+	json = profile_to_json(p);
+	ck_assert_ptr_null(strstr(json, "streams"));
+	free(json);
+	profile_destroy(p);
+
+	/* JSON form. */
+	p = profile_parse_json("{\"streams\":[\"/pfs/x\"]}", "t", err,
+			       sizeof(err));
+	ck_assert_msg(p != NULL, "%s", err);
+	ck_assert_uint_eq(p->nstreams, 1);
+	profile_destroy(p);
+
+	static const struct {
+		const char *json, *spec, *want;
+	} bad[] = {
+		{ "{\"streams\":\"/pfs/x\"}", NULL,
+		  "key 'streams': expected an array of paths" },
+		{ "{\"streams\":[1]}", NULL, "key 'streams[0]': expected a path" },
+		{ "{\"streams\":[\"rel\"]}", NULL, "key 'streams[0]': 'rel'" },
+		{ "{\"streams\":[\"/a\",\"/a/\"]}", NULL,
+		  "key 'streams[1]': /a listed twice" },
+		{ NULL, "inference,stream=x", "key 'stream': 'x'" },
+		{ NULL, "inference,stream=/a,stream=/a", "key 'stream': /a listed twice" },
+		{ NULL, "inference,stream=", "key 'stream': empty value" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		p = bad[i].json ? profile_parse_json(bad[i].json, "t", err,
+						     sizeof(err))
+				: profile_from_spec(bad[i].spec, &conf, err,
+						    sizeof(err));
+		ck_assert_msg(p == NULL, "case %zu accepted", i);
+		ck_assert_msg(strstr(err, bad[i].want) != NULL,
+			      "case %zu: want '%s', got '%s'", i, bad[i].want,
+			      err);
+	}
+	/* More than PROFILE_MAX_STREAMS. */
+	char spec[2048] = "inference";
+	for (int i = 0; i <= PROFILE_MAX_STREAMS; i++)
+		snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec),
+			 ",stream=/pfs/s%d", i);
+	p = profile_from_spec(spec, &conf, err, sizeof(err));
+	ck_assert_ptr_null(p);
+	ck_assert_ptr_nonnull(strstr(err, "more than 16 streams"));
+
+	/* Staged and streamed at once: refused by validate. */
+	p = profile_from_spec("inference,data=/pfs/x,stream=/pfs/x", &conf,
+			      err, sizeof(err));
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(profile_normalize(p, &conf, err, sizeof(err)), 0);
+	ck_assert_int_eq(profile_validate(p, &conf, PROFILE_CHECK_STRUCTURE,
+					  err, sizeof(err)),
+			 -1);
+	ck_assert_ptr_nonnull(strstr(err, "also a dataset to stage"));
+	profile_destroy(p);
+
+	/* Access: a stream must be readable, as data= must. */
+	p = profile_from_spec("inference,stream=/nonexistent/x", &conf, err,
+			      sizeof(err));
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(profile_normalize(p, &conf, err, sizeof(err)), 0);
+	ck_assert_int_eq(profile_validate(p, &conf, PROFILE_CHECK_ACCESS, err,
+					  sizeof(err)),
+			 -1);
+	ck_assert_str_eq(err, "key 'stream': /nonexistent/x: No such file or "
+			      "directory");
+	profile_destroy(p);
+}
+END_TEST
+
 START_TEST(test_validate_access)
 {
 	char want[CONF_ERR_MAX];
@@ -1293,6 +1395,7 @@ static Suite *profile_suite(void)
 	tcase_add_checked_fixture(tv, setup, teardown);
 	tcase_add_test(tv, test_validate_structure);
 	tcase_add_test(tv, test_validate_access);
+	tcase_add_test(tv, test_streams);
 	tcase_add_test(tv, test_validate_permissions);
 	suite_add_tcase(s, tv);
 	return s;

@@ -912,6 +912,52 @@ START_TEST(test_facts_not_measured_is_absent)
 }
 END_TEST
 
+/* The read and write facts from the run phase's counters: names matched
+ * exactly (the first of two equal names counts, as cJSON's lookup), a
+ * value that is no number counts as absent, negatives as 0. */
+START_TEST(test_facts_from_counters)
+{
+	cJSON *rec = cJSON_Parse(
+		"{\"job\":1,\"user\":\"a\",\"uid\":1,\"end\":5,"
+		"\"phases\":[{\"name\":\"run\",\"counters\":{"
+		"\"dataset\":{\"POSIX_OPENS\":3,\"POSIX_READS\":100,"
+		"\"POSIX_SIZE_READ_0_100\":7,\"POSIX_SIZE_READ_100_1K\":\"x\","
+		"\"POSIX_SIZE_READ_1K_10K\":-4,\"POSIX_SIZE_READ_10K_100K\":5,"
+		"\"POSIX_SIZE_READ_10K_100K\":1000,\"POSIX_SIZE_READ_1M_4M\":9,"
+		"\"POSIX_BYTES_READ\":4096,\"POSIX_F_READ_TIME\":2.5,"
+		"\"POSIX_F_META_TIME\":-1,\"POSIX_SEQ_READS\":60},"
+		"\"output\":{\"POSIX_WRITES\":8,\"POSIX_BYTES_WRITTEN\":800,"
+		"\"POSIX_SIZE_WRITE_100_1K\":8,\"POSIX_SIZE_WRITE_1G_PLUS\":"
+		"null}}}]}");
+	cJSON *f, *rd, *wr, *sizes;
+	char err[256];
+
+	ck_assert_ptr_nonnull(rec);
+	f = jobfacts_from_record(rec, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	rd = cJSON_GetObjectItem(f, "rd");
+	ck_assert_ptr_nonnull(rd);
+	ck_assert(jobfacts_num(rd, "ops", -1) == 100);
+	ck_assert(jobfacts_num(rd, "bytes", -1) == 4096);
+	ck_assert(jobfacts_num(rd, "small", -1) == 12); /* 7 + 0 + 0 + 5 */
+	ck_assert(jobfacts_num(rd, "seq", -1) == 60);
+	ck_assert(jobfacts_num(rd, "consec", -1) == 0);
+	ck_assert(jobfacts_num(rd, "time", -1) == 2.5);
+	ck_assert_ptr_null(cJSON_GetObjectItem(rd, "meta_time"));
+	wr = cJSON_GetObjectItem(f, "wr");
+	ck_assert_ptr_nonnull(wr);
+	ck_assert(jobfacts_num(wr, "ops", -1) == 8);
+	ck_assert(jobfacts_num(wr, "bytes", -1) == 800);
+	sizes = cJSON_GetObjectItem(wr, "sizes");
+	ck_assert_int_eq(cJSON_GetArraySize(sizes), JOBFACTS_NBUCKETS);
+	ck_assert(cJSON_GetArrayItem(sizes, 1)->valuedouble == 8);
+	ck_assert(cJSON_GetArrayItem(sizes, JOBFACTS_NBUCKETS - 1)
+			  ->valuedouble == 0);
+	cJSON_Delete(f);
+	cJSON_Delete(rec);
+}
+END_TEST
+
 START_TEST(test_profile_merge_unique)
 {
 	cJSON *recs = cJSON_Parse(
@@ -985,6 +1031,7 @@ static Suite *recommend_suite(void)
 	tcase_add_test(tc, test_thresholds_tables);
 	tcase_add_test(tc, test_facts_reject_bad_records);
 	tcase_add_test(tc, test_facts_not_measured_is_absent);
+	tcase_add_test(tc, test_facts_from_counters);
 	tcase_add_test(tc, test_profile_merge_unique);
 	tcase_add_test(tc, test_empty_history);
 	suite_add_tcase(s, tc);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctld/jsonbuf.h"
+#include "common/jsonbuf.h"
 
 #define JSONBUF_DEPTH_MAX 64 /* deeper trees are refused, not recursed */
 
@@ -193,8 +193,19 @@ static int put_string(struct jsonbuf *b, const char *s)
 	return put_char(b, '"');
 }
 
+static int put_tabs(struct jsonbuf *b, int n)
+{
+	while (n-- > 0)
+		if (put_char(b, '\t') < 0)
+			return -1;
+	return 0;
+}
+
+/* ITEM at DEPTH (containers around it). PRETTY: cJSON_Print's layout (a
+ * member per line, tab-indented, "key":<tab>value, array values on one
+ * line after ", "), so a command's --json output reads as before. */
 static int put_value(struct jsonbuf *b, const cJSON *item, const char *skip,
-		     int depth)
+		     int depth, bool pretty)
 {
 	const cJSON *c;
 	bool first = true;
@@ -220,24 +231,36 @@ static int put_value(struct jsonbuf *b, const cJSON *item, const char *skip,
 		if (put_char(b, '[') < 0)
 			return -1;
 		for (c = item->child; c; c = c->next) {
-			if ((!first && put_char(b, ',') < 0) ||
-			    put_value(b, c, NULL, depth + 1) < 0)
+			if ((!first && put(b, ", ", pretty ? 2 : 1) < 0) ||
+			    put_value(b, c, NULL, depth + 1, pretty) < 0)
 				return -1;
 			first = false;
 		}
 		return put_char(b, ']');
 	case cJSON_Object:
-		if (put_char(b, '{') < 0)
+		if (put_char(b, '{') < 0 || (pretty && put_char(b, '\n') < 0))
 			return -1;
 		for (c = item->child; c; c = c->next) {
 			if (skip && c->string && !strcmp(c->string, skip))
 				continue;
-			if ((!first && put_char(b, ',') < 0) ||
-			    put_string(b, c->string) < 0 || put_char(b, ':') < 0 ||
-			    put_value(b, c, NULL, depth + 1) < 0)
+			if (!pretty) {
+				if ((!first && put_char(b, ',') < 0) ||
+				    put_string(b, c->string) < 0 ||
+				    put_char(b, ':') < 0 ||
+				    put_value(b, c, NULL, depth + 1, false) < 0)
+					return -1;
+			} else if (put_tabs(b, depth + 1) < 0 ||
+				   put_string(b, c->string) < 0 ||
+				   put(b, ":\t", 2) < 0 ||
+				   put_value(b, c, NULL, depth + 1, true) < 0 ||
+				   (c->next && put_char(b, ',') < 0) ||
+				   put_char(b, '\n') < 0) {
 				return -1;
+			}
 			first = false;
 		}
+		if (pretty && put_tabs(b, depth) < 0)
+			return -1;
 		return put_char(b, '}');
 	default:
 		return put(b, "null", 4);
@@ -251,10 +274,40 @@ int jsonbuf_print(struct jsonbuf *b, const cJSON *item, const char *skip)
 		errno = EINVAL;
 		return -1;
 	}
-	if (put_value(b, item, skip, 0) < 0 || reserve(b, 0) < 0)
+	if (put_value(b, item, skip, 0, false) < 0 || reserve(b, 0) < 0)
 		return -1;
 	b->data[b->len] = '\0';
 	return 0;
+}
+
+char *jsonbuf_pretty(const cJSON *item)
+{
+	struct jsonbuf b = { 0 };
+
+	if (!item) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (put_value(&b, item, NULL, 0, true) < 0 || reserve(&b, 0) < 0) {
+		jsonbuf_fini(&b);
+		return NULL;
+	}
+	b.data[b.len] = '\0';
+	return b.data;
+}
+
+char *jsonbuf_dup(const cJSON *item)
+{
+	struct jsonbuf b = { 0 };
+	char *s;
+
+	if (jsonbuf_print(&b, item, NULL) < 0) {
+		jsonbuf_fini(&b);
+		return NULL;
+	}
+	/* the buffer grows by doubling: give back what the text does not use */
+	s = realloc(b.data, b.len + 1);
+	return s ? s : b.data;
 }
 
 /* --- the packed form ---------------------------------------------------------- *

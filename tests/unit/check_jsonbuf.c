@@ -1,0 +1,124 @@
+/* check_jsonbuf.c - unit tests for common/jsonbuf: the fast compact JSON
+ * writer (its packed form is tested with the history's values,
+ * check_history.c). */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "common/jsonbuf.h"
+
+/* jsonbuf: numbers print as before the decimal fast path (shortest
+ * "%.15g" that reads back exactly, else "%.17g"). */
+START_TEST(test_jsonbuf_numbers)
+{
+	static const struct {
+		double v;
+		const char *text;
+	} cases[] = {
+	    {0, "0"},			{-3, "-3"},
+	    {0.4, "0.4"},		{12.25, "12.25"},
+	    {-520.059, "-520.059"},	{65.123, "65.123"},
+	    {0.0001, "0.0001"},		{0.00001, "1e-05"},
+	    {0.1 + 0.2, "0.30000000000000004"},
+	    {123456789.5, "123456789.5"},
+	    {1234567890.5, "1234567890.5"}, {1e20, "1e+20"},
+	    {1.0 / 3, "0.33333333333333331"},
+	};
+	struct jsonbuf b = {0};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *n = cJSON_CreateNumber(cases[i].v);
+
+		ck_assert_int_eq(jsonbuf_print(&b, n, NULL), 0);
+		ck_assert_str_eq(b.data, cases[i].text);
+		cJSON_Delete(n);
+	}
+	{
+		cJSON *o = cJSON_Parse("{\"a\":\"x\\\"y\\n\\u0001z\","
+				       "\"skip\":1,\"b\":[1,2.5,\"plain\"]}");
+
+		ck_assert_int_eq(jsonbuf_print(&b, o, "skip"), 0);
+		ck_assert_str_eq(b.data, "{\"a\":\"x\\\"y\\n\\u0001z\","
+					 "\"b\":[1,2.5,\"plain\"]}");
+		cJSON_Delete(o);
+	}
+	jsonbuf_fini(&b);
+	jsonbuf_fini(NULL);
+}
+END_TEST
+
+/* jsonbuf_dup gives what cJSON_PrintUnformatted gives, for a tree with
+ * every kind of value. */
+START_TEST(test_dup_matches_cjson)
+{
+	const char *text = "{\"s\":\"a\\tb\\u00e9\",\"n\":[0,-1,2.5,1e300,"
+			   "4294967295],\"t\":true,\"f\":false,\"z\":null,"
+			   "\"o\":{\"e\":{},\"a\":[]}}";
+	cJSON *o = cJSON_Parse(text);
+	char *mine, *theirs;
+
+	ck_assert_ptr_nonnull(o);
+	mine = jsonbuf_dup(o);
+	theirs = cJSON_PrintUnformatted(o);
+	ck_assert_ptr_nonnull(mine);
+	ck_assert_str_eq(mine, theirs);
+	free(mine);
+	free(theirs);
+	cJSON_Delete(o);
+	ck_assert_ptr_null(jsonbuf_dup(NULL));
+}
+END_TEST
+
+/* jsonbuf_pretty lays a tree out as cJSON_Print does (nested objects and
+ * arrays, empty ones); and where cJSON drops the last digits of a number
+ * that does not read back as itself, jsonbuf keeps them. */
+START_TEST(test_pretty_matches_cjson_and_is_exact)
+{
+	const char *text = "{\"a\":[{\"b\":1,\"x\":[1,2.5,{\"y\":{}}]}],"
+			   "\"c\":{},\"d\":[],\"e\":{\"f\":[[1],[]],"
+			   "\"s\":\"t\\n\"},\"n\":null}";
+	cJSON *o = cJSON_Parse(text), *n;
+	char *mine, *theirs;
+
+	ck_assert_ptr_nonnull(o);
+	mine = jsonbuf_pretty(o);
+	theirs = cJSON_Print(o);
+	ck_assert_ptr_nonnull(mine);
+	ck_assert_str_eq(mine, theirs);
+	free(mine);
+	free(theirs);
+	cJSON_Delete(o);
+
+	n = cJSON_CreateNumber(0.0015769999999999998);
+	mine = jsonbuf_dup(n);
+	ck_assert_str_eq(mine, "0.0015769999999999998");
+	ck_assert(strtod(mine, NULL) == 0.0015769999999999998);
+	free(mine);
+	cJSON_Delete(n);
+}
+END_TEST
+
+static Suite *jsonbuf_suite(void)
+{
+	Suite *s = suite_create("jsonbuf");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_jsonbuf_numbers);
+	tcase_add_test(tc, test_dup_matches_cjson);
+	tcase_add_test(tc, test_pretty_matches_cjson_and_is_exact);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(jsonbuf_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
