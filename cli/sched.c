@@ -8,6 +8,7 @@
 #include "cli/json.h"
 #include "cli/sched.h"
 #include "common/ctlclient.h"
+#include "common/jsonbuf.h"
 #include "common/promtext.h"
 #include "common/units.h"
 
@@ -209,7 +210,7 @@ int sched_status_show(const struct client *client, enum sched_show how)
 		return rc;
 	}
 	if (as_json) {
-		char *text = cJSON_Print(reply);
+		char *text = jsonbuf_pretty(reply);
 
 		if (text)
 			puts(text);
