@@ -99,8 +99,10 @@ $(DAEMON): $(DAEMON_OBJ) $(HISTORY_LIB_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge \
 	    $(shell pkg-config --libs $(DAEMON_PKGS))
 
+# iostagectld publishes node features and reads jobs through libslurm
+# (ctld/slurmsched.c).
 $(CTLD): $(CTLD_OBJ) $(LIBCOMMON)
-	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge \
+	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge -lslurm \
 	    $(CTLD_MALLOC)
 
 $(BUILD)/daemon/%.o: CPPFLAGS += $(shell pkg-config --cflags $(DAEMON_PKGS))
@@ -149,11 +151,12 @@ $(BUILD)/tests/check_partstore: tests/unit/check_partstore.c $(HISTORY_TEST_OBJ)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
 CTLD_LIB_OBJ := $(filter-out $(BUILD)/ctld/main.o,$(CTLD_OBJ))
-$(BUILD)/tests/check_ctld $(BUILD)/tests/check_file_batch: $(BUILD)/tests/check_%: \
-    tests/unit/check_%.c $(CTLD_LIB_OBJ) $(LIBCOMMON)
+$(BUILD)/tests/check_ctld $(BUILD)/tests/check_file_batch $(BUILD)/tests/check_placement \
+    $(BUILD)/tests/check_pending: \
+    $(BUILD)/tests/check_%: tests/unit/check_%.c $(CTLD_LIB_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
-	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge $(shell pkg-config --libs check)
+	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge -lslurm $(shell pkg-config --libs check)
 # The export formatters live in cli/ and are tested without the command's
 # main(): check_export links them and the client they share.
 EXPORT_LIB_OBJ := $(filter-out $(BUILD)/cli/main.o $(BUILD)/cli/phase.o,$(CLI_OBJ))
@@ -271,7 +274,9 @@ install: all
 	sed -e 's|@SBINDIR@|$(sbindir)|g' -e 's|@SYSCONFDIR@|$(sysconfdir)|g' \
 	    slurm-conf/iostagectld.service >$(DESTDIR)$(systemdunitdir)/iostagectld.service
 	chmod 0644 $(DESTDIR)$(systemdunitdir)/iostagectld.service
-	install -m 0644 slurm-conf/grafana-iostage.json $(DESTDIR)$(docdir)/slurm-conf/
+	install -m 0644 slurm-conf/grafana-iostage.json slurm-conf/job_submit.lua \
+	    slurm-conf/cli_filter.lua \
+	    $(DESTDIR)$(docdir)/slurm-conf/
 	install -m 0644 docs/ADMIN.md $(DESTDIR)$(docdir)/
 
 # --- libiostage.so: the phase-marker API (shim/libiostage.c, shim/iostage.h).

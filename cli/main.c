@@ -8,6 +8,7 @@
 #include "cli/phase.h"
 #include "cli/pfslicense.h"
 #include "cli/recommend.h"
+#include "cli/sched.h"
 #include "cli/export.h"
 #include "cli/stage.h"
 #include "cli/status.h"
@@ -21,6 +22,10 @@ static void usage(FILE *out)
 		"commands:\n"
 		"  status [--json]   the node's iostaged: tiers, active jobs and "
 		"their progress\n"
+		"  status --cluster [--json | --prom]\n"
+		"                    iostagectld: placement and pre-staging, per "
+		"pending job\n"
+		"                    (the default on a node without iostaged)\n"
 		"  stage PATH [--tier T] [--user U] [--verify V]\n"
 		"                    stage PATH into the node's cache (warm-up)\n"
 		"  cache ls [--tier T] [--json]\n"
@@ -63,6 +68,7 @@ static const struct {
 	{"telemetry", telemetry_main},
 	{"recommend", recommend_main},
 	{"export", export_main},
+	{"job-note", sched_job_note_main},
 	{"pfs-license", pfslicense_main},
 };
 

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/json.h"
+#include "cli/sched.h"
 #include "cli/status.h"
 #include "common/jsonbuf.h"
 #include "common/units.h"
@@ -174,19 +176,29 @@ int status_main(const struct client *client, int argc, char **argv)
 	cJSON *req, *reply, *bw;
 	const cJSON *daemon;
 	char uptime[32];
-	int as_json = 0;
+	int as_json = 0, cluster = 0, prom = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
 			as_json = 1;
+		} else if (strcmp(argv[i], "--cluster") == 0) {
+			cluster = 1;
+		} else if (strcmp(argv[i], "--prom") == 0) {
+			prom = cluster = 1;
 		} else {
 			fprintf(stderr,
 				"iostage: status: unknown option '%s'\n"
-				"usage: iostage status [--json]\n",
+				"usage: iostage status [--cluster [--prom]] [--json]\n",
 				argv[i]);
 			return 2;
 		}
 	}
+	/* A login node runs no iostaged: its status is the cluster's. */
+	if (cluster || (client_has_service(client) &&
+			access(client->socket_path, F_OK) != 0))
+		return sched_status_show(client, prom	  ? SCHED_SHOW_PROM
+						 : as_json ? SCHED_SHOW_JSON
+							   : SCHED_SHOW_TEXT);
 	req = cJSON_CreateObject();
 	if (!req || !cJSON_AddStringToObject(req, "op", "status")) {
 		cJSON_Delete(req);

@@ -29,6 +29,7 @@
 #include "ctld/import.h"
 #include "ctld/partstore.h"
 #include "ctld/service.h"
+#include "ctld/slurmsched.h"
 
 #define PIDFILE_NAME "iostagectld.pid"
 
@@ -183,6 +184,10 @@ int main(int argc, char **argv)
 		history_fini();
 		return 1;
 	}
+	/* Placement and pre-staging go through slurmctld; the service
+	 * files and answers without it (logged, retried). */
+	if (slurmsched_start(&conf, err, sizeof(err)) < 0)
+		log_warningx("%s: no placement nor pre-staging", err);
 	/* The pid file sits beside iostaged's socket (SocketPath's
 	 * directory, /run/iostage). */
 	if (socket_dir(&conf, dir_sock, sizeof(dir_sock)) < 0 ||
@@ -204,6 +209,7 @@ int main(int argc, char **argv)
 		sigsuspend(&waitmask);
 	log_info("caught %s, shutting down", strsignal(got_signal));
 	/* A connection thread still running could be inside the database. */
+	slurmsched_stop();
 	partstore_stop();
 	if (ctld_service_stop())
 		history_fini();

@@ -26,6 +26,9 @@
 #include "ctld/bw_ops.h"
 #include "ctld/file_ops.h"
 #include "ctld/history_ops.h"
+#include "ctld/pending.h"
+#include "ctld/placement.h"
+#include "ctld/sched_ops.h"
 #include "ctld/service.h"
 
 #define CTLD_STACK_SIZE (512 * 1024)
@@ -96,6 +99,10 @@ static const struct {
 	{ "history_get", op_get },
 	{ "history_list", op_list },
 	{ "recommend", op_recommend },
+	{ "cache_report", placement_op_report },
+	{ "placement", placement_op_query },
+	{ "sched_status", sched_op_status },
+	{ "job_note", pending_op_note },
 	{ "stage_bw", ctld_op_stage_bw },
 	{ "stage_bw_status", ctld_op_stage_bw_status },
 };
@@ -112,7 +119,9 @@ cJSON *ctld_service_dispatch(const struct conf *conf,
 			return ctld_ops[i].fn(c, req);
 	return proto_reply_error("unknown op '%s' (iostagectld answers ping, "
 				 "file, file_batch, history_get, history_list, "
-				 "recommend, stage_bw, stage_bw_status)",
+				 "recommend, stage_bw, stage_bw_status, "
+				 "cache_report, placement, job_note, "
+				 "sched_status)",
 				 printable(op, shown, sizeof(shown)));
 }
 

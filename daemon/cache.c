@@ -37,9 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <xxhash.h>
-
 #include "common/bindmount.h"
+#include "common/cachekey.h"
 #include "common/joblayout.h"
 #include "common/jsonbuf.h"
 #include "common/log.h"
@@ -83,46 +82,22 @@ static struct entry *entries;
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 /* One evictor at a time: two would pick the same victims. */
 static pthread_mutex_t evict_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Bumped whenever a version enters or leaves the index (cache_mu held):
+ * daemon/cachereport.c tells iostagectld what this node holds when it
+ * moved. */
+static uint64_t cache_gen;
 
 /* --- names -------------------------------------------------------------------
  */
 
-/* K of the text "PREFIX:SRC". */
-static void key_of(const char *prefix, const char *src,
-		   char ret[CACHE_KEY_LEN + 1])
-{
-	static const char hex[] = "0123456789abcdef";
-	char buf[CONF_PATH_MAX + 32];
-	XXH128_canonical_t c;
-	XXH128_hash_t h;
-	int n;
-	size_t i;
-
-	n = snprintf(buf, sizeof(buf), "%s:%s", prefix, src);
-	if (n < 0)
-		n = 0;
-	if ((size_t)n >= sizeof(buf))
-		n = (int)sizeof(buf) - 1;
-	h = XXH3_128bits(buf, (size_t)n);
-	XXH128_canonicalFromHash(&c, h);
-	for (i = 0; i < sizeof(c.digest); i++) {
-		ret[2 * i] = hex[c.digest[i] >> 4];
-		ret[2 * i + 1] = hex[c.digest[i] & 15];
-	}
-	ret[CACHE_KEY_LEN] = '\0';
-}
-
 void cache_key(uid_t uid, const char *src, char ret[CACHE_KEY_LEN + 1])
 {
-	char prefix[16];
-
-	snprintf(prefix, sizeof(prefix), "%u", (unsigned)uid);
-	key_of(prefix, src, ret);
+	cachekey_user(uid, src, ret);
 }
 
 void cache_key_public(const char *src, char ret[CACHE_KEY_LEN + 1])
 {
-	key_of("public", src, ret);
+	cachekey_public(src, ret);
 }
 
 static bool is_key(const char *s, size_t len)
@@ -229,6 +204,7 @@ static void insert_locked(struct entry *e)
 {
 	e->next = entries;
 	entries = e;
+	cache_gen++;
 	tiers_cache_account(e->tier, (int64_t)e->bytes);
 }
 
@@ -240,11 +216,22 @@ static void drop_locked(struct entry *e)
 	for (pp = &entries; *pp; pp = &(*pp)->next) {
 		if (*pp == e) {
 			*pp = e->next;
+			cache_gen++;
 			tiers_cache_account(e->tier, -(int64_t)e->bytes);
 			entry_free(e);
 			return;
 		}
 	}
+}
+
+uint64_t cache_generation(void)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&cache_mu);
+	g = cache_gen;
+	pthread_mutex_unlock(&cache_mu);
+	return g;
 }
 
 static void drop_version(int tier, const char *key, unsigned version)

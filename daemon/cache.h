@@ -190,6 +190,11 @@ cJSON *cache_ls_json(uid_t peer_uid);
 cJSON *cache_evict(uid_t peer_uid, const char *key, const char *src, uid_t uid,
 		   bool all_users, int tier, char *err, size_t errlen);
 
+/* A number that changes whenever a version enters or leaves the index
+ * (built, evicted, removed): whoever reports the cache's contents
+ * elsewhere compares it with the last one it sent. */
+uint64_t cache_generation(void);
+
 /* Per-tier figures for status: number of versions and pinned versions. */
 void cache_tier_counts(int tier, unsigned *ret_entries, unsigned *ret_pinned);
 

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "daemon/bwgov.h"
 #include "daemon/cache.h"
+#include "daemon/cachereport.h"
 #include "daemon/drain.h"
 #include "daemon/drain_worker.h"
 #include "daemon/forward.h"
@@ -167,6 +168,7 @@ int main(int argc, char **argv)
 	bwgov_init(&conf);   /* StageBandwidth=; never fatal */
 	metrics_init(&conf); /* logs its own failures; never fatal */
 	peer_init(&conf);    /* node to node; never fatal either */
+	cachereport_init(&conf); /* what the cache holds, to iostagectld */
 	if (daemonize_pidfile_write(server_dir(), PIDFILE_NAME, pid_path,
 				    sizeof(pid_path)) < 0)
 		log_warning("cannot write %s/%s", server_dir(), PIDFILE_NAME);
@@ -184,6 +186,7 @@ int main(int argc, char **argv)
 		log_info("caught %s, shutting down", strsignal(got_signal));
 
 	server_close();
+	cachereport_fini();
 	metrics_fini();
 	peer_fini();
 	jobs_shutdown("iostaged stopped during staging", SHUTDOWN_JOBS_S);

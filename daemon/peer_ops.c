@@ -11,6 +11,11 @@
  *   part_put       job node record -> (the head keeps NODE's closed part)
  *   history_get    job            -> record (this node's history: the
  *                                    head's merged record)
+ *   prestage       user path tier verify? for_job
+ *                                 -> id (iostagectld: stage a pending
+ *                                    job's dataset into this node's cache
+ *                                    before the job starts; its progress
+ *                                    is stage_state of job ID)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,6 +30,7 @@
 #include "daemon/ops.h"
 #include "daemon/parts.h"
 #include "daemon/peer.h"
+#include "daemon/server.h"
 #include "daemon/telemetry.h"
 
 static cJSON *op_peer_ping(const struct peernet_peer *p, const cJSON *req)
@@ -63,6 +69,10 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 	}
 	jobs_view(job, &v);
 	jobs_failed_node(job, failed_node, sizeof(failed_node));
+	/* how long it took: iostagectld counts it as time saved when the
+	 * job it was pre-staged for starts here */
+	if (v.state == JOB_STAGED)
+		cJSON_AddNumberToObject(r, "staged_s", job->staged_s);
 	jobs_put(job);
 	if (v.state == JOB_FAILED && failed_node[0] &&
 	    strcmp(failed_node, peer_self())) {
@@ -148,11 +158,31 @@ static cJSON *op_peer_history_get(const struct peernet_peer *p,
 	return r;
 }
 
+/* Pre-staging for a pending job (ctld/slurmsched.c): the same as root's
+ * `iostage stage --user`, so the copy runs as that user, within the
+ * tier's capacity and evicting only unpinned entries (cache_reserve). */
+static cJSON *op_peer_prestage(const struct peernet_peer *p,
+			       const cJSON *req)
+{
+	const cJSON *j = cJSON_GetObjectItemCaseSensitive(req, "for_job");
+	cJSON *r;
+
+	r = server_prestage_root(req);
+	if (cJSON_IsNumber(j))
+		log_info("prestage for pending job %.0f asked by %s: %s", j->valuedouble,
+			 p->addr,
+			 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"))
+			     ? "started"
+			     : "refused");
+	return r;
+}
+
 const struct peer_op peer_ops[] = {
 	{ "peer_ping", op_peer_ping },
 	{ "stage_state", op_stage_state },
 	{ "telemetry_part", op_telemetry_part },
 	{ "part_put", op_part_put },
 	{ "history_get", op_peer_history_get },
+	{ "prestage", op_peer_prestage },
 	{ NULL, NULL },
 };

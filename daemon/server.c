@@ -808,6 +808,13 @@ fail:
 	return proto_reply_error("prestage refused: %s", err);
 }
 
+cJSON *server_prestage_root(const cJSON *req)
+{
+	struct peer root = { 0, 0, 0 };
+
+	return op_prestage(&root, req);
+}
+
 /* cache_ls {tier?}: the peer's entries (root: everyone's). */
 static cJSON *op_cache_ls(const struct peer *c, const cJSON *req)
 {

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <cJSON.h>
+
 #include "common/conf.h"
 
 #define SERVER_IDLE_MS 60000 /* a client silent this long is dropped */
@@ -40,5 +42,9 @@ void server_close(void);
 /* Hang up on every client and wait up to TIMEOUT_S for their threads.
  * Returns true when none is left. */
 bool server_fini(unsigned timeout_s);
+
+/* The `prestage` op as root (any user's dataset, named by "user"): for
+ * iostagectld's pre-staging over the node channel (daemon/peer_ops.c). */
+cJSON *server_prestage_root(const cJSON *req);
 
 #endif /* IOSTAGE_DAEMON_SERVER_H */

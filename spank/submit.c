@@ -19,6 +19,7 @@
 #include "common/units.h"
 #include "spank/auto.h"
 #include "spank/options.h"
+#include "spank/prefer.h"
 #include "spank/submit.h"
 
 /* The job-control variable; the Prolog and Epilog see SPANK_ + this. */
@@ -136,6 +137,7 @@ int submit_init_post_opt(spank_t sp)
 			    "to the job");
 		goto out;
 	}
+	prefer_apply(sp, profile, &conf);
 	rc = 0;
 	goto out;
 report:

@@ -331,7 +331,10 @@ MpiDefault=none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,bf_interval=1
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,bf_interval=1,ignore_prefer_validation
+# iostage's placement: IOSTAGE_PREFER from the plugin becomes --prefer
+# (slurm-conf/job_submit.lua, docs/SCHEDULING.md)
+JobSubmitPlugins=lua
 ReturnToService=2
 JobRequeue=0
 MinJobAge=600
@@ -349,7 +352,8 @@ EOF
   echo "PartitionName=debug Default=YES Nodes=$nodes MaxTime=INFINITE State=UP" >>"$dir/slurm.conf"
   # The PFS as a scheduled resource (docs/SCHEDULING.md): a bandwidth
   # budget as a license, and the shipped cli_filter.lua that asks for it
-  # (test_pfsbw.sh). Nobody else requests it.
+  # (test_pfsbw.sh; nobody else requests it) and that hands a submitted
+  # job's id to iostagectld for pre-staging (test_prestage.sh).
   echo "Licenses=pfs_bw:${CLUSTER_PFS_LICENSES:-4}" >>"$dir/slurm.conf"
   echo "CliFilterPlugins=cli_filter/lua" >>"$dir/slurm.conf"
   sed -e "s|^local IOSTAGE = .*|local IOSTAGE = \"$dir/iostage/root/usr/bin/iostage\"|" \
@@ -362,6 +366,7 @@ EOF
   chmod 0644 "$dir/slurm.conf"
 
   local root="$dir/iostage/root" conf="$dir/iostage/iostage.conf"
+  install -m 0644 "$root/usr/share/doc/iostage/slurm-conf/job_submit.lua" "$dir/job_submit.lua"
   echo "required $root/usr/lib/slurm/iostage.so conf=$conf" >"$dir/plugstack.conf"
   chmod 0644 "$dir/plugstack.conf"
   write_wrapper "$dir/prolog.sh" "env SLURM_CONF=$dir/slurm.conf IOSTAGE_LOG_STDERR=1 $root/usr/sbin/iostage-prolog -c $conf" prolog "$dir"
@@ -408,7 +413,8 @@ start_ctld() {
   local log="$dir/log/iostagectld.log" conf="$dir/iostage/iostage.conf" root="$dir/iostage/root"
   rm -f "$dir/nodes/ctl/iostagectld.pid"
   before=$(grep -c ' ready: ' "$log" 2>/dev/null)
-  in_node "$dir" ctl setsid -f sh -c 'echo $$ >"$1"; shift; exec "$@"' \
+  # SLURM_CONF: it publishes node features and reads jobs (libslurm)
+  in_node "$dir" ctl setsid -f env SLURM_CONF="$dir/slurm.conf" sh -c 'echo $$ >"$1"; shift; exec "$@"' \
     iostagectld "$dir/nodes/ctl/iostagectld.pid" "$root/usr/sbin/iostagectld" -f -c "$conf" \
     >>"$log" 2>&1 </dev/null
   for ((i = 0; i < 100; i++)); do

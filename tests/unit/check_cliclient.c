@@ -13,6 +13,7 @@
 #include <check.h>
 
 #include "cli/client.h"
+#include "cli/sched.h"
 #include "common/peernet.h"
 
 static char tmp[256], conf_path[300];
@@ -105,6 +106,43 @@ START_TEST(test_no_service_asks_iostaged)
 }
 END_TEST
 
+/* sched_status's counters as Prometheus text: every family, labels, and
+ * a reply missing its objects still gives zeros, never a crash. */
+START_TEST(test_sched_prom)
+{
+	cJSON *r = cJSON_Parse(
+	    "{\"ok\":true,\"placement\":{\"nodes_reporting\":3,"
+	    "\"preferred\":5,\"honoured\":4,\"not_honoured\":1,"
+	    "\"feature_updates\":2,\"feature_update_errors\":0},"
+	    "\"prestage\":{\"staged\":2,\"failed\":1,\"bytes\":1048576,"
+	    "\"hits\":1,\"missed\":1,\"seconds_saved\":2.5}}");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ck_assert_int_eq(sched_status_prom(r, f), 0);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "iostage_ctld_placements_total"
+					  "{outcome=\"honoured\"} 4\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "iostage_ctld_prestage_predictions_"
+					  "total{outcome=\"missed\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "iostage_ctld_prestage_saved_"
+					  "seconds_total 2.5\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "# TYPE iostage_ctld_nodes_"
+					  "reporting gauge\n"));
+	free(buf);
+	cJSON_Delete(r);
+	r = cJSON_Parse("{\"ok\":true}");
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	ck_assert_int_eq(sched_status_prom(r, f), 0);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "iostage_ctld_prestage_bytes_total 0\n"));
+	free(buf);
+	cJSON_Delete(r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cliclient");
@@ -115,6 +153,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_service_configured_unreachable);
 	tcase_add_test(tc, test_no_service_asks_iostaged);
+	tcase_add_test(tc, test_sched_prom);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,139 @@
+# shellcheck shell=bash
+# Cache-affinity placement (issue 13, item 1; docs/SCHEDULING.md,
+# Placement): the nodes tell iostagectld what they cache, iostagectld
+# shows it as Slurm node features (ios_XXXXXXXX), and a job for a cached
+# dataset gets --prefer for them (plugin -> IOSTAGE_PREFER ->
+# job_submit.lua). Slurm then starts it on the node holding the data when
+# that node is free, and elsewhere at once when it is not.
+
+# node_ios_features NODE: the ios_ features Slurm shows on NODE
+node_ios_features() {
+	scontrol show node -o "$1" 2>/dev/null | tr ' ' '\n' |
+		sed -n 's/^ActiveFeatures=//p' | tr ',' '\n' | grep '^ios_' | sort | tr '\n' ' '
+}
+
+# wait_new_feature NODE BEFORE [TIMEOUT_S=20]: until Slurm shows an ios_
+# feature on NODE that is not in BEFORE (node_ios_features earlier: other
+# tests of the run leave their datasets cached); prints it
+wait_new_feature() {
+	local i f
+	for ((i = 0; i < ${3:-20} * 5; i++)); do
+		for f in $(node_ios_features "$1"); do
+			case " $2 " in *" $f "*) ;; *) echo "$f"; return 0 ;; esac
+		done
+		sleep 0.2
+	done
+	echo "wait_new_feature: no new ios_ feature on $1 after ${3:-20}s" >&2
+	return 1
+}
+
+job_node() { job_field "$1" NodeList; }
+
+# stage_on NODE DS: one job for DS pinned on NODE; waits until its
+# Epilog is done there
+stage_on() {
+	submit_wait "$TEST_USER" -w "$1" --io-profile="dl-train,data=$2" \
+		-o /dev/null --wrap 'true' >/dev/null || fail "job on $1: $SUBMIT_OUT"
+	wait_finished "$1" "$SUBMIT_JOBID" || fail "job $SUBMIT_JOBID not finished on $1"
+}
+
+test_cached_node_is_preferred() {
+	local ds jid node on_n2=0 hits=0 i f0 f
+	ds=$(pfs_dataset D 20)
+	f0=$(node_ios_features n2)
+	stage_on n2 "$ds"
+	f=$(wait_new_feature n2 "$f0") || fail "n2 does not show its cached dataset: $(tail -5 "$(ctld_log)")"
+	case " $(node_ios_features n1) $(node_ios_features n3) " in
+		*" $f "*) fail "$f shown on a node that does not hold D" ;;
+	esac
+	# what a job for D is given (slurmctld shows Prefer while it pends)
+	submit "$TEST_USER" --hold --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
+		fail "held job: $SUBMIT_OUT"
+	assert_eq "a held job's --prefer" "$f" "$(job_field "$SUBMIT_JOBID" Prefer)"
+	scancel "$SUBMIT_JOBID"
+	# Submitted one at a time, every node idle: Slurm alone would take n1.
+	for ((i = 0; i < 10; i++)); do
+		submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds" \
+			-o /dev/null --wrap 'true' >/dev/null || fail "job $i: $SUBMIT_OUT"
+		jid=$SUBMIT_JOBID
+		node=$(job_node "$jid")
+		wait_finished "$node" "$jid" || fail "job $jid not finished on $node"
+		if [ "$node" = n2 ]; then
+			on_n2=$((on_n2 + 1))
+			grep -q "job $jid: dataset 'D': cache hit" "$(iostaged_log n2)" &&
+				hits=$((hits + 1))
+		fi
+	done
+	echo "jobs on n2: $on_n2 of 10, cache hits there: $hits"
+	[ "$on_n2" -ge 9 ] || fail "only $on_n2 of 10 jobs ran on n2, which holds D"
+	assert_eq "jobs on n2 that copied nothing (cache hit)" "$on_n2" "$hits"
+	assert_eq "builds of D on n2 (only the first job's)" 1 "$(log_count n2 "dataset 'D': built")"
+}
+
+test_busy_cached_node_does_not_delay() {
+	local ds blocker jid node t0 t1 f0
+	ds=$(pfs_dataset D 20)
+	f0=$(node_ios_features n2)
+	stage_on n2 "$ds"
+	wait_new_feature n2 "$f0" >/dev/null || fail "n2 does not show its cached dataset"
+	# n2 busy: all its CPUs taken by a long job of another user
+	submit "$OTHER_USER" -w n2 -c 2 -o /dev/null --wrap 'sleep 60' >/dev/null || fail "blocker: $SUBMIT_OUT"
+	blocker=$SUBMIT_JOBID
+	wait_job_state "$blocker" RUNNING 20 || fail "blocker $blocker not running"
+	t0=$(date +%s.%N)
+	submit "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap 'true' >/dev/null ||
+		fail "job: $SUBMIT_OUT"
+	jid=$SUBMIT_JOBID
+	wait_job_state "$jid" 'RUNNING|COMPLETING|COMPLETED' 10 || fail "job $jid still $(job_state "$jid") with n2 busy"
+	t1=$(date +%s.%N)
+	node=$(job_node "$jid")
+	echo "job $jid started on $node after $(echo "$t1 - $t0" | bc) s (n2 busy)"
+	[ "$node" != n2 ] || fail "job ran on the busy n2"
+	wait_finished "$node" "$jid" || fail "job $jid not finished on $node"
+	assert_eq "D staged on $node" 1 "$(log_count "$node" "job $jid: dataset 'D': built")"
+	scancel "$blocker"
+	[ "$(echo "$t1 - $t0 < 5" | bc)" = 1 ] || fail "job waited $(echo "$t1 - $t0" | bc) s for a node"
+}
+
+# placement_count FIELD: one counter of the service's sched_status
+placement_count() {
+	ctld_request login "$TEST_USER" '{"op":"sched_status"}' | jq ".placement.$1"
+}
+
+test_placement_counters() {
+	local ds rep blocker i h0 n0 f0
+	ds=$(pfs_dataset D 5)
+	h0=$(placement_count honoured)
+	n0=$(placement_count not_honoured)
+	f0=$(node_ios_features n3)
+	stage_on n3 "$ds"
+	wait_new_feature n3 "$f0" >/dev/null || fail "n3 does not show its cached dataset"
+	# honoured: the job runs on n3
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
+		fail "job: $SUBMIT_OUT"
+	assert_eq "job ran on n3" n3 "$(job_field "$SUBMIT_JOBID" NodeList)"
+	# not honoured: n3 busy, the job runs elsewhere
+	submit "$OTHER_USER" -w n3 -c 2 -o /dev/null --wrap 'sleep 30' >/dev/null || fail "blocker: $SUBMIT_OUT"
+	blocker=$SUBMIT_JOBID
+	wait_job_state "$blocker" RUNNING 20 || fail "blocker not running"
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
+		fail "job: $SUBMIT_OUT"
+	scancel "$blocker"
+	for ((i = 0; i < 25; i++)); do # the service reads Slurm's jobs every 2 s
+		rep=$(ctld_request login "$TEST_USER" '{"op":"sched_status"}')
+		[ "$(jq ".placement.honoured + .placement.not_honoured - $h0 - $n0" <<<"$rep")" -ge 2 ] && break
+		sleep 0.2
+	done
+	echo "$rep"
+	assert_eq "status ok" true "$(jq -r .ok <<<"$rep")"
+	assert_eq "placements honoured" 1 "$(jq ".placement.honoured - $h0" <<<"$rep")"
+	assert_eq "placements not honoured" 1 "$(jq ".placement.not_honoured - $n0" <<<"$rep")"
+	[ "$(jq '.placement.preferred' <<<"$rep")" -ge 2 ] || fail "preferences given: $rep"
+	assert_eq "nodes reporting" 3 "$(jq '.placement.nodes_reporting' <<<"$rep")"
+	# the same counters for Prometheus (a textfile), from the login node
+	on_node_as "$TEST_USER" login iostage -c "$IOSTAGE_CONF" status --prom >metrics.prom ||
+		fail "iostage status --prom: $(cat metrics.prom)"
+	promtool check metrics <metrics.prom || fail "promtool: $(cat metrics.prom)"
+	assert_file_contains "placements honoured" metrics.prom 'iostage_ctld_placements_total{outcome="honoured"}'
+	assert_file_contains "nodes reporting" metrics.prom 'iostage_ctld_nodes_reporting 3'
+}

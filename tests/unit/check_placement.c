@@ -1,0 +1,277 @@
+/* check_placement.c - which nodes hold which datasets, and the --prefer:
+ * only features Slurm shows are given, a user's own entry or the public
+ * one, several datasets together when a node holds them all, the largest
+ * alone otherwise; reports are full snapshots, bounded, and bad ones are
+ * refused whole; only root reports. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "common/cachekey.h"
+#include "common/dsfeature.h"
+#include "ctld/placement.h"
+
+/* A report entry for KEY on TIER. */
+static cJSON *entry(const char *key, const char *tier, double bytes,
+		    double used)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "key", key);
+	cJSON_AddStringToObject(o, "tier", tier);
+	cJSON_AddNumberToObject(o, "bytes", bytes);
+	cJSON_AddNumberToObject(o, "last_used", used);
+	return o;
+}
+
+/* NODE reports KEYS (NULL-terminated) on nvme; Slurm shows them all. */
+static void report(const char *node, const char *const *keys,
+		   const double *bytes)
+{
+	char err[256], feats[1024] = "", f[DSFEATURE_LEN + 1];
+	cJSON *arr = cJSON_CreateArray();
+
+	for (int i = 0; keys[i]; i++) {
+		cJSON_AddItemToArray(arr, entry(keys[i], "nvme",
+						 bytes ? bytes[i] : 100, i));
+		dsfeature_name(keys[i], "nvme", f);
+		if (feats[0])
+			strcat(feats, ",");
+		strcat(feats, f);
+	}
+	ck_assert_int_eq(placement_report(node, arr, 1000, err, sizeof(err)),
+			 0);
+	placement_set_published(node, feats);
+	cJSON_Delete(arr);
+}
+
+static void prefer(uid_t uid, const char *p1, const char *p2, char *ret,
+		   size_t len, char *nodes, size_t nlen)
+{
+	struct placement_ds ds[2] = { { p1, "nvme" }, { p2, "nvme" } };
+
+	placement_prefer(uid, ds, p2 ? 2 : 1, ret, len, nodes, nlen);
+}
+
+START_TEST(test_one_dataset)
+{
+	char k[CACHEKEY_LEN + 1], f[DSFEATURE_LEN + 1], p[256], n[256];
+	const char *keys[2] = { k, NULL };
+
+	placement_reset();
+	cachekey_user(1001, "/pfs/d", k);
+	report("n2", keys, NULL);
+	dsfeature_name(k, "nvme", f);
+	prefer(1001, "/pfs/d", NULL, p, sizeof(p), n, sizeof(n));
+	ck_assert_str_eq(p, f);
+	ck_assert_str_eq(n, "n2");
+	/* another user's copy is not theirs */
+	prefer(1002, "/pfs/d", NULL, p, sizeof(p), n, sizeof(n));
+	ck_assert_str_eq(p, "");
+	ck_assert_str_eq(n, "");
+	/* another tier is another cache */
+	{
+		struct placement_ds ds = { "/pfs/d", "ram" };
+
+		placement_prefer(1001, &ds, 1, p, sizeof(p), n, sizeof(n));
+		ck_assert_str_eq(p, "");
+	}
+}
+END_TEST
+
+START_TEST(test_public_entry)
+{
+	char k[CACHEKEY_LEN + 1], f[DSFEATURE_LEN + 1], p[256], n[256];
+	const char *keys[2] = { k, NULL };
+
+	placement_reset();
+	cachekey_public("/pfs/pub", k);
+	report("n1", keys, NULL);
+	report("n3", keys, NULL);
+	dsfeature_name(k, "nvme", f);
+	prefer(4242, "/pfs/pub", NULL, p, sizeof(p), n, sizeof(n));
+	ck_assert_str_eq(p, f);
+	ck_assert_str_eq(n, "n1,n3");
+}
+END_TEST
+
+START_TEST(test_not_published)
+{
+	char k[CACHEKEY_LEN + 1], p[256], err[256];
+	cJSON *arr = cJSON_CreateArray();
+
+	placement_reset();
+	cachekey_user(1001, "/pfs/d", k);
+	cJSON_AddItemToArray(arr, entry(k, "nvme", 1, 1));
+	ck_assert_int_eq(placement_report("n1", arr, 1, err, sizeof(err)), 0);
+	/* reported but Slurm does not show it yet: no preference */
+	prefer(1001, "/pfs/d", NULL, p, sizeof(p), NULL, 0);
+	ck_assert_str_eq(p, "");
+	placement_set_published("n1", "gpu");
+	prefer(1001, "/pfs/d", NULL, p, sizeof(p), NULL, 0);
+	ck_assert_str_eq(p, "");
+	cJSON_Delete(arr);
+}
+END_TEST
+
+START_TEST(test_two_datasets)
+{
+	char a[CACHEKEY_LEN + 1], b[CACHEKEY_LEN + 1];
+	char fa[DSFEATURE_LEN + 1], fb[DSFEATURE_LEN + 1], want[64];
+	char p[256], n[256];
+	const char *both[3] = { a, b, NULL }, *only_a[2] = { a, NULL };
+	const char *only_b[2] = { b, NULL };
+	double big_b[1] = { 5000 };
+
+	cachekey_user(1001, "/pfs/a", a);
+	cachekey_user(1001, "/pfs/b", b);
+	dsfeature_name(a, "nvme", fa);
+	dsfeature_name(b, "nvme", fb);
+
+	placement_reset();
+	report("n1", only_a, NULL);
+	report("n2", both, NULL);
+	prefer(1001, "/pfs/a", "/pfs/b", p, sizeof(p), n, sizeof(n));
+	snprintf(want, sizeof(want), "%s&%s", fa, fb);
+	ck_assert_str_eq(p, want);
+	ck_assert_str_eq(n, "n2");
+
+	/* nobody holds both: the larger one */
+	placement_reset();
+	report("n1", only_a, NULL);
+	report("n3", only_b, big_b);
+	prefer(1001, "/pfs/a", "/pfs/b", p, sizeof(p), n, sizeof(n));
+	ck_assert_str_eq(p, fb);
+	ck_assert_str_eq(n, "n3");
+
+	/* the same dataset twice: one feature */
+	placement_reset();
+	report("n1", only_a, NULL);
+	prefer(1001, "/pfs/a", "/pfs/a", p, sizeof(p), n, sizeof(n));
+	ck_assert_str_eq(p, fa);
+}
+END_TEST
+
+START_TEST(test_report_bounds)
+{
+	char err[256], k[CACHEKEY_LEN + 1], path[64];
+	char got[PLACEMENT_NODE_FEATURES + 4][DSFEATURE_LEN + 1];
+	cJSON *arr = cJSON_CreateArray(), *bad;
+
+	placement_reset();
+	for (int i = 0; i < PLACEMENT_NODE_FEATURES * 3; i++) {
+		snprintf(path, sizeof(path), "/pfs/d%d", i);
+		cachekey_user(1, path, k);
+		cJSON_AddItemToArray(arr, entry(k, "nvme", 1, i));
+	}
+	ck_assert_int_eq(placement_report("n1", arr, 1, err, sizeof(err)), 0);
+	ck_assert_uint_eq(placement_wanted("n1", got, PLACEMENT_NODE_FEATURES + 4),
+			  PLACEMENT_NODE_FEATURES);
+	/* the most recently used are kept */
+	snprintf(path, sizeof(path), "/pfs/d%d", PLACEMENT_NODE_FEATURES * 3 - 1);
+	cachekey_user(1, path, k);
+	{
+		char f[DSFEATURE_LEN + 1];
+
+		dsfeature_name(k, "nvme", f);
+		ck_assert_str_eq(got[0], f);
+	}
+	cJSON_Delete(arr);
+
+	/* a bad entry refuses the whole report, the old snapshot stays */
+	bad = cJSON_CreateArray();
+	cJSON_AddItemToArray(bad, entry("not-a-key", "nvme", 1, 1));
+	ck_assert_int_eq(placement_report("n1", bad, 2, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "32-hex"));
+	ck_assert_uint_eq(placement_wanted("n1", got, 4), 4);
+	ck_assert_int_eq(placement_report("../etc", bad, 2, err, sizeof(err)),
+			 -1);
+	ck_assert_int_eq(placement_report("n1", NULL, 2, err, sizeof(err)), -1);
+	cJSON_Delete(bad);
+	/* an empty report empties the node */
+	bad = cJSON_CreateArray();
+	ck_assert_int_eq(placement_report("n1", bad, 3, err, sizeof(err)), 0);
+	ck_assert_uint_eq(placement_wanted("n1", got, 4), 0);
+	ck_assert_int_eq(placement_reported_at("n1"), 3);
+	ck_assert_int_eq(placement_reported_at("n9"), 0);
+	cJSON_Delete(bad);
+}
+END_TEST
+
+START_TEST(test_ops)
+{
+	struct ctld_caller root = { 0, 0, true, "test" };
+	struct ctld_caller user = { 1001, 1001, false, "test" };
+	cJSON *req, *rep;
+
+	placement_reset();
+	req = cJSON_Parse("{\"op\":\"cache_report\",\"node\":\"n1\","
+			  "\"entries\":[]}");
+	rep = placement_op_report(&user, req);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(rep, "ok")));
+	ck_assert_ptr_nonnull(
+	    strstr(cJSON_GetObjectItem(rep, "error")->valuestring,
+		   "permission denied"));
+	cJSON_Delete(rep);
+	rep = placement_op_report(&root, req);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")));
+	cJSON_Delete(rep);
+	cJSON_Delete(req);
+
+	req = cJSON_Parse("{\"op\":\"placement\",\"datasets\":"
+			  "[{\"path\":\"relative\",\"tier\":\"nvme\"}]}");
+	rep = placement_op_query(&user, req);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(rep, "ok")));
+	cJSON_Delete(rep);
+	cJSON_Delete(req);
+	req = cJSON_Parse("{\"op\":\"placement\",\"datasets\":"
+			  "[{\"path\":\"/pfs/x\",\"tier\":\"nvme\"}]}");
+	rep = placement_op_query(&user, req);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")));
+	ck_assert_str_eq(cJSON_GetObjectItem(rep, "prefer")->valuestring, "");
+	cJSON_Delete(rep);
+	cJSON_Delete(req);
+}
+END_TEST
+
+START_TEST(test_counts)
+{
+	struct placement_counts c;
+
+	placement_reset();
+	placement_count_outcome(true);
+	placement_count_outcome(false);
+	placement_count_outcome(false);
+	placement_count_publish(true);
+	placement_count_publish(false);
+	placement_counts(&c);
+	ck_assert_uint_eq(c.honoured, 1);
+	ck_assert_uint_eq(c.not_honoured, 2);
+	ck_assert_uint_eq(c.publishes, 1);
+	ck_assert_uint_eq(c.publish_errors, 1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("placement");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_one_dataset);
+	tcase_add_test(tc, test_public_entry);
+	tcase_add_test(tc, test_not_published);
+	tcase_add_test(tc, test_two_datasets);
+	tcase_add_test(tc, test_report_bounds);
+	tcase_add_test(tc, test_ops);
+	tcase_add_test(tc, test_counts);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
