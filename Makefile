@@ -39,6 +39,10 @@ DAEMON_LDLIBS := -lrocksdb
 ifeq ($(SANITIZE),1)
 CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
 LDFLAGS += -fsanitize=address,undefined
+# Where every sanitizer report goes (common/log.c; tests/sanitize.sh).
+SANITIZE_LOG ?= $(abspath $(BUILD))/sanitizer-logs
+CPPFLAGS += -DIOSTAGE_SANITIZE_LOG='"$(SANITIZE_LOG)"'
+LDFLAGS += -Wl,-u,__asan_default_options -Wl,-u,__ubsan_default_options
 endif
 
 BUILD   ?= build
@@ -83,9 +87,26 @@ $(LIBCOMMON): $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
 # The plugin exports only the slurm_spank_* symbols and the Slurm metadata.
-$(PLUGIN): $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
-	$(CC) -shared $(LDFLAGS) -Wl,--version-script=spank/iostage.map \
-	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS) -lmunge
+# With SANITIZE=1 it is built with UBSan only: it is loaded into slurmd,
+# slurmstepd, sbatch and srun, which are not built with ASan, and ASan
+# must be the first library of a process (docs/RELIABILITY.md).
+PLUGIN_OBJ    := $(SPANK_OBJ)
+PLUGIN_COMMON := $(LIBCOMMON)
+PLUGIN_LDFLAGS = $(LDFLAGS)
+ifeq ($(SANITIZE),1)
+PLUGIN_OBJ    := $(SPANK_OBJ:$(BUILD)/%=$(BUILD)/ubsan/%)
+PLUGIN_COMMON := $(BUILD)/ubsan/libiostage-common.a
+PLUGIN_LDFLAGS = $(filter-out -fsanitize=%,$(LDFLAGS)) -fsanitize=undefined
+$(BUILD)/ubsan/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) -fsanitize=undefined \
+	    -c -o $@ $<
+$(PLUGIN_COMMON): $(COMMON_OBJ:$(BUILD)/%=$(BUILD)/ubsan/%)
+	$(AR) rcs $@ $^
+endif
+$(PLUGIN): $(PLUGIN_OBJ) $(PLUGIN_COMMON) spank/iostage.map
+	$(CC) -shared $(PLUGIN_LDFLAGS) -Wl,--version-script=spank/iostage.map \
+	    -o $@ $(PLUGIN_OBJ) $(PLUGIN_COMMON) $(LDLIBS) -lmunge
 
 $(DAEMON): $(DAEMON_OBJ) $(HISTORY_LIB_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge \
@@ -178,6 +199,14 @@ check:
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
 	@$(MAKE) --no-print-directory cluster
+
+# Unit tests and the one-node integration suite with every program built
+# with ASan + UBSan (build/san); fails on any sanitizer report, leaks at
+# exit included (tests/sanitize.sh, docs/RELIABILITY.md).
+.PHONY: check-sanitize
+check-sanitize:
+	@scripts/install-deps.sh
+	@BUILD=build/san tests/sanitize.sh
 
 demo:
 	@scripts/install-deps.sh
