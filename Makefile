@@ -191,12 +191,14 @@ integration: all
 cluster: all
 	@BUILD=$(BUILD) tests/cluster/run.sh
 
-# `make check` installs what it needs, then unit tests, then integration
-# (one node), then the multi-node cluster tests.
+# `make check` installs what it needs, then unit tests, then each fuzz
+# target for a few seconds (a parser that crashes fails here), then
+# integration (one node), then the multi-node cluster tests.
 check:
 	@scripts/install-deps.sh
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory fuzz-check
 	@$(MAKE) --no-print-directory integration
 	@$(MAKE) --no-print-directory cluster
 
