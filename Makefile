@@ -296,11 +296,14 @@ LIBIOSTAGE     := $(BUILD)/shim/libiostage.so
 LIBIOSTAGE_OBJ := $(BUILD)/shim/libiostage.o
 PMIX_LIBS      := $(shell pkg-config --libs pmix)
 
-$(LIBIOSTAGE_OBJ): CPPFLAGS += $(shell pkg-config --cflags pmix)
-$(LIBIOSTAGE): $(LIBIOSTAGE_OBJ) $(LIBCOMMON) shim/libiostage.map
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,libiostage.so.0 \
+# It is loaded into the user's programs: with SANITIZE=1, UBSan only, like
+# the plugin (the CLI links the ASan object).
+LIBIOSTAGE_SO_OBJ := $(LIBIOSTAGE_OBJ:$(BUILD)/%=$(if $(filter 1,$(SANITIZE)),$(BUILD)/ubsan/%,$(BUILD)/%))
+$(LIBIOSTAGE_OBJ) $(LIBIOSTAGE_SO_OBJ): CPPFLAGS += $(shell pkg-config --cflags pmix)
+$(LIBIOSTAGE): $(LIBIOSTAGE_SO_OBJ) $(PLUGIN_COMMON) shim/libiostage.map
+	$(CC) -shared $(PLUGIN_LDFLAGS) -Wl,-soname,libiostage.so.0 \
 	    -Wl,--version-script=shim/libiostage.map -o $@ \
-	    $(LIBIOSTAGE_OBJ) $(LIBCOMMON) $(LDLIBS) $(PMIX_LIBS)
+	    $(LIBIOSTAGE_SO_OBJ) $(PLUGIN_COMMON) $(LDLIBS) $(PMIX_LIBS)
 $(CLI): $(LIBIOSTAGE_OBJ)
 $(CLI): LDLIBS := $(LIBCOMMON) $(LDLIBS) $(PMIX_LIBS)
 all: $(LIBIOSTAGE)
