@@ -97,7 +97,17 @@ const char *__asan_default_options(void)
 	/* verify_asan_link_order=0: a traced job runs our programs (iostage
 	 * phase) under LD_PRELOAD of the shim, which is not sanitized. */
 	return "log_path=" IOSTAGE_SANITIZE_LOG
-	       "/asan:detect_leaks=1:verify_asan_link_order=0";
+	       "/asan:detect_leaks=1:verify_asan_link_order=0:"
+	       "print_suppressions=0";
+}
+
+/* Leaks that are not ours: libpmix keeps a few strings of its
+ * initialization for the process's life (iostage phase in a PMIx job). */
+const char *__lsan_default_suppressions(void);
+
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libpmix.so\n";
 }
 
 const char *__ubsan_default_options(void)
