@@ -4,6 +4,7 @@
 # them. That is what lets LeakSanitizer run at their exit under
 # `make check-sanitize`, where any report fails the run (tests/sanitize.sh,
 # docs/RELIABILITY.md).
+. "$IT_DIR/datasets.sh"
 
 # stop_and_check NAME PID LOG MARK: SIGTERM, then the exit within 10 s and
 # a "stopped" line after MARK (a line count of LOG)
@@ -16,9 +17,10 @@ stop_and_check() {
 }
 
 test_iostaged_sigterm_after_jobs_exits_cleanly() {
-	local ds="$TEST_WORKDIR/pfs/ds" pid mark
+	local ds="$TEST_WORKDIR/pfs/ds" out="$TEST_WORKDIR/pfs/out" pid mark
 	make_dataset "$ds"
-	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds,out=$TEST_WORKDIR/pfs/out" \
+	mkdir -p "$out" && chown "$TEST_USER:" "$out"
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds,out=$out" \
 		-o out.txt --wrap 'test -s "$IOSTAGE_DATA/train/a/x.bin" && echo OK; echo r >"$IOSTAGE_OUTPUT/r"' \
 		>/dev/null || fail "job failed: $SUBMIT_OUT"
 	assert_file_contains "job output" out.txt OK
@@ -32,7 +34,7 @@ test_iostaged_sigterm_after_jobs_exits_cleanly() {
 
 test_iostagectld_sigterm_after_filing_exits_cleanly() {
 	local pid mark out
-	ctld_start || fail "iostagectld did not start"
+	ctld_pid >/dev/null || ctld_start || fail "iostagectld did not start"
 	out=$(ctld_request root "$(jq -cn --argjson e "$(date +%s)" \
 		'{op:"file",job:9,node:"node1",nodes:["node1"],record:{schema:1,
 		  job:9,user:"root",uid:0,job_name:"down",node:"node1",
