@@ -47,6 +47,10 @@ endif
 ifeq ($(SANITIZE),1)
 CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
 LDFLAGS += -fsanitize=address,undefined
+# Where every sanitizer report goes (common/log.c; tests/sanitize.sh).
+SANITIZE_LOG ?= $(abspath $(BUILD))/sanitizer-logs
+CPPFLAGS += -DIOSTAGE_SANITIZE_LOG='"$(SANITIZE_LOG)"'
+LDFLAGS += -Wl,-u,__asan_default_options -Wl,-u,__ubsan_default_options
 endif
 
 BUILD   ?= build
@@ -91,9 +95,26 @@ $(LIBCOMMON): $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
 # The plugin exports only the slurm_spank_* symbols and the Slurm metadata.
-$(PLUGIN): $(SPANK_OBJ) $(LIBCOMMON) spank/iostage.map
-	$(CC) -shared $(LDFLAGS) -Wl,--version-script=spank/iostage.map \
-	    -o $@ $(SPANK_OBJ) $(LIBCOMMON) $(LDLIBS) -lmunge
+# With SANITIZE=1 it is built with UBSan only: it is loaded into slurmd,
+# slurmstepd, sbatch and srun, which are not built with ASan, and ASan
+# must be the first library of a process (docs/RELIABILITY.md).
+PLUGIN_OBJ    := $(SPANK_OBJ)
+PLUGIN_COMMON := $(LIBCOMMON)
+PLUGIN_LDFLAGS = $(LDFLAGS)
+ifeq ($(SANITIZE),1)
+PLUGIN_OBJ    := $(SPANK_OBJ:$(BUILD)/%=$(BUILD)/ubsan/%)
+PLUGIN_COMMON := $(BUILD)/ubsan/libiostage-common.a
+PLUGIN_LDFLAGS = $(filter-out -fsanitize=%,$(LDFLAGS)) -fsanitize=undefined
+$(BUILD)/ubsan/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) -fsanitize=undefined \
+	    -c -o $@ $<
+$(PLUGIN_COMMON): $(COMMON_OBJ:$(BUILD)/%=$(BUILD)/ubsan/%)
+	$(AR) rcs $@ $^
+endif
+$(PLUGIN): $(PLUGIN_OBJ) $(PLUGIN_COMMON) spank/iostage.map
+	$(CC) -shared $(PLUGIN_LDFLAGS) -Wl,--version-script=spank/iostage.map \
+	    -o $@ $(PLUGIN_OBJ) $(PLUGIN_COMMON) $(LDLIBS) -lmunge
 
 $(DAEMON): $(DAEMON_OBJ) $(HISTORY_LIB_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge \
@@ -181,14 +202,24 @@ integration: all
 cluster: all
 	@BUILD=$(BUILD) tests/cluster/run.sh
 
-# `make check` installs what it needs, then unit tests, then integration
-# (one node), then the multi-node cluster tests.
+# `make check` installs what it needs, then unit tests, then each fuzz
+# target for a few seconds (a parser that crashes fails here), then
+# integration (one node), then the multi-node cluster tests.
 check:
 	@scripts/install-deps.sh
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory fuzz-check
 	@$(MAKE) --no-print-directory integration
 	@$(MAKE) --no-print-directory cluster
+
+# Unit tests and the one-node integration suite with every program built
+# with ASan + UBSan (build/san); fails on any sanitizer report, leaks at
+# exit included (tests/sanitize.sh, docs/RELIABILITY.md).
+.PHONY: check-sanitize
+check-sanitize:
+	@scripts/install-deps.sh
+	@BUILD=build/san tests/sanitize.sh
 
 demo:
 	@scripts/install-deps.sh
@@ -286,11 +317,14 @@ LIBIOSTAGE     := $(BUILD)/shim/libiostage.so
 LIBIOSTAGE_OBJ := $(BUILD)/shim/libiostage.o
 PMIX_LIBS      := $(shell pkg-config --libs pmix)
 
-$(LIBIOSTAGE_OBJ): CPPFLAGS += $(shell pkg-config --cflags pmix)
-$(LIBIOSTAGE): $(LIBIOSTAGE_OBJ) $(LIBCOMMON) shim/libiostage.map
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,libiostage.so.0 \
+# It is loaded into the user's programs: with SANITIZE=1, UBSan only, like
+# the plugin (the CLI links the ASan object).
+LIBIOSTAGE_SO_OBJ := $(LIBIOSTAGE_OBJ:$(BUILD)/%=$(if $(filter 1,$(SANITIZE)),$(BUILD)/ubsan/%,$(BUILD)/%))
+$(LIBIOSTAGE_OBJ) $(LIBIOSTAGE_SO_OBJ): CPPFLAGS += $(shell pkg-config --cflags pmix)
+$(LIBIOSTAGE): $(LIBIOSTAGE_SO_OBJ) $(PLUGIN_COMMON) shim/libiostage.map
+	$(CC) -shared $(PLUGIN_LDFLAGS) -Wl,-soname,libiostage.so.0 \
 	    -Wl,--version-script=shim/libiostage.map -o $@ \
-	    $(LIBIOSTAGE_OBJ) $(LIBCOMMON) $(LDLIBS) $(PMIX_LIBS)
+	    $(LIBIOSTAGE_SO_OBJ) $(PLUGIN_COMMON) $(LDLIBS) $(PMIX_LIBS)
 $(CLI): $(LIBIOSTAGE_OBJ)
 $(CLI): LDLIBS := $(LIBCOMMON) $(LDLIBS) $(PMIX_LIBS)
 all: $(LIBIOSTAGE)
@@ -375,3 +409,47 @@ format:
 	clang-format -i $(wildcard */*.c */*.h tests/unit/*.c)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- tests/fuzz/: libFuzzer targets for every parser of outside input
+# (docs/RELIABILITY.md). Built with clang, ASan and UBSan in a build tree of
+# their own; tests/fuzz/run.sh runs each target FUZZ_SECONDS from its seed
+# corpus (tests/fuzz/corpus/TARGET) and fails on any crash, leak or hang.
+# `make check` runs each for FUZZ_CHECK_SECONDS.
+FUZZ_BUILD    ?= build/fuzz
+FUZZ_SECONDS  ?= 60
+FUZZ_CHECK_SECONDS ?= 3
+FUZZ_SRC      := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN      := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+LIBDAEMON     := $(BUILD)/libiostage-daemon.a
+LIBCTLD       := $(BUILD)/libiostage-ctld.a
+.PHONY: fuzz fuzz-bins fuzz-check
+
+ifeq ($(FUZZ),1)
+CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+           -fno-sanitize-recover=undefined
+endif
+
+# Every daemon and service module but main(), so a target can drive the
+# real handlers; a target that #includes a module (to reach its static
+# parser) defines its symbols first, and the archive's copy is never pulled.
+$(LIBDAEMON): $(filter-out $(BUILD)/daemon/main.o,$(DAEMON_OBJ))
+	$(AR) rcs $@ $^
+$(LIBCTLD): $(filter-out $(BUILD)/ctld/main.o,$(CTLD_OBJ))
+	$(AR) rcs $@ $^
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIBDAEMON) $(LIBCTLD) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(shell pkg-config --cflags $(DAEMON_PKGS)) $(CFLAGS) \
+	    -DFUZZ_SRCDIR='"$(CURDIR)"' -fsanitize=fuzzer -o $@ $< \
+	    -Wl,--start-group $(LIBDAEMON) $(LIBCTLD) $(LIBCOMMON) -Wl,--end-group \
+	    $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(LDLIBS) $(DAEMON_LDLIBS) \
+	    -lmunge $(shell pkg-config --libs $(DAEMON_PKGS))
+
+fuzz-bins: $(FUZZ_BIN)
+
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang FUZZ=1 fuzz-bins
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
+
+fuzz-check:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_CHECK_SECONDS)

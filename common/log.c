@@ -81,3 +81,37 @@ LOG_FUNC(log_warning, LOG_LEVEL_WARNING, 1)
 LOG_FUNC(log_warningx, LOG_LEVEL_WARNING, 0)
 LOG_FUNC(log_info, LOG_LEVEL_INFO, 0)
 LOG_FUNC(log_debug, LOG_LEVEL_DEBUG, 0)
+
+#ifdef IOSTAGE_SANITIZE_LOG
+/* SANITIZE=1 builds (make check-sanitize): every report, of every program
+ * and of every process it starts (iostaged's workers get a clean
+ * environment, slurmd the plugin), goes to a file of its own in one
+ * directory, which tests/sanitize.sh checks is empty at the end. log.o is
+ * in every program and in the plugin. ASAN_OPTIONS/UBSAN_OPTIONS in the
+ * environment still override these. */
+const char *__asan_default_options(void);
+const char *__ubsan_default_options(void);
+
+const char *__asan_default_options(void)
+{
+	/* verify_asan_link_order=0: a traced job runs our programs (iostage
+	 * phase) under LD_PRELOAD of the shim, which is not sanitized. */
+	return "log_path=" IOSTAGE_SANITIZE_LOG
+	       "/asan:detect_leaks=1:verify_asan_link_order=0:"
+	       "print_suppressions=0";
+}
+
+/* Leaks that are not ours: libpmix keeps a few strings of its
+ * initialization for the process's life (iostage phase in a PMIx job). */
+const char *__lsan_default_suppressions(void);
+
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libpmix.so\n";
+}
+
+const char *__ubsan_default_options(void)
+{
+	return "log_path=" IOSTAGE_SANITIZE_LOG "/ubsan:print_stacktrace=1";
+}
+#endif

@@ -272,6 +272,16 @@ static cJSON *read_meta(int vfd, struct stat *ret_st)
 	return o;
 }
 
+/* A time of meta.json (seconds since the epoch). One too large for the
+ * nanoseconds kept beside it (after 2262) is damage: 0, never, so the
+ * entry is verified again rather than trusted. */
+static time_t meta_time(const cJSON *meta, const char *key)
+{
+	uint64_t t = proto_u64(meta, key);
+
+	return t > (uint64_t)(INT64_MAX / 1000000000) ? 0 : (time_t)t;
+}
+
 /* Load the summary of TIER's version directory NAME; NULL (with a reason
  * in why) when it lacks meta.json, manifest or data. */
 static struct entry *load_version(int tier, const char *name, char *why,
@@ -329,8 +339,8 @@ static struct entry *load_version(int tier, const char *name, char *why,
 	}
 	e->bytes = proto_u64(meta, "bytes");
 	e->files = proto_u64(meta, "files");
-	e->created = (time_t)proto_u64(meta, "created");
-	e->verified = (time_t)proto_u64(meta, "verified");
+	e->created = meta_time(meta, "created");
+	e->verified = meta_time(meta, "verified");
 	if (e->verified < e->created)
 		e->verified = e->created;
 	e->verified_ns = (int64_t)proto_u64(meta, "verified_ns");

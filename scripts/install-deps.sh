@@ -15,6 +15,7 @@ PKGS=(
   rsync procps passwd util-linux coreutils hostname iproute2 socat
   libmicrohttpd-dev prometheus chromium imagemagick tesseract-ocr
   tesseract-ocr-eng fonts-dejavu-core jq curl
+  clang libclang-rt-14-dev
 )
 # Extra packages may be appended by callers: IOSTAGE_EXTRA_PKGS="a b".
 if [ -n "${IOSTAGE_EXTRA_PKGS:-}" ]; then

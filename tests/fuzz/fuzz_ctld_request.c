@@ -1,0 +1,48 @@
+/* fuzz_ctld_request.c - one connection to iostagectld (ctld/service.c):
+ * the request line read from the socket, the envelope {"cred":...}, the
+ * MUNGE credential's payload (the request itself) and every op it
+ * reaches (ping, file, history_get, history_list, recommend: file_ops.c,
+ * history_ops.c, partstore.c) against a real history in the scratch
+ * directory. munged is replaced by mauth_stub.h: what is fuzzed is what
+ * the service does with a payload munged vouched for. service.c is
+ * included for its static serve_request. */
+#include "tests/fuzz/fuzz.h"
+
+#include <sys/socket.h>
+
+#include "ctld/history.h"
+#include "ctld/service.c"
+#include "tests/fuzz/mauth_stub.h"
+
+static struct conf conf;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	fuzz_conf(&conf);
+	svc_conf = &conf;
+	history_init(&conf);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int sv[2];
+	cJSON *reply;
+
+	if (size > 128 * 1024)
+		return 0; /* the socket buffer: the writer must not block */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		abort();
+	if (size && write(sv[1], data, size) != (ssize_t)size)
+		abort();
+	shutdown(sv[1], SHUT_WR);
+	reply = serve_request(sv[0], NULL);
+	if (!reply || !cJSON_IsBool(cJSON_GetObjectItem(reply, "ok")))
+		abort(); /* every request gets {"ok":...} */
+	cJSON_Delete(reply);
+	close(sv[0]);
+	close(sv[1]);
+	return 0;
+}

@@ -1,0 +1,100 @@
+/* fuzz_peer_request.c - one connection to iostaged's node-to-node
+ * listener (daemon/peer.c, peer_ops.c): the line, the envelope, the
+ * MUNGE credential's payload (munged replaced by mauth_stub.h: root,
+ * a user, nobody, expired, replayed or invalid) and every peer op
+ * (peer_ping, stage_state, telemetry_part, part_put, history_get) against
+ * the modules started in the scratch directory as in fuzz_agent_request.
+ * peer.c is included for its static serve_request. */
+#include "tests/fuzz/fuzz.h"
+
+#include <sys/socket.h>
+
+#include "daemon/peer.c"
+
+#include "ctld/history.h"
+#include "daemon/cache.h"
+#include "daemon/drain.h"
+#include "daemon/jobs.h"
+#include "daemon/journal.h"
+#include "daemon/parts.h"
+#include "daemon/spawn.h"
+#include "daemon/stage.h"
+#include "daemon/telemetry.h"
+#include "daemon/tiers.h"
+#include "tests/fuzz/mauth_stub.h"
+
+int spawn_init(char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+void spawn_fini(void)
+{
+}
+
+int spawn_as_user(uid_t uid, gid_t gid, const char *user, char *const argv[],
+		  char *const envp[], const int *pass_fds, size_t npass,
+		  const char *what, struct spawn_proc *ret, char *err,
+		  size_t errlen)
+{
+	(void)uid;
+	(void)gid;
+	(void)user;
+	(void)argv;
+	(void)envp;
+	(void)pass_fds;
+	(void)npass;
+	(void)ret;
+	snprintf(err, errlen, "cannot start a %s: not in the fuzzer", what);
+	errno = EAGAIN;
+	return -1;
+}
+
+static struct conf conf;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	char err[CONF_ERR_MAX];
+
+	(void)argc;
+	(void)argv;
+	fuzz_conf(&conf);
+	snprintf(conf.node_name, sizeof(conf.node_name), "node1");
+	peer_conf = &conf;
+	stage_init(&conf);
+	if (tiers_init(&conf, err, sizeof(err)) < 0 ||
+	    drain_init(&conf, err, sizeof(err)) < 0 ||
+	    jobs_init(&conf, err, sizeof(err)) < 0 ||
+	    journal_init(&conf, err, sizeof(err)) < 0 ||
+	    cache_init(&conf, jobs_known, err, sizeof(err)) < 0 ||
+	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
+	    parts_init(&conf, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fuzz: %s\n", err);
+		exit(2);
+	}
+	history_init(&conf);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int sv[2];
+	cJSON *reply;
+
+	if (size > 128 * 1024)
+		return 0; /* the socket buffer: the writer must not block */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		abort();
+	if (size && write(sv[1], data, size) != (ssize_t)size)
+		abort();
+	shutdown(sv[1], SHUT_WR);
+	reply = serve_request(sv[0], NULL);
+	if (!reply || !cJSON_IsBool(cJSON_GetObjectItem(reply, "ok")))
+		abort(); /* every request gets {"ok":...} */
+	cJSON_Delete(reply);
+	close(sv[0]);
+	close(sv[1]);
+	return 0;
+}
