@@ -443,7 +443,7 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIBDAEMON) $(LIBCT
 	    -DFUZZ_SRCDIR='"$(CURDIR)"' -fsanitize=fuzzer -o $@ $< \
 	    -Wl,--start-group $(LIBDAEMON) $(LIBCTLD) $(LIBCOMMON) -Wl,--end-group \
 	    $(LDFLAGS) -fsanitize=fuzzer,address,undefined $(LDLIBS) $(DAEMON_LDLIBS) \
-	    -lmunge $(shell pkg-config --libs $(DAEMON_PKGS))
+	    -lmunge -lslurm $(shell pkg-config --libs $(DAEMON_PKGS))
 
 fuzz-bins: $(FUZZ_BIN)
 

@@ -439,7 +439,7 @@ static bool split_digest_form(const char *line, char **ret_cred,
 		return false;
 	c = line + sizeof(head) - 1;
 	end = strchr(c, '"');
-	if (!end || strncmp(end + 1, BODY_KEY + 1, sizeof(BODY_KEY) - 2))
+	if (!end || strncmp(end + 1, &BODY_KEY[1], sizeof(BODY_KEY) - 2))
 		return false;
 	clen = (size_t)(end - c);
 	*ret_body = end + sizeof(BODY_KEY) - 1;
