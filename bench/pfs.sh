@@ -36,8 +36,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 NS=$PFS_NAME
 VOL=$PFS_NAME
-VH=${PFS_NAME:0:8}-h # host end of the veth (names <= 15 chars)
-VN=${PFS_NAME:0:8}-n # namespace end
+# The veth's two ends (names <= 15 chars): from a hash of the whole name, so
+# that two PFSs whose names share a prefix (iostage-pfs, iostage-pfs14)
+# never take or delete each other's link.
+VETH=pfs$(printf '%s' "$PFS_NAME" | cksum | cut -d' ' -f1)
+VH=${VETH:0:12}h # host end
+VN=${VETH:0:12}n # namespace end
 HOST_IP=$PFS_NET.1
 SRV_IP=$PFS_NET.2
 MNT=$PFS_DIR/mnt
@@ -68,6 +72,14 @@ delay_bin() {
 
 state_get() { [ -f "$STATE" ] && sed -n "s/^$1=//p" "$STATE" | tail -1; }
 state_set() { mkdir -p "$PFS_DIR" && echo "$1=$2" >>"$STATE"; }
+
+# kill_ours PIDFILE: kill_pid the pid in PIDFILE only if that process serves
+# our volume (a stale pid file may name someone else's process by now).
+kill_ours() {
+	local pid
+	pid=$(tr -dc '0-9' <"$1" 2>/dev/null)
+	[ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$VOL" && kill_pid "$pid"
+}
 
 # kill_pid PID: TERM, wait up to 5 s, then KILL; only a live pid we recorded.
 kill_pid() {
@@ -111,7 +123,7 @@ start_delay() {
 
 # del_rules: only our own iptables rules, found by their comment.
 del_rules() {
-	[ -e "/run/netns/$NS" ] || return 0
+	[ "$(state_get netns)" = "$NS" ] && [ -e "/run/netns/$NS" ] || return 0
 	local rule
 	in_ns iptables -t raw -S PREROUTING 2>/dev/null | grep -F -- "--comment $COMMENT " | sed 's/^-A /-D /' |
 		while read -r rule; do
@@ -130,7 +142,8 @@ mount_client() {
 
 do_down() {
 	local pid f
-	if mountpoint -q "$MNT" 2>/dev/null; then
+	# /proc/mounts, not mountpoint(1): a dead client's mount fails stat.
+	if grep -qsF " $MNT fuse" /proc/mounts; then
 		umount "$MNT" 2>/dev/null || umount -l "$MNT"
 	fi
 	kill_pid "$(state_get delay_pid)"
@@ -140,12 +153,16 @@ do_down() {
 		# glusterd stops them, then kill what still runs by its pid file.
 		timeout 20 gluster --mode=script --glusterd-sock="$GD/glusterd.socket" volume stop "$VOL" force >/dev/null 2>&1
 	fi
-	for f in "$GD"/vols/"$VOL"/run/*.pid "$GD"/run/*.pid; do
-		[ -f "$f" ] && kill_pid "$(cat "$f" 2>/dev/null)"
+	# The brick's pid file is under /var/run/gluster/vols/VOL whatever
+	# glusterd's working directory.
+	for f in "$GD"/vols/"$VOL"/run/*.pid "$GD"/run/*.pid /var/run/gluster/vols/"$VOL"/*.pid; do
+		[ -f "$f" ] && kill_ours "$f"
 	done
 	kill_pid "$(state_get glusterd_pid)"
-	ip link del "$VH" 2>/dev/null
-	[ -e "/run/netns/$NS" ] && ip netns del "$NS"
+	# Our end of the veth only if we made it (its peer lives in our
+	# namespace, which goes below and takes the pair with it).
+	[ "$(state_get veth)" = "$VH" ] && ip link del "$VH" 2>/dev/null
+	[ "$(state_get netns)" = "$NS" ] && [ -e "/run/netns/$NS" ] && ip netns del "$NS"
 	if mountpoint -q "$BRICK" 2>/dev/null; then umount "$BRICK" || umount -l "$BRICK"; fi
 	rm -f "$STATE"
 	rm -rf "$GD"
@@ -163,8 +180,11 @@ do_up() {
 	trap 'say "bring-up failed: tearing down"; do_down' EXIT
 
 	# The network: a namespace and a veth pair, the /24 only between them.
+	[ -e "/run/netns/$NS" ] && die "network namespace $NS exists already (another PFS? set PFS_NAME)"
 	ip netns add "$NS" || die "cannot create network namespace $NS"
+	state_set netns "$NS"
 	ip link add "$VH" type veth peer name "$VN" || die "cannot create veth $VH"
+	state_set veth "$VH"
 	ip link set "$VN" netns "$NS"
 	ip addr add "$HOST_IP/24" dev "$VH"
 	ip link set "$VH" up
