@@ -16,8 +16,20 @@ def r(a; b): if a == null or b == null or b == 0 then null else a / b end;
 "",
 ( .runs[] | select(.kind == "hit") |
   "cache hit, \(.files) files at \(.rtt_ms) ms, cold: verify=stat check \(.check_cold_s | f) s, rsync -a --dry-run \(.rsync_dry_run_cold_s | f) s" ),
-( .runs[] | select(.kind == "epochs") | . as $e |
-  "epochs (\(.dataset) at \(.rtt_ms) ms, reader \(.args | join(" "))):",
+( .runs[] | select(.kind == "epochs_slurm") | . as $e |
+  # Cumulative time from the submission to the end of each epoch; the
+  # staged job pays back at the first epoch it is not behind the PFS job.
+  def ends($c): [foreach $c.reader.epochs[] as $x ($c.submit_to_start_s; . + $x.seconds)];
+  (ends($e.pfs)) as $p | (ends($e.staged)) as $s |
+  ([range(0; $p | length) | select($s[.] <= $p[.])] | first) as $pay |
+  "epochs as Slurm jobs (imagenet at \(.rtt_ms) ms, reader \(.args); times from the submission):",
   ( ["pfs", "staged", "cache_warm"][] as $k | $e[$k] |
-    "  \($k): time to solution \((.total_s + (.stage_s // 0)) | f) s (stage \(.stage_s // 0 | f) s), first batch \((.first_batch_s + (.stage_s // 0)) | f) s, AU per epoch " +
-    ([.epochs[] | (.au * 100 | round | tostring) + "%"] | join(" ")) ) )
+    "  \($k) (job \(.job)): time to solution \((.submit_to_start_s + .reader.total_s) | f) s (submit to start \(.submit_to_start_s | f) s), first batch \((.submit_to_start_s + .reader.first_batch_s) | f) s, AU per epoch " +
+    ([.reader.epochs[] | (.au * 100 | round | tostring) + "%"] | join(" ")) ),
+  "  staging has paid for itself " + (if $pay == null then "not within \($p | length) epochs (behind by \(($s[-1] - $p[-1]) | f) s)" else "by the end of epoch \($pay + 1)" end) ),
+( .runs[] | select(.kind == "checkpoints") | . as $c |
+  "checkpoints (\(.n) x \(.bytes / 1048576 | round) MiB, one every \(.k) steps of \(.step_ms) ms, at \(.rtt_ms) ms; blocked per checkpoint, run time, last checkpoint safe on the PFS, from the job's start):",
+  ( ["pfs", "drain"][] as $k | $c[$k] |
+    "  \($k) (job \(.job)): blocked " + ([.blocked_s[] | f] | join(" ")) + " s (total \(.blocked_total_s | f) s), run \(.run_s | f) s, last safe at \(.last_safe_s | f) s" +
+    (if .identical == null then "" else ", every checkpoint byte-identical on the PFS after the Epilog: \(.identical)" end) ),
+  "  blocked time pfs/drain \(r($c.pfs.blocked_total_s; $c.drain.blocked_total_s) | f)x" )

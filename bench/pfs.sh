@@ -13,7 +13,7 @@
 # network namespace, on a private /24 that exists only between the host and
 # that namespace (a veth pair). The host mounts it with the FUSE client, read
 # caches off. The link is capped with tc tbf on both veth ends; the delay is
-# added by bench/pktdelay.c, which holds every packet the server sends for
+# added by bench/pktdelay.c, which holds every packet the server receives for
 # the whole RTT (NFQUEUE; this kernel has no netem). See bench/README.md,
 # "The remote PFS", for what this models and what it does not.
 #
@@ -36,8 +36,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 NS=$PFS_NAME
 VOL=$PFS_NAME
-VH=${PFS_NAME:0:8}-h # host end of the veth (names <= 15 chars)
-VN=${PFS_NAME:0:8}-n # namespace end
+# The veth's two ends (names <= 15 chars): from a hash of the whole name, so
+# that two PFSs whose names share a prefix (iostage-pfs, iostage-pfs14)
+# never take or delete each other's link.
+VETH=pfs$(printf '%s' "$PFS_NAME" | cksum | cut -d' ' -f1)
+VH=${VETH:0:12}h # host end
+VN=${VETH:0:12}n # namespace end
 HOST_IP=$PFS_NET.1
 SRV_IP=$PFS_NET.2
 MNT=$PFS_DIR/mnt
@@ -69,6 +73,14 @@ delay_bin() {
 state_get() { [ -f "$STATE" ] && sed -n "s/^$1=//p" "$STATE" | tail -1; }
 state_set() { mkdir -p "$PFS_DIR" && echo "$1=$2" >>"$STATE"; }
 
+# kill_ours PIDFILE: kill_pid the pid in PIDFILE only if that process serves
+# our volume (a stale pid file may name someone else's process by now).
+kill_ours() {
+	local pid
+	pid=$(tr -dc '0-9' <"$1" 2>/dev/null)
+	[ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$VOL" && kill_pid "$pid"
+}
+
 # kill_pid PID: TERM, wait up to 5 s, then KILL; only a live pid we recorded.
 kill_pid() {
 	local pid=$1 i
@@ -91,8 +103,16 @@ start_delay() {
 		sleep 0.2
 		kill -0 "$pid" 2>/dev/null || die "the delay program died at start (see $PFS_DIR/pktdelay.log)"
 		state_set delay_pid "$pid"
-		in_ns iptables -C OUTPUT -o "$VN" -m comment --comment "$COMMENT" -j NFQUEUE --queue-num "$PFS_QUEUE" 2>/dev/null ||
-			in_ns iptables -A OUTPUT -o "$VN" -m comment --comment "$COMMENT" -j NFQUEUE --queue-num "$PFS_QUEUE" ||
+		# Real-time priority: on a loaded machine a normal process is
+		# woken late, and every late wake-up adds to the RTT.
+		chrt -f -p 10 "$pid" 2>/dev/null || say "cannot give the delay program real-time priority: the RTT will vary with the load"
+		# The packets the server receives, not those it sends: a packet
+		# the server sends is still charged to its socket while held
+		# (TCP small queues), which stalled every reply of more than a
+		# few segments by one more RTT and 1 MiB took 71 ms instead of
+		# 9 ms at +1 ms. A received packet is no longer any socket's.
+		in_ns iptables -t raw -C PREROUTING -i "$VN" -m comment --comment "$COMMENT" -j NFQUEUE --queue-num "$PFS_QUEUE" 2>/dev/null ||
+			in_ns iptables -t raw -A PREROUTING -i "$VN" -m comment --comment "$COMMENT" -j NFQUEUE --queue-num "$PFS_QUEUE" ||
 			die "cannot add the NFQUEUE rule"
 	else
 		del_rules
@@ -103,12 +123,12 @@ start_delay() {
 
 # del_rules: only our own iptables rules, found by their comment.
 del_rules() {
-	[ -e "/run/netns/$NS" ] || return 0
+	[ "$(state_get netns)" = "$NS" ] && [ -e "/run/netns/$NS" ] || return 0
 	local rule
-	in_ns iptables -S OUTPUT 2>/dev/null | grep -F -- "--comment $COMMENT " | sed 's/^-A /-D /' |
+	in_ns iptables -t raw -S PREROUTING 2>/dev/null | grep -F -- "--comment $COMMENT " | sed 's/^-A /-D /' |
 		while read -r rule; do
 			# shellcheck disable=SC2086
-			in_ns iptables $rule
+			in_ns iptables -t raw $rule
 		done
 }
 
@@ -122,7 +142,8 @@ mount_client() {
 
 do_down() {
 	local pid f
-	if mountpoint -q "$MNT" 2>/dev/null; then
+	# /proc/mounts, not mountpoint(1): a dead client's mount fails stat.
+	if grep -qsF " $MNT fuse" /proc/mounts; then
 		umount "$MNT" 2>/dev/null || umount -l "$MNT"
 	fi
 	kill_pid "$(state_get delay_pid)"
@@ -132,12 +153,16 @@ do_down() {
 		# glusterd stops them, then kill what still runs by its pid file.
 		timeout 20 gluster --mode=script --glusterd-sock="$GD/glusterd.socket" volume stop "$VOL" force >/dev/null 2>&1
 	fi
-	for f in "$GD"/vols/"$VOL"/run/*.pid "$GD"/run/*.pid; do
-		[ -f "$f" ] && kill_pid "$(cat "$f" 2>/dev/null)"
+	# The brick's pid file is under /var/run/gluster/vols/VOL whatever
+	# glusterd's working directory.
+	for f in "$GD"/vols/"$VOL"/run/*.pid "$GD"/run/*.pid /var/run/gluster/vols/"$VOL"/*.pid; do
+		[ -f "$f" ] && kill_ours "$f"
 	done
 	kill_pid "$(state_get glusterd_pid)"
-	ip link del "$VH" 2>/dev/null
-	[ -e "/run/netns/$NS" ] && ip netns del "$NS"
+	# Our end of the veth only if we made it (its peer lives in our
+	# namespace, which goes below and takes the pair with it).
+	[ "$(state_get veth)" = "$VH" ] && ip link del "$VH" 2>/dev/null
+	[ "$(state_get netns)" = "$NS" ] && [ -e "/run/netns/$NS" ] && ip netns del "$NS"
 	if mountpoint -q "$BRICK" 2>/dev/null; then umount "$BRICK" || umount -l "$BRICK"; fi
 	rm -f "$STATE"
 	rm -rf "$GD"
@@ -155,8 +180,11 @@ do_up() {
 	trap 'say "bring-up failed: tearing down"; do_down' EXIT
 
 	# The network: a namespace and a veth pair, the /24 only between them.
+	[ -e "/run/netns/$NS" ] && die "network namespace $NS exists already (another PFS? set PFS_NAME)"
 	ip netns add "$NS" || die "cannot create network namespace $NS"
+	state_set netns "$NS"
 	ip link add "$VH" type veth peer name "$VN" || die "cannot create veth $VH"
+	state_set veth "$VH"
 	ip link set "$VN" netns "$NS"
 	ip addr add "$HOST_IP/24" dev "$VH"
 	ip link set "$VH" up
@@ -226,12 +254,25 @@ do_status() {
 }
 
 # selftest: the RTT of a small request (bench/rttprobe.c: median of 20 TCP
-# connects to the brick port, one round trip each) and a dd of 256 MiB read over the link.
+# connects to the brick port, one round trip each), the cost of one cold
+# small-file read (50 files of 110 KB, one reader: an open and a read are a
+# few round trips, so it must follow the RTT; a fixed stall per file showed
+# when the delay was applied to the server's replies) and a dd of 256 MiB
+# read over the link.
 do_selftest() {
 	mountpoint -q "$MNT" || die "not up"
-	local rtt mb t0 t1 port
+	local rtt mb t0 t1 port per i
 	port=$(ss -Htn state established dst "$SRV_IP" 2>/dev/null | awk '{print $4}' | sed 's/.*://' | sort -n | tail -1)
 	rtt=$("$(bench_helper rttprobe)" "$SRV_IP" "${port:-24007}" 20) || die "cannot reach $SRV_IP"
+	mkdir -p "$MNT/.selftest.d"
+	for i in $(seq 50); do head -c 110000 /dev/urandom >"$MNT/.selftest.d/f$i"; done
+	do_cold
+	ls "$MNT" >/dev/null # the client's first request connects: not a file's cost
+	t0=$(bench_now)
+	cat "$MNT"/.selftest.d/f* >/dev/null
+	t1=$(bench_now)
+	per=$(awk -v t="$(bench_sub "$t1" "$t0")" 'BEGIN { printf "%.2f", t * 1000 / 50 }')
+	rm -rf "$MNT/.selftest.d"
 	mb=${PFS_SELFTEST_MB:-256}
 	dd if=/dev/urandom of="$MNT/.selftest" bs=1M count="$mb" status=none
 	do_cold
@@ -239,8 +280,8 @@ do_selftest() {
 	dd if="$MNT/.selftest" of=/dev/null bs=1M status=none
 	t1=$(bench_now)
 	rm -f "$MNT/.selftest"
-	awk -v r="$rtt" -v t="$(bench_sub "$t1" "$t0")" -v mb="$mb" 'BEGIN {
-		printf "rtt_ms=%s read_MBps=%.1f\n", r, mb * 1.048576 / t }'
+	awk -v r="$rtt" -v p="$per" -v t="$(bench_sub "$t1" "$t0")" -v mb="$mb" 'BEGIN {
+		printf "rtt_ms=%s smallfile_ms=%s read_MBps=%.1f\n", r, p, mb * 1.048576 / t }'
 }
 
 case "${1:-}" in

@@ -1,8 +1,9 @@
 /*
  * pktdelay - hold every packet of one NFQUEUE queue for a fixed time, then
  * accept it. This kernel has no netem qdisc; bench/pfs.sh sends the packets
- * the simulated PFS server sends (iptables OUTPUT in its namespace) to this
- * queue, which adds a fixed round-trip delay to every exchange with it.
+ * the simulated PFS server receives (iptables raw PREROUTING in its
+ * namespace) to this queue, which adds a fixed round-trip delay to every
+ * exchange with it.
  *
  *   iostage-pktdelay -q QUEUE -d MICROSECONDS
  *
@@ -115,8 +116,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pktdelay: queue %d: cannot configure: %s\n", queue, strerror(errno));
 		return 1;
 	}
-	/* A full kernel queue passes packets instead of dropping them. */
-	nfq_set_queue_flags(qh, NFQA_CFG_F_FAIL_OPEN, NFQA_CFG_F_FAIL_OPEN);
+	/* A full kernel queue passes packets instead of dropping them; GRO'd
+	 * packets are queued whole rather than cut up (CPU on 2 cores). */
+	nfq_set_queue_flags(qh, NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_GSO,
+			    NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_GSO);
 	int fd = nfq_fd(h);
 	nfnl_rcvbufsiz(nfq_nfnlh(h), 64u << 20);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);

@@ -176,6 +176,10 @@ struct copyengine {
 	struct ce_dirjob *q;
 	size_t qn, qcap, busy;
 	atomic_size_t nentries;
+	/* public_only: the ACL kinds the top's file system does not support
+	 * (publictree_has_acl_on), not asked again of its entries. */
+	dev_t top_dev;
+	atomic_uint acl_unsupported;
 	atomic_size_t next;      /* hash and copy: next item or task */
 
 	/* copy */
@@ -301,8 +305,9 @@ static void ce_failf(struct copyengine *ce, int errnum, const char *fmt, ...)
  * DIRFD itself) with mode MODE keep the tree public? -1 (failure
  * recorded, EACCES) when not. */
 static int public_check(struct copyengine *ce, int dirfd, const char *name,
-			const char *rel, mode_t mode)
+			const char *rel, const struct statx *sx)
 {
+	mode_t mode = sx->stx_mode;
 	char m[600];
 	int acl;
 
@@ -318,7 +323,14 @@ static int public_check(struct copyengine *ce, int dirfd, const char *name,
 	}
 	if (S_ISLNK(mode))
 		return 0;
-	acl = publictree_has_acl(dirfd, name);
+	if (makedev(sx->stx_dev_major, sx->stx_dev_minor) == ce->top_dev) {
+		unsigned unsupported = atomic_load(&ce->acl_unsupported);
+
+		acl = publictree_has_acl_on(dirfd, name, &unsupported);
+		atomic_fetch_or(&ce->acl_unsupported, unsupported);
+	} else {
+		acl = publictree_has_acl(dirfd, name);
+	}
 	if (acl != 0) {
 		ce_failf(ce, EACCES, "cannot share %s: %s", m,
 			 acl > 0 ? "it has an ACL, which may deny someone"
@@ -610,8 +622,7 @@ static int walk_dir(struct ce_local *l, const struct ce_dirjob *job,
 
 			snprintf(rel, sizeof(rel), "%s%s%s", job->path,
 				 job->len ? "/" : "", de->d_name);
-			if (public_check(ce, fd, de->d_name, rel,
-					 sx.stx_mode) < 0)
+			if (public_check(ce, fd, de->d_name, rel, &sx) < 0)
 				goto fail;
 		}
 		if (atomic_fetch_add(&ce->nentries, 1) + 1 >=
@@ -1127,7 +1138,8 @@ static int open_top(struct copyengine *ce, struct ce_item *it)
 		close(fd);
 		return fail_changed(ce, "");
 	}
-	if (public_check(ce, fd, NULL, "", sx.stx_mode) < 0) {
+	ce->top_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	if (public_check(ce, fd, NULL, "", &sx) < 0) {
 		close(fd);
 		return -1;
 	}

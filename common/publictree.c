@@ -18,6 +18,8 @@ static const char *const acl_names[] = {
 	"system.posix_acl_access",
 	"system.nfs4_acl",
 };
+_Static_assert(sizeof(acl_names) / sizeof(acl_names[0]) == PUBLICTREE_ACL_KINDS,
+	       "publictree.h numbers the ACL kinds");
 
 bool publictree_mode_ok(mode_t mode)
 {
@@ -29,6 +31,13 @@ bool publictree_mode_ok(mode_t mode)
 }
 
 int publictree_has_acl(int dirfd, const char *name)
+{
+	unsigned unsupported = 0;
+
+	return publictree_has_acl_on(dirfd, name, &unsupported);
+}
+
+int publictree_has_acl_on(int dirfd, const char *name, unsigned *unsupported)
 {
 	char path[PATH_MAX];
 	size_t i;
@@ -42,12 +51,18 @@ int publictree_has_acl(int dirfd, const char *name)
 		return -1;
 	}
 	for (i = 0; i < sizeof(acl_names) / sizeof(acl_names[0]); i++) {
+		if (*unsupported & (1u << i))
+			continue;
 		ssize_t n = name && *name ? lgetxattr(path, acl_names[i], NULL, 0)
 					  : getxattr(path, acl_names[i], NULL, 0);
 
 		if (n >= 0)
 			return 1;
-		if (errno != ENODATA && errno != ENOTSUP && errno != EOPNOTSUPP)
+		if (errno == ENOTSUP || errno == EOPNOTSUPP) {
+			*unsupported |= 1u << i;
+			continue;
+		}
+		if (errno != ENODATA)
 			return -1;
 	}
 	return 0;

@@ -32,6 +32,17 @@ bool publictree_mode_ok(mode_t mode);
  * without extended attributes), -1 with errno when it cannot be told. */
 int publictree_has_acl(int dirfd, const char *name);
 
+/* The same for many entries of one file system: *UNSUPPORTED (in and
+ * out) has bit 0 (system.posix_acl_access) and bit 1 (system.nfs4_acl)
+ * set for the ACL kinds that file system answered "not supported" for;
+ * those are not asked again. Whether a kind of ACL is supported is a
+ * property of the file system, not of a file, and on a network file
+ * system each question is a round trip (GlusterFS: ~2 ms each at +1 ms,
+ * one per file of a public cache hit). Only pass one mask for entries of
+ * one file system (one st_dev). */
+#define PUBLICTREE_ACL_KINDS 2
+int publictree_has_acl_on(int dirfd, const char *name, unsigned *unsupported);
+
 /* Check the directories above PATH (absolute): for the path as given and
  * for its resolved form, every directory from "/" down to PATH's parent
  * must be a+x without an ACL. Returns 0, or -1 with errno (EACCES when

@@ -138,6 +138,33 @@ START_TEST(test_acl)
 }
 END_TEST
 
+/* A kind of ACL the file system answered "not supported" for is not asked
+ * again; the kinds it supports still are, so an ACL is still found. */
+START_TEST(test_acl_memo)
+{
+	unsigned unsupported = 0;
+
+	xfile("plain2", 0644);
+	xfile("denied2", 0644);
+	deny_acl("denied2");
+	ck_assert_int_eq(publictree_has_acl_on(base_fd, "plain2", &unsupported), 0);
+	/* No local Linux file system serves NFSv4 ACLs; the POSIX ACL we
+	 * just set is supported. */
+	ck_assert_uint_eq(unsupported, 1u << 1);
+	ck_assert_int_eq(publictree_has_acl_on(base_fd, "denied2", &unsupported), 1);
+	ck_assert_uint_eq(unsupported, 1u << 1);
+	/* Bits already set are skipped: with both kinds marked unsupported
+	 * nothing is asked, so nothing is found (the caller's promise: one
+	 * file system per mask). */
+	unsupported = (1u << PUBLICTREE_ACL_KINDS) - 1;
+	ck_assert_int_eq(publictree_has_acl_on(base_fd, "denied2", &unsupported), 0);
+	/* A real error is still one, whatever the mask. */
+	unsupported = 1u << 1;
+	ck_assert_int_eq(publictree_has_acl_on(base_fd, "missing2", &unsupported), -1);
+	ck_assert_int_eq(errno, ENOENT);
+}
+END_TEST
+
 START_TEST(test_above)
 {
 	char p[256], err[512] = "";
@@ -211,6 +238,7 @@ static Suite *publictree_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_mode_ok, 0, N(modes));
 	tcase_add_test(tc, test_acl);
+	tcase_add_test(tc, test_acl_memo);
 	tcase_add_test(tc, test_above);
 	tcase_add_test(tc, test_above_resolved);
 	tcase_add_test(tc, test_above_bad_input);
