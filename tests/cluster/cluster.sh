@@ -396,7 +396,11 @@ start_iostaged() {
     >>"$dir/log/iostaged.$node.log" 2>&1 </dev/null
   for ((i = 0; i < 100; i++)); do
     pid=$(cat "$dir/nodes/$node/iostaged.pid" 2>/dev/null)
-    in_node "$dir" "$node" "$root/usr/bin/iostage" -c "$conf" status >/dev/null 2>&1 && return 0
+    # iostaged itself must answer on its socket: `iostage status` on a
+    # node whose socket is not there yet asks iostagectld instead.
+    in_node "$dir" "$node" sh -c 'printf "{\"op\":\"status\"}\n" |
+      socat -t 2 - UNIX-CONNECT:/run/iostage/iostaged.sock' 2>/dev/null |
+      grep -q '"ok":true' && return 0
     [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && break
     sleep 0.1
   done

@@ -9,7 +9,10 @@ iostaged_start() {
 		>>"$IOSTAGED_LOG" 2>&1 </dev/null &
 	echo $! >"$IOSTAGE_DIR/iostaged.test.pid"
 	for _ in $(seq 1 50); do
-		iostage -c "$IOSTAGE_CONF" status >/dev/null 2>&1 && return 0
+		# iostaged itself on its socket: `iostage status` asks
+		# iostagectld when ControllerHost= is set and no socket is there
+		iostaged_request '{"op":"status"}' 2>/dev/null |
+			grep -q '"ok":true' && return 0
 		kill -0 "$(cat "$IOSTAGE_DIR/iostaged.test.pid")" 2>/dev/null || break
 		sleep 0.1
 	done
