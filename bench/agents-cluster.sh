@@ -6,11 +6,11 @@
 #
 #   IT_VERBOSE=1 bash tests/cluster/run.sh bench/agents-cluster.sh
 #
-# Knobs: BENCH_AGENTS_JOBS (30000 jobs; one in ten on every node, whose
+# Knobs: BENCH_AGENTS_JOBS (15000 jobs; one in ten on every node, whose
 # parts each node files), BENCH_AGENTS_OUT (a JSON line is written there).
 
 test_bench_real_agents() {
-	local jobs=${BENCH_AGENTS_JOBS:-30000} out=${BENCH_AGENTS_OUT:-}
+	local jobs=${BENCH_AGENTS_JOBS:-15000} out=${BENCH_AGENTS_OUT:-}
 	local gen="$REPO_ROOT/build/bench/outboxgen" node list entries=0
 	local t0 t1 left filed multi secs pids=()
 

@@ -18,7 +18,7 @@
 #   BENCH_CTLD_MULTINODE=1    one job in ten a 3-node job (0: none)
 #   BENCH_CTLD_DIR=/var/tmp/iostage-bench-ctld   (removed afterwards)
 #   BENCH_HISTORY_ARGS        passed to the node-local bench/history
-#   BENCH_AGENTS_JOBS=30000   jobs in the 3 real node agents' outboxes
+#   BENCH_AGENTS_JOBS=15000   jobs in the 3 real node agents' outboxes
 #                             (bench/agents-cluster.sh, on the test cluster)
 # A quick run: BENCH_CTLD_JOBS=100000 BENCH_CTLD_SINGLE=20000
 #   BENCH_CTLD_DURING=50000 BENCH_CTLD_QUERIES=2000 BENCH_CTLD_PACED_S=10
@@ -120,8 +120,9 @@ printf 'bench-history: iostagectld database %.1f MiB after %d jobs (%.0f bytes/j
 #    a backlog from their outboxes to their iostagectld
 echo "== bench-history: the test cluster's 3 real node agents (load $(cut -d' ' -f1-3 /proc/loadavg))"
 rm -f "$DIR/agents.json"
-BENCH_AGENTS_JOBS=${BENCH_AGENTS_JOBS:-30000} BENCH_AGENTS_OUT="$DIR/agents.json" \
-	IT_VERBOSE=1 bash "$ROOT/tests/cluster/run.sh" "$ROOT/bench/agents-cluster.sh" 2>&1 |
+# (the outboxes are written first, three fsyncs per entry: allow for it)
+BENCH_AGENTS_JOBS=${BENCH_AGENTS_JOBS:-15000} BENCH_AGENTS_OUT="$DIR/agents.json" \
+	IT_TIMEOUT=${IT_TIMEOUT:-900} IT_VERBOSE=1 bash "$ROOT/tests/cluster/run.sh" "$ROOT/bench/agents-cluster.sh" 2>&1 |
 	grep -E 'bench-agents|passed|FAIL|fail' || true
 
 echo "== bench-history: the node-local history (daemon's code, no network), same run (load $(cut -d' ' -f1-3 /proc/loadavg))"
