@@ -372,7 +372,11 @@ int outbox_list(struct outbox *ob, struct outbox_item **ret_items,
 	struct outbox_item *items = NULL, *grown;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
-	int fd = dup(ob->dir_fd);
+	/* A directory handle of its own: a dup() of dir_fd would share its
+	 * read position with every other listing (the forwarder's, and the
+	 * count /metrics and status take meanwhile), and a rewind by one
+	 * made the other list entries twice. */
+	int fd = openat(ob->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 
 	if (!d) {

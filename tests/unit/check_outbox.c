@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -547,13 +548,71 @@ START_TEST(test_read_gone_is_enoent)
 }
 END_TEST
 
+/* Listings that run at once (the forwarder's pass, and the count that
+ * /metrics and status take) each see every entry exactly once: they
+ * must not share a directory read position. */
+#define MANY 3000
+struct lister {
+	struct outbox *ob;
+	int bad; /* listings that were not exactly MANY distinct entries */
+};
+
+static void *list_many(void *arg)
+{
+	struct lister *l = arg;
+	char err[CONF_ERR_MAX];
+
+	for (int round = 0; round < 30; round++) {
+		struct outbox_item *items = NULL;
+		static __thread unsigned char seen[MANY + 1];
+		size_t n = 0, distinct = 0;
+
+		if (outbox_list(l->ob, &items, &n, err, sizeof(err)) < 0) {
+			l->bad++;
+			continue;
+		}
+		memset(seen, 0, sizeof(seen));
+		for (size_t i = 0; i < n; i++)
+			if (items[i].job >= 1 && items[i].job <= MANY &&
+			    !seen[items[i].job]++)
+				distinct++;
+		if (n != MANY || distinct != MANY)
+			l->bad++;
+		free(items);
+	}
+	return NULL;
+}
+
+START_TEST(test_listings_at_once)
+{
+	struct outbox *ob = xopen(NULL);
+	struct lister l[3];
+	pthread_t t[3];
+
+	for (uint32_t j = 1; j <= MANY; j++)
+		xput(ob, j, "n1");
+	for (int i = 0; i < 3; i++) {
+		l[i] = (struct lister){ ob, 0 };
+		ck_assert_int_eq(pthread_create(&t[i], NULL, list_many, &l[i]),
+				 0);
+	}
+	for (int i = 0; i < 3; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_int_eq(l[i].bad, 0);
+	}
+	outbox_close(ob);
+}
+END_TEST
+
 static Suite *outbox_suite(void)
 {
 	Suite *s = suite_create("outbox");
 	TCase *tc = tcase_create("core");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_open_creates_private_dirs);
+	tcase_add_test(tc, test_listings_at_once);
 	tcase_add_test(tc, test_open_refuses);
 	tcase_add_loop_test(tc, test_entry_check, 0,
 			    sizeof(entry_cases) / sizeof(entry_cases[0]));
