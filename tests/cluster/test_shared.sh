@@ -202,6 +202,9 @@ test_shared_kill_builder_mid_build() {
 	iostaged_start "$builder" || fail "iostaged on $builder did not restart"
 	assert_eq "builds left after $builder restarted" "" "$(builds_in_flight)"
 	assert_eq "$builder's journal" "" "$(ls "$(node_local "$builder")/state/journal")"
+	# The job's last steps may still be completing there ("mixed"); a
+	# drained node would never come back to idle.
+	wait_node_state "$builder" idle 30 >/dev/null 2>&1
 	assert_eq "$builder's state: not drained" idle "$(node_state "$builder")"
 	# The next job on the restarted node reuses the copy cleanly.
 	submit_wait "$TEST_USER" -w "$builder" --io-profile="dl-train,data=$ds:bb" --export=ALL,SRC="$ds" \
