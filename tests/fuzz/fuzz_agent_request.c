@@ -4,7 +4,7 @@
  * history), run in process against a tier and a StateDir in the scratch
  * directory, as root, as a user (uid 1000) or as nobody: the first byte
  * of the input picks the peer, the rest is the line. Workers are never
- * started: spawn_as_user is replaced below by one that refuses, so a
+ * started: spawn_as_user is tests/fuzz/spawn_stub.h's, which refuses, so a
  * stage or prestage request runs up to the fork and takes its failure
  * path (what a node out of processes does). server.c is included for its
  * static dispatch(). */
@@ -13,36 +13,8 @@
 #include "daemon/server.c"
 
 #include "ctld/history.h"
-#include "daemon/spawn.h"
+#include "tests/fuzz/spawn_stub.h"
 
-int spawn_init(char *err, size_t errlen)
-{
-	(void)err;
-	(void)errlen;
-	return 0;
-}
-
-void spawn_fini(void)
-{
-}
-
-int spawn_as_user(uid_t uid, gid_t gid, const char *user, char *const argv[],
-		  char *const envp[], const int *pass_fds, size_t npass,
-		  const char *what, struct spawn_proc *ret, char *err,
-		  size_t errlen)
-{
-	(void)uid;
-	(void)gid;
-	(void)user;
-	(void)argv;
-	(void)envp;
-	(void)pass_fds;
-	(void)npass;
-	(void)ret;
-	snprintf(err, errlen, "cannot start a %s: not in the fuzzer", what);
-	errno = EAGAIN;
-	return -1;
-}
 
 static struct conf conf;
 

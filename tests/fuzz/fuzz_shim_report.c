@@ -15,39 +15,11 @@
 #include "daemon/jobs.h"
 #include "daemon/journal.h"
 #include "daemon/parts.h"
-#include "daemon/spawn.h"
 #include "daemon/stage.h"
 #include "daemon/telemetry.h"
 #include "daemon/tiers.h"
+#include "tests/fuzz/spawn_stub.h"
 
-int spawn_init(char *err, size_t errlen)
-{
-	(void)err;
-	(void)errlen;
-	return 0;
-}
-
-void spawn_fini(void)
-{
-}
-
-int spawn_as_user(uid_t uid, gid_t gid, const char *user, char *const argv[],
-		  char *const envp[], const int *pass_fds, size_t npass,
-		  const char *what, struct spawn_proc *ret, char *err,
-		  size_t errlen)
-{
-	(void)uid;
-	(void)gid;
-	(void)user;
-	(void)argv;
-	(void)envp;
-	(void)pass_fds;
-	(void)npass;
-	(void)ret;
-	snprintf(err, errlen, "cannot start a %s: not in the fuzzer", what);
-	errno = EAGAIN;
-	return -1;
-}
 
 static struct conf conf;
 
