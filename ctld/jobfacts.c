@@ -206,17 +206,18 @@ static int add_reads(cJSON *facts, const cJSON *counters)
 
 	if (!cJSON_IsObject(counters))
 		return 0;
+	/* absent is NaN: not >= 0, and fmax(0, NaN) is 0 */
 	nums_of(counters, keys, sizeof(keys) / sizeof(keys[0]), v, NAN);
 	if (!(v[OPS] >= 0))
 		return 0; /* no shim counters: no read facts */
 	for (size_t i = 0; i <= JOBFACTS_SMALL_MAX; i++)
-		small += isnan(v[SMALL0 + i]) ? 0 : fmax(0, v[SMALL0 + i]);
+		small += fmax(0, v[SMALL0 + i]);
 	rd = cJSON_AddObjectToObject(facts, "rd");
 	if (!rd || add_num(rd, "ops", v[OPS]) < 0 ||
-	    add_num(rd, "bytes", isnan(v[BYTES]) ? 0 : fmax(0, v[BYTES])) < 0 ||
+	    add_num(rd, "bytes", fmax(0, v[BYTES])) < 0 ||
 	    add_num(rd, "small", small) < 0 ||
-	    add_num(rd, "seq", isnan(v[SEQ]) ? 0 : fmax(0, v[SEQ])) < 0 ||
-	    add_num(rd, "consec", isnan(v[CONSEC]) ? 0 : fmax(0, v[CONSEC])) <
+	    add_num(rd, "seq", fmax(0, v[SEQ])) < 0 ||
+	    add_num(rd, "consec", fmax(0, v[CONSEC])) <
 		0 ||
 	    (v[TIME] >= 0 && add_num(rd, "time", v[TIME]) < 0) ||
 	    (v[META] >= 0 && add_num(rd, "meta_time", v[META]) < 0))
@@ -241,10 +242,10 @@ static int add_writes(cJSON *facts, const cJSON *counters)
 	if (!(v[OPS] >= 0))
 		return 0;
 	for (size_t i = 0; i < JOBFACTS_NBUCKETS; i++)
-		sizes[i] = isnan(v[SIZE0 + i]) ? 0 : fmax(0, v[SIZE0 + i]);
+		sizes[i] = fmax(0, v[SIZE0 + i]);
 	wr = cJSON_AddObjectToObject(facts, "wr");
 	if (!wr || add_num(wr, "ops", v[OPS]) < 0 ||
-	    add_num(wr, "bytes", isnan(v[BYTES]) ? 0 : fmax(0, v[BYTES])) <
+	    add_num(wr, "bytes", fmax(0, v[BYTES])) <
 		0 ||
 	    !cJSON_AddItemToObject(wr, "sizes",
 				   cJSON_CreateDoubleArray(sizes,

@@ -147,6 +147,19 @@ static bool same_nodes(const cJSON *a, const cJSON *b)
 
 /* --- the parts of one job ------------------------------------------------------ */
 
+/* Add the part VAL (VLEN bytes of JSON) to ARR; a damaged one counts as
+ * missing. */
+static void add_part(cJSON *arr, const char *val, size_t vlen)
+{
+	cJSON *rec = cJSON_ParseWithLength(val, vlen);
+
+	if (!cJSON_IsObject(rec)) {
+		cJSON_Delete(rec);
+		return;
+	}
+	cJSON_AddItemToArray(arr, rec);
+}
+
 /* Add the part stored under KEY to ARR; a damaged one counts as missing.
  * 0 (absent or added), -1 with err on a read error. */
 static int add_stored(struct history *h, const char *key, size_t klen,
@@ -154,17 +167,11 @@ static int add_stored(struct history *h, const char *key, size_t klen,
 {
 	size_t vlen = 0;
 	char *val = history_aux_get(h, key, klen, &vlen, err, errlen);
-	cJSON *rec;
 
 	if (!val)
 		return errno == ENOENT ? 0 : -1;
-	rec = cJSON_ParseWithLength(val, vlen);
+	add_part(arr, val, vlen);
 	free(val);
-	if (!cJSON_IsObject(rec)) {
-		cJSON_Delete(rec); /* damaged: that node counts as missing */
-		return 0;
-	}
-	cJSON_AddItemToArray(arr, rec);
 	return 0;
 }
 
@@ -198,15 +205,9 @@ static cJSON *stored_parts(struct history *h, uint32_t job,
 static int collect(const char *key, size_t klen, const char *val,
 		   size_t vlen, void *arg)
 {
-	cJSON *rec = cJSON_ParseWithLength(val, vlen);
-
 	(void)key;
 	(void)klen;
-	if (!cJSON_IsObject(rec)) {
-		cJSON_Delete(rec); /* damaged: that node counts as missing */
-		return 0;
-	}
-	cJSON_AddItemToArray(arg, rec);
+	add_part(arg, val, vlen);
 	return 0;
 }
 

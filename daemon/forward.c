@@ -99,6 +99,7 @@ static int send_entries(cJSON *const *e, size_t n, struct sent *out,
 	cJSON *req, *reply = NULL, *files = NULL;
 	const cJSON *results, *r;
 	size_t i;
+	bool whole;
 	int rc;
 
 	if (n == 1) {
@@ -137,21 +138,19 @@ static int send_entries(cJSON *const *e, size_t n, struct sent *out,
 				return -1;
 		return 0;
 	}
+	/* One answer for all: a `file` reply, or a batch refused whole. */
+	whole = n == 1 ||
+		!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"));
 	results = cJSON_GetObjectItemCaseSensitive(reply, "results");
 	for (i = 0; i < n; i++) {
-		/* the request's own answer, or (a batch) the entry's */
-		r = n == 1 ? reply : cJSON_GetArrayItem(results, (int)i);
-		if (n > 1 && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-				     reply, "ok")))
-			r = reply; /* the whole batch refused */
+		r = whole ? reply : cJSON_GetArrayItem(results, (int)i);
 		out[i].rc = 0;
 		out[i].dup = false;
 		out[i].err[0] = '\0';
-		if ((n == 1 || r == reply)
-			    ? !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-				      r, "ok"))
-			    : !cJSON_IsObject(r) ||
-				      cJSON_HasObjectItem(r, "error")) {
+		if (whole ? !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+				    reply, "ok"))
+			  : !cJSON_IsObject(r) ||
+				    cJSON_HasObjectItem(r, "error")) {
 			out[i].rc = 1;
 			snprintf(out[i].err, sizeof(out[i].err), "%s",
 				 str(r, "error", "(no reason)"));
