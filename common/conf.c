@@ -70,6 +70,7 @@ enum conf_key {
 	CONF_KEY_ADMIN_GROUP,
 	CONF_KEY_PARTS_DEADLINE,
 	CONF_KEY_OUTBOX_LIMIT,
+	CONF_KEY_OUTBOX_RETRY_MAX,
 	CONF_KEY_STAGE_BANDWIDTH,
 	CONF_KEY_STAGE_BANDWIDTH_FALLBACK,
 	CONF_KEY_PFS_LICENSE,
@@ -114,6 +115,7 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_ADMIN_GROUP] = "AdminGroup",
     [CONF_KEY_PARTS_DEADLINE] = "PartsDeadline",
     [CONF_KEY_OUTBOX_LIMIT] = "OutboxLimit",
+    [CONF_KEY_OUTBOX_RETRY_MAX] = "OutboxRetryMax",
     [CONF_KEY_STAGE_BANDWIDTH] = "StageBandwidth",
     [CONF_KEY_STAGE_BANDWIDTH_FALLBACK] = "StageBandwidthFallback",
     [CONF_KEY_PFS_LICENSE] = "PfsLicense",
@@ -315,6 +317,7 @@ void conf_set_defaults(struct conf *conf)
 	conf->controller_port = CONF_CONTROLLER_PORT_DEFAULT;
 	conf->parts_deadline = CONF_PARTS_DEADLINE_DEFAULT;
 	conf->outbox_limit = CONF_OUTBOX_LIMIT_DEFAULT;
+	conf->outbox_retry_max = CONF_OUTBOX_RETRY_MAX_DEFAULT;
 	conf->pfs_license_per_job = 1;
 }
 
@@ -872,6 +875,17 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 	case CONF_KEY_OUTBOX_LIMIT:
 		return conf_uint(cp, key, val, 1, CONF_OUTBOX_LIMIT_MAX,
 				 &c->outbox_limit);
+	case CONF_KEY_OUTBOX_RETRY_MAX:
+		/* The longest wait between two tries to reach the service:
+		 * shorter files sooner after an outage, longer spares a
+		 * service that is down for a while. */
+		if (conf_duration(cp, key, val, &c->outbox_retry_max) < 0)
+			return -1;
+		if (c->outbox_retry_max < 1 ||
+		    c->outbox_retry_max > CONF_OUTBOX_RETRY_MAX_MAX)
+			return conf_fail(cp, "key '%s': must be 1s to %us", key,
+					 CONF_OUTBOX_RETRY_MAX_MAX);
+		return 0;
 	case CONF_KEY_STAGE_BANDWIDTH:
 		return conf_bandwidth(cp, key, val, &c->stage_bandwidth);
 	case CONF_KEY_STAGE_BANDWIDTH_FALLBACK:

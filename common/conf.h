@@ -34,6 +34,8 @@
 #define CONF_PARTS_DEADLINE_MAX 86400
 #define CONF_OUTBOX_LIMIT_DEFAULT 10000  /* OutboxLimit, entries */
 #define CONF_OUTBOX_LIMIT_MAX 10000000
+#define CONF_OUTBOX_RETRY_MAX_DEFAULT 60 /* OutboxRetryMax, seconds */
+#define CONF_OUTBOX_RETRY_MAX_MAX 3600
 #define CONF_PFS_LICENSE_PER_JOB_MAX 100000
 
 #ifndef IOSTAGE_SHIM_PATH
@@ -111,6 +113,7 @@ struct conf {
 	/* Filing through the service (daemon/forward.c, ctld/partstore.c). */
 	unsigned parts_deadline;        /* seconds the service waits for parts */
 	unsigned outbox_limit;          /* entries before the outbox alarms */
+	unsigned outbox_retry_max;      /* seconds: the longest retry backoff */
 	/* The PFS as a scheduled resource (docs/SCHEDULING.md). */
 	uint64_t stage_bandwidth;       /* bytes/s all nodes' staging copies
 					 * share; 0 = unbounded */
@@ -137,7 +140,8 @@ struct conf {
  * PublicDatasets=yes, PublicUser=nobody, ControllerHost= (none: the
  * history stays on each node), ControllerPort=6827, AdminGroup= (none:
  * only root reads every user's jobs), PartsDeadline=300 (seconds, or a
- * duration like 5m; at most 1 day), OutboxLimit=10000, StageBandwidth=0
+ * duration like 5m; at most 1 day), OutboxLimit=10000, OutboxRetryMax=60
+ * (seconds or a duration, 1s to 1h), StageBandwidth=0
  * (unbounded; bytes per second, "400M" or "400M/s"),
  * StageBandwidthFallback= (StageBandwidth/8), PfsLicense= (none),
  * PfsLicensePerJob=1. */

@@ -330,8 +330,8 @@ static void *forward_main(void *arg)
 			backoff = 0;
 		else
 			backoff = backoff ? backoff * 2 : FORWARD_BACKOFF_MIN_MS;
-		if (backoff > FORWARD_BACKOFF_MAX_MS)
-			backoff = FORWARD_BACKOFF_MAX_MS;
+		if (backoff > fconf->outbox_retry_max * 1000u)
+			backoff = fconf->outbox_retry_max * 1000u;
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		if (backoff) {
 			unsigned ms = jitter(backoff);
@@ -346,7 +346,7 @@ static void *forward_main(void *arg)
 			/* Nothing waits: sleep until a put; look again now
 			 * and then for entries put by hand (an admin moving
 			 * one back from bad/). */
-			until.tv_sec += FORWARD_BACKOFF_MAX_MS / 1000;
+			until.tv_sec += FORWARD_IDLE_LOOK_S;
 		}
 		pthread_mutex_lock(&lock);
 		while (!stopping && !woken)

@@ -7,7 +7,7 @@
  * (common/ctlclient.h). An entry leaves the outbox only after the
  * service's ok ("duplicate" included: it was filed before). While the
  * service is unreachable the thread retries with exponential backoff,
- * FORWARD_BACKOFF_MIN_MS doubling up to FORWARD_BACKOFF_MAX_MS, each wait
+ * FORWARD_BACKOFF_MIN_MS doubling up to OutboxRetryMax= (60 s), each wait
  * a random half to all of it (jitter); a new entry wakes it at once. At start-up it resumes with whatever the outbox holds,
  * so a kill -9 between the outbox write and the forward loses nothing.
  * Past OutboxLimit= entries it logs an error (at most every
@@ -27,7 +27,7 @@
 
 #define FORWARD_DIR_NAME "outbox"
 #define FORWARD_BACKOFF_MIN_MS 1000
-#define FORWARD_BACKOFF_MAX_MS 60000
+#define FORWARD_IDLE_LOOK_S 60   /* an empty pass looks again after */
 #define FORWARD_ALARM_S 600     /* between two "outbox over its limit" */
 #define FORWARD_BATCH_MAX 64    /* entries per request (file_batch) */
 #define FORWARD_BATCH_BYTES (512 * 1024) /* entry bytes per request, well

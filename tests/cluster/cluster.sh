@@ -263,6 +263,9 @@ ControllerPort=6827
 PartsDeadline=10
 # Low, so that test_outbox sees the alarm (it only logs; nothing is dropped)
 OutboxLimit=5
+# Retries while the service is away at most 3 s apart (default 60 s), so
+# that test_outbox does not wait out a long backoff after each restart
+OutboxRetryMax=3
 CONF
   fi
   if [ -n "${IOSTAGE_EXTRA_CONF:-}" ]; then

@@ -1,5 +1,6 @@
 /* check_conf_filing.c - the keys of filing through the service in
- * iostage.conf: PartsDeadline (iostagectld), OutboxLimit (iostaged). */
+ * iostage.conf: PartsDeadline (iostagectld), OutboxLimit and OutboxRetryMax
+ * (iostaged). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,18 +20,22 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(conf_parse(T1, "t.conf", &c, err, sizeof(err)), 0);
 	ck_assert_uint_eq(c.parts_deadline, 300);
 	ck_assert_uint_eq(c.outbox_limit, 10000);
+	ck_assert_uint_eq(c.outbox_retry_max, 60);
 }
 END_TEST
 
 static const struct {
 	const char *text;
-	unsigned deadline, limit;
+	unsigned deadline, limit, retry_max;
 } oks[] = {
-	{ "PartsDeadline=5\n", 5, 10000 },
-	{ "partsdeadline=2m\n", 120, 10000 },
-	{ "PartsDeadline=1d\n", 86400, 10000 },
-	{ "OutboxLimit=1\n", 300, 1 },
-	{ "OutboxLimit=250000 PartsDeadline=30s\n", 30, 250000 },
+	{ "PartsDeadline=5\n", 5, 10000, 60 },
+	{ "partsdeadline=2m\n", 120, 10000, 60 },
+	{ "PartsDeadline=1d\n", 86400, 10000, 60 },
+	{ "OutboxLimit=1\n", 300, 1, 60 },
+	{ "OutboxLimit=250000 PartsDeadline=30s\n", 30, 250000, 60 },
+	{ "OutboxRetryMax=5\n", 300, 10000, 5 },
+	{ "OutboxRetryMax=1h\n", 300, 10000, 3600 },
+	{ "outboxretrymax=2m OutboxLimit=7\n", 300, 7, 120 },
 };
 
 START_TEST(test_set)
@@ -44,6 +49,7 @@ START_TEST(test_set)
 		      "%s", err);
 	ck_assert_uint_eq(c.parts_deadline, oks[_i].deadline);
 	ck_assert_uint_eq(c.outbox_limit, oks[_i].limit);
+	ck_assert_uint_eq(c.outbox_retry_max, oks[_i].retry_max);
 }
 END_TEST
 
@@ -60,6 +66,9 @@ static const struct {
 	{ "OutboxLimit=10000001\n", "t.conf:2: key 'OutboxLimit'" },
 	{ "OutboxLimit=many\n", "t.conf:2: key 'OutboxLimit'" },
 	{ "OutboxLimit=99999999999999999999999\n", "t.conf:2: key 'OutboxLimit'" },
+	{ "OutboxRetryMax=0\n", "t.conf:2: key 'OutboxRetryMax': must be 1s to 3600s" },
+	{ "OutboxRetryMax=2h\n", "t.conf:2: key 'OutboxRetryMax': must be 1s to 3600s" },
+	{ "OutboxRetryMax=later\n", "t.conf:2: key 'OutboxRetryMax': invalid" },
 };
 
 START_TEST(test_errors)
@@ -75,6 +84,7 @@ START_TEST(test_errors)
 	ck_assert_ptr_null(strchr(err, '\n'));
 	ck_assert_uint_eq(c.parts_deadline, 300); /* untouched on failure */
 	ck_assert_uint_eq(c.outbox_limit, 10000);
+	ck_assert_uint_eq(c.outbox_retry_max, 60);
 }
 END_TEST
 
