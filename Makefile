@@ -113,6 +113,7 @@ $(PLUGIN_COMMON): $(COMMON_OBJ:$(BUILD)/%=$(BUILD)/ubsan/%)
 	$(AR) rcs $@ $^
 endif
 $(PLUGIN): $(PLUGIN_OBJ) $(PLUGIN_COMMON) spank/iostage.map
+	@mkdir -p $(@D)
 	$(CC) -shared $(PLUGIN_LDFLAGS) -Wl,--version-script=spank/iostage.map \
 	    -o $@ $(PLUGIN_OBJ) $(PLUGIN_COMMON) $(LDLIBS) -lmunge
 

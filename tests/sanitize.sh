@@ -5,11 +5,15 @@
 # sanitizer report of every process (the daemons and their workers, the
 # Prolog, the CLI; LeakSanitizer at each exit, the daemons' after SIGTERM)
 # is written to its own file in $BUILD/sanitizer-logs (common/log.c); the
-# run fails when any is there, or when a test fails.
+# run fails when any is there, or when a test fails. Then the multi-node
+# cluster suite (tests/cluster/) the same way: iostagectld, the peer
+# channel and the outbox run only there.
 #
-#   tests/sanitize.sh [TESTFILE...]    (IT_FILTER as for the suite;
+#   tests/sanitize.sh [TESTFILE...]    (IT_FILTER as for the suites;
 #                                       SANITIZE_UNIT=0 skips the unit tests,
-#                                       SANITIZE_IT=0 the integration suite)
+#                                       SANITIZE_IT=0 the one-node suite,
+#                                       SANITIZE_CLUSTER=0 the cluster suite;
+#                                       TESTFILEs are one-node suite files)
 set -u
 cd "$(dirname "$0")/.." || exit 2
 export SANITIZE=1 BUILD=${BUILD:-build/san}
@@ -28,6 +32,9 @@ fi
 if [ "${SANITIZE_IT:-1}" = 1 ]; then
 	# The slow sanitized programs need more than the default 120 s a test.
 	IT_TIMEOUT=${IT_TIMEOUT:-300} bash tests/integration/run.sh "$@" || rc=1
+fi
+if [ "${SANITIZE_CLUSTER:-1}" = 1 ]; then
+	IT_TIMEOUT=${IT_TIMEOUT:-300} bash tests/cluster/run.sh || rc=1
 fi
 shopt -s nullglob
 reports=("$logs"/*)
