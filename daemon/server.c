@@ -1124,8 +1124,7 @@ static void accept_client(int fd)
 		log_warningx("client pid %d uid %u refused: too many "
 			     "connections (%u)",
 			     (int)cred.pid, (unsigned)cred.uid, max);
-		snprintf(msg, sizeof(msg), "too many connections (limit %u)",
-			 max);
+		snprintf(msg, sizeof(msg), PROTO_BUSY " (limit %u)", max);
 		refuse(fd, msg);
 		return;
 	}
@@ -1136,8 +1135,7 @@ static void accept_client(int fd)
 			     "connections of uid %u (%u)",
 			     (int)cred.pid, (unsigned)cred.uid,
 			     (unsigned)cred.uid, per_user);
-		snprintf(msg, sizeof(msg),
-			 "too many connections of uid %u (limit %u)",
+		snprintf(msg, sizeof(msg), PROTO_BUSY " of uid %u (limit %u)",
 			 (unsigned)cred.uid, per_user);
 		refuse(fd, msg);
 		return;
