@@ -194,3 +194,22 @@ test_load_hostile_clients_starve_nobody() {
 	assert_daemon_idle
 	load_end hostile "hostile[$(cat hostile.txt)] root[$root] user[$user] job=COMPLETED"
 }
+
+# The same against /metrics: LOAD_HOSTILE TCP connections of one local
+# user held open (HTTP garbage, a request that never ends, silence). The
+# scrapes of root (Prometheus on this host) and of another user go on.
+test_load_metrics_hostile_clients_starve_nobody() {
+	local h scr user
+	load_begin
+	runuser -u "$OTHER_USER" -- "$LOADGEN" hostile "127.0.0.1:$IOSTAGE_METRICS_PORT" "$LOAD_HOSTILE" "$LOAD_HOLD_S" \
+		>hostile-http.txt 2>&1 &
+	h=$!
+	sleep 1
+	scr=$("$LOADGEN" http 127.0.0.1 "$IOSTAGE_METRICS_PORT" 200 2) || fail "root's scrapes starved: $scr"
+	user=$(runuser -u "$TEST_USER" -- "$LOADGEN" http 127.0.0.1 "$IOSTAGE_METRICS_PORT" 50 1) ||
+		fail "another user's scrapes starved: $user"
+	kill -0 "$h" 2>/dev/null || fail "the hold ended before the scrapes did: $(cat hostile-http.txt)"
+	wait "$h"
+	grep -q "^opened=$LOAD_HOSTILE " hostile-http.txt || fail "hostile connections: $(cat hostile-http.txt)"
+	load_end metrics-hostile "hostile[$(cat hostile-http.txt)] root_scrapes[$scr] user_scrapes[$user]"
+}

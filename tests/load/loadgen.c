@@ -6,6 +6,7 @@
  *   loadgen hostile SOCKET COUNT SECONDS      COUNT connections held open
  *       for SECONDS: a third send garbage lines (and read the errors), a
  *       third trickle a line that never ends, a third stay silent
+ *   loadgen hostile HOST:PORT COUNT SECONDS   the same over TCP (/metrics)
  *
  * A shell loop of socat or curl forks twice per request, which on two
  * shared cores is slower than the daemon: the figures would be the
@@ -201,6 +202,23 @@ static int run_requests(int conc)
 	return atomic_load(&n_ok) == count ? 0 : 1;
 }
 
+/* SOCK is a Unix socket path, or HOST:PORT. */
+static int connect_target(const char *sock)
+{
+	const char *colon = strrchr(sock, ':');
+	char host[64];
+
+	if (sock[0] == '/' || !colon || (size_t)(colon - sock) >= sizeof(host))
+		return connect_unix(sock);
+	memcpy(host, sock, (size_t)(colon - sock));
+	host[colon - sock] = '\0';
+	http_addr.sin_family = AF_INET;
+	http_addr.sin_port = htons((uint16_t)atoi(colon + 1));
+	if (inet_pton(AF_INET, host, &http_addr.sin_addr) != 1)
+		return -1;
+	return connect_http();
+}
+
 /* Connections that use up slots: garbage, an endless line, silence. */
 static int run_hostile(const char *sock, long n, int seconds)
 {
@@ -212,7 +230,7 @@ static int run_hostile(const char *sock, long n, int seconds)
 	if (!fds)
 		return 1;
 	for (i = 0; i < n; i++) {
-		fds[i] = connect_unix(sock);
+		fds[i] = connect_target(sock);
 		if (fds[i] >= 0) {
 			fcntl(fds[i], F_SETFL, O_NONBLOCK);
 			opened++;
