@@ -232,6 +232,51 @@ JOB
 	assert_eq "node" idle "$(node_state)"
 }
 
+# The same user's other process (a login shell, another job) races the
+# Prolog: as soon as the job's directory appears, its data directory (the
+# mount points' parent, root's) is moved aside and replaced by a symlink
+# to a root-owned directory outside the tier, or by a directory of the
+# user's. The view must never be mounted outside the tier nor in the
+# user's directory; the job fails or gets its data, nothing else.
+test_hostile_data_dir_swapped_while_staging() {
+	local ds="$TEST_WORKDIR/pfs/big" victim="$TEST_WORKDIR/victim" racer i st
+	mkdir -p "$ds" "$victim" && echo precious >"$victim/keep" && chmod 0755 "$victim"
+	for i in $(seq 1 20); do head -c 2000000 /dev/urandom >"$ds/f$i"; done
+	chown -R "$TEST_USER:" "$ds" && chmod 0750 "$ds"
+	cat >racer.sh <<RACER
+n=0
+while [ ! -e '$TEST_WORKDIR/stop' ]; do
+	for d in '$IOSTAGE_TIERS'/nvme/jobs/[0-9]*; do
+		[ -d "\$d/data" ] && [ ! -L "\$d/data" ] || continue
+		[ "\$(stat -c %u "\$d/data" 2>/dev/null)" = 0 ] || continue
+		n=\$((n + 1))
+		if [ \$((n % 2)) = 0 ]; then
+			mv "\$d/data" "\$d/d\$n" && ln -s '$victim' "\$d/data" && echo swapped-link
+		else
+			mv "\$d/data" "\$d/d\$n" && mkdir "\$d/data" && echo swapped-dir
+		fi
+	done
+done
+RACER
+	runuser -u "$TEST_USER" -- bash racer.sh >racer.out 2>&1 &
+	racer=$!
+	for i in 1 2 3 4; do
+		submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds" -o "j$i.out" --wrap 'ls "$IOSTAGE_DATA" | wc -l' >/dev/null
+		[ -n "$SUBMIT_JOBID" ] || fail "sbatch: $SUBMIT_OUT"
+		st=$(job_state "$SUBMIT_JOBID")
+		echo "job $SUBMIT_JOBID: $st $(job_comment "$SUBMIT_JOBID")"
+		[ "$st" = COMPLETED ] || [ "$st" = FAILED ] || fail "job $SUBMIT_JOBID: $st"
+		[ "$(awk -v v="$victim" 'index($5, v) == 1' /proc/self/mountinfo)" = "" ] || fail "a mount under $victim"
+	done
+	touch "$TEST_WORKDIR/stop"
+	wait "$racer"
+	echo "racer: $(sort racer.out | uniq -c | tr '\n' ' ')"
+	grep -q swapped racer.out || fail "the racer never swapped a data directory"
+	assert_eq "victim directory" keep "$(ls "$victim")"
+	assert_eq "mounts left under the tiers" "" "$(awk -v t="$IOSTAGE_TIERS/nvme/jobs/" 'index($5, t) == 1' /proc/self/mountinfo)"
+	assert_eq "node" idle "$(node_state)"
+}
+
 # Capacity: the 4 MiB 'small' tier against a sparse file far larger than
 # its blocks, one file hard-linked many times, and a file that grows
 # while it is copied. Each job is staged within the capacity or refused;

@@ -11,10 +11,10 @@
 
 if [ "${LOAD_FULL:-0}" = 1 ]; then
 	LOAD_PROLOGS=64 LOAD_JOBS=1000 LOAD_SCRAPES=10000 LOAD_QUERIES=10000
-	LOAD_HOSTILE=150 LOAD_HOLD_S=30 LOAD_WAIT_S=1500
+	LOAD_HOSTILE=150 LOAD_HOLD_S=30 LOAD_WAIT_S=1500 LOAD_ROUNDS=2
 else
 	LOAD_PROLOGS=16 LOAD_JOBS=24 LOAD_SCRAPES=400 LOAD_QUERIES=400
-	LOAD_HOSTILE=150 LOAD_HOLD_S=8 LOAD_WAIT_S=100
+	LOAD_HOSTILE=150 LOAD_HOLD_S=8 LOAD_WAIT_S=100 LOAD_ROUNDS=1
 fi
 LOADGEN=${LOADGEN:-$REPO_ROOT/${BUILD:-build}/tests/loadgen}
 # iostaged's RSS may grow by this much over a test (KiB): the job table,
@@ -138,35 +138,42 @@ JOB
 
 # LOAD_JOBS short jobs through the node (an array, 64 at a time) while
 # /metrics is scraped and the socket queried, each LOAD_SCRAPES /
-# LOAD_QUERIES times, 4 at a time: root's and a user's queries.
+# LOAD_QUERIES times, 4 at a time: root's and a user's queries. All of it
+# LOAD_ROUNDS times: iostaged's RSS after each round shows where it levels
+# off (the history's RocksDB memtables and block cache fill up to their
+# configured sizes).
 test_load_short_jobs_scrapes_and_queries() {
-	local ds="$TEST_WORKDIR/pfs/ds" arr st q s qu
+	local ds="$TEST_WORKDIR/pfs/ds" arr st q s qu r rounds="" figs=""
 	load_begin
 	make_dataset "$ds"
-	submit "$TEST_USER" -p load --array=0-$((LOAD_JOBS - 1))%64 -o /dev/null \
-		--io-profile="dl-train,data=$ds,timeout=300" \
-		--wrap 'test -s "$IOSTAGE_DATA/train/a/x.bin"' >/dev/null || fail "sbatch: $SUBMIT_OUT"
-	arr=$SUBMIT_JOBID
-	"$LOADGEN" http 127.0.0.1 "$IOSTAGE_METRICS_PORT" "$LOAD_SCRAPES" 4 >scrapes.txt 2>&1 &
-	s=$!
-	"$LOADGEN" unix "$IOSTAGE_SOCKET" $((LOAD_QUERIES / 2)) 2 '{"op":"status"}' '{"op":"ping"}' \
-		'{"op":"cache_ls"}' '{"op":"history_list"}' >queries-root.txt 2>&1 &
-	q=$!
-	runuser -u "$TEST_USER" -- "$LOADGEN" unix "$IOSTAGE_SOCKET" $((LOAD_QUERIES / 2)) 2 \
-		'{"op":"status"}' '{"op":"cache_ls"}' '{"op":"history_list"}' \
-		"{\"op\":\"telemetry\",\"job\":$arr}" >queries-user.txt 2>&1 &
-	qu=$!
-	wait "$s" || fail "scrapes: $(cat scrapes.txt)"
-	wait "$q" || fail "root's queries: $(cat queries-root.txt)"
-	# telemetry of a job not yet running (or gone) is an answer too
-	wait "$qu"
-	grep -q ' lost=0 ' queries-user.txt || fail "user's queries: $(cat queries-user.txt)"
-	grep -q ' refused=0 ' queries-user.txt || fail "user's queries: $(cat queries-user.txt)"
-	wait_user_jobs_gone "$TEST_USER" "$LOAD_WAIT_S"
-	st=$(count_states "$arr")
-	assert_eq "job states" "COMPLETED $LOAD_JOBS" "$st"
-	assert_daemon_idle
-	load_end short-jobs "jobs=$LOAD_JOBS completed=$(echo "$st" | awk '{print $2}') scrapes[$(cat scrapes.txt)] root_queries[$(cat queries-root.txt)] user_queries[$(sed 's/^loadgen: .*//' queries-user.txt | tr -s '\n' ' ')]"
+	for ((r = 1; r <= LOAD_ROUNDS; r++)); do
+		submit "$TEST_USER" -p load --array=0-$((LOAD_JOBS - 1))%64 -o /dev/null \
+			--io-profile="dl-train,data=$ds,timeout=300" \
+			--wrap 'test -s "$IOSTAGE_DATA/train/a/x.bin"' >/dev/null || fail "sbatch: $SUBMIT_OUT"
+		arr=$SUBMIT_JOBID
+		"$LOADGEN" http 127.0.0.1 "$IOSTAGE_METRICS_PORT" "$LOAD_SCRAPES" 4 >scrapes.txt 2>&1 &
+		s=$!
+		"$LOADGEN" unix "$IOSTAGE_SOCKET" $((LOAD_QUERIES / 2)) 2 '{"op":"status"}' '{"op":"ping"}' \
+			'{"op":"cache_ls"}' '{"op":"history_list"}' >queries-root.txt 2>&1 &
+		q=$!
+		runuser -u "$TEST_USER" -- "$LOADGEN" unix "$IOSTAGE_SOCKET" $((LOAD_QUERIES / 2)) 2 \
+			'{"op":"status"}' '{"op":"cache_ls"}' '{"op":"history_list"}' \
+			"{\"op\":\"telemetry\",\"job\":$arr}" >queries-user.txt 2>&1 &
+		qu=$!
+		wait "$s" || fail "scrapes: $(cat scrapes.txt)"
+		wait "$q" || fail "root's queries: $(cat queries-root.txt)"
+		# telemetry of a job not yet running (or gone) is an answer too
+		wait "$qu"
+		grep -q ' lost=0 ' queries-user.txt || fail "user's queries: $(cat queries-user.txt)"
+		grep -q ' refused=0 ' queries-user.txt || fail "user's queries: $(cat queries-user.txt)"
+		wait_user_jobs_gone "$TEST_USER" "$LOAD_WAIT_S"
+		st=$(count_states "$arr")
+		assert_eq "job states, round $r" "COMPLETED $LOAD_JOBS" "$st"
+		assert_daemon_idle
+		rounds="$rounds${rounds:+,}$(proc_kb "$PID" VmRSS)"
+		figs="$figs round$r[jobs=$LOAD_JOBS completed=$(echo "$st" | awk '{print $2}') scrapes[$(cat scrapes.txt)] root_queries[$(cat queries-root.txt)] user_queries[$(grep '^sent=' queries-user.txt)]]"
+	done
+	load_end short-jobs "$figs rss_kb_after_each_round=$rounds"
 }
 
 # LOAD_HOSTILE connections of one user (garbage, a line that never ends,
