@@ -48,6 +48,10 @@ test_hostile_other_user_gets_nothing_of_a_running_job() {
 	make_secret_dataset "$ds"
 	start_secret_job "$ds"
 	runuser -u "$TEST_USER" -- grep -qF "$SECRET" "$DATA/train/secret.txt" || fail "the owner cannot read its own data"
+	# the search of assert_secret_unread, as the owner: it finds the copy
+	[ -n "$(find "$IOSTAGE_TIERS" -xdev -type f -print0 2>/dev/null |
+		runuser -u "$TEST_USER" -- xargs -0 -r grep -l -s -F "$SECRET" 2>/dev/null)" ] ||
+		fail "control: the owner's search of the tiers finds no secret"
 	# the file system: the view, its directory, the entry under cache/
 	! runuser -u "$OTHER_USER" -- cat "$DATA/train/secret.txt" >/dev/null 2>&1 || fail "$OTHER_USER read the job's view"
 	! runuser -u "$OTHER_USER" -- ls "$DATA" >/dev/null 2>&1 || fail "$OTHER_USER listed the job's view"
