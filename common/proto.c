@@ -320,7 +320,8 @@ cJSON *proto_call(const char *socket_path, const cJSON *req, int timeout_ms,
 		if (left <= 0)
 			return reply;
 		cJSON_Delete(reply);
-		pause = backoff_ms / 2 + (int)(rand_r(&seed) % (unsigned)backoff_ms);
+		pause = backoff_ms / 2 +
+			(int)(rand_r(&seed) % (unsigned)(backoff_ms / 2 + 1));
 		if (pause > left)
 			pause = (int)left;
 		ts.tv_sec = pause / 1000;

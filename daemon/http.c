@@ -50,6 +50,7 @@ static bool holder_take(struct MHD_Connection *conn, void **socket_context)
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
 		conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	struct http_holder *h = NULL, *free_slot = NULL;
+	unsigned held = 0, total;
 	uid_t uid;
 	size_t i;
 	bool ok = true;
@@ -68,17 +69,19 @@ static bool holder_take(struct MHD_Connection *conn, void **socket_context)
 		h = free_slot;
 	if (!h || holders_total >= HTTP_USERS_MAX || h->n >= HTTP_USER_MAX) {
 		ok = false;
+		held = h ? h->n : 0;
 	} else {
 		h->uid = uid;
 		h->n++;
 		holders_total++;
 		*socket_context = h;
 	}
+	total = holders_total;
 	pthread_mutex_unlock(&holders_lock);
 	if (!ok)
 		log_warningx("/metrics: connection of uid %u refused: it holds "
 			     "%u already (local users: %u)",
-			     (unsigned)uid, h ? h->n : 0, holders_total);
+			     (unsigned)uid, held, total);
 	return ok;
 }
 

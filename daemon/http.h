@@ -2,7 +2,8 @@
  *
  * One internal polling thread, at most HTTP_CONNECTIONS_MAX connections,
  * of which local users other than root hold at most HTTP_USERS_MAX (one
- * user HTTP_USER_MAX: see holder_take in http.c), a 10 s idle timeout. GET or HEAD on /metrics returns metrics_render()'s
+ * user HTTP_USER_MAX: see holder_take in http.c), a 10 s idle timeout.
+ * GET or HEAD on /metrics returns metrics_render()'s
  * text (per-job series: see viewer_of in http.c); any other path is 404,
  * any other method 405. The listening socket
  * is opened here (so a bind failure has its real errno) and handed to
