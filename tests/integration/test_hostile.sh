@@ -171,6 +171,8 @@ test_hostile_dataset_swapped_to_device_or_fifo() {
 # staged") or gets the tree; nothing from outside it is ever copied.
 test_hostile_symlink_swap_during_copy() {
 	local ds="$TEST_WORKDIR/pfs/race" priv="$TEST_WORKDIR/p" i racer n st
+	# the loop in the background ends with the test, failed or not
+	trap 'touch "$TEST_WORKDIR/stop"' EXIT
 	mkdir -p "$priv" && echo "$SECRET" >"$priv/secret.txt"
 	chown -R "$OTHER_USER:" "$priv" && chmod 0700 "$priv"
 	mkdir -p "$ds/sub" "$ds/sub2"
@@ -253,6 +255,8 @@ JOB
 # user's directory; the job fails or gets its data, nothing else.
 test_hostile_data_dir_swapped_while_staging() {
 	local ds="$TEST_WORKDIR/pfs/big" victim="$TEST_WORKDIR/victim" racer i st
+	# the loop in the background ends with the test, failed or not
+	trap 'touch "$TEST_WORKDIR/stop"' EXIT
 	mkdir -p "$ds" "$victim" && echo precious >"$victim/keep" && chmod 0755 "$victim"
 	for i in $(seq 1 20); do head -c 2000000 /dev/urandom >"$ds/f$i"; done
 	chown -R "$TEST_USER:" "$ds" && chmod 0750 "$ds"
@@ -299,6 +303,8 @@ RACER
 # the tier never holds more than its capacity.
 test_hostile_tier_capacity_holds() {
 	local p="$TEST_WORKDIR/pfs" r used cap i grower
+	# the loop in the background ends with the test, failed or not
+	trap 'touch "$TEST_WORKDIR/stop"' EXIT
 	mkdir -p "$p/sparse" "$p/links" "$p/grow"
 	truncate -s 2G "$p/sparse/hole"
 	head -c 1048576 /dev/urandom >"$p/links/one"
