@@ -214,6 +214,21 @@ check:
 	@$(MAKE) --no-print-directory integration
 	@$(MAKE) --no-print-directory cluster
 
+# Load on one node (issue 15 item 4; docs/RELIABILITY.md): the full sizes
+# of tests/integration/test_load.sh (64 Prologs at once, 1,000 jobs,
+# 10,000 scrapes and queries, 100 hostile clients). `make check` runs the
+# same tests at reduced counts with the rest of the one-node suite.
+LOADGEN := $(BUILD)/tests/loadgen
+all: $(LOADGEN)
+$(LOADGEN): tests/load/loadgen.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -pthread
+
+.PHONY: load
+load: all
+	@BUILD=$(BUILD) LOAD_FULL=1 IT_TIMEOUT=$${IT_TIMEOUT:-1800} \
+	    tests/integration/run.sh tests/integration/test_load.sh
+
 # Unit tests and the one-node integration suite with every program built
 # with ASan + UBSan (build/san); fails on any sanitizer report, leaks at
 # exit included (tests/sanitize.sh, docs/RELIABILITY.md).

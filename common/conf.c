@@ -293,7 +293,9 @@ void conf_set_defaults(struct conf *conf)
 	conf->on_failure = STAGE_FAILURE_FAIL;
 	conf->cache_high_watermark = 85;
 	conf->cache_low_watermark = 75;
-	conf->max_connections = 64;
+	/* 64 Prologs at once each hold a connection through their wait, and
+	 * the jobs they start ask at the same time (test_load.sh). */
+	conf->max_connections = 256;
 	conf->cache_ttl = 3600;
 	conf->stage_parallelism = 4;
 	conf->drain_timeout = 600;

@@ -234,8 +234,8 @@ cJSON *proto_reply_error(const char *fmt, ...)
 	return reply;
 }
 
-cJSON *proto_call(const char *socket_path, const cJSON *req, int timeout_ms,
-		  char *err, size_t errlen)
+static cJSON *call_once(const char *socket_path, const cJSON *req,
+			int timeout_ms, char *err, size_t errlen)
 {
 	struct proto_reader *reader = NULL;
 	cJSON *reply = NULL;
@@ -276,6 +276,60 @@ out:
 	proto_reader_destroy(reader);
 	close(fd);
 	return reply;
+}
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool proto_reply_busy(const cJSON *reply)
+{
+	const cJSON *error = cJSON_GetObjectItemCaseSensitive(reply, "error");
+
+	return cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(reply, "ok")) &&
+	       cJSON_IsString(error) &&
+	       strncmp(error->valuestring, PROTO_BUSY,
+		       sizeof(PROTO_BUSY) - 1) == 0;
+}
+
+cJSON *proto_call(const char *socket_path, const cJSON *req, int timeout_ms,
+		  char *err, size_t errlen)
+{
+	long long deadline = mono_ms() + timeout_ms;
+	unsigned seed = (unsigned)getpid() ^ (unsigned)deadline;
+	int backoff_ms = 10;
+
+	for (;;) {
+		long long left = deadline - mono_ms();
+		cJSON *reply = call_once(socket_path, req,
+					 left > 0 ? (int)left : 0, err, errlen);
+		struct timespec ts;
+		int pause;
+
+		/* A refusal for want of a connection slot is the daemon busy
+		 * (64 jobs starting at once, their processes reporting at
+		 * exit), not an answer: ask again, with jitter, until the
+		 * caller's time is up. */
+		if (!reply || !proto_reply_busy(reply))
+			return reply;
+		left = deadline - mono_ms();
+		if (left <= 0)
+			return reply;
+		cJSON_Delete(reply);
+		pause = backoff_ms / 2 +
+			(int)(rand_r(&seed) % (unsigned)(backoff_ms / 2 + 1));
+		if (pause > left)
+			pause = (int)left;
+		ts.tv_sec = pause / 1000;
+		ts.tv_nsec = (long)(pause % 1000) * 1000000;
+		nanosleep(&ts, NULL);
+		if (backoff_ms < 200)
+			backoff_ms *= 2;
+	}
 }
 
 int proto_get_string(const cJSON *obj, const char *key, const char **ret,

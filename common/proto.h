@@ -135,6 +135,7 @@
 #ifndef IOSTAGE_PROTO_H
 #define IOSTAGE_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -172,9 +173,18 @@ cJSON *proto_reply_ok(void);
 cJSON *proto_reply_error(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
+/* How the daemon's refusal of a connection for want of a slot begins
+ * (daemon/server.c): the request was not looked at. */
+#define PROTO_BUSY "too many connections"
+
+/* Is REPLY that refusal? */
+bool proto_reply_busy(const cJSON *reply);
+
 /* Client round trip: connect, send REQ, read one reply within timeout_ms.
- * Returns the reply (caller deletes; check "ok"), or NULL with a one-line
- * reason in err ("iostaged not reachable at PATH: ..."). */
+ * A PROTO_BUSY refusal is retried (jittered backoff, 5 to 200 ms) until
+ * timeout_ms is spent; the last one is returned then. Returns the reply
+ * (caller deletes; check "ok"), or NULL with a one-line reason in err
+ * ("iostaged not reachable at PATH: ..."). */
 cJSON *proto_call(const char *socket_path, const cJSON *req, int timeout_ms,
 		  char *err, size_t errlen);
 

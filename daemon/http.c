@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <microhttpd.h>
 
 #include "common/conf.h"
+#include "common/log.h"
 #include "common/netpeer.h"
 #include "daemon/http.h"
 #include "daemon/metrics.h"
@@ -27,6 +29,87 @@
 
 static struct MHD_Daemon *mhd;
 static unsigned http_port;
+
+/* Connections of local users other than root, per uid. Any local user can
+ * open TCP connections and hold them; without a bound, 16 held ones take
+ * every slot from the site's Prometheus (test_load.sh). A local user may
+ * hold HTTP_USER_MAX, all of them together HTTP_USERS_MAX; root and
+ * peers on other hosts (Prometheus) are bounded by the total only. */
+struct http_holder {
+	uid_t uid;
+	unsigned n;
+};
+
+static pthread_mutex_t holders_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct http_holder holders[HTTP_USERS_MAX];
+static unsigned holders_total;
+
+/* Count CONN for its local owner, or refuse it: false when over a bound. */
+static bool holder_take(struct MHD_Connection *conn, void **socket_context)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	struct http_holder *h = NULL, *free_slot = NULL;
+	unsigned held = 0, total;
+	uid_t uid;
+	size_t i;
+	bool ok = true;
+
+	if (!ci || !ci->client_addr ||
+	    netpeer_uid(ci->client_addr, http_port, &uid) != 1 || uid == 0)
+		return true; /* another host, root, or gone already */
+	pthread_mutex_lock(&holders_lock);
+	for (i = 0; i < HTTP_USERS_MAX; i++) {
+		if (holders[i].n && holders[i].uid == uid)
+			h = &holders[i];
+		else if (!holders[i].n && !free_slot)
+			free_slot = &holders[i];
+	}
+	if (!h)
+		h = free_slot;
+	if (!h || holders_total >= HTTP_USERS_MAX || h->n >= HTTP_USER_MAX) {
+		ok = false;
+		held = h ? h->n : 0;
+	} else {
+		h->uid = uid;
+		h->n++;
+		holders_total++;
+		*socket_context = h;
+	}
+	total = holders_total;
+	pthread_mutex_unlock(&holders_lock);
+	if (!ok)
+		log_warningx("/metrics: connection of uid %u refused: it holds "
+			     "%u already (local users: %u)",
+			     (unsigned)uid, held, total);
+	return ok;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn,
+			  void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct http_holder *h = *socket_context;
+	const union MHD_ConnectionInfo *fd;
+
+	(void)cls;
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (h) {
+			pthread_mutex_lock(&holders_lock);
+			h->n--;
+			holders_total--;
+			pthread_mutex_unlock(&holders_lock);
+		}
+		return;
+	}
+	if (holder_take(conn, socket_context))
+		return;
+	/* libmicrohttpd cannot be told to drop a connection from here:
+	 * its next poll sees the socket shut and closes it. */
+	fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (fd)
+		shutdown(fd->connect_fd, SHUT_RDWR);
+}
 
 /* Who may see which per-job series: a client on this host is identified
  * by its socket's owner (netpeer.h) and sees its own jobs, root all; a
@@ -175,7 +258,9 @@ int http_start(const char *listen_str, char *err, size_t errlen)
 			       MHD_OPTION_CONNECTION_LIMIT,
 			       (unsigned)HTTP_CONNECTIONS_MAX,
 			       MHD_OPTION_CONNECTION_TIMEOUT,
-			       (unsigned)HTTP_TIMEOUT_S, MHD_OPTION_END);
+			       (unsigned)HTTP_TIMEOUT_S,
+			       MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+			       MHD_OPTION_END);
 	if (!mhd) {
 		snprintf(err, errlen,
 			 "MetricsListen %s: libmicrohttpd did not start",

@@ -1082,11 +1082,26 @@ static void refuse(int fd, const char *msg)
 	close(fd);
 }
 
+/* How many connections UID holds now. clients_lock held. */
+static unsigned clients_of_locked(uid_t uid)
+{
+	const struct client *c;
+	unsigned n = 0;
+
+	for (c = clients; c; c = c->next)
+		n += c->peer.uid == uid;
+	return n;
+}
+
 static void accept_client(int fd)
 {
 	struct timeval tv = { .tv_sec = SERVER_SNDTIMEO_S };
 	unsigned max = server_conf->max_connections;
 	unsigned reserve = max / 8 ? max / 8 : 1;
+	/* One user may hold half of the users' slots: a user who opens
+	 * connections and holds them (or a job gone wrong) cannot lock the
+	 * other users' jobs out of job_env, phase and shim_report. */
+	unsigned per_user = max > reserve ? (max - reserve) / 2 : 1;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	pthread_attr_t attr;
@@ -1109,8 +1124,19 @@ static void accept_client(int fd)
 		log_warningx("client pid %d uid %u refused: too many "
 			     "connections (%u)",
 			     (int)cred.pid, (unsigned)cred.uid, max);
-		snprintf(msg, sizeof(msg), "too many connections (limit %u)",
-			 max);
+		snprintf(msg, sizeof(msg), PROTO_BUSY " (limit %u)", max);
+		refuse(fd, msg);
+		return;
+	}
+	if (cred.uid != 0 && per_user > 1 &&
+	    clients_of_locked(cred.uid) >= per_user) {
+		pthread_mutex_unlock(&clients_lock);
+		log_warningx("client pid %d uid %u refused: too many "
+			     "connections of uid %u (%u)",
+			     (int)cred.pid, (unsigned)cred.uid,
+			     (unsigned)cred.uid, per_user);
+		snprintf(msg, sizeof(msg), PROTO_BUSY " of uid %u (limit %u)",
+			 (unsigned)cred.uid, per_user);
 		refuse(fd, msg);
 		return;
 	}

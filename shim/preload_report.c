@@ -406,16 +406,17 @@ static int send_file(const char *buf, size_t len)
 }
 
 /* Send the line, then wait (bounded) for the daemon's one-line reply so
- * the summary has been read before the process goes away. */
-static int send_socket(const char *buf, size_t len)
+ * the summary has been read before the process goes away. 0 when read,
+ * 1 when iostaged had no connection slot for us (daemon/server.c's
+ * PROTO_BUSY refusal: the line was not read), -1 otherwise. */
+static int send_socket_once(const char *buf, size_t len)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct pollfd p;
 	char reply[256];
+	ssize_t n;
 	int fd, rc = -1;
 
-	if (id.job < 0)
-		return -1; /* nothing to file it under */
 	memcpy(sa.sun_path, id.socket_path, strlen(id.socket_path) + 1);
 	fd = (int)syscall(SYS_socket, AF_UNIX,
 			  SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -428,15 +429,44 @@ static int send_socket(const char *buf, size_t len)
 		if (syscall(SYS_poll, &p, 1, id.timeout_ms) <= 0)
 			goto out;
 	}
-	if (write_all(fd, buf, len, true) < 0)
-		goto out;
 	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	/* A refused connection may be closed before the line is all sent:
+	 * its reply is read all the same. */
+	if (write_all(fd, buf, len, true) < 0 &&
+	    syscall(SYS_poll, &p, 1, 0) <= 0)
+		goto out;
 	if (syscall(SYS_poll, &p, 1, id.timeout_ms) > 0 &&
-	    syscall(SYS_recvfrom, fd, reply, sizeof(reply), 0, NULL, NULL) > 0)
-		rc = 0;
+	    (n = syscall(SYS_recvfrom, fd, reply, sizeof(reply) - 1, 0, NULL,
+			 NULL)) > 0) {
+		reply[n] = '\0';
+		rc = strstr(reply, "\"ok\":false") &&
+				     strstr(reply, "too many connections")
+			     ? 1
+			     : 0;
+	}
 out:
 	syscall(SYS_close, fd);
 	return rc;
+}
+
+/* A busy daemon (many processes of many jobs ending at once) is asked
+ * again, 10 to 80 ms apart, for up to the report's timeout. */
+static int send_socket(const char *buf, size_t len)
+{
+	struct timespec pause = {0, 10 * 1000 * 1000};
+	long waited_ms = 0;
+	int rc;
+
+	if (id.job < 0)
+		return -1; /* nothing to file it under */
+	while ((rc = send_socket_once(buf, len)) == 1 &&
+	       waited_ms < id.timeout_ms) {
+		syscall(SYS_nanosleep, &pause, NULL);
+		waited_ms += pause.tv_nsec / 1000000;
+		if (pause.tv_nsec < 80 * 1000 * 1000)
+			pause.tv_nsec *= 2;
+	}
+	return rc == 0 ? 0 : -1;
 }
 
 /* Did the process make any counted call? A shell's fork-then-exec child

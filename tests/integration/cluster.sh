@@ -209,6 +209,9 @@ SchedulerType=sched/backfill
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,bf_interval=1
 ReturnToService=2
 MinJobAge=600
+# The load tests (test_load.sh): a 1,000-task array, kept MinJobAge after.
+MaxArraySize=4001
+MaxJobCount=20000
 InactiveLimit=0
 KillWait=5
 Waittime=0
@@ -218,6 +221,9 @@ SlurmdTimeout=300
 HealthCheckInterval=0
 NodeName=$host NodeAddr=127.0.0.1 NodeHostname=$host CPUs=$ncpu RealMemory=1000 State=UNKNOWN
 PartitionName=debug Default=YES Nodes=ALL MaxTime=INFINITE State=UP
+# 64 jobs at once on the one node (test_load.sh): each core shared by up
+# to 64 jobs of this partition; no gang scheduling (PreemptMode=OFF).
+PartitionName=load Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=FORCE:64
 EOF
   if [ -n "${CLUSTER_EXTRA_CONF:-}" ]; then
     printf '%s\n' "$CLUSTER_EXTRA_CONF" >>"$dir/slurm.conf"

@@ -82,7 +82,7 @@ START_TEST(test_defaults)
 	ck_assert_int_eq(c.on_failure, STAGE_FAILURE_FAIL);
 	ck_assert_uint_eq(c.cache_high_watermark, 85);
 	ck_assert_uint_eq(c.cache_low_watermark, 75);
-	ck_assert_uint_eq(c.max_connections, 64);
+	ck_assert_uint_eq(c.max_connections, 256);
 	ck_assert_uint_eq(c.cache_ttl, 3600);
 	ck_assert_uint_eq(c.stage_parallelism, 4);
 	ck_assert_uint_eq(c.drain_timeout, 600);

@@ -1,9 +1,12 @@
 /* check_proto.c - the wire protocol: line reading, request parsing,
  * replies, field helpers, and a round trip over a real socket pair. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -241,6 +244,94 @@ START_TEST(test_call_unreachable_socket_says_so)
 }
 END_TEST
 
+/* A daemon that refuses the first BUSY connections as iostaged does when
+ * out of slots, then answers each request with ok. */
+struct busy_server {
+	int fd;
+	int busy;
+	int served;
+};
+
+static void *busy_server_run(void *arg)
+{
+	struct busy_server *b = arg;
+	char buf[256];
+	int c;
+
+	while ((c = accept(b->fd, NULL, NULL)) >= 0) {
+		const char *reply = b->busy-- > 0
+			? "{\"ok\":false,\"error\":\"too many connections "
+			  "(limit 1)\"}\n"
+			: "{\"ok\":true}\n";
+
+		if (read(c, buf, sizeof(buf)) > 0 &&
+		    write(c, reply, strlen(reply)) > 0)
+			b->served++;
+		close(c);
+		if (b->busy < 0)
+			break;
+	}
+	return NULL;
+}
+
+static void busy_server_start(struct busy_server *b, pthread_t *t,
+			      const char *path, int busy)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	b->fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	b->busy = busy;
+	b->served = 0;
+	ck_assert_int_ge(b->fd, 0);
+	ck_assert_int_eq(bind(b->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(b->fd, 8), 0);
+	ck_assert_int_eq(pthread_create(t, NULL, busy_server_run, b), 0);
+}
+
+/* A refusal for want of a slot is asked again until the daemon answers. */
+START_TEST(test_call_retries_busy_refusal)
+{
+	char path[64], err[256] = "";
+	struct busy_server b;
+	pthread_t t;
+	cJSON *req = cJSON_Parse("{\"op\":\"ping\"}"), *reply;
+
+	snprintf(path, sizeof(path), "/tmp/check_proto.%d.sock", (int)getpid());
+	busy_server_start(&b, &t, path, 3);
+	reply = proto_call(path, req, 30000, err, sizeof(err));
+	ck_assert_ptr_nonnull(reply);
+	ck_assert(!proto_reply_busy(reply));
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")));
+	ck_assert_int_eq(b.served, 4);
+	pthread_join(t, NULL);
+	close(b.fd);
+	unlink(path);
+	cJSON_Delete(reply);
+	cJSON_Delete(req);
+}
+END_TEST
+
+/* Any other refusal is an answer: returned at once, never sent twice. */
+START_TEST(test_call_does_not_retry_other_errors)
+{
+	cJSON *busy = cJSON_Parse("{\"ok\":false,\"error\":\"too many "
+				  "connections of uid 5 (limit 2)\"}");
+	cJSON *other = cJSON_Parse("{\"ok\":false,\"error\":\"unknown job "
+				   "7\"}");
+	cJSON *ok = cJSON_Parse("{\"ok\":true,\"error\":\"too many "
+				"connections\"}");
+
+	ck_assert(proto_reply_busy(busy));
+	ck_assert(!proto_reply_busy(other));
+	ck_assert(!proto_reply_busy(ok));
+	cJSON_Delete(busy);
+	cJSON_Delete(other);
+	cJSON_Delete(ok);
+}
+END_TEST
+
 static Suite *proto_suite(void)
 {
 	Suite *s = suite_create("proto");
@@ -258,6 +349,8 @@ static Suite *proto_suite(void)
 	tcase_add_test(tc, test_field_helpers);
 	tcase_add_test(tc, test_job_id);
 	tcase_add_test(tc, test_call_unreachable_socket_says_so);
+	tcase_add_test(tc, test_call_retries_busy_refusal);
+	tcase_add_test(tc, test_call_does_not_retry_other_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }

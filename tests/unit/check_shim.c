@@ -803,6 +803,65 @@ static void *stub_main(void *arg)
 	return NULL;
 }
 
+/* iostaged out of connection slots: the first BUSY connections are
+ * refused at once (the line unread), as daemon/server.c does. */
+struct busy_stub {
+	struct daemon_stub d;
+	int busy;
+	int refused;
+};
+
+static void *busy_stub_main(void *arg)
+{
+	static const char refusal[] =
+		"{\"ok\":false,\"error\":\"too many connections of uid 1 "
+		"(limit 1)\"}\n";
+	struct busy_stub *b = arg;
+
+	while (b->refused < b->busy) {
+		int c = accept(b->d.fd, NULL, NULL);
+
+		if (c < 0)
+			return NULL;
+		if (write(c, refusal, sizeof(refusal) - 1) > 0)
+			b->refused++;
+		close(c);
+	}
+	return stub_main(&b->d);
+}
+
+START_TEST(test_socket_busy_then_delivered)
+{
+	static struct busy_stub stub;
+	char sock[600], sockvar[700];
+	const char *extra[] = {"IOSTAGE_SHIM_REPORT=", sockvar,
+			       "SLURM_JOB_ID=42", "IOSTAGE_SHIM_TIMEOUT_MS=5000",
+			       NULL};
+	struct run r;
+	pthread_t t;
+	cJSON *rep;
+
+	snprintf(sock, sizeof(sock), "%s/busy.sock", tree);
+	snprintf(sockvar, sizeof(sockvar), "IOSTAGE_SOCKET=%s", sock);
+	stub.d.fd = listen_socket(sock);
+	stub.busy = 3;
+	stub.refused = 0;
+	ck_assert_int_eq(pthread_create(&t, NULL, busy_stub_main, &stub), 0);
+	run_probe("basic", true, extra, &r);
+	pthread_join(t, NULL);
+	assert_ran_ok(&r, "basic");
+	ck_assert_int_eq(stub.refused, 3);
+	rep = cJSON_Parse(stub.d.line);
+	ck_assert_msg(rep != NULL, "daemon got '%.200s'", stub.d.line);
+	ck_assert_str_eq(cJSON_GetObjectItem(rep, "op")->valuestring,
+			 "shim_report");
+	CK_CTR(rep, "read", "dataset", "POSIX_BYTES_READ", 120550);
+	cJSON_Delete(rep);
+	close(stub.d.fd);
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_socket_delivery)
 {
 	static struct daemon_stub stub;
@@ -870,6 +929,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(tc, test_garbage_identity_env);
 	tcase_add_test(tc, test_socket_that_never_answers);
 	tcase_add_test(tc, test_socket_delivery);
+	tcase_add_test(tc, test_socket_busy_then_delivered);
 	suite_add_tcase(s, tc);
 	return s;
 }
