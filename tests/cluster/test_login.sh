@@ -17,7 +17,7 @@ the_train_jobs() {
 			--io-profile="dl-train,data=$ds" -o "train.$node.%j" \
 			--wrap 'cat "$IOSTAGE_DATA"/train/a/* >/dev/null && echo "ran on $(hostname)"' \
 			>/dev/null || { fail "training job on $node: $SUBMIT_OUT"; return 1; }
-		assert_eq "training job on $node completed" COMPLETED "$(job_state "$SUBMIT_JOBID")"
+		assert_eq "training job on $node completed" COMPLETED "$(job_end_state "$SUBMIT_JOBID")"
 		assert_file_contains "training job ran on $node" \
 			"$TEST_WORKDIR/train.$node.$SUBMIT_JOBID" "ran on $node"
 		TRAIN_IDS+=("$SUBMIT_JOBID")
@@ -171,7 +171,7 @@ test_service_down_one_notice_and_the_job_runs() {
 	assert_eq "exactly one notice line" 1 "$(grep -c 'iostage' <<<"$SUBMIT_OUT")"
 	assert_contains "the notice" "$SUBMIT_OUT" "--io-profile=auto: no history advice (iostagectld"
 	assert_contains "the notice says the job runs" "$SUBMIT_OUT" "the job runs without a profile"
-	assert_eq "the job completed" COMPLETED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "the job completed" COMPLETED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "the job ran" "$TEST_WORKDIR/down.$SUBMIT_JOBID" ran
 	assert_eq "recommend fails" 1 "$rrc"
 	assert_eq "recommend: one line" 1 "$(wc -l <<<"$out")"

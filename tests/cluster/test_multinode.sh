@@ -50,7 +50,7 @@ JOB
 	assert_eq "tasks (2 per node) that saw the same data" 6 "$(grep -c ': same$' tasks.txt)"
 	assert_eq "nodes of those tasks" "n1 n2 n3" \
 		"$(sed 's/.* on \(n[0-9]*\):.*/\1/' tasks.txt | sort -u | tr '\n' ' ' | sed 's/ $//')"
-	assert_eq "job state" COMPLETED "$(job_state "$jid")"
+	assert_eq "job state" COMPLETED "$(job_end_state "$jid")"
 	for node in n1 n2 n3; do
 		wait_finished "$node" "$jid" || fail "job $jid not finished on $node"
 		assert_eq "datasets staged on $node" 1 "$(log_count "$node" "job $jid: staged 2 datasets")"

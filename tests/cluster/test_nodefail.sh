@@ -57,7 +57,7 @@ test_one_node_fails_fallback_policy() {
 		--wrap "srun -N3 bash -c 'echo \$(hostname) fallback=\${IOSTAGE_FALLBACK:-0} data=\$IOSTAGE_DATA'" \
 		>/dev/null
 	j=$SUBMIT_JOBID
-	assert_eq "the job ran" COMPLETED "$(job_state "$j")"
+	assert_eq "the job ran" COMPLETED "$(job_end_state "$j")"
 	out=$(cat "out.$j")
 	for node in n1 n2 n3; do
 		assert_contains "$node runs on the PFS paths" "$out" \

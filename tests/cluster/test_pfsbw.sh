@@ -46,7 +46,7 @@ test_streaming_jobs_take_licenses_third_waits() {
 		fail "staging job: $SUBMIT_OUT"
 	js=$SUBMIT_JOBID
 	assert_eq "licenses of a staging job" "" "$(job_field "$js" Licenses | sed 's/(null)//')"
-	assert_eq "staging job state" COMPLETED "$(job_state "$js")"
+	assert_eq "staging job state" COMPLETED "$(job_end_state "$js")"
 	# Job 1 ends: job 3 starts then, not before.
 	wait_job_state "$j3" 'RUNNING|COMPLETED' 30 || fail "job $j3 never started: $(job_reason "$j3")"
 	wait_job_state "$j1" COMPLETED 10 || fail "job $j1 not completed"
@@ -230,7 +230,7 @@ test_stage_bandwidth_without_service_falls_back() {
 	before=$(log_count n2 'no share from iostagectld')
 	submit_wait "$TEST_USER" -w n2 --io-profile="none,data=$ds" -o /dev/null --wrap true >/dev/null ||
 		fail "staging without the service: $SUBMIT_OUT"
-	assert_eq "job state" COMPLETED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state" COMPLETED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_eq "one fallback line" $((before + 1)) "$(log_count n2 'no share from iostagectld')"
 	assert_contains "the line names the local share" \
 		"$(grep 'no share from iostagectld' "$(iostaged_log n2)" | tail -n1)" "3.0 MiB/s, a conservative local share"

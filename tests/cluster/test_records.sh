@@ -59,7 +59,7 @@ test_one_record_for_three_nodes() {
 	ds=$(pfs_dataset rec 8)
 	run_three_node_job "$ds"
 	j=$SUBMIT_JOBID
-	assert_eq "job completed" COMPLETED "$(job_state "$j")"
+	assert_eq "job completed" COMPLETED "$(job_end_state "$j")"
 	wait_filed "$j" || return 1
 	rec=$(head_record "$j")
 	assert_eq "the record names every node" '["n1","n2","n3"]' \

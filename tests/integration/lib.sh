@@ -87,6 +87,19 @@ job_field() {
 # job_state JOBID   e.g. COMPLETED, FAILED, RUNNING, PENDING
 job_state() { job_field "$1" JobState; }
 
+# job_end_state JOBID [TIMEOUT_S=60]   the state once the job is past
+#   COMPLETING: `sbatch --wait` returns when the batch script ends, while
+#   the Epilogs may still run (slowly under the sanitizers)
+job_end_state() {
+  local id=$1 t=${2:-60} i st
+  for ((i = 0; i < t * 5; i++)); do
+    st=$(job_state "$id")
+    [[ "$st" == COMPLETING* ]] || break
+    sleep 0.2
+  done
+  printf '%s\n' "$st"
+}
+
 # job_exit JOBID    ExitCode, e.g. 0:0 or 1:0
 job_exit() { job_field "$1" ExitCode; }
 

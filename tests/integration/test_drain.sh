@@ -171,7 +171,7 @@ test_undrainable_outputs_are_kept_not_deleted() {
 	rec=$(wait_record "$SUBMIT_JOBID") || fail "no drain record"
 	chmod 0755 "$pfsout"
 	assert_file_contains "job output" out.txt WROTE
-	assert_eq "job state (the Epilog never fails)" COMPLETED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state (the Epilog never fails)" COMPLETED "$(job_end_state "$SUBMIT_JOBID")"
 	kept="$IOSTAGE_TIERS/nvme/jobs/.undrained/$SUBMIT_JOBID"
 	assert_contains "record: kept" "$rec" "\"kept\":\"$kept\""
 	assert_file_eq "kept result" "$kept/locked/result.txt" precious

@@ -65,7 +65,7 @@ test_source_vanished_fallback_runs_on_pfs() {
 	rm -rf "$ds"
 	scontrol release "$SUBMIT_JOBID"
 	wait_job_state "$SUBMIT_JOBID" 'FAILED|COMPLETED' 60 || fail "job did not end"
-	assert_eq "job state" COMPLETED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state" COMPLETED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "job output" out.txt "FB=1 DATA=$ds"
 	assert_node_not_drained
 }

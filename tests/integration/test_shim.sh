@@ -176,7 +176,7 @@ test_traced_job_record_has_shim_counters_and_shared_files() {
 	shim_fixture
 	write_traced_job
 	run_traced_job "traced-$$" 1200
-	assert_eq "job state" COMPLETED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state" COMPLETED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "the shim in the tasks" out.txt "PRELOAD=$SHIM_LIB"
 	assert_file_contains "the job ran to its end" out.txt "done"
 	rec=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID" --json) ||
