@@ -51,6 +51,15 @@ static pthread_mutex_t safe_mu = PTHREAD_MUTEX_INITIALIZER;
 static time_t t_start;
 static uint32_t counted[COUNTED_MAX];
 static size_t ncounted;
+/* slurmctld answering the job table: for /metrics */
+static int64_t slurm_ok_at;
+static uint64_t slurm_errors;
+
+void slurmsched_health(time_t *ret_ok_at, uint64_t *ret_errors)
+{
+	*ret_ok_at = (time_t)__atomic_load_n(&slurm_ok_at, __ATOMIC_RELAXED);
+	*ret_errors = __atomic_load_n(&slurm_errors, __ATOMIC_RELAXED);
+}
 
 bool slurmsched_prefer_safe(void)
 {
@@ -624,8 +633,11 @@ static void watch_jobs(void)
 	job_info_msg_t *jobs = NULL;
 
 	if (slurm_load_jobs((time_t)0, &jobs, SHOW_ALL) != SLURM_SUCCESS ||
-	    !jobs)
+	    !jobs) {
+		__atomic_add_fetch(&slurm_errors, 1, __ATOMIC_RELAXED);
 		return;
+	}
+	__atomic_store_n(&slurm_ok_at, (int64_t)time(NULL), __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < jobs->record_count; i++) {
 		const slurm_job_info_t *j = &jobs->job_array[i];
 

@@ -1,4 +1,4 @@
-/* http.c - /metrics over HTTP with libmicrohttpd (http.h).
+/* httpmetrics.c - /metrics over HTTP with libmicrohttpd (httpmetrics.h).
  *
  * libmicrohttpd does the HTTP; we open the listening socket ourselves so
  * that "address in use" or "cannot assign requested address" reaches the
@@ -18,28 +18,29 @@
 #include <microhttpd.h>
 
 #include "common/conf.h"
+#include "common/httpmetrics.h"
 #include "common/netpeer.h"
-#include "daemon/http.h"
-#include "daemon/metrics.h"
 
 #define HTTP_TIMEOUT_S 10
 #define HTTP_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-static struct MHD_Daemon *mhd;
-static unsigned http_port;
+struct httpmetrics {
+	struct MHD_Daemon *mhd;
+	unsigned port;
+	httpmetrics_render_fn render;
+	void *arg;
+};
 
-/* Who may see which per-job series: a client on this host is identified
- * by its socket's owner (netpeer.h) and sees its own jobs, root all; a
- * client on another host (not in /proc/net/tcp) is the site's Prometheus,
- * which MetricsListen let in: all. If we cannot tell, no job series. */
-static void viewer_of(struct MHD_Connection *conn, bool *ret_all,
-		      uid_t *ret_uid)
+/* Who asks (httpmetrics.h): a local client by its socket's owner, a
+ * remote one (not in /proc/net/tcp) is the site's Prometheus: all. */
+static void viewer_of(struct MHD_Connection *conn, unsigned port,
+		      bool *ret_all, uid_t *ret_uid)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
 		conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	uid_t uid = (uid_t)-1;
 	int r = ci && ci->client_addr
-			? netpeer_uid(ci->client_addr, http_port, &uid)
+			? netpeer_uid(ci->client_addr, port, &uid)
 			: -1;
 
 	*ret_all = r == 0 || (r == 1 && uid == 0);
@@ -66,6 +67,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				  const char *version, const char *upload,
 				  size_t *upload_size, void **state)
 {
+	struct httpmetrics *h = cls;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 	size_t len = 0;
@@ -73,7 +75,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	uid_t viewer;
 	char *text;
 
-	(void)cls;
 	(void)version;
 	(void)upload;
 	if (!*state) { /* first call: headers only; answer on the next */
@@ -89,9 +90,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			     "only GET /metrics\n");
 	if (strcmp(url, "/metrics"))
 		return reply(conn, MHD_HTTP_NOT_FOUND,
-			     "not found: iostaged serves /metrics only\n");
-	viewer_of(conn, &all, &viewer);
-	text = metrics_render(all, viewer, &len);
+			     "not found: only /metrics is served here\n");
+	viewer_of(conn, h->port, &all, &viewer);
+	text = h->render(h->arg, all, viewer, &len);
 	if (!text)
 		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 			     "out of memory\n");
@@ -107,8 +108,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 }
 
 /* A listening socket on ADDR:PORT. fd, or -1 with err. */
-static int open_listener(const char *listen_str, int *ret_family,
-			 unsigned *ret_port, char *err, size_t errlen)
+static int open_listener(const char *key, const char *listen_str,
+			 int *ret_family, unsigned *ret_port, char *err,
+			 size_t errlen)
 {
 	char addr[CONF_LISTEN_MAX];
 	struct sockaddr_storage ss;
@@ -118,7 +120,7 @@ static int open_listener(const char *listen_str, int *ret_family,
 
 	memset(&ss, 0, sizeof(ss));
 	if (conf_parse_listen(listen_str, addr, sizeof(addr), &port) < 0) {
-		snprintf(err, errlen, "MetricsListen %s: not ADDR:PORT",
+		snprintf(err, errlen, "%s %s: not ADDR:PORT", key,
 			 listen_str);
 		return -1;
 	}
@@ -139,7 +141,7 @@ static int open_listener(const char *listen_str, int *ret_family,
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		snprintf(err, errlen, "MetricsListen %s: socket: %s",
+		snprintf(err, errlen, "%s %s: socket: %s", key,
 			 listen_str, strerror(errno));
 		return -1;
 	}
@@ -148,7 +150,7 @@ static int open_listener(const char *listen_str, int *ret_family,
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, sslen) < 0 ||
 	    listen(fd, 32) < 0) {
-		snprintf(err, errlen, "MetricsListen %s: cannot listen: %s",
+		snprintf(err, errlen, "%s %s: cannot listen: %s", key,
 			 listen_str, strerror(errno));
 		close(fd);
 		return -1;
@@ -158,37 +160,52 @@ static int open_listener(const char *listen_str, int *ret_family,
 	return fd;
 }
 
-int http_start(const char *listen_str, char *err, size_t errlen)
+struct httpmetrics *httpmetrics_start(const char *key, const char *listen_str,
+				      httpmetrics_render_fn render, void *arg,
+				      char *err, size_t errlen)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+	struct httpmetrics *h = calloc(1, sizeof(*h));
 	int fd, family = AF_INET;
 
-	if (mhd)
-		return 0;
-	fd = open_listener(listen_str, &family, &http_port, err, errlen);
-	if (fd < 0)
-		return -1;
+	if (!h) {
+		snprintf(err, errlen, "%s %s: out of memory", key, listen_str);
+		return NULL;
+	}
+	h->render = render;
+	h->arg = arg;
+	fd = open_listener(key, listen_str, &family, &h->port, err, errlen);
+	if (fd < 0) {
+		free(h);
+		return NULL;
+	}
 	if (family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL,
-			       MHD_OPTION_LISTEN_SOCKET, fd,
-			       MHD_OPTION_CONNECTION_LIMIT,
-			       (unsigned)HTTP_CONNECTIONS_MAX,
-			       MHD_OPTION_CONNECTION_TIMEOUT,
-			       (unsigned)HTTP_TIMEOUT_S, MHD_OPTION_END);
-	if (!mhd) {
-		snprintf(err, errlen,
-			 "MetricsListen %s: libmicrohttpd did not start",
-			 listen_str);
+	h->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
+				  MHD_OPTION_LISTEN_SOCKET, fd,
+				  MHD_OPTION_CONNECTION_LIMIT,
+				  (unsigned)HTTPMETRICS_CONNECTIONS_MAX,
+				  MHD_OPTION_CONNECTION_TIMEOUT,
+				  (unsigned)HTTP_TIMEOUT_S, MHD_OPTION_END);
+	if (!h->mhd) {
+		snprintf(err, errlen, "%s %s: libmicrohttpd did not start",
+			 key, listen_str);
 		close(fd);
-		return -1;
+		free(h);
+		return NULL;
 	}
-	return 0;
+	return h;
 }
 
-void http_stop(void)
+unsigned httpmetrics_port(const struct httpmetrics *h)
 {
-	if (mhd)
-		MHD_stop_daemon(mhd); /* closes the listening socket */
-	mhd = NULL;
+	return h->port;
+}
+
+void httpmetrics_stop(struct httpmetrics *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->mhd); /* closes the listening socket */
+	free(h);
 }
