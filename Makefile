@@ -240,6 +240,15 @@ bench:
 	@BUILD=$(BUILD) bench/run.sh
 	@$(MAKE) --no-print-directory bench-history
 	@$(MAKE) --no-print-directory bench-telemetry
+	@$(MAKE) --no-print-directory bench-sched
+
+# Time to start with and without placement and pre-staging (issue 13 item
+# 5): the test cluster booted twice, the same DLIO-shaped job stream on
+# each (bench/sched-replay.sh, knobs there); as root, about 10 minutes;
+# results in bench/results/sched-LATEST.{json,txt}.
+.PHONY: bench-sched
+bench-sched: all
+	@BUILD=$(BUILD) bench/sched-replay.sh
 
 # What staging saves over a simulated remote PFS (bench/pfs-bench.sh, issue
 # 14): as root; BENCH_SCALE=0.1 for a quick run; results in bench/results/

@@ -181,10 +181,20 @@ int sched_status_show(const struct client *client, enum sched_show how)
 	}
 	p = cJSON_GetObjectItemCaseSensitive(reply, "placement");
 	s = cJSON_GetObjectItemCaseSensitive(reply, "prestage");
-	printf("iostagectld: placement %s, %.0f nodes reporting their cache\n",
+	printf("iostagectld: placement %s%s%s, %.0f nodes reporting their "
+	       "cache\n",
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "enabled"))
 		   ? "on"
-		   : "off (SchedulerParameters lacks ignore_prefer_validation)",
+		   : "off (",
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "enabled"))
+		   ? ""
+		   : (json_string(p, "off_reason")[0]
+			  ? json_string(p, "off_reason")
+			  : "SchedulerParameters lacks "
+			    "ignore_prefer_validation"),
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "enabled"))
+		   ? ""
+		   : ")",
 	       json_number(p, "nodes_reporting"));
 	printf("placements: %.0f jobs given a preference, %.0f honoured, "
 	       "%.0f not\n",

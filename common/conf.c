@@ -75,6 +75,8 @@ enum conf_key {
 	CONF_KEY_STAGE_BANDWIDTH_FALLBACK,
 	CONF_KEY_PFS_LICENSE,
 	CONF_KEY_PFS_LICENSE_PER_JOB,
+	CONF_KEY_PLACEMENT,
+	CONF_KEY_PRESTAGE,
 	CONF_KEY_COUNT,
 };
 
@@ -120,6 +122,8 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_STAGE_BANDWIDTH_FALLBACK] = "StageBandwidthFallback",
     [CONF_KEY_PFS_LICENSE] = "PfsLicense",
     [CONF_KEY_PFS_LICENSE_PER_JOB] = "PfsLicensePerJob",
+    [CONF_KEY_PLACEMENT] = "Placement",
+    [CONF_KEY_PRESTAGE] = "Prestage",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -322,6 +326,8 @@ void conf_set_defaults(struct conf *conf)
 	conf->parts_deadline = CONF_PARTS_DEADLINE_DEFAULT;
 	conf->outbox_limit = CONF_OUTBOX_LIMIT_DEFAULT;
 	conf->pfs_license_per_job = 1;
+	conf->placement = true;
+	conf->prestage = true;
 }
 
 bool conf_is_user_name(const char *s)
@@ -830,8 +836,17 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 		return conf_path(cp, key, val, c->munge_socket,
 				 sizeof(c->munge_socket));
 	case CONF_KEY_PUBLIC_DATASETS:
+	case CONF_KEY_PLACEMENT:
+	case CONF_KEY_PRESTAGE:
 		if (strcasecmp(val, "yes") == 0 || strcasecmp(val, "no") == 0) {
-			c->public_datasets = strcasecmp(val, "yes") == 0;
+			bool yes = strcasecmp(val, "yes") == 0;
+
+			if (k == CONF_KEY_PUBLIC_DATASETS)
+				c->public_datasets = yes;
+			else if (k == CONF_KEY_PLACEMENT)
+				c->placement = yes;
+			else
+				c->prestage = yes;
 			return 0;
 		}
 		return conf_fail(cp, "key '%s': expected yes or no, not '%s'",

@@ -123,6 +123,9 @@ struct conf {
 	char pfs_license[CONF_NAME_MAX]; /* Slurm license streaming jobs
 					  * request, "" = none */
 	unsigned pfs_license_per_job;   /* licenses such a job requests */
+	/* iostagectld's scheduling help (docs/SCHEDULING.md). */
+	bool placement;                 /* publish cache features (--prefer) */
+	bool prestage;                  /* stage pending jobs' datasets */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -146,7 +149,7 @@ struct conf {
  * duration like 5m; at most 1 day), OutboxLimit=10000, StageBandwidth=0
  * (unbounded; bytes per second, "400M" or "400M/s"),
  * StageBandwidthFallback= (StageBandwidth/8), PfsLicense= (none),
- * PfsLicensePerJob=1. */
+ * PfsLicensePerJob=1, Placement=yes, Prestage=yes. */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is

@@ -184,9 +184,9 @@ static int sched_families(struct promtext *pt)
 
 	if (r && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")))
 		rc = family1(pt, "iostage_ctld_placement_enabled", "gauge",
-			     "1 while slurmctld runs with "
-			     "ignore_prefer_validation (placement on)",
-			     slurmsched_prefer_safe()) < 0
+			     "1 while placement is on (Placement=yes and "
+			     "slurmctld runs with ignore_prefer_validation)",
+			     slurmsched_placement_on()) < 0
 			 ? -1
 			 : promtext_sched_status(pt, r);
 	cJSON_Delete(req);

@@ -114,7 +114,13 @@ cJSON *sched_op_status(const struct ctld_caller *c, const cJSON *req)
 	p = cJSON_AddObjectToObject(reply, "placement");
 	if (!p)
 		goto fail;
-	cJSON_AddBoolToObject(p, "enabled", slurmsched_prefer_safe());
+	cJSON_AddBoolToObject(p, "enabled", slurmsched_placement_on());
+	if (!slurmsched_placement_on())
+		cJSON_AddStringToObject(
+		    p, "off_reason",
+		    !slurmsched_prefer_safe()
+			? "SchedulerParameters lacks ignore_prefer_validation"
+			: "Placement=no in iostage.conf");
 	cJSON_AddNumberToObject(p, "nodes_reporting", pc.nodes);
 	cJSON_AddNumberToObject(p, "reports", (double)pc.reports);
 	cJSON_AddNumberToObject(p, "queries", (double)pc.queries);

@@ -71,6 +71,12 @@ bool slurmsched_prefer_safe(void)
 	return r;
 }
 
+bool slurmsched_placement_on(void)
+{
+	return sched_conf && sched_conf->placement &&
+	       slurmsched_prefer_safe();
+}
+
 static void check_sched_params(void)
 {
 	static bool warned;
@@ -125,8 +131,8 @@ static void publish_node(const node_info_t *ni, time_t now)
 		return; /* the node may report soon: keep what it shows */
 	for (size_t i = 0; i < n; i++)
 		ptrs[i] = want[i];
-	if (!slurmsched_prefer_safe())
-		n = 0; /* nothing would use them */
+	if (!slurmsched_placement_on())
+		n = 0; /* nothing would use them, or the site said no */
 	if (dsfeature_same(avail, ptrs, n) && dsfeature_same(act, ptrs, n)) {
 		placement_set_published(ni->name, act);
 		return;
@@ -384,7 +390,8 @@ static void prefer_prestaged(struct pending_job *j, const char *current)
 	char want[256] = "", f[DSFEATURE_LEN + 1];
 	job_desc_msg_t m;
 
-	if (j->prefer_set || !prefer_ours(current) || !slurmsched_prefer_safe())
+	if (j->prefer_set || !prefer_ours(current) ||
+	    !slurmsched_placement_on())
 		return;
 	for (size_t k = 0; k < j->nnodes && !want[0]; k++) {
 		bool all = true;
@@ -423,7 +430,7 @@ static void prestage_pending(struct pending_job *j, const char *prefer,
 {
 	char *list, *p, *save = NULL;
 
-	if (!j->start_time || !j->sched_nodes[0] ||
+	if (!sched_conf->prestage || !j->start_time || !j->sched_nodes[0] ||
 	    j->start_time - now > PRESTAGE_HORIZON_S)
 		return;
 	list = expand_nodes(j->sched_nodes);
@@ -703,6 +710,12 @@ int slurmsched_start(const struct conf *conf, char *err, size_t errlen)
 				   strerror(errno));
 	slurm_init(NULL);
 	pending_set_owner_check(job_owner);
+	if (!conf->placement)
+		log_info("placement: off (Placement=no): no node features, "
+			 "no --prefer");
+	if (!conf->prestage)
+		log_info("prestage: off (Prestage=no): pending jobs are not "
+			 "pre-staged");
 	t_start = time(NULL);
 	stopping = false;
 	rc = pthread_create(&thread, NULL, run, NULL);

@@ -49,6 +49,27 @@ START_TEST(test_metrics_listen)
 }
 END_TEST
 
+/* Placement= and Prestage=: on unless the site says no. */
+START_TEST(test_sched_switches)
+{
+	struct conf c;
+	char err[CONF_ERR_MAX];
+
+	conf_set_defaults(&c);
+	ck_assert_int_eq(conf_parse(T1, "t.conf", &c, err, sizeof(err)), 0);
+	ck_assert(c.placement && c.prestage);
+	ck_assert_int_eq(conf_parse(T1 "Placement=no\nprestage=No\n",
+				    "t.conf", &c, err, sizeof(err)),
+			 0);
+	ck_assert(!c.placement && !c.prestage);
+	ck_assert_int_eq(conf_parse(T1 "Prestage=off\n", "t.conf", &c, err,
+				    sizeof(err)),
+			 -1);
+	ck_assert_str_eq(err, "t.conf:2: key 'Prestage': expected yes or no, "
+			      "not 'off'");
+}
+END_TEST
+
 START_TEST(test_set)
 {
 	struct conf c;
@@ -164,6 +185,7 @@ int main(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_set);
 	tcase_add_test(tc, test_metrics_listen);
+	tcase_add_test(tc, test_sched_switches);
 	tcase_add_test(tc, test_names);
 	tcase_add_loop_test(tc, test_errors, 0, sizeof(errs) / sizeof(errs[0]));
 	suite_add_tcase(s, tc);
