@@ -54,7 +54,7 @@ JOB
 	while read -r kind ds secs; do
 		[ -n "$kind" ] || continue
 		# a whole node (2 CPUs), a time limit so backfill can plan it
-		submit "$TEST_USER" -c 2 -t 2 -J "$kind-$(basename "$ds")" \
+		submit "$TEST_USER" -c 2 -t 1 -J "$kind-$(basename "$ds")" \
 			--export=ALL,SCHED_COMPUTE="$secs" \
 			--io-profile="dl-train,data=$ds:$SCHED_TIER" \
 			-o "$TEST_WORKDIR/out.%j" "$TEST_WORKDIR/job.sh" >/dev/null ||
@@ -108,12 +108,17 @@ JOB
 		--argjson prestage_bytes "$(( $(sched_metric "$ctl_after" iostage_ctld_prestage_bytes_total) - $(sched_metric "$ctl_before" iostage_ctld_prestage_bytes_total) ))" \
 		--argjson pred_hit "$(sched_metric "$ctl_after" 'iostage_ctld_prestage_predictions_total{outcome="hit"}')" \
 		--argjson pred_missed "$(sched_metric "$ctl_after" 'iostage_ctld_prestage_predictions_total{outcome="missed"}')" \
+		--argjson pred_late "$(sched_metric "$ctl_after" 'iostage_ctld_prestage_predictions_total{outcome="late"}')" \
+		--argjson prestaged "$(sched_metric "$ctl_after" 'iostage_ctld_prestage_datasets_total{result="staged"}')" \
+		--argjson prestage_failed "$(sched_metric "$ctl_after" 'iostage_ctld_prestage_datasets_total{result="failed"}')" \
 		--argjson saved "$(sched_metric "$ctl_after" iostage_ctld_prestage_saved_seconds_total)" \
 		--argjson honoured "$(sched_metric "$ctl_after" 'iostage_ctld_placements_total{outcome="honoured"}')" \
 		--argjson not_honoured "$(sched_metric "$ctl_after" 'iostage_ctld_placements_total{outcome="not_honoured"}')" \
 		'{ mode: $mode, jobs: ., nodes_copied_bytes: $nodes_copied,
 		   ctld: { prestage_bytes: $prestage_bytes, predictions_hit: $pred_hit,
-			   predictions_missed: $pred_missed, saved_seconds: $saved,
+			   predictions_missed: $pred_missed, predictions_late: $pred_late,
+			   prestaged_datasets: $prestaged, prestage_failed: $prestage_failed,
+			   saved_seconds: $saved,
 			   placements_honoured: $honoured, placements_not_honoured: $not_honoured } }' \
 		"$rows" >"$SCHED_OUT" || fail "cannot write $SCHED_OUT"
 	echo "sched-replay[$SCHED_MODE]: $(jq -c '.ctld' "$SCHED_OUT"), nodes copied $copied_nodes bytes"

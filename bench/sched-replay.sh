@@ -32,6 +32,7 @@
 #   BENCH_SCHED_BW         StageBandwidth= of both modes (64M)
 #   BENCH_SCHED_TIER       the tier jobs stage to (ram: Capacity=256M)
 #   BENCH_SCHED_MODES      modes to run ("staging sched")
+#   BENCH_SCHED_NAME       results file name: NAME-LATEST.{json,txt} (sched)
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,6 +49,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${BENCH_SCHED_BW:=64M}"
 : "${BENCH_SCHED_TIER:=ram}"
 : "${BENCH_SCHED_MODES:=staging sched}"
+: "${BENCH_SCHED_NAME:=sched}"
 : "${BENCH_RESULTS:=$BENCH_SRC/results}"
 
 die() { echo "bench-sched: $*" >&2; exit 1; }
@@ -57,6 +59,7 @@ say() { echo "bench-sched: $*" >&2; }
 command -v jq >/dev/null || die "jq is missing (scripts/install-deps.sh)"
 case "$BENCH_SCHED_DIR" in /*) ;; *) die "BENCH_SCHED_DIR must be absolute" ;; esac
 T0=$(bench_now)
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- the datasets: FILES of 128 KiB each, readable by every user ----------
 
@@ -119,10 +122,10 @@ done
 # --- the figures -----------------------------------------------------------------
 
 mkdir -p "$BENCH_RESULTS"
-OUT="$BENCH_RESULTS/sched-LATEST.json"
+OUT="$BENCH_RESULTS/$BENCH_SCHED_NAME-LATEST.json"
 jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" \
 	--argjson cpus "$(nproc)" --arg git "$(git -C "$BENCH_TOP" rev-parse --short HEAD 2>/dev/null || echo -)" \
-	--arg bw "$BENCH_SCHED_BW" --arg tier "$BENCH_SCHED_TIER" \
+	--arg bw "$BENCH_SCHED_BW" --arg tier "$BENCH_SCHED_TIER" --arg load "$LOAD0" \
 	--argjson secs "$(awk -v a="$(bench_now)" -v b="$T0" 'BEGIN { printf "%.0f", a - b }')" \
 	--argjson train "$BENCH_SCHED_TRAIN" --argjson train_mib "$BENCH_SCHED_TRAIN_MIB" \
 	--argjson infer_mib "$BENCH_SCHED_INFER_MIB" --argjson interval "$BENCH_SCHED_INTERVAL" '
@@ -136,6 +139,8 @@ jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p
 		mode: $m.mode, jobs: $n,
 		prolog_wait_median_s: ([$m.jobs[].prolog_wait_s] | median | r3),
 		prolog_wait_p95_s: ([$m.jobs[].prolog_wait_s] | pct(0.95) | r3),
+		stage_in_median_s: ([$m.jobs[].stage_in_s] | median | r3),
+		stage_in_p95_s: ([$m.jobs[].stage_in_s] | pct(0.95) | r3),
 		slurm_start_to_task_median_s: ([$m.jobs[].slurm_start_to_task_s | select(. != null)] | median | r3),
 		copied_bytes_per_job_at_start: (([$m.jobs[].copied_bytes] | add) / $n | round),
 		copied_bytes_per_job_all: ($m.nodes_copied_bytes / $n | round),
@@ -150,7 +155,7 @@ jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p
 	| (map(select(.mode == "sched"))[0] | if . then summary else null end) as $b
 	| {
 		date: $date, git: $git, machine: { cpus: $cpus, cpu: $cpu },
-		seconds: $secs,
+		seconds: $secs, load_at_start: $load,
 		setup: { nodes: 3, cpus_per_node: 2, job_cpus: 2, tier: $tier,
 			 tier_capacity: "256M", source: ("the cluster'"'"'s shared directory, copies bounded by StageBandwidth=" + $bw + " (common/ratelimit.c)"),
 			 training_datasets: $train, training_mib: $train_mib,
@@ -160,6 +165,7 @@ jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p
 			copied_bytes_at_start_fewer_pct: (if $a.copied_bytes_per_job_at_start > 0 then (100 * (1 - $b.copied_bytes_per_job_at_start / $a.copied_bytes_per_job_at_start)) | r3 else null end),
 			copied_bytes_all_fewer_pct: (if $a.copied_bytes_per_job_all > 0 then (100 * (1 - $b.copied_bytes_per_job_all / $a.copied_bytes_per_job_all)) | r3 else null end),
 			prolog_wait_median_shorter_x: (if $b.prolog_wait_median_s > 0 then ($a.prolog_wait_median_s / $b.prolog_wait_median_s) | r3 else null end),
+			stage_in_median_shorter_x: (if $b.stage_in_median_s > 0 then ($a.stage_in_median_s / $b.stage_in_median_s) | r3 else null end),
 			prolog_wait_p95_shorter_x: (if $b.prolog_wait_p95_s > 0 then ($a.prolog_wait_p95_s / $b.prolog_wait_p95_s) | r3 else null end),
 			node_seconds_idle_fewer_pct: (if $a.node_seconds_idle_in_prologs > 0 then (100 * (1 - $b.node_seconds_idle_in_prologs / $a.node_seconds_idle_in_prologs)) | r3 else null end)
 		} else null end),
@@ -168,7 +174,7 @@ jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p
 	}' "$WORK"/*.json >"$OUT.tmp" && mv "$OUT.tmp" "$OUT" || die "cannot write $OUT"
 
 # The table.
-TXT="$BENCH_RESULTS/sched-LATEST.txt"
+TXT="$BENCH_RESULTS/$BENCH_SCHED_NAME-LATEST.txt"
 jq -r '"bench-sched \(.date) (\(.machine.cpus) CPUs, \(.machine.cpu)), \(.seconds) s; source: \(.setup.source)"' "$OUT" >"$TXT"
 jq -r '
 	def mib: if . == null then "-" else ((. / 1048576 * 10 | round) / 10 | tostring) + " MiB" end;
@@ -177,18 +183,21 @@ jq -r '
 	(["", "staging alone", "placement + pre-staging"] | @tsv),
 	row("Prolog wait, median"; .prolog_wait_median_s | s),
 	row("Prolog wait, p95"; .prolog_wait_p95_s | s),
+	row("  of which staging (iostaged), median"; .stage_in_median_s | s),
+	row("  of which staging (iostaged), p95"; .stage_in_p95_s | s),
 	row("Slurm start to task, median (1 s res.)"; .slurm_start_to_task_median_s | s),
 	row("bytes copied per job at start"; .copied_bytes_per_job_at_start | mib),
 	row("bytes copied per job, pre-staging incl."; .copied_bytes_per_job_all | mib),
 	row("cache hit ratio at start"; .cache_hit_ratio | tostring),
 	row("node-seconds idle in Prologs"; .node_seconds_idle_in_prologs | s),
 	row("pre-staged (iostagectld)"; .ctld.prestage_bytes | mib),
-	row("predictions hit / missed"; "\(.ctld.predictions_hit) / \(.ctld.predictions_missed)"),
+	row("pre-staged datasets (failed)"; "\(.ctld.prestaged_datasets) (\(.ctld.prestage_failed))"),
+	row("predictions hit / late / missed"; "\(.ctld.predictions_hit) / \(.ctld.predictions_late) / \(.ctld.predictions_missed)"),
 	row("placements honoured / not"; "\(.ctld.placements_honoured) / \(.ctld.placements_not_honoured)"),
 	"",
 	(if .ratios then
 	  "fewer bytes copied at start: \(.ratios.copied_bytes_at_start_fewer_pct) % (target >= 80 %: \(if .ratios.copied_bytes_at_start_fewer_pct >= 80 then "met" else "MISSED" end)); pre-staging included: \(.ratios.copied_bytes_all_fewer_pct) %",
-	  "median Prolog wait \(.ratios.prolog_wait_median_shorter_x)x shorter (target >= 5x: \(if .ratios.prolog_wait_median_shorter_x >= 5 then "met" else "MISSED" end)); p95 \(.ratios.prolog_wait_p95_shorter_x)x; node-seconds idle in Prologs \(.ratios.node_seconds_idle_fewer_pct) % fewer"
+	  "median Prolog wait \(.ratios.prolog_wait_median_shorter_x)x shorter (target >= 5x: \(if .ratios.prolog_wait_median_shorter_x >= 5 then "met" else "MISSED" end)); p95 \(.ratios.prolog_wait_p95_shorter_x)x; staging alone median \(.ratios.stage_in_median_shorter_x)x; node-seconds idle in Prologs \(.ratios.node_seconds_idle_fewer_pct) % fewer"
 	else "(one mode only: no ratios)" end)
 ' "$OUT" | column -t -s $'\t' >>"$TXT"
 cat "$TXT"

@@ -201,12 +201,13 @@ int sched_status_show(const struct client *client, enum sched_show how)
 	       json_number(p, "preferred"), json_number(p, "honoured"),
 	       json_number(p, "not_honoured"));
 	printf("pre-staging: %.0f datasets asked of nodes, %.0f staged "
-	       "(%s), %.0f failed; jobs that found it: %.0f, missed: %.0f, "
-	       "staging time saved %.0f s\n",
+	       "(%s copied), %.0f failed; jobs that found it: %.0f, late: "
+	       "%.0f, missed: %.0f, staging time saved %.1f s\n",
 	       json_number(s, "requests"), json_number(s, "staged"),
 	       units_bytes((uint64_t)json_number(s, "bytes"), b, sizeof(b)),
 	       json_number(s, "failed"), json_number(s, "hits"),
-	       json_number(s, "missed"), json_number(s, "seconds_saved"));
+	       json_number(s, "late"), json_number(s, "missed"),
+	       json_number(s, "seconds_saved"));
 	printf("\n%-8s %-10s %-9s %-12s %s\n", "JOBID", "USER", "START",
 	       "SCHED_NODES", "PREFER");
 	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(reply, "jobs"))

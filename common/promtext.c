@@ -391,9 +391,11 @@ static const struct sched_sample {
 	  "Bytes put in node caches for pending jobs", NULL, NULL, "prestage",
 	  "bytes" },
 	{ "iostage_ctld_prestage_predictions_total", "counter",
-	  "Pre-staged jobs that started where their data was staged (hit) or "
-	  "elsewhere (missed)",
+	  "Pre-staged jobs that started where their data was staged (hit), "
+	  "where it was still being staged (late), or elsewhere (missed)",
 	  "outcome", "hit", "prestage", "hits" },
+	{ "iostage_ctld_prestage_predictions_total", NULL, NULL, "outcome",
+	  "late", "prestage", "late" },
 	{ "iostage_ctld_prestage_predictions_total", NULL, NULL, "outcome",
 	  "missed", "prestage", "missed" },
 	{ "iostage_ctld_prestage_saved_seconds_total", "counter",

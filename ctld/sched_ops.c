@@ -139,6 +139,7 @@ cJSON *sched_op_status(const struct ctld_caller *c, const cJSON *req)
 	cJSON_AddNumberToObject(p, "failed", (double)sc.failed);
 	cJSON_AddNumberToObject(p, "bytes", (double)sc.bytes);
 	cJSON_AddNumberToObject(p, "hits", (double)sc.hits);
+	cJSON_AddNumberToObject(p, "late", (double)sc.late);
 	cJSON_AddNumberToObject(p, "missed", (double)sc.missed);
 	cJSON_AddNumberToObject(p, "seconds_saved", sc.seconds_saved);
 	/* The caller's jobs (root and AdminGroup: all); not yet confirmed

@@ -314,6 +314,8 @@ static void prestage_poll(struct pending_job *j, struct pending_node *pn,
 	if (state && !strcmp(state, "staged")) {
 		const cJSON *secs =
 		    cJSON_GetObjectItemCaseSensitive(reply, "staged_s");
+		const cJSON *copied =
+		    cJSON_GetObjectItemCaseSensitive(reply, "copied_bytes");
 
 		st->state = PENDING_STAGED;
 		/* the node's own figure; else ours (to a poll interval) */
@@ -321,7 +323,12 @@ static void prestage_poll(struct pending_job *j, struct pending_node *pn,
 						   : difftime(time(NULL),
 							      st->sent);
 		dc->staged++;
-		dc->bytes += cached_bytes(pn->name, j->uid, &j->ds[d]);
+		/* the node's count of what it copied; a node without it
+		 * (older iostaged): the entry's size in its last report,
+		 * which may not have come yet (then 0) */
+		dc->bytes += cJSON_IsNumber(copied) && copied->valuedouble >= 0
+				 ? (uint64_t)copied->valuedouble
+				 : cached_bytes(pn->name, j->uid, &j->ds[d]);
 		log_info("prestage: job %u: %s staged on %s", j->job,
 			 j->ds[d].path, pn->name);
 	} else if (state && (!strcmp(state, "failed") ||
@@ -468,12 +475,15 @@ static void prestage_started(struct pending_job *j, const char *nodes,
 			     struct pending_counts *dc)
 {
 	char *list = expand_nodes(nodes), *p, *save = NULL;
-	bool any = false, hit = false;
+	bool any = false, hit = false, late = false;
 	double saved = 0;
 
+	/* a prediction: something was sent to a node for this job (built
+	 * there, or still being built) */
 	for (size_t k = 0; k < j->nnodes; k++)
 		for (size_t d = 0; d < j->nds; d++)
-			if (j->nodes[k].ds[d].state == PENDING_STAGED &&
+			if ((j->nodes[k].ds[d].state == PENDING_STAGED ||
+			     j->nodes[k].ds[d].state == PENDING_SENT) &&
 			    j->nodes[k].ds[d].id)
 				any = true;
 	for (p = list ? strtok_r(list, ",", &save) : NULL; p;
@@ -481,17 +491,28 @@ static void prestage_started(struct pending_job *j, const char *nodes,
 		for (size_t k = 0; k < j->nnodes; k++) {
 			if (strcmp(j->nodes[k].name, p))
 				continue;
-			for (size_t d = 0; d < j->nds; d++)
-				if (j->nodes[k].ds[d].state ==
-					PENDING_STAGED &&
-				    j->nodes[k].ds[d].id) {
+			for (size_t d = 0; d < j->nds; d++) {
+				const struct pending_stage *st =
+				    &j->nodes[k].ds[d];
+
+				if (st->state == PENDING_STAGED && st->id) {
 					hit = true;
-					saved += j->nodes[k].ds[d].seconds;
+					saved += st->seconds;
+				} else if (st->state == PENDING_SENT) {
+					late = true;
 				}
+			}
 		}
 	free(list);
 	j->started = true;
-	if (hit) {
+	if (!hit && late) {
+		/* right node, but the copy was not done: the Prolog waits
+		 * for the rest of it (no time saved is counted) */
+		dc->late++;
+		log_info("prestage: job %u started on %s while its data was "
+			 "still being pre-staged there",
+			 j->job, nodes);
+	} else if (hit) {
 		dc->hits++;
 		dc->seconds_saved += saved;
 		log_info("prestage: job %u started on %s, where its data was "

@@ -92,7 +92,7 @@ START_TEST(test_sched_status)
 	    "\"preferred\":5,\"honoured\":4,\"not_honoured\":1},"
 	    "\"prestage\":{\"jobs_noted\":7,\"pending_jobs\":2,"
 	    "\"requests\":3,\"staged\":2,\"failed\":1,"
-	    "\"bytes\":1048576,\"hits\":1,\"missed\":1,"
+	    "\"bytes\":1048576,\"hits\":1,\"late\":3,\"missed\":1,"
 	    "\"seconds_saved\":2.5}}");
 	const char *t, *p;
 	int types = 0;
@@ -112,6 +112,8 @@ START_TEST(test_sched_status)
 					"1048576\n"));
 	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_prestage_pending_jobs 2\n"));
 	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_prestage_predictions_"
+					"total{outcome=\"late\"} 3\n"
+					"iostage_ctld_prestage_predictions_"
 					"total{outcome=\"missed\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_prestage_saved_"
 					"seconds_total 2.5\n"));
