@@ -102,7 +102,7 @@ static void print_job(const cJSON *j)
 		snprintf(prefer, sizeof(prefer), "%s (%s)",
 			 where[0] ? where : "no node now",
 			 json_string(j, "prefer"));
-	printf("%-8.0f %-10s %-9s %-12s %s\n", json_number(j, "job"),
+	printf("%-8.0f %-12s %-9s %-12s %s\n", json_number(j, "job"),
 	       json_string(j, "user"), when,
 	       json_string(j, "sched_nodes")[0] ? json_string(j, "sched_nodes")
 						: "-",
@@ -208,7 +208,7 @@ int sched_status_show(const struct client *client, enum sched_show how)
 	       json_number(s, "failed"), json_number(s, "hits"),
 	       json_number(s, "late"), json_number(s, "missed"),
 	       json_number(s, "seconds_saved"));
-	printf("\n%-8s %-10s %-9s %-12s %s\n", "JOBID", "USER", "START",
+	printf("\n%-8s %-12s %-9s %-12s %s\n", "JOBID", "USER", "START",
 	       "SCHED_NODES", "PREFER");
 	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(reply, "jobs"))
 		print_job(j);
