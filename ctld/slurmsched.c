@@ -124,7 +124,9 @@ static void publish_node(const node_info_t *ni, time_t now)
 
 	if (!act)
 		act = avail;
-	if (reported_recently(ni->name, now))
+	if (!sched_conf->placement)
+		n = 0; /* Placement=no: withdraw at once, reports or not */
+	else if (reported_recently(ni->name, now))
 		n = placement_wanted(ni->name, want, PLACEMENT_NODE_FEATURES);
 	else if (now - t_start < STALE_REPORT_S &&
 		 !placement_reported_at(ni->name))
