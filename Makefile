@@ -20,8 +20,10 @@ DESTDIR     ?=
 CC      ?= gcc
 VERSION := 0.1.0
 PKGS    := libcjson libxxhash libcrypto
-# Only iostaged serves HTTP (/metrics); nothing else links libmicrohttpd.
+# iostaged and iostagectld serve /metrics over HTTP (common/httpmetrics.c);
+# nothing else links libmicrohttpd.
 DAEMON_PKGS := libmicrohttpd
+HTTP_LIBS   := $(shell pkg-config --libs $(DAEMON_PKGS))
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wno-format-nonliteral
@@ -125,9 +127,10 @@ $(DAEMON): $(DAEMON_OBJ) $(HISTORY_LIB_OBJ) $(LIBCOMMON)
 # (ctld/slurmsched.c).
 $(CTLD): $(CTLD_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge -lslurm \
-	    $(CTLD_MALLOC)
+	    $(HTTP_LIBS) $(CTLD_MALLOC)
 
-$(BUILD)/daemon/%.o: CPPFLAGS += $(shell pkg-config --cflags $(DAEMON_PKGS))
+$(BUILD)/daemon/%.o $(BUILD)/common/httpmetrics.o $(BUILD)/ubsan/common/httpmetrics.o: \
+    CPPFLAGS += $(shell pkg-config --cflags $(DAEMON_PKGS))
 
 $(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o \
     $(BUILD)/prolog/nodelist.o $(LIBCOMMON)
@@ -150,6 +153,8 @@ $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 # tests); the archive keeps it out of the plugin, the CLI and the Prolog.
 $(BUILD)/tests/check_mauth $(BUILD)/tests/check_peernet \
     $(BUILD)/tests/check_ctlclient $(BUILD)/tests/check_peerserve: LDLIBS += -lmunge
+# The /metrics server (libmicrohttpd), tested on a real socket.
+$(BUILD)/tests/check_httpmetrics: LDLIBS += $(HTTP_LIBS)
 
 # The Prolog's node list (libslurm's hostlist).
 $(BUILD)/tests/check_nodelist: tests/unit/check_nodelist.c $(BUILD)/prolog/nodelist.o $(LIBCOMMON)
@@ -178,7 +183,8 @@ $(BUILD)/tests/check_ctld $(BUILD)/tests/check_file_batch $(BUILD)/tests/check_p
     $(BUILD)/tests/check_%: tests/unit/check_%.c $(CTLD_LIB_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
-	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge -lslurm $(shell pkg-config --libs check)
+	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge -lslurm $(HTTP_LIBS) \
+	    $(shell pkg-config --libs check)
 # The export formatters live in cli/ and are tested without the command's
 # main(): check_export links them and the client they share.
 EXPORT_LIB_OBJ := $(filter-out $(BUILD)/cli/main.o $(BUILD)/cli/phase.o,$(CLI_OBJ))
@@ -250,6 +256,15 @@ bench:
 	@BUILD=$(BUILD) bench/run.sh
 	@$(MAKE) --no-print-directory bench-history
 	@$(MAKE) --no-print-directory bench-telemetry
+	@$(MAKE) --no-print-directory bench-sched
+
+# Time to start with and without placement and pre-staging (issue 13 item
+# 5): the test cluster booted twice, the same DLIO-shaped job stream on
+# each (bench/sched-replay.sh, knobs there); as root, about 10 minutes;
+# results in bench/results/sched-LATEST.{json,txt}.
+.PHONY: bench-sched
+bench-sched: all
+	@BUILD=$(BUILD) bench/sched-replay.sh
 
 # What staging saves over a simulated remote PFS (bench/pfs-bench.sh, issue
 # 14): as root; BENCH_SCALE=0.1 for a quick run; results in bench/results/

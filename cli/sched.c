@@ -78,7 +78,7 @@ int sched_job_note_main(const struct client *client, int argc, char **argv)
 static void print_job(const cJSON *j)
 {
 	const cJSON *n, *d;
-	char when[64] = "-";
+	char when[64] = "-", where[256] = "", prefer[600];
 	double st = json_number(j, "start_time");
 
 	if (st > 0) {
@@ -88,96 +88,57 @@ static void print_job(const cJSON *j)
 		localtime_r(&t, &tm);
 		strftime(when, sizeof(when), "%H:%M:%S", &tm);
 	}
-	printf("%-8.0f %-10s %-9s %-12s %s\n", json_number(j, "job"),
-	       json_string(j, "user"), when, json_string(j, "sched_nodes"),
-	       json_string(j, "prefer")[0] ? json_string(j, "prefer")
-					    : "(none)");
+	/* the preference by where it points: feature names mean nothing
+	 * to a user */
+	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(j,
+							      "prefer_nodes"))
+		if (cJSON_IsString(n))
+			snprintf(where + strlen(where),
+				 sizeof(where) - strlen(where), "%s%s",
+				 where[0] ? "," : "", n->valuestring);
+	if (!json_string(j, "prefer")[0])
+		snprintf(prefer, sizeof(prefer), "(none)");
+	else
+		snprintf(prefer, sizeof(prefer), "%s (%s)",
+			 where[0] ? where : "no node now",
+			 json_string(j, "prefer"));
+	printf("%-8.0f %-12s %-9s %-12s %s\n", json_number(j, "job"),
+	       json_string(j, "user"), when,
+	       json_string(j, "sched_nodes")[0] ? json_string(j, "sched_nodes")
+						: "-",
+	       prefer);
 	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(j, "nodes"))
 		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(n,
 								      "datasets"))
-			printf("%10s %s on %s: %s%s%s\n", "",
+		{
+			char took[48] = "";
+
+			if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(
+				d, "seconds")))
+				snprintf(took, sizeof(took), " in %.1f s",
+					 json_number(d, "seconds"));
+			printf("%10s %s on %s: %s%s%s%s\n", "",
 			       json_string(d, "path"), json_string(n, "node"),
-			       json_string(d, "state"),
+			       json_string(d, "state"), took,
 			       json_string(d, "error")[0] ? ": " : "",
 			       json_string(d, "error"));
+		}
 }
 
-/* The counters as Prometheus text (a node_exporter textfile, or a
- * scrape through a wrapper): iostagectld has no HTTP endpoint of its
- * own. 0, or -1 on ENOMEM. */
+/* The counters as Prometheus text (a node_exporter textfile): the
+ * names iostagectld's own /metrics uses (common/promtext.h). 0, or -1
+ * on ENOMEM. */
 int sched_status_prom(const cJSON *reply, FILE *out)
 {
-	const cJSON *p = cJSON_GetObjectItemCaseSensitive(reply, "placement");
-	const cJSON *s = cJSON_GetObjectItemCaseSensitive(reply, "prestage");
 	struct promtext *pt = promtext_create();
-	static const char *const honoured[] = { "outcome", "honoured", NULL };
-	static const char *const not_honoured[] = { "outcome", "not_honoured",
-						    NULL };
-	static const char *const ok[] = { "result", "ok", NULL };
-	static const char *const err[] = { "result", "error", NULL };
-	static const char *const staged[] = { "result", "staged", NULL };
-	static const char *const failed[] = { "result", "failed", NULL };
-	static const char *const hit[] = { "outcome", "hit", NULL };
-	static const char *const missed[] = { "outcome", "missed", NULL };
 	const char *text;
 	int rc = -1;
 
-	if (!pt)
-		return -1;
-	if (promtext_family(pt, "iostage_ctld_nodes_reporting", "gauge",
-			    "Nodes whose cache iostagectld knows") < 0 ||
-	    promtext_sample(pt, "iostage_ctld_nodes_reporting", NULL,
-			    json_number(p, "nodes_reporting")) < 0 ||
-	    promtext_family(pt, "iostage_ctld_placement_preferred_total",
-			    "counter",
-			    "Submissions given a --prefer for nodes caching "
-			    "their data") < 0 ||
-	    promtext_sample(pt, "iostage_ctld_placement_preferred_total", NULL,
-			    json_number(p, "preferred")) < 0 ||
-	    promtext_family(pt, "iostage_ctld_placements_total", "counter",
-			    "Jobs preferring cached nodes, by whether Slurm "
-			    "started them there") < 0 ||
-	    promtext_sample(pt, "iostage_ctld_placements_total", honoured,
-			    json_number(p, "honoured")) < 0 ||
-	    promtext_sample(pt, "iostage_ctld_placements_total", not_honoured,
-			    json_number(p, "not_honoured")) < 0 ||
-	    promtext_family(pt, "iostage_ctld_feature_updates_total",
-			    "counter", "Node feature updates sent to Slurm") < 0 ||
-	    promtext_sample(pt, "iostage_ctld_feature_updates_total", ok,
-			    json_number(p, "feature_updates")) < 0 ||
-	    promtext_sample(pt, "iostage_ctld_feature_updates_total", err,
-			    json_number(p, "feature_update_errors")) < 0 ||
-	    promtext_family(pt, "iostage_ctld_prestage_datasets_total",
-			    "counter",
-			    "Datasets pre-staged for pending jobs, by result") < 0 ||
-	    promtext_sample(pt, "iostage_ctld_prestage_datasets_total", staged,
-			    json_number(s, "staged")) < 0 ||
-	    promtext_sample(pt, "iostage_ctld_prestage_datasets_total", failed,
-			    json_number(s, "failed")) < 0 ||
-	    promtext_family(pt, "iostage_ctld_prestage_bytes_total", "counter",
-			    "Bytes put in node caches for pending jobs") < 0 ||
-	    promtext_sample(pt, "iostage_ctld_prestage_bytes_total", NULL,
-			    json_number(s, "bytes")) < 0 ||
-	    promtext_family(pt, "iostage_ctld_prestage_predictions_total",
-			    "counter",
-			    "Pre-staged jobs that started where their data "
-			    "was staged (hit) or elsewhere (missed)") < 0 ||
-	    promtext_sample(pt, "iostage_ctld_prestage_predictions_total", hit,
-			    json_number(s, "hits")) < 0 ||
-	    promtext_sample(pt, "iostage_ctld_prestage_predictions_total",
-			    missed, json_number(s, "missed")) < 0 ||
-	    promtext_family(pt, "iostage_ctld_prestage_saved_seconds_total",
-			    "counter",
-			    "Staging time the hits did not spend at start") < 0 ||
-	    promtext_sample(pt, "iostage_ctld_prestage_saved_seconds_total",
-			    NULL, json_number(s, "seconds_saved")) < 0)
-		goto out;
-	text = promtext_text(pt, NULL);
-	if (!text)
-		goto out;
-	fputs(text, out);
-	rc = 0;
-out:
+	if (pt && promtext_sched_status(pt, reply) == 0 &&
+	    (text = promtext_text(pt, NULL))) {
+		fputs(text, out);
+		rc = 0;
+	}
 	promtext_destroy(pt);
 	return rc;
 }
@@ -220,23 +181,34 @@ int sched_status_show(const struct client *client, enum sched_show how)
 	}
 	p = cJSON_GetObjectItemCaseSensitive(reply, "placement");
 	s = cJSON_GetObjectItemCaseSensitive(reply, "prestage");
-	printf("iostagectld: placement %s, %.0f nodes reporting their cache\n",
+	printf("iostagectld: placement %s%s%s, %.0f nodes reporting their "
+	       "cache\n",
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "enabled"))
 		   ? "on"
-		   : "off (SchedulerParameters lacks ignore_prefer_validation)",
+		   : "off (",
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "enabled"))
+		   ? ""
+		   : (json_string(p, "off_reason")[0]
+			  ? json_string(p, "off_reason")
+			  : "SchedulerParameters lacks "
+			    "ignore_prefer_validation"),
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "enabled"))
+		   ? ""
+		   : ")",
 	       json_number(p, "nodes_reporting"));
 	printf("placements: %.0f jobs given a preference, %.0f honoured, "
 	       "%.0f not\n",
 	       json_number(p, "preferred"), json_number(p, "honoured"),
 	       json_number(p, "not_honoured"));
 	printf("pre-staging: %.0f datasets asked of nodes, %.0f staged "
-	       "(%s), %.0f failed; jobs that found it: %.0f, missed: %.0f, "
-	       "staging time saved %.0f s\n",
+	       "(%s copied), %.0f failed; jobs that found it: %.0f, late: "
+	       "%.0f, missed: %.0f, staging time saved %.1f s\n",
 	       json_number(s, "requests"), json_number(s, "staged"),
 	       units_bytes((uint64_t)json_number(s, "bytes"), b, sizeof(b)),
 	       json_number(s, "failed"), json_number(s, "hits"),
-	       json_number(s, "missed"), json_number(s, "seconds_saved"));
-	printf("\n%-8s %-10s %-9s %-12s %s\n", "JOBID", "USER", "START",
+	       json_number(s, "late"), json_number(s, "missed"),
+	       json_number(s, "seconds_saved"));
+	printf("\n%-8s %-12s %-9s %-12s %s\n", "JOBID", "USER", "START",
 	       "SCHED_NODES", "PREFER");
 	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(reply, "jobs"))
 		print_job(j);

@@ -67,6 +67,7 @@ enum conf_key {
 	CONF_KEY_PUBLIC_USER,
 	CONF_KEY_CONTROLLER_HOST,
 	CONF_KEY_CONTROLLER_PORT,
+	CONF_KEY_CONTROLLER_METRICS_LISTEN,
 	CONF_KEY_ADMIN_GROUP,
 	CONF_KEY_PARTS_DEADLINE,
 	CONF_KEY_OUTBOX_LIMIT,
@@ -75,6 +76,8 @@ enum conf_key {
 	CONF_KEY_STAGE_BANDWIDTH_FALLBACK,
 	CONF_KEY_PFS_LICENSE,
 	CONF_KEY_PFS_LICENSE_PER_JOB,
+	CONF_KEY_PLACEMENT,
+	CONF_KEY_PRESTAGE,
 	CONF_KEY_COUNT,
 };
 
@@ -112,6 +115,7 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_PUBLIC_USER] = "PublicUser",
     [CONF_KEY_CONTROLLER_HOST] = "ControllerHost",
     [CONF_KEY_CONTROLLER_PORT] = "ControllerPort",
+    [CONF_KEY_CONTROLLER_METRICS_LISTEN] = "ControllerMetricsListen",
     [CONF_KEY_ADMIN_GROUP] = "AdminGroup",
     [CONF_KEY_PARTS_DEADLINE] = "PartsDeadline",
     [CONF_KEY_OUTBOX_LIMIT] = "OutboxLimit",
@@ -120,6 +124,8 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_STAGE_BANDWIDTH_FALLBACK] = "StageBandwidthFallback",
     [CONF_KEY_PFS_LICENSE] = "PfsLicense",
     [CONF_KEY_PFS_LICENSE_PER_JOB] = "PfsLicensePerJob",
+    [CONF_KEY_PLACEMENT] = "Placement",
+    [CONF_KEY_PRESTAGE] = "Prestage",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -317,10 +323,16 @@ void conf_set_defaults(struct conf *conf)
 	conf->peer_port = CONF_PEER_PORT_DEFAULT;
 	conf->peer_parts_timeout = 60;
 	conf->controller_port = CONF_CONTROLLER_PORT_DEFAULT;
+	/* Loopback by default too: a site opens it to its Prometheus. */
+	snprintf(conf->controller_metrics_listen,
+		 sizeof(conf->controller_metrics_listen), "%s",
+		 CONF_CONTROLLER_METRICS_DEFAULT);
 	conf->parts_deadline = CONF_PARTS_DEADLINE_DEFAULT;
 	conf->outbox_limit = CONF_OUTBOX_LIMIT_DEFAULT;
 	conf->outbox_retry_max = CONF_OUTBOX_RETRY_MAX_DEFAULT;
 	conf->pfs_license_per_job = 1;
+	conf->placement = true;
+	conf->prestage = true;
 }
 
 bool conf_is_user_name(const char *s)
@@ -600,6 +612,28 @@ static int conf_path(struct conf_parser *cp, const char *key, const char *val,
 	return 0;
 }
 
+/* An HTTP listen address "ADDR:PORT" (MetricsListen and
+ * ControllerMetricsListen), or "no": none. OUT has CONF_LISTEN_MAX. */
+static int conf_listen(struct conf_parser *cp, const char *key,
+		       const char *val, char *out)
+{
+	char show[CONF_SHOW_MAX + 8], addr[CONF_LISTEN_MAX];
+	unsigned port;
+
+	if (conf_is_off(val)) {
+		out[0] = '\0';
+		return 0;
+	}
+	if (conf_parse_listen(val, addr, sizeof(addr), &port) < 0)
+		return conf_fail(cp,
+				 "key '%s': '%s' is not ADDR:PORT (an IP "
+				 "address such as 127.0.0.1:9464 or "
+				 "[::1]:9464, port 1..65535) or 'no'",
+				 key, conf_show(val, show, sizeof(show)));
+	snprintf(out, CONF_LISTEN_MAX, "%s", val);
+	return 0;
+}
+
 /* A license name as slurm.conf's Licenses= takes it; the characters that
  * -L separates on (',', ':', '@', '|') are never in one. */
 static bool conf_is_license_name(const char *s)
@@ -748,25 +782,10 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 	case CONF_KEY_RECOMMEND_OST_COUNT:
 		return conf_uint(cp, key, val, 0, CONF_RECOMMEND_OST_MAX,
 				 &c->recommend_ost_count);
-	case CONF_KEY_METRICS_LISTEN: {
-		char addr[CONF_LISTEN_MAX];
-		unsigned port;
-
-		if (conf_is_off(val)) {
-			c->metrics_listen[0] = '\0';
-			return 0;
-		}
-		if (conf_parse_listen(val, addr, sizeof(addr), &port) < 0)
-			return conf_fail(cp,
-					 "key '%s': '%s' is not ADDR:PORT (an "
-					 "IP address such as 127.0.0.1:9464 or "
-					 "[::1]:9464, port 1..65535) or 'no'",
-					 key,
-					 conf_show(val, show, sizeof(show)));
-		snprintf(c->metrics_listen, sizeof(c->metrics_listen), "%s",
-			 val);
-		return 0;
-	}
+	case CONF_KEY_METRICS_LISTEN:
+		return conf_listen(cp, key, val, c->metrics_listen);
+	case CONF_KEY_CONTROLLER_METRICS_LISTEN:
+		return conf_listen(cp, key, val, c->controller_metrics_listen);
 	case CONF_KEY_METRICS_TEXTFILE:
 		if (conf_is_off(val)) {
 			c->metrics_textfile[0] = '\0';
@@ -822,8 +841,17 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 		return conf_path(cp, key, val, c->munge_socket,
 				 sizeof(c->munge_socket));
 	case CONF_KEY_PUBLIC_DATASETS:
+	case CONF_KEY_PLACEMENT:
+	case CONF_KEY_PRESTAGE:
 		if (strcasecmp(val, "yes") == 0 || strcasecmp(val, "no") == 0) {
-			c->public_datasets = strcasecmp(val, "yes") == 0;
+			bool yes = strcasecmp(val, "yes") == 0;
+
+			if (k == CONF_KEY_PUBLIC_DATASETS)
+				c->public_datasets = yes;
+			else if (k == CONF_KEY_PLACEMENT)
+				c->placement = yes;
+			else
+				c->prestage = yes;
 			return 0;
 		}
 		return conf_fail(cp, "key '%s': expected yes or no, not '%s'",

@@ -28,6 +28,8 @@
 #define CONF_LISTEN_MAX 64    /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
 #define CONF_PEER_PORT_DEFAULT 6826 /* PeerPort: iostaged to iostaged, TCP */
 #define CONF_CONTROLLER_PORT_DEFAULT 6827 /* ControllerPort: iostagectld */
+/* ControllerMetricsListen: iostagectld's /metrics */
+#define CONF_CONTROLLER_METRICS_DEFAULT "127.0.0.1:9465"
 #define CONF_HOST_MAX 256     /* ControllerHost: a DNS name or IP literal */
 #define CONF_GROUP_MAX 64     /* AdminGroup: a group name */
 #define CONF_PARTS_DEADLINE_DEFAULT 300  /* PartsDeadline, seconds */
@@ -109,6 +111,8 @@ struct conf {
 	/* The cluster service (iostagectld, common/ctlclient.h). */
 	char controller_host[CONF_HOST_MAX]; /* "" = no service: node-local */
 	unsigned controller_port;       /* TCP port, 1..65535 */
+	char controller_metrics_listen[CONF_LISTEN_MAX]; /* iostagectld's
+							  * /metrics, "" = none */
 	char admin_group[CONF_GROUP_MAX]; /* reads every job, "" = root only */
 	/* Filing through the service (daemon/forward.c, ctld/partstore.c). */
 	unsigned parts_deadline;        /* seconds the service waits for parts */
@@ -122,6 +126,9 @@ struct conf {
 	char pfs_license[CONF_NAME_MAX]; /* Slurm license streaming jobs
 					  * request, "" = none */
 	unsigned pfs_license_per_job;   /* licenses such a job requests */
+	/* iostagectld's scheduling help (docs/SCHEDULING.md). */
+	bool placement;                 /* publish cache features (--prefer) */
+	bool prestage;                  /* stage pending jobs' datasets */
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -138,13 +145,15 @@ struct conf {
  * libiostage-preload.so), PeerPort=6826 (0: off), PeerListen=* (every
  * address), PeerPartsTimeout=60, MungeSocket= (libmunge's default),
  * PublicDatasets=yes, PublicUser=nobody, ControllerHost= (none: the
- * history stays on each node), ControllerPort=6827, AdminGroup= (none:
+ * history stays on each node), ControllerPort=6827,
+ * ControllerMetricsListen=127.0.0.1:9465 (iostagectld's /metrics; "no":
+ * none), AdminGroup= (none:
  * only root reads every user's jobs), PartsDeadline=300 (seconds, or a
  * duration like 5m; at most 1 day), OutboxLimit=10000, OutboxRetryMax=60
  * (seconds or a duration, 1s to 1h), StageBandwidth=0
  * (unbounded; bytes per second, "400M" or "400M/s"),
  * StageBandwidthFallback= (StageBandwidth/8), PfsLicense= (none),
- * PfsLicensePerJob=1. */
+ * PfsLicensePerJob=1, Placement=yes, Prestage=yes. */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is

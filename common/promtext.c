@@ -346,3 +346,79 @@ int promtext_job_phases(struct promtext *pt, const cJSON *records)
 	}
 	return 0;
 }
+
+/* --- iostagectld's scheduling counters -------------------------------------- */
+
+/* One sample of promtext_sched_status: family NAME (a new family when
+ * TYPE is set), label NAME=VALUE (none when LNAME is NULL), the value at
+ * OBJ.KEY of the reply. */
+static const struct sched_sample {
+	const char *name, *type, *help;
+	const char *lname, *lvalue;
+	const char *obj, *key;
+} sched_samples[] = {
+	{ "iostage_ctld_nodes_reporting", "gauge",
+	  "Nodes whose cache iostagectld knows", NULL, NULL, "placement",
+	  "nodes_reporting" },
+	{ "iostage_ctld_placement_preferred_total", "counter",
+	  "Submissions given a --prefer for nodes caching their data", NULL,
+	  NULL, "placement", "preferred" },
+	{ "iostage_ctld_placements_total", "counter",
+	  "Jobs preferring cached nodes, by whether Slurm started them there",
+	  "outcome", "honoured", "placement", "honoured" },
+	{ "iostage_ctld_placements_total", NULL, NULL, "outcome",
+	  "not_honoured", "placement", "not_honoured" },
+	{ "iostage_ctld_feature_updates_total", "counter",
+	  "Node feature updates sent to Slurm", "result", "ok", "placement",
+	  "feature_updates" },
+	{ "iostage_ctld_feature_updates_total", NULL, NULL, "result", "error",
+	  "placement", "feature_update_errors" },
+	{ "iostage_ctld_prestage_jobs_noted_total", "counter",
+	  "Submitted jobs whose datasets iostagectld was told (job_note)",
+	  NULL, NULL, "prestage", "jobs_noted" },
+	{ "iostage_ctld_prestage_pending_jobs", "gauge",
+	  "Noted jobs that have not started yet", NULL, NULL, "prestage",
+	  "pending_jobs" },
+	{ "iostage_ctld_prestage_requests_total", "counter",
+	  "Datasets iostagectld asked nodes to pre-stage", NULL, NULL,
+	  "prestage", "requests" },
+	{ "iostage_ctld_prestage_datasets_total", "counter",
+	  "Datasets pre-staged for pending jobs, by result", "result",
+	  "staged", "prestage", "staged" },
+	{ "iostage_ctld_prestage_datasets_total", NULL, NULL, "result",
+	  "failed", "prestage", "failed" },
+	{ "iostage_ctld_prestage_bytes_total", "counter",
+	  "Bytes put in node caches for pending jobs", NULL, NULL, "prestage",
+	  "bytes" },
+	{ "iostage_ctld_prestage_predictions_total", "counter",
+	  "Pre-staged jobs that started where their data was staged (hit), "
+	  "where it was still being staged (late), or elsewhere (missed)",
+	  "outcome", "hit", "prestage", "hits" },
+	{ "iostage_ctld_prestage_predictions_total", NULL, NULL, "outcome",
+	  "late", "prestage", "late" },
+	{ "iostage_ctld_prestage_predictions_total", NULL, NULL, "outcome",
+	  "missed", "prestage", "missed" },
+	{ "iostage_ctld_prestage_saved_seconds_total", "counter",
+	  "Seconds the nodes spent building the pre-staged datasets of the "
+	  "hits, while those jobs waited (docs/SCHEDULING.md)",
+	  NULL, NULL, "prestage", "seconds_saved" },
+};
+
+int promtext_sched_status(struct promtext *pt, const cJSON *reply)
+{
+	for (size_t i = 0; i < sizeof(sched_samples) / sizeof(sched_samples[0]);
+	     i++) {
+		const struct sched_sample *s = &sched_samples[i];
+		const char *labels[] = { s->lname, s->lvalue, NULL };
+		double v = 0;
+
+		num(cJSON_GetObjectItemCaseSensitive(reply, s->obj), s->key,
+		    &v);
+		if ((s->type && promtext_family(pt, s->name, s->type,
+						s->help) < 0) ||
+		    promtext_sample(pt, s->name, s->lname ? labels : NULL,
+				    v) < 0)
+			return -1;
+	}
+	return 0;
+}

@@ -51,4 +51,15 @@ const char *promtext_text(const struct promtext *pt, size_t *ret_len);
  * phases without a name, are skipped. 0, or -1 with errno. */
 int promtext_job_phases(struct promtext *pt, const cJSON *records);
 
+/* iostagectld's scheduling counters (docs/SCHEDULING.md) from a
+ * `sched_status` reply: iostage_ctld_nodes_reporting,
+ * _placement_preferred_total, _placements_total{outcome},
+ * _feature_updates_total{result}, _prestage_jobs_noted_total,
+ * _prestage_pending_jobs, _prestage_requests_total,
+ * _prestage_datasets_total{result}, _prestage_bytes_total,
+ * _prestage_predictions_total{outcome}, _prestage_saved_seconds_total.
+ * A field the reply lacks is 0. The same names on iostagectld's /metrics
+ * and in `iostage status --prom`. 0, or -1 with errno. */
+int promtext_sched_status(struct promtext *pt, const cJSON *reply);
+
 #endif /* IOSTAGE_PROMTEXT_H */

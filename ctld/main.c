@@ -27,6 +27,7 @@
 #include "ctld/bw_ops.h"
 #include "ctld/history.h"
 #include "ctld/import.h"
+#include "ctld/metrics.h"
 #include "ctld/partstore.h"
 #include "ctld/service.h"
 #include "ctld/slurmsched.h"
@@ -184,6 +185,8 @@ int main(int argc, char **argv)
 		history_fini();
 		return 1;
 	}
+	/* /metrics (ControllerMetricsListen): never fatal. */
+	ctld_metrics_start(&conf);
 	/* Placement and pre-staging go through slurmctld; the service
 	 * files and answers without it (logged, retried). */
 	if (slurmsched_start(&conf, err, sizeof(err)) < 0)
@@ -209,6 +212,7 @@ int main(int argc, char **argv)
 		sigsuspend(&waitmask);
 	log_info("caught %s, shutting down", strsignal(got_signal));
 	/* A connection thread still running could be inside the database. */
+	ctld_metrics_stop();
 	slurmsched_stop();
 	partstore_stop();
 	if (ctld_service_stop())

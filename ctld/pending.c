@@ -272,6 +272,7 @@ void pending_count(const struct pending_counts *d)
 	counts.failed += d->failed;
 	counts.bytes += d->bytes;
 	counts.hits += d->hits;
+	counts.late += d->late;
 	counts.missed += d->missed;
 	counts.seconds_saved += d->seconds_saved;
 	pthread_mutex_unlock(&mu);

@@ -87,6 +87,8 @@ struct pending_counts {
 	uint64_t bytes;          /* bytes those put in caches */
 	uint64_t hits;           /* jobs that started where their data was
 				  * pre-staged */
+	uint64_t late;           /* jobs that started where their data was
+				  * still being pre-staged */
 	uint64_t missed;         /* jobs pre-staged elsewhere than they ran */
 	double seconds_saved;    /* pre-staging time of the hits */
 };

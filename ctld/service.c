@@ -107,6 +107,38 @@ static const struct {
 	{ "stage_bw_status", ctld_op_stage_bw_status },
 };
 
+#define CTLD_NOPS (sizeof(ctld_ops) / sizeof(ctld_ops[0]))
+
+/* Requests answered per op, for /metrics (ctld/metrics.c): ok or
+ * declined; the last slot: unknown ops. Relaxed atomics: counters. */
+static uint64_t op_ok[CTLD_NOPS + 1], op_declined[CTLD_NOPS + 1];
+static uint64_t refused_count;
+
+static cJSON *counted(size_t i, cJSON *reply)
+{
+	if (reply && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply,
+								    "ok")))
+		__atomic_add_fetch(&op_ok[i], 1, __ATOMIC_RELAXED);
+	else
+		__atomic_add_fetch(&op_declined[i], 1, __ATOMIC_RELAXED);
+	return reply;
+}
+
+size_t ctld_service_counts(struct ctld_op_count *ret, size_t max,
+			   uint64_t *ret_refused)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i <= CTLD_NOPS && n < max; i++, n++) {
+		ret[n].op = i < CTLD_NOPS ? ctld_ops[i].name : "unknown";
+		ret[n].ok = __atomic_load_n(&op_ok[i], __ATOMIC_RELAXED);
+		ret[n].declined =
+		    __atomic_load_n(&op_declined[i], __ATOMIC_RELAXED);
+	}
+	*ret_refused = __atomic_load_n(&refused_count, __ATOMIC_RELAXED);
+	return n;
+}
+
 cJSON *ctld_service_dispatch(const struct conf *conf,
 			     const struct ctld_caller *c, const char *op,
 			     const cJSON *req)
@@ -114,9 +146,10 @@ cJSON *ctld_service_dispatch(const struct conf *conf,
 	char shown[72];
 
 	(void)conf;
-	for (size_t i = 0; i < sizeof(ctld_ops) / sizeof(ctld_ops[0]); i++)
+	for (size_t i = 0; i < CTLD_NOPS; i++)
 		if (!strcmp(ctld_ops[i].name, op))
-			return ctld_ops[i].fn(c, req);
+			return counted(i, ctld_ops[i].fn(c, req));
+	counted(CTLD_NOPS, NULL);
 	return proto_reply_error("unknown op '%s' (iostagectld answers ping, "
 				 "file, file_batch, history_get, history_list, "
 				 "recommend, stage_bw, stage_bw_status, "
@@ -224,6 +257,7 @@ static cJSON *serve_request(int fd, void *arg)
 		line = NULL;
 	}
 	if (!req) {
+		__atomic_add_fetch(&refused_count, 1, __ATOMIC_RELAXED);
 		log_warningx("%s: request refused: %s", peer.addr, err);
 		reply = refused(err);
 	} else {

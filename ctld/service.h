@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cJSON.h>
 
@@ -57,5 +58,16 @@ bool ctld_service_stop(void);
 cJSON *ctld_service_dispatch(const struct conf *conf,
 			     const struct ctld_caller *c, const char *op,
 			     const cJSON *req);
+
+/* Requests answered since the start, per op (for /metrics). */
+struct ctld_op_count {
+	const char *op;    /* the op's name; "unknown" for the others */
+	uint64_t ok, declined;
+};
+
+/* The counts of every op (and "unknown") into ret[0..max); their number.
+ * *ret_refused: requests refused before any op (bad credential). */
+size_t ctld_service_counts(struct ctld_op_count *ret, size_t max,
+			   uint64_t *ret_refused);
 
 #endif /* IOSTAGE_CTLD_SERVICE_H */

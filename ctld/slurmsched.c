@@ -51,6 +51,15 @@ static pthread_mutex_t safe_mu = PTHREAD_MUTEX_INITIALIZER;
 static time_t t_start;
 static uint32_t counted[COUNTED_MAX];
 static size_t ncounted;
+/* slurmctld answering the job table: for /metrics */
+static int64_t slurm_ok_at;
+static uint64_t slurm_errors;
+
+void slurmsched_health(time_t *ret_ok_at, uint64_t *ret_errors)
+{
+	*ret_ok_at = (time_t)__atomic_load_n(&slurm_ok_at, __ATOMIC_RELAXED);
+	*ret_errors = __atomic_load_n(&slurm_errors, __ATOMIC_RELAXED);
+}
 
 bool slurmsched_prefer_safe(void)
 {
@@ -60,6 +69,12 @@ bool slurmsched_prefer_safe(void)
 	r = prefer_safe;
 	pthread_mutex_unlock(&safe_mu);
 	return r;
+}
+
+bool slurmsched_placement_on(void)
+{
+	return sched_conf && sched_conf->placement &&
+	       slurmsched_prefer_safe();
 }
 
 static void check_sched_params(void)
@@ -109,15 +124,17 @@ static void publish_node(const node_info_t *ni, time_t now)
 
 	if (!act)
 		act = avail;
-	if (reported_recently(ni->name, now))
+	if (!sched_conf->placement)
+		n = 0; /* Placement=no: withdraw at once, reports or not */
+	else if (reported_recently(ni->name, now))
 		n = placement_wanted(ni->name, want, PLACEMENT_NODE_FEATURES);
 	else if (now - t_start < STALE_REPORT_S &&
 		 !placement_reported_at(ni->name))
 		return; /* the node may report soon: keep what it shows */
 	for (size_t i = 0; i < n; i++)
 		ptrs[i] = want[i];
-	if (!slurmsched_prefer_safe())
-		n = 0; /* nothing would use them */
+	if (!slurmsched_placement_on())
+		n = 0; /* nothing would use them, or the site said no */
 	if (dsfeature_same(avail, ptrs, n) && dsfeature_same(act, ptrs, n)) {
 		placement_set_published(ni->name, act);
 		return;
@@ -299,6 +316,8 @@ static void prestage_poll(struct pending_job *j, struct pending_node *pn,
 	if (state && !strcmp(state, "staged")) {
 		const cJSON *secs =
 		    cJSON_GetObjectItemCaseSensitive(reply, "staged_s");
+		const cJSON *copied =
+		    cJSON_GetObjectItemCaseSensitive(reply, "copied_bytes");
 
 		st->state = PENDING_STAGED;
 		/* the node's own figure; else ours (to a poll interval) */
@@ -306,7 +325,12 @@ static void prestage_poll(struct pending_job *j, struct pending_node *pn,
 						   : difftime(time(NULL),
 							      st->sent);
 		dc->staged++;
-		dc->bytes += cached_bytes(pn->name, j->uid, &j->ds[d]);
+		/* the node's count of what it copied; a node without it
+		 * (older iostaged): the entry's size in its last report,
+		 * which may not have come yet (then 0) */
+		dc->bytes += cJSON_IsNumber(copied) && copied->valuedouble >= 0
+				 ? (uint64_t)copied->valuedouble
+				 : cached_bytes(pn->name, j->uid, &j->ds[d]);
 		log_info("prestage: job %u: %s staged on %s", j->job,
 			 j->ds[d].path, pn->name);
 	} else if (state && (!strcmp(state, "failed") ||
@@ -375,7 +399,8 @@ static void prefer_prestaged(struct pending_job *j, const char *current)
 	char want[256] = "", f[DSFEATURE_LEN + 1];
 	job_desc_msg_t m;
 
-	if (j->prefer_set || !prefer_ours(current) || !slurmsched_prefer_safe())
+	if (j->prefer_set || !prefer_ours(current) ||
+	    !slurmsched_placement_on())
 		return;
 	for (size_t k = 0; k < j->nnodes && !want[0]; k++) {
 		bool all = true;
@@ -414,7 +439,7 @@ static void prestage_pending(struct pending_job *j, const char *prefer,
 {
 	char *list, *p, *save = NULL;
 
-	if (!j->start_time || !j->sched_nodes[0] ||
+	if (!sched_conf->prestage || !j->start_time || !j->sched_nodes[0] ||
 	    j->start_time - now > PRESTAGE_HORIZON_S)
 		return;
 	list = expand_nodes(j->sched_nodes);
@@ -452,12 +477,15 @@ static void prestage_started(struct pending_job *j, const char *nodes,
 			     struct pending_counts *dc)
 {
 	char *list = expand_nodes(nodes), *p, *save = NULL;
-	bool any = false, hit = false;
+	bool any = false, hit = false, late = false;
 	double saved = 0;
 
+	/* a prediction: something was sent to a node for this job (built
+	 * there, or still being built) */
 	for (size_t k = 0; k < j->nnodes; k++)
 		for (size_t d = 0; d < j->nds; d++)
-			if (j->nodes[k].ds[d].state == PENDING_STAGED &&
+			if ((j->nodes[k].ds[d].state == PENDING_STAGED ||
+			     j->nodes[k].ds[d].state == PENDING_SENT) &&
 			    j->nodes[k].ds[d].id)
 				any = true;
 	for (p = list ? strtok_r(list, ",", &save) : NULL; p;
@@ -465,17 +493,28 @@ static void prestage_started(struct pending_job *j, const char *nodes,
 		for (size_t k = 0; k < j->nnodes; k++) {
 			if (strcmp(j->nodes[k].name, p))
 				continue;
-			for (size_t d = 0; d < j->nds; d++)
-				if (j->nodes[k].ds[d].state ==
-					PENDING_STAGED &&
-				    j->nodes[k].ds[d].id) {
+			for (size_t d = 0; d < j->nds; d++) {
+				const struct pending_stage *st =
+				    &j->nodes[k].ds[d];
+
+				if (st->state == PENDING_STAGED && st->id) {
 					hit = true;
-					saved += j->nodes[k].ds[d].seconds;
+					saved += st->seconds;
+				} else if (st->state == PENDING_SENT) {
+					late = true;
 				}
+			}
 		}
 	free(list);
 	j->started = true;
-	if (hit) {
+	if (!hit && late) {
+		/* right node, but the copy was not done: the Prolog waits
+		 * for the rest of it (no time saved is counted) */
+		dc->late++;
+		log_info("prestage: job %u started on %s while its data was "
+			 "still being pre-staged there",
+			 j->job, nodes);
+	} else if (hit) {
 		dc->hits++;
 		dc->seconds_saved += saved;
 		log_info("prestage: job %u started on %s, where its data was "
@@ -642,8 +681,11 @@ static void watch_jobs(void)
 	job_info_msg_t *jobs = NULL;
 
 	if (slurm_load_jobs((time_t)0, &jobs, SHOW_ALL) != SLURM_SUCCESS ||
-	    !jobs)
+	    !jobs) {
+		__atomic_add_fetch(&slurm_errors, 1, __ATOMIC_RELAXED);
 		return;
+	}
+	__atomic_store_n(&slurm_ok_at, (int64_t)time(NULL), __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < jobs->record_count; i++) {
 		const slurm_job_info_t *j = &jobs->job_array[i];
 
@@ -709,6 +751,12 @@ int slurmsched_start(const struct conf *conf, char *err, size_t errlen)
 				   strerror(errno));
 	slurm_init(NULL);
 	pending_set_owner_check(job_owner);
+	if (!conf->placement)
+		log_info("placement: off (Placement=no): no node features, "
+			 "no --prefer");
+	if (!conf->prestage)
+		log_info("prestage: off (Prestage=no): pending jobs are not "
+			 "pre-staged");
 	t_start = time(NULL);
 	stopping = false;
 	rc = pthread_create(&thread, NULL, run, NULL);

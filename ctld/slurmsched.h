@@ -16,6 +16,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 
 #include "common/conf.h"
 
@@ -35,5 +37,12 @@ void slurmsched_stop(void);
 
 /* Does slurmctld run with ignore_prefer_validation (as last seen)? */
 bool slurmsched_prefer_safe(void);
+
+/* Is placement on: Placement=yes (iostage.conf) and prefer_safe? */
+bool slurmsched_placement_on(void);
+
+/* When slurmctld last answered the job table (0: never, or no thread),
+ * and how many times it did not. */
+void slurmsched_health(time_t *ret_ok_at, uint64_t *ret_errors);
 
 #endif /* IOSTAGE_CTLD_SLURMSCHED_H */

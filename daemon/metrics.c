@@ -21,6 +21,7 @@
 
 #include <cJSON.h>
 
+#include "common/httpmetrics.h"
 #include "common/log.h"
 #include "common/promtext.h"
 #include "common/proto.h"
@@ -28,7 +29,6 @@
 #include "daemon/bwgov.h"
 #include "daemon/cache.h"
 #include "daemon/fsutil.h"
-#include "daemon/http.h"
 #include "daemon/jobs.h"
 #include "daemon/metrics.h"
 #include "daemon/stats.h"
@@ -41,7 +41,8 @@
 
 static const struct conf *mconf;
 static pthread_t sampler;
-static bool sampler_started, http_started, stopping;
+static bool sampler_started, stopping;
+static struct httpmetrics *http;
 static pthread_mutex_t sample_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stop_cond;
@@ -464,6 +465,14 @@ static void *sampler_main(void *arg)
 	return NULL;
 }
 
+/* httpmetrics_render_fn: the page, per-job series as its viewer may
+ * see them (a user their own jobs, root and remote Prometheus all). */
+static char *render_page(void *arg, bool all, uid_t viewer, size_t *ret_len)
+{
+	(void)arg;
+	return metrics_render(all, viewer, ret_len);
+}
+
 void metrics_init(const struct conf *conf)
 {
 	pthread_condattr_t ca;
@@ -484,19 +493,19 @@ void metrics_init(const struct conf *conf)
 		return;
 	/* Staging is what jobs need; metrics are for watching it. A port
 	 * in use must not keep a node from running jobs. */
-	if (http_start(conf->metrics_listen, err, sizeof(err)) < 0) {
+	http = httpmetrics_start("MetricsListen", conf->metrics_listen,
+				 render_page, NULL, err, sizeof(err));
+	if (!http) {
 		log_warningx("%s; serving without /metrics", err);
 		return;
 	}
-	http_started = true;
 	log_info("metrics: serving http://%s/metrics", conf->metrics_listen);
 }
 
 void metrics_fini(void)
 {
-	if (http_started)
-		http_stop();
-	http_started = false;
+	httpmetrics_stop(http);
+	http = NULL;
 	if (sampler_started) {
 		pthread_mutex_lock(&stop_lock);
 		stopping = true;

@@ -1,11 +1,11 @@
 /* metrics.h - iostaged's Prometheus metrics: rendering, the textfile, and
  * the sampler that keeps per-job series current.
  *
- * metrics_render() is the /metrics page (daemon/http.c serves it) and the
- * content of MetricsTextfile, written every MetricsInterval seconds as
- * NAME.prom.PID then renamed over NAME.prom (node_exporter's textfile
- * collector never reads a half-written file). A thread samples the job
- * table every second: staging progress and drained bytes go into
+ * metrics_render() is the /metrics page (common/httpmetrics.c serves
+ * it) and the content of MetricsTextfile, written every MetricsInterval
+ * seconds as NAME.prom.PID then renamed over NAME.prom (node_exporter's
+ * textfile collector never reads a half-written file). A thread samples
+ * the job table every second: staging progress and drained bytes go into
  * daemon/stats.c, jobs that left the table are marked ended (their drain
  * record's final figures taken from StateDir/drain/J.json), and their
  * series are dropped MetricsJobGrace seconds later.

@@ -71,8 +71,12 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 	jobs_failed_node(job, failed_node, sizeof(failed_node));
 	/* how long it took: iostagectld counts it as time saved when the
 	 * job it was pre-staged for starts here */
-	if (v.state == JOB_STAGED)
+	if (v.state == JOB_STAGED) {
 		cJSON_AddNumberToObject(r, "staged_s", job->staged_s);
+		/* what it copied from the PFS (0 if it found the data
+		 * cached): the service's pre-staged bytes */
+		cJSON_AddNumberToObject(r, "copied_bytes", (double)v.bytes);
+	}
 	jobs_put(job);
 	if (v.state == JOB_FAILED && failed_node[0] &&
 	    strcmp(failed_node, peer_self())) {

@@ -258,6 +258,9 @@ CONF
 # The history service, iostagectld, on the controller node
 ControllerHost=ctl
 ControllerPort=6827
+# Its /metrics on ctl's cluster address, so a Prometheus on another node
+# scrapes it as a site's would (the default is loopback)
+ControllerMetricsListen=$(node_addr ctl):9465
 # A multi-node job missing a part is filed this long after its first one
 # (short here, so the tests see it; the default is 5 minutes)
 PartsDeadline=10

@@ -137,3 +137,37 @@ test_placement_counters() {
 	assert_file_contains "placements honoured" metrics.prom 'iostage_ctld_placements_total{outcome="honoured"}'
 	assert_file_contains "nodes reporting" metrics.prom 'iostage_ctld_nodes_reporting 3'
 }
+
+# placement_conf on|off: iostagectld restarted with Placement=yes|no
+placement_conf() {
+	sed -i '/^Placement=/d' "$IOSTAGE_CONF"
+	[ "$1" = off ] && echo "Placement=no" >>"$IOSTAGE_CONF"
+	ctld_stop
+	ctld_start >/dev/null
+}
+
+test_placement_off_by_config() {
+	local ds f0 f i m
+	ds=$(pfs_dataset D 5)
+	f0=$(node_ios_features n2)
+	stage_on n2 "$ds"
+	f=$(wait_new_feature n2 "$f0") || fail "n2 does not show its cached dataset"
+	trap 'placement_conf on' RETURN
+	placement_conf off || fail "iostagectld does not start with Placement=no"
+	# withdrawn at once, without waiting for the nodes' next reports
+	for ((i = 0; i < 50; i++)); do
+		[ -z "$(node_ios_features n2)" ] && break
+		sleep 0.2
+	done
+	assert_eq "ios_ features on n2 with Placement=no" "" "$(node_ios_features n2)"
+	submit "$TEST_USER" --hold --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
+		fail "held job: $SUBMIT_OUT"
+	assert_eq "a held job's --prefer" "" "$(job_field "$SUBMIT_JOBID" Prefer | sed 's/(null)//')"
+	scancel "$SUBMIT_JOBID"
+	assert_eq "sched_status: placement off" false \
+		"$(ctld_request login "$TEST_USER" '{"op":"sched_status"}' | jq .placement.enabled)"
+	assert_contains "iostage status says why" \
+		"$(on_node_as "$TEST_USER" login iostage -c "$IOSTAGE_CONF" status)" "placement off (Placement=no in iostage.conf)"
+	m=$(on_node login curl -sf --max-time 10 http://ctl:9465/metrics)
+	assert_contains "/metrics: placement off" "$m" $'\niostage_ctld_placement_enabled 0\n'
+}

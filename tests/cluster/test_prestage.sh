@@ -38,7 +38,7 @@ wait_ctld_log() {
 }
 
 test_pending_job_finds_its_data_prestaged() {
-	local ds jid node secs st
+	local ds jid node secs st pnode i
 	# 8,000 files: the Prolog would copy them for a few seconds
 	ds=$(slow_dataset P 8)
 	block_all 15
@@ -48,11 +48,18 @@ test_pending_job_finds_its_data_prestaged() {
 	assert_eq "job pends (all nodes busy)" PENDING "$(job_state "$jid")"
 	wait_ctld_log "prestage: job $jid: .* staged on n[0-9]" 20 ||
 		fail "not pre-staged: $(grep prestage "$(ctld_log)" | tail -3)"
-	# a user on the login node sees what was staged where
-	st=$(on_node_as "$TEST_USER" login iostage -c "$IOSTAGE_CONF" status)
+	pnode=$(sed -n "s/.*prestage: job $jid: .* staged on \(n[0-9]*\)$/\1/p" "$(ctld_log)" | tail -n1)
+	# a user on the login node sees what was staged where, and which
+	# node the job now prefers (once Slurm shows that node's feature)
+	for ((i = 0; i < 50; i++)); do
+		st=$(on_node_as "$TEST_USER" login iostage -c "$IOSTAGE_CONF" status)
+		grep -q "^$jid .* $pnode (ios_" <<<"$st" && break
+		sleep 0.2
+	done
 	echo "$st"
 	assert_contains "status names the job" "$st" "$jid "
-	assert_contains "status: staged on a node" "$st" ": staged"
+	assert_contains "status: staged on a node" "$st" "$ds on $pnode: staged in "
+	grep -q "^$jid .* $pnode (ios_" <<<"$st" || fail "status does not show the preference for $pnode"
 	assert_eq "job still pends" PENDING "$(job_state "$jid")"
 	wait_job_state "$jid" COMPLETED 60 || fail "job $jid: $(job_state "$jid")"
 	node=$(job_field "$jid" NodeList)
@@ -72,6 +79,77 @@ test_pending_job_finds_its_data_prestaged() {
 	[ "$(jq '.prestage.bytes' <<<"$st")" -gt 0 ] || fail "bytes: $st"
 	echo "staging time saved at start: $(jq '.prestage.seconds_saved' <<<"$st") s"
 	[ "$(jq '.prestage.seconds_saved > 0' <<<"$st")" = true ] || fail "time saved: $st"
+	# the same figures on iostagectld's own /metrics, scraped from login
+	ctld_metrics >metrics.prom || fail "GET ctl:9465/metrics failed"
+	promtool check metrics <metrics.prom || fail "promtool: $(cat metrics.prom)"
+	assert_eq "hits on /metrics" "$(jq '.prestage.hits' <<<"$st")" \
+		"$(sample_value metrics.prom 'iostage_ctld_prestage_predictions_total{outcome="hit"}')"
+	assert_eq "pre-staged bytes on /metrics" "$(jq '.prestage.bytes' <<<"$st")" \
+		"$(sample_value metrics.prom iostage_ctld_prestage_bytes_total)"
+	[ "$(sample_value metrics.prom iostage_ctld_prestage_saved_seconds_total | cut -d. -f1)" -ge 0 ] ||
+		fail "saved seconds on /metrics"
+}
+
+# ctld_metrics: iostagectld's /metrics, as a Prometheus on login gets it
+ctld_metrics() { on_node login curl -sf --max-time 10 http://ctl:9465/metrics; }
+
+# sample_value FILE SERIES: the value of the exact series line
+sample_value() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"; }
+
+test_ctld_metrics_endpoint() {
+	local code
+	ctld_metrics >metrics.prom || fail "GET ctl:9465/metrics failed"
+	promtool check metrics <metrics.prom || fail "promtool: $(cat metrics.prom)"
+	assert_file_contains "version" metrics.prom 'iostage_ctld_build_info{version="'
+	assert_file_contains "placements" metrics.prom 'iostage_ctld_placements_total{outcome="not_honoured"} '
+	assert_file_contains "predictions" metrics.prom 'iostage_ctld_prestage_predictions_total{outcome="missed"} '
+	assert_file_contains "requests per op" metrics.prom 'iostage_ctld_requests_total{op="cache_report",result="ok"} '
+	assert_file_contains "bandwidth" metrics.prom 'iostage_ctld_stage_bandwidth_budget_bytes_per_second '
+	assert_eq "nodes reporting" 3 "$(sample_value metrics.prom iostage_ctld_nodes_reporting)"
+	assert_eq "placement on" 1 "$(sample_value metrics.prom iostage_ctld_placement_enabled)"
+	[ "$(sample_value metrics.prom iostage_ctld_slurm_last_ok_seconds)" -gt $(($(date +%s) - 30)) ] ||
+		fail "slurmctld not answering: $(grep slurm_ metrics.prom)"
+	code=$(on_node login curl -s -o /dev/null -w '%{http_code}' http://ctl:9465/)
+	assert_eq "only /metrics" 404 "$code"
+}
+
+# A real Prometheus on the login node scrapes iostagectld on ctl.
+test_prometheus_scrapes_ctld() {
+	local dir="$TEST_WORKDIR/prom" pid i up="" v
+	mkdir -p "$dir/data"
+	cat >"$dir/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: iostagectld
+    static_configs:
+      - targets: ['ctl:9465']
+YML
+	promtool check config "$dir/prometheus.yml" >/dev/null || fail "promtool rejects the config"
+	on_node login prometheus --config.file="$dir/prometheus.yml" \
+		--storage.tsdb.path="$dir/data" --web.listen-address=127.0.0.1:9090 \
+		--log.level=warn >"$dir/log" 2>&1 &
+	pid=$!
+	# shellcheck disable=SC2064
+	trap "kill $pid 2>/dev/null; wait $pid 2>/dev/null" EXIT
+	for ((i = 0; i < 150; i++)); do
+		up=$(prom_query 'up{job="iostagectld"}')
+		[ "$up" = 1 ] && break
+		sleep 0.2
+	done
+	assert_eq "Prometheus sees iostagectld up" 1 "$up"
+	v=$(prom_query 'iostage_ctld_nodes_reporting')
+	assert_eq "nodes reporting, through Prometheus" 3 "$v"
+	v=$(prom_query 'iostage_ctld_build_info')
+	assert_eq "build_info, through Prometheus" 1 "$v"
+}
+
+# prom_query QUERY: the first result's value through Prometheus's API
+prom_query() {
+	on_node login curl -sf --max-time 5 -G http://127.0.0.1:9090/api/v1/query \
+		--data-urlencode "query=$1" |
+		jq -r 'select(.status == "success") | .data.result[0].value[1] // empty'
 }
 
 test_without_prestage_the_prolog_copies() {

@@ -20,6 +20,53 @@ START_TEST(test_defaults)
 	ck_assert_str_eq(c.controller_host, "");
 	ck_assert_uint_eq(c.controller_port, 6827);
 	ck_assert_str_eq(c.admin_group, "");
+	/* the service's /metrics: loopback unless the site says where */
+	ck_assert_str_eq(c.controller_metrics_listen, "127.0.0.1:9465");
+}
+END_TEST
+
+START_TEST(test_metrics_listen)
+{
+	struct conf c;
+	char err[CONF_ERR_MAX];
+
+	conf_set_defaults(&c);
+	ck_assert_msg(conf_parse(T1 "ControllerMetricsListen=10.0.0.1:9100\n",
+				 "t.conf", &c, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_str_eq(c.controller_metrics_listen, "10.0.0.1:9100");
+	ck_assert_str_eq(c.metrics_listen, "127.0.0.1:9464"); /* iostaged's */
+	conf_set_defaults(&c);
+	ck_assert_int_eq(conf_parse(T1 "controllermetricslisten=[::1]:9465\n",
+				    "t.conf", &c, err, sizeof(err)),
+			 0);
+	ck_assert_str_eq(c.controller_metrics_listen, "[::1]:9465");
+	conf_set_defaults(&c);
+	ck_assert_int_eq(conf_parse(T1 "ControllerMetricsListen=no\n",
+				    "t.conf", &c, err, sizeof(err)),
+			 0);
+	ck_assert_str_eq(c.controller_metrics_listen, "");
+}
+END_TEST
+
+/* Placement= and Prestage=: on unless the site says no. */
+START_TEST(test_sched_switches)
+{
+	struct conf c;
+	char err[CONF_ERR_MAX];
+
+	conf_set_defaults(&c);
+	ck_assert_int_eq(conf_parse(T1, "t.conf", &c, err, sizeof(err)), 0);
+	ck_assert(c.placement && c.prestage);
+	ck_assert_int_eq(conf_parse(T1 "Placement=no\nprestage=No\n",
+				    "t.conf", &c, err, sizeof(err)),
+			 0);
+	ck_assert(!c.placement && !c.prestage);
+	ck_assert_int_eq(conf_parse(T1 "Prestage=off\n", "t.conf", &c, err,
+				    sizeof(err)),
+			 -1);
+	ck_assert_str_eq(err, "t.conf:2: key 'Prestage': expected yes or no, "
+			      "not 'off'");
 }
 END_TEST
 
@@ -100,6 +147,11 @@ static const struct {
 	{ "ControllerPort=0\n", "t.conf:2: key 'ControllerPort'" },
 	{ "ControllerPort=65536\n", "t.conf:2: key 'ControllerPort'" },
 	{ "ControllerPort=ctl\n", "t.conf:2: key 'ControllerPort'" },
+	{ "ControllerMetricsListen=9465\n",
+	  "t.conf:2: key 'ControllerMetricsListen': '9465' is not ADDR:PORT" },
+	{ "ControllerMetricsListen=ctl:9465\n",
+	  "t.conf:2: key 'ControllerMetricsListen': 'ctl:9465' is not "
+	  "ADDR:PORT" },
 	{ "AdminGroup=-admin\n",
 	  "t.conf:2: key 'AdminGroup': '-admin' is not a group name" },
 	{ "AdminGroup=a/b\n", "t.conf:2: key 'AdminGroup'" },
@@ -132,6 +184,8 @@ int main(void)
 
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_set);
+	tcase_add_test(tc, test_metrics_listen);
+	tcase_add_test(tc, test_sched_switches);
 	tcase_add_test(tc, test_names);
 	tcase_add_loop_test(tc, test_errors, 0, sizeof(errs) / sizeof(errs[0]));
 	suite_add_tcase(s, tc);

@@ -20,6 +20,7 @@
 #include "ctld/bw_ops.h"
 #include "ctld/history.h"
 #include "ctld/import.h"
+#include "ctld/metrics.h"
 #include "ctld/service.h"
 #include "common/ctlclient.h"
 #include "common/peernet.h"
@@ -165,6 +166,35 @@ START_TEST(test_ping_unknown)
 	r = ask(&root_c, "history_put", NULL, 0, &ok);
 	ck_assert(!ok);
 	cJSON_Delete(r);
+}
+END_TEST
+
+/* iostagectld's /metrics page: the service's basics (requests per op
+ * counted as answered), placement and pre-staging, bandwidth. */
+START_TEST(test_metrics_page)
+{
+	struct ctld_caller u = user_c(false);
+	bool ok;
+	cJSON *r = ask(&u, "ping", NULL, 0, &ok);
+	size_t len = 0;
+	char *t;
+
+	cJSON_Delete(r);
+	r = ask(&u, "nope", NULL, 0, &ok);
+	cJSON_Delete(r);
+	t = ctld_metrics_render(&len);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_uint_eq(len, strlen(t));
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_build_info{version=\""));
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_requests_total{op=\"ping\","
+					"result=\"ok\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_requests_total{op=\"unknown\","
+					"result=\"declined\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "# TYPE process_cpu_seconds_total counter\n"));
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_placements_total{outcome=\"honoured\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_prestage_bytes_total 0\n"));
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_stage_bandwidth_budget_bytes_per_second "));
+	free(t);
 }
 END_TEST
 
@@ -546,6 +576,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_authz);
 	tcase_add_test(tc, test_ping_unknown);
+	tcase_add_test(tc, test_metrics_page);
 	tcase_add_test(tc, test_stage_bw);
 	tcase_add_test(tc, test_file_idempotent);
 	tcase_add_test(tc, test_file_refused);

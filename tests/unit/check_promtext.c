@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <check.h>
+#include <cJSON.h>
 
 #include "common/promtext.h"
 
@@ -81,6 +82,46 @@ START_TEST(test_family_escaping_and_values)
 }
 END_TEST
 
+/* iostagectld's scheduling families from a sched_status reply: one
+ * HELP/TYPE per family, the values, and 0 for what the reply lacks. */
+START_TEST(test_sched_status)
+{
+	struct promtext *pt = promtext_create();
+	cJSON *r = cJSON_Parse(
+	    "{\"ok\":true,\"placement\":{\"nodes_reporting\":3,"
+	    "\"preferred\":5,\"honoured\":4,\"not_honoured\":1},"
+	    "\"prestage\":{\"jobs_noted\":7,\"pending_jobs\":2,"
+	    "\"requests\":3,\"staged\":2,\"failed\":1,"
+	    "\"bytes\":1048576,\"hits\":1,\"late\":3,\"missed\":1,"
+	    "\"seconds_saved\":2.5}}");
+	const char *t, *p;
+	int types = 0;
+
+	ck_assert_int_eq(promtext_sched_status(pt, r), 0);
+	t = promtext_text(pt, NULL);
+	for (p = t; (p = strstr(p, "# TYPE ")); p++)
+		types++;
+	ck_assert_int_eq(types, 11);
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_placements_total"
+					"{outcome=\"honoured\"} 4\n"
+					"iostage_ctld_placements_total"
+					"{outcome=\"not_honoured\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_feature_updates_total"
+					"{result=\"error\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_prestage_bytes_total "
+					"1048576\n"));
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_prestage_pending_jobs 2\n"));
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_prestage_predictions_"
+					"total{outcome=\"late\"} 3\n"
+					"iostage_ctld_prestage_predictions_"
+					"total{outcome=\"missed\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_prestage_saved_"
+					"seconds_total 2.5\n"));
+	cJSON_Delete(r);
+	promtext_destroy(pt);
+}
+END_TEST
+
 static Suite *promtext_suite(void)
 {
 	Suite *s = suite_create("promtext");
@@ -90,6 +131,7 @@ static Suite *promtext_suite(void)
 			    sizeof(names) / sizeof(names[0]));
 	tcase_add_test(tc, test_null_and_bad_input);
 	tcase_add_test(tc, test_family_escaping_and_values);
+	tcase_add_test(tc, test_sched_status);
 	suite_add_tcase(s, tc);
 	return s;
 }

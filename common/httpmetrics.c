@@ -1,4 +1,4 @@
-/* http.c - /metrics over HTTP with libmicrohttpd (http.h).
+/* httpmetrics.c - /metrics over HTTP with libmicrohttpd (httpmetrics.h).
  *
  * libmicrohttpd does the HTTP; we open the listening socket ourselves so
  * that "address in use" or "cannot assign requested address" reaches the
@@ -19,65 +19,70 @@
 #include <microhttpd.h>
 
 #include "common/conf.h"
+#include "common/httpmetrics.h"
 #include "common/log.h"
 #include "common/netpeer.h"
-#include "daemon/http.h"
-#include "daemon/metrics.h"
 
 #define HTTP_TIMEOUT_S 10
 #define HTTP_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-static struct MHD_Daemon *mhd;
-static unsigned http_port;
-
 /* Connections of local users other than root, per uid. Any local user can
  * open TCP connections and hold them; without a bound, 16 held ones take
  * every slot from the site's Prometheus (test_load.sh). A local user may
- * hold HTTP_USER_MAX, all of them together HTTP_USERS_MAX; root and
- * peers on other hosts (Prometheus) are bounded by the total only. */
-struct http_holder {
+ * hold HTTPMETRICS_USER_MAX, all of them together HTTPMETRICS_USERS_MAX;
+ * root and peers on other hosts (Prometheus) are bounded by the total
+ * only. */
+struct holder {
 	uid_t uid;
 	unsigned n;
 };
 
-static pthread_mutex_t holders_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct http_holder holders[HTTP_USERS_MAX];
-static unsigned holders_total;
+struct httpmetrics {
+	struct MHD_Daemon *mhd;
+	unsigned port;
+	httpmetrics_render_fn render;
+	void *arg;
+	pthread_mutex_t holders_lock;
+	struct holder holders[HTTPMETRICS_USERS_MAX];
+	unsigned holders_total;
+};
 
 /* Count CONN for its local owner, or refuse it: false when over a bound. */
-static bool holder_take(struct MHD_Connection *conn, void **socket_context)
+static bool holder_take(struct httpmetrics *hm, struct MHD_Connection *conn,
+			void **socket_context)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
 		conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	struct http_holder *h = NULL, *free_slot = NULL;
+	struct holder *h = NULL, *free_slot = NULL;
 	unsigned held = 0, total;
 	uid_t uid;
 	size_t i;
 	bool ok = true;
 
 	if (!ci || !ci->client_addr ||
-	    netpeer_uid(ci->client_addr, http_port, &uid) != 1 || uid == 0)
+	    netpeer_uid(ci->client_addr, hm->port, &uid) != 1 || uid == 0)
 		return true; /* another host, root, or gone already */
-	pthread_mutex_lock(&holders_lock);
-	for (i = 0; i < HTTP_USERS_MAX; i++) {
-		if (holders[i].n && holders[i].uid == uid)
-			h = &holders[i];
-		else if (!holders[i].n && !free_slot)
-			free_slot = &holders[i];
+	pthread_mutex_lock(&hm->holders_lock);
+	for (i = 0; i < HTTPMETRICS_USERS_MAX; i++) {
+		if (hm->holders[i].n && hm->holders[i].uid == uid)
+			h = &hm->holders[i];
+		else if (!hm->holders[i].n && !free_slot)
+			free_slot = &hm->holders[i];
 	}
 	if (!h)
 		h = free_slot;
-	if (!h || holders_total >= HTTP_USERS_MAX || h->n >= HTTP_USER_MAX) {
+	if (!h || hm->holders_total >= HTTPMETRICS_USERS_MAX ||
+	    h->n >= HTTPMETRICS_USER_MAX) {
 		ok = false;
 		held = h ? h->n : 0;
 	} else {
 		h->uid = uid;
 		h->n++;
-		holders_total++;
+		hm->holders_total++;
 		*socket_context = h;
 	}
-	total = holders_total;
-	pthread_mutex_unlock(&holders_lock);
+	total = hm->holders_total;
+	pthread_mutex_unlock(&hm->holders_lock);
 	if (!ok)
 		log_warningx("/metrics: connection of uid %u refused: it holds "
 			     "%u already (local users: %u)",
@@ -89,20 +94,20 @@ static void on_connection(void *cls, struct MHD_Connection *conn,
 			  void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
-	struct http_holder *h = *socket_context;
+	struct httpmetrics *hm = cls;
+	struct holder *h = *socket_context;
 	const union MHD_ConnectionInfo *fd;
 
-	(void)cls;
 	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (h) {
-			pthread_mutex_lock(&holders_lock);
+			pthread_mutex_lock(&hm->holders_lock);
 			h->n--;
-			holders_total--;
-			pthread_mutex_unlock(&holders_lock);
+			hm->holders_total--;
+			pthread_mutex_unlock(&hm->holders_lock);
 		}
 		return;
 	}
-	if (holder_take(conn, socket_context))
+	if (holder_take(hm, conn, socket_context))
 		return;
 	/* libmicrohttpd cannot be told to drop a connection from here:
 	 * its next poll sees the socket shut and closes it. */
@@ -111,18 +116,16 @@ static void on_connection(void *cls, struct MHD_Connection *conn,
 		shutdown(fd->connect_fd, SHUT_RDWR);
 }
 
-/* Who may see which per-job series: a client on this host is identified
- * by its socket's owner (netpeer.h) and sees its own jobs, root all; a
- * client on another host (not in /proc/net/tcp) is the site's Prometheus,
- * which MetricsListen let in: all. If we cannot tell, no job series. */
-static void viewer_of(struct MHD_Connection *conn, bool *ret_all,
-		      uid_t *ret_uid)
+/* Who asks (httpmetrics.h): a local client by its socket's owner, a
+ * remote one (not in /proc/net/tcp) is the site's Prometheus: all. */
+static void viewer_of(struct MHD_Connection *conn, unsigned port,
+		      bool *ret_all, uid_t *ret_uid)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
 		conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	uid_t uid = (uid_t)-1;
 	int r = ci && ci->client_addr
-			? netpeer_uid(ci->client_addr, http_port, &uid)
+			? netpeer_uid(ci->client_addr, port, &uid)
 			: -1;
 
 	*ret_all = r == 0 || (r == 1 && uid == 0);
@@ -149,6 +152,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				  const char *version, const char *upload,
 				  size_t *upload_size, void **state)
 {
+	struct httpmetrics *h = cls;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 	size_t len = 0;
@@ -156,7 +160,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	uid_t viewer;
 	char *text;
 
-	(void)cls;
 	(void)version;
 	(void)upload;
 	if (!*state) { /* first call: headers only; answer on the next */
@@ -172,9 +175,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			     "only GET /metrics\n");
 	if (strcmp(url, "/metrics"))
 		return reply(conn, MHD_HTTP_NOT_FOUND,
-			     "not found: iostaged serves /metrics only\n");
-	viewer_of(conn, &all, &viewer);
-	text = metrics_render(all, viewer, &len);
+			     "not found: only /metrics is served here\n");
+	viewer_of(conn, h->port, &all, &viewer);
+	text = h->render(h->arg, all, viewer, &len);
 	if (!text)
 		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 			     "out of memory\n");
@@ -190,8 +193,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 }
 
 /* A listening socket on ADDR:PORT. fd, or -1 with err. */
-static int open_listener(const char *listen_str, int *ret_family,
-			 unsigned *ret_port, char *err, size_t errlen)
+static int open_listener(const char *key, const char *listen_str,
+			 int *ret_family, unsigned *ret_port, char *err,
+			 size_t errlen)
 {
 	char addr[CONF_LISTEN_MAX];
 	struct sockaddr_storage ss;
@@ -201,7 +205,7 @@ static int open_listener(const char *listen_str, int *ret_family,
 
 	memset(&ss, 0, sizeof(ss));
 	if (conf_parse_listen(listen_str, addr, sizeof(addr), &port) < 0) {
-		snprintf(err, errlen, "MetricsListen %s: not ADDR:PORT",
+		snprintf(err, errlen, "%s %s: not ADDR:PORT", key,
 			 listen_str);
 		return -1;
 	}
@@ -222,7 +226,7 @@ static int open_listener(const char *listen_str, int *ret_family,
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		snprintf(err, errlen, "MetricsListen %s: socket: %s",
+		snprintf(err, errlen, "%s %s: socket: %s", key,
 			 listen_str, strerror(errno));
 		return -1;
 	}
@@ -231,7 +235,7 @@ static int open_listener(const char *listen_str, int *ret_family,
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, sslen) < 0 ||
 	    listen(fd, 32) < 0) {
-		snprintf(err, errlen, "MetricsListen %s: cannot listen: %s",
+		snprintf(err, errlen, "%s %s: cannot listen: %s", key,
 			 listen_str, strerror(errno));
 		close(fd);
 		return -1;
@@ -241,39 +245,56 @@ static int open_listener(const char *listen_str, int *ret_family,
 	return fd;
 }
 
-int http_start(const char *listen_str, char *err, size_t errlen)
+struct httpmetrics *httpmetrics_start(const char *key, const char *listen_str,
+				      httpmetrics_render_fn render, void *arg,
+				      char *err, size_t errlen)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+	struct httpmetrics *h = calloc(1, sizeof(*h));
 	int fd, family = AF_INET;
 
-	if (mhd)
-		return 0;
-	fd = open_listener(listen_str, &family, &http_port, err, errlen);
-	if (fd < 0)
-		return -1;
+	if (!h) {
+		snprintf(err, errlen, "%s %s: out of memory", key, listen_str);
+		return NULL;
+	}
+	h->render = render;
+	h->arg = arg;
+	pthread_mutex_init(&h->holders_lock, NULL);
+	fd = open_listener(key, listen_str, &family, &h->port, err, errlen);
+	if (fd < 0) {
+		free(h);
+		return NULL;
+	}
 	if (family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL,
-			       MHD_OPTION_LISTEN_SOCKET, fd,
-			       MHD_OPTION_CONNECTION_LIMIT,
-			       (unsigned)HTTP_CONNECTIONS_MAX,
-			       MHD_OPTION_CONNECTION_TIMEOUT,
-			       (unsigned)HTTP_TIMEOUT_S,
-			       MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
-			       MHD_OPTION_END);
-	if (!mhd) {
-		snprintf(err, errlen,
-			 "MetricsListen %s: libmicrohttpd did not start",
-			 listen_str);
+	h->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
+				  MHD_OPTION_LISTEN_SOCKET, fd,
+				  MHD_OPTION_CONNECTION_LIMIT,
+				  (unsigned)HTTPMETRICS_CONNECTIONS_MAX,
+				  MHD_OPTION_CONNECTION_TIMEOUT,
+				  (unsigned)HTTP_TIMEOUT_S,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+				  MHD_OPTION_END);
+	if (!h->mhd) {
+		snprintf(err, errlen, "%s %s: libmicrohttpd did not start",
+			 key, listen_str);
 		close(fd);
-		return -1;
+		free(h);
+		return NULL;
 	}
-	return 0;
+	return h;
 }
 
-void http_stop(void)
+unsigned httpmetrics_port(const struct httpmetrics *h)
 {
-	if (mhd)
-		MHD_stop_daemon(mhd); /* closes the listening socket */
-	mhd = NULL;
+	return h->port;
+}
+
+void httpmetrics_stop(struct httpmetrics *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->mhd); /* closes the listening socket */
+	pthread_mutex_destroy(&h->holders_lock);
+	free(h);
 }
