@@ -96,8 +96,25 @@ ctld_metrics() { on_node login curl -sf --max-time 10 http://ctl:9465/metrics; }
 # sample_value FILE SERIES: the value of the exact series line
 sample_value() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1"; }
 
+# wait_nodes_reporting: until every compute node has sent iostagectld its
+# cache report. A service restarted by an earlier test (Placement=no and
+# back) hears again from a node at its next report, up to
+# CACHEREPORT_INTERVAL_S (60 s) later, unless the node noticed the outage.
+wait_nodes_reporting() {
+	local i n=
+	for ((i = 0; i < 70; i++)); do
+		n=$(ctld_request login root '{"op":"sched_status","jobs":false}' |
+			jq '.placement.nodes_reporting')
+		[ "$n" = 3 ] && return 0
+		sleep 1
+	done
+	echo "wait_nodes_reporting: $n of 3 nodes after 70 s" >&2
+	return 1
+}
+
 test_ctld_metrics_endpoint() {
 	local code
+	wait_nodes_reporting
 	ctld_metrics >metrics.prom || fail "GET ctl:9465/metrics failed"
 	promtool check metrics <metrics.prom || fail "promtool: $(cat metrics.prom)"
 	assert_file_contains "version" metrics.prom 'iostage_ctld_build_info{version="'
