@@ -74,6 +74,7 @@ enum conf_key {
 	CONF_KEY_STAGE_BANDWIDTH_FALLBACK,
 	CONF_KEY_PFS_LICENSE,
 	CONF_KEY_PFS_LICENSE_PER_JOB,
+	CONF_KEY_PFS_PATH,
 	CONF_KEY_COUNT,
 };
 
@@ -118,6 +119,7 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_STAGE_BANDWIDTH_FALLBACK] = "StageBandwidthFallback",
     [CONF_KEY_PFS_LICENSE] = "PfsLicense",
     [CONF_KEY_PFS_LICENSE_PER_JOB] = "PfsLicensePerJob",
+    [CONF_KEY_PFS_PATH] = "PfsPath",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -900,6 +902,25 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 	case CONF_KEY_PFS_LICENSE_PER_JOB:
 		return conf_uint(cp, key, val, 1, CONF_PFS_LICENSE_PER_JOB_MAX,
 				 &c->pfs_license_per_job);
+	case CONF_KEY_PFS_PATH:
+		if (conf_is_off(val)) {
+			c->pfs_path[0] = '\0';
+			return 0;
+		}
+		/* It goes into IOSTAGE_TRACE_CLASSES, whose separator is
+		 * ':' (common/traceenv.h). */
+		if (strchr(val, ':'))
+			return conf_fail(cp, "key '%s': '%s' holds ':'", key,
+					 conf_show(val, show, sizeof(show)));
+		if (conf_path(cp, key, val, c->pfs_path,
+			      sizeof(c->pfs_path)) < 0)
+			return -1;
+		if (!strcmp(c->pfs_path, "/"))
+			return conf_fail(cp,
+					 "key '%s': '/' is not a PFS mount "
+					 "point (every read would be observed)",
+					 key);
+		return 0;
 	case CONF_KEY_COUNT:
 		break;
 	}

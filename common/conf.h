@@ -119,6 +119,10 @@ struct conf {
 	char pfs_license[CONF_NAME_MAX]; /* Slurm license streaming jobs
 					  * request, "" = none */
 	unsigned pfs_license_per_job;   /* licenses such a job requests */
+	/* The PFS's mount point: a job run with --io-profile=auto and no
+	 * advice yet is observed (traced) reading under it, so the history
+	 * learns the trees it reads (docs/HISTORY.md); "" = none. */
+	char pfs_path[CONF_PATH_MAX];
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -140,7 +144,7 @@ struct conf {
  * duration like 5m; at most 1 day), OutboxLimit=10000, StageBandwidth=0
  * (unbounded; bytes per second, "400M" or "400M/s"),
  * StageBandwidthFallback= (StageBandwidth/8), PfsLicense= (none),
- * PfsLicensePerJob=1. */
+ * PfsLicensePerJob=1, PfsPath= (none). */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is
