@@ -168,18 +168,28 @@ int auto_apply(struct profile *profile, const struct conf *conf, char *err,
 	auto_job_name(name, sizeof(name));
 	reply = auto_ask(conf, name, AUTO_DAEMON_TIMEOUT_MS, why, sizeof(why));
 	if (!reply) {
+		/* Observed all the same: its record waits in the node's
+		 * outbox until the history is back. */
+		if (!own && profile_observe(profile, conf))
+			rc = 1;
 		slurm_info("iostage: --io-profile=auto: no history advice (%s); "
 			   "the job runs %s",
 			   why, own ? "with the given overrides only"
-				    : "without a profile");
+			   : rc ? "from the PFS, observed (deep mode) so that "
+				  "the history learns what it reads"
+				: "without a profile");
 		return rc;
 	}
 	frag = cJSON_GetObjectItemCaseSensitive(reply, "profile");
 	if (!fragment_nonempty(frag)) {
+		if (!own && profile_observe(profile, conf))
+			rc = 1;
 		slurm_info("iostage: --io-profile=auto: no history yet for job "
 			   "'%s'; it runs %s",
 			   name, own ? "with the given overrides only"
-				     : "without a profile");
+			   : rc ? "from the PFS, observed (deep mode) so that "
+				  "the history learns what it reads"
+				: "without a profile");
 		goto out;
 	}
 	text = cJSON_PrintUnformatted(frag);
