@@ -54,6 +54,9 @@
 #                        the host after start is not seen by the nodes);
 #                        unmounted by stop. Default: DIR/pfs, a plain
 #                        directory on the host's file system
+#   CLUSTER_PFS_OBSERVE=yes  iostage.conf says PfsPath=DIR/pfs: auto jobs
+#                        without advice are observed (docs/HISTORY.md)
+#   CLUSTER_NVME_CAPACITY  Capacity= of the node-local nvme tier (20G)
 set -uo pipefail
 
 CL_SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -243,7 +246,7 @@ StateDir=$dir/local/state
 ProfileDir=$dir/iostage/root/etc/slurm/iostage.d
 # Capacity= given: iostagectld on ctl does not mount the nodes' tiers, and
 # its rules stage only what fits a tier of known size (docs/HISTORY.md)
-Tier=nvme Path=$dir/local/nvme Medium=nvme Capacity=20G
+Tier=nvme Path=$dir/local/nvme Medium=nvme Capacity=${CLUSTER_NVME_CAPACITY:-20G}
 Tier=ram Path=$dir/local/ram Medium=ram Capacity=256M
 Tier=bb Path=$dir/shared/bb Medium=ssd Shared=yes
 DefaultTier=nvme
@@ -271,6 +274,9 @@ PartsDeadline=10
 # Low, so that test_outbox sees the alarm (it only logs; nothing is dropped)
 OutboxLimit=5
 CONF
+  fi
+  if [ "${CLUSTER_PFS_OBSERVE:-no}" = yes ]; then
+    echo "PfsPath=$dir/pfs" >>"$dir/iostage/iostage.conf"
   fi
   if [ -n "${IOSTAGE_EXTRA_CONF:-}" ]; then
     printf '%s\n' "$IOSTAGE_EXTRA_CONF" >>"$dir/iostage/iostage.conf"
