@@ -76,8 +76,8 @@ pfsa_job() {
 	# = the Prolog's staging (the job waits for it) + the job's wall time
 	# minus the compute it did (the reader's AU x epoch time: listing the
 	# files, reading what the prefetch could not hide).
-	jq -c --arg kind "$kind" --argjson n "$n" --argjson t0 "$t0" --argjson start "$start" \
-		--argjson end "$end" --arg sbatch "$(grep 'iostage:' <<<"$SUBMIT_OUT")" \
+	jq -c --arg kind "$kind" --argjson n "$n" --argjson t0 "$t0" --argjson t_start "$start" \
+		--argjson t_end "$end" --arg sbatch "$(grep 'iostage:' <<<"$SUBMIT_OUT")" \
 		--argjson advice "${advice:-null}" --argjson rec "$rec" '
 		($rec.phases // [] | map(select(.name == "stage_in")) | .[0].seconds // 0) as $stage
 		| ([.epochs[] | .seconds * .au] | add) as $compute
@@ -90,12 +90,12 @@ pfsa_job() {
 		       | {rule, target, confidence, bytes:.evidence.figures.bytes, tier_capacity:.evidence.figures.tier_capacity,
 			  stages:((.profile.datasets // []) | length > 0)}],
 		     skipped:[($advice.skipped // [])[] | select(.reason | test("larger than tier"))]},
-		   submit_to_start_s:(($start - $t0) * 1000 | round / 1000),
+		   submit_to_start_s:(($t_start - $t0) * 1000 | round / 1000),
 		   stage_in_s:($stage * 1000 | round / 1000),
-		   job_wall_s:(($end - $start) * 1000 | round / 1000),
+		   job_wall_s:(($t_end - $t_start) * 1000 | round / 1000),
 		   compute_s:($compute * 1000 | round / 1000),
-		   unoverlapped_io_s:(($stage + ($end - $start) - $compute) * 1000 | round / 1000),
-		   run_s:(($end - $t0) * 1000 | round / 1000),
+		   unoverlapped_io_s:(($stage + ($t_end - $t_start) - $compute) * 1000 | round / 1000),
+		   run_s:(($t_end - $t0) * 1000 | round / 1000),
 		   reader:{files, bytes, epochs, first_batch_s, total_s}}' \
 		"$TEST_WORKDIR/reader.$SUBMIT_JOBID.json" >>"$PFSA_RUNS" ||
 		fail "cannot summarize job $SUBMIT_JOBID"

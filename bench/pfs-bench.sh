@@ -33,7 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # minutes on 2 cores; 1 is the 4,000 files.
 : "${BENCH_SCALE:=0.5}"
 : "${BENCH_DIR:=/var/tmp/iostage-pfsbench}"
-: "${BENCH_RTTS:=1 5}"
+BENCH_RTTS=${BENCH_RTTS-1 5} # "" skips the staging runs
 : "${BENCH_PFS_DATASETS:=imagenet unet3d bert}"
 : "${BENCH_PFS_TOOLS:=cp rsync tar fpsync rclone pcp iostage}"
 : "${BENCH_HIT_FILES:=100000}"

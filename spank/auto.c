@@ -182,14 +182,27 @@ int auto_apply(struct profile *profile, const struct conf *conf, char *err,
 	}
 	frag = cJSON_GetObjectItemCaseSensitive(reply, "profile");
 	if (!fragment_nonempty(frag)) {
+		double runs = cJSON_GetNumberValue(
+		    cJSON_GetObjectItemCaseSensitive(reply, "runs"));
+		const char *how;
+
 		if (!own && profile_observe(profile, conf))
 			rc = 1;
-		slurm_info("iostage: --io-profile=auto: no history yet for job "
-			   "'%s'; it runs %s",
-			   name, own ? "with the given overrides only"
-			   : rc ? "from the PFS, observed (deep mode) so that "
-				  "the history learns what it reads"
-				: "without a profile");
+		how = own  ? "with the given overrides only"
+		      : rc ? "from the PFS, observed (deep mode) so that the "
+			     "history learns what it reads"
+			   : "without a profile";
+		/* With runs, the advice may be to read in place (stream):
+		 * nothing to stage, yet not "no history". */
+		if (runs > 0)
+			slurm_info("iostage: --io-profile=auto: the history's "
+				   "advice for job '%s' (%.0f runs) stages "
+				   "nothing; it runs %s",
+				   name, runs, how);
+		else
+			slurm_info("iostage: --io-profile=auto: no history yet "
+				   "for job '%s'; it runs %s",
+				   name, how);
 		goto out;
 	}
 	text = cJSON_PrintUnformatted(frag);
