@@ -105,7 +105,7 @@ pfsa_job() {
 test_pfs_auto() {
 	local n ds big name="dlio-auto" bigname="dlio-auto-big"
 	ds=$CLUSTER_PFS/$PFSA_DS big=$CLUSTER_PFS/$PFSA_BIG
-	[ -d "$ds" ] && [ -d "$big" ] || fail "no $ds or $big on the cluster's PFS"
+	if [ ! -d "$ds" ] || [ ! -d "$big" ]; then fail "no $ds or $big on the cluster's PFS"; fi
 	grep -q "^PfsPath=$CLUSTER_PFS\$" "$IOSTAGE_CONF" || fail "the cluster's iostage.conf has no PfsPath=$CLUSTER_PFS"
 	RD=$TEST_WORKDIR/dlio_reader
 	install -m 0755 "$PFSA_READER" "$RD"
