@@ -12,12 +12,16 @@
 #  3. epochs and checkpoints as real Slurm jobs on the one-node harness
 #     (bench/pfs-jobs.sh): the DLIO-shaped reader from the PFS, with
 #     --io-profile (staging counted) and cached; checkpoints to the PFS and
-#     to IOSTAGE_OUTPUT with the drain.
+#     to IOSTAGE_OUTPUT with the drain;
+#  4. closing the loop on the multi-node cluster (bench/pfs-auto.sh): ten
+#     jobs with --io-profile=auto and no other hint, each one's unoverlapped
+#     I/O time and run time; advice never stages more than a tier holds.
 #
 # Results: bench/results/pfs-LATEST.json and pfs-LATEST.txt (the table).
 # Knobs: BENCH_SCALE (0.5), BENCH_DIR (/var/tmp/iostage-pfsbench), BENCH_RTTS
 # ("1 5"), BENCH_PFS_DATASETS ("imagenet unet3d bert"), BENCH_PFS_TOOLS,
-# BENCH_HIT_FILES (100000), BENCH_EPOCHS (3), PFS_RATE (1gbit).
+# BENCH_HIT_FILES (100000), BENCH_EPOCHS (3), PFS_RATE (1gbit),
+# BENCH_AUTO_JOBS (10), BENCH_AUTO_BIG_JOBS (4), BENCH_PFS_AUTO=0 (skip 4).
 # Must run as root (bench/pfs.sh).
 set -uo pipefail
 
@@ -29,7 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # minutes on 2 cores; 1 is the issue's 4,000 files.
 : "${BENCH_SCALE:=0.5}"
 : "${BENCH_DIR:=/var/tmp/iostage-pfsbench}"
-: "${BENCH_RTTS:=1 5}"
+BENCH_RTTS=${BENCH_RTTS-1 5} # "" skips the staging runs
 : "${BENCH_PFS_DATASETS:=imagenet unet3d bert}"
 : "${BENCH_PFS_TOOLS:=cp rsync tar fpsync rclone pcp iostage}"
 : "${BENCH_HIT_FILES:=100000}"
@@ -197,15 +201,29 @@ if [ "${BENCH_PFS_JOBS:-1}" = 1 ] && [[ " $BENCH_PFS_DATASETS " = *" imagenet "*
 fi
 
 # --- closing the loop: --io-profile=auto (issue 14 item 6) -----------------
-# NOT DONE: ten DLIO-shaped jobs of one user on the multi-node test cluster
-# (tests/cluster/) over this PFS with --io-profile=auto, the history service
-# of issue 12 (iostagectld) learning and advising staging. This is where it
-# goes: run it here while the PFS is up (PFS_DIR/mnt as the datasets' home),
-# append {kind:"auto", job:N, unoverlapped_io_s, run_s, advice} lines to
-# $RUNS, and pfs-table.jq prints them. Asking for it fails loudly meanwhile.
-if [ "${BENCH_PFS_AUTO:-0}" = 1 ]; then
-	say "BENCH_PFS_AUTO=1: the --io-profile=auto loop needs issue 12's history service; not implemented"
-	jq -nc '{kind:"auto", done:false, why:"needs iostagectld (issue 12)"}' >>"$RUNS"
+# The multi-node test cluster (tests/cluster/run.sh: three compute nodes,
+# iostagectld holding the history) with this PFS's mount as its PFS
+# (CLUSTER_PFS_DIR, bind-mounted into every node; started after the last
+# `pfs cold` above, since the nodes keep the client they were made with)
+# and PfsPath= naming it: BENCH_AUTO_JOBS training jobs of one user with
+# --io-profile=auto and nothing else (the first observed from the PFS, the
+# later ones staged on the history's advice), then BENCH_AUTO_BIG_JOBS over
+# a dataset larger than the nvme tier (whose capacity is set between the
+# two), which must never be advised for staging (bench/pfs-auto.sh).
+if [ "${BENCH_PFS_AUTO:-1}" = 1 ] && [[ " $BENCH_PFS_DATASETS " = *" imagenet "* ]] &&
+	[[ " $BENCH_PFS_DATASETS " = *" unet3d "* ]]; then
+	pfs rtt 1
+	rd=$(bench_helper dlio_reader) || die "cannot build dlio_reader"
+	cap=$(( (DS_BYTES[imagenet] + DS_BYTES[unet3d]) / 2 ))
+	say "auto: ${BENCH_AUTO_JOBS:-10} jobs over imagenet (${DS_BYTES[imagenet]} B), ${BENCH_AUTO_BIG_JOBS:-4} over unet3d (${DS_BYTES[unet3d]} B), nvme Capacity=$cap"
+	export PFSA_RUNS=$RUNS PFSA_READER=$rd PFSA_DS=imagenet PFSA_BIG=unet3d PFSA_RTT_MS=1 \
+		PFSA_RARGS="-t 8 -b 32 -c ${BENCH_COMPUTE_MS:-20} -e $BENCH_EPOCHS" PFSA_N=${BENCH_AUTO_JOBS:-10} \
+		PFSA_BIG_RARGS="-t 4 -b 4 -c ${BENCH_COMPUTE_MS:-20} -e 1 -s 1048576" PFSA_BIG_N=${BENCH_AUTO_BIG_JOBS:-4}
+	CLUSTER_PFS_DIR=$MNT CLUSTER_PFS_OBSERVE=yes CLUSTER_NVME_CAPACITY=$cap IT_TIMEOUT=1500 \
+		IT_FILTER='^test_pfs_auto$' IT_VERBOSE=1 bash "$BENCH_TOP/tests/cluster/run.sh" "$here/pfs-auto.sh" \
+		9>&- >"$STATE/auto.log" 2>&1 ||
+		say "the auto loop failed: $(grep -E '^(FAIL|[0-9]+ passed)' "$STATE/auto.log" | tr '\n' ' ')"
+	grep -E '^(PASS|FAIL|[0-9]+ passed)|^    (loop|big) ' "$STATE/auto.log" >&2
 fi
 
 # --- results ---------------------------------------------------------------

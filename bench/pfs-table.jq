@@ -32,4 +32,16 @@ def r(a; b): if a == null or b == null or b == 0 then null else a / b end;
   ( ["pfs", "drain"][] as $k | $c[$k] |
     "  \($k) (job \(.job)): blocked " + ([.blocked_s[] | f] | join(" ")) + " s (total \(.blocked_total_s | f) s), run \(.run_s | f) s, last safe at \(.last_safe_s | f) s" +
     (if .identical == null then "" else ", every checkpoint byte-identical on the PFS after the Epilog: \(.identical)" end) ),
-  "  blocked time pfs/drain \(r($c.pfs.blocked_total_s; $c.drain.blocked_total_s) | f)x" )
+  "  blocked time pfs/drain \(r($c.pfs.blocked_total_s; $c.drain.blocked_total_s) | f)x" ),
+( [.runs[] | select(.kind == "auto")] | select(length > 0) |
+  ([.[] | select(.loop == "loop")]) as $l |
+  ($l | map(select((.staged | length) == 0))) as $before |
+  ($l | map(select((.staged | length) > 0))) as $after |
+  def mean(f): if length == 0 then null else (map(f) | add / length) end;
+  "closing the loop: --io-profile=auto on the 3-node cluster at \(.[0].rtt_ms) ms (unoverlapped I/O = staging + job wall time - compute; run = submit to end):",
+  ( .[] | "  \(.loop) \(.n) (job \(.job) on \(.node)): unoverlapped I/O \(.unoverlapped_io_s | f) s, run \(.run_s | f) s, " +
+    (if (.staged | length) > 0 then "staged (\(.staged | map(.result) | join(",")), \(.stage_in_s | f) s)"
+     elif .observed != null then "observed from the PFS (\(.observed.files) files, \(.observed.bytes / 1e6 | round) MB)"
+     else "from the PFS, not observed" end) +
+    (if (.advice.skipped | length) > 0 then "; advice skipped: " + (.advice.skipped | map(.reason) | join("; ")) else "" end) ),
+  "  mean unoverlapped I/O: from the PFS \($before | mean(.unoverlapped_io_s) | f) s (\($before | length) jobs), on the advice \($after | mean(.unoverlapped_io_s) | f) s (\($after | length) jobs): cut \((if ($before | length) > 0 and ($after | length) > 0 then (1 - ($after | mean(.unoverlapped_io_s)) / ($before | mean(.unoverlapped_io_s))) * 100 else null end) | f)% (target >= 50%)" )

@@ -78,6 +78,7 @@ enum conf_key {
 	CONF_KEY_PFS_LICENSE_PER_JOB,
 	CONF_KEY_PLACEMENT,
 	CONF_KEY_PRESTAGE,
+	CONF_KEY_PFS_PATH,
 	CONF_KEY_COUNT,
 };
 
@@ -126,6 +127,7 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_PFS_LICENSE_PER_JOB] = "PfsLicensePerJob",
     [CONF_KEY_PLACEMENT] = "Placement",
     [CONF_KEY_PRESTAGE] = "Prestage",
+    [CONF_KEY_PFS_PATH] = "PfsPath",
 };
 
 /* Attributes on a Tier line, after Tier=NAME itself. */
@@ -944,6 +946,25 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 	case CONF_KEY_PFS_LICENSE_PER_JOB:
 		return conf_uint(cp, key, val, 1, CONF_PFS_LICENSE_PER_JOB_MAX,
 				 &c->pfs_license_per_job);
+	case CONF_KEY_PFS_PATH:
+		if (conf_is_off(val)) {
+			c->pfs_path[0] = '\0';
+			return 0;
+		}
+		/* It goes into IOSTAGE_TRACE_CLASSES, whose separator is
+		 * ':' (common/traceenv.h). */
+		if (strchr(val, ':'))
+			return conf_fail(cp, "key '%s': '%s' holds ':'", key,
+					 conf_show(val, show, sizeof(show)));
+		if (conf_path(cp, key, val, c->pfs_path,
+			      sizeof(c->pfs_path)) < 0)
+			return -1;
+		if (!strcmp(c->pfs_path, "/"))
+			return conf_fail(cp,
+					 "key '%s': '/' is not a PFS mount "
+					 "point (every read would be observed)",
+					 key);
+		return 0;
 	case CONF_KEY_COUNT:
 		break;
 	}

@@ -129,6 +129,10 @@ struct conf {
 	/* iostagectld's scheduling help (docs/SCHEDULING.md). */
 	bool placement;                 /* publish cache features (--prefer) */
 	bool prestage;                  /* stage pending jobs' datasets */
+	/* The PFS's mount point: a job run with --io-profile=auto and no
+	 * advice yet is observed (traced) reading under it, so the history
+	 * learns the trees it reads (docs/HISTORY.md); "" = none. */
+	char pfs_path[CONF_PATH_MAX];
 };
 
 /* Defaults used before parsing and for keys a file leaves out:
@@ -153,7 +157,7 @@ struct conf {
  * (seconds or a duration, 1s to 1h), StageBandwidth=0
  * (unbounded; bytes per second, "400M" or "400M/s"),
  * StageBandwidthFallback= (StageBandwidth/8), PfsLicense= (none),
- * PfsLicensePerJob=1, Placement=yes, Prestage=yes. */
+ * PfsLicensePerJob=1, Placement=yes, Prestage=yes, PfsPath= (none). */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is

@@ -656,6 +656,7 @@ enum profile_top_key {
 	PROFILE_KEY_TIMEOUT,
 	PROFILE_KEY_ON_FAILURE,
 	PROFILE_KEY_STREAMS,
+	PROFILE_KEY_OBSERVE,
 };
 
 static const char *const profile_top_keys[] = {
@@ -669,6 +670,7 @@ static const char *const profile_top_keys[] = {
     [PROFILE_KEY_TIMEOUT] = "timeout",
     [PROFILE_KEY_ON_FAILURE] = "on_failure",
     [PROFILE_KEY_STREAMS] = "streams",
+    [PROFILE_KEY_OBSERVE] = "observe",
 };
 
 /* Is PATH already one of P's streams? */
@@ -782,6 +784,13 @@ static int profile_top_member(void *ctx, int k, const cJSON *item,
 					    "key '%s': expected true or false",
 					    key);
 		p->trace = cJSON_IsTrue(item);
+		return 0;
+	case PROFILE_KEY_OBSERVE:
+		if (!cJSON_IsBool(item))
+			return errmsg_fail(err, errlen, EINVAL,
+					    "key '%s': expected true or false",
+					    key);
+		p->observe = cJSON_IsTrue(item);
 		return 0;
 	case PROFILE_KEY_TIMEOUT:
 		if (!cJSON_IsNumber(item))
@@ -1029,6 +1038,16 @@ static struct profile *profile_load_base(const char *base,
 	p->origin = origin;
 	p->is_auto = false;
 	return p;
+}
+
+bool profile_observe(struct profile *profile, const struct conf *conf)
+{
+	if (!profile || !conf || !conf->pfs_path[0] || profile->ndatasets ||
+	    profile->noutputs || profile->nstreams)
+		return false;
+	profile->observe = true;
+	profile->trace = true;
+	return true;
 }
 
 static const char profile_override_keys[] =
@@ -1699,6 +1718,8 @@ char *profile_to_json(const struct profile *profile)
 				goto nomem;
 	}
 	if (!cJSON_AddBoolToObject(root, "trace", p->trace))
+		goto nomem;
+	if (p->observe && !cJSON_AddBoolToObject(root, "observe", true))
 		goto nomem;
 	if (p->timeout &&
 	    !cJSON_AddNumberToObject(root, "timeout", (double)p->timeout))

@@ -79,6 +79,10 @@ struct profile {
 	bool has_on_failure;
 	enum stage_failure_policy on_failure;
 	bool is_auto;           /* SPEC was "auto": resolved by the history */
+	/* "observe": true: an auto job the history had no advice for runs
+	 * from the PFS, traced, with conf PfsPath= as its dataset class, so
+	 * that its record says which tree it read (profile_observe). */
+	bool observe;
 };
 
 /* What profile_validate checks beyond structure. */
@@ -116,6 +120,13 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 
 /* Compact normalized JSON; caller frees. NULL on ENOMEM. */
 char *profile_to_json(const struct profile *profile);
+
+/* An --io-profile=auto job with nothing to stage (no advice yet, no
+ * overrides): when the site names its PFS (conf PfsPath=), make it an
+ * observed job: "observe" and "trace" set, so the plugin traces it with
+ * the PFS as its dataset class and the history learns what it reads.
+ * True when PROFILE was made observed; false (unchanged) otherwise. */
+bool profile_observe(struct profile *profile, const struct conf *conf);
 
 /* The environment-variable form of a dataset/output name: upper-cased,
  * '-' -> '_'. Writes at most buflen bytes including NUL. */

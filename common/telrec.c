@@ -1,7 +1,9 @@
 /* telrec.c - timeline, counter vocabulary and shim_report checks. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/pathsafe.h"
 #include "common/telrec.h"
 
 static const char *const buckets[] = {
@@ -355,6 +357,52 @@ static int check_counters(const cJSON *o, char *err, size_t errlen)
 	return 0;
 }
 
+/* observed: {root: normalized absolute path, files, bytes, missed} */
+static int check_observed(const cJSON *o, char *err, size_t errlen)
+{
+	const cJSON *v;
+
+	if (!o)
+		return 0;
+	if (!cJSON_IsObject(o))
+		return bad(err, errlen, "key 'observed': must be an object%s%s",
+			   "", "");
+	cJSON_ArrayForEach(v, o)
+	{
+		if (!strcmp(v->string, "root")) {
+			char norm[TELREC_REPORT_PATH_MAX], why[128];
+
+			if (!cJSON_IsString(v) || v->valuestring[0] != '/' ||
+			    strlen(v->valuestring) >= TELREC_REPORT_PATH_MAX ||
+			    pathsafe_normalize(v->valuestring, norm,
+					       sizeof(norm), why,
+					       sizeof(why)) < 0 ||
+			    strcmp(norm, v->valuestring))
+				return bad(err, errlen,
+					   "key 'observed': 'root' must be a "
+					   "normalized absolute path of at "
+					   "most 4095 bytes%s%s",
+					   "", "");
+		} else if (!strcmp(v->string, "files") ||
+			   !strcmp(v->string, "bytes") ||
+			   !strcmp(v->string, "missed")) {
+			if (!number_ok(v))
+				return bad(err, errlen,
+					   "key 'observed': '%s' must be a "
+					   "number >= 0%s",
+					   v->string, "");
+		} else {
+			return bad(err, errlen,
+				   "key 'observed': unknown key '%s'%s",
+				   v->string, "");
+		}
+	}
+	if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "root")))
+		return bad(err, errlen, "key 'observed': 'root' is missing%s%s",
+			   "", "");
+	return 0;
+}
+
 static int check_files(const cJSON *o, char *err, size_t errlen)
 {
 	const cJSON *f, *v;
@@ -420,7 +468,7 @@ int telrec_report_check(const cJSON *req, char *err, size_t errlen)
 		"op", "job", "pid", "ppid", "step", "rank", "local_rank",
 		"node", "identity", "reason", "start", "end", "counters",
 		"io_seconds", "unoverlapped", "files", "phases_folded",
-		"disabled",
+		"disabled", "observed",
 	};
 	const cJSON *v;
 
@@ -483,8 +531,72 @@ int telrec_report_check(const cJSON *req, char *err, size_t errlen)
 	    check_seconds(cJSON_GetObjectItemCaseSensitive(req, "unoverlapped"),
 			  "unoverlapped", err, errlen) < 0 ||
 	    check_files(cJSON_GetObjectItemCaseSensitive(req, "files"), err,
-			errlen) < 0)
+			errlen) < 0 ||
+	    check_observed(cJSON_GetObjectItemCaseSensitive(req, "observed"),
+			   err, errlen) < 0)
 		return -1;
+	return 0;
+}
+
+/* --- observed jobs ------------------------------------------------------------ */
+
+/* The length of the deepest directory (whole components) holding both A
+ * and B, normalized absolute paths. */
+static size_t common_dir_len(const char *a, const char *b)
+{
+	size_t i = 0, last = 0;
+
+	for (; a[i] && a[i] == b[i]; i++)
+		if (a[i] == '/')
+			last = i;
+	if ((!a[i] || a[i] == '/') && (!b[i] || b[i] == '/'))
+		return i; /* one holds the other, or equal */
+	return last ? last : 1; /* "/" */
+}
+
+int telrec_observed_merge(cJSON *dst, const cJSON *obs, const char *pfs)
+{
+	const cJSON *root = cJSON_GetObjectItemCaseSensitive(obs, "root");
+	const cJSON *cur = cJSON_GetObjectItemCaseSensitive(dst, "source");
+	char buf[TELREC_REPORT_PATH_MAX];
+	size_t n = pfs ? strlen(pfs) : 0;
+	static const char *const nums[] = {"files", "bytes", "missed"};
+
+	if (!cJSON_IsObject(obs) || !cJSON_IsString(root))
+		return 0;
+	/* Under the PFS the plugin named, as whole components: a report
+	 * cannot make the history advise staging another tree. */
+	if (!n || strncmp(root->valuestring, pfs, n) ||
+	    (root->valuestring[n] != '/' && root->valuestring[n] != '\0'))
+		return 0;
+	if (cJSON_IsString(cur)) {
+		size_t len = common_dir_len(cur->valuestring, root->valuestring);
+
+		if (len < n)
+			len = n;
+		snprintf(buf, sizeof(buf), "%.*s", (int)len, cur->valuestring);
+	} else {
+		snprintf(buf, sizeof(buf), "%s", root->valuestring);
+	}
+	if (cur)
+		cJSON_ReplaceItemInObjectCaseSensitive(dst, "source",
+						       cJSON_CreateString(buf));
+	else if (!cJSON_AddStringToObject(dst, "source", buf))
+		return -1;
+	/* Each process counts the distinct files it opened (a forked child
+	 * starts from its parent's): the largest is the job's, a lower
+	 * bound when processes read disjoint parts. Missed ones add up. */
+	for (size_t i = 0; i < 3; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(obs, nums[i]);
+		cJSON *d = cJSON_GetObjectItemCaseSensitive(dst, nums[i]);
+		double x = number_ok(v) ? v->valuedouble : 0;
+
+		if (d)
+			cJSON_SetNumberValue(d, i == 2 ? d->valuedouble + x
+						       : fmax(d->valuedouble, x));
+		else if (!cJSON_AddNumberToObject(dst, nums[i], x))
+			return -1;
+	}
 	return 0;
 }
 

@@ -87,9 +87,18 @@ int telrec_counters_merge(cJSON *dst, const cJSON *src);
  * with at most TELREC_REPORT_PHASES_MAX phases, classes dataset/output/
  * other, known counter names; "io_seconds" and "unoverlapped" are
  * {phase:seconds}; "files" at most TELREC_REPORT_FILES_MAX entries
- * {path (absolute, < TELREC_REPORT_PATH_MAX), class, written}. 0, or -1
+ * {path (absolute, < TELREC_REPORT_PATH_MAX), class, written};
+ * "observed" {root (normalized absolute), files, bytes, missed}. 0, or -1
  * with one line in err naming the key. */
 int telrec_report_check(const cJSON *req, char *err, size_t errlen);
+
+/* Merge a shim_report's "observed" (an observed job: the tree it read
+ * under the PFS, docs/SHIM.md) into DST, the record's "observed" object
+ * {source, files, bytes, missed}: source is the deepest directory holding
+ * every process's root (never above PFS), files and bytes the largest
+ * process's, missed summed. A root not under PFS (conf PfsPath=, whole
+ * components; NULL or "" = none) is ignored. 0, or -1 on ENOMEM. */
+int telrec_observed_merge(cJSON *dst, const cJSON *obs, const char *pfs);
 
 /* Add one phase's counters {class:{COUNTER:n}} into DST ({class:{...}},
  * classes created as needed). 0, or -1 on ENOMEM. */

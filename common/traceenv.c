@@ -82,6 +82,11 @@ int traceenv_classes(const struct conf *conf, const struct profile *profile,
 				goto out;
 		}
 	}
+	/* An observed job (profile_observe): its PFS reads are the dataset
+	 * class, and the shim notes which tree under it they hit. */
+	if (profile->observe && conf->pfs_path[0] &&
+	    add(&c, "pfs", conf->pfs_path) < 0)
+		goto out;
 	memcpy(buf, c.buf, c.len + 1);
 	if (ret_skipped)
 		*ret_skipped = c.skipped;

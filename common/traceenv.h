@@ -28,7 +28,9 @@ bool traceenv_wanted(const struct conf *conf, const struct profile *profile);
 /* IOSTAGE_TRACE_CLASSES for job JOBID of a normalized PROFILE into buf
  * (size buflen). Paths holding ':' cannot be expressed and are left out;
  * *ret_skipped (may be NULL) counts the entries left out (IOSTAGE_DATA
- * and IOSTAGE_DATA_<NAME> are two). Returns 0, or -1 with errno
+ * and IOSTAGE_DATA_<NAME> are two). An observed profile
+ * (profile_observe) adds "pfs=" conf PfsPath: the shim counts reads there
+ * as the dataset class and notes the tree they hit. Returns 0, or -1 with errno
  * (ENAMETOOLONG: buf too small; ENOENT: a tier the conf lacks); buf is
  * untouched on failure. */
 int traceenv_classes(const struct conf *conf, const struct profile *profile,

@@ -433,6 +433,23 @@ static int add_datasets(cJSON *facts, const cJSON *record,
 		    (stage_s >= 0 && add_num(f, "stage_s", stage_s) < 0))
 			return -1;
 	}
+	/* An observed job (--io-profile=auto with no advice yet) staged
+	 * nothing: the tree it read from the PFS is its dataset, read in
+	 * place (result "pfs"), of the distinct files' size it read. */
+	d = cJSON_GetObjectItemCaseSensitive(record, "observed");
+	if (jobfacts_str(d, "source", "")[0] == '/' && n < JOBFACTS_LIST_MAX) {
+		f = cJSON_CreateObject();
+		if (!f || !cJSON_AddItemToArray(arr, f) ||
+		    !cJSON_AddStringToObject(f, "src",
+					     jobfacts_str(d, "source", "")) ||
+		    add_num(f, "bytes", fmax(0, jobfacts_num(d, "bytes", 0))) <
+			0 ||
+		    add_num(f, "files", fmax(0, jobfacts_num(d, "files", 0))) <
+			0 ||
+		    !cJSON_AddStringToObject(f, "tier", "") ||
+		    !cJSON_AddStringToObject(f, "result", "pfs"))
+			return -1;
+	}
 	return 0;
 }
 

@@ -81,6 +81,7 @@ struct tjob {
 	size_t nmarks;
 	struct outfiles *files;  /* output files and their writers */
 	bool has_files;
+	cJSON *observed;         /* an observed job's tree (telrec), or NULL */
 	/* Counts a restarted daemon found in the record: its file table
 	 * is gone, later reports add to these. [PROFILE_MAX_OUTPUTS]:
 	 * the job's. */
@@ -138,6 +139,7 @@ static void tjob_free(struct tjob *t)
 	cJSON_Delete(t->stage_in);
 	cJSON_Delete(t->stage_out);
 	cJSON_Delete(t->run_counters);
+	cJSON_Delete(t->observed);
 	outfiles_destroy(t->files);
 	for (size_t i = 0; i < t->nmarks; i++)
 		cJSON_Delete(t->marks[i].counters);
@@ -631,6 +633,9 @@ static cJSON *build_locked(struct tjob *t, bool finished, double end)
 	}
 	if (t->stage_out)
 		cJSON_AddItemToArray(phases, cJSON_Duplicate(t->stage_out, true));
+	if (t->observed && cJSON_GetObjectItemCaseSensitive(t->observed, "source"))
+		cJSON_AddItemToObject(r, "observed",
+				      cJSON_Duplicate(t->observed, true));
 	procs = cJSON_AddArrayToObject(r, "processes");
 	for (size_t i = 0; procs && i < t->nprocs; i++) {
 		const struct tproc *p = &t->procs[i];
@@ -1300,6 +1305,14 @@ int telemetry_shim_report(uint32_t id, uid_t peer_uid, pid_t pid,
 						     : now_s();
 	merge_report_locked(t, req);
 	merge_files_locked(t, pid, req);
+	if (cJSON_GetObjectItemCaseSensitive(req, "observed") &&
+	    ((!t->observed && !(t->observed = cJSON_CreateObject())) ||
+	     telrec_observed_merge(t->observed,
+				   cJSON_GetObjectItemCaseSensitive(req,
+								    "observed"),
+				   tel_conf->pfs_path) < 0))
+		log_warning("job %u: out of memory noting the tree it read",
+			    t->id);
 	p = find_proc(t, pid);
 	if (!p) {
 		struct telemetry_task id2 = { .pid = pid, .rank = -1,

@@ -497,6 +497,8 @@ static int opened(struct call *c, int fd, int flags)
 		guard = 1;
 		kind = shim_fd_kind_at_open(fd, c->dirfd, c->abs, c->cls);
 		shim_fd_opened(fd, kind, c->cls, c->ckpt, c->abs, flags);
+		if (kind == SHIM_FD_FILE && c->cls == SHIM_CLASS_DATASET)
+			shim_observe_open(fd, c->abs, flags);
 		guard = 0;
 		if (kind != SHIM_FD_FILE) {
 			drop(c);
@@ -1502,6 +1504,8 @@ __attribute__((constructor)) static void shim_init(void)
 	else if (shim_classes_init(getenv("IOSTAGE_TRACE_CLASSES"), &reason) <
 		 0)
 		shim_disable(reason);
+	else if (shim_observe_init() < 0)
+		shim_disable("cannot map the observed files' table");
 	else
 		atomic_store(&state, SHIM_COUNTING);
 	guard = 0;

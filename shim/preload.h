@@ -308,6 +308,29 @@ bool shim_path_pseudo(const char *abs);
 /* The cwd changed (chdir, fchdir succeeded): forget the cached one. */
 void shim_classes_cwd_changed(void);
 
+/* Was a "pfs=" prefix given (an observed job)? */
+bool shim_classes_observing(void);
+
+/* Is the normalized absolute ABS under a "pfs=" prefix (and under no
+ * longer prefix of another class)? */
+bool shim_classes_observed(const char *abs);
+
+/* ---- preload_observe.c ---------------------------------------------------- */
+
+/* An observed job (a "pfs=" class) learns which tree it reads from the
+ * PFS: the deepest directory holding every file opened for reading there,
+ * and how many distinct files (device, inode) of how many bytes. Set up
+ * at start-up (maps the inode table; -1 when it cannot: nothing is noted). */
+int shim_observe_init(void);
+
+/* FD was opened at ABS (normalized, absolute; class dataset) with FLAGS. */
+void shim_observe_open(int fd, const char *abs, int flags);
+
+/* What was noted: false when nothing. *ret_root is valid until exit. */
+bool shim_observe_get(const char **ret_root, size_t *ret_root_len,
+		      uint64_t *ret_files, uint64_t *ret_bytes,
+		      uint64_t *ret_missed);
+
 /* ---- preload_phases.c ----------------------------------------------------- */
 
 /* The innermost active marker's phase, -1 when none. */

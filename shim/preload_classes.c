@@ -5,7 +5,9 @@
  *     dataset=/local/nvme/iostage/jobs/42/data/imagenet:dataset=/pfs/imagenet
  *     :output=/local/nvme/iostage/jobs/42/out/ckpt:output=/pfs/u/ckpt
  * A path belongs to the longest prefix that contains it (whole components
- * only: /pfs/a does not contain /pfs/ab). Anything malformed disables the
+ * only: /pfs/a does not contain /pfs/ab). "pfs=PATH" (an observed job's
+ * PFS, common/traceenv.h) is the dataset class too, and the files read
+ * under it are noted (preload_observe.c). Anything malformed disables the
  * shim: a trace with wrong classes would mislead more than no trace.
  */
 #define _GNU_SOURCE
@@ -21,6 +23,7 @@ struct prefix {
 	const char *path;
 	size_t len;
 	enum shim_class cls;
+	bool observed; /* "pfs=": reads under it are observed */
 };
 
 static struct prefix prefixes[SHIM_MAX_PREFIXES];
@@ -33,6 +36,7 @@ static char cwd[4096];
  * static TLS rather than on a stack that may be a small sigaltstack. */
 static __thread char abs_buf[4096] __attribute__((tls_model("initial-exec")));
 static atomic_bool cwd_valid;
+static bool observing; /* a "pfs=" prefix was given */
 
 static const char *const class_names[] = {
 	[SHIM_CLASS_DATASET] = "dataset",
@@ -97,12 +101,14 @@ int shim_classes_init(const char *spec, const char **ret_reason)
 	const char *p = spec;
 
 	nprefixes = 0;
+	observing = false;
 	if (!spec || !*spec)
 		return 0;
 	while (*p) {
 		const char *end = strchr(p, ':'), *eq;
 		size_t len = end ? (size_t)(end - p) : strlen(p);
 		enum shim_class cls = SHIM_CLASS_OTHER;
+		bool observed = false;
 		char raw[4096];
 
 		if (len == 0)
@@ -117,9 +123,13 @@ int shim_classes_init(const char *spec, const char **ret_reason)
 			if ((size_t)(eq - p) == strlen(class_names[c]) &&
 			    memcmp(p, class_names[c], (size_t)(eq - p)) == 0)
 				cls = (enum shim_class)c;
+		if (eq - p == 3 && memcmp(p, "pfs", 3) == 0) {
+			cls = SHIM_CLASS_DATASET;
+			observed = true;
+		}
 		if (cls == SHIM_CLASS_OTHER) {
 			*ret_reason = "IOSTAGE_TRACE_CLASSES: unknown class "
-				      "(known: dataset, output)";
+				      "(known: dataset, output, pfs)";
 			return -1;
 		}
 		len -= (size_t)(eq + 1 - p);
@@ -142,6 +152,8 @@ int shim_classes_init(const char *spec, const char **ret_reason)
 		prefixes[nprefixes].path = prefix_arena + used;
 		prefixes[nprefixes].len = strlen(prefix_arena + used);
 		prefixes[nprefixes].cls = cls;
+		prefixes[nprefixes].observed = observed;
+		observing |= observed;
 		used += prefixes[nprefixes].len + 1;
 		nprefixes++;
 next:
@@ -258,6 +270,18 @@ found:
 			    strcasestr(abs, "checkpoint");
 	*ret_abs = abs;
 	return best->cls;
+}
+
+bool shim_classes_observing(void)
+{
+	return observing;
+}
+
+bool shim_classes_observed(const char *abs)
+{
+	const struct prefix *best = longest_prefix(abs);
+
+	return best && best->observed;
 }
 
 static bool under(const char *abs, const char *top, size_t len)

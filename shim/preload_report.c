@@ -273,6 +273,9 @@ static size_t build(const char *reason, bool with_files)
 	struct jbuf b = {.buf = out, .cap = sizeof(out) - 1};
 	double spt = shim_clock_seconds_per_tick();
 	const char *disabled = shim_disabled_reason();
+	const char *oroot;
+	size_t olen;
+	uint64_t ofiles, obytes, omissed;
 	bool first = true;
 
 	put_identity(&b, reason);
@@ -339,6 +342,18 @@ static size_t build(const char *reason, bool with_files)
 	jb_printf(&b, "}");
 	if (shim_phases_folded())
 		jb_printf(&b, ",\"phases_folded\":%u", shim_phases_folded());
+	if (shim_observe_get(&oroot, &olen, &ofiles, &obytes, &omissed)) {
+		static char rootbuf[4096]; /* off a possibly small stack */
+
+		memcpy(rootbuf, oroot, olen);
+		rootbuf[olen] = '\0';
+		jb_printf(&b, ",\"observed\":{\"root\":");
+		jb_string(&b, rootbuf);
+		jb_printf(&b, ",\"files\":%llu,\"bytes\":%llu,\"missed\":%llu}",
+			  (unsigned long long)ofiles,
+			  (unsigned long long)obytes,
+			  (unsigned long long)omissed);
+	}
 	if (with_files) {
 		size_t n = shim_files_count();
 

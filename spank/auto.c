@@ -168,18 +168,41 @@ int auto_apply(struct profile *profile, const struct conf *conf, char *err,
 	auto_job_name(name, sizeof(name));
 	reply = auto_ask(conf, name, AUTO_DAEMON_TIMEOUT_MS, why, sizeof(why));
 	if (!reply) {
+		/* Observed all the same: its record waits in the node's
+		 * outbox until the history is back. */
+		if (!own && profile_observe(profile, conf))
+			rc = 1;
 		slurm_info("iostage: --io-profile=auto: no history advice (%s); "
 			   "the job runs %s",
 			   why, own ? "with the given overrides only"
-				    : "without a profile");
+			   : rc ? "from the PFS, observed (deep mode) so that "
+				  "the history learns what it reads"
+				: "without a profile");
 		return rc;
 	}
 	frag = cJSON_GetObjectItemCaseSensitive(reply, "profile");
 	if (!fragment_nonempty(frag)) {
-		slurm_info("iostage: --io-profile=auto: no history yet for job "
-			   "'%s'; it runs %s",
-			   name, own ? "with the given overrides only"
-				     : "without a profile");
+		double runs = cJSON_GetNumberValue(
+		    cJSON_GetObjectItemCaseSensitive(reply, "runs"));
+		const char *how;
+
+		if (!own && profile_observe(profile, conf))
+			rc = 1;
+		how = own  ? "with the given overrides only"
+		      : rc ? "from the PFS, observed (deep mode) so that the "
+			     "history learns what it reads"
+			   : "without a profile";
+		/* With runs, the advice may be to read in place (stream):
+		 * nothing to stage, yet not "no history". */
+		if (runs > 0)
+			slurm_info("iostage: --io-profile=auto: the history's "
+				   "advice for job '%s' (%.0f runs) stages "
+				   "nothing; it runs %s",
+				   name, runs, how);
+		else
+			slurm_info("iostage: --io-profile=auto: no history yet "
+				   "for job '%s'; it runs %s",
+				   name, how);
 		goto out;
 	}
 	text = cJSON_PrintUnformatted(frag);

@@ -21,8 +21,11 @@
 /* Fill *PROFILE (SPEC was "auto", maybe with overrides) from the history's
  * confident recommendations; datasets and outputs the user named win.
  * Prints one info line saying what was applied, that there is no history
- * yet, or that the history cannot be reached. Returns 1 when the profile now
- * has something to stage, 0 when the job runs without a profile, -1 with
+ * yet, or that the history cannot be reached. Without advice and without
+ * overrides the job is observed when the site names its PFS
+ * (profile_observe: traced, so the history learns what it reads). Returns
+ * 1 when the profile now has something to stage or to observe, 0 when the
+ * job runs without a profile, -1 with
  * err when the history's fragment does not parse. */
 int auto_apply(struct profile *profile, const struct conf *conf, char *err,
 	       size_t errlen);

@@ -33,8 +33,10 @@ static struct profile *job_profile(spank_t sp, const struct conf *conf)
 	if (json)
 		profile = profile_parse_json(json, "job", err, sizeof(err));
 	free(json);
-	if (profile && (profile->is_auto ||
-			profile_normalize(profile, conf, err, sizeof(err)) < 0)) {
+	/* The job's JSON is resolved already, also when its origin says
+	 * "auto" (submit.c applied the advice; step_profile_json gives no
+	 * unresolved one): an auto job is traced like any other. */
+	if (profile && profile_normalize(profile, conf, err, sizeof(err)) < 0) {
 		profile_destroy(profile);
 		profile = NULL;
 	}

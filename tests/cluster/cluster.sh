@@ -47,6 +47,16 @@
 #                        runs on ctl and iostage.conf says ControllerHost=ctl;
 #                        no: no service, every node keeps its own history
 #   CLUSTER_NO_INSTALL=1 reuse DIR/iostage/root instead of `make install`
+#   CLUSTER_PFS_DIR      a directory (e.g. bench/pfs.sh's GlusterFS mount)
+#                        to use as the cluster's PFS: bind-mounted on DIR/pfs
+#                        before the nodes are made, so every node sees it
+#                        there (its client stays the host's: a remount on
+#                        the host after start is not seen by the nodes);
+#                        unmounted by stop. Default: DIR/pfs, a plain
+#                        directory on the host's file system
+#   CLUSTER_PFS_OBSERVE=yes  iostage.conf says PfsPath=DIR/pfs: auto jobs
+#                        without advice are observed (docs/HISTORY.md)
+#   CLUSTER_NVME_CAPACITY  Capacity= of the node-local nvme tier (20G)
 set -uo pipefail
 
 CL_SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -236,7 +246,7 @@ StateDir=$dir/local/state
 ProfileDir=$dir/iostage/root/etc/slurm/iostage.d
 # Capacity= given: iostagectld on ctl does not mount the nodes' tiers, and
 # its rules stage only what fits a tier of known size (docs/HISTORY.md)
-Tier=nvme Path=$dir/local/nvme Medium=nvme Capacity=20G
+Tier=nvme Path=$dir/local/nvme Medium=nvme Capacity=${CLUSTER_NVME_CAPACITY:-20G}
 Tier=ram Path=$dir/local/ram Medium=ram Capacity=256M
 Tier=bb Path=$dir/shared/bb Medium=ssd Shared=yes
 DefaultTier=nvme
@@ -270,6 +280,9 @@ OutboxLimit=5
 # that test_outbox does not wait out a long backoff after each restart
 OutboxRetryMax=3
 CONF
+  fi
+  if [ "${CLUSTER_PFS_OBSERVE:-no}" = yes ]; then
+    echo "PfsPath=$dir/pfs" >>"$dir/iostage/iostage.conf"
   fi
   if [ -n "${IOSTAGE_EXTRA_CONF:-}" ]; then
     printf '%s\n' "$IOSTAGE_EXTRA_CONF" >>"$dir/iostage/iostage.conf"
@@ -497,6 +510,12 @@ cmd_start() {
   chmod 0755 "$dir/state" "$dir/log" "$dir/nodes" "$dir/local" "$dir/shared" "$dir/pfs"
   chmod 1777 "$dir/tests"
 
+  if [ -n "${CLUSTER_PFS_DIR:-}" ]; then
+    [ -d "$CLUSTER_PFS_DIR" ] || die "CLUSTER_PFS_DIR=$CLUSTER_PFS_DIR: not a directory"
+    mount --bind "$CLUSTER_PFS_DIR" "$dir/pfs" ||
+      die "cannot bind-mount CLUSTER_PFS_DIR=$CLUSTER_PFS_DIR on $dir/pfs"
+  fi
+
   install_iostage "$dir" || die "make install failed"
   write_iostage_conf "$dir"
   write_hosts "$dir"
@@ -573,6 +592,12 @@ cmd_stop() {
   for f in "$dir"/ns/*.uts "$dir"/ns/*.mnt; do
     [ -e "$f" ] && umount "$f" 2>/dev/null
   done
+  # CLUSTER_PFS_DIR's bind mount (the nodes' copies went with their
+  # namespaces); lazily if something still holds it, so that nothing
+  # removing DIR afterwards reaches into the real PFS.
+  if mountpoint -q "$dir/pfs" 2>/dev/null; then
+    umount "$dir/pfs" 2>/dev/null || umount -l "$dir/pfs" 2>/dev/null
+  fi
   if mountpoint -q "$dir/ns" 2>/dev/null; then umount "$dir/ns" 2>/dev/null; fi
   rm -f "$dir"/ns/*.uts "$dir"/ns/*.mnt 2>/dev/null
   for f in /run/netns/"$pfx"-*; do

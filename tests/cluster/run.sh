@@ -73,7 +73,9 @@ cleanup() {
     wait "$test_pid" 2>/dev/null
   fi
   CLUSTER_QUIET=1 bash "$CL_DIR/cluster.sh" stop "$CLUSTER_DIR"
-  if [ "${IT_KEEP:-0}" = 1 ] || [ "$failed" -gt 0 ]; then
+  if mountpoint -q "$CLUSTER_DIR/pfs" 2>/dev/null; then
+    echo "run.sh: $CLUSTER_DIR/pfs is still a mount (CLUSTER_PFS_DIR): kept $CLUSTER_DIR" >&2
+  elif [ "${IT_KEEP:-0}" = 1 ] || [ "$failed" -gt 0 ]; then
     echo "run.sh: kept $CLUSTER_DIR (logs in $CLUSTER_DIR/log, test output in $CLUSTER_DIR/tests)" >&2
   else
     rm -rf "$CLUSTER_DIR"

@@ -1,6 +1,7 @@
 /* check_conf_pfsbw.c - the keys of the PFS as a scheduled resource in
  * iostage.conf: StageBandwidth, StageBandwidthFallback (iostaged,
- * iostagectld), PfsLicense, PfsLicensePerJob (iostage pfs-license). */
+ * iostagectld), PfsLicense, PfsLicensePerJob (iostage pfs-license),
+ * PfsPath (what --io-profile=auto observes before it has advice). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,25 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.stage_bandwidth_fallback, 0); /* a share of it */
 	ck_assert_str_eq(c.pfs_license, "");
 	ck_assert_uint_eq(c.pfs_license_per_job, 1);
+	ck_assert_str_eq(c.pfs_path, "");
+}
+END_TEST
+
+START_TEST(test_pfs_path)
+{
+	struct conf c;
+	char err[CONF_ERR_MAX];
+
+	conf_set_defaults(&c);
+	ck_assert_msg(conf_parse(T1 "PfsPath=/lustre//scratch/\n", "t.conf", &c,
+				 err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_str_eq(c.pfs_path, "/lustre/scratch"); /* normalized */
+	conf_set_defaults(&c);
+	ck_assert_int_eq(conf_parse(T1 "PfsPath=no\n", "t.conf", &c, err,
+				    sizeof(err)),
+			 0);
+	ck_assert_str_eq(c.pfs_path, "");
 }
 END_TEST
 
@@ -81,6 +101,10 @@ static const struct {
 	{ "PfsLicensePerJob=0\n", "t.conf:2: key 'PfsLicensePerJob'" },
 	{ "PfsLicensePerJob=100001\n", "t.conf:2: key 'PfsLicensePerJob'" },
 	{ "PfsLicensePerJob=two\n", "t.conf:2: key 'PfsLicensePerJob'" },
+	{ "PfsPath=relative\n", "t.conf:2: key 'PfsPath'" },
+	{ "PfsPath=/a:/b\n", "t.conf:2: key 'PfsPath': '/a:/b' holds ':'" },
+	{ "PfsPath=/\n", "t.conf:2: key 'PfsPath': '/' is not a PFS mount" },
+	{ "PfsPath=/a/../..\n", "t.conf:2: key 'PfsPath'" },
 };
 
 START_TEST(test_errors)
@@ -107,6 +131,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_pfs_path);
 	tcase_add_loop_test(tc, test_set, 0, sizeof(oks) / sizeof(oks[0]));
 	tcase_add_loop_test(tc, test_errors, 0, sizeof(errs) / sizeof(errs[0]));
 	suite_add_tcase(s, tc);

@@ -538,6 +538,53 @@ START_TEST(test_spec_site)
 }
 END_TEST
 
+/* auto with nothing to stage: observed only when the site names its PFS,
+ * and only a profile with nothing else in it. */
+START_TEST(test_observe)
+{
+	struct profile *p = spec_ok("auto");
+	char err[CONF_ERR_MAX] = "", *json;
+
+	conf.pfs_path[0] = '\0';
+	ck_assert(!profile_observe(p, &conf));
+	ck_assert(!p->observe);
+	ck_assert(!p->trace);
+	snprintf(conf.pfs_path, sizeof(conf.pfs_path), "/pfs");
+	ck_assert(profile_observe(p, &conf));
+	ck_assert(p->observe);
+	ck_assert(p->trace);
+	normalize_ok(p);
+	ck_assert_int_eq(profile_validate(p, &conf, PROFILE_CHECK_STRUCTURE, err,
+					  sizeof(err)),
+			 0);
+	json = profile_to_json(p);
+	ck_assert_ptr_nonnull(strstr(json, "\"observe\":true"));
+	free(json);
+	assert_round_trip(p);
+	profile_destroy(p);
+
+	/* The user's overrides: the job stages them; nothing observed. */
+	p = spec_ok("auto,data=/pfs/x");
+	ck_assert(!profile_observe(p, &conf));
+	ck_assert(!p->observe);
+	profile_destroy(p);
+	p = spec_ok("auto,stream=/pfs/x");
+	ck_assert(!profile_observe(p, &conf));
+	profile_destroy(p);
+
+	/* Not observed: the key is absent, as in every profile before. */
+	p = spec_ok("dl-train");
+	json = profile_to_json(p);
+	ck_assert_ptr_null(strstr(json, "observe"));
+	free(json);
+	profile_destroy(p);
+	p = json_ok("{\"observe\":false}");
+	ck_assert(!p->observe);
+	profile_destroy(p);
+	conf.pfs_path[0] = '\0';
+}
+END_TEST
+
 START_TEST(test_spec_auto_and_path)
 {
 	struct profile *p = spec_ok("auto");
@@ -1380,6 +1427,7 @@ static Suite *profile_suite(void)
 	tcase_add_checked_fixture(ts, setup, teardown);
 	tcase_add_test(ts, test_spec_site);
 	tcase_add_test(ts, test_spec_auto_and_path);
+	tcase_add_test(ts, test_observe);
 	tcase_add_loop_test(ts, test_spec_errors, 0, N(spec_err_cases));
 	tcase_add_test(ts, test_spec_files);
 	tcase_add_test(ts, test_spec_limits);

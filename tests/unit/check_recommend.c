@@ -294,6 +294,127 @@ START_TEST(test_never_stage_larger_than_tier)
 }
 END_TEST
 
+/* --- observed jobs: --io-profile=auto before there is advice ----------------- */
+
+/* A job that ran straight from the PFS, observed: no dataset staged; the
+ * shim noted the tree it read and its size (docs/HISTORY.md). Its
+ * whole-file reads of ~110 KB files are small. */
+static double observed_bytes = 2.25e8;
+
+static cJSON *observed_job(unsigned i)
+{
+	char phases[1400];
+	cJSON *r;
+
+	snprintf(phases, sizeof(phases),
+		 "[{\"name\":\"run\",\"seconds\":60,\"counters\":"
+		 "{\"dataset\":%s}}]",
+		 reads(6000, 6000, 6000, 3 * observed_bytes));
+	r = record(i, "[]", "[]", phases);
+	cJSON_AddStringToObject(r, "profile_origin", "auto");
+	cJSON_AddItemToObject(
+	    r, "observed",
+	    cJSON_Parse("{\"source\":\"/pfs/u/imagenet\",\"files\":2000,"
+			"\"missed\":0}"));
+	cJSON_AddNumberToObject(cJSON_GetObjectItem(r, "observed"), "bytes",
+				observed_bytes);
+	return r;
+}
+
+/* Three observed runs are enough: cache and stage advice with a profile
+ * that stages the tree they read, to the default tier, confident enough
+ * for auto (>= 0.5); two are not. */
+START_TEST(test_observed_runs_earn_advice)
+{
+	cJSON *runs = runs_of(3, observed_job), *res = recommend_run(runs, &ctx);
+	cJSON *c = find_rule(res, "cache", "/pfs/u/imagenet");
+	cJSON *st = find_rule(res, "stage", "/pfs/u/imagenet"), *prof, *ds;
+
+	ck_assert_ptr_nonnull(c);
+	ck_assert_ptr_nonnull(st);
+	ck_assert(jobfacts_num(c, "confidence", 0) >= 0.5);
+	ck_assert_double_eq(jobfacts_num(figures_of(c), "bytes", 0),
+			    observed_bytes);
+	prof = recommend_profile(cJSON_GetObjectItem(res, "recommendations"),
+				 0.5);
+	ds = cJSON_GetArrayItem(cJSON_GetObjectItem(prof, "datasets"), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(prof,
+								"datasets")),
+			 1);
+	ck_assert_str_eq(jobfacts_str(ds, "path", ""), "/pfs/u/imagenet");
+	ck_assert_str_eq(jobfacts_str(ds, "tier", ""), "nvme");
+	cJSON_Delete(prof);
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+
+	runs = runs_of(2, observed_job);
+	res = recommend_run(runs, &ctx);
+	prof = recommend_profile(cJSON_GetObjectItem(res, "recommendations"),
+				 0.5);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(prof,
+								"datasets")),
+			 0);
+	cJSON_Delete(prof);
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
+/* The rule no other overrides, for observed trees: one larger than the
+ * default tier is never advised for staging there, however often and
+ * however small its reads; the advice is to read it from the PFS. */
+START_TEST(test_observed_larger_than_tier_never_staged)
+{
+	static const struct recommend_ctx ram_ctx = {
+	    .tiers = tiers, .ntiers = 3, .default_tier = 1, .min_jobs = 3};
+	cJSON *runs, *res, *prof;
+
+	observed_bytes = 300.0 * 1024 * 1024; /* > ram's 256 MiB */
+	runs = runs_of(10, observed_job);
+	res = recommend_run(runs, &ram_ctx);
+	assert_never_staged(res, "/pfs/u/imagenet");
+	ck_assert_ptr_nonnull(find_rule(res, "stream", "/pfs/u/imagenet"));
+	ck_assert_ptr_nonnull(strstr(
+	    jobfacts_str(find_skip(res, "cache"), "reason", ""),
+	    "larger than tier 'ram'"));
+	prof = recommend_profile(cJSON_GetObjectItem(res, "recommendations"),
+				 0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(prof,
+								"datasets")),
+			 0);
+	cJSON_Delete(prof);
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+	observed_bytes = 2.25e8;
+}
+END_TEST
+
+/* The facts of an observed record: its tree as a dataset read in place;
+ * a source that is not an absolute path is not one. */
+START_TEST(test_facts_observed)
+{
+	cJSON *rec = observed_job(7), *f, *ds;
+	char err[256];
+
+	f = jobfacts_from_record(rec, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ds = cJSON_GetArrayItem(cJSON_GetObjectItem(f, "ds"), 0);
+	ck_assert_str_eq(jobfacts_str(ds, "src", ""), "/pfs/u/imagenet");
+	ck_assert_str_eq(jobfacts_str(ds, "result", ""), "pfs");
+	ck_assert_double_eq(jobfacts_num(ds, "bytes", 0), 2.25e8);
+	ck_assert_double_eq(jobfacts_num(ds, "files", 0), 2000);
+	ck_assert_double_eq(jobfacts_num(ds, "stage_s", -1), -1);
+	cJSON_Delete(f);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(rec, "observed"), "source",
+				  cJSON_CreateString("pfs/u"));
+	f = jobfacts_from_record(rec, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "ds")), 0);
+	cJSON_Delete(f);
+	cJSON_Delete(rec);
+}
+END_TEST
+
 static cJSON *one_pass_job(unsigned i)
 {
 	char phases[1400];
@@ -1010,6 +1131,9 @@ static Suite *recommend_suite(void)
 	TCase *tc = tcase_create("rules");
 
 	tcase_add_test(tc, test_cache_fires);
+	tcase_add_test(tc, test_observed_runs_earn_advice);
+	tcase_add_test(tc, test_observed_larger_than_tier_never_staged);
+	tcase_add_test(tc, test_facts_observed);
 	tcase_add_test(tc, test_cache_needs_min_jobs);
 	tcase_add_test(tc, test_cache_unknown_capacity);
 	tcase_add_test(tc, test_stage_small_random);

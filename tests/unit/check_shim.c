@@ -469,6 +469,85 @@ START_TEST(test_threads_totals_exact)
 }
 END_TEST
 
+/* observed.{root,files,bytes,missed} of a summary, -1 for absent numbers */
+static double observed_num(const cJSON *rep, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "observed"),
+					     name);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* An observed job (class "pfs"): the reads under the PFS are the dataset
+ * class, and the summary names the deepest directory holding every file
+ * read there and the distinct files' count and bytes. Writes (other.txt,
+ * the outputs, which are a longer prefix of another class) are not. */
+START_TEST(test_observed_tree)
+{
+	char classes[1200], root[300];
+	const char *extra[] = {classes, NULL};
+	struct run r;
+	cJSON *rep;
+
+	snprintf(classes, sizeof(classes),
+		 "IOSTAGE_TRACE_CLASSES=pfs=%s:output=%s/out", tree, tree);
+	snprintf(root, sizeof(root), "%s/data", tree);
+	run_probe("basic", true, extra, &r);
+	assert_ran_ok(&r, "basic");
+	rep = only_report(&r, "exit");
+	/* other.txt is under the PFS too (opened to write: not noted) */
+	CK_CTR(rep, "read", "dataset", "POSIX_OPENS", 13);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "observed"),
+					     "root")
+				 ->valuestring,
+			 root);
+	/* f0..f9, big, rw (opened O_RDWR: read too); stat'ed f0 once more */
+	ck_assert_int_eq(observed_num(rep, "files"), 12);
+	ck_assert_int_eq(observed_num(rep, "bytes"), 10 * 10000 + 1048576 + 100);
+	ck_assert_int_eq(observed_num(rep, "missed"), 0);
+	run_free(&r);
+
+	/* 8 threads reading the same 10 files at once: each counted once. */
+	run_probe("threads", true, extra, &r);
+	assert_ran_ok(&r, "threads");
+	rep = only_report(&r, "exit");
+	CK_CTR(rep, "read", "dataset", "POSIX_OPENS", 80);
+	ck_assert_int_eq(observed_num(rep, "files") + observed_num(rep, "missed") >= 10, 1);
+	ck_assert_int_le(observed_num(rep, "files"), 10);
+	ck_assert_int_le(observed_num(rep, "bytes"), 100000);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "observed"),
+					     "root")
+				 ->valuestring,
+			 root);
+	run_free(&r);
+
+	/* Files in two sibling trees (data/, data2/: a name that starts
+	 * like the other is not under it): their parent is the root. Paths
+	 * relative to the cwd and spelt with // . .. are normalized; f3,
+	 * opened relative to a directory fd, has no path and is left out,
+	 * as is data/ itself (not a file); data2/x opened twice is one. */
+	snprintf(classes, sizeof(classes),
+		 "IOSTAGE_TRACE_CLASSES=pfs=%s", tree);
+	run_probe("paths", true, extra, &r);
+	assert_ran_ok(&r, "paths");
+	rep = only_report(&r, "exit");
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "observed"),
+					     "root")
+				 ->valuestring,
+			 tree);
+	ck_assert_int_eq(observed_num(rep, "files"), 4);
+	ck_assert_int_eq(observed_num(rep, "bytes"), 3 * 10000 + 10);
+	run_free(&r);
+
+	/* Not observed (dataset=, the usual classes): no "observed". */
+	run_probe("basic", true, NULL, &r);
+	assert_ran_ok(&r, "basic");
+	ck_assert_ptr_null(cJSON_GetObjectItem(only_report(&r, "exit"),
+					       "observed"));
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_signal_handler_io_no_deadlock)
 {
 	struct run r;
@@ -910,6 +989,7 @@ static Suite *shim_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_basic_counts_exact);
 	tcase_add_test(tc, test_fork_each_process_reports);
+	tcase_add_test(tc, test_observed_tree);
 	tcase_add_test(tc, test_exec_reports_before_and_traces_after);
 	tcase_add_test(tc, test_execl_reports_before_and_traces_after);
 	tcase_add_test(tc, test_vfork_child_does_not_report_for_the_parent);

@@ -268,7 +268,84 @@ static const struct {
 	  "at most 63 bytes" },
 	{ "{\"job\":1,\"pid\":-3}", "key 'pid': must be a number" },
 	{ "[1]", "must be an object" },
+	{ "{\"job\":1,\"observed\":{\"root\":\"/pfs/a\",\"files\":3,"
+	  "\"bytes\":30,\"missed\":0}}",
+	  NULL },
+	{ "{\"job\":1,\"observed\":[]}", "key 'observed': must be an object" },
+	{ "{\"job\":1,\"observed\":{\"files\":3}}", "'root' is missing" },
+	{ "{\"job\":1,\"observed\":{\"root\":\"pfs/a\"}}",
+	  "'root' must be a normalized absolute path" },
+	{ "{\"job\":1,\"observed\":{\"root\":\"/pfs/../etc\"}}",
+	  "'root' must be a normalized absolute path" },
+	{ "{\"job\":1,\"observed\":{\"root\":\"/pfs//a/\"}}",
+	  "'root' must be a normalized absolute path" },
+	{ "{\"job\":1,\"observed\":{\"root\":\"/a\",\"bytes\":-1}}",
+	  "'bytes' must be a number" },
+	{ "{\"job\":1,\"observed\":{\"root\":\"/a\",\"size\":1}}",
+	  "unknown key 'size'" },
 };
+
+/* Processes' observed trees make one: the deepest directory holding all
+ * (never above the PFS), the largest process's counts, missed summed;
+ * roots outside the PFS are ignored. */
+START_TEST(test_observed_merge)
+{
+	cJSON *dst = cJSON_CreateObject();
+	static const char *const reps[] = {
+		"{\"root\":\"/pfs/u/imagenet/train/c1\",\"files\":10,"
+		"\"bytes\":1000,\"missed\":1}",
+		"{\"root\":\"/pfs/u/imagenet/train/c2\",\"files\":40,"
+		"\"bytes\":900,\"missed\":0}",
+		/* a sibling whose name starts like it: not under it */
+		"{\"root\":\"/pfs/u/imagenet/train2\",\"files\":5,"
+		"\"bytes\":50}",
+		/* outside the PFS, or a prefix of its name only: ignored */
+		"{\"root\":\"/etc\",\"files\":500,\"bytes\":5000000}",
+		"{\"root\":\"/pfsx/a\",\"files\":500,\"bytes\":5000000}",
+	};
+	const char *want[] = {
+		"/pfs/u/imagenet/train/c1", "/pfs/u/imagenet/train",
+		"/pfs/u/imagenet", "/pfs/u/imagenet", "/pfs/u/imagenet",
+	};
+
+	for (size_t i = 0; i < sizeof(reps) / sizeof(reps[0]); i++) {
+		cJSON *o = cJSON_Parse(reps[i]);
+
+		ck_assert_int_eq(telrec_observed_merge(dst, o, "/pfs"), 0);
+		ck_assert_str_eq(cJSON_GetObjectItem(dst, "source")->valuestring,
+				 want[i]);
+		cJSON_Delete(o);
+	}
+	ck_assert_int_eq(cJSON_GetObjectItem(dst, "files")->valuedouble, 40);
+	ck_assert_int_eq(cJSON_GetObjectItem(dst, "bytes")->valuedouble, 1000);
+	ck_assert_int_eq(cJSON_GetObjectItem(dst, "missed")->valuedouble, 1);
+	cJSON_Delete(dst);
+
+	/* Two trees with only the PFS in common: the PFS, never "/". */
+	dst = cJSON_CreateObject();
+	for (int i = 0; i < 2; i++) {
+		cJSON *o = cJSON_Parse(i ? "{\"root\":\"/pfs/b\"}"
+					 : "{\"root\":\"/pfs/a\"}");
+
+		ck_assert_int_eq(telrec_observed_merge(dst, o, "/pfs"), 0);
+		cJSON_Delete(o);
+	}
+	ck_assert_str_eq(cJSON_GetObjectItem(dst, "source")->valuestring,
+			 "/pfs");
+	cJSON_Delete(dst);
+
+	/* No PfsPath=: nothing is noted. */
+	dst = cJSON_CreateObject();
+	{
+		cJSON *o = cJSON_Parse("{\"root\":\"/pfs/a\"}");
+
+		ck_assert_int_eq(telrec_observed_merge(dst, o, ""), 0);
+		ck_assert_ptr_null(cJSON_GetObjectItem(dst, "source"));
+		cJSON_Delete(o);
+	}
+	cJSON_Delete(dst);
+}
+END_TEST
 
 START_TEST(test_report_check_table)
 {
@@ -580,6 +657,7 @@ static Suite *telrec_suite(void)
 	tcase_add_loop_test(tc, test_report_check_table, 0,
 			    sizeof(reports) / sizeof(reports[0]));
 	tcase_add_test(tc, test_report_check_limits);
+	tcase_add_test(tc, test_observed_merge);
 	tcase_add_test(tc, test_report_check_path_length);
 	tcase_add_test(tc, test_counters_fold_adds_reports_and_phases);
 	tcase_add_test(tc, test_seconds_total);

@@ -1,5 +1,6 @@
 /* check_traceenv.c - the environment deep mode puts into a job's tasks. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,34 @@ START_TEST(test_classes_staged_and_pfs)
 			      "dataset=/pfs/in:dataset=/pfs/val:"
 			      "output=/pfs/run/ckpt");
 	ck_assert_uint_eq(skipped, 0);
+	profile_destroy(p);
+}
+END_TEST
+
+/* An observed auto job: nothing staged; the PFS is its dataset class. */
+START_TEST(test_classes_observed)
+{
+	struct profile *p = profile("{\"origin\":\"auto\",\"observe\":true,"
+				    "\"trace\":true}");
+	char buf[TRACEENV_CLASSES_MAX];
+	struct conf site = conf;
+
+	ck_assert_int_eq(traceenv_classes(&conf, p, 42, buf, sizeof(buf), NULL),
+			 0);
+	ck_assert_str_eq(buf, ""); /* no PfsPath=: nothing to observe */
+	snprintf(site.pfs_path, sizeof(site.pfs_path), "/lustre");
+	ck_assert_int_eq(traceenv_classes(&site, p, 42, buf, sizeof(buf), NULL),
+			 0);
+	ck_assert_str_eq(buf, "pfs=/lustre");
+	ck_assert(traceenv_wanted(&site, p));
+	profile_destroy(p);
+
+	/* Not observed: PfsPath= adds nothing. */
+	p = profile("{\"datasets\":[{\"name\":\"d\",\"path\":\"/lustre/d\"}]}");
+	ck_assert_int_eq(traceenv_classes(&site, p, 7, buf, sizeof(buf), NULL),
+			 0);
+	ck_assert_str_eq(buf, "dataset=/local/nvme/jobs/7/data/d:"
+			      "dataset=/lustre/d");
 	profile_destroy(p);
 }
 END_TEST
@@ -177,6 +206,7 @@ static Suite *traceenv_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_classes_staged_and_pfs);
+	tcase_add_test(tc, test_classes_observed);
 	tcase_add_test(tc, test_classes_skip_colon_paths);
 	tcase_add_test(tc, test_classes_too_small_untouched);
 	tcase_add_test(tc, test_wanted);
