@@ -335,3 +335,43 @@ test_fault_pfs_hangs_during_drain() {
 	kill -CONT "$HANG_SERVER"
 	rm -rf "$kept"
 }
+
+# --- iostaged down while its jobs run ---------------------------------------
+
+test_fault_iostaged_killed_while_job_runs() {
+	local ds="$TEST_WORKDIR/pfs/ds" pfsout="$TEST_WORKDIR/pfs/res" pid rec
+	make_dataset "$ds"
+	install -d -o "$TEST_USER" -m 0755 "$pfsout"
+	submit "$TEST_USER" --io-profile="dl-train,data=$ds,out=$pfsout" -o out.txt -e err.txt --wrap '
+		echo one >"$IOSTAGE_OUTPUT/one"
+		while [ ! -e "$FLAG" ]; do sleep 0.1; done
+		cmp -s "$IOSTAGE_DATA/train/a/x.bin" "$DS/train/a/x.bin" && echo DATA_OK
+		echo two >"$IOSTAGE_OUTPUT/two"' --export=ALL,FLAG="$TEST_WORKDIR/flag",DS="$ds" >/dev/null ||
+		fail "sbatch: $SUBMIT_OUT"
+	wait_job_state "$SUBMIT_JOBID" RUNNING 60 || fail "job did not start"
+	for _ in $(seq 1 100); do [ -f "$pfsout/one" ] && break; sleep 0.1; done
+	# iostaged dies (kill -9) while the job runs; the job goes on, writes
+	# its last output and ends while iostaged is down. Its Epilog asks
+	# for the finish again until iostaged is back.
+	pid=$(iostaged_pid)
+	kill -KILL "$pid"
+	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	rm -f "$IOSTAGE_DIR/iostaged.test.pid"
+	touch "$TEST_WORKDIR/flag"
+	for _ in $(seq 1 100); do grep -q "job $SUBMIT_JOBID: .*asking again" "$CLUSTER_DIR/log/epilog.log" && break; sleep 0.1; done
+	assert_contains "Epilog" "$(grep "job $SUBMIT_JOBID:" "$CLUSTER_DIR/log/epilog.log")" "asking again for up to 60 s"
+	sleep 2
+	iostaged_start || fail "iostaged did not restart"
+	wait_job_state "$SUBMIT_JOBID" 'COMPLETED|FAILED' 90 || fail "job did not end"
+	for _ in $(seq 1 300); do [ -z "$(squeue -h -j "$SUBMIT_JOBID" -o %i 2>/dev/null)" ] && break; sleep 0.2; done
+	assert_eq "job state" COMPLETED "$(job_state "$SUBMIT_JOBID")"
+	assert_file_contains "job output" out.txt DATA_OK
+	rec=$(wait_drain "$SUBMIT_JOBID") || fail "the job's drain never finished"
+	assert_file_eq "output written before the kill" "$pfsout/one" one
+	assert_file_eq "output written while iostaged was down" "$pfsout/two" two
+	assert_contains "Epilog" "$(grep "job $SUBMIT_JOBID:" "$CLUSTER_DIR/log/epilog.log")" "released"
+	[ ! -e "$IOSTAGE_TIERS/nvme/jobs/$SUBMIT_JOBID" ] || fail "job directory left on the tier"
+	assert_not_contains "status after the finish" "$(iostaged_request '{"op":"status"}')" "\"job\":$SUBMIT_JOBID,"
+	assert_nothing_partial "$IOSTAGE_TIERS/nvme"
+	assert_node_ok
+}
