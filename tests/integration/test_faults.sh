@@ -375,3 +375,54 @@ test_fault_iostaged_killed_while_job_runs() {
 	assert_nothing_partial "$IOSTAGE_TIERS/nvme"
 	assert_node_ok
 }
+
+# --- iostagectld killed while it answers queries ----------------------------
+
+# ctld_file_job JOB: file a small one-node job record as root
+ctld_file_job() {
+	ctld_request root "$(jq -cn --argjson j "$1" --argjson e "$(date +%s)" --arg u "$TEST_USER" \
+		--argjson uid "$(id -u "$TEST_USER")" \
+		'{op:"file",job:$j,node:"node1",nodes:["node1"],record:{schema:1,
+		  job:$j,user:$u,uid:$uid,job_name:"q",node:"node1",
+		  state:"completed",start:($e - 60),end:$e,datasets:[],outputs:[],
+		  phases:[{name:"run",seconds:30}]}}')"
+}
+
+test_fault_ctld_killed_while_querying() {
+	local pid j out n busy=()
+	ctld_pid >/dev/null || ctld_start || fail "iostagectld did not start"
+	trap 'for p in "${busy[@]}"; do kill "$p" 2>/dev/null; done; ctld_stop' EXIT
+	for j in $(seq 940001 940040); do
+		assert_contains "filed $j" "$(ctld_file_job "$j")" '"ok":true'
+	done
+	# Four clients querying as fast as they can, root and the user, and
+	# one filing more: iostagectld is killed with all of them under way.
+	for n in 1 2 3; do
+		(while :; do ctld_request root '{"op":"history_list","limit":1000}' >/dev/null 2>&1
+			ctld_request "$TEST_USER" '{"op":"history_get","job":940007}' >/dev/null 2>&1; done) &
+		busy+=($!)
+	done
+	(for j in $(seq 940041 940200); do ctld_file_job "$j" >/dev/null 2>&1; done) &
+	busy+=($!)
+	sleep 2
+	pid=$(ctld_pid) || fail "iostagectld died under load"
+	kill -KILL "$pid"
+	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	rm -f "$CTLD_DIR/iostagectld.test.pid"
+	ctld_start || fail "iostagectld did not start after kill -9: $(tail -5 "$CTLD_LOG")"
+	for p in "${busy[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	busy=()
+	# Everything filed before the kill is there, once; queries answer.
+	out=$(ctld_request root '{"op":"history_list","limit":1000}')
+	for j in $(seq 940001 940040); do
+		assert_eq "job $j listed once" 1 "$(jq "[.records[] | select(.job == $j)] | length" <<<"$out")"
+	done
+	assert_eq "no job listed twice" "" "$(jq -r '.records[].job' <<<"$out" | sort | uniq -d)"
+	assert_contains "the user's record" "$(ctld_request "$TEST_USER" '{"op":"history_get","job":940007}')" '"job":940007'
+	# What the filer sent again after the restart is a duplicate, not a
+	# second record.
+	assert_contains "refiled" "$(ctld_file_job 940001)" '"ok":true'
+	out=$(ctld_request root '{"op":"history_list","limit":1000}')
+	assert_eq "job 940001 still once" 1 "$(jq '[.records[] | select(.job == 940001)] | length' <<<"$out")"
+	! grep -qi -E 'corrupt|damaged' "$CTLD_LOG" || fail "history damaged: $(grep -i -E 'corrupt|damaged' "$CTLD_LOG")"
+}

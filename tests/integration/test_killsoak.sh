@@ -55,8 +55,9 @@ drain_settled() {
 }
 
 test_kill9_iostaged_soak() {
-	local ds="$TEST_WORKDIR/pfs/ds" i jid delay ran=0 killed=0 filed dup missing unseen jobs=()
-	local pfs="$TEST_WORKDIR/pfs"
+	local ds="$TEST_WORKDIR/pfs/ds" i jid delay n ran=0 killed=0 filed dup missing unseen jobs=()
+	local pfs="$TEST_WORKDIR/pfs" st
+	local -A phases=()
 	ctld_start || fail "iostagectld did not start"
 	cp "$IOSTAGE_CONF" "$TEST_WORKDIR/node.conf"
 	trap 'cp "$TEST_WORKDIR/node.conf" "$IOSTAGE_CONF"; iostaged_restart; ctld_stop' EXIT
@@ -86,12 +87,16 @@ JOB
 			-o "out.$i" -e "err.$i" job.sh >/dev/null || fail "sbatch: $SUBMIT_OUT"
 		jid=$SUBMIT_JOBID
 		jobs+=("$jid")
-		# Anywhere from the Prolog's staging to the Epilog's drain and
-		# the forwarding after it (the whole job takes about 2 s here).
-		delay=$((RANDOM % 3500))
+		# Anywhere from the Prolog's staging (and the eviction it
+		# makes room with) to the Epilog's drain and the forwarding
+		# after it (the whole job takes 1 to 2 s here).
+		delay=$((RANDOM % 2500))
 		sleep "$((delay / 1000)).$(printf '%03d' $((delay % 1000)))"
-		echo "iteration $i: job $jid, kill -9 at ${delay} ms ($(squeue -h -j "$jid" -o %T 2>/dev/null || echo gone))"
+		st=$(squeue -h -j "$jid" -o %T 2>/dev/null)
 		kill -KILL "$(iostaged_pid)" && killed=$((killed + 1))
+		st=${st:-ENDED}
+		phases[$st]=$((${phases[$st]:-0} + 1))
+		echo "iteration $i: job $jid, kill -9 at ${delay} ms ($st)"
 		for _ in $(seq 1 50); do kill -0 "$(iostaged_pid)" 2>/dev/null || break; sleep 0.1; done
 		rm -f "$IOSTAGE_DIR/iostaged.test.pid"
 		iostaged_start || fail "iostaged did not restart (iteration $i)"
@@ -125,14 +130,15 @@ JOB
 	[ -z "${dup// /}" ] || fail "filed more than once: $dup"
 	# A job whose Prolog found iostaged down (restarting) was never
 	# iostaged's: it failed with "not reachable" and has no record.
-	missing= unseen=
+	missing= unseen= n=0
 	for jid in "${jobs[@]}"; do
 		if ! grep -q "job $jid: staging " "$IOSTAGED_LOG"; then
 			unseen="$unseen $jid"
 			continue
 		fi
-		printf '%s\n' "$filed" | grep -qx "$jid" || missing="$missing $jid"
+		if printf '%s\n' "$filed" | grep -qx "$jid"; then n=$((n + 1)); else missing="$missing $jid"; fi
 	done
-	echo "$KILL_ITERATIONS iterations, $killed kills, $ran jobs ran, $(printf '%s\n' "$filed" | grep -c .) filed; never reached iostaged:${unseen:- none}; not filed:${missing:- none}"
+	echo "kills by the job's state: $(for k in "${!phases[@]}"; do printf '%s %s, ' "$k" "${phases[$k]}"; done)"
+	echo "$KILL_ITERATIONS iterations, $killed kills, $ran jobs ran, $n filed once; never reached iostaged:${unseen:- none}; not filed:${missing:- none}"
 	[ -z "$missing" ] || fail "jobs not filed:$missing ($(for j in $missing; do grep -h "job $j:" "$IOSTAGED_LOG" | tail -2; done))"
 }
