@@ -26,12 +26,13 @@
 #define EPILOG_MARGIN_S 300
 
 /* iostaged died under our request, or before it, leaving its socket (a
- * crash; systemd restarts it): ask again for this long. A finish nobody
+ * crash; systemd restarts it 2 s later, slurm-conf/iostaged.service):
+ * ask again for this long. A finish nobody
  * sends would leave the job's directories, pins and record to the
  * restarted iostaged for ever; a second finish is harmless (an unknown
  * job is refused, a record filed twice is a duplicate to iostagectld).
  * No socket: iostaged was stopped (it removes it), nothing to wait for. */
-#define EPILOG_RETRY_S 60
+#define EPILOG_RETRY_S 30
 
 static double now_s(void)
 {

@@ -359,7 +359,7 @@ test_fault_iostaged_killed_while_job_runs() {
 	rm -f "$IOSTAGE_DIR/iostaged.test.pid"
 	touch "$TEST_WORKDIR/flag"
 	for _ in $(seq 1 100); do grep -q "job $SUBMIT_JOBID: .*asking again" "$CLUSTER_DIR/log/epilog.log" && break; sleep 0.1; done
-	assert_contains "Epilog" "$(grep "job $SUBMIT_JOBID:" "$CLUSTER_DIR/log/epilog.log")" "asking again for up to 60 s"
+	assert_contains "Epilog" "$(grep "job $SUBMIT_JOBID:" "$CLUSTER_DIR/log/epilog.log")" "asking again for up to 30 s"
 	sleep 2
 	iostaged_start || fail "iostaged did not restart"
 	wait_job_state "$SUBMIT_JOBID" 'COMPLETED|FAILED' 90 || fail "job did not end"
