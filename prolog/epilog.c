@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 	cJSON *req, *reply;
 	const cJSON *error;
 	double t0;
-	int opt, rc, tries = 0;
+	int opt, rc, deadline, tries = 0, again = 0;
 
 	while ((opt = getopt(argc, argv, "c:")) != -1) {
 		if (opt != 'c') {
@@ -82,14 +82,26 @@ int main(int argc, char **argv)
 	/* DrainTimeout and PeerPartsTimeout <= 86400: this fits in an int.
 	 * A multi-node job's head waits for the other nodes' parts, the
 	 * others retry sending theirs, each up to PeerPartsTimeout. */
+	deadline = (int)(conf.drain_timeout + conf.peer_parts_timeout +
+			 EPILOG_MARGIN_S);
 	t0 = now_s();
 	for (;;) {
-		reply = proto_call(conf.socket_path, req,
-				   (int)(conf.drain_timeout +
-					 conf.peer_parts_timeout +
-					 EPILOG_MARGIN_S) *
-					   1000,
-				   err, sizeof(err));
+		reply = proto_call(conf.socket_path, req, deadline * 1000, err,
+				   sizeof(err));
+		/* "again": the job's stage worker has not stopped yet (stuck
+		 * in a PFS that does not answer); each finish waits for it a
+		 * while, up to our own deadline. */
+		if (reply && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+				     reply, "again")) &&
+		    now_s() - t0 < deadline) {
+			cJSON_Delete(reply);
+			if (!again++)
+				log_warningx("job %u: its stage worker has not "
+					     "stopped yet; asking again for "
+					     "up to %d s",
+					     job.jobid, deadline);
+			continue;
+		}
 		if (reply || now_s() - t0 >= EPILOG_RETRY_S ||
 		    access(conf.socket_path, F_OK) < 0)
 			break;

@@ -426,3 +426,49 @@ test_fault_ctld_killed_while_querying() {
 	assert_eq "job 940001 still once" 1 "$(jq '[.records[] | select(.job == 940001)] | length' <<<"$out")"
 	! grep -qi -E 'corrupt|damaged' "$CTLD_LOG" || fail "history damaged: $(grep -i -E 'corrupt|damaged' "$CTLD_LOG")"
 }
+
+# The file server itself stops (not the FUSE daemon): sshfs has taken the
+# worker's request and waits for an answer that does not come, so the
+# worker is stuck in the kernel and not even SIGKILL ends it until the
+# server resumes, as on an NFS hard mount.
+test_fault_pfs_server_stops_during_staging() {
+	local ok="$TEST_WORKDIR/pfs/ok" nvme="$IOSTAGE_TIERS/nvme" jid t0 pid
+	hang_pfs_up
+	many_files "$HANG_SRC/ds" 200 32768
+	make_dataset "$ok"
+	submit "$TEST_USER" --hold --io-profile="dl-train,data=$HANG_MNT/ds:nvme,timeout=5" -o out.txt -e err.txt \
+		--wrap 'echo RAN' >/dev/null || fail "sbatch: $SUBMIT_OUT"
+	jid=$SUBMIT_JOBID
+	kill -STOP "$HANG_SERVER"
+	scontrol release "$jid"
+	t0=$SECONDS
+	for _ in $(seq 1 100); do pid=$(pgrep -f -- "--stage-worker.* $HANG_MNT/ds ") && break; sleep 0.1; done
+	[ -n "$pid" ] || fail "no stage worker"
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ok" -o ok.txt \
+		--wrap 'test -s "$IOSTAGE_DATA/train/a/x.bin" && echo OTHER_OK' >/dev/null ||
+		fail "the other job failed while the PFS server was stopped: $SUBMIT_OUT"
+	assert_file_contains "other job" ok.txt OTHER_OK
+	# The job fails (its policy) with the server still stopped.
+	for _ in $(seq 1 300); do grep -q "iostage: staging failed" err.txt 2>/dev/null && break; sleep 0.2; done
+	echo "job $jid failed after $((SECONDS - t0)) s; worker $pid: $(ps -o stat=,wchan= -p "$pid")"
+	assert_file_contains "job stderr" err.txt "iostage: staging failed"
+	[ $((SECONDS - t0)) -le 40 ] || fail "the failure took $((SECONDS - t0)) s"
+	! grep -q RAN out.txt 2>/dev/null || fail "the job script ran"
+	assert_serving "while the PFS server is stopped"
+	# Its Epilog asks for the finish until the worker is gone.
+	sleep 5
+	kill -CONT "$HANG_SERVER"
+	wait_job_state "$jid" 'FAILED|COMPLETED' 90 || fail "job did not end after the PFS server came back"
+	for _ in $(seq 1 100); do pid=$(pgrep -f -- "--stage-worker.* $HANG_MNT/ds ") || break; sleep 0.1; done
+	[ -z "$pid" ] || fail "worker $pid still there after the PFS server came back"
+	assert_contains "iostaged log" "$(grep "job $jid:" "$IOSTAGED_LOG")" "staging timed out after 5 s"
+	assert_contains "iostaged log" "$(grep "job $jid:" "$IOSTAGED_LOG")" "job $jid: finished, private directories removed"
+	[ ! -e "$nvme/jobs/$jid" ] || fail "job directory left on the tier"
+	for _ in $(seq 1 50); do compgen -G "$nvme/cache/.build.*" >/dev/null || break; sleep 0.1; done
+	assert_nothing_partial "$nvme"
+	# The dataset stages now.
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$HANG_MNT/ds:nvme" -o again.txt \
+		--wrap 'ls "$IOSTAGE_DATA" | wc -l' >/dev/null || fail "staging after the server came back: $SUBMIT_OUT"
+	assert_file_contains "staged after the server came back" again.txt 200
+	hang_pfs_down
+}
