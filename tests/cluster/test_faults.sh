@@ -13,7 +13,7 @@ fault_ctld_job() {
 
 # fault_wait_job JOB TIMEOUT_S JQ_CONDITION
 fault_wait_job() {
-	local rec
+	local rec i
 	for ((i = 0; i < $2 * 4; i++)); do
 		rec=$(fault_ctld_job "$1")
 		[ -n "$rec" ] && [ "$(jq "$3" <<<"$rec")" = true ] && return 0
@@ -68,7 +68,7 @@ test_fault_iostaged_killed_on_one_node_mid_job() {
 		jq "[.records[] | select(.job == $j)] | length")"
 	for n in n1 n2 n3; do
 		assert_not_contains "$n not drained" "$(node_state "$n")" drain
-		[ -z "$(ls "$(node_local "$n")"/*/jobs/ 2>/dev/null | grep -x "$j\..*")" ] ||
+		! compgen -G "$(node_local "$n")/*/jobs/$j.*" >/dev/null ||
 			fail "job directories left on $n"
 	done
 }

@@ -265,7 +265,7 @@ hang_pfs_down() {
 	[ -n "${HANG_FUSE:-}" ] && kill -CONT "$HANG_FUSE" 2>/dev/null
 	[ -n "${HANG_MNT:-}" ] && { fusermount -u -z "$HANG_MNT" 2>/dev/null || umount -l "$HANG_MNT" 2>/dev/null; }
 	[ -n "${HANG_SOCAT:-}" ] && kill "$HANG_SOCAT" 2>/dev/null
-	HANG_SERVER= HANG_FUSE= HANG_MNT= HANG_SOCAT=
+	HANG_SERVER='' HANG_FUSE='' HANG_MNT='' HANG_SOCAT=''
 }
 
 test_fault_pfs_hangs_during_staging() {
@@ -346,7 +346,7 @@ test_fault_iostaged_killed_while_job_runs() {
 		echo one >"$IOSTAGE_OUTPUT/one"
 		while [ ! -e "$FLAG" ]; do sleep 0.1; done
 		cmp -s "$IOSTAGE_DATA/train/a/x.bin" "$DS/train/a/x.bin" && echo DATA_OK
-		echo two >"$IOSTAGE_OUTPUT/two"' --export=ALL,FLAG="$TEST_WORKDIR/flag",DS="$ds" >/dev/null ||
+		echo two >"$IOSTAGE_OUTPUT/two"' "--export=ALL,FLAG=$TEST_WORKDIR/flag,DS=$ds" >/dev/null ||
 		fail "sbatch: $SUBMIT_OUT"
 	wait_job_state "$SUBMIT_JOBID" RUNNING 60 || fail "job did not start"
 	for _ in $(seq 1 100); do [ -f "$pfsout/one" ] && break; sleep 0.1; done
@@ -389,7 +389,7 @@ ctld_file_job() {
 }
 
 test_fault_ctld_killed_while_querying() {
-	local pid j out n busy=()
+	local pid j out busy=()
 	ctld_pid >/dev/null || ctld_start || fail "iostagectld did not start"
 	trap 'for p in "${busy[@]}"; do kill "$p" 2>/dev/null; done; ctld_stop' EXIT
 	for j in $(seq 940001 940040); do
@@ -397,7 +397,7 @@ test_fault_ctld_killed_while_querying() {
 	done
 	# Four clients querying as fast as they can, root and the user, and
 	# one filing more: iostagectld is killed with all of them under way.
-	for n in 1 2 3; do
+	for _ in 1 2 3; do
 		(while :; do ctld_request root '{"op":"history_list","limit":1000}' >/dev/null 2>&1
 			ctld_request "$TEST_USER" '{"op":"history_get","job":940007}' >/dev/null 2>&1; done) &
 		busy+=($!)

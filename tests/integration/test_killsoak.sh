@@ -130,7 +130,7 @@ JOB
 	[ -z "${dup// /}" ] || fail "filed more than once: $dup"
 	# A job whose Prolog found iostaged down (restarting) was never
 	# iostaged's: it failed with "not reachable" and has no record.
-	missing= unseen= n=0
+	missing='' unseen='' n=0
 	for jid in "${jobs[@]}"; do
 		if ! grep -q "job $jid: staging " "$IOSTAGED_LOG"; then
 			unseen="$unseen $jid"
