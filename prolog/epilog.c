@@ -27,11 +27,11 @@
 
 /* iostaged died under our request, or before it, leaving its socket (a
  * crash; systemd restarts it 2 s later, slurm-conf/iostaged.service):
- * ask again for this long. A finish nobody
- * sends would leave the job's directories, pins and record to the
- * restarted iostaged for ever; a second finish is harmless (an unknown
- * job is refused, a record filed twice is a duplicate to iostagectld).
- * No socket: iostaged was stopped (it removes it), nothing to wait for. */
+ * ask again for this long. A finish nobody sends would leave the job's
+ * directories, pins and record to the restarted iostaged for ever; a
+ * second finish is harmless (an unknown job is refused, a record filed
+ * twice is a duplicate to iostagectld). No socket: iostaged was stopped
+ * (it removes it), nothing to wait for. */
 #define EPILOG_RETRY_S 30
 
 static double now_s(void)
@@ -100,6 +100,7 @@ int main(int argc, char **argv)
 					     "stopped yet; asking again for "
 					     "up to %d s",
 					     job.jobid, deadline);
+			sleep(1);
 			continue;
 		}
 		if (reply || now_s() - t0 >= EPILOG_RETRY_S ||
