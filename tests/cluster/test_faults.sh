@@ -92,9 +92,16 @@ test_fault_node_stopped_mid_job() {
 	# n3 comes back: its iostaged finds the job it was running, which
 	# Slurm ended without an Epilog there.
 	node_start n3 || fail "n3 did not come back"
-	trap - EXIT
+	# Not fixed (docs/RELIABILITY.md, finding 3): n3's iostaged resumes
+	# the job, which Slurm ended without an Epilog on n3, and keeps its
+	# directory and pins until an admin finishes it, as done here (and
+	# whatever happens: a later test would find the directory).
+	trap 'iostaged_request n3 "{\"op\":\"finish\",\"job\":$j}" >/dev/null 2>&1' EXIT
 	sleep 3
 	echo "n3 after restart: $(grep "job $j" "$(iostaged_log n3)" | tail -5)"
+	echo "n3 still holds the job: $(iostaged_request n3 '{"op":"status"}' | jq -c "[.jobs[]? | select(.job == $j) | .job]")"
+	assert_contains "an admin's finish on n3" "$(iostaged_request n3 "{\"op\":\"finish\",\"job\":$j}")" '"ok":true'
+	! compgen -G "$(node_local n3)/*/jobs/$j*" >/dev/null || fail "job directory left on n3"
 	assert_eq "filed once" 1 "$(ctld_request login root '{"op":"history_list","limit":1000}' |
 		jq "[.records[] | select(.job == $j)] | length")"
 	# Nothing partial in any node's cache, n3 serves a new job.
