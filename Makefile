@@ -235,6 +235,15 @@ load: all
 	@BUILD=$(BUILD) LOAD_FULL=1 IT_TIMEOUT=$${IT_TIMEOUT:-1800} \
 	    tests/integration/run.sh tests/integration/test_load.sh
 
+# kill -9 of iostaged at random points of staging, drain, outbox
+# forwarding and eviction, KILL_ITERATIONS (100) times, the invariants
+# checked after every restart (tests/integration/test_killsoak.sh; `make
+# check` runs it 3 times, docs/RELIABILITY.md).
+.PHONY: soak-kill
+soak-kill: all
+	@KILL_ITERATIONS=$${KILL_ITERATIONS:-100} IT_TIMEOUT=$${IT_TIMEOUT:-7200} \
+		BUILD=$(BUILD) tests/integration/run.sh tests/integration/test_killsoak.sh
+
 # Unit tests and the one-node integration suite with every program built
 # with ASan + UBSan (build/san); fails on any sanitizer report, leaks at
 # exit included (tests/sanitize.sh, docs/RELIABILITY.md).

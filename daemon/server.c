@@ -550,8 +550,17 @@ static cJSON *op_finish(const struct peer *c, const cJSON *req)
 		stats_job_record(id, record); /* its last /metrics series */
 	cJSON_Delete(record);
 	if (jobs_finish(id, SERVER_THREAD_WAIT_S, err, sizeof(err)) < 0) {
+		bool again = errno == EBUSY;
+		cJSON *r;
+
 		log_warningx("%s", err);
-		return proto_reply_error("%s", err);
+		/* A worker stuck in a hung PFS outlives its SIGKILL: the
+		 * Epilog asks again (prolog/epilog.c), or nobody would ever
+		 * remove the job's directories and pins. */
+		r = proto_reply_error("%s", err);
+		if (r && again)
+			cJSON_AddTrueToObject(r, "again");
+		return r;
 	}
 	log_info("job %u: finished, private directories removed", id);
 	return proto_reply_ok();

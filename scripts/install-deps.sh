@@ -16,6 +16,7 @@ PKGS=(
   libmicrohttpd-dev prometheus chromium imagemagick tesseract-ocr
   tesseract-ocr-eng fonts-dejavu-core jq curl
   clang libclang-rt-14-dev
+  e2fsprogs sshfs openssh-sftp-server
 )
 # Extra packages may be appended by callers: IOSTAGE_EXTRA_PKGS="a b".
 if [ -n "${IOSTAGE_EXTRA_PKGS:-}" ]; then

@@ -25,6 +25,20 @@ export PATH="$IOSTAGE_ROOT/usr/bin:$IOSTAGE_ROOT/usr/sbin:$PATH"
 
 mkdir -p "$IOSTAGE_DIR" "$IOSTAGE_DIR/textfile"
 chmod 0755 "$IOSTAGE_DIR"
+
+# A tier that really fills up (test_faults.sh): a 32 MiB ext4 file system
+# on a loop device, or a tmpfs of that size where loop devices are not
+# available. No Capacity=: its size is the file system's.
+export IOSTAGE_FULLFS_KIND=
+mkdir -p "$IOSTAGE_TIERS/full"
+truncate -s 32M "$IOSTAGE_DIR/full.img" &&
+	mkfs.ext4 -q -F -m 0 "$IOSTAGE_DIR/full.img" &&
+	mount -o loop "$IOSTAGE_DIR/full.img" "$IOSTAGE_TIERS/full" 2>/dev/null &&
+	IOSTAGE_FULLFS_KIND=ext4-loop
+[ -n "$IOSTAGE_FULLFS_KIND" ] ||
+	{ mount -t tmpfs -o size=32m iostage-full "$IOSTAGE_TIERS/full" && IOSTAGE_FULLFS_KIND=tmpfs; } ||
+	return 1
+rmdir "$IOSTAGE_TIERS/full/lost+found" 2>/dev/null
 make -s -C "$REPO_ROOT" install DESTDIR="$IOSTAGE_ROOT" prefix=/usr \
 	sysconfdir=/etc >"$IOSTAGE_DIR/install.log" 2>&1 ||
 	{ cat "$IOSTAGE_DIR/install.log" >&2; return 1; }
@@ -40,6 +54,8 @@ Tier=ram Path=$IOSTAGE_TIERS/ram Medium=ram Capacity=256M
 Tier=tiny Path=$IOSTAGE_TIERS/tiny Medium=ssd Capacity=64K
 # Room for three 1 MiB datasets below the high watermark: eviction tests.
 Tier=small Path=$IOSTAGE_TIERS/small Medium=ssd Capacity=4M
+# A small file system of its own that fills up for real (test_faults.sh).
+Tier=full Path=$IOSTAGE_TIERS/full Medium=ssd
 DefaultTier=nvme
 StageTimeout=60
 OnStageFailure=fail
@@ -68,4 +84,6 @@ ctld_admin_user || return 1
 teardown_hook() {
 	ctld_stop
 	iostaged_stop
+	umount -l "$IOSTAGE_TIERS/full" 2>/dev/null
+	rm -f "$IOSTAGE_DIR/full.img"
 }
