@@ -140,7 +140,11 @@ between_tests() {
   if [ "$st" != idle ]; then
     echo "    (node was '$st' ($(node_reason)); resuming)"
     scontrol update NodeName="$CLUSTER_NODE" State=RESUME >/dev/null 2>&1
-    wait_node_idle 20 >/dev/null 2>&1 || echo "    (node still '$(node_state)')"
+    if ! wait_node_idle 20 >/dev/null 2>&1; then
+      # Say what holds it, for whoever reads a slow run's log.
+      echo "    (node still '$(node_state)': $(scontrol show node "$CLUSTER_NODE" 2>/dev/null |
+        grep -oE '(CPUAlloc|AllocTRES|State)=[^ ]*' | tr '\n' ' ')jobs: $(squeue -h -t R,CG,S -w "$CLUSTER_NODE" -o '%i:%T' 2>/dev/null | tr '\n' ' '))"
+    fi
   fi
 }
 
