@@ -48,5 +48,25 @@ iostaged_request() {
 		runuser -u "$user" -- socat -t 5 - "UNIX-CONNECT:$IOSTAGE_SOCKET"
 }
 
+# assert_cache_index_matches_tiers: iostaged's cache index (cache_ls)
+# lists exactly the K.vN entries on the tiers, and each is complete
+# (meta.json, manifest, data): after a crash, a full tier or a failed copy
+# no entry is half there. Uses the harness's assert_eq and fail.
+assert_cache_index_matches_tiers() {
+	local listed present d t
+	listed=$(iostaged_request '{"op":"cache_ls"}' | grep -o '"entry":"[0-9a-f]*\.v[0-9]*"' |
+		sed 's/"entry":"//; s/"//' | sort)
+	present=$( (cd "$IOSTAGE_TIERS" && for t in *; do (cd "$t/cache" 2>/dev/null && ls -d ./*.v* 2>/dev/null); done) |
+		sed 's|^\./||' | sort)
+	assert_eq "cache_ls vs the tiers" "$present" "$listed"
+	for d in $present; do
+		for t in "$IOSTAGE_TIERS"/*; do
+			[ -d "$t/cache/$d" ] || continue
+			[ -f "$t/cache/$d/meta.json" ] && [ -f "$t/cache/$d/manifest" ] && [ -e "$t/cache/$d/data" ] ||
+				fail "incomplete entry $t/cache/$d"
+		done
+	done
+}
+
 export -f iostaged_start iostaged_pid iostaged_stop iostaged_restart \
-	iostaged_request
+	iostaged_request assert_cache_index_matches_tiers

@@ -519,7 +519,7 @@ test_shared_tier_two_daemons() {
 
 test_kill_during_copy_then_restart() {
 	DS="$TEST_WORKDIR/pfs/crashds"
-	local cache="$IOSTAGE_TIERS/nvme/cache" st="" jid pid listed present rss files
+	local cache="$IOSTAGE_TIERS/nvme/cache" st="" jid pid rss files
 	mkdir -p "$DS/a" "$DS/b"
 	head -c 10000000 /dev/urandom | (cd "$DS/a" && split -b 1000 -a 4 - f)
 	head -c 10000000 /dev/urandom | (cd "$DS/b" && split -b 1000 -a 4 - f)
@@ -555,16 +555,7 @@ test_kill_during_copy_then_restart() {
 	COMPLETED) assert_file_contains "completed job" out1.txt RAN ;;
 	esac
 	# The index and the tier agree: cache_ls lists exactly the K.vN dirs.
-	listed=$(iostaged_request '{"op":"cache_ls"}' | grep -o '"entry":"[0-9a-f]*\.v[0-9]*"' | sed 's/"entry":"//; s/"//' | sort)
-	present=$( (cd "$IOSTAGE_TIERS" && for t in *; do (cd "$t/cache" && ls -d ./*.v* 2>/dev/null); done) | sed 's|^\./||' | sort)
-	assert_eq "cache_ls vs the tiers" "$present" "$listed"
-	for d in $present; do
-		for t in "$IOSTAGE_TIERS"/*; do
-			[ -d "$t/cache/$d" ] || continue
-			[ -f "$t/cache/$d/meta.json" ] && [ -f "$t/cache/$d/manifest" ] && [ -e "$t/cache/$d/data" ] ||
-				fail "incomplete entry $t/cache/$d"
-		done
-	done
+	assert_cache_index_matches_tiers
 	# A new job stages the dataset completely.
 	write_digest_job
 	run_digest_job out2.txt "dl-train,data=$DS"

@@ -54,20 +54,8 @@ freeze_mid_copy() {
 # assert_nothing_partial TIERDIR: no build left, and the cache index lists
 # exactly the complete entries on every tier.
 assert_nothing_partial() {
-	local listed present
 	compgen -G "$1/cache/.build.*" >/dev/null && fail "partial build left: $(ls -a "$1/cache")"
-	listed=$(iostaged_request '{"op":"cache_ls"}' | grep -o '"entry":"[0-9a-f]*\.v[0-9]*"' |
-		sed 's/"entry":"//; s/"//' | sort)
-	present=$( (cd "$IOSTAGE_TIERS" && for t in *; do (cd "$t/cache" 2>/dev/null && ls -d ./*.v* 2>/dev/null); done) |
-		sed 's|^\./||' | sort)
-	assert_eq "cache_ls vs the tiers" "$present" "$listed"
-	for d in $present; do
-		for t in "$IOSTAGE_TIERS"/*; do
-			[ -d "$t/cache/$d" ] || continue
-			[ -f "$t/cache/$d/meta.json" ] && [ -f "$t/cache/$d/manifest" ] && [ -e "$t/cache/$d/data" ] ||
-				fail "incomplete entry $t/cache/$d"
-		done
-	done
+	assert_cache_index_matches_tiers
 }
 
 assert_serving() {

@@ -16,22 +16,11 @@ KILL_ITERATIONS=${KILL_ITERATIONS:-3}
 
 # cache_matches_tiers: cache_ls lists exactly the complete K.vN entries
 cache_matches_tiers() {
-	local listed present
+	local t
 	for t in "$IOSTAGE_TIERS"/*; do
 		compgen -G "$t/cache/.build.*" >/dev/null && fail "build left on $t after restart: $(ls -a "$t/cache")"
 	done
-	listed=$(iostaged_request '{"op":"cache_ls"}' | grep -o '"entry":"[0-9a-f]*\.v[0-9]*"' |
-		sed 's/"entry":"//; s/"//' | sort)
-	present=$( (cd "$IOSTAGE_TIERS" && for t in *; do (cd "$t/cache" 2>/dev/null && ls -d ./*.v* 2>/dev/null); done) |
-		sed 's|^\./||' | sort)
-	assert_eq "cache_ls vs the tiers" "$present" "$listed"
-	for d in $present; do
-		for t in "$IOSTAGE_TIERS"/*; do
-			[ -d "$t/cache/$d" ] || continue
-			[ -f "$t/cache/$d/meta.json" ] && [ -f "$t/cache/$d/manifest" ] && [ -e "$t/cache/$d/data" ] ||
-				fail "incomplete entry $t/cache/$d"
-		done
-	done
+	assert_cache_index_matches_tiers
 }
 
 # job_gone JOBID: not in the queue any more (its Epilog done)
