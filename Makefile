@@ -173,10 +173,15 @@ $(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: $(BUILD)/tests/chec
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
 # The part store (a multi-node job's parts, deadlines) on a real RocksDB.
 $(BUILD)/tests/check_partstore: tests/unit/check_partstore.c $(HISTORY_TEST_OBJ) \
-    $(BUILD)/ctld/partstore.o $(LIBCOMMON)
+    $(BUILD)/ctld/partstore.o $(BUILD)/ctld/joblock.o $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
+# The job locks, under many threads.
+$(BUILD)/tests/check_joblock: tests/unit/check_joblock.c $(BUILD)/ctld/joblock.o $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
+	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
 CTLD_LIB_OBJ := $(filter-out $(BUILD)/ctld/main.o,$(CTLD_OBJ))
 $(BUILD)/tests/check_ctld $(BUILD)/tests/check_file_batch $(BUILD)/tests/check_placement \
     $(BUILD)/tests/check_pending: \

@@ -20,6 +20,8 @@
 #   BENCH_HISTORY_ARGS        passed to the node-local bench/history
 #   BENCH_AGENTS_JOBS=15000   jobs in the 3 real node agents' outboxes
 #                             (bench/agents-cluster.sh, on the test cluster)
+#   BENCH_CTLD_ONLY=1         only the service (steps 1-3): no test cluster,
+#                             no node-local bench, no results file
 # A quick run: BENCH_CTLD_JOBS=100000 BENCH_CTLD_SINGLE=20000
 #   BENCH_CTLD_DURING=50000 BENCH_CTLD_QUERIES=2000 BENCH_CTLD_PACED_S=10
 #   BENCH_HISTORY_ARGS="-n 100000 -q 2000" make bench-history
@@ -115,6 +117,8 @@ db_bytes=$(du -sb "$DIR/state" | cut -f1)
 total=$((JOBS + PACE * PACED_S + DURING))
 printf 'bench-history: iostagectld database %.1f MiB after %d jobs (%.0f bytes/job)\n' \
 	"$(echo "$db_bytes / 1048576" | bc -l)" "$total" "$(echo "$db_bytes / $total" | bc -l)"
+
+[ "${BENCH_CTLD_ONLY:-0}" = 1 ] && exit 0
 
 # 4. the test cluster's 3 real node agents (their own iostaged) forwarding
 #    a backlog from their outboxes to their iostagectld

@@ -12,6 +12,7 @@
 #include "ctld/file_ops.h"
 #include "ctld/history.h"
 #include "ctld/jobfacts.h"
+#include "ctld/joblock.h"
 #include "ctld/partstore.h"
 
 /* What becomes of each entry. */
@@ -42,7 +43,8 @@ struct batch {
 	size_t nrecs;
 	struct history_aux *aux;    /* and its parts-family writes */
 	size_t naux;
-	uint64_t locks;             /* partstore's, held over the write */
+	uint32_t *locked;           /* the parts' jobs, locked over the */
+	size_t nlocked;             /* write (ctld/joblock.h) */
 };
 
 static cJSON *answer(bool filed, bool duplicate)
@@ -203,8 +205,9 @@ cJSON *ctld_op_file_batch(const struct ctld_caller *c, const cJSON *req)
 	b.aux = calloc((size_t)b.n,
 		       sizeof(*b.aux) * (sizeof(b.v->plan.aux) /
 					 sizeof(*b.v->plan.aux)));
+	b.locked = calloc((size_t)b.n, sizeof(*b.locked));
 	b.results = cJSON_CreateArray();
-	if (!b.v || !b.recs || !b.aux || !b.results)
+	if (!b.v || !b.recs || !b.aux || !b.locked || !b.results)
 		goto nomem;
 	for (i = 0; i < b.n; i++)
 		cJSON_AddItemToArray(b.results, cJSON_CreateNull());
@@ -227,11 +230,11 @@ cJSON *ctld_op_file_batch(const struct ctld_caller *c, const cJSON *req)
 			e->fate = FATE_ALONE;
 		} else {
 			e->fate = FATE_PART;
-			b.locks |= partstore_lock_bit(e->job);
+			b.locked[b.nlocked++] = e->job;
 		}
 		i++;
 	}
-	partstore_lock(b.locks);
+	joblock_lock(b.locked, b.nlocked);
 	for (i = 0; i < b.n; i++)
 		if (b.v[i].fate == FATE_PART)
 			plan_part(&b, i, now);
@@ -240,7 +243,7 @@ cJSON *ctld_op_file_batch(const struct ctld_caller *c, const cJSON *req)
 	    history_put_aux(b.h, b.recs, b.nrecs, b.aux, b.naux,
 			    HISTORY_PUT_SYNC, err, sizeof(err)) < 0)
 		file_each(&b);
-	partstore_unlock(b.locks);
+	joblock_unlock(b.locked, b.nlocked);
 	for (i = 0; i < b.n; i++) {
 		struct entry *e = &b.v[i];
 
@@ -271,6 +274,7 @@ cJSON *ctld_op_file_batch(const struct ctld_caller *c, const cJSON *req)
 	free(b.v);
 	free(b.recs);
 	free(b.aux);
+	free(b.locked);
 	reply = proto_reply_ok();
 	if (!reply) {
 		cJSON_Delete(b.results);
@@ -282,6 +286,7 @@ nomem:
 	free(b.v);
 	free(b.recs);
 	free(b.aux);
+	free(b.locked);
 	cJSON_Delete(b.results);
 	return proto_reply_error("out of memory");
 }

@@ -1,12 +1,11 @@
 /* file_ops.c - the `file` op (see file_ops.h).
  *
- * The duplicate check and the filing of one job id take turns (a lock per
- * job id, striped): two retries of the same (job, node) arriving at once
+ * The duplicate check and the filing of one job id take turns (its lock,
+ * ctld/joblock.h): two retries of the same (job, node) arriving at once
  * file it once. Filings of different jobs run in parallel, as
  * history_put_many allows.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,13 +18,8 @@
 #include "ctld/file_ops.h"
 #include "ctld/history.h"
 #include "ctld/jobfacts.h"
+#include "ctld/joblock.h"
 #include "ctld/partstore.h"
-
-#define FILE_LOCKS 64
-
-static pthread_mutex_t file_locks[FILE_LOCKS] = {
-	[0 ... FILE_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER
-};
 
 /* Is OLD (the recorded job) what NODE already filed as RECORD? */
 static bool same_filing(const cJSON *old, const char *node,
@@ -136,7 +130,6 @@ cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req)
 	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(req, "record");
 	const char *node = jobfacts_str(req, "node", NULL);
 	char err[CONF_ERR_MAX];
-	pthread_mutex_t *lock;
 	struct history *h;
 	cJSON *old, *reply;
 	bool duplicate = false;
@@ -155,15 +148,14 @@ cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req)
 		return proto_reply_error("%s", err);
 	if (ctld_file_is_part(req))
 		return file_part(c, h, job, node, req);
-	lock = &file_locks[job % FILE_LOCKS];
-	pthread_mutex_lock(lock);
+	joblock_lock(&job, 1);
 	old = history_get(h, job, err, sizeof(err));
 	if (old)
 		duplicate = same_filing(old, node, rec);
 	rc = old || errno == ENOENT ? 0 : -1;
 	if (rc == 0 && !duplicate)
 		rc = history_record_job(rec, err, sizeof(err));
-	pthread_mutex_unlock(lock);
+	joblock_unlock(&job, 1);
 	cJSON_Delete(old);
 	if (rc < 0)
 		return proto_reply_error("file: job %u: %s", job, err);

@@ -21,9 +21,9 @@
 #include "common/outbox.h"
 #include "common/recmerge.h"
 #include "ctld/jobfacts.h"
+#include "ctld/joblock.h"
 #include "ctld/partstore.h"
 
-#define PARTS_LOCKS 64
 #define META_KEY_LEN PARTSTORE_META_KEY_LEN
 #define PART_KEY_MAX PARTSTORE_PART_KEY_MAX
 #define WAIT_TAG 'w'
@@ -35,10 +35,6 @@
 enum {
 	KEY_META = 0x00,
 	KEY_PART = 0x01,
-};
-
-static pthread_mutex_t job_locks[PARTS_LOCKS] = {
-	[0 ... PARTS_LOCKS - 1] = PTHREAD_MUTEX_INITIALIZER
 };
 
 static void put_be(char *p, uint64_t v, int bytes)
@@ -288,27 +284,6 @@ static bool same_time(const cJSON *a, const cJSON *b, const char *key)
 	return jobfacts_num(a, key, -1) == jobfacts_num(b, key, -1);
 }
 
-uint64_t partstore_lock_bit(uint32_t job)
-{
-	return UINT64_C(1) << (job % PARTS_LOCKS);
-}
-
-void partstore_lock(uint64_t mask)
-{
-	/* In one order, so that two batches never hold one lock each and
-	 * wait for the other's. */
-	for (unsigned i = 0; i < PARTS_LOCKS; i++)
-		if (mask & (UINT64_C(1) << i))
-			pthread_mutex_lock(&job_locks[i]);
-}
-
-void partstore_unlock(uint64_t mask)
-{
-	for (unsigned i = PARTS_LOCKS; i-- > 0;)
-		if (mask & (UINT64_C(1) << i))
-			pthread_mutex_unlock(&job_locks[i]);
-}
-
 static void add_aux(struct partstore_plan *pl, enum history_aux_op op,
 		    const char *key, size_t klen, const char *val, size_t vlen)
 {
@@ -471,12 +446,11 @@ out:
 int partstore_file(struct history *h, const cJSON *entry, double now,
 		   struct partstore_result *ret, char *err, size_t errlen)
 {
-	uint64_t lock = partstore_lock_bit((uint32_t)jobfacts_num(entry, "job",
-								  0));
+	uint32_t job = (uint32_t)jobfacts_num(entry, "job", 0);
 	struct partstore_plan pl;
 	int rc;
 
-	partstore_lock(lock);
+	joblock_lock(&job, 1);
 	rc = partstore_prepare(h, entry, now, &pl, err, errlen);
 	if (rc == 0 && !pl.res.duplicate) {
 		const cJSON *recs[1] = { pl.merged };
@@ -484,7 +458,7 @@ int partstore_file(struct history *h, const cJSON *entry, double now,
 		rc = history_put_aux(h, recs, pl.merged ? 1 : 0, pl.aux,
 				     pl.naux, HISTORY_PUT_SYNC, err, errlen);
 	}
-	partstore_unlock(lock);
+	joblock_unlock(&job, 1);
 	if (rc == 0)
 		*ret = pl.res;
 	partstore_plan_done(&pl);
@@ -547,7 +521,6 @@ double partstore_next_due(struct history *h, unsigned deadline_s,
 static int file_due(struct history *h, const struct due *d, double now,
 		    cJSON **ret_merged, char *err, size_t errlen)
 {
-	pthread_mutex_t *lock = &job_locks[d->job % PARTS_LOCKS];
 	char mkey[META_KEY_LEN], wkey[WAIT_KEY_LEN];
 	struct history_aux aux[2];
 	const char **names = NULL;
@@ -557,7 +530,7 @@ static int file_due(struct history *h, const struct due *d, double now,
 	size_t n, naux = 0;
 	int rc = -1;
 
-	pthread_mutex_lock(lock);
+	joblock_lock(&d->job, 1);
 	wait_key(d->first, d->job, wkey);
 	aux[naux++] = (struct history_aux){ HISTORY_AUX_DELETE, wkey,
 					    sizeof(wkey), NULL, 0 };
@@ -599,7 +572,7 @@ static int file_due(struct history *h, const struct due *d, double now,
 	merged = NULL;
 	rc = 1;
 out:
-	pthread_mutex_unlock(lock);
+	joblock_unlock(&d->job, 1);
 	free(mtext);
 	free(names);
 	cJSON_Delete(meta);

@@ -63,8 +63,8 @@ int partstore_file(struct history *h, const cJSON *entry, double now,
 /* The same in two steps, so that many parts (and other records) go to
  * the history in one WriteBatch and one fsync (ctld/file_batch.c):
  * partstore_prepare decides what the part in ENTRY writes, into *PLAN,
- * while the caller holds the job's lock (partstore_lock with
- * partstore_lock_bit(job)) and keeps holding it until the plan's writes
+ * while the caller holds the job's lock (ctld/joblock.h) and keeps
+ * holding it until the plan's writes
  * are in the history or dropped: history_put_aux with PLAN->merged (when
  * not NULL) among the records and PLAN->aux among the parts writes; with
  * PLAN->res.duplicate there is nothing to write. Every PLAN prepared
@@ -87,12 +87,6 @@ struct partstore_plan {
 int partstore_prepare(struct history *h, const cJSON *entry, double now,
 		      struct partstore_plan *plan, char *err, size_t errlen);
 void partstore_plan_done(struct partstore_plan *plan);
-
-/* The job locks: a bit per lock (jobs share them, striped); lock and
- * unlock a set of them, always in the same order. */
-uint64_t partstore_lock_bit(uint32_t job);
-void partstore_lock(uint64_t mask);
-void partstore_unlock(uint64_t mask);
 
 /* Called by partstore_expire for each job it filed: the merged RECORD
  * (its "missing_nodes" names who did not report). */
