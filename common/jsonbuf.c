@@ -579,7 +579,7 @@ static cJSON *unpack_value(struct unpacker *u, int depth)
 				       : cJSON_CreateObject();
 		while (item && n--) {
 			const char *key = NULL;
-			uint64_t k;
+			uint64_t k = 0;
 
 			s = NULL;
 			if (tag == PK_OBJECT) {
@@ -600,6 +600,11 @@ static cJSON *unpack_value(struct unpacker *u, int depth)
 			}
 			if (tag == PK_ARRAY)
 				cJSON_AddItemToArray(item, c);
+			else if (k)
+				/* the dictionary's own string, not a copy:
+				 * a malloc and a free less per member (the
+				 * dictionary outlives every tree) */
+				cJSON_AddItemToObjectCS(item, key, c);
 			else
 				cJSON_AddItemToObject(item, key, c);
 			if (s && s != sbuf)

@@ -46,7 +46,9 @@ char *jsonbuf_pretty(const cJSON *item);
 
 /* A key dictionary for the packed form: KEYS[0..N) (at most
  * JSONBUF_DICT_MAX), looked up by hash. Initialize once with
- * jsonbuf_dict_init before packing; then read-only (threads may share). */
+ * jsonbuf_dict_init before packing; then read-only (threads may share).
+ * Trees unpacked with it point at its KEYS: they must outlive them (the
+ * dictionaries are static arrays). */
 #define JSONBUF_DICT_MAX 1024
 struct jsonbuf_dict {
 	const char *const *keys;
