@@ -19,7 +19,10 @@
  * filings under one credential. Every credential is encoded here, by the
  * generator, when its request is sent (on a cluster the nodes' own munged
  * would do that; on this one machine it shares the CPU with the service).
- * THREADS event loops (default 4) drive the agents.
+ * THREADS event loops (default 4) drive the agents. A request the
+ * service answers "busy" (more connections than it serves at once) is
+ * sent again with a new credential, as a node agent retries from its
+ * outbox; the summary counts them.
  *
  * With -r, filings are handed out no faster than FILINGS_PER_S (a
  * cluster's steady rate rather than a backlog).
@@ -89,6 +92,7 @@ static double t0_wall;
 
 static atomic_uint next_filing;   /* the next filing index to hand out */
 static atomic_uint filed, failed_filings, requests, open_conns;
+static atomic_uint in_flight; /* requests started and not yet closed */
 static atomic_uint max_open_conns;
 static atomic_int filing_done;
 static char first_error[1024];
@@ -185,9 +189,58 @@ static int filing_entry(unsigned i, cJSON *template, struct jsonbuf *rec,
 	return 0;
 }
 
+/* Requests the service answered "busy" (over its connections bound), to
+ * send again with a new credential, as a node agent retries from its
+ * outbox: their first filing and count. */
+#define RETRY_MAX 4096
+static pthread_mutex_t retry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { unsigned first, n; } retry[RETRY_MAX];
+static unsigned nretry;
+static atomic_uint busy_retries;
+
+static bool retry_push(unsigned first, unsigned n)
+{
+	bool ok;
+
+	pthread_mutex_lock(&retry_lock);
+	ok = nretry < RETRY_MAX;
+	if (ok) {
+		retry[nretry].first = first;
+		retry[nretry++].n = n;
+	}
+	pthread_mutex_unlock(&retry_lock);
+	return ok;
+}
+
+static bool retry_pop(unsigned *first, unsigned *n)
+{
+	bool ok;
+
+	pthread_mutex_lock(&retry_lock);
+	ok = nretry > 0;
+	if (ok) {
+		nretry--;
+		*first = retry[nretry].first;
+		*n = retry[nretry].n;
+	}
+	pthread_mutex_unlock(&retry_lock);
+	return ok;
+}
+
+static bool retry_pending(void)
+{
+	bool any;
+
+	pthread_mutex_lock(&retry_lock);
+	any = nretry > 0;
+	pthread_mutex_unlock(&retry_lock);
+	return any;
+}
+
 /* The next request line (credential encoded now), or NULL when the work
- * is all handed out (or on an error, noted). *ret_n: its filings. */
-static char *next_line(cJSON *template, unsigned *ret_n)
+ * is all handed out (or on an error, noted). *ret_n: its filings,
+ * *ret_first the first of them. */
+static char *next_line(cJSON *template, unsigned *ret_n, unsigned *ret_first)
 {
 	static __thread struct jsonbuf rec, body;
 	unsigned total = total_filings(), first, n;
@@ -195,16 +248,23 @@ static char *next_line(cJSON *template, unsigned *ret_n)
 	int bad = 0;
 
 	*ret_n = 0;
-	/* paced: no more filings handed out than the rate allows so far */
-	if (opt_rate > 0 && atomic_load(&next_filing) >=
-				    (now_s() - t_start) * opt_rate + opt_batch)
-		return NULL; /* *ret_n 0 and work left: wait */
-	first = atomic_fetch_add(&next_filing, opt_batch);
-	if (first >= total) {
-		*ret_n = UINT32_MAX; /* no more work */
-		return NULL;
+	if (!retry_pop(&first, &n)) {
+		/* paced: no more filings handed out than the rate allows */
+		if (opt_rate > 0 &&
+		    atomic_load(&next_filing) >=
+			(now_s() - t_start) * opt_rate + opt_batch)
+			return NULL; /* *ret_n 0 and work left: wait */
+		first = atomic_fetch_add(&next_filing, opt_batch);
+		if (first >= total) {
+			/* a busy request may still come back to send */
+			*ret_n = retry_pending() || atomic_load(&in_flight)
+					 ? 0
+					 : UINT32_MAX;
+			return NULL;
+		}
+		n = total - first < opt_batch ? total - first : opt_batch;
 	}
-	n = total - first < opt_batch ? total - first : opt_batch;
+	*ret_first = first;
 	body.len = 0;
 	if (opt_batch == 1) {
 		/* the file op: the entry's keys and "op" in one object */
@@ -246,6 +306,7 @@ struct agent {
 	char *line; /* ends with '\n' */
 	size_t len, off;
 	unsigned n; /* filings in the request */
+	unsigned first; /* its first filing */
 	char reply[REPLY_MAX];
 	size_t rlen;
 };
@@ -258,6 +319,8 @@ static void agent_close(struct agent *a, int ep)
 		atomic_fetch_sub(&open_conns, 1);
 	}
 	a->fd = -1;
+	if (a->line)
+		atomic_fetch_sub(&in_flight, 1);
 	free(a->line);
 	a->line = NULL;
 	a->state = AGENT_IDLE;
@@ -270,8 +333,8 @@ enum start { START_DONE, START_OK, START_WAIT };
 static enum start agent_start(struct agent *a, int ep, cJSON *template)
 {
 	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = a };
-	unsigned n = 0, open;
-	char *line = next_line(template, &n);
+	unsigned n = 0, first = 0, open;
+	char *line = next_line(template, &n, &first);
 	size_t len;
 
 	if (!line)
@@ -284,18 +347,19 @@ static enum start agent_start(struct agent *a, int ep, cJSON *template)
 		free(line);
 		return START_DONE;
 	}
+	atomic_fetch_add(&in_flight, 1); /* until agent_close */
 	a->line[len] = '\n';
 	a->line[len + 1] = '\0';
 	a->len = len + 1;
 	a->off = a->rlen = 0;
 	a->n = n;
+	a->first = first;
 	a->fd = socket(svc_addr.ss_family,
 		       SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (a->fd < 0) {
 		note_error("socket: %s", strerror(errno));
 		atomic_fetch_add(&failed_filings, n);
-		free(a->line);
-		a->line = NULL;
+		agent_close(a, ep);
 		return START_OK;
 	}
 	open = atomic_fetch_add(&open_conns, 1) + 1;
@@ -319,7 +383,10 @@ static void agent_done(struct agent *a)
 {
 	a->reply[a->rlen] = '\0';
 	atomic_fetch_add(&requests, 1);
-	if (strstr(a->reply, "\"ok\":true")) {
+	if (strstr(a->reply, "busy") && strstr(a->reply, "retry later") &&
+	    retry_push(a->first, a->n)) {
+		atomic_fetch_add(&busy_retries, 1);
+	} else if (strstr(a->reply, "\"ok\":true")) {
 		/* file_batch: each entry's own answer */
 		cJSON *r = cJSON_Parse(a->reply), *e;
 		unsigned bad = 0;
@@ -729,13 +796,13 @@ int main(int argc, char **argv)
 	}
 	printf("ctldload%s%s: %u jobs (%u filings, %s) "
 	       "filed by %u agents in %.2f s: %.0f jobs/s, %u requests "
-	       "(%u filing%s per credential), %u filings failed; at most %u "
-	       "connections open\n",
+	       "(%u filing%s per credential; %u answered busy and sent "
+	       "again), %u filings failed; at most %u connections open\n",
 	       *opt_label ? " " : "", opt_label, opt_jobs, total_filings(),
 	       opt_multi ? "1 in 10 a 3-node job" : "single-node jobs",
 	       opt_agents, secs, rate,
 	       atomic_load(&requests), opt_batch, opt_batch == 1 ? "" : "s",
-	       bad, atomic_load(&max_open_conns));
+	       atomic_load(&busy_retries), bad, atomic_load(&max_open_conns));
 	if (nq)
 		printf("ctldload%s%s: %u recommend queries during the filing: "
 		       "p50 %.3f ms, p99 %.3f ms, max %.3f ms (%u with advice, "
@@ -761,7 +828,7 @@ int main(int argc, char **argv)
 	printf("ctldload: {\"label\":\"%s\",\"jobs\":%u,\"filings\":%u,"
 	       "\"agents\":%u,\"batch\":%u,\"paced_per_s\":%.0f,"
 	       "\"seconds\":%.3f,"
-	       "\"jobs_per_s\":%.0f,\"requests\":%u,\"failed\":%u,"
+	       "\"jobs_per_s\":%.0f,\"requests\":%u,\"busy\":%u,\"failed\":%u,"
 	       "\"max_open_connections\":%u,\"queries\":%u,"
 	       "\"query_p50_ms\":%.3f,\"query_p99_ms\":%.3f,"
 	       "\"query_max_ms\":%.3f,\"queries_failed\":%u,"
@@ -770,7 +837,8 @@ int main(int argc, char **argv)
 	       "\"service_cpu_us_per_job\":%.1f,\"munged_cpu_us_per_job\":%.1f,"
 	       "\"generator_cpu_us_per_job\":%.1f}\n",
 	       opt_label, opt_jobs, total_filings(), opt_agents, opt_batch,
-	       opt_rate, secs, rate, atomic_load(&requests), bad,
+	       opt_rate, secs, rate, atomic_load(&requests),
+	       atomic_load(&busy_retries), bad,
 	       atomic_load(&max_open_conns), nq, p50, p99, pmax, qfailed,
 	       peak.rss_kb, last.rss_kb, last.hwm_kb, peak.threads, peak.fds,
 	       last.fds, svc_cpu * 1e6 / opt_jobs, munge_cpu * 1e6 / opt_jobs,
