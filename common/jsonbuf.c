@@ -409,13 +409,78 @@ static int pack_key(struct jsonbuf *b, const char *k,
 	return put_varint(b, 0) < 0 ? -1 : pack_str(b, k);
 }
 
+static int pack_number(struct jsonbuf *b, double v)
+{
+	uint64_t bits;
+
+	if (!isfinite(v))
+		return put_char(b, PK_NULL);
+	if (v == floor(v) && fabs(v) < PK_INT_MAX && !(v == 0 && signbit(v))) {
+		if (put_char(b, v < 0 ? PK_NINT : PK_UINT) < 0)
+			return -1;
+		return put_varint(b, (uint64_t)fabs(v));
+	}
+	if (put_char(b, PK_DOUBLE) < 0 || reserve(b, 8) < 0)
+		return -1;
+	memcpy(&bits, &v, 8);
+	for (int i = 0; i < 8; i++)
+		b->data[b->len++] = (char)(bits >> (8 * i));
+	return 0;
+}
+
+/* --- writing the packed form without a tree ----------------------------------- */
+
+int jsonbuf_pack_number(struct jsonbuf *b, double v)
+{
+	return pack_number(b, v);
+}
+
+int jsonbuf_pack_string(struct jsonbuf *b, const char *s)
+{
+	return put_char(b, PK_STRING) < 0 ? -1 : pack_str(b, s);
+}
+
+int jsonbuf_pack_key(struct jsonbuf *b, const char *key,
+		     const struct jsonbuf_dict *dict)
+{
+	return pack_key(b, key, dict);
+}
+
+int jsonbuf_pack_open(struct jsonbuf *b, bool object, size_t *ret_at)
+{
+	/* the count's place: one byte, widened at close if need be */
+	if (put_char(b, object ? PK_OBJECT : PK_ARRAY) < 0 ||
+	    put_char(b, 0) < 0)
+		return -1;
+	*ret_at = b->len - 1;
+	return 0;
+}
+
+int jsonbuf_pack_close(struct jsonbuf *b, size_t at, uint64_t count)
+{
+	unsigned char v[10];
+	size_t n = 0;
+
+	do {
+		v[n++] = (unsigned char)((count & 0x7f) | (count >= 0x80 ? 0x80 : 0));
+		count >>= 7;
+	} while (count);
+	if (n > 1) {
+		if (reserve(b, n - 1) < 0)
+			return -1;
+		memmove(b->data + at + n, b->data + at + 1, b->len - at - 1);
+		b->len += n - 1;
+	}
+	memcpy(b->data + at, v, n);
+	return 0;
+}
+
 static int pack_value(struct jsonbuf *b, const cJSON *item,
 		      const char *skip, const struct jsonbuf_dict *d,
 		      int depth)
 {
 	const cJSON *c;
 	uint64_t n = 0;
-	double v;
 
 	if (depth > JSONBUF_DEPTH_MAX) {
 		errno = ELOOP;
@@ -427,21 +492,7 @@ static int pack_value(struct jsonbuf *b, const cJSON *item,
 	case cJSON_True:
 		return put_char(b, PK_TRUE);
 	case cJSON_Number:
-		v = item->valuedouble;
-		if (!isfinite(v))
-			return put_char(b, PK_NULL);
-		if (v == floor(v) && fabs(v) < PK_INT_MAX &&
-		    !(v == 0 && signbit(v))) {
-			if (put_char(b, v < 0 ? PK_NINT : PK_UINT) < 0)
-				return -1;
-			return put_varint(b, (uint64_t)fabs(v));
-		}
-		if (put_char(b, PK_DOUBLE) < 0 || reserve(b, 8) < 0)
-			return -1;
-		memcpy(&n, &v, 8);
-		for (int i = 0; i < 8; i++)
-			b->data[b->len++] = (char)(n >> (8 * i));
-		return 0;
+		return pack_number(b, item->valuedouble);
 	case cJSON_String:
 		return put_char(b, PK_STRING) < 0 ? -1
 						  : pack_str(b, item->valuestring);

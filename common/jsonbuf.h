@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cJSON.h>
 
@@ -74,6 +75,19 @@ int jsonbuf_put_bytes(struct jsonbuf *b, const void *p, size_t n);
  * is as it was. */
 int jsonbuf_pack(struct jsonbuf *b, const cJSON *item, const char *skip,
 		 const struct jsonbuf_dict *dict);
+
+/* The packed form written value by value, without a tree: the same
+ * bytes jsonbuf_pack gives for the tree those calls describe. A number
+ * or string value; an object member's key (before its value); an array
+ * or object opened (*RET_AT: where its count goes) and closed with the
+ * number of values or members written in it. 0, or -1 with errno ENOMEM
+ * (the buffer then holds a part: the caller starts over). */
+int jsonbuf_pack_number(struct jsonbuf *b, double v);
+int jsonbuf_pack_string(struct jsonbuf *b, const char *s);
+int jsonbuf_pack_key(struct jsonbuf *b, const char *key,
+		     const struct jsonbuf_dict *dict);
+int jsonbuf_pack_open(struct jsonbuf *b, bool object, size_t *ret_at);
+int jsonbuf_pack_close(struct jsonbuf *b, size_t at, uint64_t count);
 
 /* The tree packed in DATA[0..LEN) with the same DICT (caller deletes),
  * or NULL with errno EINVAL (damaged or truncated input, or out of

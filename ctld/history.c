@@ -609,9 +609,10 @@ opened:
 /* --- filing -------------------------------------------------------------------- */
 
 /* The apps, datasets and times keys of a job (the apps value is VAL, its
- * facts; a datasets value is the apps key), from its facts or from its
- * stored summary (both carry user, job_name, end and the dataset
- * sources), so a replaced or expired job loses exactly the keys it had. */
+ * packed facts; a datasets value is the apps key), from its record or its
+ * stored summary (the record without its phases: the same user,
+ * job_name, end and dataset sources), so a replaced or expired job loses
+ * exactly the keys it had. */
 static int index_keys(rocksdb_writebatch_t *b, struct history *h,
 		      uint32_t job, const cJSON *rec, const char *val,
 		      size_t vlen, bool del)
@@ -619,8 +620,8 @@ static int index_keys(rocksdb_writebatch_t *b, struct history *h,
 	const char *user = jobfacts_str(rec, "user", "");
 	const char *name = jobfacts_str(rec, "job_name", "");
 	uint64_t t = end_us(jobfacts_num(rec, "end", 0));
-	const cJSON *list, *d;
-	bool facts = cJSON_HasObjectItem(rec, "ds");
+	const char *srcs[JOBFACTS_LIST_MAX];
+	size_t nsrcs = jobfacts_sources(rec, srcs, JOBFACTS_LIST_MAX);
 	struct key k = {0}, app = {0};
 
 	if (key_str(&app, user) < 0 || key_str(&app, name) < 0 ||
@@ -632,15 +633,9 @@ static int index_keys(rocksdb_writebatch_t *b, struct history *h,
 	else
 		rocksdb_writebatch_put_cf(b, h->cf[CF_APPS], app.buf, app.len,
 					  val, vlen);
-	list = cJSON_GetObjectItemCaseSensitive(rec, facts ? "ds" : "datasets");
-	cJSON_ArrayForEach(d, list)
-	{
-		const char *src = jobfacts_str(d, facts ? "src" : "source", NULL);
-
-		if (!src)
-			continue;
+	for (size_t i = 0; i < nsrcs; i++) {
 		k.len = 0;
-		if (key_str(&k, src) < 0 || key_time_job(&k, ~t, job) < 0)
+		if (key_str(&k, srcs[i]) < 0 || key_time_job(&k, ~t, job) < 0)
 			continue; /* a path too long to index: not a dataset
 				     the rules can name */
 		/* The value is the job's apps key: its facts are stored
@@ -798,18 +793,16 @@ static cJSON *get_summary(struct history *h, uint32_t job, char *err,
 	return get_summary_phases(h, job, NULL, NULL, err, errlen);
 }
 
-/* Queue RECORD's keys (FACTS are its jobfacts); J is scratch space for
- * the JSON text. The caller has JOB registered in flight. */
+/* Queue the keys of RECORD (checked by jobfacts_check); J is scratch
+ * space for the packed values. The caller has JOB registered in flight. */
 static int queue_record(rocksdb_writebatch_t *b, struct history *h,
-			const cJSON *record, const cJSON *facts,
-			struct jsonbuf *j, char *err, size_t errlen)
+			const cJSON *record, uint32_t job, struct jsonbuf *j,
+			char *err, size_t errlen)
 {
 	const cJSON *phases;
 	cJSON *old;
-	uint32_t job;
 	struct key k;
 
-	job = (uint32_t)jobfacts_num(facts, "job", 0);
 	phases = cJSON_GetObjectItemCaseSensitive(record, "phases");
 	if (phases && !cJSON_IsArray(phases))
 		return errmsg_fail(err, errlen, EINVAL,
@@ -833,9 +826,9 @@ static int queue_record(rocksdb_writebatch_t *b, struct history *h,
 		goto nomem;
 	rocksdb_writebatch_put_cf(b, h->cf[CF_JOBS], k.buf, k.len, j->data,
 				  j->len);
-	if (jobfacts_pack(j, facts) < 0)
-		goto nomem;
-	if (index_keys(b, h, job, facts, j->data, j->len, false) < 0)
+	if (jobfacts_pack_record(j, record, err, errlen) < 0)
+		return -1;
+	if (index_keys(b, h, job, record, j->data, j->len, false) < 0)
 		return errmsg_fail(err, errlen, EINVAL,
 				   "record %u: user or job name too long", job);
 	return 0;
@@ -949,7 +942,6 @@ int history_put_aux(struct history *h, const cJSON *const *records,
 {
 	struct put_slot *slot = NULL;
 	struct inflight ticket;
-	cJSON **facts = NULL;
 	uint32_t *jobs = NULL;
 	bool entered = false;
 	char *rerr = NULL;
@@ -968,25 +960,23 @@ int history_put_aux(struct history *h, const cJSON *const *records,
 	if (naux && !h->cf[CF_PARTS])
 		return errmsg_fail(err, errlen, EROFS,
 				   "history: no parts family");
-	facts = calloc(n + 1, sizeof(*facts));
 	jobs = calloc(n + 1, sizeof(*jobs));
 	slot = slot_get(h);
-	if (!facts || !jobs || !slot) {
+	if (!jobs || !slot) {
 		errmsg_fail(err, errlen, ENOMEM, "history: out of memory");
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		facts[i] = jobfacts_from_record(records[i], err, errlen);
-		if (!facts[i])
+		if (jobfacts_check(records[i], err, errlen) < 0)
 			goto out;
-		jobs[i] = (uint32_t)jobfacts_num(facts[i], "job", 0);
+		jobs[i] = (uint32_t)jobfacts_num(records[i], "job", 0);
 	}
 	pthread_mutex_lock(&h->mu);
 	inflight_enter(h, &ticket, jobs, n);
 	pthread_mutex_unlock(&h->mu);
 	entered = true;
 	for (i = 0; i < n; i++)
-		if (queue_record(slot->batch, h, records[i], facts[i],
+		if (queue_record(slot->batch, h, records[i], jobs[i],
 				 &slot->json, err, errlen) < 0)
 			goto out;
 	/* After the records: the caller's parts keys win over nothing of
@@ -1004,9 +994,6 @@ out:
 	}
 	if (slot)
 		slot_put(h, slot);
-	for (i = 0; facts && i < n; i++)
-		cJSON_Delete(facts[i]);
-	free(facts);
 	free(jobs);
 	return rc;
 }

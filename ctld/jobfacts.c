@@ -11,7 +11,6 @@
 #include "ctld/jobfacts.h"
 
 #define JOBFACTS_NAME_MAX 256   /* user and job name bytes in keys */
-#define JOBFACTS_LIST_MAX 64    /* datasets / outputs kept per job */
 #define JOBFACTS_SMALL_MAX 4    /* buckets 0..4 hold requests < 1 MiB */
 #define JOBFACTS_PROCS_MAX 4096 /* processes a record lists at most */
 
@@ -166,18 +165,132 @@ static double measured(const cJSON *obj, const char *key)
 	return v >= 0 ? v : -1;
 }
 
-static int add_num(cJSON *obj, const char *key, double v)
+/* --- where the facts go ------------------------------------------------------- *
+ *
+ * One walk of the record writes the facts either as a cJSON tree
+ * (jobfacts_from_record: the rules' tests, the CLI) or straight in the
+ * packed form the history stores (jobfacts_pack_record: filing, where
+ * building and freeing the tree only to pack it was a tenth of the
+ * service's CPU per job). The sink keeps the open containers; the first
+ * failure sticks and is reported at the end. */
+
+#define SINK_DEPTH 4 /* facts, a list, an entry, its histogram */
+
+struct sink {
+	struct jsonbuf *out;      /* packed; NULL for the tree */
+	cJSON *tree[SINK_DEPTH];  /* the tree's open containers */
+	size_t at[SINK_DEPTH];    /* packed: where each count goes */
+	uint64_t n[SINK_DEPTH];   /* packed: values written in each */
+	bool object[SINK_DEPTH];
+	int depth;                /* open containers */
+	bool failed;
+};
+
+/* Packed: KEY (inside an object) before a value, counted. */
+static void sink_key(struct sink *s, const char *key)
 {
-	return cJSON_AddNumberToObject(obj, key, v) ? 0 : -1;
+	if (s->depth == 0)
+		return; /* the facts object itself */
+	s->n[s->depth - 1]++;
+	if (s->object[s->depth - 1] &&
+	    jsonbuf_pack_key(s->out, key, &pack_dict) < 0)
+		s->failed = true;
 }
 
-/* Copy KEY from SRC to DST as NEWKEY when it was measured. */
-static int copy_measured(cJSON *dst, const char *newkey, const cJSON *src,
-			 const char *key)
+/* Tree: ITEM into the open container, under KEY in an object. */
+static void sink_add(struct sink *s, const char *key, cJSON *item)
+{
+	cJSON *top = s->tree[s->depth - 1];
+
+	if (!item || !(s->object[s->depth - 1]
+			       ? cJSON_AddItemToObject(top, key, item)
+			       : cJSON_AddItemToArray(top, item))) {
+		cJSON_Delete(item);
+		s->failed = true;
+	}
+}
+
+static void sink_num(struct sink *s, const char *key, double v)
+{
+	if (s->failed)
+		return;
+	if (s->out) {
+		sink_key(s, key);
+		if (jsonbuf_pack_number(s->out, v) < 0)
+			s->failed = true;
+	} else {
+		sink_add(s, key, cJSON_CreateNumber(v));
+	}
+}
+
+static void sink_str(struct sink *s, const char *key, const char *v)
+{
+	if (s->failed)
+		return;
+	if (s->out) {
+		sink_key(s, key);
+		if (jsonbuf_pack_string(s->out, v) < 0)
+			s->failed = true;
+	} else {
+		sink_add(s, key, cJSON_CreateString(v));
+	}
+}
+
+/* Open an object (OBJECT) or array under KEY (NULL in an array and for
+ * the facts object itself). */
+static void sink_open(struct sink *s, const char *key, bool object)
+{
+	if (s->failed)
+		return;
+	if (s->depth == SINK_DEPTH) {
+		s->failed = true;
+		return;
+	}
+	if (s->out) {
+		sink_key(s, key);
+		if (jsonbuf_pack_open(s->out, object, &s->at[s->depth]) < 0)
+			s->failed = true;
+		s->n[s->depth] = 0;
+	} else {
+		cJSON *c = object ? cJSON_CreateObject() : cJSON_CreateArray();
+
+		if (s->depth > 0)
+			sink_add(s, key, c);
+		else if (!c)
+			s->failed = true;
+		s->tree[s->depth] = c;
+	}
+	s->object[s->depth++] = object;
+}
+
+static void sink_close(struct sink *s)
+{
+	if (s->failed)
+		return;
+	s->depth--;
+	if (s->out &&
+	    jsonbuf_pack_close(s->out, s->at[s->depth], s->n[s->depth]) < 0)
+		s->failed = true;
+}
+
+/* An array of N numbers under KEY. */
+static void sink_nums(struct sink *s, const char *key, const double *v,
+		      size_t n)
+{
+	sink_open(s, key, false);
+	for (size_t i = 0; i < n; i++)
+		sink_num(s, NULL, v[i]);
+	sink_close(s);
+}
+
+/* KEY of SRC as NEWKEY when it was measured. */
+static void copy_measured(struct sink *s, const char *newkey,
+			  const cJSON *src, const char *key)
 {
 	double v = measured(src, key);
 
-	return v < 0 ? 0 : add_num(dst, newkey, v);
+	if (v >= 0)
+		sink_num(s, newkey, v);
 }
 
 static const cJSON *find_phase(const cJSON *phases, const char *name)
@@ -190,7 +303,7 @@ static const cJSON *find_phase(const cJSON *phases, const char *name)
 }
 
 /* "rd": the run phase's dataset-class shim counters. */
-static int add_reads(cJSON *facts, const cJSON *counters)
+static void add_reads(struct sink *s, const cJSON *counters)
 {
 	enum { OPS, BYTES, SEQ, CONSEC, TIME, META, SMALL0 };
 	static const char *const keys[SMALL0 + JOBFACTS_SMALL_MAX + 1] = {
@@ -202,64 +315,57 @@ static int add_reads(cJSON *facts, const cJSON *counters)
 		"POSIX_SIZE_READ_100K_1M",
 	};
 	double v[sizeof(keys) / sizeof(keys[0])], small = 0;
-	cJSON *rd;
 
 	if (!cJSON_IsObject(counters))
-		return 0;
+		return;
 	/* absent is NaN: not >= 0, and fmax(0, NaN) is 0 */
 	nums_of(counters, keys, sizeof(keys) / sizeof(keys[0]), v, NAN);
 	if (!(v[OPS] >= 0))
-		return 0; /* no shim counters: no read facts */
+		return; /* no shim counters: no read facts */
 	for (size_t i = 0; i <= JOBFACTS_SMALL_MAX; i++)
 		small += fmax(0, v[SMALL0 + i]);
-	rd = cJSON_AddObjectToObject(facts, "rd");
-	if (!rd || add_num(rd, "ops", v[OPS]) < 0 ||
-	    add_num(rd, "bytes", fmax(0, v[BYTES])) < 0 ||
-	    add_num(rd, "small", small) < 0 ||
-	    add_num(rd, "seq", fmax(0, v[SEQ])) < 0 ||
-	    add_num(rd, "consec", fmax(0, v[CONSEC])) <
-		0 ||
-	    (v[TIME] >= 0 && add_num(rd, "time", v[TIME]) < 0) ||
-	    (v[META] >= 0 && add_num(rd, "meta_time", v[META]) < 0))
-		return -1;
-	return 0;
+	sink_open(s, "rd", true);
+	sink_num(s, "ops", v[OPS]);
+	sink_num(s, "bytes", fmax(0, v[BYTES]));
+	sink_num(s, "small", small);
+	sink_num(s, "seq", fmax(0, v[SEQ]));
+	sink_num(s, "consec", fmax(0, v[CONSEC]));
+	if (v[TIME] >= 0)
+		sink_num(s, "time", v[TIME]);
+	if (v[META] >= 0)
+		sink_num(s, "meta_time", v[META]);
+	sink_close(s);
 }
 
 /* "wr": the run phase's output-class write counters. */
-static int add_writes(cJSON *facts, const cJSON *counters)
+static void add_writes(struct sink *s, const cJSON *counters)
 {
 	enum { OPS, BYTES, SIZE0 };
 	const char *keys[SIZE0 + JOBFACTS_NBUCKETS] = { "POSIX_WRITES",
 							"POSIX_BYTES_WRITTEN" };
 	double v[SIZE0 + JOBFACTS_NBUCKETS], sizes[JOBFACTS_NBUCKETS];
-	cJSON *wr;
 
 	if (!cJSON_IsObject(counters))
-		return 0;
+		return;
 	for (size_t i = 0; i < JOBFACTS_NBUCKETS; i++)
 		keys[SIZE0 + i] = write_size_keys[i];
 	nums_of(counters, keys, SIZE0 + JOBFACTS_NBUCKETS, v, NAN);
 	if (!(v[OPS] >= 0))
-		return 0;
+		return;
 	for (size_t i = 0; i < JOBFACTS_NBUCKETS; i++)
 		sizes[i] = fmax(0, v[SIZE0 + i]);
-	wr = cJSON_AddObjectToObject(facts, "wr");
-	if (!wr || add_num(wr, "ops", v[OPS]) < 0 ||
-	    add_num(wr, "bytes", fmax(0, v[BYTES])) <
-		0 ||
-	    !cJSON_AddItemToObject(wr, "sizes",
-				   cJSON_CreateDoubleArray(sizes,
-							   JOBFACTS_NBUCKETS)))
-		return -1;
-	return 0;
+	sink_open(s, "wr", true);
+	sink_num(s, "ops", v[OPS]);
+	sink_num(s, "bytes", fmax(0, v[BYTES]));
+	sink_nums(s, "sizes", sizes, JOBFACTS_NBUCKETS);
+	sink_close(s);
 }
 
 /* "ck": checkpoint sub-phases that measured their unoverlapped I/O. */
-static int add_checkpoints(cJSON *facts, const cJSON *phases)
+static void add_checkpoints(struct sink *s, const cJSON *phases)
 {
 	double io = 0, unov = 0, n = 0;
 	const cJSON *p;
-	cJSON *ck;
 
 	cJSON_ArrayForEach(p, phases)
 	{
@@ -275,12 +381,12 @@ static int add_checkpoints(cJSON *facts, const cJSON *phases)
 		n++;
 	}
 	if (n == 0)
-		return 0;
-	ck = cJSON_AddObjectToObject(facts, "ck");
-	if (!ck || add_num(ck, "n", n) < 0 || add_num(ck, "io_s", io) < 0 ||
-	    add_num(ck, "unov_s", unov) < 0)
-		return -1;
-	return 0;
+		return;
+	sink_open(s, "ck", true);
+	sink_num(s, "n", n);
+	sink_num(s, "io_s", io);
+	sink_num(s, "unov_s", unov);
+	sink_close(s);
 }
 
 /* The drain policy the job's profile gave output NAME, or NULL. */
@@ -297,15 +403,12 @@ static const char *output_drain(const cJSON *record, const char *name)
 	return NULL;
 }
 
-static int add_outputs(cJSON *facts, const cJSON *record)
+static void add_outputs(struct sink *s, const cJSON *record)
 {
 	const cJSON *o, *hist;
-	cJSON *arr, *f;
 	size_t n = 0;
 
-	arr = cJSON_AddArrayToObject(facts, "out");
-	if (!arr)
-		return -1;
+	sink_open(s, "out", false);
 	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(record,
 							       "outputs"))
 	{
@@ -315,21 +418,17 @@ static int add_outputs(cJSON *facts, const cJSON *record)
 
 		if (!dest || n++ >= JOBFACTS_LIST_MAX)
 			continue;
-		f = cJSON_CreateObject();
-		if (!f || !cJSON_AddItemToArray(arr, f) ||
-		    !cJSON_AddStringToObject(f, "dest", dest) ||
-		    !cJSON_AddStringToObject(f, "name", name) ||
-		    !cJSON_AddStringToObject(f, "tier",
-					     jobfacts_str(o, "tier", "")) ||
-		    (drain && !cJSON_AddStringToObject(f, "drain", drain)) ||
-		    add_num(f, "bytes", fmax(0, jobfacts_num(o, "bytes", 0))) <
-			0 ||
-		    add_num(f, "files", fmax(0, jobfacts_num(o, "files", 0))) <
-			0 ||
-		    copy_measured(f, "shared", o, "shared_files") < 0 ||
-		    copy_measured(f, "fpp", o, "fpp_files") < 0 ||
-		    copy_measured(f, "maxf", o, "max_file_bytes") < 0)
-			return -1;
+		sink_open(s, NULL, true);
+		sink_str(s, "dest", dest);
+		sink_str(s, "name", name);
+		sink_str(s, "tier", jobfacts_str(o, "tier", ""));
+		if (drain)
+			sink_str(s, "drain", drain);
+		sink_num(s, "bytes", fmax(0, jobfacts_num(o, "bytes", 0)));
+		sink_num(s, "files", fmax(0, jobfacts_num(o, "files", 0)));
+		copy_measured(s, "shared", o, "shared_files");
+		copy_measured(s, "fpp", o, "fpp_files");
+		copy_measured(s, "maxf", o, "max_file_bytes");
 		hist = cJSON_GetObjectItemCaseSensitive(o, "size_hist");
 		if (cJSON_IsObject(hist)) {
 			double h[JOBFACTS_NBUCKETS];
@@ -337,13 +436,11 @@ static int add_outputs(cJSON *facts, const cJSON *record)
 			nums_of(hist, jobfacts_buckets, JOBFACTS_NBUCKETS, h, 0);
 			for (size_t i = 0; i < JOBFACTS_NBUCKETS; i++)
 				h[i] = fmax(0, h[i]);
-			if (!cJSON_AddItemToObject(
-				f, "hist",
-				cJSON_CreateDoubleArray(h, JOBFACTS_NBUCKETS)))
-				return -1;
+			sink_nums(s, "hist", h, JOBFACTS_NBUCKETS);
 		}
+		sink_close(s);
 	}
-	return 0;
+	sink_close(s);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -357,23 +454,24 @@ static int cmp_u64(const void *a, const void *b)
  * its processes: a task's children share its rank), the figure the
  * striping rule weighs a file count against when the shim did not say
  * which files were shared. Absent when no process has a rank. */
-static int add_tasks(cJSON *facts, const cJSON *record)
+static void add_tasks(struct sink *s, const cJSON *record)
 {
 	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(record,
 							      "processes");
 	size_t n = 0, max, best = 0, run = 0;
 	const cJSON *p;
 	uint64_t *ids;
-	int rc = 0;
 
 	max = (size_t)cJSON_GetArraySize(procs);
 	if (max == 0)
-		return 0;
+		return;
 	if (max > JOBFACTS_PROCS_MAX)
 		max = JOBFACTS_PROCS_MAX;
 	ids = malloc(max * sizeof(*ids));
-	if (!ids)
-		return -1;
+	if (!ids) {
+		s->failed = true;
+		return;
+	}
 	cJSON_ArrayForEach(p, procs)
 	{
 		double step = jobfacts_num(p, "step", -1);
@@ -396,22 +494,41 @@ static int add_tasks(cJSON *facts, const cJSON *record)
 			best = run;
 	}
 	if (best > 0)
-		rc = add_num(facts, "tasks", (double)best);
+		sink_num(s, "tasks", (double)best);
 	free(ids);
-	return rc;
 }
 
-static int add_datasets(cJSON *facts, const cJSON *record,
-			const cJSON *stage_in)
+size_t jobfacts_sources(const cJSON *record, const char **srcs, size_t max)
 {
 	const cJSON *d;
-	cJSON *arr, *f;
+	size_t n = 0;
+
+	if (max > JOBFACTS_LIST_MAX)
+		max = JOBFACTS_LIST_MAX;
+	cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(record,
+							       "datasets"))
+	{
+		const char *src = jobfacts_str(d, "source", NULL);
+
+		if (src && src[0] == '/' && n < max)
+			srcs[n++] = src;
+	}
+	/* An observed job (--io-profile=auto with no advice yet) staged
+	 * nothing: the tree it read from the PFS is its dataset. */
+	d = cJSON_GetObjectItemCaseSensitive(record, "observed");
+	if (jobfacts_str(d, "source", "")[0] == '/' && n < max)
+		srcs[n++] = jobfacts_str(d, "source", "");
+	return n;
+}
+
+static void add_datasets(struct sink *s, const cJSON *record,
+			 const cJSON *stage_in)
+{
+	const cJSON *d;
 	size_t n = 0;
 	double stage_s = measured(stage_in, "seconds");
 
-	arr = cJSON_AddArrayToObject(facts, "ds");
-	if (!arr)
-		return -1;
+	sink_open(s, "ds", false);
 	cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(record,
 							       "datasets"))
 	{
@@ -419,38 +536,30 @@ static int add_datasets(cJSON *facts, const cJSON *record,
 
 		if (!src || src[0] != '/' || n++ >= JOBFACTS_LIST_MAX)
 			continue;
-		f = cJSON_CreateObject();
-		if (!f || !cJSON_AddItemToArray(arr, f) ||
-		    !cJSON_AddStringToObject(f, "src", src) ||
-		    add_num(f, "bytes", fmax(0, jobfacts_num(d, "bytes", 0))) <
-			0 ||
-		    add_num(f, "files", fmax(0, jobfacts_num(d, "files", 0))) <
-			0 ||
-		    !cJSON_AddStringToObject(f, "tier",
-					     jobfacts_str(d, "tier", "")) ||
-		    !cJSON_AddStringToObject(f, "result",
-					     jobfacts_str(d, "result", "")) ||
-		    (stage_s >= 0 && add_num(f, "stage_s", stage_s) < 0))
-			return -1;
+		sink_open(s, NULL, true);
+		sink_str(s, "src", src);
+		sink_num(s, "bytes", fmax(0, jobfacts_num(d, "bytes", 0)));
+		sink_num(s, "files", fmax(0, jobfacts_num(d, "files", 0)));
+		sink_str(s, "tier", jobfacts_str(d, "tier", ""));
+		sink_str(s, "result", jobfacts_str(d, "result", ""));
+		if (stage_s >= 0)
+			sink_num(s, "stage_s", stage_s);
+		sink_close(s);
 	}
 	/* An observed job (--io-profile=auto with no advice yet) staged
 	 * nothing: the tree it read from the PFS is its dataset, read in
 	 * place (result "pfs"), of the distinct files' size it read. */
 	d = cJSON_GetObjectItemCaseSensitive(record, "observed");
 	if (jobfacts_str(d, "source", "")[0] == '/' && n < JOBFACTS_LIST_MAX) {
-		f = cJSON_CreateObject();
-		if (!f || !cJSON_AddItemToArray(arr, f) ||
-		    !cJSON_AddStringToObject(f, "src",
-					     jobfacts_str(d, "source", "")) ||
-		    add_num(f, "bytes", fmax(0, jobfacts_num(d, "bytes", 0))) <
-			0 ||
-		    add_num(f, "files", fmax(0, jobfacts_num(d, "files", 0))) <
-			0 ||
-		    !cJSON_AddStringToObject(f, "tier", "") ||
-		    !cJSON_AddStringToObject(f, "result", "pfs"))
-			return -1;
+		sink_open(s, NULL, true);
+		sink_str(s, "src", jobfacts_str(d, "source", ""));
+		sink_num(s, "bytes", fmax(0, jobfacts_num(d, "bytes", 0)));
+		sink_num(s, "files", fmax(0, jobfacts_num(d, "files", 0)));
+		sink_str(s, "tier", "");
+		sink_str(s, "result", "pfs");
+		sink_close(s);
 	}
-	return 0;
+	sink_close(s);
 }
 
 /* User and job names become parts of keys split by NUL bytes. */
@@ -501,42 +610,64 @@ int jobfacts_check(const cJSON *record, char *err, size_t errlen)
 	return 0;
 }
 
+
+/* The facts of RECORD into S (checked by jobfacts_check first). */
+static void walk(struct sink *s, const cJSON *record)
+{
+	const cJSON *phases = cJSON_GetObjectItemCaseSensitive(record,
+								"phases");
+	const cJSON *run = find_phase(phases, "run");
+	const cJSON *counters = cJSON_GetObjectItemCaseSensitive(run,
+								  "counters");
+
+	sink_open(s, NULL, true);
+	sink_num(s, "job", jobfacts_num(record, "job", -1));
+	sink_str(s, "user", jobfacts_str(record, "user", ""));
+	sink_num(s, "uid", jobfacts_num(record, "uid", -1));
+	sink_str(s, "job_name", jobfacts_str(record, "job_name", ""));
+	sink_num(s, "end", jobfacts_num(record, "end", -1));
+	copy_measured(s, "run_s", run, "seconds");
+	add_datasets(s, record, find_phase(phases, "stage_in"));
+	add_reads(s, cJSON_GetObjectItemCaseSensitive(counters, "dataset"));
+	add_checkpoints(s, phases);
+	add_outputs(s, record);
+	add_tasks(s, record);
+	add_writes(s, cJSON_GetObjectItemCaseSensitive(counters, "output"));
+	sink_close(s);
+}
+
 cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen)
 {
-	const cJSON *phases, *run, *counters;
-	const char *user, *job_name;
-	double job, uid, end;
-	cJSON *facts;
+	struct sink s = { 0 };
 
 	if (jobfacts_check(record, err, errlen) < 0)
 		return NULL;
-	job = jobfacts_num(record, "job", -1);
-	uid = jobfacts_num(record, "uid", -1);
-	end = jobfacts_num(record, "end", -1);
-	user = jobfacts_str(record, "user", NULL);
-	job_name = jobfacts_str(record, "job_name", "");
-	phases = cJSON_GetObjectItemCaseSensitive(record, "phases");
-	run = find_phase(phases, "run");
-	counters = cJSON_GetObjectItemCaseSensitive(run, "counters");
-
-	facts = cJSON_CreateObject();
-	if (!facts || add_num(facts, "job", job) < 0 ||
-	    !cJSON_AddStringToObject(facts, "user", user) ||
-	    add_num(facts, "uid", uid) < 0 ||
-	    !cJSON_AddStringToObject(facts, "job_name", job_name) ||
-	    add_num(facts, "end", end) < 0 ||
-	    copy_measured(facts, "run_s", run, "seconds") < 0 ||
-	    add_datasets(facts, record, find_phase(phases, "stage_in")) < 0 ||
-	    add_reads(facts, cJSON_GetObjectItemCaseSensitive(counters,
-							      "dataset")) < 0 ||
-	    add_checkpoints(facts, phases) < 0 ||
-	    add_outputs(facts, record) < 0 || add_tasks(facts, record) < 0 ||
-	    add_writes(facts, cJSON_GetObjectItemCaseSensitive(counters,
-							       "output")) < 0) {
-		cJSON_Delete(facts);
-		snprintf(err, errlen, "record %.0f: out of memory", job);
+	walk(&s, record);
+	if (s.failed) {
+		cJSON_Delete(s.tree[0]);
+		snprintf(err, errlen, "record %.0f: out of memory",
+			 jobfacts_num(record, "job", -1));
 		errno = ENOMEM;
 		return NULL;
 	}
-	return facts;
+	return s.tree[0];
+}
+
+int jobfacts_pack_record(struct jsonbuf *out, const cJSON *record, char *err,
+			 size_t errlen)
+{
+	struct sink s = { .out = out };
+
+	pthread_once(&pack_dict_once, pack_dict_init);
+	out->len = 0;
+	if (jobfacts_check(record, err, errlen) < 0)
+		return -1;
+	walk(&s, record);
+	if (s.failed) {
+		snprintf(err, errlen, "record %.0f: out of memory",
+			 jobfacts_num(record, "job", -1));
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
 }

@@ -30,6 +30,8 @@
 
 #include "common/jsonbuf.h"
 
+#define JOBFACTS_LIST_MAX 64 /* datasets / outputs kept per job */
+
 /* Darshan's ten request-size buckets, in order, as in the record. */
 #define JOBFACTS_NBUCKETS 10
 extern const char *const jobfacts_buckets[JOBFACTS_NBUCKETS];
@@ -40,6 +42,17 @@ double jobfacts_bucket_max(size_t i);
 /* Check the fields every record must have (job > 0, user, uid, end) and
  * return the facts (caller deletes), or NULL with one line in err. */
 cJSON *jobfacts_from_record(const cJSON *record, char *err, size_t errlen);
+
+/* The same facts straight in the packed form the history stores (the
+ * bytes jobfacts_pack gives for jobfacts_from_record's tree), into OUT,
+ * without building the tree. 0, or -1 with one line in err. */
+int jobfacts_pack_record(struct jsonbuf *out, const cJSON *record, char *err,
+			 size_t errlen);
+
+/* The dataset sources the facts' "ds" lists, in order (at most MAX and
+ * JOBFACTS_LIST_MAX): the record's datasets with an absolute source,
+ * then the tree an observed job read. Pointers into RECORD. */
+size_t jobfacts_sources(const cJSON *record, const char **srcs, size_t max);
 
 /* What jobfacts_from_record refuses, checked without building the facts:
  * 0 when it would give them (memory permitting), else -1 with its error

@@ -39,18 +39,40 @@ static cJSON *record(unsigned job, const char *datasets, const char *outputs,
 	return r;
 }
 
+/* REC's facts as the service reads them: written packed at filing
+ * (jobfacts_pack_record), unpacked at the query. They must be the very
+ * bytes the tree's packing gives, and unpack to the same tree. */
+static cJSON *stored_facts(const cJSON *rec)
+{
+	struct jsonbuf direct = {0}, via_tree = {0};
+	char err[256];
+	cJSON *tree = jobfacts_from_record(rec, err, sizeof(err)), *f;
+
+	ck_assert_msg(tree != NULL, "%s", err);
+	ck_assert_int_eq(jobfacts_pack_record(&direct, rec, err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(jobfacts_pack(&via_tree, tree), 0);
+	ck_assert_msg(direct.len == via_tree.len &&
+			  !memcmp(direct.data, via_tree.data, direct.len),
+		      "packed facts of job %.0f differ from the tree's",
+		      jobfacts_num(tree, "job", 0));
+	f = jobfacts_unpack(direct.data, direct.len);
+	ck_assert(f && cJSON_Compare(f, tree, 1));
+	cJSON_Delete(tree);
+	jsonbuf_fini(&direct);
+	jsonbuf_fini(&via_tree);
+	return f;
+}
+
 /* The facts of N runs built by MAKE(i), newest first. */
 static cJSON *runs_of(size_t n, cJSON *(*make)(unsigned))
 {
 	cJSON *arr = cJSON_CreateArray();
-	char err[256];
 
 	for (size_t i = n; i > 0; i--) {
 		cJSON *rec = make((unsigned)i);
-		cJSON *f = jobfacts_from_record(rec, err, sizeof(err));
 
-		ck_assert_msg(f != NULL, "%s", err);
-		cJSON_AddItemToArray(arr, f);
+		cJSON_AddItemToArray(arr, stored_facts(rec));
 		cJSON_Delete(rec);
 	}
 	return arr;
@@ -396,7 +418,7 @@ START_TEST(test_facts_observed)
 	cJSON *rec = observed_job(7), *f, *ds;
 	char err[256];
 
-	f = jobfacts_from_record(rec, err, sizeof(err));
+	f = stored_facts(rec);
 	ck_assert_msg(f != NULL, "%s", err);
 	ds = cJSON_GetArrayItem(cJSON_GetObjectItem(f, "ds"), 0);
 	ck_assert_str_eq(jobfacts_str(ds, "src", ""), "/pfs/u/imagenet");
@@ -407,7 +429,7 @@ START_TEST(test_facts_observed)
 	cJSON_Delete(f);
 	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(rec, "observed"), "source",
 				  cJSON_CreateString("pfs/u"));
-	f = jobfacts_from_record(rec, err, sizeof(err));
+	f = stored_facts(rec);
 	ck_assert_msg(f != NULL, "%s", err);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "ds")), 0);
 	cJSON_Delete(f);
@@ -915,13 +937,12 @@ END_TEST
 START_TEST(test_facts_largest_file_and_tasks)
 {
 	cJSON *rec, *f, *o;
-	char err[256];
 
 	drain_outputs = DRAINED(8, 4e9, 5.1e8, HIST_1G_PLUS(0));
 	drain_phases = "[]";
 	drain_procs = procs_json(8);
 	rec = drain_job(7);
-	f = jobfacts_from_record(rec, err, sizeof(err));
+	f = stored_facts(rec);
 	ck_assert_ptr_nonnull(f);
 	o = cJSON_GetArrayItem(cJSON_GetObjectItem(f, "out"), 0);
 	ck_assert(jobfacts_num(o, "maxf", -1) == 5.1e8);
@@ -932,7 +953,7 @@ START_TEST(test_facts_largest_file_and_tasks)
 	drain_outputs = OLD_DRAINED(8, 4e9, HIST_1G_PLUS(0));
 	drain_procs = "[{\"pid\":5,\"step\":0,\"identity\":\"slurm\"}]";
 	rec = drain_job(8);
-	f = jobfacts_from_record(rec, err, sizeof(err));
+	f = stored_facts(rec);
 	ck_assert_ptr_nonnull(f);
 	o = cJSON_GetArrayItem(cJSON_GetObjectItem(f, "out"), 0);
 	ck_assert_ptr_null(cJSON_GetObjectItem(o, "maxf"));
@@ -993,6 +1014,16 @@ START_TEST(test_facts_reject_bad_records)
 		ck_assert_msg(jobfacts_from_record(r, err, sizeof(err)) == NULL,
 			      "accepted %s", bad[i]);
 		ck_assert_msg(err[0] != '\0', "no message for %s", bad[i]);
+		{
+			/* filing's packed path refuses it with the same line */
+			struct jsonbuf b = {0};
+			char err2[256];
+
+			ck_assert_int_eq(
+			    jobfacts_pack_record(&b, r, err2, sizeof(err2)), -1);
+			ck_assert_str_eq(err2, err);
+			jsonbuf_fini(&b);
+		}
 		cJSON_Delete(r);
 	}
 	ck_assert_ptr_null(jobfacts_from_record(NULL, err, sizeof(err)));
@@ -1017,9 +1048,8 @@ END_TEST
 START_TEST(test_facts_not_measured_is_absent)
 {
 	cJSON *rec = cache_job(1), *f;
-	char err[256];
 
-	f = jobfacts_from_record(rec, err, sizeof(err));
+	f = stored_facts(rec);
 	ck_assert_ptr_nonnull(f);
 	ck_assert_ptr_null(cJSON_GetObjectItem(f, "rd"));
 	ck_assert_ptr_null(cJSON_GetObjectItem(f, "ck"));
@@ -1054,7 +1084,7 @@ START_TEST(test_facts_from_counters)
 	char err[256];
 
 	ck_assert_ptr_nonnull(rec);
-	f = jobfacts_from_record(rec, err, sizeof(err));
+	f = stored_facts(rec);
 	ck_assert_msg(f != NULL, "%s", err);
 	rd = cJSON_GetObjectItem(f, "rd");
 	ck_assert_ptr_nonnull(rd);
