@@ -145,7 +145,7 @@ mount_client() {
 	# of every file of 100,000 sent ~30,000 (0 at 60,000 files, 10,055 at
 	# 80,000). A kernel client keeps its inodes in the kernel's own
 	# cache, with no such cap; 0 lifts it.
-	mount -t glusterfs -o log-file="$PFS_DIR/client.log",lru-limit="$PFS_LRU_LIMIT" \
+	mount -t glusterfs -o "log-file=$PFS_DIR/client.log,lru-limit=$PFS_LRU_LIMIT" \
 		"$SRV_IP:/$VOL" "$MNT" || return 1
 }
 
