@@ -231,9 +231,9 @@ mkdir -p "$BENCH_RESULTS"
 OUT=$BENCH_RESULTS/pfs-LATEST.json
 jq -s --arg started "$STARTED" --arg host "$(hostname)" --arg cpus "$(nproc)" \
 	--arg kernel "$(uname -r)" --arg load0 "$LOAD0" --arg load1 "$(cut -d' ' -f1-3 /proc/loadavg)" \
-	--arg scale "$BENCH_SCALE" --arg rate "$PFS_RATE" --arg rev "$(git -C "$BENCH_TOP" rev-parse --short HEAD 2>/dev/null)" \
+	--arg scale "$BENCH_SCALE" --arg rate "$PFS_RATE" --arg lru "${PFS_LRU_LIMIT:-0}" --arg rev "$(git -C "$BENCH_TOP" rev-parse --short HEAD 2>/dev/null)" \
 	'{started:$started, machine:{host:$host, cpus:($cpus|tonumber), kernel:$kernel,
 	  loadavg_start:$load0, loadavg_end:$load1}, git:$rev, scale:($scale|tonumber),
-	  pfs:{kind:"GlusterFS FUSE, brick on tmpfs, network namespace", rate:$rate}, runs:.}' "$RUNS" >"$OUT.tmp" &&
+	  pfs:{kind:"GlusterFS FUSE, brick on tmpfs, network namespace", rate:$rate, lru_limit:($lru|tonumber)}, runs:.}' "$RUNS" >"$OUT.tmp" &&
 	mv "$OUT.tmp" "$OUT"
 jq -r -f "$here/pfs-table.jq" "$OUT" | tee "$BENCH_RESULTS/pfs-LATEST.txt"

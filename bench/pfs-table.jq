@@ -1,5 +1,7 @@
 # pfs-table.jq: the table of bench/results/pfs-LATEST.json (bench/pfs-bench.sh).
 def f: if . == null then "-" else (. * 100 | round / 100 | tostring) end;
+# A run re-measured on its own (a partial run merged in): when and where.
+def again: if .measured then " [re-measured \(.measured.started), git \(.measured.git), load \(.measured.loadavg_start) -> \(.measured.loadavg_end)]" else "" end;
 def r(a; b): if a == null or b == null or b == 0 then null else a / b end;
 "remote PFS bench \(.started) on \(.machine.host) (\(.machine.cpus) cpus, load \(.machine.loadavg_start) -> \(.machine.loadavg_end)), scale \(.scale), \(.pfs.kind), cap \(.pfs.rate)",
 "",
@@ -15,7 +17,7 @@ def r(a; b): if a == null or b == null or b == 0 then null else a / b end;
 ),
 "",
 ( .runs[] | select(.kind == "hit") |
-  "cache hit, \(.files) files at \(.rtt_ms) ms, cold: verify=stat check \(.check_cold_s | f) s, rsync -a --dry-run \(.rsync_dry_run_cold_s | f) s" ),
+  "cache hit, \(.files) files at \(.rtt_ms) ms, cold: verify=stat check \(.check_cold_s | f) s, rsync -a --dry-run \(.rsync_dry_run_cold_s | f) s\(again)" ),
 ( .runs[] | select(.kind == "epochs_slurm") | . as $e |
   # Cumulative time from the submission to the end of each epoch; the
   # staged job pays back at the first epoch it is not behind the PFS job.
@@ -32,7 +34,7 @@ def r(a; b): if a == null or b == null or b == 0 then null else a / b end;
   ( ["pfs", "drain"][] as $k | $c[$k] |
     "  \($k) (job \(.job)): blocked " + ([.blocked_s[] | f] | join(" ")) + " s (total \(.blocked_total_s | f) s), run \(.run_s | f) s, last safe at \(.last_safe_s | f) s" +
     (if .identical == null then "" else ", every checkpoint byte-identical on the PFS after the Epilog: \(.identical)" end) ),
-  "  blocked time pfs/drain \(r($c.pfs.blocked_total_s; $c.drain.blocked_total_s) | f)x" ),
+  "  blocked time pfs/drain \(r($c.pfs.blocked_total_s; $c.drain.blocked_total_s) | f)x\($c | again)" ),
 ( [.runs[] | select(.kind == "auto")] | select(length > 0) |
   ([.[] | select(.loop == "loop")]) as $l |
   ($l | map(select((.staged | length) == 0))) as $before |

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -68,6 +69,13 @@
 #define DRAIN_ABANDON_WAIT_S 10    /* for the loop to kill workers */
 #define DRAIN_BUCKETS 1024         /* watch descriptors hash */
 #define DRAIN_UNDRAINED ".undrained"
+/* While the job runs, its drain worker yields the CPU to the job: a
+ * checkpoint write(2) is time the job is blocked, the drain only delays
+ * when an earlier file is safe. Measured on the remote-PFS bench (2 shared
+ * cores): during the third 1 GiB checkpoint the writer got 2.1 s of CPU in
+ * 6.2 s while the drain's copy (worker, PFS client and server) took 2.5 s.
+ * At the end (the Epilog waits) the worker is back at 0. */
+#define DRAIN_RUN_NICE 10
 #define DRAIN_MASK                                                        \
 	(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |       \
 	 IN_EXCL_UNLINK | IN_ONLYDIR)
@@ -826,6 +834,11 @@ static int worker_start(struct dout *o)
 	o->in = p.in;
 	o->out = p.out;
 	o->llen = 0;
+	if (dj->phase == DRAIN_RUNNING &&
+	    setpriority(PRIO_PROCESS, (id_t)p.pid, DRAIN_RUN_NICE) < 0)
+		log_debug("job %u: output '%s': cannot renice drain worker "
+			  "%d: %s", dj->id, o->name, (int)p.pid,
+			  strerror(errno));
 	o->busy = o->busy_final = o->stdin_closed = false;
 	log_debug("job %u: output '%s': drain worker %d started", dj->id,
 		  o->name, (int)p.pid);
@@ -1138,8 +1151,11 @@ static void begin_end(struct djob *dj)
 		}
 		/* A worker the user stopped would hold the Epilog until
 		 * the deadline. */
-		if (o->pid > 0)
+		if (o->pid > 0) {
 			kill(o->pid, SIGCONT);
+			/* The Epilog waits for it now: full priority. */
+			setpriority(PRIO_PROCESS, (id_t)o->pid, 0);
+		}
 		enqueue(o, "", true, true);
 	}
 	dj->dirty = true;

@@ -51,6 +51,8 @@ for _ in $(seq 1 50); do
 	grep -q '"during_files":[[:space:]]*1,' status.json && break
 	sleep 0.2
 done
+# While the job runs the drain worker yields the CPU to it (nice 10).
+echo "WORKER_NICE=$(ps -o ni= -p "$(pgrep -u "$(id -u)" -f -- "--drain-worker $IOSTAGE_OUTPUT " | head -n1)" | tr -d ' ')"
 # Hold our own drain worker: what follows is left for the end (the
 # Epilog's finish continues it).
 pkill -STOP -u "$(id -u)" -f -- "--drain-worker $IOSTAGE_OUTPUT " && echo WORKER_HELD
@@ -69,6 +71,7 @@ JOB
 		"OUTPUT=$IOSTAGE_TIERS/nvme/jobs/$SUBMIT_JOBID/out/results"
 	assert_file_contains "file1 on the PFS while the job ran" out.txt DRAINED_DURING_RUN
 	assert_file_contains "file1 complete while the job ran" out.txt SAME_DURING_RUN
+	assert_file_contains "drain worker niced while the job runs" out.txt WORKER_NICE=10
 	assert_file_contains "drain worker held by the job" out.txt WORKER_HELD
 	assert_file_contains "file2 not drained while held" out.txt FILE2_NOT_YET
 	grep -qE '"phase":[[:space:]]*"running"' status.json ||

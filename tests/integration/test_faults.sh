@@ -292,7 +292,7 @@ test_fault_pfs_hangs_during_staging() {
 }
 
 test_fault_pfs_hangs_during_drain() {
-	local rec kept
+	local rec kept pid ni
 	hang_pfs_up "$TEST_USER"
 	install -d -o "$TEST_USER" -m 0755 "$HANG_SRC/res"
 	# A short DrainTimeout for this test (the Epilog waits it + 300 s).
@@ -311,6 +311,15 @@ test_fault_pfs_hangs_during_drain() {
 	[ -f "$HANG_SRC/res/early" ] || fail "nothing drained before the hang"
 	sleep 0.5
 	kill -STOP "$HANG_SERVER"
+	# The worker hangs on the PFS; it ran at nice 10 beside the job and is
+	# back at 0 once the Epilog waits for it (drain.c, DRAIN_RUN_NICE).
+	for _ in $(seq 1 300); do
+		pid=$(pgrep -f -- "--drain-worker .* $HANG_MNT/res\$" | head -n1)
+		ni=$([ -z "$pid" ] || ps -o ni= -p "$pid" | tr -d ' ')
+		[ "$ni" = 0 ] && break
+		sleep 0.1
+	done
+	assert_eq "drain worker's nice while the Epilog waits" 0 "$ni"
 	wait_job_state "$SUBMIT_JOBID" 'FAILED|COMPLETED' 60 || fail "job did not end"
 	rec=$(wait_drain "$SUBMIT_JOBID") || fail "no finished drain record while the PFS hangs"
 	assert_file_contains "job output" out.txt "EARLY=early"
