@@ -259,7 +259,7 @@ int main(int argc, char **argv)
 			nonempty++;
 		cJSON_Delete(prof);
 		cJSON_Delete(res);
-		cJSON_Delete(runs);
+		history_runs_free(runs);
 	}
 	qsort(lat, queries, sizeof(*lat), cmp_double);
 	history_close(h);

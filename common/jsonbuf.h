@@ -95,6 +95,19 @@ int jsonbuf_pack_close(struct jsonbuf *b, size_t at, uint64_t count);
 cJSON *jsonbuf_unpack(const void *data, size_t len,
 		      const struct jsonbuf_dict *dict);
 
+/* Read-only trees in one arena, for values read once and dropped
+ * together (a query's stored facts): jsonbuf_arena_array gives an empty
+ * array, the arena's root (NULL on ENOMEM); jsonbuf_arena_unpack unpacks
+ * DATA[0..LEN) as jsonbuf_unpack does, into the arena, and appends it to
+ * ROOT (the item; NULL with errno EINVAL when damaged or out of memory,
+ * as jsonbuf_unpack); jsonbuf_arena_free frees ROOT and every
+ * tree in it (NULL ok). Read these trees with cJSON's getters, detach
+ * items to leave them out, but never cJSON_Delete or modify any of it. */
+cJSON *jsonbuf_arena_array(void);
+cJSON *jsonbuf_arena_unpack(cJSON *root, const void *data, size_t len,
+			    const struct jsonbuf_dict *dict);
+void jsonbuf_arena_free(cJSON *root);
+
 /* Free the buffer (the struct itself is the caller's). NULL ok. */
 void jsonbuf_fini(struct jsonbuf *b);
 

@@ -1258,7 +1258,8 @@ cJSON *history_list(struct history *h, const char *user, double since,
 	return arr;
 }
 
-/* Facts under PREFIX (newest first by key), UID-filtered when UID >= 0. */
+/* Facts under PREFIX (newest first by key), UID-filtered when UID >= 0,
+ * in an arena (history_runs_free). */
 static cJSON *scan_facts(struct history *h, enum history_cf cf,
 			 const struct key *prefix, int64_t uid, double since,
 			 unsigned max, char *err, size_t errlen)
@@ -1266,6 +1267,7 @@ static cJSON *scan_facts(struct history *h, enum history_cf cf,
 	uint64_t since_us = end_us(since);
 	rocksdb_iterator_t *it;
 	size_t scanned = 0;
+	unsigned found = 0;
 	char *rerr = NULL;
 	cJSON *arr;
 
@@ -1275,15 +1277,14 @@ static cJSON *scan_facts(struct history *h, enum history_cf cf,
 	}
 	if (max > HISTORY_RUNS_MAX)
 		max = HISTORY_RUNS_MAX;
-	arr = cJSON_CreateArray();
+	arr = jsonbuf_arena_array();
 	if (!arr) {
 		errmsg_fail(err, errlen, ENOMEM, "history: out of memory");
 		return NULL;
 	}
 	it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[cf]);
 	for (rocksdb_iter_seek(it, prefix->buf, prefix->len);
-	     rocksdb_iter_valid(it) && (unsigned)cJSON_GetArraySize(arr) < max &&
-	     scanned < HISTORY_SCAN_MAX;
+	     rocksdb_iter_valid(it) && found < max && scanned < HISTORY_SCAN_MAX;
 	     rocksdb_iter_next(it), scanned++) {
 		size_t klen, vlen;
 		const char *key = rocksdb_iter_key(it, &klen);
@@ -1308,26 +1309,31 @@ static cJSON *scan_facts(struct history *h, enum history_cf cf,
 
 			if (rerr)
 				break;
-			f = fv ? jobfacts_unpack(fv, vlen) : NULL;
+			f = fv ? jobfacts_unpack_into(arr, fv, vlen) : NULL;
 			free(fv);
 		} else {
-			f = jobfacts_unpack(val, vlen);
+			f = jobfacts_unpack_into(arr, val, vlen);
 		}
 		if (!f)
 			continue;
 		if (uid >= 0 && jobfacts_num(f, "uid", -1) != (double)uid) {
-			cJSON_Delete(f);
+			cJSON_DetachItemViaPointer(arr, f); /* the arena's */
 			continue;
 		}
-		cJSON_AddItemToArray(arr, f);
+		found++;
 	}
 	rocksdb_iter_get_error(it, &rerr);
 	rocksdb_iter_destroy(it);
 	if (rocks_err(rerr, err, errlen, "scan") < 0) {
-		cJSON_Delete(arr);
+		jsonbuf_arena_free(arr);
 		return NULL;
 	}
 	return arr;
+}
+
+void history_runs_free(cJSON *runs)
+{
+	jsonbuf_arena_free(runs);
 }
 
 cJSON *history_runs_by_app(struct history *h, const char *user,

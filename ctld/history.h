@@ -137,7 +137,9 @@ cJSON *history_list(struct history *h, const char *user, double since,
 		    unsigned limit, char *err, size_t errlen);
 
 /* Facts (jobfacts.h) of runs that ended at or after SINCE, newest first,
- * at most MAX (<= HISTORY_RUNS_MAX). Caller deletes; NULL + err on error.
+ * at most MAX (<= HISTORY_RUNS_MAX), as an array in one arena: read it,
+ * detach runs to leave them out, never cJSON_Delete or change any of it;
+ * history_runs_free frees the lot. NULL + err on error.
  *   by_app:     USER's jobs named JOB_NAME
  *   by_dataset: jobs that staged SOURCE; only UID's unless UID < 0
  *   by_user:    every job of USER */
@@ -150,6 +152,7 @@ cJSON *history_runs_by_dataset(struct history *h, const char *source,
 cJSON *history_runs_by_user(struct history *h, const char *user,
 			    double since, unsigned max, char *err,
 			    size_t errlen);
+void history_runs_free(cJSON *runs);
 
 /* Delete every job that ended before CUTOFF (unix s), at most MAX of them,
  * in batches. *ret_deleted gets the count. 0, or -1 with err. */

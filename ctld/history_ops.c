@@ -282,8 +282,8 @@ cJSON *hist_op_recommend(const struct hist_caller *c, const cJSON *req)
 			    d, cJSON_GetObjectItemCaseSensitive(r, "ds")) if (
 			    !strcmp(jobfacts_str(d, "src", ""),
 				    dataset)) uses = true;
-			if (!uses)
-				cJSON_Delete(cJSON_DetachItemViaPointer(runs, r));
+			if (!uses) /* the arena frees it with the rest */
+				cJSON_DetachItemViaPointer(runs, r);
 		}
 	}
 	memset(&ctx, 0, sizeof(ctx));
@@ -293,7 +293,7 @@ cJSON *hist_op_recommend(const struct hist_caller *c, const cJSON *req)
 	ctx.min_jobs = conf->recommend_min_jobs;
 	ctx.ost_count = conf->recommend_ost_count;
 	res = recommend_run(runs, &ctx);
-	cJSON_Delete(runs);
+	history_runs_free(runs);
 	if (!res)
 		return proto_reply_error("recommend: out of memory");
 	reply = proto_reply_ok();

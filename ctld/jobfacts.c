@@ -87,6 +87,32 @@ cJSON *jobfacts_unpack(const char *val, size_t len)
 	return jsonbuf_unpack(val, len, &pack_dict);
 }
 
+cJSON *jobfacts_unpack_into(cJSON *runs, const char *val, size_t len)
+{
+	struct jsonbuf b = {0};
+	cJSON *f;
+
+	if (!val || len == 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_once(&pack_dict_once, pack_dict_init);
+	if (val[0] != '{')
+		return jsonbuf_arena_unpack(runs, val, len, &pack_dict);
+	/* JSON text of a history before the packed form: packed first */
+	f = jobfacts_unpack(val, len);
+	if (!f || jobfacts_pack(&b, f) < 0) {
+		cJSON_Delete(f);
+		jsonbuf_fini(&b);
+		errno = EINVAL;
+		return NULL;
+	}
+	cJSON_Delete(f);
+	f = jsonbuf_arena_unpack(runs, b.data, b.len, &pack_dict);
+	jsonbuf_fini(&b);
+	return f;
+}
+
 double jobfacts_num(const cJSON *obj, const char *key, double def)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);

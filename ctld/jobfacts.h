@@ -68,6 +68,10 @@ int jobfacts_pack(struct jsonbuf *out, const cJSON *facts);
  * when damaged. */
 cJSON *jobfacts_unpack(const char *val, size_t len);
 
+/* The same, appended to RUNS, a jsonbuf_arena_array (a query's runs:
+ * read-only, freed with it). The item, or NULL with errno EINVAL. */
+cJSON *jobfacts_unpack_into(cJSON *runs, const char *val, size_t len);
+
 /* The number at KEY, or DEF when it is missing or not a number. */
 double jobfacts_num(const cJSON *obj, const char *key, double def);
 

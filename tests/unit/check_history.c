@@ -134,27 +134,27 @@ START_TEST(test_queries)
 	f = history_runs_by_app(h, "alice", "train", 0, 100, err, sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f), 10);
 	ck_assert(jobfacts_num(cJSON_GetArrayItem(f, 0), "job", 0) == 109);
-	cJSON_Delete(f);
+	history_runs_free(f);
 	f = history_runs_by_app(h, "alice", "train", 1005, 100, err,
 				sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f), 5); /* the window */
-	cJSON_Delete(f);
+	history_runs_free(f);
 	f = history_runs_by_app(h, "alice", "train", 0, 3, err, sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f), 3); /* the limit */
-	cJSON_Delete(f);
+	history_runs_free(f);
 	f = history_runs_by_dataset(h, "/pfs/a", -1, 0, 100, err, sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f), 12);
-	cJSON_Delete(f);
+	history_runs_free(f);
 	f = history_runs_by_dataset(h, "/pfs/a", 1002, 0, 100, err,
 				    sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f), 1); /* bob's only */
-	cJSON_Delete(f);
+	history_runs_free(f);
 	f = history_runs_by_dataset(h, "/pfs", -1, 0, 100, err, sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f), 0);
-	cJSON_Delete(f);
+	history_runs_free(f);
 	f = history_runs_by_user(h, "alice", 0, 100, err, sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f), 11);
-	cJSON_Delete(f);
+	history_runs_free(f);
 	history_close(h);
 }
 END_TEST
@@ -169,13 +169,13 @@ START_TEST(test_replace_same_job)
 	put(h, 7, "alice", 1001, "new", 2000, "/pfs/new");
 	f = history_runs_by_app(h, "alice", "old", 0, 10, err, sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f), 0);
-	cJSON_Delete(f);
+	history_runs_free(f);
 	f = history_runs_by_dataset(h, "/pfs/old", -1, 0, 10, err, sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f), 0);
-	cJSON_Delete(f);
+	history_runs_free(f);
 	f = history_runs_by_app(h, "alice", "new", 0, 10, err, sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f), 1);
-	cJSON_Delete(f);
+	history_runs_free(f);
 	ck_assert_int_eq(history_count(h, err, sizeof(err)), 1);
 	history_close(h);
 }
@@ -259,7 +259,7 @@ START_TEST(test_concurrent_filers)
 	f = history_runs_by_user(h, "alice", 0, 2000, err, sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f),
 			 history_count(h, err, sizeof(err)));
-	cJSON_Delete(f);
+	history_runs_free(f);
 	list = history_list(h, NULL, 0, 1000, err, sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(list),
 			 history_count(h, err, sizeof(err)));
@@ -272,7 +272,7 @@ START_TEST(test_concurrent_filers)
 			f = history_runs_by_dataset(h, src, -1, 0, 100, err,
 						    sizeof(err));
 			datasets += cJSON_GetArraySize(f);
-			cJSON_Delete(f);
+			history_runs_free(f);
 		}
 	ck_assert_int_eq(datasets, cJSON_GetArraySize(list));
 	cJSON_Delete(list);
@@ -399,10 +399,10 @@ START_TEST(test_expire)
 	ck_assert_int_eq(history_count(h, err, sizeof(err)), 500);
 	f = history_runs_by_app(h, "alice", "train", 0, 2000, err, sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f), 500);
-	cJSON_Delete(f);
+	history_runs_free(f);
 	f = history_runs_by_dataset(h, "/pfs/a", -1, 0, 2000, err, sizeof(err));
 	ck_assert_int_eq(cJSON_GetArraySize(f), 500);
-	cJSON_Delete(f);
+	history_runs_free(f);
 	ck_assert_ptr_null(history_get(h, 5, err, sizeof(err)));
 	ck_assert_ptr_null(history_get(h, 2000, err, sizeof(err)));
 	f = history_get(h, 2001, err, sizeof(err));
@@ -516,7 +516,7 @@ START_TEST(test_damaged_manifest_then_repair)
 		cJSON *f = history_runs_by_app(h, "alice", "train", 0, 100, err,
 					       sizeof(err));
 		ck_assert_int_eq(cJSON_GetArraySize(f), 20);
-		cJSON_Delete(f);
+		history_runs_free(f);
 	}
 	history_close(h);
 }

@@ -100,6 +100,72 @@ START_TEST(test_pretty_matches_cjson_and_is_exact)
 }
 END_TEST
 
+/* Trees unpacked into an arena read as the heap's do: the same tree for
+ * every shape (keys from the dictionary and spelled out, long strings
+ * past a chunk, many values over many chunks), damage refused without
+ * a trace in the array, and a detached item simply left out. */
+START_TEST(test_arena_unpack_equals_heap)
+{
+	static const char *const keys[] = { "job", "ds", "src" };
+	static const char *const trees[] = {
+	    "{\"job\":7,\"ds\":[{\"src\":\"/d\",\"other key\":-2.5}],"
+	    "\"x\":[true,false,null,\"\",-9007199254740991,1e300,"
+	    "2147483648,-2147483649]}",
+	    "[]", "{}", "0", "\"s\"", "[[[[1]]]]",
+	};
+	struct jsonbuf_dict d;
+	struct jsonbuf b = {0};
+	cJSON *root = jsonbuf_arena_array(), *big, *u, *a;
+	char *text = malloc(100001);
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(root);
+	ck_assert_int_eq(jsonbuf_dict_init(&d, keys, 3), 0);
+	/* many times over: 60,000 nodes, a few MiB of chunks */
+	for (int round = 0; round < 1000; round++)
+		for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
+			cJSON *t = cJSON_Parse(trees[i]);
+
+			b.len = 0;
+			ck_assert_int_eq(jsonbuf_pack(&b, t, NULL, &d), 0);
+			u = jsonbuf_unpack(b.data, b.len, &d);
+			a = jsonbuf_arena_unpack(root, b.data, b.len, &d);
+			ck_assert_msg(a && cJSON_Compare(a, t, 1) &&
+					  cJSON_Compare(a, u, 1) &&
+					  a->valueint == u->valueint,
+				      "tree %zu", i);
+			n++;
+			/* a cut value: refused, not appended */
+			if (b.len > 1)
+				ck_assert_ptr_null(jsonbuf_arena_unpack(
+				    root, b.data, b.len - 1, &d));
+			cJSON_Delete(t);
+			cJSON_Delete(u);
+		}
+	ck_assert_int_eq(cJSON_GetArraySize(root), (int)n);
+	/* a string longer than a chunk */
+	memset(text, 'y', 100000);
+	text[100000] = '\0';
+	big = cJSON_CreateString(text);
+	b.len = 0;
+	ck_assert_int_eq(jsonbuf_pack(&b, big, NULL, &d), 0);
+	a = jsonbuf_arena_unpack(root, b.data, b.len, &d);
+	ck_assert(a && cJSON_IsString(a) && !strcmp(a->valuestring, text));
+	/* and the arena goes on filling after it */
+	a = jsonbuf_arena_unpack(root, b.data, b.len, &d);
+	ck_assert(a && !strcmp(a->valuestring, text));
+	ck_assert_int_eq(cJSON_GetArraySize(root), (int)n + 2);
+	cJSON_DetachItemViaPointer(root, a);
+	ck_assert_int_eq(cJSON_GetArraySize(root), (int)n + 1);
+	ck_assert(cJSON_IsString(cJSON_GetArrayItem(root, (int)n)));
+	cJSON_Delete(big);
+	free(text);
+	jsonbuf_fini(&b);
+	jsonbuf_arena_free(root);
+	jsonbuf_arena_free(NULL);
+}
+END_TEST
+
 static Suite *jsonbuf_suite(void)
 {
 	Suite *s = suite_create("jsonbuf");
@@ -108,9 +174,11 @@ static Suite *jsonbuf_suite(void)
 	tcase_add_test(tc, test_jsonbuf_numbers);
 	tcase_add_test(tc, test_dup_matches_cjson);
 	tcase_add_test(tc, test_pretty_matches_cjson_and_is_exact);
+	tcase_add_test(tc, test_arena_unpack_equals_heap);
 	suite_add_tcase(s, tc);
 	return s;
 }
+
 
 int main(void)
 {
