@@ -702,9 +702,11 @@ static cJSON *new_number(struct unpacker *u, double v)
 		return cJSON_CreateNumber(v);
 	c = new_node(u, cJSON_Number);
 	if (c) {
-		/* valueint as cJSON_CreateNumber sets it */
+		/* valueint as cJSON_CreateNumber sets it, and 0 for a NaN
+		 * (a damaged value's bits; converting it is undefined) */
 		c->valuedouble = v;
-		c->valueint = v >= INT_MAX ? INT_MAX
+		c->valueint = isnan(v)		    ? 0
+			      : v >= INT_MAX	    ? INT_MAX
 			      : v <= (double)INT_MIN ? INT_MIN
 						     : (int)v;
 	}

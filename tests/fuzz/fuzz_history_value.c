@@ -4,7 +4,9 @@
  * The first byte picks the path: 0 a packed record (jsonbuf_unpack with
  * the record dictionary; what unpacks must pack and unpack to the same
  * tree, compared as printed JSON: cJSON_Compare finds two equal objects
- * with a repeated key unequal), 1 a job's facts (jobfacts_unpack), 2 the whole read of a job's
+ * with a repeated key unequal; a record's facts packed straight must be
+ * the bytes of its facts tree packed), 1 a job's facts (jobfacts_unpack,
+ * and into a query's arena: the same tree), 2 the whole read of a job's
  * stored value (history_get on a real RocksDB in the scratch directory).
  * history.c is included for its static dictionary and key helpers. */
 #include "tests/fuzz/fuzz.h"
@@ -87,6 +89,54 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* A record's facts, written straight in packed form at filing, must be
+ * the very bytes of the facts tree's packing, and refused alike. */
+static void facts_both_ways(const cJSON *rec)
+{
+	char err[CONF_ERR_MAX], err2[CONF_ERR_MAX];
+	struct jsonbuf direct = { 0 }, via_tree = { 0 };
+	cJSON *facts = jobfacts_from_record(rec, err, sizeof(err));
+	int rc = jobfacts_pack_record(&direct, rec, err2, sizeof(err2));
+
+	if (!facts != (rc < 0))
+		abort(); /* one path refused what the other took */
+	if (facts && (jobfacts_pack(&via_tree, facts) < 0 ||
+		      via_tree.len != direct.len ||
+		      memcmp(via_tree.data, direct.data, direct.len))) {
+		fprintf(stderr, "packed facts differ from the tree's\n");
+		abort();
+	}
+	cJSON_Delete(facts);
+	jsonbuf_fini(&direct);
+	jsonbuf_fini(&via_tree);
+}
+
+/* Stored facts read into a query's arena must read as the heap's. */
+static void facts_in_arena(const char *val, size_t len)
+{
+	cJSON *heap = jobfacts_unpack(val, len);
+	cJSON *runs = jsonbuf_arena_array();
+	cJSON *f = runs ? jobfacts_unpack_into(runs, val, len) : NULL;
+	char *t1, *t2;
+
+	if (!runs) {
+		cJSON_Delete(heap);
+		return;
+	}
+	if (!heap != !f)
+		abort();
+	if (heap) {
+		t1 = cJSON_PrintUnformatted(heap);
+		t2 = cJSON_PrintUnformatted(f);
+		if (t1 && t2 && strcmp(t1, t2))
+			abort();
+		free(t1);
+		free(t2);
+	}
+	cJSON_Delete(heap);
+	history_runs_free(runs);
+}
+
 static void packed(const uint8_t *data, size_t size)
 {
 	struct jsonbuf b = { 0 };
@@ -115,6 +165,7 @@ static void packed(const uint8_t *data, size_t size)
 	}
 	free(t1);
 	free(t2);
+	facts_both_ways(j);
 	cJSON_Delete(back);
 	cJSON_Delete(j);
 	jsonbuf_fini(&b);
@@ -150,6 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 1:
 		f = jobfacts_unpack((const char *)data + 1, size - 1);
 		cJSON_Delete(f);
+		facts_in_arena((const char *)data + 1, size - 1);
 		break;
 	default:
 		stored(data + 1, size - 1);
