@@ -741,6 +741,21 @@ static int pack_jobs_value(struct jsonbuf *j, const cJSON *record,
 /* The stored summary of JOB, or NULL (ENOENT, or EIO with err). With
  * RET_PHASES, also the phases stored in the same value (NULL when there
  * were none there) and in *RET_INLINE whether the value had them. */
+int history_pack_record(struct jsonbuf *out, const cJSON *record)
+{
+	pthread_once(&record_dict_once, record_dict_init);
+	out->len = 0;
+	return jsonbuf_pack(out, record, NULL, &record_dict);
+}
+
+cJSON *history_unpack_record(const char *val, size_t len)
+{
+	if (len > 0 && val[0] == '{')
+		return cJSON_ParseWithLength(val, len);
+	pthread_once(&record_dict_once, record_dict_init);
+	return jsonbuf_unpack(val, len, &record_dict);
+}
+
 static cJSON *get_summary_phases(struct history *h, uint32_t job,
 				 cJSON **ret_phases, bool *ret_inline,
 				 char *err, size_t errlen)

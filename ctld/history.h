@@ -34,6 +34,7 @@
 #include <cJSON.h>
 
 #include "common/conf.h"
+#include "common/jsonbuf.h"
 
 #define HISTORY_DIR_NAME "history"
 #define HISTORY_LIST_MAX 1000      /* records per history_list reply */
@@ -153,6 +154,12 @@ cJSON *history_runs_by_user(struct history *h, const char *user,
 			    double since, unsigned max, char *err,
 			    size_t errlen);
 void history_runs_free(cJSON *runs);
+
+/* A whole record in the packed form of the jobs family (its dictionary),
+ * into OUT (0, or -1 with errno); and back, from that form or from JSON
+ * text (values stored before it): caller deletes, NULL when damaged. */
+int history_pack_record(struct jsonbuf *out, const cJSON *record);
+cJSON *history_unpack_record(const char *val, size_t len);
 
 /* Delete every job that ended before CUTOFF (unix s), at most MAX of them,
  * in batches. *ret_deleted gets the count. 0, or -1 with err. */

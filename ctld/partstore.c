@@ -89,7 +89,9 @@ static cJSON *get_json(struct history *h, const char *key, size_t klen,
 
 	if (!val)
 		return NULL;
-	o = cJSON_ParseWithLength(val, vlen);
+	/* a part is a packed record (history_unpack_record reads the JSON
+	 * text parts were stored as before 2026-11-24 too); a meta is JSON */
+	o = history_unpack_record(val, vlen);
 	free(val);
 	if (!cJSON_IsObject(o)) {
 		cJSON_Delete(o);
@@ -143,11 +145,11 @@ static bool same_nodes(const cJSON *a, const cJSON *b)
 
 /* --- the parts of one job ------------------------------------------------------ */
 
-/* Add the part VAL (VLEN bytes of JSON) to ARR; a damaged one counts as
- * missing. */
+/* Add the part VAL (VLEN bytes: a packed record, or JSON text) to ARR; a
+ * damaged one counts as missing. */
 static void add_part(cJSON *arr, const char *val, size_t vlen)
 {
-	cJSON *rec = cJSON_ParseWithLength(val, vlen);
+	cJSON *rec = history_unpack_record(val, vlen);
 
 	if (!cJSON_IsObject(rec)) {
 		cJSON_Delete(rec);
@@ -294,7 +296,7 @@ void partstore_plan_done(struct partstore_plan *pl)
 {
 	cJSON_Delete(pl->merged);
 	free(pl->mtext);
-	free(pl->ptext);
+	jsonbuf_fini(&pl->part);
 	*pl = (struct partstore_plan){ 0 };
 }
 
@@ -421,11 +423,10 @@ int partstore_prepare(struct history *h, const cJSON *entry, double now,
 				"", 0);
 	}
 	pl->mtext = print(newmeta);
-	pl->ptext = print(rec);
-	if (!pl->mtext || !pl->ptext)
+	if (!pl->mtext || history_pack_record(&pl->part, rec) < 0)
 		goto nomem;
-	add_aux(pl, HISTORY_AUX_PUT, pl->pkey, plen, pl->ptext,
-		strlen(pl->ptext));
+	add_aux(pl, HISTORY_AUX_PUT, pl->pkey, plen, pl->part.data,
+		pl->part.len);
 	add_aux(pl, HISTORY_AUX_PUT, pl->mkey, sizeof(pl->mkey), pl->mtext,
 		strlen(pl->mtext));
 	rc = 0;

@@ -42,6 +42,7 @@
 #include <cJSON.h>
 
 #include "common/conf.h"
+#include "common/jsonbuf.h"
 #include "ctld/history.h"
 
 struct partstore_result {
@@ -82,7 +83,8 @@ struct partstore_plan {
 	char mkey[PARTSTORE_META_KEY_LEN], pkey[PARTSTORE_PART_KEY_MAX];
 	char wkey[PARTSTORE_WAIT_KEY_LEN], wkey_old[PARTSTORE_WAIT_KEY_LEN];
 	char from[HISTORY_PARTS_PREFIX_LEN], to[HISTORY_PARTS_PREFIX_LEN];
-	char *mtext, *ptext;
+	char *mtext;              /* the meta, JSON */
+	struct jsonbuf part;      /* the part, a packed record */
 };
 int partstore_prepare(struct history *h, const cJSON *entry, double now,
 		      struct partstore_plan *plan, char *err, size_t errlen);

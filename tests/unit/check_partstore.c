@@ -220,6 +220,49 @@ START_TEST(test_duplicate_counts_once)
 }
 END_TEST
 
+/* Parts are stored packed; a part an older service stored as JSON text
+ * still counts: as the node's own earlier filing (a retry is a
+ * duplicate) and in the merge. */
+START_TEST(test_part_stored_as_json_text_still_read)
+{
+	struct history *h = open_rw();
+	struct partstore_result r;
+	char key[HISTORY_PARTS_PREFIX_LEN + 8], err[512], *val, *text;
+	size_t klen, vlen = 0;
+	cJSON *p1 = part(42, "n1", T0, 1), *rec;
+	struct history_aux put;
+
+	file_at(h, 42, "n1", T0, 1);
+	history_parts_prefix(42, key);
+	key[HISTORY_PARTS_PREFIX_LEN] = 0x01; /* a part, then its node */
+	memcpy(key + HISTORY_PARTS_PREFIX_LEN + 1, "n1", 2);
+	klen = HISTORY_PARTS_PREFIX_LEN + 3;
+	val = history_aux_get(h, key, klen, &vlen, err, sizeof(err));
+	ck_assert_msg(val != NULL, "%s", err);
+	ck_assert(vlen > 0 && val[0] != '{'); /* packed */
+	free(val);
+	/* the value as the service stored it before */
+	text = cJSON_PrintUnformatted(p1);
+	put = (struct history_aux){ HISTORY_AUX_PUT, key, klen, text,
+				    strlen(text) };
+	ck_assert_int_eq(history_put_aux(h, NULL, 0, &put, 1, 0, err,
+					 sizeof(err)), 0);
+	r = file_at(h, 42, "n1", T0 + 1, 1);
+	ck_assert(r.duplicate);
+	file_at(h, 42, "n2", T0 + 2, 2);
+	r = file_at(h, 42, "n3", T0 + 3, 3);
+	ck_assert(r.filed);
+	rec = filed(h, 42);
+	ck_assert(run_read(rec) == 6.0 * 1048576);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(rec, "parts")),
+			 3);
+	cJSON_Delete(rec);
+	cJSON_Delete(p1);
+	free(text);
+	history_close(h);
+}
+END_TEST
+
 struct seen {
 	unsigned n;
 	unsigned job;
@@ -556,6 +599,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_three_parts_any_order, 0, 6);
 	tcase_add_test(tc, test_duplicate_counts_once);
+	tcase_add_test(tc, test_part_stored_as_json_text_still_read);
 	tcase_add_test(tc, test_deadline_files_what_arrived_late_part_refiles);
 	tcase_add_test(tc, test_parts_and_deadline_survive_restart);
 	tcase_add_test(tc, test_reused_job_id_starts_over);
