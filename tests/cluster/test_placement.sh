@@ -203,12 +203,14 @@ wait_held() {
 # node and copy), and starts anywhere once the bound is reached.
 test_hold_waits_for_cached_node() {
 	local ds f0 b1 b2 b3 jid t0 t1 rep
-	ds=$(pfs_dataset D 5)
+	ds=$(pfs_dataset H 5)
+	# first the restart: a restarted service knows a node's cache from
+	# its next report (a change, or 60 s)
+	trap 'hold_conf 0' RETURN
+	hold_conf 8 || fail "iostagectld does not start with PlacementHold=8"
 	f0=$(node_ios_features n2)
 	stage_on n2 "$ds"
 	wait_new_feature n2 "$f0" >/dev/null || fail "n2 does not show its cached dataset"
-	trap 'hold_conf 0' RETURN
-	hold_conf 8 || fail "iostagectld does not start with PlacementHold=8"
 	b1=$(block n1) && b2=$(block n2) && b3=$(block n3) || return 1
 	trap 'scancel $b1 $b2 $b3 2>/dev/null; hold_conf 0' RETURN
 	# within the hold: n1 frees first, the job waits for n2
@@ -223,7 +225,7 @@ test_hold_waits_for_cached_node() {
 	wait_job_state "$jid" 'RUNNING|COMPLETING|COMPLETED' 10 || fail "job $jid still $(job_state "$jid") with n2 free"
 	assert_eq "held job's node" n2 "$(job_node "$jid")"
 	wait_finished n2 "$jid" || fail "job $jid not finished on n2"
-	grep -q "job $jid: dataset 'D': cache hit" "$(iostaged_log n2)" || fail "job $jid: no cache hit on n2"
+	grep -q "job $jid: dataset 'H': cache hit" "$(iostaged_log n2)" || fail "job $jid: no cache hit on n2"
 	# the bound: n2 busy again, n1 free; the job starts on n1 after the hold
 	b1=$(block n1) && b2=$(block n2) || return 1
 	submit "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
