@@ -119,6 +119,8 @@ JOB
 			    alloc_to_task_s: (if $task and $alloc then $task - $alloc else null end),
 			    alloc_to_launch_s: (if $launch and $alloc then $launch - $alloc else null end),
 			    after_staging_s: ($run.start - $si.start - $si.seconds),
+			    stage_after_alloc_s: (if $alloc then $si.start - $alloc else null end),
+			    registered_after_task_s: (if $task then $run.start - $task else null end),
 			    copied_bytes: ([$r.datasets[].copied_bytes] | add),
 			    bytes: ([$r.datasets[].bytes] | add),
 			    hits: ([$r.datasets[] | select(.result == "hit")] | length),

@@ -246,4 +246,9 @@ test_hold_waits_for_cached_node() {
 	assert_eq "jobs held" 2 "$(jq .placement.held <<<"$rep")"
 	assert_eq "holds released at the bound" 1 "$(jq .placement.hold_released <<<"$rep")"
 	assert_eq "held jobs started within the hold" 1 "$(jq .placement.held_started <<<"$rep")"
+	assert_contains "iostage status on the login node" \
+		"$(on_node_as "$TEST_USER" login iostage -c "$IOSTAGE_CONF" status)" \
+		"holds (PlacementHold=8 s): 2 jobs held, 1 started where their data was, 1 released at the bound"
+	assert_contains "/metrics" "$(on_node login curl -sf --max-time 10 http://ctl:9465/metrics)" \
+		'iostage_ctld_placement_holds_total{outcome="released"} 1'
 }
