@@ -18,11 +18,13 @@
 #                 minus its "stage_in" start (the Prolog's stage request)
 #   queue wait    Slurm's StartTime minus its SubmitTime (whole seconds):
 #                 what a hold (PlacementHold=) costs shows here
-#   alloc to task the first task's clock minus slurmctld's log line
-#                 allocating the job (ms); alloc to launch: slurmd's
-#                 "Launching batch job" minus that (Slurm's own dispatch)
 #   after staging the record's run start minus its stage_in end: the
 #                 Prolog's exit, Slurm's batch launch and step start
+#   registered    the record's run start minus the task's first line
+#                 (the record's clock checked against the task's; Slurm's
+#                 log lines were no such check: slurmctld writes a job's
+#                 allocation line up to ~0.5 s after its Prolog asked to
+#                 stage)
 #   slurm wait    the first task's own clock (`date +%s.%N`, first line of
 #                 the script) minus Slurm's StartTime (whole seconds: a
 #                 cross-check, up to 1 s late)
@@ -31,14 +33,6 @@
 #                 which counts pre-staging copies too
 #   hit or not    the record's datasets[].result
 #   pre-staging   iostagectld's /metrics (iostage_ctld_*)
-
-# log_ms FILE ERE: the time (epoch s, ms) of FILE's first Slurm log line
-# matching ERE ("[2026-11-24T14:40:39.031] ..."), or nothing
-log_ms() {
-	local ts
-	ts=$(grep -E -m1 "$2" "$1" 2>/dev/null | sed -n 's/^\[\([0-9T:.-]*\)\].*/\1/p')
-	[ -n "$ts" ] && date -d "$ts" +%s.%3N
-}
 
 sched_metric() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' <<<"$1"; }
 
@@ -49,7 +43,7 @@ node_copied() {
 }
 
 test_sched_replay() {
-	local kind ds secs n=0 jid jobs=() t_sub t_done i left rec start submitted task node alloc launch
+	local kind ds secs n=0 jid jobs=() t_sub t_done i left rec start submitted task node
 	local rows="$TEST_WORKDIR/rows.jsonl" ctl_before ctl_after
 	local -A copied0
 	[ -s "$SCHED_STREAM" ] || fail "no stream: $SCHED_STREAM"
@@ -93,10 +87,6 @@ JOB
 		start=$(date -d "$(job_field "$jid" StartTime)" +%s)
 		submitted=$(date -d "$(job_field "$jid" SubmitTime)" +%s)
 		task=$(sed -n 's/^TASK //p' "$TEST_WORKDIR/out.$jid")
-		# Slurm's own clocks, in ms: the allocation (slurmctld) and the
-		# batch launch reaching the node's slurmd
-		alloc=$(log_ms "$CLUSTER_DIR/log/slurmctld.log" "(Allocate|Started) JobId=$jid ")
-		launch=$(log_ms "$CLUSTER_DIR/log/slurmd.$node.log" "Launching batch job $jid ")
 		# the record is filed at the Epilog, through the node's outbox
 		for ((i = 0; i < 150; i++)); do
 			rec=$(ctld_request '{"op":"history_get","job":'"$jid"'}')
@@ -105,8 +95,7 @@ JOB
 		done
 		[ "$(jq -r .ok <<<"$rec")" = true ] || fail "no record of job $jid: $rec"
 		jq -c --arg node "$node" --argjson start "$start" --argjson task "${task:-null}" \
-			--argjson submitted "$submitted" --argjson alloc "${alloc:-null}" \
-			--argjson launch "${launch:-null}" \
+			--argjson submitted "$submitted" \
 			--arg kind "$(awk -v j="$jid" '$1 == j { print $2 }' "$TEST_WORKDIR/submitted")" '
 			.record as $r
 			| ($r.phases | map(select(.name == "stage_in"))[0]) as $si
@@ -116,10 +105,7 @@ JOB
 			    stage_in_s: $si.seconds,
 			    slurm_start_to_task_s: (if $task then $task - $start else null end),
 			    queue_wait_s: ($start - $submitted),
-			    alloc_to_task_s: (if $task and $alloc then $task - $alloc else null end),
-			    alloc_to_launch_s: (if $launch and $alloc then $launch - $alloc else null end),
 			    after_staging_s: ($run.start - $si.start - $si.seconds),
-			    stage_after_alloc_s: (if $alloc then $si.start - $alloc else null end),
 			    registered_after_task_s: (if $task then $run.start - $task else null end),
 			    copied_bytes: ([$r.datasets[].copied_bytes] | add),
 			    bytes: ([$r.datasets[].bytes] | add),

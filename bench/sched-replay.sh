@@ -148,13 +148,8 @@ jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p
 		queue_wait_median_s: ([$m.jobs[].queue_wait_s] | median | r3),
 		queue_wait_p95_s: ([$m.jobs[].queue_wait_s] | pct(0.95) | r3),
 		makespan_s: $m.makespan_s,
-		alloc_to_task_median_s: ([$m.jobs[].alloc_to_task_s | select(. != null)] | median | r3),
-		alloc_to_launch_median_s: ([$m.jobs[].alloc_to_launch_s | select(. != null)] | median | r3),
 		after_staging_median_s: ([$m.jobs[].after_staging_s] | median | r3),
-		alloc_to_task_p95_s: ([$m.jobs[].alloc_to_task_s | select(. != null)] | pct(0.95) | r3),
-		stage_after_alloc_median_s: ([$m.jobs[].stage_after_alloc_s | select(. != null)] | median | r3),
 		registered_after_task_median_s: ([$m.jobs[].registered_after_task_s | select(. != null)] | median | r3),
-		hit_alloc_to_task_median_s: ([$m.jobs[] | select(.hits == .datasets) | .alloc_to_task_s | select(. != null)] | median | r3),
 		hit_prolog_wait_median_s: ([$m.jobs[] | select(.hits == .datasets) | .prolog_wait_s] | median | r3),
 		hit_after_staging_median_s: ([$m.jobs[] | select(.hits == .datasets) | .after_staging_s] | median | r3),
 		slurm_start_to_task_median_s: ([$m.jobs[].slurm_start_to_task_s | select(. != null)] | median | r3),
@@ -183,8 +178,6 @@ jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p
 			copied_bytes_all_fewer_pct: (if $a.copied_bytes_per_job_all > 0 then (100 * (1 - $b.copied_bytes_per_job_all / $a.copied_bytes_per_job_all)) | r3 else null end),
 			prolog_wait_median_shorter_x: (if $b.prolog_wait_median_s > 0 then ($a.prolog_wait_median_s / $b.prolog_wait_median_s) | r3 else null end),
 			stage_in_median_shorter_x: (if $b.stage_in_median_s > 0 then ($a.stage_in_median_s / $b.stage_in_median_s) | r3 else null end),
-			alloc_to_task_median_shorter_x: (if $b.alloc_to_task_median_s > 0 then ($a.alloc_to_task_median_s / $b.alloc_to_task_median_s) | r3 else null end),
-			alloc_to_task_p95_shorter_x: (if $b.alloc_to_task_p95_s > 0 then ($a.alloc_to_task_p95_s / $b.alloc_to_task_p95_s) | r3 else null end),
 			prolog_wait_p95_shorter_x: (if $b.prolog_wait_p95_s > 0 then ($a.prolog_wait_p95_s / $b.prolog_wait_p95_s) | r3 else null end),
 			node_seconds_idle_fewer_pct: (if $a.node_seconds_idle_in_prologs > 0 then (100 * (1 - $b.node_seconds_idle_in_prologs / $a.node_seconds_idle_in_prologs)) | r3 else null end)
 		} else null end),
@@ -207,12 +200,8 @@ jq -r '
 	row("  after staging (Prolog exit, batch launch, step), median"; .after_staging_median_s | s),
 	row("Prolog wait of cache hits, median"; .hit_prolog_wait_median_s | s),
 	row("  of which after staging, median"; .hit_after_staging_median_s | s),
-	row("allocation to first task (slurmctld log, task clock), median"; .alloc_to_task_median_s | s),
-	row("allocation to first task, p95"; .alloc_to_task_p95_s | s),
-	row("allocation to first task of cache hits, median"; .hit_alloc_to_task_median_s | s),
-	row("allocation to the stage request, median"; .stage_after_alloc_median_s | s),
-	row("task registered with iostaged after it started, median"; .registered_after_task_median_s | s),
-	row("allocation to batch launch at slurmd, median"; .alloc_to_launch_median_s | s),
+	row("  task registered with iostaged after its first line, median"; .registered_after_task_median_s | s),
+
 	row("queue wait (submit to start), median / p95 (1 s res.)"; "\(.queue_wait_median_s) / \(.queue_wait_p95_s) s"),
 	row("whole stream, first submit to last end"; .makespan_s | s),
 	row("bytes copied per job at start"; .copied_bytes_per_job_at_start | mib),
@@ -227,7 +216,6 @@ jq -r '
 	"",
 	(if .ratios then
 	  "fewer bytes copied at start: \(.ratios.copied_bytes_at_start_fewer_pct) % (target >= 80 %: \(if .ratios.copied_bytes_at_start_fewer_pct >= 80 then "met" else "MISSED" end)); pre-staging included: \(.ratios.copied_bytes_all_fewer_pct) %",
-	  "allocation to first task: median \(.ratios.alloc_to_task_median_shorter_x)x shorter (target >= 5x: \(if .ratios.alloc_to_task_median_shorter_x >= 5 then "met" else "MISSED" end)), p95 \(.ratios.alloc_to_task_p95_shorter_x)x",
 	  "median Prolog wait \(.ratios.prolog_wait_median_shorter_x)x shorter (target >= 5x: \(if .ratios.prolog_wait_median_shorter_x >= 5 then "met" else "MISSED" end)); p95 \(.ratios.prolog_wait_p95_shorter_x)x; staging alone median \(.ratios.stage_in_median_shorter_x)x; node-seconds idle in Prologs \(.ratios.node_seconds_idle_fewer_pct) % fewer"
 	else "(one mode only: no ratios)" end)
 ' "$OUT" | column -t -s $'\t' >>"$TXT"
