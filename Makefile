@@ -184,6 +184,7 @@ $(BUILD)/tests/check_joblock: tests/unit/check_joblock.c $(BUILD)/ctld/joblock.o
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
 CTLD_LIB_OBJ := $(filter-out $(BUILD)/ctld/main.o,$(CTLD_OBJ))
 $(BUILD)/tests/check_ctld $(BUILD)/tests/check_file_batch $(BUILD)/tests/check_placement \
+    $(BUILD)/tests/check_hold \
     $(BUILD)/tests/check_pending: \
     $(BUILD)/tests/check_%: tests/unit/check_%.c $(CTLD_LIB_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)

@@ -16,6 +16,15 @@
 #   prolog wait   the job record iostaged filed to iostagectld: its "run"
 #                 phase start (the first task registered with iostaged)
 #                 minus its "stage_in" start (the Prolog's stage request)
+#   queue wait    Slurm's StartTime minus its SubmitTime (whole seconds):
+#                 what a hold (PlacementHold=) costs shows here
+#   after staging the record's run start minus its stage_in end: the
+#                 Prolog's exit, Slurm's batch launch and step start
+#   registered    the record's run start minus the task's first line
+#                 (the record's clock checked against the task's; Slurm's
+#                 log lines were no such check: slurmctld writes a job's
+#                 allocation line up to ~0.5 s after its Prolog asked to
+#                 stage)
 #   slurm wait    the first task's own clock (`date +%s.%N`, first line of
 #                 the script) minus Slurm's StartTime (whole seconds: a
 #                 cross-check, up to 1 s late)
@@ -34,7 +43,7 @@ node_copied() {
 }
 
 test_sched_replay() {
-	local kind ds secs n=0 jid jobs=() t_sub i left rec start task node
+	local kind ds secs n=0 jid jobs=() t_sub t_done i left rec start submitted task node
 	local rows="$TEST_WORKDIR/rows.jsonl" ctl_before ctl_after
 	local -A copied0
 	[ -s "$SCHED_STREAM" ] || fail "no stream: $SCHED_STREAM"
@@ -70,11 +79,13 @@ JOB
 		sleep 0.2
 	done
 	[ "$left" = 0 ] || fail "$left jobs still queued after 600 s"
+	t_done=$(date +%s.%N)
 	echo "sched-replay[$SCHED_MODE]: $n jobs done in $(awk -v a="$(date +%s.%N)" -v b="$t_sub" 'BEGIN { printf "%.0f", a - b }') s"
 	for jid in "${jobs[@]}"; do
 		assert_eq "job $jid" COMPLETED "$(job_state "$jid")"
 		node=$(job_field "$jid" NodeList)
 		start=$(date -d "$(job_field "$jid" StartTime)" +%s)
+		submitted=$(date -d "$(job_field "$jid" SubmitTime)" +%s)
 		task=$(sed -n 's/^TASK //p' "$TEST_WORKDIR/out.$jid")
 		# the record is filed at the Epilog, through the node's outbox
 		for ((i = 0; i < 150; i++)); do
@@ -84,6 +95,7 @@ JOB
 		done
 		[ "$(jq -r .ok <<<"$rec")" = true ] || fail "no record of job $jid: $rec"
 		jq -c --arg node "$node" --argjson start "$start" --argjson task "${task:-null}" \
+			--argjson submitted "$submitted" \
 			--arg kind "$(awk -v j="$jid" '$1 == j { print $2 }' "$TEST_WORKDIR/submitted")" '
 			.record as $r
 			| ($r.phases | map(select(.name == "stage_in"))[0]) as $si
@@ -92,6 +104,9 @@ JOB
 			    prolog_wait_s: ($run.start - $si.start),
 			    stage_in_s: $si.seconds,
 			    slurm_start_to_task_s: (if $task then $task - $start else null end),
+			    queue_wait_s: ($start - $submitted),
+			    after_staging_s: ($run.start - $si.start - $si.seconds),
+			    registered_after_task_s: (if $task then $run.start - $task else null end),
 			    copied_bytes: ([$r.datasets[].copied_bytes] | add),
 			    bytes: ([$r.datasets[].bytes] | add),
 			    hits: ([$r.datasets[] | select(.result == "hit")] | length),
@@ -114,12 +129,17 @@ JOB
 		--argjson saved "$(sched_metric "$ctl_after" iostage_ctld_prestage_saved_seconds_total)" \
 		--argjson honoured "$(sched_metric "$ctl_after" 'iostage_ctld_placements_total{outcome="honoured"}')" \
 		--argjson not_honoured "$(sched_metric "$ctl_after" 'iostage_ctld_placements_total{outcome="not_honoured"}')" \
-		'{ mode: $mode, jobs: ., nodes_copied_bytes: $nodes_copied,
+		--argjson held "$(sched_metric "$ctl_after" 'iostage_ctld_placement_holds_total{outcome="held"}')" \
+		--argjson held_started "$(sched_metric "$ctl_after" 'iostage_ctld_placement_holds_total{outcome="started"}')" \
+		--argjson hold_released "$(sched_metric "$ctl_after" 'iostage_ctld_placement_holds_total{outcome="released"}')" \
+		--argjson makespan "$(awk -v a="$t_done" -v b="$t_sub" 'BEGIN { printf "%.1f", a - b }')" \
+		'{ mode: $mode, jobs: ., nodes_copied_bytes: $nodes_copied, makespan_s: $makespan,
 		   ctld: { prestage_bytes: $prestage_bytes, predictions_hit: $pred_hit,
 			   predictions_missed: $pred_missed, predictions_late: $pred_late,
 			   prestaged_datasets: $prestaged, prestage_failed: $prestage_failed,
 			   saved_seconds: $saved,
-			   placements_honoured: $honoured, placements_not_honoured: $not_honoured } }' \
+			   placements_honoured: $honoured, placements_not_honoured: $not_honoured,
+			   held: $held, held_started: $held_started, hold_released: $hold_released } }' \
 		"$rows" >"$SCHED_OUT" || fail "cannot write $SCHED_OUT"
 	echo "sched-replay[$SCHED_MODE]: $(jq -c '.ctld' "$SCHED_OUT"), nodes copied $copied_nodes bytes"
 }

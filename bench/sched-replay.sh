@@ -7,7 +7,9 @@
 # (bench/sched-jobs.sh): repeated training on a few datasets, and one-pass
 # inference on datasets read once. Mode "staging": iostage stages in the
 # Prolog, but iostagectld neither places (Placement=no) nor pre-stages
-# (Prestage=no). Mode "sched": both on (the defaults). Everything else is
+# (Prestage=no). Mode "sched": both on (the defaults), and the bounded
+# hold PlacementHold=BENCH_SCHED_HOLD (a site's opt-in; 0: the default,
+# no hold). Everything else is
 # the same: the jobs, their order and pacing, the datasets (generated once,
 # the same files for both modes), a fresh cluster with empty caches.
 #
@@ -31,6 +33,7 @@
 #   BENCH_SCHED_COMPUTE    seconds a training job computes (6; inference: half)
 #   BENCH_SCHED_BW         StageBandwidth= of both modes (64M)
 #   BENCH_SCHED_TIER       the tier jobs stage to (ram: Capacity=256M)
+#   BENCH_SCHED_HOLD       PlacementHold= of mode sched (10s; 0: no hold)
 #   BENCH_SCHED_MODES      modes to run ("staging sched")
 #   BENCH_SCHED_NAME       results file name: NAME-LATEST.{json,txt} (sched)
 set -uo pipefail
@@ -49,6 +52,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${BENCH_SCHED_BW:=64M}"
 : "${BENCH_SCHED_TIER:=ram}"
 : "${BENCH_SCHED_MODES:=staging sched}"
+: "${BENCH_SCHED_HOLD:=10s}"
 : "${BENCH_SCHED_NAME:=sched}"
 : "${BENCH_RESULTS:=$BENCH_SRC/results}"
 
@@ -106,7 +110,7 @@ trap 'rm -rf "$WORK"' EXIT
 for mode in $BENCH_SCHED_MODES; do
 	case $mode in
 	staging) extra=$'Placement=no\nPrestage=no' ;;
-	sched) extra= ;;
+	sched) extra="PlacementHold=$BENCH_SCHED_HOLD" ;;
 	*) die "unknown mode '$mode' (staging, sched)" ;;
 	esac
 	say "mode $mode: booting the cluster, replaying $BENCH_SCHED_JOBS jobs (load $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -125,7 +129,7 @@ mkdir -p "$BENCH_RESULTS"
 OUT="$BENCH_RESULTS/$BENCH_SCHED_NAME-LATEST.json"
 jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" \
 	--argjson cpus "$(nproc)" --arg git "$(git -C "$BENCH_TOP" rev-parse --short HEAD 2>/dev/null || echo -)" \
-	--arg bw "$BENCH_SCHED_BW" --arg tier "$BENCH_SCHED_TIER" --arg load "$LOAD0" \
+	--arg bw "$BENCH_SCHED_BW" --arg hold "$BENCH_SCHED_HOLD" --arg tier "$BENCH_SCHED_TIER" --arg load "$LOAD0" \
 	--argjson secs "$(awk -v a="$(bench_now)" -v b="$T0" 'BEGIN { printf "%.0f", a - b }')" \
 	--argjson train "$BENCH_SCHED_TRAIN" --argjson train_mib "$BENCH_SCHED_TRAIN_MIB" \
 	--argjson infer_mib "$BENCH_SCHED_INFER_MIB" --argjson interval "$BENCH_SCHED_INTERVAL" '
@@ -141,6 +145,13 @@ jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p
 		prolog_wait_p95_s: ([$m.jobs[].prolog_wait_s] | pct(0.95) | r3),
 		stage_in_median_s: ([$m.jobs[].stage_in_s] | median | r3),
 		stage_in_p95_s: ([$m.jobs[].stage_in_s] | pct(0.95) | r3),
+		queue_wait_median_s: ([$m.jobs[].queue_wait_s] | median | r3),
+		queue_wait_p95_s: ([$m.jobs[].queue_wait_s] | pct(0.95) | r3),
+		makespan_s: $m.makespan_s,
+		after_staging_median_s: ([$m.jobs[].after_staging_s] | median | r3),
+		registered_after_task_median_s: ([$m.jobs[].registered_after_task_s | select(. != null)] | median | r3),
+		hit_prolog_wait_median_s: ([$m.jobs[] | select(.hits == .datasets) | .prolog_wait_s] | median | r3),
+		hit_after_staging_median_s: ([$m.jobs[] | select(.hits == .datasets) | .after_staging_s] | median | r3),
 		slurm_start_to_task_median_s: ([$m.jobs[].slurm_start_to_task_s | select(. != null)] | median | r3),
 		copied_bytes_per_job_at_start: (([$m.jobs[].copied_bytes] | add) / $n | round),
 		copied_bytes_per_job_all: ($m.nodes_copied_bytes / $n | round),
@@ -159,7 +170,8 @@ jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p
 		setup: { nodes: 3, cpus_per_node: 2, job_cpus: 2, tier: $tier,
 			 tier_capacity: "256M", source: ("the cluster'"'"'s shared directory, copies bounded by StageBandwidth=" + $bw + " (common/ratelimit.c)"),
 			 training_datasets: $train, training_mib: $train_mib,
-			 inference_mib: $infer_mib, submit_interval_s: $interval },
+			 inference_mib: $infer_mib, submit_interval_s: $interval,
+			 placement_hold: $hold },
 		staging: $a, sched: $b,
 		ratios: (if $a and $b then {
 			copied_bytes_at_start_fewer_pct: (if $a.copied_bytes_per_job_at_start > 0 then (100 * (1 - $b.copied_bytes_per_job_at_start / $a.copied_bytes_per_job_at_start)) | r3 else null end),
@@ -175,7 +187,7 @@ jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p
 
 # The table.
 TXT="$BENCH_RESULTS/$BENCH_SCHED_NAME-LATEST.txt"
-jq -r '"bench-sched \(.date) (\(.machine.cpus) CPUs, \(.machine.cpu)), \(.seconds) s; source: \(.setup.source)"' "$OUT" >"$TXT"
+jq -r '"bench-sched \(.date) (\(.machine.cpus) CPUs, \(.machine.cpu)), \(.seconds) s; source: \(.setup.source); PlacementHold=\(.setup.placement_hold) in mode sched"' "$OUT" >"$TXT"
 jq -r '
 	def mib: if . == null then "-" else ((. / 1048576 * 10 | round) / 10 | tostring) + " MiB" end;
 	def s: if . == null then "-" else (. | tostring) + " s" end;
@@ -185,7 +197,13 @@ jq -r '
 	row("Prolog wait, p95"; .prolog_wait_p95_s | s),
 	row("  of which staging (iostaged), median"; .stage_in_median_s | s),
 	row("  of which staging (iostaged), p95"; .stage_in_p95_s | s),
-	row("Slurm start to task, median (1 s res.)"; .slurm_start_to_task_median_s | s),
+	row("  after staging (Prolog exit, batch launch, step), median"; .after_staging_median_s | s),
+	row("Prolog wait of cache hits, median"; .hit_prolog_wait_median_s | s),
+	row("  of which after staging, median"; .hit_after_staging_median_s | s),
+	row("  task registered with iostaged after its first line, median"; .registered_after_task_median_s | s),
+
+	row("queue wait (submit to start), median / p95 (1 s res.)"; "\(.queue_wait_median_s) / \(.queue_wait_p95_s) s"),
+	row("whole stream, first submit to last end"; .makespan_s | s),
 	row("bytes copied per job at start"; .copied_bytes_per_job_at_start | mib),
 	row("bytes copied per job, pre-staging incl."; .copied_bytes_per_job_all | mib),
 	row("cache hit ratio at start"; .cache_hit_ratio | tostring),
@@ -194,6 +212,7 @@ jq -r '
 	row("pre-staged datasets (failed)"; "\(.ctld.prestaged_datasets) (\(.ctld.prestage_failed))"),
 	row("predictions hit / late / missed"; "\(.ctld.predictions_hit) / \(.ctld.predictions_late) / \(.ctld.predictions_missed)"),
 	row("placements honoured / not"; "\(.ctld.placements_honoured) / \(.ctld.placements_not_honoured)"),
+	row("holds: held / started held / released"; "\(.ctld.held) / \(.ctld.held_started) / \(.ctld.hold_released)"),
 	"",
 	(if .ratios then
 	  "fewer bytes copied at start: \(.ratios.copied_bytes_at_start_fewer_pct) % (target >= 80 %: \(if .ratios.copied_bytes_at_start_fewer_pct >= 80 then "met" else "MISSED" end)); pre-staging included: \(.ratios.copied_bytes_all_fewer_pct) %",

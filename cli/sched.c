@@ -200,6 +200,13 @@ int sched_status_show(const struct client *client, enum sched_show how)
 	       "%.0f not\n",
 	       json_number(p, "preferred"), json_number(p, "honoured"),
 	       json_number(p, "not_honoured"));
+	if (json_number(p, "hold_s") > 0)
+		printf("holds (PlacementHold=%.0f s): %.0f jobs held, %.0f "
+		       "started where their data was, %.0f released at the "
+		       "bound\n",
+		       json_number(p, "hold_s"), json_number(p, "held"),
+		       json_number(p, "held_started"),
+		       json_number(p, "hold_released"));
 	printf("pre-staging: %.0f datasets asked of nodes, %.0f staged "
 	       "(%s copied), %.0f failed; jobs that found it: %.0f, late: "
 	       "%.0f, missed: %.0f, staging time saved %.1f s\n",

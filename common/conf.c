@@ -78,6 +78,7 @@ enum conf_key {
 	CONF_KEY_PFS_LICENSE_PER_JOB,
 	CONF_KEY_PLACEMENT,
 	CONF_KEY_PRESTAGE,
+	CONF_KEY_PLACEMENT_HOLD,
 	CONF_KEY_PFS_PATH,
 	CONF_KEY_COUNT,
 };
@@ -127,6 +128,7 @@ static const char *const conf_keys[CONF_KEY_COUNT] = {
     [CONF_KEY_PFS_LICENSE_PER_JOB] = "PfsLicensePerJob",
     [CONF_KEY_PLACEMENT] = "Placement",
     [CONF_KEY_PRESTAGE] = "Prestage",
+    [CONF_KEY_PLACEMENT_HOLD] = "PlacementHold",
     [CONF_KEY_PFS_PATH] = "PfsPath",
 };
 
@@ -858,6 +860,15 @@ static int conf_global(struct conf_parser *cp, enum conf_key k, const char *val)
 		}
 		return conf_fail(cp, "key '%s': expected yes or no, not '%s'",
 				 key, conf_show(val, show, sizeof(show)));
+	case CONF_KEY_PLACEMENT_HOLD:
+		/* a short wait for a node with the job's data: an hour at
+		 * most (a longer one is a constraint, not a preference) */
+		if (conf_duration(cp, key, val, &c->placement_hold) < 0)
+			return -1;
+		if (c->placement_hold > 3600)
+			return conf_fail(cp, "key '%s': at most 1h, not '%s'",
+					 key, conf_show(val, show, sizeof(show)));
+		return 0;
 	case CONF_KEY_PUBLIC_USER:
 		/* A name only (resolved by iostaged, which also refuses
 		 * root): what useradd accepts, in the portable set. */

@@ -129,6 +129,7 @@ struct conf {
 	/* iostagectld's scheduling help (docs/SCHEDULING.md). */
 	bool placement;                 /* publish cache features (--prefer) */
 	bool prestage;                  /* stage pending jobs' datasets */
+	unsigned placement_hold;        /* s a job may wait for its data's node */
 	/* The PFS's mount point: a job run with --io-profile=auto and no
 	 * advice yet is observed (traced) reading under it, so the history
 	 * learns the trees it reads (docs/HISTORY.md); "" = none. */
@@ -157,7 +158,8 @@ struct conf {
  * (seconds or a duration, 1s to 1h), StageBandwidth=0
  * (unbounded; bytes per second, "400M" or "400M/s"),
  * StageBandwidthFallback= (StageBandwidth/8), PfsLicense= (none),
- * PfsLicensePerJob=1, Placement=yes, Prestage=yes, PfsPath= (none). */
+ * PfsLicensePerJob=1, Placement=yes, Prestage=yes, PlacementHold=0
+ * (never hold; seconds or a duration, at most 1h), PfsPath= (none). */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/proto.h"
+#include "ctld/hold.h"
 #include "ctld/pending.h"
 #include "ctld/placement.h"
 #include "ctld/sched_ops.h"
@@ -101,6 +102,7 @@ cJSON *sched_op_status(const struct ctld_caller *c, const cJSON *req)
 {
 	struct placement_counts pc;
 	struct pending_counts sc;
+	struct hold_counts hc;
 	cJSON *reply, *p, *jobs;
 	bool list = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(req, "jobs"));
 	uint32_t *ids;
@@ -127,6 +129,11 @@ cJSON *sched_op_status(const struct ctld_caller *c, const cJSON *req)
 	cJSON_AddNumberToObject(p, "preferred", (double)pc.preferred);
 	cJSON_AddNumberToObject(p, "honoured", (double)pc.honoured);
 	cJSON_AddNumberToObject(p, "not_honoured", (double)pc.not_honoured);
+	hold_counts(&hc);
+	cJSON_AddNumberToObject(p, "hold_s", (double)slurmsched_hold_s());
+	cJSON_AddNumberToObject(p, "held", (double)hc.held);
+	cJSON_AddNumberToObject(p, "held_started", (double)hc.started_held);
+	cJSON_AddNumberToObject(p, "hold_released", (double)hc.released);
 	cJSON_AddNumberToObject(p, "feature_updates", (double)pc.publishes);
 	cJSON_AddNumberToObject(p, "feature_update_errors",
 				(double)pc.publish_errors);

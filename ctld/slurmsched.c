@@ -24,6 +24,7 @@
 #include "common/errmsg.h"
 #include "common/log.h"
 #include "common/peernet.h"
+#include "ctld/hold.h"
 #include "ctld/pending.h"
 #include "ctld/placement.h"
 #include "ctld/slurmsched.h"
@@ -75,6 +76,11 @@ bool slurmsched_placement_on(void)
 {
 	return sched_conf && sched_conf->placement &&
 	       slurmsched_prefer_safe();
+}
+
+unsigned slurmsched_hold_s(void)
+{
+	return slurmsched_placement_on() ? sched_conf->placement_hold : 0;
 }
 
 static void check_sched_params(void)
@@ -676,6 +682,43 @@ static void free_jobs(job_info_msg_t *m)
 	slurm_free_job_info_msg(m);
 }
 
+/* The bounded hold (ctld/hold.h): a pending job that prefers our
+ * features is constrained to them for at most PlacementHold= seconds,
+ * then given back its empty constraint. */
+static void hold_job(const slurm_job_info_t *j, time_t now)
+{
+	unsigned hold_s = slurmsched_hold_s();
+	bool eligible = j->state_reason == WAIT_NO_REASON ||
+			j->state_reason == WAIT_PRIORITY ||
+			j->state_reason == WAIT_RESOURCES;
+	enum hold_action a = hold_decide(j->job_id, j->prefer, j->features,
+					 eligible, hold_s, now);
+	job_desc_msg_t m;
+
+	if (a == HOLD_NONE)
+		return;
+	slurm_init_job_desc_msg(&m);
+	m.job_id = j->job_id;
+	m.features = a == HOLD_SET ? j->prefer : "";
+	if (slurm_update_job(&m) != SLURM_SUCCESS) {
+		log_warningx("placement: job %u: cannot %s: %s", j->job_id,
+			     a == HOLD_SET ? "hold it for its data's nodes"
+					   : "release its hold",
+			     slurm_strerror(slurm_get_errno()));
+		hold_applied(j->job_id, HOLD_RELEASE, now);
+		return;
+	}
+	hold_applied(j->job_id, a, now);
+	if (a == HOLD_SET)
+		log_info("placement: job %u waits up to %u s for a node with "
+			 "%s",
+			 j->job_id, hold_s, j->prefer);
+	else
+		log_info("placement: job %u released: it may start on any "
+			 "node",
+			 j->job_id);
+}
+
 static void watch_jobs(void)
 {
 	job_info_msg_t *jobs = NULL;
@@ -692,10 +735,13 @@ static void watch_jobs(void)
 		if ((j->job_state & JOB_STATE_BASE) == JOB_PENDING) {
 			if (j->prefer && strstr(j->prefer, DSFEATURE_PREFIX))
 				set_add(preferring, &npreferring, j->job_id);
+			hold_job(j, time(NULL));
 			continue;
 		}
+		hold_done(j->job_id);
 		count_placement(j);
 	}
+	hold_expire(time(NULL));
 	prestage_jobs(jobs, time(NULL));
 	free_jobs(jobs);
 }

@@ -41,6 +41,9 @@ bool slurmsched_prefer_safe(void);
 /* Is placement on: Placement=yes (iostage.conf) and prefer_safe? */
 bool slurmsched_placement_on(void);
 
+/* PlacementHold= when placement is on, else 0 (no job is held). */
+unsigned slurmsched_hold_s(void);
+
 /* When slurmctld last answered the job table (0: never, or no thread),
  * and how many times it did not. */
 void slurmsched_health(time_t *ret_ok_at, uint64_t *ret_errors);

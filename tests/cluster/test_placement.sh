@@ -171,3 +171,84 @@ test_placement_off_by_config() {
 	m=$(on_node login curl -sf --max-time 10 http://ctl:9465/metrics)
 	assert_contains "/metrics: placement off" "$m" $'\niostage_ctld_placement_enabled 0\n'
 }
+
+# hold_conf SECONDS: iostagectld restarted with PlacementHold=SECONDS
+hold_conf() {
+	sed -i '/^PlacementHold=/d' "$IOSTAGE_CONF"
+	[ "$1" = 0 ] || echo "PlacementHold=$1" >>"$IOSTAGE_CONF"
+	ctld_stop
+	ctld_start >/dev/null
+}
+
+# block NODE: a whole-node job of another user on NODE; prints its id
+block() {
+	submit "$OTHER_USER" -w "$1" -c 2 -o /dev/null --wrap 'sleep 120' >/dev/null ||
+		fail "blocker on $1: $SUBMIT_OUT"
+	wait_job_state "$SUBMIT_JOBID" RUNNING 20 || fail "blocker on $1 not running"
+	echo "$SUBMIT_JOBID"
+}
+
+# wait_held JOB: until Slurm shows our features as JOB's constraint
+wait_held() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		case $(job_field "$1" Features) in ios_*) return 0 ;; esac
+		sleep 0.2
+	done
+	return 1
+}
+
+# PlacementHold=: a queued job waits a bounded time for the node holding
+# its data while another node frees (without the hold, it would take that
+# node and copy), and starts anywhere once the bound is reached.
+test_hold_waits_for_cached_node() {
+	local ds f0 b1 b2 b3 jid t0 t1 rep
+	ds=$(pfs_dataset H 5)
+	# first the restart: a restarted service knows a node's cache from
+	# its next report (a change, or 60 s)
+	trap 'hold_conf 0' RETURN
+	hold_conf 8 || fail "iostagectld does not start with PlacementHold=8"
+	f0=$(node_ios_features n2)
+	stage_on n2 "$ds"
+	wait_new_feature n2 "$f0" >/dev/null || fail "n2 does not show its cached dataset"
+	b1=$(block n1) && b2=$(block n2) && b3=$(block n3) || return 1
+	trap 'scancel $b1 $b2 $b3 2>/dev/null; hold_conf 0' RETURN
+	# within the hold: n1 frees first, the job waits for n2
+	submit "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
+		fail "job: $SUBMIT_OUT"
+	jid=$SUBMIT_JOBID
+	wait_held "$jid" || fail "job $jid not held: Features=$(job_field "$jid" Features); $(tail -5 "$(ctld_log)")"
+	scancel "$b1"
+	sleep 2
+	assert_eq "job $jid with n1 free, within its hold" PENDING "$(job_state "$jid")"
+	scancel "$b2"
+	wait_job_state "$jid" 'RUNNING|COMPLETING|COMPLETED' 10 || fail "job $jid still $(job_state "$jid") with n2 free"
+	assert_eq "held job's node" n2 "$(job_node "$jid")"
+	wait_finished n2 "$jid" || fail "job $jid not finished on n2"
+	grep -q "job $jid: dataset 'H': cache hit" "$(iostaged_log n2)" || fail "job $jid: no cache hit on n2"
+	# the bound: n2 busy again, n1 free; the job starts on n1 after the hold
+	b1=$(block n1) && b2=$(block n2) || return 1
+	submit "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
+		fail "job: $SUBMIT_OUT"
+	jid=$SUBMIT_JOBID
+	wait_held "$jid" || fail "job $jid not held"
+	t0=$(date +%s.%N)
+	scancel "$b1"
+	wait_job_state "$jid" 'RUNNING|COMPLETING|COMPLETED' 15 || fail "job $jid still $(job_state "$jid") after its hold"
+	t1=$(date +%s.%N)
+	echo "job $jid started on $(job_node "$jid") $(echo "$t1 - $t0" | bc) s after n1 freed (hold 8 s)"
+	assert_eq "released job's node" n1 "$(job_node "$jid")"
+	assert_eq "released job's constraint" "" "$(job_field "$jid" Features | sed 's/(null)//')"
+	[ "$(echo "$t1 - $t0 > 2" | bc)" = 1 ] || fail "job did not wait for its hold"
+	rep=$(ctld_request login "$TEST_USER" '{"op":"sched_status"}')
+	echo "$rep" | jq -c .placement
+	assert_eq "hold_s" 8 "$(jq .placement.hold_s <<<"$rep")"
+	assert_eq "jobs held" 2 "$(jq .placement.held <<<"$rep")"
+	assert_eq "holds released at the bound" 1 "$(jq .placement.hold_released <<<"$rep")"
+	assert_eq "held jobs started within the hold" 1 "$(jq .placement.held_started <<<"$rep")"
+	assert_contains "iostage status on the login node" \
+		"$(on_node_as "$TEST_USER" login iostage -c "$IOSTAGE_CONF" status)" \
+		"holds (PlacementHold=8 s): 2 jobs held, 1 started where their data was, 1 released at the bound"
+	assert_contains "/metrics" "$(on_node login curl -sf --max-time 10 http://ctl:9465/metrics)" \
+		'iostage_ctld_placement_holds_total{outcome="released"} 1'
+}

@@ -70,6 +70,30 @@ START_TEST(test_sched_switches)
 }
 END_TEST
 
+/* PlacementHold=: 0 (never hold) unless set; a duration, at most 1h. */
+START_TEST(test_placement_hold)
+{
+	struct conf c;
+	char err[CONF_ERR_MAX];
+
+	conf_set_defaults(&c);
+	ck_assert_int_eq(conf_parse(T1, "t.conf", &c, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.placement_hold, 0);
+	ck_assert_int_eq(conf_parse(T1 "PlacementHold=2m\n", "t.conf", &c,
+				    err, sizeof(err)),
+			 0);
+	ck_assert_uint_eq(c.placement_hold, 120);
+	ck_assert_int_eq(conf_parse(T1 "PlacementHold=2h\n", "t.conf", &c,
+				    err, sizeof(err)),
+			 -1);
+	ck_assert_str_eq(err, "t.conf:2: key 'PlacementHold': at most 1h, "
+			      "not '2h'");
+	ck_assert_int_eq(conf_parse(T1 "PlacementHold=soon\n", "t.conf", &c,
+				    err, sizeof(err)),
+			 -1);
+}
+END_TEST
+
 START_TEST(test_set)
 {
 	struct conf c;
@@ -186,6 +210,7 @@ int main(void)
 	tcase_add_test(tc, test_set);
 	tcase_add_test(tc, test_metrics_listen);
 	tcase_add_test(tc, test_sched_switches);
+	tcase_add_test(tc, test_placement_hold);
 	tcase_add_test(tc, test_names);
 	tcase_add_loop_test(tc, test_errors, 0, sizeof(errs) / sizeof(errs[0]));
 	suite_add_tcase(s, tc);

@@ -89,7 +89,9 @@ START_TEST(test_sched_status)
 	struct promtext *pt = promtext_create();
 	cJSON *r = cJSON_Parse(
 	    "{\"ok\":true,\"placement\":{\"nodes_reporting\":3,"
-	    "\"preferred\":5,\"honoured\":4,\"not_honoured\":1},"
+	    "\"preferred\":5,\"honoured\":4,\"not_honoured\":1,"
+	    "\"hold_s\":10,\"held\":6,\"held_started\":5,"
+	    "\"hold_released\":1},"
 	    "\"prestage\":{\"jobs_noted\":7,\"pending_jobs\":2,"
 	    "\"requests\":3,\"staged\":2,\"failed\":1,"
 	    "\"bytes\":1048576,\"hits\":1,\"late\":3,\"missed\":1,"
@@ -101,7 +103,15 @@ START_TEST(test_sched_status)
 	t = promtext_text(pt, NULL);
 	for (p = t; (p = strstr(p, "# TYPE ")); p++)
 		types++;
-	ck_assert_int_eq(types, 11);
+	ck_assert_int_eq(types, 13);
+	ck_assert_ptr_nonnull(
+	    strstr(t, "iostage_ctld_placement_hold_seconds 10\n"));
+	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_placement_holds_total"
+					"{outcome=\"held\"} 6\n"
+					"iostage_ctld_placement_holds_total"
+					"{outcome=\"started\"} 5\n"
+					"iostage_ctld_placement_holds_total"
+					"{outcome=\"released\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_placements_total"
 					"{outcome=\"honoured\"} 4\n"
 					"iostage_ctld_placements_total"

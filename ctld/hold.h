@@ -1,0 +1,67 @@
+/* hold.h - a bounded wait for the nodes that hold a job's data
+ * (PlacementHold=, docs/SCHEDULING.md "Placement: the bounded hold").
+ *
+ * A --prefer alone never delays a job: when a queue forms, the head job
+ * takes whichever node frees first, though the job behind it may be the
+ * one whose data is there. Delay scheduling (Zaharia et al., EuroSys
+ * 2010; Spark's spark.locality.wait) lets the head job wait a short,
+ * bounded time for a node with its data while jobs whose data is on the
+ * freed node start there. With PlacementHold=N the service turns a
+ * pending job's preference (only ours) into its constraint for at most N
+ * seconds, then gives the job back its empty constraint: after that it
+ * starts anywhere, as without iostage. A job the user constrained is
+ * never held, and a job is held at most once.
+ *
+ * This file only decides; ctld/slurmsched.c asks Slurm. Thread safety:
+ * one mutex, every function may be called from any thread.
+ */
+#ifndef IOSTAGE_CTLD_HOLD_H
+#define IOSTAGE_CTLD_HOLD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#define HOLD_JOBS_MAX 16384 /* jobs remembered (beyond: not held) */
+#define HOLD_FORGET_S 600   /* a job not seen pending that long goes */
+
+enum hold_action {
+	HOLD_NONE = 0, /* leave the job as it is */
+	HOLD_SET,      /* set its constraint to its --prefer */
+	HOLD_RELEASE,  /* clear its constraint: it may start anywhere */
+};
+
+/* What to do with pending job JOB at NOW, given Slurm's view of it: its
+ * --prefer PREFER and its constraint FEATURES (either NULL or ""), and
+ * whether it waits only for nodes (ELIGIBLE: reason Resources, Priority
+ * or none; a job waiting on a dependency or a begin time is not held).
+ * HOLD_S is PlacementHold= (0: never hold, and release what is held). A
+ * constraint made only of our features on a job this table does not
+ * know (a service restarted during a hold) is released. */
+enum hold_action hold_decide(uint32_t job, const char *prefer,
+			     const char *features, bool eligible,
+			     unsigned hold_s, time_t now);
+
+/* Slurm took ACTION for JOB at NOW (HOLD_SET: held since NOW;
+ * HOLD_RELEASE: never held again). An update Slurm refused is reported
+ * as HOLD_RELEASE too, so the service does not insist. */
+void hold_applied(uint32_t job, enum hold_action action, time_t now);
+
+/* JOB is no longer pending (started, ended, gone): whether it was held
+ * (then it ran where its data was, or its hold was released). */
+bool hold_done(uint32_t job);
+
+/* Drop jobs not decided on for HOLD_FORGET_S. */
+void hold_expire(time_t now);
+
+/* Counters: jobs held, holds released at their bound, held jobs that
+ * started within their hold (where their data was). */
+struct hold_counts {
+	uint64_t held, released, started_held;
+};
+void hold_counts(struct hold_counts *ret);
+
+/* Tests: forget everything. */
+void hold_reset(void);
+
+#endif
