@@ -577,7 +577,7 @@ static void *arena_alloc(struct arena *a, size_t n)
 			return NULL;
 		c->cap = cap;
 		c->used = 0;
-		if (cap > ARENA_CHUNK && a->chunks) {
+		if (n > ARENA_CHUNK / 4 && a->chunks) {
 			/* a big one goes behind: the current keeps filling */
 			c->next = a->chunks->next;
 			a->chunks->next = c;
