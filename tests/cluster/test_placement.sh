@@ -171,3 +171,27 @@ test_placement_off_by_config() {
 	m=$(on_node login curl -sf --max-time 10 http://ctl:9465/metrics)
 	assert_contains "/metrics: placement off" "$m" $'\niostage_ctld_placement_enabled 0\n'
 }
+
+# A restarted iostagectld knows no node's cache; it asks every node up for
+# its report at once instead of waiting up to CACHEREPORT_INTERVAL_S (60 s)
+# for the nodes' next ones (idle nodes tell it nothing else).
+test_restarted_service_asks_nodes_for_their_cache() {
+	local i n node t0 c0=()
+	for node in n1 n2 n3; do c0+=("$(log_count "$node" 'cache report asked by')"); done
+	ctld_stop
+	ctld_start >/dev/null || fail "iostagectld does not start"
+	t0=$SECONDS
+	for ((i = 0; i < 75; i++)); do
+		n=$(ctld_request login root '{"op":"sched_status","jobs":false}' | jq '.placement.nodes_reporting')
+		[ "$n" = 3 ] && break
+		sleep 0.2
+	done
+	echo "3 nodes reporting $((SECONDS - t0)) s after the restart"
+	assert_eq "nodes reporting within 15 s of the restart" 3 "$n"
+	i=0
+	for node in n1 n2 n3; do
+		[ "$(log_count "$node" 'cache report asked by')" -gt "${c0[i]}" ] ||
+			fail "$node was not asked for its cache report: $(tail -n 5 "$(iostaged_log "$node")")"
+		i=$((i + 1))
+	done
+}

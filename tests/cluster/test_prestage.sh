@@ -98,8 +98,8 @@ sample_value() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1";
 
 # wait_nodes_reporting: until every compute node has sent iostagectld its
 # cache report. A service restarted by an earlier test (Placement=no and
-# back) hears again from a node at its next report, up to
-# CACHEREPORT_INTERVAL_S (60 s) later, unless the node noticed the outage.
+# back) asks every node for it at start, so this takes a second or two
+# (test_placement.sh: test_restarted_service_asks_nodes_for_their_cache).
 wait_nodes_reporting() {
 	local i n=
 	for ((i = 0; i < 70; i++)); do
