@@ -45,6 +45,19 @@ as_user() {
   runuser -u "$u" -- env SLURM_CONF="${SLURM_CONF:-}" "$@"
 }
 
+# pid_running PID: PID is a live process. kill -0 is not enough: it
+# succeeds on a zombie, and a daemon started with setsid is reparented to
+# PID 1, which may reap it well after it exits (this machine's init: ~2 s
+# later), so a wait on kill -0 waited for the reaper, not for the daemon.
+pid_running() {
+  local st
+  [ -n "${1:-}" ] || return 1
+  read -r st 2>/dev/null </proc/"$1"/stat || return 1
+  st=${st##*) }
+  [ "${st%% *}" != Z ]
+}
+export -f pid_running
+
 # --- jobs --------------------------------------------------------------------
 
 # submit_wait USER [SBATCH_ARGS...]

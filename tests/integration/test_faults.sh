@@ -343,7 +343,7 @@ test_fault_iostaged_killed_while_job_runs() {
 	# for the finish again until iostaged is back.
 	pid=$(iostaged_pid)
 	kill -KILL "$pid"
-	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 1 50); do pid_running "$pid" || break; sleep 0.1; done
 	rm -f "$IOSTAGE_DIR/iostaged.test.pid"
 	touch "$TEST_WORKDIR/flag"
 	for _ in $(seq 1 100); do grep -q "job $SUBMIT_JOBID: .*asking again" "$CLUSTER_DIR/log/epilog.log" && break; sleep 0.1; done
@@ -396,7 +396,7 @@ test_fault_ctld_killed_while_querying() {
 	sleep 2
 	pid=$(ctld_pid) || fail "iostagectld died under load"
 	kill -KILL "$pid"
-	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 1 50); do pid_running "$pid" || break; sleep 0.1; done
 	rm -f "$CTLD_DIR/iostagectld.test.pid"
 	ctld_start || fail "iostagectld did not start after kill -9: $(tail -5 "$CTLD_LOG")"
 	for p in "${busy[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
