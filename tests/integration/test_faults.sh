@@ -446,7 +446,12 @@ test_fault_pfs_server_stops_during_staging() {
 	! grep -q RAN out.txt 2>/dev/null || fail "the job script ran"
 	assert_serving "while the PFS server is stopped"
 	# Its Epilog asks for the finish until the worker is gone.
-	sleep 5
+	for _ in $(seq 1 150); do
+		grep -q "job $jid: its stage worker has not stopped yet" "$CLUSTER_DIR/log/epilog.log" && break
+		sleep 0.2
+	done
+	assert_file_contains "the Epilog asks again" "$CLUSTER_DIR/log/epilog.log" \
+		"job $jid: its stage worker has not stopped yet"
 	kill -CONT "$HANG_SERVER"
 	wait_job_state "$jid" 'FAILED|COMPLETED' 90 || fail "job did not end after the PFS server came back"
 	for _ in $(seq 1 100); do pid=$(pgrep -f -- "--stage-worker.* $HANG_MNT/ds ") || break; sleep 0.1; done
