@@ -127,11 +127,15 @@ ns_pids() {
 # pid_alive PID: a live process, not a zombie (an orphaned daemon waits
 # for PID 1 to reap it, which may be seconds after it exited)
 pid_alive() {
-  local st
+  local st t
   [ -n "${1:-}" ] || return 1
   read -r st 2>/dev/null </proc/"$1"/stat || return 1
   st=${st##*) }
-  [ "${st%% *}" != Z ]
+  [ "${st%% *}" != Z ] && return 0
+  # A zombie leader whose other threads still exit (killed in the middle
+  # of I/O) still holds its files, sockets included: not gone yet.
+  t=(/proc/"$1"/task/*)
+  [ "${#t[@]}" -gt 1 ]
 }
 
 # kill_and_wait PIDS...: SIGTERM, SIGKILL what is left after 5 s

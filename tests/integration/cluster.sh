@@ -39,11 +39,15 @@ log() { [ -n "${CLUSTER_QUIET:-}" ] || echo "cluster.sh: $*" >&2; }
 # which may be seconds after it exited (tests/integration/lib.sh,
 # pid_running).
 pid_alive() {
-  local st
+  local st t
   [ -n "${1:-}" ] || return 1
   read -r st 2>/dev/null </proc/"$1"/stat || return 1
   st=${st##*) }
-  [ "${st%% *}" != Z ]
+  [ "${st%% *}" != Z ] && return 0
+  # A zombie leader whose other threads still exit (killed in the middle
+  # of I/O) still holds its files, sockets included: not gone yet.
+  t=(/proc/"$1"/task/*)
+  [ "${#t[@]}" -gt 1 ]
 }
 
 # pid from a pid file, only if that process is alive and its comm matches $2

@@ -50,11 +50,15 @@ as_user() {
 # PID 1, which may reap it well after it exits (this machine's init: ~2 s
 # later), so a wait on kill -0 waited for the reaper, not for the daemon.
 pid_running() {
-  local st
+  local st t
   [ -n "${1:-}" ] || return 1
   read -r st 2>/dev/null </proc/"$1"/stat || return 1
   st=${st##*) }
-  [ "${st%% *}" != Z ]
+  [ "${st%% *}" != Z ] && return 0
+  # A zombie leader whose other threads still exit (killed in the middle
+  # of I/O) still holds its files, sockets included: not gone yet.
+  t=(/proc/"$1"/task/*)
+  [ "${#t[@]}" -gt 1 ]
 }
 export -f pid_running
 
