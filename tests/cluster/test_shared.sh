@@ -200,10 +200,14 @@ test_shared_kill_builder_mid_build() {
 	assert_not_contains "the version's builder" "$(cat "$(BB_CACHE)/$v/meta.json")" "\"node\":\"$builder\""
 	assert_eq "the dead build is still on the tier (its node is down)" "$build" \
 		"$(builds_in_flight | grep -Fx "$build")"
-	# Restarted while the job ends: the builder's Epilog, which asks
-	# again for up to 30 s, finds it rather than giving up.
+	# Restarted once the job ends (its Epilogs run: COMPLETING), so the
+	# builder's Epilog, which asks again for up to 30 s, finds it rather
+	# than giving up. Not before: the other nodes, still staging, would
+	# find it back and wait for it (the job's staging timeout, 120 s)
+	# instead of seeing it gone and applying the job's policy.
+	wait_job_state "$jid" 'COMPLETING|COMPLETED|FAILED' 120 || fail "job $jid: $(job_state "$jid")"
 	iostaged_start "$builder" || fail "iostaged on $builder did not restart"
-	wait_job_state "$jid" 'COMPLETED|FAILED' 120 || fail "job $jid: $(job_state "$jid")"
+	wait_job_state "$jid" 'COMPLETED|FAILED' 60 || fail "job $jid: $(job_state "$jid")"
 	assert_eq "builds left after $builder restarted" "" "$(builds_in_flight)"
 	assert_eq "$builder's journal" "" "$(ls "$(node_local "$builder")/state/journal")"
 	# The job's last steps may still be completing there ("mixed"); a
