@@ -218,11 +218,15 @@ cluster: all
 # `make check` installs what it needs, then unit tests, then each fuzz
 # target for a few seconds (a parser that crashes fails here), then
 # integration (one node), then the multi-node cluster tests.
+# The builds and the fuzz targets use every core (CHECK_JOBS, default
+# nproc) unless make was given its own -j.
+CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CHECK_J    := $(if $(filter -j% j%,$(MAKEFLAGS)),,-j$(CHECK_JOBS))
 check:
 	@scripts/install-deps.sh
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(CHECK_J) all $(UNIT_BIN)
 	@$(MAKE) --no-print-directory unit
-	@$(MAKE) --no-print-directory fuzz-check
+	@$(MAKE) --no-print-directory $(CHECK_J) fuzz-check FUZZ_JOBS=$(CHECK_JOBS)
 	@$(MAKE) --no-print-directory integration
 	@$(MAKE) --no-print-directory cluster
 
@@ -464,6 +468,8 @@ format:
 FUZZ_BUILD    ?= build/fuzz
 FUZZ_SECONDS  ?= 60
 FUZZ_CHECK_SECONDS ?= 3
+# targets fuzzed at once (tests/fuzz/run.sh)
+FUZZ_JOBS     ?= 1
 FUZZ_SRC      := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN      := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 LIBDAEMON     := $(BUILD)/libiostage-daemon.a
@@ -495,7 +501,8 @@ fuzz-bins: $(FUZZ_BIN)
 
 fuzz:
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang FUZZ=1 fuzz-bins
-	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) \
+	    tests/fuzz/run.sh
 
 fuzz-check:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_CHECK_SECONDS)

@@ -42,6 +42,8 @@
 #define PRESTAGE_HORIZON_S 3600
 /* One call to a node's iostaged. */
 #define PRESTAGE_CALL_MS 5000
+/* Asking a node for its cache report: short, the sweep is serial. */
+#define ASK_REPORT_CALL_MS 1000
 
 static const struct conf *sched_conf;
 static pthread_t thread;
@@ -110,6 +112,56 @@ static void check_sched_params(void)
 	warned = !safe;
 }
 
+/* Nodes asked for their cache report since the service started. */
+static char **asked;
+static size_t nasked;
+
+static bool asked_add(const char *node)
+{
+	char **a;
+
+	for (size_t i = 0; i < nasked; i++)
+		if (!strcmp(asked[i], node))
+			return false;
+	a = realloc(asked, (nasked + 1) * sizeof(*a));
+	if (!a)
+		return false;
+	asked = a;
+	if (!(asked[nasked] = strdup(node)))
+		return false;
+	nasked++;
+	return true;
+}
+
+static cJSON *node_call(const char *node, cJSON *req, char *err,
+			size_t errlen, unsigned timeout_ms);
+
+/* A node this service has no report from yet (it just started: the
+ * node's last report went to the service before it): ask its iostaged
+ * once to send one now rather than at its next interval, so placement
+ * and pre-staging know the node's cache within seconds of a restart.
+ * Down nodes are skipped; a node not answering reports on its own. */
+static void ask_report(const node_info_t *ni)
+{
+	char err[CONF_ERR_MAX];
+	cJSON *req, *reply;
+
+	if (!sched_conf->peer_port || placement_reported_at(ni->name) ||
+	    (ni->node_state & NODE_STATE_BASE) == NODE_STATE_DOWN ||
+	    (ni->node_state & NODE_STATE_NO_RESPOND) ||
+	    !asked_add(ni->name))
+		return;
+	if (!(req = cJSON_CreateObject()))
+		return;
+	cJSON_AddStringToObject(req, "op", "cache_report");
+	reply = node_call(ni->name, req, err, sizeof(err), ASK_REPORT_CALL_MS);
+	if (!reply)
+		log_debug("placement: asking node %s for its cache report: %s",
+			  ni->name, err);
+	cJSON_Delete(req);
+	cJSON_Delete(reply);
+}
+
 static bool reported_recently(const char *node, time_t now)
 {
 	time_t t = placement_reported_at(node);
@@ -130,6 +182,7 @@ static void publish_node(const node_info_t *ni, time_t now)
 
 	if (!act)
 		act = avail;
+	ask_report(ni);
 	if (!sched_conf->placement)
 		n = 0; /* Placement=no: withdraw at once, reports or not */
 	else if (reported_recently(ni->name, now))
@@ -230,14 +283,14 @@ static const char *munge_socket(void)
 /* One request to NODE's iostaged over the node channel (root's MUNGE
  * credential: the service runs as root). The reply, or NULL with err. */
 static cJSON *node_call(const char *node, cJSON *req, char *err,
-			size_t errlen)
+			size_t errlen, unsigned timeout_ms)
 {
 	if (!sched_conf->peer_port) {
 		snprintf(err, errlen, "PeerPort=0: the nodes cannot be asked");
 		return NULL;
 	}
 	return peernet_call(node, sched_conf->peer_port, munge_socket(), req,
-			    PRESTAGE_CALL_MS, NULL, err, errlen);
+			    timeout_ms, NULL, err, errlen);
 }
 
 /* Ask NODE to stage dataset D of job J into its cache. */
@@ -258,7 +311,7 @@ static void prestage_send(struct pending_job *j, struct pending_node *pn,
 	cJSON_AddStringToObject(req, "tier", j->ds[d].tier);
 	if (j->ds[d].verify[0])
 		cJSON_AddStringToObject(req, "verify", j->ds[d].verify);
-	reply = node_call(pn->name, req, err, sizeof(err));
+	reply = node_call(pn->name, req, err, sizeof(err), PRESTAGE_CALL_MS);
 	st->sent = time(NULL);
 	dc->requests++;
 	id = cJSON_GetObjectItemCaseSensitive(reply, "id");
@@ -313,7 +366,7 @@ static void prestage_poll(struct pending_job *j, struct pending_node *pn,
 		return;
 	cJSON_AddStringToObject(req, "op", "stage_state");
 	cJSON_AddNumberToObject(req, "job", st->id);
-	reply = node_call(pn->name, req, err, sizeof(err));
+	reply = node_call(pn->name, req, err, sizeof(err), PRESTAGE_CALL_MS);
 	cJSON_Delete(req);
 	if (!reply)
 		return; /* asked again next time */
@@ -821,4 +874,9 @@ void slurmsched_stop(void)
 	placement_wake();
 	pthread_join(thread, NULL);
 	started = false;
+	for (size_t i = 0; i < nasked; i++)
+		free(asked[i]);
+	free(asked);
+	asked = NULL;
+	nasked = 0;
 }

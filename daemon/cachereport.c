@@ -30,6 +30,8 @@ static bool started;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static bool stopping;
+/* cachereport_now() was called: the next turn sends */
+static bool asked;
 
 static const struct conf_tier *tier_named(const struct conf *conf,
 					  const char *name)
@@ -116,7 +118,7 @@ out:
 	return rc;
 }
 
-/* Sleep MS unless stopped; true when stopping. */
+/* Sleep MS unless stopped or asked for a report; true when stopping. */
 static bool nap(unsigned ms)
 {
 	struct timespec ts;
@@ -130,7 +132,7 @@ static bool nap(unsigned ms)
 		ts.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&mu);
-	while (!stopping)
+	while (!stopping && !asked)
 		if (pthread_cond_timedwait(&cond, &mu, &ts))
 			break;
 	s = stopping;
@@ -143,13 +145,19 @@ static void *run(void *arg)
 	uint64_t sent_gen = 0, gen;
 	time_t last = 0, retry_at = 0, now;
 	unsigned backoff = RETRY_MIN_S;
-	bool ever = false, failing = false;
+	bool ever = false, failing = false, want;
 
 	(void)arg;
 	do {
 		now = time(NULL);
 		gen = cache_generation();
-		if ((!ever || gen != sent_gen ||
+		pthread_mutex_lock(&mu);
+		want = asked;
+		asked = false;
+		pthread_mutex_unlock(&mu);
+		if (want)
+			retry_at = 0; /* the service is up: it just asked */
+		if ((want || !ever || gen != sent_gen ||
 		     now - last >= CACHEREPORT_INTERVAL_S) &&
 		    now >= retry_at) {
 			if (send_report() == 0) {
@@ -183,6 +191,7 @@ void cachereport_init(const struct conf *conf)
 		return;
 	rep_conf = conf;
 	stopping = false;
+	asked = false;
 	rc = pthread_create(&thread, NULL, run, NULL);
 	if (rc) {
 		log_warningx("cache report: cannot start its thread: %s",
@@ -190,6 +199,14 @@ void cachereport_init(const struct conf *conf)
 		return;
 	}
 	started = true;
+}
+
+void cachereport_now(void)
+{
+	pthread_mutex_lock(&mu);
+	asked = true;
+	pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&mu);
 }
 
 void cachereport_fini(void)

@@ -5,7 +5,9 @@
  * MUNGE proves it): every current entry of the node-local tiers (key,
  * tier, bytes, last use), a full snapshot, whenever an entry was built or
  * removed (cache_generation moved) and at least every
- * CACHEREPORT_INTERVAL_S, so a restarted service learns it again. Shared
+ * CACHEREPORT_INTERVAL_S, so a restarted service learns it again, and at
+ * once when the service asks (peer op cache_report, which a restarted
+ * service sends every node it has no report from). Shared
  * tiers are left out: every node sees them, so they say nothing about
  * where a job should run.
  */
@@ -23,6 +25,11 @@
 /* Start the thread (nothing without ControllerHost=). CONF must outlive
  * it. Never fatal: failures are logged and retried. */
 void cachereport_init(const struct conf *conf);
+
+/* Send a report now, whatever the generation and the interval (the
+ * service asked: it restarted and knows nothing of this node). Returns at
+ * once; a failed send is retried as any other. */
+void cachereport_now(void);
 
 /* Stop and join it. */
 void cachereport_fini(void);

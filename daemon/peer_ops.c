@@ -16,6 +16,9 @@
  *                                    job's dataset into this node's cache
  *                                    before the job starts; its progress
  *                                    is stage_state of job ID)
+ *   cache_report                  -> (iostagectld, just started: send it
+ *                                    this node's cache report now rather
+ *                                    than at the next interval)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +29,7 @@
 #include "common/log.h"
 #include "common/proto.h"
 #include "ctld/history.h"
+#include "daemon/cachereport.h"
 #include "daemon/jobs.h"
 #include "daemon/ops.h"
 #include "daemon/parts.h"
@@ -181,6 +185,17 @@ static cJSON *op_peer_prestage(const struct peernet_peer *p,
 	return r;
 }
 
+/* The report itself goes the usual way (cachereport.c): this only wakes
+ * its thread, so the reply never waits on the service. */
+static cJSON *op_peer_cache_report(const struct peernet_peer *p,
+				   const cJSON *req)
+{
+	(void)req;
+	log_info("cache report asked by %s", p->addr);
+	cachereport_now();
+	return proto_reply_ok();
+}
+
 const struct peer_op peer_ops[] = {
 	{ "peer_ping", op_peer_ping },
 	{ "stage_state", op_stage_state },
@@ -188,5 +203,6 @@ const struct peer_op peer_ops[] = {
 	{ "part_put", op_part_put },
 	{ "history_get", op_peer_history_get },
 	{ "prestage", op_peer_prestage },
+	{ "cache_report", op_peer_cache_report },
 	{ NULL, NULL },
 };

@@ -168,7 +168,7 @@ iostaged_kill() {
 	local pid
 	pid=$(iostaged_pid "$1") || return 0
 	kill -KILL "$pid"
-	for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	for _ in $(seq 1 100); do pid_running "$pid" || break; sleep 0.05; done
 	rm -f "$CLUSTER_DIR/nodes/$1/iostaged.pid"
 }
 
@@ -177,7 +177,7 @@ iostaged_stop() {
 	local pid
 	pid=$(iostaged_pid "$1") || return 0
 	kill -TERM "$pid"
-	for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 1 100); do pid_running "$pid" || break; sleep 0.1; done
 	kill -KILL "$pid" 2>/dev/null
 	rm -f "$CLUSTER_DIR/nodes/$1/iostaged.pid"
 }
@@ -287,7 +287,7 @@ ctld_stop() {
 	local pid
 	pid=$(ctld_pid) || return 0
 	kill -TERM "$pid"
-	for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 1 100); do pid_running "$pid" || break; sleep 0.1; done
 	kill -KILL "$pid" 2>/dev/null
 	rm -f "$CLUSTER_DIR/nodes/ctl/iostagectld.pid"
 }
@@ -297,7 +297,7 @@ ctld_kill() {
 	local pid
 	pid=$(ctld_pid) || return 0
 	kill -KILL "$pid"
-	for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	for _ in $(seq 1 100); do pid_running "$pid" || break; sleep 0.05; done
 	rm -f "$CLUSTER_DIR/nodes/ctl/iostagectld.pid"
 }
 

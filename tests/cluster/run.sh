@@ -105,7 +105,7 @@ fi
 # Put the cluster back between tests: no jobs, every compute node up with
 # its slurmd and iostaged, idle.
 between_tests() {
-  local jobs node
+  local jobs node states
   # Jobs still completing (Epilogs running) get a few seconds first.
   for _ in $(seq 1 50); do
     [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
@@ -121,9 +121,11 @@ between_tests() {
       sleep 0.2
     done
   fi
+  # every node's state in one call (the usual case: all idle)
+  states=$(sinfo -h -N -o '%N %T' 2>/dev/null)
   for node in $CLUSTER_COMPUTE_NODES; do
     if [ ! -s "$CLUSTER_DIR/nodes/$node/slurmd.pid" ] ||
-      ! kill -0 "$(cat "$CLUSTER_DIR/nodes/$node/slurmd.pid")" 2>/dev/null; then
+      ! pid_running "$(cat "$CLUSTER_DIR/nodes/$node/slurmd.pid")"; then
       echo "    (node $node was down; starting it)"
       bash "$CL_DIR/cluster.sh" node-stop "$CLUSTER_DIR" "$node"
       bash "$CL_DIR/cluster.sh" node-start "$CLUSTER_DIR" "$node" >/dev/null 2>&1
@@ -131,7 +133,7 @@ between_tests() {
       echo "    (iostaged on $node was down; starting it)"
       iostaged_start "$node" >/dev/null
     fi
-    if [ "$(node_state "$node")" != idle ]; then
+    if ! grep -qx "$node idle" <<<"$states"; then
       scontrol update NodeName="$node" State=RESUME >/dev/null 2>&1
       wait_node_state "$node" idle 30 >/dev/null 2>&1 ||
         echo "    (node $node still '$(node_state "$node")' ($(node_reason "$node")))"

@@ -204,8 +204,8 @@ wait_held() {
 test_hold_waits_for_cached_node() {
 	local ds f0 b1 b2 b3 jid t0 t1 rep
 	ds=$(pfs_dataset H 5)
-	# first the restart: a restarted service knows a node's cache from
-	# its next report (a change, or 60 s)
+	# first the restart: a restarted service asks the nodes for their
+	# cache reports, so n2's is known again before the staging below
 	trap 'hold_conf 0' RETURN
 	hold_conf 8 || fail "iostagectld does not start with PlacementHold=8"
 	f0=$(node_ios_features n2)
@@ -251,4 +251,28 @@ test_hold_waits_for_cached_node() {
 		"holds (PlacementHold=8 s): 2 jobs held, 1 started where their data was, 1 released at the bound"
 	assert_contains "/metrics" "$(on_node login curl -sf --max-time 10 http://ctl:9465/metrics)" \
 		'iostage_ctld_placement_holds_total{outcome="released"} 1'
+}
+
+# A restarted iostagectld knows no node's cache; it asks every node up for
+# its report at once instead of waiting up to CACHEREPORT_INTERVAL_S (60 s)
+# for the nodes' next ones (idle nodes tell it nothing else).
+test_restarted_service_asks_nodes_for_their_cache() {
+	local i n node t0 c0=()
+	for node in n1 n2 n3; do c0+=("$(log_count "$node" 'cache report asked by')"); done
+	ctld_stop
+	ctld_start >/dev/null || fail "iostagectld does not start"
+	t0=$SECONDS
+	for ((i = 0; i < 75; i++)); do
+		n=$(ctld_request login root '{"op":"sched_status","jobs":false}' | jq '.placement.nodes_reporting')
+		[ "$n" = 3 ] && break
+		sleep 0.2
+	done
+	echo "3 nodes reporting $((SECONDS - t0)) s after the restart"
+	assert_eq "nodes reporting within 15 s of the restart" 3 "$n"
+	i=0
+	for node in n1 n2 n3; do
+		[ "$(log_count "$node" 'cache report asked by')" -gt "${c0[i]}" ] ||
+			fail "$node was not asked for its cache report: $(tail -n 5 "$(iostaged_log "$node")")"
+		i=$((i + 1))
+	done
 }

@@ -7,7 +7,9 @@
 # holds them. When the job starts, the Prolog finds a cache hit.
 
 # block_all SECONDS: every compute node busy for SECONDS (2 CPUs each, a
-# time limit of 1 minute so the backfill scheduler can plan the next job)
+# time limit of 1 minute so the backfill scheduler can plan the next job);
+# the tests end them (scancel $BLOCKERS) once they have seen what they
+# wanted while the job pends, rather than wait a fixed time
 block_all() {
 	local n
 	BLOCKERS=
@@ -41,7 +43,7 @@ test_pending_job_finds_its_data_prestaged() {
 	local ds jid node secs st pnode i
 	# 8,000 files: the Prolog would copy them for a few seconds
 	ds=$(slow_dataset P 8)
-	block_all 15
+	block_all 50
 	submit "$TEST_USER" -t 1 --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
 		fail "job: $SUBMIT_OUT"
 	jid=$SUBMIT_JOBID
@@ -61,6 +63,8 @@ test_pending_job_finds_its_data_prestaged() {
 	assert_contains "status: staged on a node" "$st" "$ds on $pnode: staged in "
 	grep -q "^$jid .* $pnode (ios_" <<<"$st" || fail "status does not show the preference for $pnode"
 	assert_eq "job still pends" PENDING "$(job_state "$jid")"
+	# shellcheck disable=SC2086
+	scancel $BLOCKERS
 	wait_job_state "$jid" COMPLETED 60 || fail "job $jid: $(job_state "$jid")"
 	node=$(job_field "$jid" NodeList)
 	wait_finished "$node" "$jid" || fail "job $jid not finished on $node"
@@ -98,8 +102,8 @@ sample_value() { awk -v s="$2" 'index($0, s " ") == 1 { print $NF; exit }' "$1";
 
 # wait_nodes_reporting: until every compute node has sent iostagectld its
 # cache report. A service restarted by an earlier test (Placement=no and
-# back) hears again from a node at its next report, up to
-# CACHEREPORT_INTERVAL_S (60 s) later, unless the node noticed the outage.
+# back) asks every node for it at start, so this takes a second or two
+# (test_placement.sh: test_restarted_service_asks_nodes_for_their_cache).
 wait_nodes_reporting() {
 	local i n=
 	for ((i = 0; i < 70; i++)); do
@@ -174,10 +178,14 @@ test_without_prestage_the_prolog_copies() {
 	ds=$(slow_dataset Q 8)
 	# no service: no note, no pre-staging (records wait in the outboxes)
 	ctld_stop
-	block_all 10
+	block_all 50
 	submit "$TEST_USER" -t 1 --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
 		fail "job: $SUBMIT_OUT"
 	jid=$SUBMIT_JOBID
+	assert_eq "job pends (all nodes busy)" PENDING "$(job_state "$jid")"
+	# (however long it pends: without the service nothing pre-stages)
+	# shellcheck disable=SC2086
+	scancel $BLOCKERS
 	wait_job_state "$jid" COMPLETED 60 || fail "job $jid: $(job_state "$jid")"
 	ctld_start || fail "iostagectld does not start again"
 	node=$(job_field "$jid" NodeList)

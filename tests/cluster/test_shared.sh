@@ -186,11 +186,12 @@ test_shared_kill_builder_mid_build() {
 	assert_eq "versions while $builder builds" "" "$(cache_versions_of n1 bb "$ds")"
 	assert_eq "builds while $builder builds" "$build" "$(builds_in_flight)"
 	iostaged_kill "$builder"
-	wait_job_state "$jid" 'COMPLETED|FAILED' 120 || fail "job $jid: $(job_state "$jid")"
 	# The other two nodes got a complete copy: one built, one reused.
 	for node in n1 n2 n3; do
 		[ "$node" = "$builder" ] && continue
 		other=$node
+		wait_log "$node" "job $jid: staged 1 dataset" 120 ||
+			fail "$node did not stage job $jid: $(job_state "$jid")"
 		assert_eq "$node staged job $jid" 1 "$(log_count "$node" "job $jid: staged 1 dataset")"
 	done
 	assert_eq "builds by the survivors" 1 "$(count_all "job $jid: dataset 'crash': built")"
@@ -199,7 +200,14 @@ test_shared_kill_builder_mid_build() {
 	assert_not_contains "the version's builder" "$(cat "$(BB_CACHE)/$v/meta.json")" "\"node\":\"$builder\""
 	assert_eq "the dead build is still on the tier (its node is down)" "$build" \
 		"$(builds_in_flight | grep -Fx "$build")"
+	# Restarted once the job ends (its Epilogs run: COMPLETING), so the
+	# builder's Epilog, which asks again for up to 30 s, finds it rather
+	# than giving up. Not before: the other nodes, still staging, would
+	# find it back and wait for it (the job's staging timeout, 120 s)
+	# instead of seeing it gone and applying the job's policy.
+	wait_job_state "$jid" 'COMPLETING|COMPLETED|FAILED' 120 || fail "job $jid: $(job_state "$jid")"
 	iostaged_start "$builder" || fail "iostaged on $builder did not restart"
+	wait_job_state "$jid" 'COMPLETED|FAILED' 60 || fail "job $jid: $(job_state "$jid")"
 	assert_eq "builds left after $builder restarted" "" "$(builds_in_flight)"
 	assert_eq "$builder's journal" "" "$(ls "$(node_local "$builder")/state/journal")"
 	# The job's last steps may still be completing there ("mixed"); a

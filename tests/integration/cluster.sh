@@ -35,7 +35,20 @@ log() { [ -n "${CLUSTER_QUIET:-}" ] || echo "cluster.sh: $*" >&2; }
 
 # --- process helpers ---------------------------------------------------------
 
-pid_alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
+# A zombie is not alive: an orphaned daemon waits for PID 1 to reap it,
+# which may be seconds after it exited (tests/integration/lib.sh,
+# pid_running).
+pid_alive() {
+  local st t
+  [ -n "${1:-}" ] || return 1
+  read -r st 2>/dev/null </proc/"$1"/stat || return 1
+  st=${st##*) }
+  [ "${st%% *}" != Z ] && return 0
+  # A zombie leader whose other threads still exit (killed in the middle
+  # of I/O) still holds its files, sockets included: not gone yet.
+  t=(/proc/"$1"/task/*)
+  [ "${#t[@]}" -gt 1 ]
+}
 
 # pid from a pid file, only if that process is alive and its comm matches $2
 pidfile_pid() {

@@ -46,7 +46,7 @@ ctld_admin_user() {
 ctld_pid() {
 	local pid
 	pid=$(cat "$CTLD_DIR/iostagectld.test.pid" 2>/dev/null) || return 1
-	kill -0 "$pid" 2>/dev/null && echo "$pid"
+	pid_running "$pid" && echo "$pid"
 }
 
 # ctld_start: the installed iostagectld -f, logging to $CTLD_LOG; waits
@@ -59,7 +59,7 @@ ctld_start() {
 	echo "$pid" >"$CTLD_DIR/iostagectld.test.pid"
 	for _ in $(seq 1 50); do
 		ctld_request root '{"op":"ping"}' 2>/dev/null | grep -q '"ok":true' && return 0
-		kill -0 "$pid" 2>/dev/null || break
+		pid_running "$pid" || break
 		sleep 0.1
 	done
 	echo "iostagectld did not start; log:" >&2
@@ -73,7 +73,7 @@ ctld_stop() {
 	pid=$(ctld_pid) || { rm -f "$CTLD_DIR/iostagectld.test.pid"; return 0; }
 	kill -TERM "$pid" 2>/dev/null
 	for _ in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || break
+		pid_running "$pid" || break
 		sleep 0.1
 	done
 	kill -KILL "$pid" 2>/dev/null

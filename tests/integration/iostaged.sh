@@ -13,7 +13,7 @@ iostaged_start() {
 		# iostagectld when ControllerHost= is set and no socket is there
 		iostaged_request '{"op":"status"}' 2>/dev/null |
 			grep -q '"ok":true' && return 0
-		kill -0 "$(cat "$IOSTAGE_DIR/iostaged.test.pid")" 2>/dev/null || break
+		pid_running "$(cat "$IOSTAGE_DIR/iostaged.test.pid")" || break
 		sleep 0.1
 	done
 	echo "iostaged did not start; log:" >&2
@@ -30,7 +30,7 @@ iostaged_stop() {
 	[ -n "$pid" ] || return 0
 	kill -TERM "$pid" 2>/dev/null || { rm -f "$IOSTAGE_DIR/iostaged.test.pid"; return 0; }
 	for _ in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || break
+		pid_running "$pid" || break
 		sleep 0.1
 	done
 	kill -KILL "$pid" 2>/dev/null

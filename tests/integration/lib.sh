@@ -45,12 +45,30 @@ as_user() {
   runuser -u "$u" -- env SLURM_CONF="${SLURM_CONF:-}" "$@"
 }
 
+# pid_running PID: PID is a live process. kill -0 is not enough: it
+# succeeds on a zombie, and a daemon started with setsid is reparented to
+# PID 1, which may reap it well after it exits (this machine's init: ~2 s
+# later), so a wait on kill -0 waited for the reaper, not for the daemon.
+pid_running() {
+  local st t
+  [ -n "${1:-}" ] || return 1
+  read -r st 2>/dev/null </proc/"$1"/stat || return 1
+  st=${st##*) }
+  [ "${st%% *}" != Z ] && return 0
+  # A zombie leader whose other threads still exit (killed in the middle
+  # of I/O) still holds its files, sockets included: not gone yet.
+  t=(/proc/"$1"/task/*)
+  [ "${#t[@]}" -gt 1 ]
+}
+export -f pid_running
+
 # --- jobs --------------------------------------------------------------------
 
 # submit_wait USER [SBATCH_ARGS...]
-#   sbatch --wait as USER from $TEST_WORKDIR (or the user's home). Returns
-#   sbatch's exit code (the job's exit code, or 1 if submission failed).
-#   Sets SUBMIT_JOBID (empty if nothing was queued) and SUBMIT_OUT (sbatch's
+#   sbatch as USER from $TEST_WORKDIR (or the user's home), then wait for
+#   the job as `sbatch --wait` does (job_wait). Returns what sbatch --wait
+#   would: the job's exit code, or 1 if submission failed. Sets
+#   SUBMIT_JOBID (empty if nothing was queued) and SUBMIT_OUT (sbatch's
 #   stdout+stderr), and echoes SUBMIT_OUT.
 SUBMIT_JOBID=
 SUBMIT_OUT=
@@ -58,11 +76,40 @@ submit_wait() {
   local u=$1 rc wd
   shift
   wd=${TEST_WORKDIR:-$(user_home "$u")}
-  SUBMIT_OUT=$(cd "$wd" && as_user "$u" sbatch --wait "$@" 2>&1)
+  SUBMIT_OUT=$(cd "$wd" && as_user "$u" sbatch "$@" 2>&1)
   rc=$?
   SUBMIT_JOBID=$(printf '%s\n' "$SUBMIT_OUT" | sed -n 's/^Submitted batch job \([0-9][0-9]*\).*/\1/p' | head -n1)
+  if [ "$rc" -eq 0 ] && [ -n "$SUBMIT_JOBID" ]; then
+    job_wait "$SUBMIT_JOBID"
+    rc=$?
+  fi
   printf '%s\n' "$SUBMIT_OUT"
   return $rc
+}
+
+# job_wait JOBID
+#   Until the job (every task of an array) has ended, polled every 0.2 s;
+#   returns its exit code as `sbatch --wait` does (the highest of the
+#   tasks; 1 for a task killed by a signal). Why not sbatch --wait: it
+#   looks after 2 s, then 8 s more, then every 32 s, so a job of 3 s cost
+#   10 s. As with sbatch --wait, COMPLETING counts as ended (the job's
+#   script is done; the Epilogs may still run: job_end_state).
+job_wait() {
+  local id=$1 out st ec
+  while :; do
+    out=$(scontrol show job -o "$id" 2>&1) || {
+      echo "job_wait: job $id: $out" >&2
+      return 1
+    }
+    st=$(printf '%s\n' "$out" | grep -oE 'JobState=[A-Z_]+' | sed 's/JobState=//' |
+      grep -vxE 'COMPLETED|COMPLETING|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|PREEMPTED|BOOT_FAIL|DEADLINE|OUT_OF_MEMORY')
+    [ -z "$st" ] && break
+    sleep 0.2
+  done
+  # ExitCode=STATUS:SIGNAL per task (not DerivedExitCode, the steps')
+  ec=$(printf '%s\n' "$out" | grep -oE '(^| )ExitCode=[0-9]+:[0-9]+' | sed 's/.*ExitCode=//' |
+    awk -F: '{ e = ($2 != 0) ? 1 : $1; if (e > m) m = e } END { print m + 0 }')
+  return "$ec"
 }
 
 # submit USER [SBATCH_ARGS...]  like submit_wait without --wait (returns at once)

@@ -15,7 +15,7 @@ list_tests() {
 }
 
 run_one() {
-  local file=$1 name=$2 log rc reason t0
+  local file=$1 name=$2 log rc reason t0 t1
   log="$CLUSTER_DIR/tests/$name.log"
   t0=$SECONDS
   export TEST_NAME=$name TEST_WORKDIR="$CLUSTER_DIR/tests/$name"
@@ -47,7 +47,23 @@ run_one() {
     echo "    --- output ($log):"
     if [ "${IT_VERBOSE:-0}" = 1 ]; then sed 's/^/    /' "$log"; else tail -n 30 "$log" | sed 's/^/    /'; fi
   fi
+  echo "$((SECONDS - t0)) $name $(basename "$file")" >>"$CLUSTER_DIR/tests/times"
+  t1=$SECONDS
   between_tests
+  RUNNER_BETWEEN=$((${RUNNER_BETWEEN:-0} + SECONDS - t1))
+}
+
+# Where the time went, for whoever makes the suite faster: the slowest
+# tests, each file's total and the time spent putting the cluster back
+# between tests (IT_SLOWEST: how many tests; 10).
+print_times() {
+  local f=$CLUSTER_DIR/tests/times
+  [ -s "$f" ] || return 0
+  echo "slowest tests:"
+  sort -rn "$f" | head -n "${IT_SLOWEST:-10}" | awk '{ printf "  %4d s  %s (%s)\n", $1, $2, $3 }'
+  echo "per file:"
+  awk '{ t[$3] += $1; n[$3]++ } END { for (k in t) printf "  %4d s  %s (%d tests)\n", t[k], k, n[k] }' "$f" | sort -rn
+  echo "between tests (cluster put back): ${RUNNER_BETWEEN:-0} s"
 }
 
 # run_files FILE...: every test of every file (IT_FILTER: only names
@@ -62,4 +78,5 @@ run_files() {
       run_one "$f" "$t"
     done
   done
+  print_times
 }

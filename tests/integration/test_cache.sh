@@ -101,7 +101,7 @@ stop_private() {
 		[ -f "$f" ] || continue
 		pid=$(cat "$f")
 		kill -TERM "$pid" 2>/dev/null
-		for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		for _ in $(seq 1 50); do pid_running "$pid" || break; sleep 0.1; done
 		kill -KILL "$pid" 2>/dev/null
 		rm -f "$f"
 	done
@@ -540,7 +540,7 @@ test_kill_during_copy_then_restart() {
 	compgen -G "$cache/.build.*" >/dev/null || fail "no build seen on the tier"
 	pid=$(iostaged_pid)
 	kill -KILL "$pid"
-	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 1 50); do pid_running "$pid" || break; sleep 0.1; done
 	assert_contains "status while staging" "$st" '"rate_bps":'
 	assert_contains "status while staging" "$st" '"eta_s":'
 	[ -n "$(ls "$IOSTAGE_STATE/journal")" ] || fail "no journal record for the build in flight"

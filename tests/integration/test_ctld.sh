@@ -56,8 +56,8 @@ test_ctld_daemon_mode() {
 	out=$("$IOSTAGE_ROOT/usr/sbin/iostagectld" -f -c "$CTLD_CONF" 2>&1)
 	assert_contains "second instance refused" "$out" "port $CTLD_PORT"
 	kill -TERM "$pid"
-	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	assert_rc "stopped on SIGTERM" 1 kill -0 "$pid"
+	for _ in $(seq 1 50); do pid_running "$pid" || break; sleep 0.1; done
+	assert_rc "stopped on SIGTERM" 1 pid_running "$pid"
 	assert_rc "pid file removed" 1 test -e "$CTLD_DIR/run/iostagectld.pid"
 }
 

@@ -118,10 +118,10 @@ test_daemon_mode_detaches_when_ready() {
 	# The parent returns only once the daemon answers.
 	iostage -c "$TEST_WORKDIR/d.conf" status >/dev/null || fail "daemon not answering right after start"
 	pid=$(cat "$TEST_WORKDIR/iostaged.pid" 2>/dev/null)
-	[ -n "$pid" ] && kill -0 "$pid" || fail "no live pid in $TEST_WORKDIR/iostaged.pid"
+	pid_running "$pid" || fail "no live pid in $TEST_WORKDIR/iostaged.pid"
 	kill -TERM "$pid"
-	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	! kill -0 "$pid" 2>/dev/null || fail "daemon still running after SIGTERM"
+	for _ in $(seq 1 50); do pid_running "$pid" || break; sleep 0.1; done
+	! pid_running "$pid" || fail "daemon still running after SIGTERM"
 }
 
 test_second_daemon_refuses_live_socket() {

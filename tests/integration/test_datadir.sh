@@ -133,7 +133,7 @@ test_restart_unmounts_stale_views_only() {
 	[ -n "$entry" ] || fail "no cache entry for job $ja in the log"
 	pid=$(iostaged_pid)
 	kill -KILL "$pid"
-	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 1 50); do pid_running "$pid" || break; sleep 0.1; done
 	rm -f "$IOSTAGE_DIR/iostaged.test.pid"
 	rm -f "$IOSTAGE_STATE/jobs/$ja.json"
 	iostaged_start || fail "iostaged did not restart"

@@ -352,7 +352,7 @@ test_fault_iostaged_killed_while_job_runs() {
 	# for the finish again until iostaged is back.
 	pid=$(iostaged_pid)
 	kill -KILL "$pid"
-	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 1 50); do pid_running "$pid" || break; sleep 0.1; done
 	rm -f "$IOSTAGE_DIR/iostaged.test.pid"
 	touch "$TEST_WORKDIR/flag"
 	for _ in $(seq 1 100); do grep -q "job $SUBMIT_JOBID: .*asking again" "$CLUSTER_DIR/log/epilog.log" && break; sleep 0.1; done
@@ -405,7 +405,7 @@ test_fault_ctld_killed_while_querying() {
 	sleep 2
 	pid=$(ctld_pid) || fail "iostagectld died under load"
 	kill -KILL "$pid"
-	for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 1 50); do pid_running "$pid" || break; sleep 0.1; done
 	rm -f "$CTLD_DIR/iostagectld.test.pid"
 	ctld_start || fail "iostagectld did not start after kill -9: $(tail -5 "$CTLD_LOG")"
 	for p in "${busy[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
@@ -454,8 +454,14 @@ test_fault_pfs_server_stops_during_staging() {
 	[ $((SECONDS - t0)) -le 40 ] || fail "the failure took $((SECONDS - t0)) s"
 	! grep -q RAN out.txt 2>/dev/null || fail "the job script ran"
 	assert_serving "while the PFS server is stopped"
-	# Its Epilog asks for the finish until the worker is gone.
-	sleep 5
+	# Its Epilog asks for the finish until the worker is gone: the
+	# server resumes while that finish waits for the worker.
+	for _ in $(seq 1 100); do
+		grep -q "epilog job $jid " "$CLUSTER_DIR/log/epilog.log" && break
+		sleep 0.2
+	done
+	assert_file_contains "the Epilog runs" "$CLUSTER_DIR/log/epilog.log" "epilog job $jid "
+	sleep 1
 	kill -CONT "$HANG_SERVER"
 	wait_job_state "$jid" 'FAILED|COMPLETED' 90 || fail "job did not end after the PFS server came back"
 	for _ in $(seq 1 100); do pid=$(pgrep -f -- "--stage-worker.* $HANG_MNT/ds ") || break; sleep 0.1; done

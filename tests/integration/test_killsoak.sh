@@ -86,7 +86,7 @@ JOB
 		st=${st:-ENDED}
 		phases[$st]=$((${phases[$st]:-0} + 1))
 		echo "iteration $i: job $jid, kill -9 at ${delay} ms ($st)"
-		for _ in $(seq 1 50); do kill -0 "$(iostaged_pid)" 2>/dev/null || break; sleep 0.1; done
+		for _ in $(seq 1 50); do pid_running "$(iostaged_pid)" || break; sleep 0.1; done
 		rm -f "$IOSTAGE_DIR/iostaged.test.pid"
 		iostaged_start || fail "iostaged did not restart (iteration $i)"
 		# (Checked once the job is gone: a job still pending when

@@ -10,8 +10,8 @@
 # a "stopped" line after MARK (a line count of LOG)
 stop_and_check() {
 	kill -TERM "$2" || fail "$1 (pid $2) not running"
-	for _ in $(seq 1 100); do kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
-	! kill -0 "$2" 2>/dev/null || fail "$1 still running 10 s after SIGTERM"
+	for _ in $(seq 1 100); do pid_running "$2" || break; sleep 0.1; done
+	! pid_running "$2" || fail "$1 still running 10 s after SIGTERM"
 	tail -n +"$(($4 + 1))" "$3" | grep -q "$1: stopped$" ||
 		fail "$1 did not log 'stopped'; log: $(tail -n +"$(($4 + 1))" "$3" | tail -5)"
 }

@@ -52,7 +52,7 @@ test_daemon_serves_consecutive_jobs() {
 		assert_file_contains "job $i output" "out$i.txt" OK
 	done
 	assert_eq "iostaged pid after 3 jobs" "$pid" "$(iostaged_pid)"
-	kill -0 "$pid" || fail "iostaged died"
+	pid_running "$pid" || fail "iostaged died"
 }
 
 test_job_without_profile_is_untouched() {
