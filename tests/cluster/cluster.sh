@@ -124,19 +124,8 @@ ns_pids() {
   done
 }
 
-# pid_alive PID: a live process, not a zombie (an orphaned daemon waits
-# for PID 1 to reap it, which may be seconds after it exited)
-pid_alive() {
-  local st t
-  [ -n "${1:-}" ] || return 1
-  read -r st 2>/dev/null </proc/"$1"/stat || return 1
-  st=${st##*) }
-  [ "${st%% *}" != Z ] && return 0
-  # A zombie leader whose other threads still exit (killed in the middle
-  # of I/O) still holds its files, sockets included: not gone yet.
-  t=(/proc/"$1"/task/*)
-  [ "${#t[@]}" -gt 1 ]
-}
+# pid_running PID: a live process, not a zombie
+. "$CL_SCRIPT_DIR/../integration/pidstate.sh"
 
 # kill_and_wait PIDS...: SIGTERM, SIGKILL what is left after 5 s
 kill_and_wait() {
@@ -145,7 +134,7 @@ kill_and_wait() {
   kill -TERM "$@" 2>/dev/null
   for ((i = 0; i < 50; i++)); do
     left=
-    for p in "$@"; do pid_alive "$p" && left=1; done
+    for p in "$@"; do pid_running "$p" && left=1; done
     [ -z "$left" ] && return 0
     sleep 0.1
   done
@@ -434,7 +423,7 @@ start_iostaged() {
     in_node "$dir" "$node" sh -c 'printf "{\"op\":\"status\"}\n" |
       socat -t 2 - UNIX-CONNECT:/run/iostage/iostaged.sock' 2>/dev/null |
       grep -q '"ok":true' && return 0
-    [ -n "$pid" ] && ! pid_alive "$pid" && break
+    [ -n "$pid" ] && ! pid_running "$pid" && break
     sleep 0.1
   done
   echo "cluster.sh: iostaged on $node did not start; log:" >&2
@@ -457,7 +446,7 @@ start_ctld() {
   for ((i = 0; i < 100; i++)); do
     pid=$(cat "$dir/nodes/ctl/iostagectld.pid" 2>/dev/null)
     [ "$(grep -c ' ready: ' "$log" 2>/dev/null)" -gt "${before:-0}" ] && return 0
-    [ -n "$pid" ] && ! pid_alive "$pid" && break
+    [ -n "$pid" ] && ! pid_running "$pid" && break
     sleep 0.1
   done
   echo "cluster.sh: iostagectld on ctl did not start; log:" >&2

@@ -35,20 +35,8 @@ log() { [ -n "${CLUSTER_QUIET:-}" ] || echo "cluster.sh: $*" >&2; }
 
 # --- process helpers ---------------------------------------------------------
 
-# A zombie is not alive: an orphaned daemon waits for PID 1 to reap it,
-# which may be seconds after it exited (tests/integration/lib.sh,
-# pid_running).
-pid_alive() {
-  local st t
-  [ -n "${1:-}" ] || return 1
-  read -r st 2>/dev/null </proc/"$1"/stat || return 1
-  st=${st##*) }
-  [ "${st%% *}" != Z ] && return 0
-  # A zombie leader whose other threads still exit (killed in the middle
-  # of I/O) still holds its files, sockets included: not gone yet.
-  t=(/proc/"$1"/task/*)
-  [ "${#t[@]}" -gt 1 ]
-}
+# pid_running PID: a live process, not a zombie
+. "$(dirname "${BASH_SOURCE[0]}")/pidstate.sh"
 
 # pid from a pid file, only if that process is alive and its comm matches $2
 pidfile_pid() {
@@ -56,7 +44,7 @@ pidfile_pid() {
   [ -s "$f" ] || return 1
   pid=$(tr -dc '0-9' <"$f")
   [ -n "$pid" ] || return 1
-  pid_alive "$pid" || return 1
+  pid_running "$pid" || return 1
   comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
   [ "$comm" = "$name" ] || return 1
   echo "$pid"
@@ -66,12 +54,12 @@ pidfile_pid() {
 wait_gone() {
   local pid=$1 secs=${2:-10} i
   for ((i = 0; i < secs * 10; i++)); do
-    pid_alive "$pid" || return 0
+    pid_running "$pid" || return 0
     sleep 0.1
   done
   kill -KILL "$pid" 2>/dev/null
   for ((i = 0; i < 30; i++)); do
-    pid_alive "$pid" || return 0
+    pid_running "$pid" || return 0
     sleep 0.1
   done
   return 1
