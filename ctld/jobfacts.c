@@ -524,63 +524,78 @@ static void add_tasks(struct sink *s, const cJSON *record)
 	free(ids);
 }
 
-size_t jobfacts_sources(const cJSON *record, const char **srcs, size_t max)
+/* The rule of the facts' "ds" list, for the facts and the index keys
+ * alike: the record's datasets with an absolute source, at most
+ * JOBFACTS_LIST_MAX, into DS; their count. */
+static size_t listed_datasets(const cJSON *record, const cJSON **ds)
 {
 	const cJSON *d;
 	size_t n = 0;
 
-	if (max > JOBFACTS_LIST_MAX)
-		max = JOBFACTS_LIST_MAX;
 	cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(record,
 							       "datasets"))
 	{
-		const char *src = jobfacts_str(d, "source", NULL);
+		const char *src = jobfacts_str(d, "source", "");
 
-		if (src && src[0] == '/' && n < max)
-			srcs[n++] = src;
+		if (src[0] == '/' && n < JOBFACTS_LIST_MAX)
+			ds[n++] = d;
 	}
-	/* An observed job (--io-profile=auto with no advice yet) staged
-	 * nothing: the tree it read from the PFS is its dataset. */
-	d = cJSON_GetObjectItemCaseSensitive(record, "observed");
-	if (jobfacts_str(d, "source", "")[0] == '/' && n < max)
-		srcs[n++] = jobfacts_str(d, "source", "");
 	return n;
+}
+
+/* An observed job (--io-profile=auto with no advice yet) staged nothing:
+ * the tree it read from the PFS is its dataset, listed after the others
+ * when there is room. Its "observed" object, or NULL. */
+static const cJSON *observed_dataset(const cJSON *record, size_t listed)
+{
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(record, "observed");
+
+	return jobfacts_str(d, "source", "")[0] == '/' &&
+		       listed < JOBFACTS_LIST_MAX
+		   ? d
+		   : NULL;
+}
+
+size_t jobfacts_sources(const cJSON *record, const char **srcs, size_t max)
+{
+	const cJSON *ds[JOBFACTS_LIST_MAX], *obs;
+	size_t n = listed_datasets(record, ds), out = 0;
+
+	obs = observed_dataset(record, n);
+	for (size_t i = 0; i < n && out < max; i++)
+		srcs[out++] = jobfacts_str(ds[i], "source", "");
+	if (obs && out < max)
+		srcs[out++] = jobfacts_str(obs, "source", "");
+	return out;
 }
 
 static void add_datasets(struct sink *s, const cJSON *record,
 			 const cJSON *stage_in)
 {
-	const cJSON *d;
-	size_t n = 0;
+	const cJSON *ds[JOBFACTS_LIST_MAX], *obs;
+	size_t n = listed_datasets(record, ds);
 	double stage_s = measured(stage_in, "seconds");
 
 	sink_open(s, "ds", false);
-	cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(record,
-							       "datasets"))
-	{
-		const char *src = jobfacts_str(d, "source", NULL);
-
-		if (!src || src[0] != '/' || n++ >= JOBFACTS_LIST_MAX)
-			continue;
+	for (size_t i = 0; i < n; i++) {
 		sink_open(s, NULL, true);
-		sink_str(s, "src", src);
-		sink_num(s, "bytes", fmax(0, jobfacts_num(d, "bytes", 0)));
-		sink_num(s, "files", fmax(0, jobfacts_num(d, "files", 0)));
-		sink_str(s, "tier", jobfacts_str(d, "tier", ""));
-		sink_str(s, "result", jobfacts_str(d, "result", ""));
+		sink_str(s, "src", jobfacts_str(ds[i], "source", ""));
+		sink_num(s, "bytes", fmax(0, jobfacts_num(ds[i], "bytes", 0)));
+		sink_num(s, "files", fmax(0, jobfacts_num(ds[i], "files", 0)));
+		sink_str(s, "tier", jobfacts_str(ds[i], "tier", ""));
+		sink_str(s, "result", jobfacts_str(ds[i], "result", ""));
 		if (stage_s >= 0)
 			sink_num(s, "stage_s", stage_s);
 		sink_close(s);
 	}
-	/* An observed job (--io-profile=auto with no advice yet) staged
-	 * nothing: the tree it read from the PFS is its dataset, read in
-	 * place (result "pfs"), of the distinct files' size it read. */
-	d = cJSON_GetObjectItemCaseSensitive(record, "observed");
-	if (jobfacts_str(d, "source", "")[0] == '/' && n < JOBFACTS_LIST_MAX) {
+	/* read in place (result "pfs"), of the distinct files' size it
+	 * read */
+	obs = observed_dataset(record, n);
+	if (obs) {
 		sink_open(s, NULL, true);
-		sink_str(s, "src", jobfacts_str(d, "source", ""));
-		sink_num(s, "bytes", fmax(0, jobfacts_num(d, "bytes", 0)));
-		sink_num(s, "files", fmax(0, jobfacts_num(d, "files", 0)));
+		sink_str(s, "src", jobfacts_str(obs, "source", ""));
+		sink_num(s, "bytes", fmax(0, jobfacts_num(obs, "bytes", 0)));
+		sink_num(s, "files", fmax(0, jobfacts_num(obs, "files", 0)));
 		sink_str(s, "tier", "");
 		sink_str(s, "result", "pfs");
 		sink_close(s);
@@ -635,7 +650,6 @@ int jobfacts_check(const cJSON *record, char *err, size_t errlen)
 	}
 	return 0;
 }
-
 
 /* The facts of RECORD into S (checked by jobfacts_check first). */
 static void walk(struct sink *s, const cJSON *record)
