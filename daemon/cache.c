@@ -70,6 +70,11 @@ struct entry {
 	int64_t verified_ns;
 	enum profile_verify verify;
 	bool public; /* a public entry: listed to all, root's data */
+	/* Jobs that pinned it since the daemon started (at least 1 for one
+	 * loaded from disk), and whether a second job ever did: entries used
+	 * by one job only are evicted first (see cand_cmp). */
+	unsigned uses;
+	bool reused;
 	bool seen; /* rescan mark */
 };
 
@@ -350,6 +355,11 @@ static struct entry *load_version(int tier, const char *name, char *why,
 	    cJSON_IsString(verify) ? verify->valuestring : NULL);
 	e->public = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta,
 								  "public"));
+	e->reused = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta,
+								  "reused"));
+	/* Whether a job used it before the restart is not recorded: count
+	 * one, so that the next job's use marks it reused. */
+	e->uses = e->reused ? 2 : 1;
 	e->last_used = mst.st_mtime;
 	/* A public entry is root's through and through: whoever built it
 	 * never owned what is served. */
@@ -736,6 +746,8 @@ static char *meta_text(const char *key, unsigned version,
 	cJSON_AddStringToObject(o, "verify", verify_name(m->verify));
 	if (m->public)
 		cJSON_AddBoolToObject(o, "public", true);
+	if (m->reused)
+		cJSON_AddBoolToObject(o, "reused", true);
 	cJSON_AddNumberToObject(o, "created", (double)created);
 	cJSON_AddNumberToObject(o, "verified",
 				(double)(verified_ns / 1000000000));
@@ -746,29 +758,27 @@ static char *meta_text(const char *key, unsigned version,
 	return text;
 }
 
-void cache_mark_verified(int tier, const char *key, unsigned version,
-			 int64_t verified_ns)
+/* Rewrite meta.json of TIER's KEY vVERSION from its index entry: an atomic
+ * replace, so its mtime (the last use) moves to now. */
+static void meta_rewrite(int tier, const char *key, unsigned version)
 {
 	char name[CACHE_ENTRY_NAME_MAX], *text = NULL;
 	struct cache_meta m;
 	struct entry *e;
-	time_t created = 0;
 	int vfd;
 
 	pthread_mutex_lock(&cache_mu);
 	e = find_locked(tier, key, version);
 	if (e) {
-		e->verified = (time_t)(verified_ns / 1000000000);
-		e->verified_ns = verified_ns;
 		m = (struct cache_meta){.src = e->src,
 					.uid = e->uid,
 					.user = e->user,
 					.bytes = e->bytes,
 					.files = e->files,
 					.verify = e->verify,
-					.public = e->public};
-		created = e->created;
-		text = meta_text(key, version, &m, created, verified_ns);
+					.public = e->public,
+					.reused = e->reused};
+		text = meta_text(key, version, &m, e->created, e->verified_ns);
 	}
 	pthread_mutex_unlock(&cache_mu);
 	if (!text)
@@ -782,6 +792,24 @@ void cache_mark_verified(int tier, const char *key, unsigned version,
 	if (vfd >= 0)
 		close(vfd);
 	free(text);
+}
+
+void cache_mark_verified(int tier, const char *key, unsigned version,
+			 int64_t verified_ns)
+{
+	struct entry *e;
+	bool found;
+
+	pthread_mutex_lock(&cache_mu);
+	e = find_locked(tier, key, version);
+	found = e != NULL;
+	if (e) {
+		e->verified = (time_t)(verified_ns / 1000000000);
+		e->verified_ns = verified_ns;
+	}
+	pthread_mutex_unlock(&cache_mu);
+	if (found)
+		meta_rewrite(tier, key, version);
 }
 
 /* --- builds ------------------------------------------------------------------
@@ -1026,6 +1054,7 @@ int cache_build_publish(struct cache_build *b, const struct cache_meta *meta,
 			 tier_name(b->tier), name, why);
 		return -1;
 	}
+	e->uses = 0; /* new: the job it was built for pins it next */
 	pthread_mutex_lock(&cache_mu);
 	if (find_locked(b->tier, e->key, e->version))
 		entry_free(e);
@@ -1057,6 +1086,7 @@ int cache_pin(int tier, const char *key, unsigned version, uint32_t jobid,
 	char name[CACHE_ENTRY_NAME_MAX], pin[CACHE_PIN_NAME_MAX];
 	int vfd = -1, pfd = -1, fd = -1, r = -1;
 	struct entry *e;
+	bool promoted = false;
 
 	version_name(key, version, name, sizeof(name));
 	pin_name(jobid, pin, sizeof(pin));
@@ -1072,15 +1102,23 @@ int cache_pin(int tier, const char *key, unsigned version, uint32_t jobid,
 		goto out;
 	}
 	(void)fsync(pfd);
-	/* meta.json's mtime is the last use (LRU). */
-	if (utimensat(vfd, "meta.json", NULL, AT_SYMLINK_NOFOLLOW) < 0)
-		log_warning("tier '%s': cannot touch cache/%s/meta.json",
-			    tier_name(tier), name);
 	pthread_mutex_lock(&cache_mu);
 	e = find_locked(tier, key, version);
-	if (e)
+	if (e) {
 		e->last_used = time(NULL);
+		e->uses++;
+		promoted = e->uses >= 2 && !e->reused;
+		if (promoted)
+			e->reused = true;
+	}
 	pthread_mutex_unlock(&cache_mu);
+	/* meta.json's mtime is the last use (LRU); a second job's use is
+	 * recorded in it, so that a restart keeps the entry's class. */
+	if (promoted)
+		meta_rewrite(tier, key, version);
+	else if (utimensat(vfd, "meta.json", NULL, AT_SYMLINK_NOFOLLOW) < 0)
+		log_warning("tier '%s': cannot touch cache/%s/meta.json",
+			    tier_name(tier), name);
 	r = 0;
 out:
 	if (fd >= 0)
@@ -1238,12 +1276,20 @@ struct cand {
 	unsigned version;
 	uint64_t bytes;
 	time_t last_used;
+	bool reused;
 };
 
+/* Eviction order: versions no second job has used first, then the reused
+ * ones, each least recently used first (a segmented LRU). A dataset read by
+ * one job and never again (one-pass inference, a single sweep) thus never
+ * pushes out a training set that jobs come back to, however recent it is;
+ * it still stays cached while there is room, and a second use promotes it. */
 static int cand_cmp(const void *a, const void *b)
 {
 	const struct cand *x = a, *y = b;
 
+	if (x->reused != y->reused)
+		return x->reused ? 1 : -1;
 	if (x->last_used != y->last_used)
 		return x->last_used < y->last_used ? -1 : 1;
 	return x->version < y->version ? -1 : x->version > y->version;
@@ -1269,6 +1315,7 @@ static struct cand *candidates(int tier, size_t *ret_n, uint64_t *ret_bytes)
 		c[n].version = e->version;
 		c[n].bytes = e->bytes;
 		c[n].last_used = e->last_used;
+		c[n].reused = e->reused;
 		n++;
 	}
 	pthread_mutex_unlock(&cache_mu);
@@ -1387,7 +1434,7 @@ struct snap {
 	uint64_t bytes, files;
 	time_t created, verified, last_used;
 	enum profile_verify verify;
-	bool public;
+	bool public, reused;
 	bool current;
 };
 
@@ -1427,6 +1474,7 @@ static struct snap *snapshot(int tier, uid_t uid, bool with_public,
 		s[n].last_used = e->last_used;
 		s[n].verify = e->verify;
 		s[n].public = e->public;
+		s[n].reused = e->reused;
 		s[n].current = true;
 		for (o = entries; o; o = o->next)
 			if (o->tier == e->tier && o->version > e->version &&
@@ -1487,6 +1535,7 @@ cJSON *cache_ls_json(uid_t peer_uid)
 		cJSON_AddNumberToObject(o, "created", (double)s[i].created);
 		cJSON_AddNumberToObject(o, "verified", (double)s[i].verified);
 		cJSON_AddNumberToObject(o, "last_used", (double)s[i].last_used);
+		cJSON_AddBoolToObject(o, "reused", s[i].reused);
 		cJSON_AddNumberToObject(o, "pins", npins < 0 ? 0 : npins);
 		pins = cJSON_AddArrayToObject(o, "pinned_by");
 		/* A public entry's pins name other users' jobs: their count

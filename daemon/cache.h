@@ -60,6 +60,7 @@ struct cache_meta {
 	uint64_t bytes, files;
 	enum profile_verify verify;
 	int64_t verified_ns; /* when the walk of the build started */
+	bool reused;         /* a second job has used it (eviction's class) */
 };
 
 /* A version being built: .build.K.vN.NODE and its manifest's temporary

@@ -392,6 +392,51 @@ test_capacity_lru_eviction_and_pins() {
 	scancel "$pinjob"
 }
 
+# Segmented LRU: a version only one job used goes before one jobs came
+# back to, however recently it was used (daemon/cache.c, cand_cmp).
+test_one_pass_entries_evicted_before_reused() {
+	local key e r
+	# Start from an empty small tier: earlier tests' entries would be
+	# candidates too (one may stay pinned until its job's Epilog ends).
+	for _ in $(seq 1 100); do
+		r=$(iostaged_request '{"op":"cache_ls","tier":"small"}')
+		[ "$(jq '.entries | length' <<<"$r")" = 0 ] && break
+		for key in $(jq -r '.entries[].key' <<<"$r" | sort -u); do
+			iostaged_request "{\"op\":\"cache_evict\",\"key\":\"$key\",\"tier\":\"small\"}" >/dev/null
+		done
+		sleep 0.2
+	done
+	[ "$(jq '.entries | length' <<<"$r")" = 0 ] || fail "cannot empty the small tier: $r"
+	mkds slru-train 1300000
+	mkds slru-once 1300000
+	mkds slru-new 1300000
+	stage_small slru-train || fail "slru-train: $(cat err.slru-train.txt)"
+	wait_finished "$SUBMIT_JOBID"
+	stage_small slru-train || fail "slru-train again: $(cat err.slru-train.txt)"
+	wait_finished "$SUBMIT_JOBID"
+	sleep 1.1
+	# Used once, and more recently than slru-train.
+	stage_small slru-once || fail "slru-once: $(cat err.slru-once.txt)"
+	wait_finished "$SUBMIT_JOBID"
+	r=$(iostaged_request '{"op":"cache_ls","tier":"small"}')
+	assert_eq "slru-train reused" true \
+		"$(jq -r --arg s "$TEST_WORKDIR/pfs/slru-train" '.entries[] | select(.source == $s) | .reused' <<<"$r")"
+	assert_eq "slru-once not reused" false \
+		"$(jq -r --arg s "$TEST_WORKDIR/pfs/slru-once" '.entries[] | select(.source == $s) | .reused' <<<"$r")"
+	# What a restart reads back: the class is in meta.json.
+	e=$(entry_of slru-train)
+	assert_eq "reused in meta.json" true "$(jq -r .reused "$IOSTAGE_TIERS/small/cache/$e/meta.json")"
+	# The third crosses the high watermark: the one-pass entry goes,
+	# although plain LRU would take slru-train.
+	stage_small slru-new || fail "slru-new: $(cat err.slru-new.txt)"
+	wait_finished "$SUBMIT_JOBID"
+	[ -d "$IOSTAGE_TIERS/small/cache/$(entry_of slru-train)" ] ||
+		fail "reused slru-train was evicted before the one-pass entry"
+	[ ! -e "$IOSTAGE_TIERS/small/cache/$(entry_of slru-once)" ] ||
+		fail "one-pass slru-once ($(entry_of slru-once)) was not evicted"
+	[ -d "$IOSTAGE_TIERS/small/cache/$(entry_of slru-new)" ] || fail "slru-new not cached"
+}
+
 # --- 6. ops ---------------------------------------------------------------------------
 
 test_prestage_cache_ls_and_evict() {
