@@ -43,7 +43,7 @@ node_copied() {
 }
 
 test_sched_replay() {
-	local kind ds secs n=0 jid jobs=() t_sub t_done i left rec start submitted task node
+	local kind ds secs profile n=0 jid jobs=() t_sub t_done i left rec start submitted task node
 	local rows="$TEST_WORKDIR/rows.jsonl" ctl_before ctl_after
 	local -A copied0
 	[ -s "$SCHED_STREAM" ] || fail "no stream: $SCHED_STREAM"
@@ -62,10 +62,13 @@ JOB
 	t_sub=$(date +%s.%N)
 	while read -r kind ds secs; do
 		[ -n "$kind" ] || continue
-		# a whole node (2 CPUs), a time limit so backfill can plan it
+		# a whole node (2 CPUs), a time limit so backfill can plan it;
+		# the site profile a user picks for the kind of job
+		profile=dl-train
+		[ "$kind" = infer ] && profile=inference
 		submit "$TEST_USER" -c 2 -t 1 -J "$kind-$(basename "$ds")" \
 			--export=ALL,SCHED_COMPUTE="$secs" \
-			--io-profile="dl-train,data=$ds:$SCHED_TIER" \
+			--io-profile="$profile,data=$ds:$SCHED_TIER" \
 			-o "$TEST_WORKDIR/out.%j" "$TEST_WORKDIR/job.sh" >/dev/null ||
 			fail "submit $n: $SUBMIT_OUT"
 		jobs+=("$SUBMIT_JOBID")

@@ -32,7 +32,8 @@
 #   BENCH_SCHED_INTERVAL   seconds between submissions (2)
 #   BENCH_SCHED_COMPUTE    seconds a training job computes (6; inference: half)
 #   BENCH_SCHED_BW         StageBandwidth= of both modes (64M)
-#   BENCH_SCHED_TIER       the tier jobs stage to (ram: Capacity=256M)
+#   BENCH_SCHED_TIER       the tier jobs stage to (ram)
+#   BENCH_SCHED_CAPACITY   Capacity= of the ram tier on each node (256M)
 #   BENCH_SCHED_HOLD       PlacementHold= of mode sched (10s; 0: no hold)
 #   BENCH_SCHED_MODES      modes to run ("staging sched")
 #   BENCH_SCHED_NAME       results file name: NAME-LATEST.{json,txt} (sched)
@@ -51,6 +52,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${BENCH_SCHED_COMPUTE:=6}"
 : "${BENCH_SCHED_BW:=64M}"
 : "${BENCH_SCHED_TIER:=ram}"
+: "${BENCH_SCHED_CAPACITY:=256M}"
 : "${BENCH_SCHED_MODES:=staging sched}"
 : "${BENCH_SCHED_HOLD:=10s}"
 : "${BENCH_SCHED_NAME:=sched}"
@@ -116,7 +118,7 @@ for mode in $BENCH_SCHED_MODES; do
 	say "mode $mode: booting the cluster, replaying $BENCH_SCHED_JOBS jobs (load $(cut -d' ' -f1-3 /proc/loadavg))"
 	IOSTAGE_EXTRA_CONF="StageBandwidth=$BENCH_SCHED_BW${extra:+
 $extra}" SCHED_MODE=$mode SCHED_STREAM=$STREAM SCHED_INTERVAL=$BENCH_SCHED_INTERVAL \
-		SCHED_TIER=$BENCH_SCHED_TIER SCHED_OUT="$WORK/$mode.json" \
+		SCHED_TIER=$BENCH_SCHED_TIER CLUSTER_RAM_CAPACITY=$BENCH_SCHED_CAPACITY SCHED_OUT="$WORK/$mode.json" \
 		IT_TIMEOUT=600 IT_VERBOSE=1 BUILD=$BUILD \
 		bash "$BENCH_TOP/tests/cluster/run.sh" "$here/sched-jobs.sh" >"$WORK/$mode.log" 2>&1
 	grep -E 'sched-replay|passed|FAIL' "$WORK/$mode.log" >&2
@@ -129,7 +131,7 @@ mkdir -p "$BENCH_RESULTS"
 OUT="$BENCH_RESULTS/$BENCH_SCHED_NAME-LATEST.json"
 jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" \
 	--argjson cpus "$(nproc)" --arg git "$(git -C "$BENCH_TOP" rev-parse --short HEAD 2>/dev/null || echo -)" \
-	--arg bw "$BENCH_SCHED_BW" --arg hold "$BENCH_SCHED_HOLD" --arg tier "$BENCH_SCHED_TIER" --arg load "$LOAD0" \
+	--arg bw "$BENCH_SCHED_BW" --arg hold "$BENCH_SCHED_HOLD" --arg tier "$BENCH_SCHED_TIER" --arg capacity "$BENCH_SCHED_CAPACITY" --arg load "$LOAD0" \
 	--argjson secs "$(awk -v a="$(bench_now)" -v b="$T0" 'BEGIN { printf "%.0f", a - b }')" \
 	--argjson train "$BENCH_SCHED_TRAIN" --argjson train_mib "$BENCH_SCHED_TRAIN_MIB" \
 	--argjson infer_mib "$BENCH_SCHED_INFER_MIB" --argjson interval "$BENCH_SCHED_INTERVAL" '
@@ -168,7 +170,7 @@ jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p
 		date: $date, git: $git, machine: { cpus: $cpus, cpu: $cpu },
 		seconds: $secs, load_at_start: $load,
 		setup: { nodes: 3, cpus_per_node: 2, job_cpus: 2, tier: $tier,
-			 tier_capacity: "256M", source: ("the cluster'"'"'s shared directory, copies bounded by StageBandwidth=" + $bw + " (common/ratelimit.c)"),
+			 tier_capacity: $capacity, source: ("the cluster'"'"'s shared directory, copies bounded by StageBandwidth=" + $bw + " (common/ratelimit.c)"),
 			 training_datasets: $train, training_mib: $train_mib,
 			 inference_mib: $infer_mib, submit_interval_s: $interval,
 			 placement_hold: $hold },

@@ -40,12 +40,12 @@ static struct bwshare_lease *find(struct bwshare *s, const char *node)
 	return NULL;
 }
 
-int bwshare_ask(struct bwshare *s, const char *node, bool want, double now,
-		uint64_t *ret_grant, double *ret_renew_s)
+int bwshare_ask(struct bwshare *s, const char *node, bool want,
+		unsigned weight, double now, uint64_t *ret_grant,
+		double *ret_renew_s)
 {
 	struct bwshare_lease *l;
-	uint64_t others = 0, fair, free_bw, grant;
-	size_t holders;
+	uint64_t others = 0, weights, fair, free_bw, grant;
 
 	if (!node || !conf_is_node_name(node)) {
 		errno = EINVAL;
@@ -74,11 +74,22 @@ int bwshare_ask(struct bwshare *s, const char *node, bool want, double now,
 		s->leases = v;
 		s->cap = cap;
 	}
+	if (weight < 1)
+		weight = 1;
+	if (weight > BWSHARE_WEIGHT_MAX)
+		weight = BWSHARE_WEIGHT_MAX;
+	weights = weight;
 	for (size_t i = 0; i < s->n; i++)
-		if (&s->leases[i] != l)
+		if (&s->leases[i] != l) {
 			others += s->leases[i].grant;
-	holders = s->n + (l ? 0 : 1);
-	fair = s->budget / holders;
+			weights += s->leases[i].weight;
+		}
+	/* At most 65,536 leases of weight <= 16: the product fits in 64
+	 * bits for any budget below 2^44 bytes/s (16 TiB/s); divide first
+	 * beyond that. */
+	fair = s->budget < ((uint64_t)1 << 44)
+		   ? s->budget * weight / weights
+		   : s->budget / weights * weight;
 	free_bw = others < s->budget ? s->budget - others : 0;
 	grant = fair < free_bw ? fair : free_bw;
 	if (!l) {
@@ -87,6 +98,7 @@ int bwshare_ask(struct bwshare *s, const char *node, bool want, double now,
 		strcpy(l->node, node); /* checked: shorter than CONF_NODE_MAX */
 	}
 	l->grant = grant;
+	l->weight = weight;
 	l->expires = now + s->lease_s;
 	*ret_grant = grant;
 	*ret_renew_s = grant < fair ? BWSHARE_RETRY_S : s->lease_s / 2;

@@ -36,6 +36,7 @@ cJSON *ctld_op_stage_bw(const struct ctld_caller *c, const cJSON *req)
 {
 	const cJSON *node = cJSON_GetObjectItemCaseSensitive(req, "node");
 	const cJSON *want = cJSON_GetObjectItemCaseSensitive(req, "want");
+	const cJSON *weight = cJSON_GetObjectItemCaseSensitive(req, "weight");
 	uint64_t grant = 0, budget;
 	double renew = BWSHARE_LEASE_S / 2;
 	cJSON *reply;
@@ -51,12 +52,20 @@ cJSON *ctld_op_stage_bw(const struct ctld_caller *c, const cJSON *req)
 	if (want && !cJSON_IsBool(want))
 		return proto_reply_error("stage_bw: 'want': expected true or "
 					 "false");
+	/* A node that sends none (an older iostaged) copies for jobs. */
+	if (weight && (!cJSON_IsNumber(weight) || weight->valuedouble < 1 ||
+		       weight->valuedouble > BWSHARE_WEIGHT_MAX))
+		return proto_reply_error("stage_bw: 'weight': expected 1 to "
+					 "%d",
+					 BWSHARE_WEIGHT_MAX);
 	pthread_mutex_lock(&bw_lock);
 	budget = bw.budget;
 	if (budget)
 		r = bwshare_ask(&bw, node->valuestring,
-				!want || cJSON_IsTrue(want), now_s(), &grant,
-				&renew);
+				!want || cJSON_IsTrue(want),
+				weight ? (unsigned)weight->valuedouble
+				       : BWSHARE_WEIGHT_STAGING,
+				now_s(), &grant, &renew);
 	pthread_mutex_unlock(&bw_lock);
 	if (r < 0)
 		return proto_reply_error("stage_bw: node %s: cannot take a "

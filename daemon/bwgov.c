@@ -23,11 +23,13 @@
 #include "common/log.h"
 #include "common/proto.h"
 #include "common/ratelimit.h"
+#include "common/bwshare.h"
 #include "common/units.h"
 #include "daemon/bwgov.h"
 
 struct bwgov_slot {
 	_Atomic uint64_t *rate; /* the shared page */
+	unsigned weight;        /* BWSHARE_WEIGHT_STAGING or _PRESTAGE */
 	struct bwgov_slot *next;
 };
 
@@ -53,19 +55,36 @@ static uint64_t fallback_share(void)
 	return f ? f : 1;
 }
 
-/* Every copy gets an equal part of the node's share. Lock held. */
+/* Every copy gets its weight's part of the node's share: a pre-stage one
+ * part, a starting job's copy four. Lock held. */
 static void distribute(void)
 {
-	uint64_t each = ncopies ? node_share / ncopies : 0;
+	uint64_t weights = 0;
 
 	for (struct bwgov_slot *s = slots; s; s = s->next)
-		atomic_store(s->rate, each);
+		weights += s->weight;
+	for (struct bwgov_slot *s = slots; s; s = s->next)
+		atomic_store(s->rate, weights ? node_share / weights * s->weight
+					      : 0);
 }
 
-/* Ask the service: WANT takes/renews, !WANT gives back. 0 with the grant
- * and when to ask again, or -1 with err. */
-static int ask(bool want, uint64_t *ret_grant, long *ret_renew_ms, char *err,
-	       size_t errlen)
+/* The node's weight in the cluster's table: that of its heaviest copy
+ * (a node that only pre-stages yields to nodes starting jobs). Lock
+ * held. */
+static unsigned node_weight(void)
+{
+	unsigned w = BWSHARE_WEIGHT_PRESTAGE;
+
+	for (struct bwgov_slot *s = slots; s; s = s->next)
+		if (s->weight > w)
+			w = s->weight;
+	return w;
+}
+
+/* Ask the service: WANT takes/renews with WEIGHT, !WANT gives back. 0 with
+ * the grant and when to ask again, or -1 with err. */
+static int ask(bool want, unsigned weight, uint64_t *ret_grant,
+	       long *ret_renew_ms, char *err, size_t errlen)
 {
 	cJSON *req = cJSON_CreateObject(), *reply = NULL;
 	const cJSON *ok, *e;
@@ -73,7 +92,8 @@ static int ask(bool want, uint64_t *ret_grant, long *ret_renew_ms, char *err,
 
 	if (!req || !cJSON_AddStringToObject(req, "op", "stage_bw") ||
 	    !cJSON_AddStringToObject(req, "node", gov_conf->node_name) ||
-	    !cJSON_AddBoolToObject(req, "want", want)) {
+	    !cJSON_AddBoolToObject(req, "want", want) ||
+	    !cJSON_AddNumberToObject(req, "weight", weight)) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
@@ -134,6 +154,7 @@ static void *gov_main(void *arg)
 		uint64_t grant = 0;
 		long renew_ms = BWGOV_FALLBACK_RETRY_MS;
 		bool want = ncopies > 0;
+		unsigned weight = node_weight();
 		int r;
 
 		if (!want && !holding) {
@@ -141,7 +162,7 @@ static void *gov_main(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&gov_lock);
-		r = ask(want, &grant, &renew_ms, err, sizeof(err));
+		r = ask(want, weight, &grant, &renew_ms, err, sizeof(err));
 		pthread_mutex_lock(&gov_lock);
 		if (!want) {
 			holding = false; /* given back, or it expires */
@@ -224,10 +245,11 @@ void bwgov_fini(void)
 	pthread_join(gov_thread, NULL);
 	gov_running = false;
 	if (holding)
-		(void)ask(false, &g, &ms, err, sizeof(err));
+		(void)ask(false, BWSHARE_WEIGHT_PRESTAGE, &g, &ms, err,
+			  sizeof(err));
 }
 
-int bwgov_begin(struct bwgov_slot **ret_slot)
+int bwgov_begin(bool prestage, struct bwgov_slot **ret_slot)
 {
 	struct bwgov_slot *s;
 	void *page;
@@ -252,6 +274,7 @@ int bwgov_begin(struct bwgov_slot **ret_slot)
 		goto fail;
 	}
 	s->rate = page;
+	s->weight = prestage ? BWSHARE_WEIGHT_PRESTAGE : BWSHARE_WEIGHT_STAGING;
 	pthread_mutex_lock(&gov_lock);
 	s->next = slots;
 	slots = s;

@@ -46,12 +46,14 @@ void bwgov_init(const struct conf *conf);
 /* Give back the lease and stop the thread. */
 void bwgov_fini(void);
 
-/* A copy begins. Returns the fd of its rate page (to pass to the worker;
+/* A copy begins; PRESTAGE: one made on a prediction for a job still in
+ * the queue (iostagectld's pre-stage), which weighs 1 to a starting
+ * job's copy's 4, here and in the cluster's table (common/bwshare.h). Returns the fd of its rate page (to pass to the worker;
  * the caller closes it after the spawn: the slot keeps its mapping) and *ret_slot, or -1 when
  * copies are unbounded (StageBandwidth= unset, or the page could not be
  * made: then logged, and the copy runs unbounded rather than failing a
  * job for it; *ret_slot = NULL). */
-int bwgov_begin(struct bwgov_slot **ret_slot);
+int bwgov_begin(bool prestage, struct bwgov_slot **ret_slot);
 
 /* The copy ended; NULL is a no-op. */
 void bwgov_end(struct bwgov_slot *slot);

@@ -1295,8 +1295,10 @@ static int cand_cmp(const void *a, const void *b)
 	return x->version < y->version ? -1 : x->version > y->version;
 }
 
-/* TIER's versions nobody pins, least recently used first. */
-static struct cand *candidates(int tier, size_t *ret_n, uint64_t *ret_bytes)
+/* TIER's versions nobody pins, in eviction order (cand_cmp); ONE_USE_ONLY:
+ * only those no second job used. */
+static struct cand *candidates(int tier, bool one_use_only, size_t *ret_n,
+			       uint64_t *ret_bytes)
 {
 	struct cand *c = NULL, *nc;
 	const struct entry *e;
@@ -1305,7 +1307,7 @@ static struct cand *candidates(int tier, size_t *ret_n, uint64_t *ret_bytes)
 
 	pthread_mutex_lock(&cache_mu);
 	for (e = entries; e; e = e->next) {
-		if (e->tier != tier)
+		if (e->tier != tier || (one_use_only && e->reused))
 			continue;
 		nc = realloc(c, sizeof(*c) * (n + 1));
 		if (!nc)
@@ -1362,8 +1364,8 @@ static bool evict_one(int tier, const struct cand *c)
 	return done;
 }
 
-int cache_reserve(int tier, const char *dsname, uint64_t size, char *err,
-		  size_t errlen)
+int cache_reserve(int tier, const char *dsname, uint64_t size,
+		  bool speculative, char *err, size_t errlen)
 {
 	const struct conf_tier *t = &cache_conf->tiers[tier];
 	char need[32], avail[32];
@@ -1383,20 +1385,28 @@ int cache_reserve(int tier, const char *dsname, uint64_t size, char *err,
 	high = u.capacity / 100 * cache_conf->cache_high_watermark;
 	low = u.capacity / 100 * cache_conf->cache_low_watermark;
 	if (u.used + size > high || size > u.free) {
-		c = candidates(tier, &n, &evictable);
+		c = candidates(tier, speculative, &n, &evictable);
 		if (size > u.free + evictable) {
 			snprintf(err, errlen,
 				 "tier '%s' full: dataset '%s' needs %s, %s "
-				 "free after eviction",
+				 "free after eviction%s",
 				 t->name, dsname,
 				 units_bytes(size, need, sizeof(need)),
 				 units_bytes(u.free + evictable, avail,
-					     sizeof(avail)));
+					     sizeof(avail)),
+				 speculative ? " (a pre-stage evicts only "
+					       "data one job used)"
+					     : "");
 			errno = ENOSPC;
 			goto out;
 		}
+		/* Down to the low watermark, so the next stagings need no
+		 * eviction; but that slack is made of one-use versions only:
+		 * for data jobs came back to, below the high one is enough. */
 		for (i = 0; i < n; i++) {
-			if (u.used + size <= low && size <= u.free)
+			uint64_t target = c[i].reused ? high : low;
+
+			if (u.used + size <= target && size <= u.free)
 				break;
 			if (evict_one(tier, &c[i]) && tiers_usage(tier, &u) < 0)
 				break;

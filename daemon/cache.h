@@ -148,13 +148,15 @@ int cache_build_publish(struct cache_build *b, const struct cache_meta *meta,
 void cache_build_abort(struct cache_build *b);
 
 /* Make room for SIZE bytes of dataset DSNAME on TIER and reserve them
- * (tiers_reserve): above CacheHighWatermark, evict unpinned versions, least
- * recently used first, until use is below CacheLowWatermark. A dataset
+ * (tiers_reserve): above CacheHighWatermark, evict unpinned versions (those
+ * one job used first, each class least recently used first; SPECULATIVE,
+ * a copy made on a prediction: only those one job used) until use is
+ * below CacheLowWatermark. A dataset
  * that cannot fit even then is refused (-1, ENOSPC) with
  * "tier 'nvme' full: dataset 'imagenet' needs 1.2 GiB, 300 MiB free after
  * eviction". Give the bytes back with tiers_release. */
-int cache_reserve(int tier, const char *dsname, uint64_t size, char *err,
-		  size_t errlen);
+int cache_reserve(int tier, const char *dsname, uint64_t size,
+		  bool speculative, char *err, size_t errlen);
 
 /* Pin K.vN for job JOBID of this node (pins/NODE.JOBID) and mark it used
  * now (LRU); K.lock held. 0 or -1 with err. */

@@ -65,6 +65,9 @@ struct job {
 	char *profile_json;          /* normalized, as persisted */
 	bool tiers[CONF_MAX_TIERS];  /* tiers holding TIER/jobs/JOBID */
 	bool prestage;               /* a cache warm-up: no dirs, no pins */
+	/* A pre-stage for a pending job (iostagectld's prediction): it may
+	 * only evict versions that one job used (cache_reserve). */
+	bool speculative;
 	time_t created;
 	struct timespec t0;          /* CLOCK_MONOTONIC at creation */
 	/* A multi-node job's nodes (the head first), from the Prolog's

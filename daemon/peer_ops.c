@@ -168,7 +168,8 @@ static cJSON *op_peer_history_get(const struct peernet_peer *p,
 
 /* Pre-staging for a pending job (ctld/slurmsched.c): the same as root's
  * `iostage stage --user`, so the copy runs as that user, within the
- * tier's capacity and evicting only unpinned entries (cache_reserve). */
+ * tier's capacity and evicting only unpinned entries that one job used
+ * (a prediction: cache_reserve's speculative). */
 static cJSON *op_peer_prestage(const struct peernet_peer *p,
 			       const cJSON *req)
 {

@@ -778,6 +778,9 @@ static cJSON *op_prestage(const struct peer *c, const cJSON *req)
 		goto fail;
 	profile = NULL; /* the job's now */
 	job->prestage = true;
+	/* iostagectld's, for a job it expects to start here: a prediction,
+	 * which must not cost data that jobs come back to. */
+	job->speculative = cJSON_GetObjectItemCaseSensitive(req, "for_job") != NULL;
 	switch (jobs_insert(job, &old, err, sizeof(err))) {
 	case 0:
 		break;

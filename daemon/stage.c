@@ -340,7 +340,8 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		jobs_add_totals(job, o->total_bytes, o->total_files);
 		/* Only what is copied takes space: linked files share the
 		 * previous version's blocks. */
-		if (cache_reserve(tier, ds->name, o->copy_bytes, o->err,
+		if (cache_reserve(tier, ds->name, o->copy_bytes,
+				  job->speculative, o->err,
 				  sizeof(o->err)) < 0) {
 			close_in(w); /* no "go": the worker cancels */
 			return -1;
@@ -467,7 +468,9 @@ static int run_worker(struct run *run, const struct profile_dataset *ds,
 		return -1;
 	}
 	/* Only copies read the PFS in bulk: checks are stats. */
-	rate_fd = task->mode == WORKER_BUILD ? bwgov_begin(&bw) : -1;
+	rate_fd = task->mode == WORKER_BUILD
+			  ? bwgov_begin(job->speculative, &bw)
+			  : -1;
 	r = worker_spawn(task, rate_fd, &w, run->err, sizeof(run->err));
 	if (rate_fd >= 0)
 		close(rate_fd); /* the worker has its own; bw keeps the page */

@@ -57,6 +57,7 @@
 #   CLUSTER_PFS_OBSERVE=yes  iostage.conf says PfsPath=DIR/pfs: auto jobs
 #                        without advice are observed (docs/HISTORY.md)
 #   CLUSTER_NVME_CAPACITY  Capacity= of the node-local nvme tier (20G)
+#   CLUSTER_RAM_CAPACITY   Capacity= of the node-local ram tier (256M)
 set -uo pipefail
 
 CL_SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -250,7 +251,7 @@ ProfileDir=$dir/iostage/root/etc/slurm/iostage.d
 # Capacity= given: iostagectld on ctl does not mount the nodes' tiers, and
 # its rules stage only what fits a tier of known size (docs/HISTORY.md)
 Tier=nvme Path=$dir/local/nvme Medium=nvme Capacity=${CLUSTER_NVME_CAPACITY:-20G}
-Tier=ram Path=$dir/local/ram Medium=ram Capacity=256M
+Tier=ram Path=$dir/local/ram Medium=ram Capacity=${CLUSTER_RAM_CAPACITY:-256M}
 Tier=bb Path=$dir/shared/bb Medium=ssd Shared=yes
 DefaultTier=nvme
 StageTimeout=60

@@ -394,19 +394,25 @@ test_capacity_lru_eviction_and_pins() {
 
 # Segmented LRU: a version only one job used goes before one jobs came
 # back to, however recently it was used (daemon/cache.c, cand_cmp).
-test_one_pass_entries_evicted_before_reused() {
-	local key e r
-	# Start from an empty small tier: earlier tests' entries would be
-	# candidates too (one may stay pinned until its job's Epilog ends).
+# empty_small_tier: evict every entry of the small tier (earlier tests'
+# entries would be eviction candidates too; one may stay pinned until its
+# job's Epilog ends).
+empty_small_tier() {
+	local r key
 	for _ in $(seq 1 100); do
 		r=$(iostaged_request '{"op":"cache_ls","tier":"small"}')
-		[ "$(jq '.entries | length' <<<"$r")" = 0 ] && break
+		[ "$(jq '.entries | length' <<<"$r")" = 0 ] && return 0
 		for key in $(jq -r '.entries[].key' <<<"$r" | sort -u); do
 			iostaged_request "{\"op\":\"cache_evict\",\"key\":\"$key\",\"tier\":\"small\"}" >/dev/null
 		done
 		sleep 0.2
 	done
-	[ "$(jq '.entries | length' <<<"$r")" = 0 ] || fail "cannot empty the small tier: $r"
+	fail "cannot empty the small tier: $r"
+}
+
+test_one_pass_entries_evicted_before_reused() {
+	local e r
+	empty_small_tier
 	mkds slru-train 1300000
 	mkds slru-once 1300000
 	mkds slru-new 1300000
@@ -435,6 +441,66 @@ test_one_pass_entries_evicted_before_reused() {
 	[ ! -e "$IOSTAGE_TIERS/small/cache/$(entry_of slru-once)" ] ||
 		fail "one-pass slru-once ($(entry_of slru-once)) was not evicted"
 	[ -d "$IOSTAGE_TIERS/small/cache/$(entry_of slru-new)" ] || fail "slru-new not cached"
+}
+
+# The low watermark's slack comes from one-use versions only: a reused
+# version goes only as far as the high watermark needs (4 MiB tier: high
+# 3.56 MB, low 3.15 MB).
+test_low_watermark_slack_spares_reused_data() {
+	local a b o
+	empty_small_tier
+	mkds wm-a 1300000
+	mkds wm-b 1300000
+	mkds wm-once 300000
+	mkds wm-new 800000
+	for ds in wm-a wm-a wm-b wm-b wm-once; do
+		stage_small "$ds" || fail "$ds: $(cat "err.$ds.txt")"
+		wait_finished "$SUBMIT_JOBID"
+	done
+	a=$(entry_of wm-a)
+	b=$(entry_of wm-b)
+	o=$(entry_of wm-once)
+	# 2.9 MB + 0.8 MB crosses the high watermark; without wm-once it is
+	# 3.4 MB: above the low one, below the high one.
+	stage_small wm-new || fail "wm-new: $(cat err.wm-new.txt)"
+	wait_finished "$SUBMIT_JOBID"
+	[ ! -e "$IOSTAGE_TIERS/small/cache/$o" ] || fail "one-use wm-once ($o) was not evicted"
+	[ -d "$IOSTAGE_TIERS/small/cache/$a" ] && [ -d "$IOSTAGE_TIERS/small/cache/$b" ] ||
+		fail "reused data evicted for the low watermark's slack: $(ls "$IOSTAGE_TIERS/small/cache")"
+}
+
+# A pre-stage for a pending job (iostagectld's prediction, "for_job") may
+# evict only what one job used; a user's own warm-up may evict the rest.
+test_prestage_for_a_pending_job_keeps_reused_data() {
+	local a b r id
+	empty_small_tier
+	mkds spec-a 1300000
+	mkds spec-b 1300000
+	mkds spec-c 2000000
+	for ds in spec-a spec-a spec-b spec-b; do
+		stage_small "$ds" || fail "$ds: $(cat "err.$ds.txt")"
+		wait_finished "$SUBMIT_JOBID"
+	done
+	a=$(entry_of spec-a)
+	b=$(entry_of spec-b)
+	# 2.6 MB of reused data on a 4 MiB tier: 2 MB more fits only by
+	# evicting one of them, which a prediction may not do.
+	r=$(iostaged_request "{\"op\":\"prestage\",\"path\":\"$TEST_WORKDIR/pfs/spec-c\",\"user\":\"$TEST_USER\",\"tier\":\"small\",\"for_job\":4242}")
+	id=$(jq -r .id <<<"$r")
+	[ "$id" != null ] || fail "prestage refused: $r"
+	r=$(iostaged_request "{\"op\":\"wait\",\"job\":$id,\"timeout\":30}")
+	assert_contains "speculative pre-stage refused" "$r" '"state":"failed"'
+	assert_contains "and why" "$r" "a pre-stage evicts only data one job used"
+	[ -d "$IOSTAGE_TIERS/small/cache/$a" ] && [ -d "$IOSTAGE_TIERS/small/cache/$b" ] ||
+		fail "a pre-stage evicted reused data: $(ls "$IOSTAGE_TIERS/small/cache")"
+	# The user's own warm-up of the same data evicts the least recently
+	# used of them (spec-a).
+	r=$(iostaged_request "{\"op\":\"prestage\",\"path\":\"$TEST_WORKDIR/pfs/spec-c\",\"user\":\"$TEST_USER\",\"tier\":\"small\"}")
+	id=$(jq -r .id <<<"$r")
+	r=$(iostaged_request "{\"op\":\"wait\",\"job\":$id,\"timeout\":30}")
+	assert_contains "warm-up" "$r" '"state":"staged"'
+	[ ! -e "$IOSTAGE_TIERS/small/cache/$a" ] || fail "warm-up did not evict spec-a ($a)"
+	[ -d "$IOSTAGE_TIERS/small/cache/$b" ] || fail "warm-up evicted spec-b too"
 }
 
 # --- 6. ops ---------------------------------------------------------------------------

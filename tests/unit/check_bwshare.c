@@ -16,15 +16,23 @@
 
 #define MB (1000000ULL)
 
-static uint64_t ask(struct bwshare *s, const char *node, bool want,
-		    double now)
+static uint64_t ask_w(struct bwshare *s, const char *node, bool want,
+		      unsigned weight, double now)
 {
 	uint64_t g = 12345;
 	double renew = -1;
 
-	ck_assert_int_eq(bwshare_ask(s, node, want, now, &g, &renew), 0);
+	ck_assert_int_eq(bwshare_ask(s, node, want, weight, now, &g, &renew),
+			 0);
 	ck_assert(renew > 0);
 	return g;
+}
+
+/* Nodes copying for starting jobs, all of one weight. */
+static uint64_t ask(struct bwshare *s, const char *node, bool want,
+		    double now)
+{
+	return ask_w(s, node, want, BWSHARE_WEIGHT_STAGING, now);
 }
 
 static uint64_t granted(struct bwshare *s, double now)
@@ -44,7 +52,7 @@ START_TEST(test_alone_gets_all)
 
 	bwshare_init(&s, 300 * MB, 0);
 	ck_assert(s.lease_s == BWSHARE_LEASE_S);
-	ck_assert_int_eq(bwshare_ask(&s, "n1", true, 10, &g, &renew), 0);
+	ck_assert_int_eq(bwshare_ask(&s, "n1", true, BWSHARE_WEIGHT_STAGING, 10, &g, &renew), 0);
 	ck_assert_uint_eq(g, 300 * MB);
 	ck_assert(renew == BWSHARE_LEASE_S / 2);
 	ck_assert_uint_eq(bwshare_grant_of(&s, "n1", 10.5), 300 * MB);
@@ -67,7 +75,7 @@ START_TEST(test_newcomer_waits_then_equal_shares)
 	ck_assert_uint_eq(ask(&s, "n1", true, 0), 300 * MB);
 	/* n2 arrives while n1 holds everything: nothing free yet, and it is
 	 * told to ask again soon. */
-	ck_assert_int_eq(bwshare_ask(&s, "n2", true, 0.1, &g, &renew), 0);
+	ck_assert_int_eq(bwshare_ask(&s, "n2", true, BWSHARE_WEIGHT_STAGING, 0.1, &g, &renew), 0);
 	ck_assert_uint_eq(g, 0);
 	ck_assert(renew == BWSHARE_RETRY_S);
 	ck_assert_uint_le(granted(&s, 0.1), 300 * MB);
@@ -111,6 +119,33 @@ START_TEST(test_expiry_returns_share)
 }
 END_TEST
 
+/* A node that only pre-stages weighs 1 against a starting job's 4: it
+ * gets a fifth beside one, and all of it alone. */
+START_TEST(test_prestage_weighs_less)
+{
+	struct bwshare s;
+
+	bwshare_init(&s, 100 * MB, 2);
+	ck_assert_uint_eq(ask_w(&s, "n1", true, BWSHARE_WEIGHT_PRESTAGE, 0),
+			  100 * MB);
+	/* n2 starts a job: nothing free until n1 renews at its share. */
+	ck_assert_uint_eq(ask(&s, "n2", true, 0.1), 0);
+	ck_assert_uint_eq(ask_w(&s, "n1", true, BWSHARE_WEIGHT_PRESTAGE, 1.0),
+			  20 * MB);
+	ck_assert_uint_eq(ask(&s, "n2", true, 1.1), 80 * MB);
+	ck_assert_uint_eq(granted(&s, 1.1), 100 * MB);
+	/* n1's pre-stage becomes a job's staging (weight 4): halves. */
+	ck_assert_uint_eq(ask(&s, "n1", true, 1.2), 20 * MB);
+	ck_assert_uint_eq(ask(&s, "n2", true, 1.3), 50 * MB);
+	ck_assert_uint_eq(ask(&s, "n1", true, 1.4), 50 * MB);
+	/* n2 ends: n1 gets all, whatever its weight. */
+	ck_assert_uint_eq(ask(&s, "n2", false, 1.5), 0);
+	ck_assert_uint_eq(ask_w(&s, "n1", true, BWSHARE_WEIGHT_PRESTAGE, 1.6),
+			  100 * MB);
+	bwshare_fini(&s);
+}
+END_TEST
+
 /* Any interleaving: the sum stays within the budget at every step. */
 START_TEST(test_never_above_budget)
 {
@@ -125,7 +160,9 @@ START_TEST(test_never_above_budget)
 
 		snprintf(node, sizeof(node), "n%d", r % 13);
 		now += (double)(r % 100) / 400.0;
-		ask(&s, node, (r >> 8) % 5 != 0, now);
+		/* weights out of range too: they are clamped */
+		ask_w(&s, node, (r >> 8) % 5 != 0, (unsigned)(r >> 12) % 20,
+		      now);
 		granted(&s, now);
 	}
 	bwshare_fini(&s);
@@ -142,7 +179,7 @@ START_TEST(test_bad_input)
 	bwshare_init(&s, 10 * MB, 2);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		errno = 0;
-		ck_assert_int_eq(bwshare_ask(&s, bad[i], true, 0, &g, &renew),
+		ck_assert_int_eq(bwshare_ask(&s, bad[i], true, 1, 0, &g, &renew),
 				 -1);
 		ck_assert_int_eq(errno, EINVAL);
 		ck_assert_uint_eq(g, 42); /* untouched */
@@ -151,7 +188,7 @@ START_TEST(test_bad_input)
 
 	memset(longname, 'a', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
-	ck_assert_int_eq(bwshare_ask(&s, longname, true, 0, &g, &renew), -1);
+	ck_assert_int_eq(bwshare_ask(&s, longname, true, 1, 0, &g, &renew), -1);
 	ck_assert_uint_eq(granted(&s, 0), 0);
 	/* Giving back a lease never held is fine. */
 	ck_assert_uint_eq(ask(&s, "n9", false, 0), 0);
@@ -190,6 +227,7 @@ static Suite *bwshare_suite(void)
 	tcase_add_test(tc, test_alone_gets_all);
 	tcase_add_test(tc, test_newcomer_waits_then_equal_shares);
 	tcase_add_test(tc, test_expiry_returns_share);
+	tcase_add_test(tc, test_prestage_weighs_less);
 	tcase_add_test(tc, test_never_above_budget);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_many_nodes);

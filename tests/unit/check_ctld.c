@@ -262,6 +262,23 @@ START_TEST(test_stage_bw)
 	ck_assert(ok);
 	ck_assert(num_of(r, "grant") == 0);
 	cJSON_Delete(r);
+	/* A node only pre-staging (weight 1) beside n2 (no weight: a
+	 * starting job's 4) has a fifth as its share. */
+	{
+		cJSON *req = bw_req("n3", 1);
+
+		cJSON_AddNumberToObject(req, "weight", 1);
+		r = ask(&root_c, "stage_bw", req, 0, &ok);
+		ck_assert(ok);
+		ck_assert(num_of(r, "grant") == 18 << 20);
+		cJSON_Delete(r);
+		req = bw_req("n3", 1);
+		cJSON_AddNumberToObject(req, "weight", 17);
+		r = ask(&root_c, "stage_bw", req, 0, &ok);
+		ck_assert(!ok);
+		ck_assert_ptr_nonnull(strstr(error_of(r), "'weight'"));
+		cJSON_Delete(r);
+	}
 	/* No budget configured: grant 0, budget 0 (unbounded). */
 	conf.stage_bandwidth = 0;
 	ctld_bw_init(&conf);
