@@ -69,6 +69,10 @@ struct job {
 	 * only evict versions that one job used (cache_reserve). */
 	bool speculative;
 	time_t created;
+	/* The same instant in ns (CLOCK_REALTIME): the record's start and
+	 * its stage_in phase's, which the run phase (a task's own clock) is
+	 * compared with; whole seconds would move stage_in up to 1 s early. */
+	int64_t created_ns;
 	struct timespec t0;          /* CLOCK_MONOTONIC at creation */
 	/* A multi-node job's nodes (the head first), from the Prolog's
 	 * stage request; 0 or 1: a single-node job (no peer traffic). */

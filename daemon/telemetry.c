@@ -173,6 +173,13 @@ static const char *record_state(const struct job *job,
 							  : "stage_failed";
 }
 
+/* When JOB was created (its Prolog's stage request), in seconds with its
+ * nanoseconds: the record's start and stage_in's. */
+static double job_start_s(const struct job *job)
+{
+	return (double)job->created_ns / 1e9;
+}
+
 /* Job-level keys and stage_in from the job table. stage_in only once
  * staging is over: the fields it reads are no longer written then (the
  * state change we saw through jobs_view was made under the table lock
@@ -252,8 +259,8 @@ static void refresh_from_job(struct tjob *t, struct job *job)
 	if (!ph)
 		return;
 	cJSON_AddStringToObject(ph, "name", "stage_in");
-	cJSON_AddNumberToObject(ph, "start", (double)job->created);
-	cJSON_AddNumberToObject(ph, "end", (double)job->created + job->staged_s);
+	cJSON_AddNumberToObject(ph, "start", job_start_s(job));
+	cJSON_AddNumberToObject(ph, "end", job_start_s(job) + job->staged_s);
 	cJSON_AddNumberToObject(ph, "seconds", job->staged_s);
 	cJSON_AddNumberToObject(ph, "bytes", (double)v.bytes);
 	cJSON_AddNumberToObject(ph, "files", (double)v.files);
@@ -302,7 +309,7 @@ static struct tjob *tjob_create(struct job *job)
 				      ? cJSON_Parse(job->profile_json)
 				      : cJSON_CreateObject());
 	cJSON_AddStringToObject(b, "state", "completed");
-	cJSON_AddNumberToObject(b, "start", (double)job->created);
+	cJSON_AddNumberToObject(b, "start", job_start_s(job));
 	cJSON_AddItemToObject(b, "datasets", cJSON_CreateArray());
 	cJSON_AddItemToObject(b, "outputs", cJSON_CreateArray());
 	if (jobs_multi_node(job)) {
@@ -331,7 +338,7 @@ static bool finished_on_disk(const struct job *job)
 {
 	cJSON *rec = read_record(job->id);
 	bool done = rec && cJSON_GetObjectItemCaseSensitive(rec, "end") &&
-		    num(rec, "start") == (double)job->created;
+		    num(rec, "start") == job_start_s(job);
 
 	cJSON_Delete(rec);
 	return done;

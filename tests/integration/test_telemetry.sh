@@ -345,6 +345,31 @@ JSON
 		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "stage_in") | "\(.bytes) \(.files)"')"
 }
 
+# The record's clock: stage_in starts at the Prolog's request, to the
+# nanosecond like the run phase (the task's own clock), so stage_in's end
+# and the run's start can be compared. Whole seconds moved stage_in up to
+# 1 s early: a submit right before it shows that, and so does its
+# fraction.
+test_telemetry_stage_in_start_to_the_nanosecond() {
+	local ds="$TEST_WORKDIR/pfs/clock" rec t0 si
+	mkdir -p "$ds"
+	head -c 1000 /dev/urandom >"$ds/x"
+	chown -R "$TEST_USER:" "$ds"
+	t0=$(date +%s.%N)
+	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds" -o out.txt \
+		--wrap 'date +%s.%N' >/dev/null || fail "job failed: $SUBMIT_OUT"
+	rec=$(wait_finished "$SUBMIT_JOBID") || fail "no finished record"
+	si=$(jq -r '.phases[] | select(.name == "stage_in") | .start' <<<"$rec")
+	awk -v si="$si" -v t0="$t0" 'BEGIN { exit !(si >= t0) }' ||
+		fail "stage_in starts at $si, before the submit at $t0"
+	awk -v si="$si" 'BEGIN { exit !(si != int(si)) }' || fail "stage_in start $si: whole seconds"
+	assert_eq "the record's start is stage_in's" "$si" "$(jq -r .start <<<"$rec")"
+	awk -v e="$(jq -r '.phases[] | select(.name == "stage_in") | .end' <<<"$rec")" \
+		-v r="$(run_value "$rec" start)" -v task="$(cat out.txt)" \
+		'BEGIN { exit !(e <= r && r <= task + 0.05) }' ||
+		fail "stage_in end, run start, task clock out of order: $(jq -c .phases <<<"$rec"), task $(cat out.txt)"
+}
+
 # Issue 11 item 6: the run's bytes are file I/O, as Darshan counts them.
 # cat reads 128 MiB of the dataset into /dev/null; dd reads 32 MiB of
 # /dev/zero and writes them to the output (its summary goes to out.txt,
