@@ -178,7 +178,8 @@ struct job *jobs_create(uint32_t id, uid_t uid, gid_t gid, const char *user,
 
 		clock_gettime(CLOCK_REALTIME, &rt);
 		job->created = rt.tv_sec;
-		job->created_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+		job->created_us = (int64_t)rt.tv_sec * 1000000 +
+				  rt.tv_nsec / 1000;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &job->t0);
 	job->state = JOB_STAGING;
@@ -419,7 +420,7 @@ static cJSON *job_json_locked(const struct job *job)
 	cJSON_AddNumberToObject(o, "gid", job->gid);
 	cJSON_AddStringToObject(o, "user", job->user);
 	cJSON_AddNumberToObject(o, "created", (double)job->created);
-	cJSON_AddNumberToObject(o, "created_ns", (double)job->created_ns);
+	cJSON_AddNumberToObject(o, "created_us", (double)job->created_us);
 	add_state_fields(o, job);
 	tiers = cJSON_AddArrayToObject(o, "tiers");
 	tb = cJSON_AddObjectToObject(o, "tier_bytes");
@@ -1097,11 +1098,11 @@ static struct job *job_from_json(const cJSON *o, char *err, size_t errlen)
 	job->gid = (gid_t)proto_u64(o, "gid");
 	snprintf(job->user, sizeof(job->user), "%s", user->valuestring);
 	job->created = (time_t)proto_u64(o, "created");
-	/* State written before created_ns existed, or inconsistent: the
+	/* State written before created_us existed, or inconsistent: the
 	 * whole second. */
-	job->created_ns = (int64_t)proto_u64(o, "created_ns");
-	if (job->created_ns / 1000000000 != (int64_t)job->created)
-		job->created_ns = (int64_t)job->created * 1000000000;
+	job->created_us = (int64_t)proto_u64(o, "created_us");
+	if (job->created_us / 1000000 != (int64_t)job->created)
+		job->created_us = (int64_t)job->created * 1000000;
 	if (state_from_name(state->valuestring, &job->state) < 0) {
 		snprintf(err, errlen, "unknown state '%.32s'",
 			 state->valuestring);

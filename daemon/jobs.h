@@ -69,10 +69,12 @@ struct job {
 	 * only evict versions that one job used (cache_reserve). */
 	bool speculative;
 	time_t created;
-	/* The same instant in ns (CLOCK_REALTIME): the record's start and
-	 * its stage_in phase's, which the run phase (a task's own clock) is
-	 * compared with; whole seconds would move stage_in up to 1 s early. */
-	int64_t created_ns;
+	/* The same instant in microseconds (CLOCK_REALTIME): the record's
+	 * start and its stage_in phase's, which the run phase (a task's own
+	 * clock) is compared with; whole seconds would move stage_in up to
+	 * 1 s early. Microseconds, not ns: a double (JSON, the record)
+	 * holds them exactly, so a reloaded job's start equals its record's. */
+	int64_t created_us;
 	struct timespec t0;          /* CLOCK_MONOTONIC at creation */
 	/* A multi-node job's nodes (the head first), from the Prolog's
 	 * stage request; 0 or 1: a single-node job (no peer traffic). */

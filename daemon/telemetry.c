@@ -173,11 +173,11 @@ static const char *record_state(const struct job *job,
 							  : "stage_failed";
 }
 
-/* When JOB was created (its Prolog's stage request), in seconds with its
- * nanoseconds: the record's start and stage_in's. */
+/* When JOB was created (its Prolog's stage request), in seconds to the
+ * microsecond: the record's start and stage_in's. */
 static double job_start_s(const struct job *job)
 {
-	return (double)job->created_ns / 1e9;
+	return (double)job->created_us / 1e6;
 }
 
 /* Job-level keys and stage_in from the job table. stage_in only once

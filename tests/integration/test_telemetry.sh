@@ -346,11 +346,11 @@ JSON
 }
 
 # The record's clock: stage_in starts at the Prolog's request, to the
-# nanosecond like the run phase (the task's own clock), so stage_in's end
+# microsecond like the run phase (the task's own clock), so stage_in's end
 # and the run's start can be compared. Whole seconds moved stage_in up to
 # 1 s early: a submit right before it shows that, and so does its
 # fraction.
-test_telemetry_stage_in_start_to_the_nanosecond() {
+test_telemetry_stage_in_start_to_the_microsecond() {
 	local ds="$TEST_WORKDIR/pfs/clock" rec t0 si
 	mkdir -p "$ds"
 	head -c 1000 /dev/urandom >"$ds/x"
