@@ -393,6 +393,7 @@ static void prestage_poll(struct pending_job *j, struct pending_node *pn,
 		log_info("prestage: job %u: %s staged on %s", j->job,
 			 j->ds[d].path, pn->name);
 	} else if (state && (!strcmp(state, "failed") ||
+			     !strcmp(state, "finished") ||
 			     !strcmp(state, "unknown"))) {
 		const char *e = cJSON_GetStringValue(
 		    cJSON_GetObjectItemCaseSensitive(reply, "error"));

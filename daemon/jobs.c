@@ -272,6 +272,22 @@ struct job *jobs_get(uint32_t id)
 	return job;
 }
 
+/* The ids of the last JOBS_FINISHED_KEEP jobs finished here, a ring
+ * under jobs_lock. */
+static uint32_t finished_ids[JOBS_FINISHED_KEEP];
+static size_t finished_next;
+
+bool jobs_finished_here(uint32_t id)
+{
+	bool r = false;
+
+	pthread_mutex_lock(&jobs_lock);
+	for (size_t i = 0; i < JOBS_FINISHED_KEEP && !r; i++)
+		r = id && finished_ids[i] == id;
+	pthread_mutex_unlock(&jobs_lock);
+	return r;
+}
+
 bool jobs_known(uint32_t id)
 {
 	bool r;
@@ -704,6 +720,9 @@ int jobs_finish(uint32_t id, unsigned timeout_s, char *err, size_t errlen)
 	}
 	if (forget(job))
 		jobs_put(job); /* the table's reference */
+	pthread_mutex_lock(&jobs_lock);
+	finished_ids[finished_next++ % JOBS_FINISHED_KEEP] = id;
+	pthread_mutex_unlock(&jobs_lock);
 	r = 0;
 out:
 	jobs_put(job);

@@ -165,6 +165,13 @@ uint32_t jobs_next_prestage_id(void);
 /* Is a job with id ID in the table? (For the cache's pin check.) */
 bool jobs_known(uint32_t id);
 
+/* Whether job ID was finished here (its Epilog ran) in the last
+ * JOBS_FINISHED_KEEP finishes: another node still staging it asks
+ * (stage_state), and "unknown" would keep it waiting for a job that is
+ * over. Kept in memory only. */
+#define JOBS_FINISHED_KEEP 1024
+bool jobs_finished_here(uint32_t id);
+
 /* Forget prestage jobs that ended more than JOBS_PRESTAGE_KEEP_S ago. */
 void jobs_prune_prestage(void);
 

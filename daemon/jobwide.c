@@ -114,6 +114,13 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 				st[i] = PEER_FAILED;
 				snprintf(why[i], sizeof(why[i]), "%s",
 					 str(r, "error", "staging failed"));
+			} else if (!strcmp(s, "finished")) {
+				/* Its Epilog ran: the job is over there, and
+				 * waiting for it would last the whole staging
+				 * timeout. */
+				st[i] = PEER_FAILED;
+				snprintf(why[i], sizeof(why[i]),
+					 "the job already ended there");
 			} else {
 				down_since[i] = 0;
 			}

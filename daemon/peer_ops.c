@@ -4,8 +4,9 @@
  * it before dispatch): the asking node has already checked its own user.
  *   peer_ping                     -> node version
  *   stage_state    job            -> node state("staging"|"staged"|
- *                                    "failed"|"unknown") error
- *                                    (this node's own staging of job J)
+ *                                    "failed"|"finished"|"unknown") error
+ *                                    (this node's own staging of job J;
+ *                                    "finished": its Epilog ran here)
  *   telemetry_part job            -> record (this node's part, live or
  *                                    finished)
  *   part_put       job node record -> (the head keeps NODE's closed part)
@@ -67,8 +68,12 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 	cJSON_AddStringToObject(r, "node", peer_self());
 	job = jobs_get(id);
 	if (!job) {
-		/* Its Prolog may not have asked yet. */
-		cJSON_AddStringToObject(r, "state", "unknown");
+		/* Over here (the job ended while the asker still stages: this
+		 * node's Prolog failed and its script ran), or its Prolog has
+		 * not asked yet. */
+		cJSON_AddStringToObject(r, "state", jobs_finished_here(id)
+							 ? "finished"
+							 : "unknown");
 		return r;
 	}
 	jobs_view(job, &v);

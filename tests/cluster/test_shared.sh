@@ -202,9 +202,8 @@ test_shared_kill_builder_mid_build() {
 		"$(builds_in_flight | grep -Fx "$build")"
 	# Restarted once the job ends (its Epilogs run: COMPLETING), so the
 	# builder's Epilog, which asks again for up to 30 s, finds it rather
-	# than giving up. Not before: the other nodes, still staging, would
-	# find it back and wait for it (the job's staging timeout, 120 s)
-	# instead of seeing it gone and applying the job's policy.
+	# than giving up. (Back while the others still stage:
+	# test_shared_builder_back_while_others_stage.)
 	wait_job_state "$jid" 'COMPLETING|COMPLETED|FAILED' 120 || fail "job $jid: $(job_state "$jid")"
 	iostaged_start "$builder" || fail "iostaged on $builder did not restart"
 	wait_job_state "$jid" 'COMPLETED|FAILED' 60 || fail "job $jid: $(job_state "$jid")"
@@ -223,6 +222,39 @@ test_shared_kill_builder_mid_build() {
 	wait_finished "$builder" "$jid2" || fail "next job not finished"
 	: "$other"
 	assert_clean_shared "$ds"
+}
+
+# The builder's iostaged is killed and comes back at once, while the other
+# nodes still stage: the job fails on the builder (its Prolog lost the
+# daemon, its script ran and failed) and its Epilog finishes it there.
+# The other nodes, waiting for the job-wide outcome, must learn that the
+# job is over there ("finished") rather than wait for it until their
+# staging timeout (120 s) with the job already COMPLETING.
+test_shared_builder_back_while_others_stage() {
+	local ds jid build builder t0 t1 node
+	ds=$(slow_dataset back 20)
+	submit "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds:bb,timeout=120" --export=ALL,SRC="$ds" \
+		-o out.txt -e err.txt --wrap "srun bash -c '$DIFF_STEP'" >/dev/null || fail "sbatch: $SUBMIT_OUT"
+	jid=$SUBMIT_JOBID
+	build=$(wait_build_started) || fail "no build seen on the shared tier"
+	stage_worker_stop "$ds" || fail "no stage worker for $ds"
+	builder=${build##*.}
+	sleep 1
+	iostaged_kill "$builder"
+	iostaged_start "$builder" || fail "iostaged on $builder did not restart"
+	t0=$(date +%s)
+	wait_job_state "$jid" 'COMPLETED|FAILED' 60 ||
+		fail "job $jid still $(job_state "$jid") 60 s after $builder came back"
+	t1=$(date +%s)
+	for node in n1 n2 n3; do
+		assert_eq "$node: no staging timeout" 0 "$(log_count "$node" "job $jid: aborted: staging timed out")"
+	done
+	echo "    job $jid ended $((t1 - t0)) s after $builder came back"
+	wait_node_state "$builder" idle 30 >/dev/null 2>&1
+	for node in n1 n2 n3; do
+		wait_node_state "$node" idle 30 >/dev/null 2>&1
+		assert_eq "$node not drained" idle "$(node_state "$node")"
+	done
 }
 
 # A node stopped mid-build (every process on it killed, as at a power
