@@ -196,7 +196,7 @@ test_hostile_symlink_swap_during_copy() {
 			echo RAN
 			exit 0' >/dev/null
 		[ -n "$SUBMIT_JOBID" ] || fail "sbatch: $SUBMIT_OUT"
-		st=$(job_state "$SUBMIT_JOBID")
+		st=$(job_end_state "$SUBMIT_JOBID")
 		echo "job $SUBMIT_JOBID: $st $(job_comment "$SUBMIT_JOBID")"
 		case "$st" in
 		COMPLETED) assert_file_contains "job $SUBMIT_JOBID's tree" "race$i.out" RAN ;;
@@ -283,7 +283,7 @@ RACER
 	for i in 1 2 3 4; do
 		submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds" -o "j$i.out" --wrap 'ls "$IOSTAGE_DATA" | wc -l' >/dev/null
 		[ -n "$SUBMIT_JOBID" ] || fail "sbatch: $SUBMIT_OUT"
-		st=$(job_state "$SUBMIT_JOBID")
+		st=$(job_end_state "$SUBMIT_JOBID")
 		echo "job $SUBMIT_JOBID: $st $(job_comment "$SUBMIT_JOBID")"
 		[ "$st" = COMPLETED ] || [ "$st" = FAILED ] || fail "job $SUBMIT_JOBID: $st"
 		[ "$(awk -v v="$victim" 'index($5, v) == 1' /proc/self/mountinfo)" = "" ] || fail "a mount under $victim"
