@@ -22,7 +22,7 @@ char *smallfile_read_at(int dirfd, const char *path, int open_flags,
 {
 	struct stat st;
 	char *buf = NULL;
-	size_t len = 0;
+	size_t len = 0, cap;
 	int fd, saved;
 
 	/* O_NONBLOCK: opening a fifo must not hang us. */
@@ -43,13 +43,27 @@ char *smallfile_read_at(int dirfd, const char *path, int open_flags,
 	}
 	if ((unsigned long long)st.st_size > max)
 		goto too_big;
-	/* Read one byte past the limit: the file may grow after fstat. */
-	buf = malloc(max + 2);
+	/* A buffer of the size fstat gave, plus one byte: the read that
+	 * finds the end (or that the file grew after fstat) needs room. It
+	 * grows, up to one byte past the limit, when the file does. (It was
+	 * MAX bytes for any file: 8 MiB for each telemetry record read.) */
+	cap = (size_t)st.st_size + 1;
+	buf = malloc(cap + 1);
 	if (!buf)
 		goto fail_errno;
 	while (len <= max) {
-		ssize_t n = read(fd, buf + len, max + 1 - len);
+		ssize_t n;
 
+		if (len == cap) {
+			char *grown;
+
+			cap = cap > max + 1 - cap ? max + 1 : 2 * cap;
+			grown = realloc(buf, cap + 1);
+			if (!grown)
+				goto fail_errno;
+			buf = grown;
+		}
+		n = read(fd, buf + len, cap - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)

@@ -128,6 +128,10 @@ cJSON *telrec_timeline_to_json(const struct telrec_timeline *tl)
 	return arr;
 }
 
+/* The latest sample time read back: the year 33658, far from both
+ * today and long long's range once in milliseconds. */
+#define TELREC_SAMPLE_T_MAX 1e12
+
 static uint64_t num_at(const cJSON *arr, int i)
 {
 	const cJSON *v = cJSON_GetArrayItem(arr, i);
@@ -151,8 +155,13 @@ void telrec_timeline_from_json(struct telrec_timeline *tl, const cJSON *arr,
 
 		if (tl->n == TELREC_TIMELINE_MAX)
 			break;
+		/* A sample's time is the epoch second it was taken: one
+		 * before 1970 or past TELREC_SAMPLE_T_MAX is damage, and
+		 * telrec_timeline_to_json's rounding through long long
+		 * would overflow on it (undefined behaviour). */
 		if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 5 ||
-		    !cJSON_IsNumber(t))
+		    !cJSON_IsNumber(t) || !(t->valuedouble >= 0) ||
+		    t->valuedouble > TELREC_SAMPLE_T_MAX)
 			continue;
 		s = &tl->s[tl->n++];
 		s->t = t->valuedouble;

@@ -60,8 +60,9 @@ void telrec_timeline_sum(const struct telrec_timeline *tl, double t0,
 /* [[t, rb, wb, rs, ws], ...]; NULL on ENOMEM. */
 cJSON *telrec_timeline_to_json(const struct telrec_timeline *tl);
 
-/* Read back what telrec_timeline_to_json wrote (lenient: bad entries are
- * skipped; at most TELREC_TIMELINE_MAX are kept). */
+/* Read back what telrec_timeline_to_json wrote (lenient: bad entries,
+ * among them a time before 1970 or past the year 33658, are skipped; at
+ * most TELREC_TIMELINE_MAX are kept). */
 void telrec_timeline_from_json(struct telrec_timeline *tl, const cJSON *arr,
 			       double interval);
 

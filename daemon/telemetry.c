@@ -755,7 +755,11 @@ static void resume_record(cJSON *rec)
 	{
 		const char *name = str(ph, "name", "");
 
+		/* A damaged file may name a phase twice: the last one is
+		 * taken, for these as for every field below (the first's
+		 * copies leaked, found by fuzz_agent_state). */
 		if (!strcmp(name, "stage_in")) {
+			cJSON_Delete(t->stage_in);
 			t->stage_in = cJSON_Duplicate(ph, true);
 		} else if (!strcmp(name, "run")) {
 			new_rec = cJSON_GetObjectItemCaseSensitive(
@@ -771,6 +775,8 @@ static void resume_record(cJSON *rec)
 				t->tl,
 				cJSON_GetObjectItemCaseSensitive(ph, "timeline"),
 				num(ph, "interval_s"));
+			cJSON_Delete(t->run_counters);
+			t->run_counters = NULL;
 			if (cJSON_GetObjectItemCaseSensitive(ph, "counters"))
 				t->run_counters = cJSON_Duplicate(
 					cJSON_GetObjectItemCaseSensitive(

@@ -6,7 +6,8 @@
  * of the input picks the peer, the rest is the line. Workers are never
  * started: spawn_as_user is tests/fuzz/spawn_stub.h's, which refuses, so a
  * stage or prestage request runs up to the fork and takes its failure
- * path (what a node out of processes does). server.c is included for its
+ * path (what a node out of processes does); a prestage's job is then
+ * finished as main()'s prune finishes it. server.c is included for its
  * static dispatch(). */
 #include "tests/fuzz/fuzz.h"
 
@@ -43,6 +44,62 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* A prestage's job stays in the table after it ended, until main()'s
+ * periodic jobs_prune_prestage finishes it (JOBS_PRESTAGE_KEEP_S later).
+ * The prune does not run in the target: finish the job here as it would,
+ * once its stage thread failed at the fork. Before, every prestage left a
+ * job behind and a stage thread running past the input: the table grew
+ * with the run (each status longer than the last), and libFuzzer, seeing
+ * more mallocs than frees, took each such input for a leak suspect and
+ * scanned the whole heap (most of the target's time). */
+static void finish_prestage(const cJSON *reply)
+{
+	const cJSON *idj = cJSON_GetObjectItem(reply, "id");
+	char err[CONF_ERR_MAX];
+	struct job_view v;
+	struct job *job;
+	uint32_t id;
+
+	if (!cJSON_IsNumber(idj))
+		return;
+	id = (uint32_t)idj->valuedouble;
+	job = jobs_get(id);
+	if (!job)
+		return;
+	if (!job->prestage) {
+		jobs_put(job);
+		return;
+	}
+	jobs_wait(job, 10, &v);
+	jobs_put(job);
+	if (v.state == JOB_STAGING || jobs_finish(id, 10, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fuzz: prestage %u did not end: %s\n", id,
+			v.state == JOB_STAGING ? "still staging" : err);
+		abort();
+	}
+}
+
+/* The history the ops run against, afresh every HISTORY_INPUTS inputs.
+ * Every history_put adds to it (mostly new versions of the same few jobs,
+ * all in RocksDB's memtable), and history_list walks it backwards past
+ * every version: after a million inputs that walk was half of the
+ * target's time, and the rate fell with the run. A node's history gets
+ * one record per job, not thousands of one job's. */
+#define HISTORY_INPUTS 20000
+
+static void history_renew(void)
+{
+	static unsigned long inputs;
+	char dir[CONF_PATH_MAX + 16];
+
+	if (++inputs % HISTORY_INPUTS)
+		return;
+	history_fini();
+	history_dir(&conf, dir, sizeof(dir));
+	fuzz_rmtree(dir);
+	history_init(&conf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uid_t uids[] = { 0, 1000, 65534 };
@@ -52,12 +109,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
+	history_renew();
 	p.uid = p.gid = uids[data[0] % 3];
 	line = fuzz_str(data + 1, size - 1);
 	reply = dispatch(&p, line);
 	free(line);
 	if (!reply || !cJSON_IsBool(cJSON_GetObjectItem(reply, "ok")))
 		abort(); /* every request gets {"ok":...} */
+	finish_prestage(reply);
 	cJSON_Delete(reply);
 	return 0;
 }

@@ -119,6 +119,12 @@ START_TEST(test_timeline_json_round_trip)
 	bad = cJSON_Parse("[1,2]");
 	cJSON_AddItemToArray(j, bad);
 	cJSON_AddItemToArray(j, cJSON_CreateString("x"));
+	/* times no clock gave: to_json's milliseconds would overflow
+	 * (found by fuzz_agent_state) */
+	cJSON_AddItemToArray(j, cJSON_Parse("[1.76778e103,1,1,1,1]"));
+	cJSON_AddItemToArray(j, cJSON_Parse("[-1.76778e103,1,1,1,1]"));
+	cJSON_AddItemToArray(j, cJSON_Parse("[1e13,1,1,1,1]"));
+	cJSON_AddItemToArray(j, cJSON_Parse("[-1,1,1,1,1]"));
 	telrec_timeline_from_json(back, j, 2.0);
 	ck_assert_uint_eq(back->n, 7);
 	ck_assert(back->interval == 2.0);
