@@ -151,6 +151,15 @@ static void job_mark_tiers(struct job *job)
 	}
 }
 
+/* Microseconds since the epoch. */
+static int64_t now_us(void)
+{
+	struct timespec rt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	return (int64_t)rt.tv_sec * 1000000 + rt.tv_nsec / 1000;
+}
+
 struct job *jobs_create(uint32_t id, uid_t uid, gid_t gid, const char *user,
 			struct profile *profile, char *err, size_t errlen)
 {
@@ -173,14 +182,8 @@ struct job *jobs_create(uint32_t id, uid_t uid, gid_t gid, const char *user,
 	job->uid = uid;
 	job->gid = gid;
 	snprintf(job->user, sizeof(job->user), "%s", user);
-	{
-		struct timespec rt;
-
-		clock_gettime(CLOCK_REALTIME, &rt);
-		job->created = rt.tv_sec;
-		job->created_us = (int64_t)rt.tv_sec * 1000000 +
-				  rt.tv_nsec / 1000;
-	}
+	job->created_us = now_us();
+	job->created = (time_t)(job->created_us / 1000000);
 	clock_gettime(CLOCK_MONOTONIC, &job->t0);
 	job->state = JOB_STAGING;
 	job->running = true;
@@ -272,18 +275,22 @@ struct job *jobs_get(uint32_t id)
 	return job;
 }
 
-/* The ids of the last JOBS_FINISHED_KEEP jobs finished here, a ring
- * under jobs_lock. */
-static uint32_t finished_ids[JOBS_FINISHED_KEEP];
+/* The last JOBS_FINISHED_KEEP jobs finished here and when, a ring under
+ * jobs_lock. */
+static struct finished {
+	uint32_t id;
+	int64_t at_us;
+} finished_jobs[JOBS_FINISHED_KEEP];
 static size_t finished_next;
 
-bool jobs_finished_here(uint32_t id)
+bool jobs_finished_here(uint32_t id, int64_t since_us)
 {
 	bool r = false;
 
 	pthread_mutex_lock(&jobs_lock);
 	for (size_t i = 0; i < JOBS_FINISHED_KEEP && !r; i++)
-		r = id && finished_ids[i] == id;
+		r = id && finished_jobs[i].id == id &&
+		    finished_jobs[i].at_us >= since_us;
 	pthread_mutex_unlock(&jobs_lock);
 	return r;
 }
@@ -720,9 +727,14 @@ int jobs_finish(uint32_t id, unsigned timeout_s, char *err, size_t errlen)
 	}
 	if (forget(job))
 		jobs_put(job); /* the table's reference */
-	pthread_mutex_lock(&jobs_lock);
-	finished_ids[finished_next++ % JOBS_FINISHED_KEEP] = id;
-	pthread_mutex_unlock(&jobs_lock);
+	{
+		int64_t at = now_us();
+
+		pthread_mutex_lock(&jobs_lock);
+		finished_jobs[finished_next++ % JOBS_FINISHED_KEEP] =
+		    (struct finished){ id, at };
+		pthread_mutex_unlock(&jobs_lock);
+	}
 	r = 0;
 out:
 	jobs_put(job);

@@ -165,12 +165,14 @@ uint32_t jobs_next_prestage_id(void);
 /* Is a job with id ID in the table? (For the cache's pin check.) */
 bool jobs_known(uint32_t id);
 
-/* Whether job ID was finished here (its Epilog ran) in the last
- * JOBS_FINISHED_KEEP finishes: another node still staging it asks
- * (stage_state), and "unknown" would keep it waiting for a job that is
- * over. Kept in memory only. */
+/* Whether job ID was finished here (its Epilog ran), among the last
+ * JOBS_FINISHED_KEEP finishes, at or after SINCE_US (microseconds since
+ * the epoch: when the asking node began staging it, so that a job
+ * requeued under the same id is not taken for its earlier run). Another
+ * node still staging the job asks (stage_state): "unknown" would keep it
+ * waiting for a job that is over. Kept in memory only. */
 #define JOBS_FINISHED_KEEP 1024
-bool jobs_finished_here(uint32_t id);
+bool jobs_finished_here(uint32_t id, int64_t since_us);
 
 /* Forget prestage jobs that ended more than JOBS_PRESTAGE_KEEP_S ago. */
 void jobs_prune_prestage(void);

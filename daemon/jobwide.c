@@ -63,7 +63,11 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 	if (!others || !st || !errs || !why || !replies || !unreach ||
 	    !down_since || !req || !cJSON_AddStringToObject(req, "op",
 							    "stage_state") ||
-	    !cJSON_AddNumberToObject(req, "job", job->id)) {
+	    !cJSON_AddNumberToObject(req, "job", job->id) ||
+	    /* a finish before this run of the job is an earlier run's
+	     * (requeued under the same id) */
+	    !cJSON_AddNumberToObject(req, "since_us",
+				     (double)job->created_us)) {
 		log_warningx("job %u: out of memory asking the other nodes",
 			     job->id);
 		goto out;

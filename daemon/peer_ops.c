@@ -3,10 +3,12 @@
  * Every op here is served to root's MUNGE credential only (peer.c checks
  * it before dispatch): the asking node has already checked its own user.
  *   peer_ping                     -> node version
- *   stage_state    job            -> node state("staging"|"staged"|
+ *   stage_state    job since_us?  -> node state("staging"|"staged"|
  *                                    "failed"|"finished"|"unknown") error
  *                                    (this node's own staging of job J;
- *                                    "finished": its Epilog ran here)
+ *                                    "finished": its Epilog ran here at
+ *                                    or after SINCE_US, when the asker
+ *                                    began staging it; without it, never)
  *   telemetry_part job            -> record (this node's part, live or
  *                                    finished)
  *   part_put       job node record -> (the head keeps NODE's closed part)
@@ -71,9 +73,15 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 		/* Over here (the job ended while the asker still stages: this
 		 * node's Prolog failed and its script ran), or its Prolog has
 		 * not asked yet. */
-		cJSON_AddStringToObject(r, "state", jobs_finished_here(id)
-							 ? "finished"
-							 : "unknown");
+		const cJSON *since =
+		    cJSON_GetObjectItemCaseSensitive(req, "since_us");
+
+		cJSON_AddStringToObject(
+		    r, "state",
+		    cJSON_IsNumber(since) &&
+			    jobs_finished_here(id, (int64_t)since->valuedouble)
+			? "finished"
+			: "unknown");
 		return r;
 	}
 	jobs_view(job, &v);
