@@ -70,11 +70,10 @@ struct entry {
 	int64_t verified_ns;
 	enum profile_verify verify;
 	bool public; /* a public entry: listed to all, root's data */
-	/* Jobs that pinned it since the daemon started (at least 1 for one
-	 * loaded from disk), and whether a second job ever did: entries used
-	 * by one job only are evicted first (see cand_cmp). */
+	/* Jobs that pinned it (for one loaded from disk: 2 if meta.json says
+	 * reused, else 1); entries used by one job only are evicted first
+	 * (see cand_cmp). */
 	unsigned uses;
-	bool reused;
 	bool seen; /* rescan mark */
 };
 
@@ -355,11 +354,12 @@ static struct entry *load_version(int tier, const char *name, char *why,
 	    cJSON_IsString(verify) ? verify->valuestring : NULL);
 	e->public = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta,
 								  "public"));
-	e->reused = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta,
-								  "reused"));
-	/* Whether a job used it before the restart is not recorded: count
+	/* Whether one job used it before the restart is not recorded: count
 	 * one, so that the next job's use marks it reused. */
-	e->uses = e->reused ? 2 : 1;
+	e->uses = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta,
+								"reused"))
+			  ? 2
+			  : 1;
 	e->last_used = mst.st_mtime;
 	/* A public entry is root's through and through: whoever built it
 	 * never owned what is served. */
@@ -758,6 +758,12 @@ static char *meta_text(const char *key, unsigned version,
 	return text;
 }
 
+/* A second job used it. */
+static bool entry_reused(const struct entry *e)
+{
+	return e->uses >= 2;
+}
+
 /* Rewrite meta.json of TIER's KEY vVERSION from its index entry: an atomic
  * replace, so its mtime (the last use) moves to now. */
 static void meta_rewrite(int tier, const char *key, unsigned version)
@@ -777,7 +783,7 @@ static void meta_rewrite(int tier, const char *key, unsigned version)
 					.files = e->files,
 					.verify = e->verify,
 					.public = e->public,
-					.reused = e->reused};
+					.reused = entry_reused(e)};
 		text = meta_text(key, version, &m, e->created, e->verified_ns);
 	}
 	pthread_mutex_unlock(&cache_mu);
@@ -1106,10 +1112,7 @@ int cache_pin(int tier, const char *key, unsigned version, uint32_t jobid,
 	e = find_locked(tier, key, version);
 	if (e) {
 		e->last_used = time(NULL);
-		e->uses++;
-		promoted = e->uses >= 2 && !e->reused;
-		if (promoted)
-			e->reused = true;
+		promoted = ++e->uses == 2;
 	}
 	pthread_mutex_unlock(&cache_mu);
 	/* meta.json's mtime is the last use (LRU); a second job's use is
@@ -1307,7 +1310,7 @@ static struct cand *candidates(int tier, bool one_use_only, size_t *ret_n,
 
 	pthread_mutex_lock(&cache_mu);
 	for (e = entries; e; e = e->next) {
-		if (e->tier != tier || (one_use_only && e->reused))
+		if (e->tier != tier || (one_use_only && entry_reused(e)))
 			continue;
 		nc = realloc(c, sizeof(*c) * (n + 1));
 		if (!nc)
@@ -1317,7 +1320,7 @@ static struct cand *candidates(int tier, bool one_use_only, size_t *ret_n,
 		c[n].version = e->version;
 		c[n].bytes = e->bytes;
 		c[n].last_used = e->last_used;
-		c[n].reused = e->reused;
+		c[n].reused = entry_reused(e);
 		n++;
 	}
 	pthread_mutex_unlock(&cache_mu);
@@ -1484,7 +1487,7 @@ static struct snap *snapshot(int tier, uid_t uid, bool with_public,
 		s[n].last_used = e->last_used;
 		s[n].verify = e->verify;
 		s[n].public = e->public;
-		s[n].reused = e->reused;
+		s[n].reused = entry_reused(e);
 		s[n].current = true;
 		for (o = entries; o; o = o->next)
 			if (o->tier == e->tier && o->version > e->version &&
