@@ -14,6 +14,7 @@
 #include "daemon/server.c"
 
 #include "ctld/history.h"
+#include "tests/fuzz/history_renew.h"
 #include "tests/fuzz/spawn_stub.h"
 
 
@@ -79,27 +80,6 @@ static void finish_prestage(const cJSON *reply)
 	}
 }
 
-/* The history the ops run against, afresh every HISTORY_INPUTS inputs.
- * Every history_put adds to it (mostly new versions of the same few jobs,
- * all in RocksDB's memtable), and history_list walks it backwards past
- * every version: after a million inputs that walk was half of the
- * target's time, and the rate fell with the run. A node's history gets
- * one record per job, not thousands of one job's. */
-#define HISTORY_INPUTS 20000
-
-static void history_renew(void)
-{
-	static unsigned long inputs;
-	char dir[CONF_PATH_MAX + 16];
-
-	if (++inputs % HISTORY_INPUTS)
-		return;
-	history_fini();
-	history_dir(&conf, dir, sizeof(dir));
-	fuzz_rmtree(dir);
-	history_init(&conf);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uid_t uids[] = { 0, 1000, 65534 };
@@ -109,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	history_renew();
+	fuzz_history_renew(&conf);
 	p.uid = p.gid = uids[data[0] % 3];
 	line = fuzz_str(data + 1, size - 1);
 	reply = dispatch(&p, line);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "ctld/history.h"
+#include "tests/fuzz/history_renew.h"
 #include "ctld/service.c"
 #include "tests/fuzz/mauth_stub.h"
 
@@ -26,27 +27,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-/* The history the ops run against, afresh every HISTORY_INPUTS inputs:
- * what file and history ops put accumulates (mostly new versions of the
- * same few jobs and parts in RocksDB's memtable), each read walks past
- * more of it, and the rate fell with the run (as in
- * fuzz_agent_request.c). Not per input: a read must be able to meet what
- * an earlier input put. */
-#define HISTORY_INPUTS 20000
-
-static void history_renew(void)
-{
-	static unsigned long inputs;
-	char dir[CONF_PATH_MAX + 16];
-
-	if (++inputs % HISTORY_INPUTS)
-		return;
-	history_fini();
-	history_dir(&conf, dir, sizeof(dir));
-	fuzz_rmtree(dir);
-	history_init(&conf);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	int sv[2];
@@ -54,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > 128 * 1024)
 		return 0; /* the socket buffer: the writer must not block */
-	history_renew();
+	fuzz_history_renew(&conf);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		abort();
 	if (size && write(sv[1], data, size) != (ssize_t)size)
