@@ -169,20 +169,27 @@ JOB
 	assert_eq "versions once A is done" "${v1%.v1}.v2" "$v2"
 }
 
+# start_frozen_build NAME: a 3-node job (timeout 120 s) on a new slow
+# dataset NAME on bb, its build frozen mid-copy (the other two nodes wait
+# on K.lock meanwhile); sets DS, JID, BUILD (.build.K.vN.NODE), BUILDER
+start_frozen_build() {
+	DS=$(slow_dataset "$1" 20)
+	submit "$TEST_USER" -N 3 --io-profile="dl-train,data=$DS:bb,timeout=120" --export=ALL,SRC="$DS" \
+		-o out.txt -e err.txt --wrap "srun bash -c '$DIFF_STEP'" >/dev/null || fail "sbatch: $SUBMIT_OUT"
+	JID=$SUBMIT_JOBID
+	BUILD=$(wait_build_started) || fail "no build seen on the shared tier"
+	stage_worker_stop "$DS" || fail "no stage worker for $DS"
+	BUILDER=${BUILD##*.}
+	sleep 1
+}
+
 # kill -9 of the building node's iostaged during a 3-node job: the build
 # is not served; another node builds, the third reuses; after the restart
 # the dead build is gone and the next job reuses the copy cleanly.
 test_shared_kill_builder_mid_build() {
 	local ds jid build builder node other jid2 v
-	ds=$(slow_dataset crash 20)
-	submit "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds:bb,timeout=120" --export=ALL,SRC="$ds" \
-		-o out.txt -e err.txt --wrap "srun bash -c '$DIFF_STEP'" >/dev/null || fail "sbatch: $SUBMIT_OUT"
-	jid=$SUBMIT_JOBID
-	build=$(wait_build_started) || fail "no build seen on the shared tier"
-	# Frozen mid-copy: the other two nodes wait on K.lock meanwhile.
-	stage_worker_stop "$ds" || fail "no stage worker for $ds"
-	builder=${build##*.}
-	sleep 1
+	start_frozen_build crash
+	ds=$DS jid=$JID build=$BUILD builder=$BUILDER
 	assert_eq "versions while $builder builds" "" "$(cache_versions_of n1 bb "$ds")"
 	assert_eq "builds while $builder builds" "$build" "$(builds_in_flight)"
 	iostaged_kill "$builder"
@@ -231,15 +238,9 @@ test_shared_kill_builder_mid_build() {
 # job is over there ("finished") rather than wait for it until their
 # staging timeout (120 s) with the job already COMPLETING.
 test_shared_builder_back_while_others_stage() {
-	local ds jid build builder t0 t1 node
-	ds=$(slow_dataset back 20)
-	submit "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds:bb,timeout=120" --export=ALL,SRC="$ds" \
-		-o out.txt -e err.txt --wrap "srun bash -c '$DIFF_STEP'" >/dev/null || fail "sbatch: $SUBMIT_OUT"
-	jid=$SUBMIT_JOBID
-	build=$(wait_build_started) || fail "no build seen on the shared tier"
-	stage_worker_stop "$ds" || fail "no stage worker for $ds"
-	builder=${build##*.}
-	sleep 1
+	local jid builder t0 t1 node
+	start_frozen_build back
+	jid=$JID builder=$BUILDER
 	iostaged_kill "$builder"
 	iostaged_start "$builder" || fail "iostaged on $builder did not restart"
 	t0=$(date +%s)
