@@ -54,7 +54,7 @@ test_fault_iostaged_killed_on_one_node_mid_job() {
 	sleep 3
 	iostaged_start n2 >/dev/null || fail "iostaged did not start on n2"
 	wait_job_state "$j" 'COMPLETED|FAILED' 60 || fail "job did not end"
-	assert_eq "job state" COMPLETED "$(job_state "$j")"
+	assert_eq "job state" COMPLETED "$(job_end_state "$j")"
 	wait_finished n2 "$j" 30 || fail "n2 never finished the job"
 	for n in n1 n2 n3; do
 		wait_file "$out/from.$n" 30 || fail "output of $n not drained"

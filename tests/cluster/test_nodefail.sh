@@ -28,7 +28,7 @@ test_one_node_fails_fail_policy() {
 		--io-profile="dl-train,data=$ds,on-failure=fail" \
 		--wrap "srun -N3 bash -c 'echo \$(hostname) ran'" >/dev/null
 	j=$SUBMIT_JOBID
-	assert_eq "the job failed" FAILED "$(job_state "$j")"
+	assert_eq "the job failed" FAILED "$(job_end_state "$j")"
 	err=$(cat "err.$j")
 	assert_contains "its stderr names the node" "$err" \
 		"staging failed, job not run (on-failure=fail): node n2: "
@@ -83,7 +83,7 @@ test_one_node_without_iostaged() {
 	j=$SUBMIT_JOBID
 	# (COMPLETING while the head waits for n3's part, PeerPartsTimeout)
 	wait_job_state "$j" FAILED 60
-	assert_eq "the job failed" FAILED "$(job_state "$j")"
+	assert_eq "the job failed" FAILED "$(job_end_state "$j")"
 	assert_contains "its stderr names the node" "$(cat "err.$j")" "node n3: "
 	assert_contains "the Comment names the node" "$(job_comment "$j")" \
 		"staging failed on node n3: "

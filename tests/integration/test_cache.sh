@@ -365,7 +365,7 @@ test_capacity_lru_eviction_and_pins() {
 	# Too big even after evicting everything: refused with the reason.
 	mkds cap4 5000000
 	stage_small cap4
-	assert_eq "cap4 job state" FAILED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "cap4 job state" FAILED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "cap4 reason" err.cap4.txt "tier 'small' full: dataset 'cap4' needs 4.8 MiB"
 	assert_file_contains "cap4 reason" err.cap4.txt "free after eviction"
 
@@ -378,7 +378,7 @@ test_capacity_lru_eviction_and_pins() {
 	[ -e pinned ] || fail "pinning job did not start"
 	mkds cap5 3000000
 	stage_small cap5
-	assert_eq "cap5 job state" FAILED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "cap5 job state" FAILED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "cap5 reason" err.cap5.txt "tier 'small' full: dataset 'cap5'"
 	[ -d "$IOSTAGE_TIERS/small/cache/$e1" ] || fail "pinned cap1 evicted by a refused dataset"
 	[ -d "$IOSTAGE_TIERS/small/cache/$e3" ] || fail "cap3 evicted for a dataset that was refused anyway"

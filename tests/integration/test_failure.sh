@@ -20,7 +20,7 @@ test_daemon_down_fail_policy() {
 	local rc=$?
 	iostaged_start || fail "iostaged did not restart"
 	assert_ne "sbatch --wait exit status" 0 "$rc"
-	assert_eq "job state" FAILED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state" FAILED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "job stderr" err.txt "iostage: staging failed"
 	assert_file_contains "job stderr" err.txt "not reachable"
 	[ -e out.txt ] && ! grep -q RAN out.txt || [ ! -e out.txt ] || fail "the job script ran"
@@ -50,7 +50,7 @@ test_source_vanished_fails_job() {
 	rm -rf "$ds"
 	scontrol release "$SUBMIT_JOBID"
 	wait_job_state "$SUBMIT_JOBID" 'FAILED|COMPLETED' 60 || fail "job did not end"
-	assert_eq "job state" FAILED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state" FAILED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "job stderr" err.txt "iostage: staging failed"
 	assert_file_contains "job stderr" err.txt "$ds"
 	assert_node_not_drained
@@ -77,7 +77,7 @@ test_tier_full_fails_job_with_reason() {
 	chown -R "$TEST_USER:" "$ds"
 	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds:tiny" -o out.txt -e err.txt \
 		--wrap 'echo RAN' >/dev/null
-	assert_eq "job state" FAILED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state" FAILED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "job stderr" err.txt "tier 'tiny' full"
 	assert_contains "job comment" "$(job_comment "$SUBMIT_JOBID")" "tier 'tiny' full"
 	assert_node_not_drained
@@ -102,7 +102,7 @@ test_staging_timeout_applies_policy() {
 	[ -n "$pid" ] || fail "no stage worker for $ds appeared"
 	kill -STOP "$pid"
 	wait_job_state "$SUBMIT_JOBID" 'FAILED|COMPLETED' 60 || fail "job did not end"
-	assert_eq "job state" FAILED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state" FAILED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "job stderr" err.txt "staging timed out after 2 s"
 	assert_node_not_drained
 	kill -0 "$pid" 2>/dev/null && [ "$(ps -o stat= -p "$pid")" != Z ] &&

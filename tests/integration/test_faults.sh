@@ -108,7 +108,7 @@ test_fault_tier_fs_full_mid_copy() {
 	echo "tier 'full' is a $IOSTAGE_FULLFS_KIND file system"
 	many_files "$ds" 2000 8192
 	full_mid_copy fail "$ds"
-	assert_eq "job state (on-failure=fail)" FAILED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state (on-failure=fail)" FAILED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "job stderr" err.txt "iostage: staging failed"
 	assert_file_contains "job stderr" err.txt "No space left on device"
 	! grep -q RAN out.txt 2>/dev/null || fail "the job script ran"
@@ -116,7 +116,7 @@ test_fault_tier_fs_full_mid_copy() {
 	assert_node_ok
 	assert_serving "after the full tier"
 	full_mid_copy fallback "$ds"
-	assert_eq "job state (on-failure=fallback)" COMPLETED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state (on-failure=fallback)" COMPLETED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "job output" out.txt "RAN FB=1 DATA=$ds"
 	assert_nothing_partial "$FULL"
 	# With room again, the same dataset stages completely.
@@ -138,7 +138,7 @@ test_fault_tier_fs_full_mid_drain() {
 		df -k "$IOSTAGE_OUTPUT" | tail -1' >/dev/null
 	assert_file_contains "job output" out.txt ENOSPC
 	rec=$(wait_drain "$SUBMIT_JOBID") || fail "no drain record"
-	assert_eq "job state" COMPLETED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state" COMPLETED "$(job_end_state "$SUBMIT_JOBID")"
 	(cd "$pfsout" && sha256sum -c "$TEST_WORKDIR/sums.txt") || fail "drained outputs differ from what the job wrote"
 	[ "$(stat -c %s "$pfsout/last")" -gt 1000000 ] || fail "the output that filled the tier was not drained"
 	assert_contains "drain record" "$rec" '"failed_files":0'
@@ -193,7 +193,7 @@ test_fault_source_changes_mid_copy() {
 	for f in "$ds"/f*; do head -c 8192 /dev/urandom >"$f"; done
 	kill -CONT "$pid"
 	wait_job_state "$SUBMIT_JOBID" 'FAILED|COMPLETED' 60 || fail "job did not end"
-	assert_eq "job state" FAILED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state" FAILED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "job stderr" err.txt "changed while being staged"
 	assert_nothing_partial "$FULL"
 	# The next job gets the new content, all of it.
@@ -210,7 +210,7 @@ test_fault_source_vanishes_mid_copy() {
 	rm -rf "$ds"
 	kill -CONT "$pid"
 	wait_job_state "$SUBMIT_JOBID" 'FAILED|COMPLETED' 60 || fail "job did not end"
-	assert_eq "job state" FAILED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state" FAILED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "job stderr" err.txt "iostage: staging failed"
 	assert_file_contains "job stderr" err.txt "$ds"
 	assert_nothing_partial "$FULL"
@@ -361,7 +361,7 @@ test_fault_iostaged_killed_while_job_runs() {
 	iostaged_start || fail "iostaged did not restart"
 	wait_job_state "$SUBMIT_JOBID" 'COMPLETED|FAILED' 90 || fail "job did not end"
 	for _ in $(seq 1 300); do [ -z "$(squeue -h -j "$SUBMIT_JOBID" -o %i 2>/dev/null)" ] && break; sleep 0.2; done
-	assert_eq "job state" COMPLETED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "job state" COMPLETED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_file_contains "job output" out.txt DATA_OK
 	rec=$(wait_drain "$SUBMIT_JOBID") || fail "the job's drain never finished"
 	assert_file_eq "output written before the kill" "$pfsout/one" one

@@ -131,7 +131,7 @@ test_hostile_profile_swapped_to_other_users_data() {
 	scontrol release "$SUBMIT_JOBID"
 	wait_job_state "$SUBMIT_JOBID" 'COMPLETED|FAILED|CANCELLED' 60 || fail "job did not end"
 	! grep -qF "$SECRET" swap.out 2>/dev/null || fail "the attacker's job read the victim's data: $(cat swap.out)"
-	assert_eq "attacker's job" FAILED "$(job_state "$SUBMIT_JOBID")"
+	assert_eq "attacker's job" FAILED "$(job_end_state "$SUBMIT_JOBID")"
 	assert_contains "its reason" "$(job_comment "$SUBMIT_JOBID")" "iostage: staging failed"
 	assert_secret_unread "after the swap"
 }
@@ -157,7 +157,7 @@ test_hostile_dataset_swapped_to_device_or_fifo() {
 	scontrol release "${ids[@]}"
 	for i in 0 1 2; do
 		wait_job_state "${ids[$i]}" 'COMPLETED|FAILED|CANCELLED' 40 || fail "job ${ids[$i]} did not end"
-		assert_eq "job on swapped d$((i + 1))" FAILED "$(job_state "${ids[$i]}")"
+		assert_eq "job on swapped d$((i + 1))" FAILED "$(job_end_state "${ids[$i]}")"
 		assert_contains "its reason" "$(job_comment "${ids[$i]}")" "iostage: staging failed"
 	done
 	assert_eq "small tier left" "" "$(find "$IOSTAGE_TIERS/small" -mindepth 2 -maxdepth 2 -name '.build*' 2>/dev/null)"
