@@ -79,6 +79,8 @@ struct entry {
 
 struct cache_lock {
 	int fd;
+	int tier;
+	char key[CACHE_KEY_LEN + 1];
 };
 
 static const struct conf *cache_conf;
@@ -494,6 +496,28 @@ static int lock_open(int tier, const char *key, char *err, size_t errlen)
 	return fd;
 }
 
+/* Whether the K.lock we hold the flock of is still the one named K.lock: its
+ * last holder may have removed it while we waited (cache_lock_release), and
+ * a newcomer then locks the new file, so ours would exclude nobody. */
+static bool lock_still_named(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_nlink > 0;
+}
+
+static struct cache_lock *lock_new(int tier, const char *key, int fd)
+{
+	struct cache_lock *lk = malloc(sizeof(*lk));
+
+	if (!lk)
+		return NULL;
+	lk->fd = fd;
+	lk->tier = tier;
+	snprintf(lk->key, sizeof(lk->key), "%s", key);
+	return lk;
+}
+
 int cache_lock_acquire(int tier, const char *key,
 		       bool (*stop)(void *arg, char *why, size_t len),
 		       void *arg, struct cache_lock **ret, char *err,
@@ -506,8 +530,15 @@ int cache_lock_acquire(int tier, const char *key,
 	if (fd < 0)
 		return -1;
 	for (;;) {
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-			break;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			if (lock_still_named(fd))
+				break;
+			close(fd); /* removed by its last holder: reopen */
+			fd = lock_open(tier, key, err, errlen);
+			if (fd < 0)
+				return -1;
+			continue;
+		}
 		if (errno != EWOULDBLOCK && errno != EINTR) {
 			snprintf(err, errlen,
 				 "tier '%s': cannot lock %s.lock: %s",
@@ -521,13 +552,12 @@ int cache_lock_acquire(int tier, const char *key,
 		}
 		nanosleep(&poll, NULL);
 	}
-	lk = malloc(sizeof(*lk));
+	lk = lock_new(tier, key, fd);
 	if (!lk) {
 		snprintf(err, errlen, "out of memory");
 		close(fd); /* releases the lock */
 		return -1;
 	}
-	lk->fd = fd;
 	*ret = lk;
 	return 0;
 }
@@ -537,27 +567,57 @@ static struct cache_lock *lock_try(int tier, const char *key)
 {
 	struct cache_lock *lk;
 	char err[CONF_ERR_MAX];
-	int fd = lock_open(tier, key, err, sizeof(err));
+	int fd;
 
-	if (fd < 0)
-		return NULL;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		close(fd);
-		return NULL;
+	for (;;) {
+		fd = lock_open(tier, key, err, sizeof(err));
+		if (fd < 0)
+			return NULL;
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			close(fd);
+			return NULL;
+		}
+		if (lock_still_named(fd))
+			break;
+		close(fd); /* removed by its last holder: reopen */
 	}
-	lk = malloc(sizeof(*lk));
-	if (!lk) {
+	lk = lock_new(tier, key, fd);
+	if (!lk)
 		close(fd);
-		return NULL;
-	}
-	lk->fd = fd;
 	return lk;
 }
 
+/* Whether TIER's index holds a version of KEY. */
+static bool key_has_version(int tier, const char *key)
+{
+	const struct entry *e;
+	bool found = false;
+
+	pthread_mutex_lock(&cache_mu);
+	for (e = entries; e && !found; e = e->next)
+		found = e->tier == tier && !strcmp(e->key, key);
+	pthread_mutex_unlock(&cache_mu);
+	return found;
+}
+
+/* A K.lock whose key has no version left (a failed stage, the last version
+ * evicted) is removed by its holder, or a node that stages many distinct
+ * datasets between restarts piles up one file per dataset, and every stage
+ * lists them (max_version_on_disk). Removed while still held, so whoever
+ * waits on it sees it unlinked and reopens (lock_still_named). Not on a
+ * Shared tier: other nodes' waiters are out of sight, and their flock on a
+ * network file system may not tell a removed file. */
 void cache_lock_release(struct cache_lock *lock)
 {
+	char name[CACHE_KEY_LEN + 8];
+
 	if (!lock)
 		return;
+	if (!cache_conf->tiers[lock->tier].shared &&
+	    !key_has_version(lock->tier, lock->key)) {
+		snprintf(name, sizeof(name), "%s.lock", lock->key);
+		unlinkat(tiers_cache_fd(lock->tier), name, 0);
+	}
 	close(lock->fd); /* the only open file description: unlocks */
 	free(lock);
 }
@@ -1758,7 +1818,8 @@ static void drop_stale_pins(int tier, const char *name,
 	closedir(dir);
 }
 
-/* Remove the K.lock files of keys with no version left. Only on a tier no
+/* Remove the K.lock files of keys with no version left (a holder removes
+ * its own, cache_lock_release; these a crash left). Only on a tier no
  * other node uses, at start: nobody else can hold or wait for them. */
 static void drop_idle_locks(int tier)
 {

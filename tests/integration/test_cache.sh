@@ -469,6 +469,28 @@ test_low_watermark_slack_spares_reused_data() {
 		fail "reused data evicted for the low watermark's slack: $(ls "$IOSTAGE_TIERS/small/cache")"
 }
 
+# A key's K.lock goes with its last version (daemon/cache.c,
+# cache_lock_release): a node that stages many distinct datasets between
+# restarts would otherwise keep one lock file per dataset, and every stage
+# lists the cache directory.
+test_lock_files_go_with_the_last_version() {
+	local e key
+	mkds lk-a 300000
+	stage_small lk-a || fail "lk-a: $(cat err.lk-a.txt)"
+	wait_finished "$SUBMIT_JOBID"
+	e=$(entry_of lk-a)
+	key=${e%.v*}
+	[ -e "$IOSTAGE_TIERS/small/cache/$key.lock" ] ||
+		fail "no $key.lock while $e is cached"
+	empty_small_tier
+	assert_eq "lock files left on the emptied tier" "" \
+		"$(cd "$IOSTAGE_TIERS/small/cache" && ls -- *.lock 2>/dev/null)"
+	# and the key is staged again as before
+	stage_small lk-a || fail "lk-a again: $(cat err.lk-a.txt)"
+	wait_finished "$SUBMIT_JOBID"
+	[ -d "$IOSTAGE_TIERS/small/cache/$(entry_of lk-a)" ] || fail "lk-a not cached again"
+}
+
 # A pre-stage for a pending job (iostagectld's prediction, "for_job") may
 # evict only what one job used; a user's own warm-up may evict the rest.
 test_prestage_for_a_pending_job_keeps_reused_data() {
