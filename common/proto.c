@@ -14,12 +14,18 @@
 #include "common/jsonbuf.h"
 #include "common/proto.h"
 
+/* A reader's buffer starts small and doubles up to PROTO_LINE_MAX as long
+ * lines come: most requests are a few hundred bytes, and a busy iostaged
+ * holds a reader per connection. */
+#define PROTO_READER_START 4096
+
 struct proto_reader {
 	int fd;
 	size_t len;      /* bytes buffered */
 	size_t consumed; /* bytes of buf handed out by the last call */
+	size_t cap;      /* bytes buf holds, at most PROTO_LINE_MAX */
 	int skipping;    /* discarding the rest of an oversized line */
-	char buf[PROTO_LINE_MAX + 1];
+	char *buf;
 };
 
 int proto_connect(const char *socket_path)
@@ -85,14 +91,37 @@ struct proto_reader *proto_reader_create(int fd)
 {
 	struct proto_reader *reader = calloc(1, sizeof(*reader));
 
-	if (reader)
-		reader->fd = fd;
+	if (!reader)
+		return NULL;
+	reader->cap = PROTO_READER_START;
+	reader->buf = malloc(reader->cap);
+	if (!reader->buf) {
+		free(reader);
+		return NULL;
+	}
+	reader->fd = fd;
 	return reader;
 }
 
 void proto_reader_destroy(struct proto_reader *reader)
 {
+	if (!reader)
+		return;
+	free(reader->buf);
 	free(reader);
+}
+
+/* Room for more of a line: double the buffer, up to PROTO_LINE_MAX. */
+static int reader_grow(struct proto_reader *r)
+{
+	size_t cap = r->cap * 2 > PROTO_LINE_MAX ? PROTO_LINE_MAX : r->cap * 2;
+	char *buf = realloc(r->buf, cap);
+
+	if (!buf)
+		return -1;
+	r->buf = buf;
+	r->cap = cap;
+	return 0;
 }
 
 static long long now_ms(void)
@@ -139,6 +168,8 @@ int proto_read_line(struct proto_reader *r, int timeout_ms, char **ret_line)
 			r->skipping = 1;
 			r->len = 0;
 		}
+		if (r->len == r->cap && reader_grow(r) < 0)
+			return -1; /* ENOMEM */
 		wait_ms = -1;
 		if (deadline >= 0) {
 			long long left = deadline - now_ms();
@@ -158,7 +189,7 @@ int proto_read_line(struct proto_reader *r, int timeout_ms, char **ret_line)
 			errno = ETIMEDOUT;
 			return -1;
 		}
-		n = read(r->fd, r->buf + r->len, PROTO_LINE_MAX - r->len);
+		n = read(r->fd, r->buf + r->len, r->cap - r->len);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;

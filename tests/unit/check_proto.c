@@ -114,6 +114,46 @@ START_TEST(test_line_just_under_limit_is_accepted)
 }
 END_TEST
 
+/* Lines around the reader's growing buffer's sizes (it starts at 4 KiB and
+ * doubles), written at once so that several sit in the buffer together:
+ * each comes back whole, with its own bytes. */
+static const size_t sizes[] = {1, 4095, 4096, 4097, 9000, 70000, 3};
+
+static char pattern_byte(size_t line, size_t i)
+{
+	return (char)('a' + (line * 7 + i) % 26);
+}
+
+START_TEST(test_lines_of_every_size_read_whole)
+{
+	size_t nlines = sizeof(sizes) / sizeof(sizes[0]), i, j;
+	pid_t pid = fork();
+	char *line;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		for (i = 0; i < nlines; i++) {
+			char *buf = malloc(sizes[i] + 1);
+
+			for (j = 0; j < sizes[i]; j++)
+				buf[j] = pattern_byte(i, j);
+			buf[sizes[i]] = '\n';
+			if (write(sv[0], buf, sizes[i] + 1) < 0)
+				_exit(1);
+			free(buf);
+		}
+		_exit(0);
+	}
+	for (i = 0; i < nlines; i++) {
+		ck_assert_int_eq(proto_read_line(reader, 5000, &line), 1);
+		ck_assert_uint_eq(strlen(line), sizes[i]);
+		for (j = 0; j < sizes[i]; j++)
+			if (line[j] != pattern_byte(i, j))
+				ck_abort_msg("line %zu: byte %zu differs", i, j);
+	}
+}
+END_TEST
+
 static const struct {
 	const char *line;
 	const char *error; /* NULL: accepted */
@@ -343,6 +383,7 @@ static Suite *proto_suite(void)
 	tcase_add_test(tc, test_unterminated_last_line_is_refused);
 	tcase_add_test(tc, test_oversized_line_is_skipped_then_next_line_read);
 	tcase_add_test(tc, test_line_just_under_limit_is_accepted);
+	tcase_add_test(tc, test_lines_of_every_size_read_whole);
 	tcase_add_loop_test(tc, test_parse_request_table, 0,
 			    sizeof(requests) / sizeof(requests[0]));
 	tcase_add_test(tc, test_send_then_read_round_trip);
