@@ -28,6 +28,20 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
+/* Leaks that are not ours. glibc's list of a thread's C++ thread_local
+ * destructors (__cxa_thread_atexit_impl) is freed when the thread exits;
+ * RocksDB's threads add to it. LeakSanitizer reported one such node
+ * once in 140,015 inputs of ctld_request, after the history was reopened
+ * (history_renew.h: RocksDB starts threads at open), and not again in
+ * 200,000 inputs with ten reopenings: a thread caught starting while the
+ * check ran. Our code has no thread_local destructors. */
+const char *__lsan_default_suppressions(void);
+
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:__cxa_thread_atexit_impl\n";
+}
+
 static char fuzz_dir[64];
 
 static int fuzz_rm_one(const char *path, const struct stat *st, int flag,
