@@ -462,11 +462,13 @@ format:
 
 # ---- tests/fuzz/: libFuzzer targets for every parser of outside input
 # (docs/RELIABILITY.md). Built with clang, ASan and UBSan in a build tree of
-# their own; tests/fuzz/run.sh runs each target FUZZ_SECONDS from its seed
-# corpus (tests/fuzz/corpus/TARGET) and fails on any crash, leak or hang.
-# `make check` runs each for FUZZ_CHECK_SECONDS.
+# their own; tests/fuzz/run.sh runs each target FUZZ_SECONDS (or to
+# FUZZ_RUNS executions) from its seed corpus (tests/fuzz/corpus/TARGET) and
+# fails on any crash, leak or hang. `make check` runs each for
+# FUZZ_CHECK_SECONDS.
 FUZZ_BUILD    ?= build/fuzz
-FUZZ_SECONDS  ?= 60
+FUZZ_RUNS     ?=
+FUZZ_SECONDS  ?= $(if $(FUZZ_RUNS),0,60)
 FUZZ_CHECK_SECONDS ?= 3
 # targets fuzzed at once (tests/fuzz/run.sh)
 FUZZ_JOBS     ?= 1
@@ -501,8 +503,8 @@ fuzz-bins: $(FUZZ_BIN)
 
 fuzz:
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang FUZZ=1 fuzz-bins
-	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) \
-	    tests/fuzz/run.sh
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) \
+	    FUZZ_JOBS=$(FUZZ_JOBS) tests/fuzz/run.sh
 
 fuzz-check:
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_CHECK_SECONDS)
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_CHECK_SECONDS) FUZZ_RUNS=

@@ -6,11 +6,18 @@
 # (executions, corpus size, result) and a total; exits 1 when a target
 # crashed, leaked, hung or ran out of memory. The input that did is in
 # $FUZZ_BUILD/crashes/TARGET/: fix the bug, then add it to the seed corpus.
-# FUZZ_TARGETS="conf manifest" runs only those; FUZZ_JOBS=N runs N at once.
+# FUZZ_TARGETS="conf manifest" runs only those; FUZZ_JOBS=N runs N at once;
+# FUZZ_RUNS=N stops each target after N executions instead (FUZZ_SECONDS
+# then bounds it too only if set), for a run to a count.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 FUZZ_BUILD=${FUZZ_BUILD:-build/fuzz}
-FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+FUZZ_RUNS=${FUZZ_RUNS:-}
+if [ -n "$FUZZ_RUNS" ]; then
+	FUZZ_SECONDS=${FUZZ_SECONDS:-0} # 0: libFuzzer's no time limit
+else
+	FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+fi
 FUZZ_JOBS=${FUZZ_JOBS:-1}
 targets=${FUZZ_TARGETS:-$(ls tests/fuzz/fuzz_*.c | sed 's|.*/fuzz_||; s|\.c$||')}
 
@@ -21,7 +28,8 @@ run_one() {
 	[ -d "$seeds" ] || seeds=
 	# -close_fd_mask=2: the targets' own log lines (one per refused
 	# input) would drown the output; a sanitizer's report still shows.
-	"$bin" -max_total_time="$FUZZ_SECONDS" -timeout=20 -rss_limit_mb=3072 \
+	"$bin" -max_total_time="$FUZZ_SECONDS" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
+		-timeout=20 -rss_limit_mb=3072 \
 		-max_len=65536 -print_final_stats=1 -close_fd_mask=2 \
 		-artifact_prefix="$FUZZ_BUILD/crashes/$t/" \
 		"$work" $seeds >"$log" 2>&1
@@ -43,7 +51,12 @@ run_one() {
 
 mkdir -p "$FUZZ_BUILD/logs"
 : >"$FUZZ_BUILD/logs/summary"
-echo "fuzz: ${FUZZ_SECONDS}s per target ($(echo $targets | wc -w) targets)"
+if [ -n "$FUZZ_RUNS" ]; then
+	per="$FUZZ_RUNS executions"
+else
+	per="${FUZZ_SECONDS}s"
+fi
+echo "fuzz: $per per target ($(echo $targets | wc -w) targets)"
 fail=0
 running=0
 for t in $targets; do
