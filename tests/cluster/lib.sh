@@ -210,6 +210,23 @@ wait_log() {
 # log_count NODE REGEX: lines of NODE's iostaged log matching REGEX
 log_count() { grep -cE -- "$2" "$(iostaged_log "$1")" 2>/dev/null; }
 
+# wait_log_count NODE REGEX N [TIMEOUT_S=30]: until N lines match
+wait_log_count() {
+	local t=${4:-30} i
+	for ((i = 0; i < t * 10; i++)); do
+		[ "$(log_count "$1" "$2")" -ge "$3" ] && return 0
+		sleep 0.1
+	done
+	echo "wait_log_count: '$2' $(log_count "$1" "$2") times on $1 after ${t}s, not $3" >&2
+	return 1
+}
+
+# slurmd_signal NODE SIG: send SIG (STOP, CONT) to NODE's slurmd, e.g. to
+# hold back its part of a job's start
+slurmd_signal() {
+	on_node "$1" sh -c "kill -$2 \$(cat '$CLUSTER_DIR/nodes/$1/slurmd.pid')"
+}
+
 # --- datasets ------------------------------------------------------------------
 
 # pfs_dataset NAME [FILES=0] [SIZE=110000]: a dataset NAME (so its

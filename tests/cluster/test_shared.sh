@@ -287,3 +287,51 @@ test_shared_stop_node_mid_build() {
 	wait_finished n2 "$jid2" || fail "job on n2 not finished"
 	assert_clean_shared "$ds"
 }
+
+# A job requeued runs again under the same id (daemon/jobs.c,
+# jobs_finished_here): each node remembers it finished the first run, and
+# must not answer "finished" to a node staging the second one, or that
+# node would fail the job. The source changes between the runs, so the
+# second run builds anew and the nodes wait on each other again.
+test_shared_requeued_job_stages_again() {
+	local ds jid node t0 t1
+	ds=$(pfs_dataset requeue 20)
+	submit "$TEST_USER" -N 3 --requeue --io-profile="dl-train,data=$ds:bb" --export=ALL,SRC="$ds" \
+		-o out.txt --open-mode=append \
+		--wrap "if [ -e run1 ]; then srun bash -c '$DIFF_STEP'; else touch run1; while :; do sleep 0.2; done; fi" \
+		>/dev/null || fail "sbatch: $SUBMIT_OUT"
+	jid=$SUBMIT_JOBID
+	wait_file run1 60 || fail "job $jid did not start: $(job_state "$jid")"
+	for node in n1 n2 n3; do
+		wait_log "$node" "job $jid: staged" 60 || fail "job $jid not staged on $node"
+	done
+	head -c 110000 /dev/urandom >"$ds/train/a/new.bin"
+	chown "$TEST_USER:" "$ds/train/a/new.bin"
+	t0=$(date +%s)
+	scontrol requeue "$jid" || fail "scontrol requeue $jid"
+	# Slurm holds a requeued job for its credentials' lifetime (CredExpire,
+	# 120 s); an admin may release it at once, as here, once the first
+	# run's credential is revoked (a new one must be later, in seconds).
+	wait_job_state "$jid" PENDING 60 || fail "job $jid not requeued: $(job_state "$jid")"
+	sleep 2
+	# n3's Prolog starts late: n1 and n2 stage and ask n3, which finished
+	# the first run and has not begun the second.
+	slurmd_signal n3 STOP
+	trap 'slurmd_signal n3 CONT' EXIT
+	scontrol update JobId="$jid" StartTime=now || fail "cannot release job $jid"
+	for node in n1 n2; do
+		wait_log_count "$node" "job $jid: staged" 2 60 || fail "second run not staged on $node"
+	done
+	sleep 1
+	slurmd_signal n3 CONT
+	wait_job_state "$jid" 'COMPLETED|FAILED' 150 ||
+		fail "requeued job $jid still $(job_state "$jid")"
+	t1=$(date +%s)
+	echo "    requeued job $jid ran again and ended $((t1 - t0)) s after the requeue"
+	assert_eq "the second run" COMPLETED "$(job_end_state "$jid")"
+	for node in n1 n2 n3; do
+		assert_file_contains "second run's copy on $node" out.txt "$node: same"
+		assert_eq "$node: no staging timeout" 0 "$(log_count "$node" "job $jid: aborted: staging timed out")"
+	done
+	assert_eq "copies built, one per run" 2 "$(count_all "job $jid: dataset 'requeue': built")"
+}
