@@ -47,6 +47,7 @@
 #include "daemon/tiers.h"
 
 #define JOBS_STATE_FILE_MAX (1024 * 1024) /* a state file we agree to read */
+#define JOBS_CREATED_MAX 1000000000000LL /* seconds: 1e12, the year 33,658 */
 
 static const struct conf *jobs_conf;
 static struct job *jobs_head;
@@ -1129,6 +1130,10 @@ static struct job *job_from_json(const cJSON *o, char *err, size_t errlen)
 	job->gid = (gid_t)proto_u64(o, "gid");
 	snprintf(job->user, sizeof(job->user), "%s", user->valuestring);
 	job->created = (time_t)proto_u64(o, "created");
+	/* A creation past the year 33,000 is damage: unknown (0), and never
+	 * scaled to microseconds past int64 below. */
+	if (job->created > JOBS_CREATED_MAX)
+		job->created = 0;
 	/* State written before created_us existed, or inconsistent: the
 	 * whole second. */
 	job->created_us = (int64_t)proto_u64(o, "created_us");
