@@ -699,9 +699,8 @@ static uint64_t u64_of(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
-	return cJSON_IsNumber(v) && v->valuedouble > 0
-		       ? (uint64_t)v->valuedouble
-		       : 0;
+	/* bounded: a damaged 2.26e117 would not convert (undefined) */
+	return number_ok(v) ? (uint64_t)v->valuedouble : 0;
 }
 
 void telrec_class_bytes(const cJSON *by_class, uint64_t *ret_read,

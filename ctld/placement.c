@@ -126,7 +126,6 @@ int placement_report(const char *node, const cJSON *entries, time_t now,
 	{
 		const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "key");
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "tier");
-		const cJSON *b = cJSON_GetObjectItemCaseSensitive(e, "bytes");
 		const cJSON *u =
 		    cJSON_GetObjectItemCaseSensitive(e, "last_used");
 
@@ -145,9 +144,7 @@ int placement_report(const char *node, const cJSON *entries, time_t now,
 		snprintf(all[n].tier, sizeof(all[n].tier), "%s",
 			 t->valuestring);
 		dsfeature_name(all[n].key, all[n].tier, all[n].feature);
-		all[n].bytes = cJSON_IsNumber(b) && b->valuedouble > 0
-				   ? (uint64_t)b->valuedouble
-				   : 0;
+		all[n].bytes = proto_u64(e, "bytes"); /* 0 if not 0..1e18 */
 		all[n].last_used = cJSON_IsNumber(u) ? u->valuedouble : 0;
 		n++;
 	}

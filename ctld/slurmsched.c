@@ -24,6 +24,7 @@
 #include "common/errmsg.h"
 #include "common/log.h"
 #include "common/peernet.h"
+#include "common/proto.h"
 #include "ctld/hold.h"
 #include "ctld/pending.h"
 #include "ctld/placement.h"
@@ -316,7 +317,8 @@ static void prestage_send(struct pending_job *j, struct pending_node *pn,
 	dc->requests++;
 	id = cJSON_GetObjectItemCaseSensitive(reply, "id");
 	if (reply && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")) &&
-	    cJSON_IsNumber(id)) {
+	    cJSON_IsNumber(id) && id->valuedouble >= 1 &&
+	    id->valuedouble <= UINT32_MAX) {
 		st->state = PENDING_SENT;
 		st->id = (uint32_t)id->valuedouble;
 		log_info("prestage: job %u: %s on %s (tier '%s', expected "
@@ -387,8 +389,8 @@ static void prestage_poll(struct pending_job *j, struct pending_node *pn,
 		/* the node's count of what it copied; a node without it
 		 * (older iostaged): the entry's size in its last report,
 		 * which may not have come yet (then 0) */
-		dc->bytes += cJSON_IsNumber(copied) && copied->valuedouble >= 0
-				 ? (uint64_t)copied->valuedouble
+		dc->bytes += cJSON_IsNumber(copied)
+				 ? proto_u64(reply, "copied_bytes")
 				 : cached_bytes(pn->name, j->uid, &j->ds[d]);
 		log_info("prestage: job %u: %s staged on %s", j->job,
 			 j->ds[d].path, pn->name);

@@ -76,9 +76,11 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 		const cJSON *since =
 		    cJSON_GetObjectItemCaseSensitive(req, "since_us");
 
+		/* a time out of range is no time (and would not convert) */
 		cJSON_AddStringToObject(
 		    r, "state",
-		    cJSON_IsNumber(since) &&
+		    cJSON_IsNumber(since) && since->valuedouble >= 0 &&
+			    since->valuedouble <= 1e18 &&
 			    jobs_finished_here(id, (int64_t)since->valuedouble)
 			? "finished"
 			: "unknown");

@@ -121,6 +121,16 @@ static const char *str(const cJSON *o, const char *key, const char *dflt)
 	return cJSON_IsString(v) ? v->valuestring : dflt;
 }
 
+/* A task's (local) rank from a record or a report, -1 if none: a rank is
+ * an int, and a damaged 1e300 would not even convert. */
+static int64_t rank_of(const cJSON *v)
+{
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+			       v->valuedouble <= INT32_MAX
+		       ? (int64_t)v->valuedouble
+		       : -1;
+}
+
 /* --- building ------------------------------------------------------------------- */
 
 static struct tjob *find_locked(uint32_t id)
@@ -830,26 +840,21 @@ static void resume_record(cJSON *rec)
 			}
 			cJSON_ArrayForEach(rk, cJSON_GetObjectItemCaseSensitive(
 						       ph, "ranks"))
-				if (cJSON_IsNumber(rk) &&
+				if (rank_of(rk) >= 0 &&
 				    m->nranks < TEL_RANKS_MAX)
-					m->ranks[m->nranks++] =
-						(int64_t)rk->valuedouble;
+					m->ranks[m->nranks++] = rank_of(rk);
 		}
 	}
 	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(rec, "processes"))
 	{
 		struct telemetry_task id = { .rank = -1, .local_rank = -1 };
 		struct tproc *tp;
-		const cJSON *v;
 
 		id.pid = (pid_t)proto_u64(p, "pid");
 		id.step = (uint32_t)proto_u64(p, "step");
-		if ((v = cJSON_GetObjectItemCaseSensitive(p, "rank")) &&
-		    cJSON_IsNumber(v))
-			id.rank = (int64_t)v->valuedouble;
-		if ((v = cJSON_GetObjectItemCaseSensitive(p, "local_rank")) &&
-		    cJSON_IsNumber(v))
-			id.local_rank = (int64_t)v->valuedouble;
+		id.rank = rank_of(cJSON_GetObjectItemCaseSensitive(p, "rank"));
+		id.local_rank =
+		    rank_of(cJSON_GetObjectItemCaseSensitive(p, "local_rank"));
 		snprintf(id.node, sizeof(id.node), "%s", str(p, "node", ""));
 		snprintf(id.identity, sizeof(id.identity), "%s",
 			 str(p, "identity", "slurm"));
@@ -1330,13 +1335,11 @@ int telemetry_shim_report(uint32_t id, uid_t peer_uid, pid_t pid,
 	if (!p) {
 		struct telemetry_task id2 = { .pid = pid, .rank = -1,
 					      .local_rank = -1 };
-		const cJSON *v;
 
 		id2.step = (uint32_t)proto_u64(req, "step");
-		if ((v = cJSON_GetObjectItemCaseSensitive(req, "rank")))
-			id2.rank = (int64_t)v->valuedouble;
-		if ((v = cJSON_GetObjectItemCaseSensitive(req, "local_rank")))
-			id2.local_rank = (int64_t)v->valuedouble;
+		id2.rank = rank_of(cJSON_GetObjectItemCaseSensitive(req, "rank"));
+		id2.local_rank =
+		    rank_of(cJSON_GetObjectItemCaseSensitive(req, "local_rank"));
 		snprintf(id2.node, sizeof(id2.node), "%s",
 			 str(req, "node", tel_conf->node_name));
 		snprintf(id2.identity, sizeof(id2.identity), "%s",

@@ -589,6 +589,25 @@ START_TEST(test_phase_bytes_from_proc)
 }
 END_TEST
 
+/* Byte counts out of range in a damaged record count as none: 2.26e117
+ * does not convert to an integer (fuzz agent_state found it). */
+START_TEST(test_report_bytes_out_of_range_count_as_none)
+{
+	cJSON *r = cJSON_Parse(
+		"{\"read\":{\"dataset\":{\"POSIX_BYTES_READ\":2.26e117,"
+		"\"POSIX_BYTES_WRITTEN\":-5}},"
+		"\"run\":{\"other\":{\"POSIX_BYTES_READ\":7,"
+		"\"POSIX_BYTES_WRITTEN\":1e19}}}");
+	uint64_t rb = 99, wb = 99;
+
+	ck_assert_ptr_nonnull(r);
+	telrec_report_bytes(r, &rb, &wb);
+	ck_assert_uint_eq(rb, 7);
+	ck_assert_uint_eq(wb, 0);
+	cJSON_Delete(r);
+}
+END_TEST
+
 /* A report's file bytes: every phase, every class. */
 START_TEST(test_report_bytes)
 {
@@ -673,6 +692,7 @@ static Suite *telrec_suite(void)
 	tcase_add_test(tc, test_phase_bytes_from_shim);
 	tcase_add_test(tc, test_phase_bytes_from_proc);
 	tcase_add_test(tc, test_report_bytes);
+	tcase_add_test(tc, test_report_bytes_out_of_range_count_as_none);
 	tcase_add_loop_test(tc, test_old_and_new_records_read_back, 0,
 			    sizeof(old_new) / sizeof(old_new[0]));
 	suite_add_tcase(s, tc);
