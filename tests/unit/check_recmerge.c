@@ -357,6 +357,28 @@ START_TEST(test_bad_inputs)
 }
 END_TEST
 
+/* A part's processes_total out of range (1e300) counts as none, and is
+ * never converted to an integer: that conversion is undefined, which the
+ * sanitized build (make check-sanitize) reports. */
+START_TEST(test_processes_total_out_of_range)
+{
+	cJSON *p[3] = { part("n1", 1, true), part("n2", 2, true),
+			part("n3", 3, true) };
+	const cJSON *q[3] = { p[0], p[1], p[2] };
+	cJSON *m;
+
+	cJSON_AddNumberToObject(p[0], "processes_total", 1e300);
+	m = recmerge_job(q, 3, nodes3, 3);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "processes")),
+			 3);
+	ck_assert_ptr_null(cJSON_GetObjectItem(m, "processes_total"));
+	cJSON_Delete(m);
+	for (int i = 0; i < 3; i++)
+		cJSON_Delete(p[i]);
+}
+END_TEST
+
 /* A live job: no end until every part has one. */
 START_TEST(test_live)
 {
@@ -385,6 +407,7 @@ int main(void)
 	tcase_add_test(tc, test_missing);
 	tcase_add_test(tc, test_failed_node);
 	tcase_add_test(tc, test_bad_inputs);
+	tcase_add_test(tc, test_processes_total_out_of_range);
 	tcase_add_test(tc, test_live);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
