@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/jsonbuf.h"
+#include "common/proto.h"
 #include "common/recmerge.h"
 #include "common/telrec.h"
 
@@ -17,15 +18,6 @@ static double num(const cJSON *o, const char *key)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
-/* A count from a part (another node's, or the service's copy): 0 unless
- * 0..1e18, so that a damaged 1e300 never converts (undefined). */
-static size_t count(const cJSON *o, const char *key)
-{
-	double d = num(o, key);
-
-	return d >= 0 && d <= 1e18 ? (size_t)d : 0;
 }
 
 static bool has(const cJSON *o, const char *key)
@@ -445,7 +437,7 @@ static cJSON *part_summary(const cJSON *p)
 	}
 	cJSON_Delete(arr);
 	if (has(p, "processes_total"))
-		nprocs = count(p, "processes_total");
+		nprocs = (size_t)proto_u64(p, "processes_total");
 	cJSON_AddNumberToObject(s, "processes", (double)nprocs);
 	if (!has(s, "ranks"))
 		cJSON_AddArrayToObject(s, "ranks");
@@ -660,7 +652,7 @@ static void merge_processes(cJSON *r, const cJSON *const *parts, size_t n)
 			kept++;
 		}
 		total += has(parts[i], "processes_total")
-				 ? count(parts[i], "processes_total")
+				 ? (size_t)proto_u64(parts[i], "processes_total")
 				 : here;
 	}
 	if (total > kept)

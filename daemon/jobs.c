@@ -284,6 +284,17 @@ static struct finished {
 } finished_jobs[JOBS_FINISHED_KEEP];
 static size_t finished_next;
 
+/* Job ID finished here now (jobs_finish, after its Epilog's work). */
+static void remember_finished(uint32_t id)
+{
+	int64_t at = now_us();
+
+	pthread_mutex_lock(&jobs_lock);
+	finished_jobs[finished_next++ % JOBS_FINISHED_KEEP] =
+	    (struct finished){ id, at };
+	pthread_mutex_unlock(&jobs_lock);
+}
+
 bool jobs_finished_here(uint32_t id, int64_t since_us)
 {
 	bool r = false;
@@ -728,14 +739,7 @@ int jobs_finish(uint32_t id, unsigned timeout_s, char *err, size_t errlen)
 	}
 	if (forget(job))
 		jobs_put(job); /* the table's reference */
-	{
-		int64_t at = now_us();
-
-		pthread_mutex_lock(&jobs_lock);
-		finished_jobs[finished_next++ % JOBS_FINISHED_KEEP] =
-		    (struct finished){ id, at };
-		pthread_mutex_unlock(&jobs_lock);
-	}
+	remember_finished(id);
 	r = 0;
 out:
 	jobs_put(job);

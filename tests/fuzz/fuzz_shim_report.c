@@ -24,6 +24,7 @@
 #include "daemon/stage.h"
 #include "daemon/telemetry.h"
 #include "daemon/tiers.h"
+#include "tests/fuzz/fuzz_job.h"
 #include "tests/fuzz/spawn_stub.h"
 
 
@@ -39,23 +40,14 @@ static void start_job(void)
 				    .local_rank = 0, .identity = "slurm",
 				    .node = "node1" };
 	char err[CONF_ERR_MAX];
-	struct profile *p;
-	struct job *job, *old;
+	struct job *job = fuzz_job(&conf, job_id);
 
-	p = profile_parse_json("{\"datasets\":[]}", "fuzz", err, sizeof(err));
-	if (!p || profile_normalize(p, &conf, err, sizeof(err)) < 0)
-		goto fail;
-	job = jobs_create(job_id, 1000, 1000, "alice", p, err, sizeof(err));
-	if (!job || jobs_insert(job, &old, err, sizeof(err)) != 0)
-		goto fail;
 	jobs_staging_done(job, true, NULL);
 	jobs_put(job);
-	if (telemetry_task_register(job_id, &t, err, sizeof(err)) < 0)
-		goto fail;
-	return;
-fail:
-	fprintf(stderr, "fuzz: job %u: %s\n", job_id, err);
-	exit(2);
+	if (telemetry_task_register(job_id, &t, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fuzz: job %u: %s\n", job_id, err);
+		exit(2);
+	}
 }
 
 /* End the job as its Epilog does, and start the next one. */

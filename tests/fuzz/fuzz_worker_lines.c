@@ -25,6 +25,7 @@
 #include "daemon/drain.c"
 #undef sanitize
 
+#include "tests/fuzz/fuzz_job.h"
 #include "tests/fuzz/spawn_stub.h"
 
 static struct conf conf;
@@ -34,8 +35,6 @@ static pid_t zombie;
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	char err[CONF_ERR_MAX];
-	struct profile *p;
-	struct job *old;
 
 	(void)argc;
 	(void)argv;
@@ -46,12 +45,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	    journal_init(&conf, err, sizeof(err)) < 0 ||
 	    cache_init(&conf, jobs_known, err, sizeof(err)) < 0)
 		goto fail;
-	p = profile_parse_json("{\"datasets\":[]}", "fuzz", err, sizeof(err));
-	if (!p || profile_normalize(p, &conf, err, sizeof(err)) < 0)
-		goto fail;
-	job = jobs_create(42, 1000, 1000, "alice", p, err, sizeof(err));
-	if (!job || jobs_insert(job, &old, err, sizeof(err)) != 0)
-		goto fail;
+	job = fuzz_job(&conf, 42);
 	zombie = fork();
 	if (zombie < 0)
 		abort();
