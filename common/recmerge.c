@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/jsonbuf.h"
+#include "common/jsonset.h"
 #include "common/proto.h"
 #include "common/recmerge.h"
 #include "common/telrec.h"
@@ -32,25 +33,12 @@ static const char *str(const cJSON *o, const char *key, const char *dflt)
 	return cJSON_IsString(v) ? v->valuestring : dflt;
 }
 
-static void set_num(cJSON *o, const char *key, double v)
-{
-	cJSON *old = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (cJSON_IsNumber(old))
-		cJSON_SetNumberValue(old, v);
-	else if (old)
-		cJSON_ReplaceItemInObjectCaseSensitive(o, key,
-						       cJSON_CreateNumber(v));
-	else
-		cJSON_AddNumberToObject(o, key, v);
-}
-
 /* DST[key] += SRC[key] for each KEY present in SRC. */
 static void add_keys(cJSON *dst, const cJSON *src, const char *const *keys)
 {
 	for (; *keys; keys++)
 		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(src, *keys)))
-			set_num(dst, *keys, num(dst, *keys) + num(src, *keys));
+			json_set_number(dst, *keys, num(dst, *keys) + num(src, *keys));
 }
 
 /* DST's start becomes the earliest, end the latest, seconds between. */
@@ -59,10 +47,10 @@ static void span(cJSON *dst, const cJSON *src, bool first)
 	double s = num(src, "start"), e = num(src, "end");
 
 	if (first || (s > 0 && s < num(dst, "start")))
-		set_num(dst, "start", s);
+		json_set_number(dst, "start", s);
 	if (first || e > num(dst, "end"))
-		set_num(dst, "end", e);
-	set_num(dst, "seconds", num(dst, "end") - num(dst, "start"));
+		json_set_number(dst, "end", e);
+	json_set_number(dst, "seconds", num(dst, "end") - num(dst, "start"));
 }
 
 static int state_rank(const char *s)
@@ -294,16 +282,13 @@ static void merge_bytes_source(cJSON *out, bool all_shim, double rchar,
 
 	if (!src)
 		return;
-	set_num(out, "rchar", rchar);
-	set_num(out, "wchar", wchar);
+	json_set_number(out, "rchar", rchar);
+	json_set_number(out, "wchar", wchar);
 	if (!all_shim) {
-		set_num(out, "read_bytes", rchar);
-		set_num(out, "write_bytes", wchar);
+		json_set_number(out, "read_bytes", rchar);
+		json_set_number(out, "write_bytes", wchar);
 	}
-	if (has(out, "bytes_source"))
-		cJSON_ReplaceItemInObjectCaseSensitive(out, "bytes_source", src);
-	else
-		cJSON_AddItemToObject(out, "bytes_source", src);
+	json_set(out, "bytes_source", src);
 }
 
 /* One job-level phase from the nodes' phases named NAME (NULL entries:
@@ -341,8 +326,7 @@ static cJSON *merge_phase(const cJSON *const *ph, size_t n,
 							    "auto"));
 		} else if (!strcmp(str(ph[i], "source", ""), "marker") &&
 			   has(out, "source")) {
-			cJSON_ReplaceItemInObjectCaseSensitive(
-				out, "source", cJSON_CreateString("marker"));
+			json_set(out, "source", cJSON_CreateString("marker"));
 		}
 		span(out, ph[i], first);
 		add_keys(out, ph[i], keys);
@@ -359,7 +343,7 @@ static cJSON *merge_phase(const cJSON *const *ph, size_t n,
 		if (has(ph[i], "end_seconds") &&
 		    (first || num(ph[i], "end_seconds") >
 				      num(out, "end_seconds")))
-			set_num(out, "end_seconds", num(ph[i], "end_seconds"));
+			json_set_number(out, "end_seconds", num(ph[i], "end_seconds"));
 		first = false;
 	}
 	if (out && keys != stage_in_keys && keys != stage_out_keys)
@@ -469,15 +453,14 @@ static void merge_datasets(cJSON *r, const cJSON *const *parts, size_t n)
 			}
 			if (result_rank(str(d, "result", "")) >
 			    result_rank(str(e, "result", "")))
-				cJSON_ReplaceItemInObjectCaseSensitive(
-					e, "result",
-					cJSON_CreateString(str(d, "result", "")));
+				json_set(e, "result",
+					 cJSON_CreateString(str(d, "result", "")));
 			/* The dataset's size is the same on every node: the
 			 * largest seen; what was copied or served adds up. */
 			if (num(d, "bytes") > num(e, "bytes"))
-				set_num(e, "bytes", num(d, "bytes"));
+				json_set_number(e, "bytes", num(d, "bytes"));
 			if (num(d, "files") > num(e, "files"))
-				set_num(e, "files", num(d, "files"));
+				json_set_number(e, "files", num(d, "files"));
 			add_keys(e, d, dataset_keys);
 		}
 	}
@@ -507,7 +490,7 @@ static void merge_outputs(cJSON *r, const cJSON *const *parts, size_t n)
 				o, "max_file_bytes")) &&
 			    num(o, "max_file_bytes") >
 				num(e, "max_file_bytes"))
-				set_num(e, "max_file_bytes",
+				json_set_number(e, "max_file_bytes",
 					num(o, "max_file_bytes"));
 			h = cJSON_GetObjectItemCaseSensitive(o, "size_hist");
 			if (cJSON_IsObject(h)) {
@@ -545,7 +528,7 @@ static void merge_phases(cJSON *r, const cJSON *const *parts, size_t n)
 	if (stage_in) {
 		double s = num(stage_in, "seconds");
 
-		set_num(stage_in, "rate_bps",
+		json_set_number(stage_in, "rate_bps",
 			s > 0 ? (double)(uint64_t)(num(stage_in, "bytes") / s)
 			      : 0);
 		for (size_t i = 0; i < n; i++)
@@ -577,7 +560,7 @@ static void merge_phases(cJSON *r, const cJSON *const *parts, size_t n)
 				if (num(ph[i], "interval_s") > interval)
 					interval = num(ph[i], "interval_s");
 			}
-		set_num(m, "interval_s", interval);
+		json_set_number(m, "interval_s", interval);
 		if (runs)
 			cJSON_AddItemToObject(m, "timeline",
 					      merge_timelines(runs, k));
@@ -771,10 +754,10 @@ cJSON *recmerge_job(const cJSON *const *parts, size_t nparts,
 						     : "completed");
 		for (i = 0; i < have; i++) {
 			if (i == 0 || num(in[i], "start") < num(r, "start"))
-				set_num(r, "start", num(in[i], "start"));
+				json_set_number(r, "start", num(in[i], "start"));
 			if (all_ended && (i == 0 || num(in[i], "end") >
 							    num(r, "end")))
-				set_num(r, "end", num(in[i], "end"));
+				json_set_number(r, "end", num(in[i], "end"));
 		}
 		merge_datasets(r, in, have);
 		merge_outputs(r, in, have);

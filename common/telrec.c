@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/jsonset.h"
 #include "common/pathsafe.h"
 #include "common/telrec.h"
 
@@ -587,10 +588,7 @@ int telrec_observed_merge(cJSON *dst, const cJSON *obs, const char *pfs)
 	} else {
 		snprintf(buf, sizeof(buf), "%s", root->valuestring);
 	}
-	if (cur)
-		cJSON_ReplaceItemInObjectCaseSensitive(dst, "source",
-						       cJSON_CreateString(buf));
-	else if (!cJSON_AddStringToObject(dst, "source", buf))
+	if (!json_set(dst, "source", cJSON_CreateString(buf)))
 		return -1;
 	/* Each process counts the distinct files it opened (a forked child
 	 * starts from its parent's): the largest is the job's, a lower

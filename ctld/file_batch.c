@@ -58,7 +58,9 @@ static cJSON *answer(bool filed, bool duplicate)
 
 static void set_result(struct batch *b, int i, cJSON *res)
 {
-	cJSON_ReplaceItemInArray(b->results, i, res);
+	/* a failed replace leaves RES to us */
+	if (res && !cJSON_ReplaceItemInArray(b->results, i, res))
+		cJSON_Delete(res);
 }
 
 static void set_error(struct batch *b, int i, const char *err)

@@ -17,6 +17,7 @@
 
 #include "common/errmsg.h"
 #include "common/jsonbuf.h"
+#include "common/jsonset.h"
 #include "common/log.h"
 #include "common/outbox.h"
 #include "common/recmerge.h"
@@ -556,7 +557,7 @@ static int file_due(struct history *h, const struct due *d, double now,
 	merged = merge(d->job, parts, names, n, err, errlen);
 	if (!merged)
 		goto out;
-	cJSON_ReplaceItemInObject(meta, "filed", cJSON_CreateTrue());
+	json_set(meta, "filed", cJSON_CreateTrue());
 	cJSON_AddNumberToObject(meta, "filed_at", now);
 	mtext = print(meta);
 	if (!mtext) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/jsonset.h"
 #include "common/units.h"
 #include "ctld/jobfacts.h"
 #include "ctld/recommend.h"
@@ -1010,8 +1011,7 @@ static void add_unique(cJSON *arr, const cJSON *e)
 			break;
 		snprintf(name, sizeof(name), "%s-%d", base, n);
 	}
-	cJSON_ReplaceItemInObjectCaseSensitive(c, "name",
-					       cJSON_CreateString(name));
+	json_set(c, "name", cJSON_CreateString(name));
 	cJSON_AddItemToArray(arr, c);
 }
 

@@ -22,6 +22,7 @@
 
 #include "common/joblayout.h"
 #include "common/jsonbuf.h"
+#include "common/jsonset.h"
 #include "common/log.h"
 #include "common/outfiles.h"
 #include "common/proto.h"
@@ -202,8 +203,7 @@ static void refresh_from_job(struct tjob *t, struct job *job)
 	bool fallback;
 
 	jobs_view(job, &v);
-	cJSON_ReplaceItemInObjectCaseSensitive(
-		t->base, "state", cJSON_CreateString(record_state(job, &v)));
+	json_set(t->base, "state", cJSON_CreateString(record_state(job, &v)));
 	if (v.state == JOB_STAGING || t->stage_in)
 		return;
 	fallback = v.state == JOB_FAILED &&
@@ -249,7 +249,7 @@ static void refresh_from_job(struct tjob *t, struct job *job)
 		copied += r->copied_bytes;
 		cJSON_AddItemToArray(ds, e);
 	}
-	cJSON_ReplaceItemInObjectCaseSensitive(t->base, "datasets", ds);
+	json_set(t->base, "datasets", ds);
 	outs = cJSON_CreateArray();
 	for (size_t i = 0; outs && job->profile && i < job->profile->noutputs;
 	     i++) {
@@ -263,7 +263,7 @@ static void refresh_from_job(struct tjob *t, struct job *job)
 		cJSON_AddStringToObject(e, "tier", o->tier ? o->tier : "");
 		cJSON_AddItemToArray(outs, e);
 	}
-	cJSON_ReplaceItemInObjectCaseSensitive(t->base, "outputs", outs);
+	json_set(t->base, "outputs", outs);
 
 	ph = cJSON_CreateObject();
 	if (!ph)
@@ -495,19 +495,6 @@ static void add_io_fields(cJSON *ph, const struct tjob *t,
 }
 
 /* Set KEY of O to V (replaced if present). */
-static void set_num(cJSON *o, const char *key, double v)
-{
-	cJSON *old = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (cJSON_IsNumber(old))
-		cJSON_SetNumberValue(old, v);
-	else if (old)
-		cJSON_ReplaceItemInObjectCaseSensitive(o, key,
-						       cJSON_CreateNumber(v));
-	else
-		cJSON_AddNumberToObject(o, key, v);
-}
-
 /* shared_files/fpp_files per output of record R (a file belongs to the
  * output whose node-local directory TIER/jobs/J/out/NAME or PFS
  * destination holds it), and the job's totals (files under no output
@@ -547,9 +534,9 @@ static void add_file_counts(const struct tjob *t, cJSON *r, cJSON *run)
 	{
 		if (i == n)
 			break;
-		set_num(o, "shared_files",
+		json_set_number(o, "shared_files",
 			(double)(c[i].shared + t->base_shared[i]));
-		set_num(o, "fpp_files", (double)(c[i].fpp + t->base_fpp[i]));
+		json_set_number(o, "fpp_files", (double)(c[i].fpp + t->base_fpp[i]));
 		i++;
 	}
 	for (i = 0; i <= n; i++) {
@@ -1036,8 +1023,8 @@ int telemetry_task_register(uint32_t id, const struct telemetry_task *task,
 	if (!t->run_start)
 		t->run_start = now_s();
 	if (task->job_name[0])
-		cJSON_ReplaceItemInObjectCaseSensitive(
-			t->base, "job_name", cJSON_CreateString(task->job_name));
+		json_set(t->base, "job_name",
+			 cJSON_CreateString(task->job_name));
 	p = find_proc(t, task->pid);
 	if (!p && !(p = add_proc(t, task))) {
 		snprintf(err, errlen, "job %u: too many processes (max %d)", id,
@@ -1433,11 +1420,11 @@ static void outputs_from_drain(struct tjob *t, const cJSON *d)
 		if (!o || !cJSON_GetObjectItemCaseSensitive(e, "files"))
 			continue;
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-			set_num(o, keys[k], (double)proto_u64(e, keys[k]));
+			json_set_number(o, keys[k], (double)proto_u64(e, keys[k]));
 		/* The largest file: only from a drain that records it. */
 		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(
 			e, "max_file_bytes")))
-			set_num(o, "max_file_bytes",
+			json_set_number(o, "max_file_bytes",
 				(double)proto_u64(e, "max_file_bytes"));
 		hist = cJSON_GetObjectItemCaseSensitive(e, "size_hist");
 		if (cJSON_IsObject(hist)) {

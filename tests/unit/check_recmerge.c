@@ -379,6 +379,30 @@ START_TEST(test_processes_total_out_of_range)
 }
 END_TEST
 
+/* A dataset whose result one part lacks takes the others' (the worst
+ * of them), and nothing is leaked on the way: cJSON's replace of a key
+ * that is absent fails and leaves the new item to its caller (found by
+ * fuzz_ctld_request as a leak of the new string). */
+START_TEST(test_result_missing_in_one_part)
+{
+	cJSON *p[3] = { part("n1", 1, true), part("n2", 2, true),
+			part("n3", 3, true) };
+	const cJSON *q[3] = { p[0], p[1], p[2] };
+	cJSON *m, *ds;
+
+	cJSON_ArrayForEach(ds, cJSON_GetObjectItem(p[0], "datasets"))
+		cJSON_DeleteItemFromObject(ds, "result");
+	m = recmerge_job(q, 3, nodes3, 3);
+	ck_assert_ptr_nonnull(m);
+	ds = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "datasets"), 0);
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(ds, "result"));
+	ck_assert_str_eq(cJSON_GetObjectItem(ds, "result")->valuestring, "hit");
+	cJSON_Delete(m);
+	for (int i = 0; i < 3; i++)
+		cJSON_Delete(p[i]);
+}
+END_TEST
+
 /* A live job: no end until every part has one. */
 START_TEST(test_live)
 {
@@ -408,6 +432,7 @@ int main(void)
 	tcase_add_test(tc, test_failed_node);
 	tcase_add_test(tc, test_bad_inputs);
 	tcase_add_test(tc, test_processes_total_out_of_range);
+	tcase_add_test(tc, test_result_missing_in_one_part);
 	tcase_add_test(tc, test_live);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
