@@ -9,6 +9,7 @@
 #include "cli/cache.h"
 #include "cli/json.h"
 #include "common/jsonbuf.h"
+#include "common/proto.h"
 #include "common/units.h"
 
 static void usage(FILE *out)
@@ -26,7 +27,7 @@ static void print_entry(const cJSON *e, time_t now)
 	printf("%-8s %-36s %-12s %10s %9.0f %9s %4.0f%s  %s\n",
 	       json_string(e, "tier"), json_string(e, "entry"),
 	       json_string(e, "user"),
-	       units_bytes((uint64_t)json_number(e, "bytes"), size,
+	       units_bytes(proto_u64(e, "bytes"), size,
 			   sizeof(size)),
 	       json_number(e, "files"),
 	       last > 0 ? units_seconds((double)now - last, age, sizeof(age))
@@ -147,10 +148,10 @@ static int cache_evict(const struct client *client, int argc, char **argv)
 	{
 		printf("evicted %s on %s: %s (%s)\n", json_string(e, "entry"),
 		       json_string(e, "tier"), json_string(e, "source"),
-		       units_bytes((uint64_t)json_number(e, "bytes"), size,
+		       units_bytes(proto_u64(e, "bytes"), size,
 				   sizeof(size)));
 	}
-	printf("freed %s\n", units_bytes((uint64_t)json_number(reply, "bytes"),
+	printf("freed %s\n", units_bytes(proto_u64(reply, "bytes"),
 					 size, sizeof(size)));
 	cJSON_Delete(reply);
 	return 0;

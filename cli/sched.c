@@ -10,6 +10,7 @@
 #include "common/ctlclient.h"
 #include "common/jsonbuf.h"
 #include "common/promtext.h"
+#include "common/proto.h"
 #include "common/units.h"
 
 #define SCHED_TIMEOUT_MS 5000
@@ -211,7 +212,7 @@ int sched_status_show(const struct client *client, enum sched_show how)
 	       "(%s copied), %.0f failed; jobs that found it: %.0f, late: "
 	       "%.0f, missed: %.0f, staging time saved %.1f s\n",
 	       json_number(s, "requests"), json_number(s, "staged"),
-	       units_bytes((uint64_t)json_number(s, "bytes"), b, sizeof(b)),
+	       units_bytes(proto_u64(s, "bytes"), b, sizeof(b)),
 	       json_number(s, "failed"), json_number(s, "hits"),
 	       json_number(s, "late"), json_number(s, "missed"),
 	       json_number(s, "seconds_saved"));

@@ -12,6 +12,7 @@
 #include "cli/json.h"
 #include "cli/progress.h"
 #include "cli/stage.h"
+#include "common/proto.h"
 #include "common/units.h"
 
 #define STAGE_POLL_S 1
@@ -42,7 +43,7 @@ static void print_result(const char *path, const cJSON *job)
 		cJSON_GetObjectItemCaseSensitive(job, "cache"), 0);
 	char bytes[32];
 
-	units_bytes((uint64_t)json_number(job, "total_bytes"), bytes,
+	units_bytes(proto_u64(job, "total_bytes"), bytes,
 		    sizeof(bytes));
 	if (r && strcmp(json_string(r, "result"), "hit") == 0)
 		printf("%s: already cached on tier %s (%s), %s, %.0f files\n",
@@ -96,10 +97,10 @@ static int follow(const struct client *client, const char *path, double id)
 				cJSON_GetObjectItemCaseSensitive(job, "eta_s");
 
 			progress_draw(stderr,
-				      (uint64_t)json_number(job, "bytes"),
-				      (uint64_t)json_number(job, "total_bytes"),
-				      (uint64_t)json_number(job, "files"),
-				      (uint64_t)json_number(job, "total_files"),
+				      proto_u64(job, "bytes"),
+				      proto_u64(job, "total_bytes"),
+				      proto_u64(job, "files"),
+				      proto_u64(job, "total_files"),
 				      json_number(job, "rate_bps"),
 				      cJSON_IsNumber(eta) ? eta->valuedouble
 							  : -1);

@@ -10,6 +10,7 @@
 #include "cli/sched.h"
 #include "cli/status.h"
 #include "common/jsonbuf.h"
+#include "common/proto.h"
 #include "common/units.h"
 
 
@@ -28,11 +29,11 @@ static void print_tiers(const cJSON *tiers)
 								     "shared"))
 			       ? "yes"
 			       : "no",
-		       units_bytes((uint64_t)json_number(tier, "capacity_bytes"),
+		       units_bytes(proto_u64(tier, "capacity_bytes"),
 				   cap, sizeof(cap)),
-		       units_bytes((uint64_t)json_number(tier, "used_bytes"), used,
+		       units_bytes(proto_u64(tier, "used_bytes"), used,
 				   sizeof(used)),
-		       units_bytes((uint64_t)json_number(tier, "free_bytes"), avail,
+		       units_bytes(proto_u64(tier, "free_bytes"), avail,
 				   sizeof(avail)),
 		       json_number(tier, "jobs"), json_string(tier, "path"));
 	}
@@ -54,8 +55,7 @@ static void print_cache_results(const cJSON *results)
 			       "", json_string(r, "dataset"),
 			       json_string(r, "entry"), json_string(r, "tier"),
 			       json_number(r, "copied_files"),
-			       units_bytes((uint64_t)json_number(r,
-								 "copied_bytes"),
+			       units_bytes(proto_u64(r, "copied_bytes"),
 					   copied, sizeof(copied)),
 			       json_number(r, "linked_files"));
 		else
@@ -98,9 +98,9 @@ static void print_jobs(const cJSON *jobs)
 				sizeof(names) - strlen(names) - 1);
 		}
 		snprintf(progress, sizeof(progress), "%s/%s %.0f/%.0f files",
-			 units_bytes((uint64_t)json_number(job, "bytes"), done,
+			 units_bytes(proto_u64(job, "bytes"), done,
 				     sizeof(done)),
-			 units_bytes((uint64_t)json_number(job, "total_bytes"),
+			 units_bytes(proto_u64(job, "total_bytes"),
 				     total, sizeof(total)),
 			 json_number(job, "files"),
 			 json_number(job, "total_files"));
@@ -113,8 +113,7 @@ static void print_jobs(const cJSON *jobs)
 				cJSON_GetObjectItemCaseSensitive(job, "eta_s");
 
 			printf("%10s rate %s/s, ETA %s\n", "",
-			       units_bytes((uint64_t)json_number(job,
-								 "rate_bps"),
+			       units_bytes(proto_u64(job, "rate_bps"),
 					   rate, sizeof(rate)),
 			       cJSON_IsNumber(e)
 				       ? units_seconds(e->valuedouble, eta,
@@ -158,14 +157,14 @@ static void print_stage_bandwidth(const cJSON *bw)
 
 	printf("\nstage bandwidth: %s/s leased of %s/s (StageBandwidth=) to "
 	       "%.0f node%s",
-	       units_bytes((uint64_t)json_number(bw, "granted"), b1,
+	       units_bytes(proto_u64(bw, "granted"), b1,
 			   sizeof(b1)),
-	       units_bytes((uint64_t)json_number(bw, "budget"), b2, sizeof(b2)),
+	       units_bytes(proto_u64(bw, "budget"), b2, sizeof(b2)),
 	       json_number(bw, "nodes"), json_number(bw, "nodes") == 1 ? "" : "s");
 	cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(bw, "leases"))
 	{
 		printf("%s%s %s/s", n++ ? ", " : ": ", json_string(l, "node"),
-		       units_bytes((uint64_t)json_number(l, "grant"), b1,
+		       units_bytes(proto_u64(l, "grant"), b1,
 				   sizeof(b1)));
 	}
 	printf("\n");

@@ -10,6 +10,7 @@
 #include "cli/json.h"
 #include "cli/telemetry.h"
 #include "common/jsonbuf.h"
+#include "common/proto.h"
 #include "common/telrec.h"
 #include "common/units.h"
 
@@ -41,11 +42,11 @@ static void print_phase(const cJSON *ph, double t0, FILE *out)
 		snprintf(detail, sizeof(detail),
 			 "%.0f files, copied %s, from cache %s, %s/s",
 			 json_number(ph, "files"),
-			 units_bytes((uint64_t)json_number(ph, "copied_bytes"),
+			 units_bytes(proto_u64(ph, "copied_bytes"),
 				     c, sizeof(c)),
-			 units_bytes((uint64_t)json_number(ph, "cached_bytes"),
+			 units_bytes(proto_u64(ph, "cached_bytes"),
 				     k, sizeof(k)),
-			 units_bytes((uint64_t)json_number(ph, "rate_bps"), r,
+			 units_bytes(proto_u64(ph, "rate_bps"), r,
 				     sizeof(r)));
 	} else if (!strcmp(name, "stage_out")) {
 		char d[32], e[32], es[32];
@@ -55,10 +56,10 @@ static void print_phase(const cJSON *ph, double t0, FILE *out)
 		snprintf(detail, sizeof(detail),
 			 "during the run %s (%.0f files), after it %s (%.0f "
 			 "files) in %s",
-			 units_bytes((uint64_t)json_number(ph, "during_bytes"),
+			 units_bytes(proto_u64(ph, "during_bytes"),
 				     d, sizeof(d)),
 			 json_number(ph, "during_files"),
-			 units_bytes((uint64_t)json_number(ph, "end_bytes"), e,
+			 units_bytes(proto_u64(ph, "end_bytes"), e,
 				     sizeof(e)),
 			 json_number(ph, "end_files"),
 			 units_seconds(json_number(ph, "end_seconds"), es,
@@ -265,11 +266,9 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 				units_bytes(io.wchar, wc, sizeof(wc));
 			}
 			if (new_rec && item(p, "read_bytes")) {
-				units_bytes((uint64_t)json_number(p,
-								  "read_bytes"),
+				units_bytes(proto_u64(p, "read_bytes"),
 					    rd, sizeof(rd));
-				units_bytes((uint64_t)json_number(p,
-								  "write_bytes"),
+				units_bytes(proto_u64(p, "write_bytes"),
 					    wr, sizeof(wr));
 			}
 			fprintf(out,

@@ -38,7 +38,8 @@ static void add_keys(cJSON *dst, const cJSON *src, const char *const *keys)
 {
 	for (; *keys; keys++)
 		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(src, *keys)))
-			json_set_number(dst, *keys, num(dst, *keys) + num(src, *keys));
+			json_set_number(dst, *keys,
+					num(dst, *keys) + num(src, *keys));
 }
 
 /* DST's start becomes the earliest, end the latest, seconds between. */
@@ -343,7 +344,8 @@ static cJSON *merge_phase(const cJSON *const *ph, size_t n,
 		if (has(ph[i], "end_seconds") &&
 		    (first || num(ph[i], "end_seconds") >
 				      num(out, "end_seconds")))
-			json_set_number(out, "end_seconds", num(ph[i], "end_seconds"));
+			json_set_number(out, "end_seconds",
+					num(ph[i], "end_seconds"));
 		first = false;
 	}
 	if (out && keys != stage_in_keys && keys != stage_out_keys)
@@ -454,7 +456,8 @@ static void merge_datasets(cJSON *r, const cJSON *const *parts, size_t n)
 			if (result_rank(str(d, "result", "")) >
 			    result_rank(str(e, "result", "")))
 				json_set(e, "result",
-					 cJSON_CreateString(str(d, "result", "")));
+					 cJSON_CreateString(
+						 str(d, "result", "")));
 			/* The dataset's size is the same on every node: the
 			 * largest seen; what was copied or served adds up. */
 			if (num(d, "bytes") > num(e, "bytes"))
@@ -491,7 +494,7 @@ static void merge_outputs(cJSON *r, const cJSON *const *parts, size_t n)
 			    num(o, "max_file_bytes") >
 				num(e, "max_file_bytes"))
 				json_set_number(e, "max_file_bytes",
-					num(o, "max_file_bytes"));
+						num(o, "max_file_bytes"));
 			h = cJSON_GetObjectItemCaseSensitive(o, "size_hist");
 			if (cJSON_IsObject(h)) {
 				uint64_t a[TELREC_NBUCKETS], b[TELREC_NBUCKETS];
@@ -527,10 +530,14 @@ static void merge_phases(cJSON *r, const cJSON *const *parts, size_t n)
 	stage_in = merge_phase(ph, n, stage_in_keys);
 	if (stage_in) {
 		double s = num(stage_in, "seconds");
+		double rate = s > 0 ? num(stage_in, "bytes") / s : 0;
 
+		/* Whole bytes per second. A rate out of range comes from
+		 * damaged parts and counts as none: converting it to an
+		 * integer would be undefined. */
 		json_set_number(stage_in, "rate_bps",
-			s > 0 ? (double)(uint64_t)(num(stage_in, "bytes") / s)
-			      : 0);
+				rate >= 0 && rate < 1e18 ? (double)(uint64_t)rate
+							 : 0);
 		for (size_t i = 0; i < n; i++)
 			if (ph[i] && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
 					      ph[i], "error"))) {
@@ -754,7 +761,8 @@ cJSON *recmerge_job(const cJSON *const *parts, size_t nparts,
 						     : "completed");
 		for (i = 0; i < have; i++) {
 			if (i == 0 || num(in[i], "start") < num(r, "start"))
-				json_set_number(r, "start", num(in[i], "start"));
+				json_set_number(r, "start",
+						num(in[i], "start"));
 			if (all_ended && (i == 0 || num(in[i], "end") >
 							    num(r, "end")))
 				json_set_number(r, "end", num(in[i], "end"));

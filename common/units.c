@@ -24,10 +24,19 @@ char *units_bytes(uint64_t bytes, char *buf, size_t buflen)
 
 char *units_seconds(double seconds, char *buf, size_t buflen)
 {
-	unsigned long s = (unsigned long)(seconds + 0.5);
+	unsigned long s;
 
+	if (!(seconds >= 0))
+		seconds = 0; /* negative (a clock set back) or NaN */
+	if (seconds >= 1e12) {
+		/* 30,000 years: a damaged record, shown as it is rather
+		 * than converted to an integer (undefined out of range) */
+		snprintf(buf, buflen, "%.3g s", seconds);
+		return buf;
+	}
+	s = (unsigned long)(seconds + 0.5);
 	if (seconds < 10)
-		snprintf(buf, buflen, "%.1f s", seconds < 0 ? 0 : seconds);
+		snprintf(buf, buflen, "%.1f s", seconds);
 	else if (s < 60)
 		snprintf(buf, buflen, "%lu s", s);
 	else if (s < 3600)

@@ -8,7 +8,8 @@
 /* "0 B", "999 B", "1.2 KiB", "3.4 GiB" into buf; returns buf. */
 char *units_bytes(uint64_t bytes, char *buf, size_t buflen);
 
-/* "0.4 s", "12 s", "3m05s", "2h03m"; returns buf. */
+/* "0.4 s", "12 s", "3m05s", "2h03m"; a negative or NaN duration is
+ * "0.0 s", one past 1e12 s "1e+300 s"; returns buf. */
 char *units_seconds(double seconds, char *buf, size_t buflen);
 
 #endif /* IOSTAGE_UNITS_H */

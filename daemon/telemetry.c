@@ -535,8 +535,9 @@ static void add_file_counts(const struct tjob *t, cJSON *r, cJSON *run)
 		if (i == n)
 			break;
 		json_set_number(o, "shared_files",
-			(double)(c[i].shared + t->base_shared[i]));
-		json_set_number(o, "fpp_files", (double)(c[i].fpp + t->base_fpp[i]));
+				(double)(c[i].shared + t->base_shared[i]));
+		json_set_number(o, "fpp_files",
+				(double)(c[i].fpp + t->base_fpp[i]));
 		i++;
 	}
 	for (i = 0; i <= n; i++) {
@@ -1420,12 +1421,13 @@ static void outputs_from_drain(struct tjob *t, const cJSON *d)
 		if (!o || !cJSON_GetObjectItemCaseSensitive(e, "files"))
 			continue;
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-			json_set_number(o, keys[k], (double)proto_u64(e, keys[k]));
+			json_set_number(o, keys[k],
+					(double)proto_u64(e, keys[k]));
 		/* The largest file: only from a drain that records it. */
 		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(
 			e, "max_file_bytes")))
 			json_set_number(o, "max_file_bytes",
-				(double)proto_u64(e, "max_file_bytes"));
+					(double)proto_u64(e, "max_file_bytes"));
 		hist = cJSON_GetObjectItemCaseSensitive(e, "size_hist");
 		if (cJSON_IsObject(hist)) {
 			uint64_t h[TELREC_NBUCKETS];

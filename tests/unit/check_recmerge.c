@@ -403,6 +403,34 @@ START_TEST(test_result_missing_in_one_part)
 }
 END_TEST
 
+/* A stage-in rate out of range (damaged parts: 1e18 B/s and more, up to
+ * 1e300) counts as none, never converted to an integer (undefined; the
+ * fuzz build's UBSan reported 9.2e299, reproducer
+ * corpus/ctld_request/merge-rate-overflow). */
+START_TEST(test_stage_in_rate_out_of_range)
+{
+	static const double bytes[] = { 2.5e18, 1e300 };
+
+	for (size_t k = 0; k < 2; k++) {
+		cJSON *p[3] = { part("n1", 1, true), part("n2", 2, true),
+				part("n3", 3, true) };
+		const cJSON *q[3] = { p[0], p[1], p[2] };
+		cJSON *m;
+
+		for (int i = 0; i < 3; i++)
+			cJSON_SetNumberValue(cJSON_GetObjectItem(
+				(cJSON *)phase(p[i], "stage_in"), "bytes"),
+					     bytes[k]);
+		m = recmerge_job(q, 3, nodes3, 3);
+		ck_assert_ptr_nonnull(m);
+		ck_assert_double_eq(num(phase(m, "stage_in"), "rate_bps"), 0);
+		cJSON_Delete(m);
+		for (int i = 0; i < 3; i++)
+			cJSON_Delete(p[i]);
+	}
+}
+END_TEST
+
 /* A live job: no end until every part has one. */
 START_TEST(test_live)
 {
@@ -433,6 +461,7 @@ int main(void)
 	tcase_add_test(tc, test_bad_inputs);
 	tcase_add_test(tc, test_processes_total_out_of_range);
 	tcase_add_test(tc, test_result_missing_in_one_part);
+	tcase_add_test(tc, test_stage_in_rate_out_of_range);
 	tcase_add_test(tc, test_live);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

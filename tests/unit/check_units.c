@@ -1,0 +1,64 @@
+/* check_units.c - unit tests for common/units: sizes and durations as
+ * tables and messages show them, and durations out of range (a damaged
+ * record) shown without an integer conversion that would be undefined. */
+#include <math.h>
+#include <stdlib.h>
+
+#include <check.h>
+
+#include "common/units.h"
+
+START_TEST(test_bytes)
+{
+	char b[32];
+
+	ck_assert_str_eq(units_bytes(0, b, sizeof(b)), "0 B");
+	ck_assert_str_eq(units_bytes(1023, b, sizeof(b)), "1023 B");
+	ck_assert_str_eq(units_bytes(1536, b, sizeof(b)), "1.5 KiB");
+	ck_assert_str_eq(units_bytes(3ULL << 30, b, sizeof(b)), "3.0 GiB");
+	ck_assert_str_eq(units_bytes(UINT64_MAX, b, sizeof(b)), "16.0 EiB");
+}
+END_TEST
+
+START_TEST(test_seconds)
+{
+	char b[32];
+
+	ck_assert_str_eq(units_seconds(0.42, b, sizeof(b)), "0.4 s");
+	ck_assert_str_eq(units_seconds(12.4, b, sizeof(b)), "12 s");
+	ck_assert_str_eq(units_seconds(185, b, sizeof(b)), "3m05s");
+	ck_assert_str_eq(units_seconds(7380, b, sizeof(b)), "2h03m");
+}
+END_TEST
+
+START_TEST(test_seconds_out_of_range)
+{
+	char b[32];
+
+	ck_assert_str_eq(units_seconds(-5, b, sizeof(b)), "0.0 s");
+	ck_assert_str_eq(units_seconds(NAN, b, sizeof(b)), "0.0 s");
+	ck_assert_str_eq(units_seconds(1e300, b, sizeof(b)), "1e+300 s");
+	ck_assert_str_eq(units_seconds(INFINITY, b, sizeof(b)), "inf s");
+	/* the largest shown in hours and minutes */
+	ck_assert_str_eq(units_seconds(999999999999.0, b, sizeof(b)),
+			 "277777777h46m");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("units");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_bytes);
+	tcase_add_test(tc, test_seconds);
+	tcase_add_test(tc, test_seconds_out_of_range);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
