@@ -126,7 +126,13 @@ unsigned recommend_stripe_size_mib(const double sizes[10])
 
 static const char *bytes_str(double b, char *buf, size_t len)
 {
-	return units_bytes(b <= 0 ? 0 : (uint64_t)b, buf, len);
+	uint64_t n = 0;
+
+	if (b >= 1.8e19)
+		n = UINT64_MAX; /* a double past it has no integer value */
+	else if (b > 0)
+		n = (uint64_t)b;
+	return units_bytes(n, buf, len);
 }
 
 /* A path as one shell word. */

@@ -200,6 +200,7 @@ static void refresh_from_job(struct tjob *t, struct job *job)
 	struct job_view v;
 	cJSON *ds, *outs, *ph;
 	uint64_t copied = 0;
+	double rate;
 	bool fallback;
 
 	jobs_view(job, &v);
@@ -278,11 +279,11 @@ static void refresh_from_job(struct tjob *t, struct job *job)
 	cJSON_AddNumberToObject(ph, "cached_bytes",
 				(double)(v.bytes > copied ? v.bytes - copied
 							  : 0));
+	rate = job->staged_s > 0 ? (double)v.bytes / job->staged_s : 0;
+	/* whole bytes per second; out of range (a duration of nearly 0)
+	 * is none, not an undefined conversion */
 	cJSON_AddNumberToObject(ph, "rate_bps",
-				job->staged_s > 0
-					? (double)(uint64_t)(v.bytes /
-							     job->staged_s)
-					: 0);
+				rate < 1e18 ? (double)(uint64_t)rate : 0);
 	if (v.state == JOB_FAILED)
 		cJSON_AddStringToObject(ph, "error", v.error);
 	t->stage_in = ph;
