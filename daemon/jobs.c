@@ -886,7 +886,7 @@ void jobs_staging_done(struct job *job, bool ok, const char *error)
 static void progress_locked(const struct job *job, cJSON *o)
 {
 	struct timespec now;
-	double elapsed = job->staged_s, rate = 0;
+	double elapsed = job->staged_s, rate = 0, eta = -1;
 
 	if (job->state == JOB_STAGING) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -895,13 +895,16 @@ static void progress_locked(const struct job *job, cJSON *o)
 	}
 	if (elapsed > 0.001)
 		rate = (double)job->bytes / elapsed;
-	cJSON_AddNumberToObject(o, "rate_bps", (double)(uint64_t)rate);
+	/* whole bytes per second; a state file's staged_s of nearly 0
+	 * gives a rate out of range: none, not an undefined conversion */
+	cJSON_AddNumberToObject(o, "rate_bps",
+				rate < 1e18 ? (double)(uint64_t)rate : 0);
 	if (job->state == JOB_STAGING && rate > 0 &&
 	    job->total_bytes >= job->bytes)
-		cJSON_AddNumberToObject(
-			o, "eta_s",
-			(double)(uint64_t)((double)(job->total_bytes -
-						    job->bytes) / rate + 0.5));
+		eta = (double)(job->total_bytes - job->bytes) / rate + 0.5;
+	/* past 1e12 s (a crawl of bytes a second) is no estimate */
+	if (eta >= 0 && eta < 1e12)
+		cJSON_AddNumberToObject(o, "eta_s", (double)(uint64_t)eta);
 	else
 		cJSON_AddNullToObject(o, "eta_s");
 }

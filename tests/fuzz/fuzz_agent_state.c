@@ -11,6 +11,8 @@
  *                                       job 77 whose outputs it resumes)
  *   3  StateDir/telemetry/77.json       a live telemetry record
  *   4  TIER/cache/K.v1/meta.json        a cache version's summary
+ * Between start and stop, root asks for the node's status (`iostage
+ * status` right after a restart): what was read back is shown too.
  * Workers are never started (spawn_as_user refuses, as in
  * fuzz_agent_request). */
 #include "tests/fuzz/fuzz.h"
@@ -77,6 +79,7 @@ static void start_stop(void)
 		fprintf(stderr, "fuzz: start failed: %s\n", err);
 		abort();
 	}
+	cJSON_Delete(jobs_status_json(0));
 	jobs_shutdown("fuzz", 1);
 	drain_shutdown();
 	telemetry_fini();
