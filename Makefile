@@ -47,8 +47,11 @@ CTLD_MALLOC := -ljemalloc
 endif
 
 ifeq ($(SANITIZE),1)
-CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
-LDFLAGS += -fsanitize=address,undefined
+# float-cast-overflow: a double out of an integer's range converted to it
+# (undefined); gcc's "undefined" leaves it out, clang's has it.
+CFLAGS  += -O1 -fno-omit-frame-pointer \
+	   -fsanitize=address,undefined,float-cast-overflow
+LDFLAGS += -fsanitize=address,undefined,float-cast-overflow
 # Where every sanitizer report goes (common/log.c; tests/sanitize.sh).
 SANITIZE_LOG ?= $(abspath $(BUILD))/sanitizer-logs
 CPPFLAGS += -DIOSTAGE_SANITIZE_LOG='"$(SANITIZE_LOG)"'
@@ -106,11 +109,12 @@ PLUGIN_LDFLAGS = $(LDFLAGS)
 ifeq ($(SANITIZE),1)
 PLUGIN_OBJ    := $(SPANK_OBJ:$(BUILD)/%=$(BUILD)/ubsan/%)
 PLUGIN_COMMON := $(BUILD)/ubsan/libiostage-common.a
-PLUGIN_LDFLAGS = $(filter-out -fsanitize=%,$(LDFLAGS)) -fsanitize=undefined
+PLUGIN_LDFLAGS = $(filter-out -fsanitize=%,$(LDFLAGS)) \
+		 -fsanitize=undefined,float-cast-overflow
 $(BUILD)/ubsan/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) -fsanitize=undefined \
-	    -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) \
+	    -fsanitize=undefined,float-cast-overflow -c -o $@ $<
 $(PLUGIN_COMMON): $(COMMON_OBJ:$(BUILD)/%=$(BUILD)/ubsan/%)
 	$(AR) rcs $@ $^
 endif
