@@ -495,7 +495,6 @@ static void add_io_fields(cJSON *ph, const struct tjob *t,
 			    t->id);
 }
 
-/* Set KEY of O to V (replaced if present). */
 /* shared_files/fpp_files per output of record R (a file belongs to the
  * output whose node-local directory TIER/jobs/J/out/NAME or PFS
  * destination holds it), and the job's totals (files under no output
