@@ -5,6 +5,7 @@
 
 #include "common/jsonset.h"
 #include "common/pathsafe.h"
+#include "common/proto.h"
 #include "common/telrec.h"
 
 static const char *const buckets[] = {
@@ -693,14 +694,6 @@ void telrec_size_hist_from_json(uint64_t hist[TELREC_NBUCKETS],
 
 /* --- where the bytes come from -------------------------------------------------- */
 
-static uint64_t u64_of(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	/* bounded: a damaged 2.26e117 would not convert (undefined) */
-	return number_ok(v) ? (uint64_t)v->valuedouble : 0;
-}
-
 void telrec_class_bytes(const cJSON *by_class, uint64_t *ret_read,
 			uint64_t *ret_written)
 {
@@ -709,8 +702,8 @@ void telrec_class_bytes(const cJSON *by_class, uint64_t *ret_read,
 	*ret_read = *ret_written = 0;
 	cJSON_ArrayForEach(cl, by_class)
 	{
-		*ret_read += u64_of(cl, "POSIX_BYTES_READ");
-		*ret_written += u64_of(cl, "POSIX_BYTES_WRITTEN");
+		*ret_read += proto_u64(cl, "POSIX_BYTES_READ");
+		*ret_written += proto_u64(cl, "POSIX_BYTES_WRITTEN");
 	}
 }
 
@@ -764,6 +757,6 @@ void telrec_rchar_from_json(const cJSON *ph, struct telrec_io *ret)
 {
 	bool named = cJSON_GetObjectItemCaseSensitive(ph, "rchar") != NULL;
 
-	ret->rchar = u64_of(ph, named ? "rchar" : "read_bytes");
-	ret->wchar = u64_of(ph, named ? "wchar" : "write_bytes");
+	ret->rchar = proto_u64(ph, named ? "rchar" : "read_bytes");
+	ret->wchar = proto_u64(ph, named ? "wchar" : "write_bytes");
 }
