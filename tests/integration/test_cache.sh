@@ -715,11 +715,13 @@ StageParallelism=1"
 		pstage par "70$i" nvme "$TEST_WORKDIR/pfs/par$i" >"par$i.out" &
 		pids+=($!)
 	done
-	# Copies in flight are the live stage workers of these sources (a
-	# build directory outlives its worker while it is published, so
-	# counting those would count a publish as a second copy).
+	# Copies in flight are iostaged's live stage workers of these sources
+	# (a build directory outlives its worker while it is published, so
+	# counting those would count a publish as a second copy). Only its
+	# direct children: under SANITIZE=1 a worker's LeakSanitizer exit scan
+	# clones a tracer task with the worker's own command line.
 	while kill -0 "${pids[@]}" 2>/dev/null; do
-		n=$(pgrep -f -- "--stage-worker .*$TEST_WORKDIR/pfs/par" | wc -l)
+		n=$(pgrep -P "$(cat "$TEST_WORKDIR/par/pid")" -f -- "--stage-worker .*$TEST_WORKDIR/pfs/par" | wc -l)
 		[ "$n" -gt "$max" ] && max=$n
 		sleep 0.02
 	done
