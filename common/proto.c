@@ -415,12 +415,16 @@ int proto_get_job_id(const cJSON *req, uint32_t *ret, char *err,
 	return 0;
 }
 
+uint64_t proto_u64_of(double v)
+{
+	if (!(v >= 0) || v > 1e18)
+		return 0;
+	return (uint64_t)v;
+}
+
 uint64_t proto_u64(const cJSON *obj, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
-	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) ||
-	    v->valuedouble > 1e18)
-		return 0;
-	return (uint64_t)v->valuedouble;
+	return cJSON_IsNumber(v) ? proto_u64_of(v->valuedouble) : 0;
 }

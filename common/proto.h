@@ -202,5 +202,9 @@ int proto_get_job_id(const cJSON *req, uint32_t *ret, char *err,
  * the non-negative integer at KEY, or 0 when it is missing, not a number,
  * negative or absurd (over 1e18). */
 uint64_t proto_u64(const cJSON *obj, const char *key);
+/* The same bound for a figure we computed (a rate, a sum): V truncated to a
+ * whole number, or 0 when V is negative, NaN or over 1e18, where converting
+ * it to an integer would be undefined or meaningless. */
+uint64_t proto_u64_of(double v);
 
 #endif /* IOSTAGE_PROTO_H */

@@ -533,11 +533,9 @@ static void merge_phases(cJSON *r, const cJSON *const *parts, size_t n)
 		double rate = s > 0 ? num(stage_in, "bytes") / s : 0;
 
 		/* Whole bytes per second. A rate out of range comes from
-		 * damaged parts and counts as none: converting it to an
-		 * integer would be undefined. */
+		 * damaged parts and counts as none. */
 		json_set_number(stage_in, "rate_bps",
-				rate >= 0 && rate < 1e18 ? (double)(uint64_t)rate
-							 : 0);
+				(double)proto_u64_of(rate));
 		for (size_t i = 0; i < n; i++)
 			if (ph[i] && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
 					      ph[i], "error"))) {

@@ -896,9 +896,8 @@ static void progress_locked(const struct job *job, cJSON *o)
 	if (elapsed > 0.001)
 		rate = (double)job->bytes / elapsed;
 	/* whole bytes per second; a state file's staged_s of nearly 0
-	 * gives a rate out of range: none, not an undefined conversion */
-	cJSON_AddNumberToObject(o, "rate_bps",
-				rate < 1e18 ? (double)(uint64_t)rate : 0);
+	 * gives a rate out of range: none */
+	cJSON_AddNumberToObject(o, "rate_bps", (double)proto_u64_of(rate));
 	if (job->state == JOB_STAGING && rate > 0 &&
 	    job->total_bytes >= job->bytes)
 		eta = (double)(job->total_bytes - job->bytes) / rate + 0.5;

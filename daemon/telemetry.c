@@ -281,9 +281,8 @@ static void refresh_from_job(struct tjob *t, struct job *job)
 							  : 0));
 	rate = job->staged_s > 0 ? (double)v.bytes / job->staged_s : 0;
 	/* whole bytes per second; out of range (a duration of nearly 0)
-	 * is none, not an undefined conversion */
-	cJSON_AddNumberToObject(ph, "rate_bps",
-				rate < 1e18 ? (double)(uint64_t)rate : 0);
+	 * is none */
+	cJSON_AddNumberToObject(ph, "rate_bps", (double)proto_u64_of(rate));
 	if (v.state == JOB_FAILED)
 		cJSON_AddStringToObject(ph, "error", v.error);
 	t->stage_in = ph;

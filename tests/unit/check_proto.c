@@ -1,6 +1,7 @@
 /* check_proto.c - the wire protocol: line reading, request parsing,
  * replies, field helpers, and a round trip over a real socket pair. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,6 +264,29 @@ START_TEST(test_job_id)
 }
 END_TEST
 
+/* The lenient readers: whole numbers 0..1e18, anything else 0 (a cast of
+ * NaN, a negative or a huge double to uint64_t would be undefined). */
+START_TEST(test_u64_lenient_bounds)
+{
+	cJSON *o = cJSON_Parse("{\"a\":12.9,\"big\":1e18,\"over\":2e18,"
+			       "\"neg\":-1,\"s\":\"5\"}");
+
+	ck_assert_uint_eq(proto_u64(o, "a"), 12);
+	ck_assert_uint_eq(proto_u64(o, "big"), 1000000000000000000ULL);
+	ck_assert_uint_eq(proto_u64(o, "over"), 0);
+	ck_assert_uint_eq(proto_u64(o, "neg"), 0);
+	ck_assert_uint_eq(proto_u64(o, "s"), 0);
+	ck_assert_uint_eq(proto_u64(o, "missing"), 0);
+	ck_assert_uint_eq(proto_u64_of(3e9), 3000000000ULL);
+	ck_assert_uint_eq(proto_u64_of(0.5), 0);
+	ck_assert_uint_eq(proto_u64_of(9.2e299), 0);
+	ck_assert_uint_eq(proto_u64_of(-0.5), 0);
+	ck_assert_uint_eq(proto_u64_of(NAN), 0);
+	ck_assert_uint_eq(proto_u64_of(INFINITY), 0);
+	cJSON_Delete(o);
+}
+END_TEST
+
 START_TEST(test_call_unreachable_socket_says_so)
 {
 	char err[256] = "";
@@ -389,6 +413,7 @@ static Suite *proto_suite(void)
 	tcase_add_test(tc, test_send_then_read_round_trip);
 	tcase_add_test(tc, test_field_helpers);
 	tcase_add_test(tc, test_job_id);
+	tcase_add_test(tc, test_u64_lenient_bounds);
 	tcase_add_test(tc, test_call_unreachable_socket_says_so);
 	tcase_add_test(tc, test_call_retries_busy_refusal);
 	tcase_add_test(tc, test_call_does_not_retry_other_errors);
