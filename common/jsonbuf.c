@@ -835,14 +835,14 @@ bad:
 cJSON *jsonbuf_unpack(const void *data, size_t len,
 		      const struct jsonbuf_dict *dict)
 {
-	struct unpacker u = {data, (const unsigned char *)data + len, dict,
-			     NULL};
+	struct unpacker u = {data, NULL, dict, NULL};
 	cJSON *item;
 
 	if (!data) {
 		errno = EINVAL;
 		return NULL;
 	}
+	u.end = (const unsigned char *)data + len; /* not on NULL: undefined */
 	item = unpack_value(&u, 0);
 	if (item && u.p != u.end) {
 		cJSON_Delete(item);
@@ -856,14 +856,14 @@ cJSON *jsonbuf_unpack(const void *data, size_t len,
 cJSON *jsonbuf_arena_unpack(cJSON *root, const void *data, size_t len,
 			    const struct jsonbuf_dict *dict)
 {
-	struct unpacker u = {data, (const unsigned char *)data + len, dict,
-			     NULL};
+	struct unpacker u = {data, NULL, dict, NULL};
 	cJSON *item;
 
 	if (!root || !data) {
 		errno = EINVAL;
 		return NULL;
 	}
+	u.end = (const unsigned char *)data + len; /* not on NULL: undefined */
 	u.arena = arena_of(root);
 	item = unpack_value(&u, 0);
 	if (!item || u.p != u.end) {

@@ -2,6 +2,7 @@
  * writer (its packed form is tested with the history's values,
  * check_history.c). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,6 +159,13 @@ START_TEST(test_arena_unpack_equals_heap)
 	cJSON_DetachItemViaPointer(root, a);
 	ck_assert_int_eq(cJSON_GetArraySize(root), (int)n + 1);
 	ck_assert(cJSON_IsString(cJSON_GetArrayItem(root, (int)n)));
+	/* no data: refused (EINVAL), before any arithmetic on it */
+	errno = 0;
+	ck_assert_ptr_null(jsonbuf_unpack(NULL, 5, &d));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(jsonbuf_arena_unpack(root, NULL, 5, &d));
+	ck_assert_int_eq(errno, EINVAL);
 	cJSON_Delete(big);
 	free(text);
 	jsonbuf_fini(&b);
