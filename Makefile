@@ -48,10 +48,11 @@ endif
 
 ifeq ($(SANITIZE),1)
 # float-cast-overflow: a double out of an integer's range converted to it
-# (undefined); gcc's "undefined" leaves it out, clang's has it.
-CFLAGS  += -O1 -fno-omit-frame-pointer \
-	   -fsanitize=address,undefined,float-cast-overflow
-LDFLAGS += -fsanitize=address,undefined,float-cast-overflow
+# (undefined); gcc's "undefined" leaves it out, clang's has it. UBSAN is
+# also all the plugin gets (below).
+UBSAN   := -fsanitize=undefined,float-cast-overflow
+CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=address $(UBSAN)
+LDFLAGS += -fsanitize=address $(UBSAN)
 # Where every sanitizer report goes (common/log.c; tests/sanitize.sh).
 SANITIZE_LOG ?= $(abspath $(BUILD))/sanitizer-logs
 CPPFLAGS += -DIOSTAGE_SANITIZE_LOG='"$(SANITIZE_LOG)"'
@@ -109,12 +110,11 @@ PLUGIN_LDFLAGS = $(LDFLAGS)
 ifeq ($(SANITIZE),1)
 PLUGIN_OBJ    := $(SPANK_OBJ:$(BUILD)/%=$(BUILD)/ubsan/%)
 PLUGIN_COMMON := $(BUILD)/ubsan/libiostage-common.a
-PLUGIN_LDFLAGS = $(filter-out -fsanitize=%,$(LDFLAGS)) \
-		 -fsanitize=undefined,float-cast-overflow
+PLUGIN_LDFLAGS = $(filter-out -fsanitize=%,$(LDFLAGS)) $(UBSAN)
 $(BUILD)/ubsan/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) \
-	    -fsanitize=undefined,float-cast-overflow -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) $(UBSAN) \
+	    -c -o $@ $<
 $(PLUGIN_COMMON): $(COMMON_OBJ:$(BUILD)/%=$(BUILD)/ubsan/%)
 	$(AR) rcs $@ $^
 endif
