@@ -67,7 +67,7 @@ static struct held *add_locked(uint32_t job)
 
 enum hold_action hold_decide(uint32_t job, const char *prefer,
 			     const char *features, bool eligible,
-			     unsigned hold_s, time_t now)
+			     time_t submitted, unsigned hold_s, time_t now)
 {
 	enum hold_action a = HOLD_NONE;
 	bool constrained = features && *features;
@@ -86,9 +86,21 @@ enum hold_action hold_decide(uint32_t job, const char *prefer,
 			 now < h->since)
 			a = HOLD_RELEASE;
 	} else if (!h && constrained) {
-		/* ours without a record: held by a service that restarted */
-		if (only_ours(features))
-			a = HOLD_RELEASE;
+		/* ours without a record: held at submission, or by a
+		 * service that restarted; the bound counts from submission */
+		time_t since = submitted < now ? submitted : now; /* skew */
+
+		if (only_ours(features)) {
+			if (hold_s && now - since < (time_t)hold_s &&
+			    (h = add_locked(job))) {
+				h->state = HELD;
+				h->since = since;
+				h->seen = now;
+				counts.held++;
+			} else {
+				a = HOLD_RELEASE;
+			}
+		}
 	} else if (!h && hold_s && eligible && only_ours(prefer)) {
 		a = HOLD_SET;
 	}

@@ -12,6 +12,11 @@
  * starts anywhere, as without iostage. A job the user constrained is
  * never held, and a job is held at most once.
  *
+ * A job may also come constrained from its submission (job_submit.lua,
+ * when the service's placement answer said so): then it is held from its
+ * submit time, so a job that arrives while its data's node is busy and
+ * another idle waits for the busy one too, not only a queued job.
+ *
  * This file only decides; ctld/slurmsched.c asks Slurm. Thread safety:
  * one mutex, every function may be called from any thread.
  */
@@ -32,15 +37,18 @@ enum hold_action {
 };
 
 /* What to do with pending job JOB at NOW, given Slurm's view of it: its
- * --prefer PREFER and its constraint FEATURES (either NULL or ""), and
+ * --prefer PREFER and its constraint FEATURES (either NULL or ""),
  * whether it waits only for nodes (ELIGIBLE: reason Resources, Priority
- * or none; a job waiting on a dependency or a begin time is not held).
- * HOLD_S is PlacementHold= (0: never hold, and release what is held). A
- * constraint made only of our features on a job this table does not
- * know (a service restarted during a hold) is released. */
+ * or none, one node; a job waiting on a dependency or a begin time is
+ * not held) and when it was SUBMITTED. HOLD_S is PlacementHold= (0:
+ * never hold, and release what is held). A constraint made only of our
+ * features on a job this table does not know was set at submission
+ * (job_submit.lua) or by a service that restarted during a hold: the
+ * job counts as held since SUBMITTED, and is released once that is
+ * HOLD_S ago. */
 enum hold_action hold_decide(uint32_t job, const char *prefer,
 			     const char *features, bool eligible,
-			     unsigned hold_s, time_t now);
+			     time_t submitted, unsigned hold_s, time_t now);
 
 /* Slurm took ACTION for JOB at NOW (HOLD_SET: held since NOW;
  * HOLD_RELEASE: never held again). An update Slurm refused is reported

@@ -41,7 +41,16 @@ struct pnode {
 	time_t reported;
 };
 
+/* A feature given to a held submission, and when (placement_set_hold). */
+struct handed {
+	char feature[DSFEATURE_LEN + 1];
+	time_t at;
+};
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned hold_s;
+static struct handed handed[PLACEMENT_HANDED_MAX];
+static size_t nhanded;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
 static bool change_pending;
 static struct pnode *nodes;
@@ -192,8 +201,25 @@ int placement_report(const char *node, const cJSON *entries, time_t now,
 	return 0;
 }
 
+static bool handed_recently_locked(const char *feature, time_t now)
+{
+	for (size_t i = 0; i < nhanded; i++)
+		if (!strcmp(handed[i].feature, feature))
+			return now - handed[i].at <= PLACEMENT_LINGER_S &&
+			       handed[i].at <= now + PLACEMENT_LINGER_S;
+	return false;
+}
+
+static bool wanted_locked(const struct pnode *pn, const char *feature)
+{
+	for (size_t i = 0; i < pn->nwant; i++)
+		if (!strcmp(pn->want[i].feature, feature))
+			return true;
+	return false;
+}
+
 size_t placement_wanted(const char *node, char ret[][DSFEATURE_LEN + 1],
-			size_t max)
+			size_t max, time_t now)
 {
 	struct pnode *pn;
 	size_t n = 0;
@@ -202,8 +228,50 @@ size_t placement_wanted(const char *node, char ret[][DSFEATURE_LEN + 1],
 	pn = find_locked(node);
 	for (size_t i = 0; pn && i < pn->nwant && n < max; i++)
 		snprintf(ret[n++], DSFEATURE_LEN + 1, "%s", pn->want[i].feature);
+	for (size_t i = 0; pn && i < pn->npublished && n < max; i++)
+		if (!wanted_locked(pn, pn->published[i]) &&
+		    handed_recently_locked(pn->published[i], now))
+			snprintf(ret[n++], DSFEATURE_LEN + 1, "%s",
+				 pn->published[i]);
 	pthread_mutex_unlock(&mu);
 	return n;
+}
+
+void placement_set_hold(unsigned s)
+{
+	pthread_mutex_lock(&mu);
+	hold_s = s;
+	pthread_mutex_unlock(&mu);
+}
+
+/* Remember each feature of PREFER ("f1&f2") as handed out at NOW. */
+static void note_handed_locked(const char *prefer, time_t now)
+{
+	const char *p = prefer, *e;
+
+	while (*p) {
+		size_t len, i, slot = 0;
+
+		e = p + strcspn(p, "&");
+		len = (size_t)(e - p);
+		for (i = 0; i < nhanded; i++) {
+			if (strlen(handed[i].feature) == len &&
+			    !strncmp(handed[i].feature, p, len))
+				break;
+			if (handed[i].at < handed[slot].at)
+				slot = i;
+		}
+		if (i < nhanded)
+			slot = i;
+		else if (nhanded < PLACEMENT_HANDED_MAX)
+			slot = nhanded++;
+		if (len <= DSFEATURE_LEN) {
+			snprintf(handed[slot].feature, DSFEATURE_LEN + 1,
+				 "%.*s", (int)len, p);
+			handed[slot].at = now;
+		}
+		p = *e ? e + 1 : e;
+	}
 }
 
 void placement_set_published(const char *node, const char *features)
@@ -417,6 +485,7 @@ cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(req, "datasets");
 	const cJSON *d;
 	size_t n = 0;
+	bool hold;
 	cJSON *reply;
 
 	if (!cJSON_IsArray(arr))
@@ -461,6 +530,9 @@ cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 	counts.queries++;
 	if (prefer[0])
 		counts.preferred++;
+	hold = prefer[0] && hold_s;
+	if (hold)
+		note_handed_locked(prefer, time(NULL));
 	pthread_mutex_unlock(&mu);
 	/* The submission will tell us its job id with this ticket
 	 * (pending.h): then its datasets can be staged while it waits. */
@@ -474,6 +546,8 @@ cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 		return NULL;
 	cJSON_AddStringToObject(reply, "prefer", prefer);
 	cJSON_AddStringToObject(reply, "nodes", where);
+	if (hold)
+		cJSON_AddTrueToObject(reply, "hold");
 	if (ticket[0])
 		cJSON_AddStringToObject(reply, "ticket", ticket);
 	return reply;
@@ -514,6 +588,8 @@ void placement_reset(void)
 	nodes = NULL;
 	nnodes = cap_nodes = 0;
 	memset(&counts, 0, sizeof(counts));
+	hold_s = 0;
+	nhanded = 0;
 	change_pending = false;
 	pthread_mutex_unlock(&mu);
 }

@@ -66,7 +66,8 @@ cJSON *placement_op_report(const struct ctld_caller *c, const cJSON *req);
 
 /* op placement (anyone): {"datasets":[{"path":P,"tier":T},...]} for the
  * caller's uid -> {"ok":true,"prefer":"ios_..&ios_..","nodes":[...]}
- * ("" and [] when no node holds them). */
+ * ("" and [] when no node holds them), with "hold":true when there is a
+ * preference and PlacementHold= is on. */
 cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req);
 
 /* The --prefer for UID's datasets DS[0..N) into ret ("" if none), and the
@@ -81,9 +82,25 @@ int placement_report(const char *node, const cJSON *entries, time_t now,
 		     char *err, size_t errlen);
 
 /* The features NODE should show into ret[0..max) (each DSFEATURE_LEN+1
- * chars); their count. A node without a report: 0. */
-size_t placement_wanted(const char *node,
-			char ret[][DSFEATURE_LEN + 1], size_t max);
+ * chars); their count. A node without a report: 0. After its report's
+ * own, any feature NODE shows now that a held submission was given
+ * within PLACEMENT_LINGER_S of NOW, though NODE no longer holds it: see
+ * placement_set_hold. */
+size_t placement_wanted(const char *node, char ret[][DSFEATURE_LEN + 1],
+			size_t max, time_t now);
+
+/* PlacementHold= now (0: off). While it is on, a placement answer with a
+ * preference also says "hold": true, and job_submit.lua makes that
+ * preference the job's constraint at submission (ctld/hold.h). slurmctld
+ * refuses a submission whose constraint names a feature no node shows,
+ * and the answer reaches slurmctld a moment after it left: a feature
+ * handed out so is kept on the nodes showing it for PLACEMENT_LINGER_S,
+ * even when their cache drops it meanwhile (a job held for it waits at
+ * most its hold, then starts anywhere). */
+void placement_set_hold(unsigned hold_s);
+#define PLACEMENT_LINGER_S 60
+/* Features remembered as handed out (beyond: the oldest is forgotten). */
+#define PLACEMENT_HANDED_MAX 256
 
 /* Record the "ios_" features Slurm shows on NODE (its feature string):
  * only those are given to submissions. */

@@ -187,7 +187,8 @@ static void publish_node(const node_info_t *ni, time_t now)
 	if (!sched_conf->placement)
 		n = 0; /* Placement=no: withdraw at once, reports or not */
 	else if (reported_recently(ni->name, now))
-		n = placement_wanted(ni->name, want, PLACEMENT_NODE_FEATURES);
+		n = placement_wanted(ni->name, want, PLACEMENT_NODE_FEATURES,
+				     now);
 	else if (now - t_start < STALE_REPORT_S &&
 		 !placement_reported_at(ni->name))
 		return; /* the node may report soon: keep what it shows */
@@ -739,16 +740,20 @@ static void free_jobs(job_info_msg_t *m)
 }
 
 /* The bounded hold (ctld/hold.h): a pending job that prefers our
- * features is constrained to them for at most PlacementHold= seconds,
- * then given back its empty constraint. */
+ * features is constrained to them for at most PlacementHold= seconds
+ * from its submission, then given back its empty constraint. Only
+ * one-node jobs: a constraint must hold on every node of the
+ * allocation, and the data is usually on fewer. */
 static void hold_job(const slurm_job_info_t *j, time_t now)
 {
 	unsigned hold_s = slurmsched_hold_s();
-	bool eligible = j->state_reason == WAIT_NO_REASON ||
-			j->state_reason == WAIT_PRIORITY ||
-			j->state_reason == WAIT_RESOURCES;
-	enum hold_action a = hold_decide(j->job_id, j->prefer, j->features,
-					 eligible, hold_s, now);
+	bool eligible = (j->state_reason == WAIT_NO_REASON ||
+			 j->state_reason == WAIT_PRIORITY ||
+			 j->state_reason == WAIT_RESOURCES) &&
+			j->num_nodes <= 1;
+	enum hold_action a =
+	    hold_decide(j->job_id, j->prefer, j->features, eligible,
+			j->submit_time, hold_s, now);
 	job_desc_msg_t m;
 
 	if (a == HOLD_NONE)
@@ -813,6 +818,7 @@ static void *run(void *arg)
 			check_sched_params();
 			last_conf = now;
 		}
+		placement_set_hold(slurmsched_hold_s());
 		publish_all(now);
 		watch_jobs();
 		placement_wait_change(SLURMSCHED_INTERVAL_S * 1000);

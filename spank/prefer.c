@@ -63,10 +63,19 @@ void prefer_apply(spank_t sp, const struct profile *profile,
 	}
 	p = cJSON_GetObjectItemCaseSensitive(reply, "prefer");
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")) &&
-	    cJSON_IsString(p) && p->valuestring[0] &&
-	    spank_job_control_setenv(sp, PREFER_ENV, p->valuestring, 1) !=
-		ESPANK_SUCCESS)
-		slurm_debug("iostage: placement: cannot pass the preference");
+	    cJSON_IsString(p) && p->valuestring[0]) {
+		if (spank_job_control_setenv(sp, PREFER_ENV, p->valuestring,
+					     1) != ESPANK_SUCCESS)
+			slurm_debug("iostage: placement: cannot pass the "
+				    "preference");
+		/* PlacementHold= is on: job_submit.lua holds the job for
+		 * those nodes from its submission (ctld/hold.h) */
+		else if (cJSON_IsTrue(
+			     cJSON_GetObjectItemCaseSensitive(reply, "hold")) &&
+			 spank_job_control_setenv(sp, PREFER_HOLD_ENV, "1", 1) !=
+			     ESPANK_SUCCESS)
+			slurm_debug("iostage: placement: cannot pass the hold");
+	}
 	/* For cli_filter.lua's post_submit, in this process only: sbatch
 	 * copies its environment into the job's before that, so the job
 	 * sees it too (harmless: it is good once, for this user). */

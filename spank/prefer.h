@@ -21,6 +21,9 @@
 #define PREFER_TIMEOUT_MS 1000
 /* The job-control variable job_submit.lua reads. */
 #define PREFER_ENV "IOSTAGE_PREFER"
+/* "1" when the service also asks to hold the job for those nodes
+ * (PlacementHold=): job_submit.lua makes the preference its constraint. */
+#define PREFER_HOLD_ENV "IOSTAGE_HOLD"
 /* sbatch's own environment: the ticket cli_filter.lua's post_submit
  * hands to `iostage job-note` with the job id (ctld/pending.h). */
 #define PREFER_TICKET_ENV "IOSTAGE_TICKET"

@@ -253,6 +253,49 @@ test_hold_waits_for_cached_node() {
 		'iostage_ctld_placement_holds_total{outcome="released"} 1'
 }
 
+# PlacementHold= from submission (delay scheduling): a job for data cached
+# on n2, submitted while n2 is busy and n1 and n3 are idle, is constrained
+# to n2 at once (job_submit.lua) and waits for it instead of copying on an
+# idle node; with n2 kept busy it starts on an idle node once its hold,
+# counted from its submission, is over.
+test_hold_from_submission_waits_for_cached_node() {
+	local ds f0 b2 jid t0 t1 node
+	ds=$(pfs_dataset S 5)
+	trap 'hold_conf 0' RETURN
+	hold_conf 8 || fail "iostagectld does not start with PlacementHold=8"
+	f0=$(node_ios_features n2)
+	stage_on n2 "$ds"
+	wait_new_feature n2 "$f0" >/dev/null || fail "n2 does not show its cached dataset"
+	b2=$(block n2) || return 1
+	trap 'scancel $b2 2>/dev/null; hold_conf 0' RETURN
+	submit "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
+		fail "job: $SUBMIT_OUT"
+	jid=$SUBMIT_JOBID
+	assert_eq "job $jid's constraint as submitted" "$(job_field "$jid" Prefer)" "$(job_field "$jid" Features)"
+	case $(job_field "$jid" Features) in ios_*) ;; *) fail "job $jid not held at submission: Features=$(job_field "$jid" Features)" ;; esac
+	sleep 3
+	assert_eq "job $jid with n1 and n3 idle, within its hold" PENDING "$(job_state "$jid")"
+	scancel "$b2"
+	wait_job_state "$jid" 'RUNNING|COMPLETING|COMPLETED' 10 || fail "job $jid still $(job_state "$jid") with n2 free"
+	assert_eq "held job's node" n2 "$(job_node "$jid")"
+	wait_finished n2 "$jid" || fail "job $jid not finished on n2"
+	grep -q "job $jid: dataset 'S': cache hit" "$(iostaged_log n2)" || fail "job $jid: no cache hit on n2"
+	# the bound, from submission: n2 stays busy
+	b2=$(block n2) || return 1
+	t0=$(date +%s.%N)
+	submit "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
+		fail "job: $SUBMIT_OUT"
+	jid=$SUBMIT_JOBID
+	wait_job_state "$jid" 'RUNNING|COMPLETING|COMPLETED' 20 || fail "job $jid still $(job_state "$jid") after its hold"
+	t1=$(date +%s.%N)
+	node=$(job_node "$jid")
+	echo "job $jid started on $node $(echo "$t1 - $t0" | bc) s after its submission (hold 8 s)"
+	[ "$node" != n2 ] || fail "job $jid started on the busy n2"
+	[ "$(echo "$t1 - $t0 >= 7 && $t1 - $t0 <= 14" | bc)" = 1 ] ||
+		fail "job $jid started $(echo "$t1 - $t0" | bc) s after submission, not after its 8 s hold"
+	assert_eq "released job's constraint" "" "$(job_field "$jid" Features | sed 's/(null)//')"
+}
+
 # A restarted iostagectld knows no node's cache; it asks every node up for
 # its report at once instead of waiting up to CACHEREPORT_INTERVAL_S (60 s)
 # for the nodes' next ones (idle nodes tell it nothing else).

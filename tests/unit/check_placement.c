@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <check.h>
 
@@ -167,7 +168,7 @@ START_TEST(test_report_bounds)
 		cJSON_AddItemToArray(arr, entry(k, "nvme", 1, i));
 	}
 	ck_assert_int_eq(placement_report("n1", arr, 1, err, sizeof(err)), 0);
-	ck_assert_uint_eq(placement_wanted("n1", got, PLACEMENT_NODE_FEATURES + 4),
+	ck_assert_uint_eq(placement_wanted("n1", got, PLACEMENT_NODE_FEATURES + 4, 1),
 			  PLACEMENT_NODE_FEATURES);
 	/* the most recently used are kept */
 	snprintf(path, sizeof(path), "/pfs/d%d", PLACEMENT_NODE_FEATURES * 3 - 1);
@@ -185,7 +186,7 @@ START_TEST(test_report_bounds)
 	cJSON_AddItemToArray(bad, entry("not-a-key", "nvme", 1, 1));
 	ck_assert_int_eq(placement_report("n1", bad, 2, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "32-hex"));
-	ck_assert_uint_eq(placement_wanted("n1", got, 4), 4);
+	ck_assert_uint_eq(placement_wanted("n1", got, 4, 3), 4);
 	ck_assert_int_eq(placement_report("../etc", bad, 2, err, sizeof(err)),
 			 -1);
 	ck_assert_int_eq(placement_report("n1", NULL, 2, err, sizeof(err)), -1);
@@ -193,7 +194,7 @@ START_TEST(test_report_bounds)
 	/* an empty report empties the node */
 	bad = cJSON_CreateArray();
 	ck_assert_int_eq(placement_report("n1", bad, 3, err, sizeof(err)), 0);
-	ck_assert_uint_eq(placement_wanted("n1", got, 4), 0);
+	ck_assert_uint_eq(placement_wanted("n1", got, 4, 3), 0);
 	ck_assert_int_eq(placement_reported_at("n1"), 3);
 	ck_assert_int_eq(placement_reported_at("n9"), 0);
 	cJSON_Delete(bad);
@@ -236,6 +237,58 @@ START_TEST(test_ops)
 }
 END_TEST
 
+/* PlacementHold= on: an answer with a preference says "hold", and the
+ * features it gave stay on the nodes showing them for PLACEMENT_LINGER_S
+ * though the cache drops them (the submission may reach slurmctld after
+ * that); with the hold off, or past the linger, they go at once. */
+START_TEST(test_hold_answer_and_linger)
+{
+	struct ctld_caller user = { 1001, 1001, false, "test" };
+	char k[CACHEKEY_LEN + 1], f[DSFEATURE_LEN + 1], err[256];
+	char got[4][DSFEATURE_LEN + 1];
+	const char *keys[2] = { k, NULL };
+	cJSON *req, *rep, *empty = cJSON_CreateArray();
+	time_t now = time(NULL);
+
+	placement_reset();
+	cachekey_user(1001, "/pfs/h", k);
+	dsfeature_name(k, "nvme", f);
+	req = cJSON_Parse("{\"op\":\"placement\",\"datasets\":"
+			  "[{\"path\":\"/pfs/h\",\"tier\":\"nvme\"}]}");
+	/* hold off: a preference, no hold, nothing lingers */
+	report("n1", keys, NULL);
+	rep = placement_op_query(&user, req);
+	ck_assert_str_eq(cJSON_GetObjectItem(rep, "prefer")->valuestring, f);
+	ck_assert_ptr_null(cJSON_GetObjectItem(rep, "hold"));
+	cJSON_Delete(rep);
+	ck_assert_int_eq(placement_report("n1", empty, now, err, sizeof(err)),
+			 0);
+	ck_assert_uint_eq(placement_wanted("n1", got, 4, now), 0);
+	/* hold on */
+	placement_set_hold(10);
+	report("n1", keys, NULL);
+	rep = placement_op_query(&user, req);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(rep, "hold")));
+	cJSON_Delete(rep);
+	ck_assert_int_eq(placement_report("n1", empty, now, err, sizeof(err)),
+			 0);
+	ck_assert_uint_eq(placement_wanted("n1", got, 4, now), 1);
+	ck_assert_str_eq(got[0], f);
+	/* only where Slurm showed it */
+	ck_assert_uint_eq(placement_wanted("n2", got, 4, now), 0);
+	ck_assert_uint_eq(
+	    placement_wanted("n1", got, 4, now + PLACEMENT_LINGER_S + 2), 0);
+	/* no preference: no hold */
+	placement_set_published("n1", "");
+	rep = placement_op_query(&user, req);
+	ck_assert_str_eq(cJSON_GetObjectItem(rep, "prefer")->valuestring, "");
+	ck_assert_ptr_null(cJSON_GetObjectItem(rep, "hold"));
+	cJSON_Delete(rep);
+	cJSON_Delete(req);
+	cJSON_Delete(empty);
+}
+END_TEST
+
 START_TEST(test_counts)
 {
 	struct placement_counts c;
@@ -267,6 +320,7 @@ int main(void)
 	tcase_add_test(tc, test_two_datasets);
 	tcase_add_test(tc, test_report_bounds);
 	tcase_add_test(tc, test_ops);
+	tcase_add_test(tc, test_hold_answer_and_linger);
 	tcase_add_test(tc, test_counts);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
