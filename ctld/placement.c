@@ -385,9 +385,9 @@ static void append(char *buf, size_t len, const char *sep, const char *s)
 	snprintf(buf + l, len - l, "%s%s", l ? sep : "", s);
 }
 
-void placement_prefer(uid_t uid, const struct placement_ds *ds, size_t n,
-		      char *ret, size_t retlen, char *ret_nodes,
-		      size_t nodeslen)
+static void prefer_locked(uid_t uid, const struct placement_ds *ds, size_t n,
+			  char *ret, size_t retlen, char *ret_nodes,
+			  size_t nodeslen)
 {
 	char key[PLACEMENT_DATASETS_MAX][CACHEKEY_LEN + 1];
 	char feat[PLACEMENT_DATASETS_MAX][DSFEATURE_LEN + 1];
@@ -399,7 +399,6 @@ void placement_prefer(uid_t uid, const struct placement_ds *ds, size_t n,
 		ret_nodes[0] = '\0';
 	if (n > PLACEMENT_DATASETS_MAX)
 		n = PLACEMENT_DATASETS_MAX;
-	pthread_mutex_lock(&mu);
 	/* Per dataset, the variant more nodes hold: a user's own copy, or
 	 * the public one everybody shares (usually only one exists). */
 	for (i = 0; i < n; i++) {
@@ -425,7 +424,7 @@ void placement_prefer(uid_t uid, const struct placement_ds *ds, size_t n,
 			best = i;
 	}
 	if (best == (size_t)-1)
-		goto out;
+		return;
 	/* Nodes holding every dataset: prefer all of them together. */
 	for (j = 0; j < nnodes; j++) {
 		bool every = true;
@@ -448,14 +447,21 @@ void placement_prefer(uid_t uid, const struct placement_ds *ds, size_t n,
 			if (!dup)
 				append(ret, retlen, "&", feat[i]);
 		}
-		goto out;
+		return;
 	}
 	/* None holds them all: the one with the most bytes to save. */
 	append(ret, retlen, "&", feat[best]);
 	for (j = 0; ret_nodes && j < nnodes; j++)
 		if (holds_locked(&nodes[j], key[best], ds[best].tier))
 			append(ret_nodes, nodeslen, ",", nodes[j].name);
-out:
+}
+
+void placement_prefer(uid_t uid, const struct placement_ds *ds, size_t n,
+		      char *ret, size_t retlen, char *ret_nodes,
+		      size_t nodeslen)
+{
+	pthread_mutex_lock(&mu);
+	prefer_locked(uid, ds, n, ret, retlen, ret_nodes, nodeslen);
 	pthread_mutex_unlock(&mu);
 }
 
@@ -524,9 +530,11 @@ cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 		}
 		n++;
 	}
-	placement_prefer(c->uid, ds, n, prefer, sizeof(prefer), where,
-			 sizeof(where));
+	/* one critical section: a feature chosen for a held submission is
+	 * noted before any publishing pass can withdraw it */
 	pthread_mutex_lock(&mu);
+	prefer_locked(c->uid, ds, n, prefer, sizeof(prefer), where,
+		      sizeof(where));
 	counts.queries++;
 	if (prefer[0])
 		counts.preferred++;
