@@ -1358,9 +1358,9 @@ static int cand_cmp(const void *a, const void *b)
 	return x->version < y->version ? -1 : x->version > y->version;
 }
 
-/* TIER's versions nobody pins, in eviction order (cand_cmp); ONE_USE_ONLY:
- * only those no second job used. */
-static struct cand *candidates(int tier, bool one_use_only, size_t *ret_n,
+/* TIER's versions nobody pins, in eviction order (cand_cmp); UNUSED_ONLY:
+ * only those no job has used (pre-stages nobody found, warm-ups). */
+static struct cand *candidates(int tier, bool unused_only, size_t *ret_n,
 			       uint64_t *ret_bytes)
 {
 	struct cand *c = NULL, *nc;
@@ -1370,7 +1370,7 @@ static struct cand *candidates(int tier, bool one_use_only, size_t *ret_n,
 
 	pthread_mutex_lock(&cache_mu);
 	for (e = entries; e; e = e->next) {
-		if (e->tier != tier || (one_use_only && entry_reused(e)))
+		if (e->tier != tier || (unused_only && e->uses > 0))
 			continue;
 		nc = realloc(c, sizeof(*c) * (n + 1));
 		if (!nc)
@@ -1458,7 +1458,7 @@ int cache_reserve(int tier, const char *dsname, uint64_t size,
 				 units_bytes(u.free + evictable, avail,
 					     sizeof(avail)),
 				 speculative ? " (a pre-stage evicts only "
-					       "data one job used)"
+					       "data no job has used)"
 					     : "");
 			errno = ENOSPC;
 			goto out;

@@ -150,7 +150,8 @@ void cache_build_abort(struct cache_build *b);
 /* Make room for SIZE bytes of dataset DSNAME on TIER and reserve them
  * (tiers_reserve): above CacheHighWatermark, evict unpinned versions (those
  * one job used first, each class least recently used first; SPECULATIVE,
- * a copy made on a prediction: only those one job used) until use is
+ * a copy made on a prediction: only those no job has used, so a wrong
+ * prediction never costs a job's data a second copy) until use is
  * below CacheLowWatermark. A dataset
  * that cannot fit even then is refused (-1, ENOSPC) with
  * "tier 'nvme' full: dataset 'imagenet' needs 1.2 GiB, 300 MiB free after

@@ -492,37 +492,49 @@ test_lock_files_go_with_the_last_version() {
 }
 
 # A pre-stage for a pending job (iostagectld's prediction, "for_job") may
-# evict only what one job used; a user's own warm-up may evict the rest.
-test_prestage_for_a_pending_job_keeps_reused_data() {
-	local a b r id
+# evict only versions no job has used (earlier predictions nobody found,
+# warm-ups): a wrong prediction never makes a job copy its data again. A
+# user's own warm-up may evict what jobs used, one-use versions first.
+test_prestage_for_a_pending_job_keeps_used_data() {
+	local a b c r id
 	empty_small_tier
 	mkds spec-a 1300000
 	mkds spec-b 1300000
 	mkds spec-c 2000000
-	for ds in spec-a spec-a spec-b spec-b; do
+	for ds in spec-a spec-a spec-b; do
 		stage_small "$ds" || fail "$ds: $(cat "err.$ds.txt")"
 		wait_finished "$SUBMIT_JOBID"
 	done
 	a=$(entry_of spec-a)
 	b=$(entry_of spec-b)
-	# 2.6 MB of reused data on a 4 MiB tier: 2 MB more fits only by
-	# evicting one of them, which a prediction may not do.
+	# 2.6 MB on a 4 MiB tier, spec-a used by two jobs, spec-b by one:
+	# 2 MB more fits only by evicting one of them, which a prediction
+	# may not do.
 	r=$(iostaged_request "{\"op\":\"prestage\",\"path\":\"$TEST_WORKDIR/pfs/spec-c\",\"user\":\"$TEST_USER\",\"tier\":\"small\",\"for_job\":4242}")
 	id=$(jq -r .id <<<"$r")
 	[ "$id" != null ] || fail "prestage refused: $r"
 	r=$(iostaged_request "{\"op\":\"wait\",\"job\":$id,\"timeout\":30}")
 	assert_contains "speculative pre-stage refused" "$r" '"state":"failed"'
-	assert_contains "and why" "$r" "a pre-stage evicts only data one job used"
+	assert_contains "and why" "$r" "a pre-stage evicts only data no job has used"
 	[ -d "$IOSTAGE_TIERS/small/cache/$a" ] && [ -d "$IOSTAGE_TIERS/small/cache/$b" ] ||
-		fail "a pre-stage evicted reused data: $(ls "$IOSTAGE_TIERS/small/cache")"
-	# The user's own warm-up of the same data evicts the least recently
-	# used of them (spec-a).
+		fail "a pre-stage evicted data a job used: $(ls "$IOSTAGE_TIERS/small/cache")"
+	# The user's own warm-up of the same data evicts the one-use spec-b,
+	# not spec-a that two jobs used.
 	r=$(iostaged_request "{\"op\":\"prestage\",\"path\":\"$TEST_WORKDIR/pfs/spec-c\",\"user\":\"$TEST_USER\",\"tier\":\"small\"}")
 	id=$(jq -r .id <<<"$r")
 	r=$(iostaged_request "{\"op\":\"wait\",\"job\":$id,\"timeout\":30}")
 	assert_contains "warm-up" "$r" '"state":"staged"'
-	[ ! -e "$IOSTAGE_TIERS/small/cache/$a" ] || fail "warm-up did not evict spec-a ($a)"
-	[ -d "$IOSTAGE_TIERS/small/cache/$b" ] || fail "warm-up evicted spec-b too"
+	[ ! -e "$IOSTAGE_TIERS/small/cache/$b" ] || fail "warm-up did not evict spec-b ($b)"
+	[ -d "$IOSTAGE_TIERS/small/cache/$a" ] || fail "warm-up evicted spec-a too"
+	c=$(entry_of spec-c)
+	# No job has used spec-c's copy yet: a prediction for spec-b may
+	# evict it, and still not spec-a.
+	r=$(iostaged_request "{\"op\":\"prestage\",\"path\":\"$TEST_WORKDIR/pfs/spec-b\",\"user\":\"$TEST_USER\",\"tier\":\"small\",\"for_job\":4243}")
+	id=$(jq -r .id <<<"$r")
+	r=$(iostaged_request "{\"op\":\"wait\",\"job\":$id,\"timeout\":30}")
+	assert_contains "prediction over an unused copy" "$r" '"state":"staged"'
+	[ ! -e "$IOSTAGE_TIERS/small/cache/$c" ] || fail "the prediction did not evict unused spec-c ($c)"
+	[ -d "$IOSTAGE_TIERS/small/cache/$a" ] || fail "the prediction evicted spec-a"
 }
 
 # --- 6. ops ---------------------------------------------------------------------------
