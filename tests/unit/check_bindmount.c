@@ -21,6 +21,7 @@
 
 #include "common/bindmount.h"
 #include "common/rmtree.h"
+#include "tests/unit/check_run.h"
 
 static char base[64];
 static int base_fd = -1;
@@ -492,11 +493,5 @@ static Suite *bindmount_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(bindmount_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(bindmount_suite());
 }

@@ -13,6 +13,7 @@
 #include <check.h>
 
 #include "common/bwshare.h"
+#include "tests/unit/check_run.h"
 
 #define MB (1000000ULL)
 
@@ -237,11 +238,5 @@ static Suite *bwshare_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(bwshare_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(bwshare_suite());
 }

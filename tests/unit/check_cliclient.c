@@ -15,6 +15,7 @@
 #include "cli/client.h"
 #include "cli/sched.h"
 #include "common/peernet.h"
+#include "tests/unit/check_run.h"
 
 static char tmp[256], conf_path[300];
 
@@ -147,17 +148,11 @@ int main(void)
 {
 	Suite *s = suite_create("cliclient");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_service_configured_unreachable);
 	tcase_add_test(tc, test_no_service_asks_iostaged);
 	tcase_add_test(tc, test_sched_prom);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -10,6 +10,7 @@
 #include <check.h>
 
 #include "common/conf.h"
+#include "tests/unit/check_run.h"
 
 static const char good_conf[] =
     "# iostage site configuration\n"
@@ -679,11 +680,5 @@ static Suite *conf_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(conf_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(conf_suite());
 }

@@ -7,6 +7,7 @@
 #include <check.h>
 
 #include "common/conf.h"
+#include "tests/unit/check_run.h"
 
 #define T1 "Tier=nvme Path=/local/nvme\n"
 
@@ -203,8 +204,6 @@ int main(void)
 {
 	Suite *s = suite_create("conf_ctld");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_set);
@@ -214,9 +213,5 @@ int main(void)
 	tcase_add_test(tc, test_names);
 	tcase_add_loop_test(tc, test_errors, 0, sizeof(errs) / sizeof(errs[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -10,6 +10,7 @@
 #include <check.h>
 
 #include "common/conf.h"
+#include "tests/unit/check_run.h"
 
 START_TEST(test_duration)
 {
@@ -105,16 +106,10 @@ int main(void)
 {
 	Suite *s = suite_create("conf_history");
 	TCase *tc = tcase_create("keys");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_duration);
 	tcase_add_test(tc, test_keys);
 	tcase_add_test(tc, test_bad_keys);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(s);
 }

@@ -8,6 +8,7 @@
 #include <check.h>
 
 #include "common/conf.h"
+#include "tests/unit/check_run.h"
 
 #define T1 "Tier=nvme Path=/local/nvme\n"
 
@@ -148,11 +149,5 @@ static Suite *conf_metrics_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(conf_metrics_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(conf_metrics_suite());
 }

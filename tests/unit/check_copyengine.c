@@ -28,6 +28,7 @@
 #include "common/copyengine.h"
 #include "common/manifest.h"
 #include "common/rmtree.h"
+#include "tests/unit/check_run.h"
 
 #define MIB ((size_t)1 << 20)
 #define GIB ((off_t)1 << 30)
@@ -1216,11 +1217,5 @@ static Suite *copyengine_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(copyengine_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(copyengine_suite());
 }

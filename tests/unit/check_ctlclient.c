@@ -15,6 +15,7 @@
 
 #include "common/ctlclient.h"
 #include "common/peernet.h"
+#include "tests/unit/check_run.h"
 #include "tests/unit/testmunge.h"
 
 /* How the one-shot server answers. */
@@ -252,8 +253,7 @@ int main(void)
 {
 	Suite *s = suite_create("ctlclient");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	int rc;
 
 	if (testmunge_start() < 0) {
 		printf("100%%: Checks: 0, Failures: 0, Errors: 0 "
@@ -269,10 +269,7 @@ int main(void)
 	tcase_add_test(tc, test_not_configured);
 	tcase_add_test(tc, test_no_munged);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	rc = check_run(s);
 	testmunge_stop();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return rc;
 }

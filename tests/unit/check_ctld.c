@@ -24,6 +24,7 @@
 #include "ctld/service.h"
 #include "common/ctlclient.h"
 #include "common/peernet.h"
+#include "tests/unit/check_run.h"
 #include "tests/unit/testmunge.h"
 
 static bool have_munge;
@@ -586,8 +587,7 @@ int main(void)
 {
 	Suite *s = suite_create("ctld");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	int rc;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
@@ -602,11 +602,8 @@ int main(void)
 	have_munge = testmunge_start() == 0;
 	tcase_add_test(tc, test_over_tcp);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	rc = check_run(s);
 	if (have_munge)
 		testmunge_stop();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return rc;
 }

@@ -20,6 +20,7 @@
 #include <check.h>
 
 #include "common/daemonize.h"
+#include "tests/unit/check_run.h"
 
 static char base[64];
 
@@ -272,11 +273,5 @@ static Suite *daemonize_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(daemonize_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(daemonize_suite());
 }

@@ -9,6 +9,7 @@
 
 #include "common/cachekey.h"
 #include "common/dsfeature.h"
+#include "tests/unit/check_run.h"
 
 START_TEST(test_name)
 {
@@ -108,8 +109,6 @@ int main(void)
 {
 	Suite *s = suite_create("dsfeature");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_name);
 	tcase_add_test(tc, test_is_ours);
@@ -117,9 +116,5 @@ int main(void)
 	tcase_add_test(tc, test_merge);
 	tcase_add_test(tc, test_cachekey);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -16,6 +16,7 @@
 #include "cli/telemetry.h"
 #include "common/recmerge.h"
 #include "common/smallfile.h"
+#include "tests/unit/check_run.h"
 
 #ifndef FIXTURES
 #define FIXTURES "tests/unit/fixtures"
@@ -733,11 +734,5 @@ static Suite *export_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(export_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(export_suite());
 }

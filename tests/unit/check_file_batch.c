@@ -11,6 +11,7 @@
 #include "ctld/file_batch.h"
 #include "ctld/history.h"
 #include "ctld/partstore.h"
+#include "tests/unit/check_run.h"
 
 static char tmp[256];
 static struct conf conf;
@@ -335,11 +336,5 @@ static Suite *file_batch_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(file_batch_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(file_batch_suite());
 }

@@ -15,6 +15,7 @@
 #include "ctld/history.h"
 #include "ctld/jobfacts.h"
 #include "common/jsonbuf.h"
+#include "tests/unit/check_run.h"
 
 static char tmp[256], dbdir[300];
 
@@ -564,11 +565,5 @@ static Suite *history_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(history_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(history_suite());
 }

@@ -9,6 +9,7 @@
 #include <check.h>
 
 #include "ctld/hold.h"
+#include "tests/unit/check_run.h"
 
 #define F1 "ios_0123abcd"
 #define F2 "ios_89abcdef"
@@ -151,8 +152,6 @@ int main(void)
 {
 	Suite *s = suite_create("hold");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_hold_then_release);
 	tcase_add_test(tc, test_started_within_hold);
@@ -161,9 +160,5 @@ int main(void)
 	tcase_add_test(tc, test_held_from_submission);
 	tcase_add_test(tc, test_expire);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -14,6 +14,7 @@
 
 #include "common/conf.h"
 #include "common/httpmetrics.h"
+#include "tests/unit/check_run.h"
 
 static int calls;
 static bool seen_all;
@@ -131,15 +132,9 @@ int main(void)
 {
 	Suite *s = suite_create("httpmetrics");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_serves_metrics);
 	tcase_add_test(tc, test_bind_failures);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -6,6 +6,7 @@
 #include <check.h>
 
 #include "common/joblayout.h"
+#include "tests/unit/check_run.h"
 
 static struct conf conf;
 
@@ -228,8 +229,6 @@ int main(void)
 {
 	Suite *s = suite_create("joblayout");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_staged_env);
@@ -240,9 +239,5 @@ int main(void)
 	tcase_add_test(tc, test_too_long_is_refused_and_output_untouched);
 	tcase_add_test(tc, test_shared_tier_dir_per_node);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

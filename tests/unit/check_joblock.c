@@ -14,6 +14,7 @@
 #include <check.h>
 
 #include "ctld/joblock.h"
+#include "tests/unit/check_run.h"
 
 START_TEST(test_whole_or_nothing)
 {
@@ -105,17 +106,11 @@ int main(void)
 {
 	Suite *s = suite_create("joblock");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_whole_or_nothing);
 	tcase_add_test(tc, test_same_job_twice_is_one_lock);
 	tcase_add_test(tc, test_overlapping_sets_never_share_a_job);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -8,6 +8,7 @@
 #include <check.h>
 
 #include "common/jobname.h"
+#include "tests/unit/check_run.h"
 
 START_TEST(test_script_text)
 {
@@ -114,15 +115,9 @@ int main(void)
 {
 	Suite *s = suite_create("jobname");
 	TCase *tc = tcase_create("jobname");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_script_text);
 	tcase_add_test(tc, test_script_file_and_argv);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(s);
 }

@@ -9,6 +9,7 @@
 #include <check.h>
 
 #include "common/jsonbuf.h"
+#include "tests/unit/check_run.h"
 
 /* jsonbuf: numbers print as before the decimal fast path (shortest
  * "%.15g" that reads back exactly, else "%.17g"). */
@@ -190,11 +191,5 @@ static Suite *jsonbuf_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(jsonbuf_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(jsonbuf_suite());
 }

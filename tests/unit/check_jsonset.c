@@ -7,6 +7,7 @@
 #include <check.h>
 
 #include "common/jsonset.h"
+#include "tests/unit/check_run.h"
 
 static const char *str(const cJSON *o, const char *key)
 {
@@ -66,16 +67,10 @@ int main(void)
 {
 	Suite *s = suite_create("jsonset");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_absent_added_present_replaced);
 	tcase_add_test(tc, test_item_freed_when_not_set);
 	tcase_add_test(tc, test_number_in_place_or_replaced);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "common/manifest.h"
+#include "tests/unit/check_run.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -561,11 +562,5 @@ static Suite *manifest_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(manifest_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(manifest_suite());
 }

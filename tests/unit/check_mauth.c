@@ -11,6 +11,7 @@
 #include <check.h>
 
 #include "common/mauth.h"
+#include "tests/unit/check_run.h"
 #include "tests/unit/testmunge.h"
 
 static const char *sock;
@@ -201,8 +202,7 @@ int main(void)
 {
 	Suite *s = suite_create("mauth");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	int rc;
 
 	if (testmunge_start() < 0) {
 		/* Counted by run.sh as a pass with nothing run: say so. */
@@ -221,10 +221,7 @@ int main(void)
 	tcase_add_test(tc, test_oversized);
 	tcase_add_test(tc, test_no_daemon);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	rc = check_run(s);
 	testmunge_stop();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return rc;
 }

@@ -12,6 +12,7 @@
 #include <check.h>
 
 #include "common/netpeer.h"
+#include "tests/unit/check_run.h"
 
 static struct sockaddr_in v4(const char *addr, unsigned port)
 {
@@ -168,11 +169,5 @@ static Suite *netpeer_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(netpeer_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(netpeer_suite());
 }

@@ -6,6 +6,7 @@
 #include <check.h>
 
 #include "prolog/nodelist.h"
+#include "tests/unit/check_run.h"
 
 static const struct {
 	const char *in, *out; /* out: the JSON array, NULL: refused */
@@ -45,14 +46,8 @@ int main(void)
 {
 	Suite *s = suite_create("nodelist");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_loop_test(tc, test_expand, 0, sizeof(cases) / sizeof(cases[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

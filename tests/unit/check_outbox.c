@@ -21,6 +21,7 @@
 #include <check.h>
 
 #include "common/outbox.h"
+#include "tests/unit/check_run.h"
 
 static char base[64];
 static char dir[128];
@@ -630,11 +631,5 @@ static Suite *outbox_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(outbox_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(outbox_suite());
 }

@@ -6,6 +6,7 @@
 #include <check.h>
 
 #include "common/outfiles.h"
+#include "tests/unit/check_run.h"
 
 static const char *const prefixes[] = {
 	"/t/nvme/jobs/7/out/ckpt", "/pfs/u/ckpt",  /* output 0 */
@@ -136,8 +137,6 @@ int main(void)
 {
 	Suite *s = suite_create("outfiles");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_shared_and_fpp_per_output);
 	tcase_add_test(tc, test_bounded);
@@ -145,9 +144,5 @@ int main(void)
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_loop_test(tc, test_under, 0, sizeof(unders) / sizeof(unders[0]));
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

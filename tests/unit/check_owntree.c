@@ -19,6 +19,7 @@
 
 #include "common/owntree.h"
 #include "common/rmtree.h"
+#include "tests/unit/check_run.h"
 
 #define BUILDER 65534
 
@@ -160,11 +161,5 @@ static Suite *owntree_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(owntree_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(owntree_suite());
 }

@@ -21,6 +21,7 @@
 
 #include "ctld/history.h"
 #include "ctld/partstore.h"
+#include "tests/unit/check_run.h"
 
 #define DEADLINE 30
 #define T0 1700000000.0
@@ -592,8 +593,6 @@ int main(void)
 {
 	Suite *s = suite_create("partstore");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -609,9 +608,5 @@ int main(void)
 	tcase_add_test(tc, test_retention_takes_the_parts);
 	tcase_add_test(tc, test_old_history_without_parts_family);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -6,6 +6,7 @@
 #include <check.h>
 
 #include "common/pathsafe.h"
+#include "tests/unit/check_run.h"
 
 struct norm_case {
 	const char *in;
@@ -282,11 +283,5 @@ static Suite *pathsafe_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(pathsafe_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(pathsafe_suite());
 }

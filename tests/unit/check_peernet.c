@@ -16,6 +16,7 @@
 #include <check.h>
 
 #include "common/peernet.h"
+#include "tests/unit/check_run.h"
 #include "tests/unit/testmunge.h"
 
 static const char *sock;
@@ -420,8 +421,7 @@ int main(void)
 {
 	Suite *s = suite_create("peernet");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
+	int rc;
 
 	if (testmunge_start() < 0) {
 		printf("100%%: Checks: 0, Failures: 0, Errors: 0 "
@@ -442,10 +442,7 @@ int main(void)
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_listen_bad);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	rc = check_run(s);
 	testmunge_stop();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return rc;
 }

@@ -20,6 +20,7 @@
 #include "common/peernet.h"
 #include "common/peerserve.h"
 #include "common/proto.h"
+#include "tests/unit/check_run.h"
 
 static struct peerserve srv;
 static unsigned port;
@@ -261,11 +262,5 @@ static Suite *peerserve_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(peerserve_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(peerserve_suite());
 }

@@ -9,6 +9,7 @@
 #include <check.h>
 
 #include "ctld/pending.h"
+#include "tests/unit/check_run.h"
 
 static struct ctld_caller alice = { 1001, 1001, false, "test" };
 static struct ctld_caller bob = { 1002, 1002, false, "test" };
@@ -179,8 +180,6 @@ int main(void)
 {
 	Suite *s = suite_create("pending");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_note);
 	tcase_add_test(tc, test_bad_requests);
@@ -188,9 +187,5 @@ int main(void)
 	tcase_add_test(tc, test_busy_and_drop);
 	tcase_add_test(tc, test_owner_check);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

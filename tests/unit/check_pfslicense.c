@@ -11,6 +11,7 @@
 #include <check.h>
 
 #include "common/pfslicense.h"
+#include "tests/unit/check_run.h"
 
 static struct conf conf;
 
@@ -176,11 +177,5 @@ static Suite *pfslicense_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(pfslicense_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(pfslicense_suite());
 }

@@ -13,6 +13,7 @@
 #include "common/cachekey.h"
 #include "common/dsfeature.h"
 #include "ctld/placement.h"
+#include "tests/unit/check_run.h"
 
 /* A report entry for KEY on TIER. */
 static cJSON *entry(const char *key, const char *tier, double bytes,
@@ -311,8 +312,6 @@ int main(void)
 {
 	Suite *s = suite_create("placement");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_one_dataset);
 	tcase_add_test(tc, test_public_entry);
@@ -323,9 +322,5 @@ int main(void)
 	tcase_add_test(tc, test_hold_answer_and_linger);
 	tcase_add_test(tc, test_counts);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -14,6 +14,7 @@
 
 #include "common/conf.h"
 #include "common/profile.h"
+#include "tests/unit/check_run.h"
 
 #define NOBODY 65534
 
@@ -1451,11 +1452,5 @@ static Suite *profile_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(profile_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(profile_suite());
 }

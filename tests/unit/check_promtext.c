@@ -9,6 +9,7 @@
 #include <cJSON.h>
 
 #include "common/promtext.h"
+#include "tests/unit/check_run.h"
 
 static const struct {
 	const char *name;
@@ -148,11 +149,5 @@ static Suite *promtext_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(promtext_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(promtext_suite());
 }

@@ -13,6 +13,7 @@
 #include <check.h>
 
 #include "common/proto.h"
+#include "tests/unit/check_run.h"
 
 static int sv[2];
 static struct proto_reader *reader;
@@ -423,11 +424,5 @@ static Suite *proto_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(proto_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(proto_suite());
 }

@@ -19,6 +19,7 @@
 
 #include "common/publictree.h"
 #include "common/rmtree.h"
+#include "tests/unit/check_run.h"
 
 static char base[64];
 static int base_fd = -1;
@@ -248,11 +249,5 @@ static Suite *publictree_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(publictree_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(publictree_suite());
 }

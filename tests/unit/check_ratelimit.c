@@ -11,6 +11,7 @@
 #include <check.h>
 
 #include "common/ratelimit.h"
+#include "tests/unit/check_run.h"
 
 #define S 1000000000ULL
 #define MiB (1ULL << 20)
@@ -121,11 +122,5 @@ static Suite *ratelimit_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(ratelimit_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(ratelimit_suite());
 }

@@ -8,6 +8,7 @@
 #include <check.h>
 
 #include "common/recmerge.h"
+#include "tests/unit/check_run.h"
 
 static const char *const nodes3[] = { "n1", "n2", "n3" };
 
@@ -449,8 +450,6 @@ int main(void)
 {
 	Suite *s = suite_create("recmerge");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_totals);
 	tcase_add_test(tc, test_bytes_source);
@@ -464,9 +463,5 @@ int main(void)
 	tcase_add_test(tc, test_stage_in_rate_out_of_range);
 	tcase_add_test(tc, test_live);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }

@@ -10,6 +10,7 @@
 
 #include "ctld/jobfacts.h"
 #include "ctld/recommend.h"
+#include "tests/unit/check_run.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -1194,11 +1195,5 @@ static Suite *recommend_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(recommend_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(recommend_suite());
 }

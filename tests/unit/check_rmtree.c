@@ -23,6 +23,7 @@
 #include <check.h>
 
 #include "common/rmtree.h"
+#include "tests/unit/check_run.h"
 
 static char base[64];   /* the test's temp dir */
 static int base_fd = -1;
@@ -509,11 +510,5 @@ static Suite *rmtree_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(rmtree_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(rmtree_suite());
 }

@@ -13,6 +13,7 @@
 #include <check.h>
 
 #include "daemon/sampler.h"
+#include "tests/unit/check_run.h"
 
 #define KiB 1024
 
@@ -188,11 +189,5 @@ static Suite *sampler_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(sampler_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(sampler_suite());
 }

@@ -27,6 +27,8 @@
 #include <check.h>
 #include <cJSON.h>
 
+#include "tests/unit/check_run.h"
+
 #define PROBE_TIMEOUT_S 60
 #define MAX_REPORTS 64
 
@@ -1016,11 +1018,5 @@ static Suite *shim_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(shim_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(shim_suite());
 }

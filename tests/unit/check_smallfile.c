@@ -12,6 +12,7 @@
 #include <check.h>
 
 #include "common/smallfile.h"
+#include "tests/unit/check_run.h"
 
 static char dir[] = "/tmp/check_smallfile.XXXXXX";
 
@@ -128,15 +129,9 @@ int main(void)
 {
 	Suite *s = suite_create("smallfile");
 	TCase *tc = tcase_create("smallfile");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_sizes);
 	tcase_add_test(tc, test_grows_after_fstat);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(s);
 }

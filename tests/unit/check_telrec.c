@@ -7,6 +7,7 @@
 #include <check.h>
 
 #include "common/telrec.h"
+#include "tests/unit/check_run.h"
 
 static struct telrec_timeline *tl;
 
@@ -701,11 +702,5 @@ static Suite *telrec_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(telrec_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(telrec_suite());
 }

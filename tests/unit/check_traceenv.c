@@ -7,6 +7,7 @@
 #include <check.h>
 
 #include "common/traceenv.h"
+#include "tests/unit/check_run.h"
 
 static struct conf conf;
 
@@ -219,11 +220,5 @@ static Suite *traceenv_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(traceenv_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run(traceenv_suite());
 }

@@ -7,6 +7,7 @@
 #include <check.h>
 
 #include "common/units.h"
+#include "tests/unit/check_run.h"
 
 START_TEST(test_bytes)
 {
@@ -49,16 +50,10 @@ int main(void)
 {
 	Suite *s = suite_create("units");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_bytes);
 	tcase_add_test(tc, test_seconds);
 	tcase_add_test(tc, test_seconds_out_of_range);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s);
 }
