@@ -273,6 +273,18 @@ test_hold_from_submission_waits_for_cached_node() {
 	jid=$SUBMIT_JOBID
 	assert_eq "job $jid's constraint as submitted" "$(job_field "$jid" Prefer)" "$(job_field "$jid" Features)"
 	case $(job_field "$jid" Features) in ios_*) ;; *) fail "job $jid not held at submission: Features=$(job_field "$jid" Features)" ;; esac
+	# not a two-node job (a constraint holds on every node), nor one
+	# with a preference of its own
+	submit "$TEST_USER" --hold -N 2 --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
+		fail "two-node job: $SUBMIT_OUT"
+	assert_eq "two-node job's constraint" "" "$(job_field "$SUBMIT_JOBID" Features | sed 's/(null)//')"
+	assert_eq "two-node job's preference" "$(job_field "$jid" Prefer)" "$(job_field "$SUBMIT_JOBID" Prefer)"
+	scancel "$SUBMIT_JOBID"
+	submit "$TEST_USER" --hold --prefer=bigmem --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
+		fail "job with its own preference: $SUBMIT_OUT"
+	assert_eq "the user's own preference" bigmem "$(job_field "$SUBMIT_JOBID" Prefer)"
+	assert_eq "its constraint" "" "$(job_field "$SUBMIT_JOBID" Features | sed 's/(null)//')"
+	scancel "$SUBMIT_JOBID"
 	sleep 3
 	assert_eq "job $jid with n1 and n3 idle, within its hold" PENDING "$(job_state "$jid")"
 	scancel "$b2"
