@@ -108,6 +108,17 @@ static void print_job(const cJSON *j)
 	       json_string(j, "sched_nodes")[0] ? json_string(j, "sched_nodes")
 						: "-",
 	       prefer);
+	/* PlacementHold=: why it pends while other nodes may be idle */
+	if (json_number(j, "held_until") > 0) {
+		time_t t = (time_t)json_number(j, "held_until");
+		struct tm tm;
+
+		localtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%H:%M:%S", &tm);
+		printf("%10s waits for a node with its data until %s, then "
+		       "takes any node\n",
+		       "", when);
+	}
 	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(j, "nodes"))
 		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(n,
 								      "datasets"))

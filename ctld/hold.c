@@ -150,6 +150,20 @@ bool hold_done(uint32_t job)
 	return held;
 }
 
+bool hold_until(uint32_t job, unsigned hold_s, time_t *ret_until)
+{
+	struct held *h;
+	bool held;
+
+	pthread_mutex_lock(&mu);
+	h = find_locked(job);
+	held = h && h->state == HELD && hold_s;
+	if (held)
+		*ret_until = h->since + (time_t)hold_s;
+	pthread_mutex_unlock(&mu);
+	return held;
+}
+
 void hold_expire(time_t now)
 {
 	size_t i = 0;

@@ -59,6 +59,10 @@ void hold_applied(uint32_t job, enum hold_action action, time_t now);
  * (then it ran where its data was, or its hold was released). */
 bool hold_done(uint32_t job);
 
+/* Whether JOB is held now; then *RET_UNTIL is when its hold ends with
+ * PlacementHold=HOLD_S (it is released on the first pass after). */
+bool hold_until(uint32_t job, unsigned hold_s, time_t *ret_until);
+
 /* Drop jobs not decided on for HOLD_FORGET_S. */
 void hold_expire(time_t now);
 

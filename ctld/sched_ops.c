@@ -53,6 +53,7 @@ static void add_prefer_nodes(cJSON *o, const char *prefer)
 static cJSON *job_json(const struct pending_job *j)
 {
 	cJSON *o = cJSON_CreateObject(), *nodes, *n, *dss, *d;
+	time_t until;
 
 	if (!o)
 		return NULL;
@@ -64,6 +65,9 @@ static cJSON *job_json(const struct pending_job *j)
 	cJSON_AddNumberToObject(o, "start_time", (double)j->start_time);
 	cJSON_AddStringToObject(o, "sched_nodes", j->sched_nodes);
 	cJSON_AddBoolToObject(o, "started", j->started);
+	/* PlacementHold=: it waits for its preferred nodes until then */
+	if (!j->started && hold_until(j->job, slurmsched_hold_s(), &until))
+		cJSON_AddNumberToObject(o, "held_until", (double)until);
 	nodes = cJSON_AddArrayToObject(o, "nodes");
 	for (size_t k = 0; nodes && k < j->nnodes; k++) {
 		n = cJSON_CreateObject();

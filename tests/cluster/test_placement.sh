@@ -287,6 +287,9 @@ test_hold_from_submission_waits_for_cached_node() {
 	scancel "$SUBMIT_JOBID"
 	sleep 3
 	assert_eq "job $jid with n1 and n3 idle, within its hold" PENDING "$(job_state "$jid")"
+	assert_contains "iostage status on the login node, job $jid" \
+		"$(on_node_as "$TEST_USER" login iostage -c "$IOSTAGE_CONF" status)" \
+		"waits for a node with its data until"
 	scancel "$b2"
 	wait_job_state "$jid" 'RUNNING|COMPLETING|COMPLETED' 10 || fail "job $jid still $(job_state "$jid") with n2 free"
 	assert_eq "held job's node" n2 "$(job_node "$jid")"

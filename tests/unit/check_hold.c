@@ -111,6 +111,14 @@ START_TEST(test_held_from_submission)
 	hold_reset();
 	ck_assert_int_eq(hold_decide(9, F1, F1, true, 100, 10, 103),
 			 HOLD_NONE);
+	{
+		time_t until = 0;
+
+		ck_assert(hold_until(9, 10, &until));
+		ck_assert_int_eq(until, 110);
+		ck_assert(!hold_until(9, 0, &until));
+		ck_assert(!hold_until(99, 10, &until));
+	}
 	ck_assert_int_eq(hold_decide(9, F1, F1, true, 100, 10, 109),
 			 HOLD_NONE);
 	ck_assert_int_eq(hold_decide(9, F1, F1, true, 100, 10, 110),
