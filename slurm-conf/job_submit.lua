@@ -10,8 +10,9 @@
 -- when none is free, schedules the job as if nothing were preferred. A
 -- --prefer the user gave is never changed. With PlacementHold= set, the
 -- service also passes IOSTAGE_HOLD=1 and the preference becomes the
--- job's constraint too, which iostagectld clears after the hold. A site with its own
--- job_submit.lua calls iostage_prefer(job_desc) from its slurm_job_submit.
+-- job's constraint too, which iostagectld clears after the hold. A site
+-- with its own job_submit.lua calls iostage_prefer(job_desc) from its
+-- slurm_job_submit.
 
 -- Only what iostagectld writes: dataset features joined with '&'.
 local function iostage_valid(p)
