@@ -50,7 +50,7 @@ struct handed {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned hold_s;
 static struct handed handed[PLACEMENT_HANDED_MAX];
-static size_t nhanded;
+static size_t nhanded, handed_next;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
 static bool change_pending;
 static struct pnode *nodes;
@@ -250,26 +250,27 @@ static void note_handed_locked(const char *prefer, time_t now)
 	const char *p = prefer, *e;
 
 	while (*p) {
-		size_t len, i, slot = 0;
+		size_t len, i, slot;
 
 		e = p + strcspn(p, "&");
 		len = (size_t)(e - p);
-		for (i = 0; i < nhanded; i++) {
+		if (len > DSFEATURE_LEN) { /* not one of ours: never given */
+			p = *e ? e + 1 : e;
+			continue;
+		}
+		for (i = 0; i < nhanded; i++)
 			if (strlen(handed[i].feature) == len &&
 			    !strncmp(handed[i].feature, p, len))
 				break;
-			if (handed[i].at < handed[slot].at)
-				slot = i;
-		}
 		if (i < nhanded)
 			slot = i;
 		else if (nhanded < PLACEMENT_HANDED_MAX)
 			slot = nhanded++;
-		if (len <= DSFEATURE_LEN) {
-			snprintf(handed[slot].feature, DSFEATURE_LEN + 1,
-				 "%.*s", (int)len, p);
-			handed[slot].at = now;
-		}
+		else /* full: in turn, in the order they were written */
+			slot = handed_next++ % PLACEMENT_HANDED_MAX;
+		snprintf(handed[slot].feature, DSFEATURE_LEN + 1, "%.*s",
+			 (int)len, p);
+		handed[slot].at = now;
 		p = *e ? e + 1 : e;
 	}
 }
@@ -597,7 +598,7 @@ void placement_reset(void)
 	nnodes = cap_nodes = 0;
 	memset(&counts, 0, sizeof(counts));
 	hold_s = 0;
-	nhanded = 0;
+	nhanded = handed_next = 0;
 	change_pending = false;
 	pthread_mutex_unlock(&mu);
 }

@@ -99,7 +99,7 @@ size_t placement_wanted(const char *node, char ret[][DSFEATURE_LEN + 1],
  * most its hold, then starts anywhere). */
 void placement_set_hold(unsigned hold_s);
 #define PLACEMENT_LINGER_S 60
-/* Features remembered as handed out (beyond: the oldest is forgotten). */
+/* Features remembered as handed out (beyond: overwritten in turn). */
 #define PLACEMENT_HANDED_MAX 256
 
 /* Record the "ios_" features Slurm shows on NODE (its feature string):

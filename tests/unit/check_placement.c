@@ -290,6 +290,49 @@ START_TEST(test_hold_answer_and_linger)
 }
 END_TEST
 
+/* The features handed to held submissions are a bounded table: past
+ * PLACEMENT_HANDED_MAX the oldest is forgotten (it no longer lingers),
+ * the newest still does. */
+START_TEST(test_handed_bounded)
+{
+	struct ctld_caller user = { 1001, 1001, false, "test" };
+	char k[CACHEKEY_LEN + 1], f[DSFEATURE_LEN + 1], first[DSFEATURE_LEN + 1];
+	char path[64], req[256], err[256], got[4][DSFEATURE_LEN + 1];
+	const char *keys[2] = { k, NULL };
+	cJSON *rq, *rep, *empty = cJSON_CreateArray();
+	time_t now = time(NULL);
+
+	placement_reset();
+	placement_set_hold(10);
+	for (int i = 0; i < PLACEMENT_HANDED_MAX + 10; i++) {
+		snprintf(path, sizeof(path), "/pfs/h%d", i);
+		cachekey_user(1001, path, k);
+		dsfeature_name(k, "nvme", f);
+		if (!i)
+			snprintf(first, sizeof(first), "%s", f);
+		report("n1", keys, NULL);
+		snprintf(req, sizeof(req),
+			 "{\"datasets\":[{\"path\":\"%s\",\"tier\":"
+			 "\"nvme\"}]}",
+			 path);
+		rq = cJSON_Parse(req);
+		rep = placement_op_query(&user, rq);
+		ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(rep, "hold")));
+		cJSON_Delete(rep);
+		cJSON_Delete(rq);
+	}
+	/* n1 dropped the last one but still shows it: it lingers */
+	ck_assert_int_eq(placement_report("n1", empty, now, err, sizeof(err)),
+			 0);
+	ck_assert_uint_eq(placement_wanted("n1", got, 4, now), 1);
+	ck_assert_str_eq(got[0], f);
+	/* the first one, shown again, was forgotten: it does not */
+	placement_set_published("n1", first);
+	ck_assert_uint_eq(placement_wanted("n1", got, 4, now), 0);
+	cJSON_Delete(empty);
+}
+END_TEST
+
 START_TEST(test_counts)
 {
 	struct placement_counts c;
@@ -320,6 +363,7 @@ int main(void)
 	tcase_add_test(tc, test_report_bounds);
 	tcase_add_test(tc, test_ops);
 	tcase_add_test(tc, test_hold_answer_and_linger);
+	tcase_add_test(tc, test_handed_bounded);
 	tcase_add_test(tc, test_counts);
 	suite_add_tcase(s, tc);
 	return check_run(s);
