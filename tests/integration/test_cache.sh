@@ -491,12 +491,23 @@ test_lock_files_go_with_the_last_version() {
 	[ -d "$IOSTAGE_TIERS/small/cache/$(entry_of lk-a)" ] || fail "lk-a not cached again"
 }
 
+# prestage_wait DS [FOR_JOB]: a prestage of the user's DS on the small
+# tier (iostagectld's prediction for pending job FOR_JOB, else the user's
+# own warm-up), waited for; prints the wait's reply
+prestage_wait() {
+	local r id extra=${2:+,\"for_job\":$2}
+	r=$(iostaged_request "{\"op\":\"prestage\",\"path\":\"$TEST_WORKDIR/pfs/$1\",\"user\":\"$TEST_USER\",\"tier\":\"small\"$extra}")
+	id=$(jq -r .id <<<"$r")
+	[ "$id" != null ] || { echo "$r"; return 1; }
+	iostaged_request "{\"op\":\"wait\",\"job\":$id,\"timeout\":30}"
+}
+
 # A pre-stage for a pending job (iostagectld's prediction, "for_job") may
 # evict only versions no job has used (earlier predictions nobody found,
 # warm-ups): a wrong prediction never makes a job copy its data again. A
 # user's own warm-up may evict what jobs used, one-use versions first.
 test_prestage_for_a_pending_job_keeps_used_data() {
-	local a b c r id
+	local a b c r
 	empty_small_tier
 	mkds spec-a 1300000
 	mkds spec-b 1300000
@@ -510,28 +521,21 @@ test_prestage_for_a_pending_job_keeps_used_data() {
 	# 2.6 MB on a 4 MiB tier, spec-a used by two jobs, spec-b by one:
 	# 2 MB more fits only by evicting one of them, which a prediction
 	# may not do.
-	r=$(iostaged_request "{\"op\":\"prestage\",\"path\":\"$TEST_WORKDIR/pfs/spec-c\",\"user\":\"$TEST_USER\",\"tier\":\"small\",\"for_job\":4242}")
-	id=$(jq -r .id <<<"$r")
-	[ "$id" != null ] || fail "prestage refused: $r"
-	r=$(iostaged_request "{\"op\":\"wait\",\"job\":$id,\"timeout\":30}")
+	r=$(prestage_wait spec-c 4242) || fail "prestage refused: $r"
 	assert_contains "speculative pre-stage refused" "$r" '"state":"failed"'
 	assert_contains "and why" "$r" "a pre-stage evicts only data no job has used"
 	[ -d "$IOSTAGE_TIERS/small/cache/$a" ] && [ -d "$IOSTAGE_TIERS/small/cache/$b" ] ||
 		fail "a pre-stage evicted data a job used: $(ls "$IOSTAGE_TIERS/small/cache")"
 	# The user's own warm-up of the same data evicts the one-use spec-b,
 	# not spec-a that two jobs used.
-	r=$(iostaged_request "{\"op\":\"prestage\",\"path\":\"$TEST_WORKDIR/pfs/spec-c\",\"user\":\"$TEST_USER\",\"tier\":\"small\"}")
-	id=$(jq -r .id <<<"$r")
-	r=$(iostaged_request "{\"op\":\"wait\",\"job\":$id,\"timeout\":30}")
+	r=$(prestage_wait spec-c) || fail "warm-up refused: $r"
 	assert_contains "warm-up" "$r" '"state":"staged"'
 	[ ! -e "$IOSTAGE_TIERS/small/cache/$b" ] || fail "warm-up did not evict spec-b ($b)"
 	[ -d "$IOSTAGE_TIERS/small/cache/$a" ] || fail "warm-up evicted spec-a too"
 	c=$(entry_of spec-c)
 	# No job has used spec-c's copy yet: a prediction for spec-b may
 	# evict it, and still not spec-a.
-	r=$(iostaged_request "{\"op\":\"prestage\",\"path\":\"$TEST_WORKDIR/pfs/spec-b\",\"user\":\"$TEST_USER\",\"tier\":\"small\",\"for_job\":4243}")
-	id=$(jq -r .id <<<"$r")
-	r=$(iostaged_request "{\"op\":\"wait\",\"job\":$id,\"timeout\":30}")
+	r=$(prestage_wait spec-b 4243) || fail "prestage refused: $r"
 	assert_contains "prediction over an unused copy" "$r" '"state":"staged"'
 	[ ! -e "$IOSTAGE_TIERS/small/cache/$c" ] || fail "the prediction did not evict unused spec-c ($c)"
 	[ -d "$IOSTAGE_TIERS/small/cache/$a" ] || fail "the prediction evicted spec-a"
