@@ -5,7 +5,13 @@
  * history_ops.c, partstore.c) against a real history in the scratch
  * directory. munged is replaced by mauth_stub.h: what is fuzzed is what
  * the service does with a payload munged vouched for. service.c is
- * included for its static serve_request. */
+ * included for its static serve_request.
+ *
+ * Placement: PlacementHold= is on, and after each request Slurm is made
+ * to show what the nodes' reports want (what ctld/slurmsched.c would
+ * publish), so a `placement` query after a `cache_report` reaches the
+ * preference, the hold and the features handed out (corpus
+ * placement-report, placement-query: /pfs/x of uid 1000). */
 #include "tests/fuzz/fuzz.h"
 
 #include <sys/socket.h>
@@ -24,7 +30,31 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fuzz_conf(&conf);
 	svc_conf = &conf;
 	history_init(&conf);
+	placement_set_hold(10);
 	return 0;
+}
+
+/* Slurm shows each reporting node's wanted features (and lingering ones). */
+static void publish_wanted(void)
+{
+	char want[PLACEMENT_NODE_FEATURES][DSFEATURE_LEN + 1];
+	char shown[PLACEMENT_NODE_FEATURES * (DSFEATURE_LEN + 1) + 1];
+	size_t nn, n;
+	char **names = placement_nodes(&nn);
+
+	for (size_t i = 0; i < nn; i++) {
+		n = placement_wanted(names[i], want, PLACEMENT_NODE_FEATURES,
+				     time(NULL));
+		shown[0] = '\0';
+		for (size_t k = 0; k < n; k++) {
+			if (k)
+				strcat(shown, ",");
+			strcat(shown, want[k]);
+		}
+		placement_set_published(names[i], shown);
+		free(names[i]);
+	}
+	free(names);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -43,6 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	reply = serve_request(sv[0], NULL);
 	if (!reply || !cJSON_IsBool(cJSON_GetObjectItem(reply, "ok")))
 		abort(); /* every request gets {"ok":...} */
+	publish_wanted();
 	cJSON_Delete(reply);
 	close(sv[0]);
 	close(sv[1]);
