@@ -6,7 +6,8 @@
  * published dataset features the job should prefer, and the answer goes
  * into the job-control environment as IOSTAGE_PREFER, where
  * slurm-conf/job_submit.lua on slurmctld turns it into the job's
- * --prefer. sbatch and salloc also register the datasets for pre-staging
+ * --prefer (and, with IOSTAGE_HOLD when PlacementHold= is on, its
+ * constraint too). sbatch and salloc also register the datasets for pre-staging
  * and get a ticket (PREFER_TICKET_ENV). Never fails or delays a
  * submission beyond PREFER_TIMEOUT_MS.
  */
