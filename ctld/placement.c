@@ -254,7 +254,7 @@ static void note_handed_locked(const char *prefer, time_t now)
 
 		e = p + strcspn(p, "&");
 		len = (size_t)(e - p);
-		if (len > DSFEATURE_LEN) { /* not one of ours: never given */
+		if (!dsfeature_is_ours(p, len)) { /* never given: skip it */
 			p = *e ? e + 1 : e;
 			continue;
 		}

@@ -34,24 +34,24 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-/* Slurm shows each reporting node's wanted features (and lingering ones). */
+/* Slurm shows each reporting node's wanted features (and lingering ones),
+ * built as ctld/slurmsched.c's publish_node builds them. */
 static void publish_wanted(void)
 {
 	char want[PLACEMENT_NODE_FEATURES][DSFEATURE_LEN + 1];
-	char shown[PLACEMENT_NODE_FEATURES * (DSFEATURE_LEN + 1) + 1];
+	const char *ptrs[PLACEMENT_NODE_FEATURES];
 	size_t nn, n;
-	char **names = placement_nodes(&nn);
+	char **names = placement_nodes(&nn), *shown;
 
 	for (size_t i = 0; i < nn; i++) {
 		n = placement_wanted(names[i], want, PLACEMENT_NODE_FEATURES,
 				     time(NULL));
-		shown[0] = '\0';
-		for (size_t k = 0; k < n; k++) {
-			if (k)
-				strcat(shown, ",");
-			strcat(shown, want[k]);
-		}
-		placement_set_published(names[i], shown);
+		for (size_t k = 0; k < n; k++)
+			ptrs[k] = want[k];
+		shown = dsfeature_merge(NULL, ptrs, n);
+		if (shown)
+			placement_set_published(names[i], shown);
+		free(shown);
 		free(names[i]);
 	}
 	free(names);
