@@ -37,6 +37,14 @@ stage_on() {
 	wait_finished "$1" "$SUBMIT_JOBID" || fail "job $SUBMIT_JOBID not finished on $1"
 }
 
+# cached_on NODE DS: DS staged on NODE, and Slurm showing it there
+cached_on() {
+	local f0
+	f0=$(node_ios_features "$1")
+	stage_on "$1" "$2"
+	wait_new_feature "$1" "$f0" >/dev/null || fail "$1 does not show its cached dataset"
+}
+
 test_cached_node_is_preferred() {
 	local ds jid node on_n2=0 hits=0 i f0 f
 	ds=$(pfs_dataset D 20)
@@ -71,28 +79,33 @@ test_cached_node_is_preferred() {
 }
 
 test_busy_cached_node_does_not_delay() {
-	local ds blocker jid node t0 t1 f0
+	local ds blocker
 	ds=$(pfs_dataset D 20)
-	f0=$(node_ios_features n2)
-	stage_on n2 "$ds"
-	wait_new_feature n2 "$f0" >/dev/null || fail "n2 does not show its cached dataset"
+	cached_on n2 "$ds"
 	# n2 busy: all its CPUs taken by a long job of another user
-	submit "$OTHER_USER" -w n2 -c 2 -o /dev/null --wrap 'sleep 60' >/dev/null || fail "blocker: $SUBMIT_OUT"
-	blocker=$SUBMIT_JOBID
-	wait_job_state "$blocker" RUNNING 20 || fail "blocker $blocker not running"
+	blocker=$(block n2) || return 1
+	trap 'scancel $blocker 2>/dev/null' RETURN
+	start_for "$ds" 10 "n2 busy"
+	[ "$NODE" != n2 ] || fail "job ran on the busy n2"
+	wait_finished "$NODE" "$JID" || fail "job $JID not finished on $NODE"
+	assert_eq "D staged on $NODE" 1 "$(log_count "$NODE" "job $JID: dataset 'D': built")"
+	[ "$(echo "$WAITED < 5" | bc)" = 1 ] || fail "job waited $WAITED s for a node"
+}
+
+# start_for DS TIMEOUT_S WHAT: a job of the test user for DS submitted
+# now, waited for until it starts (else fail, saying WHAT held it); sets
+# JID, NODE and WAITED (seconds from submission to start)
+start_for() {
+	local t0
 	t0=$(date +%s.%N)
-	submit "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap 'true' >/dev/null ||
+	submit "$TEST_USER" --io-profile="dl-train,data=$1" -o /dev/null --wrap true >/dev/null ||
 		fail "job: $SUBMIT_OUT"
-	jid=$SUBMIT_JOBID
-	wait_job_state "$jid" 'RUNNING|COMPLETING|COMPLETED' 10 || fail "job $jid still $(job_state "$jid") with n2 busy"
-	t1=$(date +%s.%N)
-	node=$(job_node "$jid")
-	echo "job $jid started on $node after $(echo "$t1 - $t0" | bc) s (n2 busy)"
-	[ "$node" != n2 ] || fail "job ran on the busy n2"
-	wait_finished "$node" "$jid" || fail "job $jid not finished on $node"
-	assert_eq "D staged on $node" 1 "$(log_count "$node" "job $jid: dataset 'D': built")"
-	scancel "$blocker"
-	[ "$(echo "$t1 - $t0 < 5" | bc)" = 1 ] || fail "job waited $(echo "$t1 - $t0" | bc) s for a node"
+	JID=$SUBMIT_JOBID
+	wait_job_state "$JID" 'RUNNING|COMPLETING|COMPLETED' "$2" ||
+		fail "job $JID still $(job_state "$JID") after ${2}s ($3)"
+	WAITED=$(echo "$(date +%s.%N) - $t0" | bc)
+	NODE=$(job_node "$JID")
+	echo "job $JID started on $NODE $WAITED s after its submission ($3)"
 }
 
 # placement_count FIELD: one counter of the service's sched_status
@@ -101,13 +114,11 @@ placement_count() {
 }
 
 test_placement_counters() {
-	local ds rep blocker i h0 n0 f0
+	local ds rep blocker i h0 n0
 	ds=$(pfs_dataset D 5)
 	h0=$(placement_count honoured)
 	n0=$(placement_count not_honoured)
-	f0=$(node_ios_features n3)
-	stage_on n3 "$ds"
-	wait_new_feature n3 "$f0" >/dev/null || fail "n3 does not show its cached dataset"
+	cached_on n3 "$ds"
 	# honoured: the job runs on n3
 	submit_wait "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
 		fail "job: $SUBMIT_OUT"
@@ -202,15 +213,13 @@ wait_held() {
 # its data while another node frees (without the hold, it would take that
 # node and copy), and starts anywhere once the bound is reached.
 test_hold_waits_for_cached_node() {
-	local ds f0 b1 b2 b3 jid t0 t1 rep
+	local ds b1 b2 b3 jid t0 t1 rep
 	ds=$(pfs_dataset H 5)
 	# first the restart: a restarted service asks the nodes for their
 	# cache reports, so n2's is known again before the staging below
 	trap 'hold_conf 0' RETURN
 	hold_conf 8 || fail "iostagectld does not start with PlacementHold=8"
-	f0=$(node_ios_features n2)
-	stage_on n2 "$ds"
-	wait_new_feature n2 "$f0" >/dev/null || fail "n2 does not show its cached dataset"
+	cached_on n2 "$ds"
 	b1=$(block n1) && b2=$(block n2) && b3=$(block n3) || return 1
 	trap 'scancel $b1 $b2 $b3 2>/dev/null; hold_conf 0' RETURN
 	# within the hold: n1 frees first, the job waits for n2
@@ -259,13 +268,11 @@ test_hold_waits_for_cached_node() {
 # idle node; with n2 kept busy it starts on an idle node once its hold,
 # counted from its submission, is over.
 test_hold_from_submission_waits_for_cached_node() {
-	local ds f0 b2 jid t0 t1 node
+	local ds b2 jid
 	ds=$(pfs_dataset S 5)
 	trap 'hold_conf 0' RETURN
 	hold_conf 8 || fail "iostagectld does not start with PlacementHold=8"
-	f0=$(node_ios_features n2)
-	stage_on n2 "$ds"
-	wait_new_feature n2 "$f0" >/dev/null || fail "n2 does not show its cached dataset"
+	cached_on n2 "$ds"
 	b2=$(block n2) || return 1
 	trap 'scancel $b2 2>/dev/null; hold_conf 0' RETURN
 	submit "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
@@ -297,18 +304,11 @@ test_hold_from_submission_waits_for_cached_node() {
 	grep -q "job $jid: dataset 'S': cache hit" "$(iostaged_log n2)" || fail "job $jid: no cache hit on n2"
 	# the bound, from submission: n2 stays busy
 	b2=$(block n2) || return 1
-	t0=$(date +%s.%N)
-	submit "$TEST_USER" --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
-		fail "job: $SUBMIT_OUT"
-	jid=$SUBMIT_JOBID
-	wait_job_state "$jid" 'RUNNING|COMPLETING|COMPLETED' 20 || fail "job $jid still $(job_state "$jid") after its hold"
-	t1=$(date +%s.%N)
-	node=$(job_node "$jid")
-	echo "job $jid started on $node $(echo "$t1 - $t0" | bc) s after its submission (hold 8 s)"
-	[ "$node" != n2 ] || fail "job $jid started on the busy n2"
-	[ "$(echo "$t1 - $t0 >= 7 && $t1 - $t0 <= 14" | bc)" = 1 ] ||
-		fail "job $jid started $(echo "$t1 - $t0" | bc) s after submission, not after its 8 s hold"
-	assert_eq "released job's constraint" "" "$(job_field "$jid" Features | sed 's/(null)//')"
+	start_for "$ds" 20 "n2 busy, hold 8 s"
+	[ "$NODE" != n2 ] || fail "job $JID started on the busy n2"
+	[ "$(echo "$WAITED >= 7 && $WAITED <= 14" | bc)" = 1 ] ||
+		fail "job $JID started $WAITED s after submission, not after its 8 s hold"
+	assert_eq "released job's constraint" "" "$(job_field "$JID" Features | sed 's/(null)//')"
 }
 
 # A restarted iostagectld knows no node's cache; it asks every node up for
