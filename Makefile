@@ -20,7 +20,7 @@ DESTDIR     ?=
 CC      ?= gcc
 VERSION := 0.1.0
 PKGS    := libcjson libxxhash libcrypto
-# iostaged and iostagectld serve /metrics over HTTP (common/httpmetrics.c);
+# iostaged and iostagectld serve /metrics over HTTP (common/net/httpmetrics.c);
 # nothing else links libmicrohttpd.
 DAEMON_PKGS := libmicrohttpd
 HTTP_LIBS   := $(shell pkg-config --libs $(DAEMON_PKGS))
@@ -34,7 +34,7 @@ CPPFLAGS += -I. $(shell pkg-config --cflags $(PKGS)) \
            -DIOSTAGE_VERSION='"$(VERSION)"' \
            -DIOSTAGE_CONF_PATH='"$(sysconfdir)/slurm/iostage.conf"'
 LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread -lm
-# The history (ctld/history.c) is RocksDB; iostagectld links it, and
+# The history (ctld/history/history.c) is RocksDB; iostagectld links it, and
 # iostaged for a site without the service (node-local history).
 DAEMON_LDLIBS := -lrocksdb
 # iostagectld parses a record tree per filing on up to CTLD_WORK_MAX threads
@@ -53,27 +53,25 @@ ifeq ($(SANITIZE),1)
 UBSAN   := -fsanitize=undefined,float-cast-overflow
 CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=address $(UBSAN)
 LDFLAGS += -fsanitize=address $(UBSAN)
-# Where every sanitizer report goes (common/log.c; tests/sanitize.sh).
+# Where every sanitizer report goes (common/base/log.c; tests/sanitize.sh).
 SANITIZE_LOG ?= $(abspath $(BUILD))/sanitizer-logs
 CPPFLAGS += -DIOSTAGE_SANITIZE_LOG='"$(SANITIZE_LOG)"'
 LDFLAGS += -Wl,-u,__asan_default_options -Wl,-u,__ubsan_default_options
 endif
 
 BUILD   ?= build
-COMMON_SRC := $(wildcard common/*.c)
+COMMON_SRC := $(wildcard common/*/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 LIBCOMMON  := $(BUILD)/libiostage-common.a
 
 SPANK_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(wildcard spank/*.c))
-DAEMON_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard daemon/*.c))
+DAEMON_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard daemon/*.c daemon/*/*.c))
 # ctld/: iostagectld, the cluster's history service. Its history library
-# (the database, the job facts, the rules, the history ops) is linked into
-# iostaged too, which keeps a node-local history when ControllerHost= is
-# empty (docs/ARCHITECTURE.md).
-CTLD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard ctld/*.c))
-HISTORY_LIB_OBJ := $(BUILD)/ctld/history.o $(BUILD)/ctld/jobfacts.o \
-                   $(BUILD)/ctld/recommend.o \
-                   $(BUILD)/ctld/history_ops.o
+# (ctld/history/: the database, the job facts, the rules, the history ops)
+# is linked into iostaged too, which keeps a node-local history when
+# ControllerHost= is empty (docs/ARCHITECTURE.md).
+CTLD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard ctld/*.c ctld/*/*.c))
+HISTORY_LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard ctld/history/*.c))
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
 
 # Programs are built under $(BUILD) too, so several builds (SANITIZE=1,
@@ -128,12 +126,12 @@ $(DAEMON): $(DAEMON_OBJ) $(HISTORY_LIB_OBJ) $(LIBCOMMON)
 	    $(shell pkg-config --libs $(DAEMON_PKGS))
 
 # iostagectld publishes node features and reads jobs through libslurm
-# (ctld/slurmsched.c).
+# (ctld/sched/slurmsched.c).
 $(CTLD): $(CTLD_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge -lslurm \
 	    $(HTTP_LIBS) $(CTLD_MALLOC)
 
-$(BUILD)/daemon/%.o $(BUILD)/common/httpmetrics.o $(BUILD)/ubsan/common/httpmetrics.o: \
+$(BUILD)/daemon/%.o $(BUILD)/common/net/httpmetrics.o $(BUILD)/ubsan/common/net/httpmetrics.o: \
     CPPFLAGS += $(shell pkg-config --cflags $(DAEMON_PKGS))
 
 $(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o \
@@ -144,7 +142,7 @@ $(EPILOG): $(BUILD)/prolog/epilog.o $(BUILD)/prolog/jobinfo.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
 # The plugin and the CLI ask iostagectld in the user's own MUNGE
-# credential (common/ctlclient.h) when iostage.conf names a service.
+# credential (common/net/ctlclient.h) when iostage.conf names a service.
 $(CLI): $(CLI_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) -lmunge
 
@@ -153,7 +151,7 @@ $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
 
-# MUNGE: only what links common/mauth.o needs libmunge (iostaged, its
+# MUNGE: only what links common/net/mauth.o needs libmunge (iostaged, its
 # tests); the archive keeps it out of the plugin, the CLI and the Prolog.
 $(BUILD)/tests/check_mauth $(BUILD)/tests/check_peernet \
     $(BUILD)/tests/check_ctlclient $(BUILD)/tests/check_peerserve: LDLIBS += -lmunge
@@ -168,8 +166,8 @@ $(BUILD)/tests/check_nodelist: tests/unit/check_nodelist.c $(BUILD)/prolog/nodel
 
 # The history's unit tests link the ctld modules they test; the service's
 # (check_ctld) links all of ctld/ but its main().
-HISTORY_TEST_OBJ := $(BUILD)/ctld/history.o $(BUILD)/ctld/jobfacts.o \
-                    $(BUILD)/ctld/recommend.o
+HISTORY_TEST_OBJ := $(BUILD)/ctld/history/history.o $(BUILD)/ctld/history/jobfacts.o \
+                    $(BUILD)/ctld/history/recommend.o
 $(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: $(BUILD)/tests/check_%: \
     tests/unit/check_%.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
@@ -177,12 +175,12 @@ $(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: $(BUILD)/tests/chec
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
 # The part store (a multi-node job's parts, deadlines) on a real RocksDB.
 $(BUILD)/tests/check_partstore: tests/unit/check_partstore.c $(HISTORY_TEST_OBJ) \
-    $(BUILD)/ctld/partstore.o $(BUILD)/ctld/joblock.o $(LIBCOMMON)
+    $(BUILD)/ctld/filing/partstore.o $(BUILD)/ctld/filing/joblock.o $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
 # The job locks, under many threads.
-$(BUILD)/tests/check_joblock: tests/unit/check_joblock.c $(BUILD)/ctld/joblock.o $(LIBCOMMON)
+$(BUILD)/tests/check_joblock: tests/unit/check_joblock.c $(BUILD)/ctld/filing/joblock.o $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
@@ -383,7 +381,7 @@ $(CLI): $(LIBIOSTAGE_OBJ)
 $(CLI): LDLIBS := $(LIBCOMMON) $(LDLIBS) $(PMIX_LIBS)
 all: $(LIBIOSTAGE)
 # The sampler's unit test runs it on real processes.
-$(BUILD)/tests/check_sampler: $(BUILD)/daemon/sampler.o
+$(BUILD)/tests/check_sampler: $(BUILD)/daemon/telemetry/sampler.o
 $(BUILD)/tests/check_sampler: LDLIBS := $(LIBCOMMON) $(LDLIBS)
 install: install-libiostage
 # iostaged's /proc sampling cost: % of one core per 100 tasks (bench/sampler.sh).
@@ -460,7 +458,7 @@ clean:
 	rm -rf $(BUILD)
 
 format:
-	clang-format -i $(wildcard */*.c */*.h tests/unit/*.c)
+	clang-format -i $(wildcard */*.c */*.h $(addsuffix /*/*.[ch],common daemon ctld) tests/unit/*.c)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -68,8 +68,8 @@
 #include <cJSON.h>
 
 #include "bench/recgen.h"
-#include "common/jsonbuf.h"
-#include "common/peernet.h"
+#include "common/base/jsonbuf.h"
+#include "common/net/peernet.h"
 
 #define THREADS_MAX 64
 #define AGENTS_MAX 20000

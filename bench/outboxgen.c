@@ -10,7 +10,7 @@
  * realistic size. Each node files its own one-node jobs: job i belongs to
  * node (i mod #NODES). With -m 1 (the default) one job in ten is a job of
  * every node, each writing its own part (the service merges them).
- * Entries go through common/outbox.c's outbox_put, the Epilog's path
+ * Entries go through common/telemetry/outbox.c's outbox_put, the Epilog's path
  * (temporary file, fsync, rename). Prints how many it wrote.
  */
 #define _GNU_SOURCE
@@ -23,7 +23,7 @@
 #include <cJSON.h>
 
 #include "bench/recgen.h"
-#include "common/outbox.h"
+#include "common/telemetry/outbox.h"
 
 #define NODES_MAX 64
 

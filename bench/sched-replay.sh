@@ -14,7 +14,7 @@
 # the same files for both modes), a fresh cluster with empty caches.
 #
 # The source is the cluster's plain shared directory, copied through the
-# copy engine's rate limit: StageBandwidth= (common/ratelimit.c, leases
+# copy engine's rate limit: StageBandwidth= (common/fs/ratelimit.c, leases
 # from iostagectld) bounds all staging copies together, as a PFS's
 # bandwidth would; without it, copying from this machine's page cache is
 # too fast to show a Prolog wait.
@@ -170,7 +170,7 @@ jq -s --arg date "$(date -u +%FT%TZ)" --arg cpu "$(sed -n 's/^model name\s*: //p
 		date: $date, git: $git, machine: { cpus: $cpus, cpu: $cpu },
 		seconds: $secs, load_at_start: $load,
 		setup: { nodes: 3, cpus_per_node: 2, job_cpus: 2, tier: $tier,
-			 tier_capacity: $capacity, source: ("the cluster'"'"'s shared directory, copies bounded by StageBandwidth=" + $bw + " (common/ratelimit.c)"),
+			 tier_capacity: $capacity, source: ("the cluster'"'"'s shared directory, copies bounded by StageBandwidth=" + $bw + " (common/fs/ratelimit.c)"),
 			 training_datasets: $train, training_mib: $train_mib,
 			 inference_mib: $infer_mib, submit_interval_s: $interval,
 			 placement_hold: $hold },

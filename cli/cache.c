@@ -8,9 +8,9 @@
 
 #include "cli/cache.h"
 #include "cli/json.h"
-#include "common/jsonbuf.h"
-#include "common/proto.h"
-#include "common/units.h"
+#include "common/base/jsonbuf.h"
+#include "common/net/proto.h"
+#include "common/base/units.h"
 
 static void usage(FILE *out)
 {

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 
 #include "cli/client.h"
-#include "common/conf.h"
-#include "common/ctlclient.h"
-#include "common/proto.h"
+#include "common/config/conf.h"
+#include "common/net/ctlclient.h"
+#include "common/net/proto.h"
 
 int client_init(struct client *client)
 {

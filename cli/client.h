@@ -3,7 +3,7 @@
  * Two places answer: the node's iostaged (its Unix socket: staging, the
  * cache, live jobs) and, when iostage.conf sets ControllerHost=, the
  * cluster's iostagectld (TCP + the user's own MUNGE credential, through
- * common/ctlclient.h: the history, its records and its advice). A login
+ * common/net/ctlclient.h: the history, its records and its advice). A login
  * node has no iostaged; with a service it still reads the history.
  */
 #ifndef IOSTAGE_CLI_CLIENT_H
@@ -14,7 +14,7 @@
 
 #include <cJSON.h>
 
-#include "common/conf.h"
+#include "common/config/conf.h"
 
 /* The config: -c CONF, else $IOSTAGE_CONF, else the default conf. */
 struct client {

@@ -22,7 +22,7 @@
 
 #include "cli/export.h"
 #include "cli/json.h"
-#include "common/smallfile.h"
+#include "common/base/smallfile.h"
 
 #define EXPORT_TIMEOUT_MS 60000
 #define EXPORT_LIST_MAX 1000 /* history_list's most records per reply */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli/export.h"
-#include "common/telrec.h"
+#include "common/telemetry/telrec.h"
 
 static const char *const columns[] = {
 	"job", "user", "uid", "job_name", "node", "profile_origin", "state",

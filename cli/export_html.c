@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "cli/export.h"
-#include "common/telrec.h"
-#include "common/units.h"
+#include "common/telemetry/telrec.h"
+#include "common/base/units.h"
 
 #define SVG_W 860
 #define SVG_LEFT 130 /* room for row labels */

@@ -1,9 +1,9 @@
 /* export_prom.c - records as Prometheus text: the same per-job phase
- * series iostaged serves (common/promtext.c), e.g. for a textfile. */
+ * series iostaged serves (common/telemetry/promtext.c), e.g. for a textfile. */
 #include <errno.h>
 
 #include "cli/export.h"
-#include "common/promtext.h"
+#include "common/telemetry/promtext.h"
 
 int export_prom(const cJSON *records, FILE *out)
 {

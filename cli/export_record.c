@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/jsonbuf.h"
+#include "common/base/jsonbuf.h"
 #include "cli/export.h"
 
 bool rec_num(const cJSON *o, const char *key, double *ret)

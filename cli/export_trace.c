@@ -21,8 +21,8 @@
 #include <string.h>
 
 #include "cli/export.h"
-#include "common/jsonbuf.h"
-#include "common/telrec.h"
+#include "common/base/jsonbuf.h"
+#include "common/telemetry/telrec.h"
 
 #define TRACE_RUN_TID 2
 #define TRACE_OTHER_TID 4 /* first track of unknown top-level phases */

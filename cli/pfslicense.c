@@ -1,6 +1,6 @@
 /* pfslicense.c - `iostage pfs-license --io-profile SPEC [--licenses CUR]
  * [--job-name N | --submitter PID]`: print the --licenses value a job
- * with that profile should be submitted with (common/pfslicense.h).
+ * with that profile should be submitted with (common/sched/pfslicense.h).
  *
  * The shipped cli_filter.lua runs it in slurm_cli_pre_submit, as the
  * submitting user, and sets options["licenses"] to what it prints. It is
@@ -26,9 +26,9 @@
 
 #include "cli/json.h"
 #include "cli/pfslicense.h"
-#include "common/jobname.h"
-#include "common/pfslicense.h"
-#include "common/profile.h"
+#include "common/config/jobname.h"
+#include "common/sched/pfslicense.h"
+#include "common/config/profile.h"
 
 #define PFS_CMDLINE_MAX (256 * 1024)
 #define PFS_ARGS_MAX 1024

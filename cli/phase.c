@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/phase.h"
-#include "common/conf.h"
+#include "common/config/conf.h"
 #include "shim/iostage.h"
 
 int phase_main(const struct client *client, int argc, char **argv)

@@ -3,7 +3,7 @@
 #include <unistd.h>
 
 #include "cli/progress.h"
-#include "common/units.h"
+#include "common/base/units.h"
 
 #define PROGRESS_WIDTH 30
 

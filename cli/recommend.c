@@ -12,8 +12,8 @@
 
 #include "cli/json.h"
 #include "cli/recommend.h"
-#include "common/jobname.h"
-#include "common/jsonbuf.h"
+#include "common/config/jobname.h"
+#include "common/base/jsonbuf.h"
 
 static void usage(FILE *out)
 {

@@ -7,11 +7,11 @@
 
 #include "cli/json.h"
 #include "cli/sched.h"
-#include "common/ctlclient.h"
-#include "common/jsonbuf.h"
-#include "common/promtext.h"
-#include "common/proto.h"
-#include "common/units.h"
+#include "common/net/ctlclient.h"
+#include "common/base/jsonbuf.h"
+#include "common/telemetry/promtext.h"
+#include "common/net/proto.h"
+#include "common/base/units.h"
 
 #define SCHED_TIMEOUT_MS 5000
 /* job-note runs inside sbatch (cli_filter.lua): a ticket exists only if
@@ -138,7 +138,7 @@ static void print_job(const cJSON *j)
 }
 
 /* The counters as Prometheus text (a node_exporter textfile): the
- * names iostagectld's own /metrics uses (common/promtext.h). 0, or -1
+ * names iostagectld's own /metrics uses (common/telemetry/promtext.h). 0, or -1
  * on ENOMEM. */
 int sched_status_prom(const cJSON *reply, FILE *out)
 {

@@ -12,8 +12,8 @@
 #include "cli/json.h"
 #include "cli/progress.h"
 #include "cli/stage.h"
-#include "common/proto.h"
-#include "common/units.h"
+#include "common/net/proto.h"
+#include "common/base/units.h"
 
 #define STAGE_POLL_S 1
 

@@ -9,9 +9,9 @@
 #include "cli/json.h"
 #include "cli/sched.h"
 #include "cli/status.h"
-#include "common/jsonbuf.h"
-#include "common/proto.h"
-#include "common/units.h"
+#include "common/base/jsonbuf.h"
+#include "common/net/proto.h"
+#include "common/base/units.h"
 
 
 static void print_tiers(const cJSON *tiers)

@@ -9,10 +9,10 @@
 #include "cli/client.h"
 #include "cli/json.h"
 #include "cli/telemetry.h"
-#include "common/jsonbuf.h"
-#include "common/proto.h"
-#include "common/telrec.h"
-#include "common/units.h"
+#include "common/base/jsonbuf.h"
+#include "common/net/proto.h"
+#include "common/telemetry/telrec.h"
+#include "common/base/units.h"
 
 #define TIMELINE_WIDTH 60
 #define CALL_TIMEOUT_MS 10000
@@ -155,8 +155,8 @@ static void print_bars(const char *label, const cJSON *tl, int field,
 		units_bytes((uint64_t)max, mx, sizeof(mx)));
 }
 
-/* A multi-node job's record (common/recmerge.h): its nodes, the missing
- * ones, and one line per node's part. */
+/* A multi-node job's record (common/telemetry/recmerge.h): its nodes, the
+ * missing ones, and one line per node's part. */
 static void print_nodes(const cJSON *rec, FILE *out)
 {
 	const cJSON *n, *part, *ph;

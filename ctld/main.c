@@ -21,16 +21,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/conf.h"
-#include "common/daemonize.h"
-#include "common/log.h"
-#include "ctld/bw_ops.h"
-#include "ctld/history.h"
-#include "ctld/import.h"
+#include "common/config/conf.h"
+#include "common/base/daemonize.h"
+#include "common/base/log.h"
+#include "ctld/sched/bw_ops.h"
+#include "ctld/history/history.h"
+#include "ctld/filing/import.h"
 #include "ctld/metrics.h"
-#include "ctld/partstore.h"
+#include "ctld/filing/partstore.h"
 #include "ctld/service.h"
-#include "ctld/slurmsched.h"
+#include "ctld/sched/slurmsched.h"
 
 #define PIDFILE_NAME "iostagectld.pid"
 

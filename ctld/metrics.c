@@ -8,15 +8,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/httpmetrics.h"
-#include "common/log.h"
-#include "common/promtext.h"
-#include "ctld/bw_ops.h"
-#include "ctld/history.h"
+#include "common/net/httpmetrics.h"
+#include "common/base/log.h"
+#include "common/telemetry/promtext.h"
+#include "ctld/sched/bw_ops.h"
+#include "ctld/history/history.h"
 #include "ctld/metrics.h"
-#include "ctld/sched_ops.h"
+#include "ctld/sched/sched_ops.h"
 #include "ctld/service.h"
-#include "ctld/slurmsched.h"
+#include "ctld/sched/slurmsched.h"
 
 #define METRICS_OPS_MAX 64
 

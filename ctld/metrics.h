@@ -1,10 +1,10 @@
 /* metrics.h - iostagectld's /metrics (docs/SCHEDULING.md, "Seeing it").
  *
- * Served over HTTP by common/httpmetrics.c on ControllerMetricsListen
+ * Served over HTTP by common/net/httpmetrics.c on ControllerMetricsListen
  * (loopback by default) as Prometheus text: what the service did for
  * Slurm's scheduling (placements honoured or not, pre-stage bytes,
  * predictions that missed, time saved at start: the same families as
- * `iostage status --prom`, common/promtext.h), the staging bandwidth
+ * `iostage status --prom`, common/telemetry/promtext.h), the staging bandwidth
  * leases, and the service's own basics (version, start time, CPU and
  * memory, requests per op, slurmctld and history health). Everything is
  * read at render time from the modules' own counters; nothing here
@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "common/conf.h"
+#include "common/config/conf.h"
 
 /* Start serving when CONF sets ControllerMetricsListen. A failure (port
  * in use) is logged in one line and the service goes on without it.

@@ -1,7 +1,7 @@
 /* service.c - iostagectld's listener and dispatch (see service.h).
  *
- * The server is common/peerserve's, as daemon/peer.c's: an accept thread
- * and a detached thread per connection (at most CTLD_CONN_MAX; over the
+ * The server is common/net/peerserve's, as daemon/cluster/peer.c's: an accept
+ * thread and a detached thread per connection (at most CTLD_CONN_MAX; over the
  * bound a one-line refusal at once, so a node retries later rather than
  * queueing unseen). Here: reading one request within CTLD_READ_MS, the
  * credential, the op and its answer.
@@ -17,18 +17,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/log.h"
-#include "common/peernet.h"
-#include "common/peerserve.h"
-#include "common/proto.h"
+#include "common/base/log.h"
+#include "common/net/peernet.h"
+#include "common/net/peerserve.h"
+#include "common/net/proto.h"
 #include "ctld/authz.h"
-#include "ctld/file_batch.h"
-#include "ctld/bw_ops.h"
-#include "ctld/file_ops.h"
-#include "ctld/history_ops.h"
-#include "ctld/pending.h"
-#include "ctld/placement.h"
-#include "ctld/sched_ops.h"
+#include "ctld/filing/file_batch.h"
+#include "ctld/sched/bw_ops.h"
+#include "ctld/filing/file_ops.h"
+#include "ctld/history/history_ops.h"
+#include "ctld/sched/pending.h"
+#include "ctld/sched/placement.h"
+#include "ctld/sched/sched_ops.h"
 #include "ctld/service.h"
 
 #define CTLD_STACK_SIZE (512 * 1024)
@@ -247,7 +247,7 @@ static cJSON *serve_request(int fd, void *arg)
 		 * backlog of filings, lowering their priority keeps a
 		 * query's latency what it is on an idle service. Set for
 		 * every request: a connection thread serves the next
-		 * connection too (common/peerserve.h). */
+		 * connection too (common/net/peerserve.h). */
 		setpriority(PRIO_PROCESS, (id_t)gettid(),
 			    gate == &gate_file ? CTLD_FILE_NICE : 0);
 		req = peernet_decode_request(line, munge_socket(), &name,

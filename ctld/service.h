@@ -2,7 +2,7 @@
  * connection (bounded), the credential check and the op dispatch.
  *
  * Every connection carries one request inside a MUNGE credential
- * (common/peernet.h) and gets one reply line. A request whose credential is
+ * (common/net/peernet.h) and gets one reply line. A request whose credential is
  * missing, forged, replayed or expired never reaches an op: the reply is
  * {"ok":false,"refused":true,"error":"one line"} and a log line names the
  * peer address and why. Every other declined request ({"ok":false,...}:
@@ -10,8 +10,9 @@
  * caller's uid.
  *
  * Ops: ping, file (file_ops.h), history_get, history_list, recommend
- * (history_ops.h). The service's history is history_db() (ctld/history.h):
- * the caller opens it (history_init) before starting the service.
+ * (history_ops.h). The service's history is history_db()
+ * (ctld/history/history.h): the caller opens it (history_init) before starting
+ * the service.
  */
 #ifndef IOSTAGE_CTLD_SERVICE_H
 #define IOSTAGE_CTLD_SERVICE_H
@@ -22,7 +23,7 @@
 
 #include <cJSON.h>
 
-#include "common/conf.h"
+#include "common/config/conf.h"
 #include "ctld/ops.h"
 
 #define CTLD_CONN_MAX 1024    /* connections served at once */

@@ -35,16 +35,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/joblayout.h"
-#include "common/jsonbuf.h"
-#include "common/log.h"
-#include "common/proto.h"
-#include "common/smallfile.h"
-#include "daemon/cache.h"
-#include "daemon/drain.h"
+#include "common/config/joblayout.h"
+#include "common/base/jsonbuf.h"
+#include "common/base/log.h"
+#include "common/net/proto.h"
+#include "common/base/smallfile.h"
+#include "daemon/staging/cache.h"
+#include "daemon/staging/drain.h"
 #include "daemon/fsutil.h"
 #include "daemon/jobs.h"
-#include "daemon/tiers.h"
+#include "daemon/staging/tiers.h"
 
 #define JOBS_STATE_FILE_MAX (1024 * 1024) /* a state file we agree to read */
 #define JOBS_CREATED_MAX 1000000000000LL /* seconds: 1e12, the year 33,658 */

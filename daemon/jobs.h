@@ -23,8 +23,8 @@
 
 #include <cJSON.h>
 
-#include "common/conf.h"
-#include "common/profile.h"
+#include "common/config/conf.h"
+#include "common/config/profile.h"
 
 #define JOBS_USER_MAX 256 /* login names, LOGIN_NAME_MAX */
 #define JOBS_ENTRY_MAX 48 /* "K.vN", a cache version's name */

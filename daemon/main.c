@@ -20,28 +20,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/conf.h"
-#include "common/ctlclient.h"
-#include "common/daemonize.h"
-#include "common/log.h"
-#include "daemon/bwgov.h"
-#include "daemon/cache.h"
-#include "daemon/cachereport.h"
-#include "daemon/drain.h"
-#include "daemon/drain_worker.h"
-#include "daemon/forward.h"
-#include "ctld/history.h"
+#include "common/config/conf.h"
+#include "common/net/ctlclient.h"
+#include "common/base/daemonize.h"
+#include "common/base/log.h"
+#include "daemon/staging/bwgov.h"
+#include "daemon/staging/cache.h"
+#include "daemon/cluster/cachereport.h"
+#include "daemon/staging/drain.h"
+#include "daemon/staging/drain_worker.h"
+#include "daemon/cluster/forward.h"
+#include "ctld/history/history.h"
 #include "daemon/jobs.h"
-#include "daemon/journal.h"
-#include "daemon/metrics.h"
-#include "daemon/parts.h"
-#include "daemon/peer.h"
+#include "daemon/staging/journal.h"
+#include "daemon/telemetry/metrics.h"
+#include "daemon/cluster/parts.h"
+#include "daemon/cluster/peer.h"
 #include "daemon/server.h"
 #include "daemon/spawn.h"
-#include "daemon/stage.h"
-#include "daemon/telemetry.h"
-#include "daemon/tiers.h"
-#include "daemon/worker.h"
+#include "daemon/staging/stage.h"
+#include "daemon/telemetry/telemetry.h"
+#include "daemon/staging/tiers.h"
+#include "daemon/staging/worker.h"
 
 #define PIDFILE_NAME "iostaged.pid"
 #define SHUTDOWN_JOBS_S 15    /* for staging threads to clean up */
@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 	/* drain.c: outputs copied to the PFS as the job's user. */
 	if (argc >= 2 && !strcmp(argv[1], "--drain-worker"))
 		return drain_worker_main(argc - 1, argv + 1);
-	/* ctld/history.c: recover a damaged node-local history database
+	/* ctld/history/history.c: recover a damaged node-local history database
 	 * (a site without iostagectld), daemon stopped. */
 	if (argc >= 2 && !strcmp(argv[1], "--repair-history"))
 		return history_repair_main("iostaged", argc - 1, argv + 1);

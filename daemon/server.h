@@ -2,7 +2,7 @@
  *
  * One thread per connection, at most MaxConnections at once (a few of them
  * kept for root, so users cannot lock the Prolog out). Each connection
- * reads JSON lines (common/proto.h) and answers each with one line; a bad
+ * reads JSON lines (common/net/proto.h) and answers each with one line; a bad
  * line gets {"ok":false,"error":...} and the connection goes on. Peers are
  * identified with SO_PEERCRED when they connect.
  */
@@ -15,7 +15,7 @@
 
 #include <cJSON.h>
 
-#include "common/conf.h"
+#include "common/config/conf.h"
 
 #define SERVER_IDLE_MS 60000 /* a client silent this long is dropped */
 
@@ -44,7 +44,8 @@ void server_close(void);
 bool server_fini(unsigned timeout_s);
 
 /* The `prestage` op as root (any user's dataset, named by "user"): for
- * iostagectld's pre-staging over the node channel (daemon/peer_ops.c). */
+ * iostagectld's pre-staging over the node channel
+ * (daemon/cluster/peer_ops.c). */
 cJSON *server_prestage_root(const cJSON *req);
 
 #endif /* IOSTAGE_DAEMON_SERVER_H */

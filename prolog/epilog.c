@@ -17,9 +17,9 @@
 
 #include <cJSON.h>
 
-#include "common/conf.h"
-#include "common/log.h"
-#include "common/proto.h"
+#include "common/config/conf.h"
+#include "common/base/log.h"
+#include "common/net/proto.h"
 #include "prolog/jobinfo.h"
 
 /* After the drain: removing a large staged tree can take a while. */

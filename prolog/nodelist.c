@@ -4,7 +4,7 @@
 
 #include <slurm/slurm.h>
 
-#include "common/conf.h"
+#include "common/config/conf.h"
 #include "prolog/nodelist.h"
 
 cJSON *nodelist_expand(const char *hostlist, char *err, size_t errlen)

@@ -10,7 +10,7 @@
  *
  * A multi-node job: the stage request names the job's nodes (the head
  * first), and iostaged's "wait" answers with the job-wide outcome once
- * every node's staging ended (daemon/jobwide.h), so every node applies
+ * every node's staging ended (daemon/cluster/jobwide.h), so every node applies
  * the same policy. The job's Comment is set once, by the Prolog of the
  * node whose staging failed, naming it.
  */
@@ -22,10 +22,10 @@
 
 #include <cJSON.h>
 
-#include "common/conf.h"
-#include "common/log.h"
-#include "common/profile.h"
-#include "common/proto.h"
+#include "common/config/conf.h"
+#include "common/base/log.h"
+#include "common/config/profile.h"
+#include "common/net/proto.h"
 #include "prolog/jobctl.h"
 #include "prolog/nodelist.h"
 #include "prolog/jobinfo.h"

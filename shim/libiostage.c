@@ -20,9 +20,9 @@
 #include <cJSON.h>
 #include <pmix.h>
 
-#include "common/conf.h"
-#include "common/proto.h"
-#include "common/telrec.h"
+#include "common/config/conf.h"
+#include "common/net/proto.h"
+#include "common/telemetry/telrec.h"
 #include "shim/iostage.h"
 
 #define LIBIOSTAGE_TIMEOUT_MS 2000

@@ -6,7 +6,7 @@
  *     :output=/local/nvme/iostage/jobs/42/out/ckpt:output=/pfs/u/ckpt
  * A path belongs to the longest prefix that contains it (whole components
  * only: /pfs/a does not contain /pfs/ab). "pfs=PATH" (an observed job's
- * PFS, common/traceenv.h) is the dataset class too, and the files read
+ * PFS, common/config/traceenv.h) is the dataset class too, and the files read
  * under it are noted (preload_observe.c). Anything malformed disables the
  * shim: a trace with wrong classes would mislead more than no trace.
  */

@@ -1,7 +1,7 @@
 /* preload_observe.c - which tree an observed job reads from the PFS.
  *
  * A job run with --io-profile=auto before the history has advice for it
- * is observed (common/profile.h, profile_observe): the plugin gives the
+ * is observed (common/config/profile.h, profile_observe): the plugin gives the
  * shim the PFS as class "pfs". For every file opened for reading under it
  * the shim keeps
  *   - the root: the deepest directory that holds every such file (the

@@ -2,7 +2,7 @@
  * when iostage.conf names one, else the node's iostaged) what it
  * recommends for this job and apply it (see auto.h).
  *
- * The job name is found the way sbatch finds it (common/jobname.h), from
+ * The job name is found the way sbatch finds it (common/config/jobname.h), from
  * our own command line: in allocator context SPANK gives no job name. The
  * fragment iostaged returns goes through profile_parse_json like any
  * hand-written profile, and the caller normalizes and validates the result
@@ -18,9 +18,9 @@
 #include <cJSON.h>
 #include <slurm/spank.h>
 
-#include "common/ctlclient.h"
-#include "common/jobname.h"
-#include "common/proto.h"
+#include "common/net/ctlclient.h"
+#include "common/config/jobname.h"
+#include "common/net/proto.h"
 #include "spank/auto.h"
 
 #define AUTO_CMDLINE_MAX (256 * 1024)

@@ -1,7 +1,7 @@
 /* auto.h - --io-profile=auto and the submit-time hint, from the history.
  *
  * Allocator/local context, as the submitting user. Both ask the history
- * for the recommendations for this user + job name (common/jobname.h)
+ * for the recommendations for this user + job name (common/config/jobname.h)
  * with a short timeout: iostagectld when iostage.conf sets ControllerHost=
  * (over TCP, in the user's own MUNGE credential: a login node needs no
  * iostaged), else the node's iostaged. A service or daemon that cannot be
@@ -12,8 +12,8 @@
 
 #include <stddef.h>
 
-#include "common/conf.h"
-#include "common/profile.h"
+#include "common/config/conf.h"
+#include "common/config/profile.h"
 
 #define AUTO_DAEMON_TIMEOUT_MS 2000
 #define AUTO_HINT_TIMEOUT_MS 1000

@@ -11,7 +11,7 @@
 
 #include <slurm/spank.h>
 
-#include "common/profile.h"
+#include "common/config/profile.h"
 #include "spank/options.h"
 
 struct options options;

@@ -4,7 +4,7 @@
 
 #include <slurm/spank.h>
 
-#include "common/conf.h"
+#include "common/config/conf.h"
 
 struct options {
 	char conf_path[CONF_PATH_MAX]; /* conf=PATH, default IOSTAGE_CONF_PATH */

@@ -6,7 +6,7 @@
 #include <cJSON.h>
 #include <slurm/spank.h>
 
-#include "common/ctlclient.h"
+#include "common/net/ctlclient.h"
 #include "spank/prefer.h"
 
 static cJSON *query(const struct profile *profile)
@@ -69,7 +69,7 @@ void prefer_apply(spank_t sp, const struct profile *profile,
 			slurm_debug("iostage: placement: cannot pass the "
 				    "preference");
 		/* PlacementHold= is on: job_submit.lua holds the job for
-		 * those nodes from its submission (ctld/hold.h) */
+		 * those nodes from its submission (ctld/sched/hold.h) */
 		else if (cJSON_IsTrue(
 			     cJSON_GetObjectItemCaseSensitive(reply, "hold")) &&
 			 spank_job_control_setenv(sp, PREFER_HOLD_ENV, "1", 1) !=

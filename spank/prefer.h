@@ -16,8 +16,8 @@
 
 #include <slurm/spank.h>
 
-#include "common/conf.h"
-#include "common/profile.h"
+#include "common/config/conf.h"
+#include "common/config/profile.h"
 
 #define PREFER_TIMEOUT_MS 1000
 /* The job-control variable job_submit.lua reads. */
@@ -26,7 +26,7 @@
  * (PlacementHold=): job_submit.lua makes the preference its constraint. */
 #define PREFER_HOLD_ENV "IOSTAGE_HOLD"
 /* sbatch's own environment: the ticket cli_filter.lua's post_submit
- * hands to `iostage job-note` with the job id (ctld/pending.h). */
+ * hands to `iostage job-note` with the job id (ctld/sched/pending.h). */
 #define PREFER_TICKET_ENV "IOSTAGE_TICKET"
 
 /* Ask and set PREFER_ENV when there is a preference; logs at most one

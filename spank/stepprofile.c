@@ -3,8 +3,8 @@
 
 #include <slurm/spank.h>
 
-#include "common/conf.h"
-#include "common/profile.h"
+#include "common/config/conf.h"
+#include "common/config/profile.h"
 #include "spank/options.h"
 #include "spank/stepprofile.h"
 

@@ -13,10 +13,10 @@
 #include <cJSON.h>
 #include <slurm/spank.h>
 
-#include "common/conf.h"
-#include "common/profile.h"
-#include "common/proto.h"
-#include "common/units.h"
+#include "common/config/conf.h"
+#include "common/config/profile.h"
+#include "common/net/proto.h"
+#include "common/base/units.h"
 #include "spank/auto.h"
 #include "spank/options.h"
 #include "spank/prefer.h"

@@ -12,10 +12,10 @@
 #include <cJSON.h>
 #include <slurm/spank.h>
 
-#include "common/conf.h"
-#include "common/joblayout.h"
-#include "common/profile.h"
-#include "common/proto.h"
+#include "common/config/conf.h"
+#include "common/config/joblayout.h"
+#include "common/config/profile.h"
+#include "common/net/proto.h"
 #include "spank/options.h"
 #include "spank/stepprofile.h"
 #include "spank/task.h"

@@ -16,8 +16,8 @@
 #include <cJSON.h>
 #include <slurm/spank.h>
 
-#include "common/conf.h"
-#include "common/proto.h"
+#include "common/config/conf.h"
+#include "common/net/proto.h"
 #include "spank/options.h"
 #include "spank/telemetry.h"
 
@@ -124,7 +124,7 @@ int telemetry_task_post_fork(spank_t sp)
 	cJSON_AddNumberToObject(req, "job", job);
 	cJSON_AddNumberToObject(req, "pid", pid);
 	/* We are the task's parent: the daemon reads our counters when the
-	 * task is gone (see daemon/sampler.h). */
+	 * task is gone (see daemon/telemetry/sampler.h). */
 	cJSON_AddNumberToObject(req, "parent", getpid());
 	cJSON_AddNumberToObject(req, "step", step);
 	cJSON_AddNumberToObject(req, "rank", rank);

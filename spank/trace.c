@@ -1,10 +1,10 @@
 /* trace.c - turn on deep mode (docs/SHIM.md) in a job step's tasks.
  *
- * Runs after task.c in user_init, in slurmstepd, with the job's env about
- * to become the tasks' env. The decision and the values come from
- * common/traceenv.c; this file only reads the job's profile and the node's
- * config and calls spank_setenv. Tracing is an observer: nothing here may
- * fail the job, so every problem is logged and the job runs untraced.
+ * Runs after task.c in user_init, in slurmstepd, with the job's env about to
+ * become the tasks' env. The decision and the values come from
+ * common/config/traceenv.c; this file only reads the job's profile and the
+ * node's config and calls spank_setenv. Tracing is an observer: nothing here
+ * may fail the job, so every problem is logged and the job runs untraced.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,9 +13,9 @@
 
 #include <slurm/spank.h>
 
-#include "common/conf.h"
-#include "common/profile.h"
-#include "common/traceenv.h"
+#include "common/config/conf.h"
+#include "common/config/profile.h"
+#include "common/config/traceenv.h"
 #include "spank/options.h"
 #include "spank/stepprofile.h"
 #include "spank/trace.h"

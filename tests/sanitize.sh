@@ -4,7 +4,7 @@
 # unit tests and the one-node integration suite run with them. Every
 # sanitizer report of every process (the daemons and their workers, the
 # Prolog, the CLI; LeakSanitizer at each exit, the daemons' after SIGTERM)
-# is written to its own file in $BUILD/sanitizer-logs (common/log.c); the
+# is written to its own file in $BUILD/sanitizer-logs (common/base/log.c); the
 # run fails when any is there, or when a test fails. Then the multi-node
 # cluster suite (tests/cluster/) the same way: iostagectld, the peer
 # channel and the outbox run only there.

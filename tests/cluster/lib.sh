@@ -320,7 +320,7 @@ ctld_kill() {
 
 # ctld_request [NODE=login] [USER=root] JSON: one request to iostagectld
 # from NODE as USER, inside that user's MUNGE credential (munge -s, as
-# common/peernet does it); the reply line on stdout.
+# common/net/peernet does it); the reply line on stdout.
 ctld_request() {
 	local node=login user=root
 	[ $# -gt 2 ] && { node=$1; shift; }

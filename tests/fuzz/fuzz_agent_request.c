@@ -1,5 +1,5 @@
 /* fuzz_agent_request.c - a request line to iostaged (daemon/server.c):
- * the decode (common/proto.c), the dispatch with its root-only check, and
+ * the decode (common/net/proto.c), the dispatch with its root-only check, and
  * every op of every table (staging, cache, telemetry with shim_report,
  * history), run in process against a tier and a StateDir in the scratch
  * directory, as root, as a user (uid 1000) or as nobody: the first byte
@@ -13,7 +13,7 @@
 
 #include "daemon/server.c"
 
-#include "ctld/history.h"
+#include "ctld/history/history.h"
 #include "tests/fuzz/history_renew.h"
 #include "tests/fuzz/spawn_stub.h"
 

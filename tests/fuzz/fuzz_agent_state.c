@@ -19,15 +19,15 @@
 
 #include <fcntl.h>
 
-#include "ctld/history.h"
-#include "daemon/cache.h"
-#include "daemon/drain.h"
+#include "ctld/history/history.h"
+#include "daemon/staging/cache.h"
+#include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
-#include "daemon/journal.h"
-#include "daemon/parts.h"
-#include "daemon/stage.h"
-#include "daemon/telemetry.h"
-#include "daemon/tiers.h"
+#include "daemon/staging/journal.h"
+#include "daemon/cluster/parts.h"
+#include "daemon/staging/stage.h"
+#include "daemon/telemetry/telemetry.h"
+#include "daemon/staging/tiers.h"
 #include "tests/fuzz/spawn_stub.h"
 
 

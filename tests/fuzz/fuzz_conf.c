@@ -1,4 +1,4 @@
-/* fuzz_conf.c - iostage.conf (common/conf.c), read by every program: the
+/* fuzz_conf.c - iostage.conf (common/config/conf.c), read by every program: the
  * plugin inside slurmd and sbatch, the Prolog, iostaged, iostagectld. */
 #include "tests/fuzz/fuzz.h"
 

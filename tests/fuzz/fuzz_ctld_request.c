@@ -8,7 +8,7 @@
  * included for its static serve_request.
  *
  * Placement: PlacementHold= is on, and after each request Slurm is made
- * to show what the nodes' reports want (what ctld/slurmsched.c would
+ * to show what the nodes' reports want (what ctld/sched/slurmsched.c would
  * publish), so a `placement` query after a `cache_report` reaches the
  * preference, the hold and the features handed out (corpus
  * placement-report, placement-query: /pfs/x of uid 1000). */
@@ -16,7 +16,7 @@
 
 #include <sys/socket.h>
 
-#include "ctld/history.h"
+#include "ctld/history/history.h"
 #include "tests/fuzz/history_renew.h"
 #include "ctld/service.c"
 #include "tests/fuzz/mauth_stub.h"
@@ -35,7 +35,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* Slurm shows each reporting node's wanted features (and lingering ones),
- * built as ctld/slurmsched.c's publish_node builds them. */
+ * built as ctld/sched/slurmsched.c's publish_node builds them. */
 static void publish_wanted(void)
 {
 	char want[PLACEMENT_NODE_FEATURES][DSFEATURE_LEN + 1];

@@ -1,19 +1,19 @@
 /* fuzz_history_value.c - values read back from the history database
- * (ctld/history.c, ctld/jsonbuf.c, ctld/jobfacts.c): a damaged or
- * foreign database must answer "damaged", never crash the service.
- * The first byte picks the path: 0 a packed record (jsonbuf_unpack with
- * the record dictionary; what unpacks must pack and unpack to the same
- * tree, compared as printed JSON: cJSON_Compare finds two equal objects
- * with a repeated key unequal; a record's facts packed straight must be
- * the bytes of its facts tree packed), 1 a job's facts (jobfacts_unpack,
- * and into a query's arena: the same tree), 2 the whole read of a job's
- * stored value (history_get on a real RocksDB in the scratch directory).
- * history.c is included for its static dictionary and key helpers. */
+ * (ctld/history/history.c, common/base/jsonbuf.c, ctld/history/jobfacts.c): a
+ * damaged or foreign database must answer "damaged", never crash the service.
+ * The first byte picks the path: 0 a packed record (jsonbuf_unpack with the
+ * record dictionary; what unpacks must pack and unpack to the same tree,
+ * compared as printed JSON: cJSON_Compare finds two equal objects with a
+ * repeated key unequal; a record's facts packed straight must be the bytes of
+ * its facts tree packed), 1 a job's facts (jobfacts_unpack, and into a query's
+ * arena: the same tree), 2 the whole read of a job's stored value (history_get
+ * on a real RocksDB in the scratch directory). history.c is included for its
+ * static dictionary and key helpers. */
 #include "tests/fuzz/fuzz.h"
 
-#include "common/smallfile.h"
-#include "ctld/history.c"
-#include "ctld/jobfacts.h"
+#include "common/base/smallfile.h"
+#include "ctld/history/history.c"
+#include "ctld/history/jobfacts.h"
 
 static struct history *db;
 

@@ -6,7 +6,7 @@
 #ifndef IOSTAGE_FUZZ_JOB_H
 #define IOSTAGE_FUZZ_JOB_H
 
-#include "common/profile.h"
+#include "common/config/profile.h"
 #include "daemon/jobs.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -1,4 +1,4 @@
-/* fuzz_manifest.c - a cache version's manifest (common/manifest.c), read
+/* fuzz_manifest.c - a cache version's manifest (common/fs/manifest.c), read
  * back from a tier at start and at every hit: a damaged or hostile file
  * must be refused, never trusted. A manifest that parses must write out
  * and parse back to the same entries. */
@@ -6,8 +6,8 @@
 
 #include <fcntl.h>
 
-#include "common/copyengine.h"
-#include "common/manifest.h"
+#include "common/fs/copyengine.h"
+#include "common/fs/manifest.h"
 
 /* Seeds: the manifests of two real trees of the source (as a stage
  * worker writes them, without and with a previous manifest). */

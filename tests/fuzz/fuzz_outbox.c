@@ -1,13 +1,13 @@
-/* fuzz_outbox.c - an outbox entry left on disk (common/outbox.c), read by
- * iostaged's forwarder after a restart: the file 5.node1.json holds the
- * input; outbox_list then outbox_read (which checks it) must give an entry
- * or refuse it (EINVAL: quarantined), and an entry it gives must pass
+/* fuzz_outbox.c - an outbox entry left on disk (common/telemetry/outbox.c),
+ * read by iostaged's forwarder after a restart: the file 5.node1.json holds the
+ * input; outbox_list then outbox_read (which checks it) must give an entry or
+ * refuse it (EINVAL: quarantined), and an entry it gives must pass
  * outbox_entry_check and write back with outbox_put. */
 #include "tests/fuzz/fuzz.h"
 
 #include <fcntl.h>
 
-#include "common/outbox.h"
+#include "common/telemetry/outbox.h"
 
 static struct outbox *ob;
 static char dir[CONF_PATH_MAX];

@@ -1,5 +1,5 @@
 /* fuzz_peer_request.c - one connection to iostaged's node-to-node
- * listener (daemon/peer.c, peer_ops.c): the line, the envelope, the
+ * listener (daemon/cluster/peer.c, peer_ops.c): the line, the envelope, the
  * MUNGE credential's payload (munged replaced by mauth_stub.h: root,
  * a user, nobody, expired, replayed or invalid) and every peer op
  * (peer_ping, stage_state, telemetry_part, part_put, history_get) against
@@ -9,17 +9,17 @@
 
 #include <sys/socket.h>
 
-#include "daemon/peer.c"
+#include "daemon/cluster/peer.c"
 
-#include "ctld/history.h"
-#include "daemon/cache.h"
-#include "daemon/drain.h"
+#include "ctld/history/history.h"
+#include "daemon/staging/cache.h"
+#include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
-#include "daemon/journal.h"
-#include "daemon/parts.h"
-#include "daemon/stage.h"
-#include "daemon/telemetry.h"
-#include "daemon/tiers.h"
+#include "daemon/staging/journal.h"
+#include "daemon/cluster/parts.h"
+#include "daemon/staging/stage.h"
+#include "daemon/telemetry/telemetry.h"
+#include "daemon/staging/tiers.h"
 #include "tests/fuzz/spawn_stub.h"
 #include "tests/fuzz/mauth_stub.h"
 

@@ -1,11 +1,11 @@
-/* fuzz_profile_json.c - profile JSON (common/profile.c): a user's
+/* fuzz_profile_json.c - profile JSON (common/config/profile.c): a user's
  * --io-profile=FILE.json, a site profile, the "profile" of a stage request
  * and of a reloaded job state file. A profile that parses, normalizes and
  * validates must print to JSON that parses back to the same JSON (the
  * daemon stores that form and reloads it after a restart). */
 #include "tests/fuzz/fuzz.h"
 
-#include "common/profile.h"
+#include "common/config/profile.h"
 
 static struct conf conf;
 

@@ -1,5 +1,5 @@
 /* fuzz_proto.c - iostaged's wire framing and field helpers
- * (common/proto.c): bytes from a client's socket are read as lines
+ * (common/net/proto.c): bytes from a client's socket are read as lines
  * (proto_read_line: lines over PROTO_LINE_MAX refused and skipped), each
  * decoded as a request (proto_parse_request) and its common fields read
  * with the helpers every handler uses. */
@@ -7,7 +7,7 @@
 
 #include <sys/socket.h>
 
-#include "common/proto.h"
+#include "common/net/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,6 +1,6 @@
 /* fuzz_shim_report.c - the shim's reports (shim/preload_report.c ->
- * op shim_report, daemon/telemetry_ops.c): the line is decoded as the
- * daemon decodes it (common/proto.c), checked (telrec_report_check) and,
+ * op shim_report, daemon/telemetry/telemetry_ops.c): the line is decoded as the
+ * daemon decodes it (common/net/proto.c), checked (telrec_report_check) and,
  * when it passes, merged into the live record of a running job of
  * uid 1000 (telemetry_shim_report) from pid 1000 + the input's first
  * byte; every input then reads the record back (telemetry_record), which
@@ -13,17 +13,17 @@
  * A real job's record is read at a query, not at each report. */
 #include "tests/fuzz/fuzz.h"
 
-#include "common/profile.h"
-#include "common/proto.h"
-#include "ctld/history.h"
-#include "daemon/cache.h"
-#include "daemon/drain.h"
+#include "common/config/profile.h"
+#include "common/net/proto.h"
+#include "ctld/history/history.h"
+#include "daemon/staging/cache.h"
+#include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
-#include "daemon/journal.h"
-#include "daemon/parts.h"
-#include "daemon/stage.h"
-#include "daemon/telemetry.h"
-#include "daemon/tiers.h"
+#include "daemon/staging/journal.h"
+#include "daemon/cluster/parts.h"
+#include "daemon/staging/stage.h"
+#include "daemon/telemetry/telemetry.h"
+#include "daemon/staging/tiers.h"
 #include "tests/fuzz/fuzz_job.h"
 #include "tests/fuzz/spawn_stub.h"
 

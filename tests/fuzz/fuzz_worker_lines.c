@@ -4,11 +4,11 @@
  * ptrace them and make them write anything: to root, their output is
  * outside input. The first byte of the input picks the reader, the rest
  * is the bytes the worker wrote:
- *   0  a stage worker checking a version (daemon/stage.c, follow():
+ *   0  a stage worker checking a version (daemon/staging/stage.c, follow():
  *      framing, JSON, on_message)
  *   1  a stage worker building one, whose totals line reserves space on
  *      the tier (cache_reserve) and is answered "go"
- *   2  a drain worker (daemon/drain.c, worker_line on each line as
+ *   2  a drain worker (daemon/staging/drain.c, worker_line on each line as
  *      worker_read splits them)
  * stage.c and drain.c are included for their static readers. The
  * "worker" iostaged would kill on a protocol violation is a child that
@@ -19,10 +19,10 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-#include "daemon/stage.c"
+#include "daemon/staging/stage.c"
 /* both files have a static sanitize() */
 #define sanitize drain_sanitize
-#include "daemon/drain.c"
+#include "daemon/staging/drain.c"
 #undef sanitize
 
 #include "tests/fuzz/fuzz_job.h"

@@ -1,4 +1,4 @@
-/* mauth_stub.h - a stand-in for common/mauth.c in the fuzz targets: munged
+/* mauth_stub.h - a stand-in for common/net/mauth.c in the fuzz targets: munged
  * cannot decode a million credentials a minute, and a fuzzer cannot forge
  * a real one anyway. What the targets fuzz is everything after munged has
  * spoken: the payload and the uid/gid it vouches for. A "credential" here
@@ -10,7 +10,7 @@
 #ifndef IOSTAGE_FUZZ_MAUTH_STUB_H
 #define IOSTAGE_FUZZ_MAUTH_STUB_H
 
-#include "common/mauth.h"
+#include "common/net/mauth.h"
 
 char *mauth_encode(const char *socket, const void *payload, size_t len,
 		   char *err, size_t errlen)

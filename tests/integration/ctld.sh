@@ -82,7 +82,7 @@ ctld_stop() {
 }
 
 # ctld_line USER JSON: the request line a client sends, a credential of
-# USER's carrying JSON (what common/peernet does, with the munge command)
+# USER's carrying JSON (what common/net/peernet does, with the munge command)
 ctld_line() {
 	local cred
 	cred=$(runuser -u "$1" -- munge -s "$2") || return 1

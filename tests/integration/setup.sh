@@ -63,7 +63,7 @@ MetricsListen=127.0.0.1:$IOSTAGE_METRICS_PORT
 MetricsTextfile=$IOSTAGE_TEXTFILE
 MetricsInterval=1
 MetricsJobGrace=$IOSTAGE_METRICS_GRACE
-# Node to node (daemon/peer.c): a port per cluster, beside /metrics' (+100..102).
+# Node to node (daemon/cluster/peer.c): a port per cluster, beside /metrics' (+100..102).
 PeerPort=$((${CLUSTER_SLURMD_PORT:-16818} + 103))
 TraceLibrary=$IOSTAGE_ROOT/usr/lib/iostage/libiostage-preload.so
 CONF

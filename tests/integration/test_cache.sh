@@ -393,7 +393,7 @@ test_capacity_lru_eviction_and_pins() {
 }
 
 # Segmented LRU: a version only one job used goes before one jobs came
-# back to, however recently it was used (daemon/cache.c, cand_cmp).
+# back to, however recently it was used (daemon/staging/cache.c, cand_cmp).
 # empty_small_tier: evict every entry of the small tier (earlier tests'
 # entries would be eviction candidates too; one may stay pinned until its
 # job's Epilog ends).
@@ -469,7 +469,7 @@ test_low_watermark_slack_spares_reused_data() {
 		fail "reused data evicted for the low watermark's slack: $(ls "$IOSTAGE_TIERS/small/cache")"
 }
 
-# A key's K.lock goes with its last version (daemon/cache.c,
+# A key's K.lock goes with its last version (daemon/staging/cache.c,
 # cache_lock_release): a node that stages many distinct datasets between
 # restarts would otherwise keep one lock file per dataset, and every stage
 # lists the cache directory.

@@ -1,4 +1,4 @@
-/* check_bindmount.c - unit tests for common/bindmount: read-only bind
+/* check_bindmount.c - unit tests for common/fs/bindmount: read-only bind
  * mounts made and removed through fds, and mountinfo parsing.
  *
  * The tests run as root (like iostaged). Each one runs in its own forked
@@ -19,8 +19,8 @@
 
 #include <check.h>
 
-#include "common/bindmount.h"
-#include "common/rmtree.h"
+#include "common/fs/bindmount.h"
+#include "common/fs/rmtree.h"
 #include "tests/unit/check_run.h"
 
 static char base[64];

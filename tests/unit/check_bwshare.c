@@ -1,4 +1,4 @@
-/* check_bwshare.c - unit tests for common/bwshare: leases on one budget.
+/* check_bwshare.c - unit tests for common/sched/bwshare: leases on one budget.
  *
  * What matters: the unexpired leases never sum above the budget, whatever
  * the order of arrivals, renewals, returns and expiries; a node alone
@@ -12,7 +12,7 @@
 
 #include <check.h>
 
-#include "common/bwshare.h"
+#include "common/sched/bwshare.h"
 #include "tests/unit/check_run.h"
 
 #define MB (1000000ULL)

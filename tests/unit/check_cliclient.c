@@ -14,7 +14,7 @@
 
 #include "cli/client.h"
 #include "cli/sched.h"
-#include "common/peernet.h"
+#include "common/net/peernet.h"
 #include "tests/unit/check_run.h"
 
 static char tmp[256], conf_path[300];

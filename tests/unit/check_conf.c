@@ -1,4 +1,4 @@
-/* check_conf.c - unit tests for common/conf: iostage.conf parsing. */
+/* check_conf.c - unit tests for common/config/conf: iostage.conf parsing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 
 #include <check.h>
 
-#include "common/conf.h"
+#include "common/config/conf.h"
 #include "tests/unit/check_run.h"
 
 static const char good_conf[] =

@@ -1,4 +1,4 @@
-/* check_conf_history.c - unit tests for common/conf's history and
+/* check_conf_history.c - unit tests for common/config/conf's history and
  * recommendation keys (HistoryRetention, RecommendMinJobs,
  * RecommendWindow, RecommendHint) and conf_parse_duration. Kept apart from
  * check_conf.c so that each issue's keys are tested in its own file. */
@@ -9,7 +9,7 @@
 
 #include <check.h>
 
-#include "common/conf.h"
+#include "common/config/conf.h"
 #include "tests/unit/check_run.h"
 
 START_TEST(test_duration)

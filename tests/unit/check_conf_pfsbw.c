@@ -8,7 +8,7 @@
 
 #include <check.h>
 
-#include "common/conf.h"
+#include "common/config/conf.h"
 #include "tests/unit/check_run.h"
 
 #define T1 "Tier=nvme Path=/local/nvme\n"

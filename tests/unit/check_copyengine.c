@@ -1,4 +1,4 @@
-/* check_copyengine.c - unit tests for common/copyengine: the dataset copier.
+/* check_copyengine.c - unit tests for common/fs/copyengine: the dataset copier.
  *
  * Each test builds a source tree in a private temp directory, walks and
  * copies it into a sibling destination directory, then compares: contents
@@ -25,9 +25,9 @@
 
 #include <check.h>
 
-#include "common/copyengine.h"
-#include "common/manifest.h"
-#include "common/rmtree.h"
+#include "common/fs/copyengine.h"
+#include "common/fs/manifest.h"
+#include "common/fs/rmtree.h"
 #include "tests/unit/check_run.h"
 
 #define MIB ((size_t)1 << 20)

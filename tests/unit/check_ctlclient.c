@@ -13,8 +13,8 @@
 
 #include <check.h>
 
-#include "common/ctlclient.h"
-#include "common/peernet.h"
+#include "common/net/ctlclient.h"
+#include "common/net/peernet.h"
 #include "tests/unit/check_run.h"
 #include "tests/unit/testmunge.h"
 

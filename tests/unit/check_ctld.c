@@ -14,16 +14,16 @@
 
 #include <check.h>
 
-#include "common/conf.h"
-#include "common/log.h"
+#include "common/config/conf.h"
+#include "common/base/log.h"
 #include "ctld/authz.h"
-#include "ctld/bw_ops.h"
-#include "ctld/history.h"
-#include "ctld/import.h"
+#include "ctld/sched/bw_ops.h"
+#include "ctld/history/history.h"
+#include "ctld/filing/import.h"
 #include "ctld/metrics.h"
 #include "ctld/service.h"
-#include "common/ctlclient.h"
-#include "common/peernet.h"
+#include "common/net/ctlclient.h"
+#include "common/net/peernet.h"
 #include "tests/unit/check_run.h"
 #include "tests/unit/testmunge.h"
 
@@ -374,7 +374,7 @@ START_TEST(test_file_refused)
 	cJSON_AddItemToArray(cJSON_GetObjectItem(req, "nodes"),
 			     cJSON_CreateString("n2"));
 	/* A multi-node job's part: kept until the others come
-	 * (ctld/partstore.c, check_partstore), not filed yet. */
+	 * (ctld/filing/partstore.c, check_partstore), not filed yet. */
 	r = ask(&root_c, "file", req, 0, &ok);
 	ck_assert(ok);
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "filed")));

@@ -1,4 +1,4 @@
-/* check_daemonize.c - unit tests for common/daemonize: the signal flag,
+/* check_daemonize.c - unit tests for common/base/daemonize: the signal flag,
  * the parent that waits for readiness, and the pid file.
  *
  * Each test runs in Check's own forked process; the daemonizing tests
@@ -19,7 +19,7 @@
 
 #include <check.h>
 
-#include "common/daemonize.h"
+#include "common/base/daemonize.h"
 #include "tests/unit/check_run.h"
 
 static char base[64];

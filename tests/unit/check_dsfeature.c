@@ -7,8 +7,8 @@
 
 #include <check.h>
 
-#include "common/cachekey.h"
-#include "common/dsfeature.h"
+#include "common/sched/cachekey.h"
+#include "common/sched/dsfeature.h"
 #include "tests/unit/check_run.h"
 
 START_TEST(test_name)

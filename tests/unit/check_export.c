@@ -14,8 +14,8 @@
 
 #include "cli/export.h"
 #include "cli/telemetry.h"
-#include "common/recmerge.h"
-#include "common/smallfile.h"
+#include "common/telemetry/recmerge.h"
+#include "common/base/smallfile.h"
 #include "tests/unit/check_run.h"
 
 #ifndef FIXTURES
@@ -305,8 +305,8 @@ START_TEST(test_csv_formula_guard)
 }
 END_TEST
 
-/* A multi-node job's merged record (common/recmerge.h) renders in every
- * format like a single-node one, with the job's totals. */
+/* A multi-node job's merged record (common/telemetry/recmerge.h) renders in
+ * every format like a single-node one, with the job's totals. */
 START_TEST(test_merged_record_renders)
 {
 	static const char *const nodes[] = { "n1", "n2" };

@@ -1,5 +1,5 @@
-/* check_file_batch.c - unit tests for ctld/file_batch: many filings under
- * one credential, each answered as the `file` op would answer it. */
+/* check_file_batch.c - unit tests for ctld/filing/file_batch: many filings
+ * under one credential, each answered as the `file` op would answer it. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,10 +7,10 @@
 
 #include <check.h>
 
-#include "common/conf.h"
-#include "ctld/file_batch.h"
-#include "ctld/history.h"
-#include "ctld/partstore.h"
+#include "common/config/conf.h"
+#include "ctld/filing/file_batch.h"
+#include "ctld/history/history.h"
+#include "ctld/filing/partstore.h"
 #include "tests/unit/check_run.h"
 
 static char tmp[256];

@@ -12,9 +12,9 @@
 
 #include <check.h>
 
-#include "ctld/history.h"
-#include "ctld/jobfacts.h"
-#include "common/jsonbuf.h"
+#include "ctld/history/history.h"
+#include "ctld/history/jobfacts.h"
+#include "common/base/jsonbuf.h"
 #include "tests/unit/check_run.h"
 
 static char tmp[256], dbdir[300];

@@ -8,7 +8,7 @@
 
 #include <check.h>
 
-#include "ctld/hold.h"
+#include "ctld/sched/hold.h"
 #include "tests/unit/check_run.h"
 
 #define F1 "ios_0123abcd"

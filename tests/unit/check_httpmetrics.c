@@ -12,8 +12,8 @@
 
 #include <check.h>
 
-#include "common/conf.h"
-#include "common/httpmetrics.h"
+#include "common/config/conf.h"
+#include "common/net/httpmetrics.h"
 #include "tests/unit/check_run.h"
 
 static int calls;

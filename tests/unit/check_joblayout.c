@@ -5,7 +5,7 @@
 
 #include <check.h>
 
-#include "common/joblayout.h"
+#include "common/config/joblayout.h"
 #include "tests/unit/check_run.h"
 
 static struct conf conf;

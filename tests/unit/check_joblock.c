@@ -1,4 +1,4 @@
-/* check_joblock.c - exclusive locks on job ids (ctld/joblock.c).
+/* check_joblock.c - exclusive locks on job ids (ctld/filing/joblock.c).
  *
  * What must hold: a set is taken whole or not at all; a set that shares a
  * job with a holder waits for it, one that shares none does not; the same
@@ -13,7 +13,7 @@
 
 #include <check.h>
 
-#include "ctld/joblock.h"
+#include "ctld/filing/joblock.h"
 #include "tests/unit/check_run.h"
 
 START_TEST(test_whole_or_nothing)

@@ -1,4 +1,4 @@
-/* check_jobname.c - unit tests for common/jobname: the job name sbatch
+/* check_jobname.c - unit tests for common/config/jobname: the job name sbatch
  * would give, from #SBATCH lines and from sbatch's command line. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #include <check.h>
 
-#include "common/jobname.h"
+#include "common/config/jobname.h"
 #include "tests/unit/check_run.h"
 
 START_TEST(test_script_text)

@@ -1,4 +1,4 @@
-/* check_jsonbuf.c - unit tests for common/jsonbuf: the fast compact JSON
+/* check_jsonbuf.c - unit tests for common/base/jsonbuf: the fast compact JSON
  * writer (its packed form is tested with the history's values,
  * check_history.c). */
 #define _GNU_SOURCE
@@ -8,7 +8,7 @@
 
 #include <check.h>
 
-#include "common/jsonbuf.h"
+#include "common/base/jsonbuf.h"
 #include "tests/unit/check_run.h"
 
 /* jsonbuf: numbers print as before the decimal fast path (shortest

@@ -1,4 +1,4 @@
-/* check_jsonset.c - unit tests for common/jsonset: a member is added when
+/* check_jsonset.c - unit tests for common/base/jsonset: a member is added when
  * absent, replaced when present, and the item never left to the caller
  * (the sanitized run, make check-sanitize, reports a leak). */
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 
 #include <check.h>
 
-#include "common/jsonset.h"
+#include "common/base/jsonset.h"
 #include "tests/unit/check_run.h"
 
 static const char *str(const cJSON *o, const char *key)

@@ -1,4 +1,4 @@
-/* check_manifest.c - unit tests for common/manifest: entries, lookups,
+/* check_manifest.c - unit tests for common/fs/manifest: entries, lookups,
  * comparison, and the on-disk format (round trips through files and pipes;
  * truncated, garbage and crafted input refused without crashing).
  */
@@ -13,7 +13,7 @@
 #include <check.h>
 #include <xxhash.h>
 
-#include "common/manifest.h"
+#include "common/fs/manifest.h"
 #include "tests/unit/check_run.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

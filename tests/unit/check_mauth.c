@@ -10,7 +10,7 @@
 
 #include <check.h>
 
-#include "common/mauth.h"
+#include "common/net/mauth.h"
 #include "tests/unit/check_run.h"
 #include "tests/unit/testmunge.h"
 

@@ -11,7 +11,7 @@
 
 #include <check.h>
 
-#include "common/netpeer.h"
+#include "common/net/netpeer.h"
 #include "tests/unit/check_run.h"
 
 static struct sockaddr_in v4(const char *addr, unsigned port)

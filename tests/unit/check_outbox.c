@@ -1,4 +1,5 @@
-/* check_outbox.c - unit tests for common/outbox: the node's durable outbox.
+/* check_outbox.c - unit tests for common/telemetry/outbox: the node's durable
+ * outbox.
  *
  * Each test works in a fresh temp directory. What matters: an entry that
  * was put is listed and read back whole; a torn temporary file is never
@@ -20,7 +21,7 @@
 
 #include <check.h>
 
-#include "common/outbox.h"
+#include "common/telemetry/outbox.h"
 #include "tests/unit/check_run.h"
 
 static char base[64];

@@ -5,7 +5,7 @@
 
 #include <check.h>
 
-#include "common/outfiles.h"
+#include "common/telemetry/outfiles.h"
 #include "tests/unit/check_run.h"
 
 static const char *const prefixes[] = {

@@ -1,4 +1,4 @@
-/* check_owntree.c - unit tests for common/owntree: taking a tree built by
+/* check_owntree.c - unit tests for common/fs/owntree: taking a tree built by
  * an unprivileged account over for root (public cache entries).
  *
  * Runs as root in a private temp directory. The tree is made by "the
@@ -17,8 +17,8 @@
 
 #include <check.h>
 
-#include "common/owntree.h"
-#include "common/rmtree.h"
+#include "common/fs/owntree.h"
+#include "common/fs/rmtree.h"
 #include "tests/unit/check_run.h"
 
 #define BUILDER 65534

@@ -1,5 +1,5 @@
 /* check_partstore.c - a multi-node job's parts on iostagectld
- * (ctld/partstore.c), on a real RocksDB in a temp directory, with the
+ * (ctld/filing/partstore.c), on a real RocksDB in a temp directory, with the
  * time given (no clock, no network).
  *
  * What must hold: the parts of a job make ONE record whatever their
@@ -19,8 +19,8 @@
 #include <check.h>
 #include <rocksdb/c.h>
 
-#include "ctld/history.h"
-#include "ctld/partstore.h"
+#include "ctld/history/history.h"
+#include "ctld/filing/partstore.h"
 #include "tests/unit/check_run.h"
 
 #define DEADLINE 30

@@ -1,11 +1,11 @@
-/* check_pathsafe.c - unit tests for common/pathsafe. */
+/* check_pathsafe.c - unit tests for common/config/pathsafe. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <check.h>
 
-#include "common/pathsafe.h"
+#include "common/config/pathsafe.h"
 #include "tests/unit/check_run.h"
 
 struct norm_case {

@@ -15,7 +15,7 @@
 
 #include <check.h>
 
-#include "common/peernet.h"
+#include "common/net/peernet.h"
 #include "tests/unit/check_run.h"
 #include "tests/unit/testmunge.h"
 

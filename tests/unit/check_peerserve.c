@@ -1,4 +1,4 @@
-/* check_peerserve.c - unit tests for common/peerserve: the bounded TCP
+/* check_peerserve.c - unit tests for common/net/peerserve: the bounded TCP
  * server both iostaged's peer channel and iostagectld run.
  *
  * A real server on 127.0.0.1 (a free port) and real connections; the
@@ -17,9 +17,9 @@
 
 #include <check.h>
 
-#include "common/peernet.h"
-#include "common/peerserve.h"
-#include "common/proto.h"
+#include "common/net/peernet.h"
+#include "common/net/peerserve.h"
+#include "common/net/proto.h"
 #include "tests/unit/check_run.h"
 
 static struct peerserve srv;

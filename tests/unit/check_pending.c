@@ -8,7 +8,7 @@
 
 #include <check.h>
 
-#include "ctld/pending.h"
+#include "ctld/sched/pending.h"
 #include "tests/unit/check_run.h"
 
 static struct ctld_caller alice = { 1001, 1001, false, "test" };

@@ -1,4 +1,4 @@
-/* check_pfslicense.c - unit tests for common/pfslicense: the -L value a
+/* check_pfslicense.c - unit tests for common/sched/pfslicense: the -L value a
  * streaming job gets. What matters: only jobs that stream get a license,
  * and only when the site names one; the history's stream advice counts
  * only when confident and only for clean paths; a user's own count of the
@@ -10,7 +10,7 @@
 
 #include <check.h>
 
-#include "common/pfslicense.h"
+#include "common/sched/pfslicense.h"
 #include "tests/unit/check_run.h"
 
 static struct conf conf;

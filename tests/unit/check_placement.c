@@ -10,9 +10,9 @@
 
 #include <check.h>
 
-#include "common/cachekey.h"
-#include "common/dsfeature.h"
-#include "ctld/placement.h"
+#include "common/sched/cachekey.h"
+#include "common/sched/dsfeature.h"
+#include "ctld/sched/placement.h"
 #include "tests/unit/check_run.h"
 
 /* A report entry for KEY on TIER. */

@@ -1,5 +1,5 @@
-/* check_profile.c - unit tests for common/profile: SPEC, JSON, normalize,
- * validate (including access checks as an unprivileged user). */
+/* check_profile.c - unit tests for common/config/profile: SPEC, JSON,
+ * normalize, validate (including access checks as an unprivileged user). */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -12,8 +12,8 @@
 
 #include <check.h>
 
-#include "common/conf.h"
-#include "common/profile.h"
+#include "common/config/conf.h"
+#include "common/config/profile.h"
 #include "tests/unit/check_run.h"
 
 #define NOBODY 65534

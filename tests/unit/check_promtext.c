@@ -8,7 +8,7 @@
 #include <check.h>
 #include <cJSON.h>
 
-#include "common/promtext.h"
+#include "common/telemetry/promtext.h"
 #include "tests/unit/check_run.h"
 
 static const struct {

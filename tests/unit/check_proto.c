@@ -12,7 +12,7 @@
 
 #include <check.h>
 
-#include "common/proto.h"
+#include "common/net/proto.h"
 #include "tests/unit/check_run.h"
 
 static int sv[2];

@@ -1,4 +1,4 @@
-/* check_publictree.c - unit tests for common/publictree: the "readable by
+/* check_publictree.c - unit tests for common/fs/publictree: the "readable by
  * everyone" rule of public datasets (modes, ACLs, directories above).
  *
  * Runs as root in a private temp directory; ACLs are set by writing the
@@ -17,8 +17,8 @@
 
 #include <check.h>
 
-#include "common/publictree.h"
-#include "common/rmtree.h"
+#include "common/fs/publictree.h"
+#include "common/fs/rmtree.h"
 #include "tests/unit/check_run.h"
 
 static char base[64];

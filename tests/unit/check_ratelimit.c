@@ -1,4 +1,4 @@
-/* check_ratelimit.c - unit tests for common/ratelimit: the token bucket.
+/* check_ratelimit.c - unit tests for common/fs/ratelimit: the token bucket.
  *
  * The clock is a parameter: no test sleeps. What matters: over any span
  * the bytes let through are at most rate x span plus one burst; a rate
@@ -10,7 +10,7 @@
 
 #include <check.h>
 
-#include "common/ratelimit.h"
+#include "common/fs/ratelimit.h"
 #include "tests/unit/check_run.h"
 
 #define S 1000000000ULL

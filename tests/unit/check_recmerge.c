@@ -7,7 +7,7 @@
 
 #include <check.h>
 
-#include "common/recmerge.h"
+#include "common/telemetry/recmerge.h"
 #include "tests/unit/check_run.h"
 
 static const char *const nodes3[] = { "n1", "n2", "n3" };

@@ -1,4 +1,4 @@
-/* check_rmtree.c - unit tests for common/rmtree: safe recursive removal.
+/* check_rmtree.c - unit tests for common/fs/rmtree: safe recursive removal.
  *
  * The tests run as root (like iostaged) in a private temp directory. The
  * interesting ones plant symlinks where directories were, before and while
@@ -22,7 +22,7 @@
 
 #include <check.h>
 
-#include "common/rmtree.h"
+#include "common/fs/rmtree.h"
 #include "tests/unit/check_run.h"
 
 static char base[64];   /* the test's temp dir */

@@ -1,8 +1,8 @@
-/* check_sampler.c - daemon/sampler.c on real processes: /proc parsing, and
- * the I/O of children that exit between samples is neither lost nor
- * counted twice. The test process plays slurmstepd (the carrier): it
- * forks the "task" and reaps it. Writes go to /dev/null, which /proc/PID/io
- * counts in wchar like any write(2). */
+/* check_sampler.c - daemon/telemetry/sampler.c on real processes: /proc
+ * parsing, and the I/O of children that exit between samples is neither lost
+ * nor counted twice. The test process plays slurmstepd (the carrier): it forks
+ * the "task" and reaps it. Writes go to /dev/null, which /proc/PID/io counts in
+ * wchar like any write(2). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 
 #include <check.h>
 
-#include "daemon/sampler.h"
+#include "daemon/telemetry/sampler.h"
 #include "tests/unit/check_run.h"
 
 #define KiB 1024

@@ -1,4 +1,4 @@
-/* check_smallfile.c - unit tests for common/smallfile: a file read whole
+/* check_smallfile.c - unit tests for common/base/smallfile: a file read whole
  * up to a limit, refused when larger, not regular or holding a NUL byte;
  * the buffer follows the file's size, not the limit. */
 #include <errno.h>
@@ -11,7 +11,7 @@
 
 #include <check.h>
 
-#include "common/smallfile.h"
+#include "common/base/smallfile.h"
 #include "tests/unit/check_run.h"
 
 static char dir[] = "/tmp/check_smallfile.XXXXXX";

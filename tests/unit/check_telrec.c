@@ -6,7 +6,7 @@
 
 #include <check.h>
 
-#include "common/telrec.h"
+#include "common/telemetry/telrec.h"
 #include "tests/unit/check_run.h"
 
 static struct telrec_timeline *tl;

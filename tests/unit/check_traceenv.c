@@ -6,7 +6,7 @@
 
 #include <check.h>
 
-#include "common/traceenv.h"
+#include "common/config/traceenv.h"
 #include "tests/unit/check_run.h"
 
 static struct conf conf;

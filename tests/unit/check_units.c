@@ -1,4 +1,4 @@
-/* check_units.c - unit tests for common/units: sizes and durations as
+/* check_units.c - unit tests for common/base/units: sizes and durations as
  * tables and messages show them, and durations out of range (a damaged
  * record) shown without an integer conversion that would be undefined. */
 #include <math.h>
@@ -6,7 +6,7 @@
 
 #include <check.h>
 
-#include "common/units.h"
+#include "common/base/units.h"
 #include "tests/unit/check_run.h"
 
 START_TEST(test_bytes)

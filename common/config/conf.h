@@ -1,0 +1,221 @@
+/* conf.h - the site configuration, /etc/slurm/iostage.conf.
+ *
+ * Slurm-style "Key=Value" lines; '#' starts a comment; keys are
+ * case-insensitive like slurm.conf. A Tier line carries several pairs:
+ *   Tier=nvme Path=/local/nvme/iostage Capacity=800G Medium=nvme [Shared=yes]
+ * Unknown keys, duplicate scalar keys, bad values and missing required
+ * settings are errors reported as one line: "FILE:LINE: key 'K': reason".
+ */
+#ifndef IOSTAGE_CONF_H
+#define IOSTAGE_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONF_MAX_TIERS 16
+#define CONF_NAME_MAX 32      /* tier names: [a-z0-9_-]{1,31} */
+#define CONF_PATH_MAX 1024    /* absolute, normalized, no ".." */
+#define CONF_SOCKET_MAX 108   /* sizeof(sockaddr_un.sun_path) */
+#define CONF_ERR_MAX 512      /* size for error buffers everywhere */
+#define CONF_NODE_MAX 64      /* NodeName: [A-Za-z0-9_.-]{1,63}, no leading '.' */
+#define CONF_CACHE_TTL_MAX (30U * 86400U)  /* CacheTTL upper bound, seconds */
+#define CONF_STAGE_PARALLELISM_MAX 64
+#define CONF_DRAIN_TIMEOUT_MAX 86400 /* DrainTimeout upper bound, seconds */
+#define CONF_RECOMMEND_MIN_JOBS_MAX 1000
+#define CONF_USER_MAX 33       /* PublicUser: a login name, NUL included */
+#define CONF_RECOMMEND_OST_MAX 65535   /* Lustre's OST index limit */
+#define CONF_LISTEN_MAX 64    /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
+#define CONF_PEER_PORT_DEFAULT 6826 /* PeerPort: iostaged to iostaged, TCP */
+#define CONF_CONTROLLER_PORT_DEFAULT 6827 /* ControllerPort: iostagectld */
+/* ControllerMetricsListen: iostagectld's /metrics */
+#define CONF_CONTROLLER_METRICS_DEFAULT "127.0.0.1:9465"
+#define CONF_HOST_MAX 256     /* ControllerHost: a DNS name or IP literal */
+#define CONF_GROUP_MAX 64     /* AdminGroup: a group name */
+#define CONF_PARTS_DEADLINE_DEFAULT 300  /* PartsDeadline, seconds */
+#define CONF_PARTS_DEADLINE_MAX 86400
+#define CONF_OUTBOX_LIMIT_DEFAULT 10000  /* OutboxLimit, entries */
+#define CONF_OUTBOX_LIMIT_MAX 10000000
+#define CONF_OUTBOX_RETRY_MAX_DEFAULT 60 /* OutboxRetryMax, seconds */
+#define CONF_OUTBOX_RETRY_MAX_MAX 3600
+#define CONF_PFS_LICENSE_PER_JOB_MAX 100000
+
+#ifndef IOSTAGE_SHIM_PATH
+#define IOSTAGE_SHIM_PATH "/usr/local/lib/iostage/libiostage-preload.so"
+#endif
+
+#ifndef IOSTAGE_CONF_PATH
+#define IOSTAGE_CONF_PATH "/etc/slurm/iostage.conf"
+#endif
+
+enum tier_medium {
+	TIER_MEDIUM_NVME = 0,
+	TIER_MEDIUM_SSD,
+	TIER_MEDIUM_HDD,
+	TIER_MEDIUM_PMEM,
+	TIER_MEDIUM_RAM,
+};
+
+/* What to do when staging fails: end the job, or run it on the PFS paths. */
+enum stage_failure_policy {
+	STAGE_FAILURE_FAIL = 0,
+	STAGE_FAILURE_FALLBACK,
+};
+
+struct conf_tier {
+	char name[CONF_NAME_MAX];
+	char path[CONF_PATH_MAX];
+	uint64_t capacity;      /* bytes; 0 = the file system's size */
+	enum tier_medium medium;
+	bool shared;            /* visible from several nodes */
+};
+
+struct conf {
+	char socket_path[CONF_SOCKET_MAX];
+	char state_dir[CONF_PATH_MAX];
+	char profile_dir[CONF_PATH_MAX];
+	struct conf_tier tiers[CONF_MAX_TIERS];
+	size_t ntiers;
+	size_t default_tier;            /* index into tiers[] */
+	unsigned stage_timeout;         /* seconds, 1..86400 */
+	enum stage_failure_policy on_failure;
+	unsigned cache_high_watermark;  /* percent, low < high <= 100 */
+	unsigned cache_low_watermark;
+	unsigned max_connections;       /* daemon: concurrent clients */
+	unsigned cache_ttl;             /* seconds verify=none trusts an entry */
+	unsigned stage_parallelism;     /* datasets copied at once, 1..64 */
+	char node_name[CONF_NODE_MAX];  /* in cache pins and build names */
+	unsigned drain_timeout;         /* seconds finish waits for outputs */
+	unsigned telemetry_interval_ms; /* /proc sampling period */
+	/* History and recommendations (ctld/history/). */
+	unsigned history_retention;     /* seconds a job record is kept; 0 = forever */
+	unsigned recommend_min_jobs;    /* cache rule: jobs reading a dataset */
+	unsigned recommend_window;      /* seconds of history the rules look at */
+	bool recommend_hint;            /* sbatch hint line for jobs without a profile */
+	unsigned recommend_ost_count;   /* striping advice caps counts here; 0 = unknown */
+	/* Metrics (daemon/telemetry/metrics.c, common/net/httpmetrics.c). */
+	char metrics_listen[CONF_LISTEN_MAX]; /* "ADDR:PORT", "" = no HTTP */
+	char metrics_textfile[CONF_PATH_MAX]; /* node_exporter file, "" = none */
+	unsigned metrics_interval;      /* seconds between textfile writes */
+	unsigned metrics_job_grace;     /* seconds a finished job's series stay */
+	bool trace;                     /* Trace=yes: deep mode for every job */
+	char trace_library[CONF_PATH_MAX]; /* the LD_PRELOAD shim (TraceLibrary) */
+	/* Node to node (daemon/cluster/peer.c): multi-node jobs. */
+	unsigned peer_port;             /* TCP port, 0 = no peer channel */
+	char peer_listen[CONF_LISTEN_MAX]; /* address to listen on, "" = all */
+	unsigned peer_parts_timeout;    /* seconds the head waits for parts */
+	char munge_socket[CONF_SOCKET_MAX]; /* munged's socket, "" = default */
+	/* Public datasets shared across users (docs/STAGING.md). */
+	bool public_datasets;           /* PublicDatasets=yes */
+	char public_user[CONF_USER_MAX]; /* builds them; never root */
+	/* The cluster service (iostagectld, common/net/ctlclient.h). */
+	char controller_host[CONF_HOST_MAX]; /* "" = no service: node-local */
+	unsigned controller_port;       /* TCP port, 1..65535 */
+	char controller_metrics_listen[CONF_LISTEN_MAX]; /* iostagectld's
+							  * /metrics, "" = none */
+	char admin_group[CONF_GROUP_MAX]; /* reads every job, "" = root only */
+	/* Filing through the service (daemon/cluster/forward.c,
+	 * ctld/filing/partstore.c). */
+	unsigned parts_deadline;        /* seconds the service waits for parts */
+	unsigned outbox_limit;          /* entries before the outbox alarms */
+	unsigned outbox_retry_max;      /* seconds: the longest retry backoff */
+	/* The PFS as a scheduled resource (docs/SCHEDULING.md). */
+	uint64_t stage_bandwidth;       /* bytes/s all nodes' staging copies
+					 * share; 0 = unbounded */
+	uint64_t stage_bandwidth_fallback; /* a node's share without the
+					    * service; 0 = StageBandwidth/8 */
+	char pfs_license[CONF_NAME_MAX]; /* Slurm license streaming jobs
+					  * request, "" = none */
+	unsigned pfs_license_per_job;   /* licenses such a job requests */
+	/* iostagectld's scheduling help (docs/SCHEDULING.md). */
+	bool placement;                 /* publish cache features (--prefer) */
+	bool prestage;                  /* stage pending jobs' datasets */
+	unsigned placement_hold;        /* s a job may wait for its data's node */
+	/* The PFS's mount point: a job run with --io-profile=auto and no
+	 * advice yet is observed (traced) reading under it, so the history
+	 * learns the trees it reads (docs/HISTORY.md); "" = none. */
+	char pfs_path[CONF_PATH_MAX];
+};
+
+/* Defaults used before parsing and for keys a file leaves out:
+ * SocketPath=/run/iostage/iostaged.sock, StateDir=/var/lib/iostage,
+ * ProfileDir=/etc/slurm/iostage.d, StageTimeout=600, OnStageFailure=fail,
+ * CacheHighWatermark=85, CacheLowWatermark=75, MaxConnections=64,
+ * CacheTTL=3600, StageParallelism=4, NodeName=the short host name (cut at
+ * the first '.', other characters outside [A-Za-z0-9_-] made '-'),
+ * DrainTimeout=600, TelemetryInterval=1 (seconds, 0.1 to 60, decimals
+ * allowed; kept in milliseconds), HistoryRetention=90d, RecommendMinJobs=3,
+ * RecommendWindow=30d, RecommendHint=yes, RecommendOSTCount=0 (unknown), MetricsListen=127.0.0.1:9464,
+ * MetricsTextfile=no, MetricsInterval=15, MetricsJobGrace=300, Trace=no,
+ * TraceLibrary=IOSTAGE_SHIM_PATH (where `make install` puts
+ * libiostage-preload.so), PeerPort=6826 (0: off), PeerListen=* (every
+ * address), PeerPartsTimeout=60, MungeSocket= (libmunge's default),
+ * PublicDatasets=yes, PublicUser=nobody, ControllerHost= (none: the
+ * history stays on each node), ControllerPort=6827,
+ * ControllerMetricsListen=127.0.0.1:9465 (iostagectld's /metrics; "no":
+ * none), AdminGroup= (none:
+ * only root reads every user's jobs), PartsDeadline=300 (seconds, or a
+ * duration like 5m; at most 1 day), OutboxLimit=10000, OutboxRetryMax=60
+ * (seconds or a duration, 1s to 1h), StageBandwidth=0
+ * (unbounded; bytes per second, "400M" or "400M/s"),
+ * StageBandwidthFallback= (StageBandwidth/8), PfsLicense= (none),
+ * PfsLicensePerJob=1, Placement=yes, Prestage=yes, PlacementHold=0
+ * (never hold; seconds or a duration, at most 1h), PfsPath= (none). */
+void conf_set_defaults(struct conf *conf);
+
+/* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is
+ * required; DefaultTier defaults to the first. Returns 0, or -1 with a
+ * one-line message in err (size errlen); *ret_conf is untouched on failure. */
+int conf_parse(const char *text, const char *origin, struct conf *ret_conf,
+	       char *err, size_t errlen);
+
+/* Read and parse PATH (NULL = IOSTAGE_CONF_PATH). Files over 1 MiB are
+ * refused. Same return convention as conf_parse. */
+int conf_load(const char *path, struct conf *ret_conf, char *err,
+	      size_t errlen);
+
+/* The tier named NAME, or NULL. */
+const struct conf_tier *conf_find_tier(const struct conf *conf,
+				       const char *name);
+
+/* Write the tier names as "a, b, c" into buf (for "known: ..." messages). */
+void conf_tier_names(const struct conf *conf, char *buf, size_t buflen);
+
+/* Is S a portable user name ([a-z_][a-z0-9_.-]*, shorter than
+ * CONF_USER_MAX)? Only the form: whether the account exists is iostaged's
+ * question (conf_public_account in daemon/main.c). */
+bool conf_is_user_name(const char *s);
+
+/* Is S a valid NodeName ([A-Za-z0-9_.-]{1,63}, not starting with '.')? */
+bool conf_is_node_name(const char *s);
+
+/* Is S a host name ([A-Za-z0-9_.-], no leading '.'/'-', no "..") or an
+ * IPv4/IPv6 literal, shorter than CONF_HOST_MAX? */
+bool conf_is_host(const char *s);
+
+/* Is S a group name ([A-Za-z0-9_.-]{1,63}, not starting with '-' or '.')? */
+bool conf_is_group_name(const char *s);
+
+/* Parse "800G", "20T", "512M", "1024" (bytes; K/M/G/T/P are powers of 1024,
+ * an optional trailing 'B'/'iB' is accepted). Returns 0 or -1 (EINVAL,
+ * ERANGE); *ret untouched on failure. */
+int conf_parse_size(const char *s, uint64_t *ret);
+
+/* Split a valid MetricsListen value "ADDR:PORT" (IPv4 literal, or an IPv6
+ * literal in brackets) into ADDR (without brackets) and PORT. 0, or -1 with
+ * errno EINVAL; ret_* untouched on failure. */
+int conf_parse_listen(const char *s, char *ret_addr, size_t addrlen,
+		      unsigned *ret_port);
+
+const char *conf_medium_name(enum tier_medium medium);
+const char *conf_policy_name(enum stage_failure_policy policy);
+
+/* Parse a duration "90d", "12h", "30m", "45s", "2w" or plain seconds into
+ * *ret (seconds, at most UINT_MAX). Returns 0 or -1 (EINVAL, ERANGE); *ret
+ * untouched on failure. */
+int conf_parse_duration(const char *s, unsigned *ret);
+
+/* "fail" / "fallback" -> policy. Returns 0 or -1. */
+int conf_parse_policy(const char *s, enum stage_failure_policy *ret);
+
+#endif /* IOSTAGE_CONF_H */

@@ -1,0 +1,194 @@
+/* peer.c - the node-to-node listener, its connection threads, and the
+ * client side of peer calls. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/base/log.h"
+#include "common/net/peernet.h"
+#include "common/net/peerserve.h"
+#include "common/net/proto.h"
+#include "daemon/ops.h"
+#include "daemon/cluster/peer.h"
+
+#define PEER_SEND_MS 10000
+#define PEER_FINI_WAIT_S 5
+
+static const struct conf *peer_conf;
+static struct peerserve server;
+
+bool peer_enabled(void)
+{
+	return peer_conf && peer_conf->peer_port != 0;
+}
+
+const char *peer_self(void)
+{
+	return peer_conf ? peer_conf->node_name : "";
+}
+
+static const char *munge_socket(void)
+{
+	return peer_conf && peer_conf->munge_socket[0]
+		       ? peer_conf->munge_socket
+		       : NULL;
+}
+
+static const struct peer_op *find_op(const char *name)
+{
+	for (const struct peer_op *op = peer_ops; op->name; op++)
+		if (!strcmp(op->name, name))
+			return op;
+	return NULL;
+}
+
+/* One connection's request (peerserve_fn): its reply. */
+static cJSON *serve_request(int fd, void *arg)
+{
+	char err[CONF_ERR_MAX], shown[72];
+	struct peernet_peer peer;
+	enum mauth_status st;
+	const struct peer_op *op;
+	const char *name;
+	cJSON *req, *reply;
+
+	(void)arg;
+	req = peernet_read_request(fd, PEER_READ_MS, munge_socket(), &name,
+				   &peer, &st, err, sizeof(err));
+	if (!req) {
+		log_warningx("peer %s: request refused: %s", peer.addr, err);
+		reply = proto_reply_error("%s", err);
+	} else if (peer.uid != 0) {
+		/* Users go through their own node's iostaged. */
+		log_warningx("peer %s: op '%s' refused: credential of uid %u, "
+			     "not root",
+			     peer.addr, ops_printable(name, shown, sizeof(shown)),
+			     (unsigned)peer.uid);
+		reply = proto_reply_error("permission denied: peer ops need "
+					  "root's credential (uid %u)",
+					  (unsigned)peer.uid);
+	} else if (!(op = find_op(name))) {
+		log_warningx("peer %s: unknown op '%s'", peer.addr,
+			     ops_printable(name, shown, sizeof(shown)));
+		reply = proto_reply_error("unknown peer op '%s'",
+					  ops_printable(name, shown,
+							sizeof(shown)));
+	} else {
+		reply = op->fn(&peer, req);
+	}
+	cJSON_Delete(req);
+	return reply;
+}
+
+static void server_warn(const char *line)
+{
+	log_warningx("peer: %s", line);
+}
+
+void peer_init(const struct conf *conf)
+{
+	char err[CONF_ERR_MAX];
+	int fd;
+
+	peer_conf = conf;
+	if (conf->peer_port == 0) {
+		log_info("peer channel off (PeerPort=0): multi-node jobs "
+			 "cannot reach this node");
+		return;
+	}
+	fd = peernet_listen(conf->peer_listen, conf->peer_port, err,
+			    sizeof(err));
+	if (fd < 0) {
+		log_errorx("peer channel: %s; other nodes of multi-node jobs "
+			   "will see this node as unreachable",
+			   err);
+		return;
+	}
+	server = (struct peerserve){
+		.conn_max = PEER_CONN_MAX,
+		.send_ms = PEER_SEND_MS,
+		.busy_fmt = "too many peer connections (limit %u)",
+		.nothread_error = "out of resources",
+		.serve = serve_request,
+		.warn = server_warn,
+	};
+	if (peerserve_start(&server, fd, err, sizeof(err)) < 0) {
+		log_errorx("peer channel: %s", err);
+		return;
+	}
+	log_info("peer channel on %s port %u (MUNGE, root only)",
+		 conf->peer_listen[0] ? conf->peer_listen : "every address",
+		 conf->peer_port);
+}
+
+void peer_fini(void)
+{
+	peerserve_stop(&server, PEER_FINI_WAIT_S);
+}
+
+cJSON *peer_call(const char *node, const cJSON *req, int timeout_ms,
+		 int *ret_unreachable, char *err, size_t errlen)
+{
+	if (ret_unreachable)
+		*ret_unreachable = 0;
+	if (!peer_conf || peer_conf->peer_port == 0) {
+		if (ret_unreachable)
+			*ret_unreachable = 1;
+		snprintf(err, errlen, "node %s: the peer channel is off here "
+			 "(PeerPort=0)", node);
+		return NULL;
+	}
+	return peernet_call(node, peer_conf->peer_port, munge_socket(), req,
+			    timeout_ms, ret_unreachable, err, errlen);
+}
+
+struct fanout {
+	const char *node;
+	const cJSON *req;
+	int timeout_ms;
+	cJSON *reply;
+	char *err;
+	int *unreachable;
+};
+
+static void *fanout_thread(void *arg)
+{
+	struct fanout *f = arg;
+
+	f->reply = peer_call(f->node, f->req, f->timeout_ms, f->unreachable,
+			     f->err, 256);
+	return NULL;
+}
+
+void peer_call_many(const char *const *nodes, size_t n, const cJSON *req,
+		    int timeout_ms, cJSON **replies, char (*errs)[256],
+		    int *unreachable)
+{
+	struct fanout f[PEER_FANOUT_MAX];
+	pthread_t t[PEER_FANOUT_MAX];
+	bool started[PEER_FANOUT_MAX];
+
+	for (size_t base = 0; base < n; base += PEER_FANOUT_MAX) {
+		size_t k = n - base < PEER_FANOUT_MAX ? n - base
+						      : PEER_FANOUT_MAX;
+
+		for (size_t i = 0; i < k; i++) {
+			f[i] = (struct fanout){ nodes[base + i], req,
+						timeout_ms, NULL,
+						errs[base + i],
+						&unreachable[base + i] };
+			errs[base + i][0] = '\0';
+			started[i] = pthread_create(&t[i], NULL, fanout_thread,
+						    &f[i]) == 0;
+			if (!started[i])
+				fanout_thread(&f[i]); /* then in line */
+		}
+		for (size_t i = 0; i < k; i++) {
+			if (started[i])
+				pthread_join(t[i], NULL);
+			replies[base + i] = f[i].reply;
+		}
+	}
+}

@@ -1,0 +1,519 @@
+/* worker.c - the stage worker: one dataset, staged as the job's user.
+ *
+ * This is a separate exec of iostaged rather than code in the daemon's
+ * address space so that it holds nothing of root's: no sockets, no job
+ * table, no privileges. It speaks only through its stdout (JSON lines) and
+ * reads a single "go" from stdin. See worker.h for the protocol; the work
+ * itself is common/fs/copyengine.c.
+ *
+ * The JSON lines are formatted here rather than with cJSON because cJSON
+ * prints numbers through a double: byte counts must be exact integers.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/fs/copyengine.h"
+#include "common/fs/manifest.h"
+#include "common/fs/publictree.h"
+#include "common/fs/rmtree.h"
+#include "daemon/fsutil.h"
+#include "daemon/staging/worker.h"
+
+#define WORKER_PROGRESS_MS 250
+#define WORKER_NAME_MAX 64
+#define WORKER_ERR_MAX 8192 /* the daemon keeps the first CONF_ERR_MAX */
+#define WORKER_LINE_MAX (3 * WORKER_ERR_MAX + 64)
+#define WORKER_DATA "data"
+
+struct worker_args {
+	unsigned threads;
+	enum manifest_verify verify;
+	const char *previous;
+	int manifest_in, manifest_out;
+	int rate_fd;              /* --rate-fd: the page iostaged writes our
+				   * rate in (daemon/staging/bwgov.h), or -1 */
+	bool check;
+	bool public;              /* --public: the tree must be readable by all */
+	const char *src, *dstdir;
+	const char *name;         /* the old form's NAME, else NULL */
+};
+
+/* --- output ------------------------------------------------------------------ */
+
+/* Print LINE and a newline on stdout; the daemon gone means we stop. */
+static void put_line(char *line, size_t len)
+{
+	line[len] = '\n';
+	if (fsutil_write_all(STDOUT_FILENO, line, len + 1) < 0)
+		_exit(1);
+}
+
+/* S as a JSON string (quoted) at OUT (room for LEN bytes). Control
+ * characters are escaped; bytes that are not UTF-8 become '?', so the line
+ * stays valid JSON whatever a file name holds. */
+static size_t json_str(char *out, size_t len, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+
+	if (len < 3)
+		return 0;
+	out[o++] = '"';
+	while (*p && o + 8 < len) {
+		unsigned char c = *p;
+		size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 :
+					 (c & 0xf0) == 0xe0 ? 3 :
+					 (c & 0xf8) == 0xf0 ? 4 : 0;
+		bool valid = n > 0;
+
+		for (size_t i = 1; valid && i < n; i++)
+			valid = (p[i] & 0xc0) == 0x80;
+		if (!valid) {
+			out[o++] = '?';
+			p++;
+		} else if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+			p++;
+		} else if (c < 0x20 || c == 0x7f) {
+			o += (size_t)snprintf(out + o, len - o, "\\u%04x", c);
+			p++;
+		} else {
+			if (o + n + 2 >= len)
+				break;
+			memcpy(out + o, p, n);
+			o += n;
+			p += n;
+		}
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+	return o;
+}
+
+static void emit_kv_str(const char *key, const char *val)
+{
+	char line[WORKER_LINE_MAX];
+	size_t n = (size_t)snprintf(line, sizeof(line), "{\"%s\":", key);
+
+	n += json_str(line + n, sizeof(line) - n - 2, val);
+	line[n++] = '}';
+	put_line(line, n);
+}
+
+static int fail(const char *msg)
+{
+	char line[WORKER_LINE_MAX];
+	size_t n = (size_t)snprintf(line, sizeof(line),
+				    "{\"ok\":false,\"error\":");
+
+	n += json_str(line + n, sizeof(line) - n - 2, msg);
+	line[n++] = '}';
+	put_line(line, n);
+	return 1;
+}
+
+static void emit_totals(const struct copyengine_totals *t)
+{
+	char line[256];
+	int n = snprintf(line, sizeof(line),
+			 "{\"total_bytes\":%" PRIu64 ",\"total_files\":%" PRIu64
+			 ",\"copy_bytes\":%" PRIu64 ",\"copy_files\":%" PRIu64
+			 ",\"unchanged\":%s}",
+			 t->total_bytes, t->total_files, t->copy_bytes,
+			 t->copy_files, t->unchanged ? "true" : "false");
+
+	put_line(line, (size_t)n);
+}
+
+static void emit_ok(uint64_t bytes, uint64_t files, uint64_t linked)
+{
+	char line[160];
+	int n = snprintf(line, sizeof(line),
+			 "{\"ok\":true,\"bytes\":%" PRIu64 ",\"files\":%" PRIu64
+			 ",\"linked\":%" PRIu64 "}",
+			 bytes, files, linked);
+
+	put_line(line, (size_t)n);
+}
+
+static void on_progress(uint64_t bytes, uint64_t files, void *arg)
+{
+	char line[96];
+	int n = snprintf(line, sizeof(line),
+			 "{\"bytes\":%" PRIu64 ",\"files\":%" PRIu64 "}", bytes,
+			 files);
+
+	(void)arg;
+	put_line(line, (size_t)n);
+}
+
+static void on_note(const char *msg, void *arg)
+{
+	(void)arg;
+	emit_kv_str("note", msg);
+}
+
+/* --- arguments -------------------------------------------------------------- */
+
+static int usage(const char *why)
+{
+	if (why)
+		fprintf(stderr, "iostaged --stage-worker: %s\n", why);
+	fprintf(stderr,
+		"usage: iostaged --stage-worker [--threads N] "
+		"[--verify stat|checksum] [--public]\n"
+		"                [--previous DIR --manifest-in FD] "
+		"[--manifest-out FD] [--check]\n"
+		"                SRC DSTDIR\n");
+	return 2;
+}
+
+static int parse_uint(const char *s, unsigned long min, unsigned long max,
+		      unsigned long *ret)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -1;
+	*ret = v;
+	return 0;
+}
+
+/* An inherited descriptor: 3 or more (0-2 are the protocol), open. */
+static int parse_fd(const char *opt, const char *s, int *ret)
+{
+	unsigned long v;
+
+	if (parse_uint(s, 3, INT_MAX, &v) < 0 ||
+	    fcntl((int)v, F_GETFD) < 0) {
+		fprintf(stderr,
+			"iostaged --stage-worker: %s: '%s' is not an open file "
+			"descriptor (3 or more)\n",
+			opt, s ? s : "");
+		return -1;
+	}
+	*ret = (int)v;
+	return 0;
+}
+
+static bool is_component(const char *s)
+{
+	return *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..") &&
+	       strlen(s) < WORKER_NAME_MAX;
+}
+
+static int parse_args(int argc, char **argv, struct worker_args *a)
+{
+	bool options = false;
+	int i;
+
+	memset(a, 0, sizeof(*a));
+	a->threads = COPYENGINE_THREADS_DEFAULT;
+	a->manifest_in = a->manifest_out = a->rate_fd = -1;
+	for (i = 1; i < argc && !strncmp(argv[i], "--", 2); i++) {
+		const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1]
+							       : NULL;
+		unsigned long v;
+
+		options = true;
+		if (!strcmp(opt, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(opt, "--check")) {
+			a->check = true;
+			continue;
+		}
+		if (!strcmp(opt, "--public")) {
+			a->public = true;
+			continue;
+		}
+		if (!val)
+			return usage("an option needs a value");
+		i++;
+		if (!strcmp(opt, "--threads")) {
+			if (parse_uint(val, 1, COPYENGINE_THREADS_MAX, &v) < 0)
+				return usage("--threads: a number from 1 to "
+					     "256");
+			a->threads = (unsigned)v;
+		} else if (!strcmp(opt, "--verify")) {
+			if (!strcmp(val, "stat"))
+				a->verify = MANIFEST_VERIFY_STAT;
+			else if (!strcmp(val, "checksum"))
+				a->verify = MANIFEST_VERIFY_CHECKSUM;
+			else
+				return usage("--verify: stat or checksum");
+		} else if (!strcmp(opt, "--previous")) {
+			if (val[0] != '/')
+				return usage("--previous: an absolute path");
+			a->previous = val;
+		} else if (!strcmp(opt, "--manifest-in")) {
+			if (parse_fd(opt, val, &a->manifest_in) < 0)
+				return usage(NULL);
+		} else if (!strcmp(opt, "--manifest-out")) {
+			if (parse_fd(opt, val, &a->manifest_out) < 0)
+				return usage(NULL);
+		} else if (!strcmp(opt, "--rate-fd")) {
+			if (parse_fd(opt, val, &a->rate_fd) < 0)
+				return usage(NULL);
+		} else {
+			fprintf(stderr,
+				"iostaged --stage-worker: unknown option '%s'\n",
+				opt);
+			return usage(NULL);
+		}
+	}
+	argc -= i;
+	argv += i;
+	if (!options && argc == 3) {
+		/* The old form: SRC DSTDIR NAME. */
+		if (!is_component(argv[2]))
+			return usage("NAME must be one path component");
+		a->name = argv[2];
+	} else if (argc != 2) {
+		return usage("SRC and DSTDIR expected");
+	}
+	a->src = argv[0];
+	a->dstdir = argv[1];
+	if (a->src[0] != '/' || a->dstdir[0] != '/')
+		return usage("SRC and DSTDIR must be absolute paths");
+	if (a->check && (a->previous || a->manifest_out >= 0))
+		return usage("--check creates nothing: no --previous or "
+			     "--manifest-out with it");
+	if (a->public && a->name)
+		return usage("--public is for cache versions (SRC DSTDIR)");
+	if ((a->check || a->previous) && a->manifest_in < 0)
+		return usage("--check and --previous need --manifest-in FD");
+	if (a->manifest_in >= 0 && !a->check && !a->previous)
+		return usage("--manifest-in needs --previous or --check");
+	if (a->manifest_in >= 0 && a->manifest_in == a->manifest_out)
+		return usage("--manifest-in and --manifest-out are the same "
+			     "descriptor");
+	return 0;
+}
+
+/* --- staging ----------------------------------------------------------------- */
+
+/* Wait for the daemon's "go" (its capacity check passed). */
+static bool gate_open(void)
+{
+	char buf[8];
+	size_t len = 0;
+
+	while (len < sizeof(buf)) {
+		ssize_t n = read(STDIN_FILENO, buf + len, sizeof(buf) - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (memchr(buf, '\n', len))
+			break;
+	}
+	return len >= 3 && !memcmp(buf, "go\n", 3);
+}
+
+/* Turn a write failure for lack of space into the message users should
+ * see: "tier full while writing X: No space left on device". */
+static void space_message(int errnum, char *err, size_t errlen)
+{
+	static const char prefix[] = "cannot write ";
+	char buf[WORKER_ERR_MAX + 32];
+
+	if ((errnum != ENOSPC && errnum != EDQUOT) ||
+	    strncmp(err, prefix, sizeof(prefix) - 1))
+		return;
+	snprintf(buf, sizeof(buf), "tier full while writing %.*s",
+		 (int)(WORKER_ERR_MAX - 1), err + sizeof(prefix) - 1);
+	snprintf(err, errlen, "%.*s", (int)errlen - 1, buf);
+}
+
+/* Remove what we made under DFD (NAME), keeping ERR as the message. */
+static void undo(int dfd, const char *name)
+{
+	char rmerr[WORKER_ERR_MAX];
+
+	rmtree_at(dfd, name, rmerr, sizeof(rmerr));
+}
+
+static int load_manifest(int fd, struct manifest **ret)
+{
+	char err[WORKER_ERR_MAX];
+	int r = manifest_read(fd, ret, err, sizeof(err));
+
+	close(fd);
+	if (r < 0)
+		return fail(err);
+	return 0;
+}
+
+/* Copy to DSTDIR/data (new form) or DSTDIR/.NAME.partial then NAME (old). */
+static int stage(const struct worker_args *a, struct copyengine *ce)
+{
+	char err[WORKER_ERR_MAX], label[PATH_MAX + WORKER_NAME_MAX + 2];
+	char partial[WORKER_NAME_MAX + 16];
+	struct copyengine_result res;
+	struct stat st;
+	const char *target;
+	int dfd, saved;
+
+	if (a->name) {
+		snprintf(partial, sizeof(partial), ".%s.partial", a->name);
+		target = partial;
+		snprintf(label, sizeof(label), "%s/%s", a->dstdir, a->name);
+		if (mkdir(a->dstdir, 0700) < 0 && errno != EEXIST) {
+			snprintf(err, sizeof(err), "cannot write %s: %s",
+				 a->dstdir, strerror(errno));
+			return fail(err);
+		}
+	} else {
+		target = WORKER_DATA;
+		snprintf(label, sizeof(label), "%s/%s", a->dstdir, WORKER_DATA);
+	}
+	dfd = open(a->dstdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		snprintf(err, sizeof(err), "cannot write %s: %s", a->dstdir,
+			 strerror(errno));
+		return fail(err);
+	}
+	if (a->name) {
+		/* A leftover from an interrupted attempt is never reused. */
+		if (rmtree_at(dfd, partial, err, sizeof(err)) < 0) {
+			close(dfd);
+			return fail(err);
+		}
+	} else if (fstatat(dfd, WORKER_DATA, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* Not ours: never removed. */
+		snprintf(err, sizeof(err), "cannot write %s: %s", label,
+			 strerror(EEXIST));
+		close(dfd);
+		return fail(err);
+	}
+	if (copyengine_copy(ce, dfd, target, &res, err, sizeof(err)) < 0) {
+		saved = errno;  /* the engine removed what it made */
+		close(dfd);
+		space_message(saved, err, sizeof(err));
+		return fail(err);
+	}
+	if (a->manifest_out >= 0) {
+		struct manifest *m = NULL;
+
+		if (copyengine_manifest(ce, &m) < 0 ||
+		    manifest_write(m, a->manifest_out) < 0) {
+			snprintf(err, sizeof(err),
+				 "cannot write the manifest (fd %d): %s",
+				 a->manifest_out, strerror(errno));
+			manifest_destroy(m);
+			undo(dfd, target);
+			close(dfd);
+			return fail(err);
+		}
+		manifest_destroy(m);
+		close(a->manifest_out);
+	}
+	if (a->name) {
+		/* Publish: the final name appears only now, complete and
+		 * synced. */
+		if (renameat2(dfd, partial, dfd, a->name, RENAME_NOREPLACE) < 0 ||
+		    fsync(dfd) < 0) {
+			snprintf(err, sizeof(err), "cannot write %s: %s", label,
+				 strerror(errno));
+			undo(dfd, partial);
+			close(dfd);
+			return fail(err);
+		}
+	}
+	close(dfd);
+	emit_ok(res.bytes, res.files, res.linked);
+	return 0;
+}
+
+int worker_main(int argc, char **argv)
+{
+	struct worker_args a;
+	struct copyengine_opts opts;
+	struct copyengine *ce = NULL;
+	struct manifest *prev = NULL;
+	char err[WORKER_ERR_MAX], label[PATH_MAX + WORKER_NAME_MAX + 2];
+	int r;
+
+	r = parse_args(argc, argv, &a);
+	if (r)
+		return r;
+	/* Files are created with their final modes (no fchmod each): the
+	 * copy's top is private, so nothing is exposed by this. */
+	umask(0);
+	if (a.manifest_in >= 0 && load_manifest(a.manifest_in, &prev))
+		return 1;
+	snprintf(label, sizeof(label), "%s/%s", a.dstdir,
+		 a.name ? a.name : WORKER_DATA);
+	memset(&opts, 0, sizeof(opts));
+	opts.threads = a.threads;
+	opts.verify = a.verify;
+	opts.hash = a.verify == MANIFEST_VERIFY_CHECKSUM;
+	opts.previous = prev;
+	opts.previous_path = a.previous;
+	opts.check_only = a.check;
+	/* A public copy keeps its top readable by all (the .build
+	 * directory, PublicUser's 0700, hides it while it is built). */
+	opts.private_top = !a.name && !a.public;
+	opts.public_only = a.public;
+	opts.read_only = !a.name; /* a cache version, served to many jobs */
+	opts.dst_label = label;
+	opts.progress = on_progress;
+	opts.progress_ms = WORKER_PROGRESS_MS;
+	opts.note = on_note;
+	if (a.rate_fd >= 0) {
+		/* Read-only: iostaged's page (sealed against writes) holds
+		 * the bytes/s this copy may read from the source. */
+		void *page = mmap(NULL, sizeof(uint64_t), PROT_READ,
+				  MAP_SHARED, a.rate_fd, 0);
+
+		if (page == MAP_FAILED) {
+			manifest_destroy(prev);
+			snprintf(err, sizeof(err),
+				 "cannot map the rate page (fd %d): %s",
+				 a.rate_fd, strerror(errno));
+			return fail(err);
+		}
+		opts.rate = page;
+	}
+
+	if (a.public && publictree_check_above(a.src, err, sizeof(err)) < 0) {
+		manifest_destroy(prev);
+		return fail(err);
+	}
+	if (copyengine_walk(a.src, &opts, &ce, err, sizeof(err)) < 0) {
+		manifest_destroy(prev);
+		return fail(err);
+	}
+	emit_totals(copyengine_totals(ce));
+	if (a.check) {
+		emit_ok(0, 0, 0);
+		r = 0;
+	} else if (getenv("IOSTAGE_STAGE_GATE") && !gate_open()) {
+		r = fail("cancelled before copying");
+	} else {
+		r = stage(&a, ce);
+	}
+	copyengine_destroy(ce);
+	manifest_destroy(prev);
+	return r;
+}

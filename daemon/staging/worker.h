@@ -1,0 +1,67 @@
+/* worker.h - `iostaged --stage-worker`: stage one dataset as the job's user.
+ *
+ * The contract is docs/STAGING.md, "The worker". Started by stage.c with
+ * the job user's uid, gid and groups (it can also be run by hand):
+ *
+ *   iostaged --stage-worker [--threads N] [--verify stat|checksum]
+ *            [--previous DIR --manifest-in FD] [--manifest-out FD]
+ *            [--check] [--public] SRC DSTDIR
+ *
+ *   SRC              the dataset (a tree or one file), absolute; walked
+ *                    without following symlinks (only SRC itself may be
+ *                    one).
+ *   DSTDIR           an existing directory; the copy goes to DSTDIR/data
+ *                    (which must not exist), its top made 0700 (a single
+ *                    file: mode & 0700). Not touched with --check.
+ *   --threads N      walk and copy with N threads (1-256, default 16).
+ *   --verify V       stat (default): an entry is unchanged when its type,
+ *                    size, mtime and mode are; checksum: its content hash
+ *                    (xxh3-128, computed during the walk) too.
+ *   --previous DIR   an earlier complete copy (its data); files unchanged
+ *                    against --manifest-in are hard-linked from DIR.
+ *   --manifest-in FD the previous copy's manifest, read to EOF from the
+ *                    inherited FD (3 or more). Needs --previous or --check.
+ *   --manifest-out FD write the new copy's manifest to FD after the copy.
+ *   --check          only compare SRC with --manifest-in; create nothing.
+ *   --public         a public entry (run as PublicUser): fail, before
+ *                    creating anything, unless every directory above SRC
+ *                    is a+x and every entry of SRC is readable by everyone
+ *                    (common/fs/publictree.h); the copy's top keeps its mode
+ *                    minus write bits instead of being made private.
+ *
+ * stdout, one JSON object per line, numbers exact (integers):
+ *   {"total_bytes":N,"total_files":N,"copy_bytes":N,"copy_files":N,
+ *    "unchanged":BOOL}                               after the walk
+ *       files = regular files (each path); bytes = their sizes, a
+ *       hard-linked inode once; copy_* = what must be copied, i.e. not
+ *       unchanged against the manifest (all without one) and not a second
+ *       name of a hard-linked inode; unchanged = a manifest was given and
+ *       SRC matches it exactly (no entry added, removed or changed).
+ *   then, with IOSTAGE_STAGE_GATE in the environment (not with --check):
+ *       wait for "go\n" on stdin; EOF or anything else: stop, create
+ *       nothing, end with {"ok":false,"error":"cancelled before copying"}.
+ *   {"note":"SRC/x: fifo skipped"}                   special files, before
+ *                                                    copying
+ *   {"bytes":N,"files":N}                            progress, ~4 a second:
+ *                                                    placed so far
+ *   {"ok":true,"bytes":N,"files":N,"linked":N}       last line: bytes and
+ *       files placed in the copy (copied or linked: equal to the totals),
+ *       linked = files hard-linked from --previous; with --check all 0.
+ *   {"ok":false,"error":"cannot read /pfs/ds/a.bin: Permission denied"}
+ *       or the last line on failure; DSTDIR/data is then removed.
+ * Exit status 0 on success, 1 on failure, 2 on bad usage (message on
+ * stderr).
+ *
+ * The old form `--stage-worker SRC DSTDIR NAME` (three positional
+ * arguments, no option) is kept until stage.c moves over: it copies to
+ * DSTDIR/.NAME.partial (DSTDIR made 0700 if missing) and renames that to
+ * DSTDIR/NAME when complete, with the same output lines.
+ */
+#ifndef IOSTAGE_DAEMON_WORKER_H
+#define IOSTAGE_DAEMON_WORKER_H
+
+/* ARGV[0] is "--stage-worker", then the options and arguments above.
+ * Returns the exit status. */
+int worker_main(int argc, char **argv);
+
+#endif /* IOSTAGE_DAEMON_WORKER_H */
