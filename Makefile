@@ -281,7 +281,7 @@ bench:
 
 # Time to start with and without placement and pre-staging (issue 13 item
 # 5): the test cluster booted twice, the same DLIO-shaped job stream on
-# each (bench/sched-replay.sh, knobs there); as root, about 10 minutes;
+# each (bench/sched-replay.sh, knobs there); as root, about 13 minutes;
 # results in bench/results/sched-LATEST.{json,txt}.
 .PHONY: bench-sched
 bench-sched: all

@@ -43,7 +43,7 @@ node_copied() {
 }
 
 test_sched_replay() {
-	local kind ds secs profile n=0 jid jobs=() t_sub t_done i left rec start submitted task node
+	local kind ds secs profile n=0 jid jobs=() t_sub t_done i left rec start submitted task node t_job
 	local rows="$TEST_WORKDIR/rows.jsonl" ctl_before ctl_after
 	local -A copied0
 	[ -s "$SCHED_STREAM" ] || fail "no stream: $SCHED_STREAM"
@@ -71,12 +71,13 @@ JOB
 		# killed, a sleep(1) more (Slurm 22.05, src/common/env.c).
 		profile=dl-train
 		[ "$kind" = infer ] && profile=inference
+		t_job=$(date +%s.%N)
 		submit "$TEST_USER" -c 2 -t 1 -J "$kind-$(basename "$ds")" \
 			--io-profile="$profile,data=$ds:$SCHED_TIER" \
 			-o "$TEST_WORKDIR/out.%j" "$TEST_WORKDIR/job.sh" "$secs" >/dev/null ||
 			fail "submit $n: $SUBMIT_OUT"
 		jobs+=("$SUBMIT_JOBID")
-		echo "$SUBMIT_JOBID $kind $ds" >>"$TEST_WORKDIR/submitted"
+		echo "$SUBMIT_JOBID $kind $ds $t_job" >>"$TEST_WORKDIR/submitted"
 		n=$((n + 1))
 		sleep "$SCHED_INTERVAL"
 	done <"$SCHED_STREAM"
@@ -103,15 +104,18 @@ JOB
 		[ "$(jq -r .ok <<<"$rec")" = true ] || fail "no record of job $jid: $rec"
 		jq -c --arg node "$node" --argjson start "$start" --argjson task "${task:-null}" \
 			--argjson submitted "$submitted" \
-			--arg kind "$(awk -v j="$jid" '$1 == j { print $2 }' "$TEST_WORKDIR/submitted")" '
+			--arg kind "$(awk -v j="$jid" '$1 == j { print $2 }' "$TEST_WORKDIR/submitted")" \
+			--arg dataset "$(awk -v j="$jid" '$1 == j { n = split($3, p, "/"); print p[n] }' "$TEST_WORKDIR/submitted")" \
+			--argjson sbatch_at "$(awk -v j="$jid" '$1 == j { print $4 }' "$TEST_WORKDIR/submitted")" '
 			.record as $r
 			| ($r.phases | map(select(.name == "stage_in"))[0]) as $si
 			| ($r.phases | map(select(.name == "run"))[0]) as $run
-			| { job: $r.job, kind: $kind, node: $node,
+			| { job: $r.job, kind: $kind, dataset: $dataset, node: $node,
 			    prolog_wait_s: ($run.start - $si.start),
 			    stage_in_s: $si.seconds,
 			    slurm_start_to_task_s: (if $task then $task - $start else null end),
 			    queue_wait_s: ($start - $submitted),
+			    submit_to_task_s: (if $task then $task - $sbatch_at else null end),
 			    after_staging_s: ($run.start - $si.start - $si.seconds),
 			    registered_after_task_s: (if $task then $run.start - $task else null end),
 			    copied_bytes: ([$r.datasets[].copied_bytes] | add),
