@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "common/sched/cachekey.h"
+#include "common/base/deadline.h"
 #include "common/base/errmsg.h"
 #include "common/base/log.h"
 #include "common/net/proto.h"
@@ -607,13 +608,7 @@ void placement_wait_change(unsigned timeout_ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	deadline_after_ms(CLOCK_REALTIME, timeout_ms, &ts);
 	pthread_mutex_lock(&mu);
 	while (!change_pending)
 		if (pthread_cond_timedwait(&changed, &mu, &ts))

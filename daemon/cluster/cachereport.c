@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "common/net/ctlclient.h"
+#include "common/base/deadline.h"
 #include "common/base/log.h"
 #include "daemon/staging/cache.h"
 #include "daemon/cluster/cachereport.h"
@@ -124,13 +125,7 @@ static bool nap(unsigned ms)
 	struct timespec ts;
 	bool s;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	deadline_after_ms(CLOCK_REALTIME, ms, &ts);
 	pthread_mutex_lock(&mu);
 	while (!stopping && !asked)
 		if (pthread_cond_timedwait(&cond, &mu, &ts))

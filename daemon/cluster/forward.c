@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "common/net/ctlclient.h"
+#include "common/base/deadline.h"
 #include "common/base/log.h"
 #include "common/telemetry/outbox.h"
 #include "daemon/cluster/forward.h"
@@ -332,22 +333,15 @@ static void *forward_main(void *arg)
 			backoff = backoff ? backoff * 2 : FORWARD_BACKOFF_MIN_MS;
 		if (backoff > fconf->outbox_retry_max * 1000u)
 			backoff = fconf->outbox_retry_max * 1000u;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		if (backoff) {
-			unsigned ms = jitter(backoff);
-
-			until.tv_sec += ms / 1000;
-			until.tv_nsec += (long)(ms % 1000) * 1000000L;
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
-		} else {
+		if (backoff)
+			deadline_after_ms(CLOCK_MONOTONIC, jitter(backoff),
+					  &until);
+		else
 			/* Nothing waits: sleep until a put; look again now
 			 * and then for entries put by hand (an admin moving
 			 * one back from bad/). */
-			until.tv_sec += FORWARD_IDLE_LOOK_S;
-		}
+			deadline_after_ms(CLOCK_MONOTONIC,
+					  FORWARD_IDLE_LOOK_S * 1000UL, &until);
 		pthread_mutex_lock(&lock);
 		while (!stopping && !woken)
 			if (pthread_cond_timedwait(&cond, &lock, &until) ==

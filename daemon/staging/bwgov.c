@@ -20,6 +20,7 @@
 #include <cJSON.h>
 
 #include "common/net/ctlclient.h"
+#include "common/base/deadline.h"
 #include "common/base/log.h"
 #include "common/net/proto.h"
 #include "common/fs/ratelimit.h"
@@ -132,17 +133,6 @@ out:
 	return rc;
 }
 
-static void deadline_in(struct timespec *ts, long ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 static void *gov_main(void *arg)
 {
 	char err[CONF_ERR_MAX], b1[32], b2[32];
@@ -192,7 +182,7 @@ static void *gov_main(void *arg)
 		}
 		node_share = grant;
 		distribute();
-		deadline_in(&until, renew_ms);
+		deadline_after_ms(CLOCK_MONOTONIC, renew_ms, &until);
 		/* Woken early by the first copy or the last one's end. */
 		pthread_cond_timedwait(&gov_cond, &gov_lock, &until);
 	}

@@ -56,6 +56,7 @@
 #include <cJSON.h>
 
 #include "common/config/joblayout.h"
+#include "common/base/deadline.h"
 #include "common/base/log.h"
 #include "common/net/proto.h"
 #include "common/base/units.h"
@@ -194,12 +195,7 @@ static int slot_take(struct run *run, const char *dsname)
 				 run->timeout_s, dsname);
 			return -1;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += STAGE_SLOT_POLL_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		deadline_after_ms(CLOCK_MONOTONIC, STAGE_SLOT_POLL_MS, &until);
 		pthread_mutex_lock(&slots_lock);
 		if (slots_busy >= stage_conf->stage_parallelism)
 			pthread_cond_timedwait(&slots_cond, &slots_lock, &until);

@@ -1,0 +1,14 @@
+/* deadline.h - an absolute time some milliseconds from now, for
+ * pthread_cond_timedwait: on CLOCK_REALTIME for a condition variable made
+ * with default attributes, on CLOCK_MONOTONIC for one made with
+ * pthread_condattr_setclock(CLOCK_MONOTONIC). */
+#ifndef IOSTAGE_DEADLINE_H
+#define IOSTAGE_DEADLINE_H
+
+#include <time.h>
+
+/* Now on CLOCK plus MS milliseconds into *ret (tv_nsec kept below 1e9). */
+void deadline_after_ms(clockid_t clock, unsigned long ms,
+		       struct timespec *ret);
+
+#endif /* IOSTAGE_DEADLINE_H */
