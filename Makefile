@@ -46,6 +46,12 @@ ifneq ($(SANITIZE),1)
 CTLD_MALLOC := -ljemalloc
 endif
 
+# WERROR=1: a warning fails the build (make check-slurm builds every
+# release this way).
+ifeq ($(WERROR),1)
+CFLAGS  += -Werror
+endif
+
 ifeq ($(SANITIZE),1)
 # float-cast-overflow: a double out of an integer's range converted to it
 # (undefined); gcc's "undefined" leaves it out, clang's has it. UBSAN is
@@ -87,7 +93,7 @@ PROGS   := $(PLUGIN) $(DAEMON) $(PROLOG) $(EPILOG) $(CLI) $(CTLD)
 UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all check unit integration cluster demo install clean deps format bench \
+.PHONY: all check unit unit-bins integration cluster demo install clean deps format bench \
         bench-history
 all: $(PROGS)
 
@@ -158,11 +164,13 @@ $(BUILD)/tests/check_mauth $(BUILD)/tests/check_peernet \
 # The /metrics server (libmicrohttpd), tested on a real socket.
 $(BUILD)/tests/check_httpmetrics: LDLIBS += $(HTTP_LIBS)
 
-# The Prolog's node list (libslurm's hostlist).
+# The Prolog's node list and the libslurm calls that differ between
+# releases (common/slurm/slurmcompat.c), on the libslurm installed.
 $(BUILD)/tests/check_nodelist: tests/unit/check_nodelist.c $(BUILD)/prolog/nodelist.o $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) -lslurm $(shell pkg-config --libs check)
+$(BUILD)/tests/check_slurmcompat: LDLIBS += -lslurm
 
 # The history's unit tests link the ctld modules they test; the service's
 # (check_ctld) links all of ctld/ but its main().
@@ -206,6 +214,8 @@ $(BUILD)/tests/check_export $(BUILD)/tests/check_cliclient: $(BUILD)/tests/check
 deps:
 	@scripts/install-deps.sh
 
+unit-bins: $(UNIT_BIN)
+
 unit: $(UNIT_BIN)
 	@tests/unit/run.sh $(UNIT_BIN)
 
@@ -231,6 +241,27 @@ check:
 	@$(MAKE) --no-print-directory $(CHECK_J) fuzz-check FUZZ_JOBS=$(CHECK_JOBS)
 	@$(MAKE) --no-print-directory integration
 	@$(MAKE) --no-print-directory cluster
+	@$(MAKE) --no-print-directory check-slurm SLURM=$(SLURM_NEWEST) \
+	    SUITES="unit integration"
+
+# Slurm releases other than the host's (docs/ADMIN.md, "Slurm releases"):
+# `make check-slurm SLURM=24.11` builds the tree with WERROR=1 inside a
+# Debian root of that release (made once by mmdebstrap, kept in
+# /var/cache/iostage/roots) and runs the unit, one-node and 3-node
+# suites there against its own slurmctld and slurmd; SUITES= picks some.
+# `make check-releases` does that for every release. `make check` runs
+# the newest release's unit and one-node suites after the host's.
+SLURM_NEWEST   := 26.05
+SLURM_RELEASES := 22.05 24.11 26.05
+SUITES         ?= unit integration cluster
+.PHONY: check-slurm check-releases
+check-slurm:
+	@test -n "$(SLURM)" || { echo "make check-slurm: say which release: SLURM=24.11 (known: $(SLURM_RELEASES))" >&2; exit 2; }
+	@CHECK_JOBS=$(CHECK_JOBS) tests/releases/run.sh $(SLURM) $(SUITES)
+
+check-releases:
+	@rc=0; for r in $(SLURM_RELEASES); do \
+	    CHECK_JOBS=$(CHECK_JOBS) tests/releases/run.sh $$r $(SUITES) || rc=1; done; exit $$rc
 
 # Load on one node (issue 15 item 4; docs/RELIABILITY.md): the full sizes
 # of tests/integration/test_load.sh (64 Prologs at once, 1,000 jobs,

@@ -3,29 +3,24 @@
 #include <string.h>
 
 #include <slurm/slurm.h>
-#include <slurm/slurm_errno.h>
 
+#include "common/slurm/slurmcompat.h"
 #include "prolog/jobctl.h"
 
 int jobctl_set_comment(uint32_t jobid, const char *text, char *err,
 		       size_t errlen)
 {
-	job_desc_msg_t desc;
+	struct slurmcompat_job_update u = {0};
 	char comment[1024];
 	int rc;
 
 	snprintf(comment, sizeof(comment), "%s", text);
+	u.comment = comment;
 	slurm_init(NULL);
-	slurm_init_job_desc_msg(&desc);
-	desc.job_id = jobid;
-	desc.comment = comment;
-	rc = slurm_update_job(&desc);
-	if (rc != SLURM_SUCCESS) {
+	rc = slurmcompat_update_job(jobid, &u);
+	if (rc != SLURM_SUCCESS)
 		snprintf(err, errlen, "cannot set the comment of job %u: %s",
-			 jobid, slurm_strerror(slurm_get_errno()));
-		slurm_fini();
-		return -1;
-	}
+			 jobid, slurmcompat_last_error());
 	slurm_fini();
-	return 0;
+	return rc == SLURM_SUCCESS ? 0 : -1;
 }

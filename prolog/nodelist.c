@@ -1,40 +1,64 @@
 /* nodelist.c - SLURM_JOB_NODELIST expanded (libslurm's hostlist). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <slurm/slurm.h>
 
 #include "common/config/conf.h"
+#include "common/slurm/slurmcompat.h"
 #include "prolog/nodelist.h"
+
+struct expand {
+	cJSON *arr;
+	int n;
+	const char *why; /* set when a host was refused */
+};
+
+static int add_host(const char *h, void *arg)
+{
+	struct expand *e = arg;
+	cJSON *s;
+
+	if (++e->n > NODELIST_MAX) {
+		e->why = "more than 4096 nodes";
+		return 1;
+	}
+	if (!conf_is_node_name(h)) {
+		e->why = "not a node name";
+		return 1;
+	}
+	s = cJSON_CreateString(h);
+	if (!s) {
+		e->why = "out of memory";
+		return 1;
+	}
+	cJSON_AddItemToArray(e->arr, s);
+	return 0;
+}
 
 cJSON *nodelist_expand(const char *hostlist, char *err, size_t errlen)
 {
-	hostlist_t hl = slurm_hostlist_create(hostlist);
-	cJSON *arr = cJSON_CreateArray();
-	char *h;
-	int n = 0;
+	struct expand e = {cJSON_CreateArray(), 0, NULL};
+	int rc;
 
-	if (!hl || !arr) {
+	if (!e.arr) {
+		snprintf(err, errlen, "SLURM_JOB_NODELIST: out of memory");
+		return NULL;
+	}
+	rc = slurmcompat_hostlist_each(hostlist, add_host, &e);
+	if (rc < 0) {
 		snprintf(err, errlen, "SLURM_JOB_NODELIST '%.64s': %s",
-			 hostlist, hl ? "out of memory" : "malformed");
+			 hostlist ? hostlist : "",
+			 errno == ENOMEM ? "out of memory" : "malformed");
 		goto fail;
 	}
-	while ((h = slurm_hostlist_shift(hl))) {
-		if (++n > NODELIST_MAX || !conf_is_node_name(h)) {
-			snprintf(err, errlen, "SLURM_JOB_NODELIST: %s",
-				 n > NODELIST_MAX ? "more than 4096 nodes"
-						  : "not a node name");
-			free(h);
-			goto fail;
-		}
-		cJSON_AddItemToArray(arr, cJSON_CreateString(h));
-		free(h);
+	if (rc > 0) {
+		snprintf(err, errlen, "SLURM_JOB_NODELIST: %s", e.why);
+		goto fail;
 	}
-	slurm_hostlist_destroy(hl);
-	return arr;
+	return e.arr;
 fail:
-	if (hl)
-		slurm_hostlist_destroy(hl);
-	cJSON_Delete(arr);
+	cJSON_Delete(e.arr);
 	return NULL;
 }

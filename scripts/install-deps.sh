@@ -15,7 +15,7 @@ PKGS=(
   rsync procps passwd util-linux coreutils hostname iproute2 socat
   libmicrohttpd-dev prometheus chromium imagemagick tesseract-ocr
   tesseract-ocr-eng fonts-dejavu-core jq curl
-  clang libclang-rt-14-dev
+  clang libclang-rt-dev
   e2fsprogs sshfs openssh-sftp-server
 )
 # Extra packages may be appended by callers: IOSTAGE_EXTRA_PKGS="a b".

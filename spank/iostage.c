@@ -8,6 +8,7 @@
  */
 #include <slurm/spank.h>
 
+#include "common/slurm/slurmcompat.h"
 #include "spank/options.h"
 #include "spank/submit.h"
 #include "spank/task.h"
@@ -15,6 +16,18 @@
 #include "spank/trace.h"
 
 SPANK_PLUGIN(iostage, 1);
+
+#ifdef SLURMCOMPAT_SPANK_FAILURE_MODE
+/* Slurm 25.05+ asks what a failing slurm_spank_init means. Ours fails
+ * only when plugstack.conf gives the plugin arguments it does not know
+ * or Slurm refuses to register --io-profile: the node's configuration,
+ * the same for every job there. Failing each job instead would make the
+ * node a black hole that eats the queue; draining it shows the admin.
+ * Said here, not left to the default, because it is a decision.
+ * Everything about one job (a bad profile, staging that failed) is
+ * handled later, per job, and never fails init (docs/ADMIN.md). */
+int slurm_spank_init_failure_mode = ESPANK_NODE_FAILURE;
+#endif
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include <slurm/slurm.h>
-#include <slurm/slurm_errno.h>
 
 #include <pwd.h>
 
@@ -25,6 +24,7 @@
 #include "common/base/log.h"
 #include "common/net/peernet.h"
 #include "common/net/proto.h"
+#include "common/slurm/slurmcompat.h"
 #include "ctld/sched/hold.h"
 #include "ctld/sched/pending.h"
 #include "ctld/sched/placement.h"
@@ -94,7 +94,7 @@ static void check_sched_params(void)
 
 	if (slurm_load_ctl_conf((time_t)0, &c) != SLURM_SUCCESS || !c) {
 		log_warningx("placement: cannot read slurmctld's configuration: "
-			     "%s", slurm_strerror(slurm_get_errno()));
+			     "%s", slurmcompat_last_error());
 		return;
 	}
 	safe = c->sched_params &&
@@ -218,7 +218,7 @@ static void publish_node(const node_info_t *ni, time_t now)
 		placement_count_publish(false);
 		log_warningx("placement: cannot set the features of node %s: "
 			     "%s",
-			     ni->name, slurm_strerror(slurm_get_errno()));
+			     ni->name, slurmcompat_last_error());
 	}
 out:
 	free(new_avail);
@@ -232,7 +232,7 @@ static void publish_all(time_t now)
 	if (slurm_load_node((time_t)0, &nodes, SHOW_ALL) != SLURM_SUCCESS ||
 	    !nodes) {
 		log_warningx("placement: cannot read Slurm's nodes: %s",
-			     slurm_strerror(slurm_get_errno()));
+			     slurmcompat_last_error());
 		return;
 	}
 	for (uint32_t i = 0; i < nodes->record_count && !stopping; i++)
@@ -248,33 +248,38 @@ static bool counted_add(uint32_t id)
 	return set_add(counted, &ncounted, id);
 }
 
+struct joined {
+	char *out;
+	size_t len;
+};
+
+static int join_host(const char *h, void *arg)
+{
+	struct joined *j = arg;
+	size_t l = strlen(h);
+	char *o = realloc(j->out, j->len + l + 2);
+
+	if (!o)
+		return 1;
+	j->out = o;
+	if (j->len)
+		j->out[j->len++] = ',';
+	memcpy(j->out + j->len, h, l + 1);
+	j->len += l;
+	return 0;
+}
+
 /* "n[1-3],n5" -> "n1,n2,n3,n5" (new string, caller frees), NULL on
  * error. */
 static char *expand_nodes(const char *list)
 {
-	hostlist_t hl = slurm_hostlist_create(list);
-	char *h, *out = NULL;
-	size_t len = 0;
+	struct joined j = {NULL, 0};
 
-	if (!hl)
+	if (slurmcompat_hostlist_each(list, join_host, &j) != 0) {
+		free(j.out);
 		return NULL;
-	while ((h = slurm_hostlist_shift(hl))) {
-		size_t l = strlen(h);
-		char *o = realloc(out, len + l + 2);
-
-		if (!o) {
-			free(h);
-			break;
-		}
-		out = o;
-		if (len)
-			out[len++] = ',';
-		memcpy(out + len, h, l + 1);
-		len += l;
-		free(h);
 	}
-	slurm_hostlist_destroy(hl);
-	return out;
+	return j.out;
 }
 
 static const char *munge_socket(void)
@@ -460,7 +465,7 @@ static bool shown_feature(const struct pending_job *j, const char *node,
 static void prefer_prestaged(struct pending_job *j, const char *current)
 {
 	char want[256] = "", f[DSFEATURE_LEN + 1];
-	job_desc_msg_t m;
+	struct slurmcompat_job_update u = {0};
 
 	if (j->prefer_set || !prefer_ours(current) ||
 	    !slurmsched_placement_on())
@@ -481,16 +486,14 @@ static void prefer_prestaged(struct pending_job *j, const char *current)
 	}
 	if (!want[0] || (current && !strcmp(current, want)))
 		return;
-	slurm_init_job_desc_msg(&m);
-	m.job_id = j->job;
-	m.prefer = want;
-	if (slurm_update_job(&m) == SLURM_SUCCESS) {
+	u.prefer = want;
+	if (slurmcompat_update_job(j->job, &u) == SLURM_SUCCESS) {
 		j->prefer_set = true;
 		snprintf(j->prefer, sizeof(j->prefer), "%s", want);
 		log_info("prestage: job %u now prefers %s", j->job, want);
 	} else {
 		log_warningx("prestage: job %u: cannot set --prefer=%s: %s",
-			     j->job, want, slurm_strerror(slurm_get_errno()));
+			     j->job, want, slurmcompat_last_error());
 		j->prefer_set = true; /* do not insist */
 	}
 }
@@ -721,24 +724,6 @@ static void count_placement(const slurm_job_info_t *j)
 	placement_count_outcome(used);
 }
 
-/* libslurm's allocator: what it allocates, only it frees. */
-extern void slurm_xfree(void **item);
-
-/* slurm_free_job_info_msg() of libslurm 22.05 (checked on 22.05.8) frees
- * every string of a job but `prefer`, new in 22.05: a service that loads
- * the queue every SLURMSCHED_INTERVAL_S would lose a string per job with
- * --prefer each time (LeakSanitizer found it in the cluster suite). Free
- * those first; xfree leaves NULL, so a libslurm that frees them too is
- * not harmed. */
-static void free_jobs(job_info_msg_t *m)
-{
-	if (!m)
-		return;
-	for (uint32_t i = 0; i < m->record_count; i++)
-		slurm_xfree((void **)&m->job_array[i].prefer);
-	slurm_free_job_info_msg(m);
-}
-
 /* The bounded hold (ctld/sched/hold.h): a pending job that prefers our
  * features is constrained to them for at most PlacementHold= seconds
  * from its submission, then given back its empty constraint. Only
@@ -754,18 +739,16 @@ static void hold_job(const slurm_job_info_t *j, time_t now)
 	enum hold_action a =
 	    hold_decide(j->job_id, j->prefer, j->features, eligible,
 			j->submit_time, hold_s, now);
-	job_desc_msg_t m;
+	struct slurmcompat_job_update u = {0};
 
 	if (a == HOLD_NONE)
 		return;
-	slurm_init_job_desc_msg(&m);
-	m.job_id = j->job_id;
-	m.features = a == HOLD_SET ? j->prefer : "";
-	if (slurm_update_job(&m) != SLURM_SUCCESS) {
+	u.features = a == HOLD_SET ? j->prefer : "";
+	if (slurmcompat_update_job(j->job_id, &u) != SLURM_SUCCESS) {
 		log_warningx("placement: job %u: cannot %s: %s", j->job_id,
 			     a == HOLD_SET ? "hold it for its data's nodes"
 					   : "release its hold",
-			     slurm_strerror(slurm_get_errno()));
+			     slurmcompat_last_error());
 		hold_applied(j->job_id, HOLD_RELEASE, now);
 		return;
 	}
@@ -804,7 +787,7 @@ static void watch_jobs(void)
 	}
 	hold_expire(time(NULL));
 	prestage_jobs(jobs, time(NULL));
-	free_jobs(jobs);
+	slurmcompat_free_jobs(jobs);
 }
 
 static void *run(void *arg)
@@ -833,12 +816,12 @@ static int job_owner(uint32_t job, uid_t *ret_uid)
 	job_info_msg_t *m = NULL;
 	int rc = -1;
 
-	if (slurm_load_job(&m, job, SHOW_ALL) == SLURM_SUCCESS && m &&
+	if (slurmcompat_load_job(job, &m) == SLURM_SUCCESS && m &&
 	    m->record_count >= 1) {
 		*ret_uid = m->job_array[0].user_id;
 		rc = 0;
 	}
-	free_jobs(m);
+	slurmcompat_free_jobs(m);
 	return rc;
 }
 

@@ -127,6 +127,7 @@ ns_pids() {
 
 # pid_running PID: a live process, not a zombie
 . "$CL_SCRIPT_DIR/../integration/pidstate.sh"
+. "$CL_SCRIPT_DIR/../releases/slurmconf.sh"
 
 # kill_and_wait PIDS...: SIGTERM, SIGKILL what is left after 5 s
 kill_and_wait() {
@@ -387,6 +388,7 @@ EOF
     printf '%s\n' "$CLUSTER_EXTRA_CONF" >>"$dir/slurm.conf"
   fi
   chmod 0644 "$dir/slurm.conf"
+  write_release_conf "$dir"
 
   local root="$dir/iostage/root" conf="$dir/iostage/iostage.conf"
   install -m 0644 "$root/usr/share/doc/iostage/slurm-conf/job_submit.lua" "$dir/job_submit.lua"

@@ -37,6 +37,7 @@ log() { [ -n "${CLUSTER_QUIET:-}" ] || echo "cluster.sh: $*" >&2; }
 
 # pid_running PID: a live process, not a zombie
 . "$(dirname "${BASH_SOURCE[0]}")/pidstate.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../releases/slurmconf.sh"
 
 # pid from a pid file, only if that process is alive and its comm matches $2
 pidfile_pid() {
@@ -230,6 +231,7 @@ EOF
     printf '%s\n' "$CLUSTER_EXTRA_CONF" >>"$dir/slurm.conf"
   fi
   chmod 0644 "$dir/slurm.conf"
+  write_release_conf "$dir"
 
   printf '%s' "${CLUSTER_PLUGSTACK:-}" >"$dir/plugstack.conf"
   [ -z "${CLUSTER_PLUGSTACK:-}" ] || printf '\n' >>"$dir/plugstack.conf"

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# root.sh - a Debian root file system per Slurm release, made with
+# mmdebstrap from that release's own packages, kept between runs.
+#
+#   tests/releases/root.sh path  RELEASE        the root's directory
+#   tests/releases/root.sh ensure RELEASE       make it when missing or stale
+#   tests/releases/root.sh enter RELEASE CMD... run CMD inside it, as root
+#   tests/releases/root.sh releases             the releases it knows
+#
+# RELEASE is a Slurm major.minor: 22.05 (Debian 12 bookworm), 24.11
+# (Debian 13 trixie), 26.05 (Debian testing). The roots live under
+# IOSTAGE_ROOTS (default /var/cache/iostage/roots), one directory per
+# suite. A root is made by mmdebstrap (the host's apt mirror) and then
+# completed by the tree's own scripts/install-deps.sh run inside it, so
+# a root holds exactly what `make check` installs on a host of that
+# release; a stamp (the sha256 of install-deps.sh) makes a root whose
+# package list changed be made again. It is built under SUITE.tmp and
+# renamed when complete: a half-made root is never used.
+#
+# `enter` runs CMD in a private mount namespace (unshare -m): /proc,
+# /dev, /sys and a tmpfs /run are mounted there and vanish with CMD,
+# whatever way it ends, so a failing test leaves no mount behind.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+REPO=$(cd "$HERE/../.." && pwd -P)
+ROOTS=${IOSTAGE_ROOTS:-/var/cache/iostage/roots}
+MIRROR=${IOSTAGE_MIRROR:-http://deb.debian.org/debian}
+
+die() { echo "root.sh: $*" >&2; exit 2; }
+
+# RELEASE -> Debian suite; the one table of which Debian ships which Slurm.
+suite_of() {
+  case "$1" in
+    22.05) echo bookworm ;;
+    24.11) echo trixie ;;
+    26.05) echo testing ;;
+    *) die "unknown Slurm release '$1' (known: 22.05, 24.11, 26.05)" ;;
+  esac
+}
+
+stamp_of() { sha256sum "$REPO/scripts/install-deps.sh" | cut -d' ' -f1; }
+
+root_path() { echo "$ROOTS/$(suite_of "$1")"; }
+
+# The mounts a root needs to build and run Slurm, in the current (private)
+# mount namespace.
+mount_root() {
+  local dir=$1
+  mount -t proc proc "$dir/proc"
+  mount --rbind /dev "$dir/dev"
+  mount --rbind /sys "$dir/sys"
+  mount -t tmpfs -o mode=0755 tmpfs "$dir/run"
+  # names: the host's /etc/hosts (slurm.conf names the host's short
+  # name) and resolver, for apt inside
+  cp /etc/hosts "$dir/etc/hosts"
+  cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
+}
+
+# Runs CMD inside DIR, in a mount namespace of its own.
+enter_dir() {
+  local dir=$1
+  shift
+  [ "$(id -u)" -eq 0 ] || die "must run as root (chroot, mounts)"
+  unshare --mount --propagation private -- bash -c '
+    set -e
+    '"$(declare -f mount_root)"'
+    mount_root "$1"
+    d=$1; shift
+    exec chroot "$d" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" \
+      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      LANG=C.UTF-8 CI="${CI:-}" "$@"' bash "$dir" "$@"
+}
+
+make_root() {
+  local rel=$1 suite dir tmp t0 opts=()
+  suite=$(suite_of "$rel")
+  dir=$(root_path "$rel")
+  tmp=$dir.tmp
+  [ "$(id -u)" -eq 0 ] || die "must run as root to make $dir"
+  command -v mmdebstrap >/dev/null || {
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap \
+      </dev/null >/dev/null || die "cannot install mmdebstrap"
+  }
+  mkdir -p "$ROOTS"
+  rm -rf "$tmp"
+  # testing's Release file on the mirror may be past its Valid-Until
+  [ "$suite" = testing ] &&
+    opts+=(--aptopt='Acquire::Check-Valid-Until "false"')
+  echo "root.sh: making the Slurm $rel root ($suite) in $dir" >&2
+  t0=$(date +%s)
+  mmdebstrap --quiet --variant=apt "${opts[@]}" \
+    --include=ca-certificates,make,git,rsync "$suite" "$tmp" "$MIRROR" \
+    || die "mmdebstrap $suite failed"
+  mkdir -p "$tmp/src"
+  cp "$REPO/scripts/install-deps.sh" "$tmp/src/install-deps.sh"
+  enter_dir "$tmp" bash /src/install-deps.sh ||
+    die "install-deps.sh failed inside the $suite root ($tmp kept)"
+  enter_dir "$tmp" apt-get clean
+  stamp_of >"$tmp/.iostage-root"
+  rm -rf "$dir"
+  mv "$tmp" "$dir"
+  echo "root.sh: Slurm $rel root ready in $(($(date +%s) - t0)) s" >&2
+}
+
+ensure() {
+  local rel=$1 dir
+  dir=$(root_path "$rel")
+  if [ -f "$dir/.iostage-root" ] &&
+     [ "$(cat "$dir/.iostage-root")" = "$(stamp_of)" ]; then
+    return 0
+  fi
+  make_root "$rel"
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+  path) [ $# -eq 1 ] || die "usage: root.sh path RELEASE"; root_path "$1" ;;
+  ensure) [ $# -eq 1 ] || die "usage: root.sh ensure RELEASE"; ensure "$1" ;;
+  enter)
+    [ $# -ge 2 ] || die "usage: root.sh enter RELEASE CMD..."
+    rel=$1; shift
+    ensure "$rel"
+    enter_dir "$(root_path "$rel")" "$@" ;;
+  releases) echo "22.05 24.11 26.05" ;;
+  *) die "usage: root.sh path|ensure|enter|releases ..." ;;
+esac

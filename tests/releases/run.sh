@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# run.sh - iostage built and tested against one Slurm release, inside that
+# release's Debian root (tests/releases/root.sh): `make check-slurm
+# SLURM=24.11`.
+#
+#   tests/releases/run.sh RELEASE [SUITE...]
+#
+# SUITE: build (always first), unit, integration (the one-node suite),
+# cluster (the 3-node suite); default: all of them. The tree (without
+# build/ and .git) is copied to ROOT/src/iostage and built there with
+# WERROR=1: a warning on any release fails the run. The root's build/
+# is kept between runs, so a second run rebuilds only what changed.
+#
+# The suites boot their Slurm clusters inside the root, against that
+# release's slurmctld, slurmd and MUNGE. They use fixed ports, so runs
+# on one machine take turns (flock on /tmp/iostage-suite.lock, the lock
+# every suite runner on the host takes too).
+#
+# The last lines are one per suite: "RELEASE SUITE: N passed, M failed"
+# (or "failed to build"); the exit status is 0 only if every suite passed.
+# The whole output is kept in RESULTS_DIR (default build/releases/).
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+REPO=$(cd "$HERE/../.." && pwd -P)
+REL=${1:?usage: run.sh RELEASE [build|unit|integration|cluster ...]}
+shift
+SUITES=("$@")
+[ ${#SUITES[@]} -gt 0 ] || SUITES=(unit integration cluster)
+RESULTS_DIR=${RESULTS_DIR:-$REPO/build/releases}
+JOBS=${CHECK_JOBS:-$(nproc)}
+
+for s in "${SUITES[@]}"; do
+  case "$s" in build|unit|integration|cluster) ;;
+    *) echo "run.sh: unknown suite '$s' (build, unit, integration, cluster)" >&2
+       exit 2 ;;
+  esac
+done
+
+"$HERE/root.sh" ensure "$REL" || exit 2
+root=$("$HERE/root.sh" path "$REL")
+mkdir -p "$RESULTS_DIR"
+log=$RESULTS_DIR/slurm-$REL.log
+: >"$log"
+
+echo "run.sh: Slurm $REL: copying the tree into $root/src/iostage" >&2
+mkdir -p "$root/src/iostage"
+rsync -a --delete --exclude=/build --exclude=/.git --exclude='/wt-*' \
+  "$REPO/" "$root/src/iostage/" || exit 2
+
+# one suite inside the root; its summary line is the runner's last
+# "N passed, M failed"
+summaries=()
+status=0
+run_suite() {
+  local suite=$1 target=$2 out rc line
+  out=$(mktemp)
+  echo "run.sh: Slurm $REL: $suite" >&2
+  flock /tmp/iostage-suite.lock "$HERE/root.sh" enter "$REL" bash -c \
+    "cd /src/iostage && make --no-print-directory $target" 2>&1 |
+    tee -a "$log" >"$out"
+  rc=${PIPESTATUS[0]}
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n1)
+  [ -n "$line" ] || line="exit $rc, no summary (see $log)"
+  [ "$rc" -eq 0 ] || status=1
+  summaries+=("$REL $suite: $line")
+  rm -f "$out"
+}
+
+echo "run.sh: Slurm $REL: building (WERROR=1)" >&2
+if ! "$HERE/root.sh" enter "$REL" bash -c \
+  "cd /src/iostage && make --no-print-directory -j$JOBS WERROR=1 all unit-bins" \
+  >>"$log" 2>&1; then
+  tail -n 30 "$log" >&2
+  echo "$REL build: failed to build (see $log)"
+  exit 1
+fi
+summaries+=("$REL build: built with no warnings")
+
+for s in "${SUITES[@]}"; do
+  case "$s" in
+    build) ;;
+    unit) run_suite unit unit ;;
+    integration) run_suite integration integration ;;
+    cluster) run_suite cluster cluster ;;
+  esac
+done
+
+printf '%s\n' "${summaries[@]}" | tee -a "$log"
+exit $status
