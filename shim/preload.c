@@ -1110,8 +1110,11 @@ SHIM_EXPORT int fclose(FILE *fp)
 	struct shim_fd *e;
 	struct call c;
 	int fd, ret;
+	/* glibc 2.41 declares fp nonnull, so GCC would drop a plain test;
+	 * a program may still pass NULL, and then the real fclose decides */
+	FILE *volatile given = fp;
 
-	if (!fp)
+	if (!given)
 		return CALL_REAL(EOF, fclose, fp);
 	fd = stream_fd(fp);
 	e = shim_fd_get(fd);

@@ -82,6 +82,19 @@ int slurmcompat_load_job(uint32_t job, job_info_msg_t **ret)
 #endif
 }
 
+void slurmcompat_free_conf(slurm_conf_t *c)
+{
+	if (!c)
+		return;
+	/* renamed slurm_free_conf by 26.05 (checked on 26.05.5; 24.11.5 has
+	 * the old name; 25.05 and 25.11 not checked here) */
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
+	slurm_free_conf(c);
+#else
+	slurm_free_ctl_conf(c);
+#endif
+}
+
 /* libslurm's allocator: what it allocates, only it frees. */
 extern void slurm_xfree(void **item);
 

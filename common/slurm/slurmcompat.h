@@ -15,6 +15,7 @@
  *   24.05  hostlist_t is the struct, not a pointer to it
  *   24.05  slurm_get_errno() is gone: libslurm sets errno
  *   25.05  slurm_spank_init_failure_mode (SLURMCOMPAT_SPANK_FAILURE_MODE)
+ *   26.05  slurm_free_ctl_conf() is slurm_free_conf()
  *   26.05  job_desc_msg_t has no job_id (the update names the job by
  *          job_id_str, which every release reads); slurm_load_job and
  *          slurm_kill_job take a slurm_step_id_t
@@ -68,5 +69,8 @@ int slurmcompat_load_job(uint32_t job, job_info_msg_t **ret);
  * string in it (see slurmcompat.c for the one 22.05 forgets). NULL is a
  * no-op. */
 void slurmcompat_free_jobs(job_info_msg_t *m);
+
+/* Frees what slurm_load_ctl_conf returned. NULL is a no-op. */
+void slurmcompat_free_conf(slurm_conf_t *c);
 
 #endif /* IOSTAGE_SLURMCOMPAT_H */

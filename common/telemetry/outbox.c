@@ -293,7 +293,7 @@ int outbox_put(struct outbox *ob, const cJSON *entry, char *err,
 {
 	char name[OUTBOX_NAME_MAX], tmp[OUTBOX_NAME_MAX + 48], *text = NULL;
 	unsigned long seq;
-	uint32_t job;
+	uint32_t job = 0; /* outbox_entry_check vouches for it */
 	size_t len;
 	int fd = -1, e;
 

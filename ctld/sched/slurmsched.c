@@ -99,7 +99,7 @@ static void check_sched_params(void)
 	}
 	safe = c->sched_params &&
 	       strcasestr(c->sched_params, "ignore_prefer_validation");
-	slurm_free_ctl_conf(c);
+	slurmcompat_free_conf(c);
 	pthread_mutex_lock(&safe_mu);
 	prefer_safe = safe;
 	pthread_mutex_unlock(&safe_mu);
