@@ -47,6 +47,9 @@ root_path() { echo "$ROOTS/$(suite_of "$1")"; }
 # mount namespace.
 mount_root() {
   local dir=$1
+  # the root a mount of its own, as / is on a host: mount propagation
+  # (the tests' MS_PRIVATE on /) needs a mount point
+  mount --bind "$dir" "$dir"
   mount -t proc proc "$dir/proc"
   mount --rbind /dev "$dir/dev"
   mount --rbind /sys "$dir/sys"
