@@ -205,6 +205,30 @@ static void print_nodes(const cJSON *rec, FILE *out)
 	}
 }
 
+/* A process's step as sacct names it: the number, "batch", "extern" or
+ * "interactive" for Slurm's special ids, "-" when the record has none. */
+static void step_name(const cJSON *v, char *buf, size_t len)
+{
+	static const struct {
+		double id;
+		const char *name;
+	} special[] = {
+		{ 4294967290.0, "interactive" }, /* SLURM_INTERACTIVE_STEP */
+		{ 4294967291.0, "batch" },       /* SLURM_BATCH_SCRIPT */
+		{ 4294967292.0, "extern" },      /* SLURM_EXTERN_CONT */
+	};
+
+	snprintf(buf, len, "-");
+	if (!cJSON_IsNumber(v))
+		return;
+	for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); i++)
+		if (v->valuedouble == special[i].id) {
+			snprintf(buf, len, "%s", special[i].name);
+			return;
+		}
+	snprintf(buf, len, "%.0f", v->valuedouble);
+}
+
 void telemetry_print(const cJSON *rec, int width, FILE *out)
 {
 	const cJSON *ph, *p, *run = NULL;
@@ -234,20 +258,17 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 		/* FILE-*: the process's own shim counters (traced); RCHAR/
 		 * WCHAR: /proc, every read and write call. */
 		fprintf(out,
-			"\n%-8s %10s %6s %6s %-12s %-8s %10s %10s %10s %10s "
+			"\n%-8s %11s %6s %6s %-12s %-8s %10s %10s %10s %10s "
 			"%s\n",
 			"PID", "STEP", "RANK", "LOCAL", "NODE", "IDENTITY",
 			"FILE-READ", "FILE-WROTE", "RCHAR", "WCHAR", "TRACED");
 		cJSON_ArrayForEach(p, item(rec, "processes"))
 		{
 			char rd[32] = "-", wr[32] = "-", rc[32], wc[32];
-			char rank[16] = "-", local[16] = "-", step[16] = "batch";
+			char rank[16] = "-", local[16] = "-", step[16];
 			struct telrec_io io = { 0 };
 
-			/* Slurm's SLURM_BATCH_SCRIPT step id. */
-			if (json_number(p, "step") != 4294967291.0)
-				snprintf(step, sizeof(step), "%.0f",
-					 json_number(p, "step"));
+			step_name(item(p, "step"), step, sizeof(step));
 			if (cJSON_IsNumber(item(p, "rank")))
 				snprintf(rank, sizeof(rank), "%.0f",
 					 json_number(p, "rank"));
@@ -272,7 +293,7 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 					    wr, sizeof(wr));
 			}
 			fprintf(out,
-				"%-8.0f %10s %6s %6s %-12s %-8s %10s %10s %10s "
+				"%-8.0f %11s %6s %6s %-12s %-8s %10s %10s %10s "
 				"%10s %s\n",
 				json_number(p, "pid"), step, rank, local,
 				json_string(p, "node"),

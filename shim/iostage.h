@@ -30,7 +30,11 @@ extern "C" {
 /* Who this process is in the job. */
 struct iostage_identity {
 	uint32_t job;       /* Slurm job id */
-	uint32_t step;      /* step id (SLURM_STEP_ID), 0 if unknown */
+	uint32_t step;      /* Slurm step id: 0, 1, ... for srun's steps,
+			     * 4294967291 in the batch script and what it
+			     * runs outside srun (SLURM_BATCH_SCRIPT),
+			     * 4294967290 in an interactive step; 0 if
+			     * unknown */
 	int64_t rank;       /* global rank, -1 if unknown */
 	int64_t local_rank; /* rank on this node, -1 if unknown */
 	char node[64];      /* node name */
@@ -40,9 +44,11 @@ struct iostage_identity {
 /* Fill *RET: from PMIx when the process is a PMIx client
  * (PMIX_NAMESPACE set, e.g. srun --mpi=pmix; PMIx_Init is reference
  * counted, so this is safe in an MPI application), else from Slurm's
- * environment (SLURM_JOB_ID, SLURM_STEP_ID, SLURM_PROCID, SLURM_LOCALID,
- * SLURMD_NODENAME). Cached after the first call. 0, or -1 with errno
- * (ENOENT: not in a Slurm job). */
+ * environment (SLURM_JOB_ID, SLURM_PROCID, SLURM_LOCALID,
+ * SLURMD_NODENAME); the step from IOSTAGE_STEP (set by the iostage plugin
+ * in each step), else SLURM_STEP_ID, else the batch step when ENVIRONMENT
+ * is BATCH. Cached after the first call. 0, or -1 with errno (ENOENT: not
+ * in a Slurm job). */
 int iostage_identity(struct iostage_identity *ret);
 
 /* Begin / end the phase NAME for this process. 0, or -1 with errno. */

@@ -24,12 +24,15 @@
 #include "common/net/proto.h"
 #include "common/telemetry/telrec.h"
 #include "shim/iostage.h"
+#include "shim/slurmstep.h"
 
 #define LIBIOSTAGE_TIMEOUT_MS 2000
 
 static pthread_mutex_t id_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct iostage_identity cached;
 static int have_cached;
+/* Whether cached.step names a step (its 0 also means "unknown"). */
+static int cached_step_known;
 
 /* An unsigned decimal environment variable, or DFLT. */
 static int64_t env_num(const char *name, int64_t dflt)
@@ -81,6 +84,7 @@ int iostage_identity(struct iostage_identity *ret)
 {
 	struct iostage_identity id;
 	const char *node;
+	long long step;
 
 	if (!ret) {
 		errno = EINVAL;
@@ -99,7 +103,10 @@ int iostage_identity(struct iostage_identity *ret)
 		errno = ENOENT;
 		return -1;
 	}
-	id.step = (uint32_t)env_num("SLURM_STEP_ID", 0);
+	step = slurmstep_from_env(getenv("SLURM_JOB_ID"), getenv("IOSTAGE_STEP"),
+				  getenv("SLURM_STEP_ID"), getenv("ENVIRONMENT"));
+	id.step = step >= 0 ? (uint32_t)step : 0;
+	cached_step_known = step >= 0;
 	id.rank = env_num("SLURM_PROCID", -1);
 	id.local_rank = env_num("SLURM_LOCALID", -1);
 	node = getenv("SLURMD_NODENAME");
@@ -185,7 +192,11 @@ int iostage_phase(const char *name, int begin, char *err, size_t errlen)
 	cJSON_AddStringToObject(req, "name", name);
 	cJSON_AddStringToObject(req, "event", begin ? "begin" : "end");
 	cJSON_AddNumberToObject(req, "ts", tv.tv_sec + tv.tv_usec / 1e6);
-	cJSON_AddNumberToObject(req, "step", id.step);
+	/* Unknown (not 0) when the environment names no step. */
+	pthread_mutex_lock(&id_lock);
+	if (cached_step_known)
+		cJSON_AddNumberToObject(req, "step", id.step);
+	pthread_mutex_unlock(&id_lock);
 	if (id.rank >= 0)
 		cJSON_AddNumberToObject(req, "rank", (double)id.rank);
 	if (id.local_rank >= 0)

@@ -1465,6 +1465,7 @@ static void save_exec_env(void)
 	static const char *const names[] = {
 		"IOSTAGE_TRACE_CLASSES", "IOSTAGE_SOCKET",
 		"IOSTAGE_SHIM_REPORT", "IOSTAGE_SHIM_TIMEOUT_MS",
+		"IOSTAGE_STEP",
 	};
 	Dl_info info;
 

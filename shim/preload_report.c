@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "shim/preload.h"
+#include "shim/slurmstep.h"
 
 #define REPORT_MAX (512 * 1024)
 #define REPORT_TIMEOUT_MS 1000
@@ -177,7 +178,12 @@ void shim_report_init(void)
 	size_t i;
 
 	id.job = env_number("SLURM_JOB_ID");
-	id.step = env_number("SLURM_STEP_ID");
+	/* No job, no step; the batch step has no SLURM_STEP_ID before
+	 * 26.05 (shim/slurmstep.h). */
+	id.step = slurmstep_from_env(getenv("SLURM_JOB_ID"),
+				     getenv("IOSTAGE_STEP"),
+				     getenv("SLURM_STEP_ID"),
+				     getenv("ENVIRONMENT"));
 	id.local_rank = env_number("SLURM_LOCALID");
 	id.rank = env_number("PMIX_RANK");
 	id.identity = "pmix";

@@ -3,7 +3,10 @@
  * slurmstepd calls task_post_fork in the privileged parent right after it
  * forks each task (before the task execs), and task_exit after it reaped
  * one. We send task_register and task_exit to the node's iostaged, which
- * samples /proc/PID/io of the tasks and their descendants. Telemetry must
+ * samples /proc/PID/io of the tasks and their descendants. In user_init
+ * we tell the tasks which step they are in (IOSTAGE_STEP), so that what
+ * the shim and libiostage report about any process under them carries the
+ * same step as the task registered here. Telemetry must
  * never fail or slow a job: calls have a short timeout, failures are one
  * log line (once per step) and always return 0.
  */
@@ -84,11 +87,32 @@ out:
 	cJSON_Delete(req);
 }
 
+/* IOSTAGE_STEP=JOB.STEP for the step's tasks: the one place that knows
+ * the step on every Slurm release. Slurm's own SLURM_STEP_ID is missing
+ * in the batch step before 26.05 and "-5" from 26.05 on, and a batch
+ * script can inherit another step's from its submitter; the shim and
+ * libiostage read this first (shim/slurmstep.h). */
+static void export_step(spank_t sp)
+{
+	uint32_t job = 0, step = 0;
+	char buf[32];
+
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+		return;
+	snprintf(buf, sizeof(buf), "%u.%u", job, step);
+	if (spank_setenv(sp, "IOSTAGE_STEP", buf, 1) != ESPANK_SUCCESS)
+		slurm_info("iostage: cannot set IOSTAGE_STEP");
+}
+
 int telemetry_user_init(spank_t sp)
 {
 	const struct conf *c;
 
-	if (!iostage_job(sp) || !(c = get_conf()))
+	if (!iostage_job(sp))
+		return 0;
+	export_step(sp);
+	if (!(c = get_conf()))
 		return 0;
 	/* libiostage and `iostage phase` in the tasks find the daemon here
 	 * (a site may use a non-default iostage.conf). */
@@ -106,12 +130,13 @@ int telemetry_task_post_fork(spank_t sp)
 	char name[128] = "";
 	const struct conf *c;
 	cJSON *req;
+	bool have_step;
 
 	if (!iostage_job(sp) || !(c = get_conf()) ||
 	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS)
 		return 0;
-	spank_get_item(sp, S_JOB_STEPID, &step);
+	have_step = spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS;
 	spank_get_item(sp, S_TASK_GLOBAL_ID, &rank);
 	spank_get_item(sp, S_TASK_ID, &local);
 	if (spank_getenv(sp, "SLURM_JOB_NAME", name, sizeof(name)) !=
@@ -126,7 +151,9 @@ int telemetry_task_post_fork(spank_t sp)
 	/* We are the task's parent: the daemon reads our counters when the
 	 * task is gone (see daemon/telemetry/sampler.h). */
 	cJSON_AddNumberToObject(req, "parent", getpid());
-	cJSON_AddNumberToObject(req, "step", step);
+	/* Absent, not 0, if Slurm would not say (the daemon records none). */
+	if (have_step)
+		cJSON_AddNumberToObject(req, "step", step);
 	cJSON_AddNumberToObject(req, "rank", rank);
 	cJSON_AddNumberToObject(req, "local_rank", local);
 	cJSON_AddStringToObject(req, "node", c->node_name);

@@ -4,8 +4,10 @@
 
 #include <slurm/spank.h>
 
-/* In slurmstepd before the tasks start: export IOSTAGE_SOCKET (where
- * libiostage and `iostage phase` find the daemon). Always 0. */
+/* In slurmstepd before the tasks start: export IOSTAGE_STEP=JOB.STEP (the
+ * step as S_JOB_STEPID gives it: 4294967291 in the batch step) and
+ * IOSTAGE_SOCKET (where libiostage and `iostage phase` find the daemon).
+ * Always 0. */
 int telemetry_user_init(spank_t sp);
 
 /* In slurmstepd after forking a task: register its pid, rank and node with

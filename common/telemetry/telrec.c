@@ -505,6 +505,15 @@ int telrec_report_check(const cJSON *req, char *err, size_t errlen)
 			return bad(err, errlen,
 				   "key '%s': must be a number >= 0%s",
 				   v->string, "");
+		/* Slurm's uint32 (the batch step is 4294967291): a larger
+		 * one would be cut to another step's id. */
+		if (!strcmp(v->string, "step") &&
+		    (v->valuedouble > 4294967295.0 ||
+		     v->valuedouble != (double)(uint64_t)v->valuedouble))
+			return bad(err, errlen,
+				   "key 'step': must be a step id, an integer "
+				   "from 0 to 4294967295%s%s",
+				   "", "");
 		if ((!strcmp(v->string, "node") ||
 		     !strcmp(v->string, "identity")) &&
 		    (!cJSON_IsString(v) ||

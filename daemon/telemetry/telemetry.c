@@ -132,6 +132,17 @@ static int64_t rank_of(const cJSON *v)
 		       : -1;
 }
 
+/* A step id (Slurm's uint32: 4294967291 is the batch step), or -1 when V
+ * is absent or not one: an unknown step is left out, never read as 0. */
+static int64_t step_of(const cJSON *v)
+{
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+			       v->valuedouble <= UINT32_MAX &&
+			       v->valuedouble == (double)(int64_t)v->valuedouble
+		       ? (int64_t)v->valuedouble
+		       : -1;
+}
+
 /* --- building ------------------------------------------------------------------- */
 
 static struct tjob *find_locked(uint32_t id)
@@ -649,7 +660,8 @@ static cJSON *build_locked(struct tjob *t, bool finished, double end)
 		if (!o)
 			break;
 		cJSON_AddNumberToObject(o, "pid", p->id.pid);
-		cJSON_AddNumberToObject(o, "step", p->id.step);
+		if (p->id.step >= 0)
+			cJSON_AddNumberToObject(o, "step", (double)p->id.step);
 		if (p->id.rank >= 0)
 			cJSON_AddNumberToObject(o, "rank", (double)p->id.rank);
 		if (p->id.local_rank >= 0)
@@ -839,7 +851,7 @@ static void resume_record(cJSON *rec)
 		struct tproc *tp;
 
 		id.pid = (pid_t)proto_u64(p, "pid");
-		id.step = (uint32_t)proto_u64(p, "step");
+		id.step = step_of(cJSON_GetObjectItemCaseSensitive(p, "step"));
 		id.rank = rank_of(cJSON_GetObjectItemCaseSensitive(p, "rank"));
 		id.local_rank =
 		    rank_of(cJSON_GetObjectItemCaseSensitive(p, "local_rank"));
@@ -1032,6 +1044,9 @@ int telemetry_task_register(uint32_t id, const struct telemetry_task *task,
 			 TELEMETRY_PROCS_MAX);
 		goto out;
 	}
+	/* slurmstepd's S_JOB_STEPID is exact, whoever named the pid first. */
+	if (task->step >= 0)
+		p->id.step = task->step;
 	if (sampler_tree_add_task(&t->tree, task->pid, task->parent) < 0) {
 		snprintf(err, errlen, "job %u: cannot follow pid %d: %s", id,
 			 (int)task->pid,
@@ -1159,6 +1174,8 @@ int telemetry_phase(uint32_t id, uid_t peer_uid, pid_t peer_pid,
 		p = add_proc(t, &id2);
 	} else if (!strcmp(task->identity, "pmix") ||
 		   strcmp(p->id.identity, "pmix")) {
+		if (p->id.step < 0)
+			p->id.step = task->step;
 		p->id.rank = task->rank >= 0 ? task->rank : p->id.rank;
 		p->id.local_rank = task->local_rank >= 0 ? task->local_rank
 							 : p->id.local_rank;
@@ -1324,7 +1341,8 @@ int telemetry_shim_report(uint32_t id, uid_t peer_uid, pid_t pid,
 		struct telemetry_task id2 = { .pid = pid, .rank = -1,
 					      .local_rank = -1 };
 
-		id2.step = (uint32_t)proto_u64(req, "step");
+		id2.step =
+		    step_of(cJSON_GetObjectItemCaseSensitive(req, "step"));
 		id2.rank = rank_of(cJSON_GetObjectItemCaseSensitive(req, "rank"));
 		id2.local_rank =
 		    rank_of(cJSON_GetObjectItemCaseSensitive(req, "local_rank"));
@@ -1340,6 +1358,10 @@ int telemetry_shim_report(uint32_t id, uid_t peer_uid, pid_t pid,
 		const cJSON *counters =
 			cJSON_GetObjectItemCaseSensitive(req, "counters");
 
+		/* A registered task keeps the step slurmstepd gave it. */
+		if (p->id.step < 0)
+			p->id.step = step_of(
+				cJSON_GetObjectItemCaseSensitive(req, "step"));
 		p->traced = true;
 		if (cJSON_GetObjectItemCaseSensitive(req, "disabled"))
 			p->shim_disabled = true;

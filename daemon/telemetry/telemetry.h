@@ -42,7 +42,7 @@ extern op_table telemetry_ops;
 struct telemetry_task {
 	pid_t pid;
 	pid_t parent;         /* slurmstepd, for the exit accounting; 0 */
-	uint32_t step;
+	int64_t step;             /* Slurm's step id; -1: unknown */
 	int64_t rank, local_rank; /* -1: unknown */
 	char node[TELREC_NODE_MAX];
 	char identity[8];     /* "pmix" | "slurm" */

@@ -64,7 +64,7 @@ static int opt_str(const cJSON *req, const char *key, char *buf, size_t len,
 static int get_task(const cJSON *req, struct telemetry_task *t, char *err,
 		    size_t errlen)
 {
-	int64_t step = 0;
+	int64_t step = -1; /* absent: unknown, not step 0 */
 
 	memset(t, 0, sizeof(*t));
 	t->rank = t->local_rank = -1;
@@ -84,7 +84,7 @@ static int get_task(const cJSON *req, struct telemetry_task *t, char *err,
 			 "key 'identity': must be \"pmix\" or \"slurm\"");
 		return -1;
 	}
-	t->step = (uint32_t)step;
+	t->step = step;
 	return 0;
 }
 

@@ -226,6 +226,85 @@ test_traced_job_record_has_shim_counters_and_shared_files() {
 	iostage -c "$IOSTAGE_CONF" status >/dev/null || fail "iostaged stopped answering"
 }
 
+# A batch script's own processes are in the batch step, whatever Slurm
+# release: reader.sh TAG FILE prints TAG and its pid, then becomes dd
+# reading FILE. The script runs it directly (the batch step) and under
+# srun (step 0), each once as the plugin leaves it and once with the
+# plugin's IOSTAGE_STEP spoilt, so that the shim reads Slurm's own
+# environment (shim/slurmstep.h). The task's `echo` keeps bash from
+# exec'ing the last reader in place of the task (then it would be the
+# registered task, whose step slurmstepd gives).
+write_batch_step_job() {
+	cat >reader.sh <<'SH'
+#!/bin/bash
+echo "$1 $$"
+exec dd if="$2" of=/dev/null bs=4096 status=none
+SH
+	cat >job.sh <<'JOB'
+#!/bin/bash
+set -e
+echo "ENV IOSTAGE_STEP=${IOSTAGE_STEP-unset} SLURM_STEP_ID=${SLURM_STEP_ID-unset} ENVIRONMENT=${ENVIRONMENT-unset}"
+./reader.sh DIRECT "$IOSTAGE_DATA/train/a/x.bin"
+IOSTAGE_STEP=none ./reader.sh DIRECT_ENV "$IOSTAGE_DATA/train/a/x.bin"
+srun -n1 bash -c './reader.sh STEP "$IOSTAGE_DATA/train/b/y.bin" &&
+	IOSTAGE_STEP=none ./reader.sh STEP_ENV "$IOSTAGE_DATA/train/b/y.bin" &&
+	echo "TASK $$"'
+echo done
+JOB
+	chmod 0755 reader.sh job.sh
+}
+
+test_batch_script_processes_are_in_the_batch_step() {
+	local rec tab tag pid want n
+	shim_fixture
+	write_batch_step_job
+	run_traced_job "batchstep-$$" 0
+	assert_file_contains "the job ran to its end" out.txt "done"
+	# The plugin names the step; Slurm leaves SLURM_STEP_ID unset in the
+	# batch step before 26.05 and sets it to -5 from 26.05 on.
+	assert_file_contains "the plugin's step in the batch script" out.txt \
+		"ENV IOSTAGE_STEP=$SUBMIT_JOBID.4294967291 "
+	grep -qE '^ENV .* SLURM_STEP_ID=(unset|-5) ENVIRONMENT=BATCH$' out.txt ||
+		fail "the batch step's Slurm environment is not what shim/slurmstep.h expects: $(grep '^ENV' out.txt)"
+	rec=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID" --json) ||
+		fail "iostage telemetry $SUBMIT_JOBID failed: $rec"
+	rec=$(printf '%s' "$rec" | jq -c '.record // .')
+	for tag in DIRECT:4294967291 DIRECT_ENV:4294967291 STEP:0 STEP_ENV:0 TASK:0; do
+		want=${tag#*:}
+		tag=${tag%%:*}
+		pid=$(sed -n "s/^$tag \([0-9][0-9]*\)$/\1/p" out.txt)
+		[ -n "$pid" ] || fail "no '$tag PID' line in out.txt: $(cat out.txt)"
+		assert_eq "$tag (pid $pid): its step" "$want" \
+			"$(printf '%s' "$rec" | jq -r --argjson p "$pid" '.processes[] | select(.pid == $p) | .step')"
+	done
+	# The script itself, registered by slurmstepd, is in the batch step
+	# too; every process of the job has a step, and only these two.
+	assert_eq "the registered batch task" 1 \
+		"$(printf '%s' "$rec" | jq '[.processes[] | select(.step == 4294967291 and .rchar != null)] | length')"
+	assert_eq "processes without a step" 0 \
+		"$(printf '%s' "$rec" | jq '[.processes[] | select(.step == null)] | length')"
+	assert_eq "the job's steps" "0,4294967291" \
+		"$(printf '%s' "$rec" | jq -r '[.processes[].step] | unique | map(tostring) | join(",")')"
+	# The readers are the batch script's and the task's children, known
+	# only from their shim summaries (traced, no /proc figure); the task
+	# is registered.
+	for tag in DIRECT DIRECT_ENV STEP STEP_ENV; do
+		pid=$(sed -n "s/^$tag \([0-9][0-9]*\)$/\1/p" out.txt)
+		assert_eq "$tag (pid $pid): traced, not a registered task" \
+			"true null" \
+			"$(printf '%s' "$rec" | jq -r --argjson p "$pid" '.processes[] | select(.pid == $p) | "\(.traced) \(.rchar)"')"
+	done
+	pid=$(sed -n 's/^TASK \([0-9][0-9]*\)$/\1/p' out.txt)
+	assert_ne "the srun task is registered" null \
+		"$(printf '%s' "$rec" | jq -r --argjson p "$pid" '.processes[] | select(.pid == $p) | .rchar')"
+	# The table names the batch step as sacct does.
+	tab=$(as_user "$TEST_USER" iostage -c "$IOSTAGE_CONF" telemetry "$SUBMIT_JOBID") ||
+		fail "iostage telemetry $SUBMIT_JOBID failed: $tab"
+	pid=$(sed -n 's/^DIRECT \([0-9][0-9]*\)$/\1/p' out.txt)
+	printf '%s\n' "$tab" | grep -qE "^$pid +batch " ||
+		fail "no '$pid batch' row in the table: $tab"
+}
+
 # The rules read what telemetry and the shim record: three traced jobs
 # with small random reads of one dataset make the history advise staging
 # it, with those jobs as evidence.

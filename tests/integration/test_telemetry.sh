@@ -276,6 +276,8 @@ test_telemetry_shim_report_merged_and_forgeries_refused() {
 	assert_contains "negative counter" "$r" "must be a number >= 0"
 	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"uid\":0}")
 	assert_contains "unknown key" "$r" "unknown key 'uid'"
+	r=$(iostaged_request "{\"op\":\"shim_report\",\"job\":$J,\"pid\":424243,\"step\":4294967296}")
+	assert_contains "a step id beyond uint32" "$r" "key 'step': must be a step id"
 	r=$(iostaged_request "$TEST_USER" "{\"op\":\"shim_report\",\"job\":$J,\"pid\":1,\"counters\":{}}")
 	assert_contains "a user cannot report for another pid" "$r" "is not the sender"
 	r=$(iostaged_request "$OTHER_USER" "{\"op\":\"shim_report\",\"job\":$J,\"counters\":{}}")
@@ -312,6 +314,8 @@ test_telemetry_shim_report_merged_and_forgeries_refused() {
 		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "checkpoint") | "\(.source) \(.counters.output.POSIX_BYTES_WRITTEN)"')"
 	assert_eq "the reporting process, traced" "true 3" \
 		"$(printf '%s' "$rec" | jq -r '.processes[] | select(.pid == 424242) | "\(.traced) \(.rank)"')"
+	assert_eq "its reports named no step: none invented (not 0)" false \
+		"$(printf '%s' "$rec" | jq -r '.processes[] | select(.pid == 424242) | has("step")')"
 	assert_eq "the refused reports left no trace" null \
 		"$(printf '%s' "$rec" | jq '.phases[] | select(.name == "run") | .counters.dataset.POSIX_EVIL')"
 }

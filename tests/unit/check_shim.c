@@ -27,6 +27,7 @@
 #include <check.h>
 #include <cJSON.h>
 
+#include "shim/slurmstep.h"
 #include "tests/unit/check_run.h"
 
 #define PROBE_TIMEOUT_S 60
@@ -824,6 +825,141 @@ START_TEST(test_garbage_identity_env)
 }
 END_TEST
 
+/* The step rule itself (shim/slurmstep.h), value by value: what each
+ * Slurm release puts in a task's environment, and what is not a step. */
+static const struct {
+	const char *job, *ours, *slurm, *environment;
+	long long want; /* -1: no step */
+} step_cases[] = {
+	/* 22.05, 24.11: the batch step has no SLURM_STEP_ID. */
+	{ "42", NULL, NULL, "BATCH", 4294967291LL },
+	/* 26.05: the special ids printed with "%d". */
+	{ "42", NULL, "-5", "BATCH", 4294967291LL },
+	{ "42", NULL, "-6", NULL, 4294967290LL },
+	{ "42", NULL, "-4", NULL, 4294967292LL },
+	/* An srun step, inside a batch job or not; an interactive step of
+	 * 22.05/24.11 ("%u" from srun). */
+	{ "42", NULL, "0", "BATCH", 0 },
+	{ "42", NULL, "17", NULL, 17 },
+	{ "42", NULL, "4294967290", NULL, 4294967290LL },
+	{ "42", NULL, "4294967295", NULL, 4294967295LL },
+	/* The plugin's IOSTAGE_STEP wins: a batch script that inherited
+	 * its submitter's SLURM_STEP_ID, an srun step inside it. */
+	{ "42", "42.4294967291", "3", "BATCH", 4294967291LL },
+	{ "42", "42.0", "0", "BATCH", 0 },
+	/* ... unless it is another job's (inherited through sbatch) or
+	 * malformed: then Slurm's variables decide. */
+	{ "42", "7.0", NULL, "BATCH", 4294967291LL },
+	{ "42", "7.0", "2", NULL, 2 },
+	{ "42", "42", "2", NULL, 2 },
+	{ "42", "42.", "2", NULL, 2 },
+	{ "42", "42.x", "2", NULL, 2 },
+	{ "42", "42.4294967296", "2", NULL, 2 },
+	{ "42", ".5", "2", NULL, 2 },
+	{ "42", "", NULL, "BATCH", 4294967291LL },
+	/* A job, and nothing that names a step: salloc's shell. */
+	{ "42", NULL, NULL, NULL, -1 },
+	{ "42", NULL, "", NULL, -1 },
+	{ "42", NULL, NULL, "batch", -1 },
+	{ "42", NULL, NULL, "BATCHX", -1 },
+	/* Garbage is no step, not step 0 nor the batch step. */
+	{ "42", NULL, "x", "BATCH", -1 },
+	{ "42", NULL, "-", NULL, -1 },
+	{ "42", NULL, "-0", NULL, -1 },
+	{ "42", NULL, "-16", NULL, -1 },
+	{ "42", NULL, "-99999999999999999999", NULL, -1 },
+	{ "42", NULL, "4294967296", NULL, -1 },
+	{ "42", NULL, "99999999999999999999999", NULL, -1 },
+	{ "42", NULL, " 3", NULL, -1 },
+	{ "42", NULL, "+3", NULL, -1 },
+	{ "42", NULL, "3 ", NULL, -1 },
+	/* No job, no step, whatever else is set. */
+	{ NULL, NULL, NULL, NULL, -1 },
+	{ NULL, "42.0", "0", "BATCH", -1 },
+	{ NULL, NULL, NULL, "BATCH", -1 },
+	{ "", NULL, "0", NULL, -1 },
+	{ "0", "0.0", "0", NULL, -1 },
+	{ "12x", NULL, "0", NULL, -1 },
+	{ "4294967296", NULL, "0", NULL, -1 },
+};
+
+START_TEST(test_step_rule)
+{
+	long long got =
+		slurmstep_from_env(step_cases[_i].job, step_cases[_i].ours,
+				   step_cases[_i].slurm,
+				   step_cases[_i].environment);
+
+	ck_assert_msg(got == step_cases[_i].want,
+		      "case %d: SLURM_JOB_ID=%s IOSTAGE_STEP=%s "
+		      "SLURM_STEP_ID=%s ENVIRONMENT=%s: step %lld, want %lld",
+		      _i, step_cases[_i].job ? step_cases[_i].job : "(unset)",
+		      step_cases[_i].ours ? step_cases[_i].ours : "(unset)",
+		      step_cases[_i].slurm ? step_cases[_i].slurm : "(unset)",
+		      step_cases[_i].environment ? step_cases[_i].environment
+						 : "(unset)",
+		      got, step_cases[_i].want);
+}
+END_TEST
+
+/* The same rule in a traced process, end to end: the summaries of a
+ * batch script's own process (each release's environment), of an srun
+ * step's task, and of a process in no job. */
+static const struct {
+	const char *mode;
+	const char *env[5];
+	long long want; /* -1: no "step" key */
+} step_runs[] = {
+	/* 22.05/24.11 batch step: Slurm sets no SLURM_STEP_ID. */
+	{ "basic", { "SLURM_JOB_ID=42", "ENVIRONMENT=BATCH" }, 4294967291LL },
+	/* 26.05 batch step. */
+	{ "basic", { "SLURM_JOB_ID=42", "SLURM_STEP_ID=-5", "ENVIRONMENT=BATCH" },
+	  4294967291LL },
+	/* The plugin's word, across an exec (both summaries). */
+	{ "exec", { "SLURM_JOB_ID=42", "SLURM_STEP_ID=3", "ENVIRONMENT=BATCH",
+		    "IOSTAGE_STEP=42.4294967291" },
+	  4294967291LL },
+	/* srun's step 0 inside the batch job. */
+	{ "basic", { "SLURM_JOB_ID=42", "SLURM_STEP_ID=0", "ENVIRONMENT=BATCH",
+		     "IOSTAGE_STEP=42.0" },
+	  0 },
+	{ "basic", { "SLURM_JOB_ID=42", "SLURM_STEP_ID=0" }, 0 },
+	/* No job: no step, even with Slurm-looking variables around. */
+	{ "basic", { "SLURM_STEP_ID=3", "ENVIRONMENT=BATCH", "IOSTAGE_STEP=42.3" },
+	  -1 },
+	{ "basic", { "ENVIRONMENT=BATCH" }, -1 },
+};
+
+START_TEST(test_step_in_summaries)
+{
+	struct run r;
+
+	run_probe(step_runs[_i].mode, true, step_runs[_i].env, &r);
+	assert_ran_ok(&r, strcmp(step_runs[_i].mode, "exec") ? "basic" : "one");
+	ck_assert_int_ge(r.nreports, 1);
+	for (int k = 0; k < r.nreports; k++) {
+		const cJSON *step = cJSON_GetObjectItem(r.reports[k], "step");
+
+		if (step_runs[_i].want < 0) {
+			ck_assert_msg(step == NULL,
+				      "run %d: a summary says step %.0f", _i,
+				      cJSON_IsNumber(step) ? step->valuedouble
+							   : -1.0);
+			continue;
+		}
+		ck_assert_msg(cJSON_IsNumber(step) &&
+				      step->valuedouble ==
+					      (double)step_runs[_i].want,
+			      "run %d, summary %d: step %.0f, want %lld", _i, k,
+			      cJSON_IsNumber(step) ? step->valuedouble : -1.0,
+			      step_runs[_i].want);
+	}
+	if (!strcmp(step_runs[_i].mode, "exec"))
+		ck_assert_int_eq(r.nreports, 2);
+	run_free(&r);
+}
+END_TEST
+
 static int listen_socket(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -1009,6 +1145,10 @@ static Suite *shim_suite(void)
 	tcase_add_test(tc, test_unwritable_report_path);
 	tcase_add_test(tc, test_garbage_classes_disable_counting);
 	tcase_add_test(tc, test_garbage_identity_env);
+	tcase_add_loop_test(tc, test_step_rule, 0,
+			    (int)(sizeof(step_cases) / sizeof(step_cases[0])));
+	tcase_add_loop_test(tc, test_step_in_summaries, 0,
+			    (int)(sizeof(step_runs) / sizeof(step_runs[0])));
 	tcase_add_test(tc, test_socket_that_never_answers);
 	tcase_add_test(tc, test_socket_delivery);
 	tcase_add_test(tc, test_socket_busy_then_delivered);

@@ -250,6 +250,14 @@ static const struct {
 	{ "{\"job\":1,\"files\":[{\"path\":\"/a\",\"written\":\"1\"}]}",
 	  "'written' must be" },
 	{ "{\"op\":\"shim_report\",\"job\":1}", NULL },
+	/* The batch step's id (SLURM_BATCH_SCRIPT) is the largest in use;
+	 * no step at all is a process in no known step. */
+	{ "{\"job\":1,\"step\":4294967291}", NULL },
+	{ "{\"job\":1,\"step\":4294967295}", NULL },
+	{ "{\"job\":1,\"step\":4294967296}", "key 'step': must be a step id" },
+	{ "{\"job\":1,\"step\":1.5}", "key 'step': must be a step id" },
+	{ "{\"job\":1,\"step\":-5}", "key 'step': must be a number" },
+	{ "{\"job\":1,\"step\":\"batch\"}", "key 'step': must be a number" },
 	{ "{\"op\":\"shim_report\",\"job\":1,\"uid\":0}", "unknown key 'uid'" },
 	{ "{\"job\":1,\"counters\":[]}", "key 'counters': must be an object" },
 	{ "{\"job\":1,\"counters\":{\"run\":{\"etc\":{}}}}",
