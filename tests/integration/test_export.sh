@@ -321,8 +321,11 @@ test_export_html_renders_in_chromium() {
 test_export_csv_json_trace_shapes() {
 	local out="$TEST_WORKDIR"
 	iostage export --format json --input "$FIXTURE" -o "$out/r.json" || fail "json"
+	# compared as values: jq 1.7+ keeps a literal's spelling (1.0 vs 1),
+	# and adding 0 makes each number canonical on every jq
+	local canon='walk(if type == "number" then . + 0 else . end)'
 	assert_eq "records round-trip through --format json" \
-		"$(jq -S . "$FIXTURE")" "$(jq -S . "$out/r.json")"
+		"$(jq -S "$canon" "$FIXTURE")" "$(jq -S "$canon" "$out/r.json")"
 	iostage export --format csv --input "$out/r.json" --since 1763870000 -o "$out/r.csv" || fail "csv"
 	python3 - "$out/r.csv" <<'PY' || fail "CSV shape"
 import csv, sys

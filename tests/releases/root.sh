@@ -13,9 +13,10 @@
 # suite. A root is made by mmdebstrap (the host's apt mirror) and then
 # completed by the tree's own scripts/install-deps.sh run inside it, so
 # a root holds exactly what `make check` installs on a host of that
-# release; a stamp (the sha256 of install-deps.sh) makes a root whose
-# package list changed be made again. It is built under SUITE.tmp and
-# renamed when complete: a half-made root is never used.
+# release; a stamp (the sha256 of install-deps.sh) makes `ensure` run
+# a changed install-deps.sh inside the root again. A new root is built
+# under SUITE.tmp and renamed when complete: a half-made root is never
+# used; delete the directory to have it made from scratch.
 #
 # `enter` runs CMD in a private mount namespace (unshare -m): /proc,
 # /dev, /sys and a tmpfs /run are mounted there and vanish with CMD,
@@ -109,11 +110,14 @@ make_root() {
 ensure() {
   local rel=$1 dir
   dir=$(root_path "$rel")
-  if [ -f "$dir/.iostage-root" ] &&
-     [ "$(cat "$dir/.iostage-root")" = "$(stamp_of)" ]; then
-    return 0
-  fi
-  make_root "$rel"
+  [ -f "$dir/.iostage-root" ] || { make_root "$rel"; return; }
+  [ "$(cat "$dir/.iostage-root")" = "$(stamp_of)" ] && return 0
+  # the package list changed: install what is new, as on a host
+  echo "root.sh: scripts/install-deps.sh changed: updating the Slurm $rel root" >&2
+  cp "$REPO/scripts/install-deps.sh" "$dir/src/install-deps.sh"
+  enter_dir "$dir" bash /src/install-deps.sh ||
+    die "install-deps.sh failed inside $dir"
+  stamp_of >"$dir/.iostage-root"
 }
 
 cmd=${1:-}
