@@ -407,7 +407,7 @@ test_install_layout() {
 		etc/slurm/iostage.conf.example; do
 		[ -s "$IOSTAGE_ROOT/$f" ] || fail "not installed: /$f"
 	done
-	man -l "$IOSTAGE_ROOT/usr/share/man/man1/iostage.1" 2>/dev/null | grep -q "export --format" ||
+	man -l "$IOSTAGE_ROOT/usr/share/man/man1/iostage.1" 2>/dev/null | grep -Eq "export +--format" ||
 		fail "iostage(1) has no export section"
 	# the example config, metrics keys included, passes the daemon's check
 	sed "s|/local/nvme/iostage|$TEST_WORKDIR/tier|" "$IOSTAGE_ROOT/etc/slurm/iostage.conf.example" >"$TEST_WORKDIR/ex.conf"
