@@ -18,9 +18,10 @@
 # under SUITE.tmp and renamed when complete: a half-made root is never
 # used; delete the directory to have it made from scratch.
 #
-# `enter` runs CMD in a private mount namespace (unshare -m): /proc,
-# /dev, /sys and a tmpfs /run are mounted there and vanish with CMD,
-# whatever way it ends, so a failing test leaves no mount behind.
+# `enter` runs CMD in a private mount namespace (unshare -m) whose root
+# is the release root (pivot_root): /proc, /dev, /sys and a tmpfs /run
+# are mounted there and vanish with CMD, whatever way it ends, so a
+# failing test leaves no mount behind.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -71,7 +72,17 @@ enter_dir() {
     '"$(declare -f mount_root)"'
     mount_root "$1"
     d=$1; shift
-    exec chroot "$d" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" \
+    # pivot_root, not chroot: the test clusters enter the mount
+    # namespaces they make (nsenter --mount), and entering one sets a
+    # process root to that namespace root, which must be the release
+    # root, not the host
+    mkdir -p "$d/.oldroot"
+    cd "$d"
+    pivot_root . .oldroot
+    # (the old root stays mounted at /.oldroot: detaching it made the
+    # kernel here refuse binding mount namespace files, EINVAL)
+    cd /
+    exec /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       LANG=C.UTF-8 CI="${CI:-}" "$@"' bash "$dir" "$@"
 }
