@@ -182,9 +182,10 @@ JOB
 	assert_contains "a bad phase name is refused" "$out" "REFUSED iostage: phase begin bad name: 'bad name' is not a phase name"
 	rec=$(wait_finished "$SUBMIT_JOBID") || fail "no finished record"
 	assert_eq "ranks of the $src processes" "0 1" \
-		"$(printf '%s' "$rec" | jq -r --arg s "$src" '[.processes[] | select(.identity == $s) | .rank] | unique | map(tostring) | join(" ")')"
+		"$(printf '%s' "$rec" | jq -r --arg s "$src" '[.processes[] | select(.identity == $s and .step < 3) | .rank] | unique | map(tostring) | join(" ")')"
+	# (the batch step's own processes are "slurm" too, in step 4294967291)
 	assert_eq "$src processes (2 ranks x 3 steps)" 6 \
-		"$(printf '%s' "$rec" | jq --arg s "$src" '[.processes[] | select(.identity == $s)] | length')"
+		"$(printf '%s' "$rec" | jq --arg s "$src" '[.processes[] | select(.identity == $s and .step < 3)] | length')"
 	assert_eq "sub-phase load: marker, ranks 0 and 1" "marker 0,1" \
 		"$(printf '%s' "$rec" | jq -r '.phases[] | select(.name == "load") | "\(.source) \(.ranks | sort | map(tostring) | join(","))"')"
 	assert_eq "sub-phase compute from the C API" "run" \
