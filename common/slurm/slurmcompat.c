@@ -54,11 +54,15 @@ int slurmcompat_hostlist_each(const char *list, slurmcompat_host_fn fn,
 int slurmcompat_update_job(uint32_t job,
 			   const struct slurmcompat_job_update *u)
 {
+	job_array_resp_msg_t *resp = NULL;
 	job_desc_msg_t m;
 	char id[16];
+	int rc;
 
-	/* Every release reads job_id_str (scontrol uses it); 26.05 has no
-	 * numeric job_id here any more, so use it everywhere. */
+	/* Every release reads job_id_str (scontrol uses it) and 26.05 has no
+	 * numeric job_id here any more. A job named by string must be
+	 * updated with slurm_update_job2 (24.11's slurm_update_job refuses
+	 * it: "Use slurm_update_job2() ..."), which answers per array task. */
 	snprintf(id, sizeof(id), "%u", job);
 	slurm_init_job_desc_msg(&m);
 	m.job_id_str = id;
@@ -67,7 +71,16 @@ int slurmcompat_update_job(uint32_t job,
 	m.comment = (char *)u->comment;
 	m.features = (char *)u->features;
 	m.prefer = (char *)u->prefer;
-	return slurm_update_job(&m);
+	rc = slurm_update_job2(&m, &resp);
+	for (uint32_t i = 0; rc == SLURM_SUCCESS && resp &&
+			     i < resp->job_array_count; i++)
+		if (resp->error_code[i] != SLURM_SUCCESS) {
+			errno = (int)resp->error_code[i];
+			rc = SLURM_ERROR;
+		}
+	if (resp)
+		slurm_free_job_array_resp(resp);
+	return rc;
 }
 
 int slurmcompat_load_job(uint32_t job, job_info_msg_t **ret)

@@ -14,6 +14,8 @@
  *          them through slurm_load_jobs on every release)
  *   24.05  hostlist_t is the struct, not a pointer to it
  *   24.05  slurm_get_errno() is gone: libslurm sets errno
+ *   24.11  slurm_update_job() refuses a job named by job_id_str (checked
+ *          on 24.11.5): slurm_update_job2() on every release
  *   25.05  slurm_spank_init_failure_mode (SLURMCOMPAT_SPANK_FAILURE_MODE)
  *   26.05  slurm_free_ctl_conf() is slurm_free_conf()
  *   26.05  job_desc_msg_t has no job_id (the update names the job by
