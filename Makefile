@@ -15,6 +15,8 @@ mandir      ?= $(datadir)/man
 docdir      ?= $(datadir)/doc/iostage
 includedir  ?= $(prefix)/include
 systemdunitdir ?= $(prefix)/lib/systemd/system
+# libiostage-preload.so, the shim the plugin injects (docs/SHIM.md)
+shimlibdir  ?= $(libdir)/iostage
 DESTDIR     ?=
 
 CC      ?= gcc
@@ -32,7 +34,9 @@ CFLAGS  += -std=gnu11 $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong \
            -fPIC -MMD -MP -pthread
 CPPFLAGS += -I. $(shell pkg-config --cflags $(PKGS)) \
            -DIOSTAGE_VERSION='"$(VERSION)"' \
-           -DIOSTAGE_CONF_PATH='"$(sysconfdir)/slurm/iostage.conf"'
+           -DIOSTAGE_CONF_PATH='"$(IOSTAGE_CONF_PATH)"' \
+           -DIOSTAGE_PROFILE_DIR='"$(IOSTAGE_PROFILE_DIR)"' \
+           -DIOSTAGE_SHIM_PATH='"$(IOSTAGE_SHIM_PATH)"'
 LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread -lm
 # The history (ctld/history/history.c) is RocksDB; iostagectld links it, and
 # iostaged for a site without the service (node-local history).
@@ -60,6 +64,40 @@ LDFLAGS += -Wl,-u,__asan_default_options -Wl,-u,__ubsan_default_options
 endif
 
 BUILD   ?= build
+
+# ---- Paths compiled into the programs (common/config/conf.h): where
+# iostage.conf, the site profiles and the shim are installed. A build is
+# only right for the prefix and sysconfdir it was made with, so
+# $(PATHS_STAMP) holds them, rewritten only when they change, and every
+# object that names one depends on it: `make && make install prefix=/usr`
+# rebuilds those objects (saying so in one line) instead of installing
+# programs that look under /usr/local.
+IOSTAGE_CONF_PATH   = $(sysconfdir)/slurm/iostage.conf
+IOSTAGE_PROFILE_DIR = $(sysconfdir)/slurm/iostage.d
+IOSTAGE_SHIM_PATH   = $(shimlibdir)/libiostage-preload.so
+PATHS_STAMP := $(BUILD)/paths.stamp
+PATHS_TEXT  := conf=$(IOSTAGE_CONF_PATH) profiles=$(IOSTAGE_PROFILE_DIR) \
+               shim=$(IOSTAGE_SHIM_PATH)
+PATHS_OLD   := $(shell cat $(PATHS_STAMP) 2>/dev/null)
+# Goals that build nothing leave the stamp alone.
+ifneq ($(if $(MAKECMDGOALS),$(filter-out clean uninstall format deps,$(MAKECMDGOALS)),all),)
+ifneq ($(PATHS_OLD),$(PATHS_TEXT))
+ifneq ($(PATHS_OLD),)
+$(info make: compiled-in paths changed to $(PATHS_TEXT) (were $(PATHS_OLD)): rebuilding what names them)
+endif
+$(shell mkdir -p $(BUILD) && echo '$(PATHS_TEXT)' >$(PATHS_STAMP))
+endif
+endif
+# Who names them: objects (plain and UBSan), unit tests and fuzz targets
+# compiled from their own source (a fuzz target may #include a module).
+PATHS_USERS := $(shell grep -lE 'IOSTAGE_(CONF_PATH|PROFILE_DIR|SHIM_PATH)' \
+                 $(wildcard */*.c */*/*.c */*/*/*.c))
+$(foreach f,$(PATHS_USERS),$(if $(filter tests/unit/%,$(f)),\
+    $(eval $(BUILD)/tests/$(basename $(notdir $(f))): $(PATHS_STAMP)),\
+  $(if $(filter tests/%,$(f)),,\
+    $(eval $(BUILD)/$(f:.c=.o) $(BUILD)/ubsan/$(f:.c=.o): $(PATHS_STAMP)))))
+$(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c)): $(PATHS_STAMP)
+
 COMMON_SRC := $(wildcard common/*/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 LIBCOMMON  := $(BUILD)/libiostage-common.a
@@ -87,8 +125,8 @@ PROGS   := $(PLUGIN) $(DAEMON) $(PROLOG) $(EPILOG) $(CLI) $(CTLD)
 UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all check unit integration cluster demo install clean deps format bench \
-        bench-history
+.PHONY: all check unit integration cluster demo install uninstall clean deps \
+        format bench bench-history
 all: $(PROGS)
 
 $(BUILD)/%.o: %.c
@@ -148,7 +186,8 @@ $(CLI): $(CLI_OBJ) $(LIBCOMMON)
 
 $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBCOMMON)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ \
+	    $(filter-out %.h $(PATHS_STAMP),$^) \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
 
 # MUNGE: only what links common/net/mauth.o needs libmunge (iostaged, its
@@ -209,6 +248,14 @@ deps:
 unit: $(UNIT_BIN)
 	@tests/unit/run.sh $(UNIT_BIN)
 
+# `make install` into a DESTDIR with another prefix and sysconfdir than
+# the build's, every path the installed files name checked, then `make
+# uninstall` (tests/install/test_install.sh; no root, builds in
+# $(BUILD)/install-test).
+.PHONY: check-install
+check-install:
+	@BUILD=$(BUILD) tests/install/test_install.sh
+
 integration: all
 	@BUILD=$(BUILD) tests/integration/run.sh
 
@@ -217,9 +264,10 @@ integration: all
 cluster: all
 	@BUILD=$(BUILD) tests/cluster/run.sh
 
-# `make check` installs what it needs, then unit tests, then each fuzz
-# target for a few seconds (a parser that crashes fails here), then
-# integration (one node), then the multi-node cluster tests.
+# `make check` installs what it needs, then unit tests and the install
+# test, then each fuzz target for a few seconds (a parser that crashes
+# fails here), then integration (one node), then the multi-node cluster
+# tests.
 # The builds and the fuzz targets use every core (CHECK_JOBS, default
 # nproc) unless make was given its own -j.
 CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -228,6 +276,7 @@ check:
 	@scripts/install-deps.sh
 	@$(MAKE) --no-print-directory $(CHECK_J) all $(UNIT_BIN)
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory $(CHECK_J) check-install
 	@$(MAKE) --no-print-directory $(CHECK_J) fuzz-check FUZZ_JOBS=$(CHECK_JOBS)
 	@$(MAKE) --no-print-directory integration
 	@$(MAKE) --no-print-directory cluster
@@ -329,38 +378,66 @@ $(BENCH_OUTBOXGEN): bench/outboxgen.c bench/recgen.c $(LIBCOMMON)
 bench-history: all $(BENCH_HISTORY) $(BENCH_CTLDLOAD) $(BENCH_OUTBOXGEN)
 	@BUILD=$(BUILD) bench/history-ctld.sh
 
+# What `make install` puts down and `make uninstall` removes: the same
+# lists (tests/install/test_install.sh installs into a DESTDIR with another
+# prefix, checks every path the files name, uninstalls and finds nothing
+# left). Configuration and text that name installed paths go through
+# INSTALL_SUBST: the sources name a plain `make install`'s paths
+# (/usr/local, /etc), which it maps to this install's.
+INSTALL_SBIN     := iostaged iostage-prolog iostage-epilog iostagectld
+INSTALL_PROFILES := $(notdir $(wildcard slurm-conf/profiles/*.json))
+INSTALL_EXAMPLES_SUBST := plugstack.conf slurm.conf.snippet cli_filter.lua
+INSTALL_EXAMPLES_RAW   := grafana-iostage.json job_submit.lua
+INSTALL_MAN      := man1/iostage.1 man5/iostage.conf.5 man8/iostaged.8 \
+                    man8/iostage-prolog.8 man8/iostagectld.8
+INSTALL_UNITS    := iostaged.service iostagectld.service
+INSTALL_SUBST     = sed -e 's|/usr/local/share/doc/iostage|$(docdir)|g' \
+    -e 's|/usr/local/lib/systemd/system|$(systemdunitdir)|g' \
+    -e 's|/usr/local/lib/iostage|$(shimlibdir)|g' \
+    -e 's|/usr/local/lib/slurm|$(slurmlibdir)|g' -e 's|/usr/local/bin|$(bindir)|g' \
+    -e 's|/usr/local/sbin|$(sbindir)|g' -e 's|/etc/slurm|$(sysconfdir)/slurm|g' \
+    -e 's|@SBINDIR@|$(sbindir)|g' -e 's|@SYSCONFDIR@|$(sysconfdir)|g'
+# $(call INSTALL_TO,SRC,DEST): SRC through INSTALL_SUBST into DEST, 0644
+INSTALL_TO        = $(INSTALL_SUBST) $(1) >$(2) && chmod 0644 $(2)
+
 install: all
 	install -d $(DESTDIR)$(slurmlibdir) $(DESTDIR)$(sbindir) $(DESTDIR)$(bindir) \
-	    $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf
+	    $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf \
+	    $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man5 $(DESTDIR)$(mandir)/man8 \
+	    $(DESTDIR)$(systemdunitdir)
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(slurmlibdir)/iostage.so
 	install -m 0755 $(DAEMON) $(PROLOG) $(EPILOG) $(CTLD) $(DESTDIR)$(sbindir)/
 	install -m 0755 $(CLI) $(DESTDIR)$(bindir)/iostage
-	install -m 0644 slurm-conf/iostage.conf $(DESTDIR)$(sysconfdir)/slurm/iostage.conf.example
-	install -m 0644 slurm-conf/profiles/*.json $(DESTDIR)$(sysconfdir)/slurm/iostage.d/
-	# The plugstack and slurm.conf lines name the installed paths.
-	for f in plugstack.conf slurm.conf.snippet cli_filter.lua; do \
-	    sed -e 's|/usr/local/lib/slurm|$(slurmlibdir)|g' -e 's|/usr/local/bin|$(bindir)|g' \
-	        -e 's|/usr/local/sbin|$(sbindir)|g' -e 's|/etc/slurm|$(sysconfdir)/slurm|g' \
-	        slurm-conf/$$f >$(DESTDIR)$(docdir)/slurm-conf/$$f || exit 1; \
-	    chmod 0644 $(DESTDIR)$(docdir)/slurm-conf/$$f; done
-	install -d $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man5 \
-	    $(DESTDIR)$(mandir)/man8
-	install -m 0644 docs/man/iostage.1 $(DESTDIR)$(mandir)/man1/
-	install -m 0644 docs/man/iostage.conf.5 $(DESTDIR)$(mandir)/man5/
-	install -m 0644 docs/man/iostaged.8 docs/man/iostage-prolog.8 \
-	    docs/man/iostagectld.8 $(DESTDIR)$(mandir)/man8/
-	ln -sf iostage-prolog.8 $(DESTDIR)$(mandir)/man8/iostage-epilog.8
-	install -d $(DESTDIR)$(systemdunitdir)
-	sed -e 's|@SBINDIR@|$(sbindir)|g' -e 's|@SYSCONFDIR@|$(sysconfdir)|g' \
-	    slurm-conf/iostaged.service >$(DESTDIR)$(systemdunitdir)/iostaged.service
-	chmod 0644 $(DESTDIR)$(systemdunitdir)/iostaged.service
-	sed -e 's|@SBINDIR@|$(sbindir)|g' -e 's|@SYSCONFDIR@|$(sysconfdir)|g' \
-	    slurm-conf/iostagectld.service >$(DESTDIR)$(systemdunitdir)/iostagectld.service
-	chmod 0644 $(DESTDIR)$(systemdunitdir)/iostagectld.service
-	install -m 0644 slurm-conf/grafana-iostage.json slurm-conf/job_submit.lua \
-	    slurm-conf/cli_filter.lua \
+	$(call INSTALL_TO,slurm-conf/iostage.conf,$(DESTDIR)$(sysconfdir)/slurm/iostage.conf.example)
+	install -m 0644 $(addprefix slurm-conf/profiles/,$(INSTALL_PROFILES)) \
+	    $(DESTDIR)$(sysconfdir)/slurm/iostage.d/
+	for f in $(INSTALL_EXAMPLES_SUBST); do \
+	    $(call INSTALL_TO,slurm-conf/$$f,$(DESTDIR)$(docdir)/slurm-conf/$$f) || exit 1; done
+	install -m 0644 $(addprefix slurm-conf/,$(INSTALL_EXAMPLES_RAW)) \
 	    $(DESTDIR)$(docdir)/slurm-conf/
+	for m in $(INSTALL_MAN); do \
+	    $(call INSTALL_TO,docs/man/$${m#*/},$(DESTDIR)$(mandir)/$$m) || exit 1; done
+	ln -sf iostage-prolog.8 $(DESTDIR)$(mandir)/man8/iostage-epilog.8
+	for u in $(INSTALL_UNITS); do \
+	    $(call INSTALL_TO,slurm-conf/$$u,$(DESTDIR)$(systemdunitdir)/$$u) || exit 1; done
 	install -m 0644 docs/ADMIN.md $(DESTDIR)$(docdir)/
+
+# Removes the files above, those of install-libiostage and install-shim
+# below, and the directories that are iostage's own once empty; never
+# iostage.conf (install writes only iostage.conf.example) nor a profile
+# the site added.
+uninstall:
+	rm -f $(DESTDIR)$(slurmlibdir)/iostage.so $(addprefix $(DESTDIR)$(sbindir)/,$(INSTALL_SBIN)) \
+	    $(DESTDIR)$(bindir)/iostage $(DESTDIR)$(sysconfdir)/slurm/iostage.conf.example \
+	    $(addprefix $(DESTDIR)$(sysconfdir)/slurm/iostage.d/,$(INSTALL_PROFILES)) \
+	    $(addprefix $(DESTDIR)$(docdir)/slurm-conf/,$(INSTALL_EXAMPLES_SUBST) $(INSTALL_EXAMPLES_RAW)) \
+	    $(DESTDIR)$(docdir)/ADMIN.md $(addprefix $(DESTDIR)$(mandir)/,$(INSTALL_MAN)) \
+	    $(DESTDIR)$(mandir)/man8/iostage-epilog.8 \
+	    $(addprefix $(DESTDIR)$(systemdunitdir)/,$(INSTALL_UNITS)) \
+	    $(DESTDIR)$(libdir)/libiostage.so.0 $(DESTDIR)$(libdir)/libiostage.so \
+	    $(DESTDIR)$(includedir)/iostage.h $(DESTDIR)$(shimlibdir)/libiostage-preload.so
+	-rmdir $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf \
+	    $(DESTDIR)$(docdir) $(DESTDIR)$(shimlibdir) 2>/dev/null
 
 # --- libiostage.so: the phase-marker API (shim/libiostage.c, shim/iostage.h).
 # PMIx gives a task its rank when it is a PMIx client. `iostage phase` uses
@@ -402,12 +479,10 @@ install-libiostage: $(LIBIOSTAGE)
 # that are not built with them); only the interposers are exported.
 SHIM_PRELOAD_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard shim/preload*.c))
 SHIM_PRELOAD     := $(BUILD)/shim/libiostage-preload.so
-shimlibdir       ?= $(libdir)/iostage
 SHIM_CFLAGS      := $(filter-out -fsanitize=%,$(CFLAGS)) -U_FORTIFY_SOURCE \
                     -fvisibility=hidden
 # The plugin injects the library from where `make install` puts it
-# (iostage.conf TraceLibrary= overrides).
-CPPFLAGS += -DIOSTAGE_SHIM_PATH='"$(shimlibdir)/libiostage-preload.so"'
+# (IOSTAGE_SHIM_PATH above; iostage.conf TraceLibrary= overrides).
 SHIM_PROBE       := $(BUILD)/tests/shimprobe
 SHIM_BENCH       := $(BUILD)/bench/shimbench
 

@@ -10,6 +10,7 @@
  * exec exactly itself through an fd opened at start.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -118,6 +119,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (args.check_config) {
+		/* The plugin preloads it into jobs that ask for deep mode and
+		 * runs them untraced without it (spank/trace.c), telling only
+		 * slurmd's log: say so where the admin looks first. */
+		if (access(conf.trace_library, R_OK) < 0)
+			printf("iostaged: %s: note: TraceLibrary=%s: %s (jobs "
+			       "in deep mode would run untraced)\n",
+			       args.conf_path, conf.trace_library,
+			       strerror(errno));
 		printf("iostaged: %s: ok\n", args.conf_path);
 		return 0;
 	}

@@ -17,6 +17,8 @@ PKGS=(
   tesseract-ocr-eng fonts-dejavu-core jq curl
   clang libclang-rt-14-dev
   e2fsprogs sshfs openssh-sftp-server
+  # cli_filter.lua run outside Slurm (tests/install/test_install.sh)
+  lua5.1
 )
 # Extra packages may be appended by callers: IOSTAGE_EXTRA_PKGS="a b".
 if [ -n "${IOSTAGE_EXTRA_PKGS:-}" ]; then

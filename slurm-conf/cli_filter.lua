@@ -29,7 +29,13 @@ sbatch's own environment (IOSTAGE_TICKET). Only now does sbatch know the
 job id: iostage_job_note hands it to the service with the ticket
 (`iostage job-note`, in the user's own MUNGE credential), so the service
 can stage the job's datasets on the nodes Slurm plans to start it on
-while it waits. Nothing here can fail or hold a submission.
+while it waits. Nothing here can fail or hold a submission, but what
+goes wrong is said on sbatch's stderr (slurm.log_error): an `iostage`
+that cannot run, or a job-note the service did not take, would otherwise
+mean no license and no pre-staging, silently.
+
+`make install` (and the packages) write IOSTAGE and IOSTAGE_CONF below
+with the installed paths.
 --]]
 
 local IOSTAGE = "/usr/local/bin/iostage"
@@ -41,6 +47,34 @@ end
 
 local function set(v)
 	return v ~= nil and v ~= "" and v ~= "(null)"
+end
+
+-- Runs the shell command CMD; returns its output lines and its exit
+-- status (-1: not run). The status comes from the shell itself, so this
+-- works in every Lua Slurm links (5.1's popen close tells nothing).
+local function run(cmd)
+	local p = io.popen(cmd .. '; echo "iostage-status:$?"', "r")
+	if not p then
+		return {}, -1
+	end
+	local lines, status = {}, -1
+	for l in p:lines() do
+		local pre, st = string.match(l, "^(.-)iostage%-status:(%d+)$")
+		if st then
+			status = tonumber(st)
+			l = pre
+		end
+		if l ~= "" then
+			table.insert(lines, l)
+		end
+	end
+	p:close()
+	return lines, status
+end
+
+-- 126, 127: the shell could not run IOSTAGE at all
+local function cannot_run(status)
+	return status == 126 or status == 127 or status < 0
 end
 
 -- This process (sbatch, salloc or srun): its pid (iostage reads its
@@ -124,13 +158,16 @@ function iostage_pfs_license(options)
 	elseif pid then
 		cmd = cmd .. " --submitter " .. pid
 	end
-	local p = io.popen(cmd .. " 2>/dev/null", "r")
-	if not p then
+	-- its errors are the plugin's to report (a bad --io-profile), but not
+	-- a program that is not there
+	local lines, st = run(cmd .. " 2>/dev/null")
+	if cannot_run(st) then
+		slurm.log_error("iostage: cannot run %s (exit %d): no PFS license requested; " ..
+			"fix IOSTAGE in cli_filter.lua", IOSTAGE, st)
 		return
 	end
-	local out = p:read("*l")
-	p:close()
-	if set(out) and out ~= cur then
+	local out = lines[1]
+	if st == 0 and set(out) and out ~= cur then
 		options["licenses"] = out
 		slurm.log_info("iostage: the job reads from the PFS in place: --licenses=%s", out)
 	end
@@ -145,8 +182,13 @@ function iostage_job_note(job_id)
 	if job_id == nil then
 		return
 	end
-	os.execute(quote(IOSTAGE) .. " -c " .. quote(IOSTAGE_CONF) ..
-		string.format(" job-note %d %s >/dev/null 2>&1", job_id, t))
+	local lines, st = run(quote(IOSTAGE) .. " -c " .. quote(IOSTAGE_CONF) ..
+		string.format(" job-note %d %s 2>&1", job_id, t))
+	if st ~= 0 then
+		slurm.log_error("iostage: job %d is queued but not pre-staged: %s job-note " ..
+			"failed (exit %d): %s", job_id, IOSTAGE, st,
+			lines[1] or "no message")
+	end
 end
 
 function slurm_cli_setup_defaults(options, early_pass)

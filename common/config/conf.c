@@ -298,7 +298,7 @@ void conf_set_defaults(struct conf *conf)
 	snprintf(conf->state_dir, sizeof(conf->state_dir), "%s",
 		 "/var/lib/iostage");
 	snprintf(conf->profile_dir, sizeof(conf->profile_dir), "%s",
-		 "/etc/slurm/iostage.d");
+		 IOSTAGE_PROFILE_DIR);
 	conf->stage_timeout = 600;
 	conf->on_failure = STAGE_FAILURE_FAIL;
 	conf->cache_high_watermark = 85;

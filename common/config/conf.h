@@ -40,12 +40,21 @@
 #define CONF_OUTBOX_RETRY_MAX_MAX 3600
 #define CONF_PFS_LICENSE_PER_JOB_MAX 100000
 
+/* Where the installed files are: the Makefile compiles these in from its
+ * prefix and sysconfdir (and rebuilds what names them when those change:
+ * $(BUILD)/paths.stamp); the values here are a plain `make`'s. The shim
+ * deep mode preloads (TraceLibrary=), iostage.conf, and the site profiles
+ * when iostage.conf sets no ProfileDir=. */
 #ifndef IOSTAGE_SHIM_PATH
 #define IOSTAGE_SHIM_PATH "/usr/local/lib/iostage/libiostage-preload.so"
 #endif
 
 #ifndef IOSTAGE_CONF_PATH
 #define IOSTAGE_CONF_PATH "/etc/slurm/iostage.conf"
+#endif
+
+#ifndef IOSTAGE_PROFILE_DIR
+#define IOSTAGE_PROFILE_DIR "/etc/slurm/iostage.d"
 #endif
 
 enum tier_medium {
@@ -139,7 +148,7 @@ struct conf {
 
 /* Defaults used before parsing and for keys a file leaves out:
  * SocketPath=/run/iostage/iostaged.sock, StateDir=/var/lib/iostage,
- * ProfileDir=/etc/slurm/iostage.d, StageTimeout=600, OnStageFailure=fail,
+ * ProfileDir=IOSTAGE_PROFILE_DIR, StageTimeout=600, OnStageFailure=fail,
  * CacheHighWatermark=85, CacheLowWatermark=75, MaxConnections=64,
  * CacheTTL=3600, StageParallelism=4, NodeName=the short host name (cut at
  * the first '.', other characters outside [A-Za-z0-9_-] made '-'),

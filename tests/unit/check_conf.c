@@ -78,7 +78,7 @@ START_TEST(test_defaults)
 	    conf_parse("Tier=a Path=/a\n", "t.conf", &c, err, sizeof(err)), 0);
 	ck_assert_str_eq(c.socket_path, "/run/iostage/iostaged.sock");
 	ck_assert_str_eq(c.state_dir, "/var/lib/iostage");
-	ck_assert_str_eq(c.profile_dir, "/etc/slurm/iostage.d");
+	ck_assert_str_eq(c.profile_dir, IOSTAGE_PROFILE_DIR);
 	ck_assert_uint_eq(c.stage_timeout, 600);
 	ck_assert_int_eq(c.on_failure, STAGE_FAILURE_FAIL);
 	ck_assert_uint_eq(c.cache_high_watermark, 85);
