@@ -281,6 +281,16 @@ check:
 	@$(MAKE) --no-print-directory integration
 	@$(MAKE) --no-print-directory cluster
 
+# The Debian packages (debian/): built with dpkg-buildpackage (lintian: no
+# errors), installed with apt into a fresh Debian root (mmdebstrap), the
+# one-node suite run there against the installed files, then purged
+# (tests/package/test_package.sh; root, a Debian mirror; PKG_SUITE= another
+# release, built in a root of its own). Not part of `make check`.
+PKG_SUITE ?=
+.PHONY: check-package
+check-package:
+	@tests/package/test_package.sh $(PKG_SUITE)
+
 # Load on one node (issue 15 item 4; docs/RELIABILITY.md): the full sizes
 # of tests/integration/test_load.sh (64 Prologs at once, 1,000 jobs,
 # 10,000 scrapes and queries, 100 hostile clients). `make check` runs the

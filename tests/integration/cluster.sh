@@ -166,6 +166,16 @@ write_wrapper() {
   chmod 0755 "$file"
 }
 
+# slurm_at_least MAJOR MINOR: the Slurm here is that release or a later one
+slurm_at_least() {
+  local v
+  v=$("$SLURM_SBIN/slurmd" -V 2>/dev/null | sed -n 's/^slurm[^0-9]*\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  [ -n "$v" ] || return 1
+  # shellcheck disable=SC2086
+  set -- "$1" "$2" $v
+  [ "$3" -gt "$1" ] || { [ "$3" -eq "$1" ] && [ "$4" -ge "$2" ]; }
+}
+
 write_config() {
   local dir=$1 host ncpu ctld_port slurmd_port dbg
   host=$(hostname -s)
@@ -230,6 +240,14 @@ EOF
     printf '%s\n' "$CLUSTER_EXTRA_CONF" >>"$dir/slurm.conf"
   fi
   chmod 0644 "$dir/slurm.conf"
+  # Slurm 24.11 and later read cgroup.conf beside slurm.conf and load a
+  # cgroup plugin even with proctrack/linuxproc and task/none; in a chroot
+  # (tests/package) there is no cgroup tree of its own to give it.
+  rm -f "$dir/cgroup.conf"
+  if slurm_at_least 24 11; then
+    echo "CgroupPlugin=disabled" >"$dir/cgroup.conf"
+    chmod 0644 "$dir/cgroup.conf"
+  fi
 
   printf '%s' "${CLUSTER_PLUGSTACK:-}" >"$dir/plugstack.conf"
   [ -z "${CLUSTER_PLUGSTACK:-}" ] || printf '\n' >>"$dir/plugstack.conf"
