@@ -54,6 +54,9 @@ TEST_PKGS=slurmctld,slurmd,slurm-client,munge,jq,curl,socat,rsync,procps,iproute
 TEST_PKGS+=,e2fsprogs,util-linux,passwd,hostname,python3,gcc,libc6-dev,man-db
 TEST_PKGS+=,prometheus,chromium,imagemagick,tesseract-ocr,tesseract-ocr-eng
 TEST_PKGS+=,fonts-dejavu-core,sshfs,openssh-sftp-server,ca-certificates
+# srun --mpi=pmix: Slurm's mpi/pmix plugin dlopens libpmix.so, which only
+# the -dev package ships
+TEST_PKGS+=,libpmix-dev
 IOSTAGE_PKGS="iostage-node iostagectld iostage-common libiostage0 libiostage-dev"
 
 passed=0
@@ -173,8 +176,9 @@ root_enter "$ROOT" || { fail "mounting /proc, /dev, /sys, /run in $ROOT"; finish
 mkdir -p "$ROOT/debs"
 cp "${debs[@]}" "$ROOT/debs/"
 lap "installing the packages with apt"
-if root_run "$ROOT" sh -c 'apt-get install -y -q ./debs/*.deb' >"$WORK/install.log" 2>&1; then
-	pass "apt-get install ./debs/*.deb in a fresh $SUITE root: $(grep -cE '^(Setting up|Unpacking) ' "$WORK/install.log") steps"
+# (mmdebstrap leaves no package lists behind)
+if root_run "$ROOT" sh -c 'apt-get update -q && apt-get install -y -q ./debs/*.deb' >"$WORK/install.log" 2>&1; then
+	pass "apt-get install ./debs/*.deb in a fresh $SUITE root ($(grep -c "^Setting up " "$WORK/install.log") packages set up)"
 else
 	tail -n 20 "$WORK/install.log"
 	fail "apt-get install of the packages (log: $WORK/install.log)"
@@ -255,13 +259,16 @@ fi
 # --- purge ---------------------------------------------------------------------------------
 
 # shellcheck disable=SC2086
-if root_run "$ROOT" apt-get purge -y -q $IOSTAGE_PKGS >"$WORK/purge.log" 2>&1 &&
-	left=$(for p in /etc/slurm/iostage.conf /etc/slurm/iostage.d /usr/sbin/iostaged /usr/bin/iostage "$plugin"; do
-		[ -e "$ROOT$p" ] && echo "$p"
-	done) && [ -z "$left" ]; then
+root_run "$ROOT" apt-get purge -y -q $IOSTAGE_PKGS >"$WORK/purge.log" 2>&1
+rc=$?
+left=
+for p in /etc/slurm/iostage.conf /etc/slurm/iostage.d /usr/sbin/iostaged /usr/bin/iostage "$plugin"; do
+	[ -e "$ROOT$p" ] && left+="$p "
+done
+if [ "$rc" -eq 0 ] && [ -z "$left" ]; then
 	pass "apt-get purge removes the packages and their conffiles"
 else
-	fail "apt-get purge: left ${left:-?} (log: $WORK/purge.log)"
+	fail "apt-get purge: exit $rc, left ${left:-nothing} (log: $WORK/purge.log)"
 fi
 lap "done"
 finish
