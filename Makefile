@@ -446,8 +446,8 @@ uninstall:
 	    $(addprefix $(DESTDIR)$(systemdunitdir)/,$(INSTALL_UNITS)) \
 	    $(DESTDIR)$(libdir)/libiostage.so.0 $(DESTDIR)$(libdir)/libiostage.so \
 	    $(DESTDIR)$(includedir)/iostage.h $(DESTDIR)$(shimlibdir)/libiostage-preload.so
-	-rmdir $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf \
-	    $(DESTDIR)$(docdir) $(DESTDIR)$(shimlibdir) 2>/dev/null
+	rmdir $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf \
+	    $(DESTDIR)$(docdir) $(DESTDIR)$(shimlibdir) 2>/dev/null || true
 
 # --- libiostage.so: the phase-marker API (shim/libiostage.c, shim/iostage.h).
 # PMIx gives a task its rank when it is a PMIx client. `iostage phase` uses
