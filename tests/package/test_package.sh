@@ -14,8 +14,9 @@
 # work tree as it is (tracked and new files, committed or not).
 #
 # Environment:
-#   PKG_WORK=DIR   work directory (default /var/tmp/iostage-pkg.XXXXXX);
-#                  removed at the end unless something failed or PKG_KEEP=1
+#   PKG_WORK=DIR   work directory (default: a new /var/tmp/iostage-pkg.XXXXXX,
+#                  removed at the end); its roots are removed unless
+#                  something failed or PKG_KEEP=1
 #   PKG_DEBS=DIR   install the .debs in DIR instead of building them
 #   PKG_MIRROR     Debian mirror (http://deb.debian.org/debian)
 #   PKG_NO_SUITE=1 stop after the install checks (no integration suite)
@@ -70,8 +71,9 @@ lap() { echo "--- $1 ($((SECONDS - t0)) s)"; }
 cleanup() {
 	root_leave "$ROOT"
 	root_leave "$BROOT"
-	if [ "$failed" -eq 0 ] && [ "${PKG_KEEP:-0}" != 1 ] && [ -z "${PKG_WORK:-}" ]; then
-		root_remove "$ROOT" && root_remove "$BROOT" && rm -rf --one-file-system "$WORK"
+	if [ "$failed" -eq 0 ] && [ "${PKG_KEEP:-0}" != 1 ]; then
+		root_remove "$ROOT" && root_remove "$BROOT" &&
+			{ [ -n "${PKG_WORK:-}" ] || rm -rf --one-file-system "$WORK"; }
 	else
 		echo "test_package.sh: kept $WORK" >&2
 	fi
@@ -105,7 +107,8 @@ build_in_root() {
 	root_enter "$BROOT" || return 1
 	copy_tree "$BROOT/build/iostage-$VERSION" || return 1
 	{
-		root_run "$BROOT" apt-get build-dep -y -q "/build/iostage-$VERSION" &&
+		root_run "$BROOT" apt-get update -q &&
+			root_run "$BROOT" apt-get build-dep -y -q "/build/iostage-$VERSION" &&
 			root_run "$BROOT" sh -c "cd /build/iostage-$VERSION && dpkg-buildpackage -us -uc -b"
 	} >"$WORK/build.log" 2>&1 || return 1
 	mkdir -p "$SRC"
