@@ -312,6 +312,16 @@ check-releases:
 	@rc=0; for r in $(SLURM_RELEASES); do \
 	    CHECK_JOBS=$(CHECK_JOBS) tests/releases/run.sh $$r $(SUITES) || rc=1; done; exit $$rc
 
+# The Debian packages (debian/): built with dpkg-buildpackage (lintian: no
+# errors), installed with apt into a fresh Debian root (mmdebstrap), the
+# one-node suite run there against the installed files, then purged
+# (tests/package/test_package.sh; root, a Debian mirror; PKG_SUITE= another
+# release, built in a root of its own). Not part of `make check`.
+PKG_SUITE ?=
+.PHONY: check-package
+check-package:
+	@tests/package/test_package.sh $(PKG_SUITE)
+
 # Load on one node (issue 15 item 4; docs/RELIABILITY.md): the full sizes
 # of tests/integration/test_load.sh (64 Prologs at once, 1,000 jobs,
 # 10,000 scrapes and queries, 100 hostile clients). `make check` runs the
@@ -467,8 +477,8 @@ uninstall:
 	    $(addprefix $(DESTDIR)$(systemdunitdir)/,$(INSTALL_UNITS)) \
 	    $(DESTDIR)$(libdir)/libiostage.so.0 $(DESTDIR)$(libdir)/libiostage.so \
 	    $(DESTDIR)$(includedir)/iostage.h $(DESTDIR)$(shimlibdir)/libiostage-preload.so
-	-rmdir $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf \
-	    $(DESTDIR)$(docdir) $(DESTDIR)$(shimlibdir) 2>/dev/null
+	rmdir $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf \
+	    $(DESTDIR)$(docdir) $(DESTDIR)$(shimlibdir) 2>/dev/null || true
 
 # --- libiostage.so: the phase-marker API (shim/libiostage.c, shim/iostage.h).
 # PMIx gives a task its rank when it is a PMIx client. `iostage phase` uses

@@ -53,7 +53,7 @@ ctld_pid() {
 # until it answers a ping.
 ctld_start() {
 	local pid
-	setsid "$IOSTAGE_ROOT/usr/sbin/iostagectld" -f -c "$CTLD_CONF" \
+	setsid "$IOSTAGE_SBINDIR/iostagectld" -f -c "$CTLD_CONF" \
 		>>"$CTLD_LOG" 2>&1 </dev/null &
 	pid=$!
 	echo "$pid" >"$CTLD_DIR/iostagectld.test.pid"

@@ -5,7 +5,7 @@
 # iostaged_start: run the installed daemon in the foreground, in the
 # background of this shell, logging to $IOSTAGED_LOG; wait until it answers.
 iostaged_start() {
-	setsid "$IOSTAGE_ROOT/usr/sbin/iostaged" -f -c "$IOSTAGE_CONF" \
+	setsid "$IOSTAGE_SBINDIR/iostaged" -f -c "$IOSTAGE_CONF" \
 		>>"$IOSTAGED_LOG" 2>&1 </dev/null &
 	echo $! >"$IOSTAGE_DIR/iostaged.test.pid"
 	for _ in $(seq 1 50); do

@@ -11,6 +11,9 @@
 #   IT_KEEP=1    keep the cluster directory (it is also kept when a test fails)
 #   IT_VERBOSE=1 print every test's full output
 #   IT_NO_SETUP=1 do not source setup.sh (bare harness self-test)
+#   IOSTAGE_INSTALLED=1 test the iostage installed on this system (e.g. the
+#                packages) instead of `make install` of this tree; paths
+#                and defaults in setup.sh; scripts/install-deps.sh is not run
 #
 # Hooks: if tests/integration/setup.sh exists it is sourced after the cluster
 # directory exists (CLUSTER_DIR is set, nothing started) and before the cluster
@@ -42,8 +45,9 @@ else
   shopt -u nullglob
 fi
 
-# install what is missing (quiet when everything is there)
-if [ -x "$REPO_ROOT/scripts/install-deps.sh" ] || [ -f "$REPO_ROOT/scripts/install-deps.sh" ]; then
+# install what is missing (quiet when everything is there); not for an
+# installed iostage, whose system has what it has (tests/package)
+if [ "${IOSTAGE_INSTALLED:-0}" != 1 ] && [ -f "$REPO_ROOT/scripts/install-deps.sh" ]; then
   bash "$REPO_ROOT/scripts/install-deps.sh" </dev/null || exit 1
 fi
 

@@ -82,7 +82,7 @@ start_private() {
 	{
 		echo "SocketPath=$dir/d.sock"
 		echo "StateDir=$dir/state"
-		echo "ProfileDir=$IOSTAGE_ROOT/etc/slurm/iostage.d"
+		echo "ProfileDir=$IOSTAGE_SYSCONFDIR/slurm/iostage.d"
 		echo "NodeName=$node"
 		if [ -n "$extra" ]; then printf '%s\n' "$extra"; else echo "Tier=nvme Path=$dir/tiers/nvme"; fi
 	} >"$dir/d.conf"

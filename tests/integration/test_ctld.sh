@@ -47,13 +47,13 @@ test_ctld_daemon_mode() {
 	ctld_admin_user || fail "cannot create the admin group"
 	ctld_stop
 	# the parent returns once the service listens
-	"$IOSTAGE_ROOT/usr/sbin/iostagectld" -c "$CTLD_CONF" || fail "daemon mode failed"
+	"$IOSTAGE_SBINDIR/iostagectld" -c "$CTLD_CONF" || fail "daemon mode failed"
 	out=$(ctld_request root '{"op":"ping"}')
 	assert_contains "answers at once" "$out" '"service":"iostagectld"'
 	pid=$(cat "$CTLD_DIR/run/iostagectld.pid")
 	assert_eq "pid file names it" iostagectld "$(cat "/proc/$pid/comm")"
 	# a second one stops at the taken port, the first is untouched
-	out=$("$IOSTAGE_ROOT/usr/sbin/iostagectld" -f -c "$CTLD_CONF" 2>&1)
+	out=$("$IOSTAGE_SBINDIR/iostagectld" -f -c "$CTLD_CONF" 2>&1)
 	assert_contains "second instance refused" "$out" "port $CTLD_PORT"
 	kill -TERM "$pid"
 	for _ in $(seq 1 50); do pid_running "$pid" || break; sleep 0.1; done
@@ -168,12 +168,12 @@ test_ctld_import_node_history() {
 	cp -a "$IOSTAGE_STATE" "$TEST_WORKDIR/node1-state"
 	iostaged_start || fail "iostaged did not restart"
 	ctld_stop
-	out=$("$IOSTAGE_ROOT/usr/sbin/iostagectld" --import "$TEST_WORKDIR/node1-state" -c "$CTLD_CONF" 2>&1) ||
+	out=$("$IOSTAGE_SBINDIR/iostagectld" --import "$TEST_WORKDIR/node1-state" -c "$CTLD_CONF" 2>&1) ||
 		fail "import failed: $out"
 	assert_contains "import report" "$out" "into $CTLD_STATE/history:"
 	assert_contains "every job of the node imported" "$out" "already recorded, 0 unreadable, 0 refused"
 	# what the node held is now the service's (its own records win)
-	out=$("$IOSTAGE_ROOT/usr/sbin/iostagectld" --import "$TEST_WORKDIR/node1-state/history" -c "$CTLD_CONF" 2>&1) ||
+	out=$("$IOSTAGE_SBINDIR/iostagectld" --import "$TEST_WORKDIR/node1-state/history" -c "$CTLD_CONF" 2>&1) ||
 		fail "second import failed: $out"
 	assert_contains "second import: nothing new" "$out" ": 0 jobs imported,"
 	ctld_start || fail "iostagectld did not start after the import"
@@ -184,14 +184,14 @@ test_ctld_import_node_history() {
 	out=$(ctld_request "$TEST_USER" '{"op":"history_list","limit":1000}')
 	assert_eq "imported once" 1 "$(jq '[.records[] | select(.job == 920001)] | length' <<<"$out")"
 	# while the service runs its database is its own: refused, one line
-	out=$("$IOSTAGE_ROOT/usr/sbin/iostagectld" --import "$TEST_WORKDIR/node1-state" -c "$CTLD_CONF" 2>&1)
+	out=$("$IOSTAGE_SBINDIR/iostagectld" --import "$TEST_WORKDIR/node1-state" -c "$CTLD_CONF" 2>&1)
 	assert_contains "import with the service running" "$out" "(is iostagectld running? stop it first)"
 	# bad sources: one line, exit 1
 	ctld_stop
-	out=$("$IOSTAGE_ROOT/usr/sbin/iostagectld" --import "$TEST_WORKDIR/nothing" -c "$CTLD_CONF" 2>&1)
+	out=$("$IOSTAGE_SBINDIR/iostagectld" --import "$TEST_WORKDIR/nothing" -c "$CTLD_CONF" 2>&1)
 	assert_contains "a missing source" "$out" "iostagectld: --import $TEST_WORKDIR/nothing: "
 	assert_eq "one line" 1 "$(printf '%s\n' "$out" | wc -l)"
-	out=$("$IOSTAGE_ROOT/usr/sbin/iostagectld" --import "$CTLD_STATE" -c "$CTLD_CONF" 2>&1)
+	out=$("$IOSTAGE_SBINDIR/iostagectld" --import "$CTLD_STATE" -c "$CTLD_CONF" 2>&1)
 	assert_contains "its own history" "$out" "the service's own history"
 }
 
@@ -210,7 +210,7 @@ test_ctld_repair_history() {
 	assert_contains "ops say why" "$out" '"error":"history disabled: '
 	assert_eq "CURRENT untouched" garbage "$(cat "$CTLD_STATE/history/CURRENT")"
 	ctld_stop
-	out=$("$IOSTAGE_ROOT/usr/sbin/iostagectld" --repair-history -c "$CTLD_CONF" 2>&1) ||
+	out=$("$IOSTAGE_SBINDIR/iostagectld" --repair-history -c "$CTLD_CONF" 2>&1) ||
 		fail "repair failed: $out"
 	assert_contains "repair report" "$out" "iostagectld: history $CTLD_STATE/history repaired"
 	assert_contains "copy kept" "$out" "damaged files are kept in $CTLD_STATE/history.damaged."

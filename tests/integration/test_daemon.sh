@@ -92,7 +92,7 @@ write_private_conf() {
 	cat >"$TEST_WORKDIR/d.conf" <<CONF
 SocketPath=$TEST_WORKDIR/d.sock
 StateDir=$TEST_WORKDIR/state
-ProfileDir=$IOSTAGE_ROOT/etc/slurm/iostage.d
+ProfileDir=$IOSTAGE_SYSCONFDIR/slurm/iostage.d
 Tier=nvme Path=$TEST_WORKDIR/t/nvme
 CONF
 }

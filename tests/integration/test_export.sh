@@ -9,7 +9,7 @@
 
 METRICS_URL="http://127.0.0.1:$IOSTAGE_METRICS_PORT/metrics"
 PROM_PORT=$((IOSTAGE_METRICS_PORT + 1))
-DOCDIR="$IOSTAGE_ROOT/usr/share/doc/iostage"
+DOCDIR="$IOSTAGE_DOCDIR"
 FIXTURE="$REPO_ROOT/tests/unit/fixtures/records.json"
 
 # --- helpers -------------------------------------------------------------------
@@ -270,7 +270,7 @@ test_metrics_port_in_use_is_one_line() {
 	cat >"$dir/d.conf" <<CONF
 SocketPath=$dir/d.sock
 StateDir=$dir/state
-ProfileDir=$IOSTAGE_ROOT/etc/slurm/iostage.d
+ProfileDir=$IOSTAGE_SYSCONFDIR/slurm/iostage.d
 Tier=nvme Path=$dir/tiers/nvme
 MetricsListen=127.0.0.1:$port
 CONF
@@ -391,28 +391,36 @@ test_export_from_daemon_history() {
 # --- deployment -----------------------------------------------------------------
 
 test_install_layout() {
-	local unit="$IOSTAGE_ROOT/usr/lib/systemd/system/iostaged.service"
+	# what the installed files name: paths as installed (without the
+	# staging root of the default mode)
+	local r=$IOSTAGE_ROOT
+	local sbin=${IOSTAGE_SBINDIR#"$r"} etc=${IOSTAGE_SYSCONFDIR#"$r"}
+	local unit="$IOSTAGE_UNITDIR/iostaged.service"
 	[ -f "$unit" ] || fail "no systemd unit at $unit"
 	assert_file_contains "unit runs the installed daemon in the foreground" "$unit" \
-		"ExecStart=/usr/sbin/iostaged -f -c /etc/slurm/iostage.conf"
+		"ExecStart=$sbin/iostaged -f -c $etc/slurm/iostage.conf"
 	assert_file_contains "unit starts before slurmd" "$unit" "Before=slurmd.service"
 	assert_file_contains "plugstack line names the installed plugin" \
-		"$DOCDIR/slurm-conf/plugstack.conf" "required /usr/lib/slurm/iostage.so conf=/etc/slurm/iostage.conf"
+		"$DOCDIR/slurm-conf/plugstack.conf" "required ${IOSTAGE_PLUGIN#"$r"} conf=$etc/slurm/iostage.conf"
 	assert_file_contains "slurm.conf names the installed Prolog" \
-		"$DOCDIR/slurm-conf/slurm.conf.snippet" "Prolog=/usr/sbin/iostage-prolog"
-	local f
-	for f in usr/share/man/man1/iostage.1 usr/share/man/man5/iostage.conf.5 \
-		usr/share/man/man8/iostaged.8 usr/share/man/man8/iostage-prolog.8 \
-		usr/share/doc/iostage/ADMIN.md usr/share/doc/iostage/slurm-conf/grafana-iostage.json \
-		etc/slurm/iostage.conf.example; do
-		[ -s "$IOSTAGE_ROOT/$f" ] || fail "not installed: /$f"
+		"$DOCDIR/slurm-conf/slurm.conf.snippet" "Prolog=$sbin/iostage-prolog"
+	assert_file_contains "cli_filter.lua names the installed iostage" \
+		"$DOCDIR/slurm-conf/cli_filter.lua" "local IOSTAGE = \"${IOSTAGE_BINDIR#"$r"}/iostage\""
+	local f m=$IOSTAGE_MANDIR
+	# man pages and ADMIN.md may be compressed (the packages)
+	for f in "$m/man1/iostage.1" "$m/man5/iostage.conf.5" "$m/man8/iostaged.8" \
+		"$m/man8/iostage-prolog.8" "$DOCDIR/ADMIN.md" "$DOCDIR/slurm-conf/grafana-iostage.json" \
+		"$IOSTAGE_CONF_EXAMPLE"; do
+		[ -s "$f" ] || [ -s "$f.gz" ] || fail "not installed: $f"
 	done
-	man -l "$IOSTAGE_ROOT/usr/share/man/man1/iostage.1" 2>/dev/null | grep -Eq "export +--format" ||
+	f="$m/man1/iostage.1"
+	[ -f "$f" ] || f="$f.gz"
+	man -l "$f" 2>/dev/null | grep -Eq "export +--format" ||
 		fail "iostage(1) has no export section"
 	# the example config, metrics keys included, passes the daemon's check
-	sed "s|/local/nvme/iostage|$TEST_WORKDIR/tier|" "$IOSTAGE_ROOT/etc/slurm/iostage.conf.example" >"$TEST_WORKDIR/ex.conf"
+	sed "s|/local/nvme/iostage|$TEST_WORKDIR/tier|" "$IOSTAGE_CONF_EXAMPLE" >"$TEST_WORKDIR/ex.conf"
 	iostaged --check-config -c "$TEST_WORKDIR/ex.conf" || fail "the example config does not pass --check-config"
 	# the integration cluster itself runs the installed programs
-	assert_eq "the running daemon is the installed one" "$IOSTAGE_ROOT/usr/sbin/iostaged" \
+	assert_eq "the running daemon is the installed one" "$IOSTAGE_SBINDIR/iostaged" \
 		"$(readlink "/proc/$(iostaged_pid)/exe")"
 }

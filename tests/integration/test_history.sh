@@ -166,7 +166,7 @@ test_history_damaged_db() {
 	assert_file_contains "job output" out.txt "x.bin"
 
 	iostaged_stop
-	out=$("$IOSTAGE_ROOT/usr/sbin/iostaged" --repair-history -c "$IOSTAGE_CONF" 2>&1) ||
+	out=$("$IOSTAGE_SBINDIR/iostaged" --repair-history -c "$IOSTAGE_CONF" 2>&1) ||
 		fail "repair failed: $out"
 	assert_contains "repair report" "$out" "repaired"
 	assert_contains "repair report" "$out" "damaged files are kept in $IOSTAGE_STATE/history.damaged."

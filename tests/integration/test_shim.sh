@@ -6,7 +6,7 @@
 # iostaged's socket) whose counters match what the job did.
 . "$IT_DIR/datasets.sh"
 
-SHIM_LIB="$IOSTAGE_ROOT/usr/lib/iostage/libiostage-preload.so"
+SHIM_LIB="$IOSTAGE_SHIM"
 
 # A dataset, and a PFS output directory owned by the test user.
 shim_fixture() {

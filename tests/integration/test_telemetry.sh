@@ -161,7 +161,7 @@ int main(void)
 	return 0;
 }
 C
-	gcc -o app app.c -I"$IOSTAGE_ROOT/usr/include" -L"$IOSTAGE_ROOT/usr/lib" \
+	gcc -o app app.c -I"$IOSTAGE_INCLUDEDIR" -L"$IOSTAGE_LIBDIR" \
 		-liostage || fail "cannot build a program against libiostage"
 	chmod 0755 app
 	cat >job.sh <<'JOB'
@@ -172,7 +172,7 @@ LD_LIBRARY_PATH="$LIBDIR" srun --mpi=$MPI -n 2 ./app
 "$IOSTAGE_CLI" phase begin 'bad name' 2>&1 | sed 's/^/REFUSED /'
 JOB
 	submit_wait "$TEST_USER" -n 2 \
-		--export=ALL,MPI=$mpi,IOSTAGE_CLI="$(command -v iostage)",LIBDIR="$IOSTAGE_ROOT/usr/lib" \
+		--export=ALL,MPI=$mpi,IOSTAGE_CLI="$(command -v iostage)",LIBDIR="$IOSTAGE_LIBDIR" \
 		--io-profile="dl-train,data=$ds" -o out.txt job.sh >/dev/null ||
 		fail "job failed: $SUBMIT_OUT; output: $(cat out.txt)"
 	out=$(cat out.txt)

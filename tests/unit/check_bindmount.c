@@ -479,14 +479,14 @@ static Suite *bindmount_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_tree_read_only);
-	tcase_add_test(tc, test_single_file);
-	tcase_add_test(tc, test_replaces_symlink_never_follows);
-	tcase_add_test(tc, test_again_replaces);
-	tcase_add_test(tc, test_bad_arguments);
-	tcase_add_test(tc, test_detach_under_all);
-	tcase_add_test(tc, test_detach_under_selected);
-	tcase_add_test(tc, test_detach_under_stacked);
+	tcase_add_root_test(tc, test_tree_read_only);
+	tcase_add_root_test(tc, test_single_file);
+	tcase_add_root_test(tc, test_replaces_symlink_never_follows);
+	tcase_add_root_test(tc, test_again_replaces);
+	tcase_add_root_test(tc, test_bad_arguments);
+	tcase_add_root_test(tc, test_detach_under_all);
+	tcase_add_root_test(tc, test_detach_under_selected);
+	tcase_add_root_test(tc, test_detach_under_stacked);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1198,8 +1198,8 @@ static Suite *copyengine_suite(void)
 	tcase_add_test(tc, test_modes_and_times);
 	tcase_add_test(tc, test_private_top);
 	tcase_add_test(tc, test_single_file_and_top_symlink);
-	tcase_add_test(tc, test_unreadable_file_named);
-	tcase_add_test(tc, test_unreadable_dir_named);
+	tcase_add_root_test(tc, test_unreadable_file_named);
+	tcase_add_root_test(tc, test_unreadable_dir_named);
 	tcase_add_test(tc, test_destination_exists);
 	tcase_add_test(tc, test_dst_label_in_messages);
 	tcase_add_test(tc, test_bad_sources);

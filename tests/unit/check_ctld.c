@@ -600,7 +600,7 @@ int main(void)
 	tcase_add_test(tc, test_read_authz);
 	tcase_add_test(tc, test_import);
 	have_munge = testmunge_start() == 0;
-	tcase_add_test(tc, test_over_tcp);
+	tcase_add_root_test(tc, test_over_tcp);
 	suite_add_tcase(s, tc);
 	rc = check_run(s);
 	if (have_munge)

@@ -151,9 +151,9 @@ static Suite *owntree_suite(void)
 	TCase *tc = tcase_create("owntree");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_takes_everything);
-	tcase_add_test(tc, test_single_file);
-	tcase_add_test(tc, test_refuses_special);
+	tcase_add_root_test(tc, test_takes_everything);
+	tcase_add_root_test(tc, test_single_file);
+	tcase_add_root_test(tc, test_refuses_special);
 	tcase_add_test(tc, test_bad_names);
 	suite_add_tcase(s, tc);
 	return s;

@@ -496,14 +496,14 @@ static Suite *rmtree_suite(void)
 	tcase_add_test(tc, test_contents_keeps_dir);
 	tcase_add_loop_test(tc, test_bad_names, 0, N(bad_names));
 	tcase_add_test(tc, test_null_and_bad_fd);
-	tcase_add_test(tc, test_dir_replaced_by_symlink);
+	tcase_add_root_test(tc, test_dir_replaced_by_symlink);
 	tcase_add_test(tc, test_symlink_swap_race);
 	tcase_add_test(tc, test_depth_limit);
 	tcase_add_test(tc, test_depth_within_limit);
-	tcase_add_test(tc, test_owner_removes_readonly_dirs);
-	tcase_add_test(tc, test_error_names_entry);
-	tcase_add_test(tc, test_stops_at_bind_mount);
-	tcase_add_test(tc, test_file_bind_mount_not_removed);
+	tcase_add_root_test(tc, test_owner_removes_readonly_dirs);
+	tcase_add_root_test(tc, test_error_names_entry);
+	tcase_add_root_test(tc, test_stops_at_bind_mount);
+	tcase_add_root_test(tc, test_file_bind_mount_not_removed);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -7,9 +7,26 @@
 #ifndef IOSTAGE_CHECK_RUN_H
 #define IOSTAGE_CHECK_RUN_H
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <check.h>
+
+/* Add test TF to TC when running as root; otherwise leave it out with one
+ * line saying so ("SKIP test_x: needs root"), so that `make unit` passes
+ * as any user. For tests that chown to another user, make a mount
+ * namespace, write where only root may, or need root's MUNGE credential. */
+#define tcase_add_root_test(tc, tf) check_add_root_test((tc), (tf), #tf)
+
+static inline void check_add_root_test(TCase *tc, const TTest *tf,
+				       const char *name)
+{
+	if (geteuid() == 0)
+		tcase_add_test(tc, tf);
+	else
+		printf("SKIP %s: needs root\n", name);
+}
 
 /* Run suite s with Check's normal output (its "N%: Checks: ..." line is what
  * tests/unit/run.sh counts); the runner takes s over and frees it. Returns
