@@ -21,7 +21,9 @@
 # `enter` runs CMD in a private mount namespace (unshare -m) whose root
 # is the release root (pivot_root): /proc, /dev, /sys and a tmpfs /run
 # are mounted there and vanish with CMD, whatever way it ends, so a
-# failing test leaves no mount behind.
+# failing test leaves no mount behind. The suites' knobs (IT_FILTER,
+# IT_TIMEOUT, IT_VERBOSE, IT_KEEP) and CI pass through; nothing else of
+# the caller's environment does.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -84,7 +86,9 @@ enter_dir() {
     cd /
     exec /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" \
       PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      LANG=C.UTF-8 CI="${CI:-}" "$@"' bash "$dir" "$@"
+      LANG=C.UTF-8 CI="${CI:-}" IT_FILTER="${IT_FILTER:-}" \
+      IT_TIMEOUT="${IT_TIMEOUT:-120}" IT_VERBOSE="${IT_VERBOSE:-}" \
+      IT_KEEP="${IT_KEEP:-}" "$@"' bash "$dir" "$@"
 }
 
 make_root() {
