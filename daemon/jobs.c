@@ -276,33 +276,54 @@ struct job *jobs_get(uint32_t id)
 	return job;
 }
 
-/* The last JOBS_FINISHED_KEEP jobs finished here and when, a ring under
- * jobs_lock. */
+/* The last JOBS_FINISHED_KEEP jobs finished here, when, and what failed
+ * them if they failed, a ring under jobs_lock. */
 static struct finished {
 	uint32_t id;
 	int64_t at_us;
+	char failed_node[CONF_NODE_MAX]; /* "" when it failed here, or not */
+	char error[JOBS_FINISHED_ERR_MAX]; /* "" when staging did not fail */
 } finished_jobs[JOBS_FINISHED_KEEP];
 static size_t finished_next;
 
-/* Job ID finished here now (jobs_finish, after its Epilog's work). */
-static void remember_finished(uint32_t id)
+/* JOB finishes here now (jobs_finish, after its Epilog's work). */
+static void remember_finished(struct job *job)
 {
+	struct finished *f;
 	int64_t at = now_us();
 
 	pthread_mutex_lock(&jobs_lock);
-	finished_jobs[finished_next++ % JOBS_FINISHED_KEEP] =
-	    (struct finished){ id, at };
+	f = &finished_jobs[finished_next++ % JOBS_FINISHED_KEEP];
+	memset(f, 0, sizeof(*f));
+	f->id = job->id;
+	f->at_us = at;
+	if (job->state == JOB_FAILED) {
+		snprintf(f->failed_node, sizeof(f->failed_node), "%s",
+			 job->failed_node);
+		/* the reason's start is enough to name it */
+		snprintf(f->error, sizeof(f->error), "%.*s",
+			 (int)sizeof(f->error) - 1, job->error);
+	}
 	pthread_mutex_unlock(&jobs_lock);
 }
 
-bool jobs_finished_here(uint32_t id, int64_t since_us)
+bool jobs_finished_here(uint32_t id, int64_t since_us,
+			struct jobs_finished *ret)
 {
 	bool r = false;
 
 	pthread_mutex_lock(&jobs_lock);
-	for (size_t i = 0; i < JOBS_FINISHED_KEEP && !r; i++)
-		r = id && finished_jobs[i].id == id &&
-		    finished_jobs[i].at_us >= since_us;
+	for (size_t i = 0; i < JOBS_FINISHED_KEEP && !r; i++) {
+		const struct finished *f = &finished_jobs[i];
+
+		r = id && f->id == id && f->at_us >= since_us;
+		if (r && ret) {
+			snprintf(ret->failed_node, sizeof(ret->failed_node),
+				 "%s", f->failed_node);
+			snprintf(ret->error, sizeof(ret->error), "%s",
+				 f->error);
+		}
+	}
 	pthread_mutex_unlock(&jobs_lock);
 	return r;
 }
@@ -737,9 +758,9 @@ int jobs_finish(uint32_t id, unsigned timeout_s, char *err, size_t errlen)
 		cache_key_public(ds->path, key);
 		cache_unpin_job(dt, key, job->id);
 	}
+	remember_finished(job);
 	if (forget(job))
 		jobs_put(job); /* the table's reference */
-	remember_finished(id);
 	r = 0;
 out:
 	jobs_put(job);

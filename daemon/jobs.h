@@ -172,7 +172,18 @@ bool jobs_known(uint32_t id);
  * node still staging the job asks (stage_state): "unknown" would keep it
  * waiting for a job that is over. Kept in memory only. */
 #define JOBS_FINISHED_KEEP 1024
-bool jobs_finished_here(uint32_t id, int64_t since_us);
+#define JOBS_FINISHED_ERR_MAX 256
+/* What a finished job's staging ended with, for the nodes still asking:
+ * a job failed job-wide by another node names that node, so that every
+ * node of the job names the one that failed, not the first to finish. */
+struct jobs_finished {
+	char failed_node[CONF_NODE_MAX]; /* "" when it failed here, or not */
+	char error[JOBS_FINISHED_ERR_MAX]; /* "" when staging did not fail */
+};
+/* RET (may be NULL) gets the finished job's outcome when it returns
+ * true. */
+bool jobs_finished_here(uint32_t id, int64_t since_us,
+			struct jobs_finished *ret);
 
 /* Forget prestage jobs that ended more than JOBS_PRESTAGE_KEEP_S ago. */
 void jobs_prune_prestage(void);

@@ -7,6 +7,7 @@
 #include <cJSON.h>
 
 #include "common/base/log.h"
+#include "common/config/conf.h"
 #include "daemon/cluster/jobwide.h"
 #include "daemon/cluster/peer.h"
 
@@ -31,6 +32,26 @@ static const char *str(const cJSON *o, const char *key, const char *dflt)
 	return cJSON_IsString(v) ? v->valuestring : dflt;
 }
 
+/* A "finished" reply R: the node it names as having failed the job into
+ * NODE ("" if none, or a name that is not one) and the reason into WHY
+ * ("node X: " taken off, as jobs_fail_jobwide puts it back). */
+static void finished_cause(const cJSON *r, char *node, size_t nlen,
+			   char *why, size_t wlen)
+{
+	const char *fn = str(r, "failed_node", ""), *e = str(r, "error", "");
+	char prefix[CONF_NODE_MAX + 8];
+
+	node[0] = '\0';
+	snprintf(why, wlen, "the job already ended there");
+	if (!fn[0] || !e[0] || !conf_is_node_name(fn))
+		return;
+	snprintf(node, nlen, "%s", fn);
+	snprintf(prefix, sizeof(prefix), "node %s: ", fn);
+	if (!strncmp(e, prefix, strlen(prefix)))
+		e += strlen(prefix);
+	snprintf(why, wlen, "%s", e);
+}
+
 void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 		  char *ret_node, char *ret_waiting, size_t len)
 {
@@ -38,7 +59,9 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 	const char **others = NULL;
 	enum peer_state *st = NULL;
 	char (*errs)[256] = NULL, (*why)[256] = NULL;
+	char (*named)[CONF_NODE_MAX] = NULL;
 	cJSON **replies = NULL, *req = NULL;
+	bool *ended = NULL;
 	int *unreach = NULL;
 	size_t n = 0, i;
 
@@ -56,11 +79,14 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 	st = calloc(job->nnodes, sizeof(*st));
 	errs = calloc(job->nnodes, sizeof(*errs));
 	why = calloc(job->nnodes, sizeof(*why));
+	named = calloc(job->nnodes, sizeof(*named));
+	ended = calloc(job->nnodes, sizeof(*ended));
 	replies = calloc(job->nnodes, sizeof(*replies));
 	unreach = calloc(job->nnodes, sizeof(*unreach));
 	down_since = calloc(job->nnodes, sizeof(*down_since));
 	req = cJSON_CreateObject();
-	if (!others || !st || !errs || !why || !replies || !unreach ||
+	if (!others || !st || !errs || !why || !named || !ended || !replies ||
+	    !unreach ||
 	    !down_since || !req || !cJSON_AddStringToObject(req, "op",
 							    "stage_state") ||
 	    !cJSON_AddNumberToObject(req, "job", job->id) ||
@@ -80,7 +106,7 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 		size_t *idx = calloc(n ? n : 1, sizeof(*idx)), k = 0;
 		double now;
 		bool pending = false;
-		int failed = -1;
+		int failed = -1, gone = -1;
 
 		if (!ask || !idx) {
 			free(ask);
@@ -121,10 +147,13 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 			} else if (!strcmp(s, "finished")) {
 				/* Its Epilog ran: the job is over there, and
 				 * waiting for it would last the whole staging
-				 * timeout. */
+				 * timeout. Ended, it is not why the job failed
+				 * unless it says so: it names the node whose
+				 * staging failed the job, if it knows one. */
 				st[i] = PEER_FAILED;
-				snprintf(why[i], sizeof(why[i]),
-					 "the job already ended there");
+				ended[i] = true;
+				finished_cause(r, named[i], sizeof(named[i]),
+					       why[i], sizeof(why[i]));
 			} else {
 				down_since[i] = 0;
 			}
@@ -134,19 +163,28 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 		free(ask);
 		free(idx);
 		/* The first failed node in the job's order decides, so
-		 * every node names the same one. */
+		 * every node names the same one; a node where the job
+		 * already ended counts only when none failed, and then
+		 * for the node it names. */
 		for (i = 0; i < n; i++) {
-			if (st[i] == PEER_FAILED && failed < 0)
+			if (st[i] == PEER_FAILED && !ended[i] && failed < 0)
 				failed = (int)i;
+			if (st[i] == PEER_FAILED && ended[i] && gone < 0)
+				gone = (int)i;
 			if (st[i] == PEER_PENDING)
 				pending = true;
 		}
+		if (failed < 0)
+			failed = gone;
 		if (failed >= 0) {
-			jobs_fail_jobwide(job, others[failed], why[failed], v);
+			const char *node = named[failed][0] ? named[failed]
+							    : others[failed];
+
+			jobs_fail_jobwide(job, node, why[failed], v);
 			jobs_failed_node(job, ret_node, len);
 			log_warningx("job %u: staging failed on node %s: %s; "
 				     "the job's policy applies here too",
-				     job->id, others[failed], why[failed]);
+				     job->id, node, why[failed]);
 			break;
 		}
 		if (!pending)
@@ -173,6 +211,8 @@ out:
 	free(st);
 	free(errs);
 	free(why);
+	free(named);
+	free(ended);
 	free(replies);
 	free(unreach);
 	free(down_since);

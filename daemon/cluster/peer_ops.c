@@ -5,6 +5,8 @@
  *   peer_ping                     -> node version
  *   stage_state    job since_us?  -> node state("staging"|"staged"|
  *                                    "failed"|"finished"|"unknown") error
+ *                                    failed_node? (finished: the node
+ *                                    whose staging failed the job)
  *                                    (this node's own staging of job J;
  *                                    "finished": its Epilog ran here at
  *                                    or after SINCE_US, when the asker
@@ -75,15 +77,24 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 		 * not asked yet. */
 		const cJSON *since =
 		    cJSON_GetObjectItemCaseSensitive(req, "since_us");
-
+		struct jobs_finished f;
 		/* a time out of range is no time (and would not convert) */
-		cJSON_AddStringToObject(
-		    r, "state",
+		bool finished =
 		    cJSON_IsNumber(since) && since->valuedouble >= 0 &&
-			    since->valuedouble <= 1e18 &&
-			    jobs_finished_here(id, (int64_t)since->valuedouble)
-			? "finished"
-			: "unknown");
+		    since->valuedouble <= 1e18 &&
+		    jobs_finished_here(id, (int64_t)since->valuedouble, &f);
+
+		cJSON_AddStringToObject(r, "state",
+					finished ? "finished" : "unknown");
+		/* what failed it, if staging did: the asker names that node
+		 * and reason rather than "ended there" (jobwide.c) */
+		if (finished && f.error[0]) {
+			cJSON_AddStringToObject(r, "failed_node",
+						f.failed_node[0]
+						    ? f.failed_node
+						    : peer_self());
+			cJSON_AddStringToObject(r, "error", f.error);
+		}
 		return r;
 	}
 	jobs_view(job, &v);
