@@ -12,7 +12,7 @@ PKGS=(
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client
   munge libmunge-dev
   libpmix-dev libcjson-dev librocksdb-dev libjemalloc-dev libxxhash-dev libssl-dev check
-  rsync procps passwd util-linux coreutils hostname iproute2 socat bsdutils man-db python3
+  rsync procps passwd util-linux coreutils hostname iproute2 socat bsdutils man-db python3 bc
   libmicrohttpd-dev prometheus chromium imagemagick tesseract-ocr
   tesseract-ocr-eng fonts-dejavu-core jq curl
   clang libclang-rt-dev
