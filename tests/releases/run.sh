@@ -16,8 +16,8 @@
 # on one machine take turns (flock on /tmp/iostage-suite.lock, the lock
 # every suite runner on the host takes too).
 #
-# The last lines are one per suite: "RELEASE SUITE: N passed, M failed"
-# (or "failed to build"); the exit status is 0 only if every suite passed.
+# The last lines are one per suite: "RELEASE SUITE: N passed, M failed
+# (S s)" (or "failed to build"); the exit status is 0 only if every suite passed.
 # The whole output is kept in RESULTS_DIR (default build/releases/).
 set -uo pipefail
 
@@ -53,8 +53,9 @@ rsync -a --delete --exclude=/build --exclude=/.git --exclude='/wt-*' \
 summaries=()
 status=0
 run_suite() {
-  local suite=$1 target=$2 out rc line
+  local suite=$1 target=$2 out rc line t0
   out=$(mktemp)
+  t0=$(date +%s)
   echo "run.sh: Slurm $REL: $suite" >&2
   flock /tmp/iostage-suite.lock "$HERE/root.sh" enter "$REL" bash -c \
     "cd /src/iostage && make --no-print-directory $target" 2>&1 |
@@ -63,11 +64,12 @@ run_suite() {
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n1)
   [ -n "$line" ] || line="exit $rc, no summary (see $log)"
   [ "$rc" -eq 0 ] || status=1
-  summaries+=("$REL $suite: $line")
+  summaries+=("$REL $suite: $line ($(($(date +%s) - t0)) s)")
   rm -f "$out"
 }
 
 echo "run.sh: Slurm $REL: building (WERROR=1)" >&2
+t0=$(date +%s)
 if ! "$HERE/root.sh" enter "$REL" bash -c \
   "cd /src/iostage && make --no-print-directory -j$JOBS WERROR=1 all unit-bins" \
   >>"$log" 2>&1; then
@@ -75,7 +77,7 @@ if ! "$HERE/root.sh" enter "$REL" bash -c \
   echo "$REL build: failed to build (see $log)"
   exit 1
 fi
-summaries+=("$REL build: built with no warnings")
+summaries+=("$REL build: built with no warnings ($(($(date +%s) - t0)) s)")
 
 for s in "${SUITES[@]}"; do
   case "$s" in
