@@ -152,16 +152,27 @@ make_node_ns() {
   chmod 0755 "$dir/nodes/$node" "$dir/nodes/$node/run" "$dir/nodes/$node/local"
   : >"$dir/ns/$node.uts"
   : >"$dir/ns/$node.mnt"
-  # The mounts are made inside the new namespaces and stay there.
-  nsenter --net="/run/netns/$pfx-$node" \
-    unshare --uts="$dir/ns/$node.uts" --mount="$dir/ns/$node.mnt" \
-    --propagation private sh -ec '
-      hostname "$1"
-      mount --bind "$2/nodes/$1/run" /run
-      mount --bind "$2/munge" /run/munge
-      mount --bind "$2/hosts" /etc/hosts
-      mount --bind "$2/nodes/$1/local" "$2/local"
-    ' make-node "$node" "$dir"
+  # The mounts are made inside the new namespaces and stay there. Inside
+  # a mount namespace of its own (a release root, tests/releases) this
+  # machine's kernel now and then refuses to bind the new namespace's
+  # file (EINVAL; seen in a few cluster starts there, never on the host,
+  # not reproduced alone): up to 3 tries, each failure said.
+  local try
+  for try in 1 2 3; do
+    nsenter --net="/run/netns/$pfx-$node" \
+      unshare --uts="$dir/ns/$node.uts" --mount="$dir/ns/$node.mnt" \
+      --propagation private sh -ec '
+        hostname "$1"
+        mount --bind "$2/nodes/$1/run" /run
+        mount --bind "$2/munge" /run/munge
+        mount --bind "$2/hosts" /etc/hosts
+        mount --bind "$2/nodes/$1/local" "$2/local"
+      ' make-node "$node" "$dir" && return 0
+    umount "$dir/ns/$node.uts" "$dir/ns/$node.mnt" 2>/dev/null
+    echo "cluster.sh: namespaces of $node: try $try failed" >&2
+    sleep 0.2
+  done
+  return 1
 }
 
 make_network() {
