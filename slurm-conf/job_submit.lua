@@ -41,6 +41,13 @@ function iostage_prefer(job_desc)
   if env == nil or (job_desc.prefer ~= nil and job_desc.prefer ~= "") then
     return
   end
+  -- A job that names its nodes (-w) gets no preference: it cannot help,
+  -- and Slurm 24.11 leaves such a job pending for good ("Requested node
+  -- configuration is not available") when none of its nodes has the
+  -- preferred feature.
+  if job_desc.req_nodes ~= nil and job_desc.req_nodes ~= "" then
+    return
+  end
   for _, v in pairs(env) do
     p = p or string.match(v, "^IOSTAGE_PREFER=(.*)$") or
              string.match(v, "^SPANK_IOSTAGE_PREFER=(.*)$")

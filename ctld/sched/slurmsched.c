@@ -501,7 +501,8 @@ static void prefer_prestaged(struct pending_job *j, const char *current)
 /* A pending job the service knows: stage its datasets on the nodes
  * Slurm plans for it, one dataset at a time per node. */
 static void prestage_pending(struct pending_job *j, const char *prefer,
-			     time_t now, struct pending_counts *dc)
+			     bool names_nodes, time_t now,
+			     struct pending_counts *dc)
 {
 	char *list, *p, *save = NULL;
 
@@ -535,7 +536,12 @@ static void prestage_pending(struct pending_job *j, const char *prefer,
 		}
 	}
 	free(list);
-	prefer_prestaged(j, prefer);
+	/* A job that names its nodes (-w) gets no preference: it cannot
+	 * help, and Slurm 24.11 leaves such a job pending for good
+	 * ("Requested node configuration is not available") when the
+	 * preferred feature is on none of them. */
+	if (!names_nodes)
+		prefer_prestaged(j, prefer);
 }
 
 /* A known job started on NODES: did it find what was staged for it? */
@@ -649,7 +655,9 @@ static void prestage_jobs(const job_info_msg_t *jobs, time_t now)
 			j.start_time = sj->start_time;
 			snprintf(j.sched_nodes, sizeof(j.sched_nodes), "%s",
 				 sj->sched_nodes ? sj->sched_nodes : "");
-			prestage_pending(&j, sj->prefer, now, &dc);
+			prestage_pending(&j, sj->prefer,
+					 sj->req_nodes && sj->req_nodes[0],
+					 now, &dc);
 		} else if (!j.started && sj->nodes && sj->nodes[0]) {
 			prestage_started(&j, sj->nodes, &dc);
 		} else if (!j.started) {
