@@ -101,8 +101,21 @@ node_addr() {
 in_node() {
   local dir=$1 node=$2
   shift 2
+  node_root_words
   nsenter --net="/run/netns/$(ns_prefix "$dir")-$node" \
-    --uts="$dir/ns/$node.uts" --mount="$dir/ns/$node.mnt" --wd="$PWD" -- "$@"
+    --uts="$dir/ns/$node.uts" --mount="$dir/ns/$node.mnt" --wd="$PWD" -- \
+    "${NODE_ROOT[@]}" "$@"
+}
+
+# node_root_words: NODE_ROOT, the words that take a process that entered
+# a node's mount namespace back into the release root at the same
+# directory, in a release root (tests/releases/root.sh chroots into
+# IOSTAGE_HOST_ROOT; a node's namespace has the host's root); none on a
+# host.
+node_root_words() {
+  NODE_ROOT=()
+  [ -n "${IOSTAGE_HOST_ROOT:-}" ] || return 0
+  NODE_ROOT=(chroot "$IOSTAGE_HOST_ROOT" /bin/sh -c 'cd "$0" && exec "$@"' "$PWD")
 }
 
 # ns_inode FILE: the namespace inode a bind-mounted ns file names

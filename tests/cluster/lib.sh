@@ -48,9 +48,13 @@ on_node() {
 	local node=$1
 	shift
 	[ -e "$CLUSTER_DIR/ns/$node.uts" ] || { echo "on_node: no node '$node'" >&2; return 127; }
+	local root=()
+	# in a release root (tests/releases/root.sh): back into it, here
+	[ -n "${IOSTAGE_HOST_ROOT:-}" ] &&
+		root=(chroot "$IOSTAGE_HOST_ROOT" /bin/sh -c 'cd "$0" && exec "$@"' "$PWD")
 	nsenter --net="/run/netns/$(cluster_ns_prefix)-$node" \
 		--uts="$CLUSTER_DIR/ns/$node.uts" --mount="$CLUSTER_DIR/ns/$node.mnt" \
-		--wd="$PWD" -- env SLURM_CONF="$SLURM_CONF" \
+		--wd="$PWD" -- "${root[@]}" env SLURM_CONF="$SLURM_CONF" \
 		PATH="$IOSTAGE_ROOT/usr/bin:$IOSTAGE_ROOT/usr/sbin:$PATH" "$@"
 }
 

@@ -18,10 +18,10 @@
 # under SUITE.tmp and renamed when complete: a half-made root is never
 # used; delete the directory to have it made from scratch.
 #
-# `enter` runs CMD in a private mount namespace (unshare -m) whose root
-# is the release root (pivot_root): /proc, /dev, /sys and a tmpfs /run
-# are mounted there and vanish with CMD, whatever way it ends, so a
-# failing test leaves no mount behind. The suites' knobs (IT_FILTER,
+# `enter` runs CMD chrooted in the root, with /proc, /dev, /sys and a
+# tmpfs /run mounted there for it and taken down after it, whatever way
+# it ends, so a failing test leaves no mount behind (enter_dir says why
+# chroot). The suites' knobs (IT_FILTER,
 # IT_TIMEOUT, IT_VERBOSE, IT_KEEP) and CI pass through; nothing else of
 # the caller's environment does.
 set -euo pipefail
@@ -47,8 +47,8 @@ stamp_of() { sha256sum "$REPO/scripts/install-deps.sh" | cut -d' ' -f1; }
 
 root_path() { echo "$ROOTS/$(suite_of "$1")"; }
 
-# The mounts a root needs to build and run Slurm, in the current (private)
-# mount namespace.
+# The mounts a root needs to build and run Slurm, made in the host's
+# mount namespace and taken down by leave_root.
 mount_root() {
   local dir=$1
   # the root a mount of its own, as / is on a host: mount propagation
@@ -64,31 +64,45 @@ mount_root() {
   cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
 }
 
-# Runs CMD inside DIR, in a mount namespace of its own.
+# Everything mounted at or below DIR, deepest first; never fails.
+leave_root() {
+  local dir=$1 m
+  findmnt -rn -o TARGET | grep -E "^$dir(/|\$)" | sort -r |
+    while read -r m; do
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+    done
+  true
+}
+
+# Runs CMD inside DIR (chroot). Why chroot in the host's mount namespace
+# and not a namespace of its own (pivot_root): the cluster suite makes a
+# mount namespace per node and binds its file to keep it, and this
+# machine's kernel refuses that bind (EINVAL) inside any mount namespace
+# but the first. A node's namespace then has the host's root, so the
+# suite enters it through IOSTAGE_HOST_ROOT (tests/cluster/cluster.sh,
+# in_node). One enter of a root at a time (a lock), and its mounts are
+# taken down whatever way CMD ends.
 enter_dir() {
-  local dir=$1
+  local dir=$1 rc lock
   shift
   [ "$(id -u)" -eq 0 ] || die "must run as root (chroot, mounts)"
-  unshare --mount --propagation private -- bash -c '
-    set -e
-    '"$(declare -f mount_root)"'
-    mount_root "$1"
-    d=$1; shift
-    # pivot_root, not chroot: the test clusters enter the mount
-    # namespaces they make (nsenter --mount), and entering one sets a
-    # process root to that namespace root, which must be the release
-    # root, not the host
-    mkdir -p "$d/.oldroot"
-    cd "$d"
-    pivot_root . .oldroot
-    # (the old root stays mounted at /.oldroot: detaching it made the
-    # kernel here refuse binding mount namespace files, EINVAL)
-    cd /
-    exec /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" \
-      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      LANG=C.UTF-8 CI="${CI:-}" IT_FILTER="${IT_FILTER:-}" \
-      IT_TIMEOUT="${IT_TIMEOUT:-120}" IT_VERBOSE="${IT_VERBOSE:-}" \
-      IT_KEEP="${IT_KEEP:-}" "$@"' bash "$dir" "$@"
+  lock="/run/lock/iostage-root.$(basename "$dir").lock"
+  exec 9>"$lock"
+  flock 9
+  leave_root "$dir" # what a killed run left
+  trap 'leave_root "'"$dir"'"' EXIT
+  trap 'exit 130' INT TERM
+  mount_root "$dir" || die "cannot mount /proc, /dev, /sys, /run in $dir"
+  chroot "$dir" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    LANG=C.UTF-8 CI="${CI:-}" IT_FILTER="${IT_FILTER:-}" \
+    IT_TIMEOUT="${IT_TIMEOUT:-120}" IT_VERBOSE="${IT_VERBOSE:-}" \
+    IT_KEEP="${IT_KEEP:-}" IOSTAGE_HOST_ROOT="$dir" "$@"
+  rc=$?
+  leave_root "$dir"
+  trap - EXIT
+  exec 9>&-
+  return $rc
 }
 
 make_root() {
