@@ -67,11 +67,10 @@ mount_root() {
 # Everything mounted at or below DIR, deepest first; never fails.
 leave_root() {
   local dir=$1 m
-  findmnt -rn -o TARGET | grep -E "^$dir(/|\$)" | sort -r |
+  { findmnt -rn -o TARGET | grep -E "^$dir(/|\$)" | sort -r || true; } |
     while read -r m; do
-      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
     done
-  true
 }
 
 # Runs CMD inside DIR (chroot). Why chroot in the host's mount namespace
