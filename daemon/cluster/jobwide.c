@@ -52,6 +52,14 @@ static void finished_cause(const cJSON *r, char *node, size_t nlen,
 	snprintf(why, wlen, "%s", e);
 }
 
+static bool job_has_node(const struct job *job, const char *node)
+{
+	for (size_t i = 0; i < job->nnodes; i++)
+		if (!strcmp(job->nodes[i], node))
+			return true;
+	return false;
+}
+
 void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 		  char *ret_node, char *ret_waiting, size_t len)
 {
@@ -154,6 +162,8 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 				ended[i] = true;
 				finished_cause(r, named[i], sizeof(named[i]),
 					       why[i], sizeof(why[i]));
+				if (named[i][0] && !job_has_node(job, named[i]))
+					named[i][0] = '\0'; /* not one of ours */
 			} else {
 				down_since[i] = 0;
 			}
