@@ -52,7 +52,7 @@ DEBS=${PKG_DEBS:-$WORK/src}
 # What the site has before iostage (Slurm and munge), and what the
 # integration suite itself uses.
 TEST_PKGS=slurmctld,slurmd,slurm-client,munge,jq,curl,socat,rsync,procps,iproute2
-TEST_PKGS+=,e2fsprogs,util-linux,passwd,hostname,python3,gcc,libc6-dev,man-db
+TEST_PKGS+=,e2fsprogs,util-linux,passwd,hostname,python3,gcc,libc6-dev,man-db,bsdutils
 TEST_PKGS+=,prometheus,chromium,imagemagick,tesseract-ocr,tesseract-ocr-eng
 TEST_PKGS+=,fonts-dejavu-core,sshfs,openssh-sftp-server,ca-certificates
 # srun --mpi=pmix: Slurm's mpi/pmix plugin dlopens libpmix.so, which only
