@@ -1,5 +1,4 @@
 /* nodelist.c - SLURM_JOB_NODELIST expanded (libslurm's hostlist). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -48,9 +47,8 @@ cJSON *nodelist_expand(const char *hostlist, char *err, size_t errlen)
 	}
 	rc = slurmcompat_hostlist_each(hostlist, add_host, &e);
 	if (rc < 0) {
-		snprintf(err, errlen, "SLURM_JOB_NODELIST '%.64s': %s",
-			 hostlist ? hostlist : "",
-			 errno == ENOMEM ? "out of memory" : "malformed");
+		snprintf(err, errlen, "SLURM_JOB_NODELIST '%.64s': malformed",
+			 hostlist ? hostlist : "");
 		goto fail;
 	}
 	if (rc > 0) {

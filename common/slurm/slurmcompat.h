@@ -45,7 +45,8 @@ const char *slurmcompat_last_error(void);
 /* Calls FN(host, ARG) for each host of the Slurm host list LIST
  * ("n[1-3],gpu7"), in Slurm's order, until FN returns nonzero.
  * Returns 0 when every host was visited, FN's nonzero return when it
- * stopped, or -1 with errno EINVAL (malformed list) or ENOMEM. */
+ * stopped, or -1 with errno EINVAL (no list or FN, or a malformed
+ * list). */
 typedef int (*slurmcompat_host_fn)(const char *host, void *arg);
 int slurmcompat_hostlist_each(const char *list, slurmcompat_host_fn fn,
 			      void *arg);

@@ -15,6 +15,7 @@ enum peer_state {
 	PEER_PENDING = 0, /* staging, or not asked to yet */
 	PEER_STAGED,
 	PEER_FAILED,
+	PEER_ENDED, /* its Epilog ran: over there, not necessarily why */
 };
 
 static double mono_s(void)
@@ -32,32 +33,32 @@ static const char *str(const cJSON *o, const char *key, const char *dflt)
 	return cJSON_IsString(v) ? v->valuestring : dflt;
 }
 
-/* A "finished" reply R: the node it names as having failed the job into
- * NODE ("" if none, or a name that is not one) and the reason into WHY
- * ("node X: " taken off, as jobs_fail_jobwide puts it back). */
-static void finished_cause(const cJSON *r, char *node, size_t nlen,
-			   char *why, size_t wlen)
-{
-	const char *fn = str(r, "failed_node", ""), *e = str(r, "error", "");
-	char prefix[CONF_NODE_MAX + 8];
-
-	node[0] = '\0';
-	snprintf(why, wlen, "the job already ended there");
-	if (!fn[0] || !e[0] || !conf_is_node_name(fn))
-		return;
-	snprintf(node, nlen, "%s", fn);
-	snprintf(prefix, sizeof(prefix), "node %s: ", fn);
-	if (!strncmp(e, prefix, strlen(prefix)))
-		e += strlen(prefix);
-	snprintf(why, wlen, "%s", e);
-}
-
 static bool job_has_node(const struct job *job, const char *node)
 {
 	for (size_t i = 0; i < job->nnodes; i++)
 		if (!strcmp(job->nodes[i], node))
 			return true;
 	return false;
+}
+
+/* A "finished" reply R about JOB: the node it names as having failed the
+ * job into NODE ("" if none, or not one of JOB's nodes) and the reason
+ * into WHY ("node X: " taken off, as jobs_fail_jobwide puts it back). */
+static void finished_cause(const struct job *job, const cJSON *r,
+			   char *node, size_t nlen, char *why, size_t wlen)
+{
+	const char *fn = str(r, "failed_node", ""), *e = str(r, "error", "");
+	char prefix[CONF_NODE_MAX + 8];
+
+	node[0] = '\0';
+	snprintf(why, wlen, "the job already ended there");
+	if (!fn[0] || !e[0] || !job_has_node(job, fn))
+		return;
+	snprintf(node, nlen, "%s", fn);
+	snprintf(prefix, sizeof(prefix), "node %s: ", fn);
+	if (!strncmp(e, prefix, strlen(prefix)))
+		e += strlen(prefix);
+	snprintf(why, wlen, "%s", e);
 }
 
 void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
@@ -69,7 +70,6 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 	char (*errs)[256] = NULL, (*why)[256] = NULL;
 	char (*named)[CONF_NODE_MAX] = NULL;
 	cJSON **replies = NULL, *req = NULL;
-	bool *ended = NULL;
 	int *unreach = NULL;
 	size_t n = 0, i;
 
@@ -88,13 +88,11 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 	errs = calloc(job->nnodes, sizeof(*errs));
 	why = calloc(job->nnodes, sizeof(*why));
 	named = calloc(job->nnodes, sizeof(*named));
-	ended = calloc(job->nnodes, sizeof(*ended));
 	replies = calloc(job->nnodes, sizeof(*replies));
 	unreach = calloc(job->nnodes, sizeof(*unreach));
 	down_since = calloc(job->nnodes, sizeof(*down_since));
 	req = cJSON_CreateObject();
-	if (!others || !st || !errs || !why || !named || !ended || !replies ||
-	    !unreach ||
+	if (!others || !st || !errs || !why || !named || !replies || !unreach ||
 	    !down_since || !req || !cJSON_AddStringToObject(req, "op",
 							    "stage_state") ||
 	    !cJSON_AddNumberToObject(req, "job", job->id) ||
@@ -158,12 +156,10 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 				 * timeout. Ended, it is not why the job failed
 				 * unless it says so: it names the node whose
 				 * staging failed the job, if it knows one. */
-				st[i] = PEER_FAILED;
-				ended[i] = true;
-				finished_cause(r, named[i], sizeof(named[i]),
-					       why[i], sizeof(why[i]));
-				if (named[i][0] && !job_has_node(job, named[i]))
-					named[i][0] = '\0'; /* not one of ours */
+				st[i] = PEER_ENDED;
+				finished_cause(job, r, named[i],
+					       sizeof(named[i]), why[i],
+					       sizeof(why[i]));
 			} else {
 				down_since[i] = 0;
 			}
@@ -177,9 +173,9 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 		 * already ended counts only when none failed, and then
 		 * for the node it names. */
 		for (i = 0; i < n; i++) {
-			if (st[i] == PEER_FAILED && !ended[i] && failed < 0)
+			if (st[i] == PEER_FAILED && failed < 0)
 				failed = (int)i;
-			if (st[i] == PEER_FAILED && ended[i] && gone < 0)
+			if (st[i] == PEER_ENDED && gone < 0)
 				gone = (int)i;
 			if (st[i] == PEER_PENDING)
 				pending = true;
@@ -222,7 +218,6 @@ out:
 	free(errs);
 	free(why);
 	free(named);
-	free(ended);
 	free(replies);
 	free(unreach);
 	free(down_since);
