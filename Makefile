@@ -17,6 +17,12 @@ includedir  ?= $(prefix)/include
 systemdunitdir ?= $(prefix)/lib/systemd/system
 # libiostage-preload.so, the shim the plugin injects (docs/SHIM.md)
 shimlibdir  ?= $(libdir)/iostage
+# The Python module (python/iostage, docs/PYTHON.md), where Debian's python3
+# looks without a PYTHONPATH: /usr/lib/python3/dist-packages for a package,
+# /usr/local/lib/python3.X/dist-packages for `make install`.
+PYTHON      ?= /usr/bin/python3
+PYTHON_XY   := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+pythondir   ?= $(if $(filter /usr,$(prefix)),$(prefix)/lib/python3/dist-packages,$(prefix)/lib/python$(PYTHON_XY)/dist-packages)
 DESTDIR     ?=
 
 CC      ?= gcc
@@ -437,7 +443,8 @@ INSTALL_SUBST     = sed -e 's|/usr/local/share/doc/iostage|$(docdir)|g' \
     -e 's|/usr/local/lib/iostage|$(shimlibdir)|g' \
     -e 's|/usr/local/lib/slurm|$(slurmlibdir)|g' -e 's|/usr/local/bin|$(bindir)|g' \
     -e 's|/usr/local/sbin|$(sbindir)|g' -e 's|/etc/slurm|$(sysconfdir)/slurm|g' \
-    -e 's|@SBINDIR@|$(sbindir)|g' -e 's|@SYSCONFDIR@|$(sysconfdir)|g'
+    -e 's|@SBINDIR@|$(sbindir)|g' -e 's|@SYSCONFDIR@|$(sysconfdir)|g' \
+    -e 's|@LIBDIR@|$(libdir)|g' -e 's|@BINDIR@|$(bindir)|g'
 # $(call INSTALL_TO,SRC,DEST): SRC through INSTALL_SUBST into DEST, 0644
 INSTALL_TO        = $(INSTALL_SUBST) $(1) >$(2) && chmod 0644 $(2)
 
@@ -477,6 +484,7 @@ uninstall:
 	    $(addprefix $(DESTDIR)$(systemdunitdir)/,$(INSTALL_UNITS)) \
 	    $(DESTDIR)$(libdir)/libiostage.so.0 $(DESTDIR)$(libdir)/libiostage.so \
 	    $(DESTDIR)$(includedir)/iostage.h $(DESTDIR)$(shimlibdir)/libiostage-preload.so
+	rm -rf $(DESTDIR)$(pythondir)/iostage
 	rmdir $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf \
 	    $(DESTDIR)$(docdir) $(DESTDIR)$(shimlibdir) 2>/dev/null || true
 
@@ -512,6 +520,16 @@ install-libiostage: $(LIBIOSTAGE)
 	install -m 0755 $(LIBIOSTAGE) $(DESTDIR)$(libdir)/libiostage.so.0
 	ln -sf libiostage.so.0 $(DESTDIR)$(libdir)/libiostage.so
 	install -m 0644 shim/iostage.h $(DESTDIR)$(includedir)/iostage.h
+
+# ---- python/iostage: the Python module over libiostage (docs/PYTHON.md).
+# _paths.py learns where libiostage.so.0 and the iostage command went.
+PYTHON_MODULE := $(wildcard python/iostage/*.py)
+install: install-python
+.PHONY: install-python
+install-python:
+	install -d $(DESTDIR)$(pythondir)/iostage
+	for f in $(notdir $(PYTHON_MODULE)); do \
+	    $(call INSTALL_TO,python/iostage/$$f,$(DESTDIR)$(pythondir)/iostage/$$f) || exit 1; done
 
 # ---- shim/: libiostage-preload.so, the LD_PRELOAD I/O shim (docs/SHIM.md).
 # Self-contained: no libcommon, no cJSON in the traced application's address

@@ -14,8 +14,12 @@
  * talks to the daemon with a short timeout and returns -1 with errno on
  * any failure (ENOENT: not in a Slurm job; EINVAL: bad name; ECONNREFUSED,
  * ENOENT, ETIMEDOUT: no daemon; EPERM/EPROTO: the daemon refused).
- * Thread-safe. Phase names are 1 to 31 characters of [A-Za-z0-9_.-];
- * "read", "compute", "checkpoint" and "write" are the conventional ones.
+ * Thread-safe, and safe across fork() (a DataLoader's worker processes).
+ * Phase names are 1 to 31 characters of [A-Za-z0-9_.-]; "read",
+ * "compute", "checkpoint" and "write" are the conventional ones.
+ *
+ * The Python module `iostage` (docs/PYTHON.md) is a layer over this
+ * library: it loads it with ctypes and calls these functions.
  */
 #ifndef IOSTAGE_H
 #define IOSTAGE_H
@@ -58,6 +62,21 @@ int iostage_phase_end(const char *name);
 /* The same with the daemon's reason: on failure ERR (ERRLEN bytes) gets
  * one line saying why. BEGIN: 1 begin, 0 end. */
 int iostage_phase(const char *name, int begin, char *err, size_t errlen);
+
+/* Where the job's data is, from the environment the iostage plugin gives
+ * its tasks: the local path of the dataset NAME (IOSTAGE_DATA_<NAME>), or
+ * of the job's first dataset when NAME is NULL or "" (IOSTAGE_DATA), into
+ * BUF. NAME is the dataset's name in --io-profile (name=..., else its
+ * path's last component); the variable is NAME upper-cased with '-' as
+ * '_' ("val-set" is IOSTAGE_DATA_VAL_SET). When the job runs on the PFS
+ * paths (staging fell back), the path is the PFS one. 0, or -1 with errno
+ * (EINVAL: NAME is not a dataset name; ENOENT: the job has no such
+ * dataset; ENAMETOOLONG: BUFLEN too small). */
+int iostage_data_path(const char *name, char *buf, size_t buflen);
+
+/* The same for an output directory (IOSTAGE_OUTPUT, IOSTAGE_OUTPUT_<NAME>):
+ * where the job writes what iostage drains to the PFS. */
+int iostage_output_path(const char *name, char *buf, size_t buflen);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@
 #include <pmix.h>
 
 #include "common/config/conf.h"
+#include "common/config/profile.h"
 #include "common/net/proto.h"
 #include "common/telemetry/telrec.h"
 #include "shim/iostage.h"
@@ -33,6 +34,25 @@ static struct iostage_identity cached;
 static int have_cached;
 /* Whether cached.step names a step (its 0 also means "unknown"). */
 static int cached_step_known;
+
+/* A process that forks while another of its threads holds id_lock (a
+ * DataLoader forking workers while a thread marks a phase) would leave
+ * the child a lock nobody unlocks: take it across fork() so that the
+ * child starts with it free. */
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&id_lock);
+}
+
+static void fork_release(void)
+{
+	pthread_mutex_unlock(&id_lock);
+}
+
+__attribute__((constructor)) static void libiostage_init(void)
+{
+	pthread_atfork(fork_prepare, fork_release, fork_release);
+}
 
 /* An unsigned decimal environment variable, or DFLT. */
 static int64_t env_num(const char *name, int64_t dflt)
@@ -241,4 +261,67 @@ int iostage_phase_end(const char *name)
 	char err[CONF_ERR_MAX];
 
 	return iostage_phase(name, 0, err, sizeof(err));
+}
+
+/* Is NAME a dataset or output name as --io-profile allows one? */
+static int dataset_name_ok(const char *name)
+{
+	size_t n = strnlen(name, PROFILE_NAME_MAX);
+
+	if (n == 0 || n >= PROFILE_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '-' || c == '_'))
+			return 0;
+	}
+	return 1;
+}
+
+/* The value of PREFIX (NAME NULL or "") or PREFIX_<NAME> into BUF, with
+ * the plugin's own rule for the variable's name (profile_env_name). */
+static int job_path(const char *prefix, const char *name, char *buf,
+		    size_t buflen)
+{
+	char var[sizeof("IOSTAGE_OUTPUT_") + PROFILE_NAME_MAX];
+	char upper[PROFILE_NAME_MAX];
+	const char *v;
+
+	if (!buf || !buflen) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (name && *name) {
+		if (!dataset_name_ok(name)) {
+			errno = EINVAL;
+			return -1;
+		}
+		profile_env_name(name, upper, sizeof(upper));
+		snprintf(var, sizeof(var), "%s_%s", prefix, upper);
+	} else {
+		snprintf(var, sizeof(var), "%s", prefix);
+	}
+	v = getenv(var);
+	if (!v || !*v) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (strlen(v) >= buflen) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(buf, v, strlen(v) + 1);
+	return 0;
+}
+
+int iostage_data_path(const char *name, char *buf, size_t buflen)
+{
+	return job_path("IOSTAGE_DATA", name, buf, buflen);
+}
+
+int iostage_output_path(const char *name, char *buf, size_t buflen)
+{
+	return job_path("IOSTAGE_OUTPUT", name, buf, buflen);
 }
