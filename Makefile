@@ -261,8 +261,9 @@ deps:
 
 unit-bins: $(UNIT_BIN)
 
-unit: $(UNIT_BIN)
-	@tests/unit/run.sh $(UNIT_BIN)
+# The Python module's tests (tests/python) load the built libiostage.so.
+unit: $(UNIT_BIN) $(LIBIOSTAGE)
+	@BUILD=$(BUILD) tests/unit/run.sh $(UNIT_BIN) tests/python/run.py
 
 # `make install` into a DESTDIR with another prefix and sysconfdir than
 # the build's, every path the installed files name checked, then `make
@@ -503,7 +504,14 @@ $(LIBIOSTAGE): $(LIBIOSTAGE_SO_OBJ) $(PLUGIN_COMMON) shim/libiostage.map
 	$(CC) -shared $(PLUGIN_LDFLAGS) -Wl,-soname,libiostage.so.0 \
 	    -Wl,--version-script=shim/libiostage.map -o $@ \
 	    $(LIBIOSTAGE_SO_OBJ) $(PLUGIN_COMMON) $(LDLIBS) $(PMIX_LIBS)
+	ln -sf libiostage.so $(@D)/libiostage.so.0
 $(CLI): $(LIBIOSTAGE_OBJ)
+# Its unit test loads the built library itself, as applications do.
+$(BUILD)/tests/check_libiostage: tests/unit/check_libiostage.c $(LIBIOSTAGE)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $< \
+	    $(LDFLAGS) -L$(abspath $(BUILD)/shim) -l:libiostage.so \
+	    -Wl,-rpath,$(abspath $(BUILD)/shim) -pthread $(shell pkg-config --libs check)
 $(CLI): LDLIBS := $(LIBCOMMON) $(LDLIBS) $(PMIX_LIBS)
 all: $(LIBIOSTAGE)
 # The sampler's unit test runs it on real processes.

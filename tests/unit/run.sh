@@ -6,8 +6,8 @@
 # Each binary prints its own Check output ("100%: Checks: 12, Failures: 0,
 # Errors: 0"). The last line is "N passed, M failed" over all binaries; a
 # binary that crashes, prints no summary or is missing counts as one failure;
-# *.d and *.o arguments are ignored. Exits 1 if anything failed, 2 on usage
-# errors.
+# *.d and *.o arguments are ignored; tests/python/run.py reports in the
+# same format. Exits 1 if anything failed, 2 on usage errors.
 set -u
 
 if [ $# -eq 0 ]; then
