@@ -376,6 +376,13 @@ bench:
 	@$(MAKE) --no-print-directory bench-telemetry
 	@$(MAKE) --no-print-directory bench-sched
 
+# A phase marker's cost from Python against the C API and `iostage phase`
+# (bench/phase.sh, issue 27); as root, about a minute; results in
+# bench/results/phase-LATEST.{json,txt}.
+.PHONY: bench-python
+bench-python: all
+	@BUILD=$(BUILD) bench/phase.sh
+
 # Time to start with and without placement and pre-staging (issue 13 item
 # 5): the test cluster booted twice, the same DLIO-shaped job stream on
 # each (bench/sched-replay.sh, knobs there); as root, about 13 minutes;

@@ -66,9 +66,10 @@ int iostage_phase(const char *name, int begin, char *err, size_t errlen);
 /* Where the job's data is, from the environment the iostage plugin gives
  * its tasks: the local path of the dataset NAME (IOSTAGE_DATA_<NAME>), or
  * of the job's first dataset when NAME is NULL or "" (IOSTAGE_DATA), into
- * BUF. NAME is the dataset's name in --io-profile (name=..., else its
- * path's last component); the variable is NAME upper-cased with '-' as
- * '_' ("val-set" is IOSTAGE_DATA_VAL_SET). When the job runs on the PFS
+ * BUF. NAME is the dataset's name: its "name" in a JSON profile, else
+ * its path's last component (README.md, "Task environment"); the
+ * variable is NAME upper-cased with '-' as '_' ("val-set" is
+ * IOSTAGE_DATA_VAL_SET). When the job runs on the PFS
  * paths (staging fell back), the path is the PFS one. 0, or -1 with errno
  * (EINVAL: NAME is not a dataset name; ENOENT: the job has no such
  * dataset; ENAMETOOLONG: BUFLEN too small). */

@@ -1,9 +1,10 @@
 """Where the job's data is: the environment the iostage plugin gives each
 task, looked up by dataset name with libiostage's rule.
 
-A dataset's name is its `name=` in --io-profile, else the last component of
-its path; its variable is IOSTAGE_DATA_<NAME> with NAME upper-cased and '-'
-as '_' (README.md, "Where a job's data is"). When staging fell back to the
+A dataset's name is its "name" in a JSON profile, else the last component
+of its path (data=/pfs/datasets/imagenet-1k is "imagenet-1k"); its
+variable is IOSTAGE_DATA_<NAME> with NAME upper-cased and '-' as '_'
+(README.md, "Task environment"). When staging fell back to the
 PFS the same variables name the PFS paths and fallback() is True, so a
 script works either way. Outside an iostage job each lookup returns its
 DEFAULT when one is given, so one script runs with and without iostage.
