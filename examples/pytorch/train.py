@@ -66,7 +66,6 @@ def main():
     train_dir = iostage.data("train", default=os.path.join(args.pfs, "train"))
     val_file = iostage.data("val_h5", default=os.path.join(args.pfs, "val.h5"))
     out_dir = iostage.output(default=args.out)
-    os.makedirs(out_dir, exist_ok=True)
     print("identity:", iostage.identity())
     print("train:", train_dir)
     print("val:", val_file)
@@ -85,7 +84,10 @@ def main():
 
     for epoch in range(1, args.epochs + 1):
         seen, total = hashlib.sha256(), 0.0
-        batches = iter(loader)  # starts the workers: they read the images
+        # Outside any phase: workers forked here would count all they do
+        # in the phases open now (a worker's reads of the images are
+        # phase "read" by themselves).
+        batches = iter(loader)
         while True:
             with iostage.phase("read"):  # waiting for the next batch
                 batch = next(batches, None)
@@ -107,6 +109,7 @@ def main():
         # To the node's fast storage: training goes on at once, and
         # iostage copies the file to the output's PFS path meanwhile.
         with iostage.phase("checkpoint"):
+            os.makedirs(out_dir, exist_ok=True)  # made already in a job
             torch.save({"epoch": epoch, "model": model.state_dict(),
                         "optimizer": opt.state_dict()},
                        os.path.join(out_dir, f"epoch{epoch}.pt"))
