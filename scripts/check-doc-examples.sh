@@ -71,12 +71,12 @@ while read -r k where path; do
 done <"$tmp/index"
 
 # Every file of the example directories is shown.
-for dir in $(awk '{ d = $3; sub(/\/[^\/]*$/, "", d); print d }' "$tmp/index" | sort -u); do
+while read -r dir; do
 	for f in "$dir"/*; do
 		[ -f "$f" ] || continue
 		awk -v p="$f" '$3 == p { found = 1 } END { exit !found }' "$tmp/index" ||
 			{ echo "$f: not shown in $*" >&2; bad=1; }
 	done
-done
+done < <(awk '{ d = $3; sub(/\/[^\/]*$/, "", d); print d }' "$tmp/index" | sort -u)
 echo "$(awk 'END { print NR }' "$tmp/index") blocks checked"
 exit "$bad"
