@@ -19,6 +19,9 @@ PKGS=(
   e2fsprogs sshfs openssh-sftp-server
   # cli_filter.lua run outside Slurm (tests/install/test_install.sh)
   lua5.1
+  # the PyTorch example of docs/PYTHON.md (examples/pytorch), trained as a
+  # job by tests/integration/test_python.sh; ~100 MB from the archive
+  python3-torch python3-torchvision python3-h5py python3-numpy python3-pil
 )
 # Extra packages may be appended by callers: IOSTAGE_EXTRA_PKGS="a b".
 if [ -n "${IOSTAGE_EXTRA_PKGS:-}" ]; then

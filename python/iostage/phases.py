@@ -17,6 +17,7 @@ the daemon counts a phase open while any process of the job holds it.
 import contextlib
 import os
 import re
+import sys
 import threading
 import warnings
 
@@ -29,6 +30,7 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{1,31}\Z")
 
 _warn_lock = threading.Lock()
 _warned = False
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _after_fork_in_child():
@@ -49,16 +51,27 @@ def check_name(name):
     return name
 
 
+def _ours(frame):
+    """Is FRAME this package's, or contextlib's (phase as a decorator)?"""
+    name = frame.f_code.co_filename
+    return name.startswith(_HERE) or name == contextlib.__file__
+
+
 def _warn_once(why):
     global _warned
     with _warn_lock:
         if _warned:
             return
         _warned = True
+    # Point at the training script's line, however many of our frames
+    # (begin, `with`, a decorated function through contextlib) are between.
+    frame, level = sys._getframe(1), 2
+    while frame is not None and _ours(frame):
+        frame, level = frame.f_back, level + 1
     warnings.warn(
         "iostage: phase markers are not recorded: %s" % why,
         RuntimeWarning,
-        stacklevel=4,
+        stacklevel=level,
     )
 
 

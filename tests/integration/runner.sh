@@ -35,6 +35,9 @@ run_one() {
   if [ "$rc" -eq 0 ]; then
     passed=$((passed + 1))
     echo "PASS $name ($((SECONDS - t0)) s)"
+    # A test that could not check what it is for says so on a line of
+    # its own ("SKIP: python3-torch is not installed"): shown here.
+    grep -E '^SKIP: ' "$log" | sed 's/^/    /'
     [ "${IT_VERBOSE:-0}" = 1 ] && sed 's/^/    /' "$log"
   else
     failed=$((failed + 1))

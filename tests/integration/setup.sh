@@ -25,6 +25,7 @@
 #   IOSTAGE_PLUGIN      the SPANK plugin         [LIBDIR/slurm-wlm/iostage.so]
 #   IOSTAGE_SHIM        the deep mode's shim     [LIBDIR/iostage/libiostage-preload.so]
 #   IOSTAGE_LIBDIR      libiostage.so            [/usr/lib/MULTIARCH]
+#   IOSTAGE_PYTHONDIR   python3's iostage module [/usr/lib/python3/dist-packages]
 #   IOSTAGE_INCLUDEDIR  iostage.h                [/usr/include]
 #   IOSTAGE_SYSCONFDIR  slurm/iostage.d, the profiles [/etc]
 #   IOSTAGE_CONF_EXAMPLE the shipped iostage.conf [/etc/slurm/iostage.conf]
@@ -51,6 +52,7 @@ if [ "${IOSTAGE_INSTALLED:-0}" = 1 ]; then
 	ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch 2>/dev/null)
 	: "${IOSTAGE_BINDIR:=/usr/bin}" "${IOSTAGE_SBINDIR:=/usr/sbin}"
 	: "${IOSTAGE_LIBDIR:=/usr/lib/$ma}" "${IOSTAGE_INCLUDEDIR:=/usr/include}"
+	: "${IOSTAGE_PYTHONDIR:=/usr/lib/python3/dist-packages}"
 	: "${IOSTAGE_PLUGIN:=$IOSTAGE_LIBDIR/slurm-wlm/iostage.so}"
 	: "${IOSTAGE_SHIM:=$IOSTAGE_LIBDIR/iostage/libiostage-preload.so}"
 	: "${IOSTAGE_SYSCONFDIR:=/etc}" "${IOSTAGE_CONF_EXAMPLE:=/etc/slurm/iostage.conf}"
@@ -63,6 +65,7 @@ if [ "${IOSTAGE_INSTALLED:-0}" = 1 ]; then
 else
 	IOSTAGE_BINDIR=$IOSTAGE_ROOT/usr/bin IOSTAGE_SBINDIR=$IOSTAGE_ROOT/usr/sbin
 	IOSTAGE_LIBDIR=$IOSTAGE_ROOT/usr/lib IOSTAGE_INCLUDEDIR=$IOSTAGE_ROOT/usr/include
+	IOSTAGE_PYTHONDIR=$IOSTAGE_ROOT/usr/lib/python3/dist-packages
 	IOSTAGE_PLUGIN=$IOSTAGE_ROOT/usr/lib/slurm/iostage.so
 	IOSTAGE_SHIM=$IOSTAGE_ROOT/usr/lib/iostage/libiostage-preload.so
 	IOSTAGE_SYSCONFDIR=$IOSTAGE_ROOT/etc
@@ -71,7 +74,7 @@ else
 	IOSTAGE_UNITDIR=$IOSTAGE_ROOT/usr/lib/systemd/system
 fi
 export IOSTAGE_ROOT IOSTAGE_BINDIR IOSTAGE_SBINDIR IOSTAGE_LIBDIR IOSTAGE_INCLUDEDIR \
-	IOSTAGE_PLUGIN IOSTAGE_SHIM IOSTAGE_SYSCONFDIR IOSTAGE_CONF_EXAMPLE IOSTAGE_DOCDIR \
+	IOSTAGE_PYTHONDIR IOSTAGE_PLUGIN IOSTAGE_SHIM IOSTAGE_SYSCONFDIR IOSTAGE_CONF_EXAMPLE IOSTAGE_DOCDIR \
 	IOSTAGE_MANDIR IOSTAGE_UNITDIR
 export PATH="$IOSTAGE_BINDIR:$IOSTAGE_SBINDIR:$PATH"
 
