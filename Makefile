@@ -25,6 +25,10 @@ PYTHON_XY   := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_inf
 pythondir   ?= $(if $(filter /usr,$(prefix)),$(prefix)/lib/python3/dist-packages,$(prefix)/lib/python$(PYTHON_XY)/dist-packages)
 DESTDIR     ?=
 
+# A bare `make` builds everything, whatever rule below comes first (the
+# generated path dependencies do).
+.DEFAULT_GOAL := all
+
 CC      ?= gcc
 VERSION := 0.1.0
 PKGS    := libcjson libxxhash libcrypto
@@ -262,7 +266,9 @@ deps:
 unit-bins: $(UNIT_BIN)
 
 # The Python module's tests (tests/python) load the built libiostage.so.
+# The examples docs/PYTHON.md shows are the files the tests run.
 unit: $(UNIT_BIN) $(LIBIOSTAGE)
+	@scripts/check-doc-examples.sh
 	@BUILD=$(BUILD) tests/unit/run.sh $(UNIT_BIN) tests/python/run.py
 
 # `make install` into a DESTDIR with another prefix and sysconfdir than
