@@ -26,7 +26,7 @@ pythondir   ?= $(if $(filter /usr,$(prefix)),$(prefix)/lib/python3/dist-packages
 DESTDIR     ?=
 
 CC      ?= gcc
-VERSION := 0.1.0
+VERSION := 0.2.0
 PKGS    := libcjson libxxhash libcrypto
 # iostaged and iostagectld serve /metrics over HTTP (common/net/httpmetrics.c);
 # nothing else links libmicrohttpd.
