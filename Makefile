@@ -30,7 +30,7 @@ DESTDIR     ?=
 .DEFAULT_GOAL := all
 
 CC      ?= gcc
-VERSION := 0.1.0
+VERSION := 0.2.0
 PKGS    := libcjson libxxhash libcrypto
 # iostaged and iostagectld serve /metrics over HTTP (common/net/httpmetrics.c);
 # nothing else links libmicrohttpd.

@@ -7,8 +7,16 @@
 #     uses, and exists in DESTDIR unless it is the site's own file;
 #   - the installed cli_filter.lua says so when it cannot run iostage
 #     (lua5.1, else that check is skipped with a line);
+#   - the Python module is in $PREFIX/lib/python3.X/dist-packages/iostage,
+#     its _paths.py names the install's libdir and bindir, and Debian's
+#     /usr/bin/python3 imports it (PYTHONPATH=DESTDIR's copy) and loads
+#     the installed libiostage.so.0;
 #   - `make uninstall` removes every file install put down and nothing
-#     else (a site's iostage.conf and profile, and an unrelated file, stay).
+#     else (a site's iostage.conf and profile, and an unrelated file, stay),
+#     the module's __pycache__ with it;
+#   - for the default prefix /usr/local and for /usr (the packages'), the
+#     module's directory is one /usr/bin/python3 searches without a
+#     PYTHONPATH, and uninstall removes it.
 # Needs no root. Ends with "N passed, M failed".
 #
 #   tests/install/test_install.sh          (make check-install)
@@ -154,6 +162,42 @@ else
 	fail "compiled-in paths:"$'\n'"$(printf '%s' "$got" | sed 's/^/    /')"
 fi
 
+# --- the Python module --------------------------------------------------------
+
+# Debian's python3, as a job's script runs it; make install asks the same
+# one (PYTHON) for its X.Y.
+PY=/usr/bin/python3
+pyxy=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+pydir=$PREFIX/lib/python$pyxy/dist-packages
+# py_paths DIR: the LIBDIR and BINDIR lines of DIR/iostage/_paths.py
+py_paths() { grep -E '^(LIBDIR|BINDIR) = ' "$1/iostage/_paths.py" 2>&1 | paste -sd ' '; }
+want_mods=$(cd "$REPO_ROOT/python/iostage" && ls -- *.py)
+got_mods=$(cd "$DEST$pydir/iostage" 2>/dev/null && ls -- *.py)
+got=$(py_paths "$DEST$pydir")
+if [ "$got_mods" = "$want_mods" ] &&
+	[ "$got" = "LIBDIR = \"$PREFIX/lib\" BINDIR = \"$PREFIX/bin\"" ]; then
+	pass "the Python module is in $pydir/iostage ($(echo "$got_mods" | wc -l) files); _paths.py: $got"
+else
+	fail "the Python module in $pydir/iostage: files: $(echo "$got_mods" | tr '\n' ' '); _paths.py: $got"
+fi
+# $PREFIX/lib is not there outside DESTDIR: the module falls back to the
+# loader's search, which LD_LIBRARY_PATH points at the installed library.
+# Bytecode written (the __pycache__ uninstall must remove).
+out=$(env -u IOSTAGE_LIBIOSTAGE -u PYTHONDONTWRITEBYTECODE PYTHONPATH="$DEST$pydir" \
+	LD_LIBRARY_PATH="$DEST$PREFIX/lib" SLURM_JOB_ID=1 IOSTAGE_DATA_VAL_SET=/x "$PY" -c '
+import iostage
+print(iostage.__file__)
+print(" ".join(sorted({l.split()[-1] for l in open("/proc/self/maps") if "libiostage" in l})))
+print(iostage.data("val-set"))' 2>&1)
+want="$DEST$pydir/iostage/__init__.py
+$(realpath "$DEST$PREFIX/lib/libiostage.so.0")
+/x"
+if [ "$out" = "$want" ] && [ -d "$DEST$pydir/iostage/__pycache__" ]; then
+	pass "$PY imports the installed module, which loads the installed libiostage.so.0 (iostage.data(\"val-set\") = /x)"
+else
+	fail "$PY with PYTHONPATH=$DEST$pydir: got"$'\n'"$(printf '%s\n' "$out" | sed 's/^/    /')"$'\n'"  wanted"$'\n'"$(printf '%s\n' "$want" | sed 's/^/    /')"
+fi
+
 # --- a filter that cannot run iostage says so ------------------------------------
 
 if command -v lua5.1 >/dev/null 2>&1; then
@@ -188,4 +232,34 @@ if [ "$left" = "$site_files" ]; then
 else
 	fail "after make uninstall: $(diff <(printf '%s\n' "$site_files") <(printf '%s\n' "$left") | grep '^[<>]' | tr '\n' ' ')"
 fi
+if [ ! -e "$DEST$pydir/iostage" ]; then
+	pass "make uninstall removes $pydir/iostage, __pycache__ and all"
+else
+	fail "after make uninstall: $(cd "$DEST$pydir" && find iostage | tr '\n' ' ')"
+fi
+
+# --- the module where python3 looks ---------------------------------------------
+
+# Only the module (install-python): the programs are checked above. With
+# the default prefix, and with /usr as debian/rules installs: the
+# directory make install picks is on /usr/bin/python3's own path.
+syspath=$(env -u PYTHONPATH "$PY" -c 'import sys; print("\n".join(sys.path))')
+for pfx in /usr/local /usr; do
+	d="$DEST/destdir${pfx//\//-}"
+	mk prefix="$pfx" DESTDIR="$d" install-python >>"$LOG" 2>&1
+	dir=$(cd "$d" 2>/dev/null && find . -name __init__.py -path '*/iostage/*' | sed 's|^\.||; s|/iostage/__init__.py$||')
+	got=$(py_paths "$d$dir")
+	if [ -n "$dir" ] && printf '%s\n' "$syspath" | grep -qxF "$dir" &&
+		[ "$got" = "LIBDIR = \"$pfx/lib\" BINDIR = \"$pfx/bin\"" ]; then
+		pass "prefix=$pfx: the module goes to $dir, which $PY searches with no PYTHONPATH; _paths.py: $got"
+	else
+		fail "prefix=$pfx: the module went to '${dir:-nowhere}' ($PY searches: $(printf '%s\n' "$syspath" | grep packages | tr '\n' ' ')); _paths.py: $got"
+	fi
+	mk prefix="$pfx" DESTDIR="$d" uninstall >>"$LOG" 2>&1
+	if [ -n "$dir" ] && [ ! -e "$d$dir/iostage" ]; then
+		pass "prefix=$pfx: make uninstall removes $dir/iostage"
+	else
+		fail "prefix=$pfx: make uninstall left $(cd "$d" && find . -path '*/iostage*' | tr '\n' ' ')"
+	fi
+done
 finish

@@ -2,7 +2,10 @@
 # The Debian packages as an admin gets them: build them with
 # dpkg-buildpackage (lintian: no errors), make a FRESH Debian root with
 # mmdebstrap, install them there with apt (which resolves their
-# dependencies from the suite), check what they put down, run the one-node
+# dependencies from the suite; iostage-node alone first, from a local
+# repository of them, which must bring python3-iostage, its Recommends),
+# check what they put down, the Python module with Debian's python3, run
+# the one-node
 # integration suite inside the root against the installed files
 # (tests/integration/run.sh with IOSTAGE_INSTALLED=1), then purge them.
 #
@@ -38,7 +41,7 @@ SUITE=${1:-$VERSION_CODENAME}
 VERSION=$(dpkg-parsechangelog -l "$REPO_ROOT/debian/changelog" -S Version)
 
 [ "$(id -u)" -eq 0 ] || { echo "test_package.sh: must run as root (mmdebstrap, chroot, a Slurm cluster)" >&2; exit 1; }
-for c in dpkg-buildpackage mmdebstrap lintian flock; do
+for c in dpkg-buildpackage dpkg-scanpackages mmdebstrap lintian flock; do
 	command -v "$c" >/dev/null || { echo "test_package.sh: no $c (apt-get install dpkg-dev debhelper mmdebstrap lintian)" >&2; exit 1; }
 done
 
@@ -58,7 +61,7 @@ TEST_PKGS+=,fonts-dejavu-core,sshfs,openssh-sftp-server,ca-certificates
 # srun --mpi=pmix: Slurm's mpi/pmix plugin dlopens libpmix.so, which only
 # the -dev package ships
 TEST_PKGS+=,libpmix-dev
-IOSTAGE_PKGS="iostage-node iostagectld iostage-common libiostage0 libiostage-dev"
+IOSTAGE_PKGS="iostage-node iostagectld iostage-common libiostage0 libiostage-dev python3-iostage"
 
 passed=0
 failed=0
@@ -176,12 +179,33 @@ if ! root_create "$ROOT" "$SUITE" "$TEST_PKGS" >"$WORK/root.log" 2>&1; then
 	finish
 fi
 root_enter "$ROOT" || { fail "mounting /proc, /dev, /sys, /run in $ROOT"; finish; }
+# The packages as a site's repository has them, so that apt picks the
+# Recommends of iostage-node from it as it would from the site's.
 mkdir -p "$ROOT/debs"
 cp "${debs[@]}" "$ROOT/debs/"
+(cd "$ROOT/debs" && dpkg-scanpackages . >Packages 2>/dev/null) || { fail "dpkg-scanpackages in $ROOT/debs"; finish; }
+echo "deb [trusted=yes] file:/debs ./" >"$ROOT/etc/apt/sources.list.d/iostage-test.list"
 lap "installing the packages with apt"
-# (mmdebstrap leaves no package lists behind)
-if root_run "$ROOT" sh -c 'apt-get update -q && apt-get install -y -q ./debs/*.deb' >"$WORK/install.log" 2>&1; then
-	pass "apt-get install ./debs/*.deb in a fresh $SUITE root ($(grep -c "^Setting up " "$WORK/install.log") packages set up)"
+# (mmdebstrap leaves no package lists behind) iostage-node alone first:
+# what a node gets from `apt install iostage-node`.
+if root_run "$ROOT" sh -c 'apt-get update -q && apt-get install -y -q iostage-node' >"$WORK/install.log" 2>&1; then
+	pass "apt-get install iostage-node in a fresh $SUITE root ($(grep -c "^Setting up " "$WORK/install.log") packages set up)"
+else
+	tail -n 20 "$WORK/install.log"
+	fail "apt-get install iostage-node (log: $WORK/install.log)"
+	finish
+fi
+got=$(root_run "$ROOT" dpkg-query -W -f='${Status} ${Version}\n' python3-iostage libiostage0 2>&1 | tr '\n' ' ')
+if [[ $got == "install ok installed $VERSION install ok installed $VERSION " ]] &&
+	root_run "$ROOT" apt-mark showauto | grep -qx python3-iostage; then
+	pass "apt-get install iostage-node brought python3-iostage $VERSION (its Recommends) and libiostage0"
+else
+	fail "apt-get install iostage-node: python3-iostage, libiostage0: $got(auto: $(root_run "$ROOT" apt-mark showauto | grep -E 'iostage' | tr '\n' ' '))"
+fi
+# shellcheck disable=SC2086
+if root_run "$ROOT" apt-get install -y -q $IOSTAGE_PKGS >>"$WORK/install.log" 2>&1 &&
+	[ "$(root_run "$ROOT" dpkg-query -W -f='${Status}\n' $IOSTAGE_PKGS | grep -c '^install ok installed$')" -eq "$(echo $IOSTAGE_PKGS | wc -w)" ]; then
+	pass "apt-get install $IOSTAGE_PKGS ($(grep -c "^Setting up " "$WORK/install.log") packages set up in all)"
 else
 	tail -n 20 "$WORK/install.log"
 	fail "apt-get install of the packages (log: $WORK/install.log)"
@@ -229,6 +253,35 @@ else
 	fail "systemd units: $(ls "$ROOT"/etc/systemd/system/*.wants/ 2>&1 | tr '\n' ' ')"
 fi
 
+# The Python module, with Debian's python3 and no PYTHONPATH (root_run
+# passes none): where it is, the library it loaded (from the multiarch
+# directory the package's _paths.py names), and a dataset's path.
+lib=$(root_run "$ROOT" dpkg -L libiostage0 | grep '/libiostage\.so\.0$')
+out=$(root_run "$ROOT" /usr/bin/python3 -c '
+import sysconfig, iostage, iostage._paths as p
+print("file=" + iostage.__file__)
+print("libdir=" + p.LIBDIR)
+print("bindir=" + p.BINDIR)
+print("multiarch=" + str(sysconfig.get_config_var("MULTIARCH")))
+print("loaded=" + " ".join(sorted({l.split()[-1] for l in open("/proc/self/maps") if "libiostage" in l})))' 2>&1)
+want="file=/usr/lib/python3/dist-packages/iostage/__init__.py
+libdir=${lib%/*}
+bindir=/usr/bin
+multiarch=${lib%/*}
+loaded=$lib"
+want=${want/multiarch=\/usr\/lib\//multiarch=}
+if [ -n "$lib" ] && [ "$out" = "$want" ]; then
+	pass "/usr/bin/python3 imports iostage from dist-packages, no PYTHONPATH; _paths.py: LIBDIR=${lib%/*} BINDIR=/usr/bin; it loaded $lib"
+else
+	fail "import iostage with /usr/bin/python3: got"$'\n'"$(printf '%s\n' "$out" | sed 's/^/    /')"$'\n'"  wanted"$'\n'"$(printf '%s\n' "$want" | sed 's/^/    /')"
+fi
+out=$(root_run "$ROOT" SLURM_JOB_ID=1 IOSTAGE_DATA_VAL_SET=/x /usr/bin/python3 -c 'import iostage; print(iostage.data("val-set"))' 2>&1)
+if [ "$out" = /x ]; then
+	pass "iostage.data(\"val-set\") is IOSTAGE_DATA_VAL_SET (libiostage's iostage_data_path)"
+else
+	fail "iostage.data(\"val-set\") with IOSTAGE_DATA_VAL_SET=/x said: $out"
+fi
+
 # --- the one-node suite against the installed files ------------------------------------
 
 if [ "${PKG_NO_SUITE:-0}" != 1 ]; then
@@ -265,7 +318,8 @@ fi
 root_run "$ROOT" apt-get purge -y -q $IOSTAGE_PKGS >"$WORK/purge.log" 2>&1
 rc=$?
 left=
-for p in /etc/slurm/iostage.conf /etc/slurm/iostage.d /usr/sbin/iostaged /usr/bin/iostage "$plugin"; do
+for p in /etc/slurm/iostage.conf /etc/slurm/iostage.d /usr/sbin/iostaged /usr/bin/iostage "$plugin" \
+	/usr/lib/python3/dist-packages/iostage; do
 	[ -e "$ROOT$p" ] && left+="$p "
 done
 if [ "$rc" -eq 0 ] && [ -z "$left" ]; then
