@@ -61,6 +61,9 @@ TEST_PKGS+=,fonts-dejavu-core,sshfs,openssh-sftp-server,ca-certificates
 # srun --mpi=pmix: Slurm's mpi/pmix plugin dlopens libpmix.so, which only
 # the -dev package ships
 TEST_PKGS+=,libpmix-dev
+# the PyTorch example (tests/integration/test_python.sh) on the packaged
+# Python module
+TEST_PKGS+=,python3-torch,python3-torchvision,python3-h5py,python3-numpy,python3-pil
 IOSTAGE_PKGS="iostage-node iostagectld iostage-common libiostage0 libiostage-dev python3-iostage"
 
 passed=0
