@@ -39,6 +39,10 @@ fi
 
 bash "$REPO_ROOT/scripts/install-deps.sh" </dev/null || exit 1
 
+# shellcheck source=../suitelock.sh
+. "$REPO_ROOT/tests/suitelock.sh"
+suite_lock
+
 # Clusters of runs that died without cleaning up (their runner.pid names a
 # process that is gone) hold namespaces, mounts and daemons: stop them.
 # Clusters started by hand (no runner.pid) are left alone. (A cluster's

@@ -54,6 +54,10 @@ fi
 # shellcheck source=lib.sh
 . "$IT_DIR/lib.sh"
 
+# shellcheck source=../suitelock.sh
+. "$REPO_ROOT/tests/suitelock.sh"
+suite_lock
+
 # clusters left by earlier runs that died without cleaning up (their runner
 # is gone) would hold the ports: stop them
 for d in /tmp/iostage-it.*; do
