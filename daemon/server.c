@@ -37,7 +37,7 @@
 #include "daemon/staging/drain.h"
 #include "daemon/cluster/forward.h"
 #include "daemon/fsutil.h"
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "daemon/telemetry/history_local.h"
 #include "daemon/jobs.h"
 #include "daemon/cluster/jobwide.h"

@@ -33,7 +33,7 @@
 
 #include "common/base/log.h"
 #include "common/net/proto.h"
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "daemon/cluster/cachereport.h"
 #include "daemon/jobs.h"
 #include "daemon/ops.h"

@@ -1,5 +1,5 @@
 /* fuzz_history_value.c - values read back from the history database
- * (ctld/history/history.c, common/base/jsonbuf.c, ctld/history/jobfacts.c): a
+ * (common/history/history.c, common/base/jsonbuf.c, common/history/jobfacts.c): a
  * damaged or foreign database must answer "damaged", never crash the service.
  * The first byte picks the path: 0 a packed record (jsonbuf_unpack with the
  * record dictionary; what unpacks must pack and unpack to the same tree,
@@ -12,8 +12,8 @@
 #include "tests/fuzz/fuzz.h"
 
 #include "common/base/smallfile.h"
-#include "ctld/history/history.c"
-#include "ctld/history/jobfacts.h"
+#include "common/history/history.c"
+#include "common/history/jobfacts.h"
 
 static struct history *db;
 

@@ -12,8 +12,8 @@
 
 #include <check.h>
 
-#include "ctld/history/history.h"
-#include "ctld/history/jobfacts.h"
+#include "common/history/history.h"
+#include "common/history/jobfacts.h"
 #include "common/base/jsonbuf.h"
 #include "tests/unit/check_run.h"
 

@@ -33,8 +33,8 @@
 #include "common/config/conf.h"
 #include "common/base/errmsg.h"
 #include "common/base/log.h"
-#include "ctld/history/history.h"
-#include "ctld/history/jobfacts.h"
+#include "common/history/history.h"
+#include "common/history/jobfacts.h"
 #include "common/base/jsonbuf.h"
 
 enum history_cf {
