@@ -149,8 +149,10 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
+# Archives are made afresh: `ar rcs` alone would keep the members of
+# modules since removed or renamed, whose symbols then shadow the new ones.
 $(LIBCOMMON): $(COMMON_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 # The plugin exports only the slurm_spank_* symbols and the Slurm metadata.
 # With SANITIZE=1 it is built with UBSan only: it is loaded into slurmd,
@@ -168,7 +170,7 @@ $(BUILD)/ubsan/%.o: %.c
 	$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) $(UBSAN) \
 	    -c -o $@ $<
 $(PLUGIN_COMMON): $(COMMON_OBJ:$(BUILD)/%=$(BUILD)/ubsan/%)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 endif
 $(PLUGIN): $(PLUGIN_OBJ) $(PLUGIN_COMMON) spank/iostage.map
 	@mkdir -p $(@D)
@@ -638,9 +640,9 @@ endif
 # real handlers; a target that #includes a module (to reach its static
 # parser) defines its symbols first, and the archive's copy is never pulled.
 $(LIBDAEMON): $(filter-out $(BUILD)/daemon/main.o,$(DAEMON_OBJ))
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(LIBCTLD): $(filter-out $(BUILD)/ctld/main.o,$(CTLD_OBJ))
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIBDAEMON) $(LIBCTLD) $(LIBCOMMON)
 	@mkdir -p $(@D)
