@@ -262,8 +262,11 @@ deps:
 unit-bins: $(UNIT_BIN)
 
 # The Python module's tests (tests/python) load the built libiostage.so.
-# The examples docs/PYTHON.md shows are the files the tests run.
+# The examples docs/PYTHON.md shows are the files the tests run. The
+# folders keep their layering: common/ includes no program's folder, no
+# program another's, and no include cycle (scripts/check-layers.sh).
 unit: $(UNIT_BIN) $(LIBIOSTAGE)
+	@scripts/check-layers.sh
 	@scripts/check-doc-examples.sh
 	@BUILD=$(BUILD) tests/unit/run.sh $(UNIT_BIN) tests/python/run.py
 
