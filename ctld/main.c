@@ -7,7 +7,8 @@
  * handlers only set a flag; the main thread waits for it in sigsuspend().
  *
  * `iostagectld --import PATH` (import.c) and `--repair-history`
- * (history.c) are one-shot commands run with the service stopped.
+ * (common/history/history_repair.c) are one-shot commands run with the
+ * service stopped.
  */
 #define _GNU_SOURCE
 #include <grp.h>

@@ -1,6 +1,7 @@
 /* fuzz_history_value.c - values read back from the history database
- * (common/history/history.c, common/base/jsonbuf.c, common/history/jobfacts.c): a
- * damaged or foreign database must answer "damaged", never crash the service.
+ * (common/history/history_value.c, history_query.c, jobfacts.c,
+ * common/base/jsonbuf.c): a damaged or foreign database must answer
+ * "damaged", never crash the service.
  * The first byte picks the path: 0 a packed record (jsonbuf_unpack with the
  * record dictionary; what unpacks must pack and unpack to the same tree,
  * compared as printed JSON: cJSON_Compare finds two equal objects with a

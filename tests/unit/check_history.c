@@ -1,4 +1,4 @@
-/* check_history.c - unit tests for daemon/history: filing, queries,
+/* check_history.c - unit tests for common/history: filing, queries,
  * replacement, retention, restart, read-only, damaged databases, repair. */
 #define _GNU_SOURCE
 #include <errno.h>
