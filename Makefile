@@ -48,7 +48,7 @@ CPPFLAGS += -I. $(shell pkg-config --cflags $(PKGS)) \
            -DIOSTAGE_PROFILE_DIR='"$(IOSTAGE_PROFILE_DIR)"' \
            -DIOSTAGE_SHIM_PATH='"$(IOSTAGE_SHIM_PATH)"'
 LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread -lm
-# The history (ctld/history/history.c) is RocksDB; iostagectld links it, and
+# The history (common/history/) is RocksDB; iostagectld links it, and
 # iostaged for a site without the service (node-local history).
 DAEMON_LDLIBS := -lrocksdb
 # iostagectld parses a record tree per filing on up to CTLD_WORK_MAX threads
@@ -120,12 +120,12 @@ LIBCOMMON  := $(BUILD)/libiostage-common.a
 
 SPANK_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(wildcard spank/*.c))
 DAEMON_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard daemon/*.c daemon/*/*.c))
-# ctld/: iostagectld, the cluster's history service. Its history library
-# (ctld/history/: the database, the job facts, the rules, the history ops)
-# is linked into iostaged too, which keeps a node-local history when
-# ControllerHost= is empty (docs/ARCHITECTURE.md).
+# ctld/: iostagectld, the cluster's history service. The history library
+# both daemons use (common/history/: the database, the job facts, the
+# rules, the history ops; iostaged keeps a node-local history when
+# ControllerHost= is empty, docs/ARCHITECTURE.md) is in $(LIBCOMMON):
+# what links one of its modules links $(DAEMON_LDLIBS) too.
 CTLD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard ctld/*.c ctld/*/*.c))
-HISTORY_LIB_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard ctld/history/*.c))
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
 
 # Programs are built under $(BUILD) too, so several builds (SANITIZE=1,
@@ -149,8 +149,10 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
+# Archives are made afresh: `ar rcs` alone would keep the members of
+# modules since removed or renamed, whose symbols then shadow the new ones.
 $(LIBCOMMON): $(COMMON_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 # The plugin exports only the slurm_spank_* symbols and the Slurm metadata.
 # With SANITIZE=1 it is built with UBSan only: it is loaded into slurmd,
@@ -168,14 +170,14 @@ $(BUILD)/ubsan/%.o: %.c
 	$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) $(UBSAN) \
 	    -c -o $@ $<
 $(PLUGIN_COMMON): $(COMMON_OBJ:$(BUILD)/%=$(BUILD)/ubsan/%)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 endif
 $(PLUGIN): $(PLUGIN_OBJ) $(PLUGIN_COMMON) spank/iostage.map
 	@mkdir -p $(@D)
 	$(CC) -shared $(PLUGIN_LDFLAGS) -Wl,--version-script=spank/iostage.map \
 	    -o $@ $(PLUGIN_OBJ) $(PLUGIN_COMMON) $(LDLIBS) -lmunge
 
-$(DAEMON): $(DAEMON_OBJ) $(HISTORY_LIB_OBJ) $(LIBCOMMON)
+$(DAEMON): $(DAEMON_OBJ) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge \
 	    $(shell pkg-config --libs $(DAEMON_PKGS))
 
@@ -221,17 +223,11 @@ $(BUILD)/tests/check_nodelist: tests/unit/check_nodelist.c $(BUILD)/prolog/nodel
 	    $(LDFLAGS) $(LDLIBS) -lslurm $(shell pkg-config --libs check)
 $(BUILD)/tests/check_slurmcompat: LDLIBS += -lslurm
 
-# The history's unit tests link the ctld modules they test; the service's
-# (check_ctld) links all of ctld/ but its main().
-HISTORY_TEST_OBJ := $(BUILD)/ctld/history/history.o $(BUILD)/ctld/history/jobfacts.o \
-                    $(BUILD)/ctld/history/recommend.o
-$(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: $(BUILD)/tests/check_%: \
-    tests/unit/check_%.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
-	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
+# The history's unit tests take its modules from $(LIBCOMMON), on a real
+# RocksDB; the service's (check_ctld) links all of ctld/ but its main().
+$(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: LDLIBS += $(DAEMON_LDLIBS)
 # The part store (a multi-node job's parts, deadlines) on a real RocksDB.
-$(BUILD)/tests/check_partstore: tests/unit/check_partstore.c $(HISTORY_TEST_OBJ) \
+$(BUILD)/tests/check_partstore: tests/unit/check_partstore.c \
     $(BUILD)/ctld/filing/partstore.o $(BUILD)/ctld/filing/joblock.o $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
@@ -266,8 +262,11 @@ deps:
 unit-bins: $(UNIT_BIN)
 
 # The Python module's tests (tests/python) load the built libiostage.so.
-# The examples docs/PYTHON.md shows are the files the tests run.
+# The examples docs/PYTHON.md shows are the files the tests run. The
+# folders keep their layering: common/ includes no program's folder, no
+# program another's, and no include cycle (scripts/check-layers.sh).
 unit: $(UNIT_BIN) $(LIBIOSTAGE)
+	@scripts/check-layers.sh
 	@scripts/check-doc-examples.sh
 	@BUILD=$(BUILD) tests/unit/run.sh $(UNIT_BIN) tests/python/run.py
 
@@ -414,7 +413,7 @@ check-pfs:
 # The job history at 1,000,000 jobs: ingest rate, query p99, size on disk
 # (bench/history.c; BENCH_HISTORY_ARGS="-n 100000" for a quick run).
 BENCH_HISTORY := $(BUILD)/bench/history
-$(BENCH_HISTORY): bench/history.c bench/recgen.c $(HISTORY_TEST_OBJ) $(LIBCOMMON)
+$(BENCH_HISTORY): bench/history.c bench/recgen.c $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS)
 
@@ -644,9 +643,9 @@ endif
 # real handlers; a target that #includes a module (to reach its static
 # parser) defines its symbols first, and the archive's copy is never pulled.
 $(LIBDAEMON): $(filter-out $(BUILD)/daemon/main.o,$(DAEMON_OBJ))
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(LIBCTLD): $(filter-out $(BUILD)/ctld/main.o,$(CTLD_OBJ))
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIBDAEMON) $(LIBCTLD) $(LIBCOMMON)
 	@mkdir -p $(@D)

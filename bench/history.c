@@ -39,8 +39,8 @@
 #include <cJSON.h>
 
 #include "bench/recgen.h"
-#include "ctld/history/history.h"
-#include "ctld/history/recommend.h"
+#include "common/history/history.h"
+#include "common/history/recommend.h"
 
 #define WINDOW_S (30 * 86400.0)
 #define BENCH_THREADS_MAX 16

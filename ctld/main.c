@@ -7,7 +7,8 @@
  * handlers only set a flag; the main thread waits for it in sigsuspend().
  *
  * `iostagectld --import PATH` (import.c) and `--repair-history`
- * (history.c) are one-shot commands run with the service stopped.
+ * (common/history/history_repair.c) are one-shot commands run with the
+ * service stopped.
  */
 #define _GNU_SOURCE
 #include <grp.h>
@@ -25,7 +26,7 @@
 #include "common/base/daemonize.h"
 #include "common/base/log.h"
 #include "ctld/sched/bw_ops.h"
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "ctld/filing/import.h"
 #include "ctld/metrics.h"
 #include "ctld/filing/partstore.h"

@@ -12,7 +12,7 @@
 #include "common/base/log.h"
 #include "common/telemetry/promtext.h"
 #include "ctld/sched/bw_ops.h"
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "ctld/metrics.h"
 #include "ctld/sched/sched_ops.h"
 #include "ctld/service.h"

@@ -25,7 +25,7 @@
 #include "ctld/filing/file_batch.h"
 #include "ctld/sched/bw_ops.h"
 #include "ctld/filing/file_ops.h"
-#include "ctld/history/history_ops.h"
+#include "common/history/history_ops.h"
 #include "ctld/sched/pending.h"
 #include "ctld/sched/placement.h"
 #include "ctld/sched/sched_ops.h"

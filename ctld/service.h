@@ -11,7 +11,7 @@
  *
  * Ops: ping, file (file_ops.h), history_get, history_list, recommend
  * (history_ops.h). The service's history is history_db()
- * (ctld/history/history.h): the caller opens it (history_init) before starting
+ * (common/history/history.h): the caller opens it (history_init) before starting
  * the service.
  */
 #ifndef IOSTAGE_CTLD_SERVICE_H

@@ -41,7 +41,6 @@
 #include "common/net/proto.h"
 #include "common/base/smallfile.h"
 #include "daemon/staging/cache.h"
-#include "daemon/staging/drain.h"
 #include "daemon/fsutil.h"
 #include "daemon/jobs.h"
 #include "daemon/staging/tiers.h"
@@ -56,6 +55,8 @@ static pthread_mutex_t persist_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t jobs_cond;
 static bool jobs_stopping;
 static int state_fd = -1; /* StateDir/jobs */
+static jobs_drain_status_fn drain_status; /* drain.c's, jobs_set_drain_hooks */
+static jobs_drain_resume_fn drain_resume;
 
 static const char *const ds_result_names[] = {
 	[JOB_DS_PENDING] = "pending",
@@ -940,7 +941,7 @@ static cJSON *job_status_locked(const struct job *job)
 	cJSON_AddStringToObject(o, "user", job->user);
 	cJSON_AddNumberToObject(o, "uid", job->uid);
 	/* drain.c: outputs drained during the run and at the end. */
-	if ((drain = drain_status_json(job->id)))
+	if (drain_status && (drain = drain_status(job->id)))
 		cJSON_AddItemToObject(o, "drain", drain);
 	add_state_fields(o, job);
 	progress_locked(job, o);
@@ -1272,7 +1273,7 @@ static int load_one(const char *name)
 	}
 	/* drain.c: a running job's outputs are watched again. */
 	if (job->state == JOB_STAGED && job->profile && !job->prestage &&
-	    drain_job_start(job, true, err, sizeof(err)) < 0)
+	    drain_resume && drain_resume(job, err, sizeof(err)) < 0)
 		log_warningx("job %u: outputs drain at finish only: %s",
 			     job->id, err);
 	return 0;
@@ -1312,6 +1313,13 @@ static int load_all(char *err, size_t errlen)
 		log_info("reloaded %u job%s from %s/jobs", loaded,
 			 loaded == 1 ? "" : "s", jobs_conf->state_dir);
 	return 0;
+}
+
+void jobs_set_drain_hooks(jobs_drain_status_fn status,
+			  jobs_drain_resume_fn resume)
+{
+	drain_status = status;
+	drain_resume = resume;
 }
 
 int jobs_init(const struct conf *conf, char *err, size_t errlen)

@@ -113,6 +113,18 @@ struct job_view {
  * CONF must outlive the daemon; call after tiers_init. 0, or -1 with err. */
 int jobs_init(const struct conf *conf, char *err, size_t errlen);
 
+/* What the drain (daemon/staging/drain.c) adds to the table, registered by
+ * drain_init, so that the table never calls up into it: STATUS gives job
+ * ID's "drain" object for status, or NULL (called with the table locked);
+ * RESUME watches the outputs of a job reloaded staged after a restart
+ * again (0, or -1 with err). Call before jobs_init; unset, status has no
+ * "drain" and a reloaded job's outputs drain at finish only. */
+typedef cJSON *(*jobs_drain_status_fn)(uint32_t id);
+typedef int (*jobs_drain_resume_fn)(const struct job *job, char *err,
+				    size_t errlen);
+void jobs_set_drain_hooks(jobs_drain_status_fn status,
+			  jobs_drain_resume_fn resume);
+
 /* Stop: refuse new jobs (jobs_insert fails), cancel every staging job with REASON (its worker
  * is killed and its partial copies removed by its staging thread), wake
  * every waiter, and wait up to TIMEOUT_S for the staging threads. */

@@ -31,7 +31,7 @@
 #include "daemon/staging/drain.h"
 #include "daemon/staging/drain_worker.h"
 #include "daemon/cluster/forward.h"
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "daemon/jobs.h"
 #include "daemon/staging/journal.h"
 #include "daemon/telemetry/metrics.h"
@@ -102,8 +102,8 @@ int main(int argc, char **argv)
 	/* drain.c: outputs copied to the PFS as the job's user. */
 	if (argc >= 2 && !strcmp(argv[1], "--drain-worker"))
 		return drain_worker_main(argc - 1, argv + 1);
-	/* ctld/history/history.c: recover a damaged node-local history database
-	 * (a site without iostagectld), daemon stopped. */
+	/* common/history/history_repair.c: recover a damaged node-local
+	 * history database (a site without iostagectld), daemon stopped. */
 	if (argc >= 2 && !strcmp(argv[1], "--repair-history"))
 		return history_repair_main("iostaged", argc - 1, argv + 1);
 

@@ -37,7 +37,7 @@
 #include "daemon/staging/drain.h"
 #include "daemon/cluster/forward.h"
 #include "daemon/fsutil.h"
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "daemon/telemetry/history_local.h"
 #include "daemon/jobs.h"
 #include "daemon/cluster/jobwide.h"
@@ -76,17 +76,6 @@ static struct client *clients;
 static unsigned nclients;
 
 /* --- small helpers ------------------------------------------------------------ */
-
-const char *ops_printable(const char *s, char *buf, size_t len)
-{
-	size_t i;
-
-	snprintf(buf, len, "%s", s);
-	for (i = 0; buf[i]; i++)
-		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
-			buf[i] = '?';
-	return buf;
-}
 
 static void add_error(cJSON *o, const char *error)
 {
@@ -820,7 +809,9 @@ fail:
 	return proto_reply_error("prestage refused: %s", err);
 }
 
-cJSON *server_prestage_root(const cJSON *req)
+/* The node channel's `prestage` (iostagectld's pre-staging; peer_ops.c),
+ * registered with peer_set_prestage at server_init. */
+static cJSON *prestage_root(const cJSON *req)
 {
 	struct peer root = { 0, 0, 0 };
 
@@ -1282,6 +1273,7 @@ int server_init(const struct conf *conf, const char *conf_path, char *err,
 	server_conf = conf;
 	server_conf_path = conf_path;
 	started = time(NULL);
+	peer_set_prestage(prestage_root); /* before peer_init serves */
 	if (strlen(sock) >= sizeof(addr.sun_path)) {
 		snprintf(err, errlen, "SocketPath %s is too long", sock);
 		return -1;

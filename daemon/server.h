@@ -43,9 +43,4 @@ void server_close(void);
  * Returns true when none is left. */
 bool server_fini(unsigned timeout_s);
 
-/* The `prestage` op as root (any user's dataset, named by "user"): for
- * iostagectld's pre-staging over the node channel
- * (daemon/cluster/peer_ops.c). */
-cJSON *server_prestage_root(const cJSON *req);
-
 #endif /* IOSTAGE_DAEMON_SERVER_H */

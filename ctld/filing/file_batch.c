@@ -10,8 +10,8 @@
 #include "common/net/proto.h"
 #include "ctld/filing/file_batch.h"
 #include "ctld/filing/file_ops.h"
-#include "ctld/history/history.h"
-#include "ctld/history/jobfacts.h"
+#include "common/history/history.h"
+#include "common/history/jobfacts.h"
 #include "ctld/filing/joblock.h"
 #include "ctld/filing/partstore.h"
 

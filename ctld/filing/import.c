@@ -15,7 +15,7 @@
 #include "common/config/conf.h"
 #include "common/base/log.h"
 #include "ctld/filing/import.h"
-#include "ctld/history/jobfacts.h"
+#include "common/history/jobfacts.h"
 
 #define IMPORT_BATCH 256
 

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 
 struct ctld_import_stats {
 	unsigned imported;   /* filed into the service's history */

@@ -21,7 +21,7 @@
 #include "common/base/log.h"
 #include "common/telemetry/outbox.h"
 #include "common/telemetry/recmerge.h"
-#include "ctld/history/jobfacts.h"
+#include "common/history/jobfacts.h"
 #include "ctld/filing/joblock.h"
 #include "ctld/filing/partstore.h"
 

@@ -43,7 +43,7 @@
 
 #include "common/config/conf.h"
 #include "common/base/jsonbuf.h"
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 
 struct partstore_result {
 	bool filed;      /* this call filed (or refiled) the job's record */

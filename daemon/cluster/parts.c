@@ -25,7 +25,7 @@
 #include "common/telemetry/recmerge.h"
 #include "common/base/smallfile.h"
 #include "daemon/fsutil.h"
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "daemon/jobs.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/cluster/peer.h"

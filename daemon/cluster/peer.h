@@ -39,6 +39,14 @@ struct peer_op {
 /* daemon/cluster/peer_ops.c, ended by { NULL, NULL }. */
 extern const struct peer_op peer_ops[];
 
+/* The `prestage` op of the node's socket as root (any user's dataset,
+ * named by "user"), which peer_ops.c's `prestage` (iostagectld's
+ * pre-staging) runs: server.c registers it at server_init, so the node
+ * channel never calls up into the socket's code. Unset, `prestage` is
+ * refused. */
+typedef cJSON *(*peer_prestage_fn)(const cJSON *req);
+void peer_set_prestage(peer_prestage_fn fn);
+
 /* Listen on PeerListen:PeerPort and serve in a thread. PeerPort=0: off.
  * Never fatal: a failure is logged and multi-node jobs then see this node
  * as unreachable. CONF must outlive the channel. */

@@ -33,13 +33,12 @@
 
 #include "common/base/log.h"
 #include "common/net/proto.h"
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "daemon/cluster/cachereport.h"
 #include "daemon/jobs.h"
 #include "daemon/ops.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/cluster/peer.h"
-#include "daemon/server.h"
 #include "daemon/telemetry/telemetry.h"
 
 static cJSON *op_peer_ping(const struct peernet_peer *p, const cJSON *req)
@@ -192,6 +191,13 @@ static cJSON *op_peer_history_get(const struct peernet_peer *p,
 	return r;
 }
 
+static peer_prestage_fn prestage_root; /* server.c's, peer_set_prestage */
+
+void peer_set_prestage(peer_prestage_fn fn)
+{
+	prestage_root = fn;
+}
+
 /* Pre-staging for a pending job (ctld/sched/slurmsched.c): the same as root's
  * `iostage stage --user`, so the copy runs as that user, within the
  * tier's capacity and evicting only unpinned entries that one job used
@@ -202,7 +208,9 @@ static cJSON *op_peer_prestage(const struct peernet_peer *p,
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(req, "for_job");
 	cJSON *r;
 
-	r = server_prestage_root(req);
+	if (!prestage_root)
+		return proto_reply_error("prestage: not served by this node");
+	r = prestage_root(req);
 	if (cJSON_IsNumber(j))
 		log_info("prestage for pending job %.0f asked by %s: %s", j->valuedouble,
 			 p->addr,

@@ -1401,6 +1401,12 @@ static void *drain_loop(void *arg)
 
 /* --- set-up --------------------------------------------------------------------- */
 
+/* A job reloaded staged after a restart: its outputs watched again. */
+static int resume_job(const struct job *job, char *err, size_t errlen)
+{
+	return drain_job_start(job, true, err, errlen);
+}
+
 int drain_init(const struct conf *conf, char *err, size_t errlen)
 {
 	pthread_condattr_t attr;
@@ -1428,6 +1434,9 @@ int drain_init(const struct conf *conf, char *err, size_t errlen)
 		goto fail;
 	}
 	thread_started = true;
+	/* jobs.c asks for a job's drain status and resumes a reloaded
+	 * job's watches through these, never by calling into this file. */
+	jobs_set_drain_hooks(drain_status_json, resume_job);
 	return 0;
 fail:
 	drain_fini();

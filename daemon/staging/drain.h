@@ -48,9 +48,10 @@
 #include "daemon/jobs.h"
 
 /* Set up inotify, StateDir/drain (root 0700; records older than 30 days
- * are removed) and start the drain thread. Call after spawn_init and
- * tiers_init, before jobs_init. CONF must outlive the daemon. 0, or -1
- * with err. */
+ * are removed), start the drain thread and give the job table its hooks
+ * (jobs_set_drain_hooks: the status object, the resume of a reloaded
+ * job). Call after spawn_init and tiers_init, before jobs_init. CONF must
+ * outlive the daemon. 0, or -1 with err. */
 int drain_init(const struct conf *conf, char *err, size_t errlen);
 
 /* Stop the drain thread: kill the workers, wake every drain_finish waiter

@@ -1,9 +1,9 @@
 /* history_local.c - the node's history ops on iostaged's socket: the handlers
- * of ctld/history/history_ops.c, with the caller from SO_PEERCRED. Root reads
+ * of common/history/history_ops.c, with the caller from SO_PEERCRED. Root reads
  * every job of the node, a user their own. With a service configured
  * (ControllerHost=) the node keeps no history and these answer "history
  * disabled: ..." (history_init_remote). */
-#include "ctld/history/history_ops.h"
+#include "common/history/history_ops.h"
 #include "daemon/telemetry/history_local.h"
 
 static struct hist_caller caller(const struct peer *p)

@@ -13,7 +13,7 @@
 
 #include "daemon/server.c"
 
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "tests/fuzz/history_renew.h"
 #include "tests/fuzz/spawn_stub.h"
 

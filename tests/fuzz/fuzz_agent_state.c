@@ -19,7 +19,7 @@
 
 #include <fcntl.h>
 
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"

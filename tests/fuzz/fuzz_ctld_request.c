@@ -16,7 +16,7 @@
 
 #include <sys/socket.h>
 
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "tests/fuzz/history_renew.h"
 #include "ctld/service.c"
 #include "tests/fuzz/mauth_stub.h"

@@ -1,19 +1,21 @@
 /* fuzz_history_value.c - values read back from the history database
- * (ctld/history/history.c, common/base/jsonbuf.c, ctld/history/jobfacts.c): a
- * damaged or foreign database must answer "damaged", never crash the service.
+ * (common/history/history_value.c, history_query.c, jobfacts.c,
+ * common/base/jsonbuf.c): a damaged or foreign database must answer
+ * "damaged", never crash the service.
  * The first byte picks the path: 0 a packed record (jsonbuf_unpack with the
  * record dictionary; what unpacks must pack and unpack to the same tree,
  * compared as printed JSON: cJSON_Compare finds two equal objects with a
  * repeated key unequal; a record's facts packed straight must be the bytes of
  * its facts tree packed), 1 a job's facts (jobfacts_unpack, and into a query's
  * arena: the same tree), 2 the whole read of a job's stored value (history_get
- * on a real RocksDB in the scratch directory). history.c is included for its
- * static dictionary and key helpers. */
+ * on a real RocksDB in the scratch directory). history_int.h gives the
+ * dictionary, the key helpers and the handle's insides; the history's
+ * modules are linked, not included. */
 #include "tests/fuzz/fuzz.h"
 
 #include "common/base/smallfile.h"
-#include "ctld/history/history.c"
-#include "ctld/history/jobfacts.h"
+#include "common/history/history_int.h"
+#include "common/history/jobfacts.h"
 
 static struct history *db;
 
@@ -32,7 +34,6 @@ static void seeds(void)
 	all = text ? cJSON_Parse(text) : NULL;
 	if (!all)
 		exit(2);
-	pthread_once(&record_dict_once, record_dict_init);
 	cJSON_ArrayForEach(rec, all)
 	{
 		cJSON *facts = jobfacts_from_record(rec, err, sizeof(err));
@@ -41,7 +42,7 @@ static void seeds(void)
 
 		b.len = 0;
 		if (jsonbuf_put_bytes(&b, "\0", 1) < 0 ||
-		    jsonbuf_pack(&b, rec, "phases", &record_dict) < 0)
+		    jsonbuf_pack(&b, rec, "phases", hist_record_dict()) < 0)
 			exit(2);
 		snprintf(name, sizeof(name), "record%d", i);
 		fuzz_write_seed(name, b.data, b.len);
@@ -56,7 +57,7 @@ static void seeds(void)
 			free(v);
 			cJSON_Delete(facts);
 		}
-		if (pack_jobs_value(&b, rec, ph) < 0 || !(v = malloc(b.len + 1)))
+		if (hist_pack_jobs_value(&b, rec, ph) < 0 || !(v = malloc(b.len + 1)))
 			exit(2);
 		v[0] = 2;
 		memcpy(v + 1, b.data, b.len);
@@ -139,15 +140,15 @@ static void facts_in_arena(const char *val, size_t len)
 
 static void packed(const uint8_t *data, size_t size)
 {
+	const struct jsonbuf_dict *dict = hist_record_dict();
 	struct jsonbuf b = { 0 };
 	cJSON *j, *back;
 	char *t1, *t2;
 
-	pthread_once(&record_dict_once, record_dict_init);
-	j = jsonbuf_unpack(data, size, &record_dict);
+	j = jsonbuf_unpack(data, size, dict);
 	if (!j)
 		return;
-	if (jsonbuf_pack(&b, j, NULL, &record_dict) < 0) {
+	if (jsonbuf_pack(&b, j, NULL, dict) < 0) {
 		/* Only a tree too deep to pack may fail (ELOOP). */
 		if (errno != ELOOP)
 			abort();
@@ -155,7 +156,7 @@ static void packed(const uint8_t *data, size_t size)
 		jsonbuf_fini(&b);
 		return;
 	}
-	back = jsonbuf_unpack(b.data, b.len, &record_dict);
+	back = jsonbuf_unpack(b.data, b.len, dict);
 	t1 = cJSON_PrintUnformatted(j);
 	t2 = back ? cJSON_PrintUnformatted(back) : NULL;
 	if (!t1 || !t2 || strcmp(t1, t2)) {

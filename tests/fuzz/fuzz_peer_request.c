@@ -11,7 +11,7 @@
 
 #include "daemon/cluster/peer.c"
 
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"

@@ -15,7 +15,7 @@
 
 #include "common/config/profile.h"
 #include "common/net/proto.h"
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"

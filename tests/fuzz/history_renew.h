@@ -11,7 +11,7 @@
 #ifndef IOSTAGE_FUZZ_HISTORY_RENEW_H
 #define IOSTAGE_FUZZ_HISTORY_RENEW_H
 
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "tests/fuzz/fuzz.h"
 
 #define FUZZ_HISTORY_INPUTS 20000

@@ -18,7 +18,7 @@
 #include "common/base/log.h"
 #include "ctld/authz.h"
 #include "ctld/sched/bw_ops.h"
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "ctld/filing/import.h"
 #include "ctld/metrics.h"
 #include "ctld/service.h"

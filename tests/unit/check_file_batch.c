@@ -9,7 +9,7 @@
 
 #include "common/config/conf.h"
 #include "ctld/filing/file_batch.h"
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "ctld/filing/partstore.h"
 #include "tests/unit/check_run.h"
 

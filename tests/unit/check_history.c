@@ -1,4 +1,4 @@
-/* check_history.c - unit tests for daemon/history: filing, queries,
+/* check_history.c - unit tests for common/history: filing, queries,
  * replacement, retention, restart, read-only, damaged databases, repair. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,8 +12,8 @@
 
 #include <check.h>
 
-#include "ctld/history/history.h"
-#include "ctld/history/jobfacts.h"
+#include "common/history/history.h"
+#include "common/history/jobfacts.h"
 #include "common/base/jsonbuf.h"
 #include "tests/unit/check_run.h"
 

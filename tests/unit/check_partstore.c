@@ -19,7 +19,7 @@
 #include <check.h>
 #include <rocksdb/c.h>
 
-#include "ctld/history/history.h"
+#include "common/history/history.h"
 #include "ctld/filing/partstore.h"
 #include "tests/unit/check_run.h"
 

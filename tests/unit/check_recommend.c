@@ -8,8 +8,8 @@
 
 #include <check.h>
 
-#include "ctld/history/jobfacts.h"
-#include "ctld/history/recommend.h"
+#include "common/history/jobfacts.h"
+#include "common/history/recommend.h"
 #include "tests/unit/check_run.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)

@@ -24,10 +24,10 @@
 #include "common/config/conf.h"
 #include "common/config/pathsafe.h"
 #include "common/net/proto.h"
-#include "ctld/history/history.h"
-#include "ctld/history/jobfacts.h"
-#include "ctld/history/history_ops.h"
-#include "ctld/history/recommend.h"
+#include "common/history/history.h"
+#include "common/history/jobfacts.h"
+#include "common/history/history_ops.h"
+#include "common/history/recommend.h"
 
 #define HISTORY_OPS_USER_MAX 256
 #define HISTORY_OPS_LIST_DEFAULT 100

@@ -1,14 +1,14 @@
 /* history_ops.h - the history and recommendation ops: history_put,
  * history_get, history_list, recommend (common/net/proto.h has their fields).
  *
- * Answered from this process's history (ctld/history/history.h, history_db()):
+ * Answered from this process's history (common/history/history.h, history_db()):
  * iostagectld's for the cluster, or iostaged's own when the site runs no
  * service (ControllerHost= empty). Each transport says who the caller is
  * and calls these; a handler returns the reply, proto_reply_ok() plus
  * fields or proto_reply_error().
  */
-#ifndef IOSTAGE_CTLD_HISTORY_OPS_H
-#define IOSTAGE_CTLD_HISTORY_OPS_H
+#ifndef IOSTAGE_HISTORY_OPS_H
+#define IOSTAGE_HISTORY_OPS_H
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -38,4 +38,4 @@ cJSON *hist_op_list(const struct hist_caller *c, const cJSON *req);
  * recommendations, skipped, profile, hint}. */
 cJSON *hist_op_recommend(const struct hist_caller *c, const cJSON *req);
 
-#endif /* IOSTAGE_CTLD_HISTORY_OPS_H */
+#endif /* IOSTAGE_HISTORY_OPS_H */

@@ -24,8 +24,8 @@
  * opened from the configuration; when it is unusable every call answers
  * "history disabled: <why>" and staging carries on.
  */
-#ifndef IOSTAGE_CTLD_HISTORY_H
-#define IOSTAGE_CTLD_HISTORY_H
+#ifndef IOSTAGE_HISTORY_H
+#define IOSTAGE_HISTORY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -226,4 +226,4 @@ int history_record_job(const cJSON *record, char *err, size_t errlen);
  * status. */
 int history_repair_main(const char *prog, int argc, char **argv);
 
-#endif /* IOSTAGE_CTLD_HISTORY_H */
+#endif /* IOSTAGE_HISTORY_H */

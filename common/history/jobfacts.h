@@ -21,8 +21,8 @@
  *                                       maxf: the largest file drained
  *     "wr":  { "ops", "bytes", "sizes"[10] }? output class, run phase }
  */
-#ifndef IOSTAGE_CTLD_JOBFACTS_H
-#define IOSTAGE_CTLD_JOBFACTS_H
+#ifndef IOSTAGE_JOBFACTS_H
+#define IOSTAGE_JOBFACTS_H
 
 #include <stddef.h>
 
@@ -78,4 +78,4 @@ double jobfacts_num(const cJSON *obj, const char *key, double def);
 /* The string at KEY, or DEF. */
 const char *jobfacts_str(const cJSON *obj, const char *key, const char *def);
 
-#endif /* IOSTAGE_CTLD_JOBFACTS_H */
+#endif /* IOSTAGE_JOBFACTS_H */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctld/history/jobfacts.h"
+#include "common/history/jobfacts.h"
 
 #define JOBFACTS_NAME_MAX 256   /* user and job name bytes in keys */
 #define JOBFACTS_SMALL_MAX 4    /* buckets 0..4 hold requests < 1 MiB */

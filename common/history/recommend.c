@@ -16,8 +16,8 @@
 
 #include "common/base/jsonset.h"
 #include "common/base/units.h"
-#include "ctld/history/jobfacts.h"
-#include "ctld/history/recommend.h"
+#include "common/history/jobfacts.h"
+#include "common/history/recommend.h"
 
 #define GROUPS_MAX 64 /* datasets or outputs judged per query */
 #define FRACS_MAX 2000 /* runs the checkpoint rule weighs */

@@ -9,8 +9,8 @@
  * "skipped" entry {rule, target, reason: "not enough evidence: ..."}
  * instead of guessing. The rules and their sources: docs/HISTORY.md.
  */
-#ifndef IOSTAGE_CTLD_RECOMMEND_H
-#define IOSTAGE_CTLD_RECOMMEND_H
+#ifndef IOSTAGE_RECOMMEND_H
+#define IOSTAGE_RECOMMEND_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -71,4 +71,4 @@ unsigned recommend_stripe_size_mib(const double sizes[10]);
 /* Confidence for RUNS comparable runs of which AGREE fit the rule. */
 double recommend_confidence(size_t runs, size_t agree);
 
-#endif /* IOSTAGE_CTLD_RECOMMEND_H */
+#endif /* IOSTAGE_RECOMMEND_H */
