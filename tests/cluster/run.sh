@@ -25,6 +25,11 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
+# one suite at a time on this machine: from here on under the lock
+# shellcheck source=../suitelock.sh
+. "$REPO_ROOT/tests/suitelock.sh"
+suite_lock "${BASH_SOURCE[0]}" "$@"
+
 files=()
 if [ $# -gt 0 ]; then
   for f in "$@"; do
@@ -39,9 +44,6 @@ fi
 
 bash "$REPO_ROOT/scripts/install-deps.sh" </dev/null || exit 1
 
-# shellcheck source=../suitelock.sh
-. "$REPO_ROOT/tests/suitelock.sh"
-suite_lock
 
 # Clusters of runs that died without cleaning up (their runner.pid names a
 # process that is gone) hold namespaces, mounts and daemons: stop them.

@@ -32,6 +32,11 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
+# one suite at a time on this machine: from here on under the lock
+# shellcheck source=../suitelock.sh
+. "$REPO_ROOT/tests/suitelock.sh"
+suite_lock "${BASH_SOURCE[0]}" "$@"
+
 # test files
 files=()
 if [ $# -gt 0 ]; then
@@ -54,9 +59,6 @@ fi
 # shellcheck source=lib.sh
 . "$IT_DIR/lib.sh"
 
-# shellcheck source=../suitelock.sh
-. "$REPO_ROOT/tests/suitelock.sh"
-suite_lock
 
 # clusters left by earlier runs that died without cleaning up (their runner
 # is gone) would hold the ports: stop them
