@@ -223,6 +223,19 @@ $(BUILD)/tests/check_nodelist: tests/unit/check_nodelist.c $(BUILD)/prolog/nodel
 	    $(LDFLAGS) $(LDLIBS) -lslurm $(shell pkg-config --libs check)
 $(BUILD)/tests/check_slurmcompat: LDLIBS += -lslurm
 
+# The cache's unit tests link its parts, the journal and fsutil; not
+# cache_tiers.o (iostaged's tiers): each test gives its caches tiers of
+# its own in temporary directories (tests/unit/cache_fixture.h).
+CACHE_TEST_OBJ := $(filter-out $(BUILD)/daemon/staging/cache_tiers.o,\
+                    $(patsubst %.c,$(BUILD)/%.o,$(wildcard daemon/staging/cache*.c))) \
+                  $(BUILD)/daemon/staging/journal.o $(BUILD)/daemon/fsutil.o
+CACHE_TEST_BIN := $(filter $(BUILD)/tests/check_cache_%,$(UNIT_BIN))
+$(CACHE_TEST_BIN): $(BUILD)/tests/check_%: tests/unit/check_%.c \
+    tests/unit/cache_fixture.h $(CACHE_TEST_OBJ) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
+	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
+
 # The history's unit tests take its modules from $(LIBCOMMON), on a real
 # RocksDB; the service's (check_ctld) links all of ctld/ but its main().
 $(BUILD)/tests/check_recommend $(BUILD)/tests/check_history: LDLIBS += $(DAEMON_LDLIBS)

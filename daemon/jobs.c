@@ -49,6 +49,7 @@
 #define JOBS_CREATED_MAX 1000000000000LL /* seconds: 1e12, the year 33,658 */
 
 static const struct conf *jobs_conf;
+static struct cache *jobs_cache;
 static struct job *jobs_head;
 static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t persist_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -753,11 +754,11 @@ int jobs_finish(uint32_t id, unsigned timeout_s, char *err, size_t errlen)
 		if (dt < 0 || job->prestage)
 			continue;
 		cache_key(job->uid, ds->path, key);
-		cache_unpin_job(dt, key, job->id);
+		cache_unpin_job(jobs_cache, dt, key, job->id);
 		/* It may have been served from the public entry instead
 		 * (stage.c); unpinning an entry never pinned is a no-op. */
 		cache_key_public(ds->path, key);
-		cache_unpin_job(dt, key, job->id);
+		cache_unpin_job(jobs_cache, dt, key, job->id);
 	}
 	remember_finished(job);
 	if (forget(job))
@@ -1322,11 +1323,13 @@ void jobs_set_drain_hooks(jobs_drain_status_fn status,
 	drain_resume = resume;
 }
 
-int jobs_init(const struct conf *conf, char *err, size_t errlen)
+int jobs_init(const struct conf *conf, struct cache *cache, char *err,
+	      size_t errlen)
 {
 	pthread_condattr_t attr;
 
 	jobs_conf = conf;
+	jobs_cache = cache;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&jobs_cond, &attr);

@@ -109,9 +109,13 @@ struct job_view {
 	uint64_t bytes, files, total_bytes, total_files;
 };
 
+struct cache;
+
 /* Create StateDir/jobs (root, 0700) and load the jobs persisted there.
- * CONF must outlive the daemon; call after tiers_init. 0, or -1 with err. */
-int jobs_init(const struct conf *conf, char *err, size_t errlen);
+ * CONF and CACHE (where a finished job's versions are unpinned) must
+ * outlive the daemon; call after tiers_init. 0, or -1 with err. */
+int jobs_init(const struct conf *conf, struct cache *cache, char *err,
+	      size_t errlen);
 
 /* What the drain (daemon/staging/drain.c) adds to the table, registered by
  * drain_init, so that the table never calls up into it: STATUS gives job

@@ -33,7 +33,6 @@
 #include "daemon/cluster/forward.h"
 #include "common/history/history.h"
 #include "daemon/jobs.h"
-#include "daemon/staging/journal.h"
 #include "daemon/telemetry/metrics.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/cluster/peer.h"
@@ -92,6 +91,8 @@ static void parse_args(int argc, char **argv, struct daemonize_args *a)
 int main(int argc, char **argv)
 {
 	char err[CONF_ERR_MAX], conf_abs[PATH_MAX];
+	struct cache_params cache_params;
+	struct cache *cache = NULL;
 	struct daemonize_args args;
 	sigset_t waitmask;
 	int ready_fd = -1, rc = 1;
@@ -148,26 +149,33 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	daemonize_signals(&got_signal, &waitmask);
-	stage_init(&conf);
 	/* The socket is claimed before the job state is loaded: a second
 	 * daemon must stop at "already running" before it touches the
 	 * first one's jobs. Clients wait in the backlog until we serve. The
-	 * cache is reconciled last: its pins are checked against the jobs,
-	 * and the builds the journal lists are removed. */
-	if (tiers_init(&conf, err, sizeof(err)) < 0 ||
-	    spawn_init(err, sizeof(err)) < 0 ||
-	    server_init(&conf, conf_abs, err, sizeof(err)) < 0 ||
+	 * cache (made empty over the tiers, handed to whoever uses it) is
+	 * reconciled last: its pins are checked against the jobs, and the
+	 * builds the journal lists are removed; the views (bind mounts) of
+	 * jobs gone while we were down go just before, so that nothing still
+	 * shows a version that removes. */
+	if (tiers_init(&conf, err, sizeof(err)) < 0)
+		goto fail;
+	cache_params_tiers(&conf, &cache_params);
+	cache = cache_create(&cache_params, err, sizeof(err));
+	if (!cache)
+		goto fail;
+	stage_init(&conf, cache);
+	if (spawn_init(err, sizeof(err)) < 0 ||
+	    server_init(&conf, conf_abs, cache, err, sizeof(err)) < 0 ||
 	    drain_init(&conf, err, sizeof(err)) < 0 || /* before jobs: resume */
-	    jobs_init(&conf, err, sizeof(err)) < 0 ||
-	    journal_init(&conf, err, sizeof(err)) < 0 ||
-	    cache_init(&conf, jobs_known, err, sizeof(err)) < 0 ||
+	    jobs_init(&conf, cache, err, sizeof(err)) < 0)
+		goto fail;
+	tiers_detach_stale(jobs_known);
+	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
 	    parts_init(&conf, err, sizeof(err)) < 0 ||
 	    /* Records for iostagectld: resumes what a crash left. */
-	    forward_init(&conf, err, sizeof(err)) < 0) {
-		log_errorx("%s", err);
-		goto out;
-	}
+	    forward_init(&conf, err, sizeof(err)) < 0)
+		goto fail;
 	/* With a service the history is iostagectld's, never opened here;
 	 * without one the node keeps its own, as before the service. */
 	if (ctl_configured(&conf))
@@ -175,9 +183,10 @@ int main(int argc, char **argv)
 	else
 		history_init(&conf); /* never fatal: staging goes on */
 	bwgov_init(&conf);   /* StageBandwidth=; never fatal */
-	metrics_init(&conf); /* logs its own failures; never fatal */
-	peer_init(&conf);    /* node to node; never fatal either */
-	cachereport_init(&conf); /* what the cache holds, to iostagectld */
+	metrics_init(&conf, cache); /* logs its own failures; never fatal */
+	peer_init(&conf);           /* node to node; never fatal either */
+	/* what the cache holds, to iostagectld */
+	cachereport_init(&conf, cache);
 	if (daemonize_pidfile_write(server_dir(), PIDFILE_NAME, pid_path,
 				    sizeof(pid_path)) < 0)
 		log_warning("cannot write %s/%s", server_dir(), PIDFILE_NAME);
@@ -204,18 +213,20 @@ int main(int argc, char **argv)
 	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);
 	telemetry_fini(); /* after the clients: they may hold records */
 	daemonize_pidfile_remove(pid_path);
+	goto out;
+fail:
+	log_errorx("%s", err);
 out:
 	server_close();
 	/* A client thread still running could touch the table. */
 	if (clients_gone) {
 		jobs_fini();
 		drain_fini();
-		cache_fini();
+		cache_destroy(cache);
 		history_fini();
 		parts_fini();
 		forward_fini(); /* a finish may still put */
 	}
-	journal_fini();
 	spawn_fini();
 	tiers_fini();
 	if (rc == 0)

@@ -63,6 +63,7 @@ struct client {
 };
 
 static const struct conf *server_conf;
+static struct cache *server_cache;
 static const char *server_conf_path;
 static char sock_dir[CONF_SOCKET_MAX];
 static int listen_fd = -1;
@@ -596,7 +597,7 @@ static cJSON *op_status(const struct peer *c, const cJSON *req)
 		cJSON_AddNumberToObject(o, "used_bytes", (double)u.used);
 		cJSON_AddNumberToObject(o, "free_bytes", (double)u.free);
 		cJSON_AddNumberToObject(o, "jobs", counts[i]);
-		cache_tier_counts((int)i, &entries, NULL);
+		cache_tier_counts(server_cache, (int)i, &entries, NULL);
 		cJSON_AddNumberToObject(o, "cache_entries", entries);
 		cJSON_AddNumberToObject(o, "cache_bytes", (double)u.cache);
 		cJSON_AddNumberToObject(o, "reserved_bytes", (double)u.reserved);
@@ -827,7 +828,7 @@ static cJSON *op_cache_ls(const struct peer *c, const cJSON *req)
 
 	if (t == -2)
 		return proto_reply_error("%s", err);
-	arr = cache_ls_json(c->uid);
+	arr = cache_ls_json(server_cache, c->uid);
 	if (!arr)
 		return proto_reply_error("out of memory");
 	if (t >= 0) {
@@ -898,7 +899,7 @@ static cJSON *op_cache_evict(const struct peer *c, const cJSON *req)
 	}
 	/* Root naming a path without a user means every user's entry of
 	 * that source. */
-	arr = cache_evict(c->uid, key, path ? norm : NULL, uid,
+	arr = cache_evict(server_cache, c->uid, key, path ? norm : NULL, uid,
 			  path && c->uid == 0 && !who, t, err, sizeof(err));
 	if (!arr)
 		goto fail;
@@ -1262,8 +1263,8 @@ static int check_existing(const char *sock, char *err, size_t errlen)
 	return -1;
 }
 
-int server_init(const struct conf *conf, const char *conf_path, char *err,
-		size_t errlen)
+int server_init(const struct conf *conf, const char *conf_path,
+		struct cache *cache, char *err, size_t errlen)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	const char *sock = conf->socket_path;
@@ -1272,6 +1273,7 @@ int server_init(const struct conf *conf, const char *conf_path, char *err,
 
 	server_conf = conf;
 	server_conf_path = conf_path;
+	server_cache = cache;
 	started = time(NULL);
 	peer_set_prestage(prestage_root); /* before peer_init serves */
 	if (strlen(sock) >= sizeof(addr.sun_path)) {

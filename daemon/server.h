@@ -19,13 +19,16 @@
 
 #define SERVER_IDLE_MS 60000 /* a client silent this long is dropped */
 
+struct cache;
+
 /* Prepare the socket directory (created root 0755; must be root's and not
  * writable by others, a sticky world-writable one is tolerated with a
  * warning), refuse if a live daemon answers on SocketPath, remove a stale
- * socket, bind (mode 0666) and listen. CONF and CONF_PATH must outlive the
- * server. 0, or -1 with one line in err. */
-int server_init(const struct conf *conf, const char *conf_path, char *err,
-		size_t errlen);
+ * socket, bind (mode 0666) and listen. CONF, CONF_PATH and CACHE (status,
+ * cache_ls, cache_evict) must outlive the server. 0, or -1 with one line
+ * in err. */
+int server_init(const struct conf *conf, const char *conf_path,
+		struct cache *cache, char *err, size_t errlen);
 
 /* The directory holding the socket (where the pid file goes). */
 const char *server_dir(void);

@@ -4,7 +4,7 @@
 # includes only itself and common/ (what two programs share goes to
 # common/, as the history did), the CLI also libiostage's public header
 # shim/iostage.h; and no two files include each other, through their
-# headers or a chain of others (a file and its header count as one).
+# headers or a chain of others (a file and its headers count as one).
 #
 #   scripts/check-layers.sh
 #
@@ -21,9 +21,11 @@ declare -A extra=([common]="" [daemon]="" [ctld]="" [cli]="shim/iostage.h"
 tmp=$(mktemp) || exit 2
 trap 'rm -f "$tmp"' EXIT
 
-# A file's unit: foo.h belongs to foo.c when there is one.
+# A file's unit: foo.h belongs to foo.c when there is one, and so does
+# foo_internal.h, what the files of a module split in several share.
 unit() {
 	local f=$1
+	if [[ $f == *_internal.h && -f ${f%_internal.h}.c ]]; then f=${f%_internal.h}.c; fi
 	if [[ $f == *.h && -f ${f%.h}.c ]]; then f=${f%.h}.c; fi
 	printf '%s' "$f"
 }

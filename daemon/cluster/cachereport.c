@@ -83,13 +83,13 @@ cJSON *cachereport_entries(const struct conf *conf, const cJSON *ls)
 }
 
 /* One report. 0, or -1 (logged). */
-static int send_report(void)
+static int send_report(struct cache *cache)
 {
 	char err[CONF_ERR_MAX];
 	cJSON *ls, *req = NULL, *reply = NULL, *entries;
 	int rc = -1;
 
-	ls = cache_ls_json(0);
+	ls = cache_ls_json(cache, 0);
 	entries = ls ? cachereport_entries(rep_conf, ls) : NULL;
 	cJSON_Delete(ls);
 	req = cJSON_CreateObject();
@@ -137,15 +137,15 @@ static bool nap(unsigned ms)
 
 static void *run(void *arg)
 {
+	struct cache *cache = arg;
 	uint64_t sent_gen = 0, gen;
 	time_t last = 0, retry_at = 0, now;
 	unsigned backoff = RETRY_MIN_S;
 	bool ever = false, failing = false, want;
 
-	(void)arg;
 	do {
 		now = time(NULL);
-		gen = cache_generation();
+		gen = cache_generation(cache);
 		pthread_mutex_lock(&mu);
 		want = asked;
 		asked = false;
@@ -155,7 +155,7 @@ static void *run(void *arg)
 		if ((want || !ever || gen != sent_gen ||
 		     now - last >= CACHEREPORT_INTERVAL_S) &&
 		    now >= retry_at) {
-			if (send_report() == 0) {
+			if (send_report(cache) == 0) {
 				if (failing)
 					log_info("cache report: iostagectld "
 						 "reached again");
@@ -178,7 +178,7 @@ static void *run(void *arg)
 	return NULL;
 }
 
-void cachereport_init(const struct conf *conf)
+void cachereport_init(const struct conf *conf, struct cache *cache)
 {
 	int rc;
 
@@ -187,7 +187,7 @@ void cachereport_init(const struct conf *conf)
 	rep_conf = conf;
 	stopping = false;
 	asked = false;
-	rc = pthread_create(&thread, NULL, run, NULL);
+	rc = pthread_create(&thread, NULL, run, cache);
 	if (rc) {
 		log_warningx("cache report: cannot start its thread: %s",
 			     strerror(rc));

@@ -22,9 +22,12 @@
 
 #define CACHEREPORT_INTERVAL_S 60
 
-/* Start the thread (nothing without ControllerHost=). CONF must outlive
- * it. Never fatal: failures are logged and retried. */
-void cachereport_init(const struct conf *conf);
+struct cache;
+
+/* Start the thread (nothing without ControllerHost=), which reports what
+ * CACHE holds. CONF and CACHE must outlive it. Never fatal: failures are
+ * logged and retried. */
+void cachereport_init(const struct conf *conf, struct cache *cache);
 
 /* Send a report now, whatever the generation and the interval (the
  * service asked: it restarted and knows nothing of this node). Returns at

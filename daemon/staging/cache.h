@@ -7,7 +7,14 @@
  *   .build.K.vN.NODE user 0700   a version being built (journaled)
  * K is the xxh128 of "UID:SOURCE" in 32 hex digits: entries are per user.
  *
- * In memory iostaged keeps one small summary per version (never the
+ * The cache is an object, struct cache, made with cache_create from its
+ * tiers' directories and space (struct cache_params) and passed to whoever
+ * stages, pins, lists or evicts: iostaged makes one (cache_params_tiers,
+ * over tiers.c) in main(); a unit test makes as many as it likes over
+ * tiers in temporary directories. Nothing of it lives in file-scope state.
+ * Its parts, one concern per file, share daemon/staging/cache_internal.h.
+ *
+ * In memory a cache keeps one small summary per version (never the
  * manifests, which stay on disk and reach workers as inherited fds). On a
  * Shared tier other nodes change the directory too, so the summaries of
  * such a tier are refreshed from disk before each decision.
@@ -32,10 +39,47 @@
 #include "common/config/conf.h"
 #include "common/config/profile.h"
 #include "daemon/staging/journal.h"
+#include "daemon/staging/tiers.h"
 
 #define CACHE_KEY_LEN 32 /* hex digits */
 #define CACHE_VERSION_MAX 999999999U
 #define CACHE_ENTRY_NAME_MAX (CACHE_KEY_LEN + 16) /* "K.vN" */
+
+struct cache;
+struct cache_lock;
+
+/* The space of the tiers, which cache versions share with jobs' other
+ * bytes and copies in flight (daemon/staging/tiers.h: iostaged passes
+ * tiers.c's). Every function gets ARG and the tier's index. */
+struct cache_space {
+	/* Current usage of the tier. 0, or -1 with errno. */
+	int (*usage)(void *arg, int tier, struct tiers_usage *ret);
+	/* Reserve SIZE bytes for dataset DSNAME; -1 (ENOSPC) with a line
+	 * in err when they do not fit. */
+	int (*reserve)(void *arg, int tier, const char *dsname, uint64_t size,
+		       char *err, size_t errlen);
+	/* Bytes held by cache versions went up (or down) by DELTA. */
+	void (*account)(void *arg, int tier, int64_t delta);
+	void *arg;
+};
+
+/* What a cache is made of. */
+struct cache_params {
+	/* Its tiers (name, path, Shared=), NodeName, StateDir (the build
+	 * journal) and the watermarks; must outlive the cache. */
+	const struct conf *conf;
+	/* Per tier of conf, borrowed (the caller closes them after
+	 * cache_destroy): TIER/cache, and TIER/jobs for the jobs' views. */
+	int cache_fd[CONF_MAX_TIERS];
+	int jobs_fd[CONF_MAX_TIERS];
+	struct cache_space space;
+	/* Who owns what the cache itself writes (K.lock, meta.json,
+	 * manifest, the versions' directories, public data) and must own
+	 * what it trusts on disk: root (0:0) in iostaged; a unit test's own
+	 * ids, so that it runs unprivileged. */
+	uid_t owner_uid;
+	gid_t owner_gid;
+};
 
 /* One complete version of an entry, as far as a stager needs it. */
 struct cache_version {
@@ -54,18 +98,19 @@ struct cache_version {
 /* What a new version records in its meta.json. */
 struct cache_meta {
 	const char *src;
-	uid_t uid;           /* 0 for a public entry */
+	uid_t uid; /* 0 for a public entry */
 	const char *user;
-	bool public;         /* served to every user; data root's */
+	bool public; /* served to every user; data root's */
 	uint64_t bytes, files;
 	enum profile_verify verify;
 	int64_t verified_ns; /* when the walk of the build started */
-	bool reused;         /* a second job has used it (eviction's class) */
+	bool reused;	     /* a second job has used it (eviction's class) */
 };
 
 /* A version being built: .build.K.vN.NODE and its manifest's temporary
  * file. Filled by cache_build_begin, ended by publish or abort. */
 struct cache_build {
+	struct cache *cache;
 	int tier;
 	char key[CACHE_KEY_LEN + 1];
 	unsigned version;
@@ -75,7 +120,8 @@ struct cache_build {
 	int manifest_fd; /* for the worker's --manifest-out */
 };
 
-struct cache_lock;
+/* --- keys (no cache needed) ------------------------------------------------
+ */
 
 /* K for (UID, SRC) into ret (CACHE_KEY_LEN hex digits and a NUL). */
 void cache_key(uid_t uid, const char *src, char ret[CACHE_KEY_LEN + 1]);
@@ -84,63 +130,85 @@ void cache_key(uid_t uid, const char *src, char ret[CACHE_KEY_LEN + 1]);
  * every user. */
 void cache_key_public(const char *src, char ret[CACHE_KEY_LEN + 1]);
 
-/* Start-up, after tiers_init, jobs_init and journal_init: unmount the
- * views of jobs JOB_KNOWN does not know (tiers_detach_stale), remove the
- * builds the journal lists (and, on tiers only this node uses, any other
- * leftover build), remove versions lacking meta.json, manifest or data,
- * drop this node's pins of jobs JOB_KNOWN does not know, remove old
- * unpinned versions, and load the summaries. CONF must outlive the daemon.
- * 0, or -1 with err. */
-int cache_init(const struct conf *conf, bool (*job_known)(uint32_t id),
-	       char *err, size_t errlen);
+/* CLOCK_REALTIME in ns. */
+int64_t cache_now_ns(void);
 
-/* Free the summaries. */
-void cache_fini(void);
+/* --- life ------------------------------------------------------------------
+ */
+
+/* A cache over P's tiers (P is copied; its conf and fds are borrowed),
+ * with an empty index: nothing on disk is read or changed until
+ * cache_recover. NULL with err (bad params, out of memory). The caller
+ * owns it: cache_destroy. */
+struct cache *cache_create(const struct cache_params *p, char *err,
+			   size_t errlen);
+
+/* Start-up, once, before any other use; StateDir must exist (jobs_init).
+ * Open the build journal (StateDir/journal), remove the builds it lists
+ * (and, on tiers only this node uses, any other leftover build), remove
+ * versions lacking meta.json, manifest or data, drop this node's pins of
+ * jobs JOB_KNOWN does not know, remove K.lock files of keys with no
+ * version (tiers of this node only), remove old unpinned versions, and
+ * load the summaries. iostaged first detaches the views of jobs it no
+ * longer knows (tiers_detach_stale), so that nothing still shows a
+ * version this removes. 0, or -1 with err (the journal cannot be used). */
+int cache_recover(struct cache *c, bool (*job_known)(uint32_t id), char *err,
+		  size_t errlen);
+
+/* Free the summaries and close the journal. NULL is a no-op. */
+void cache_destroy(struct cache *c);
+
+/* P for iostaged's own tiers (tiers.c, after tiers_init): their
+ * directory fds and space, owned by root (cache_tiers.c). */
+void cache_params_tiers(const struct conf *conf, struct cache_params *ret);
+
+/* --- one key (stage.c) -----------------------------------------------------
+ */
 
 /* Take K.lock on TIER, polling every ~100 ms; before each retry STOP(ARG)
  * is asked, and a true answer (with a reason in why) gives up. 0 with
  * *ret, or -1 with err (the reason, or why the lock file cannot be used). */
-int cache_lock_acquire(int tier, const char *key,
+int cache_lock_acquire(struct cache *c, int tier, const char *key,
 		       bool (*stop)(void *arg, char *why, size_t len),
 		       void *arg, struct cache_lock **ret, char *err,
 		       size_t errlen);
 
-/* Release and free. NULL is a no-op. */
+/* Release and free; on a tier of this node only, a key with no version
+ * left loses its K.lock file. NULL is a no-op. */
 void cache_lock_release(struct cache_lock *lock);
 
 /* The current (highest complete) version of KEY on TIER into *ret; call
  * with K.lock held. Returns 1 found, 0 none. *ret_next gets the number the
  * next version must use. */
-int cache_current(int tier, const char *key, struct cache_version *ret,
-		  unsigned *ret_next);
+int cache_current(struct cache *c, int tier, const char *key,
+		  struct cache_version *ret, unsigned *ret_next);
 
 /* Open K.vN/manifest read-only (O_CLOEXEC) for a worker. fd or -1. */
-int cache_open_manifest(int tier, const char *key, unsigned version);
+int cache_open_manifest(struct cache *c, int tier, const char *key,
+			unsigned version);
 
-/* The absolute path of K.vN (and with DATA, of K.vN/data) into buf. */
-int cache_version_path(int tier, const char *key, unsigned version, bool data,
-		       char *buf, size_t buflen);
+/* The absolute path of K.vN (and with DATA, of K.vN/data) into buf. 0, or
+ * -1 (ENAMETOOLONG). */
+int cache_version_path(struct cache *c, int tier, const char *key,
+		       unsigned version, bool data, char *buf, size_t buflen);
 
 /* Record that K.vN was found to match its source by a walk that started
  * at VERIFIED_NS (CLOCK_REALTIME); rewrites its meta.json; K.lock held. */
-void cache_mark_verified(int tier, const char *key, unsigned version,
-			 int64_t verified_ns);
-
-/* CLOCK_REALTIME in ns. */
-int64_t cache_now_ns(void);
+void cache_mark_verified(struct cache *c, int tier, const char *key,
+			 unsigned version, int64_t verified_ns);
 
 /* Journal the build of KEY version VERSION and create its directory,
  * owned by UID:GID 0700, and the temporary manifest file. 0 with *ret, or
  * -1 with err; nothing is left behind on failure. */
-int cache_build_begin(int tier, const char *key, unsigned version, uid_t uid,
-		      gid_t gid, struct cache_build *ret, char *err,
-		      size_t errlen);
+int cache_build_begin(struct cache *c, int tier, const char *key,
+		      unsigned version, uid_t uid, gid_t gid,
+		      struct cache_build *ret, char *err, size_t errlen);
 
 /* The worker has exited successfully: take the build directory back (root
  * 0711), keep only data (for a public entry, META->public: take data over
  * too, root's with no write or set-id bits, common/fs/owntree), write
- * manifest and meta.json, publish it as K.vN and drop the journal record. On failure the build is aborted (removed).
- * 0 or -1 with err. */
+ * manifest and meta.json, publish it as K.vN and drop the journal record.
+ * On failure the build is aborted (removed). 0 or -1 with err. */
 int cache_build_publish(struct cache_build *b, const struct cache_meta *meta,
 			char *err, size_t errlen);
 
@@ -148,58 +216,64 @@ int cache_build_publish(struct cache_build *b, const struct cache_meta *meta,
 void cache_build_abort(struct cache_build *b);
 
 /* Make room for SIZE bytes of dataset DSNAME on TIER and reserve them
- * (tiers_reserve): above CacheHighWatermark, evict unpinned versions (those
- * one job used first, each class least recently used first; SPECULATIVE,
- * a copy made on a prediction: only those no job has used, so a wrong
- * prediction never costs a job's data a second copy) until use is
- * below CacheLowWatermark. A dataset
- * that cannot fit even then is refused (-1, ENOSPC) with
- * "tier 'nvme' full: dataset 'imagenet' needs 1.2 GiB, 300 MiB free after
- * eviction". Give the bytes back with tiers_release. */
-int cache_reserve(int tier, const char *dsname, uint64_t size,
+ * (the space's reserve): above CacheHighWatermark, evict unpinned versions
+ * (those one job used first, each class least recently used first;
+ * SPECULATIVE, a copy made on a prediction: only those no job has used,
+ * so a wrong prediction never costs a job's data a second copy) until use
+ * is below CacheLowWatermark. A dataset that cannot fit even then is
+ * refused (-1, ENOSPC) with "tier 'nvme' full: dataset 'imagenet' needs
+ * 1.2 GiB, 300 MiB free after eviction". Give the bytes back with
+ * tiers_release. */
+int cache_reserve(struct cache *c, int tier, const char *dsname, uint64_t size,
 		  bool speculative, char *err, size_t errlen);
 
 /* Pin K.vN for job JOBID of this node (pins/NODE.JOBID) and mark it used
  * now (LRU); K.lock held. 0 or -1 with err. */
-int cache_pin(int tier, const char *key, unsigned version, uint32_t jobid,
-	      char *err, size_t errlen);
+int cache_pin(struct cache *c, int tier, const char *key, unsigned version,
+	      uint32_t jobid, char *err, size_t errlen);
 
 /* Make TIER/jobs/JOBID/data/NAME a read-only bind mount of K.vN/data (a
  * directory, or a file onto a file), made by root in root's data/
  * directory through fds (common/fs/bindmount), so the job sees a real
  * directory nobody can write through. tiers_remove_job_dir unmounts it.
  * 0 or -1 with err. */
-int cache_mount_job(int tier, uint32_t jobid, const char *name,
+int cache_mount_job(struct cache *c, int tier, uint32_t jobid, const char *name,
 		    const char *key, unsigned version, char *err,
 		    size_t errlen);
 
 /* Remove this node's pins of job JOBID on every version of KEY, then
  * remove the versions of KEY that are neither current nor pinned (when
  * K.lock is free). */
-void cache_unpin_job(int tier, const char *key, uint32_t jobid);
+void cache_unpin_job(struct cache *c, int tier, const char *key,
+		     uint32_t jobid);
 
 /* Remove the versions of KEY older than the current one that nobody pins;
  * K.lock held. */
-void cache_gc_key(int tier, const char *key);
+void cache_gc_key(struct cache *c, int tier, const char *key);
+
+/* --- the whole cache (server.c, metrics.c, cachereport.c) ------------------
+ */
 
 /* The "entries" array of a cache_ls reply: every entry for root (PEER_UID
- * 0), else only PEER_UID's. NULL on ENOMEM. */
-cJSON *cache_ls_json(uid_t peer_uid);
+ * 0), else only PEER_UID's and the public ones. NULL on ENOMEM. */
+cJSON *cache_ls_json(struct cache *c, uid_t peer_uid);
 
 /* cache_evict: remove the versions matching KEY (32 hex digits) or, with
  * SRC, the entries of source SRC (of UID only unless ALL_USERS), on TIER
  * (-1: every tier). A non-root PEER_UID may only remove its own entries.
  * Nothing is removed when a matching version is pinned or busy. Returns
  * the reply's "evicted" array, or NULL with err. */
-cJSON *cache_evict(uid_t peer_uid, const char *key, const char *src, uid_t uid,
-		   bool all_users, int tier, char *err, size_t errlen);
+cJSON *cache_evict(struct cache *c, uid_t peer_uid, const char *key,
+		   const char *src, uid_t uid, bool all_users, int tier,
+		   char *err, size_t errlen);
 
 /* A number that changes whenever a version enters or leaves the index
  * (built, evicted, removed): whoever reports the cache's contents
  * elsewhere compares it with the last one it sent. */
-uint64_t cache_generation(void);
+uint64_t cache_generation(struct cache *c);
 
 /* Per-tier figures for status: number of versions and pinned versions. */
-void cache_tier_counts(int tier, unsigned *ret_entries, unsigned *ret_pinned);
+void cache_tier_counts(struct cache *c, int tier, unsigned *ret_entries,
+		       unsigned *ret_pinned);
 
 #endif /* IOSTAGE_DAEMON_CACHE_H */

@@ -9,35 +9,47 @@
  * tier a node only ever removes the builds it started itself.
  *
  * Record: {"tier":"nvme","build":".build.K.vN.NODE","created":1700000000}
+ *
+ * A journal is an object (struct journal) its cache opens and closes
+ * (daemon/staging/cache.h), so that two caches in one process (a unit
+ * test's) keep two journals.
  */
 #ifndef IOSTAGE_DAEMON_JOURNAL_H
 #define IOSTAGE_DAEMON_JOURNAL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "common/config/conf.h"
 
 #define JOURNAL_NAME_MAX 128 /* a build directory's name */
 
-/* Create StateDir/journal (root 0700) and open it. CONF must outlive the
- * daemon. 0, or -1 with err. */
-int journal_init(const struct conf *conf, char *err, size_t errlen);
+struct journal;
 
-/* Close the journal directory. Safe without journal_init. */
-void journal_fini(void);
+/* Create CONF's StateDir/journal (0700) and open it; it must be OWNER's
+ * (root in iostaged) and writable by OWNER alone. CONF (the tiers' names)
+ * must outlive the journal. The journal, or NULL with err; the caller
+ * closes it with journal_close. */
+struct journal *journal_open(const struct conf *conf, uid_t owner, char *err,
+			     size_t errlen);
+
+/* Close the journal directory and free J. NULL is a no-op. */
+void journal_close(struct journal *j);
 
 /* Record that BUILD (a directory name under TIER's cache) is being built.
  * Durable when it returns 0; -1 with errno and err otherwise. */
-int journal_add(int tier, const char *build, char *err, size_t errlen);
+int journal_add(struct journal *j, int tier, const char *build, char *err,
+		size_t errlen);
 
 /* Drop the record of BUILD on TIER (published or removed). Logs failures. */
-void journal_remove(int tier, const char *build);
+void journal_remove(struct journal *j, int tier, const char *build);
 
 /* Start-up: for every record, call REMOVE(tier, build, arg) (which should
  * remove the build directory; a missing one is fine) and delete the record
- * when it returns 0. Records naming unknown tiers are dropped with a
- * warning. Returns the number of builds removed. */
-unsigned journal_replay(int (*remove)(int tier, const char *build, void *arg),
+ * when it returns 0. Records naming tiers the journal's conf does not know
+ * are dropped with a warning. Returns the number of builds removed. */
+unsigned journal_replay(struct journal *j,
+			int (*remove)(int tier, const char *build, void *arg),
 			void *arg);
 
 #endif /* IOSTAGE_DAEMON_JOURNAL_H */

@@ -72,6 +72,7 @@
 #define STAGE_SLOT_POLL_MS 200
 
 static const struct conf *stage_conf;
+static struct cache *stage_cache;
 
 /* PublicUser, resolved at start (stage_public_account). */
 static struct {
@@ -163,11 +164,12 @@ static void sanitize(char *s)
 
 /* --- start-up ------------------------------------------------------------------ */
 
-void stage_init(const struct conf *conf)
+void stage_init(const struct conf *conf, struct cache *cache)
 {
 	pthread_condattr_t attr;
 
 	stage_conf = conf;
+	stage_cache = cache;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&slots_cond, &attr);
@@ -336,8 +338,8 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		jobs_add_totals(job, o->total_bytes, o->total_files);
 		/* Only what is copied takes space: linked files share the
 		 * previous version's blocks. */
-		if (cache_reserve(tier, ds->name, o->copy_bytes,
-				  job->speculative, o->err,
+		if (cache_reserve(stage_cache, tier, ds->name,
+				  o->copy_bytes, job->speculative, o->err,
 				  sizeof(o->err)) < 0) {
 			close_in(w); /* no "go": the worker cancels */
 			return -1;
@@ -559,10 +561,10 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 	if (ds->verify == PROFILE_VERIFY_CHECKSUM &&
 	    cur->verify != PROFILE_VERIFY_CHECKSUM)
 		return 0;
-	if (cache_version_path(t, key, cur->version, false, vdir,
-			       sizeof(vdir)) < 0)
+	if (cache_version_path(stage_cache, t, key, cur->version, false,
+			       vdir, sizeof(vdir)) < 0)
 		return 0;
-	fd = cache_open_manifest(t, key, cur->version);
+	fd = cache_open_manifest(stage_cache, t, key, cur->version);
 	if (fd < 0) {
 		log_warning("job %u: dataset '%s': cannot open the manifest "
 			    "of %s.v%u",
@@ -586,7 +588,7 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 		return -1;
 	if (!o.unchanged)
 		return 0;
-	cache_mark_verified(t, key, cur->version, o.started_ns);
+	cache_mark_verified(stage_cache, t, key, cur->version, o.started_ns);
 	snprintf(how, howlen, "unchanged (verify=%s)",
 		 task.verify == PROFILE_VERIFY_CHECKSUM ? "checksum" : "stat");
 	return 1;
@@ -606,8 +608,8 @@ static int build_version(struct run *run, size_t i, const struct owner *ow,
 	struct cache_meta meta;
 	int mfd = -1, r;
 
-	if (cache_build_begin(t, key, next, ow->uid, ow->gid, &b, run->err,
-			      sizeof(run->err)) < 0)
+	if (cache_build_begin(stage_cache, t, key, next, ow->uid, ow->gid,
+			      &b, run->err, sizeof(run->err)) < 0)
 		return -1;
 	task = (struct worker_task){
 		.mode = WORKER_BUILD,
@@ -625,9 +627,9 @@ static int build_version(struct run *run, size_t i, const struct owner *ow,
 	if (cur &&
 	    !(task.verify == PROFILE_VERIFY_CHECKSUM &&
 	      cur->verify != PROFILE_VERIFY_CHECKSUM) &&
-	    cache_version_path(t, key, cur->version, true, prev,
-			       sizeof(prev)) == 0) {
-		mfd = cache_open_manifest(t, key, cur->version);
+	    cache_version_path(stage_cache, t, key, cur->version, true,
+			       prev, sizeof(prev)) == 0) {
+		mfd = cache_open_manifest(stage_cache, t, key, cur->version);
 		if (mfd >= 0) {
 			task.previous = prev;
 			task.manifest_in = mfd;
@@ -671,11 +673,11 @@ static int stage_entry(struct run *run, size_t i, const struct owner *ow,
 	bool have, hit = false;
 	int t = tiers_index(ds->tier), r = -1, good;
 
-	if (cache_lock_acquire(t, key, lock_stop, &lw, &lock, run->err,
-			       sizeof(run->err)) < 0)
+	if (cache_lock_acquire(stage_cache, t, key, lock_stop, &lw, &lock,
+			       run->err, sizeof(run->err)) < 0)
 		goto out;
 
-	have = cache_current(t, key, &cur, &next) == 1;
+	have = cache_current(stage_cache, t, key, &cur, &next) == 1;
 	good = have ? current_is_good(run, ds, ow, t, key, &cur, how,
 				      sizeof(how))
 		    : 0;
@@ -688,7 +690,7 @@ static int stage_entry(struct run *run, size_t i, const struct owner *ow,
 		if (build_version(run, i, ow, t, key, have ? &cur : NULL, next,
 				  &o) < 0)
 			goto out;
-		if (cache_current(t, key, &built, &next) != 1) {
+		if (cache_current(stage_cache, t, key, &built, &next) != 1) {
 			snprintf(run->err, sizeof(run->err),
 				 "dataset '%s': the new cache version vanished",
 				 ds->name);
@@ -697,10 +699,10 @@ static int stage_entry(struct run *run, size_t i, const struct owner *ow,
 	}
 	snprintf(entry, sizeof(entry), "%s.v%u", key, built.version);
 	if (!job->prestage &&
-	    (cache_pin(t, key, built.version, job->id, run->err,
-		       sizeof(run->err)) < 0 ||
-	     cache_mount_job(t, job->id, ds->name, key, built.version,
-			     run->err, sizeof(run->err)) < 0))
+	    (cache_pin(stage_cache, t, key, built.version, job->id,
+		       run->err, sizeof(run->err)) < 0 ||
+	     cache_mount_job(stage_cache, t, job->id, ds->name, key,
+			     built.version, run->err, sizeof(run->err)) < 0))
 		goto out;
 	if (hit) {
 		jobs_add_totals(job, cur.bytes, cur.files);
@@ -725,7 +727,7 @@ static int stage_entry(struct run *run, size_t i, const struct owner *ow,
 				     o.copy_bytes, copied, o.linked);
 	}
 	/* The version we replaced goes once nobody pins it. */
-	cache_gc_key(t, key);
+	cache_gc_key(stage_cache, t, key);
 	jobs_dataset_done(job, i, t, built.bytes, built.files);
 	run->done_bytes += built.bytes;
 	run->done_files += built.files;

@@ -22,11 +22,13 @@
 #include <stddef.h>
 
 #include "common/config/conf.h"
+#include "daemon/staging/cache.h"
 #include "daemon/jobs.h"
 
-/* Remember CONF (it must outlive the daemon) and set up the
- * StageParallelism slots. Workers are started through daemon/spawn.c. */
-void stage_init(const struct conf *conf);
+/* Remember CONF and CACHE (both must outlive the daemon; the cache may be
+ * NULL where nothing is staged) and set up the StageParallelism slots.
+ * Workers are started through daemon/spawn.c. */
+void stage_init(const struct conf *conf, struct cache *cache);
 
 /* Resolve PublicUser of CONF (when PublicDatasets=yes) for the public
  * entries' workers: the account must exist and not be root (uid or gid

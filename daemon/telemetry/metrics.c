@@ -40,6 +40,7 @@
 #define METRICS_DRAIN_RECORD_MAX (64 * 1024)
 
 static const struct conf *mconf;
+static struct cache *mcache;
 static pthread_t sampler;
 static bool sampler_started, stopping;
 static struct httpmetrics *http;
@@ -201,7 +202,7 @@ static int tier_families(struct promtext *pt)
 		memset(&u[t], 0, sizeof(u[t]));
 		(void)tiers_usage((int)t, &u[t]);
 		entries[t] = 0;
-		cache_tier_counts((int)t, &entries[t], NULL);
+		cache_tier_counts(mcache, (int)t, &entries[t], NULL);
 	}
 	for (f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
 		if (promtext_family(pt, fams[f].name, "gauge", fams[f].help) <
@@ -473,12 +474,13 @@ static char *render_page(void *arg, bool all, uid_t viewer, size_t *ret_len)
 	return metrics_render(all, viewer, ret_len);
 }
 
-void metrics_init(const struct conf *conf)
+void metrics_init(const struct conf *conf, struct cache *cache)
 {
 	pthread_condattr_t ca;
 	char err[CONF_ERR_MAX];
 
 	mconf = conf;
+	mcache = cache;
 	stopping = false;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

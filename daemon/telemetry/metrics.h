@@ -23,12 +23,14 @@
 
 #include "common/config/conf.h"
 
+struct cache;
+
 /* Start the sampler thread (and the textfile writer if configured) and the
  * HTTP server if MetricsListen is set. Nothing here stops the daemon: a
  * failure (port in use, textfile directory missing) is logged once, in one
- * line, and the rest goes on. CONF must outlive the daemon; call after
- * jobs_init. */
-void metrics_init(const struct conf *conf);
+ * line, and the rest goes on. CONF and CACHE (the tiers' cache figures)
+ * must outlive the daemon; call after jobs_init. */
+void metrics_init(const struct conf *conf, struct cache *cache);
 
 /* Stop the HTTP server and the thread. Safe without metrics_init. */
 void metrics_fini(void);

@@ -22,6 +22,7 @@ static struct conf conf;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	struct cache_params cp;
 	char err[CONF_ERR_MAX];
 
 	(void)argc;
@@ -30,19 +31,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	server_conf = &conf;
 	server_conf_path = "/etc/slurm/iostage.conf";
 	started = time(NULL);
-	stage_init(&conf);
-	if (tiers_init(&conf, err, sizeof(err)) < 0 ||
-	    drain_init(&conf, err, sizeof(err)) < 0 ||
-	    jobs_init(&conf, err, sizeof(err)) < 0 ||
-	    journal_init(&conf, err, sizeof(err)) < 0 ||
-	    cache_init(&conf, jobs_known, err, sizeof(err)) < 0 ||
+	if (tiers_init(&conf, err, sizeof(err)) < 0)
+		goto fail;
+	cache_params_tiers(&conf, &cp);
+	server_cache = cache_create(&cp, err, sizeof(err));
+	if (!server_cache)
+		goto fail;
+	stage_init(&conf, server_cache);
+	if (drain_init(&conf, err, sizeof(err)) < 0 ||
+	    jobs_init(&conf, server_cache, err, sizeof(err)) < 0)
+		goto fail;
+	tiers_detach_stale(jobs_known);
+	if (cache_recover(server_cache, jobs_known, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
-	    parts_init(&conf, err, sizeof(err)) < 0) {
-		fprintf(stderr, "fuzz: %s\n", err);
-		exit(2);
-	}
+	    parts_init(&conf, err, sizeof(err)) < 0)
+		goto fail;
 	history_init(&conf);
 	return 0;
+fail:
+	fprintf(stderr, "fuzz: %s\n", err);
+	exit(2);
 }
 
 /* A prestage's job stays in the table after it ended, until main()'s

@@ -1,7 +1,7 @@
 /* fuzz_agent_state.c - the state iostaged reads back when it starts
- * (daemon/jobs.c, journal.c, drain.c, telemetry.c, cache.c): a file left
- * by a crash, a full disk or a hand is put in place, then the modules
- * start as main() starts them and stop as it stops them. Whatever the
+ * (daemon/jobs.c, journal.c, drain.c, telemetry.c, cache_reconcile.c): a
+ * file left by a crash, a full disk or a hand is put in place, then the
+ * modules start as main() starts them and stop as it stops them. Whatever the
  * file holds, the start must not crash, and the stop must free all (the
  * leak check runs on every input). The first byte of the input picks the
  * file, the rest is its content:
@@ -23,7 +23,6 @@
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
-#include "daemon/staging/journal.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/staging/stage.h"
 #include "daemon/telemetry/telemetry.h"
@@ -48,7 +47,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fuzz_conf(&conf);
-	stage_init(&conf);
+	stage_init(&conf, NULL); /* nothing is staged here */
 	return 0;
 }
 
@@ -65,30 +64,37 @@ static void put(const char *path, const void *data, size_t size)
 
 static void start_stop(void)
 {
+	struct cache_params cp;
+	struct cache *cache = NULL;
 	char err[CONF_ERR_MAX];
 
-	if (tiers_init(&conf, err, sizeof(err)) < 0 ||
-	    drain_init(&conf, err, sizeof(err)) < 0 ||
-	    jobs_init(&conf, err, sizeof(err)) < 0 ||
-	    journal_init(&conf, err, sizeof(err)) < 0 ||
-	    cache_init(&conf, jobs_known, err, sizeof(err)) < 0 ||
+	if (tiers_init(&conf, err, sizeof(err)) < 0)
+		goto fail;
+	cache_params_tiers(&conf, &cp);
+	cache = cache_create(&cp, err, sizeof(err));
+	if (!cache || drain_init(&conf, err, sizeof(err)) < 0 ||
+	    jobs_init(&conf, cache, err, sizeof(err)) < 0)
+		goto fail;
+	tiers_detach_stale(jobs_known);
+	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
-	    parts_init(&conf, err, sizeof(err)) < 0) {
-		/* the fixed parts of the state are fine: a start that fails
-		 * on one bad file would stop a node for nothing */
-		fprintf(stderr, "fuzz: start failed: %s\n", err);
-		abort();
-	}
+	    parts_init(&conf, err, sizeof(err)) < 0)
+		goto fail;
 	cJSON_Delete(jobs_status_json(0));
 	jobs_shutdown("fuzz", 1);
 	drain_shutdown();
 	telemetry_fini();
 	jobs_fini();
 	drain_fini();
-	cache_fini();
+	cache_destroy(cache);
 	parts_fini();
-	journal_fini();
 	tiers_fini();
+	return;
+fail:
+	/* the fixed parts of the state are fine: a start that fails on one
+	 * bad file would stop a node for nothing */
+	fprintf(stderr, "fuzz: start failed: %s\n", err);
+	abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

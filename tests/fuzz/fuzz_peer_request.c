@@ -15,7 +15,6 @@
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
-#include "daemon/staging/journal.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/staging/stage.h"
 #include "daemon/telemetry/telemetry.h"
@@ -25,9 +24,11 @@
 
 
 static struct conf conf;
+static struct cache *cache;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	struct cache_params cp;
 	char err[CONF_ERR_MAX];
 
 	(void)argc;
@@ -35,19 +36,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fuzz_conf(&conf);
 	snprintf(conf.node_name, sizeof(conf.node_name), "node1");
 	peer_conf = &conf;
-	stage_init(&conf);
-	if (tiers_init(&conf, err, sizeof(err)) < 0 ||
-	    drain_init(&conf, err, sizeof(err)) < 0 ||
-	    jobs_init(&conf, err, sizeof(err)) < 0 ||
-	    journal_init(&conf, err, sizeof(err)) < 0 ||
-	    cache_init(&conf, jobs_known, err, sizeof(err)) < 0 ||
+	if (tiers_init(&conf, err, sizeof(err)) < 0)
+		goto fail;
+	cache_params_tiers(&conf, &cp);
+	cache = cache_create(&cp, err, sizeof(err));
+	if (!cache)
+		goto fail;
+	stage_init(&conf, cache);
+	if (drain_init(&conf, err, sizeof(err)) < 0 ||
+	    jobs_init(&conf, cache, err, sizeof(err)) < 0)
+		goto fail;
+	tiers_detach_stale(jobs_known);
+	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
-	    parts_init(&conf, err, sizeof(err)) < 0) {
-		fprintf(stderr, "fuzz: %s\n", err);
-		exit(2);
-	}
+	    parts_init(&conf, err, sizeof(err)) < 0)
+		goto fail;
 	history_init(&conf);
 	return 0;
+fail:
+	fprintf(stderr, "fuzz: %s\n", err);
+	exit(2);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

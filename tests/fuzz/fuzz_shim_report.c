@@ -19,7 +19,6 @@
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
-#include "daemon/staging/journal.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/staging/stage.h"
 #include "daemon/telemetry/telemetry.h"
@@ -71,10 +70,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fuzz_conf(&conf);
-	stage_init(&conf);
+	stage_init(&conf, NULL); /* nothing is staged: no cache */
 	if (tiers_init(&conf, err, sizeof(err)) < 0 ||
 	    drain_init(&conf, err, sizeof(err)) < 0 ||
-	    jobs_init(&conf, err, sizeof(err)) < 0 ||
+	    jobs_init(&conf, NULL, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: %s\n", err);
 		exit(2);

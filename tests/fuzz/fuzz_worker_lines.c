@@ -34,16 +34,24 @@ static pid_t zombie;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	struct cache_params cp;
+	struct cache *cache;
 	char err[CONF_ERR_MAX];
 
 	(void)argc;
 	(void)argv;
 	fuzz_conf(&conf);
-	stage_init(&conf);
-	if (tiers_init(&conf, err, sizeof(err)) < 0 ||
-	    jobs_init(&conf, err, sizeof(err)) < 0 ||
-	    journal_init(&conf, err, sizeof(err)) < 0 ||
-	    cache_init(&conf, jobs_known, err, sizeof(err)) < 0)
+	if (tiers_init(&conf, err, sizeof(err)) < 0)
+		goto fail;
+	cache_params_tiers(&conf, &cp);
+	cache = cache_create(&cp, err, sizeof(err));
+	if (!cache)
+		goto fail;
+	stage_init(&conf, cache);
+	if (jobs_init(&conf, cache, err, sizeof(err)) < 0)
+		goto fail;
+	tiers_detach_stale(jobs_known);
+	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0)
 		goto fail;
 	job = fuzz_job(&conf, 42);
 	zombie = fork();
