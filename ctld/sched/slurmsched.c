@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +51,7 @@
 static const struct conf *sched_conf;
 static pthread_t thread;
 static bool started;
-static volatile bool stopping;
+static atomic_bool stopping; /* set by slurmsched_stop, read by the loop */
 static bool prefer_safe;
 static pthread_mutex_t safe_mu = PTHREAD_MUTEX_INITIALIZER;
 static time_t t_start;

@@ -30,7 +30,6 @@
 #include "daemon/staging/worker.h"
 
 #define WORKER_PROGRESS_MS 250
-#define WORKER_NAME_MAX 64
 #define WORKER_ERR_MAX 8192 /* the daemon keeps the first CONF_ERR_MAX */
 #define WORKER_LINE_MAX (3 * WORKER_ERR_MAX + 64)
 #define WORKER_DATA "data"
@@ -45,7 +44,6 @@ struct worker_args {
 	bool check;
 	bool public;              /* --public: the tree must be readable by all */
 	const char *src, *dstdir;
-	const char *name;         /* the old form's NAME, else NULL */
 };
 
 /* --- output ------------------------------------------------------------------ */
@@ -212,15 +210,8 @@ static int parse_fd(const char *opt, const char *s, int *ret)
 	return 0;
 }
 
-static bool is_component(const char *s)
-{
-	return *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..") &&
-	       strlen(s) < WORKER_NAME_MAX;
-}
-
 static int parse_args(int argc, char **argv, struct worker_args *a)
 {
-	bool options = false;
 	int i;
 
 	memset(a, 0, sizeof(*a));
@@ -231,7 +222,6 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 							       : NULL;
 		unsigned long v;
 
-		options = true;
 		if (!strcmp(opt, "--")) {
 			i++;
 			break;
@@ -281,14 +271,8 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 	}
 	argc -= i;
 	argv += i;
-	if (!options && argc == 3) {
-		/* The old form: SRC DSTDIR NAME. */
-		if (!is_component(argv[2]))
-			return usage("NAME must be one path component");
-		a->name = argv[2];
-	} else if (argc != 2) {
+	if (argc != 2)
 		return usage("SRC and DSTDIR expected");
-	}
 	a->src = argv[0];
 	a->dstdir = argv[1];
 	if (a->src[0] != '/' || a->dstdir[0] != '/')
@@ -296,8 +280,6 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 	if (a->check && (a->previous || a->manifest_out >= 0))
 		return usage("--check creates nothing: no --previous or "
 			     "--manifest-out with it");
-	if (a->public && a->name)
-		return usage("--public is for cache versions (SRC DSTDIR)");
 	if ((a->check || a->previous) && a->manifest_in < 0)
 		return usage("--check and --previous need --manifest-in FD");
 	if (a->manifest_in >= 0 && !a->check && !a->previous)
@@ -364,42 +346,25 @@ static int load_manifest(int fd, struct manifest **ret)
 	return 0;
 }
 
-/* Copy to DSTDIR/data (new form) or DSTDIR/.NAME.partial then NAME (old). */
+/* Copy to DSTDIR/data. DSTDIR is a cache version's build directory
+ * (daemon/staging/cache_build.c), which the cache publishes by renaming
+ * it once the copy and its manifest are complete. */
 static int stage(const struct worker_args *a, struct copyengine *ce)
 {
-	char err[WORKER_ERR_MAX], label[PATH_MAX + WORKER_NAME_MAX + 2];
-	char partial[WORKER_NAME_MAX + 16];
+	char err[WORKER_ERR_MAX], label[PATH_MAX + sizeof(WORKER_DATA) + 1];
 	struct copyengine_result res;
 	struct stat st;
-	const char *target;
+	const char *target = WORKER_DATA;
 	int dfd, saved;
 
-	if (a->name) {
-		snprintf(partial, sizeof(partial), ".%s.partial", a->name);
-		target = partial;
-		snprintf(label, sizeof(label), "%s/%s", a->dstdir, a->name);
-		if (mkdir(a->dstdir, 0700) < 0 && errno != EEXIST) {
-			snprintf(err, sizeof(err), "cannot write %s: %s",
-				 a->dstdir, strerror(errno));
-			return fail(err);
-		}
-	} else {
-		target = WORKER_DATA;
-		snprintf(label, sizeof(label), "%s/%s", a->dstdir, WORKER_DATA);
-	}
+	snprintf(label, sizeof(label), "%s/%s", a->dstdir, WORKER_DATA);
 	dfd = open(a->dstdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
 		snprintf(err, sizeof(err), "cannot write %s: %s", a->dstdir,
 			 strerror(errno));
 		return fail(err);
 	}
-	if (a->name) {
-		/* A leftover from an interrupted attempt is never reused. */
-		if (rmtree_at(dfd, partial, err, sizeof(err)) < 0) {
-			close(dfd);
-			return fail(err);
-		}
-	} else if (fstatat(dfd, WORKER_DATA, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (fstatat(dfd, WORKER_DATA, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		/* Not ours: never removed. */
 		snprintf(err, sizeof(err), "cannot write %s: %s", label,
 			 strerror(EEXIST));
@@ -428,18 +393,6 @@ static int stage(const struct worker_args *a, struct copyengine *ce)
 		manifest_destroy(m);
 		close(a->manifest_out);
 	}
-	if (a->name) {
-		/* Publish: the final name appears only now, complete and
-		 * synced. */
-		if (renameat2(dfd, partial, dfd, a->name, RENAME_NOREPLACE) < 0 ||
-		    fsync(dfd) < 0) {
-			snprintf(err, sizeof(err), "cannot write %s: %s", label,
-				 strerror(errno));
-			undo(dfd, partial);
-			close(dfd);
-			return fail(err);
-		}
-	}
 	close(dfd);
 	emit_ok(res.bytes, res.files, res.linked);
 	return 0;
@@ -451,7 +404,7 @@ int worker_main(int argc, char **argv)
 	struct copyengine_opts opts;
 	struct copyengine *ce = NULL;
 	struct manifest *prev = NULL;
-	char err[WORKER_ERR_MAX], label[PATH_MAX + WORKER_NAME_MAX + 2];
+	char err[WORKER_ERR_MAX], label[PATH_MAX + sizeof(WORKER_DATA) + 1];
 	int r;
 
 	r = parse_args(argc, argv, &a);
@@ -462,8 +415,7 @@ int worker_main(int argc, char **argv)
 	umask(0);
 	if (a.manifest_in >= 0 && load_manifest(a.manifest_in, &prev))
 		return 1;
-	snprintf(label, sizeof(label), "%s/%s", a.dstdir,
-		 a.name ? a.name : WORKER_DATA);
+	snprintf(label, sizeof(label), "%s/%s", a.dstdir, WORKER_DATA);
 	memset(&opts, 0, sizeof(opts));
 	opts.threads = a.threads;
 	opts.verify = a.verify;
@@ -473,9 +425,9 @@ int worker_main(int argc, char **argv)
 	opts.check_only = a.check;
 	/* A public copy keeps its top readable by all (the .build
 	 * directory, PublicUser's 0700, hides it while it is built). */
-	opts.private_top = !a.name && !a.public;
+	opts.private_top = !a.public;
 	opts.public_only = a.public;
-	opts.read_only = !a.name; /* a cache version, served to many jobs */
+	opts.read_only = true; /* a cache version, served to many jobs */
 	opts.dst_label = label;
 	opts.progress = on_progress;
 	opts.progress_ms = WORKER_PROGRESS_MS;
