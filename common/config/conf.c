@@ -50,7 +50,8 @@ static const struct conf_key *conf_line_key(const char *tok)
 		const struct conf_key *k = &conf_keys[i];
 		size_t n = strlen(k->name);
 
-		if (k->type == CONF_T_LINE && strncasecmp(tok, k->name, n) == 0 &&
+		if (k->type == CONF_T_LINE &&
+		    strncasecmp(tok, k->name, n) == 0 &&
 		    (tok[n] == '=' || tok[n] == '\0'))
 			return k;
 	}
@@ -71,9 +72,8 @@ static int conf_global(struct conf_parser *cp, char *tok)
 	if (!k) {
 		k = conf_key_find(conf_tier_attrs, conf_ntier_attrs, tok);
 		if (k)
-			return conf_fail(cp,
-					 "key '%s': only valid on a Tier line",
-					 k->name);
+			return conf_fail(
+			    cp, "key '%s': only valid on a Tier line", k->name);
 		return conf_fail(cp, "unknown key '%s'",
 				 conf_show(tok, show, sizeof(show)));
 	}

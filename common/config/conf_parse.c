@@ -182,8 +182,8 @@ static int parse_bool(struct conf_parser *cp, const struct conf_key *k,
 	return 0;
 }
 
-static void format_bool(const struct conf_key *k, const void *field,
-			char *buf, size_t buflen)
+static void format_bool(const struct conf_key *k, const void *field, char *buf,
+			size_t buflen)
 {
 	(void)k;
 	snprintf(buf, buflen, "%s", *(const bool *)field ? "yes" : "no");
@@ -219,8 +219,8 @@ static int parse_uint(struct conf_parser *cp, const struct conf_key *k,
 	return 0;
 }
 
-static void format_uint(const struct conf_key *k, const void *field,
-			char *buf, size_t buflen)
+static void format_uint(const struct conf_key *k, const void *field, char *buf,
+			size_t buflen)
 {
 	(void)k;
 	snprintf(buf, buflen, "%u", *(const unsigned *)field);
@@ -255,8 +255,9 @@ static int parse_duration(struct conf_parser *cp, const struct conf_key *k,
 		return 0;
 	}
 	if (k->max >= UINT_MAX)
-		return conf_fail(cp, "key '%s': must be longer than %llu "
-				     "seconds",
+		return conf_fail(cp,
+				 "key '%s': must be longer than %llu "
+				 "seconds",
 				 k->name, k->min - 1);
 	if (k->min == 0) {
 		format_duration(k->max, max, sizeof(max));
@@ -267,8 +268,8 @@ static int parse_duration(struct conf_parser *cp, const struct conf_key *k,
 			 k->min, k->max);
 }
 
-static void format_duration_field(const struct conf_key *k,
-				  const void *field, char *buf, size_t buflen)
+static void format_duration_field(const struct conf_key *k, const void *field,
+				  char *buf, size_t buflen)
 {
 	(void)k;
 	format_duration(*(const unsigned *)field, buf, buflen);
@@ -282,8 +283,7 @@ static void duration_bound(unsigned long long s, char *buf, size_t buflen)
 		strncat(buf, "s", buflen - strlen(buf) - 1);
 }
 
-static void values_duration(const struct conf_key *k, char *buf,
-			    size_t buflen)
+static void values_duration(const struct conf_key *k, char *buf, size_t buflen)
 {
 	char lo[32], hi[32];
 
@@ -359,8 +359,9 @@ static void format_size_field(const struct conf_key *k, const void *field,
 static void values_size(const struct conf_key *k, char *buf, size_t buflen)
 {
 	(void)k;
-	snprintf(buf, buflen, "bytes, or a number with K, M, G, T or P "
-			      "(powers of 1024)");
+	snprintf(buf, buflen,
+		 "bytes, or a number with K, M, G, T or P "
+		 "(powers of 1024)");
 }
 
 /* A size ("400M", "1G") with an optional "/s". */
@@ -395,12 +396,12 @@ static void format_bandwidth(const struct conf_key *k, const void *field,
 		strncat(buf, "/s", buflen - strlen(buf) - 1);
 }
 
-static void values_bandwidth(const struct conf_key *k, char *buf,
-			     size_t buflen)
+static void values_bandwidth(const struct conf_key *k, char *buf, size_t buflen)
 {
 	(void)k;
-	snprintf(buf, buflen, "bytes per second: a size (K, M, G, T, P: "
-			      "powers of 1024), /s optional");
+	snprintf(buf, buflen,
+		 "bytes per second: a size (K, M, G, T, P: "
+		 "powers of 1024), /s optional");
 }
 
 static int parse_path(struct conf_parser *cp, const struct conf_key *k,
@@ -408,8 +409,7 @@ static int parse_path(struct conf_parser *cp, const struct conf_key *k,
 {
 	char reason[128], show[CONF_SHOW_BUF];
 
-	if (pathsafe_normalize(val, field, k->size, reason, sizeof(reason)) <
-	    0)
+	if (pathsafe_normalize(val, field, k->size, reason, sizeof(reason)) < 0)
 		return conf_fail(cp, "key '%s': %s: %s", k->name,
 				 conf_show(val, show, sizeof(show)), reason);
 	return 0;
@@ -481,9 +481,9 @@ static void join_names(const struct conf_key *k, const char *sep,
 	buf[0] = '\0';
 	for (size_t i = 0; i < k->nnames && off < buflen; i++) {
 		int n = snprintf(buf + off, buflen - off, "%s%s",
-				 i == 0		       ? ""
+				 i == 0		      ? ""
 				 : i + 1 == k->nnames ? last
-						       : sep,
+						      : sep,
 				 k->names[i]);
 
 		if (n < 0)
@@ -508,8 +508,8 @@ static int parse_enum(struct conf_parser *cp, const struct conf_key *k,
 			 k->noun, conf_show(val, show, sizeof(show)), known);
 }
 
-static void format_enum(const struct conf_key *k, const void *field,
-			char *buf, size_t buflen)
+static void format_enum(const struct conf_key *k, const void *field, char *buf,
+			size_t buflen)
 {
 	unsigned v = *(const unsigned *)field;
 
@@ -543,8 +543,8 @@ static int parse_line(struct conf_parser *cp, const struct conf_key *k,
 	return conf_fail(cp, "key '%s': must start its line", k->name);
 }
 
-static void format_none(const struct conf_key *k, const void *field,
-			char *buf, size_t buflen)
+static void format_none(const struct conf_key *k, const void *field, char *buf,
+			size_t buflen)
 {
 	(void)k;
 	(void)field;
@@ -555,8 +555,8 @@ static void format_none(const struct conf_key *k, const void *field,
 static const struct conf_type_ops conf_types[CONF_T_COUNT] = {
     [CONF_T_BOOL] = {parse_bool, format_bool, values_bool, zero_never},
     [CONF_T_UINT] = {parse_uint, format_uint, values_uint, zero_uint},
-    [CONF_T_DURATION] = {parse_duration, format_duration_field,
-			 values_duration, zero_uint},
+    [CONF_T_DURATION] = {parse_duration, format_duration_field, values_duration,
+			 zero_uint},
     [CONF_T_MSEC] = {parse_msec, format_msec_field, values_msec, zero_uint},
     [CONF_T_SIZE] = {parse_size, format_size_field, values_size, zero_u64},
     [CONF_T_BANDWIDTH] = {parse_bandwidth, format_bandwidth, values_bandwidth,
@@ -565,8 +565,7 @@ static const struct conf_type_ops conf_types[CONF_T_COUNT] = {
     [CONF_T_LISTEN] = {parse_listen, format_str, values_listen, zero_str},
     [CONF_T_NAME] = {parse_name, format_str, values_row, zero_str},
     [CONF_T_ENUM] = {parse_enum, format_enum, values_enum, zero_never},
-    [CONF_T_SPECIAL] = {parse_special, format_special, values_row,
-			zero_never},
+    [CONF_T_SPECIAL] = {parse_special, format_special, values_row, zero_never},
     [CONF_T_LINE] = {parse_line, format_none, values_row, zero_never},
 };
 

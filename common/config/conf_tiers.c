@@ -112,8 +112,8 @@ int conf_tier_dump(const struct conf *conf, FILE *f)
 		for (size_t a = 0; a < conf_ntier_attrs; a++) {
 			conf_key_format(&conf_tier_attrs[a], t, val,
 					sizeof(val));
-			if (fprintf(f, " %s=%s", conf_tier_attrs[a].name,
-				    val) < 0)
+			if (fprintf(f, " %s=%s", conf_tier_attrs[a].name, val) <
+			    0)
 				return -1;
 		}
 		if (fputc('\n', f) == EOF)

@@ -4,13 +4,13 @@
  * names. Pure functions of their arguments; nothing here knows a key.
  * (The key-aware parsers over them are conf_parse.c's.)
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include "common/config/conf.h"
@@ -114,8 +114,7 @@ bool conf_is_license_name(const char *s)
 	size_t i;
 
 	for (i = 0; s[i]; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '_' &&
-		    s[i] != '-')
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
 			return false;
 	return i > 0 && i < CONF_NAME_MAX;
 }
