@@ -80,8 +80,9 @@ struct conf_key {
 	const char *unit;	     /* UINT: "seconds", "percent", ... */
 	unsigned flags;		     /* enum conf_key_flag */
 	const char *help;	     /* one line for the man page */
-	const char *values;	     /* the values taken, for the man page, when
-				      * the type cannot say (NAME, SPECIAL) */
+	const char *values;	     /* the values taken, whole, for the man
+				      * page, when the type's words do not
+				      * say it (NAME, SPECIAL, extra rules) */
 	/* CONF_T_NAME: the predicate and the refusal ("%s": the value,
 	 * after "key 'K': "). */
 	bool (*valid)(const char *s);

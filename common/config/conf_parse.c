@@ -615,10 +615,12 @@ void conf_key_values(const struct conf_key *k, char *buf, size_t buflen)
 
 	if (!buflen)
 		return;
-	if (k->values)
+	/* A row's own words are whole; the type's say "no" is taken. */
+	if (k->values) {
 		snprintf(buf, buflen, "%s", k->values);
-	else
-		conf_types[k->type].values(k, buf, buflen);
+		return;
+	}
+	conf_types[k->type].values(k, buf, buflen);
 	n = strlen(buf);
 	if (k->flags & CONF_F_OFF)
 		snprintf(buf + n, buflen - n, ", or no");
