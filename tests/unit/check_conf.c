@@ -1233,11 +1233,20 @@ START_TEST(test_man_summary_current)
 }
 END_TEST
 
-/* Is NAME, "Key" of a "Key=" in a .TP heading, a key or Tier attribute? */
+/* The row NAME ("Key" of a "Key=" in a .TP heading) is, spelled as the
+ * table spells it (the page is where users copy keys from), or NULL. */
+static const struct conf_key *table_row(const struct conf_key *table,
+					size_t n, const char *name)
+{
+	const struct conf_key *k = conf_key_find(table, n, name);
+
+	return k && !strcmp(k->name, name) ? k : NULL;
+}
+
 static bool table_has(const char *name)
 {
-	return conf_key_find(conf_keys, conf_nkeys, name) ||
-	       conf_key_find(conf_tier_attrs, conf_ntier_attrs, name);
+	return table_row(conf_keys, conf_nkeys, name) ||
+	       table_row(conf_tier_attrs, conf_ntier_attrs, name);
 }
 
 /* The prose (KEYS, outside the summary) has a .TP entry for every key of
@@ -1279,11 +1288,10 @@ START_TEST(test_man_prose_keys)
 			ck_assert_msg(table_has(name),
 				      "%s names %s=, which is no key: '%s'",
 				      MAN_PAGE, name, line);
-			k = conf_key_find(conf_keys, conf_nkeys, name);
+			k = table_row(conf_keys, conf_nkeys, name);
 			if (k)
 				seen[k - conf_keys] = 1;
-			k = conf_key_find(conf_tier_attrs, conf_ntier_attrs,
-					  name);
+			k = table_row(conf_tier_attrs, conf_ntier_attrs, name);
 			if (k)
 				seen[CONF_KEYS_MAX + (k - conf_tier_attrs)] = 1;
 		}
