@@ -1235,8 +1235,8 @@ END_TEST
 
 /* The row NAME ("Key" of a "Key=" in a .TP heading) is, spelled as the
  * table spells it (the page is where users copy keys from), or NULL. */
-static const struct conf_key *table_row(const struct conf_key *table,
-					size_t n, const char *name)
+static const struct conf_key *table_row(const struct conf_key *table, size_t n,
+					const char *name)
 {
 	const struct conf_key *k = conf_key_find(table, n, name);
 
