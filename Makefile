@@ -269,6 +269,20 @@ $(BUILD)/tests/check_export $(BUILD)/tests/check_cliclient: $(BUILD)/tests/check
 	    $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) -lmunge $(shell pkg-config --libs check)
 
+# check_conf holds iostage.conf(5) against the key table.
+$(BUILD)/tests/check_conf: CPPFLAGS += -DSRCDIR='"$(CURDIR)"'
+
+# `make man`: the key summary of iostage.conf(5) rewritten from the key
+# table (common/config/conf_man.c); the page is committed, and check_conf
+# fails while it is stale.
+CONFMAN := $(BUILD)/scripts/confman
+$(CONFMAN): scripts/confman.c $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LIBCOMMON) $(LDLIBS)
+.PHONY: man
+man: $(CONFMAN)
+	$(CONFMAN) docs/man/iostage.conf.5
+
 deps:
 	@scripts/install-deps.sh
 

@@ -11,6 +11,7 @@
  * service stopped.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
@@ -48,7 +49,8 @@ static void usage(FILE *f)
 		"  -f, --foreground    stay in the foreground, log to stderr\n"
 		"  -c, --config CONF   configuration file (default %s)\n"
 		"  -v, --verbose       log debug messages too\n"
-		"      --check-config  validate CONF, print the verdict, exit\n"
+		"      --check-config  validate CONF, print the verdict (with -v,\n"
+		"                      every setting iostagectld uses first), exit\n"
 		"      --import PATH   import a node's old history database "
 		"(service stopped)\n"
 		"      --repair-history  recover a damaged history database "
@@ -141,6 +143,13 @@ int main(int argc, char **argv)
 	}
 	history_dir(&conf, dir, sizeof(dir));
 	if (args.check_config) {
+		/* -v: every key iostagectld reads, as it will use it. */
+		if (args.level >= LOG_LEVEL_DEBUG &&
+		    conf_dump(&conf, CONF_SCOPE_CTLD, stdout) < 0) {
+			fprintf(stderr, "iostagectld: stdout: %s\n",
+				strerror(errno));
+			return 1;
+		}
 		printf("iostagectld: %s: ok (listens on %s port %u, history "
 		       "in %s, admin group %s)\n",
 		       args.conf_path, conf.controller_host,

@@ -58,7 +58,8 @@ static void usage(FILE *f)
 		"  -f, --foreground    stay in the foreground, log to stderr\n"
 		"  -c, --config CONF   configuration file (default %s)\n"
 		"  -v, --verbose       log debug messages too\n"
-		"      --check-config  validate CONF, print the verdict, exit\n"
+		"      --check-config  validate CONF, print the verdict (with -v,\n"
+		"                      every setting iostaged uses first), exit\n"
 		"      --repair-history  recover a damaged history database "
 		"(daemon stopped)\n"
 		"  -h, --help          this help\n"
@@ -120,6 +121,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (args.check_config) {
+		/* -v: every key iostaged reads, as it will use it. */
+		if (args.level >= LOG_LEVEL_DEBUG &&
+		    conf_dump(&conf, CONF_SCOPE_NODE, stdout) < 0) {
+			fprintf(stderr, "iostaged: stdout: %s\n",
+				strerror(errno));
+			return 1;
+		}
 		/* The plugin preloads it into jobs that ask for deep mode and
 		 * runs them untraced without it (spank/trace.c), telling only
 		 * slurmd's log: say so where the admin looks first. */

@@ -243,17 +243,15 @@ out:
 	return rc;
 }
 
-void auto_hint(const char *conf_path)
+void auto_hint(const struct conf *conf)
 {
-	static struct conf conf; /* ~20 KiB: off the stack */
 	char name[JOBNAME_MAX], why[CONF_ERR_MAX], what[512];
 	cJSON *reply;
 
-	if (conf_load(conf_path, &conf, why, sizeof(why)) < 0 ||
-	    !conf.recommend_hint)
+	if (!conf->recommend_hint)
 		return;
 	auto_job_name(name, sizeof(name));
-	reply = auto_ask(&conf, name, AUTO_HINT_TIMEOUT_MS, why, sizeof(why));
+	reply = auto_ask(conf, name, AUTO_HINT_TIMEOUT_MS, why, sizeof(why));
 	if (!reply)
 		return; /* no daemon or service here, no hint: nothing to say */
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "hint")) &&

@@ -32,7 +32,7 @@ int auto_apply(struct profile *profile, const struct conf *conf, char *err,
 
 /* For a job submitted without --io-profile: one hint line when the
  * history has confident advice for it and RecommendHint=yes. Never
- * fails. CONF_PATH is the plugin's iostage.conf. */
-void auto_hint(const char *conf_path);
+ * fails. */
+void auto_hint(const struct conf *conf);
 
 #endif /* IOSTAGE_SPANK_AUTO_H */

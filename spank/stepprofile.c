@@ -6,6 +6,7 @@
 #include "common/config/conf.h"
 #include "common/config/profile.h"
 #include "spank/options.h"
+#include "spank/siteconf.h"
 #include "spank/stepprofile.h"
 
 /* The job's normalized profile, or NULL for a job without --io-profile.
@@ -15,7 +16,7 @@
  * user's euid, so a user's profile file is read as the user). */
 char *step_profile_json(spank_t sp)
 {
-	static struct conf conf;
+	const struct conf *conf;
 	struct profile *profile;
 	char err[CONF_ERR_MAX];
 	char *buf = malloc(PROFILE_JSON_MAX);
@@ -27,11 +28,12 @@ char *step_profile_json(spank_t sp)
 	free(buf);
 	if (!options.spec)
 		return NULL;
-	if (conf_load(options.conf_path, &conf, err, sizeof(err)) < 0)
+	conf = siteconf_get(err, sizeof(err));
+	if (!conf)
 		return NULL;
-	profile = profile_from_spec(options.spec, &conf, err, sizeof(err));
+	profile = profile_from_spec(options.spec, conf, err, sizeof(err));
 	if (!profile || profile->is_auto ||
-	    profile_normalize(profile, &conf, err, sizeof(err)) < 0) {
+	    profile_normalize(profile, conf, err, sizeof(err)) < 0) {
 		profile_destroy(profile);
 		return NULL;
 	}

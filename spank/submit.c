@@ -20,6 +20,7 @@
 #include "spank/auto.h"
 #include "spank/options.h"
 #include "spank/prefer.h"
+#include "spank/siteconf.h"
 #include "spank/submit.h"
 
 /* The job-control variable; the Prolog and Epilog see SPANK_ + this. */
@@ -92,27 +93,30 @@ out:
 
 int submit_init_post_opt(spank_t sp)
 {
-	static struct conf conf; /* ~20 KiB: keep it off the stack */
+	const struct conf *conf;
 	struct profile *profile = NULL;
 	char err[CONF_ERR_MAX];
 	char *json = NULL;
 	int rc = -1;
 
 	if (!options.spec) {
-		if (spank_context() == S_CTX_ALLOCATOR)
-			auto_hint(options.conf_path);
+		/* no configuration here, no hint: nothing to say */
+		if (spank_context() == S_CTX_ALLOCATOR &&
+		    (conf = siteconf_get(NULL, 0)))
+			auto_hint(conf);
 		return 0;
 	}
-	if (conf_load(options.conf_path, &conf, err, sizeof(err)) < 0) {
+	conf = siteconf_get(err, sizeof(err));
+	if (!conf) {
 		slurm_error("iostage: --io-profile: site configuration: %s",
 			    err);
 		return -1;
 	}
-	profile = profile_from_spec(options.spec, &conf, err, sizeof(err));
+	profile = profile_from_spec(options.spec, conf, err, sizeof(err));
 	if (!profile)
 		goto report;
 	if (profile->is_auto) {
-		int r = auto_apply(profile, &conf, err, sizeof(err));
+		int r = auto_apply(profile, conf, err, sizeof(err));
 
 		if (r < 0)
 			goto report;
@@ -121,10 +125,10 @@ int submit_init_post_opt(spank_t sp)
 			goto out;
 		}
 	}
-	if (profile_normalize(profile, &conf, err, sizeof(err)) < 0 ||
-	    profile_validate(profile, &conf, PROFILE_CHECK_ACCESS, err,
+	if (profile_normalize(profile, conf, err, sizeof(err)) < 0 ||
+	    profile_validate(profile, conf, PROFILE_CHECK_ACCESS, err,
 			     sizeof(err)) < 0 ||
-	    check_known_sizes(profile, &conf, err, sizeof(err)) < 0)
+	    check_known_sizes(profile, conf, err, sizeof(err)) < 0)
 		goto report;
 	json = profile_to_json(profile);
 	if (!json) {
@@ -137,7 +141,7 @@ int submit_init_post_opt(spank_t sp)
 			    "to the job");
 		goto out;
 	}
-	prefer_apply(sp, profile, &conf);
+	prefer_apply(sp, profile, conf);
 	rc = 0;
 	goto out;
 report:

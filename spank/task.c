@@ -16,7 +16,7 @@
 #include "common/config/joblayout.h"
 #include "common/config/profile.h"
 #include "common/net/proto.h"
-#include "spank/options.h"
+#include "spank/siteconf.h"
 #include "spank/stepprofile.h"
 #include "spank/task.h"
 
@@ -51,16 +51,15 @@ static void set_failure(char **slot, const char *fmt, const char *reason)
 static int apply_policy_locally(spank_t sp, const char *profile_json,
 				uint32_t jobid, const char *reason)
 {
-	static struct conf conf;
 	static struct joblayout_env env;
+	const struct conf *conf = siteconf_get(NULL, 0);
 	struct profile *profile;
 	char err[CONF_ERR_MAX];
 	int rc = 0;
 
 	profile = profile_parse_json(profile_json, "job", err, sizeof(err));
-	if (!profile || conf_load(options.conf_path, &conf, err,
-				  sizeof(err)) < 0 ||
-	    profile_normalize(profile, &conf, err, sizeof(err)) < 0) {
+	if (!profile || !conf ||
+	    profile_normalize(profile, conf, err, sizeof(err)) < 0) {
 		set_failure(&staging_failure, "%s", reason);
 		goto out;
 	}
@@ -68,7 +67,7 @@ static int apply_policy_locally(spank_t sp, const char *profile_json,
 		set_failure(&staging_failure, "%s", reason);
 		goto out;
 	}
-	if (joblayout_env(&conf, profile, jobid, true, &env) < 0) {
+	if (joblayout_env(conf, profile, jobid, true, &env) < 0) {
 		set_failure(&staging_failure, "%s", reason);
 		goto out;
 	}
@@ -114,7 +113,7 @@ static int apply_reply(spank_t sp, const cJSON *reply)
 
 int task_user_init(spank_t sp)
 {
-	static struct conf conf;
+	const struct conf *conf;
 	char err[CONF_ERR_MAX], reason[CONF_ERR_MAX + 64];
 	char *profile_json = step_profile_json(sp);
 	cJSON *req = NULL, *reply = NULL;
@@ -127,7 +126,8 @@ int task_user_init(spank_t sp)
 		slurm_error("iostage: cannot get the job id");
 		goto out;
 	}
-	if (conf_load(options.conf_path, &conf, err, sizeof(err)) < 0) {
+	conf = siteconf_get(err, sizeof(err));
+	if (!conf) {
 		snprintf(reason, sizeof(reason), "%s", err);
 		rc = apply_policy_locally(sp, profile_json, jobid, reason);
 		goto out;
@@ -138,7 +138,7 @@ int task_user_init(spank_t sp)
 		slurm_error("iostage: out of memory");
 		goto out;
 	}
-	reply = proto_call(conf.socket_path, req, TASK_DAEMON_TIMEOUT_MS, err,
+	reply = proto_call(conf->socket_path, req, TASK_DAEMON_TIMEOUT_MS, err,
 			   sizeof(err));
 	if (reply &&
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {

@@ -22,29 +22,25 @@
 #include "common/config/conf.h"
 #include "common/net/proto.h"
 #include "spank/options.h"
+#include "spank/siteconf.h"
 #include "spank/telemetry.h"
 
 #define TELEMETRY_TIMEOUT_MS 2000
 
-static struct conf conf;
-static bool conf_loaded, conf_failed, warned;
+static bool conf_warned, warned;
 
+/* The site configuration; without one, telemetry is off for the step
+ * (said once). */
 static const struct conf *get_conf(void)
 {
 	char err[CONF_ERR_MAX];
+	const struct conf *c = siteconf_get(err, sizeof(err));
 
-	if (conf_loaded)
-		return &conf;
-	if (conf_failed)
-		return NULL;
-	conf_set_defaults(&conf);
-	if (conf_load(options.conf_path, &conf, err, sizeof(err)) < 0) {
+	if (!c && !conf_warned) {
 		slurm_info("iostage: telemetry off for this step: %s", err);
-		conf_failed = true;
-		return NULL;
+		conf_warned = true;
 	}
-	conf_loaded = true;
-	return &conf;
+	return c;
 }
 
 /* Does this step belong to an iostage job (--io-profile given)? */

@@ -16,7 +16,7 @@
 #include "common/config/conf.h"
 #include "common/config/profile.h"
 #include "common/config/traceenv.h"
-#include "spank/options.h"
+#include "spank/siteconf.h"
 #include "spank/stepprofile.h"
 #include "spank/trace.h"
 
@@ -55,17 +55,16 @@ static int set_env(spank_t sp, const char *name, const char *value)
 
 int trace_user_init(spank_t sp)
 {
-	static struct conf conf;
-	char err[CONF_ERR_MAX];
+	const struct conf *conf = siteconf_get(NULL, 0);
 	char *classes = NULL, *preload = NULL, *old = NULL;
 	struct profile *profile = NULL;
 	size_t skipped = 0;
 	uint32_t jobid;
 
-	if (conf_load(options.conf_path, &conf, err, sizeof(err)) < 0)
+	if (!conf)
 		return 0; /* task.c reports a broken config */
-	profile = job_profile(sp, &conf);
-	if (!traceenv_wanted(&conf, profile))
+	profile = job_profile(sp, conf);
+	if (!traceenv_wanted(conf, profile))
 		goto out;
 	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS) {
 		slurm_error("iostage: trace: cannot get the job id; job runs "
@@ -74,10 +73,10 @@ int trace_user_init(spank_t sp)
 	}
 	/* Checked here so a missing library is one clear line in slurmd's
 	 * log instead of a loader warning in every task's stderr. */
-	if (access(conf.trace_library, R_OK) < 0) {
+	if (access(conf->trace_library, R_OK) < 0) {
 		slurm_error("iostage: trace: TraceLibrary %s: %s; job %u runs "
 			    "untraced",
-			    conf.trace_library, strerror(errno), jobid);
+			    conf->trace_library, strerror(errno), jobid);
 		goto out;
 	}
 	classes = malloc(TRACEENV_CLASSES_MAX);
@@ -89,7 +88,7 @@ int trace_user_init(spank_t sp)
 			    jobid);
 		goto out;
 	}
-	if (traceenv_classes(&conf, profile, jobid, classes,
+	if (traceenv_classes(conf, profile, jobid, classes,
 			     TRACEENV_CLASSES_MAX, &skipped) < 0) {
 		slurm_error("iostage: trace: job %u: file classes: %s; job "
 			    "runs untraced",
@@ -103,7 +102,7 @@ int trace_user_init(spank_t sp)
 	if (spank_getenv(sp, "LD_PRELOAD", old, TRACE_PRELOAD_MAX) !=
 	    ESPANK_SUCCESS)
 		old[0] = '\0';
-	if (traceenv_preload(conf.trace_library, old, preload,
+	if (traceenv_preload(conf->trace_library, old, preload,
 			     TRACE_PRELOAD_MAX) < 0) {
 		slurm_error("iostage: trace: job %u: LD_PRELOAD: %s; job runs "
 			    "untraced",
@@ -113,7 +112,7 @@ int trace_user_init(spank_t sp)
 	/* The classes and the socket first: a task that gets the library
 	 * without them would count everything as "other". */
 	if (set_env(sp, "IOSTAGE_TRACE_CLASSES", classes) < 0 ||
-	    set_env(sp, "IOSTAGE_SOCKET", conf.socket_path) < 0)
+	    set_env(sp, "IOSTAGE_SOCKET", conf->socket_path) < 0)
 		goto out;
 	set_env(sp, "LD_PRELOAD", preload);
 out:

@@ -5,6 +5,12 @@
  *   Tier=nvme Path=/local/nvme/iostage Capacity=800G Medium=nvme [Shared=yes]
  * Unknown keys, duplicate scalar keys, bad values and missing required
  * settings are errors reported as one line: "FILE:LINE: key 'K': reason".
+ *
+ * Every key is one row of the table in conf_keys.c (name, type, field,
+ * default, bounds, who reads it, one line of help): the parser, the
+ * defaults, `--check-config -v` (conf_dump) and the key summary of
+ * iostage.conf(5) all come from it. The rest of the tree sees only this
+ * header and struct conf.
  */
 #ifndef IOSTAGE_CONF_H
 #define IOSTAGE_CONF_H
@@ -12,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CONF_MAX_TIERS 16
 #define CONF_NAME_MAX 32      /* tier names: [a-z0-9_-]{1,31} */
@@ -26,17 +33,10 @@
 #define CONF_USER_MAX 33       /* PublicUser: a login name, NUL included */
 #define CONF_RECOMMEND_OST_MAX 65535   /* Lustre's OST index limit */
 #define CONF_LISTEN_MAX 64    /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
-#define CONF_PEER_PORT_DEFAULT 6826 /* PeerPort: iostaged to iostaged, TCP */
-#define CONF_CONTROLLER_PORT_DEFAULT 6827 /* ControllerPort: iostagectld */
-/* ControllerMetricsListen: iostagectld's /metrics */
-#define CONF_CONTROLLER_METRICS_DEFAULT "127.0.0.1:9465"
 #define CONF_HOST_MAX 256     /* ControllerHost: a DNS name or IP literal */
 #define CONF_GROUP_MAX 64     /* AdminGroup: a group name */
-#define CONF_PARTS_DEADLINE_DEFAULT 300  /* PartsDeadline, seconds */
 #define CONF_PARTS_DEADLINE_MAX 86400
-#define CONF_OUTBOX_LIMIT_DEFAULT 10000  /* OutboxLimit, entries */
 #define CONF_OUTBOX_LIMIT_MAX 10000000
-#define CONF_OUTBOX_RETRY_MAX_DEFAULT 60 /* OutboxRetryMax, seconds */
 #define CONF_OUTBOX_RETRY_MAX_MAX 3600
 #define CONF_PFS_LICENSE_PER_JOB_MAX 100000
 
@@ -146,30 +146,9 @@ struct conf {
 	char pfs_path[CONF_PATH_MAX];
 };
 
-/* Defaults used before parsing and for keys a file leaves out:
- * SocketPath=/run/iostage/iostaged.sock, StateDir=/var/lib/iostage,
- * ProfileDir=IOSTAGE_PROFILE_DIR, StageTimeout=600, OnStageFailure=fail,
- * CacheHighWatermark=85, CacheLowWatermark=75, MaxConnections=64,
- * CacheTTL=3600, StageParallelism=4, NodeName=the short host name (cut at
- * the first '.', other characters outside [A-Za-z0-9_-] made '-'),
- * DrainTimeout=600, TelemetryInterval=1 (seconds, 0.1 to 60, decimals
- * allowed; kept in milliseconds), HistoryRetention=90d, RecommendMinJobs=3,
- * RecommendWindow=30d, RecommendHint=yes, RecommendOSTCount=0 (unknown), MetricsListen=127.0.0.1:9464,
- * MetricsTextfile=no, MetricsInterval=15, MetricsJobGrace=300, Trace=no,
- * TraceLibrary=IOSTAGE_SHIM_PATH (where `make install` puts
- * libiostage-preload.so), PeerPort=6826 (0: off), PeerListen=* (every
- * address), PeerPartsTimeout=60, MungeSocket= (libmunge's default),
- * PublicDatasets=yes, PublicUser=nobody, ControllerHost= (none: the
- * history stays on each node), ControllerPort=6827,
- * ControllerMetricsListen=127.0.0.1:9465 (iostagectld's /metrics; "no":
- * none), AdminGroup= (none:
- * only root reads every user's jobs), PartsDeadline=300 (seconds, or a
- * duration like 5m; at most 1 day), OutboxLimit=10000, OutboxRetryMax=60
- * (seconds or a duration, 1s to 1h), StageBandwidth=0
- * (unbounded; bytes per second, "400M" or "400M/s"),
- * StageBandwidthFallback= (StageBandwidth/8), PfsLicense= (none),
- * PfsLicensePerJob=1, Placement=yes, Prestage=yes, PlacementHold=0
- * (never hold; seconds or a duration, at most 1h), PfsPath= (none). */
+/* Every key's default (the table in conf_keys.c; iostage.conf(5) lists
+ * them), no tiers. NodeName defaults to the short host name (cut at the
+ * first '.', other characters outside [A-Za-z0-9_-] made '-'). NULL: no-op. */
 void conf_set_defaults(struct conf *conf);
 
 /* Parse TEXT (named ORIGIN in messages) into *ret_conf. At least one Tier is
@@ -226,5 +205,20 @@ int conf_parse_duration(const char *s, unsigned *ret);
 
 /* "fail" / "fallback" -> policy. Returns 0 or -1. */
 int conf_parse_policy(const char *s, enum stage_failure_policy *ret);
+
+/* Who reads a key: each row of the table says which of these do. */
+enum conf_scope {
+	CONF_SCOPE_NODE = 1U << 0, /* iostaged, the Prolog and Epilog */
+	CONF_SCOPE_CTLD = 1U << 1, /* iostagectld */
+	CONF_SCOPE_USER = 1U << 2, /* the SPANK plugin, iostage(1) */
+	CONF_SCOPE_ALL = 7U,
+};
+
+/* Write the settings of CONF read by any of SCOPE's programs to F as
+ * iostage.conf lines, one key per line in the table's order (a Tier line
+ * per tier): "Key=Value", or "#Key=" for a key with no value (AdminGroup=
+ * unset). Parsing the output gives CONF back. 0, or -1 with errno when F
+ * fails. */
+int conf_dump(const struct conf *conf, unsigned scope, FILE *f);
 
 #endif /* IOSTAGE_CONF_H */

@@ -1,4 +1,4 @@
-/* fuzz_profile_json.c - profile JSON (common/config/profile.c): a user's
+/* fuzz_profile_json.c - profile JSON (common/config/profile_json.c): a user's
  * --io-profile=FILE.json, a site profile, the "profile" of a stage request
  * and of a reloaded job state file. A profile that parses, normalizes and
  * validates must print to JSON that parses back to the same JSON (the

@@ -1,6 +1,7 @@
-/* fuzz_profile_spec.c - the --io-profile SPEC (common/config/profile.c): a site
- * profile's name or a file, then overrides ("dl-train,tier=nvme,..."), as
- * sbatch's plugin parses it at submit. The site profiles are the source
+/* fuzz_profile_spec.c - the --io-profile SPEC
+ * (common/config/profile_spec.c): a site profile's name or a file, then
+ * overrides ("dl-train,tier=nvme,..."), as sbatch's plugin parses it at
+ * submit. The site profiles are the source
  * tree's slurm-conf/profiles/. */
 #include "tests/fuzz/fuzz.h"
 
