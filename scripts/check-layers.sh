@@ -4,7 +4,7 @@
 # includes only itself and common/ (what two programs share goes to
 # common/, as the history did), the CLI also libiostage's public header
 # shim/iostage.h; and no two files include each other, through their
-# headers or a chain of others (a file and its headers count as one).
+# headers or a chain of others (a module's files count as one: unit()).
 #
 #   scripts/check-layers.sh
 #
@@ -21,12 +21,25 @@ declare -A extra=([common]="" [daemon]="" [ctld]="" [cli]="shim/iostage.h"
 tmp=$(mktemp) || exit 2
 trap 'rm -f "$tmp"' EXIT
 
+# Modules split in parts that use each other as one file's functions
+# would: NAME_*.[ch] beside NAME.c count as NAME.c. (Other NAME_x files,
+# e.g. daemon/cluster/peer_ops.c beside peer.c, are modules of their own.)
+split_modules=(common/config/conf)
+
 # A file's unit: foo.h belongs to foo.c when there is one, and so does
-# foo_internal.h, what the files of a module split in several share.
+# foo_int.h / foo_internal.h (what the files of a split module share).
 unit() {
-	local f=$1
-	if [[ $f == *_internal.h && -f ${f%_internal.h}.c ]]; then f=${f%_internal.h}.c; fi
-	if [[ $f == *.h && -f ${f%.h}.c ]]; then f=${f%.h}.c; fi
+	local f=$1 m base
+	for m in "${split_modules[@]}"; do
+		if [[ $f == "$m"_*.[ch] ]]; then
+			printf '%s' "$m.c"
+			return
+		fi
+	done
+	base=${f%.h}
+	base=${base%_internal}
+	base=${base%_int}
+	if [[ $f == *.h && -f $base.c ]]; then f=$base.c; fi
 	printf '%s' "$f"
 }
 

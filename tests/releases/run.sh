@@ -37,6 +37,18 @@ for s in "${SUITES[@]}"; do
   esac
 done
 
+# One run per release root at a time, whichever work tree starts it: the
+# tree is copied into the root's /src/iostage, built and tested there, so a
+# second run would overwrite the first one's sources mid-suite. Re-run
+# under flock -o (the lock's descriptor stays in the flock process, not in
+# the daemons a suite starts).
+if [ "${IOSTAGE_RELEASE_LOCKED:-}" != "$REL" ]; then
+  lock=/tmp/iostage-release-$REL.lock
+  flock -n "$lock" true ||
+    echo "run.sh: Slurm $REL: another tree is testing this release; waiting for $lock" >&2
+  IOSTAGE_RELEASE_LOCKED=$REL exec flock -o "$lock" bash "${BASH_SOURCE[0]}" "$REL" "${SUITES[@]}"
+fi
+
 "$HERE/root.sh" ensure "$REL" || exit 2
 root=$("$HERE/root.sh" path "$REL")
 mkdir -p "$RESULTS_DIR"
