@@ -28,12 +28,33 @@ static int man_text(FILE *f, const char *text)
 	return 0;
 }
 
+/* Defaults that are install paths: the man page's source names a plain
+ * `make install`'s, which make install rewrites to the install's own
+ * (INSTALL_SUBST), whatever prefix this build was made for. Here, not in
+ * the key table, so that no program carries a path of another install
+ * (tests/install/test_install.sh looks). */
+static const struct {
+	const char *key, *doc;
+} install_paths[] = {
+	{"ProfileDir", "/etc/slurm/iostage.d"},
+	{"TraceLibrary", "/usr/local/lib/iostage/libiostage-preload.so"},
+};
+
+static const char *default_doc(const struct conf_key *k)
+{
+	for (size_t i = 0; i < sizeof(install_paths) / sizeof(install_paths[0]);
+	     i++)
+		if (!strcmp(k->name, install_paths[i].key))
+			return install_paths[i].doc;
+	return k->def_doc ? k->def_doc : k->def ? k->def : "none";
+}
+
 /* One entry: ".TP", the key, its help, then "Default: D. Values: V. Read
  * by: S." WHERE is " (on a Tier line)" for a Tier attribute. */
 static int man_key(FILE *f, const struct conf_key *k, const char *where)
 {
 	char values[512], scope[64];
-	const char *def = k->def_doc ? k->def_doc : k->def ? k->def : "none";
+	const char *def = default_doc(k);
 
 	conf_key_values(k, values, sizeof(values));
 	conf_scope_names(k->scope, scope, sizeof(scope));
