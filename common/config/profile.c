@@ -25,6 +25,7 @@
 
 #include "common/base/errmsg.h"
 #include "common/config/conf.h"
+#include "common/config/conf_parse.h"
 #include "common/config/pathsafe.h"
 #include "common/config/profile.h"
 #include "common/config/profile_int.h"
@@ -166,22 +167,10 @@ bool profile_name_ok(const char *name)
 	return strchr(name, '.') == NULL;
 }
 
-/* Tier names as conf.h defines them: [a-z0-9_-]{1,31}. */
+/* Tier names as iostage.conf allows them (conf_is_tier_name). */
 bool profile_tier_ok(const char *s)
 {
-	size_t n;
-
-	if (!s)
-		return false;
-	n = strnlen(s, CONF_NAME_MAX);
-	if (n == 0 || n >= CONF_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
-		      s[i] == '-'))
-			return false;
-	return true;
+	return s && conf_is_tier_name(s);
 }
 
 /* The character C may stand in a name, or '_' in its place. */
