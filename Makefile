@@ -127,6 +127,10 @@ DAEMON_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard daemon/*.c daemon/*/*.c))
 # what links one of its modules links $(DAEMON_LDLIBS) too.
 CTLD_OBJ   := $(patsubst %.c,$(BUILD)/%.o,$(wildcard ctld/*.c ctld/*/*.c))
 CLI_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
+# iostaged's and iostagectld's modules but main(), as libraries: the unit
+# tests and fuzz targets link them and take the modules they use.
+LIBDAEMON  := $(BUILD)/libiostage-daemon.a
+LIBCTLD    := $(BUILD)/libiostage-ctld.a
 
 # Programs are built under $(BUILD) too, so several builds (SANITIZE=1,
 # parallel work trees) never step on each other.
@@ -235,6 +239,20 @@ $(CACHE_TEST_BIN): $(BUILD)/tests/check_%: tests/unit/check_%.c \
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
+
+# iostaged's other unit tests (each includes a daemon/ header: that is how
+# they are found) link $(LIBDAEMON) and take the modules they use, the
+# real objects, as iostaged does.
+DAEMON_TEST_SRC := $(filter-out tests/unit/check_cache_% tests/unit/check_sampler.c,\
+                     $(shell grep -l '^#include "daemon/' tests/unit/check_*.c))
+DAEMON_TEST_BIN := $(DAEMON_TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+$(DAEMON_TEST_BIN): $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBDAEMON) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(shell pkg-config --cflags $(DAEMON_PKGS)) $(CFLAGS) \
+	    $(shell pkg-config --cflags check) -o $@ $< \
+	    -Wl,--start-group $(LIBDAEMON) $(LIBCOMMON) -Wl,--end-group \
+	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge $(HTTP_LIBS) \
+	    $(shell pkg-config --libs check)
 
 # The history's unit tests take its modules from $(LIBCOMMON), on a real
 # RocksDB; the service's (check_ctld) links all of ctld/ but its main().
@@ -657,8 +675,6 @@ FUZZ_CHECK_SECONDS ?= 3
 FUZZ_JOBS     ?= 1
 FUZZ_SRC      := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN      := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
-LIBDAEMON     := $(BUILD)/libiostage-daemon.a
-LIBCTLD       := $(BUILD)/libiostage-ctld.a
 .PHONY: fuzz fuzz-bins fuzz-check
 
 ifeq ($(FUZZ),1)
