@@ -25,6 +25,7 @@
 #include "common/net/ctlclient.h"
 #include "common/base/daemonize.h"
 #include "common/base/log.h"
+#include "daemon/agent.h"
 #include "daemon/staging/bwgov.h"
 #include "daemon/staging/cache.h"
 #include "daemon/cluster/cachereport.h"
@@ -48,6 +49,8 @@
 #define SHUTDOWN_CLIENTS_S 5  /* for connection threads to end */
 
 static struct conf conf;
+/* This process's node agent: its parts, made below (daemon/agent.h). */
+static struct agent agent;
 static volatile sig_atomic_t got_signal;
 static char pid_path[CONF_SOCKET_MAX + 32];
 
@@ -171,6 +174,9 @@ int main(int argc, char **argv)
 	cache = cache_create(&cache_params, err, sizeof(err));
 	if (!cache)
 		goto fail;
+	agent.conf = &conf;
+	agent.conf_path = conf_abs;
+	agent.cache = cache;
 	stage_init(&conf, cache);
 	if (spawn_init(err, sizeof(err)) < 0 ||
 	    server_init(&conf, conf_abs, cache, err, sizeof(err)) < 0 ||
