@@ -108,6 +108,14 @@ def target($goal; $met; $short): {goal: $goal, met: $met, text: (($met | verdict
          bound: "bytes/read_bw + bytes/write_bw (one disk: reads and writes share it)"},
    datasets: $datasets,
    cache_hit: $hit,
+   baseline: (if $baseline == "" then null else
+     {iostaged: $baseline,
+      datasets: [$datasets[] | (.tools.iostage.median_s) as $a | (.tools.baseline.median_s) as $b
+                 | {name, iostage_s: $a, baseline_s: $b,
+                    ratio: (if $a != null and $b != null and $b > 0 then $a / $b | r2 else null end)}],
+      daemon: {first_job_s: {iostage: $d_miss, baseline: $b_miss},
+               second_job_s: {iostage: $d_hit, baseline: $b_hit},
+               rss_kb: {iostage: $d_rss_kb, baseline: $b_rss_kb}}} end),
    notes: ($notes | split("\n") | map(select(length > 0))),
    summary: {met: ([$all[] | select(. == true)] | length),
              missed: ([$all[] | select(. == false)] | length),

@@ -43,6 +43,7 @@ fi
 : "${BENCH_MAX_SECONDS:=1500}"
 : "${BENCH_RESULTS:=$BENCH_SRC/results}"
 : "${IOSTAGED:=$BUILD/daemon/iostaged}"
+: "${BENCH_BASELINE:=}"
 
 die() { echo "bench: $*" >&2; exit 1; }
 say() { echo "bench: $*" >&2; }
@@ -112,13 +113,16 @@ NOTES="$STATE/notes.txt"
 note() { say "$*"; echo "$*" >>"$NOTES"; }
 
 DAEMON_PID=""
-cleanup() {
+stop_daemon() {
 	if [ -n "$DAEMON_PID" ]; then
 		kill -TERM "$DAEMON_PID" 2>/dev/null
 		for _ in $(seq 1 50); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$DAEMON_PID" 2>/dev/null
 		DAEMON_PID=""
 	fi
+}
+cleanup() {
+	stop_daemon
 	rm -rf "$W/dst" "$W/hit" "$W/daemon" "$W/fio.dat" "$W/probe" "$W/fpsync" "$STATE"
 	if [ "$BENCH_KEEP" != 1 ]; then
 		rm -rf "$W/src" "$W/.iostage-bench"
@@ -216,7 +220,26 @@ for b in cp rsync tar fpsync fpart rclone sync; do
 	b=$(command -v "$b") && WARM_BINS+=("$b")
 done
 [ -x "$IOSTAGED" ] && WARM_BINS+=("$IOSTAGED")
-export IOSTAGED BENCH_THREADS FPSYNC_TMP="$W/fpsync"
+
+# BENCH_BASELINE=PATH: another build's iostaged (e.g. the tree before a
+# refactoring) measured in the same run, beside iostage, interleaved with
+# it run by run, so that the two figures share the machine's state.
+IOSTAGED_BASE=""
+if [ -n "$BENCH_BASELINE" ]; then
+	[ -x "$BENCH_BASELINE" ] || die "BENCH_BASELINE=$BENCH_BASELINE is not an executable"
+	cp "$BENCH_BASELINE" "$STATE/iostaged-baseline" || die "cannot copy $BENCH_BASELINE"
+	IOSTAGED_BASE="$STATE/iostaged-baseline"
+	if [ "$WORKER_FORM" = new ]; then
+		cmd=$(worker_cmd)
+		TOOL_CMD[baseline]=${cmd//\$IOSTAGED/\$IOSTAGED_BASE}
+		TOOL_LABEL[baseline]="baseline"
+		TOOLS+=(baseline)
+		WARM_BINS+=("$IOSTAGED_BASE")
+	else
+		note "baseline: not measured: iostage itself was not measured (${WORKER_NOTE:-not in BENCH_TOOLS})"
+	fi
+fi
+export IOSTAGED IOSTAGED_BASE BENCH_THREADS FPSYNC_TMP="$W/fpsync"
 
 # run_one DS TOOL REP: one cold run; appends to $RUNS, prints the seconds.
 run_one() {
@@ -313,6 +336,7 @@ done
 HIT_FILES=null HIT_BYTES=null HIT_COPY=null HIT_CHECK=null HIT_CHECK_COLD=null
 HIT_RSYNC=null HIT_RSYNC_COLD=null HIT_UNCHANGED=null
 D_MISS=null D_HIT=null D_RSS_KB=null D_RSS_IDLE_KB=null D_CACHED=null
+B_MISS=null B_HIT=null B_RSS_KB=null
 # warm_median CMD...: run once to warm the cache, then BENCH_REPEAT times;
 # the median seconds, or nothing when any run fails.
 warm_median() {
@@ -333,6 +357,68 @@ cold_once() {
 	"$@" >/dev/null 2>&1 || return 1
 	t1=$(bench_now)
 	bench_sub "$t1" "$t0"
+}
+
+# daemon_round_trip BIN WHAT: the prolog-facing path through a private
+# iostaged BIN (WHAT names it in notes): two jobs of one user asking for
+# the same dataset, the second a cache hit. Sets R_MISS, R_HIT, R_CACHED,
+# R_RSS_KB, R_RSS_IDLE_KB (null when not measured) and stops the daemon.
+daemon_round_trip() {
+	local bin=$1 what=$2
+	R_MISS=null R_HIT=null R_CACHED=null R_RSS_KB=null R_RSS_IDLE_KB=null
+	D="$W/daemon"
+	rpc=$(bench_helper rpc) || die "cannot build bench/rpc.c"
+	rm -rf "$D" && mkdir -p "$D/run" "$D/profiles" && chmod 0755 "$D" "$D/run"
+	cap_mb=$(( (HIT_BYTES * 3 + (HIT_FILES * 8192)) / 1048576 + 1024 ))
+	cat >"$D/iostage.conf" <<-CONF
+		SocketPath=$D/run/iostaged.sock
+		StateDir=$D/state
+		ProfileDir=$D/profiles
+		Tier=nvme Path=$D/tier Capacity=${cap_mb}M Medium=nvme
+		DefaultTier=nvme
+		StageTimeout=$BENCH_TIMEOUT
+	CONF
+	sock="$D/run/iostaged.sock"
+	if ! "$bin" --check-config -c "$D/iostage.conf" >"$D/check-config.out" 2>&1; then
+		note "daemon ($what): not measured: --check-config: $(tail -1 "$D/check-config.out")"
+	else
+		setsid "$bin" -f -c "$D/iostage.conf" >"$D/iostaged.log" 2>&1 </dev/null &
+		DAEMON_PID=$!
+		for _ in $(seq 1 100); do
+			"$rpc" "$sock" 2 '{"op":"ping"}' >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		R_RSS_IDLE_KB=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status" 2>/dev/null)
+		: "${R_RSS_IDLE_KB:=null}"
+		stage_req() {
+			printf '{"op":"stage","job":%s,"uid":0,"gid":0,"user":"root","profile":{"datasets":[{"name":"hit","path":"%s","tier":"nvme"}]}}' "$1" "$W/src/hit"
+		}
+		wait_req() { printf '{"op":"wait","job":%s,"timeout":%s}' "$1" "$BENCH_TIMEOUT"; }
+		j1=990000001 j2=990000002
+		drop_caches
+		if "$rpc" "$sock" $((BENCH_TIMEOUT + 10)) "$(stage_req $j1)" "$(wait_req $j1)" >"$D/j1.out" 2>&1 &&
+			grep -q '"state":"staged"' "$D/j1.out"; then
+			R_MISS=$(awk '/^elapsed/ { printf "%.3f\n", $2 }' "$D/j1.out")
+			# A cache entry in the layout of docs/STAGING.md? Without
+			# one the second job would only copy again: skip it.
+			if compgen -G "$D/tier/cache/*.v*/meta.json" >/dev/null; then R_CACHED=true; else R_CACHED=false; fi
+			if [ "$R_CACHED" = false ]; then
+				note "daemon ($what): the first job left no cache entry under TIER/cache (this iostaged does not cache yet): no hit to time"
+			elif "$rpc" "$sock" $((BENCH_TIMEOUT + 10)) "$(stage_req $j2)" "$(wait_req $j2)" >"$D/j2.out" 2>&1 &&
+				grep -q '"state":"staged"' "$D/j2.out"; then
+				R_HIT=$(awk '/^elapsed/ { printf "%.3f\n", $2 }' "$D/j2.out")
+			else
+				note "daemon ($what): second job did not stage: $(grep -v '^elapsed' "$D/j2.out" | tail -1)"
+			fi
+			R_RSS_KB=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status" 2>/dev/null)
+			: "${R_RSS_KB:=null}"
+		else
+			note "daemon ($what): first job did not stage: $(grep -v '^elapsed' "$D/j1.out" | tail -1)"
+		fi
+		"$rpc" "$sock" 60 "{\"op\":\"finish\",\"job\":$j1}" "{\"op\":\"finish\",\"job\":$j2}" >/dev/null 2>&1
+		say "daemon ($what): first job ${R_MISS} s, second job ${R_HIT} s, RSS ${R_RSS_KB} kB (idle ${R_RSS_IDLE_KB} kB)"
+		stop_daemon
+	fi
 }
 
 H="$W/hit"
@@ -390,57 +476,11 @@ if [ "$BENCH_HIT" = 1 ]; then
 	if [ "$BENCH_DAEMON" = 1 ] && [ "$(id -u)" -ne 0 ]; then
 		note "daemon: not measured: iostaged and its stage op need root"
 	elif [ "$BENCH_DAEMON" = 1 ] && [ -x "$IOSTAGED" ]; then
-		D="$W/daemon"
-		rpc=$(bench_helper rpc) || die "cannot build bench/rpc.c"
-		rm -rf "$D" && mkdir -p "$D/run" "$D/profiles" && chmod 0755 "$D" "$D/run"
-		cap_mb=$(( (HIT_BYTES * 3 + (HIT_FILES * 8192)) / 1048576 + 1024 ))
-		cat >"$D/iostage.conf" <<-CONF
-			SocketPath=$D/run/iostaged.sock
-			StateDir=$D/state
-			ProfileDir=$D/profiles
-			Tier=nvme Path=$D/tier Capacity=${cap_mb}M Medium=nvme
-			DefaultTier=nvme
-			StageTimeout=$BENCH_TIMEOUT
-		CONF
-		sock="$D/run/iostaged.sock"
-		if ! "$IOSTAGED" --check-config -c "$D/iostage.conf" >"$D/check-config.out" 2>&1; then
-			note "daemon: not measured: --check-config: $(tail -1 "$D/check-config.out")"
-		else
-			setsid "$IOSTAGED" -f -c "$D/iostage.conf" >"$D/iostaged.log" 2>&1 </dev/null &
-			DAEMON_PID=$!
-			for _ in $(seq 1 100); do
-				"$rpc" "$sock" 2 '{"op":"ping"}' >/dev/null 2>&1 && break
-				sleep 0.1
-			done
-			D_RSS_IDLE_KB=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status" 2>/dev/null)
-			: "${D_RSS_IDLE_KB:=null}"
-			stage_req() {
-				printf '{"op":"stage","job":%s,"uid":0,"gid":0,"user":"root","profile":{"datasets":[{"name":"hit","path":"%s","tier":"nvme"}]}}' "$1" "$W/src/hit"
-			}
-			wait_req() { printf '{"op":"wait","job":%s,"timeout":%s}' "$1" "$BENCH_TIMEOUT"; }
-			j1=990000001 j2=990000002
-			drop_caches
-			if "$rpc" "$sock" $((BENCH_TIMEOUT + 10)) "$(stage_req $j1)" "$(wait_req $j1)" >"$D/j1.out" 2>&1 &&
-				grep -q '"state":"staged"' "$D/j1.out"; then
-				D_MISS=$(awk '/^elapsed/ { printf "%.3f\n", $2 }' "$D/j1.out")
-				# A cache entry in the layout of docs/STAGING.md? Without
-				# one the second job would only copy again: skip it.
-				if compgen -G "$D/tier/cache/*.v*/meta.json" >/dev/null; then D_CACHED=true; else D_CACHED=false; fi
-				if [ "$D_CACHED" = false ]; then
-					note "daemon: the first job left no cache entry under TIER/cache (this iostaged does not cache yet): no hit to time"
-				elif "$rpc" "$sock" $((BENCH_TIMEOUT + 10)) "$(stage_req $j2)" "$(wait_req $j2)" >"$D/j2.out" 2>&1 &&
-					grep -q '"state":"staged"' "$D/j2.out"; then
-					D_HIT=$(awk '/^elapsed/ { printf "%.3f\n", $2 }' "$D/j2.out")
-				else
-					note "daemon: second job did not stage: $(grep -v '^elapsed' "$D/j2.out" | tail -1)"
-				fi
-				D_RSS_KB=$(awk '/^VmRSS:/ { print $2 }' "/proc/$DAEMON_PID/status" 2>/dev/null)
-				: "${D_RSS_KB:=null}"
-			else
-				note "daemon: first job did not stage: $(grep -v '^elapsed' "$D/j1.out" | tail -1)"
-			fi
-			"$rpc" "$sock" 60 "{\"op\":\"finish\",\"job\":$j1}" "{\"op\":\"finish\",\"job\":$j2}" >/dev/null 2>&1
-			say "daemon: first job ${D_MISS} s, second job ${D_HIT} s, RSS ${D_RSS_KB} kB (idle ${D_RSS_IDLE_KB} kB)"
+		daemon_round_trip "$IOSTAGED" iostage
+		D_MISS=$R_MISS D_HIT=$R_HIT D_CACHED=$R_CACHED D_RSS_KB=$R_RSS_KB D_RSS_IDLE_KB=$R_RSS_IDLE_KB
+		if [ -n "$IOSTAGED_BASE" ]; then
+			daemon_round_trip "$IOSTAGED_BASE" baseline
+			B_MISS=$R_MISS B_HIT=$R_HIT B_RSS_KB=$R_RSS_KB
 		fi
 	elif [ "$BENCH_DAEMON" = 1 ]; then
 		note "daemon: not measured: $IOSTAGED_SRC is not built"
@@ -480,6 +520,8 @@ jq -n \
 	--argjson hit_rsync "$HIT_RSYNC" --argjson hit_rsync_cold "$HIT_RSYNC_COLD" --argjson hit_unchanged "$HIT_UNCHANGED" \
 	--argjson d_miss "$D_MISS" --argjson d_hit "$D_HIT" --argjson d_cached "$D_CACHED" \
 	--argjson d_rss_kb "$D_RSS_KB" --argjson d_rss_idle_kb "$D_RSS_IDLE_KB" \
+	--arg baseline "$BENCH_BASELINE" \
+	--argjson b_miss "$B_MISS" --argjson b_hit "$B_HIT" --argjson b_rss_kb "$B_RSS_KB" \
 	-f "$BENCH_SRC/results.jq" >"$json" || die "cannot assemble the results (jq)"
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
@@ -518,6 +560,12 @@ jq -r '.cache_hit | select(.files != null) |
 	"  target < 0.5 s and >= 10x rsync --dry-run: \(.target.text)",
 	(select(.daemon.first_job_s != null) | "  prolog-facing (private iostaged, stage+wait): first job \(.daemon.first_job_s) s, second job \(.daemon.second_job_s // "-") s (cache entry: \(.daemon.cache_entry)); target < 0.5 s: \(.daemon.target.text)"),
 	(select(.rss.rss_bytes != null) | "  iostaged RSS after caching \(.files) files: \(.rss.rss_bytes / 1048576 * 10 | floor / 10) MiB (idle \(.rss.idle_rss_bytes / 1048576 * 10 | floor / 10) MiB); target < \(.rss.limit_bytes / 1048576 * 10 | floor / 10) MiB (64 MiB + 200 B/file): \(.rss.target.text)")' "$json"
+jq -r '.baseline | select(. != null) |
+	"baseline \(.iostaged) in the same run (iostage / baseline):",
+	(.datasets[] | "  \(.name): iostage \(.iostage_s // "-") s, baseline \(.baseline_s // "-") s, \(.ratio // "-")x"),
+	"  prolog-facing first job: iostage \(.daemon.first_job_s.iostage // "-") s, baseline \(.daemon.first_job_s.baseline // "-") s",
+	"  prolog-facing second job (hit): iostage \(.daemon.second_job_s.iostage // "-") s, baseline \(.daemon.second_job_s.baseline // "-") s",
+	"  iostaged RSS after caching: iostage \(.daemon.rss_kb.iostage // "-") kB, baseline \(.daemon.rss_kb.baseline // "-") kB"' "$json"
 if [ -s "$NOTES" ]; then
 	echo
 	echo "notes:"
