@@ -77,12 +77,12 @@ void drain_wake(struct drain *d)
 	(void)ignored;
 }
 
-int drain_spawn_worker(const struct dout *o, struct spawn_proc *ret,
-		       char *err, size_t errlen)
+int drain_spawn_worker(const struct dout *o, struct spawn_proc *ret, char *err,
+		       size_t errlen)
 {
 	const struct djob *dj = o->job;
 	char local[sizeof(o->local)], pfs[sizeof(o->pfs)];
-	char *argv[] = { "iostaged", "--drain-worker", local, pfs, NULL };
+	char *argv[] = {"iostaged", "--drain-worker", local, pfs, NULL};
 
 	memcpy(local, o->local, sizeof(local));
 	memcpy(pfs, o->pfs, sizeof(pfs));
@@ -267,13 +267,12 @@ static int mkdir_owned(int dir, const char *name, uid_t uid, gid_t gid)
 		goto fail;
 	}
 	return fd;
-fail:
-	{
-		int saved = errno;
+fail : {
+	int saved = errno;
 
-		close(fd);
-		errno = saved;
-	}
+	close(fd);
+	errno = saved;
+}
 	return -1;
 }
 
@@ -286,8 +285,10 @@ static int make_out_dir(const struct conf_tier *t, const struct djob *dj,
 	int jobs = -1, jfd = -1, ofd = -1, nfd = -1;
 
 	snprintf(path, sizeof(path), "%s/jobs", t->path);
-	if (joblayout_job_name(dj->drain->conf, t, dj->id, job, sizeof(job)) < 0)
-		snprintf(job, sizeof(job), "%" PRIu32, dj->id); /* cannot happen */
+	if (joblayout_job_name(dj->drain->conf, t, dj->id, job, sizeof(job)) <
+	    0)
+		snprintf(job, sizeof(job), "%" PRIu32,
+			 dj->id); /* cannot happen */
 	jobs = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jobs >= 0)
 		jfd = openat(jobs, job,
@@ -297,10 +298,11 @@ static int make_out_dir(const struct conf_tier *t, const struct djob *dj,
 	if (ofd >= 0)
 		nfd = mkdir_owned(ofd, name, dj->uid, dj->gid);
 	if (nfd < 0)
-		snprintf(err, errlen,
-			 "tier '%s': cannot prepare %s/jobs/%s/" JOBLAYOUT_OUT_DIR
-			 "/%s: %s",
-			 t->name, t->path, job, name, strerror(errno));
+		snprintf(
+		    err, errlen,
+		    "tier '%s': cannot prepare %s/jobs/%s/" JOBLAYOUT_OUT_DIR
+		    "/%s: %s",
+		    t->name, t->path, job, name, strerror(errno));
 	if (ofd >= 0)
 		close(ofd);
 	if (jfd >= 0)
@@ -348,8 +350,7 @@ struct djob *drain_djob_create(struct drain *d, const struct job *job,
 		}
 		for (size_t k = 0; k < conf->ntiers; k++) {
 			/* Copying into a watched tree would feed itself. */
-			if (pathsafe_is_under(po->path,
-					      conf->tiers[k].path)) {
+			if (pathsafe_is_under(po->path, conf->tiers[k].path)) {
 				snprintf(err, errlen,
 					 "output '%s': %s is on tier '%s'; "
 					 "outputs drain to the PFS",
@@ -363,7 +364,8 @@ struct djob *drain_djob_create(struct drain *d, const struct job *job,
 		o->root_fd = make_out_dir(t, dj, po->name, err, errlen);
 		if (o->root_fd < 0)
 			goto fail;
-		if (po->drain == PROFILE_DRAIN_END || fstat(o->root_fd, &st) < 0) {
+		if (po->drain == PROFILE_DRAIN_END ||
+		    fstat(o->root_fd, &st) < 0) {
 			close(o->root_fd); /* not watched: all at the end */
 			o->root_fd = -1;
 		} else {

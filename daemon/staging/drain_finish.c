@@ -37,15 +37,16 @@ static char *files_str(uint64_t files, uint64_t bytes, char *buf, size_t len)
 		snprintf(buf, len, "no files");
 	else
 		snprintf(buf, len, "%" PRIu64 " file%s (%s)", files,
-			 files == 1 ? "" : "s", units_bytes(bytes, b, sizeof(b)));
+			 files == 1 ? "" : "s",
+			 units_bytes(bytes, b, sizeof(b)));
 	return buf;
 }
 
 /* Move TIER/jobs/ID/out to TIER/jobs/.undrained/ID (or ID.N when taken).
  * 1 if there was nothing to move, 0 with the new path, -1 with err. */
 static int keep_aside(const struct conf *conf, const struct conf_tier *t,
-		      uint32_t id, char *ret_path,
-		      size_t len, char *err, size_t errlen)
+		      uint32_t id, char *ret_path, size_t len, char *err,
+		      size_t errlen)
 {
 	char path[CONF_PATH_MAX + 16], job[JOBLAYOUT_JOB_NAME_MAX];
 	char name[JOBLAYOUT_JOB_NAME_MAX + 16], why[CONF_ERR_MAX];
@@ -58,9 +59,10 @@ static int keep_aside(const struct conf *conf, const struct conf_tier *t,
 	jobs = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jobs < 0)
 		goto fail;
-	jfd = openat(jobs, job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (jfd < 0 || fstatat(jfd, JOBLAYOUT_OUT_DIR, &st,
-			       AT_SYMLINK_NOFOLLOW) < 0) {
+	jfd =
+	    openat(jobs, job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (jfd < 0 ||
+	    fstatat(jfd, JOBLAYOUT_OUT_DIR, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT) {
 			r = 1;
 			goto out;
@@ -110,8 +112,9 @@ out:
 
 /* Keep the output directories of job ID on the tiers in USE[]; the kept
  * paths go to KEPT (", "-separated). 0 or -1 with err. */
-static int keep_all(const struct conf *conf, uint32_t id, const bool use[CONF_MAX_TIERS], char *kept,
-		    size_t keptlen, char *err, size_t errlen)
+static int keep_all(const struct conf *conf, uint32_t id,
+		    const bool use[CONF_MAX_TIERS], char *kept, size_t keptlen,
+		    char *err, size_t errlen)
 {
 	char one[CONF_PATH_MAX + JOBLAYOUT_JOB_NAME_MAX + 64];
 	size_t t;
@@ -138,8 +141,9 @@ static int keep_all(const struct conf *conf, uint32_t id, const bool use[CONF_MA
 static int finalize(struct djob *dj, char *err, size_t errlen)
 {
 	struct drain *d = dj->drain;
-	bool use[CONF_MAX_TIERS] = { false }, keep = dj->timed_out;
-	char during[64], end[64], why[CONF_ERR_MAX] = "", kept[2 * CONF_PATH_MAX];
+	bool use[CONF_MAX_TIERS] = {false}, keep = dj->timed_out;
+	char during[64], end[64], why[CONF_ERR_MAX] = "",
+				  kept[2 * CONF_PATH_MAX];
 	uint64_t final_failed = 0;
 	int r = 0;
 
@@ -176,17 +180,19 @@ static int finalize(struct djob *dj, char *err, size_t errlen)
 	files_str(dj->during_files, dj->during_bytes, during, sizeof(during));
 	files_str(dj->end_files, dj->end_bytes, end, sizeof(end));
 	kept[0] = '\0';
-	if (keep && keep_all(d->conf, dj->id, use, kept, sizeof(kept), err, errlen) < 0) {
+	if (keep && keep_all(d->conf, dj->id, use, kept, sizeof(kept), err,
+			     errlen) < 0) {
 		log_errorx("job %u: outputs not drained (%s) and not kept "
 			   "aside: %s; the job's directories stay",
 			   dj->id, why, err);
 		r = -1;
 	} else if (keep) {
-		log_warningx("job %u: outputs not fully drained (%s): %s during "
-			     "the run, %s at the end in %.1f s; kept in %s "
-			     "(remove it once recovered)",
-			     dj->id, why, during, end, dj->end_seconds,
-			     kept[0] ? kept : "(nothing on the tier)");
+		log_warningx(
+		    "job %u: outputs not fully drained (%s): %s during "
+		    "the run, %s at the end in %.1f s; kept in %s "
+		    "(remove it once recovered)",
+		    dj->id, why, during, end, dj->end_seconds,
+		    kept[0] ? kept : "(nothing on the tier)");
 	} else {
 		log_info("job %u: drained %s during the run, %s at the end in "
 			 "%.1f s",
@@ -212,13 +218,14 @@ static int late_register(struct drain *d, struct job *job, char *err,
 	if (!job->profile) {
 		/* Outputs of a profile we can no longer read: never
 		 * delete what we cannot drain. */
-		if (keep_all(d->conf, job->id, job->tiers, kept, sizeof(kept), err,
-			     errlen) < 0)
+		if (keep_all(d->conf, job->id, job->tiers, kept, sizeof(kept),
+			     err, errlen) < 0)
 			return -1;
 		if (kept[0])
-			log_warningx("job %u: profile lost after a restart; its "
-				     "outputs were not drained; kept in %s",
-				     job->id, kept);
+			log_warningx(
+			    "job %u: profile lost after a restart; its "
+			    "outputs were not drained; kept in %s",
+			    job->id, kept);
 		return 1;
 	}
 	if (job->profile->noutputs == 0)
@@ -284,15 +291,16 @@ int drain_finish(struct drain *d, uint32_t id, char *err, size_t errlen)
 	if (!dj->end_requested) {
 		dj->end_requested = true;
 		clock_gettime(CLOCK_MONOTONIC, &dj->end_start);
-		log_info("job %u: draining the rest of its outputs (up to %u s)",
-			 id, d->conf->drain_timeout);
+		log_info(
+		    "job %u: draining the rest of its outputs (up to %u s)", id,
+		    d->conf->drain_timeout);
 		drain_wake(d);
 	}
 	deadline = dj->end_start;
 	deadline.tv_sec += d->conf->drain_timeout;
 	while (dj->phase != DRAIN_DONE && !d->stopping)
-		if (pthread_cond_timedwait(&d->cond, &d->lock,
-					   &deadline) == ETIMEDOUT)
+		if (pthread_cond_timedwait(&d->cond, &d->lock, &deadline) ==
+		    ETIMEDOUT)
 			break;
 	if (dj->phase != DRAIN_DONE && !d->stopping) {
 		/* Deadline: stop the workers; what is left is kept. */
@@ -309,14 +317,15 @@ int drain_finish(struct drain *d, uint32_t id, char *err, size_t errlen)
 	if (dj->phase != DRAIN_DONE) {
 		snprintf(err, errlen,
 			 "job %u: %s; outputs not drained, left in place", id,
-			 d->stopping ? "iostaged is stopping"
-				  : "the drain thread did not stop its workers");
+			 d->stopping
+			     ? "iostaged is stopping"
+			     : "the drain thread did not stop its workers");
 		r = -1;
 	} else if (!dj->finalizing) {
 		dj->finalizing = true;
 		pthread_mutex_unlock(&d->lock);
-		dj->final_rc = finalize(dj, dj->final_err,
-					sizeof(dj->final_err));
+		dj->final_rc =
+		    finalize(dj, dj->final_err, sizeof(dj->final_err));
 		pthread_mutex_lock(&d->lock);
 		dj->finalized = true;
 		drain_unlink_locked(d, dj);

@@ -40,19 +40,19 @@
 #include "daemon/spawn.h"
 #include "daemon/staging/drain.h"
 
-#define DRAIN_SETTLE_MS 500        /* a closed file waits this long */
-#define DRAIN_QUEUE_MAX 4096       /* per output; beyond: one full scan */
-#define DRAIN_REL_MAX 4096         /* relative paths we pass on */
-#define DRAIN_WATCH_DEPTH_MAX 64   /* directory levels watched */
+#define DRAIN_SETTLE_MS 500	    /* a closed file waits this long */
+#define DRAIN_QUEUE_MAX 4096	    /* per output; beyond: one full scan */
+#define DRAIN_REL_MAX 4096	    /* relative paths we pass on */
+#define DRAIN_WATCH_DEPTH_MAX 64    /* directory levels watched */
 #define DRAIN_JOB_WATCHES_MAX 16384 /* beyond: the final scan catches up */
-#define DRAIN_LINE_MAX 65536       /* a worker output line */
-#define DRAIN_RESTARTS_MAX 3       /* worker crashes per output */
-#define DRAIN_ERRORS_LOGGED 5      /* per job; the rest are counted */
-#define DRAIN_RECORD_EVERY_S 5     /* record rewrite while running */
+#define DRAIN_LINE_MAX 65536	    /* a worker output line */
+#define DRAIN_RESTARTS_MAX 3	    /* worker crashes per output */
+#define DRAIN_ERRORS_LOGGED 5	    /* per job; the rest are counted */
+#define DRAIN_RECORD_EVERY_S 5	    /* record rewrite while running */
 #define DRAIN_RECORD_KEEP_S (30 * 86400)
 #define DRAIN_RECORD_MAX (256 * 1024)
-#define DRAIN_ABANDON_WAIT_S 10    /* for the loop to kill workers */
-#define DRAIN_BUCKETS 1024         /* watch descriptors hash */
+#define DRAIN_ABANDON_WAIT_S 10 /* for the loop to kill workers */
+#define DRAIN_BUCKETS 1024	/* watch descriptors hash */
 #define DRAIN_UNDRAINED ".undrained"
 /* While the job runs, its drain worker yields the CPU to the job: a
  * checkpoint write(2) is time the job is blocked, the drain only delays
@@ -72,7 +72,7 @@ enum drain_phase {
 struct drain_item {
 	struct drain_item *next;
 	bool scan;
-	bool final; /* the end phase's scan of everything */
+	bool final;	       /* the end phase's scan of everything */
 	struct timespec ready; /* CLOCK_MONOTONIC: not sent before */
 	char rel[];
 };
@@ -86,30 +86,30 @@ struct dout {
 	char local[CONF_PATH_MAX + 64]; /* TIER/jobs/J/out/NAME */
 	char pfs[CONF_PATH_MAX];
 	int tier;
-	int root_fd;        /* out/NAME, for watching; -1 if not watched */
-	dev_t dev;          /* its file system: watches do not leave it */
+	int root_fd; /* out/NAME, for watching; -1 if not watched */
+	dev_t dev;   /* its file system: watches do not leave it */
 	/* the worker */
-	pid_t pid;          /* 0: none running */
-	int in, out;        /* its stdin (ours to write), stdout */
-	char *lbuf;         /* partial output line */
+	pid_t pid;   /* 0: none running */
+	int in, out; /* its stdin (ours to write), stdout */
+	char *lbuf;  /* partial output line */
 	size_t llen;
-	bool busy;          /* a command is in flight */
-	bool busy_final;    /* ... and it is the final scan */
-	bool stdin_closed;  /* we told it to exit */
+	bool busy;	   /* a command is in flight */
+	bool busy_final;   /* ... and it is the final scan */
+	bool stdin_closed; /* we told it to exit */
 	unsigned restarts;
-	bool failed;        /* no worker can run: what is left is not saved */
+	bool failed; /* no worker can run: what is left is not saved */
 	char fail_reason[CONF_ERR_MAX];
 	/* the queue */
 	struct drain_item *head, *tail;
 	size_t nqueued;
-	bool final_done;    /* the final scan completed */
+	bool final_done; /* the final scan completed */
 	uint64_t final_failed;
-	bool done;          /* end phase over for this output */
+	bool done; /* end phase over for this output */
 	/* what was drained (docs/RECORDS.md outputs[]) */
 	uint64_t during_bytes, during_files, end_bytes, end_files;
 	uint64_t failed_files;
 	uint64_t size_hist[TELREC_NBUCKETS]; /* drained files by size */
-	uint64_t max_file;  /* the largest file drained: the striping rule */
+	uint64_t max_file; /* the largest file drained: the striping rule */
 };
 
 struct djob {
@@ -121,15 +121,15 @@ struct djob {
 	size_t nouts;
 	struct dout outs[PROFILE_MAX_OUTPUTS];
 	enum drain_phase phase;
-	bool setup;          /* the loop must set up its watches */
+	bool setup; /* the loop must set up its watches */
 	bool end_requested;
-	bool abandon;        /* deadline passed: kill, stop, keep the rest */
-	bool forget;         /* no finish will come: free when done */
+	bool abandon; /* deadline passed: kill, stop, keep the rest */
+	bool forget;  /* no finish will come: free when done */
 	bool timed_out;
 	bool finalizing, finalized;
 	int final_rc;
 	char final_err[CONF_ERR_MAX];
-	unsigned refs;       /* drain_finish callers holding it */
+	unsigned refs; /* drain_finish callers holding it */
 	unsigned nwatches;
 	bool watch_limit_logged, queue_full_logged;
 	struct timespec end_start;
@@ -173,7 +173,7 @@ struct drain {
 	struct djob *djobs;
 	struct drain_watch *watches[DRAIN_BUCKETS];
 	struct drain_zombie *zombies;
-	bool overflowed; /* inotify's queue overflowed: rescan all */
+	bool overflowed;      /* inotify's queue overflowed: rescan all */
 	drain_spawn_fn spawn; /* drain_spawn_worker; a test's own */
 };
 
@@ -186,8 +186,8 @@ struct drain {
 struct drain *drain_alloc(struct agent *a, const struct conf *conf);
 
 /* The worker as iostaged starts it: spawn_as_user (daemon/spawn.c). */
-int drain_spawn_worker(const struct dout *o, struct spawn_proc *ret,
-		       char *err, size_t errlen);
+int drain_spawn_worker(const struct dout *o, struct spawn_proc *ret, char *err,
+		       size_t errlen);
 
 /* Wake the loop (no-op without one). Any thread, lock held or not. */
 void drain_wake(struct drain *d);
@@ -224,10 +224,10 @@ long drain_ms_until(const struct timespec *t, const struct timespec *now);
 /* What O's worker does next, decided from O and NOW alone. */
 enum drain_action {
 	DRAIN_ACT_NONE = 0, /* nothing now (busy, empty, settling, over) */
-	DRAIN_ACT_SEND,     /* send the first item (start a worker first
+	DRAIN_ACT_SEND,	    /* send the first item (start a worker first
 			     * when none runs) */
 	DRAIN_ACT_CLOSE,    /* close its stdin: it syncs and exits */
-	DRAIN_ACT_DONE,     /* the output's end phase is over */
+	DRAIN_ACT_DONE,	    /* the output's end phase is over */
 };
 enum drain_action drain_next_action(const struct dout *o,
 				    const struct timespec *now);
@@ -247,14 +247,14 @@ enum drain_msg_kind {
 	DRAIN_MSG_DONE = 0, /* {"done":true,...}: the command ended */
 	DRAIN_MSG_COPIED,   /* ok with "bytes": a file copied */
 	DRAIN_MSG_SKIPPED,  /* ok with "skipped": not copied, by design */
-	DRAIN_MSG_OK,       /* any other ok (a link, gone) or no "ok" */
+	DRAIN_MSG_OK,	    /* any other ok (a link, gone) or no "ok" */
 	DRAIN_MSG_FAILED,   /* ok false about PATH */
 	DRAIN_MSG_WORKER,   /* ok false without a path: about the worker */
 };
 
 struct drain_msg {
 	enum drain_msg_kind kind;
-	uint64_t bytes;  /* COPIED */
+	uint64_t bytes;	 /* COPIED */
 	uint64_t failed; /* DONE: the command's failures */
 	/* PATH and the error or skip reason, made one printable line */
 	char path[DRAIN_REL_MAX];

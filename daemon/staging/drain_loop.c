@@ -143,8 +143,8 @@ static int worker_start(struct dout *o)
 	if (dj->phase == DRAIN_RUNNING &&
 	    setpriority(PRIO_PROCESS, (id_t)p.pid, DRAIN_RUN_NICE) < 0)
 		log_debug("job %u: output '%s': cannot renice drain worker "
-			  "%d: %s", dj->id, o->name, (int)p.pid,
-			  strerror(errno));
+			  "%d: %s",
+			  dj->id, o->name, (int)p.pid, strerror(errno));
 	o->busy = o->busy_final = o->stdin_closed = false;
 	log_debug("job %u: output '%s': drain worker %d started", dj->id,
 		  o->name, (int)p.pid);
@@ -220,8 +220,8 @@ void drain_worker_exited(struct dout *o)
 void drain_worker_read(struct dout *o)
 {
 	for (;;) {
-		ssize_t n = read(o->out, o->lbuf + o->llen,
-				 DRAIN_LINE_MAX - o->llen);
+		ssize_t n =
+		    read(o->out, o->lbuf + o->llen, DRAIN_LINE_MAX - o->llen);
 		char *start, *nl;
 
 		if (n < 0) {
@@ -238,7 +238,8 @@ void drain_worker_read(struct dout *o)
 		}
 		o->llen += (size_t)n;
 		start = o->lbuf;
-		while ((nl = memchr(start, '\n', o->llen - (size_t)(start - o->lbuf)))) {
+		while ((nl = memchr(start, '\n',
+				    o->llen - (size_t)(start - o->lbuf)))) {
 			*nl = '\0';
 			if (drain_worker_line(o, start) < 0) {
 				kill(o->pid, SIGKILL);
@@ -250,9 +251,10 @@ void drain_worker_read(struct dout *o)
 		o->llen -= (size_t)(start - o->lbuf);
 		memmove(o->lbuf, start, o->llen);
 		if (o->llen == DRAIN_LINE_MAX) {
-			log_warningx("job %u: output '%s': drain worker sent an "
-				     "overlong line",
-				     o->job->id, o->name);
+			log_warningx(
+			    "job %u: output '%s': drain worker sent an "
+			    "overlong line",
+			    o->job->id, o->name);
 			kill(o->pid, SIGKILL);
 			o->llen = 0;
 			return;
@@ -362,7 +364,8 @@ static int next_timeout(struct drain *d)
 			continue;
 		if (dj->dirty) {
 			long left = (long)(dj->recorded + DRAIN_RECORD_EVERY_S -
-					   time(NULL)) * 1000;
+					   time(NULL)) *
+				    1000;
 
 			if (left < 0)
 				left = 0;
@@ -440,16 +443,17 @@ void *drain_loop(void *arg)
 			}
 			cap = want;
 		}
-		pfds[0] = (struct pollfd){ .fd = d->wake_fd, .events = POLLIN };
-		pfds[1] = (struct pollfd){ .fd = d->inotify_fd, .events = POLLIN };
+		pfds[0] = (struct pollfd){.fd = d->wake_fd, .events = POLLIN};
+		pfds[1] =
+		    (struct pollfd){.fd = d->inotify_fd, .events = POLLIN};
 		for (dj = d->djobs; dj; dj = dj->next)
 			for (size_t i = 0; i < dj->nouts; i++)
-				if (dj->outs[i].pid > 0 && dj->outs[i].out >= 0) {
+				if (dj->outs[i].pid > 0 &&
+				    dj->outs[i].out >= 0) {
 					owners[n] = &dj->outs[i];
 					pfds[n++] = (struct pollfd){
-						.fd = dj->outs[i].out,
-						.events = POLLIN
-					};
+					    .fd = dj->outs[i].out,
+					    .events = POLLIN};
 				}
 		timeout = next_timeout(d);
 		pthread_mutex_unlock(&d->lock);
@@ -488,7 +492,8 @@ void *drain_loop(void *arg)
 		for (dj = d->djobs; dj; dj = next) {
 			next = dj->next;
 			drain_step_job(dj, &now);
-			if (dj->phase == DRAIN_DONE && dj->forget && !dj->refs) {
+			if (dj->phase == DRAIN_DONE && dj->forget &&
+			    !dj->refs) {
 				drain_unlink_locked(d, dj);
 				drain_djob_free(dj);
 			}

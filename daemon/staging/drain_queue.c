@@ -124,8 +124,8 @@ enum drain_action drain_next_action(const struct dout *o,
 		return DRAIN_ACT_NONE;
 	if (o->head)
 		return ending || drain_ms_until(&o->head->ready, now) <= 0
-			       ? DRAIN_ACT_SEND
-			       : DRAIN_ACT_NONE;
+			   ? DRAIN_ACT_SEND
+			   : DRAIN_ACT_NONE;
 	if (ending && o->final_done)
 		return o->pid > 0 ? DRAIN_ACT_CLOSE : DRAIN_ACT_DONE;
 	return DRAIN_ACT_NONE;

@@ -27,9 +27,9 @@
 #include "daemon/staging/drain_internal.h"
 
 const char *const drain_phase_names[] = {
-	[DRAIN_RUNNING] = "running",
-	[DRAIN_ENDING] = "ending",
-	[DRAIN_DONE] = "done",
+    [DRAIN_RUNNING] = "running",
+    [DRAIN_ENDING] = "ending",
+    [DRAIN_DONE] = "done",
 };
 
 void drain_add_counters(cJSON *o, const struct djob *dj)
@@ -44,7 +44,8 @@ void drain_add_counters(cJSON *o, const struct djob *dj)
 	cJSON_AddNumberToObject(o, "failed_files", (double)dj->failed_files);
 	cJSON_AddBoolToObject(o, "timed_out", dj->timed_out);
 	if (dj->timed_out)
-		cJSON_AddNumberToObject(o, "left_files", (double)dj->left_files);
+		cJSON_AddNumberToObject(o, "left_files",
+					(double)dj->left_files);
 	if (dj->kept[0])
 		cJSON_AddStringToObject(o, "kept", dj->kept);
 	else
@@ -116,9 +117,9 @@ void drain_record_resume(struct djob *dj)
 	int fd;
 
 	snprintf(name, sizeof(name), "%" PRIu32 ".json", dj->id);
-	fd = record_fd < 0 ? -1
-			   : openat(record_fd, name,
-				    O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = record_fd < 0
+		 ? -1
+		 : openat(record_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	n = read(fd, buf, DRAIN_RECORD_MAX);
@@ -138,11 +139,11 @@ void drain_record_resume(struct djob *dj)
 		/* Per output, by name (a record written before outputs had
 		 * figures has none: they start at 0); like the job's, the
 		 * end counts start again from 0. */
-		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(
-					      o, "outputs"))
+		cJSON_ArrayForEach(
+		    e, cJSON_GetObjectItemCaseSensitive(o, "outputs"))
 		{
-			const cJSON *nm = cJSON_GetObjectItemCaseSensitive(
-				e, "name");
+			const cJSON *nm =
+			    cJSON_GetObjectItemCaseSensitive(e, "name");
 
 			for (size_t i = 0; cJSON_IsString(nm) && i < dj->nouts;
 			     i++) {
@@ -154,9 +155,9 @@ void drain_record_resume(struct djob *dj)
 				d->during_files = proto_u64(e, "during_files");
 				d->failed_files = proto_u64(e, "failed_files");
 				telrec_size_hist_from_json(
-					d->size_hist,
-					cJSON_GetObjectItemCaseSensitive(
-						e, "size_hist"));
+				    d->size_hist,
+				    cJSON_GetObjectItemCaseSensitive(
+					e, "size_hist"));
 				d->max_file = proto_u64(e, "max_file_bytes");
 				break;
 			}
@@ -185,7 +186,8 @@ int drain_records_open(const char *state_dir, char *err, size_t errlen)
 			 state_dir, strerror(errno));
 		goto fail;
 	}
-	rfd = openat(fd, "drain", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	rfd = openat(fd, "drain",
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (rfd < 0 || fstat(rfd, &st) < 0) {
 		snprintf(err, errlen, "StateDir: cannot open %s/drain: %s",
 			 state_dir, strerror(errno));

@@ -28,8 +28,8 @@
 #include "common/config/pathsafe.h"
 #include "daemon/staging/drain_internal.h"
 
-#define DRAIN_MASK                                                        \
-	(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |       \
+#define DRAIN_MASK                                                             \
+	(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |            \
 	 IN_EXCL_UNLINK | IN_ONLYDIR)
 
 static struct drain_watch *watch_find(struct drain *d, int wd)
@@ -94,8 +94,9 @@ void drain_watches_drop(struct dout *o, const char *rel)
 			next = w->next;
 			if (w->out != o)
 				continue;
-			if (rel && !(strncmp(w->rel, rel, len) == 0 &&
-				     (w->rel[len] == '\0' || w->rel[len] == '/')))
+			if (rel &&
+			    !(strncmp(w->rel, rel, len) == 0 &&
+			      (w->rel[len] == '\0' || w->rel[len] == '/')))
 				continue;
 			inotify_rm_watch(d->inotify_fd, w->wd);
 			watch_unlink(d, w);
@@ -106,8 +107,7 @@ void drain_watches_drop(struct dout *o, const char *rel)
 /* Watch the directory FD (REL below OUT's root) and everything below it.
  * FD is closed. Returns how many entries other than directories were
  * seen, so that the caller knows whether a scan is needed. */
-static long watch_tree(struct dout *o, int fd, const char *rel,
-		       unsigned depth)
+static long watch_tree(struct dout *o, int fd, const char *rel, unsigned depth)
 {
 	struct djob *dj = o->job;
 	char proc[64], child[DRAIN_REL_MAX];
@@ -170,7 +170,7 @@ static long watch_tree(struct dout *o, int fd, const char *rel,
 			continue;
 		sub = openat(dirfd(d), de->d_name,
 			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
-				     O_CLOEXEC);
+				 O_CLOEXEC);
 		if (sub >= 0)
 			files += watch_tree(o, sub, child, depth + 1);
 	}
@@ -195,7 +195,7 @@ static int open_rel(struct dout *o, const char *rel)
 			*next++ = '\0';
 		sub = openat(fd, comp,
 			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
-				     O_CLOEXEC);
+				 O_CLOEXEC);
 		close(fd);
 		if (sub < 0)
 			return -1;
@@ -248,7 +248,8 @@ static void on_event(struct drain *d, const struct inotify_event *ev)
 
 void drain_read_inotify(struct drain *d)
 {
-	char buf[65536] __attribute__((aligned(__alignof__(struct inotify_event))));
+	char buf[65536]
+	    __attribute__((aligned(__alignof__(struct inotify_event))));
 
 	for (;;) {
 		ssize_t n = read(d->inotify_fd, buf, sizeof(buf));

@@ -56,7 +56,7 @@ static struct timespec at(const struct timespec *t, long ms)
 /* A time at which everything queued so far is ready. */
 static struct timespec all_ready(const struct dout *o)
 {
-	return o->tail ? at(&o->tail->ready, 1) : (struct timespec){ 0, 0 };
+	return o->tail ? at(&o->tail->ready, 1) : (struct timespec){0, 0};
 }
 
 static size_t queued(const struct dout *o, const char **rels, bool *scans,
@@ -139,11 +139,12 @@ START_TEST(test_nothing_sent_when_not_free)
 }
 END_TEST
 
-/* --- order ------------------------------------------------------------------ */
+/* --- order ------------------------------------------------------------------
+ */
 
 START_TEST(test_order_as_queued)
 {
-	static const char *const want[] = { "b", "a", "d", "c/x" };
+	static const char *const want[] = {"b", "a", "d", "c/x"};
 	const char *rels[8];
 	bool scans[8];
 	struct timespec now;
@@ -268,7 +269,7 @@ START_TEST(test_rewritten_while_draining_goes_again)
 	ck_assert_str_eq(dfx_command(&fx, 0, cmd, sizeof(cmd)),
 			 "{\"file\":\"ckpt\"}");
 	ck_assert_uint_eq(drain_backlog(fx.dj), 1); /* in flight */
-	drain_enqueue(o, "ckpt", false, false); /* IN_CLOSE_WRITE again */
+	drain_enqueue(o, "ckpt", false, false);	    /* IN_CLOSE_WRITE again */
 	ck_assert_uint_eq(o->nqueued, 1);
 	ck_assert_uint_eq(drain_backlog(fx.dj), 2);
 	now = all_ready(o);
@@ -290,7 +291,8 @@ START_TEST(test_rewritten_while_draining_goes_again)
 }
 END_TEST
 
-/* --- retries ----------------------------------------------------------------- */
+/* --- retries -----------------------------------------------------------------
+ */
 
 /* A worker that dies is replaced, with a scan of everything (which covers
  * what it had in flight), up to DRAIN_RESTARTS_MAX times; then the
@@ -311,7 +313,8 @@ START_TEST(test_dead_worker_restarted_then_output_fails)
 		drain_schedule(o, &now);
 		ck_assert_uint_eq(fx.spawns, round + 1);
 		ck_assert_str_eq(dfx_command(&fx, 0, cmd, sizeof(cmd)),
-				 round ? "{\"scan\":\"\"}" : "{\"file\":\"a\"}");
+				 round ? "{\"scan\":\"\"}"
+				       : "{\"file\":\"a\"}");
 		pid = o->pid;
 		ck_assert_int_gt(pid, 0);
 		dfx_kill(pid);
@@ -394,7 +397,8 @@ START_TEST(test_spawn_failure_fails_the_output)
 }
 END_TEST
 
-/* --- the end phase ------------------------------------------------------------ */
+/* --- the end phase
+ * ------------------------------------------------------------ */
 
 START_TEST(test_end_phase_final_scan_then_close_then_done)
 {
@@ -505,7 +509,8 @@ START_TEST(test_abandon_counts_what_is_left)
 }
 END_TEST
 
-/* --- zombies ------------------------------------------------------------------ */
+/* --- zombies
+ * ------------------------------------------------------------------ */
 
 START_TEST(test_zombies_reaped_once_exited)
 {
@@ -572,7 +577,8 @@ START_TEST(test_release_kills_and_keeps_track)
 }
 END_TEST
 
-/* --- a drain as iostaged makes it (root: StateDir/drain is root's) ------------ */
+/* --- a drain as iostaged makes it (root: StateDir/drain is root's)
+ * ------------ */
 
 START_TEST(test_two_drains_one_process)
 {
@@ -655,7 +661,4 @@ static Suite *drain_sched_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	return check_run(drain_sched_suite());
-}
+int main(void) { return check_run(drain_sched_suite()); }

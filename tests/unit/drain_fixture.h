@@ -222,8 +222,7 @@ static inline bool dfx_unreaped(pid_t pid)
 	siginfo_t si;
 
 	memset(&si, 0, sizeof(si));
-	return waitid(P_PID, (id_t)pid, &si,
-		      WEXITED | WNOHANG | WNOWAIT) == 0;
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
 }
 
 static inline void dfx_fini(struct dfx *fx)
