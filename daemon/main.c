@@ -180,7 +180,8 @@ int main(int argc, char **argv)
 	stage_init(&conf, cache);
 	if (spawn_init(err, sizeof(err)) < 0 ||
 	    server_init(&conf, conf_abs, cache, err, sizeof(err)) < 0 ||
-	    drain_init(&conf, err, sizeof(err)) < 0 || /* before jobs: resume */
+	    /* before jobs: resume */
+	    !(agent.drain = drain_create(&agent, err, sizeof(err))) ||
 	    jobs_init(&conf, cache, err, sizeof(err)) < 0)
 		goto fail;
 	tiers_detach_stale(jobs_known);
@@ -223,7 +224,7 @@ int main(int argc, char **argv)
 	peer_fini();
 	jobs_shutdown("iostaged stopped during staging", SHUTDOWN_JOBS_S);
 	bwgov_fini(); /* gives the node's lease back */
-	drain_shutdown(); /* wakes finish requests waiting for a drain */
+	drain_shutdown(agent.drain); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);
 	telemetry_fini(); /* after the clients: they may hold records */
 	daemonize_pidfile_remove(pid_path);
@@ -235,7 +236,7 @@ out:
 	/* A client thread still running could touch the table. */
 	if (clients_gone) {
 		jobs_fini();
-		drain_fini();
+		drain_destroy(agent.drain);
 		cache_destroy(cache);
 		history_fini();
 		parts_fini();

@@ -31,9 +31,10 @@
  *   job 42: drained 3 files (1.2 GiB) during the run, 1 file (10 MiB) at
  *   the end in 0.4 s
  *
- * Locking: drain_lock is taken after jobs.c's lock (status calls
+ * Locking: the drain's lock is taken after jobs.c's lock (status calls
  * drain_status_json with it held); nothing here calls into jobs.c with
- * drain_lock held.
+ * the drain's lock held. The parts of the drain, one concern per file,
+ * are listed in drain_internal.h.
  */
 #ifndef IOSTAGE_DAEMON_DRAIN_H
 #define IOSTAGE_DAEMON_DRAIN_H
@@ -47,31 +48,41 @@
 #include "common/config/conf.h"
 #include "daemon/jobs.h"
 
-/* Set up inotify, StateDir/drain (root 0700; records older than 30 days
- * are removed), start the drain thread and give the job table its hooks
- * (jobs_set_drain_hooks: the status object, the resume of a reloaded
- * job). Call after spawn_init and tiers_init, before jobs_init. CONF must
- * outlive the daemon. 0, or -1 with err. */
-int drain_init(const struct conf *conf, char *err, size_t errlen);
+struct agent;
+struct drain;
 
-/* Stop the drain thread: kill the workers, wake every drain_finish waiter
- * (it fails: the job keeps its directories). Call before waiting for the
- * connection threads. Safe without drain_init. */
-void drain_shutdown(void);
+/* Make the drain of agent A (A->conf must outlive it): inotify,
+ * StateDir/drain (root 0700; records older than 30 days are removed), the
+ * drain thread; and give the job table its hooks (jobs_set_drain_hooks:
+ * the status object, the resume of a reloaded job) when no other drain
+ * holds them. Call after spawn_init and tiers_init, before jobs_init.
+ * The drain, or NULL with err (nothing left running). */
+struct drain *drain_create(struct agent *a, char *err, size_t errlen);
 
-/* Free what is left (only when no connection thread runs any more). */
-void drain_fini(void);
+/* Stop D's thread: kill the workers, wake every drain_finish waiter (it
+ * fails: the job keeps its directories). Call before waiting for the
+ * connection threads. NULL is a no-op; so is a second call. */
+void drain_shutdown(struct drain *d);
+
+/* Stop D (drain_shutdown) and free it, giving the job table's hooks back
+ * (only when no connection thread runs any more). NULL is a no-op. */
+void drain_destroy(struct drain *d);
+
+/* The drain holding the job table's hooks (the process's iostaged's), or
+ * NULL. A bridge for the callers that have no agent in reach yet; it goes
+ * with the hooks' context argument. */
+struct drain *drain_registered(void);
 
 /* JOB's outputs (if any): create TIER/jobs/J/out/NAME (user, 0700; an
  * existing one must be a directory owned by the job's user) and start
  * watching. TIER/jobs/J must exist on each output's tier. With RESUME
  * (a job reloaded after a restart) the counters are read back from its
  * record. 0, or -1 with err (nothing registered). */
-int drain_job_start(const struct job *job, bool resume, char *err,
-		    size_t errlen);
+int drain_job_start(struct drain *d, const struct job *job, bool resume,
+		    char *err, size_t errlen);
 
 /* Forget job ID's drain without draining (its staging could not start). */
-void drain_job_forget(uint32_t id);
+void drain_job_forget(struct drain *d, uint32_t id);
 
 /* Finish: drain what is left of job ID's outputs, waiting up to
  * DrainTimeout, log the summary, write the record. A job without outputs,
@@ -80,12 +91,12 @@ void drain_job_forget(uint32_t id);
  * TIER/jobs/.undrained), or -1 with err when they must stay (results could
  * not be moved aside; iostaged stopping). Blocks; call from a connection
  * thread. */
-int drain_finish(uint32_t id, char *err, size_t errlen);
+int drain_finish(struct drain *d, uint32_t id, char *err, size_t errlen);
 
 /* The "drain" object of job ID for status, or NULL (no outputs, or
  * ENOMEM): {phase, during_bytes, during_files, end_bytes, end_files,
  * end_seconds, backlog_files, failed_files, kept}. May be called with the
- * job table locked. */
-cJSON *drain_status_json(uint32_t id);
+ * job table locked. The caller owns it. */
+cJSON *drain_status_json(struct drain *d, uint32_t id);
 
 #endif /* IOSTAGE_DAEMON_DRAIN_H */

@@ -918,7 +918,8 @@ int stage_start(struct job *job, char *err, size_t errlen)
 		}
 	}
 	/* drain.c: TIER/jobs/J/out/NAME per output, watched from now on. */
-	if (!job->prestage && drain_job_start(job, false, err, errlen) < 0) {
+	if (!job->prestage && drain_job_start(drain_registered(), job,
+					       false, err, errlen) < 0) {
 		remove_dirs(job, stage_conf->ntiers);
 		return -1;
 	}
@@ -931,7 +932,7 @@ int stage_start(struct job *job, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start a staging thread: %s",
 			 strerror(r));
 		jobs_put(job);
-		drain_job_forget(job->id); /* drain.c */
+		drain_job_forget(drain_registered(), job->id); /* drain.c */
 		if (!job->prestage)
 			remove_dirs(job, stage_conf->ntiers);
 		errno = r;

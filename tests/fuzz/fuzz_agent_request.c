@@ -11,6 +11,7 @@
  * static dispatch(). */
 #include "tests/fuzz/fuzz.h"
 
+#include "daemon/agent.h"
 #include "daemon/server.c"
 
 #include "common/history/history.h"
@@ -19,6 +20,8 @@
 
 
 static struct conf conf;
+/* what drain_create reaches the configuration through */
+static struct agent fuzz_agent = { .conf = &conf };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -38,7 +41,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (!server_cache)
 		goto fail;
 	stage_init(&conf, server_cache);
-	if (drain_init(&conf, err, sizeof(err)) < 0 ||
+	if (!(fuzz_agent.drain = drain_create(&fuzz_agent, err, sizeof(err))) ||
 	    jobs_init(&conf, server_cache, err, sizeof(err)) < 0)
 		goto fail;
 	tiers_detach_stale(jobs_known);

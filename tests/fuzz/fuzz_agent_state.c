@@ -20,6 +20,7 @@
 #include <fcntl.h>
 
 #include "common/history/history.h"
+#include "daemon/agent.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
@@ -41,6 +42,8 @@ static const char staged_job[] =
 	"\"tier\":\"nvme\",\"drain\":\"end\"}]}}";
 
 static struct conf conf;
+/* what drain_create reaches the configuration through */
+static struct agent fuzz_agent = { .conf = &conf };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -72,7 +75,8 @@ static void start_stop(void)
 		goto fail;
 	cache_params_tiers(&conf, &cp);
 	cache = cache_create(&cp, err, sizeof(err));
-	if (!cache || drain_init(&conf, err, sizeof(err)) < 0 ||
+	if (!cache || !(fuzz_agent.drain = drain_create(&fuzz_agent, err,
+						   sizeof(err))) ||
 	    jobs_init(&conf, cache, err, sizeof(err)) < 0)
 		goto fail;
 	tiers_detach_stale(jobs_known);
@@ -82,10 +86,10 @@ static void start_stop(void)
 		goto fail;
 	cJSON_Delete(jobs_status_json(0));
 	jobs_shutdown("fuzz", 1);
-	drain_shutdown();
+	drain_shutdown(fuzz_agent.drain);
 	telemetry_fini();
 	jobs_fini();
-	drain_fini();
+	drain_destroy(fuzz_agent.drain);
 	cache_destroy(cache);
 	parts_fini();
 	tiers_fini();

@@ -1,5 +1,5 @@
 /* fuzz_job.h - a job in iostaged's table for the fuzz targets that drive
- * its handlers (fuzz_shim_report, fuzz_worker_lines): job ID of uid 1000
+ * its handlers (fuzz_shim_report): job ID of uid 1000
  * ("alice") with an empty profile, staging, inserted as a Prolog's stage
  * request inserts it. The caller holds a reference (jobs_put). Exits 2
  * when it cannot be made: the target cannot run. */

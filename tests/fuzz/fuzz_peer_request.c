@@ -9,6 +9,7 @@
 
 #include <sys/socket.h>
 
+#include "daemon/agent.h"
 #include "daemon/cluster/peer.c"
 
 #include "common/history/history.h"
@@ -24,6 +25,8 @@
 
 
 static struct conf conf;
+/* what drain_create reaches the configuration through */
+static struct agent fuzz_agent = { .conf = &conf };
 static struct cache *cache;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -43,7 +46,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (!cache)
 		goto fail;
 	stage_init(&conf, cache);
-	if (drain_init(&conf, err, sizeof(err)) < 0 ||
+	if (!(fuzz_agent.drain = drain_create(&fuzz_agent, err, sizeof(err))) ||
 	    jobs_init(&conf, cache, err, sizeof(err)) < 0)
 		goto fail;
 	tiers_detach_stale(jobs_known);

@@ -16,6 +16,7 @@
 #include "common/config/profile.h"
 #include "common/net/proto.h"
 #include "common/history/history.h"
+#include "daemon/agent.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
@@ -30,6 +31,8 @@
 #define FUZZ_JOB_INPUTS 5000
 
 static struct conf conf;
+/* what drain_create reaches the configuration through */
+static struct agent fuzz_agent = { .conf = &conf };
 static uint32_t job_id = 42;
 
 /* Job JOB_ID of uid 1000, staged, with this process as its task. */
@@ -72,7 +75,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fuzz_conf(&conf);
 	stage_init(&conf, NULL); /* nothing is staged: no cache */
 	if (tiers_init(&conf, err, sizeof(err)) < 0 ||
-	    drain_init(&conf, err, sizeof(err)) < 0 ||
+	    !(fuzz_agent.drain = drain_create(&fuzz_agent, err, sizeof(err))) ||
 	    jobs_init(&conf, NULL, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: %s\n", err);
