@@ -50,6 +50,7 @@
 #include "common/config/profile.h"
 #include "common/telemetry/telrec.h"
 #include "common/base/units.h"
+#include "daemon/agent_bridge.h"
 #include "daemon/staging/drain.h"
 #include "daemon/fsutil.h"
 #include "daemon/spawn.h"
@@ -1436,7 +1437,7 @@ int drain_init(const struct conf *conf, char *err, size_t errlen)
 	thread_started = true;
 	/* jobs.c asks for a job's drain status and resumes a reloaded
 	 * job's watches through these, never by calling into this file. */
-	jobs_set_drain_hooks(drain_status_json, resume_job);
+	jobs_set_drain_hooks(agent_bridge->jobs, drain_status_json, resume_job);
 	return 0;
 fail:
 	drain_fini();
@@ -1580,7 +1581,7 @@ static struct djob *djob_create(const struct job *job, bool make_dirs,
 		dj->nouts = i + 1;
 		snprintf(o->name, sizeof(o->name), "%s", po->name);
 		snprintf(o->pfs, sizeof(o->pfs), "%s", po->path);
-		o->tier = tiers_index(po->tier);
+		o->tier = tiers_index(agent_bridge->tiers, po->tier);
 		if (!t || o->tier < 0 ||
 		    joblayout_output_path(drain_conf, po, job->id, o->local,
 					  sizeof(o->local)) < 0) {
@@ -1855,7 +1856,7 @@ static int late_register(struct job *job, char *err, size_t errlen)
 
 int drain_finish(uint32_t id, char *err, size_t errlen)
 {
-	struct job *job = jobs_get(id);
+	struct job *job = jobs_get(agent_bridge->jobs, id);
 	struct timespec deadline;
 	struct djob *dj;
 	int r = 0;
