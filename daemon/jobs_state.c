@@ -455,11 +455,12 @@ static int load_one(struct jobs *js, const char *name)
 	}
 	o = cJSON_Parse(text);
 	free(text);
+	/* JSON that is not an object (e.g. "[7]") has no reason in err */
+	snprintf(err, sizeof(err), "%s", o ? "not a JSON object" : "not JSON");
 	job = cJSON_IsObject(o) ? jobs_job_from_json(js, o, err, sizeof(err))
 				: NULL;
 	if (!job) {
-		log_warningx("state file %s ignored: %s", name,
-			     o ? err : "not JSON");
+		log_warningx("state file %s ignored: %s", name, err);
 		cJSON_Delete(o);
 		return -1;
 	}
