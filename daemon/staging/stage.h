@@ -29,17 +29,10 @@
 #include "daemon/jobs.h"
 #include "daemon/spawn.h"
 #include "daemon/staging/cache.h"
+#include "daemon/staging/stage_plan.h"
 
 struct agent;
 struct stage;
-
-/* PublicUser, resolved (stage_public_account). */
-struct stage_account {
-	bool ok; /* PublicDatasets=yes and the account is usable */
-	uid_t uid;
-	gid_t gid;
-	char name[CONF_USER_MAX];
-};
 
 /* How a worker is started: spawn_as_user's contract (daemon/spawn.h),
  * with ARG first. A unit test puts its own here (stage_set_spawn). */

@@ -16,7 +16,14 @@
 
 #include "common/config/profile.h"
 #include "daemon/staging/cache.h"
-#include "daemon/staging/stage.h"
+
+/* PublicUser, resolved (stage_public_account, stage.h). */
+struct stage_account {
+	bool ok; /* PublicDatasets=yes and the account is usable */
+	uid_t uid;
+	gid_t gid;
+	char name[CONF_USER_MAX];
+};
 
 /* Whose cache entry a dataset goes to, and whom its workers run as: the
  * job's user (a per-user entry), or PublicUser for a public entry (built
