@@ -37,14 +37,26 @@ int fsutil_mkdir_p(const char *path, mode_t leaf_mode)
 int fsutil_check_root_dir(const struct stat *st, const char *path,
 			  bool allow_sticky, char *err, size_t errlen)
 {
+	return fsutil_check_owned_dir(st, path, 0, allow_sticky, err, errlen);
+}
+
+int fsutil_check_owned_dir(const struct stat *st, const char *path, uid_t owner,
+			   bool allow_sticky, char *err, size_t errlen)
+{
 	if (!S_ISDIR(st->st_mode)) {
 		snprintf(err, errlen, "%s is not a directory", path);
 		errno = ENOTDIR;
 		return -1;
 	}
-	if (st->st_uid != 0) {
-		snprintf(err, errlen, "%s is owned by uid %u, must be root",
-			 path, (unsigned)st->st_uid);
+	if (st->st_uid != owner) {
+		if (owner == 0)
+			snprintf(err, errlen,
+				 "%s is owned by uid %u, must be root", path,
+				 (unsigned)st->st_uid);
+		else
+			snprintf(err, errlen,
+				 "%s is owned by uid %u, must be uid %u", path,
+				 (unsigned)st->st_uid, (unsigned)owner);
 		errno = EPERM;
 		return -1;
 	}
@@ -52,8 +64,9 @@ int fsutil_check_root_dir(const struct stat *st, const char *path,
 	    !(allow_sticky && (st->st_mode & S_ISVTX))) {
 		snprintf(err, errlen,
 			 "%s is group/other-writable (mode %04o), must be "
-			 "writable by root only",
-			 path, (unsigned)(st->st_mode & 07777));
+			 "writable by %s only",
+			 path, (unsigned)(st->st_mode & 07777),
+			 owner ? "its owner" : "root");
 		errno = EPERM;
 		return -1;
 	}

@@ -19,6 +19,11 @@ int fsutil_mkdir_p(const char *path, mode_t leaf_mode);
 int fsutil_check_root_dir(const struct stat *st, const char *path,
 			  bool allow_sticky, char *err, size_t errlen);
 
+/* The same for a directory OWNER must own (root: fsutil_check_root_dir;
+ * a unit test's own uid for a StateDir in a temporary directory). */
+int fsutil_check_owned_dir(const struct stat *st, const char *path, uid_t owner,
+			   bool allow_sticky, char *err, size_t errlen);
+
 /* write(2) until LEN bytes are written. 0 or -1 with errno. */
 int fsutil_write_all(int fd, const void *buf, size_t len);
 

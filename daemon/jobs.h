@@ -11,6 +11,10 @@
  * Jobs are reference counted: jobs_get() returns a reference that the
  * caller gives back with jobs_put(), so a job found by one client stays
  * valid while another finishes it.
+ *
+ * A table is made by jobs_create and freed by jobs_destroy; the functions
+ * about the table take it first, those about one job take the job (which
+ * knows its table). The parts of the table: jobs_internal.h.
  */
 #ifndef IOSTAGE_DAEMON_JOBS_H
 #define IOSTAGE_DAEMON_JOBS_H
@@ -32,7 +36,7 @@
  * 0x03ffffff), so the two never meet in the table. */
 #define JOBS_PRESTAGE_ID_MIN 0x80000000U
 #define JOBS_PRESTAGE_KEEP_S 600 /* a finished prestage stays this long */
-#define JOBS_NODES_MAX 4096      /* nodes of a multi-node job */
+#define JOBS_NODES_MAX 4096	 /* nodes of a multi-node job */
 
 enum job_state {
 	JOB_STAGING = 0,
@@ -50,9 +54,9 @@ enum job_ds_result {
 
 struct job_ds {
 	enum job_ds_result result;
-	char entry[JOBS_ENTRY_MAX];      /* "K.vN" on the dataset's tier */
+	char entry[JOBS_ENTRY_MAX]; /* "K.vN" on the dataset's tier */
 	uint64_t copied_files, copied_bytes, linked_files;
-	uint64_t bytes, files;           /* the dataset's size, once staged */
+	uint64_t bytes, files; /* the dataset's size, once staged */
 };
 
 struct job {
@@ -61,10 +65,10 @@ struct job {
 	uid_t uid;
 	gid_t gid;
 	char user[JOBS_USER_MAX];
-	struct profile *profile;     /* NULL: a reloaded profile is invalid */
-	char *profile_json;          /* normalized, as persisted */
-	bool tiers[CONF_MAX_TIERS];  /* tiers holding TIER/jobs/JOBID */
-	bool prestage;               /* a cache warm-up: no dirs, no pins */
+	struct profile *profile;    /* NULL: a reloaded profile is invalid */
+	char *profile_json;	    /* normalized, as persisted */
+	bool tiers[CONF_MAX_TIERS]; /* tiers holding TIER/jobs/JOBID */
+	bool prestage;		    /* a cache warm-up: no dirs, no pins */
 	/* A pre-stage for a pending job (iostagectld's prediction): it may
 	 * only evict versions that one job used (cache_reserve). */
 	bool speculative;
@@ -75,7 +79,7 @@ struct job {
 	 * 1 s early. Microseconds, not ns: a double (JSON, the record)
 	 * holds them exactly, so a reloaded job's start equals its record's. */
 	int64_t created_us;
-	struct timespec t0;          /* CLOCK_MONOTONIC at creation */
+	struct timespec t0; /* CLOCK_MONOTONIC at creation */
 	/* A multi-node job's nodes (the head first), from the Prolog's
 	 * stage request; 0 or 1: a single-node job (no peer traffic). */
 	char **nodes;
@@ -84,22 +88,23 @@ struct job {
 	/* Under the table lock; use the functions below. */
 	enum job_state state;
 	char error[CONF_ERR_MAX];
-	uint64_t bytes, files;             /* copied so far */
-	uint64_t total_bytes, total_files; /* measured so far */
-	uint64_t tier_bytes[CONF_MAX_TIERS]; /* staged bytes per tier */
+	uint64_t bytes, files;			/* copied so far */
+	uint64_t total_bytes, total_files;	/* measured so far */
+	uint64_t tier_bytes[CONF_MAX_TIERS];	/* staged bytes per tier */
 	struct job_ds ds[PROFILE_MAX_DATASETS]; /* per dataset, in order */
-	double staged_s;             /* how long staging took, once done */
-	time_t ended;                /* when staging ended, 0 = not yet */
-	pid_t worker;                /* running stage worker, 0 = none */
-	bool running;                /* a staging thread owns the job */
-	bool cancel;                 /* abort, finish or shutdown asked */
+	double staged_s; /* how long staging took, once done */
+	time_t ended;	 /* when staging ended, 0 = not yet */
+	pid_t worker;	 /* running stage worker, 0 = none */
+	bool running;	 /* a staging thread owns the job */
+	bool cancel;	 /* abort, finish or shutdown asked */
 	char cancel_reason[CONF_ERR_MAX];
-	bool gone;                   /* finished: out of the table */
+	bool gone; /* finished: out of the table */
 	/* The node whose staging failed the whole job (jobs_fail_jobwide),
 	 * "" when it failed here or did not fail. */
 	char failed_node[CONF_NODE_MAX];
 	unsigned refs;
 	struct job *next;
+	struct jobs *table; /* the table it was made for */
 };
 
 /* A consistent copy of the changing part of a job, for replies. */
@@ -109,33 +114,43 @@ struct job_view {
 	uint64_t bytes, files, total_bytes, total_files;
 };
 
-struct cache;
+struct agent;
+struct jobs;
 
-/* Create StateDir/jobs (root, 0700) and load the jobs persisted there.
- * CONF and CACHE (where a finished job's versions are unpinned) must
- * outlive the daemon; call after tiers_init. 0, or -1 with err. */
-int jobs_init(const struct conf *conf, struct cache *cache, char *err,
-	      size_t errlen);
+/* A job table for agent A (its conf, tiers and cache: where a finished
+ * job's directories go and its versions are unpinned; A must outlive the
+ * table): create StateDir/jobs (0700) owned by OWNER (root in iostaged; a
+ * unit test's own uid), and open it. Nothing is loaded yet (jobs_load).
+ * NULL with err. */
+struct jobs *jobs_create(struct agent *a, uid_t owner, char *err,
+			 size_t errlen);
+
+/* Load the jobs persisted in StateDir/jobs (after jobs_set_drain_hooks:
+ * a reloaded staged job's outputs are watched again). 0, or -1 with
+ * err. */
+int jobs_load(struct jobs *js, char *err, size_t errlen);
 
 /* What the drain (daemon/staging/drain.c) adds to the table, registered by
  * drain_init, so that the table never calls up into it: STATUS gives job
  * ID's "drain" object for status, or NULL (called with the table locked);
  * RESUME watches the outputs of a job reloaded staged after a restart
- * again (0, or -1 with err). Call before jobs_init; unset, status has no
+ * again (0, or -1 with err). Call before jobs_load; unset, status has no
  * "drain" and a reloaded job's outputs drain at finish only. */
 typedef cJSON *(*jobs_drain_status_fn)(uint32_t id);
 typedef int (*jobs_drain_resume_fn)(const struct job *job, char *err,
 				    size_t errlen);
-void jobs_set_drain_hooks(jobs_drain_status_fn status,
+void jobs_set_drain_hooks(struct jobs *js, jobs_drain_status_fn status,
 			  jobs_drain_resume_fn resume);
 
-/* Stop: refuse new jobs (jobs_insert fails), cancel every staging job with REASON (its worker
- * is killed and its partial copies removed by its staging thread), wake
- * every waiter, and wait up to TIMEOUT_S for the staging threads. */
-void jobs_shutdown(const char *reason, unsigned timeout_s);
+/* Stop: refuse new jobs (jobs_insert fails), cancel every staging job with
+ * REASON (its worker is killed and its partial copies removed by its staging
+ * thread), wake every waiter, and wait up to TIMEOUT_S for the staging threads.
+ */
+void jobs_shutdown(struct jobs *js, const char *reason, unsigned timeout_s);
 
-/* Free the table (only when no thread uses it any more). */
-void jobs_fini(void);
+/* Free the table (only when no thread uses it any more). NULL is a
+ * no-op. */
+void jobs_destroy(struct jobs *js);
 
 const char *jobs_state_name(enum job_state state);
 
@@ -143,8 +158,9 @@ const char *jobs_state_name(enum job_state state);
  * for the caller; takes ownership of PROFILE (normalized and validated) on
  * success. NULL with err on failure (PROFILE then still the caller's).
  * For a prestage request set ->prestage before jobs_insert. */
-struct job *jobs_create(uint32_t id, uid_t uid, gid_t gid, const char *user,
-			struct profile *profile, char *err, size_t errlen);
+struct job *jobs_new_job(struct jobs *js, uint32_t id, uid_t uid, gid_t gid,
+			 const char *user, struct profile *profile, char *err,
+			 size_t errlen);
 
 /* Give a job not yet inserted its node list (NODES[N], valid node names,
  * copied). 0, or -1 with err. */
@@ -172,14 +188,16 @@ void jobs_discard(struct job *job);
  * (*ret_existing gets a reference to it; JOB is untouched: jobs_discard
  * it), or -1 with err (JOB is not in the table: drop the caller's
  * reference with jobs_put). */
-int jobs_insert(struct job *job, struct job **ret_existing, char *err,
-		size_t errlen);
+int jobs_insert(struct jobs *js, struct job *job, struct job **ret_existing,
+		char *err, size_t errlen);
 
 /* A free prestage id (JOBS_PRESTAGE_ID_MIN and up). */
-uint32_t jobs_next_prestage_id(void);
+uint32_t jobs_next_prestage_id(struct jobs *js);
 
 /* Is a job with id ID in the table? (For the cache's pin check.) */
-bool jobs_known(uint32_t id);
+bool jobs_known(struct jobs *js, uint32_t id);
+/* The same with the table as a void * (tiers_detach_stale's callback). */
+bool jobs_known_arg(void *js, uint32_t id);
 
 /* Whether job ID was finished here (its Epilog ran), among the last
  * JOBS_FINISHED_KEEP finishes, at or after SINCE_US (microseconds since
@@ -193,16 +211,16 @@ bool jobs_known(uint32_t id);
  * a job failed job-wide by another node names that node, so that every
  * node of the job names the one that failed, not the first to finish. */
 struct jobs_finished {
-	char failed_node[CONF_NODE_MAX]; /* "" when it failed here, or not */
+	char failed_node[CONF_NODE_MAX];   /* "" when it failed here, or not */
 	char error[JOBS_FINISHED_ERR_MAX]; /* "" when staging did not fail */
 };
 /* RET (may be NULL) gets the finished job's outcome when it returns
  * true. */
-bool jobs_finished_here(uint32_t id, int64_t since_us,
+bool jobs_finished_here(struct jobs *js, uint32_t id, int64_t since_us,
 			struct jobs_finished *ret);
 
 /* Forget prestage jobs that ended more than JOBS_PRESTAGE_KEEP_S ago. */
-void jobs_prune_prestage(void);
+void jobs_prune_prestage(struct jobs *js);
 
 /* Take JOB out of the table, delete its state file and drop the table's
  * reference; used when setting up staging failed right after jobs_insert
@@ -210,7 +228,7 @@ void jobs_prune_prestage(void);
 void jobs_remove(struct job *job);
 
 /* The job with id ID (a new reference), or NULL. */
-struct job *jobs_get(uint32_t id);
+struct job *jobs_get(struct jobs *js, uint32_t id);
 
 /* Take one more reference to JOB (which the caller already holds). */
 void jobs_hold(struct job *job);
@@ -237,7 +255,8 @@ void jobs_abort(struct job *job, const char *reason, unsigned timeout_s,
  * state file, forget it.
  * An unknown job is success. 0 or -1 with err (the job stays known so that
  * finish can be retried). */
-int jobs_finish(uint32_t id, unsigned timeout_s, char *err, size_t errlen);
+int jobs_finish(struct jobs *js, uint32_t id, unsigned timeout_s, char *err,
+		size_t errlen);
 
 /* The stage-failure policy that applies to JOB. */
 enum stage_failure_policy jobs_policy(const struct job *job);
@@ -282,9 +301,9 @@ void jobs_staging_done(struct job *job, bool ok, const char *error);
  * else only PEER_UID's. Each carries its progress (bytes/files done of
  * total_bytes/total_files, rate_bps, eta_s) and a "cache" array telling
  * how each dataset was served. NULL on ENOMEM. */
-cJSON *jobs_status_json(uid_t peer_uid);
+cJSON *jobs_status_json(struct jobs *js, uid_t peer_uid);
 
 /* Number of known jobs using each tier, into counts[CONF_MAX_TIERS]. */
-void jobs_tier_counts(unsigned counts[CONF_MAX_TIERS]);
+void jobs_tier_counts(struct jobs *js, unsigned counts[CONF_MAX_TIERS]);
 
 #endif /* IOSTAGE_DAEMON_JOBS_H */

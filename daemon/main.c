@@ -26,6 +26,7 @@
 #include "common/base/daemonize.h"
 #include "common/base/log.h"
 #include "daemon/agent.h"
+#include "daemon/agent_bridge.h"
 #include "daemon/staging/bwgov.h"
 #include "daemon/staging/cache.h"
 #include "daemon/cluster/cachereport.h"
@@ -119,7 +120,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "iostaged: %s\n", err);
 		return 1;
 	}
-	if (stage_public_account(&conf, err, sizeof(err)) < 0) {
+	if (stage_public_account(&conf, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "iostaged: %s: %s\n", args.conf_path, err);
 		return 1;
 	}
@@ -168,24 +169,28 @@ int main(int argc, char **argv)
 	 * builds the journal lists are removed; the views (bind mounts) of
 	 * jobs gone while we were down go just before, so that nothing still
 	 * shows a version that removes. */
-	if (tiers_init(&conf, err, sizeof(err)) < 0)
+	agent.conf = &conf;
+	agent.conf_path = conf_abs;
+	agent_bridge = &agent; /* for the modules not yet given theirs */
+	agent.tiers = tiers_create(&agent, 0, err, sizeof(err));
+	if (!agent.tiers)
 		goto fail;
-	cache_params_tiers(&conf, &cache_params);
+	cache_params_tiers(agent.tiers, &conf, &cache_params);
 	cache = cache_create(&cache_params, err, sizeof(err));
 	if (!cache)
 		goto fail;
-	agent.conf = &conf;
-	agent.conf_path = conf_abs;
 	agent.cache = cache;
-	stage_init(&conf, cache);
-	if (spawn_init(err, sizeof(err)) < 0 ||
+	if (!(agent.stage = stage_create(&agent, err, sizeof(err))) ||
+	    spawn_init(err, sizeof(err)) < 0 ||
+	    !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
 	    server_init(&conf, conf_abs, cache, err, sizeof(err)) < 0 ||
-	    /* before jobs: resume */
+	    /* before the jobs are loaded: it resumes their drains */
 	    !(agent.drain = drain_create(&agent, err, sizeof(err))) ||
-	    jobs_init(&conf, cache, err, sizeof(err)) < 0)
+	    jobs_load(agent.jobs, err, sizeof(err)) < 0)
 		goto fail;
-	tiers_detach_stale(jobs_known);
-	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
+	tiers_detach_stale(agent.tiers, jobs_known_arg, agent.jobs);
+	if (cache_recover(cache, agent_bridge_job_known, err,
+			  sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
 	    parts_init(&conf, err, sizeof(err)) < 0 ||
 	    /* Records for iostagectld: resumes what a crash left. */
@@ -222,7 +227,8 @@ int main(int argc, char **argv)
 	cachereport_fini();
 	metrics_fini();
 	peer_fini();
-	jobs_shutdown("iostaged stopped during staging", SHUTDOWN_JOBS_S);
+	jobs_shutdown(agent.jobs, "iostaged stopped during staging",
+		      SHUTDOWN_JOBS_S);
 	bwgov_fini(); /* gives the node's lease back */
 	drain_shutdown(agent.drain); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);
@@ -235,7 +241,8 @@ out:
 	server_close();
 	/* A client thread still running could touch the table. */
 	if (clients_gone) {
-		jobs_fini();
+		jobs_destroy(agent.jobs);
+		stage_destroy(agent.stage);
 		drain_destroy(agent.drain);
 		cache_destroy(cache);
 		history_fini();
@@ -243,7 +250,7 @@ out:
 		forward_fini(); /* a finish may still put */
 	}
 	spawn_fini();
-	tiers_fini();
+	tiers_destroy(agent.tiers);
 	if (rc == 0)
 		log_info("stopped");
 	return rc;

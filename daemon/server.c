@@ -33,6 +33,7 @@
 #include "common/config/pathsafe.h"
 #include "common/config/profile.h"
 #include "common/net/proto.h"
+#include "daemon/agent_bridge.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/cluster/forward.h"
@@ -106,7 +107,7 @@ static cJSON *reply_view(const struct job_view *v)
 static struct job *job_for(const struct peer *c, uint32_t id, char *err,
 			   size_t errlen)
 {
-	struct job *job = jobs_get(id);
+	struct job *job = jobs_get(agent_bridge->jobs, id);
 
 	if (!job) {
 		snprintf(err, errlen, "unknown job %u", id);
@@ -303,7 +304,8 @@ static cJSON *op_stage(const struct peer *c, const cJSON *req)
 	profile = request_profile(req, err, sizeof(err));
 	if (!profile)
 		goto fail;
-	job = jobs_create(id, uid, gid, user, profile, err, sizeof(err));
+	job = jobs_new_job(agent_bridge->jobs, id, uid, gid, user, profile, err,
+			   sizeof(err));
 	if (!job)
 		goto fail;
 	profile = NULL; /* the job's now */
@@ -321,7 +323,7 @@ static cJSON *op_stage(const struct peer *c, const cJSON *req)
 				     id, server_conf->node_name);
 	}
 
-	r = jobs_insert(job, &old, err, sizeof(err));
+	r = jobs_insert(agent_bridge->jobs, job, &old, err, sizeof(err));
 	if (r == 1) {
 		/* Idempotent: a second stage answers with the current state. */
 		jobs_discard(job);
@@ -340,7 +342,7 @@ static cJSON *op_stage(const struct peer *c, const cJSON *req)
 	}
 	if (r < 0)
 		goto fail;
-	if (stage_start(job, err, sizeof(err)) < 0) {
+	if (stage_start(agent_bridge->stage, job, err, sizeof(err)) < 0) {
 		jobs_remove(job);
 		goto fail;
 	}
@@ -540,7 +542,8 @@ static cJSON *op_finish(const struct peer *c, const cJSON *req)
 	if (record)
 		stats_job_record(id, record); /* its last /metrics series */
 	cJSON_Delete(record);
-	if (jobs_finish(id, SERVER_THREAD_WAIT_S, err, sizeof(err)) < 0) {
+	if (jobs_finish(agent_bridge->jobs, id, SERVER_THREAD_WAIT_S, err,
+			sizeof(err)) < 0) {
 		bool again = errno == EBUSY;
 		cJSON *r;
 
@@ -564,7 +567,7 @@ static cJSON *op_status(const struct peer *c, const cJSON *req)
 	size_t i;
 
 	(void)req;
-	jobs_prune_prestage();
+	jobs_prune_prestage(agent_bridge->jobs);
 	r = proto_reply_ok();
 	if (!r)
 		return NULL;
@@ -579,7 +582,7 @@ static cJSON *op_status(const struct peer *c, const cJSON *req)
 			cJSON_AddNumberToObject(d, "outbox",
 						(double)forward_pending());
 	}
-	jobs_tier_counts(counts);
+	jobs_tier_counts(agent_bridge->jobs, counts);
 	tiers = cJSON_AddArrayToObject(r, "tiers");
 	for (i = 0; tiers && i < server_conf->ntiers; i++) {
 		const struct conf_tier *t = &server_conf->tiers[i];
@@ -589,7 +592,7 @@ static cJSON *op_status(const struct peer *c, const cJSON *req)
 
 		if (!o)
 			break;
-		(void)tiers_usage((int)i, &u);
+		(void)tiers_usage(agent_bridge->tiers, (int)i, &u);
 		cJSON_AddStringToObject(o, "name", t->name);
 		cJSON_AddStringToObject(o, "path", t->path);
 		cJSON_AddStringToObject(o, "medium", conf_medium_name(t->medium));
@@ -604,7 +607,7 @@ static cJSON *op_status(const struct peer *c, const cJSON *req)
 		cJSON_AddNumberToObject(o, "reserved_bytes", (double)u.reserved);
 		cJSON_AddItemToArray(tiers, o);
 	}
-	jobs = jobs_status_json(c->uid);
+	jobs = jobs_status_json(agent_bridge->jobs, c->uid);
 	if (!jobs) {
 		cJSON_Delete(r);
 		return proto_reply_error("out of memory");
@@ -634,7 +637,7 @@ static int opt_tier(const cJSON *req, char *err, size_t errlen)
 		return -2;
 	if (!name)
 		return -1;
-	t = tiers_index(name);
+	t = tiers_index(agent_bridge->tiers, name);
 	if (t < 0) {
 		conf_tier_names(server_conf, names, sizeof(names));
 		snprintf(err, errlen,
@@ -763,8 +766,9 @@ static cJSON *op_prestage(const struct peer *c, const cJSON *req)
 			goto fail;
 		}
 	}
-	id = jobs_next_prestage_id();
-	job = jobs_create(id, uid, gid, user, profile, err, sizeof(err));
+	id = jobs_next_prestage_id(agent_bridge->jobs);
+	job = jobs_new_job(agent_bridge->jobs, id, uid, gid, user, profile, err,
+			   sizeof(err));
 	if (!job)
 		goto fail;
 	profile = NULL; /* the job's now */
@@ -772,7 +776,7 @@ static cJSON *op_prestage(const struct peer *c, const cJSON *req)
 	/* iostagectld's, for a job it expects to start here: a prediction,
 	 * which must not cost data that jobs come back to. */
 	job->speculative = cJSON_GetObjectItemCaseSensitive(req, "for_job") != NULL;
-	switch (jobs_insert(job, &old, err, sizeof(err))) {
+	switch (jobs_insert(agent_bridge->jobs, job, &old, err, sizeof(err))) {
 	case 0:
 		break;
 	case 1: /* cannot happen: the id is fresh */
@@ -784,7 +788,7 @@ static cJSON *op_prestage(const struct peer *c, const cJSON *req)
 	default:
 		goto fail;
 	}
-	if (stage_start(job, err, sizeof(err)) < 0) {
+	if (stage_start(agent_bridge->stage, job, err, sizeof(err)) < 0) {
 		jobs_remove(job);
 		goto fail;
 	}

@@ -32,6 +32,10 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
+/* /proc/self/exe, opened once by spawn_init: per process, not per agent
+ * (every agent of a process re-executes the same binary, and an upgrade
+ * on disk must not swap it under a running daemon), so a file-scope
+ * variable rather than a field of a struct. */
 static int exe_fd = -1;
 
 /* What the child needs, prepared before fork(). */

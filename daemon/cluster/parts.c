@@ -24,6 +24,7 @@
 #include "common/net/proto.h"
 #include "common/telemetry/recmerge.h"
 #include "common/base/smallfile.h"
+#include "daemon/agent_bridge.h"
 #include "daemon/fsutil.h"
 #include "common/history/history.h"
 #include "daemon/jobs.h"
@@ -220,7 +221,7 @@ int parts_put(uint32_t id, const char *node, const cJSON *rec, char *err,
 		n = parts_record_nodes(marker, list, JOBS_NODES_MAX);
 		if (!listed(list, n, node))
 			goto not_ours;
-	} else if ((job = jobs_get(id))) {
+	} else if ((job = jobs_get(agent_bridge->jobs, id))) {
 		bool ours = job->nnodes == 0 ||
 			    listed((const char *const *)job->nodes, job->nnodes,
 				   node);

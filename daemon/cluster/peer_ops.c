@@ -34,6 +34,7 @@
 #include "common/base/log.h"
 #include "common/net/proto.h"
 #include "common/history/history.h"
+#include "daemon/agent_bridge.h"
 #include "daemon/cluster/cachereport.h"
 #include "daemon/jobs.h"
 #include "daemon/ops.h"
@@ -69,7 +70,7 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 	if (!r)
 		return NULL;
 	cJSON_AddStringToObject(r, "node", peer_self());
-	job = jobs_get(id);
+	job = jobs_get(agent_bridge->jobs, id);
 	if (!job) {
 		/* Over here (the job ended while the asker still stages: this
 		 * node's Prolog failed and its script ran), or its Prolog has
@@ -81,7 +82,8 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 		bool finished =
 		    cJSON_IsNumber(since) && since->valuedouble >= 0 &&
 		    since->valuedouble <= 1e18 &&
-		    jobs_finished_here(id, (int64_t)since->valuedouble, &f);
+		    jobs_finished_here(agent_bridge->jobs, id,
+				       (int64_t)since->valuedouble, &f);
 
 		cJSON_AddStringToObject(r, "state",
 					finished ? "finished" : "unknown");

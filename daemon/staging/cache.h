@@ -158,9 +158,10 @@ int cache_recover(struct cache *c, bool (*job_known)(uint32_t id), char *err,
 /* Free the summaries and close the journal. NULL is a no-op. */
 void cache_destroy(struct cache *c);
 
-/* P for iostaged's own tiers (tiers.c, after tiers_init): their
- * directory fds and space, owned by root (cache_tiers.c). */
-void cache_params_tiers(const struct conf *conf, struct cache_params *ret);
+/* P for iostaged's own tiers TS (tiers.c) of CONF: their directory fds
+ * and space, owned by root (cache_tiers.c). */
+void cache_params_tiers(struct tiers *ts, const struct conf *conf,
+			struct cache_params *ret);
 
 /* --- one key (stage.c) -----------------------------------------------------
  */

@@ -10,24 +10,22 @@
 
 static int space_usage(void *arg, int tier, struct tiers_usage *ret)
 {
-	(void)arg;
-	return tiers_usage(tier, ret);
+	return tiers_usage(arg, tier, ret);
 }
 
 static int space_reserve(void *arg, int tier, const char *dsname, uint64_t size,
 			 char *err, size_t errlen)
 {
-	(void)arg;
-	return tiers_reserve(tier, dsname, size, err, errlen);
+	return tiers_reserve(arg, tier, dsname, size, err, errlen);
 }
 
 static void space_account(void *arg, int tier, int64_t delta)
 {
-	(void)arg;
-	tiers_cache_account(tier, delta);
+	tiers_cache_account(arg, tier, delta);
 }
 
-void cache_params_tiers(const struct conf *conf, struct cache_params *ret)
+void cache_params_tiers(struct tiers *ts, const struct conf *conf,
+			struct cache_params *ret)
 {
 	size_t t;
 
@@ -35,14 +33,15 @@ void cache_params_tiers(const struct conf *conf, struct cache_params *ret)
 	ret->conf = conf;
 	for (t = 0; t < CONF_MAX_TIERS; t++) {
 		ret->cache_fd[t] =
-		    t < conf->ntiers ? tiers_cache_fd((int)t) : -1;
-		ret->jobs_fd[t] = t < conf->ntiers ? tiers_jobs_fd((int)t) : -1;
+		    t < conf->ntiers ? tiers_cache_fd(ts, (int)t) : -1;
+		ret->jobs_fd[t] =
+		    t < conf->ntiers ? tiers_jobs_fd(ts, (int)t) : -1;
 	}
 	ret->space = (struct cache_space){
 	    .usage = space_usage,
 	    .reserve = space_reserve,
 	    .account = space_account,
-	    .arg = NULL,
+	    .arg = ts,
 	};
 	ret->owner_uid = 0;
 	ret->owner_gid = 0;

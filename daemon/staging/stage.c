@@ -29,9 +29,11 @@
  * prepared before the fork.
  *
  * Everything the worker prints is untrusted (it runs as the user, who may
- * ptrace it): lines are bounded by proto_read_line, numbers are only ever
- * added up for status and space, and strings are made printable and
- * one-line before they reach logs or replies.
+ * ptrace it): lines are bounded by proto_read_line and parsed by
+ * stage_proto.c; numbers are only ever added up for status and space, and
+ * strings are made printable and one-line before they reach logs or
+ * replies. The decisions (which entry, hit/check/build, the worker's
+ * arguments) are stage_plan.c's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,8 +42,8 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
-#include <pwd.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,82 +57,53 @@
 
 #include <cJSON.h>
 
-#include "common/config/joblayout.h"
 #include "common/base/deadline.h"
 #include "common/base/log.h"
-#include "common/net/proto.h"
 #include "common/base/units.h"
+#include "common/config/joblayout.h"
+#include "common/net/proto.h"
+#include "daemon/agent.h"
+#include "daemon/spawn.h"
 #include "daemon/staging/bwgov.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
-#include "daemon/spawn.h"
 #include "daemon/staging/stage.h"
-#include "daemon/telemetry/stats.h"
+#include "daemon/staging/stage_plan.h"
 #include "daemon/staging/tiers.h"
+#include "daemon/telemetry/stats.h"
 
-#define STAGE_ARGV_MAX 20
 #define STAGE_SLOT_POLL_MS 200
 
-static const struct conf *stage_conf;
-static struct cache *stage_cache;
-
-/* PublicUser, resolved at start (stage_public_account). */
-static struct {
-	bool ok;
-	uid_t uid;
-	gid_t gid;
-	char name[CONF_USER_MAX];
-} public_account;
-
-/* Whose cache entry a dataset goes to, and whom its workers run as: the
- * job's user (a per-user entry), or PublicUser for a public entry (built
- * by an account that is not the requesting user, so that no user can
- * ever write into a copy other users will read). */
-struct owner {
-	uid_t uid;
-	gid_t gid;
-	const char *user;
-	bool public;
+struct stage {
+	struct agent *agent; /* ->conf, ->tiers, ->cache */
+	const struct conf *conf;
+	struct stage_account public_account; /* PublicUser, resolved */
+	/* StageParallelism: workers running now. */
+	pthread_mutex_t slots_lock;
+	pthread_cond_t slots_cond;
+	unsigned slots_busy;
+	/* How workers start: spawn_as_user, or a test's. */
+	stage_spawn_fn spawn;
+	void *spawn_arg;
 };
-
-/* StageParallelism: workers running now. */
-static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t slots_cond;
-static unsigned slots_busy;
 
 /* One running worker. */
 struct worker {
 	pid_t pid;
-	int out;  /* its stdout, our read end */
-	int in;   /* its stdin, our write end; -1 once closed */
+	int out; /* its stdout, our read end */
+	int in;	 /* its stdin, our write end; -1 once closed */
 };
 
 /* A staging thread's state. */
 struct run {
+	struct stage *s;
 	struct job *job;
 	struct timespec deadline;
 	unsigned timeout_s;
-	int64_t started_ns;              /* CLOCK_REALTIME at the start */
+	int64_t started_ns;		 /* CLOCK_REALTIME at the start */
 	uint64_t done_bytes, done_files; /* datasets finished */
-	uint64_t cached_bytes;           /* of which cache hits (stats.h) */
+	uint64_t cached_bytes;		 /* of which cache hits (stats.h) */
 	char err[CONF_ERR_MAX];
-};
-
-/* What a worker is asked to do. */
-enum worker_mode {
-	WORKER_CHECK = 0,
-	WORKER_BUILD,
-};
-
-struct worker_task {
-	enum worker_mode mode;
-	const struct owner *owner; /* who the worker runs as; --public */
-	const char *src;
-	const char *dstdir;
-	const char *previous; /* K.vN/data of the previous version, or NULL */
-	int manifest_in;      /* -1 or its manifest */
-	int manifest_out;     /* -1 or the new manifest's file */
-	enum profile_verify verify;
 };
 
 /* What came out of one worker. */
@@ -138,11 +111,11 @@ struct outcome {
 	bool got_result, result_ok;
 	bool got_totals, unchanged;
 	char worker_err[CONF_ERR_MAX]; /* the worker's own error */
-	char err[CONF_ERR_MAX];        /* ours: capacity, timeout, protocol */
-	uint64_t reserved;             /* bytes reserved on the tier */
+	char err[CONF_ERR_MAX];	       /* ours: capacity, timeout, protocol */
+	uint64_t reserved;	       /* bytes reserved on the tier */
 	uint64_t total_bytes, total_files, copy_bytes, copy_files;
 	uint64_t bytes, files, linked; /* final figures from the worker */
-	int64_t started_ns;            /* CLOCK_REALTIME before the spawn */
+	int64_t started_ns;	       /* CLOCK_REALTIME before the spawn */
 };
 
 static long ms_left(const struct timespec *deadline)
@@ -154,41 +127,73 @@ static long ms_left(const struct timespec *deadline)
 	       (deadline->tv_nsec - now.tv_nsec) / 1000000;
 }
 
-/* Make S one printable line in place (worker output is untrusted). */
-static void sanitize(char *s)
+/* --- the object
+ * ---------------------------------------------------------------- */
+
+static int real_spawn(void *arg, uid_t uid, gid_t gid, const char *user,
+		      char *const argv[], char *const envp[],
+		      const int *pass_fds, size_t npass, const char *what,
+		      struct spawn_proc *ret, char *err, size_t errlen)
 {
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
+	(void)arg;
+	return spawn_as_user(uid, gid, user, argv, envp, pass_fds, npass, what,
+			     ret, err, errlen);
 }
 
-/* --- start-up ------------------------------------------------------------------ */
-
-void stage_init(const struct conf *conf, struct cache *cache)
+struct stage *stage_create(struct agent *a, char *err, size_t errlen)
 {
+	struct stage *s = calloc(1, sizeof(*s));
 	pthread_condattr_t attr;
 
-	stage_conf = conf;
-	stage_cache = cache;
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->agent = a;
+	s->conf = a->conf;
+	if (stage_public_account(a->conf, &s->public_account, err, errlen) <
+	    0) {
+		free(s);
+		return NULL;
+	}
+	s->spawn = real_spawn;
+	pthread_mutex_init(&s->slots_lock, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&slots_cond, &attr);
+	pthread_cond_init(&s->slots_cond, &attr);
 	pthread_condattr_destroy(&attr);
+	return s;
 }
 
+void stage_destroy(struct stage *s)
+{
+	if (!s)
+		return;
+	pthread_cond_destroy(&s->slots_cond);
+	pthread_mutex_destroy(&s->slots_lock);
+	free(s);
+}
 
-/* --- StageParallelism ------------------------------------------------------------ */
+void stage_set_spawn(struct stage *s, stage_spawn_fn fn, void *arg)
+{
+	s->spawn = fn ? fn : real_spawn;
+	s->spawn_arg = fn ? arg : NULL;
+}
+
+/* --- StageParallelism
+ * ------------------------------------------------------------ */
 
 /* Wait for a free worker slot; -1 (reason in run->err) when the job is
  * cancelled or out of time first. */
 static int slot_take(struct run *run, const char *dsname)
 {
+	struct stage *s = run->s;
 	struct timespec until;
 	int r = 0;
 
-	pthread_mutex_lock(&slots_lock);
-	while (slots_busy >= stage_conf->stage_parallelism) {
-		pthread_mutex_unlock(&slots_lock);
+	pthread_mutex_lock(&s->slots_lock);
+	while (s->slots_busy >= s->conf->stage_parallelism) {
+		pthread_mutex_unlock(&s->slots_lock);
 		if (jobs_cancelled(run->job, run->err, sizeof(run->err)))
 			return -1;
 		if (ms_left(&run->deadline) <= 0) {
@@ -198,80 +203,47 @@ static int slot_take(struct run *run, const char *dsname)
 			return -1;
 		}
 		deadline_after_ms(CLOCK_MONOTONIC, STAGE_SLOT_POLL_MS, &until);
-		pthread_mutex_lock(&slots_lock);
-		if (slots_busy >= stage_conf->stage_parallelism)
-			pthread_cond_timedwait(&slots_cond, &slots_lock, &until);
+		pthread_mutex_lock(&s->slots_lock);
+		if (s->slots_busy >= s->conf->stage_parallelism)
+			pthread_cond_timedwait(&s->slots_cond, &s->slots_lock,
+					       &until);
 	}
-	slots_busy++;
-	pthread_mutex_unlock(&slots_lock);
+	s->slots_busy++;
+	pthread_mutex_unlock(&s->slots_lock);
 	return r;
 }
 
-static void slot_give(void)
+static void slot_give(struct stage *s)
 {
-	pthread_mutex_lock(&slots_lock);
-	slots_busy--;
-	pthread_cond_signal(&slots_cond);
-	pthread_mutex_unlock(&slots_lock);
+	pthread_mutex_lock(&s->slots_lock);
+	s->slots_busy--;
+	pthread_cond_signal(&s->slots_cond);
+	pthread_mutex_unlock(&s->slots_lock);
 }
 
-/* --- spawning and following a worker ------------------------------------------- */
+/* --- spawning and following a worker
+ * ------------------------------------------- */
 
-/* Fill ARGV for TASK (pointers into TASK and FDBUF); RATE: a rate page
- * is passed as fd 5. */
-static void build_argv(const struct worker_task *task, bool rate, char **argv)
+static int worker_spawn(struct stage *s, const struct stage_task *task,
+			int rate_fd, struct worker *ret, char *err,
+			size_t errlen)
 {
-	size_t n = 0;
-
-	argv[n++] = "iostaged";
-	argv[n++] = "--stage-worker";
-	argv[n++] = "--verify";
-	argv[n++] = task->verify == PROFILE_VERIFY_CHECKSUM ? "checksum"
-							    : "stat";
-	if (task->owner->public)
-		argv[n++] = "--public";
-	if (task->mode == WORKER_CHECK) {
-		argv[n++] = "--check";
-		argv[n++] = "--manifest-in";
-		argv[n++] = "3";
-	} else {
-		if (task->previous) {
-			argv[n++] = "--previous";
-			argv[n++] = (char *)task->previous;
-			argv[n++] = "--manifest-in";
-			argv[n++] = "3";
-		}
-		argv[n++] = "--manifest-out";
-		argv[n++] = "4";
-	}
-	if (rate) {
-		argv[n++] = "--rate-fd";
-		argv[n++] = "5";
-	}
-	argv[n++] = (char *)task->src;
-	argv[n++] = (char *)task->dstdir;
-	argv[n] = NULL;
-}
-
-static int worker_spawn(const struct worker_task *task, int rate_fd,
-			struct worker *ret, char *err, size_t errlen)
-{
-	const struct owner *ow = task->owner;
+	const struct stage_owner *ow = task->owner;
 	char *argv[STAGE_ARGV_MAX];
-	char *envp_gate[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
-			      "IOSTAGE_STAGE_GATE=1", NULL };
+	char *envp_gate[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
+			     "IOSTAGE_STAGE_GATE=1", NULL};
 	/* The worker reads the old manifest on fd 3, writes the new on 4,
 	 * reads its rate (StageBandwidth=) on 5. */
-	int pass[3] = { task->manifest_in,
-			task->mode == WORKER_BUILD ? task->manifest_out : -1,
-			rate_fd };
+	int pass[3] = {task->manifest_in,
+		       task->mode == STAGE_WORKER_BUILD ? task->manifest_out
+							: -1,
+		       rate_fd};
 	struct spawn_proc p;
 
-	build_argv(task, rate_fd >= 0, argv);
-	if (spawn_as_user(ow->uid, ow->gid, ow->user, argv,
-			  task->mode == WORKER_BUILD ? envp_gate : NULL, pass,
-			  rate_fd >= 0 ? 3 : 2,
-			  "stage worker", &p, err, errlen) < 0)
+	stage_plan_argv(task, rate_fd >= 0, argv);
+	if (s->spawn(s->spawn_arg, ow->uid, ow->gid, ow->user, argv,
+		     task->mode == STAGE_WORKER_BUILD ? envp_gate : NULL, pass,
+		     rate_fd >= 0 ? 3 : 2, "stage worker", &p, err, errlen) < 0)
 		return -1;
 	ret->pid = p.pid;
 	ret->out = p.out;
@@ -289,56 +261,42 @@ static void close_in(struct worker *w)
 /* Act on one line from the worker. Returns -1 when the worker must be
  * stopped (o->err says why). */
 static int on_message(struct run *run, struct worker *w, int tier,
-		      const struct profile_dataset *ds, enum worker_mode mode,
-		      const cJSON *m, struct outcome *o)
+		      const struct profile_dataset *ds,
+		      enum stage_worker_mode mode, const struct stage_msg *m,
+		      struct outcome *o)
 {
-	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(m, "ok");
-	const cJSON *note = cJSON_GetObjectItemCaseSensitive(m, "note");
-	const cJSON *error = cJSON_GetObjectItemCaseSensitive(m, "error");
 	struct job *job = run->job;
 
-	if (cJSON_IsBool(ok)) {
+	switch (m->kind) {
+	case STAGE_MSG_RESULT:
 		o->got_result = true;
-		o->result_ok = cJSON_IsTrue(ok);
-		o->bytes = proto_u64(m, "bytes");
-		o->files = proto_u64(m, "files");
-		o->linked = proto_u64(m, "linked");
-		if (!o->result_ok) {
+		o->result_ok = m->ok;
+		o->bytes = m->bytes;
+		o->files = m->files;
+		o->linked = m->linked;
+		if (!m->ok)
 			snprintf(o->worker_err, sizeof(o->worker_err), "%s",
-				 cJSON_IsString(error) ? error->valuestring
-						       : "copy failed");
-			sanitize(o->worker_err);
-		}
+				 m->text);
 		return 0;
-	}
-	if (cJSON_IsString(note)) {
-		char buf[CONF_ERR_MAX];
-
-		snprintf(buf, sizeof(buf), "%s", note->valuestring);
-		sanitize(buf);
-		log_info("job %u: dataset '%s': %s", job->id, ds->name, buf);
+	case STAGE_MSG_NOTE:
+		log_info("job %u: dataset '%s': %s", job->id, ds->name,
+			 m->text);
 		return 0;
-	}
-	if (cJSON_GetObjectItemCaseSensitive(m, "total_bytes")) {
+	case STAGE_MSG_TOTALS:
 		if (o->got_totals)
 			return 0; /* a second totals line: ignore */
 		o->got_totals = true;
-		o->total_bytes = proto_u64(m, "total_bytes");
-		o->total_files = proto_u64(m, "total_files");
-		o->copy_bytes = cJSON_GetObjectItemCaseSensitive(m, "copy_bytes")
-					? proto_u64(m, "copy_bytes")
-					: o->total_bytes;
-		o->copy_files = cJSON_GetObjectItemCaseSensitive(m, "copy_files")
-					? proto_u64(m, "copy_files")
-					: o->total_files;
-		o->unchanged = cJSON_IsTrue(
-			cJSON_GetObjectItemCaseSensitive(m, "unchanged"));
-		if (mode != WORKER_BUILD)
+		o->total_bytes = m->total_bytes;
+		o->total_files = m->total_files;
+		o->copy_bytes = m->copy_bytes;
+		o->copy_files = m->copy_files;
+		o->unchanged = m->unchanged;
+		if (mode != STAGE_WORKER_BUILD)
 			return 0;
 		jobs_add_totals(job, o->total_bytes, o->total_files);
 		/* Only what is copied takes space: linked files share the
 		 * previous version's blocks. */
-		if (cache_reserve(stage_cache, tier, ds->name,
+		if (cache_reserve(run->s->agent->cache, tier, ds->name,
 				  o->copy_bytes, job->speculative, o->err,
 				  sizeof(o->err)) < 0) {
 			close_in(w); /* no "go": the worker cancels */
@@ -354,28 +312,31 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		}
 		close_in(w);
 		return 0;
-	}
-	if (mode == WORKER_BUILD &&
-	    cJSON_GetObjectItemCaseSensitive(m, "bytes")) {
-		uint64_t b = proto_u64(m, "bytes"), f = proto_u64(m, "files");
-
+	case STAGE_MSG_PROGRESS:
+		if (mode != STAGE_WORKER_BUILD)
+			return 0;
 		/* Bytes and files placed so far, copied or linked. */
-		if (b > o->total_bytes)
-			b = o->total_bytes;
-		if (f > o->total_files)
-			f = o->total_files;
-		jobs_progress(job, run->done_bytes + b, run->done_files + f);
+		jobs_progress(job,
+			      run->done_bytes + (m->bytes > o->total_bytes
+						     ? o->total_bytes
+						     : m->bytes),
+			      run->done_files + (m->files > o->total_files
+						     ? o->total_files
+						     : m->files));
 		return 0;
+	case STAGE_MSG_OTHER:
+		break;
 	}
 	return 0; /* unknown keys: newer worker, ignore */
 }
 
 /* Read the worker's output until EOF, the deadline or a reason to stop. */
 static void follow(struct run *run, struct worker *w, int tier,
-		   const struct profile_dataset *ds, enum worker_mode mode,
-		   struct outcome *o)
+		   const struct profile_dataset *ds,
+		   enum stage_worker_mode mode, struct outcome *o)
 {
 	struct proto_reader *rd = proto_reader_create(w->out);
+	struct stage_msg m;
 	char *line;
 
 	if (!rd) {
@@ -385,7 +346,6 @@ static void follow(struct run *run, struct worker *w, int tier,
 	}
 	for (;;) {
 		long left = ms_left(&run->deadline);
-		cJSON *m;
 		int r;
 
 		if (left <= 0) {
@@ -411,9 +371,7 @@ static void follow(struct run *run, struct worker *w, int tier,
 			}
 			break; /* EPROTO (cut-off last line) or a read error */
 		}
-		m = cJSON_Parse(line);
-		if (!cJSON_IsObject(m)) {
-			cJSON_Delete(m);
+		if (stage_parse_line(line, &m) < 0) {
 			snprintf(o->err, sizeof(o->err),
 				 "stage worker for dataset '%s' sent "
 				 "malformed output",
@@ -421,36 +379,36 @@ static void follow(struct run *run, struct worker *w, int tier,
 			kill(w->pid, SIGKILL);
 			break;
 		}
-		r = on_message(run, w, tier, ds, mode, m, o);
-		cJSON_Delete(m);
+		r = on_message(run, w, tier, ds, mode, &m, o);
 		if (r < 0)
 			break;
 	}
 	proto_reader_destroy(rd);
 }
 
-static void describe_exit(int status, const char *name, char *buf,
-			  size_t len)
+static void describe_exit(int status, const char *name, char *buf, size_t len)
 {
 	if (WIFSIGNALED(status))
-		snprintf(buf, len,
-			 "stage worker for dataset '%s' was killed by signal %d",
-			 name, WTERMSIG(status));
+		snprintf(
+		    buf, len,
+		    "stage worker for dataset '%s' was killed by signal %d",
+		    name, WTERMSIG(status));
 	else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
 		snprintf(buf, len,
 			 "stage worker for dataset '%s' exited with status %d",
 			 name, WEXITSTATUS(status));
 	else
-		snprintf(buf, len,
-			 "stage worker for dataset '%s' exited without a result",
-			 name);
+		snprintf(
+		    buf, len,
+		    "stage worker for dataset '%s' exited without a result",
+		    name);
 }
 
 /* Run TASK for dataset DS on tier T to its end. 0 when the worker
  * succeeded (O filled), -1 with run->err. Any reservation it made is
  * released before returning. */
-static int run_worker(struct run *run, const struct profile_dataset *ds,
-		      int t, const struct worker_task *task, struct outcome *o)
+static int run_worker(struct run *run, const struct profile_dataset *ds, int t,
+		      const struct stage_task *task, struct outcome *o)
 {
 	struct job *job = run->job;
 	struct bwgov_slot *bw = NULL;
@@ -462,24 +420,24 @@ static int run_worker(struct run *run, const struct profile_dataset *ds,
 		return -1;
 	o->started_ns = cache_now_ns();
 	if (jobs_cancelled(job, run->err, sizeof(run->err))) {
-		slot_give();
+		slot_give(run->s);
 		return -1;
 	}
 	/* Only copies read the PFS in bulk: checks are stats. */
-	rate_fd = task->mode == WORKER_BUILD
-			  ? bwgov_begin(job->speculative, &bw)
-			  : -1;
-	r = worker_spawn(task, rate_fd, &w, run->err, sizeof(run->err));
+	rate_fd = task->mode == STAGE_WORKER_BUILD
+		      ? bwgov_begin(job->speculative, &bw)
+		      : -1;
+	r = worker_spawn(run->s, task, rate_fd, &w, run->err, sizeof(run->err));
 	if (rate_fd >= 0)
 		close(rate_fd); /* the worker has its own; bw keeps the page */
 	if (r < 0) {
 		bwgov_end(bw);
-		slot_give();
+		slot_give(run->s);
 		return -1;
 	}
 	log_debug("job %u: worker %d %s '%s' from %s", job->id, (int)w.pid,
-		  task->mode == WORKER_CHECK ? "checks" : "stages", ds->name,
-		  ds->path);
+		  task->mode == STAGE_WORKER_CHECK ? "checks" : "stages",
+		  ds->name, ds->path);
 	if (jobs_set_worker(job, w.pid) < 0)
 		kill(w.pid, SIGKILL); /* cancelled while we forked */
 	follow(run, &w, t, ds, task->mode, o);
@@ -491,9 +449,9 @@ static int run_worker(struct run *run, const struct profile_dataset *ds,
 	while (waitpid(w.pid, &status, 0) < 0 && errno == EINTR)
 		;
 	bwgov_end(bw);
-	slot_give();
+	slot_give(run->s);
 	if (o->reserved)
-		tiers_release(t, o->reserved);
+		tiers_release(run->s->agent->tiers, t, o->reserved);
 	if (jobs_cancelled(job, run->err, sizeof(run->err)))
 		return -1;
 	if (o->err[0]) {
@@ -523,7 +481,8 @@ static bool lock_stop(void *arg, char *why, size_t len)
 	if (jobs_cancelled(lw->run->job, why, len))
 		return true;
 	if (ms_left(&lw->run->deadline) <= 0) {
-		snprintf(why, len, "staging timed out after %u s (dataset '%s')",
+		snprintf(why, len,
+			 "staging timed out after %u s (dataset '%s')",
 			 lw->run->timeout_s, lw->dsname);
 		return true;
 	}
@@ -533,54 +492,43 @@ static bool lock_stop(void *arg, char *why, size_t len)
 /* Is the current version CUR good for dataset DS without a new copy?
  * 1 yes (a hit; HOW says why), 0 no, -1 on failure (run->err). */
 static int current_is_good(struct run *run, const struct profile_dataset *ds,
-			   const struct owner *ow, int t, const char *key,
+			   const struct stage_owner *ow, int t,
 			   const struct cache_version *cur, char *how,
 			   size_t howlen)
 {
+	struct cache *cache = run->s->agent->cache;
 	char vdir[CONF_PATH_MAX + 64];
-	struct worker_task task;
+	struct stage_task task;
 	struct outcome o;
-	time_t now = time(NULL);
 	int fd, r;
 
-	/* Proved by a walk that began after this request: the single
-	 * flight's answer is ours too. */
-	if (cur->verified_ns > run->started_ns) {
-		snprintf(how, howlen, "verified %ld s ago by a concurrent "
-			 "request", (long)(now - cur->verified));
+	switch (stage_plan_current(cur, ds->verify, run->started_ns, time(NULL),
+				   run->s->conf->cache_ttl, how, howlen)) {
+	case STAGE_HIT:
 		return 1;
-	}
-	if (ds->verify == PROFILE_VERIFY_NONE &&
-	    now - cur->verified < (time_t)stage_conf->cache_ttl) {
-		snprintf(how, howlen, "verify=none, verified %ld s ago "
-			 "(CacheTTL %u s)",
-			 (long)(now - cur->verified), stage_conf->cache_ttl);
-		return 1;
-	}
-	/* A manifest without content hashes cannot prove a checksum. */
-	if (ds->verify == PROFILE_VERIFY_CHECKSUM &&
-	    cur->verify != PROFILE_VERIFY_CHECKSUM)
+	case STAGE_BUILD:
 		return 0;
-	if (cache_version_path(stage_cache, t, key, cur->version, false,
-			       vdir, sizeof(vdir)) < 0)
+	case STAGE_CHECK:
+		break;
+	}
+	if (cache_version_path(cache, t, ow->key, cur->version, false, vdir,
+			       sizeof(vdir)) < 0)
 		return 0;
-	fd = cache_open_manifest(stage_cache, t, key, cur->version);
+	fd = cache_open_manifest(cache, t, ow->key, cur->version);
 	if (fd < 0) {
 		log_warning("job %u: dataset '%s': cannot open the manifest "
 			    "of %s.v%u",
-			    run->job->id, ds->name, key, cur->version);
+			    run->job->id, ds->name, ow->key, cur->version);
 		return 0;
 	}
-	task = (struct worker_task){
-		.mode = WORKER_CHECK,
-		.owner = ow,
-		.src = ds->path,
-		.dstdir = vdir,
-		.manifest_in = fd,
-		.manifest_out = -1,
-		.verify = ds->verify == PROFILE_VERIFY_CHECKSUM
-				  ? PROFILE_VERIFY_CHECKSUM
-				  : PROFILE_VERIFY_STAT,
+	task = (struct stage_task){
+	    .mode = STAGE_WORKER_CHECK,
+	    .owner = ow,
+	    .src = ds->path,
+	    .dstdir = vdir,
+	    .manifest_in = fd,
+	    .manifest_out = -1,
+	    .verify = stage_plan_worker_verify(ds->verify),
 	};
 	r = run_worker(run, ds, t, &task, &o);
 	close(fd);
@@ -588,48 +536,46 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 		return -1;
 	if (!o.unchanged)
 		return 0;
-	cache_mark_verified(stage_cache, t, key, cur->version, o.started_ns);
+	cache_mark_verified(cache, t, ow->key, cur->version, o.started_ns);
 	snprintf(how, howlen, "unchanged (verify=%s)",
 		 task.verify == PROFILE_VERIFY_CHECKSUM ? "checksum" : "stat");
 	return 1;
 }
 
-/* Build version NEXT of KEY for dataset I (previous version CUR or NULL).
- * 0 with *ret_o, or -1 with run->err. */
-static int build_version(struct run *run, size_t i, const struct owner *ow,
-			 int t, const char *key, const struct cache_version *cur,
-			 unsigned next, struct outcome *ret_o)
+/* Build version NEXT of OW's entry for dataset I (previous version CUR or
+ * NULL). 0 with *ret_o, or -1 with run->err. */
+static int build_version(struct run *run, size_t i,
+			 const struct stage_owner *ow, int t,
+			 const struct cache_version *cur, unsigned next,
+			 struct outcome *ret_o)
 {
+	struct cache *cache = run->s->agent->cache;
 	struct job *job = run->job;
 	const struct profile_dataset *ds = &job->profile->datasets[i];
 	char prev[CONF_PATH_MAX + 64];
-	struct worker_task task;
+	struct stage_task task;
 	struct cache_build b;
 	struct cache_meta meta;
 	int mfd = -1, r;
 
-	if (cache_build_begin(stage_cache, t, key, next, ow->uid, ow->gid,
-			      &b, run->err, sizeof(run->err)) < 0)
+	if (cache_build_begin(cache, t, ow->key, next, ow->uid, ow->gid, &b,
+			      run->err, sizeof(run->err)) < 0)
 		return -1;
-	task = (struct worker_task){
-		.mode = WORKER_BUILD,
-		.owner = ow,
-		.src = ds->path,
-		.dstdir = b.path,
-		.manifest_in = -1,
-		.manifest_out = b.manifest_fd,
-		.verify = ds->verify == PROFILE_VERIFY_CHECKSUM
-				  ? PROFILE_VERIFY_CHECKSUM
-				  : PROFILE_VERIFY_STAT,
+	task = (struct stage_task){
+	    .mode = STAGE_WORKER_BUILD,
+	    .owner = ow,
+	    .src = ds->path,
+	    .dstdir = b.path,
+	    .manifest_in = -1,
+	    .manifest_out = b.manifest_fd,
+	    .verify = stage_plan_worker_verify(ds->verify),
 	};
 	/* Unchanged files are linked from the current version, unless its
 	 * manifest cannot tell (checksum asked of a stat version). */
-	if (cur &&
-	    !(task.verify == PROFILE_VERIFY_CHECKSUM &&
-	      cur->verify != PROFILE_VERIFY_CHECKSUM) &&
-	    cache_version_path(stage_cache, t, key, cur->version, true,
-			       prev, sizeof(prev)) == 0) {
-		mfd = cache_open_manifest(stage_cache, t, key, cur->version);
+	if (stage_plan_link_previous(cur, ds->verify) &&
+	    cache_version_path(cache, t, ow->key, cur->version, true, prev,
+			       sizeof(prev)) == 0) {
+		mfd = cache_open_manifest(cache, t, ow->key, cur->version);
 		if (mfd >= 0) {
 			task.previous = prev;
 			task.manifest_in = mfd;
@@ -643,54 +589,91 @@ static int build_version(struct run *run, size_t i, const struct owner *ow,
 		return -1;
 	}
 	meta = (struct cache_meta){
-		.src = ds->path,
-		.uid = ow->public ? 0 : job->uid,
-		.user = ow->public ? CACHE_PUBLIC_USER : job->user,
-		.public = ow->public,
-		.bytes = ret_o->got_totals ? ret_o->total_bytes : ret_o->bytes,
-		.files = ret_o->got_totals ? ret_o->total_files : ret_o->files,
-		.verify = ds->verify,
-		.verified_ns = ret_o->started_ns,
+	    .src = ds->path,
+	    .uid = ow->public ? 0 : job->uid,
+	    .user = ow->public ? CACHE_PUBLIC_USER : job->user,
+	    .public = ow->public,
+	    .bytes = ret_o->got_totals ? ret_o->total_bytes : ret_o->bytes,
+	    .files = ret_o->got_totals ? ret_o->total_files : ret_o->files,
+	    .verify = ds->verify,
+	    .verified_ns = ret_o->started_ns,
 	};
 	if (cache_build_publish(&b, &meta, run->err, sizeof(run->err)) < 0)
 		return -1;
 	return 0;
 }
 
-/* Stage dataset I of RUN's job into the entry of OW (key KEY). 0, or -1
- * with run->err (nothing recorded: the caller does). */
-static int stage_entry(struct run *run, size_t i, const struct owner *ow,
-		       const char *key)
+/* Dataset I is served by version BUILT of OW's entry (HIT: it was there,
+ * CUR; else O built it): record it. */
+static void served(struct run *run, size_t i, const struct stage_owner *ow,
+		   bool hit, const struct cache_version *built,
+		   const struct outcome *o, const char *entry, const char *how)
 {
 	struct job *job = run->job;
 	const struct profile_dataset *ds = &job->profile->datasets[i];
-	char entry[JOBS_ENTRY_MAX], how[160], size[32];
-	struct lock_wait lw = { .run = run, .dsname = ds->name };
+	char size[32];
+
+	if (hit) {
+		jobs_add_totals(job, built->bytes, built->files);
+		log_info(
+		    "job %u: dataset '%s': cache hit %s on tier '%s'%s: %s",
+		    job->id, ds->name, entry, ds->tier,
+		    ow->public ? " (public)" : "", how);
+		jobs_dataset_result(job, i, JOB_DS_HIT, entry, 0, 0, 0);
+		stats_dataset_served(true, built->bytes, built->files, 0, 0, 0);
+		run->cached_bytes += built->bytes;
+	} else {
+		uint64_t copied =
+		    o->files > o->linked ? o->files - o->linked : 0;
+
+		log_info("job %u: dataset '%s': built %s on tier '%s'%s: "
+			 "%" PRIu64 " files copied (%s), %" PRIu64 " linked",
+			 job->id, ds->name, entry, ds->tier,
+			 ow->public ? " (public)" : "", copied,
+			 units_bytes(o->copy_bytes, size, sizeof(size)),
+			 o->linked);
+		jobs_dataset_result(job, i, JOB_DS_BUILT, entry, copied,
+				    o->copy_bytes, o->linked);
+		stats_dataset_served(false, built->bytes, built->files,
+				     o->copy_bytes, copied, o->linked);
+	}
+}
+
+/* Stage dataset I of RUN's job into the entry of OW. 0, or -1 with
+ * run->err (nothing recorded: the caller does). */
+static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
+{
+	struct cache *cache = run->s->agent->cache;
+	struct job *job = run->job;
+	const struct profile_dataset *ds = &job->profile->datasets[i];
+	const char *key = ow->key;
+	char entry[JOBS_ENTRY_MAX], how[160];
+	struct lock_wait lw = {.run = run, .dsname = ds->name};
 	struct cache_version cur, built;
 	struct cache_lock *lock = NULL;
 	struct outcome o;
 	unsigned next;
 	bool have, hit = false;
-	int t = tiers_index(ds->tier), r = -1, good;
+	int t = tiers_index(run->s->agent->tiers, ds->tier), r = -1, good;
 
-	if (cache_lock_acquire(stage_cache, t, key, lock_stop, &lw, &lock,
-			       run->err, sizeof(run->err)) < 0)
+	memset(&o, 0, sizeof(o));
+	if (cache_lock_acquire(cache, t, key, lock_stop, &lw, &lock, run->err,
+			       sizeof(run->err)) < 0)
 		goto out;
 
-	have = cache_current(stage_cache, t, key, &cur, &next) == 1;
-	good = have ? current_is_good(run, ds, ow, t, key, &cur, how,
-				      sizeof(how))
-		    : 0;
+	have = cache_current(cache, t, key, &cur, &next) == 1;
+	good =
+	    have ? current_is_good(run, ds, ow, t, &cur, how, sizeof(how)) : 0;
 	if (good < 0)
 		goto out;
 	if (good) {
 		hit = true;
 		built = cur;
 	} else {
-		if (build_version(run, i, ow, t, key, have ? &cur : NULL, next,
-				  &o) < 0)
+		if (build_version(run, i, ow, t, have ? &cur : NULL, next, &o) <
+		    0)
 			goto out;
-		if (cache_current(stage_cache, t, key, &built, &next) != 1) {
+		if (cache_current(cache, t, key, &built, &next) != 1) {
 			snprintf(run->err, sizeof(run->err),
 				 "dataset '%s': the new cache version vanished",
 				 ds->name);
@@ -699,35 +682,14 @@ static int stage_entry(struct run *run, size_t i, const struct owner *ow,
 	}
 	snprintf(entry, sizeof(entry), "%s.v%u", key, built.version);
 	if (!job->prestage &&
-	    (cache_pin(stage_cache, t, key, built.version, job->id,
-		       run->err, sizeof(run->err)) < 0 ||
-	     cache_mount_job(stage_cache, t, job->id, ds->name, key,
-			     built.version, run->err, sizeof(run->err)) < 0))
+	    (cache_pin(cache, t, key, built.version, job->id, run->err,
+		       sizeof(run->err)) < 0 ||
+	     cache_mount_job(cache, t, job->id, ds->name, key, built.version,
+			     run->err, sizeof(run->err)) < 0))
 		goto out;
-	if (hit) {
-		jobs_add_totals(job, cur.bytes, cur.files);
-		log_info("job %u: dataset '%s': cache hit %s on tier '%s'%s: %s",
-			 job->id, ds->name, entry, ds->tier,
-			 ow->public ? " (public)" : "", how);
-		jobs_dataset_result(job, i, JOB_DS_HIT, entry, 0, 0, 0);
-		stats_dataset_served(true, built.bytes, built.files, 0, 0, 0);
-		run->cached_bytes += built.bytes;
-	} else {
-		uint64_t copied = o.files > o.linked ? o.files - o.linked : 0;
-
-		log_info("job %u: dataset '%s': built %s on tier '%s'%s: "
-			 "%" PRIu64 " files copied (%s), %" PRIu64 " linked",
-			 job->id, ds->name, entry, ds->tier,
-			 ow->public ? " (public)" : "", copied,
-			 units_bytes(o.copy_bytes, size, sizeof(size)),
-			 o.linked);
-		jobs_dataset_result(job, i, JOB_DS_BUILT, entry, copied,
-				    o.copy_bytes, o.linked);
-		stats_dataset_served(false, built.bytes, built.files,
-				     o.copy_bytes, copied, o.linked);
-	}
+	served(run, i, ow, hit, &built, &o, entry, how);
 	/* The version we replaced goes once nobody pins it. */
-	cache_gc_key(stage_cache, t, key);
+	cache_gc_key(cache, t, key);
 	jobs_dataset_done(job, i, t, built.bytes, built.files);
 	run->done_bytes += built.bytes;
 	run->done_files += built.files;
@@ -738,72 +700,40 @@ out:
 	return r;
 }
 
-/* Try dataset I as a public entry. 1 = staged from the public entry, 0 =
- * not public (or the attempt failed for another reason: the caller stages
- * it per user, as the user, which reports any real problem with the
- * user's own credentials), -1 = cancelled or out of time (run->err). */
-static int stage_public(struct run *run, size_t i)
-{
-	struct job *job = run->job;
-	const struct profile_dataset *ds = &job->profile->datasets[i];
-	struct owner ow = {
-		.uid = public_account.uid,
-		.gid = public_account.gid,
-		.user = public_account.name,
-		.public = true,
-	};
-	char key[CACHE_KEY_LEN + 1];
-
-	/* PublicUser's own jobs (and root's, which would be pointless) stay
-	 * per user: the builder must not be the requester. */
-	if (!public_account.ok || job->uid == public_account.uid ||
-	    job->uid == 0)
-		return 0;
-	cache_key_public(ds->path, key);
-	if (stage_entry(run, i, &ow, key) == 0)
-		return 1;
-	if (jobs_cancelled(job, NULL, 0) || ms_left(&run->deadline) <= 0)
-		return -1;
-	log_info("job %u: dataset '%s': not shared across users, staged for "
-		 "%s alone: %s",
-		 job->id, ds->name, job->user, run->err);
-	run->err[0] = '\0';
-	return 0;
-}
-
 /* Stage dataset I of RUN's job: from a public entry when its source is
- * readable by everyone (and PublicDatasets=yes), else per user. 0, or -1
- * with run->err. */
+ * readable by everyone (and PublicDatasets=yes), else per user. A failed
+ * public attempt falls back to the user's own entry (staged as the user,
+ * which reports any real problem with the user's own credentials), unless
+ * the job was cancelled or ran out of time. 0, or -1 with run->err. */
 static int stage_dataset(struct run *run, size_t i)
 {
 	struct job *job = run->job;
 	const struct profile_dataset *ds = &job->profile->datasets[i];
-	struct owner ow = {
-		.uid = job->uid,
-		.gid = job->gid,
-		.user = job->user,
-		.public = false,
-	};
-	char key[CACHE_KEY_LEN + 1];
-	int r;
+	struct stage_owner owners[2];
+	size_t n, k;
+	int r = -1;
 
-	if (tiers_index(ds->tier) < 0) {
+	if (tiers_index(run->s->agent->tiers, ds->tier) < 0) {
 		snprintf(run->err, sizeof(run->err),
 			 "dataset '%s': unknown tier '%s'", ds->name, ds->tier);
-		r = -1;
 		goto out;
 	}
-	if (jobs_cancelled(job, run->err, sizeof(run->err))) {
-		r = -1;
+	if (jobs_cancelled(job, run->err, sizeof(run->err)))
 		goto out;
+	n = stage_plan_owners(&run->s->public_account, job->uid, job->gid,
+			      job->user, ds->path, owners);
+	for (k = 0; k < n; k++) {
+		r = stage_entry(run, i, &owners[k]);
+		if (r == 0 || k + 1 == n)
+			break;
+		if (jobs_cancelled(job, NULL, 0) ||
+		    ms_left(&run->deadline) <= 0)
+			break;
+		log_info("job %u: dataset '%s': not shared across users, "
+			 "staged for %s alone: %s",
+			 job->id, ds->name, job->user, run->err);
+		run->err[0] = '\0';
 	}
-	r = stage_public(run, i);
-	if (r != 0) {
-		r = r > 0 ? 0 : -1;
-		goto out;
-	}
-	cache_key(job->uid, ds->path, key);
-	r = stage_entry(run, i, &ow, key);
 out:
 	if (r < 0) {
 		if (!run->err[0])
@@ -813,16 +743,16 @@ out:
 	return r;
 }
 
-/* Resolve PublicUser (see stage.h). */
-int stage_public_account(const struct conf *conf, char *err, size_t errlen)
+int stage_public_account(const struct conf *conf, struct stage_account *ret,
+			 char *err, size_t errlen)
 {
+	struct stage_account acc = {.ok = false};
 	struct passwd pw, *res = NULL;
 	char buf[4096];
 	int e;
 
-	public_account.ok = false;
 	if (!conf->public_datasets)
-		return 0;
+		goto out;
 	e = getpwnam_r(conf->public_user, &pw, buf, sizeof(buf), &res);
 	if (!res) {
 		snprintf(err, errlen,
@@ -839,102 +769,119 @@ int stage_public_account(const struct conf *conf, char *err, size_t errlen)
 			 (unsigned)pw.pw_gid);
 		return -1;
 	}
-	public_account.uid = pw.pw_uid;
-	public_account.gid = pw.pw_gid;
-	snprintf(public_account.name, sizeof(public_account.name), "%s",
-		 pw.pw_name);
-	public_account.ok = true;
+	acc.uid = pw.pw_uid;
+	acc.gid = pw.pw_gid;
+	snprintf(acc.name, sizeof(acc.name), "%s", pw.pw_name);
+	acc.ok = true;
+out:
+	if (ret)
+		*ret = acc;
 	return 0;
 }
 
 static void *stage_thread(void *arg)
 {
-	struct run run = { .job = arg };
-	struct job *job = run.job;
+	struct run *run = arg;
+	struct job *job = run->job;
 	struct timespec t0, t1;
 	char size[32];
 	size_t i, n = job->profile->ndatasets;
 	bool ok = true;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	run.started_ns = cache_now_ns();
-	run.timeout_s = job->profile->timeout ? job->profile->timeout
-					      : stage_conf->stage_timeout;
-	run.deadline = t0;
-	run.deadline.tv_sec += run.timeout_s;
+	run->started_ns = cache_now_ns();
+	run->timeout_s = job->profile->timeout ? job->profile->timeout
+					       : run->s->conf->stage_timeout;
+	run->deadline = t0;
+	run->deadline.tv_sec += run->timeout_s;
 	for (i = 0; i < n && ok; i++)
-		ok = stage_dataset(&run, i) == 0;
+		ok = stage_dataset(run, i) == 0;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	stats_job_staged(job->id, job->uid, job->prestage, ok,
 			 (double)(t1.tv_sec - t0.tv_sec) +
-				 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
-			 run.done_bytes, run.done_files, run.cached_bytes);
+			     (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+			 run->done_bytes, run->done_files, run->cached_bytes);
 	if (ok) {
 		log_info("job %u: staged %zu dataset%s, %s in %.1f s", job->id,
 			 n, n == 1 ? "" : "s",
-			 units_bytes(run.done_bytes, size, sizeof(size)),
+			 units_bytes(run->done_bytes, size, sizeof(size)),
 			 (double)(t1.tv_sec - t0.tv_sec) +
-				 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+			     (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	} else {
-		log_warningx("job %u: staging failed: %s", job->id, run.err);
+		log_warningx("job %u: staging failed: %s", job->id, run->err);
 		if (!job->prestage)
 			jobs_cleanup_failed(job);
 	}
-	jobs_staging_done(job, ok, run.err);
+	jobs_staging_done(job, ok, run->err);
 	jobs_put(job);
+	free(run);
 	return NULL;
 }
 
-/* --- starting ----------------------------------------------------------------- */
+/* --- starting
+ * ----------------------------------------------------------------- */
 
-static void remove_dirs(const struct job *job, size_t upto)
+static void remove_dirs(struct stage *s, const struct job *job, size_t upto)
 {
 	char err[CONF_ERR_MAX];
 	size_t t;
 
 	for (t = 0; t < upto; t++)
 		if (job->tiers[t] &&
-		    tiers_remove_job_dir((int)t, job->id, err, sizeof(err)) < 0)
+		    tiers_remove_job_dir(s->agent->tiers, (int)t, job->id, err,
+					 sizeof(err)) < 0)
 			log_warningx("job %u: %s", job->id, err);
 }
 
-int stage_start(struct job *job, char *err, size_t errlen)
+int stage_start(struct stage *s, struct job *job, char *err, size_t errlen)
 {
 	const struct conf_tier *home =
-		joblayout_home_tier(stage_conf, job->profile);
-	int home_t = tiers_index(home->name);
+	    joblayout_home_tier(s->conf, job->profile);
+	int home_t = tiers_index(s->agent->tiers, home->name);
 	pthread_attr_t attr;
 	pthread_t thread;
+	struct run *run;
 	size_t t;
 	int r;
 
-	for (t = 0; t < stage_conf->ntiers && !job->prestage; t++) {
+	for (t = 0; t < s->conf->ntiers && !job->prestage; t++) {
 		if (!job->tiers[t])
 			continue;
-		if (tiers_make_job_dir((int)t, job->id, job->uid, job->gid,
-				       (int)t == home_t, err, errlen) < 0) {
-			remove_dirs(job, t);
+		if (tiers_make_job_dir(s->agent->tiers, (int)t, job->id,
+				       job->uid, job->gid, (int)t == home_t,
+				       err, errlen) < 0) {
+			remove_dirs(s, job, t);
 			return -1;
 		}
 	}
+	run = calloc(1, sizeof(*run));
+	if (!run) {
+		snprintf(err, errlen, "out of memory");
+		remove_dirs(s, job, s->conf->ntiers);
+		errno = ENOMEM;
+		return -1;
+	}
+	run->s = s;
+	run->job = job;
 	/* drain.c: TIER/jobs/J/out/NAME per output, watched from now on. */
-	if (!job->prestage && drain_job_start(drain_registered(), job,
-					       false, err, errlen) < 0) {
-		remove_dirs(job, stage_conf->ntiers);
+	if (!job->prestage && drain_job_start(job, false, err, errlen) < 0) {
+		free(run);
+		remove_dirs(s, job, s->conf->ntiers);
 		return -1;
 	}
 	jobs_hold(job); /* the thread's */
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	r = pthread_create(&thread, &attr, stage_thread, job);
+	r = pthread_create(&thread, &attr, stage_thread, run);
 	pthread_attr_destroy(&attr);
 	if (r != 0) {
 		snprintf(err, errlen, "cannot start a staging thread: %s",
 			 strerror(r));
+		free(run);
 		jobs_put(job);
-		drain_job_forget(drain_registered(), job->id); /* drain.c */
+		drain_job_forget(job->id); /* drain.c */
 		if (!job->prestage)
-			remove_dirs(job, stage_conf->ntiers);
+			remove_dirs(s, job, s->conf->ntiers);
 		errno = r;
 		return -1;
 	}

@@ -18,32 +18,38 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "common/fs/bindmount.h"
-#include "common/config/joblayout.h"
 #include "common/base/log.h"
-#include "common/fs/rmtree.h"
 #include "common/base/units.h"
+#include "common/config/joblayout.h"
+#include "common/fs/bindmount.h"
+#include "common/fs/rmtree.h"
+#include "daemon/agent.h"
 #include "daemon/fsutil.h"
 #include "daemon/staging/tiers.h"
 
 struct tier_rt {
-	int jobs_fd;         /* TIER/jobs, O_DIRECTORY */
-	int cache_fd;        /* TIER/cache, O_DIRECTORY */
-	uint64_t committed;  /* bytes of staged datasets held by jobs */
-	uint64_t cache;      /* bytes held by cache entries */
-	uint64_t reserved;   /* bytes promised to copies in flight */
+	int jobs_fd;	    /* TIER/jobs, O_DIRECTORY */
+	int cache_fd;	    /* TIER/cache, O_DIRECTORY */
+	uint64_t committed; /* bytes of staged datasets held by jobs */
+	uint64_t cache;	    /* bytes held by cache entries */
+	uint64_t reserved;  /* bytes promised to copies in flight */
 };
 
-static const struct conf *tiers_conf;
-static struct tier_rt tiers_rt[CONF_MAX_TIERS];
-static size_t tiers_n;
-static pthread_mutex_t tiers_lock = PTHREAD_MUTEX_INITIALIZER;
+struct tiers {
+	struct agent *agent;
+	const struct conf *conf;
+	uid_t owner; /* who must own the tier roots: root in iostaged */
+	struct tier_rt rt[CONF_MAX_TIERS];
+	size_t n;
+	pthread_mutex_t lock; /* the space figures of rt[] */
+};
 
 /* --- start-up checks ---------------------------------------------------- */
 
 /* Root-owned, not writable by group/other, a directory. */
-static int check_secure(const struct stat *st, const char *tier,
-			const char *path, char *err, size_t errlen)
+static int check_secure(struct tiers *ts, const struct stat *st,
+			const char *tier, const char *path, char *err,
+			size_t errlen)
 {
 	if (!S_ISDIR(st->st_mode)) {
 		snprintf(err, errlen, "tier '%s': %s is not a directory", tier,
@@ -51,10 +57,11 @@ static int check_secure(const struct stat *st, const char *tier,
 		errno = ENOTDIR;
 		return -1;
 	}
-	if (st->st_uid != 0) {
+	if (st->st_uid != ts->owner) {
 		snprintf(err, errlen,
-			 "tier '%s': %s is owned by uid %u, must be root",
-			 tier, path, (unsigned)st->st_uid);
+			 "tier '%s': %s is owned by uid %u, must be %s", tier,
+			 path, (unsigned)st->st_uid,
+			 ts->owner ? "the daemon's user" : "root");
 		errno = EPERM;
 		return -1;
 	}
@@ -70,8 +77,8 @@ static int check_secure(const struct stat *st, const char *tier,
 }
 
 /* Create (root 0755) and open the subdirectory NAME of the tier root FD. */
-static int subdir_open(int fd, const struct conf_tier *t, const char *name,
-		       char *err, size_t errlen)
+static int subdir_open(struct tiers *ts, int fd, const struct conf_tier *t,
+		       const char *name, char *err, size_t errlen)
 {
 	char path[CONF_PATH_MAX + 16];
 	struct stat st;
@@ -89,12 +96,12 @@ static int subdir_open(int fd, const struct conf_tier *t, const char *name,
 			 path, strerror(errno));
 		goto fail;
 	}
-	if (check_secure(&st, t->name, path, err, errlen) < 0)
+	if (check_secure(ts, &st, t->name, path, err, errlen) < 0)
 		goto fail;
 	/* Users must be able to reach their own entries below. */
 	if ((st.st_mode & 07777) != 0755 && fchmod(sfd, 0755) < 0) {
-		snprintf(err, errlen, "tier '%s': cannot chmod %s: %s",
-			 t->name, path, strerror(errno));
+		snprintf(err, errlen, "tier '%s': cannot chmod %s: %s", t->name,
+			 path, strerror(errno));
 		goto fail;
 	}
 	return sfd;
@@ -105,8 +112,8 @@ fail:
 }
 
 /* Check one tier and open its TIER/jobs and TIER/cache into RT. */
-static int tier_open(const struct conf_tier *t, struct tier_rt *rt, char *err,
-		     size_t errlen)
+static int tier_open(struct tiers *ts, const struct conf_tier *t,
+		     struct tier_rt *rt, char *err, size_t errlen)
 {
 	struct stat st;
 	int fd = -1;
@@ -123,20 +130,21 @@ static int tier_open(const struct conf_tier *t, struct tier_rt *rt, char *err,
 			 t->path, strerror(errno));
 		goto fail;
 	}
-	if (check_secure(&st, t->name, t->path, err, errlen) < 0)
+	if (check_secure(ts, &st, t->name, t->path, err, errlen) < 0)
 		goto fail;
 	if ((st.st_mode & S_IXOTH) == 0) {
-		snprintf(err, errlen,
-			 "tier '%s': %s is not searchable by users (mode %04o); "
-			 "make it 0755",
-			 t->name, t->path, (unsigned)(st.st_mode & 07777));
+		snprintf(
+		    err, errlen,
+		    "tier '%s': %s is not searchable by users (mode %04o); "
+		    "make it 0755",
+		    t->name, t->path, (unsigned)(st.st_mode & 07777));
 		errno = EPERM;
 		goto fail;
 	}
-	rt->jobs_fd = subdir_open(fd, t, "jobs", err, errlen);
+	rt->jobs_fd = subdir_open(ts, fd, t, "jobs", err, errlen);
 	if (rt->jobs_fd < 0)
 		goto fail;
-	rt->cache_fd = subdir_open(fd, t, "cache", err, errlen);
+	rt->cache_fd = subdir_open(ts, fd, t, "cache", err, errlen);
 	if (rt->cache_fd < 0)
 		goto fail;
 	close(fd);
@@ -150,57 +158,58 @@ fail:
 	return -1;
 }
 
-int tiers_init(const struct conf *conf, char *err, size_t errlen)
+struct tiers *tiers_create(struct agent *a, uid_t owner, char *err,
+			   size_t errlen)
 {
-	struct tier_rt rt[CONF_MAX_TIERS];
+	const struct conf *conf = a->conf;
+	struct tiers *ts = calloc(1, sizeof(*ts));
 	size_t i;
 
+	if (!ts) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	ts->agent = a;
+	ts->conf = conf;
+	ts->owner = owner;
+	pthread_mutex_init(&ts->lock, NULL);
 	for (i = 0; i < conf->ntiers; i++) {
-		memset(&rt[i], 0, sizeof(rt[i]));
-		if (tier_open(&conf->tiers[i], &rt[i], err, errlen) < 0)
+		if (tier_open(ts, &conf->tiers[i], &ts->rt[i], err, errlen) < 0)
 			goto fail;
+		ts->n = i + 1;
 	}
-	memcpy(tiers_rt, rt, sizeof(rt[0]) * conf->ntiers);
-	tiers_n = conf->ntiers;
-	tiers_conf = conf;
-	return 0;
+	return ts;
 fail:
-	while (i-- > 0) {
-		close(rt[i].jobs_fd);
-		close(rt[i].cache_fd);
-	}
-	return -1;
+	tiers_destroy(ts);
+	return NULL;
 }
 
-void tiers_fini(void)
+void tiers_destroy(struct tiers *ts)
 {
 	size_t i;
 
-	for (i = 0; i < tiers_n; i++) {
-		close(tiers_rt[i].jobs_fd);
-		close(tiers_rt[i].cache_fd);
+	if (!ts)
+		return;
+	for (i = 0; i < ts->n; i++) {
+		close(ts->rt[i].jobs_fd);
+		close(ts->rt[i].cache_fd);
 	}
-	tiers_n = 0;
+	pthread_mutex_destroy(&ts->lock);
+	free(ts);
 }
 
-int tiers_jobs_fd(int tier)
-{
-	return tiers_rt[tier].jobs_fd;
-}
+int tiers_jobs_fd(struct tiers *ts, int tier) { return ts->rt[tier].jobs_fd; }
 
-int tiers_cache_fd(int tier)
-{
-	return tiers_rt[tier].cache_fd;
-}
+int tiers_cache_fd(struct tiers *ts, int tier) { return ts->rt[tier].cache_fd; }
 
-int tiers_index(const char *name)
+int tiers_index(struct tiers *ts, const char *name)
 {
 	size_t i;
 
 	if (!name)
 		return -1;
-	for (i = 0; i < tiers_n; i++)
-		if (!strcmp(tiers_conf->tiers[i].name, name))
+	for (i = 0; i < ts->n; i++)
+		if (!strcmp(ts->conf->tiers[i].name, name))
 			return (int)i;
 	return -1;
 }
@@ -208,22 +217,23 @@ int tiers_index(const char *name)
 /* --- job directories ---------------------------------------------------- */
 
 /* "J", or "J.NODE" on a Shared=yes tier (common/config/joblayout.h). */
-static void job_name(int tier, uint32_t jobid, char *buf, size_t buflen)
+static void job_name(struct tiers *ts, int tier, uint32_t jobid, char *buf,
+		     size_t buflen)
 {
-	if (joblayout_job_name(tiers_conf, &tiers_conf->tiers[tier], jobid, buf,
+	if (joblayout_job_name(ts->conf, &ts->conf->tiers[tier], jobid, buf,
 			       buflen) < 0)
 		snprintf(buf, buflen, "%" PRIu32, jobid); /* cannot happen */
 }
 
 /* Detach the read-only views (cache.c's bind mounts) below TIER/jobs/NAME,
  * wherever its user may have moved them inside it. Missing is success. */
-static int detach_job_mounts(int tier, const char *name, char *err,
-			     size_t errlen)
+static int detach_job_mounts(struct tiers *ts, int tier, const char *name,
+			     char *err, size_t errlen)
 {
 	char why[CONF_ERR_MAX - 32];
 	int jfd, n;
 
-	jfd = openat(tiers_rt[tier].jobs_fd, name,
+	jfd = openat(ts->rt[tier].jobs_fd, name,
 		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jfd < 0) {
 		/* Gone, or not a directory: nothing can be mounted below. */
@@ -242,33 +252,37 @@ static int detach_job_mounts(int tier, const char *name, char *err,
 	return 0;
 }
 
-int tiers_make_job_dir(int tier, uint32_t jobid, uid_t uid, gid_t gid,
-		       bool with_local, char *err, size_t errlen)
+int tiers_make_job_dir(struct tiers *ts, int tier, uint32_t jobid, uid_t uid,
+		       gid_t gid, bool with_local, char *err, size_t errlen)
 {
-	const struct conf_tier *t = &tiers_conf->tiers[tier];
-	int jobs_fd = tiers_rt[tier].jobs_fd;
+	const struct conf_tier *t = &ts->conf->tiers[tier];
+	int jobs_fd = ts->rt[tier].jobs_fd;
 	char name[JOBLAYOUT_JOB_NAME_MAX], rmerr[CONF_ERR_MAX];
 	int fd = -1, saved;
 
-	job_name(tier, jobid, name, sizeof(name));
+	job_name(ts, tier, jobid, name, sizeof(name));
 	if (mkdirat(jobs_fd, name, 0700) < 0) {
 		if (errno != EEXIST)
 			goto fail_mkdir;
 		/* Left by a job we no longer know (state lost, or a reused
 		 * job id): never hand it to the new job. */
-		if (detach_job_mounts(tier, name, rmerr, sizeof(rmerr)) < 0 ||
+		if (detach_job_mounts(ts, tier, name, rmerr, sizeof(rmerr)) <
+			0 ||
 		    rmtree_at(jobs_fd, name, rmerr, sizeof(rmerr)) < 0) {
-			snprintf(err, errlen,
-				 "tier '%s': cannot remove stale %s/jobs/%s: %s",
-				 t->name, t->path, name, rmerr);
+			snprintf(
+			    err, errlen,
+			    "tier '%s': cannot remove stale %s/jobs/%s: %s",
+			    t->name, t->path, name, rmerr);
 			return -1;
 		}
-		log_warningx("tier '%s': removed stale job directory %s/jobs/%s",
-			     t->name, t->path, name);
+		log_warningx(
+		    "tier '%s': removed stale job directory %s/jobs/%s",
+		    t->name, t->path, name);
 		if (mkdirat(jobs_fd, name, 0700) < 0)
 			goto fail_mkdir;
 	}
-	fd = openat(jobs_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(jobs_fd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fchmod(fd, 0700) < 0)
 		goto fail;
 	if (mkdirat(fd, "data", 0755) < 0)
@@ -298,17 +312,18 @@ fail_mkdir:
 	return -1;
 }
 
-int tiers_remove_job_dir(int tier, uint32_t jobid, char *err, size_t errlen)
+int tiers_remove_job_dir(struct tiers *ts, int tier, uint32_t jobid, char *err,
+			 size_t errlen)
 {
-	const struct conf_tier *t = &tiers_conf->tiers[tier];
+	const struct conf_tier *t = &ts->conf->tiers[tier];
 	char name[JOBLAYOUT_JOB_NAME_MAX], rmerr[CONF_ERR_MAX];
 
-	job_name(tier, jobid, name, sizeof(name));
+	job_name(ts, tier, jobid, name, sizeof(name));
 	/* Unmount first: rmtree stops at a mount point (never descends into
 	 * the cache entry behind it), so a view left mounted would keep the
 	 * directory. */
-	if (detach_job_mounts(tier, name, rmerr, sizeof(rmerr)) < 0 ||
-	    rmtree_at(tiers_rt[tier].jobs_fd, name, rmerr, sizeof(rmerr)) < 0) {
+	if (detach_job_mounts(ts, tier, name, rmerr, sizeof(rmerr)) < 0 ||
+	    rmtree_at(ts->rt[tier].jobs_fd, name, rmerr, sizeof(rmerr)) < 0) {
 		snprintf(err, errlen, "tier '%s': in %s/jobs: %s", t->name,
 			 t->path, rmerr);
 		return -1;
@@ -317,18 +332,22 @@ int tiers_remove_job_dir(int tier, uint32_t jobid, char *err, size_t errlen)
 }
 
 struct stale_arg {
-	bool (*job_known)(uint32_t id);
+	struct tiers *ts;
+	bool (*job_known)(void *arg, uint32_t id);
+	void *arg;
 };
 
 /* Is REL (below TIER/jobs) in the directory of a job nobody knows? */
 static bool in_unknown_job(const char *rel, void *arg)
 {
 	const struct stale_arg *a = arg;
+	struct tiers *ts = a->ts;
 	char *end;
 	unsigned long id;
 
 	if (rel[0] < '0' || rel[0] > '9')
-		return false; /* .undrained and the like hold no mounts of ours */
+		return false; /* .undrained and the like hold no mounts of ours
+			       */
 	errno = 0;
 	id = strtoul(rel, &end, 10);
 	if (errno || id > UINT32_MAX)
@@ -336,40 +355,42 @@ static bool in_unknown_job(const char *rel, void *arg)
 	if (*end == '.') {
 		/* J.NODE on a Shared=yes tier: only this node's jobs are
 		 * ours to judge (another node's views are its own). */
-		size_t n = strlen(tiers_conf->node_name);
+		size_t n = strlen(ts->conf->node_name);
 
-		if (strncmp(end + 1, tiers_conf->node_name, n))
+		if (strncmp(end + 1, ts->conf->node_name, n))
 			return false;
 		end += 1 + n;
 	}
 	if (*end != '/' && *end != '\0')
 		return false;
-	return !a->job_known((uint32_t)id);
+	return !a->job_known(a->arg, (uint32_t)id);
 }
 
-unsigned tiers_detach_stale(bool (*job_known)(uint32_t id))
+unsigned tiers_detach_stale(struct tiers *ts,
+			    bool (*job_known)(void *arg, uint32_t id),
+			    void *arg)
 {
-	struct stale_arg a = {.job_known = job_known};
+	struct stale_arg a = {.ts = ts, .job_known = job_known, .arg = arg};
 	char why[CONF_ERR_MAX];
 	unsigned total = 0;
 	size_t i;
 	int n;
 
-	for (i = 0; i < tiers_n; i++) {
-		n = bindmount_detach_under(tiers_rt[i].jobs_fd, in_unknown_job,
+	for (i = 0; i < ts->n; i++) {
+		n = bindmount_detach_under(ts->rt[i].jobs_fd, in_unknown_job,
 					   &a, why, sizeof(why));
 		if (n < 0) {
 			log_warningx("tier '%s': in %s/jobs: %s",
-				     tiers_conf->tiers[i].name,
-				     tiers_conf->tiers[i].path, why);
+				     ts->conf->tiers[i].name,
+				     ts->conf->tiers[i].path, why);
 			continue;
 		}
 		if (n > 0)
 			log_warningx("tier '%s': unmounted %d dataset view%s "
 				     "of jobs no longer known in %s/jobs",
-				     tiers_conf->tiers[i].name, n,
+				     ts->conf->tiers[i].name, n,
 				     n == 1 ? "" : "s",
-				     tiers_conf->tiers[i].path);
+				     ts->conf->tiers[i].path);
 		total += (unsigned)n;
 	}
 	return total;
@@ -383,18 +404,18 @@ static bool is_partial_name(const char *n)
 	       !strcmp(n + len - (sizeof(".partial") - 1), ".partial");
 }
 
-int tiers_remove_partial(int tier, uint32_t jobid, const char *name, char *err,
-			 size_t errlen)
+int tiers_remove_partial(struct tiers *ts, int tier, uint32_t jobid,
+			 const char *name, char *err, size_t errlen)
 {
-	const struct conf_tier *t = &tiers_conf->tiers[tier];
+	const struct conf_tier *t = &ts->conf->tiers[tier];
 	char job[JOBLAYOUT_JOB_NAME_MAX], partial[CONF_NAME_MAX * 4];
 	char rmerr[CONF_ERR_MAX];
 	struct dirent *de;
 	DIR *dir = NULL;
 	int jfd = -1, dfd = -1, r = -1;
 
-	job_name(tier, jobid, job, sizeof(job));
-	jfd = openat(tiers_rt[tier].jobs_fd, job,
+	job_name(ts, tier, jobid, job, sizeof(job));
+	jfd = openat(ts->rt[tier].jobs_fd, job,
 		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jfd >= 0)
 		dfd = openat(jfd, "data",
@@ -405,14 +426,16 @@ int tiers_remove_partial(int tier, uint32_t jobid, const char *name, char *err,
 			r = 0;
 			goto out;
 		}
-		snprintf(err, errlen, "tier '%s': cannot open %s/jobs/%s/data: %s",
-			 t->name, t->path, job, strerror(errno));
+		snprintf(err, errlen,
+			 "tier '%s': cannot open %s/jobs/%s/data: %s", t->name,
+			 t->path, job, strerror(errno));
 		goto out;
 	}
 	if (name) {
 		if (snprintf(partial, sizeof(partial), ".%s.partial", name) >=
 		    (int)sizeof(partial)) {
-			snprintf(err, errlen, "dataset name '%s' too long", name);
+			snprintf(err, errlen, "dataset name '%s' too long",
+				 name);
 			errno = ENAMETOOLONG;
 			goto out;
 		}
@@ -446,13 +469,14 @@ out:
 	return r;
 }
 
-/* --- space ------------------------------------------------------------------ */
+/* --- space ------------------------------------------------------------------
+ */
 
 /* Usage with tiers_lock held. */
-static int usage_locked(int tier, struct tiers_usage *ret)
+static int usage_locked(struct tiers *ts, int tier, struct tiers_usage *ret)
 {
-	const struct conf_tier *t = &tiers_conf->tiers[tier];
-	const struct tier_rt *rt = &tiers_rt[tier];
+	const struct conf_tier *t = &ts->conf->tiers[tier];
+	const struct tier_rt *rt = &ts->rt[tier];
 	struct statvfs vfs;
 	uint64_t fs_size, fs_free, avail;
 
@@ -466,7 +490,8 @@ static int usage_locked(int tier, struct tiers_usage *ret)
 	if (t->capacity) {
 		ret->capacity = t->capacity;
 		ret->used = rt->committed + rt->cache + rt->reserved;
-		ret->free = ret->used < t->capacity ? t->capacity - ret->used : 0;
+		ret->free =
+		    ret->used < t->capacity ? t->capacity - ret->used : 0;
 		if (ret->free > avail)
 			ret->free = avail;
 	} else {
@@ -477,26 +502,26 @@ static int usage_locked(int tier, struct tiers_usage *ret)
 	return 0;
 }
 
-int tiers_usage(int tier, struct tiers_usage *ret)
+int tiers_usage(struct tiers *ts, int tier, struct tiers_usage *ret)
 {
 	int r;
 
-	pthread_mutex_lock(&tiers_lock);
-	r = usage_locked(tier, ret);
-	pthread_mutex_unlock(&tiers_lock);
+	pthread_mutex_lock(&ts->lock);
+	r = usage_locked(ts, tier, ret);
+	pthread_mutex_unlock(&ts->lock);
 	return r;
 }
 
-int tiers_reserve(int tier, const char *dsname, uint64_t size, char *err,
-		  size_t errlen)
+int tiers_reserve(struct tiers *ts, int tier, const char *dsname, uint64_t size,
+		  char *err, size_t errlen)
 {
-	const struct conf_tier *t = &tiers_conf->tiers[tier];
+	const struct conf_tier *t = &ts->conf->tiers[tier];
 	struct tiers_usage u;
 	char need[32], avail[32];
 	int r = -1;
 
-	pthread_mutex_lock(&tiers_lock);
-	if (usage_locked(tier, &u) < 0) {
+	pthread_mutex_lock(&ts->lock);
+	if (usage_locked(ts, tier, &u) < 0) {
 		snprintf(err, errlen, "tier '%s': cannot statvfs %s: %s",
 			 t->name, t->path, strerror(errno));
 		goto out;
@@ -509,47 +534,47 @@ int tiers_reserve(int tier, const char *dsname, uint64_t size, char *err,
 		errno = ENOSPC;
 		goto out;
 	}
-	tiers_rt[tier].reserved += size;
+	ts->rt[tier].reserved += size;
 	r = 0;
 out:
-	pthread_mutex_unlock(&tiers_lock);
+	pthread_mutex_unlock(&ts->lock);
 	return r;
 }
 
-void tiers_release(int tier, uint64_t size)
+void tiers_release(struct tiers *ts, int tier, uint64_t size)
 {
-	pthread_mutex_lock(&tiers_lock);
-	if (tiers_rt[tier].reserved >= size)
-		tiers_rt[tier].reserved -= size;
+	pthread_mutex_lock(&ts->lock);
+	if (ts->rt[tier].reserved >= size)
+		ts->rt[tier].reserved -= size;
 	else
-		tiers_rt[tier].reserved = 0;
-	pthread_mutex_unlock(&tiers_lock);
+		ts->rt[tier].reserved = 0;
+	pthread_mutex_unlock(&ts->lock);
 }
 
-void tiers_commit(int tier, int64_t delta)
+void tiers_commit(struct tiers *ts, int tier, int64_t delta)
 {
-	struct tier_rt *rt = &tiers_rt[tier];
+	struct tier_rt *rt = &ts->rt[tier];
 
-	pthread_mutex_lock(&tiers_lock);
+	pthread_mutex_lock(&ts->lock);
 	if (delta >= 0)
 		rt->committed += (uint64_t)delta;
 	else if (rt->committed >= (uint64_t)-delta)
 		rt->committed -= (uint64_t)-delta;
 	else
 		rt->committed = 0;
-	pthread_mutex_unlock(&tiers_lock);
+	pthread_mutex_unlock(&ts->lock);
 }
 
-void tiers_cache_account(int tier, int64_t delta)
+void tiers_cache_account(struct tiers *ts, int tier, int64_t delta)
 {
-	struct tier_rt *rt = &tiers_rt[tier];
+	struct tier_rt *rt = &ts->rt[tier];
 
-	pthread_mutex_lock(&tiers_lock);
+	pthread_mutex_lock(&ts->lock);
 	if (delta >= 0)
 		rt->cache += (uint64_t)delta;
 	else if (rt->cache >= (uint64_t)-delta)
 		rt->cache -= (uint64_t)-delta;
 	else
 		rt->cache = 0;
-	pthread_mutex_unlock(&tiers_lock);
+	pthread_mutex_unlock(&ts->lock);
 }

@@ -51,11 +51,6 @@
  *       or the last line on failure; DSTDIR/data is then removed.
  * Exit status 0 on success, 1 on failure, 2 on bad usage (message on
  * stderr).
- *
- * The old form `--stage-worker SRC DSTDIR NAME` (three positional
- * arguments, no option) is kept until stage.c moves over: it copies to
- * DSTDIR/.NAME.partial (DSTDIR made 0700 if missing) and renames that to
- * DSTDIR/NAME when complete, with the same output lines.
  */
 #ifndef IOSTAGE_DAEMON_WORKER_H
 #define IOSTAGE_DAEMON_WORKER_H

@@ -26,6 +26,7 @@
 #include "common/telemetry/promtext.h"
 #include "common/net/proto.h"
 #include "common/base/smallfile.h"
+#include "daemon/agent_bridge.h"
 #include "daemon/staging/bwgov.h"
 #include "daemon/staging/cache.h"
 #include "daemon/fsutil.h"
@@ -119,7 +120,7 @@ static void sample_jobs(struct sample *ret)
 	time_t now = time(NULL);
 
 	memset(ret, 0, sizeof(*ret));
-	jobs = jobs_status_json(0);
+	jobs = jobs_status_json(agent_bridge->jobs, 0);
 	if (!jobs)
 		return; /* ENOMEM: try again next tick */
 	cJSON_ArrayForEach(j, jobs)
@@ -197,10 +198,10 @@ static int tier_families(struct promtext *pt)
 	unsigned entries[CONF_MAX_TIERS], counts[CONF_MAX_TIERS];
 	size_t f, t, n = mconf->ntiers;
 
-	jobs_tier_counts(counts);
+	jobs_tier_counts(agent_bridge->jobs, counts);
 	for (t = 0; t < n; t++) {
 		memset(&u[t], 0, sizeof(u[t]));
-		(void)tiers_usage((int)t, &u[t]);
+		(void)tiers_usage(agent_bridge->tiers, (int)t, &u[t]);
 		entries[t] = 0;
 		cache_tier_counts(mcache, (int)t, &entries[t], NULL);
 	}

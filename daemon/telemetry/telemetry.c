@@ -27,6 +27,7 @@
 #include "common/telemetry/outfiles.h"
 #include "common/net/proto.h"
 #include "common/base/smallfile.h"
+#include "daemon/agent_bridge.h"
 #include "daemon/fsutil.h"
 #include "daemon/jobs.h"
 #include "daemon/telemetry/sampler.h"
@@ -373,7 +374,7 @@ static struct tjob *get_locked(uint32_t id, uid_t peer_uid, char *err,
 			       size_t errlen)
 {
 	struct tjob *t = find_locked(id);
-	struct job *job = jobs_get(id);
+	struct job *job = jobs_get(agent_bridge->jobs, id);
 
 	if (job && job->prestage) {
 		jobs_put(job);
@@ -1389,7 +1390,7 @@ cJSON *telemetry_record(uint32_t id, uid_t peer_uid, char *err,
 
 	pthread_mutex_lock(&tel_lock);
 	t = find_locked(id);
-	if (t || jobs_known(id)) {
+	if (t || jobs_known(agent_bridge->jobs, id)) {
 		t = get_locked(id, peer_uid, err, errlen);
 		if (t || errno != EALREADY) {
 			if (t)

@@ -11,17 +11,16 @@
  * static dispatch(). */
 #include "tests/fuzz/fuzz.h"
 
-#include "daemon/agent.h"
 #include "daemon/server.c"
 
 #include "common/history/history.h"
+#include "daemon/agent_bridge.h"
 #include "tests/fuzz/history_renew.h"
 #include "tests/fuzz/spawn_stub.h"
 
 
 static struct conf conf;
-/* what drain_create reaches the configuration through */
-static struct agent fuzz_agent = { .conf = &conf };
+static struct agent agent;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -34,18 +33,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	server_conf = &conf;
 	server_conf_path = "/etc/slurm/iostage.conf";
 	started = time(NULL);
-	if (tiers_init(&conf, err, sizeof(err)) < 0)
+	agent.conf = &conf;
+	agent_bridge = &agent; /* server.c reaches the table through it */
+	if (!(agent.tiers = tiers_create(&agent, 0, err, sizeof(err))))
 		goto fail;
-	cache_params_tiers(&conf, &cp);
+	cache_params_tiers(agent.tiers, &conf, &cp);
 	server_cache = cache_create(&cp, err, sizeof(err));
 	if (!server_cache)
 		goto fail;
-	stage_init(&conf, server_cache);
-	if (!(fuzz_agent.drain = drain_create(&fuzz_agent, err, sizeof(err))) ||
-	    jobs_init(&conf, server_cache, err, sizeof(err)) < 0)
+	agent.cache = server_cache;
+	if (!(agent.stage = stage_create(&agent, err, sizeof(err))) ||
+	    !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
+	    drain_init(&conf, err, sizeof(err)) < 0 ||
+	    jobs_load(agent.jobs, err, sizeof(err)) < 0)
 		goto fail;
-	tiers_detach_stale(jobs_known);
-	if (cache_recover(server_cache, jobs_known, err, sizeof(err)) < 0 ||
+	tiers_detach_stale(agent.tiers, jobs_known_arg, agent.jobs);
+	if (cache_recover(server_cache, agent_bridge_job_known, err,
+			  sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
 	    parts_init(&conf, err, sizeof(err)) < 0)
 		goto fail;
@@ -75,7 +79,7 @@ static void finish_prestage(const cJSON *reply)
 	if (!cJSON_IsNumber(idj))
 		return;
 	id = (uint32_t)idj->valuedouble;
-	job = jobs_get(id);
+	job = jobs_get(agent.jobs, id);
 	if (!job)
 		return;
 	if (!job->prestage) {
@@ -84,7 +88,8 @@ static void finish_prestage(const cJSON *reply)
 	}
 	jobs_wait(job, 10, &v);
 	jobs_put(job);
-	if (v.state == JOB_STAGING || jobs_finish(id, 10, err, sizeof(err)) < 0) {
+	if (v.state == JOB_STAGING ||
+	    jobs_finish(agent.jobs, id, 10, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: prestage %u did not end: %s\n", id,
 			v.state == JOB_STAGING ? "still staging" : err);
 		abort();

@@ -10,7 +10,8 @@
 #include "daemon/jobs.h"
 #include "tests/fuzz/fuzz.h"
 
-static struct job *fuzz_job(const struct conf *conf, uint32_t id)
+static struct job *fuzz_job(struct jobs *js, const struct conf *conf,
+			    uint32_t id)
 {
 	char err[CONF_ERR_MAX];
 	struct profile *p;
@@ -19,8 +20,8 @@ static struct job *fuzz_job(const struct conf *conf, uint32_t id)
 	p = profile_parse_json("{\"datasets\":[]}", "fuzz", err, sizeof(err));
 	if (!p || profile_normalize(p, conf, err, sizeof(err)) < 0)
 		goto fail;
-	job = jobs_create(id, 1000, 1000, "alice", p, err, sizeof(err));
-	if (!job || jobs_insert(job, &old, err, sizeof(err)) != 0)
+	job = jobs_new_job(js, id, 1000, 1000, "alice", p, err, sizeof(err));
+	if (!job || jobs_insert(js, job, &old, err, sizeof(err)) != 0)
 		goto fail;
 	return job;
 fail:

@@ -9,10 +9,10 @@
 
 #include <sys/socket.h>
 
-#include "daemon/agent.h"
 #include "daemon/cluster/peer.c"
 
 #include "common/history/history.h"
+#include "daemon/agent_bridge.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
@@ -25,9 +25,8 @@
 
 
 static struct conf conf;
-/* what drain_create reaches the configuration through */
-static struct agent fuzz_agent = { .conf = &conf };
 static struct cache *cache;
+static struct agent agent;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -39,18 +38,22 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fuzz_conf(&conf);
 	snprintf(conf.node_name, sizeof(conf.node_name), "node1");
 	peer_conf = &conf;
-	if (tiers_init(&conf, err, sizeof(err)) < 0)
+	agent.conf = &conf;
+	agent_bridge = &agent; /* the peer ops reach the table through it */
+	if (!(agent.tiers = tiers_create(&agent, 0, err, sizeof(err))))
 		goto fail;
-	cache_params_tiers(&conf, &cp);
+	cache_params_tiers(agent.tiers, &conf, &cp);
 	cache = cache_create(&cp, err, sizeof(err));
 	if (!cache)
 		goto fail;
-	stage_init(&conf, cache);
-	if (!(fuzz_agent.drain = drain_create(&fuzz_agent, err, sizeof(err))) ||
-	    jobs_init(&conf, cache, err, sizeof(err)) < 0)
+	agent.cache = cache;
+	if (!(agent.stage = stage_create(&agent, err, sizeof(err))) ||
+	    !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
+	    drain_init(&conf, err, sizeof(err)) < 0 ||
+	    jobs_load(agent.jobs, err, sizeof(err)) < 0)
 		goto fail;
-	tiers_detach_stale(jobs_known);
-	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
+	tiers_detach_stale(agent.tiers, jobs_known_arg, agent.jobs);
+	if (cache_recover(cache, agent_bridge_job_known, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
 	    parts_init(&conf, err, sizeof(err)) < 0)
 		goto fail;

@@ -16,7 +16,7 @@
 #include "common/config/profile.h"
 #include "common/net/proto.h"
 #include "common/history/history.h"
-#include "daemon/agent.h"
+#include "daemon/agent_bridge.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
@@ -31,8 +31,7 @@
 #define FUZZ_JOB_INPUTS 5000
 
 static struct conf conf;
-/* what drain_create reaches the configuration through */
-static struct agent fuzz_agent = { .conf = &conf };
+static struct agent agent;
 static uint32_t job_id = 42;
 
 /* Job JOB_ID of uid 1000, staged, with this process as its task. */
@@ -42,7 +41,7 @@ static void start_job(void)
 				    .local_rank = 0, .identity = "slurm",
 				    .node = "node1" };
 	char err[CONF_ERR_MAX];
-	struct job *job = fuzz_job(&conf, job_id);
+	struct job *job = fuzz_job(agent.jobs, &conf, job_id);
 
 	jobs_staging_done(job, true, NULL);
 	jobs_put(job);
@@ -58,7 +57,7 @@ static void next_job(void)
 	char err[CONF_ERR_MAX];
 
 	cJSON_Delete(telemetry_finish_job(job_id));
-	if (jobs_finish(job_id, 10, err, sizeof(err)) < 0) {
+	if (jobs_finish(agent.jobs, job_id, 10, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: job %u: %s\n", job_id, err);
 		abort();
 	}
@@ -73,10 +72,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fuzz_conf(&conf);
-	stage_init(&conf, NULL); /* nothing is staged: no cache */
-	if (tiers_init(&conf, err, sizeof(err)) < 0 ||
-	    !(fuzz_agent.drain = drain_create(&fuzz_agent, err, sizeof(err))) ||
-	    jobs_init(&conf, NULL, err, sizeof(err)) < 0 ||
+	agent.conf = &conf; /* nothing is staged: no cache, no stager */
+	agent_bridge = &agent; /* telemetry reaches the table through it */
+	if (!(agent.tiers = tiers_create(&agent, 0, err, sizeof(err))) ||
+	    !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
+	    drain_init(&conf, err, sizeof(err)) < 0 ||
+	    jobs_load(agent.jobs, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: %s\n", err);
 		exit(2);

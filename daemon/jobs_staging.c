@@ -1,0 +1,132 @@
+/* jobs_staging.c - what a job's staging thread (stage.c) records in the
+ * table: its running worker (so that abort and finish can kill it), the
+ * progress and totals of its copies, how each dataset was served, and the
+ * end of staging (persisted before any waiter is told).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/jobs.h"
+#include "daemon/jobs_internal.h"
+
+int jobs_set_worker(struct job *job, pid_t pid)
+{
+	struct jobs *js = job->table;
+	int r = 0;
+
+	pthread_mutex_lock(&js->lock);
+	if (job->cancel)
+		r = -1;
+	else
+		job->worker = pid;
+	pthread_mutex_unlock(&js->lock);
+	return r;
+}
+
+void jobs_clear_worker(struct job *job)
+{
+	struct jobs *js = job->table;
+	pthread_mutex_lock(&js->lock);
+	job->worker = 0;
+	pthread_mutex_unlock(&js->lock);
+}
+
+bool jobs_cancelled(struct job *job, char *reason, size_t len)
+{
+	struct jobs *js = job->table;
+	bool r;
+
+	pthread_mutex_lock(&js->lock);
+	r = job->cancel;
+	if (r && reason && len)
+		snprintf(reason, len, "%s", job->cancel_reason);
+	pthread_mutex_unlock(&js->lock);
+	return r;
+}
+
+void jobs_progress(struct job *job, uint64_t bytes, uint64_t files)
+{
+	struct jobs *js = job->table;
+	pthread_mutex_lock(&js->lock);
+	job->bytes = bytes;
+	job->files = files;
+	pthread_mutex_unlock(&js->lock);
+}
+
+void jobs_add_totals(struct job *job, uint64_t bytes, uint64_t files)
+{
+	struct jobs *js = job->table;
+	pthread_mutex_lock(&js->lock);
+	job->total_bytes += bytes;
+	job->total_files += files;
+	pthread_mutex_unlock(&js->lock);
+}
+
+void jobs_dataset_done(struct job *job, size_t i, int tier, uint64_t bytes,
+		       uint64_t files)
+{
+	struct jobs *js = job->table;
+	pthread_mutex_lock(&js->lock);
+	/* Held by a cache entry, which the tier accounts for. */
+	job->tier_bytes[tier] += bytes;
+	if (i < PROFILE_MAX_DATASETS) {
+		job->ds[i].bytes = bytes;
+		job->ds[i].files = files;
+	}
+	pthread_mutex_unlock(&js->lock);
+}
+
+void jobs_dataset_result(struct job *job, size_t i, enum job_ds_result result,
+			 const char *entry, uint64_t copied_files,
+			 uint64_t copied_bytes, uint64_t linked_files)
+{
+	struct jobs *js = job->table;
+	struct job_ds *d;
+
+	if (i >= PROFILE_MAX_DATASETS)
+		return;
+	pthread_mutex_lock(&js->lock);
+	d = &job->ds[i];
+	d->result = result;
+	snprintf(d->entry, sizeof(d->entry), "%s", entry ? entry : "");
+	d->copied_files = copied_files;
+	d->copied_bytes = copied_bytes;
+	d->linked_files = linked_files;
+	pthread_mutex_unlock(&js->lock);
+}
+
+void jobs_staging_done(struct job *job, bool ok, const char *error)
+{
+	struct jobs *js = job->table;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&js->lock);
+	job->ended = time(NULL);
+	job->staged_s = (double)(now.tv_sec - job->t0.tv_sec) +
+			(double)(now.tv_nsec - job->t0.tv_nsec) / 1e9;
+	if (job->cancel) {
+		job->state = JOB_FAILED;
+		snprintf(job->error, sizeof(job->error), "%s",
+			 job->cancel_reason);
+	} else if (ok) {
+		job->state = JOB_STAGED;
+		job->error[0] = '\0';
+	} else {
+		job->state = JOB_FAILED;
+		snprintf(job->error, sizeof(job->error), "%s",
+			 error && *error ? error : "staging failed");
+	}
+	pthread_mutex_unlock(&js->lock);
+	/* Persist before anyone is told: a waiter that sees the new state
+	 * may run "finish" at once. */
+	jobs_persist(job);
+	pthread_mutex_lock(&js->lock);
+	job->running = false;
+	job->worker = 0;
+	pthread_cond_broadcast(&js->cond);
+	pthread_mutex_unlock(&js->lock);
+}
