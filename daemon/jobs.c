@@ -365,10 +365,13 @@ void jobs_remove(struct job *job)
  */
 
 void jobs_set_drain_hooks(struct jobs *js, jobs_drain_status_fn status,
-			  jobs_drain_resume_fn resume)
+			  jobs_drain_resume_fn resume, void *arg)
 {
+	pthread_mutex_lock(&js->lock);
 	js->drain_status = status;
 	js->drain_resume = resume;
+	js->drain_arg = arg;
+	pthread_mutex_unlock(&js->lock);
 }
 
 struct jobs *jobs_create(struct agent *a, uid_t owner, char *err, size_t errlen)

@@ -131,16 +131,17 @@ struct jobs *jobs_create(struct agent *a, uid_t owner, char *err,
 int jobs_load(struct jobs *js, char *err, size_t errlen);
 
 /* What the drain (daemon/staging/drain.c) adds to the table, registered by
- * drain_init, so that the table never calls up into it: STATUS gives job
+ * drain_create, so that the table never calls up into it: STATUS gives job
  * ID's "drain" object for status, or NULL (called with the table locked);
  * RESUME watches the outputs of a job reloaded staged after a restart
- * again (0, or -1 with err). Call before jobs_load; unset, status has no
- * "drain" and a reloaded job's outputs drain at finish only. */
-typedef cJSON *(*jobs_drain_status_fn)(uint32_t id);
-typedef int (*jobs_drain_resume_fn)(const struct job *job, char *err,
-				    size_t errlen);
+ * again (0, or -1 with err). Both get ARG (the drain). Call before
+ * jobs_load; unset (NULLs), status has no "drain" and a reloaded job's
+ * outputs drain at finish only. */
+typedef cJSON *(*jobs_drain_status_fn)(void *arg, uint32_t id);
+typedef int (*jobs_drain_resume_fn)(void *arg, const struct job *job,
+				    char *err, size_t errlen);
 void jobs_set_drain_hooks(struct jobs *js, jobs_drain_status_fn status,
-			  jobs_drain_resume_fn resume);
+			  jobs_drain_resume_fn resume, void *arg);
 
 /* Stop: refuse new jobs (jobs_insert fails), cancel every staging job with
  * REASON (its worker is killed and its partial copies removed by its staging

@@ -63,6 +63,7 @@ struct jobs {
 	/* drain.c's, jobs_set_drain_hooks */
 	jobs_drain_status_fn drain_status;
 	jobs_drain_resume_fn drain_resume;
+	void *drain_arg; /* the drain, given to both */
 	/* The last JOBS_FINISHED_KEEP jobs finished here, a ring under
 	 * lock. */
 	struct jobs_finished_rec finished[JOBS_FINISHED_KEEP];

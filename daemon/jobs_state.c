@@ -495,7 +495,7 @@ static int load_one(struct jobs *js, const char *name)
 	}
 	/* drain.c: a running job's outputs are watched again. */
 	if (job->state == JOB_STAGED && job->profile && !job->prestage &&
-	    js->drain_resume && js->drain_resume(job, err, sizeof(err)) < 0)
+	    js->drain_resume && js->drain_resume(js->drain_arg, job, err, sizeof(err)) < 0)
 		log_warningx("job %u: outputs drain at finish only: %s",
 			     job->id, err);
 	return 0;

@@ -49,7 +49,7 @@ static cJSON *job_status_locked(const struct jobs *js, const struct job *job)
 	cJSON_AddStringToObject(o, "user", job->user);
 	cJSON_AddNumberToObject(o, "uid", job->uid);
 	/* drain.c: outputs drained during the run and at the end. */
-	if (js->drain_status && (drain = js->drain_status(job->id)))
+	if (js->drain_status && (drain = js->drain_status(js->drain_arg, job->id)))
 		cJSON_AddItemToObject(o, "drain", drain);
 	jobs_add_state_fields(o, job);
 	progress_locked(job, o);

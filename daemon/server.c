@@ -518,7 +518,7 @@ static cJSON *op_finish(const struct peer *c, const cJSON *req)
 		return proto_reply_error("%s", err);
 	/* drain.c: outputs go to the PFS (or aside, up to DrainTimeout)
 	 * before jobs_finish removes the job's directories. */
-	if (drain_finish(drain_registered(), id, err,
+	if (drain_finish(agent_bridge->drain, id, err,
 			 sizeof(err)) < 0) {
 		log_warningx("%s", err);
 		return proto_reply_error("%s", err);

@@ -4,9 +4,9 @@
  * Why an object and not the module's statics it used to be: a test wants
  * a drain it drives by hand (no thread, no inotify, workers it plays
  * itself) and iostaged's one beside it, in one process. So everything the
- * drain knows lives in struct drain, reached from the agent; the only
- * thing kept per process is which drain answers the job table's hooks,
- * whose callbacks take no context yet (jobs_set_drain_hooks).
+ * drain knows lives in struct drain, reached from the agent; the job
+ * table reaches it through the hooks it registers with the table's
+ * (jobs_set_drain_hooks), never by calling into this file.
  *
  * What root does in the user's directories here: mkdirat/openat with
  * O_NOFOLLOW from the root-owned TIER/jobs fd to create out/NAME (owned by
@@ -35,35 +35,17 @@
 #include "daemon/staging/drain_internal.h"
 #include "daemon/staging/tiers.h"
 
-/* The drain whose functions the job table calls (jobs_set_drain_hooks
- * takes no context): per process, set by the first drain_create, cleared
- * by its drain_destroy. Guarded by hooks_lock. */
-static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct drain *hooked;
-
-struct drain *drain_registered(void)
+/* The job table's hooks (jobs_set_drain_hooks), ARG the drain. */
+static cJSON *hook_status(void *arg, uint32_t id)
 {
-	struct drain *d;
-
-	pthread_mutex_lock(&hooks_lock);
-	d = hooked;
-	pthread_mutex_unlock(&hooks_lock);
-	return d;
-}
-
-static cJSON *hook_status(uint32_t id)
-{
-	struct drain *d = drain_registered();
-
-	return d ? drain_status_json(d, id) : NULL;
+	return drain_status_json(arg, id);
 }
 
 /* A job reloaded staged after a restart: its outputs watched again. */
-static int hook_resume(const struct job *job, char *err, size_t errlen)
+static int hook_resume(void *arg, const struct job *job, char *err,
+		       size_t errlen)
 {
-	struct drain *d = drain_registered();
-
-	return d ? drain_job_start(d, job, true, err, errlen) : 0;
+	return drain_job_start(arg, job, true, err, errlen);
 }
 
 void drain_wake(struct drain *d)
@@ -143,12 +125,8 @@ struct drain *drain_create(struct agent *a, char *err, size_t errlen)
 	d->thread_started = true;
 	/* jobs.c asks for a job's drain status and resumes a reloaded
 	 * job's watches through these, never by calling into this file. */
-	pthread_mutex_lock(&hooks_lock);
-	if (!hooked) {
-		hooked = d;
-		jobs_set_drain_hooks(hook_status, hook_resume);
-	}
-	pthread_mutex_unlock(&hooks_lock);
+	if (a->jobs)
+		jobs_set_drain_hooks(a->jobs, hook_status, hook_resume, d);
 	return d;
 fail:
 	r = errno;
@@ -175,12 +153,10 @@ void drain_destroy(struct drain *d)
 
 	if (!d)
 		return;
-	pthread_mutex_lock(&hooks_lock);
-	if (hooked == d) {
-		hooked = NULL;
-		jobs_set_drain_hooks(NULL, NULL);
-	}
-	pthread_mutex_unlock(&hooks_lock);
+	/* The table outlives its drain (agent_destroy frees the drain
+	 * first): it must not call into a freed one. */
+	if (d->agent && d->agent->jobs)
+		jobs_set_drain_hooks(d->agent->jobs, NULL, NULL, NULL);
 	drain_shutdown(d);
 	for (dj = d->djobs; dj; dj = next) {
 		next = dj->next;
@@ -340,7 +316,7 @@ struct djob *drain_djob_create(struct drain *d, const struct job *job,
 		dj->nouts = i + 1;
 		snprintf(o->name, sizeof(o->name), "%s", po->name);
 		snprintf(o->pfs, sizeof(o->pfs), "%s", po->path);
-		o->tier = tiers_index(po->tier);
+		o->tier = tiers_index(d->agent->tiers, po->tier);
 		if (!t || o->tier < 0 ||
 		    joblayout_output_path(conf, po, job->id, o->local,
 					  sizeof(o->local)) < 0) {

@@ -68,11 +68,6 @@ void drain_shutdown(struct drain *d);
  * (only when no connection thread runs any more). NULL is a no-op. */
 void drain_destroy(struct drain *d);
 
-/* The drain holding the job table's hooks (the process's iostaged's), or
- * NULL. A bridge for the callers that have no agent in reach yet; it goes
- * with the hooks' context argument. */
-struct drain *drain_registered(void);
-
 /* JOB's outputs (if any): create TIER/jobs/J/out/NAME (user, 0700; an
  * existing one must be a directory owned by the job's user) and start
  * watching. TIER/jobs/J must exist on each output's tier. With RESUME

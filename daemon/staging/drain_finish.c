@@ -26,6 +26,7 @@
 #include "common/base/units.h"
 #include "common/config/joblayout.h"
 #include "daemon/fsutil.h"
+#include "daemon/agent.h"
 #include "daemon/staging/drain_internal.h"
 
 /* "3 files (1.2 GiB)", "1 file (10 MiB)", "no files". */
@@ -247,7 +248,7 @@ static int late_register(struct drain *d, struct job *job, char *err,
 
 int drain_finish(struct drain *d, uint32_t id, char *err, size_t errlen)
 {
-	struct job *job = jobs_get(id);
+	struct job *job = jobs_get(d->agent->jobs, id);
 	struct timespec deadline;
 	struct djob *dj;
 	int r = 0;

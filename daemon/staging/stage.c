@@ -863,8 +863,10 @@ int stage_start(struct stage *s, struct job *job, char *err, size_t errlen)
 	}
 	run->s = s;
 	run->job = job;
-	/* drain.c: TIER/jobs/J/out/NAME per output, watched from now on. */
-	if (!job->prestage && drain_job_start(job, false, err, errlen) < 0) {
+	/* drain.c: TIER/jobs/J/out/NAME per output, watched from now on (an
+	 * agent without a drain, a test's, leaves outputs alone). */
+	if (!job->prestage && s->agent->drain &&
+	    drain_job_start(s->agent->drain, job, false, err, errlen) < 0) {
 		free(run);
 		remove_dirs(s, job, s->conf->ntiers);
 		return -1;
@@ -879,7 +881,8 @@ int stage_start(struct stage *s, struct job *job, char *err, size_t errlen)
 			 strerror(r));
 		free(run);
 		jobs_put(job);
-		drain_job_forget(job->id); /* drain.c */
+		if (s->agent->drain)
+			drain_job_forget(s->agent->drain, job->id);
 		if (!job->prestage)
 			remove_dirs(s, job, s->conf->ntiers);
 		errno = r;
