@@ -20,6 +20,7 @@
 #include <fcntl.h>
 
 #include "common/history/history.h"
+#include "daemon/agent.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
@@ -66,6 +67,8 @@ static void start_stop(void)
 {
 	struct cache_params cp;
 	struct cache *cache = NULL;
+	struct agent agent = { .conf = &conf };
+	struct parts *parts;
 	char err[CONF_ERR_MAX];
 
 	if (tiers_init(&conf, err, sizeof(err)) < 0)
@@ -78,7 +81,7 @@ static void start_stop(void)
 	tiers_detach_stale(jobs_known);
 	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
-	    parts_init(&conf, err, sizeof(err)) < 0)
+	    !(parts = parts_create(&agent, err, sizeof(err))))
 		goto fail;
 	cJSON_Delete(jobs_status_json(0));
 	jobs_shutdown("fuzz", 1);
@@ -87,7 +90,7 @@ static void start_stop(void)
 	jobs_fini();
 	drain_fini();
 	cache_destroy(cache);
-	parts_fini();
+	parts_destroy(parts);
 	tiers_fini();
 	return;
 fail:
