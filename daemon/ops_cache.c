@@ -110,7 +110,7 @@ static int lookup_user(const char *name, uid_t uid, uid_t *ret_uid,
  * peer (root: as USER), asynchronously; the reply's "id" is a job id for
  * wait/status. */
 static cJSON *op_prestage(struct agent *a, const struct ops_caller *c,
-		      const cJSON *req)
+			  const cJSON *req)
 {
 	char err[CONF_ERR_MAX], user[JOBS_USER_MAX], *text = NULL;
 	const char *path, *tier, *who, *verify;
@@ -170,11 +170,10 @@ static cJSON *op_prestage(struct agent *a, const struct ops_caller *c,
 		profile = profile_parse_json(text, "prestage request", perr,
 					     sizeof(perr));
 		if (profile &&
-		    (profile_normalize(profile, a->conf, perr,
-				       sizeof(perr)) < 0 ||
-		     profile_validate(profile, a->conf,
-				      PROFILE_CHECK_STRUCTURE, perr,
-				      sizeof(perr)) < 0)) {
+		    (profile_normalize(profile, a->conf, perr, sizeof(perr)) <
+			 0 ||
+		     profile_validate(profile, a->conf, PROFILE_CHECK_STRUCTURE,
+				      perr, sizeof(perr)) < 0)) {
 			profile_destroy(profile);
 			profile = NULL;
 		}
@@ -191,7 +190,8 @@ static cJSON *op_prestage(struct agent *a, const struct ops_caller *c,
 	job->prestage = true;
 	/* iostagectld's, for a job it expects to start here: a prediction,
 	 * which must not cost data that jobs come back to. */
-	job->speculative = cJSON_GetObjectItemCaseSensitive(req, "for_job") != NULL;
+	job->speculative =
+	    cJSON_GetObjectItemCaseSensitive(req, "for_job") != NULL;
 	switch (jobs_insert(job, &old, err, sizeof(err))) {
 	case 0:
 		break;
@@ -235,14 +235,14 @@ fail:
  * registered with peer_set_prestage by main(). */
 cJSON *ops_prestage_root(struct agent *a, const cJSON *req)
 {
-	struct ops_caller root = { 0, 0, 0 };
+	struct ops_caller root = {0, 0, 0};
 
 	return op_prestage(a, &root, req);
 }
 
 /* cache_ls {tier?}: the peer's entries (root: everyone's). */
 static cJSON *op_cache_ls(struct agent *a, const struct ops_caller *c,
-		      const cJSON *req)
+			  const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	cJSON *r, *arr, *e, *next;
@@ -255,13 +255,14 @@ static cJSON *op_cache_ls(struct agent *a, const struct ops_caller *c,
 		return proto_reply_error("out of memory");
 	if (t >= 0) {
 		for (e = arr->child; e; e = next) {
-			const cJSON *tn = cJSON_GetObjectItemCaseSensitive(e,
-									   "tier");
+			const cJSON *tn =
+			    cJSON_GetObjectItemCaseSensitive(e, "tier");
 
 			next = e->next;
 			if (!cJSON_IsString(tn) ||
 			    strcmp(tn->valuestring, a->conf->tiers[t].name))
-				cJSON_Delete(cJSON_DetachItemViaPointer(arr, e));
+				cJSON_Delete(
+				    cJSON_DetachItemViaPointer(arr, e));
 		}
 	}
 	r = proto_reply_ok();
@@ -275,7 +276,7 @@ static cJSON *op_cache_ls(struct agent *a, const struct ops_caller *c,
 
 /* cache_evict {key | path, tier?, user?}: remove unpinned versions. */
 static cJSON *op_cache_evict(struct agent *a, const struct ops_caller *c,
-		      const cJSON *req)
+			     const cJSON *req)
 {
 	char err[CONF_ERR_MAX], user[JOBS_USER_MAX], norm[CONF_PATH_MAX];
 	const char *key, *path, *who;
@@ -290,14 +291,17 @@ static cJSON *op_cache_evict(struct agent *a, const struct ops_caller *c,
 	    opt_string(req, "user", &who, err, sizeof(err)) < 0)
 		goto fail;
 	if (!key == !path) {
-		snprintf(err, sizeof(err), "give exactly one of 'key' and "
+		snprintf(err, sizeof(err),
+			 "give exactly one of 'key' and "
 			 "'path'");
 		goto fail;
 	}
 	if (key && (strlen(key) != CACHE_KEY_LEN ||
 		    strspn(key, "0123456789abcdef") != CACHE_KEY_LEN)) {
-		snprintf(err, sizeof(err), "key 'key': must be %d lowercase hex "
-			 "digits", CACHE_KEY_LEN);
+		snprintf(err, sizeof(err),
+			 "key 'key': must be %d lowercase hex "
+			 "digits",
+			 CACHE_KEY_LEN);
 		goto fail;
 	}
 	if (path && pathsafe_normalize(path, norm, sizeof(norm), err,
@@ -345,10 +349,9 @@ fail:
 	return proto_reply_error("%s", err);
 }
 
-
 op_table ops_cache_table = {
-	{ "prestage", op_prestage, false },
-	{ "cache_ls", op_cache_ls, false },
-	{ "cache_evict", op_cache_evict, false },
-	{ NULL, NULL, false },
+    {"prestage", op_prestage, false},
+    {"cache_ls", op_cache_ls, false},
+    {"cache_evict", op_cache_evict, false},
+    {NULL, NULL, false},
 };

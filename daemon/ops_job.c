@@ -121,8 +121,9 @@ static int check_user(const char *user, uid_t uid, char *err, size_t errlen)
 		return -1;
 	}
 	if (pw.pw_uid != uid) {
-		snprintf(err, errlen, "key 'user': user '%s' has uid %u, not %u",
-			 pw.pw_name, (unsigned)pw.pw_uid, (unsigned)uid);
+		snprintf(err, errlen,
+			 "key 'user': user '%s' has uid %u, not %u", pw.pw_name,
+			 (unsigned)pw.pw_uid, (unsigned)uid);
 		free(buf);
 		return -1;
 	}
@@ -144,7 +145,8 @@ static int request_nodes(const cJSON *req, const char **ret, size_t *ret_n,
 	if (!arr)
 		return 0;
 	if (!cJSON_IsArray(arr)) {
-		snprintf(err, errlen, "key 'nodes': must be an array of node "
+		snprintf(err, errlen,
+			 "key 'nodes': must be an array of node "
 			 "names");
 		return -1;
 	}
@@ -156,18 +158,21 @@ static int request_nodes(const cJSON *req, const char **ret, size_t *ret_n,
 			return -1;
 		}
 		if (!cJSON_IsString(e) || !conf_is_node_name(e->valuestring)) {
-			snprintf(err, errlen, "key 'nodes': '%s' is not a node "
+			snprintf(err, errlen,
+				 "key 'nodes': '%s' is not a node "
 				 "name",
 				 cJSON_IsString(e)
-					 ? ops_printable(e->valuestring, shown,
-							 sizeof(shown))
-					 : "?");
+				     ? ops_printable(e->valuestring, shown,
+						     sizeof(shown))
+				     : "?");
 			return -1;
 		}
 		for (size_t i = 0; i < n; i++)
 			if (!strcmp(ret[i], e->valuestring)) {
-				snprintf(err, errlen, "key 'nodes': '%s' listed "
-					 "twice", e->valuestring);
+				snprintf(err, errlen,
+					 "key 'nodes': '%s' listed "
+					 "twice",
+					 e->valuestring);
 				return -1;
 			}
 		ret[n++] = e->valuestring;
@@ -201,8 +206,8 @@ static struct profile *request_profile(const struct conf *conf,
 	p = profile_parse_json(text, "stage request", perr, sizeof(perr));
 	free(text);
 	if (p && (profile_normalize(p, conf, perr, sizeof(perr)) < 0 ||
-		  profile_validate(p, conf, PROFILE_CHECK_STRUCTURE,
-				   perr, sizeof(perr)) < 0)) {
+		  profile_validate(p, conf, PROFILE_CHECK_STRUCTURE, perr,
+				   sizeof(perr)) < 0)) {
 		profile_destroy(p);
 		p = NULL;
 	}
@@ -212,7 +217,7 @@ static struct profile *request_profile(const struct conf *conf,
 }
 
 static cJSON *op_stage(struct agent *a, const struct ops_caller *c,
-		      const cJSON *req)
+		       const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	struct profile *profile = NULL;
@@ -237,8 +242,10 @@ static cJSON *op_stage(struct agent *a, const struct ops_caller *c,
 	    proto_get_string(req, "user", &user, err, sizeof(err)) < 0)
 		goto fail;
 	if (uid == (uint32_t)-1 || gid == (uint32_t)-1) {
-		snprintf(err, sizeof(err), "key '%s': 4294967295 is not a "
-			 "valid id", uid == (uint32_t)-1 ? "uid" : "gid");
+		snprintf(err, sizeof(err),
+			 "key '%s': 4294967295 is not a "
+			 "valid id",
+			 uid == (uint32_t)-1 ? "uid" : "gid");
 		goto fail;
 	}
 	if (strlen(user) >= JOBS_USER_MAX) {
@@ -342,9 +349,9 @@ static cJSON *op_wait(struct agent *a, const struct ops_caller *c,
 		char node[CONF_NODE_MAX], waiting[CONF_NODE_MAX];
 		cJSON *r;
 
-		jobwide_wait(a, job, spent < (time_t)timeout
-					  ? timeout - (unsigned)spent
-					  : 0,
+		jobwide_wait(a, job,
+			     spent < (time_t)timeout ? timeout - (unsigned)spent
+						     : 0,
 			     &v, node, waiting, sizeof(node));
 		jobs_put(job);
 		r = reply_view(&v);
@@ -361,7 +368,7 @@ fail:
 }
 
 static cJSON *op_abort(struct agent *a, const struct ops_caller *c,
-		      const cJSON *req)
+		       const cJSON *req)
 {
 	const cJSON *reason = cJSON_GetObjectItemCaseSensitive(req, "reason");
 	char err[CONF_ERR_MAX], why[CONF_ERR_MAX];
@@ -377,8 +384,8 @@ static cJSON *op_abort(struct agent *a, const struct ops_caller *c,
 		goto fail;
 	}
 	ops_printable(reason && reason->valuestring[0] ? reason->valuestring
-						   : "aborted",
-		  why, sizeof(why));
+						       : "aborted",
+		      why, sizeof(why));
 	job = job_for(c, id, err, sizeof(err));
 	if (!job)
 		goto fail;
@@ -391,7 +398,7 @@ fail:
 }
 
 static cJSON *op_job_env(struct agent *a, const struct ops_caller *c,
-		      const cJSON *req)
+			 const cJSON *req)
 {
 	struct joblayout_env *env = NULL;
 	char err[CONF_ERR_MAX];
@@ -423,8 +430,8 @@ static cJSON *op_job_env(struct agent *a, const struct ops_caller *c,
 		if (joblayout_env(a->conf, job->profile, id, fallback, env) <
 		    0) {
 			r = proto_reply_error(
-				"cannot build the environment of job %u: %s",
-				id, strerror(errno));
+			    "cannot build the environment of job %u: %s", id,
+			    strerror(errno));
 			goto out;
 		}
 	}
@@ -434,7 +441,8 @@ static cJSON *op_job_env(struct agent *a, const struct ops_caller *c,
 	cJSON_AddStringToObject(r, "state", jobs_state_name(v.state));
 	if (v.state == JOB_FAILED && jobs_multi_node(job)) {
 		/* Every node of the job says which one failed it. */
-		char node[CONF_NODE_MAX], named[CONF_ERR_MAX + 2 * CONF_NODE_MAX];
+		char node[CONF_NODE_MAX],
+		    named[CONF_ERR_MAX + 2 * CONF_NODE_MAX];
 
 		jobs_failed_node(job, node, sizeof(node));
 		if (!node[0])
@@ -458,7 +466,7 @@ out:
 }
 
 static cJSON *op_finish(struct agent *a, const struct ops_caller *c,
-		      const cJSON *req)
+			const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	cJSON *record;
@@ -510,10 +518,7 @@ static cJSON *op_finish(struct agent *a, const struct ops_caller *c,
 }
 
 op_table ops_job_table = {
-	{ "stage", op_stage, true },
-	{ "wait", op_wait, false },
-	{ "abort", op_abort, true },
-	{ "job_env", op_job_env, false },
-	{ "finish", op_finish, true },
-	{ NULL, NULL, false },
+    {"stage", op_stage, true},	 {"wait", op_wait, false},
+    {"abort", op_abort, true},	 {"job_env", op_job_env, false},
+    {"finish", op_finish, true}, {NULL, NULL, false},
 };

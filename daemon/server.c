@@ -38,8 +38,8 @@
 #include "daemon/telemetry/telemetry.h"
 
 #define SERVER_BACKLOG 128
-#define SERVER_SNDTIMEO_S 10     /* a client that does not read is dropped */
-#define SERVER_PING_MS 2000      /* probing an existing socket at start */
+#define SERVER_SNDTIMEO_S 10 /* a client that does not read is dropped */
+#define SERVER_PING_MS 2000  /* probing an existing socket at start */
 
 struct client {
 	struct server *server;
@@ -64,8 +64,8 @@ struct server {
 
 /* Every family of ops; one line per file that defines a table. */
 static const struct op *const op_tables[] = {
-	ops_daemon_table, ops_job_table, ops_cache_table,
-	telemetry_ops,    history_ops,
+    ops_daemon_table, ops_job_table, ops_cache_table,
+    telemetry_ops,    history_ops,
 };
 
 #define NTABLES (sizeof(op_tables) / sizeof(op_tables[0]))
@@ -121,8 +121,8 @@ cJSON *server_dispatch(struct agent *a, const struct ops_caller *c,
 		log_warningx("client pid %d uid %u: op '%s' refused: not root",
 			     (int)c->pid, (unsigned)c->uid, op->name);
 		reply = proto_reply_error(
-			"permission denied: op '%s' needs root (peer uid %u)",
-			op->name, (unsigned)c->uid);
+		    "permission denied: op '%s' needs root (peer uid %u)",
+		    op->name, (unsigned)c->uid);
 	} else {
 		reply = op->fn(a, c, req);
 	}
@@ -130,7 +130,8 @@ cJSON *server_dispatch(struct agent *a, const struct ops_caller *c,
 	return reply;
 }
 
-/* --- connections ---------------------------------------------------------------- */
+/* --- connections
+ * ---------------------------------------------------------------- */
 
 static void client_unlink(struct client *c)
 {
@@ -165,11 +166,12 @@ static void *client_thread(void *arg)
 			if (errno == EMSGSIZE) {
 				log_warningx("client pid %d uid %u: request "
 					     "longer than %d bytes",
-					     (int)c->who.pid, (unsigned)c->who.uid,
+					     (int)c->who.pid,
+					     (unsigned)c->who.uid,
 					     PROTO_LINE_MAX);
 				reply = proto_reply_error(
-					"request line longer than %d bytes",
-					PROTO_LINE_MAX);
+				    "request line longer than %d bytes",
+				    PROTO_LINE_MAX);
 				if (!reply || proto_send(c->fd, reply) < 0) {
 					cJSON_Delete(reply);
 					break;
@@ -178,10 +180,11 @@ static void *client_thread(void *arg)
 				continue;
 			}
 			if (errno == ETIMEDOUT)
-				log_debug("client pid %d uid %u: idle for %d s, "
-					  "dropped",
-					  (int)c->who.pid, (unsigned)c->who.uid,
-					  SERVER_IDLE_MS / 1000);
+				log_debug(
+				    "client pid %d uid %u: idle for %d s, "
+				    "dropped",
+				    (int)c->who.pid, (unsigned)c->who.uid,
+				    SERVER_IDLE_MS / 1000);
 			break;
 		}
 		reply = server_dispatch(c->server->agent, &c->who, line);
@@ -228,7 +231,7 @@ static unsigned clients_of_locked(const struct server *s, uid_t uid)
 
 static void accept_client(struct server *s, int fd)
 {
-	struct timeval tv = { .tv_sec = SERVER_SNDTIMEO_S };
+	struct timeval tv = {.tv_sec = SERVER_SNDTIMEO_S};
 	unsigned max = s->agent->conf->max_connections;
 	unsigned reserve = max / 8 ? max / 8 : 1;
 	/* One user may hold half of the users' slots: a user who opens
@@ -251,8 +254,8 @@ static void accept_client(struct server *s, int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	pthread_mutex_lock(&s->clients_lock);
 	/* The last slots are root's, so the Prolog always gets in. */
-	if (s->nclients >= max || (cred.uid != 0 && max > reserve &&
-				   s->nclients >= max - reserve)) {
+	if (s->nclients >= max ||
+	    (cred.uid != 0 && max > reserve && s->nclients >= max - reserve)) {
 		pthread_mutex_unlock(&s->clients_lock);
 		log_warningx("client pid %d uid %u refused: too many "
 			     "connections (%u)",
@@ -301,7 +304,8 @@ static void accept_client(struct server *s, int fd)
 	}
 }
 
-/* --- the socket ----------------------------------------------------------------- */
+/* --- the socket
+ * ----------------------------------------------------------------- */
 
 /* Create or check the directory that holds the socket (into sock_dir). */
 static int prepare_dir(char *sock_dir, size_t dirlen, const char *sock,
@@ -353,8 +357,8 @@ static int check_existing(const char *sock, char *err, size_t errlen)
 		return -1;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
-		snprintf(err, errlen, "%s exists and is not a socket; remove it",
-			 sock);
+		snprintf(err, errlen,
+			 "%s exists and is not a socket; remove it", sock);
 		return -1;
 	}
 	fd = proto_connect(sock);
@@ -379,7 +383,8 @@ static int check_existing(const char *sock, char *err, size_t errlen)
 	reply = proto_call(sock, req, SERVER_PING_MS, perr, sizeof(perr));
 	cJSON_Delete(req);
 	if (reply) {
-		const cJSON *pid = cJSON_GetObjectItemCaseSensitive(reply, "pid");
+		const cJSON *pid =
+		    cJSON_GetObjectItemCaseSensitive(reply, "pid");
 
 		snprintf(err, errlen,
 			 "iostaged is already running on %s (pid %.0f)", sock,
@@ -396,7 +401,7 @@ static int check_existing(const char *sock, char *err, size_t errlen)
 
 struct server *server_create(struct agent *a, char *err, size_t errlen)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	const char *sock = a->conf->socket_path;
 	struct server *s;
 	struct stat st;
@@ -417,7 +422,7 @@ struct server *server_create(struct agent *a, char *err, size_t errlen)
 	pthread_mutex_init(&s->clients_lock, NULL);
 	pthread_cond_init(&s->clients_cond, NULL);
 	if (prepare_dir(s->sock_dir, sizeof(s->sock_dir), sock, err, errlen) <
-		    0 ||
+		0 ||
 	    check_existing(sock, err, errlen) < 0)
 		goto fail;
 	strcpy(addr.sun_path, sock);
@@ -427,10 +432,9 @@ struct server *server_create(struct agent *a, char *err, size_t errlen)
 		goto fail;
 	}
 	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		snprintf(err, errlen, "cannot bind %s: %s%s", sock,
-			 strerror(errno),
-			 errno == EADDRINUSE ? " (iostaged already running?)"
-					     : "");
+		snprintf(
+		    err, errlen, "cannot bind %s: %s%s", sock, strerror(errno),
+		    errno == EADDRINUSE ? " (iostaged already running?)" : "");
 		goto fail;
 	}
 	/* Anyone may connect: users query their own jobs; SO_PEERCRED
@@ -455,10 +459,7 @@ fail:
 	return NULL;
 }
 
-const char *server_dir(const struct server *s)
-{
-	return s->sock_dir;
-}
+const char *server_dir(const struct server *s) { return s->sock_dir; }
 
 time_t server_started(const struct server *s)
 {
@@ -468,7 +469,7 @@ time_t server_started(const struct server *s)
 int server_run(struct server *s, volatile sig_atomic_t *stop,
 	       const sigset_t *waitmask)
 {
-	struct pollfd pfd = { .fd = s->listen_fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = s->listen_fd, .events = POLLIN};
 
 	while (!*stop) {
 		int fd, n = ppoll(&pfd, 1, NULL, waitmask);
@@ -487,7 +488,7 @@ int server_run(struct server *s, volatile sig_atomic_t *stop,
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 		    errno == ENOMEM) {
 			/* Out of fds: do not spin on a readable socket. */
-			struct timespec ts = { 0, 100 * 1000 * 1000 };
+			struct timespec ts = {0, 100 * 1000 * 1000};
 
 			log_warning("accept");
 			nanosleep(&ts, NULL);
