@@ -445,7 +445,8 @@ cJSON *parts_job_record(struct parts *p, uint32_t id, cJSON *local)
 	if (n <= 1 || !peer_enabled(pc))
 		goto out;
 	/* Finished: the head filed the job's record. */
-	if (cJSON_GetObjectItem(local, "end") && (rec = head_record(pc, id, nodes[0]))) {
+	if (cJSON_GetObjectItem(local, "end") &&
+	    (rec = head_record(pc, id, nodes[0]))) {
 		merged = rec;
 		goto out;
 	}

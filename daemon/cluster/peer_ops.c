@@ -43,7 +43,7 @@
 #include "daemon/telemetry/telemetry.h"
 
 static cJSON *op_peer_ping(struct agent *a, const struct peernet_peer *p,
-			        const cJSON *req)
+			   const cJSON *req)
 {
 	cJSON *r = proto_reply_ok();
 
@@ -57,7 +57,7 @@ static cJSON *op_peer_ping(struct agent *a, const struct peernet_peer *p,
 }
 
 static cJSON *op_stage_state(struct agent *a, const struct peernet_peer *p,
-			          const cJSON *req)
+			     const cJSON *req)
 {
 	char err[CONF_ERR_MAX], failed_node[CONF_NODE_MAX];
 	struct job_view v;
@@ -126,7 +126,7 @@ static cJSON *op_stage_state(struct agent *a, const struct peernet_peer *p,
 }
 
 static cJSON *op_telemetry_part(struct agent *a, const struct peernet_peer *p,
-			             const cJSON *req)
+				const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	uint32_t id;
@@ -149,7 +149,7 @@ static cJSON *op_telemetry_part(struct agent *a, const struct peernet_peer *p,
 }
 
 static cJSON *op_part_put(struct agent *a, const struct peernet_peer *p,
-			       const cJSON *req)
+			  const cJSON *req)
 {
 	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(req, "record");
 	char err[CONF_ERR_MAX];
@@ -168,8 +168,9 @@ static cJSON *op_part_put(struct agent *a, const struct peernet_peer *p,
 	return proto_reply_ok();
 }
 
-static cJSON *op_peer_history_get(struct agent *a, const struct peernet_peer *p,
-			               const cJSON *req)
+static cJSON *op_peer_history_get(struct agent *a,
+				  const struct peernet_peer *p,
+				  const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	struct history *h;
@@ -202,7 +203,7 @@ static cJSON *op_peer_history_get(struct agent *a, const struct peernet_peer *p,
  * tier's capacity and evicting only unpinned entries that one job used
  * (a prediction: cache_reserve's speculative). */
 static cJSON *op_peer_prestage(struct agent *a, const struct peernet_peer *p,
-			            const cJSON *req)
+			       const cJSON *req)
 {
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(req, "for_job");
 	cJSON *r;
@@ -222,8 +223,9 @@ static cJSON *op_peer_prestage(struct agent *a, const struct peernet_peer *p,
 
 /* The report itself goes the usual way (cachereport.c): this only wakes
  * its thread, so the reply never waits on the service. */
-static cJSON *op_peer_cache_report(struct agent *a, const struct peernet_peer *p,
-			                const cJSON *req)
+static cJSON *op_peer_cache_report(struct agent *a,
+				   const struct peernet_peer *p,
+				   const cJSON *req)
 {
 	(void)req;
 	log_info("cache report asked by %s", p->addr);

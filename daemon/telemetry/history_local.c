@@ -14,7 +14,7 @@ static struct hist_caller caller(const struct ops_caller *p)
 }
 
 static cJSON *op_put(struct agent *a, const struct ops_caller *p,
-			    const cJSON *req)
+		     const cJSON *req)
 {
 	struct hist_caller c = caller(p);
 
@@ -23,7 +23,7 @@ static cJSON *op_put(struct agent *a, const struct ops_caller *p,
 }
 
 static cJSON *op_get(struct agent *a, const struct ops_caller *p,
-			    const cJSON *req)
+		     const cJSON *req)
 {
 	struct hist_caller c = caller(p);
 
@@ -32,7 +32,7 @@ static cJSON *op_get(struct agent *a, const struct ops_caller *p,
 }
 
 static cJSON *op_list(struct agent *a, const struct ops_caller *p,
-			     const cJSON *req)
+		      const cJSON *req)
 {
 	struct hist_caller c = caller(p);
 
@@ -41,7 +41,7 @@ static cJSON *op_list(struct agent *a, const struct ops_caller *p,
 }
 
 static cJSON *op_recommend(struct agent *a, const struct ops_caller *p,
-			          const cJSON *req)
+			   const cJSON *req)
 {
 	struct hist_caller c = caller(p);
 

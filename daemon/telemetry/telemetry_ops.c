@@ -90,7 +90,7 @@ static int get_task(const cJSON *req, struct telemetry_task *t, char *err,
 }
 
 static cJSON *op_task_register(struct agent *a, const struct ops_caller *c,
-			      const cJSON *req)
+			       const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	struct telemetry_task t;
@@ -114,7 +114,7 @@ static cJSON *op_task_register(struct agent *a, const struct ops_caller *c,
 }
 
 static cJSON *op_task_exit(struct agent *a, const struct ops_caller *c,
-			      const cJSON *req)
+			   const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	int64_t pid = -1;
@@ -131,7 +131,7 @@ static cJSON *op_task_exit(struct agent *a, const struct ops_caller *c,
 }
 
 static cJSON *op_phase(struct agent *a, const struct ops_caller *c,
-			      const cJSON *req)
+		       const cJSON *req)
 {
 	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(req, "ts");
 	char err[CONF_ERR_MAX], shown[TELREC_PHASE_NAME_MAX + 8];
@@ -177,7 +177,7 @@ static cJSON *op_phase(struct agent *a, const struct ops_caller *c,
 }
 
 static cJSON *op_shim_report(struct agent *a, const struct ops_caller *c,
-			      const cJSON *req)
+			     const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	int64_t pid = -1;
@@ -218,7 +218,7 @@ static void fit_reply(cJSON *rec)
 }
 
 static cJSON *op_telemetry(struct agent *a, const struct ops_caller *c,
-			      const cJSON *req)
+			   const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	cJSON *rec, *r;
