@@ -28,7 +28,7 @@ struct bwgov;
 struct server;
 struct parts;
 struct forward;
-struct peer_agent;
+struct peer_channel;
 struct cachereport;
 struct metrics;
 struct sampler;
@@ -55,7 +55,7 @@ struct agent {
 	/* cluster/ */
 	struct parts *parts;
 	struct forward *forward;
-	struct peer_agent *peer;
+	struct peer_channel *peer;
 	struct cachereport *cachereport;
 
 	/* the socket */

@@ -38,6 +38,7 @@
 #include "daemon/telemetry/metrics.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/cluster/peer.h"
+#include "daemon/ops.h"
 #include "daemon/server.h"
 #include "daemon/spawn.h"
 #include "daemon/staging/stage.h"
@@ -183,7 +184,7 @@ int main(int argc, char **argv)
 	if (!(agent.stage = stage_create(&agent, err, sizeof(err))) ||
 	    spawn_init(err, sizeof(err)) < 0 ||
 	    !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
-	    server_init(&conf, conf_abs, cache, err, sizeof(err)) < 0 ||
+	    !(agent.server = server_create(&agent, err, sizeof(err))) ||
 	    /* before the jobs are loaded: it resumes their drains */
 	    !(agent.drain = drain_create(&agent, err, sizeof(err))) ||
 	    jobs_load(agent.jobs, err, sizeof(err)) < 0)
@@ -192,9 +193,9 @@ int main(int argc, char **argv)
 	if (cache_recover(cache, agent_bridge_job_known, err,
 			  sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
-	    parts_init(&conf, err, sizeof(err)) < 0 ||
+	    !(agent.parts = parts_create(&agent, err, sizeof(err))) ||
 	    /* Records for iostagectld: resumes what a crash left. */
-	    forward_init(&conf, err, sizeof(err)) < 0)
+	    forward_create(&agent, &agent.forward, err, sizeof(err)) < 0)
 		goto fail;
 	/* With a service the history is iostagectld's, never opened here;
 	 * without one the node keeps its own, as before the service. */
@@ -204,12 +205,18 @@ int main(int argc, char **argv)
 		history_init(&conf); /* never fatal: staging goes on */
 	bwgov_init(&conf);   /* StageBandwidth=; never fatal */
 	metrics_init(&conf, cache); /* logs its own failures; never fatal */
-	peer_init(&conf);           /* node to node; never fatal either */
+	/* node to node; never fatal either (without memory: no channel) */
+	agent.peer = peer_create(&agent);
 	/* what the cache holds, to iostagectld */
-	cachereport_init(&conf, cache);
-	if (daemonize_pidfile_write(server_dir(), PIDFILE_NAME, pid_path,
-				    sizeof(pid_path)) < 0)
-		log_warning("cannot write %s/%s", server_dir(), PIDFILE_NAME);
+	agent.cachereport = cachereport_create(&agent);
+	if (agent.peer) {
+		peer_set_prestage(agent.peer, ops_prestage_root);
+		peer_start(agent.peer);
+	}
+	if (daemonize_pidfile_write(server_dir(agent.server), PIDFILE_NAME,
+				    pid_path, sizeof(pid_path)) < 0)
+		log_warning("cannot write %s/%s", server_dir(agent.server),
+			    PIDFILE_NAME);
 	log_info("iostaged %s ready: pid %d, config %s, socket %s, %zu tier%s",
 		 IOSTAGE_VERSION, (int)getpid(), conf_abs, conf.socket_path,
 		 conf.ntiers, conf.ntiers == 1 ? "" : "s");
@@ -219,26 +226,27 @@ int main(int argc, char **argv)
 			log_warning("cannot tell the parent we are ready");
 	}
 
-	rc = server_run(&got_signal, &waitmask) < 0 ? 1 : 0;
+	rc = server_run(agent.server, &got_signal, &waitmask) < 0 ? 1 : 0;
 	if (got_signal)
 		log_info("caught %s, shutting down", strsignal(got_signal));
 
-	server_close();
-	cachereport_fini();
+	server_close(agent.server);
+	peer_stop(agent.peer); /* before what its ops call */
 	metrics_fini();
-	peer_fini();
+	cachereport_destroy(agent.cachereport);
+	agent.cachereport = NULL;
 	jobs_shutdown(agent.jobs, "iostaged stopped during staging",
 		      SHUTDOWN_JOBS_S);
 	bwgov_fini(); /* gives the node's lease back */
 	drain_shutdown(agent.drain); /* wakes finish requests waiting for a drain */
-	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);
+	clients_gone = server_fini(agent.server, SHUTDOWN_CLIENTS_S);
 	telemetry_fini(); /* after the clients: they may hold records */
 	daemonize_pidfile_remove(pid_path);
 	goto out;
 fail:
 	log_errorx("%s", err);
 out:
-	server_close();
+	server_close(agent.server);
 	/* A client thread still running could touch the table. */
 	if (clients_gone) {
 		jobs_destroy(agent.jobs);
@@ -246,8 +254,10 @@ out:
 		drain_destroy(agent.drain);
 		cache_destroy(cache);
 		history_fini();
-		parts_fini();
-		forward_fini(); /* a finish may still put */
+		parts_destroy(agent.parts);
+		forward_destroy(agent.forward); /* a finish may still put */
+		peer_destroy(agent.peer); /* parts and wait called through it */
+		server_destroy(agent.server);
 	}
 	spawn_fini();
 	tiers_destroy(agent.tiers);

@@ -1,6 +1,6 @@
 /* ops.c - what every family of ops shares (daemon/ops.h): here, making a
  * client's string safe to log or echo. Its own file so that the op
- * families (server.c, telemetry_ops.c, cluster/peer*.c, ...) need not
+ * families (ops_job.c, telemetry_ops.c, cluster/peer*.c, ...) need not
  * reach into the socket's code for it. */
 #include <stdio.h>
 

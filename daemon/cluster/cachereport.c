@@ -4,18 +4,22 @@
  * Why a full snapshot and not events: a report lost, repeated or arriving
  * after a restart of either side is healed by the next one, and the
  * service never has to order events from one node.
+ *
+ * The thread is a ticker (common/base/ticker.h) turning every POLL_MS: a
+ * turn reports when the cache changed, the interval passed or the service
+ * asked (a poke), and not before a failed report's retry time.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/net/ctlclient.h"
-#include "common/base/deadline.h"
 #include "common/base/log.h"
+#include "common/base/ticker.h"
+#include "daemon/agent.h"
 #include "daemon/staging/cache.h"
 #include "daemon/cluster/cachereport.h"
 
@@ -25,14 +29,16 @@
 /* Wait after a failed report, doubling up to the interval. */
 #define RETRY_MIN_S 1
 
-static const struct conf *rep_conf;
-static pthread_t thread;
-static bool started;
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static bool stopping;
-/* cachereport_now() was called: the next turn sends */
-static bool asked;
+struct cachereport {
+	const struct conf *conf;
+	struct cache *cache;
+	struct ticker *ticker;
+	/* The thread's own: what was sent, when, and the retry. */
+	uint64_t sent_gen;
+	time_t last, retry_at;
+	unsigned backoff;
+	bool ever, failing;
+};
 
 static const struct conf_tier *tier_named(const struct conf *conf,
 					  const char *name)
@@ -83,13 +89,14 @@ cJSON *cachereport_entries(const struct conf *conf, const cJSON *ls)
 }
 
 /* One report. 0, or -1 (logged). */
-static int send_report(struct cache *cache)
+static int send_report(const struct cachereport *cr)
 {
+	const struct conf *rep_conf = cr->conf;
 	char err[CONF_ERR_MAX];
 	cJSON *ls, *req = NULL, *reply = NULL, *entries;
 	int rc = -1;
 
-	ls = cache_ls_json(cache, 0);
+	ls = cache_ls_json(cr->cache, 0);
 	entries = ls ? cachereport_entries(rep_conf, ls) : NULL;
 	cJSON_Delete(ls);
 	req = cJSON_CreateObject();
@@ -119,99 +126,71 @@ out:
 	return rc;
 }
 
-/* Sleep MS unless stopped or asked for a report; true when stopping. */
-static bool nap(unsigned ms)
+/* One turn; POKED: the service asked (or the first turn). */
+static void turn(void *arg, bool poked)
 {
-	struct timespec ts;
-	bool s;
+	struct cachereport *cr = arg;
+	time_t now = time(NULL);
+	uint64_t gen = cache_generation(cr->cache);
 
-	deadline_after_ms(CLOCK_REALTIME, ms, &ts);
-	pthread_mutex_lock(&mu);
-	while (!stopping && !asked)
-		if (pthread_cond_timedwait(&cond, &mu, &ts))
-			break;
-	s = stopping;
-	pthread_mutex_unlock(&mu);
-	return s;
-}
-
-static void *run(void *arg)
-{
-	struct cache *cache = arg;
-	uint64_t sent_gen = 0, gen;
-	time_t last = 0, retry_at = 0, now;
-	unsigned backoff = RETRY_MIN_S;
-	bool ever = false, failing = false, want;
-
-	do {
-		now = time(NULL);
-		gen = cache_generation(cache);
-		pthread_mutex_lock(&mu);
-		want = asked;
-		asked = false;
-		pthread_mutex_unlock(&mu);
-		if (want)
-			retry_at = 0; /* the service is up: it just asked */
-		if ((want || !ever || gen != sent_gen ||
-		     now - last >= CACHEREPORT_INTERVAL_S) &&
-		    now >= retry_at) {
-			if (send_report(cache) == 0) {
-				if (failing)
-					log_info("cache report: iostagectld "
-						 "reached again");
-				sent_gen = gen;
-				last = now;
-				ever = true;
-				failing = false;
-				backoff = RETRY_MIN_S;
-			} else {
-				if (!failing)
-					log_warningx("cache report: iostagectld "
-						     "not reached; retrying");
-				failing = true;
-				retry_at = now + backoff;
-				if (backoff < CACHEREPORT_INTERVAL_S)
-					backoff *= 2;
-			}
-		}
-	} while (!nap(POLL_MS));
-	return NULL;
-}
-
-void cachereport_init(const struct conf *conf, struct cache *cache)
-{
-	int rc;
-
-	if (!ctl_configured(conf))
+	if (poked)
+		cr->retry_at = 0; /* the service is up: it just asked */
+	if (!(poked || !cr->ever || gen != cr->sent_gen ||
+	      now - cr->last >= CACHEREPORT_INTERVAL_S) ||
+	    now < cr->retry_at)
 		return;
-	rep_conf = conf;
-	stopping = false;
-	asked = false;
-	rc = pthread_create(&thread, NULL, run, cache);
-	if (rc) {
-		log_warningx("cache report: cannot start its thread: %s",
-			     strerror(rc));
-		return;
+	if (send_report(cr) == 0) {
+		if (cr->failing)
+			log_info("cache report: iostagectld reached again");
+		cr->sent_gen = gen;
+		cr->last = now;
+		cr->ever = true;
+		cr->failing = false;
+		cr->backoff = RETRY_MIN_S;
+	} else {
+		if (!cr->failing)
+			log_warningx("cache report: iostagectld not reached; "
+				     "retrying");
+		cr->failing = true;
+		cr->retry_at = now + cr->backoff;
+		if (cr->backoff < CACHEREPORT_INTERVAL_S)
+			cr->backoff *= 2;
 	}
-	started = true;
 }
 
-void cachereport_now(void)
+struct cachereport *cachereport_create(struct agent *a)
 {
-	pthread_mutex_lock(&mu);
-	asked = true;
-	pthread_cond_broadcast(&cond);
-	pthread_mutex_unlock(&mu);
+	struct cachereport *cr;
+
+	if (!ctl_configured(a->conf))
+		return NULL;
+	cr = calloc(1, sizeof(*cr));
+	if (!cr) {
+		log_warningx("cache report: out of memory");
+		return NULL;
+	}
+	cr->conf = a->conf;
+	cr->cache = a->cache;
+	cr->backoff = RETRY_MIN_S;
+	cr->ticker = ticker_start(POLL_MS, true, turn, cr);
+	if (!cr->ticker) {
+		log_warning("cache report: cannot start its thread");
+		free(cr);
+		return NULL;
+	}
+	return cr;
 }
 
-void cachereport_fini(void)
+void cachereport_now(struct cachereport *cr)
 {
-	if (!started)
+	if (cr)
+		ticker_poke(cr->ticker);
+}
+
+void cachereport_destroy(struct cachereport *cr)
+{
+	if (!cr)
 		return;
-	pthread_mutex_lock(&mu);
-	stopping = true;
-	pthread_cond_broadcast(&cond);
-	pthread_mutex_unlock(&mu);
-	pthread_join(thread, NULL);
-	started = false;
+	ticker_stop(cr->ticker);
+	free(cr);
 }

@@ -22,20 +22,21 @@
 
 #define CACHEREPORT_INTERVAL_S 60
 
-struct cache;
+struct agent;
+struct cachereport;
 
-/* Start the thread (nothing without ControllerHost=), which reports what
- * CACHE holds. CONF and CACHE must outlive it. Never fatal: failures are
- * logged and retried. */
-void cachereport_init(const struct conf *conf, struct cache *cache);
+/* Start the thread (nothing without ControllerHost=: NULL), which
+ * reports what A->cache holds. A->conf and A->cache must outlive it.
+ * Never fatal: failures are logged (NULL) and retried. */
+struct cachereport *cachereport_create(struct agent *a);
 
 /* Send a report now, whatever the generation and the interval (the
  * service asked: it restarted and knows nothing of this node). Returns at
- * once; a failed send is retried as any other. */
-void cachereport_now(void);
+ * once; a failed send is retried as any other. NULL: no-op. */
+void cachereport_now(struct cachereport *cr);
 
-/* Stop and join it. */
-void cachereport_fini(void);
+/* Stop and join its thread, free CR. NULL is a no-op. */
+void cachereport_destroy(struct cachereport *cr);
 
 /* The report's "entries" from a cache_ls entries array (pure; tests):
  * current versions on tiers of CONF that are not Shared. NULL on ENOMEM. */

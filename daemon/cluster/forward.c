@@ -12,7 +12,9 @@
  * passes the thread sleeps a backoff that doubles up to the maximum, with
  * jitter (half of it random) so that nodes that lost the service together
  * do not all come back in the same second. A put wakes it at once; the
- * backoff is reset only by a pass that sent everything.
+ * backoff is reset only by a pass that sent everything. The thread is a
+ * ticker (common/base/ticker.h) turning every FORWARD_TICK_MS: a turn that
+ * is neither poked (a put) nor due (the backoff's end) does nothing.
  *
  * Logging: one line per record filed, one line when the service is lost
  * and one when it is back (not one per retry), a quarantine and the
@@ -34,7 +36,9 @@
 #include "common/net/ctlclient.h"
 #include "common/base/deadline.h"
 #include "common/base/log.h"
+#include "common/base/ticker.h"
 #include "common/telemetry/outbox.h"
+#include "daemon/agent.h"
 #include "daemon/cluster/forward.h"
 #include "daemon/jobs.h"
 #include "daemon/cluster/parts.h"
@@ -44,16 +48,18 @@ enum pass_result {
 	PASS_RETRY,        /* something stays: back off */
 };
 
-static const struct conf *fconf;
-static struct outbox *ob;
-static pthread_t thread;
-static bool running;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond;
-static bool stopping, woken;
-/* Under lock: the service's state as the thread last saw it. */
-static bool unreachable;
-static time_t last_alarm;
+struct forward {
+	const struct conf *conf;
+	struct outbox *ob;
+	pthread_mutex_t lock;
+	struct ticker *ticker; /* under lock: set once it started */
+	/* Under lock: the service's state as the thread last saw it. */
+	bool unreachable;
+	/* The thread's own. */
+	time_t last_alarm;
+	unsigned backoff;     /* ms; 0: the last pass sent everything */
+	struct timespec next; /* CLOCK_MONOTONIC: the next pass is due */
+};
 
 static const char *str(const cJSON *o, const char *key, const char *dflt)
 {
@@ -94,8 +100,8 @@ struct sent {
 /* Send the N entries E as one request (`file` for one, else
  * `file_batch`) and fill OUT[0..N). 0, or -1 when the service could not
  * be asked (err says why; OUT untouched). */
-static int send_entries(cJSON *const *e, size_t n, struct sent *out,
-			char *err, size_t errlen)
+static int send_entries(const struct forward *f, cJSON *const *e, size_t n,
+			struct sent *out, char *err, size_t errlen)
 {
 	cJSON *req, *reply = NULL, *files = NULL;
 	const cJSON *results, *r;
@@ -110,11 +116,11 @@ static int send_entries(cJSON *const *e, size_t n, struct sent *out,
 		if (req && cJSON_AddStringToObject(req, "op", "file_batch"))
 			files = cJSON_AddArrayToObject(req, "files");
 		for (i = 0; files && i < n; i++) {
-			cJSON *f = file_request(e[i]);
+			cJSON *one = file_request(e[i]);
 
-			cJSON_DeleteItemFromObject(f, "op");
-			if (!f || !cJSON_AddItemToArray(files, f)) {
-				cJSON_Delete(f);
+			cJSON_DeleteItemFromObject(one, "op");
+			if (!one || !cJSON_AddItemToArray(files, one)) {
+				cJSON_Delete(one);
 				files = NULL;
 			}
 		}
@@ -127,7 +133,7 @@ static int send_entries(cJSON *const *e, size_t n, struct sent *out,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	rc = ctl_request(fconf, req, &reply, err, errlen);
+	rc = ctl_request(f->conf, req, &reply, err, errlen);
 	cJSON_Delete(req);
 	if (rc < 0)
 		return -1;
@@ -135,7 +141,7 @@ static int send_entries(cJSON *const *e, size_t n, struct sent *out,
 		/* A service from before file_batch: one at a time. */
 		cJSON_Delete(reply);
 		for (i = 0; i < n; i++)
-			if (send_entries(&e[i], 1, &out[i], err, errlen) < 0)
+			if (send_entries(f, &e[i], 1, &out[i], err, errlen) < 0)
 				return -1;
 		return 0;
 	}
@@ -164,13 +170,14 @@ static int send_entries(cJSON *const *e, size_t n, struct sent *out,
 	return 0;
 }
 
-static void alarm_if_over(size_t n, const char *why)
+static void alarm_if_over(struct forward *f, size_t n, const char *why)
 {
+	const struct conf *fconf = f->conf;
 	time_t now = time(NULL);
 
-	if (n <= fconf->outbox_limit || now - last_alarm < FORWARD_ALARM_S)
+	if (n <= fconf->outbox_limit || now - f->last_alarm < FORWARD_ALARM_S)
 		return;
-	last_alarm = now;
+	f->last_alarm = now;
 	log_errorx("outbox %s/%s holds %zu job records, more than "
 		   "OutboxLimit=%u: iostagectld at %s:%u is not taking them "
 		   "(%s); none is dropped, they are sent when it answers",
@@ -178,29 +185,32 @@ static void alarm_if_over(size_t n, const char *why)
 		   fconf->controller_host, fconf->controller_port, why);
 }
 
-static bool should_stop(void)
+/* Whether forward_destroy wants the thread to end: a pass stops between
+ * two requests. */
+static bool should_stop(struct forward *f)
 {
-	bool s;
+	struct ticker *t;
 
-	pthread_mutex_lock(&lock);
-	s = stopping;
-	pthread_mutex_unlock(&lock);
-	return s;
+	pthread_mutex_lock(&f->lock);
+	t = f->ticker;
+	pthread_mutex_unlock(&f->lock);
+	return t && ticker_stopping(t);
 }
 
-static enum pass_result pass(void)
+static enum pass_result pass(struct forward *f)
 {
+	const struct conf *fconf = f->conf;
 	char err[CONF_ERR_MAX], qerr[CONF_ERR_MAX], moved[CONF_PATH_MAX + 300];
 	char why[CONF_ERR_MAX + 32] = "no reason given";
 	struct outbox_item *items = NULL;
 	enum pass_result res = PASS_ALL_SENT;
 	size_t n = 0, sent = 0;
 
-	if (outbox_list(ob, &items, &n, err, sizeof(err)) < 0) {
+	if (outbox_list(f->ob, &items, &n, err, sizeof(err)) < 0) {
 		log_warningx("%s", err);
 		return PASS_RETRY;
 	}
-	for (size_t i = 0; i < n && !should_stop();) {
+	for (size_t i = 0; i < n && !should_stop(f);) {
 		cJSON *batch[FORWARD_BATCH_MAX];
 		struct outbox_item *its[FORWARD_BATCH_MAX];
 		struct sent out[FORWARD_BATCH_MAX];
@@ -209,7 +219,7 @@ static enum pass_result pass(void)
 		/* The next entries, up to a request's worth. */
 		for (; i < n && k < FORWARD_BATCH_MAX; i++) {
 			struct outbox_item *it = &items[i];
-			cJSON *e = outbox_read(ob, it, err, sizeof(err));
+			cJSON *e = outbox_read(f->ob, it, err, sizeof(err));
 
 			if (!e) {
 				if (errno == ENOENT)
@@ -221,7 +231,7 @@ static enum pass_result pass(void)
 				}
 				/* Never deleted: an admin may want to see
 				 * it. */
-				if (outbox_quarantine(ob, it, moved,
+				if (outbox_quarantine(f->ob, it, moved,
 						      sizeof(moved), qerr,
 						      sizeof(qerr)) == 0)
 					log_errorx("%s; moved to %s", err,
@@ -240,17 +250,17 @@ static enum pass_result pass(void)
 		}
 		if (k == 0)
 			continue;
-		if (send_entries(batch, k, out, err, sizeof(err)) < 0) {
+		if (send_entries(f, batch, k, out, err, sizeof(err)) < 0) {
 			for (size_t j = 0; j < k; j++)
 				cJSON_Delete(batch[j]);
-			pthread_mutex_lock(&lock);
-			if (!unreachable)
+			pthread_mutex_lock(&f->lock);
+			if (!f->unreachable)
 				log_warningx("%s; %zu job record%s wait in the "
 					     "outbox, retried with backoff",
 					     err, n - first,
 					     n - first == 1 ? "" : "s");
-			unreachable = true;
-			pthread_mutex_unlock(&lock);
+			f->unreachable = true;
+			pthread_mutex_unlock(&f->lock);
 			snprintf(why, sizeof(why), "%s", err);
 			res = PASS_RETRY;
 			break;
@@ -273,7 +283,7 @@ static enum pass_result pass(void)
 				res = PASS_RETRY;
 				continue;
 			}
-			if (outbox_remove(ob, it, err, sizeof(err)) < 0)
+			if (outbox_remove(f->ob, it, err, sizeof(err)) < 0)
 				log_warningx("%s", err); /* sent again: a
 							  * duplicate */
 			sent++;
@@ -282,19 +292,19 @@ static enum pass_result pass(void)
 				 it->job, it->node,
 				 out[j].dup ? " (it had it already)" : "");
 		}
-		outbox_sync(ob); /* the batch's removals, at once */
+		outbox_sync(f->ob); /* the batch's removals, at once */
 	}
 	/* What stays counts, whether the service is down or refusing. */
 	if (res == PASS_RETRY)
-		alarm_if_over(n - sent, why);
+		alarm_if_over(f, n - sent, why);
 	if (res == PASS_ALL_SENT || sent) {
-		pthread_mutex_lock(&lock);
-		if (unreachable && sent)
+		pthread_mutex_lock(&f->lock);
+		if (f->unreachable && sent)
 			log_info("iostagectld at %s:%u answers again",
 				 fconf->controller_host, fconf->controller_port);
 		if (sent)
-			unreachable = false;
-		pthread_mutex_unlock(&lock);
+			f->unreachable = false;
+		pthread_mutex_unlock(&f->lock);
 	}
 	free(items);
 	return res;
@@ -310,59 +320,46 @@ static unsigned jitter(unsigned ms)
 	return ms / 2 + r % (ms / 2 + 1);
 }
 
-static void *forward_main(void *arg)
+/* One turn of the ticker: a pass when poked (a put, or the start) or when
+ * the backoff (or the idle look) is over, then the next wait. */
+static void forward_turn(void *arg, bool poked)
 {
-	unsigned backoff = 0;
+	struct forward *f = arg;
+	struct timespec now;
 
-	(void)arg;
-	for (;;) {
-		enum pass_result r;
-		struct timespec until;
-
-		pthread_mutex_lock(&lock);
-		woken = false;
-		if (stopping) {
-			pthread_mutex_unlock(&lock);
-			break;
-		}
-		pthread_mutex_unlock(&lock);
-		r = pass();
-		if (r == PASS_ALL_SENT)
-			backoff = 0;
-		else
-			backoff = backoff ? backoff * 2 : FORWARD_BACKOFF_MIN_MS;
-		if (backoff > fconf->outbox_retry_max * 1000u)
-			backoff = fconf->outbox_retry_max * 1000u;
-		if (backoff)
-			deadline_after_ms(CLOCK_MONOTONIC, jitter(backoff),
-					  &until);
-		else
-			/* Nothing waits: sleep until a put; look again now
-			 * and then for entries put by hand (an admin moving
-			 * one back from bad/). */
-			deadline_after_ms(CLOCK_MONOTONIC,
-					  FORWARD_IDLE_LOOK_S * 1000UL, &until);
-		pthread_mutex_lock(&lock);
-		while (!stopping && !woken)
-			if (pthread_cond_timedwait(&cond, &lock, &until) ==
-			    ETIMEDOUT)
-				break;
-		pthread_mutex_unlock(&lock);
-	}
-	return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!poked && (now.tv_sec < f->next.tv_sec ||
+		       (now.tv_sec == f->next.tv_sec &&
+			now.tv_nsec < f->next.tv_nsec)))
+		return;
+	if (pass(f) == PASS_ALL_SENT)
+		f->backoff = 0;
+	else
+		f->backoff = f->backoff ? f->backoff * 2 : FORWARD_BACKOFF_MIN_MS;
+	if (f->backoff > f->conf->outbox_retry_max * 1000u)
+		f->backoff = f->conf->outbox_retry_max * 1000u;
+	if (f->backoff)
+		deadline_after_ms(CLOCK_MONOTONIC, jitter(f->backoff), &f->next);
+	else
+		/* Nothing waits: sleep until a put; look again now and then
+		 * for entries put by hand (an admin moving one back from
+		 * bad/). */
+		deadline_after_ms(CLOCK_MONOTONIC, FORWARD_IDLE_LOOK_S * 1000UL,
+				  &f->next);
 }
 
-bool forward_enabled(void)
+bool forward_enabled(const struct forward *f)
 {
-	return running;
+	return f != NULL;
 }
 
-long forward_pending(void)
+long forward_pending(const struct forward *f)
 {
-	return ob ? outbox_count(ob) : 0;
+	return f ? outbox_count(f->ob) : 0;
 }
 
-int forward_put(uint32_t id, const cJSON *rec, char *err, size_t errlen)
+int forward_put(struct forward *f, uint32_t id, const cJSON *rec, char *err,
+		size_t errlen)
 {
 	const char **nodes = NULL;
 	char perr[CONF_ERR_MAX];
@@ -380,17 +377,20 @@ int forward_put(uint32_t id, const cJSON *rec, char *err, size_t errlen)
 	/* It must fit in the credential that carries it to the service. */
 	parts_fit_record(copy);
 	n = parts_record_nodes(copy, nodes, JOBS_NODES_MAX);
-	e = outbox_entry_new(id, fconf->node_name, nodes, n, copy,
+	e = outbox_entry_new(id, f->conf->node_name, nodes, n, copy,
 			     (double)time(NULL));
 	if (!e) {
 		snprintf(err, errlen, "job %" PRIu32 ": out of memory", id);
 		goto out;
 	}
-	if (outbox_put(ob, e, perr, sizeof(perr)) == 0) {
-		pthread_mutex_lock(&lock);
-		woken = true;
-		pthread_cond_signal(&cond);
-		pthread_mutex_unlock(&lock);
+	if (outbox_put(f->ob, e, perr, sizeof(perr)) == 0) {
+		struct ticker *t;
+
+		pthread_mutex_lock(&f->lock);
+		t = f->ticker;
+		pthread_mutex_unlock(&f->lock);
+		if (t)
+			ticker_poke(t);
 		rc = 0;
 		goto out;
 	}
@@ -401,7 +401,7 @@ int forward_put(uint32_t id, const cJSON *rec, char *err, size_t errlen)
 	}
 	/* The disk refused it: one direct try, so the record is not lost
 	 * merely because StateDir is full. */
-	if (send_entries(&e, 1, &direct, err, errlen) == 0 &&
+	if (send_entries(f, &e, 1, &direct, err, errlen) == 0 &&
 	    direct.rc == 0) {
 		log_warningx("%s; sent to iostagectld directly", perr);
 		rc = 0;
@@ -444,60 +444,68 @@ static void warn_orphans(const struct conf *conf)
 	outbox_close(o);
 }
 
-int forward_init(const struct conf *conf, char *err, size_t errlen)
+int forward_create(struct agent *a, struct forward **ret, char *err,
+		   size_t errlen)
 {
+	const struct conf *conf = a->conf;
 	char path[CONF_PATH_MAX + 16];
-	pthread_condattr_t attr;
+	struct forward *f;
 	unsigned cleaned = 0;
 	long n;
-	int e;
 
-	fconf = conf;
+	*ret = NULL;
 	if (!ctl_configured(conf)) {
 		warn_orphans(conf);
 		return 0;
 	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		snprintf(err, errlen, "outbox: out of memory");
+		return -1;
+	}
+	f->conf = conf;
+	pthread_mutex_init(&f->lock, NULL);
 	snprintf(path, sizeof(path), "%s/%s", conf->state_dir,
 		 FORWARD_DIR_NAME);
-	if (outbox_open(path, &ob, &cleaned, err, errlen) < 0)
+	if (outbox_open(path, &f->ob, &cleaned, err, errlen) < 0) {
+		pthread_mutex_destroy(&f->lock);
+		free(f);
 		return -1;
+	}
 	if (cleaned)
 		log_info("outbox %s: %u torn temporary file%s of a crash "
 			 "removed",
 			 path, cleaned, cleaned == 1 ? "" : "s");
-	n = outbox_count(ob);
+	n = outbox_count(f->ob);
 	if (n > 0)
 		log_info("outbox %s: %ld job record%s to send to iostagectld "
 			 "at %s:%u",
 			 path, n, n == 1 ? "" : "s", conf->controller_host,
 			 conf->controller_port);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&cond, &attr);
-	pthread_condattr_destroy(&attr);
-	stopping = false;
-	e = pthread_create(&thread, NULL, forward_main, NULL);
-	if (e) {
-		outbox_close(ob);
-		ob = NULL;
+	/* The first turn at once: resume what the outbox holds. It waits
+	 * on the lock until f->ticker is set. */
+	pthread_mutex_lock(&f->lock);
+	f->ticker = ticker_start(FORWARD_TICK_MS, true, forward_turn, f);
+	pthread_mutex_unlock(&f->lock);
+	if (!f->ticker) {
 		snprintf(err, errlen, "outbox: cannot start its thread: %s",
-			 strerror(e));
+			 strerror(errno));
+		outbox_close(f->ob);
+		pthread_mutex_destroy(&f->lock);
+		free(f);
 		return -1;
 	}
-	running = true;
+	*ret = f;
 	return 0;
 }
 
-void forward_fini(void)
+void forward_destroy(struct forward *f)
 {
-	if (running) {
-		pthread_mutex_lock(&lock);
-		stopping = true;
-		pthread_cond_broadcast(&cond);
-		pthread_mutex_unlock(&lock);
-		pthread_join(thread, NULL);
-		running = false;
-	}
-	outbox_close(ob);
-	ob = NULL;
+	if (!f)
+		return;
+	/* Not under f->lock: the turn in progress takes it to look. */
+	ticker_stop(f->ticker);
+	outbox_close(f->ob);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
 }

@@ -33,28 +33,37 @@
 #define FORWARD_BATCH_BYTES (512 * 1024) /* entry bytes per request, well
 					  * under PEERNET_LINE_MAX */
 
-/* With a service configured: open CONF->state_dir/outbox (CONF must
- * outlive it) and start the forwarding thread. Without one: nothing
- * (a warning if an old outbox still holds records). 0, or -1 with err
- * (the outbox cannot be opened: records would be lost, so the daemon
- * does not start). */
-int forward_init(const struct conf *conf, char *err, size_t errlen);
+#define FORWARD_TICK_MS 250      /* how often the thread looks at its
+				  * backoff: the granularity of a wait */
 
-/* Stop the thread (it finishes the request in flight) and close the
- * outbox. Entries not sent stay for the next start. */
-void forward_fini(void);
+struct agent;
+struct forward;
 
-/* Is filing through the service on (forward_init started it)? */
-bool forward_enabled(void);
+/* With a service configured: open A->conf->state_dir/outbox (the conf
+ * must outlive it) and start the forwarding thread; *RET the forward.
+ * Without one: *RET NULL (a warning if an old outbox still holds
+ * records). 0, or -1 with err (the outbox cannot be opened: records
+ * would be lost, so the daemon does not start). */
+int forward_create(struct agent *a, struct forward **ret, char *err,
+		   size_t errlen);
+
+/* Stop the thread (it finishes the request in flight), close the outbox
+ * and free F. Entries not sent stay for the next start. NULL: no-op. */
+void forward_destroy(struct forward *f);
+
+/* Is filing through the service on (F was made: a service is set)? */
+bool forward_enabled(const struct forward *f);
 
 /* finish: put job ID's closed record REC (not taken; its "nodes" name a
  * multi-node job's nodes, head first) in the outbox and wake the thread.
  * When this returns 0 the record is on disk. When the outbox cannot take
  * it (disk full) the record is sent to the service once, directly.
  * -1 with err when both failed: the record is lost (the caller logs). */
-int forward_put(uint32_t id, const cJSON *rec, char *err, size_t errlen);
+int forward_put(struct forward *f, uint32_t id, const cJSON *rec, char *err,
+		size_t errlen);
 
-/* How many entries wait in the outbox (0 when off), for `status`. */
-long forward_pending(void);
+/* How many entries wait in the outbox (0 when off: F NULL), for
+ * `status`. */
+long forward_pending(const struct forward *f);
 
 #endif /* IOSTAGE_DAEMON_FORWARD_H */

@@ -8,6 +8,7 @@
 
 #include "common/base/log.h"
 #include "common/config/conf.h"
+#include "daemon/agent.h"
 #include "daemon/cluster/jobwide.h"
 #include "daemon/cluster/peer.h"
 
@@ -61,9 +62,11 @@ static void finished_cause(const struct job *job, const cJSON *r,
 	snprintf(why, wlen, "%s", e);
 }
 
-void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
-		  char *ret_node, char *ret_waiting, size_t len)
+void jobwide_wait(struct agent *a, struct job *job, unsigned timeout_s,
+		  struct job_view *v, char *ret_node, char *ret_waiting,
+		  size_t len)
 {
+	const struct peer_channel *pc = a->peer;
 	double deadline = mono_s() + timeout_s, *down_since = NULL;
 	const char **others = NULL;
 	enum peer_state *st = NULL;
@@ -78,10 +81,10 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 		/* Failed here, or already failed job-wide by another node. */
 		jobs_failed_node(job, ret_node, len);
 		if (!ret_node[0])
-			snprintf(ret_node, len, "%s", peer_self());
+			snprintf(ret_node, len, "%s", peer_self(pc));
 		return;
 	}
-	if (v->state != JOB_STAGED || !peer_enabled())
+	if (v->state != JOB_STAGED || !peer_enabled(pc))
 		return;
 	others = calloc(job->nnodes, sizeof(*others));
 	st = calloc(job->nnodes, sizeof(*st));
@@ -105,7 +108,7 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 		goto out;
 	}
 	for (i = 0; i < job->nnodes; i++)
-		if (strcmp(job->nodes[i], peer_self()))
+		if (strcmp(job->nodes[i], peer_self(pc)))
 			others[n++] = job->nodes[i];
 	for (;;) {
 		const char **ask = calloc(n ? n : 1, sizeof(*ask));
@@ -124,7 +127,7 @@ void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
 				idx[k] = i;
 				ask[k++] = others[i];
 			}
-		peer_call_many(ask, k, req, PEER_CALL_MS, replies, errs,
+		peer_call_many(pc, ask, k, req, PEER_CALL_MS, replies, errs,
 			       unreach);
 		now = mono_s();
 		for (size_t j = 0; j < k; j++) {

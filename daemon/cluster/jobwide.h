@@ -26,7 +26,12 @@
  * "staging" if other nodes are still staging at the deadline). RET_NODE
  * (LEN) gets the node that failed the job ("" if none; this node's name
  * when it failed here), RET_WAITING a node still staging ("" if none). */
-void jobwide_wait(struct job *job, unsigned timeout_s, struct job_view *v,
-		  char *ret_node, char *ret_waiting, size_t len);
+struct agent;
+
+/* A is the agent whose peer channel asks the other nodes (none, or off:
+ * this node's own outcome stands). */
+void jobwide_wait(struct agent *a, struct job *job, unsigned timeout_s,
+		  struct job_view *v, char *ret_node, char *ret_waiting,
+		  size_t len);
 
 #endif /* IOSTAGE_DAEMON_JOBWIDE_H */

@@ -1,8 +1,8 @@
 /* parts.c - a multi-node job's parts at its head node, and the whole
  * job's record for queries.
  *
- * Locking: parts_lock guards the parts directory's writes and its
- * condition variable (a finish waiting for parts); file_lock serializes
+ * Locking: p->lock guards the parts directory's writes and its
+ * condition variable (a finish waiting for parts); p->file_lock serializes
  * merging and filing, so a late part and a finish never file the same job
  * at once. Neither is held while calling another node.
  */
@@ -24,7 +24,7 @@
 #include "common/net/proto.h"
 #include "common/telemetry/recmerge.h"
 #include "common/base/smallfile.h"
-#include "daemon/agent_bridge.h"
+#include "daemon/agent.h"
 #include "daemon/fsutil.h"
 #include "common/history/history.h"
 #include "daemon/jobs.h"
@@ -36,11 +36,14 @@
 #define PARTS_BACKOFF_MIN_MS 250
 #define PARTS_BACKOFF_MAX_MS 4000
 
-static const struct conf *pconf;
-static int dir_fd = -1;
-static pthread_mutex_t parts_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t parts_cond;
+struct parts {
+	struct agent *agent;
+	const struct conf *conf;
+	int dir_fd; /* StateDir/parts */
+	pthread_mutex_t lock;
+	pthread_mutex_t file_lock;
+	pthread_cond_t cond; /* a part arrived; on CLOCK_MONOTONIC */
+};
 
 static const char *str(const cJSON *o, const char *key, const char *dflt)
 {
@@ -73,12 +76,12 @@ static bool listed(const char *const *nodes, size_t n, const char *node)
 	return false;
 }
 
-static cJSON *read_at(const char *name)
+static cJSON *read_at(const struct parts *p, const char *name)
 {
 	char reason[128], *text;
 	cJSON *o;
 
-	text = smallfile_read_at(dir_fd, name, O_NOFOLLOW, PARTS_FILE_MAX, NULL,
+	text = smallfile_read_at(p->dir_fd, name, O_NOFOLLOW, PARTS_FILE_MAX, NULL,
 				 reason, sizeof(reason));
 	if (!text)
 		return NULL;
@@ -91,7 +94,8 @@ static cJSON *read_at(const char *name)
 	return o;
 }
 
-static int write_at(const char *name, const cJSON *o)
+static int write_at(const struct parts *p, const char *name,
+		    const cJSON *o)
 {
 	char *text = jsonbuf_dup(o);
 	int r;
@@ -100,7 +104,7 @@ static int write_at(const char *name, const cJSON *o)
 		errno = ENOMEM;
 		return -1;
 	}
-	r = fsutil_write_atomic(dir_fd, name, text, strlen(text), 0600);
+	r = fsutil_write_atomic(p->dir_fd, name, text, strlen(text), 0600);
 	free(text);
 	return r;
 }
@@ -110,27 +114,29 @@ static void part_name(uint32_t id, const char *node, char *buf, size_t len)
 	snprintf(buf, len, "%" PRIu32 ".%s.json", id, node);
 }
 
-static bool part_present(uint32_t id, const char *node)
+static bool part_present(const struct parts *p, uint32_t id,
+			 const char *node)
 {
 	char name[CONF_NODE_MAX + 32];
 	struct stat st;
 
 	part_name(id, node, name, sizeof(name));
-	return fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	return fstatat(p->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	       S_ISREG(st.st_mode);
 }
 
 /* The filed marker of job ID: {"nodes":[...]}, or NULL. */
-static cJSON *filed_marker(uint32_t id)
+static cJSON *filed_marker(const struct parts *p, uint32_t id)
 {
 	char name[32];
 
 	snprintf(name, sizeof(name), "%" PRIu32 ".filed", id);
-	return read_at(name);
+	return read_at(p, name);
 }
 
 /* Merge the parts of job ID present here and file the record. */
-static void merge_and_file(uint32_t id, const char *const *nodes, size_t n)
+static void merge_and_file(struct parts *p, uint32_t id,
+			   const char *const *nodes, size_t n)
 {
 	const cJSON **parts = calloc(n, sizeof(*parts));
 	char err[CONF_ERR_MAX], missing[512] = "", name[32];
@@ -141,12 +147,12 @@ static void merge_and_file(uint32_t id, const char *const *nodes, size_t n)
 		log_warningx("job %u: out of memory merging its parts", id);
 		return;
 	}
-	pthread_mutex_lock(&file_lock);
+	pthread_mutex_lock(&p->file_lock);
 	for (size_t i = 0; i < n; i++) {
 		char pn[CONF_NODE_MAX + 32];
 
 		part_name(id, nodes[i], pn, sizeof(pn));
-		if ((parts[k] = read_at(pn)))
+		if ((parts[k] = read_at(p, pn)))
 			k++;
 	}
 	merged = recmerge_job(parts, k, nodes, n);
@@ -171,14 +177,14 @@ static void merge_and_file(uint32_t id, const char *const *nodes, size_t n)
 	for (size_t i = 0; arr && i < n; i++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(nodes[i]));
 	snprintf(name, sizeof(name), "%" PRIu32 ".filed", id);
-	if (!arr || write_at(name, marker) < 0)
+	if (!arr || write_at(p, name, marker) < 0)
 		log_warning("job %u: cannot remember that its record was "
 			    "filed",
 			    id);
 	log_info("job %u: one record for %zu nodes filed (%zu parts%s%s)", id,
 		 n, k, missing[0] ? ", missing: " : "", missing);
 out:
-	pthread_mutex_unlock(&file_lock);
+	pthread_mutex_unlock(&p->file_lock);
 	for (size_t i = 0; i < k; i++)
 		cJSON_Delete((cJSON *)parts[i]);
 	free(parts);
@@ -186,8 +192,8 @@ out:
 	cJSON_Delete(marker);
 }
 
-int parts_put(uint32_t id, const char *node, const cJSON *rec, char *err,
-	      size_t errlen)
+int parts_put(struct parts *p, uint32_t id, const char *node,
+	      const cJSON *rec, char *err, size_t errlen)
 {
 	const char **list = NULL;
 	char name[CONF_NODE_MAX + 32];
@@ -196,7 +202,7 @@ int parts_put(uint32_t id, const char *node, const cJSON *rec, char *err,
 	size_t n = 0;
 	int rc = -1;
 
-	if (dir_fd < 0) {
+	if (!p) {
 		snprintf(err, errlen, "parts: not ready");
 		return -1;
 	}
@@ -216,12 +222,12 @@ int parts_put(uint32_t id, const char *node, const cJSON *rec, char *err,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	marker = filed_marker(id);
+	marker = filed_marker(p, id);
 	if (marker) {
 		n = parts_record_nodes(marker, list, JOBS_NODES_MAX);
 		if (!listed(list, n, node))
 			goto not_ours;
-	} else if ((job = jobs_get(agent_bridge->jobs, id))) {
+	} else if ((job = jobs_get(id))) {
 		bool ours = job->nnodes == 0 ||
 			    listed((const char *const *)job->nodes, job->nnodes,
 				   node);
@@ -231,19 +237,19 @@ int parts_put(uint32_t id, const char *node, const cJSON *rec, char *err,
 			goto not_ours;
 	}
 	part_name(id, node, name, sizeof(name));
-	pthread_mutex_lock(&parts_lock);
-	if (write_at(name, rec) < 0) {
+	pthread_mutex_lock(&p->lock);
+	if (write_at(p, name, rec) < 0) {
 		snprintf(err, errlen, "cannot keep the part: %s",
 			 strerror(errno));
-		pthread_mutex_unlock(&parts_lock);
+		pthread_mutex_unlock(&p->lock);
 		goto out;
 	}
-	pthread_cond_broadcast(&parts_cond);
-	pthread_mutex_unlock(&parts_lock);
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
 	log_info("job %u: part from node %s received", id, node);
 	/* Late: the record was filed without it, file it again. */
 	if (marker)
-		merge_and_file(id, list, n);
+		merge_and_file(p, id, list, n);
 	rc = 0;
 	goto out;
 not_ours:
@@ -279,9 +285,11 @@ void parts_fit_record(cJSON *rec)
 }
 
 /* Another node: send our part to the head until it takes it. */
-static void send_to_head(uint32_t id, const char *head, const cJSON *rec)
+static void send_to_head(struct parts *p, uint32_t id, const char *head,
+			 const cJSON *rec)
 {
-	long long deadline = now_ms() + (long long)pconf->peer_parts_timeout *
+	const struct peer_channel *pc = p->agent->peer;
+	long long deadline = now_ms() + (long long)p->conf->peer_parts_timeout *
 						1000;
 	char err[CONF_ERR_MAX];
 	int backoff = PARTS_BACKOFF_MIN_MS, tries = 0;
@@ -289,7 +297,7 @@ static void send_to_head(uint32_t id, const char *head, const cJSON *rec)
 
 	if (!req || !cJSON_AddStringToObject(req, "op", "part_put") ||
 	    !cJSON_AddNumberToObject(req, "job", id) ||
-	    !cJSON_AddStringToObject(req, "node", peer_self()) ||
+	    !cJSON_AddStringToObject(req, "node", peer_self(pc)) ||
 	    !cJSON_AddItemToObject(req, "record", cJSON_Duplicate(rec, true))) {
 		cJSON_Delete(req);
 		log_warningx("job %u: out of memory sending its part", id);
@@ -301,7 +309,7 @@ static void send_to_head(uint32_t id, const char *head, const cJSON *rec)
 		cJSON *reply;
 
 		tries++;
-		reply = peer_call(head, req,
+		reply = peer_call(pc, head, req,
 				  (int)(left < PEER_CALL_MS ? (left > 1000 ? left : 1000)
 							    : PEER_CALL_MS),
 				  NULL, err, sizeof(err));
@@ -323,7 +331,7 @@ static void send_to_head(uint32_t id, const char *head, const cJSON *rec)
 			log_warningx("job %u: part not delivered to head node "
 				     "%s after %d tries in %u s: %s; it stays "
 				     "in this node's telemetry",
-				     id, head, tries, pconf->peer_parts_timeout,
+				     id, head, tries, p->conf->peer_parts_timeout,
 				     err);
 			break;
 		}
@@ -341,73 +349,74 @@ static void send_to_head(uint32_t id, const char *head, const cJSON *rec)
 }
 
 /* The head: keep our own part, wait for the others, file one record. */
-static void gather_at_head(uint32_t id, const cJSON *rec,
+static void gather_at_head(struct parts *p, uint32_t id, const cJSON *rec,
 			   const char *const *nodes, size_t n)
 {
 	struct timespec deadline;
 	char name[CONF_NODE_MAX + 32];
 	size_t have = 0;
 
-	part_name(id, peer_self(), name, sizeof(name));
-	pthread_mutex_lock(&parts_lock);
-	if (write_at(name, rec) < 0)
+	part_name(id, peer_self(p->agent->peer), name, sizeof(name));
+	pthread_mutex_lock(&p->lock);
+	if (write_at(p, name, rec) < 0)
 		log_warning("job %u: cannot keep its own part", id);
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += pconf->peer_parts_timeout;
+	deadline.tv_sec += p->conf->peer_parts_timeout;
 	for (;;) {
 		have = 0;
 		for (size_t i = 0; i < n; i++)
-			have += part_present(id, nodes[i]);
+			have += part_present(p, id, nodes[i]);
 		if (have == n)
 			break;
-		if (pthread_cond_timedwait(&parts_cond, &parts_lock,
+		if (pthread_cond_timedwait(&p->cond, &p->lock,
 					   &deadline) == ETIMEDOUT) {
 			have = 0;
 			for (size_t i = 0; i < n; i++)
-				have += part_present(id, nodes[i]);
+				have += part_present(p, id, nodes[i]);
 			break;
 		}
 	}
-	pthread_mutex_unlock(&parts_lock);
+	pthread_mutex_unlock(&p->lock);
 	if (have < n)
 		log_warningx("job %u: %zu of %zu parts after %u s; filing "
 			     "without the others",
-			     id, have, n, pconf->peer_parts_timeout);
-	merge_and_file(id, nodes, n);
+			     id, have, n, p->conf->peer_parts_timeout);
+	merge_and_file(p, id, nodes, n);
 }
 
-int parts_finish(uint32_t id, const cJSON *rec)
+int parts_finish(struct parts *p, uint32_t id, const cJSON *rec)
 {
 	const char **nodes = calloc(JOBS_NODES_MAX, sizeof(*nodes));
 	size_t n = nodes ? parts_record_nodes(rec, nodes, JOBS_NODES_MAX) : 0;
 
-	if (n <= 1 || !pconf || !peer_enabled()) {
+	if (n <= 1 || !p || !peer_enabled(p->agent->peer)) {
 		free(nodes);
 		return 0;
 	}
-	if (strcmp(nodes[0], peer_self()))
-		send_to_head(id, nodes[0], rec);
+	if (strcmp(nodes[0], peer_self(p->agent->peer)))
+		send_to_head(p, id, nodes[0], rec);
 	else
-		gather_at_head(id, rec, nodes, n);
+		gather_at_head(p, id, rec, nodes, n);
 	free(nodes);
 	return 1;
 }
 
 /* The head's filed record of job ID (merged), or NULL. */
-static cJSON *head_record(uint32_t id, const char *head)
+static cJSON *head_record(const struct peer_channel *pc, uint32_t id,
+			  const char *head)
 {
 	char err[CONF_ERR_MAX];
 	cJSON *rec = NULL, *req, *reply;
 	struct history *h;
 
-	if (!strcmp(head, peer_self())) {
+	if (!strcmp(head, peer_self(pc))) {
 		h = history_db(err, sizeof(err));
 		rec = h ? history_get(h, id, err, sizeof(err)) : NULL;
 	} else {
 		req = cJSON_CreateObject();
 		cJSON_AddStringToObject(req, "op", "history_get");
 		cJSON_AddNumberToObject(req, "job", id);
-		reply = peer_call(head, req, PEER_CALL_MS, NULL, err,
+		reply = peer_call(pc, head, req, PEER_CALL_MS, NULL, err,
 				  sizeof(err));
 		cJSON_Delete(req);
 		if (reply && cJSON_IsTrue(cJSON_GetObjectItem(reply, "ok")))
@@ -421,8 +430,9 @@ static cJSON *head_record(uint32_t id, const char *head)
 	return rec;
 }
 
-cJSON *parts_job_record(uint32_t id, cJSON *local)
+cJSON *parts_job_record(struct parts *p, uint32_t id, cJSON *local)
 {
+	const struct peer_channel *pc = p ? p->agent->peer : NULL;
 	const char **nodes = NULL, **others = NULL;
 	const cJSON **parts = NULL;
 	cJSON **replies = NULL, *req = NULL, *merged = NULL, *rec;
@@ -432,10 +442,11 @@ cJSON *parts_job_record(uint32_t id, cJSON *local)
 
 	nodes = calloc(JOBS_NODES_MAX, sizeof(*nodes));
 	n = nodes ? parts_record_nodes(local, nodes, JOBS_NODES_MAX) : 0;
-	if (n <= 1 || !pconf || !peer_enabled())
+	if (n <= 1 || !peer_enabled(pc))
 		goto out;
 	/* Finished: the head filed the job's record. */
-	if (cJSON_GetObjectItem(local, "end") && (rec = head_record(id, nodes[0]))) {
+	if (cJSON_GetObjectItem(local, "end") &&
+	    (rec = head_record(pc, id, nodes[0]))) {
 		merged = rec;
 		goto out;
 	}
@@ -448,11 +459,11 @@ cJSON *parts_job_record(uint32_t id, cJSON *local)
 	if (!others || !parts || !replies || !errs || !unreach || !req)
 		goto out;
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(nodes[i], peer_self()))
+		if (strcmp(nodes[i], peer_self(pc)))
 			others[k++] = nodes[i];
 	cJSON_AddStringToObject(req, "op", "telemetry_part");
 	cJSON_AddNumberToObject(req, "job", id);
-	peer_call_many(others, k, req, PEER_CALL_MS, replies, errs, unreach);
+	peer_call_many(pc, others, k, req, PEER_CALL_MS, replies, errs, unreach);
 	parts[np++] = local;
 	for (size_t i = 0; i < k; i++) {
 		const cJSON *r = replies[i]
@@ -487,7 +498,7 @@ out:
 }
 
 /* Old parts and markers go with the telemetry records they came from. */
-static void remove_old(void)
+static void remove_old(int dir_fd)
 {
 	time_t cutoff = time(NULL) - (time_t)TELEMETRY_KEEP_DAYS * 86400;
 	int fd = dup(dir_fd);
@@ -513,30 +524,44 @@ static void remove_old(void)
 	closedir(d);
 }
 
-int parts_init(const struct conf *conf, char *err, size_t errlen)
+struct parts *parts_create(struct agent *a, char *err, size_t errlen)
 {
 	char path[CONF_PATH_MAX + 16];
 	pthread_condattr_t attr;
+	struct parts *p;
 
-	pconf = conf;
+	snprintf(path, sizeof(path), "%s/parts", a->conf->state_dir);
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "parts: out of memory");
+		return NULL;
+	}
+	p->agent = a;
+	p->conf = a->conf;
+	if (fsutil_mkdir_p(path, 0700) < 0 ||
+	    (p->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					    O_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "parts: %s: %s", path, strerror(errno));
+		free(p);
+		return NULL;
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->file_lock, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&parts_cond, &attr);
+	pthread_cond_init(&p->cond, &attr);
 	pthread_condattr_destroy(&attr);
-	snprintf(path, sizeof(path), "%s/parts", conf->state_dir);
-	if (fsutil_mkdir_p(path, 0700) < 0 ||
-	    (dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					 O_CLOEXEC)) < 0) {
-		snprintf(err, errlen, "parts: %s: %s", path, strerror(errno));
-		return -1;
-	}
-	remove_old();
-	return 0;
+	remove_old(p->dir_fd);
+	return p;
 }
 
-void parts_fini(void)
+void parts_destroy(struct parts *p)
 {
-	if (dir_fd >= 0)
-		close(dir_fd);
-	dir_fd = -1;
+	if (!p)
+		return;
+	close(p->dir_fd);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->file_lock);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
 }

@@ -27,28 +27,35 @@
 
 #include "common/config/conf.h"
 
-/* Create StateDir/parts (root 0700) and remove old files. 0, or -1 with
- * err. */
-int parts_init(const struct conf *conf, char *err, size_t errlen);
+struct agent;
+struct parts;
 
-void parts_fini(void);
+/* The parts of agent A (A->conf must outlive them; A->peer, when there
+ * is one, carries them between nodes): create StateDir/parts (root
+ * 0700) and remove old files. The parts, or NULL with err. */
+struct parts *parts_create(struct agent *a, char *err, size_t errlen);
+
+/* Close and free P. No call may be in progress. NULL is a no-op. */
+void parts_destroy(struct parts *p);
 
 /* NODE's part REC of job ID arrived (peer op part_put). 0, or -1 with
- * err (bad part, not a node of the job, cannot be written). */
-int parts_put(uint32_t id, const char *node, const cJSON *rec, char *err,
-	      size_t errlen);
+ * err (bad part, not a node of the job, cannot be written; P NULL: not
+ * ready). */
+int parts_put(struct parts *p, uint32_t id, const char *node,
+	      const cJSON *rec, char *err, size_t errlen);
 
 /* finish, for a job whose closed record REC names several "nodes": the
  * head waits for the other parts and files the merged record; another
  * node sends REC to the head. Logs what happened; never fails the
  * Epilog. Returns 1 if REC was a multi-node part (handled here: the
- * caller must not file it), 0 for a single-node record. */
-int parts_finish(uint32_t id, const cJSON *rec);
+ * caller must not file it), 0 for a single-node record (or P NULL, or
+ * the peer channel off). */
+int parts_finish(struct parts *p, uint32_t id, const cJSON *rec);
 
 /* The whole job's record for `telemetry`, given this node's part LOCAL
  * (taken; returned as is for a single-node job, or when no other node
- * can add anything). Caller deletes the result. */
-cJSON *parts_job_record(uint32_t id, cJSON *local);
+ * can add anything, or P NULL). Caller deletes the result. */
+cJSON *parts_job_record(struct parts *p, uint32_t id, cJSON *local);
 
 /* A record or part must fit in a credential (to the head node, or to
  * iostagectld): a huge job's process list is cut to 64 entries

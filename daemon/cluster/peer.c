@@ -1,5 +1,7 @@
 /* peer.c - the node-to-node listener, its connection threads, and the
- * client side of peer calls. */
+ * client side of peer calls. The channel's state is its struct
+ * peer_channel: the listener (common/net/peerserve.h) and the prestage
+ * callback; calls to other nodes need only the configuration. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -10,30 +12,57 @@
 #include "common/net/peernet.h"
 #include "common/net/peerserve.h"
 #include "common/net/proto.h"
+#include "daemon/agent.h"
 #include "daemon/ops.h"
 #include "daemon/cluster/peer.h"
 
 #define PEER_SEND_MS 10000
 #define PEER_FINI_WAIT_S 5
 
-static const struct conf *peer_conf;
-static struct peerserve server;
+struct peer_channel {
+	struct agent *agent;
+	const struct conf *conf;
+	struct peerserve server;
+	bool serving; /* peerserve_start succeeded, not yet stopped */
+	peer_prestage_fn prestage;
+};
 
-bool peer_enabled(void)
+struct peer_channel *peer_create(struct agent *a)
 {
-	return peer_conf && peer_conf->peer_port != 0;
+	struct peer_channel *pc = calloc(1, sizeof(*pc));
+
+	if (!pc)
+		return NULL;
+	pc->agent = a;
+	pc->conf = a->conf;
+	return pc;
 }
 
-const char *peer_self(void)
+void peer_set_prestage(struct peer_channel *pc, peer_prestage_fn fn)
 {
-	return peer_conf ? peer_conf->node_name : "";
+	pc->prestage = fn;
 }
 
-static const char *munge_socket(void)
+cJSON *peer_run_prestage(struct peer_channel *pc, const cJSON *req)
 {
-	return peer_conf && peer_conf->munge_socket[0]
-		       ? peer_conf->munge_socket
-		       : NULL;
+	if (!pc || !pc->prestage)
+		return NULL;
+	return pc->prestage(pc->agent, req);
+}
+
+bool peer_enabled(const struct peer_channel *pc)
+{
+	return pc && pc->conf->peer_port != 0;
+}
+
+const char *peer_self(const struct peer_channel *pc)
+{
+	return pc ? pc->conf->node_name : "";
+}
+
+static const char *munge_socket(const struct peer_channel *pc)
+{
+	return pc->conf->munge_socket[0] ? pc->conf->munge_socket : NULL;
 }
 
 static const struct peer_op *find_op(const char *name)
@@ -44,8 +73,7 @@ static const struct peer_op *find_op(const char *name)
 	return NULL;
 }
 
-/* One connection's request (peerserve_fn): its reply. */
-static cJSON *serve_request(int fd, void *arg)
+cJSON *peer_serve_fd(struct peer_channel *pc, int fd)
 {
 	char err[CONF_ERR_MAX], shown[72];
 	struct peernet_peer peer;
@@ -54,8 +82,7 @@ static cJSON *serve_request(int fd, void *arg)
 	const char *name;
 	cJSON *req, *reply;
 
-	(void)arg;
-	req = peernet_read_request(fd, PEER_READ_MS, munge_socket(), &name,
+	req = peernet_read_request(fd, PEER_READ_MS, munge_socket(pc), &name,
 				   &peer, &st, err, sizeof(err));
 	if (!req) {
 		log_warningx("peer %s: request refused: %s", peer.addr, err);
@@ -76,10 +103,16 @@ static cJSON *serve_request(int fd, void *arg)
 					  ops_printable(name, shown,
 							sizeof(shown)));
 	} else {
-		reply = op->fn(&peer, req);
+		reply = op->fn(pc->agent, &peer, req);
 	}
 	cJSON_Delete(req);
 	return reply;
+}
+
+/* One connection's request (peerserve_fn): its reply. */
+static cJSON *serve_request(int fd, void *arg)
+{
+	return peer_serve_fd(arg, fd);
 }
 
 static void server_warn(const char *line)
@@ -87,12 +120,12 @@ static void server_warn(const char *line)
 	log_warningx("peer: %s", line);
 }
 
-void peer_init(const struct conf *conf)
+void peer_start(struct peer_channel *pc)
 {
+	const struct conf *conf = pc->conf;
 	char err[CONF_ERR_MAX];
 	int fd;
 
-	peer_conf = conf;
 	if (conf->peer_port == 0) {
 		log_info("peer channel off (PeerPort=0): multi-node jobs "
 			 "cannot reach this node");
@@ -106,45 +139,60 @@ void peer_init(const struct conf *conf)
 			   err);
 		return;
 	}
-	server = (struct peerserve){
+	pc->server = (struct peerserve){
 		.conn_max = PEER_CONN_MAX,
 		.send_ms = PEER_SEND_MS,
 		.busy_fmt = "too many peer connections (limit %u)",
 		.nothread_error = "out of resources",
 		.serve = serve_request,
+		.arg = pc,
 		.warn = server_warn,
 	};
-	if (peerserve_start(&server, fd, err, sizeof(err)) < 0) {
+	if (peerserve_start(&pc->server, fd, err, sizeof(err)) < 0) {
 		log_errorx("peer channel: %s", err);
 		return;
 	}
+	pc->serving = true;
 	log_info("peer channel on %s port %u (MUNGE, root only)",
 		 conf->peer_listen[0] ? conf->peer_listen : "every address",
 		 conf->peer_port);
 }
 
-void peer_fini(void)
+void peer_stop(struct peer_channel *pc)
 {
-	peerserve_stop(&server, PEER_FINI_WAIT_S);
+	if (!pc || !pc->serving)
+		return;
+	peerserve_stop(&pc->server, PEER_FINI_WAIT_S);
+	pc->serving = false;
 }
 
-cJSON *peer_call(const char *node, const cJSON *req, int timeout_ms,
-		 int *ret_unreachable, char *err, size_t errlen)
+void peer_destroy(struct peer_channel *pc)
+{
+	if (!pc)
+		return;
+	peer_stop(pc);
+	free(pc);
+}
+
+cJSON *peer_call(const struct peer_channel *pc, const char *node,
+		 const cJSON *req, int timeout_ms, int *ret_unreachable,
+		 char *err, size_t errlen)
 {
 	if (ret_unreachable)
 		*ret_unreachable = 0;
-	if (!peer_conf || peer_conf->peer_port == 0) {
+	if (!peer_enabled(pc)) {
 		if (ret_unreachable)
 			*ret_unreachable = 1;
 		snprintf(err, errlen, "node %s: the peer channel is off here "
 			 "(PeerPort=0)", node);
 		return NULL;
 	}
-	return peernet_call(node, peer_conf->peer_port, munge_socket(), req,
+	return peernet_call(node, pc->conf->peer_port, munge_socket(pc), req,
 			    timeout_ms, ret_unreachable, err, errlen);
 }
 
 struct fanout {
+	const struct peer_channel *pc;
 	const char *node;
 	const cJSON *req;
 	int timeout_ms;
@@ -157,14 +205,14 @@ static void *fanout_thread(void *arg)
 {
 	struct fanout *f = arg;
 
-	f->reply = peer_call(f->node, f->req, f->timeout_ms, f->unreachable,
+	f->reply = peer_call(f->pc, f->node, f->req, f->timeout_ms, f->unreachable,
 			     f->err, 256);
 	return NULL;
 }
 
-void peer_call_many(const char *const *nodes, size_t n, const cJSON *req,
-		    int timeout_ms, cJSON **replies, char (*errs)[256],
-		    int *unreachable)
+void peer_call_many(const struct peer_channel *pc, const char *const *nodes,
+		    size_t n, const cJSON *req, int timeout_ms,
+		    cJSON **replies, char (*errs)[256], int *unreachable)
 {
 	struct fanout f[PEER_FANOUT_MAX];
 	pthread_t t[PEER_FANOUT_MAX];
@@ -175,7 +223,7 @@ void peer_call_many(const char *const *nodes, size_t n, const cJSON *req,
 						      : PEER_FANOUT_MAX;
 
 		for (size_t i = 0; i < k; i++) {
-			f[i] = (struct fanout){ nodes[base + i], req,
+			f[i] = (struct fanout){ pc, nodes[base + i], req,
 						timeout_ms, NULL,
 						errs[base + i],
 						&unreachable[base + i] };

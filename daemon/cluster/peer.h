@@ -28,7 +28,12 @@
 #define PEER_CALL_MS 5000      /* one call to a peer, connect to reply */
 #define PEER_FANOUT_MAX 16     /* calls in flight at once */
 
-typedef cJSON *(*peer_op_fn)(const struct peernet_peer *peer,
+struct agent;
+struct peer_channel;
+
+/* A peer op: the agent whose channel took the request, the asker (its
+ * address, the credential's uid: root), the request. */
+typedef cJSON *(*peer_op_fn)(struct agent *a, const struct peernet_peer *peer,
 			     const cJSON *req);
 
 struct peer_op {
@@ -39,41 +44,60 @@ struct peer_op {
 /* daemon/cluster/peer_ops.c, ended by { NULL, NULL }. */
 extern const struct peer_op peer_ops[];
 
+/* The channel of agent A (A->conf must outlive it): made, not yet
+ * listening. NULL on ENOMEM. */
+struct peer_channel *peer_create(struct agent *a);
+
 /* The `prestage` op of the node's socket as root (any user's dataset,
  * named by "user"), which peer_ops.c's `prestage` (iostagectld's
- * pre-staging) runs: server.c registers it at server_init, so the node
- * channel never calls up into the socket's code. Unset, `prestage` is
- * refused. */
-typedef cJSON *(*peer_prestage_fn)(const cJSON *req);
-void peer_set_prestage(peer_prestage_fn fn);
+ * pre-staging) runs: main() registers daemon/ops.h's ops_prestage_root
+ * before peer_start, so the node channel never calls up into the
+ * socket's code. Unset, `prestage` is refused. */
+typedef cJSON *(*peer_prestage_fn)(struct agent *a, const cJSON *req);
+void peer_set_prestage(struct peer_channel *pc, peer_prestage_fn fn);
+
+/* Run the registered prestage for REQ: its reply, or NULL when none is
+ * registered (PC NULL included). */
+cJSON *peer_run_prestage(struct peer_channel *pc, const cJSON *req);
 
 /* Listen on PeerListen:PeerPort and serve in a thread. PeerPort=0: off.
  * Never fatal: a failure is logged and multi-node jobs then see this node
- * as unreachable. CONF must outlive the channel. */
-void peer_init(const struct conf *conf);
+ * as unreachable. */
+void peer_start(struct peer_channel *pc);
 
-/* Stop serving (waits up to a few seconds for connection threads). */
-void peer_fini(void);
+/* Stop serving (waits up to a few seconds for connection threads); calls
+ * to other nodes still work. NULL, or not started: a no-op. */
+void peer_stop(struct peer_channel *pc);
 
-/* Is the channel on here (PeerPort != 0)? When it is off, multi-node jobs
- * behave as before it existed: each node applies its own outcome and
- * files its own part. */
-bool peer_enabled(void);
+/* Stop and free PC. Nothing may call through it any more. NULL: no-op. */
+void peer_destroy(struct peer_channel *pc);
 
-/* This node's name (NodeName), as other nodes know it. */
-const char *peer_self(void);
+/* Is the channel on here (PeerPort != 0; PC NULL: no)? When it is off,
+ * multi-node jobs behave as before it existed: each node applies its own
+ * outcome and files its own part. */
+bool peer_enabled(const struct peer_channel *pc);
+
+/* This node's name (NodeName), as other nodes know it ("" for NULL). */
+const char *peer_self(const struct peer_channel *pc);
 
 /* One request REQ to NODE's iostaged within TIMEOUT_MS: the reply (caller
  * deletes; check "ok") or NULL with one line in err; *ret_unreachable
  * (may be NULL) says whether NODE could not be connected to at all. */
-cJSON *peer_call(const char *node, const cJSON *req, int timeout_ms,
-		 int *ret_unreachable, char *err, size_t errlen);
+cJSON *peer_call(const struct peer_channel *pc, const char *node,
+		 const cJSON *req, int timeout_ms, int *ret_unreachable,
+		 char *err, size_t errlen);
 
 /* REQ to each of NODES[N] at once (at most PEER_FANOUT_MAX in flight):
  * replies[i] (caller deletes) or NULL with errs[i] set and unreachable[i]
  * telling why. */
-void peer_call_many(const char *const *nodes, size_t n, const cJSON *req,
-		    int timeout_ms, cJSON **replies, char (*errs)[256],
-		    int *unreachable);
+void peer_call_many(const struct peer_channel *pc, const char *const *nodes,
+		    size_t n, const cJSON *req, int timeout_ms,
+		    cJSON **replies, char (*errs)[256], int *unreachable);
+
+/* What a connection thread does with connection FD: read one request
+ * (framing, credential), refuse a credential that is not root's, run the
+ * op. Always a reply (caller deletes), NULL only on ENOMEM. Non-static
+ * for the unit tests and fuzz_peer_request. */
+cJSON *peer_serve_fd(struct peer_channel *pc, int fd);
 
 #endif /* IOSTAGE_DAEMON_PEER_H */

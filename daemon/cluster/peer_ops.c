@@ -34,7 +34,7 @@
 #include "common/base/log.h"
 #include "common/net/proto.h"
 #include "common/history/history.h"
-#include "daemon/agent_bridge.h"
+#include "daemon/agent.h"
 #include "daemon/cluster/cachereport.h"
 #include "daemon/jobs.h"
 #include "daemon/ops.h"
@@ -42,20 +42,22 @@
 #include "daemon/cluster/peer.h"
 #include "daemon/telemetry/telemetry.h"
 
-static cJSON *op_peer_ping(const struct peernet_peer *p, const cJSON *req)
+static cJSON *op_peer_ping(struct agent *a, const struct peernet_peer *p,
+			   const cJSON *req)
 {
 	cJSON *r = proto_reply_ok();
 
 	(void)p;
 	(void)req;
 	if (r) {
-		cJSON_AddStringToObject(r, "node", peer_self());
+		cJSON_AddStringToObject(r, "node", peer_self(a->peer));
 		cJSON_AddStringToObject(r, "version", IOSTAGE_VERSION);
 	}
 	return r;
 }
 
-static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
+static cJSON *op_stage_state(struct agent *a, const struct peernet_peer *p,
+			     const cJSON *req)
 {
 	char err[CONF_ERR_MAX], failed_node[CONF_NODE_MAX];
 	struct job_view v;
@@ -69,8 +71,8 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 	r = proto_reply_ok();
 	if (!r)
 		return NULL;
-	cJSON_AddStringToObject(r, "node", peer_self());
-	job = jobs_get(agent_bridge->jobs, id);
+	cJSON_AddStringToObject(r, "node", peer_self(a->peer));
+	job = jobs_get(id);
 	if (!job) {
 		/* Over here (the job ended while the asker still stages: this
 		 * node's Prolog failed and its script ran), or its Prolog has
@@ -82,8 +84,7 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 		bool finished =
 		    cJSON_IsNumber(since) && since->valuedouble >= 0 &&
 		    since->valuedouble <= 1e18 &&
-		    jobs_finished_here(agent_bridge->jobs, id,
-				       (int64_t)since->valuedouble, &f);
+		    jobs_finished_here(id, (int64_t)since->valuedouble, &f);
 
 		cJSON_AddStringToObject(r, "state",
 					finished ? "finished" : "unknown");
@@ -93,7 +94,7 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 			cJSON_AddStringToObject(r, "failed_node",
 						f.failed_node[0]
 						    ? f.failed_node
-						    : peer_self());
+						    : peer_self(a->peer));
 			cJSON_AddStringToObject(r, "error", f.error);
 		}
 		return r;
@@ -110,7 +111,7 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 	}
 	jobs_put(job);
 	if (v.state == JOB_FAILED && failed_node[0] &&
-	    strcmp(failed_node, peer_self())) {
+	    strcmp(failed_node, peer_self(a->peer))) {
 		/* Staged here, then failed job-wide because of another node:
 		 * this node's own staging is what the asker wants. Were it
 		 * told "failed", it would name this node instead of the one
@@ -124,13 +125,14 @@ static cJSON *op_stage_state(const struct peernet_peer *p, const cJSON *req)
 	return r;
 }
 
-static cJSON *op_telemetry_part(const struct peernet_peer *p,
+static cJSON *op_telemetry_part(struct agent *a, const struct peernet_peer *p,
 				const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	uint32_t id;
 	cJSON *rec, *r;
 
+	(void)a;
 	(void)p;
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
@@ -146,7 +148,8 @@ static cJSON *op_telemetry_part(const struct peernet_peer *p,
 	return r;
 }
 
-static cJSON *op_part_put(const struct peernet_peer *p, const cJSON *req)
+static cJSON *op_part_put(struct agent *a, const struct peernet_peer *p,
+			  const cJSON *req)
 {
 	const cJSON *rec = cJSON_GetObjectItemCaseSensitive(req, "record");
 	char err[CONF_ERR_MAX];
@@ -155,7 +158,7 @@ static cJSON *op_part_put(const struct peernet_peer *p, const cJSON *req)
 
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    proto_get_string(req, "node", &node, err, sizeof(err)) < 0 ||
-	    parts_put(id, node, rec, err, sizeof(err)) < 0) {
+	    parts_put(a->parts, id, node, rec, err, sizeof(err)) < 0) {
 		char shown[CONF_ERR_MAX];
 
 		log_warningx("peer %s: part_put refused: %s", p->addr,
@@ -165,7 +168,8 @@ static cJSON *op_part_put(const struct peernet_peer *p, const cJSON *req)
 	return proto_reply_ok();
 }
 
-static cJSON *op_peer_history_get(const struct peernet_peer *p,
+static cJSON *op_peer_history_get(struct agent *a,
+				  const struct peernet_peer *p,
 				  const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
@@ -173,6 +177,7 @@ static cJSON *op_peer_history_get(const struct peernet_peer *p,
 	uint32_t id;
 	cJSON *rec, *r;
 
+	(void)a;
 	(void)p;
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
@@ -193,26 +198,20 @@ static cJSON *op_peer_history_get(const struct peernet_peer *p,
 	return r;
 }
 
-static peer_prestage_fn prestage_root; /* server.c's, peer_set_prestage */
-
-void peer_set_prestage(peer_prestage_fn fn)
-{
-	prestage_root = fn;
-}
-
 /* Pre-staging for a pending job (ctld/sched/slurmsched.c): the same as root's
  * `iostage stage --user`, so the copy runs as that user, within the
  * tier's capacity and evicting only unpinned entries that one job used
  * (a prediction: cache_reserve's speculative). */
-static cJSON *op_peer_prestage(const struct peernet_peer *p,
+static cJSON *op_peer_prestage(struct agent *a, const struct peernet_peer *p,
 			       const cJSON *req)
 {
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(req, "for_job");
 	cJSON *r;
 
-	if (!prestage_root)
+	/* ops_prestage_root, which main() registered (peer_set_prestage) */
+	r = peer_run_prestage(a->peer, req);
+	if (!r)
 		return proto_reply_error("prestage: not served by this node");
-	r = prestage_root(req);
 	if (cJSON_IsNumber(j))
 		log_info("prestage for pending job %.0f asked by %s: %s", j->valuedouble,
 			 p->addr,
@@ -224,12 +223,13 @@ static cJSON *op_peer_prestage(const struct peernet_peer *p,
 
 /* The report itself goes the usual way (cachereport.c): this only wakes
  * its thread, so the reply never waits on the service. */
-static cJSON *op_peer_cache_report(const struct peernet_peer *p,
+static cJSON *op_peer_cache_report(struct agent *a,
+				   const struct peernet_peer *p,
 				   const cJSON *req)
 {
 	(void)req;
 	log_info("cache report asked by %s", p->addr);
-	cachereport_now();
+	cachereport_now(a->cachereport);
 	return proto_reply_ok();
 }
 

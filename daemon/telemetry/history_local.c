@@ -6,38 +6,46 @@
 #include "common/history/history_ops.h"
 #include "daemon/telemetry/history_local.h"
 
-static struct hist_caller caller(const struct peer *p)
+static struct hist_caller caller(const struct ops_caller *p)
 {
 	return (struct hist_caller){ .uid = p->uid,
 				     .gid = p->gid,
 				     .read_all = p->uid == 0 };
 }
 
-static cJSON *op_put(const struct peer *p, const cJSON *req)
+static cJSON *op_put(struct agent *a, const struct ops_caller *p,
+		     const cJSON *req)
 {
 	struct hist_caller c = caller(p);
 
+	(void)a;
 	return hist_op_put(&c, req);
 }
 
-static cJSON *op_get(const struct peer *p, const cJSON *req)
+static cJSON *op_get(struct agent *a, const struct ops_caller *p,
+		     const cJSON *req)
 {
 	struct hist_caller c = caller(p);
 
+	(void)a;
 	return hist_op_get(&c, req);
 }
 
-static cJSON *op_list(const struct peer *p, const cJSON *req)
+static cJSON *op_list(struct agent *a, const struct ops_caller *p,
+		      const cJSON *req)
 {
 	struct hist_caller c = caller(p);
 
+	(void)a;
 	return hist_op_list(&c, req);
 }
 
-static cJSON *op_recommend(const struct peer *p, const cJSON *req)
+static cJSON *op_recommend(struct agent *a, const struct ops_caller *p,
+			   const cJSON *req)
 {
 	struct hist_caller c = caller(p);
 
+	(void)a;
 	return hist_op_recommend(&c, req);
 }
 

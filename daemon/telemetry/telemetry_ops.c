@@ -17,6 +17,7 @@
 #include "common/base/jsonbuf.h"
 #include "common/net/proto.h"
 #include "common/telemetry/telrec.h"
+#include "daemon/agent.h"
 #include "daemon/ops.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/telemetry/telemetry.h"
@@ -88,13 +89,15 @@ static int get_task(const cJSON *req, struct telemetry_task *t, char *err,
 	return 0;
 }
 
-static cJSON *op_task_register(const struct peer *c, const cJSON *req)
+static cJSON *op_task_register(struct agent *a, const struct ops_caller *c,
+			       const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	struct telemetry_task t;
 	int64_t pid = -1, parent = 0;
 	uint32_t id;
 
+	(void)a;
 	(void)c;
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    get_task(req, &t, err, sizeof(err)) < 0 ||
@@ -110,12 +113,14 @@ static cJSON *op_task_register(const struct peer *c, const cJSON *req)
 	return proto_reply_ok();
 }
 
-static cJSON *op_task_exit(const struct peer *c, const cJSON *req)
+static cJSON *op_task_exit(struct agent *a, const struct ops_caller *c,
+			   const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	int64_t pid = -1;
 	uint32_t id;
 
+	(void)a;
 	(void)c;
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    opt_int(req, "pid", INT32_MAX, &pid, err, sizeof(err)) < 0)
@@ -125,7 +130,8 @@ static cJSON *op_task_exit(const struct peer *c, const cJSON *req)
 	return proto_reply_ok();
 }
 
-static cJSON *op_phase(const struct peer *c, const cJSON *req)
+static cJSON *op_phase(struct agent *a, const struct ops_caller *c,
+		       const cJSON *req)
 {
 	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(req, "ts");
 	char err[CONF_ERR_MAX], shown[TELREC_PHASE_NAME_MAX + 8];
@@ -135,6 +141,7 @@ static cJSON *op_phase(const struct peer *c, const cJSON *req)
 	int64_t pid = -1;
 	uint32_t id;
 
+	(void)a;
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    proto_get_string(req, "name", &name, err, sizeof(err)) < 0 ||
 	    proto_get_string(req, "event", &event, err, sizeof(err)) < 0 ||
@@ -169,12 +176,14 @@ static cJSON *op_phase(const struct peer *c, const cJSON *req)
 	return proto_reply_ok();
 }
 
-static cJSON *op_shim_report(const struct peer *c, const cJSON *req)
+static cJSON *op_shim_report(struct agent *a, const struct ops_caller *c,
+			     const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	int64_t pid = -1;
 	uint32_t id;
 
+	(void)a;
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    telrec_report_check(req, err, sizeof(err)) < 0 ||
 	    opt_int(req, "pid", INT32_MAX, &pid, err, sizeof(err)) < 0)
@@ -208,7 +217,8 @@ static void fit_reply(cJSON *rec)
 		cJSON_DeleteItemFromArray(procs, cJSON_GetArraySize(procs) - 1);
 }
 
-static cJSON *op_telemetry(const struct peer *c, const cJSON *req)
+static cJSON *op_telemetry(struct agent *a, const struct ops_caller *c,
+			   const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
 	cJSON *rec, *r;
@@ -221,7 +231,7 @@ static cJSON *op_telemetry(const struct peer *c, const cJSON *req)
 		return proto_reply_error("%s", err);
 	/* A multi-node job: the whole job (parts.c), for a user who may
 	 * see this node's part. */
-	rec = parts_job_record(id, rec);
+	rec = parts_job_record(a->parts, id, rec);
 	fit_reply(rec);
 	r = proto_reply_ok();
 	if (!r) {

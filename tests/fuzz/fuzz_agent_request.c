@@ -7,14 +7,21 @@
  * started: spawn_as_user is tests/fuzz/spawn_stub.h's, which refuses, so a
  * stage or prestage request runs up to the fork and takes its failure
  * path (what a node out of processes does); a prestage's job is then
- * finished as main()'s prune finishes it. server.c is included for its
- * static dispatch(). */
+ * finished as main()'s prune finishes it. The line goes through
+ * server_dispatch (daemon/server.h), with an agent made as main() makes
+ * iostaged's (no socket, no peer channel, no service). */
 #include "tests/fuzz/fuzz.h"
 
-#include "daemon/server.c"
-
 #include "common/history/history.h"
-#include "daemon/agent_bridge.h"
+#include "daemon/agent.h"
+#include "daemon/cluster/parts.h"
+#include "daemon/jobs.h"
+#include "daemon/server.h"
+#include "daemon/staging/cache.h"
+#include "daemon/staging/drain.h"
+#include "daemon/staging/stage.h"
+#include "daemon/staging/tiers.h"
+#include "daemon/telemetry/telemetry.h"
 #include "tests/fuzz/history_renew.h"
 #include "tests/fuzz/spawn_stub.h"
 
@@ -30,28 +37,22 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fuzz_conf(&conf);
-	server_conf = &conf;
-	server_conf_path = "/etc/slurm/iostage.conf";
-	started = time(NULL);
 	agent.conf = &conf;
-	agent_bridge = &agent; /* server.c reaches the table through it */
-	if (!(agent.tiers = tiers_create(&agent, 0, err, sizeof(err))))
+	agent.conf_path = "/etc/slurm/iostage.conf";
+	if (tiers_init(&conf, err, sizeof(err)) < 0)
 		goto fail;
-	cache_params_tiers(agent.tiers, &conf, &cp);
-	server_cache = cache_create(&cp, err, sizeof(err));
-	if (!server_cache)
+	cache_params_tiers(&conf, &cp);
+	agent.cache = cache_create(&cp, err, sizeof(err));
+	if (!agent.cache)
 		goto fail;
-	agent.cache = server_cache;
-	if (!(agent.stage = stage_create(&agent, err, sizeof(err))) ||
-	    !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
-	    drain_init(&conf, err, sizeof(err)) < 0 ||
-	    jobs_load(agent.jobs, err, sizeof(err)) < 0)
+	stage_init(&conf, agent.cache);
+	if (drain_init(&conf, err, sizeof(err)) < 0 ||
+	    jobs_init(&conf, agent.cache, err, sizeof(err)) < 0)
 		goto fail;
-	tiers_detach_stale(agent.tiers, jobs_known_arg, agent.jobs);
-	if (cache_recover(server_cache, agent_bridge_job_known, err,
-			  sizeof(err)) < 0 ||
+	tiers_detach_stale(jobs_known);
+	if (cache_recover(agent.cache, jobs_known, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
-	    parts_init(&conf, err, sizeof(err)) < 0)
+	    !(agent.parts = parts_create(&agent, err, sizeof(err))))
 		goto fail;
 	history_init(&conf);
 	return 0;
@@ -79,7 +80,7 @@ static void finish_prestage(const cJSON *reply)
 	if (!cJSON_IsNumber(idj))
 		return;
 	id = (uint32_t)idj->valuedouble;
-	job = jobs_get(agent.jobs, id);
+	job = jobs_get(id);
 	if (!job)
 		return;
 	if (!job->prestage) {
@@ -88,8 +89,7 @@ static void finish_prestage(const cJSON *reply)
 	}
 	jobs_wait(job, 10, &v);
 	jobs_put(job);
-	if (v.state == JOB_STAGING ||
-	    jobs_finish(agent.jobs, id, 10, err, sizeof(err)) < 0) {
+	if (v.state == JOB_STAGING || jobs_finish(id, 10, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: prestage %u did not end: %s\n", id,
 			v.state == JOB_STAGING ? "still staging" : err);
 		abort();
@@ -99,7 +99,7 @@ static void finish_prestage(const cJSON *reply)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uid_t uids[] = { 0, 1000, 65534 };
-	struct peer p = { .pid = getpid() };
+	struct ops_caller p = { .pid = getpid() };
 	cJSON *reply;
 	char *line;
 
@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_history_renew(&conf);
 	p.uid = p.gid = uids[data[0] % 3];
 	line = fuzz_str(data + 1, size - 1);
-	reply = dispatch(&p, line);
+	reply = server_dispatch(&agent, &p, line);
 	free(line);
 	if (!reply || !cJSON_IsBool(cJSON_GetObjectItem(reply, "ok")))
 		abort(); /* every request gets {"ok":...} */

@@ -20,7 +20,7 @@
 #include <fcntl.h>
 
 #include "common/history/history.h"
-#include "daemon/agent_bridge.h"
+#include "daemon/agent.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
@@ -42,15 +42,13 @@ static const char staged_job[] =
 	"\"tier\":\"nvme\",\"drain\":\"end\"}]}}";
 
 static struct conf conf;
-static struct agent agent; /* its parts made and freed per input */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
 	fuzz_conf(&conf);
-	agent.conf = &conf;
-	agent_bridge = &agent; /* server, drain, telemetry reach it so */
+	stage_init(&conf, NULL); /* nothing is staged here */
 	return 0;
 }
 
@@ -69,33 +67,31 @@ static void start_stop(void)
 {
 	struct cache_params cp;
 	struct cache *cache = NULL;
+	struct agent agent = { .conf = &conf };
+	struct parts *parts;
 	char err[CONF_ERR_MAX];
 
-	if (!(agent.tiers = tiers_create(&agent, 0, err, sizeof(err))))
+	if (tiers_init(&conf, err, sizeof(err)) < 0)
 		goto fail;
-	cache_params_tiers(agent.tiers, &conf, &cp);
+	cache_params_tiers(&conf, &cp);
 	cache = cache_create(&cp, err, sizeof(err));
-	agent.cache = cache;
-	if (!cache || !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
-	    drain_init(&conf, err, sizeof(err)) < 0 ||
-	    jobs_load(agent.jobs, err, sizeof(err)) < 0)
+	if (!cache || drain_init(&conf, err, sizeof(err)) < 0 ||
+	    jobs_init(&conf, cache, err, sizeof(err)) < 0)
 		goto fail;
-	tiers_detach_stale(agent.tiers, jobs_known_arg, agent.jobs);
-	if (cache_recover(cache, agent_bridge_job_known, err, sizeof(err)) < 0 ||
+	tiers_detach_stale(jobs_known);
+	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
-	    parts_init(&conf, err, sizeof(err)) < 0)
+	    !(parts = parts_create(&agent, err, sizeof(err))))
 		goto fail;
-	cJSON_Delete(jobs_status_json(agent.jobs, 0));
-	jobs_shutdown(agent.jobs, "fuzz", 1);
+	cJSON_Delete(jobs_status_json(0));
+	jobs_shutdown("fuzz", 1);
 	drain_shutdown();
 	telemetry_fini();
-	jobs_destroy(agent.jobs);
-	agent.jobs = NULL;
+	jobs_fini();
 	drain_fini();
 	cache_destroy(cache);
-	parts_fini();
-	tiers_destroy(agent.tiers);
-	agent.tiers = NULL;
+	parts_destroy(parts);
+	tiers_fini();
 	return;
 fail:
 	/* the fixed parts of the state are fine: a start that fails on one

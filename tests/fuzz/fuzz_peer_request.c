@@ -4,15 +4,16 @@
  * a user, nobody, expired, replayed or invalid) and every peer op
  * (peer_ping, stage_state, telemetry_part, part_put, history_get) against
  * the modules started in the scratch directory as in fuzz_agent_request.
- * peer.c is included for its static serve_request. */
+ * The connection goes through peer_serve_fd (daemon/cluster/peer.h) of a
+ * channel made but not listening. */
 #include "tests/fuzz/fuzz.h"
 
 #include <sys/socket.h>
-
-#include "daemon/cluster/peer.c"
+#include <unistd.h>
 
 #include "common/history/history.h"
-#include "daemon/agent_bridge.h"
+#include "daemon/agent.h"
+#include "daemon/cluster/peer.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
@@ -37,26 +38,28 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	fuzz_conf(&conf);
 	snprintf(conf.node_name, sizeof(conf.node_name), "node1");
-	peer_conf = &conf;
 	agent.conf = &conf;
-	agent_bridge = &agent; /* the peer ops reach the table through it */
-	if (!(agent.tiers = tiers_create(&agent, 0, err, sizeof(err))))
+	if (tiers_init(&conf, err, sizeof(err)) < 0)
 		goto fail;
-	cache_params_tiers(agent.tiers, &conf, &cp);
+	cache_params_tiers(&conf, &cp);
 	cache = cache_create(&cp, err, sizeof(err));
 	if (!cache)
 		goto fail;
-	agent.cache = cache;
-	if (!(agent.stage = stage_create(&agent, err, sizeof(err))) ||
-	    !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
-	    drain_init(&conf, err, sizeof(err)) < 0 ||
-	    jobs_load(agent.jobs, err, sizeof(err)) < 0)
+	stage_init(&conf, cache);
+	if (drain_init(&conf, err, sizeof(err)) < 0 ||
+	    jobs_init(&conf, cache, err, sizeof(err)) < 0)
 		goto fail;
-	tiers_detach_stale(agent.tiers, jobs_known_arg, agent.jobs);
-	if (cache_recover(cache, agent_bridge_job_known, err, sizeof(err)) < 0 ||
+	tiers_detach_stale(jobs_known);
+	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
 	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
-	    parts_init(&conf, err, sizeof(err)) < 0)
+	    !(agent.parts = parts_create(&agent, err, sizeof(err))))
 		goto fail;
+	agent.cache = cache;
+	agent.peer = peer_create(&agent);
+	if (!agent.peer) {
+		snprintf(err, sizeof(err), "out of memory");
+		goto fail;
+	}
 	history_init(&conf);
 	return 0;
 fail:
@@ -76,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size && write(sv[1], data, size) != (ssize_t)size)
 		abort();
 	shutdown(sv[1], SHUT_WR);
-	reply = serve_request(sv[0], NULL);
+	reply = peer_serve_fd(agent.peer, sv[0]);
 	if (!reply || !cJSON_IsBool(cJSON_GetObjectItem(reply, "ok")))
 		abort(); /* every request gets {"ok":...} */
 	cJSON_Delete(reply);
