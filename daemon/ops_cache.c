@@ -42,7 +42,7 @@ static int opt_string(const cJSON *req, const char *key, const char **ret,
 }
 
 /* An optional "tier": its index, -1 when absent; -2 with err if unknown. */
-static int opt_tier(const struct conf *conf, const cJSON *req, char *err,
+static int opt_tier(struct agent *a, const cJSON *req, char *err,
 		    size_t errlen)
 {
 	char names[CONF_ERR_MAX], shown[CONF_NAME_MAX + 8];
@@ -53,9 +53,9 @@ static int opt_tier(const struct conf *conf, const cJSON *req, char *err,
 		return -2;
 	if (!name)
 		return -1;
-	t = tiers_index(name);
+	t = tiers_index(a->tiers, name);
 	if (t < 0) {
-		conf_tier_names(conf, names, sizeof(names));
+		conf_tier_names(a->conf, names, sizeof(names));
 		snprintf(err, errlen,
 			 "key 'tier': unknown tier '%s' (known: %.400s)",
 			 ops_printable(name, shown, sizeof(shown)), names);
@@ -182,8 +182,9 @@ static cJSON *op_prestage(struct agent *a, const struct ops_caller *c,
 			goto fail;
 		}
 	}
-	id = jobs_next_prestage_id();
-	job = jobs_create(id, uid, gid, user, profile, err, sizeof(err));
+	id = jobs_next_prestage_id(a->jobs);
+	job = jobs_new_job(a->jobs, id, uid, gid, user, profile, err,
+			   sizeof(err));
 	if (!job)
 		goto fail;
 	profile = NULL; /* the job's now */
@@ -192,7 +193,7 @@ static cJSON *op_prestage(struct agent *a, const struct ops_caller *c,
 	 * which must not cost data that jobs come back to. */
 	job->speculative =
 	    cJSON_GetObjectItemCaseSensitive(req, "for_job") != NULL;
-	switch (jobs_insert(job, &old, err, sizeof(err))) {
+	switch (jobs_insert(a->jobs, job, &old, err, sizeof(err))) {
 	case 0:
 		break;
 	case 1: /* cannot happen: the id is fresh */
@@ -204,7 +205,7 @@ static cJSON *op_prestage(struct agent *a, const struct ops_caller *c,
 	default:
 		goto fail;
 	}
-	if (stage_start(job, err, sizeof(err)) < 0) {
+	if (stage_start(a->stage, job, err, sizeof(err)) < 0) {
 		jobs_remove(job);
 		goto fail;
 	}
@@ -246,7 +247,7 @@ static cJSON *op_cache_ls(struct agent *a, const struct ops_caller *c,
 {
 	char err[CONF_ERR_MAX];
 	cJSON *r, *arr, *e, *next;
-	int t = opt_tier(a->conf, req, err, sizeof(err));
+	int t = opt_tier(a, req, err, sizeof(err));
 
 	if (t == -2)
 		return proto_reply_error("%s", err);
@@ -284,7 +285,7 @@ static cJSON *op_cache_evict(struct agent *a, const struct ops_caller *c,
 	uid_t uid = c->uid;
 	gid_t gid;
 	double bytes = 0;
-	int t = opt_tier(a->conf, req, err, sizeof(err));
+	int t = opt_tier(a, req, err, sizeof(err));
 
 	if (t == -2 || opt_string(req, "key", &key, err, sizeof(err)) < 0 ||
 	    opt_string(req, "path", &path, err, sizeof(err)) < 0 ||

@@ -40,7 +40,7 @@ static cJSON *op_status(struct agent *a, const struct ops_caller *c,
 	size_t i;
 
 	(void)req;
-	jobs_prune_prestage();
+	jobs_prune_prestage(a->jobs);
 	r = proto_reply_ok();
 	if (!r)
 		return NULL;
@@ -57,7 +57,7 @@ static cJSON *op_status(struct agent *a, const struct ops_caller *c,
 			cJSON_AddNumberToObject(
 			    d, "outbox", (double)forward_pending(a->forward));
 	}
-	jobs_tier_counts(counts);
+	jobs_tier_counts(a->jobs, counts);
 	tiers = cJSON_AddArrayToObject(r, "tiers");
 	for (i = 0; tiers && i < a->conf->ntiers; i++) {
 		const struct conf_tier *t = &a->conf->tiers[i];
@@ -67,7 +67,7 @@ static cJSON *op_status(struct agent *a, const struct ops_caller *c,
 
 		if (!o)
 			break;
-		(void)tiers_usage((int)i, &u);
+		(void)tiers_usage(a->tiers, (int)i, &u);
 		cJSON_AddStringToObject(o, "name", t->name);
 		cJSON_AddStringToObject(o, "path", t->path);
 		cJSON_AddStringToObject(o, "medium",
@@ -85,7 +85,7 @@ static cJSON *op_status(struct agent *a, const struct ops_caller *c,
 					(double)u.reserved);
 		cJSON_AddItemToArray(tiers, o);
 	}
-	jobs = jobs_status_json(c->uid);
+	jobs = jobs_status_json(a->jobs, c->uid);
 	if (!jobs) {
 		cJSON_Delete(r);
 		return proto_reply_error("out of memory");

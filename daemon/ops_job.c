@@ -64,10 +64,10 @@ static cJSON *reply_view(const struct job_view *v)
 }
 
 /* The job ID for client C: root, or the job's owner. NULL with err. */
-static struct job *job_for(const struct ops_caller *c, uint32_t id, char *err,
-			   size_t errlen)
+static struct job *job_for(struct agent *a, const struct ops_caller *c,
+			   uint32_t id, char *err, size_t errlen)
 {
-	struct job *job = jobs_get(id);
+	struct job *job = jobs_get(a->jobs, id);
 
 	if (!job) {
 		snprintf(err, errlen, "unknown job %u", id);
@@ -258,7 +258,8 @@ static cJSON *op_stage(struct agent *a, const struct ops_caller *c,
 	profile = request_profile(a->conf, req, err, sizeof(err));
 	if (!profile)
 		goto fail;
-	job = jobs_create(id, uid, gid, user, profile, err, sizeof(err));
+	job = jobs_new_job(a->jobs, id, uid, gid, user, profile, err,
+			   sizeof(err));
 	if (!job)
 		goto fail;
 	profile = NULL; /* the job's now */
@@ -276,7 +277,7 @@ static cJSON *op_stage(struct agent *a, const struct ops_caller *c,
 				     id, a->conf->node_name);
 	}
 
-	r = jobs_insert(job, &old, err, sizeof(err));
+	r = jobs_insert(a->jobs, job, &old, err, sizeof(err));
 	if (r == 1) {
 		/* Idempotent: a second stage answers with the current state. */
 		jobs_discard(job);
@@ -295,7 +296,7 @@ static cJSON *op_stage(struct agent *a, const struct ops_caller *c,
 	}
 	if (r < 0)
 		goto fail;
-	if (stage_start(job, err, sizeof(err)) < 0) {
+	if (stage_start(a->stage, job, err, sizeof(err)) < 0) {
 		jobs_remove(job);
 		goto fail;
 	}
@@ -338,7 +339,7 @@ static cJSON *op_wait(struct agent *a, const struct ops_caller *c,
 		goto fail;
 	if (timeout > PROFILE_TIMEOUT_MAX)
 		timeout = PROFILE_TIMEOUT_MAX;
-	job = job_for(c, id, err, sizeof(err));
+	job = job_for(a, c, id, err, sizeof(err));
 	if (!job)
 		goto fail;
 	t0 = time(NULL);
@@ -386,7 +387,7 @@ static cJSON *op_abort(struct agent *a, const struct ops_caller *c,
 	ops_printable(reason && reason->valuestring[0] ? reason->valuestring
 						       : "aborted",
 		      why, sizeof(why));
-	job = job_for(c, id, err, sizeof(err));
+	job = job_for(a, c, id, err, sizeof(err));
 	if (!job)
 		goto fail;
 	jobs_abort(job, why, OPS_THREAD_WAIT_S, &v);
@@ -411,7 +412,7 @@ static cJSON *op_job_env(struct agent *a, const struct ops_caller *c,
 
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
-	job = job_for(c, id, err, sizeof(err));
+	job = job_for(a, c, id, err, sizeof(err));
 	if (!job)
 		return proto_reply_error("%s", err);
 	jobs_view(job, &v);
@@ -477,7 +478,7 @@ static cJSON *op_finish(struct agent *a, const struct ops_caller *c,
 		return proto_reply_error("%s", err);
 	/* drain.c: outputs go to the PFS (or aside, up to DrainTimeout)
 	 * before jobs_finish removes the job's directories. */
-	if (drain_finish(id, err, sizeof(err)) < 0) {
+	if (drain_finish(a->drain, id, err, sizeof(err)) < 0) {
 		log_warningx("%s", err);
 		return proto_reply_error("%s", err);
 	}
@@ -500,7 +501,7 @@ static cJSON *op_finish(struct agent *a, const struct ops_caller *c,
 	if (record)
 		stats_job_record(id, record); /* its last /metrics series */
 	cJSON_Delete(record);
-	if (jobs_finish(id, OPS_THREAD_WAIT_S, err, sizeof(err)) < 0) {
+	if (jobs_finish(a->jobs, id, OPS_THREAD_WAIT_S, err, sizeof(err)) < 0) {
 		bool again = errno == EBUSY;
 		cJSON *r;
 

@@ -227,7 +227,7 @@ int parts_put(struct parts *p, uint32_t id, const char *node,
 		n = parts_record_nodes(marker, list, JOBS_NODES_MAX);
 		if (!listed(list, n, node))
 			goto not_ours;
-	} else if ((job = jobs_get(id))) {
+	} else if ((job = jobs_get(p->agent->jobs, id))) {
 		bool ours = job->nnodes == 0 ||
 			    listed((const char *const *)job->nodes, job->nnodes,
 				   node);

@@ -72,7 +72,7 @@ static cJSON *op_stage_state(struct agent *a, const struct peernet_peer *p,
 	if (!r)
 		return NULL;
 	cJSON_AddStringToObject(r, "node", peer_self(a->peer));
-	job = jobs_get(id);
+	job = jobs_get(a->jobs, id);
 	if (!job) {
 		/* Over here (the job ended while the asker still stages: this
 		 * node's Prolog failed and its script ran), or its Prolog has
@@ -84,7 +84,7 @@ static cJSON *op_stage_state(struct agent *a, const struct peernet_peer *p,
 		bool finished =
 		    cJSON_IsNumber(since) && since->valuedouble >= 0 &&
 		    since->valuedouble <= 1e18 &&
-		    jobs_finished_here(id, (int64_t)since->valuedouble, &f);
+		    jobs_finished_here(a->jobs, id, (int64_t)since->valuedouble, &f);
 
 		cJSON_AddStringToObject(r, "state",
 					finished ? "finished" : "unknown");

@@ -588,17 +588,20 @@ START_TEST(test_another_users_job)
 	struct job *job, *old = NULL;
 	cJSON *r;
 
-	ck_assert_msg(jobs_init(&fx.conf, fx.c, err, sizeof(err)) == 0,
-		      "jobs_init: %s", err);
+	agent.jobs = jobs_create(&agent, getuid(), err, sizeof(err));
+	ck_assert_msg(agent.jobs != NULL, "jobs_create: %s", err);
+	ck_assert_msg(jobs_load(agent.jobs, err, sizeof(err)) == 0,
+		      "jobs_load: %s", err);
 	p = profile_parse_json("{\"datasets\":[{\"path\":\"/data/x\"}]}",
 			       "test", err, sizeof(err));
 	ck_assert_msg(p &&
 			  profile_normalize(p, &fx.conf, err, sizeof(err)) == 0,
 		      "profile: %s", err);
-	job = jobs_create(77, OTHER_UID, OTHER_UID, "someone", p, err,
-			  sizeof(err));
-	ck_assert_msg(job != NULL, "jobs_create: %s", err);
-	ck_assert_int_eq(jobs_insert(job, &old, err, sizeof(err)), 0);
+	job = jobs_new_job(agent.jobs, 77, OTHER_UID, OTHER_UID, "someone", p,
+			   err, sizeof(err));
+	ck_assert_msg(job != NULL, "jobs_new_job: %s", err);
+	ck_assert_int_eq(jobs_insert(agent.jobs, job, &old, err, sizeof(err)),
+			 0);
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		snprintf(line, sizeof(line), "{\"op\":\"%s\",\"job\":77}",
 			 ops[i]);
@@ -622,7 +625,8 @@ START_TEST(test_another_users_job)
 	cJSON_Delete(r);
 	jobs_remove(job);
 	jobs_put(job);
-	jobs_fini();
+	jobs_destroy(agent.jobs);
+	agent.jobs = NULL;
 }
 END_TEST
 
