@@ -35,6 +35,7 @@
 #include "common/history/history.h"
 #include "daemon/jobs.h"
 #include "daemon/telemetry/metrics.h"
+#include "daemon/telemetry/stats.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/cluster/peer.h"
 #include "daemon/server.h"
@@ -177,6 +178,12 @@ int main(int argc, char **argv)
 	agent.conf = &conf;
 	agent.conf_path = conf_abs;
 	agent.cache = cache;
+	process_agent = &agent; /* for the parts not handed it yet */
+	agent.stats = stats_create();
+	if (!agent.stats) {
+		snprintf(err, sizeof(err), "stats: out of memory");
+		goto fail;
+	}
 	stage_init(&conf, cache);
 	if (spawn_init(err, sizeof(err)) < 0 ||
 	    server_init(&conf, conf_abs, cache, err, sizeof(err)) < 0 ||
@@ -185,7 +192,8 @@ int main(int argc, char **argv)
 		goto fail;
 	tiers_detach_stale(jobs_known);
 	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
-	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
+	    !(agent.telemetry = telemetry_create(&agent, &conf, err,
+						 sizeof(err))) ||
 	    parts_init(&conf, err, sizeof(err)) < 0 ||
 	    /* Records for iostagectld: resumes what a crash left. */
 	    forward_init(&conf, err, sizeof(err)) < 0)
@@ -196,8 +204,10 @@ int main(int argc, char **argv)
 		history_init_remote(&conf);
 	else
 		history_init(&conf); /* never fatal: staging goes on */
-	bwgov_init(&conf);   /* StageBandwidth=; never fatal */
-	metrics_init(&conf, cache); /* logs its own failures; never fatal */
+	/* StageBandwidth=; never fatal (NULL: copies run unbounded) */
+	agent.bwgov = bwgov_create(&agent, &conf);
+	/* logs its own failures; never fatal */
+	agent.metrics = metrics_create(&agent, &conf);
 	peer_init(&conf);           /* node to node; never fatal either */
 	/* what the cache holds, to iostagectld */
 	cachereport_init(&conf, cache);
@@ -219,13 +229,14 @@ int main(int argc, char **argv)
 
 	server_close();
 	cachereport_fini();
-	metrics_fini();
+	metrics_destroy(agent.metrics);
+	agent.metrics = NULL;
 	peer_fini();
 	jobs_shutdown("iostaged stopped during staging", SHUTDOWN_JOBS_S);
-	bwgov_fini(); /* gives the node's lease back */
+	bwgov_destroy(agent.bwgov); /* gives the node's lease back */
+	agent.bwgov = NULL;
 	drain_shutdown(); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);
-	telemetry_fini(); /* after the clients: they may hold records */
 	daemonize_pidfile_remove(pid_path);
 	goto out;
 fail:
@@ -234,9 +245,14 @@ out:
 	server_close();
 	/* A client thread still running could touch the table. */
 	if (clients_gone) {
+		/* after the clients: they may hold records */
+		telemetry_destroy(agent.telemetry);
+		agent.telemetry = NULL;
 		jobs_fini();
 		drain_fini();
 		cache_destroy(cache);
+		stats_destroy(agent.stats);
+		agent.stats = NULL;
 		history_fini();
 		parts_fini();
 		forward_fini(); /* a finish may still put */

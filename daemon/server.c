@@ -522,7 +522,7 @@ static cJSON *op_finish(const struct peer *c, const cJSON *req)
 	}
 	/* telemetry.c closes the job's record; the history files it. A
 	 * history that cannot take it costs the record, never the job. */
-	record = telemetry_finish_job(id);
+	record = telemetry_finish_job(process_agent->telemetry, id);
 	if (record && forward_enabled()) {
 		/* forward.c: with iostagectld, every node's record (its part
 		 * of a multi-node job's) is on disk in the outbox before the
@@ -537,7 +537,7 @@ static cJSON *op_finish(const struct peer *c, const cJSON *req)
 		log_warningx("job %u: not filed in the history: %s", id, err);
 	}
 	if (record)
-		stats_job_record(id, record); /* its last /metrics series */
+		stats_job_record(process_agent->stats, id, record); /* its last /metrics series */
 	cJSON_Delete(record);
 	if (jobs_finish(id, SERVER_THREAD_WAIT_S, err, sizeof(err)) < 0) {
 		bool again = errno == EBUSY;

@@ -467,13 +467,13 @@ static int run_worker(struct run *run, const struct profile_dataset *ds,
 	}
 	/* Only copies read the PFS in bulk: checks are stats. */
 	rate_fd = task->mode == WORKER_BUILD
-			  ? bwgov_begin(job->speculative, &bw)
+			  ? bwgov_begin(process_agent->bwgov, job->speculative, &bw)
 			  : -1;
 	r = worker_spawn(task, rate_fd, &w, run->err, sizeof(run->err));
 	if (rate_fd >= 0)
 		close(rate_fd); /* the worker has its own; bw keeps the page */
 	if (r < 0) {
-		bwgov_end(bw);
+		bwgov_end(process_agent->bwgov, bw);
 		slot_give();
 		return -1;
 	}
@@ -490,7 +490,7 @@ static int run_worker(struct run *run, const struct profile_dataset *ds,
 	jobs_clear_worker(job);
 	while (waitpid(w.pid, &status, 0) < 0 && errno == EINTR)
 		;
-	bwgov_end(bw);
+	bwgov_end(process_agent->bwgov, bw);
 	slot_give();
 	if (o->reserved)
 		tiers_release(t, o->reserved);
@@ -710,7 +710,7 @@ static int stage_entry(struct run *run, size_t i, const struct owner *ow,
 			 job->id, ds->name, entry, ds->tier,
 			 ow->public ? " (public)" : "", how);
 		jobs_dataset_result(job, i, JOB_DS_HIT, entry, 0, 0, 0);
-		stats_dataset_served(true, built.bytes, built.files, 0, 0, 0);
+		stats_dataset_served(process_agent->stats, true, built.bytes, built.files, 0, 0, 0);
 		run->cached_bytes += built.bytes;
 	} else {
 		uint64_t copied = o.files > o.linked ? o.files - o.linked : 0;
@@ -723,7 +723,7 @@ static int stage_entry(struct run *run, size_t i, const struct owner *ow,
 			 o.linked);
 		jobs_dataset_result(job, i, JOB_DS_BUILT, entry, copied,
 				    o.copy_bytes, o.linked);
-		stats_dataset_served(false, built.bytes, built.files,
+		stats_dataset_served(process_agent->stats, false, built.bytes, built.files,
 				     o.copy_bytes, copied, o.linked);
 	}
 	/* The version we replaced goes once nobody pins it. */
@@ -865,7 +865,7 @@ static void *stage_thread(void *arg)
 	for (i = 0; i < n && ok; i++)
 		ok = stage_dataset(&run, i) == 0;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	stats_job_staged(job->id, job->uid, job->prestage, ok,
+	stats_job_staged(process_agent->stats, job->id, job->uid, job->prestage, ok,
 			 (double)(t1.tv_sec - t0.tv_sec) +
 				 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
 			 run.done_bytes, run.done_files, run.cached_bytes);

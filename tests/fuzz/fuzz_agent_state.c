@@ -77,13 +77,13 @@ static void start_stop(void)
 		goto fail;
 	tiers_detach_stale(jobs_known);
 	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
-	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
+	    !(process_agent->telemetry = telemetry_create(process_agent, &conf, err, sizeof(err))) ||
 	    parts_init(&conf, err, sizeof(err)) < 0)
 		goto fail;
 	cJSON_Delete(jobs_status_json(0));
 	jobs_shutdown("fuzz", 1);
 	drain_shutdown();
-	telemetry_fini();
+	telemetry_destroy(process_agent->telemetry);
 	jobs_fini();
 	drain_fini();
 	cache_destroy(cache);

@@ -48,7 +48,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		goto fail;
 	tiers_detach_stale(jobs_known);
 	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
-	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
+	    !(process_agent->telemetry = telemetry_create(process_agent, &conf, err, sizeof(err))) ||
 	    parts_init(&conf, err, sizeof(err)) < 0)
 		goto fail;
 	history_init(&conf);

@@ -43,7 +43,7 @@ static void start_job(void)
 
 	jobs_staging_done(job, true, NULL);
 	jobs_put(job);
-	if (telemetry_task_register(job_id, &t, err, sizeof(err)) < 0) {
+	if (telemetry_task_register(process_agent->telemetry, job_id, &t, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: job %u: %s\n", job_id, err);
 		exit(2);
 	}
@@ -54,7 +54,7 @@ static void next_job(void)
 {
 	char err[CONF_ERR_MAX];
 
-	cJSON_Delete(telemetry_finish_job(job_id));
+	cJSON_Delete(telemetry_finish_job(process_agent->telemetry, job_id));
 	if (jobs_finish(job_id, 10, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: job %u: %s\n", job_id, err);
 		abort();
@@ -74,7 +74,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (tiers_init(&conf, err, sizeof(err)) < 0 ||
 	    drain_init(&conf, err, sizeof(err)) < 0 ||
 	    jobs_init(&conf, NULL, err, sizeof(err)) < 0 ||
-	    telemetry_init(&conf, err, sizeof(err)) < 0) {
+	    !(process_agent->telemetry = telemetry_create(process_agent, &conf, err, sizeof(err)))) {
 		fprintf(stderr, "fuzz: %s\n", err);
 		exit(2);
 	}
@@ -98,13 +98,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	req = proto_parse_request(line, &op, err, sizeof(err));
 	free(line);
 	if (req && telrec_report_check(req, err, sizeof(err)) == 0 &&
-	    telemetry_shim_report(job_id, 1000, 1000 + data[0], req, err,
+	    telemetry_shim_report(process_agent->telemetry, job_id, 1000, 1000 + data[0], req, err,
 				  sizeof(err)) < 0) {
 		fprintf(stderr, "a checked report was refused: %s\n", err);
 		abort();
 	}
 	cJSON_Delete(req);
-	rec = telemetry_record(job_id, 1000, err, sizeof(err));
+	rec = telemetry_record(process_agent->telemetry, job_id, 1000, err, sizeof(err));
 	if (!rec)
 		abort();
 	cJSON_Delete(rec);
