@@ -162,8 +162,7 @@ struct copyengine {
 	struct ratelimit rl;  /* o.rate, shared by the threads */
 };
 
-/* --- copyengine.c ----------------------------------------------------------
- */
+/* --- copyengine.c ------------------------------------------------------ */
 
 char *copyengine_arena_alloc(struct ce_arena *a, size_t len);
 int64_t copyengine_ts_ns(int64_t sec, uint32_t nsec);
@@ -187,8 +186,7 @@ void copyengine_account(const struct copyengine *ce, struct ce_item *it,
 			struct ce_acc *a);
 int copyengine_sort_items(struct copyengine *ce);
 
-/* --- copyengine_walk.c -----------------------------------------------------
- */
+/* --- copyengine_walk.c ------------------------------------------------- */
 
 void copyengine_item_stat(struct ce_item *it, const struct statx *sx);
 int copyengine_push_jobs(struct copyengine *ce, const struct ce_dirjob *jobs,
