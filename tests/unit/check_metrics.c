@@ -30,6 +30,9 @@ static void setup(void)
 	conf.metrics_listen[0] = '\0';
 	conf.metrics_textfile[0] = '\0';
 	conf.ntiers = 0;
+	/* With no job table every job stats knows is "ended" at the first
+	 * sample: its series stay for the grace period. */
+	conf.metrics_job_grace = 3600;
 }
 
 /* An agent with stats (and a governor over BUDGET bytes/s when not 0). */
