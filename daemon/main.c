@@ -36,6 +36,7 @@
 #include "common/history/history.h"
 #include "daemon/jobs.h"
 #include "daemon/telemetry/metrics.h"
+#include "daemon/telemetry/stats.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/cluster/peer.h"
 #include "daemon/ops.h"
@@ -181,6 +182,11 @@ int main(int argc, char **argv)
 	if (!cache)
 		goto fail;
 	agent.cache = cache;
+	agent.stats = stats_create();
+	if (!agent.stats) {
+		snprintf(err, sizeof(err), "stats: out of memory");
+		goto fail;
+	}
 	if (!(agent.stage = stage_create(&agent, err, sizeof(err))) ||
 	    spawn_init(err, sizeof(err)) < 0 ||
 	    !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
@@ -190,9 +196,10 @@ int main(int argc, char **argv)
 	    jobs_load(agent.jobs, err, sizeof(err)) < 0)
 		goto fail;
 	tiers_detach_stale(agent.tiers, jobs_known_arg, agent.jobs);
-	if (cache_recover(cache, agent_bridge_job_known, err,
+	if (cache_recover(cache, jobs_known_arg, agent.jobs, err,
 			  sizeof(err)) < 0 ||
-	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
+	    !(agent.telemetry = telemetry_create(&agent, &conf, err,
+						 sizeof(err))) ||
 	    !(agent.parts = parts_create(&agent, err, sizeof(err))) ||
 	    /* Records for iostagectld: resumes what a crash left. */
 	    forward_create(&agent, &agent.forward, err, sizeof(err)) < 0)
@@ -203,8 +210,10 @@ int main(int argc, char **argv)
 		history_init_remote(&conf);
 	else
 		history_init(&conf); /* never fatal: staging goes on */
-	bwgov_init(&conf);   /* StageBandwidth=; never fatal */
-	metrics_init(&conf, cache); /* logs its own failures; never fatal */
+	/* StageBandwidth=; never fatal (NULL: copies run unbounded) */
+	agent.bwgov = bwgov_create(&agent, &conf);
+	/* logs its own failures; never fatal */
+	agent.metrics = metrics_create(&agent, &conf);
 	/* node to node; never fatal either (without memory: no channel) */
 	agent.peer = peer_create(&agent);
 	/* what the cache holds, to iostagectld */
@@ -232,15 +241,16 @@ int main(int argc, char **argv)
 
 	server_close(agent.server);
 	peer_stop(agent.peer); /* before what its ops call */
-	metrics_fini();
 	cachereport_destroy(agent.cachereport);
 	agent.cachereport = NULL;
+	metrics_destroy(agent.metrics);
+	agent.metrics = NULL;
 	jobs_shutdown(agent.jobs, "iostaged stopped during staging",
 		      SHUTDOWN_JOBS_S);
-	bwgov_fini(); /* gives the node's lease back */
+	bwgov_destroy(agent.bwgov); /* gives the node's lease back */
+	agent.bwgov = NULL;
 	drain_shutdown(agent.drain); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(agent.server, SHUTDOWN_CLIENTS_S);
-	telemetry_fini(); /* after the clients: they may hold records */
 	daemonize_pidfile_remove(pid_path);
 	goto out;
 fail:
@@ -249,10 +259,18 @@ out:
 	server_close(agent.server);
 	/* A client thread still running could touch the table. */
 	if (clients_gone) {
-		jobs_destroy(agent.jobs);
-		stage_destroy(agent.stage);
+		/* after the clients: they may hold records */
+		telemetry_destroy(agent.telemetry);
+		agent.telemetry = NULL;
 		drain_destroy(agent.drain);
+		agent.drain = NULL;
+		jobs_destroy(agent.jobs);
+		agent.jobs = NULL;
+		stage_destroy(agent.stage);
+		agent.stage = NULL;
 		cache_destroy(cache);
+		stats_destroy(agent.stats);
+		agent.stats = NULL;
 		history_fini();
 		parts_destroy(agent.parts);
 		forward_destroy(agent.forward); /* a finish may still put */

@@ -16,6 +16,8 @@ struct ticker {
 	void *arg;
 	bool stopping; /* under lock */
 	bool poked;    /* under lock */
+	bool has_next; /* under lock: ticker_next() set next_ms */
+	unsigned next_ms;
 };
 
 /* Add MS to *TS (tv_nsec kept below 1e9). */
@@ -67,7 +69,8 @@ static void *ticker_main(void *arg)
 		/* The next turn one period after this one ended: a slow
 		 * turn never makes the loop run back to back. */
 		clock_gettime(CLOCK_MONOTONIC, &due);
-		add_ms(&due, t->period_ms);
+		add_ms(&due, t->has_next ? t->next_ms : t->period_ms);
+		t->has_next = false;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
@@ -107,6 +110,14 @@ void ticker_poke(struct ticker *t)
 	pthread_mutex_lock(&t->lock);
 	t->poked = true;
 	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void ticker_next(struct ticker *t, unsigned ms)
+{
+	pthread_mutex_lock(&t->lock);
+	t->has_next = true;
+	t->next_ms = ms;
 	pthread_mutex_unlock(&t->lock);
 }
 

@@ -34,6 +34,13 @@ void ticker_poke(struct ticker *t);
  * first. Joins the thread and frees T. NULL is a no-op. Not from FN. */
 void ticker_stop(struct ticker *t);
 
+/* From FN only: the next turn is due MS milliseconds after this one ends,
+ * instead of one period (once; the turn after that is back on the
+ * period). For loops whose own work says when to look again: a lease's
+ * renewal time, the next deadline in a store. A poke still runs it at
+ * once. */
+void ticker_next(struct ticker *t, unsigned ms);
+
 /* Whether ticker_stop() has been called: for a turn that loops over much
  * work and should give up early. */
 bool ticker_stopping(struct ticker *t);

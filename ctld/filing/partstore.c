@@ -19,6 +19,7 @@
 #include "common/base/jsonbuf.h"
 #include "common/base/jsonset.h"
 #include "common/base/log.h"
+#include "common/base/ticker.h"
 #include "common/telemetry/outbox.h"
 #include "common/telemetry/recmerge.h"
 #include "common/history/jobfacts.h"
@@ -638,8 +639,11 @@ int partstore_expire(struct history *h, unsigned deadline_s, double now,
 /* --- the service's thread --------------------------------------------------------- */
 
 static const struct conf *pconf;
-static pthread_t due_thread;
-static bool started, stopping, woken;
+/* The thread: a ticker whose turn says when it looks next. due_self is
+ * the turn's own (set before the first turn, cleared after the last);
+ * due_ticker, under due_lock, is partstore_wake's, cleared before the
+ * stop (connection threads may still wake it). */
+static struct ticker *due_self, *due_ticker;
 /* Under due_lock: when the thread next looks (0: it is looking now), and
  * the earliest deadline of a job that began waiting since its last scan
  * (0: none). A new job's deadline is PartsDeadline from now, so it is
@@ -647,7 +651,6 @@ static bool started, stopping, woken;
  * thread (and its scan) for every waiting job cost more than the filing. */
 static double sleep_until, new_due;
 static pthread_mutex_t due_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t due_cond = PTHREAD_COND_INITIALIZER; /* realtime */
 
 static void log_filed(uint32_t job, const cJSON *rec, void *arg)
 {
@@ -673,18 +676,22 @@ static void log_filed(uint32_t job, const cJSON *rec, void *arg)
 		     names[0] ? names : "none");
 }
 
-static void *due_main(void *arg)
+/* The ticker's turn: file what is due, then sleep until the next
+ * deadline (the store's, or a job that began waiting meanwhile), at most
+ * THREAD_IDLE_S, THREAD_ERROR_S after a failure. */
+static void due_turn(void *arg, bool poked)
 {
 	char err[CONF_ERR_MAX];
 
 	(void)arg;
+	(void)poked;
 	for (;;) {
 		struct history *h = history_db(err, sizeof(err));
-		double next = 0, now = (double)time(NULL);
-		struct timespec until;
+		double next = 0, now = (double)time(NULL), until;
 		bool failed = false;
 
 		pthread_mutex_lock(&due_lock);
+		sleep_until = 0; /* looking now */
 		new_due = 0; /* the scan below sees every job waiting now */
 		pthread_mutex_unlock(&due_lock);
 		if (h) {
@@ -702,49 +709,45 @@ static void *due_main(void *arg)
 						     "%d s",
 						     err, THREAD_ERROR_S);
 					failed = true;
-				} else {
+				} else if (!ticker_stopping(due_self)) {
 					continue;
+				} else {
+					return;
 				}
 			}
 		}
-		until.tv_sec = (time_t)now + (failed ? THREAD_ERROR_S
-						     : THREAD_IDLE_S);
-		until.tv_nsec = 0;
-		if (!failed && next > 0 && next < (double)until.tv_sec)
-			until.tv_sec = (time_t)next;
+		until = (double)(time_t)now +
+			(failed ? THREAD_ERROR_S : THREAD_IDLE_S);
+		if (!failed && next > 0 && next < until)
+			until = (double)(time_t)next;
 		pthread_mutex_lock(&due_lock);
 		/* a job that began waiting after the scan */
-		if (new_due > 0 && new_due < (double)until.tv_sec)
-			until.tv_sec = (time_t)new_due;
-		sleep_until = (double)until.tv_sec;
-		while (!stopping && !woken)
-			if (pthread_cond_timedwait(&due_cond, &due_lock,
-						   &until) == ETIMEDOUT)
-				break;
-		woken = false;
-		sleep_until = 0;
-		if (stopping) {
-			pthread_mutex_unlock(&due_lock);
-			break;
-		}
+		if (new_due > 0 && new_due < until)
+			until = (double)(time_t)new_due;
+		sleep_until = until;
 		pthread_mutex_unlock(&due_lock);
+		now = (double)time(NULL);
+		ticker_next(due_self,
+			    until > now ? (unsigned)((until - now) * 1000) : 0);
+		return;
 	}
-	return NULL;
 }
 
 int partstore_start(const struct conf *conf, char *err, size_t errlen)
 {
-	int e;
+	struct ticker *t;
 
 	pconf = conf;
-	stopping = false;
-	e = pthread_create(&due_thread, NULL, due_main, NULL);
-	if (e)
-		return errmsg_fail(err, errlen, e,
+	/* the first turn waits for due_self: it is set under the lock */
+	pthread_mutex_lock(&due_lock);
+	t = ticker_start(THREAD_IDLE_S * 1000, true, due_turn, NULL);
+	due_self = due_ticker = t;
+	pthread_mutex_unlock(&due_lock);
+	if (!t)
+		return errmsg_fail(err, errlen, errno,
 				   "parts: cannot start the deadline "
 				   "thread: %s",
-				   strerror(e));
-	started = true;
+				   strerror(errno));
 	return 0;
 }
 
@@ -755,21 +758,18 @@ void partstore_wake(double first)
 	pthread_mutex_lock(&due_lock);
 	if (new_due == 0 || due < new_due)
 		new_due = due;
-	if (sleep_until > 0 && due < sleep_until) {
-		woken = true;
-		pthread_cond_signal(&due_cond);
+	if (sleep_until > 0 && due < sleep_until && due_ticker) {
+		sleep_until = 0;
+		ticker_poke(due_ticker);
 	}
 	pthread_mutex_unlock(&due_lock);
 }
 
 void partstore_stop(void)
 {
-	if (!started)
-		return;
 	pthread_mutex_lock(&due_lock);
-	stopping = true;
-	pthread_cond_signal(&due_cond);
+	due_ticker = NULL;
 	pthread_mutex_unlock(&due_lock);
-	pthread_join(due_thread, NULL);
-	started = false;
+	ticker_stop(due_self);
+	due_self = NULL;
 }

@@ -15,7 +15,6 @@
 #include <time.h>
 
 #include "common/sched/cachekey.h"
-#include "common/base/deadline.h"
 #include "common/base/errmsg.h"
 #include "common/base/log.h"
 #include "common/net/proto.h"
@@ -52,8 +51,9 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned hold_s;
 static struct handed handed[PLACEMENT_HANDED_MAX];
 static size_t nhanded, handed_next;
-static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
-static bool change_pending;
+/* placement_on_change: told when a report changes what a node shows */
+static void (*on_change)(void *arg);
+static void *on_change_arg;
 static struct pnode *nodes;
 static size_t nnodes, cap_nodes;
 static struct placement_counts counts;
@@ -193,10 +193,8 @@ int placement_report(const char *node, const cJSON *entries, time_t now,
 	pn->nwant = n;
 	pn->reported = now;
 	counts.reports++;
-	if (differ) {
-		change_pending = true;
-		pthread_cond_broadcast(&changed);
-	}
+	if (differ && on_change)
+		on_change(on_change_arg);
 	pthread_mutex_unlock(&mu);
 	free(all);
 	return 0;
@@ -600,27 +598,13 @@ void placement_reset(void)
 	memset(&counts, 0, sizeof(counts));
 	hold_s = 0;
 	nhanded = handed_next = 0;
-	change_pending = false;
 	pthread_mutex_unlock(&mu);
 }
 
-void placement_wait_change(unsigned timeout_ms)
-{
-	struct timespec ts;
-
-	deadline_after_ms(CLOCK_REALTIME, timeout_ms, &ts);
-	pthread_mutex_lock(&mu);
-	while (!change_pending)
-		if (pthread_cond_timedwait(&changed, &mu, &ts))
-			break;
-	change_pending = false;
-	pthread_mutex_unlock(&mu);
-}
-
-void placement_wake(void)
+void placement_on_change(void (*fn)(void *arg), void *arg)
 {
 	pthread_mutex_lock(&mu);
-	change_pending = true;
-	pthread_cond_broadcast(&changed);
+	on_change = fn;
+	on_change_arg = arg;
 	pthread_mutex_unlock(&mu);
 }

@@ -134,11 +134,10 @@ void placement_counts(struct placement_counts *ret);
 /* Forget everything (tests). */
 void placement_reset(void);
 
-/* Wait until a report changed what some node should show, or
- * TIMEOUT_MS passed, or placement_wake. */
-void placement_wait_change(unsigned timeout_ms);
-
-/* End a placement_wait_change now. */
-void placement_wake(void);
+/* Call FN(ARG) whenever a report changes what some node should show
+ * (iostagectld's Slurm thread pokes its ticker: the features go out at
+ * once). FN is called with placement's lock held: it must not call back
+ * into placement. NULL: nobody. */
+void placement_on_change(void (*fn)(void *arg), void *arg);
 
 #endif /* IOSTAGE_CTLD_PLACEMENT_H */

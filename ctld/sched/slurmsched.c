@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include "common/sched/dsfeature.h"
 #include "common/base/errmsg.h"
 #include "common/base/log.h"
+#include "common/base/ticker.h"
 #include "common/net/peernet.h"
 #include "common/net/proto.h"
 #include "common/slurm/slurmcompat.h"
@@ -49,9 +49,10 @@
 #define ASK_REPORT_CALL_MS 1000
 
 static const struct conf *sched_conf;
-static pthread_t thread;
-static bool started;
-static atomic_bool stopping; /* set by slurmsched_stop, read by the loop */
+/* The thread: a turn every SLURMSCHED_INTERVAL_S, or at once when a
+ * cache report changes a node's features (placement_on_change). */
+static struct ticker *sched_ticker;
+static time_t last_conf; /* the turn's: when it last read the parameters */
 static bool prefer_safe;
 static pthread_mutex_t safe_mu = PTHREAD_MUTEX_INITIALIZER;
 static time_t t_start;
@@ -237,7 +238,8 @@ static void publish_all(time_t now)
 			     slurmcompat_last_error());
 		return;
 	}
-	for (uint32_t i = 0; i < nodes->record_count && !stopping; i++)
+	for (uint32_t i = 0;
+	     i < nodes->record_count && !ticker_stopping(sched_ticker); i++)
 		if (nodes->node_array[i].name)
 			publish_node(&nodes->node_array[i], now);
 	slurm_free_node_info_msg(nodes);
@@ -610,7 +612,7 @@ static void prestage_jobs(const job_info_msg_t *jobs, time_t now)
 	uint32_t *ids = pending_ids(&n);
 
 	memset(&dc, 0, sizeof(dc));
-	for (size_t i = 0; i < n && !stopping; i++) {
+	for (size_t i = 0; i < n && !ticker_stopping(sched_ticker); i++) {
 		const slurm_job_info_t *sj = NULL;
 		struct pending_job j;
 
@@ -800,23 +802,27 @@ static void watch_jobs(void)
 	slurmcompat_free_jobs(jobs);
 }
 
-static void *run(void *arg)
+/* The ticker's turn: Slurm's parameters now and then, the node features,
+ * the jobs. */
+static void run(void *arg, bool poked)
 {
-	time_t last_conf = 0, now;
+	time_t now = time(NULL);
 
 	(void)arg;
-	while (!stopping) {
-		now = time(NULL);
-		if (now - last_conf >= CONF_CHECK_S || !slurmsched_prefer_safe()) {
-			check_sched_params();
-			last_conf = now;
-		}
-		placement_set_hold(slurmsched_hold_s());
-		publish_all(now);
-		watch_jobs();
-		placement_wait_change(SLURMSCHED_INTERVAL_S * 1000);
+	(void)poked;
+	if (now - last_conf >= CONF_CHECK_S || !slurmsched_prefer_safe()) {
+		check_sched_params();
+		last_conf = now;
 	}
-	return NULL;
+	placement_set_hold(slurmsched_hold_s());
+	publish_all(now);
+	watch_jobs();
+}
+
+/* placement_on_change: the features go out now. */
+static void poke(void *arg)
+{
+	ticker_poke(arg);
 }
 
 /* pending_owner_fn: whose job J is, asked of slurmctld (a connection
@@ -837,8 +843,6 @@ static int job_owner(uint32_t job, uid_t *ret_uid)
 
 int slurmsched_start(const struct conf *conf, char *err, size_t errlen)
 {
-	int rc;
-
 	const char *sc = getenv("SLURM_CONF");
 
 	sched_conf = conf;
@@ -859,23 +863,26 @@ int slurmsched_start(const struct conf *conf, char *err, size_t errlen)
 		log_info("prestage: off (Prestage=no): pending jobs are not "
 			 "pre-staged");
 	t_start = time(NULL);
-	stopping = false;
-	rc = pthread_create(&thread, NULL, run, NULL);
-	if (rc)
-		return errmsg_fail(err, errlen, rc, "cannot start the Slurm "
-				   "thread: %s", strerror(rc));
-	started = true;
+	last_conf = 0;
+	/* The first turn at once, by a poke: the turns read sched_ticker,
+	 * set before the poke. */
+	sched_ticker = ticker_start(SLURMSCHED_INTERVAL_S * 1000, false, run,
+				    NULL);
+	if (!sched_ticker)
+		return errmsg_fail(err, errlen, errno, "cannot start the Slurm "
+				   "thread: %s", strerror(errno));
+	placement_on_change(poke, sched_ticker);
+	ticker_poke(sched_ticker);
 	return 0;
 }
 
 void slurmsched_stop(void)
 {
-	if (!started)
+	if (!sched_ticker)
 		return;
-	stopping = true;
-	placement_wake();
-	pthread_join(thread, NULL);
-	started = false;
+	placement_on_change(NULL, NULL);
+	ticker_stop(sched_ticker);
+	sched_ticker = NULL;
 	for (size_t i = 0; i < nasked; i++)
 		free(asked[i]);
 	free(asked);

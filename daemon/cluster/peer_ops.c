@@ -136,7 +136,7 @@ static cJSON *op_telemetry_part(struct agent *a, const struct peernet_peer *p,
 	(void)p;
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
-	rec = telemetry_record(id, 0, err, sizeof(err));
+	rec = telemetry_record(process_agent->telemetry, id, 0, err, sizeof(err));
 	if (!rec)
 		return proto_reply_error("%s", err);
 	r = proto_reply_ok();

@@ -3,7 +3,9 @@
  * One thread asks iostagectld for the node's lease while copies run and
  * writes each copy's rate; begin/end redistribute at once under the same
  * lock, so a new copy starts at its share of what the node holds (or
- * paused, rate 0, until the node's first lease arrives).
+ * paused, rate 0, until the node's first lease arrives). The thread is a
+ * ticker (common/base/ticker.h) whose turn says when the next is due.
+ * Everything lives in struct bwgov, one per agent (daemon/agent.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,64 +21,64 @@
 
 #include <cJSON.h>
 
-#include "common/net/ctlclient.h"
-#include "common/base/deadline.h"
 #include "common/base/log.h"
-#include "common/net/proto.h"
-#include "common/fs/ratelimit.h"
-#include "common/sched/bwshare.h"
+#include "common/base/ticker.h"
 #include "common/base/units.h"
+#include "common/fs/ratelimit.h"
+#include "common/net/ctlclient.h"
+#include "common/net/proto.h"
+#include "common/sched/bwshare.h"
 #include "daemon/staging/bwgov.h"
 
 struct bwgov_slot {
 	_Atomic uint64_t *rate; /* the shared page */
-	unsigned weight;        /* BWSHARE_WEIGHT_STAGING or _PRESTAGE */
+	unsigned weight;	/* BWSHARE_WEIGHT_STAGING or _PRESTAGE */
 	struct bwgov_slot *next;
 };
 
-static const struct conf *gov_conf;
-static pthread_mutex_t gov_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t gov_cond = PTHREAD_COND_INITIALIZER;
-static pthread_t gov_thread;
-static bool gov_running, gov_stop;
-static struct bwgov_slot *slots;
-static unsigned ncopies;
-static uint64_t node_share;   /* bytes/s this node holds */
-static bool holding;          /* a lease to give back */
-static bool fallback;
+struct bwgov {
+	const struct conf *conf;
+	struct ticker *ticker; /* the lease's; NULL: no service to ask */
+	pthread_mutex_t lock;  /* everything below */
+	struct bwgov_slot *slots;
+	unsigned ncopies;
+	uint64_t node_share; /* bytes/s this node holds */
+	bool holding;	     /* a lease to give back */
+	bool fallback;
+};
 
-static uint64_t fallback_share(void)
+static uint64_t fallback_share(const struct conf *conf)
 {
-	uint64_t f = gov_conf->stage_bandwidth_fallback;
+	uint64_t f = conf->stage_bandwidth_fallback;
 
 	if (!f)
-		f = gov_conf->stage_bandwidth / 8;
-	if (f > gov_conf->stage_bandwidth)
-		f = gov_conf->stage_bandwidth;
+		f = conf->stage_bandwidth / 8;
+	if (f > conf->stage_bandwidth)
+		f = conf->stage_bandwidth;
 	return f ? f : 1;
 }
 
 /* Every copy gets its weight's part of the node's share: a pre-stage one
  * part, a starting job's copy four. Lock held. */
-static void distribute(void)
+static void distribute(struct bwgov *g)
 {
 	uint64_t weights = 0;
 
-	for (struct bwgov_slot *s = slots; s; s = s->next)
+	for (struct bwgov_slot *s = g->slots; s; s = s->next)
 		weights += s->weight;
-	for (struct bwgov_slot *s = slots; s; s = s->next)
-		atomic_store(s->rate, weights ? node_share / weights * s->weight
-					      : 0);
+	for (struct bwgov_slot *s = g->slots; s; s = s->next)
+		atomic_store(s->rate,
+			     weights ? g->node_share / weights * s->weight : 0);
 }
 
 /* The node's weight in the cluster's table: that of its heaviest copy
  * (a node that only pre-stages yields to nodes starting jobs). Lock
  * held. */
-static unsigned node_weight(void)
+static unsigned node_weight(const struct bwgov *g)
 {
 	unsigned w = BWSHARE_WEIGHT_PRESTAGE;
 
-	for (struct bwgov_slot *s = slots; s; s = s->next)
+	for (struct bwgov_slot *s = g->slots; s; s = s->next)
 		if (s->weight > w)
 			w = s->weight;
 	return w;
@@ -84,8 +86,9 @@ static unsigned node_weight(void)
 
 /* Ask the service: WANT takes/renews with WEIGHT, !WANT gives back. 0 with
  * the grant and when to ask again, or -1 with err. */
-static int ask(bool want, unsigned weight, uint64_t *ret_grant,
-	       long *ret_renew_ms, char *err, size_t errlen)
+static int ask(const struct conf *gov_conf, bool want, unsigned weight,
+	       uint64_t *ret_grant, long *ret_renew_ms, char *err,
+	       size_t errlen)
 {
 	cJSON *req = cJSON_CreateObject(), *reply = NULL;
 	const cJSON *ok, *e;
@@ -133,145 +136,147 @@ out:
 	return rc;
 }
 
-static void *gov_main(void *arg)
+/* One turn of the lease's ticker: while copies run (or a lease is held),
+ * ask and redistribute, next when the service says to renew; idle, wait
+ * for a poke (the first copy). */
+static void gov_turn(void *arg, bool poked)
 {
+	struct bwgov *g = arg;
 	char err[CONF_ERR_MAX], b1[32], b2[32];
-	struct timespec until;
+	uint64_t grant = 0;
+	long renew_ms = BWGOV_FALLBACK_RETRY_MS;
+	bool want;
+	unsigned weight;
+	int r;
 
-	(void)arg;
-	pthread_mutex_lock(&gov_lock);
-	while (!gov_stop) {
-		uint64_t grant = 0;
-		long renew_ms = BWGOV_FALLBACK_RETRY_MS;
-		bool want = ncopies > 0;
-		unsigned weight = node_weight();
-		int r;
-
-		if (!want && !holding) {
-			pthread_cond_wait(&gov_cond, &gov_lock);
-			continue;
-		}
-		pthread_mutex_unlock(&gov_lock);
-		r = ask(want, weight, &grant, &renew_ms, err, sizeof(err));
-		pthread_mutex_lock(&gov_lock);
-		if (!want) {
-			holding = false; /* given back, or it expires */
-			continue;
-		}
-		holding = true;
-		if (r < 0) {
-			if (!fallback)
-				log_warningx("stage bandwidth: no share from "
-					     "iostagectld (%s): copies on this "
-					     "node limited to %s/s, a "
-					     "conservative local share, until "
-					     "it answers",
-					     err,
-					     units_bytes(fallback_share(), b1,
-							 sizeof(b1)));
-			fallback = true;
-			grant = fallback_share();
-			renew_ms = BWGOV_FALLBACK_RETRY_MS;
-		} else if (fallback) {
-			fallback = false;
-			log_info("stage bandwidth: iostagectld answers again: "
-				 "this node's share is %s/s of %s/s",
-				 units_bytes(grant, b1, sizeof(b1)),
-				 units_bytes(gov_conf->stage_bandwidth, b2,
-					     sizeof(b2)));
-		}
-		node_share = grant;
-		distribute();
-		deadline_after_ms(CLOCK_MONOTONIC, renew_ms, &until);
-		/* Woken early by the first copy or the last one's end. */
-		pthread_cond_timedwait(&gov_cond, &gov_lock, &until);
+	(void)poked;
+	pthread_mutex_lock(&g->lock);
+	want = g->ncopies > 0;
+	weight = node_weight(g);
+	if (!want && !g->holding) {
+		pthread_mutex_unlock(&g->lock);
+		ticker_next(g->ticker, BWGOV_IDLE_MS);
+		return;
 	}
-	pthread_mutex_unlock(&gov_lock);
-	return NULL;
+	pthread_mutex_unlock(&g->lock);
+	r = ask(g->conf, want, weight, &grant, &renew_ms, err, sizeof(err));
+	pthread_mutex_lock(&g->lock);
+	if (!want) {
+		g->holding = false; /* given back, or it expires */
+		pthread_mutex_unlock(&g->lock);
+		ticker_next(g->ticker, BWGOV_IDLE_MS);
+		return;
+	}
+	g->holding = true;
+	if (r < 0) {
+		if (!g->fallback)
+			log_warningx("stage bandwidth: no share from "
+				     "iostagectld (%s): copies on this "
+				     "node limited to %s/s, a "
+				     "conservative local share, until "
+				     "it answers",
+				     err,
+				     units_bytes(fallback_share(g->conf), b1,
+						 sizeof(b1)));
+		g->fallback = true;
+		grant = fallback_share(g->conf);
+		renew_ms = BWGOV_FALLBACK_RETRY_MS;
+	} else if (g->fallback) {
+		g->fallback = false;
+		log_info("stage bandwidth: iostagectld answers again: "
+			 "this node's share is %s/s of %s/s",
+			 units_bytes(grant, b1, sizeof(b1)),
+			 units_bytes(g->conf->stage_bandwidth, b2, sizeof(b2)));
+	}
+	g->node_share = grant;
+	distribute(g);
+	pthread_mutex_unlock(&g->lock);
+	/* Poked early by the first copy or the last one's end. */
+	ticker_next(g->ticker, (unsigned)renew_ms);
 }
 
-void bwgov_init(const struct conf *conf)
+struct bwgov *bwgov_create(struct agent *a, const struct conf *conf)
 {
-	pthread_condattr_t ca;
+	struct bwgov *g = calloc(1, sizeof(*g));
 	char b[32];
 
-	gov_conf = conf;
+	(void)a;
+	if (!g)
+		return NULL;
+	g->conf = conf;
+	pthread_mutex_init(&g->lock, NULL);
 	if (!conf->stage_bandwidth)
-		return;
+		return g;
 	if (!ctl_configured(conf)) {
 		/* No service: this node is the cluster. */
-		node_share = conf->stage_bandwidth;
+		g->node_share = conf->stage_bandwidth;
 		log_info("stage bandwidth: %s/s for this node's copies "
 			 "(StageBandwidth=, no ControllerHost=)",
 			 units_bytes(conf->stage_bandwidth, b, sizeof(b)));
-		return;
+		return g;
 	}
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&gov_cond, &ca);
-	pthread_condattr_destroy(&ca);
-	if (pthread_create(&gov_thread, NULL, gov_main, NULL) != 0) {
+	g->ticker = ticker_start(BWGOV_IDLE_MS, false, gov_turn, g);
+	if (!g->ticker) {
 		log_warning("stage bandwidth: cannot start the lease thread; "
 			    "copies take the fallback share");
-		fallback = true;
-		node_share = fallback_share();
-		return;
+		g->fallback = true;
+		g->node_share = fallback_share(conf);
 	}
-	gov_running = true;
+	return g;
 }
 
-void bwgov_fini(void)
+void bwgov_destroy(struct bwgov *g)
 {
 	char err[CONF_ERR_MAX];
-	uint64_t g;
+	uint64_t grant;
 	long ms;
 
-	if (!gov_running)
+	if (!g)
 		return;
-	pthread_mutex_lock(&gov_lock);
-	gov_stop = true;
-	pthread_cond_broadcast(&gov_cond);
-	pthread_mutex_unlock(&gov_lock);
-	pthread_join(gov_thread, NULL);
-	gov_running = false;
-	if (holding)
-		(void)ask(false, BWSHARE_WEIGHT_PRESTAGE, &g, &ms, err,
-			  sizeof(err));
+	if (g->ticker) {
+		ticker_stop(g->ticker);
+		if (g->holding)
+			(void)ask(g->conf, false, BWSHARE_WEIGHT_PRESTAGE,
+				  &grant, &ms, err, sizeof(err));
+	}
+	pthread_mutex_destroy(&g->lock);
+	free(g);
 }
 
-int bwgov_begin(bool prestage, struct bwgov_slot **ret_slot)
+int bwgov_begin(struct bwgov *g, bool prestage, struct bwgov_slot **ret_slot)
 {
 	struct bwgov_slot *s;
 	void *page;
 	int fd;
 
 	*ret_slot = NULL;
-	if (!gov_conf || !gov_conf->stage_bandwidth)
+	if (!g || !g->conf->stage_bandwidth)
 		return -1;
 	s = calloc(1, sizeof(*s));
 	fd = memfd_create("iostage-rate", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (!s || fd < 0 || ftruncate(fd, sysconf(_SC_PAGESIZE)) < 0)
 		goto fail;
-	page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE),
-		    PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
+		    MAP_SHARED, fd, 0);
 	if (page == MAP_FAILED)
 		goto fail;
 	/* Our mapping stays writable; nobody else can ever write it. */
 	if (fcntl(fd, F_ADD_SEALS,
 		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
-			  F_SEAL_SEAL) < 0) {
+		      F_SEAL_SEAL) < 0) {
 		munmap(page, (size_t)sysconf(_SC_PAGESIZE));
 		goto fail;
 	}
 	s->rate = page;
 	s->weight = prestage ? BWSHARE_WEIGHT_PRESTAGE : BWSHARE_WEIGHT_STAGING;
-	pthread_mutex_lock(&gov_lock);
-	s->next = slots;
-	slots = s;
-	ncopies++;
-	distribute();
-	pthread_cond_broadcast(&gov_cond);
-	pthread_mutex_unlock(&gov_lock);
+	pthread_mutex_lock(&g->lock);
+	s->next = g->slots;
+	g->slots = s;
+	g->ncopies++;
+	distribute(g);
+	pthread_mutex_unlock(&g->lock);
+	if (g->ticker)
+		ticker_poke(g->ticker);
 	*ret_slot = s;
 	return fd;
 fail:
@@ -283,34 +288,40 @@ fail:
 	return -1;
 }
 
-void bwgov_end(struct bwgov_slot *slot)
+void bwgov_end(struct bwgov *g, struct bwgov_slot *slot)
 {
-	if (!slot)
+	bool last;
+
+	if (!g || !slot)
 		return;
-	pthread_mutex_lock(&gov_lock);
-	for (struct bwgov_slot **p = &slots; *p; p = &(*p)->next)
+	pthread_mutex_lock(&g->lock);
+	for (struct bwgov_slot **p = &g->slots; *p; p = &(*p)->next)
 		if (*p == slot) {
 			*p = slot->next;
 			break;
 		}
-	ncopies--;
-	distribute();
-	if (!ncopies && gov_running) {
-		node_share = 0;
-		pthread_cond_broadcast(&gov_cond);
-	}
-	pthread_mutex_unlock(&gov_lock);
+	g->ncopies--;
+	distribute(g);
+	last = !g->ncopies && g->ticker;
+	if (last)
+		g->node_share = 0;
+	pthread_mutex_unlock(&g->lock);
+	if (last)
+		ticker_poke(g->ticker);
 	munmap((void *)slot->rate, (size_t)sysconf(_SC_PAGESIZE));
 	free(slot);
 }
 
-void bwgov_status(struct bwgov_status *ret)
+void bwgov_status(struct bwgov *g, struct bwgov_status *ret)
 {
-	pthread_mutex_lock(&gov_lock);
-	ret->bounded = gov_conf && gov_conf->stage_bandwidth;
-	ret->budget = gov_conf ? gov_conf->stage_bandwidth : 0;
-	ret->node_share = ncopies ? node_share : 0;
-	ret->copies = ncopies;
-	ret->fallback = fallback;
-	pthread_mutex_unlock(&gov_lock);
+	memset(ret, 0, sizeof(*ret));
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	ret->bounded = g->conf->stage_bandwidth != 0;
+	ret->budget = g->conf->stage_bandwidth;
+	ret->node_share = g->ncopies ? g->node_share : 0;
+	ret->copies = g->ncopies;
+	ret->fallback = g->fallback;
+	pthread_mutex_unlock(&g->lock);
 }

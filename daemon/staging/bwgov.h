@@ -23,28 +23,36 @@
 #include <stdint.h>
 
 #include "common/config/conf.h"
+#include "daemon/process_agent.h"
 
 #define BWGOV_ASK_TIMEOUT_MS 1000
 #define BWGOV_FALLBACK_RETRY_MS 2000
-#define BWGOV_RENEW_MAX_MS 1000   /* half the service's 2 s lease */
+#define BWGOV_RENEW_MAX_MS 1000	    /* half the service's 2 s lease */
+#define BWGOV_IDLE_MS (3600 * 1000) /* no copies: until the first one */
 
+struct agent;
+struct bwgov;
 struct bwgov_slot;
 
 /* What /metrics shows (bytes per second). */
 struct bwgov_status {
-	bool bounded;         /* StageBandwidth= set */
-	uint64_t budget;      /* the cluster's */
-	uint64_t node_share;  /* this node's now (0 while not copying) */
-	unsigned copies;      /* copies held to it */
-	bool fallback;        /* the service did not answer: local share */
+	bool bounded;	     /* StageBandwidth= set */
+	uint64_t budget;     /* the cluster's */
+	uint64_t node_share; /* this node's now (0 while not copying) */
+	unsigned copies;     /* copies held to it */
+	bool fallback;	     /* the service did not answer: local share */
 };
 
-/* Start (CONF outlives it). With StageBandwidth= unset: nothing to do.
- * Never fails: a node that cannot ask copies at the fallback share. */
-void bwgov_init(const struct conf *conf);
+/* The governor of agent A's copies (CONF outlives it; A may be NULL: it
+ * reaches no other part). With StageBandwidth= unset: nothing to do;
+ * with it and ControllerHost=, a thread asks for the lease. A node that
+ * cannot ask copies at the fallback share. NULL only on ENOMEM. The
+ * caller owns it: bwgov_destroy. */
+struct bwgov *bwgov_create(struct agent *a, const struct conf *conf);
 
-/* Give back the lease and stop the thread. */
-void bwgov_fini(void);
+/* Stop the thread, give back the lease, free G (no copy may still run).
+ * NULL is a no-op. */
+void bwgov_destroy(struct bwgov *g);
 
 /* A copy begins; PRESTAGE: one made on a prediction for a job still in the
  * queue (iostagectld's pre-stage), which weighs 1 to a starting job's copy's 4,
@@ -52,12 +60,14 @@ void bwgov_fini(void);
  * its rate page (to pass to the worker; the caller closes it after the spawn:
  * the slot keeps its mapping) and *ret_slot, or -1 when copies are unbounded
  * (StageBandwidth= unset, or the page could not be made: then logged, and the
- * copy runs unbounded rather than failing a job for it; *ret_slot = NULL). */
-int bwgov_begin(bool prestage, struct bwgov_slot **ret_slot);
+ * copy runs unbounded rather than failing a job for it; *ret_slot = NULL).
+ * G NULL (no governor on this agent): -1, unbounded. */
+int bwgov_begin(struct bwgov *g, bool prestage, struct bwgov_slot **ret_slot);
 
-/* The copy ended; NULL is a no-op. */
-void bwgov_end(struct bwgov_slot *slot);
+/* The copy ended; a NULL G or SLOT is a no-op. */
+void bwgov_end(struct bwgov *g, struct bwgov_slot *slot);
 
-void bwgov_status(struct bwgov_status *ret);
+/* What /metrics shows; all zero for a NULL G. */
+void bwgov_status(struct bwgov *g, struct bwgov_status *ret);
 
 #endif /* IOSTAGE_DAEMON_BWGOV_H */

@@ -147,13 +147,14 @@ struct cache *cache_create(const struct cache_params *p, char *err,
  * Open the build journal (StateDir/journal), remove the builds it lists
  * (and, on tiers only this node uses, any other leftover build), remove
  * versions lacking meta.json, manifest or data, drop this node's pins of
- * jobs JOB_KNOWN does not know, remove K.lock files of keys with no
+ * jobs JOB_KNOWN(ARG, id) does not know, remove K.lock files of keys with no
  * version (tiers of this node only), remove old unpinned versions, and
  * load the summaries. iostaged first detaches the views of jobs it no
  * longer knows (tiers_detach_stale), so that nothing still shows a
  * version this removes. 0, or -1 with err (the journal cannot be used). */
-int cache_recover(struct cache *c, bool (*job_known)(uint32_t id), char *err,
-		  size_t errlen);
+typedef bool (*cache_job_known_fn)(void *arg, uint32_t id);
+int cache_recover(struct cache *c, cache_job_known_fn job_known, void *arg,
+		  char *err, size_t errlen);
 
 /* Free the summaries and close the journal. NULL is a no-op. */
 void cache_destroy(struct cache *c);

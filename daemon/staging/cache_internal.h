@@ -247,7 +247,7 @@ int cache_pins_read(struct cache *c, int tier, const char *name, char *list,
 /* Drop this node's pins, in version NAME, of jobs JOB_KNOWN does not
  * know. */
 void cache_pins_drop_stale(struct cache *c, int tier, const char *name,
-			   bool (*job_known)(uint32_t));
+			   cache_job_known_fn job_known, void *arg);
 
 /* --- cache_evict.c ---------------------------------------------------------
  */

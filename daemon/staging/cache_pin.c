@@ -145,7 +145,7 @@ void cache_unpin_job(struct cache *c, int tier, const char *key, uint32_t jobid)
 }
 
 void cache_pins_drop_stale(struct cache *c, int tier, const char *name,
-			   bool (*job_known)(uint32_t))
+			   cache_job_known_fn job_known, void *arg)
 {
 	const char *node_name = c->conf->node_name;
 	size_t node = strlen(node_name);
@@ -175,7 +175,7 @@ void cache_pins_drop_stale(struct cache *c, int tier, const char *name,
 		errno = 0;
 		j = strtoul(id, &end, 10);
 		if (*id && !*end && !errno && j <= UINT32_MAX &&
-		    job_known((uint32_t)j))
+		    job_known(arg, (uint32_t)j))
 			continue;
 		if (unlinkat(dirfd(dir), de->d_name, 0) == 0)
 			log_info("tier '%s': dropped cache/%s/pins/%s (job "

@@ -38,7 +38,7 @@ static int replay_remove(int tier, const char *build, void *arg)
 
 /* Reconcile one tier's cache directory with what we know. */
 static void reconcile_tier(struct cache *c, int tier,
-			   bool (*job_known)(uint32_t))
+			   cache_job_known_fn job_known, void *arg)
 {
 	bool shared = cache_tier_shared(c, tier);
 	const char *tn = cache_tier_name(c, tier);
@@ -77,7 +77,7 @@ static void reconcile_tier(struct cache *c, int tier,
 					     rmerr);
 			continue;
 		}
-		cache_pins_drop_stale(c, tier, n, job_known);
+		cache_pins_drop_stale(c, tier, n, job_known, arg);
 		cache_index_add(c, e);
 	}
 	closedir(dir);
@@ -111,8 +111,8 @@ static void gc_tier(struct cache *c, int tier)
 	free(s);
 }
 
-int cache_recover(struct cache *c, bool (*job_known)(uint32_t id), char *err,
-		  size_t errlen)
+int cache_recover(struct cache *c, cache_job_known_fn job_known, void *arg,
+		  char *err, size_t errlen)
 {
 	const struct cache_entry *e;
 	unsigned removed;
@@ -129,7 +129,7 @@ int cache_recover(struct cache *c, bool (*job_known)(uint32_t id), char *err,
 			     "journal",
 			     removed, removed == 1 ? "" : "s");
 	for (t = 0; t < c->conf->ntiers; t++)
-		reconcile_tier(c, (int)t, job_known);
+		reconcile_tier(c, (int)t, job_known, arg);
 	for (t = 0; t < c->conf->ntiers; t++)
 		gc_tier(c, (int)t);
 	pthread_mutex_lock(&c->mu);

@@ -5,6 +5,10 @@
  * accounting from the job table (jobs_status_json: one consistent view
  * under its lock), totals and per-job phases from stats.c. Rendering
  * never blocks on a staging thread or the PFS.
+ *
+ * Its state is struct metrics, one per agent; the other parts it reads
+ * (stats, bwgov, telemetry, the cache) it reaches through the agent. The
+ * sampler is a ticker (common/base/ticker.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,34 +25,36 @@
 
 #include <cJSON.h>
 
-#include "common/net/httpmetrics.h"
 #include "common/base/log.h"
-#include "common/telemetry/promtext.h"
-#include "common/net/proto.h"
 #include "common/base/smallfile.h"
-#include "daemon/agent_bridge.h"
-#include "daemon/staging/bwgov.h"
-#include "daemon/staging/cache.h"
+#include "common/base/ticker.h"
+#include "common/net/httpmetrics.h"
+#include "common/net/proto.h"
+#include "common/telemetry/promtext.h"
+#include "daemon/agent.h"
 #include "daemon/fsutil.h"
 #include "daemon/jobs.h"
+#include "daemon/staging/bwgov.h"
+#include "daemon/staging/cache.h"
+#include "daemon/staging/tiers.h"
 #include "daemon/telemetry/metrics.h"
 #include "daemon/telemetry/stats.h"
 #include "daemon/telemetry/telemetry.h"
-#include "daemon/staging/tiers.h"
 
-#define METRICS_TICK_S 1          /* sampling period */
-#define METRICS_ACTIVE_MAX 4096   /* jobs checked for "ended" per tick */
+#define METRICS_TICK_S 1	/* sampling period */
+#define METRICS_ACTIVE_MAX 4096 /* jobs checked for "ended" per tick */
 #define METRICS_DRAIN_RECORD_MAX (64 * 1024)
 
-static const struct conf *mconf;
-static struct cache *mcache;
-static pthread_t sampler;
-static bool sampler_started, stopping;
-static struct httpmetrics *http;
-static pthread_mutex_t sample_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t stop_cond;
-static bool textfile_warned;
+struct metrics {
+	struct agent *agent; /* its cache, stats, bwgov and telemetry */
+	const struct conf *conf;
+	struct ticker *ticker; /* the sampler */
+	unsigned ticks;	       /* the ticker's turns (the textfile's period) */
+	struct httpmetrics *http;
+	bool textfile_warned;	     /* the ticker's only */
+	pthread_mutex_t sample_lock; /* one sample_jobs at a time: */
+	uint32_t present[METRICS_ACTIVE_MAX], active[METRICS_ACTIVE_MAX];
+};
 
 /* What one sample of the job table found, for the gauges. */
 struct sample {
@@ -56,7 +62,8 @@ struct sample {
 	uint64_t backlog_files, failed_files;
 };
 
-/* --- sampling the job table ------------------------------------------------- */
+/* --- sampling the job table -------------------------------------------------
+ */
 
 static bool listed(const uint32_t *ids, size_t n, uint32_t id)
 {
@@ -69,32 +76,32 @@ static bool listed(const uint32_t *ids, size_t n, uint32_t id)
 /* The non-negative finite number at KEY of O, else 0. */
 static double number(const cJSON *o, const char *key)
 {
-	double v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, key));
+	double v =
+	    cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, key));
 
 	return v == v && v > 0 && v < 1e18 ? v : 0;
 }
 
 /* A finished job's last drain figures, from StateDir/drain/J.json (root's,
  * written by drain.c; read leniently). */
-static void final_drain(uint32_t id)
+static void final_drain(struct metrics *m, uint32_t id)
 {
 	char path[CONF_PATH_MAX + 32], reason[128], *text;
 	cJSON *o;
 
 	snprintf(path, sizeof(path), "%s/drain/%" PRIu32 ".json",
-		 mconf->state_dir, id);
+		 m->conf->state_dir, id);
 	text = smallfile_read(path, METRICS_DRAIN_RECORD_MAX, reason,
 			      sizeof(reason));
 	if (!text)
 		return; /* no outputs */
 	o = cJSON_Parse(text);
 	if (o && proto_u64(o, "job") == id)
-		stats_job_drained(id,
-				  proto_u64(o, "during_bytes") +
-					  proto_u64(o, "end_bytes"),
-				  proto_u64(o, "during_files") +
-					  proto_u64(o, "end_files"),
-				  number(o, "end_seconds"));
+		stats_job_drained(
+		    m->agent->stats, id,
+		    proto_u64(o, "during_bytes") + proto_u64(o, "end_bytes"),
+		    proto_u64(o, "during_files") + proto_u64(o, "end_files"),
+		    number(o, "end_seconds"));
 	cJSON_Delete(o);
 	free(text);
 }
@@ -102,25 +109,30 @@ static void final_drain(uint32_t id)
 /* Bring stats.c up to date with the job table; fill *ret. */
 /* A running job's phases from its telemetry record (the run's bytes so
  * far, its sub-phases), replacing what the job table alone tells. */
-static void run_phases(uint32_t id)
+static void run_phases(struct metrics *m, uint32_t id)
 {
 	char err[256];
-	cJSON *record = telemetry_record(id, 0, err, sizeof(err));
+	cJSON *record =
+	    telemetry_record(m->agent->telemetry, id, 0, err, sizeof(err));
 
 	if (record)
-		stats_job_record(id, record);
+		stats_job_record(m->agent->stats, id, record);
 	cJSON_Delete(record);
 }
 
-static void sample_jobs(struct sample *ret)
+/* Under M's sample_lock (its present[] and active[]). */
+static void sample_jobs(struct metrics *m, struct sample *ret)
 {
-	static uint32_t present[METRICS_ACTIVE_MAX], active[METRICS_ACTIVE_MAX];
+	uint32_t *present = m->present, *active = m->active;
+	struct stats *stats = m->agent->stats;
 	cJSON *jobs, *j;
 	size_t npresent = 0, nactive, i;
 	time_t now = time(NULL);
 
 	memset(ret, 0, sizeof(*ret));
-	jobs = jobs_status_json(agent_bridge->jobs, 0);
+	if (!stats)
+		return; /* an agent without figures: nothing to follow */
+	jobs = jobs_status_json(0);
 	if (!jobs)
 		return; /* ENOMEM: try again next tick */
 	cJSON_ArrayForEach(j, jobs)
@@ -137,73 +149,76 @@ static void sample_jobs(struct sample *ret)
 			present[npresent++] = id;
 		if (cJSON_IsString(st) && !strcmp(st->valuestring, "staging")) {
 			ret->staging++;
-			stats_job_staging(id, bytes,
+			stats_job_staging(stats, id, bytes,
 					  rate > 0 ? (double)bytes / rate : 0);
 		} else if (cJSON_IsString(st) &&
 			   !strcmp(st->valuestring, "staged")) {
 			ret->staged++;
-			run_phases(id);
+			run_phases(m, id);
 		} else {
 			ret->failed++;
 		}
 		if (cJSON_IsObject(drain)) {
 			ret->backlog_files += proto_u64(drain, "backlog_files");
 			ret->failed_files += proto_u64(drain, "failed_files");
-			stats_job_drained(
-				id,
-				proto_u64(drain, "during_bytes") +
-					proto_u64(drain, "end_bytes"),
-				proto_u64(drain, "during_files") +
-					proto_u64(drain, "end_files"),
-				number(drain, "end_seconds"));
+			stats_job_drained(stats, id,
+					  proto_u64(drain, "during_bytes") +
+					      proto_u64(drain, "end_bytes"),
+					  proto_u64(drain, "during_files") +
+					      proto_u64(drain, "end_files"),
+					  number(drain, "end_seconds"));
 		}
 		/* After the calls above may have created its entry. */
-		stats_job_owner(id, (uid_t)proto_u64(j, "uid"));
+		stats_job_owner(stats, id, (uid_t)proto_u64(j, "uid"));
 	}
 	cJSON_Delete(jobs);
 	/* A job stats.c follows that is no longer in the table has finished
 	 * (an overflowing table is never declared finished). */
-	nactive = stats_active_jobs(active, METRICS_ACTIVE_MAX);
+	nactive = stats_active_jobs(stats, active, METRICS_ACTIVE_MAX);
 	for (i = 0; i < nactive && npresent < METRICS_ACTIVE_MAX; i++) {
 		if (listed(present, npresent, active[i]))
 			continue;
-		final_drain(active[i]);
-		stats_job_ended(active[i], now);
+		final_drain(m, active[i]);
+		stats_job_ended(stats, active[i], now);
 	}
-	stats_prune(now, mconf->metrics_job_grace);
+	stats_prune(stats, now, m->conf->metrics_job_grace);
 }
 
-/* --- rendering ------------------------------------------------------------------ */
+/* --- rendering
+ * ------------------------------------------------------------------ */
 
-static int tier_families(struct promtext *pt)
+static int tier_families(struct metrics *m, struct promtext *pt)
 {
+	const struct conf *mconf = m->conf;
 	static const struct {
 		const char *name, *help;
 	} fams[] = {
-		{ "iostage_tier_capacity_bytes",
-		  "Tier size: Capacity, or its file system's size" },
-		{ "iostage_tier_used_bytes",
-		  "Bytes in use on the tier (cache, jobs, reservations)" },
-		{ "iostage_tier_free_bytes",
-		  "Bytes a new dataset may still take on the tier" },
-		{ "iostage_tier_reserved_bytes",
-		  "Bytes promised to copies in flight" },
-		{ "iostage_tier_cache_bytes",
-		  "Bytes held by cached datasets on the tier" },
-		{ "iostage_tier_cached_datasets",
-		  "Cache entries (dataset versions) on the tier" },
-		{ "iostage_tier_jobs", "Jobs with a directory on the tier" },
+	    {"iostage_tier_capacity_bytes",
+	     "Tier size: Capacity, or its file system's size"},
+	    {"iostage_tier_used_bytes",
+	     "Bytes in use on the tier (cache, jobs, reservations)"},
+	    {"iostage_tier_free_bytes",
+	     "Bytes a new dataset may still take on the tier"},
+	    {"iostage_tier_reserved_bytes",
+	     "Bytes promised to copies in flight"},
+	    {"iostage_tier_cache_bytes",
+	     "Bytes held by cached datasets on the tier"},
+	    {"iostage_tier_cached_datasets",
+	     "Cache entries (dataset versions) on the tier"},
+	    {"iostage_tier_jobs", "Jobs with a directory on the tier"},
 	};
 	struct tiers_usage u[CONF_MAX_TIERS];
 	unsigned entries[CONF_MAX_TIERS], counts[CONF_MAX_TIERS];
 	size_t f, t, n = mconf->ntiers;
 
-	jobs_tier_counts(agent_bridge->jobs, counts);
+	jobs_tier_counts(counts);
 	for (t = 0; t < n; t++) {
 		memset(&u[t], 0, sizeof(u[t]));
-		(void)tiers_usage(agent_bridge->tiers, (int)t, &u[t]);
+		(void)tiers_usage((int)t, &u[t]);
 		entries[t] = 0;
-		cache_tier_counts(mcache, (int)t, &entries[t], NULL);
+		if (m->agent->cache)
+			cache_tier_counts(m->agent->cache, (int)t, &entries[t],
+					  NULL);
 	}
 	for (f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
 		if (promtext_family(pt, fams[f].name, "gauge", fams[f].help) <
@@ -211,19 +226,15 @@ static int tier_families(struct promtext *pt)
 			return -1;
 		for (t = 0; t < n; t++) {
 			const char *labels[] = {
-				"tier", mconf->tiers[t].name, "medium",
-				conf_medium_name(mconf->tiers[t].medium), NULL
-			};
-			double v[] = { (double)u[t].capacity,
-				       (double)u[t].used,
-				       (double)u[t].free,
-				       (double)u[t].reserved,
-				       (double)u[t].cache,
-				       (double)entries[t],
-				       (double)counts[t] };
+			    "tier", mconf->tiers[t].name, "medium",
+			    conf_medium_name(mconf->tiers[t].medium), NULL};
+			double v[] = {
+			    (double)u[t].capacity, (double)u[t].used,
+			    (double)u[t].free,	   (double)u[t].reserved,
+			    (double)u[t].cache,	   (double)entries[t],
+			    (double)counts[t]};
 
-			if (promtext_sample(pt, fams[f].name, labels, v[f]) <
-			    0)
+			if (promtext_sample(pt, fams[f].name, labels, v[f]) < 0)
 				return -1;
 		}
 	}
@@ -251,11 +262,11 @@ static int gauge(struct promtext *pt, const char *name, const char *help,
 /* StageBandwidth=: the cluster's budget, this node's share of it now,
  * the copies held to it, and whether the share is the local fallback
  * (iostagectld did not answer). Only when a budget is set. */
-static int bandwidth_families(struct promtext *pt)
+static int bandwidth_families(struct metrics *m, struct promtext *pt)
 {
 	struct bwgov_status b;
 
-	bwgov_status(&b);
+	bwgov_status(m->agent->bwgov, &b);
 	if (!b.bounded)
 		return 0;
 	if (gauge(pt, "iostage_stage_bandwidth_budget_bytes_per_second",
@@ -276,16 +287,19 @@ static int bandwidth_families(struct promtext *pt)
 	return 0;
 }
 
-static int total_families(struct promtext *pt, const struct sample *s)
+static int total_families(struct metrics *m, struct promtext *pt,
+			  const struct sample *s)
 {
 	struct stats_totals t;
-	const char *staged[] = { "result", "staged", NULL };
-	const char *failed[] = { "result", "failed", NULL };
-	const char *st_staging[] = { "state", "staging", NULL };
-	const char *st_staged[] = { "state", "staged", NULL };
-	const char *st_failed[] = { "state", "failed", NULL };
+	const char *staged[] = {"result", "staged", NULL};
+	const char *failed[] = {"result", "failed", NULL};
+	const char *st_staging[] = {"state", "staging", NULL};
+	const char *st_staged[] = {"state", "staged", NULL};
+	const char *st_failed[] = {"state", "failed", NULL};
 
-	stats_get_totals(&t);
+	memset(&t, 0, sizeof(t));
+	if (m->agent->stats)
+		stats_get_totals(m->agent->stats, &t);
 	if (counter(pt, "iostage_stage_bytes_total",
 		    "Bytes of datasets made available to jobs and warm-ups "
 		    "(cache hits and builds)",
@@ -320,7 +334,8 @@ static int total_families(struct promtext *pt, const struct sample *s)
 			    (double)t.jobs_failed) < 0)
 		return -1;
 	if (promtext_family(pt, "iostage_jobs", "gauge",
-			    "Jobs the daemon holds now, by staging state") < 0 ||
+			    "Jobs the daemon holds now, by staging state") <
+		0 ||
 	    promtext_sample(pt, "iostage_jobs", st_staging, s->staging) < 0 ||
 	    promtext_sample(pt, "iostage_jobs", st_staged, s->staged) < 0 ||
 	    promtext_sample(pt, "iostage_jobs", st_failed, s->failed) < 0)
@@ -332,12 +347,13 @@ static int total_families(struct promtext *pt, const struct sample *s)
 		  "Output files of current jobs that could not be drained",
 		  (double)s->failed_files) < 0)
 		return -1;
-	return bandwidth_families(pt);
+	return bandwidth_families(m, pt);
 }
 
-char *metrics_render(bool all_jobs, uid_t viewer, size_t *ret_len)
+char *metrics_render(struct metrics *m, bool all_jobs, uid_t viewer,
+		     size_t *ret_len)
 {
-	const char *version[] = { "version", IOSTAGE_VERSION, NULL };
+	const char *version[] = {"version", IOSTAGE_VERSION, NULL};
 	struct promtext *pt = promtext_create();
 	struct sample s;
 	cJSON *records = NULL;
@@ -347,15 +363,17 @@ char *metrics_render(bool all_jobs, uid_t viewer, size_t *ret_len)
 
 	if (!pt)
 		return NULL;
-	pthread_mutex_lock(&sample_lock);
-	sample_jobs(&s);
-	pthread_mutex_unlock(&sample_lock);
-	records = stats_job_records(all_jobs, viewer);
+	pthread_mutex_lock(&m->sample_lock);
+	sample_jobs(m, &s);
+	pthread_mutex_unlock(&m->sample_lock);
+	records = m->agent->stats
+		      ? stats_job_records(m->agent->stats, all_jobs, viewer)
+		      : cJSON_CreateArray();
 	if (!records ||
 	    promtext_family(pt, "iostage_build_info", "gauge",
 			    "Always 1; the iostaged version as a label") < 0 ||
 	    promtext_sample(pt, "iostage_build_info", version, 1) < 0 ||
-	    tier_families(pt) < 0 || total_families(pt, &s) < 0 ||
+	    tier_families(m, pt) < 0 || total_families(m, pt, &s) < 0 ||
 	    promtext_job_phases(pt, records) < 0)
 		goto out;
 	text = promtext_text(pt, &len);
@@ -369,7 +387,8 @@ out:
 	return copy;
 }
 
-/* --- the textfile ------------------------------------------------------------------ */
+/* --- the textfile
+ * ------------------------------------------------------------------ */
 
 int metrics_write_textfile(const char *path, const char *text, size_t len)
 {
@@ -384,8 +403,8 @@ int metrics_write_textfile(const char *path, const char *text, size_t len)
 	/* NAME.prom.PID: not *.prom, so the collector never reads it. */
 	snprintf(tmp, sizeof(tmp), "%s.%d", basename(base), (int)getpid());
 	(void)unlinkat(dfd, tmp, 0); /* left by a crash of this pid */
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-				     O_CLOEXEC, 0644);
+	fd = openat(dfd, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		goto fail;
 	if (fchmod(fd, 0644) < 0 || fsutil_write_all(fd, text, len) < 0 ||
@@ -410,112 +429,91 @@ fail:
 	return -1;
 }
 
-static void write_textfile(void)
+static void write_textfile(struct metrics *m)
 {
 	size_t len = 0;
 	/* The textfile is for node_exporter, which serves it to whoever
 	 * scrapes it: every job (iostage.conf(5) says so). */
-	char *text = metrics_render(true, 0, &len);
+	char *text = metrics_render(m, true, 0, &len);
 
 	if (!text)
 		return;
-	if (metrics_write_textfile(mconf->metrics_textfile, text, len) < 0) {
-		if (!textfile_warned)
+	if (metrics_write_textfile(m->conf->metrics_textfile, text, len) < 0) {
+		if (!m->textfile_warned)
 			log_warning("MetricsTextfile %s: cannot write (will "
 				    "keep trying, warning once)",
-				    mconf->metrics_textfile);
-		textfile_warned = true;
-	} else if (textfile_warned) {
+				    m->conf->metrics_textfile);
+		m->textfile_warned = true;
+	} else if (m->textfile_warned) {
 		log_info("MetricsTextfile %s: written again",
-			 mconf->metrics_textfile);
-		textfile_warned = false;
+			 m->conf->metrics_textfile);
+		m->textfile_warned = false;
 	}
 	free(text);
 }
 
-/* Sample every second (so that ended jobs and the grace period are timely
- * without scrapes), write the textfile every MetricsInterval. */
-static void *sampler_main(void *arg)
+/* The ticker's turn, every second (so that ended jobs and the grace
+ * period are timely without scrapes); the textfile every MetricsInterval
+ * turns. */
+static void sampler_turn(void *arg, bool poked)
 {
-	struct timespec deadline;
-	unsigned ticks = 0;
+	struct metrics *m = arg;
 
-	(void)arg;
-	pthread_mutex_lock(&stop_lock);
-	while (!stopping) {
-		pthread_mutex_unlock(&stop_lock);
-		if (mconf->metrics_textfile[0] &&
-		    ticks % mconf->metrics_interval == 0) {
-			write_textfile(); /* samples too */
-		} else {
-			struct sample s;
+	(void)poked;
+	if (m->conf->metrics_textfile[0] &&
+	    m->ticks % m->conf->metrics_interval == 0) {
+		write_textfile(m); /* samples too */
+	} else {
+		struct sample s;
 
-			pthread_mutex_lock(&sample_lock);
-			sample_jobs(&s);
-			pthread_mutex_unlock(&sample_lock);
-		}
-		ticks++;
-		clock_gettime(CLOCK_MONOTONIC, &deadline);
-		deadline.tv_sec += METRICS_TICK_S;
-		pthread_mutex_lock(&stop_lock);
-		while (!stopping &&
-		       pthread_cond_timedwait(&stop_cond, &stop_lock,
-					      &deadline) != ETIMEDOUT)
-			;
+		pthread_mutex_lock(&m->sample_lock);
+		sample_jobs(m, &s);
+		pthread_mutex_unlock(&m->sample_lock);
 	}
-	pthread_mutex_unlock(&stop_lock);
-	return NULL;
+	m->ticks++;
 }
 
 /* httpmetrics_render_fn: the page, per-job series as its viewer may
  * see them (a user their own jobs, root and remote Prometheus all). */
 static char *render_page(void *arg, bool all, uid_t viewer, size_t *ret_len)
 {
-	(void)arg;
-	return metrics_render(all, viewer, ret_len);
+	return metrics_render(arg, all, viewer, ret_len);
 }
 
-void metrics_init(const struct conf *conf, struct cache *cache)
+struct metrics *metrics_create(struct agent *a, const struct conf *conf)
 {
-	pthread_condattr_t ca;
+	struct metrics *m = calloc(1, sizeof(*m));
 	char err[CONF_ERR_MAX];
 
-	mconf = conf;
-	mcache = cache;
-	stopping = false;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&stop_cond, &ca);
-	pthread_condattr_destroy(&ca);
-	if (pthread_create(&sampler, NULL, sampler_main, NULL) == 0)
-		sampler_started = true;
-	else
+	if (!m)
+		return NULL;
+	m->agent = a;
+	m->conf = conf;
+	pthread_mutex_init(&m->sample_lock, NULL);
+	m->ticker = ticker_start(METRICS_TICK_S * 1000, true, sampler_turn, m);
+	if (!m->ticker)
 		log_warningx("metrics: cannot start the sampler thread; "
 			     "per-job series will not expire");
 	if (!conf->metrics_listen[0])
-		return;
+		return m;
 	/* Staging is what jobs need; metrics are for watching it. A port
 	 * in use must not keep a node from running jobs. */
-	http = httpmetrics_start("MetricsListen", conf->metrics_listen,
-				 render_page, NULL, err, sizeof(err));
-	if (!http) {
+	m->http = httpmetrics_start("MetricsListen", conf->metrics_listen,
+				    render_page, m, err, sizeof(err));
+	if (!m->http) {
 		log_warningx("%s; serving without /metrics", err);
-		return;
+		return m;
 	}
 	log_info("metrics: serving http://%s/metrics", conf->metrics_listen);
+	return m;
 }
 
-void metrics_fini(void)
+void metrics_destroy(struct metrics *m)
 {
-	httpmetrics_stop(http);
-	http = NULL;
-	if (sampler_started) {
-		pthread_mutex_lock(&stop_lock);
-		stopping = true;
-		pthread_cond_broadcast(&stop_cond);
-		pthread_mutex_unlock(&stop_lock);
-		pthread_join(sampler, NULL);
-		sampler_started = false;
-	}
-	stats_fini();
+	if (!m)
+		return;
+	httpmetrics_stop(m->http);
+	ticker_stop(m->ticker);
+	pthread_mutex_destroy(&m->sample_lock);
+	free(m);
 }

@@ -23,23 +23,27 @@
 
 #include "common/config/conf.h"
 
-struct cache;
+struct agent;
+struct metrics;
 
-/* Start the sampler thread (and the textfile writer if configured) and the
- * HTTP server if MetricsListen is set. Nothing here stops the daemon: a
- * failure (port in use, textfile directory missing) is logged once, in one
- * line, and the rest goes on. CONF and CACHE (the tiers' cache figures)
- * must outlive the daemon; call after jobs_init. */
-void metrics_init(const struct conf *conf, struct cache *cache);
+/* Agent A's metrics: start the sampler thread (and the textfile writer if
+ * configured) and the HTTP server if MetricsListen is set. Nothing here
+ * stops the daemon: a failure (port in use, textfile directory missing)
+ * is logged once, in one line, and the rest goes on. A (its cache,
+ * stats, bwgov, telemetry: each may be NULL, then left out) and CONF
+ * must outlive the metrics; call after jobs_init. NULL only on ENOMEM.
+ * The caller owns it: metrics_destroy. */
+struct metrics *metrics_create(struct agent *a, const struct conf *conf);
 
-/* Stop the HTTP server and the thread. Safe without metrics_init. */
-void metrics_fini(void);
+/* Stop the HTTP server and the thread, free M. NULL is a no-op. */
+void metrics_destroy(struct metrics *m);
 
 /* The exposition text now (caller frees), its length in *ret_len. Node
  * figures always; per-job series of every job with ALL_JOBS, else only
  * of VIEWER's jobs (as the socket's status op: a user sees their own
  * jobs). NULL on ENOMEM. Safe from any thread. */
-char *metrics_render(bool all_jobs, uid_t viewer, size_t *ret_len);
+char *metrics_render(struct metrics *m, bool all_jobs, uid_t viewer,
+		     size_t *ret_len);
 
 /* Write PATH atomically: PATH.PID (O_EXCL, 0644) written and fsynced,
  * then renamed over PATH. 0, or -1 with errno. */

@@ -1,11 +1,11 @@
-/* sampler.c - /proc/PID/io of a job's process tree, and the sampling thread.
- * The accounting of exits is explained in sampler.h. */
+/* sampler.c - /proc/PID/io of a job's process tree. The accounting of
+ * exits is explained in sampler.h; the thread that samples every job is
+ * telemetry's ticker (telemetry.c). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
-#include <stdint.h>
 #include <fcntl.h>
-#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,8 +66,7 @@ int sampler_read_io(pid_t pid, struct telrec_io *ret)
 	return 0;
 }
 
-int sampler_read_stat(pid_t pid, unsigned long long *ret_start,
-		      pid_t *ret_ppid)
+int sampler_read_stat(pid_t pid, unsigned long long *ret_start, pid_t *ret_ppid)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long start = 0;
@@ -167,8 +166,7 @@ static struct sampler_proc *add_proc(struct sampler_tree *tree, pid_t pid,
 	return p;
 }
 
-int sampler_tree_add_task(struct sampler_tree *tree, pid_t pid,
-			  pid_t carrier)
+int sampler_tree_add_task(struct sampler_tree *tree, pid_t pid, pid_t carrier)
 {
 	struct sampler_carrier *c;
 
@@ -358,11 +356,11 @@ void sampler_tree_sample(struct sampler_tree *tree, sampler_task_fn fn,
 		io_sub(&grew, &p->cur, &p->last);
 		p->last = p->cur;
 		/* What reaped children brought that we had counted. */
-#define TAKE(f)                                                        \
-	do {                                                           \
-		uint64_t use = grew.f < p->credit.f ? grew.f : p->credit.f; \
-		p->credit.f -= use;                                    \
-		grew.f -= use;                                         \
+#define TAKE(f)                                                                \
+	do {                                                                   \
+		uint64_t use = grew.f < p->credit.f ? grew.f : p->credit.f;    \
+		p->credit.f -= use;                                            \
+		grew.f -= use;                                                 \
 	} while (0)
 		TAKE(rchar);
 		TAKE(wchar);
@@ -389,69 +387,4 @@ void sampler_tree_clear(struct sampler_tree *tree)
 {
 	free(tree->procs);
 	memset(tree, 0, sizeof(*tree));
-}
-
-/* --- the thread --------------------------------------------------------------- */
-
-static pthread_t thread;
-static bool started, stopping;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond;
-static unsigned period_ms;
-static void (*tick)(void);
-
-static void *loop(void *arg)
-{
-	struct timespec next;
-
-	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	pthread_mutex_lock(&lock);
-	while (!stopping) {
-		next.tv_nsec += (long)(period_ms % 1000) * 1000000L;
-		next.tv_sec += period_ms / 1000 + next.tv_nsec / 1000000000L;
-		next.tv_nsec %= 1000000000L;
-		while (!stopping &&
-		       pthread_cond_timedwait(&cond, &lock, &next) != ETIMEDOUT)
-			;
-		if (stopping)
-			break;
-		pthread_mutex_unlock(&lock);
-		tick();
-		pthread_mutex_lock(&lock);
-	}
-	pthread_mutex_unlock(&lock);
-	return NULL;
-}
-
-int sampler_start(unsigned interval_ms, void (*fn)(void))
-{
-	pthread_condattr_t attr;
-	int r;
-
-	period_ms = interval_ms ? interval_ms : 1000;
-	tick = fn;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&cond, &attr);
-	pthread_condattr_destroy(&attr);
-	r = pthread_create(&thread, NULL, loop, NULL);
-	if (r) {
-		errno = r;
-		return -1;
-	}
-	started = true;
-	return 0;
-}
-
-void sampler_stop(void)
-{
-	if (!started)
-		return;
-	pthread_mutex_lock(&lock);
-	stopping = true;
-	pthread_cond_broadcast(&cond);
-	pthread_mutex_unlock(&lock);
-	pthread_join(thread, NULL);
-	started = false;
 }

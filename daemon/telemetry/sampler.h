@@ -37,25 +37,25 @@
 
 #include "common/telemetry/telrec.h"
 
-#define SAMPLER_PROCS_MAX 4096  /* processes followed per job */
+#define SAMPLER_PROCS_MAX 4096	/* processes followed per job */
 #define SAMPLER_CARRIERS_MAX 64 /* slurmstepd processes per job (steps) */
 
 struct sampler_proc {
 	pid_t pid, ppid;
 	unsigned long long starttime;
-	pid_t task;               /* the registered task it descends from */
-	struct telrec_io last;    /* counters at the last sample */
-	struct telrec_io credit;  /* reaped children's counted part */
-	struct telrec_io cur;     /* this sample's reading */
-	bool gone, settled;       /* during a sample */
+	pid_t task;		 /* the registered task it descends from */
+	struct telrec_io last;	 /* counters at the last sample */
+	struct telrec_io credit; /* reaped children's counted part */
+	struct telrec_io cur;	 /* this sample's reading */
+	bool gone, settled;	 /* during a sample */
 };
 
 struct sampler_carrier {
 	pid_t pid;
 	unsigned long long starttime;
 	struct telrec_io last, owed;
-	pid_t owed_task;          /* whose tail the next growth is */
-	unsigned rounds;          /* samples left to wait for the reap */
+	pid_t owed_task; /* whose tail the next growth is */
+	unsigned rounds; /* samples left to wait for the reap */
 };
 
 struct sampler_tree {
@@ -81,8 +81,7 @@ int sampler_read_stat(pid_t pid, unsigned long long *ret_start,
  * current parent). Counting starts from zero: the task's I/O since its fork.
  * Already followed: 0. 0, or -1 with errno (ESRCH: not running, ENOSPC:
  * too many, ENOMEM). */
-int sampler_tree_add_task(struct sampler_tree *tree, pid_t pid,
-			  pid_t carrier);
+int sampler_tree_add_task(struct sampler_tree *tree, pid_t pid, pid_t carrier);
 
 /* Is the registered task PID still followed and alive? */
 bool sampler_tree_has(const struct sampler_tree *tree, pid_t pid);
@@ -94,12 +93,5 @@ void sampler_tree_sample(struct sampler_tree *tree, sampler_task_fn fn,
 
 /* Free the tree's memory (the struct itself is the caller's). */
 void sampler_tree_clear(struct sampler_tree *tree);
-
-/* Start the sampling thread: FN every INTERVAL_MS milliseconds. 0, or -1
- * with errno. */
-int sampler_start(unsigned interval_ms, void (*fn)(void));
-
-/* Stop and join the thread. Safe if never started. */
-void sampler_stop(void);
 
 #endif /* IOSTAGE_DAEMON_SAMPLER_H */

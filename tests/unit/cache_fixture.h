@@ -67,8 +67,9 @@ struct fx {
 static uint32_t fx_known_jobs[16];
 static size_t fx_nknown;
 
-static inline bool fx_job_known(uint32_t id)
+static inline bool fx_job_known(void *arg, uint32_t id)
 {
+	(void)arg;
 	size_t i;
 
 	for (i = 0; i < fx_nknown; i++)
@@ -176,7 +177,7 @@ static inline struct cache *fx_cache(struct fx *f)
 	p.owner_gid = getegid();
 	f->c = cache_create(&p, err, sizeof(err));
 	ck_assert_msg(f->c != NULL, "cache_create: %s", err);
-	ck_assert_msg(cache_recover(f->c, fx_job_known, err, sizeof(err)) ==
+	ck_assert_msg(cache_recover(f->c, fx_job_known, NULL, err, sizeof(err)) ==
 			  0,
 		      "cache_recover: %s", err);
 	return f->c;

@@ -350,7 +350,7 @@ START_TEST(test_journal_directory_checked)
 		p.owner_gid = getegid();
 		f.c = cache_create(&p, err, sizeof(err));
 		ck_assert_ptr_nonnull(f.c);
-		ck_assert_int_eq(cache_recover(f.c, fx_job_known, err,
+		ck_assert_int_eq(cache_recover(f.c, fx_job_known, NULL, err,
 					       sizeof(err)),
 				 -1);
 		ck_assert_ptr_nonnull(strstr(err, "StateDir: "));

@@ -134,6 +134,50 @@ START_TEST(test_poke_from_turn)
 }
 END_TEST
 
+/* A turn that sets the next one an hour away on a 1 ms period: only the
+ * poke runs the second turn; the third is back on the period. */
+struct next_counts {
+	struct counts c;
+	struct ticker *self;
+};
+
+static void turn_next(void *arg, bool poked)
+{
+	struct next_counts *n = arg;
+
+	pthread_mutex_lock(&n->c.lock);
+	if (n->c.turns == 0 && n->self)
+		ticker_next(n->self, 3600 * 1000);
+	pthread_mutex_unlock(&n->c.lock);
+	turn(&n->c, poked);
+}
+
+START_TEST(test_next_sets_one_wait)
+{
+	struct next_counts n;
+	struct timespec pause = {0, 50 * 1000000L};
+	struct ticker *t;
+
+	counts_init(&n.c);
+	n.self = NULL;
+	pthread_mutex_lock(&n.c.lock);
+	t = ticker_start(1, false, turn_next, &n);
+	ck_assert_ptr_nonnull(t);
+	n.self = t;
+	pthread_mutex_unlock(&n.c.lock);
+	ck_assert(wait_turns(&n.c, 1));
+	/* a broken ticker_next would run period turns meanwhile */
+	nanosleep(&pause, NULL);
+	pthread_mutex_lock(&n.c.lock);
+	ck_assert_uint_eq(n.c.turns, 1);
+	pthread_mutex_unlock(&n.c.lock);
+	ticker_poke(t);
+	ck_assert(wait_turns(&n.c, 3)); /* the poked one, then the period */
+	ticker_stop(t);
+	ck_assert_uint_ge(n.c.poked_turns, 1);
+}
+END_TEST
+
 /* Stopping a ticker whose period is an hour returns (the wait is woken),
  * and a busy ticker runs no turn once stop has returned. */
 START_TEST(test_stop_is_not_missed)
@@ -168,6 +212,7 @@ static Suite *ticker_suite(void)
 	tcase_add_test(tc, test_first_now);
 	tcase_add_test(tc, test_poke_from_turn);
 	tcase_add_test(tc, test_stop_is_not_missed);
+	tcase_add_test(tc, test_next_sets_one_wait);
 	suite_add_tcase(s, tc);
 	return s;
 }
