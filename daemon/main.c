@@ -26,7 +26,6 @@
 #include "common/base/daemonize.h"
 #include "common/base/log.h"
 #include "daemon/agent.h"
-#include "daemon/agent_bridge.h"
 #include "daemon/staging/bwgov.h"
 #include "daemon/staging/cache.h"
 #include "daemon/cluster/cachereport.h"
@@ -173,7 +172,6 @@ int main(int argc, char **argv)
 	 * shows a version that removes. */
 	agent.conf = &conf;
 	agent.conf_path = conf_abs;
-	agent_bridge = &agent; /* for the modules not yet given theirs */
 	agent.tiers = tiers_create(&agent, 0, err, sizeof(err));
 	if (!agent.tiers)
 		goto fail;

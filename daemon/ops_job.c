@@ -484,7 +484,7 @@ static cJSON *op_finish(struct agent *a, const struct ops_caller *c,
 	}
 	/* telemetry.c closes the job's record; the history files it. A
 	 * history that cannot take it costs the record, never the job. */
-	record = telemetry_finish_job(id);
+	record = telemetry_finish_job(a->telemetry, id);
 	if (record && forward_enabled(a->forward)) {
 		/* forward.c: with iostagectld, every node's record (its part
 		 * of a multi-node job's) is on disk in the outbox before the
@@ -499,7 +499,7 @@ static cJSON *op_finish(struct agent *a, const struct ops_caller *c,
 		log_warningx("job %u: not filed in the history: %s", id, err);
 	}
 	if (record)
-		stats_job_record(id, record); /* its last /metrics series */
+		stats_job_record(a->stats, id, record); /* its last /metrics series */
 	cJSON_Delete(record);
 	if (jobs_finish(a->jobs, id, OPS_THREAD_WAIT_S, err, sizeof(err)) < 0) {
 		bool again = errno == EBUSY;

@@ -132,11 +132,10 @@ static cJSON *op_telemetry_part(struct agent *a, const struct peernet_peer *p,
 	uint32_t id;
 	cJSON *rec, *r;
 
-	(void)a;
 	(void)p;
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
-	rec = telemetry_record(process_agent->telemetry, id, 0, err, sizeof(err));
+	rec = telemetry_record(a->telemetry, id, 0, err, sizeof(err));
 	if (!rec)
 		return proto_reply_error("%s", err);
 	r = proto_reply_ok();

@@ -23,7 +23,6 @@
 #include <stdint.h>
 
 #include "common/config/conf.h"
-#include "daemon/process_agent.h"
 
 #define BWGOV_ASK_TIMEOUT_MS 1000
 #define BWGOV_FALLBACK_RETRY_MS 2000

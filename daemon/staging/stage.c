@@ -425,13 +425,13 @@ static int run_worker(struct run *run, const struct profile_dataset *ds, int t,
 	}
 	/* Only copies read the PFS in bulk: checks are stats. */
 	rate_fd = task->mode == STAGE_WORKER_BUILD
-		      ? bwgov_begin(job->speculative, &bw)
+		      ? bwgov_begin(run->s->agent->bwgov, job->speculative, &bw)
 		      : -1;
 	r = worker_spawn(run->s, task, rate_fd, &w, run->err, sizeof(run->err));
 	if (rate_fd >= 0)
 		close(rate_fd); /* the worker has its own; bw keeps the page */
 	if (r < 0) {
-		bwgov_end(bw);
+		bwgov_end(run->s->agent->bwgov, bw);
 		slot_give(run->s);
 		return -1;
 	}
@@ -448,7 +448,7 @@ static int run_worker(struct run *run, const struct profile_dataset *ds, int t,
 	jobs_clear_worker(job);
 	while (waitpid(w.pid, &status, 0) < 0 && errno == EINTR)
 		;
-	bwgov_end(bw);
+	bwgov_end(run->s->agent->bwgov, bw);
 	slot_give(run->s);
 	if (o->reserved)
 		tiers_release(run->s->agent->tiers, t, o->reserved);
@@ -620,7 +620,7 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 		    job->id, ds->name, entry, ds->tier,
 		    ow->public ? " (public)" : "", how);
 		jobs_dataset_result(job, i, JOB_DS_HIT, entry, 0, 0, 0);
-		stats_dataset_served(true, built->bytes, built->files, 0, 0, 0);
+		stats_dataset_served(run->s->agent->stats, true, built->bytes, built->files, 0, 0, 0);
 		run->cached_bytes += built->bytes;
 	} else {
 		uint64_t copied =
@@ -634,8 +634,9 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 			 o->linked);
 		jobs_dataset_result(job, i, JOB_DS_BUILT, entry, copied,
 				    o->copy_bytes, o->linked);
-		stats_dataset_served(false, built->bytes, built->files,
-				     o->copy_bytes, copied, o->linked);
+		stats_dataset_served(run->s->agent->stats, false, built->bytes,
+				     built->files, o->copy_bytes, copied,
+				     o->linked);
 	}
 }
 
@@ -797,7 +798,7 @@ static void *stage_thread(void *arg)
 	for (i = 0; i < n && ok; i++)
 		ok = stage_dataset(run, i) == 0;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	stats_job_staged(job->id, job->uid, job->prestage, ok,
+	stats_job_staged(run->s->agent->stats, job->id, job->uid, job->prestage, ok,
 			 (double)(t1.tv_sec - t0.tv_sec) +
 			     (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
 			 run->done_bytes, run->done_files, run->cached_bytes);

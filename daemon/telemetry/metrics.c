@@ -132,7 +132,7 @@ static void sample_jobs(struct metrics *m, struct sample *ret)
 	memset(ret, 0, sizeof(*ret));
 	if (!stats)
 		return; /* an agent without figures: nothing to follow */
-	jobs = jobs_status_json(0);
+	jobs = jobs_status_json(m->agent->jobs, 0);
 	if (!jobs)
 		return; /* ENOMEM: try again next tick */
 	cJSON_ArrayForEach(j, jobs)
@@ -211,10 +211,10 @@ static int tier_families(struct metrics *m, struct promtext *pt)
 	unsigned entries[CONF_MAX_TIERS], counts[CONF_MAX_TIERS];
 	size_t f, t, n = mconf->ntiers;
 
-	jobs_tier_counts(counts);
+	jobs_tier_counts(m->agent->jobs, counts);
 	for (t = 0; t < n; t++) {
 		memset(&u[t], 0, sizeof(u[t]));
-		(void)tiers_usage((int)t, &u[t]);
+		(void)tiers_usage(m->agent->tiers, (int)t, &u[t]);
 		entries[t] = 0;
 		if (m->agent->cache)
 			cache_tier_counts(m->agent->cache, (int)t, &entries[t],

@@ -34,7 +34,6 @@
 #include "common/config/conf.h"
 #include "common/telemetry/telrec.h"
 #include "daemon/ops.h"
-#include "daemon/process_agent.h"
 
 #define TELEMETRY_KEEP_DAYS 30
 #define TELEMETRY_PROCS_MAX 1024 /* process entries per record */

@@ -14,6 +14,7 @@
 #include "common/base/log.h"
 #include "common/base/smallfile.h"
 #include "common/net/proto.h"
+#include "daemon/agent.h"
 #include "daemon/jobs.h"
 #include "daemon/telemetry/telemetry_internal.h"
 
@@ -29,7 +30,8 @@ cJSON *telemetry_record(struct telemetry *tel, uint32_t id, uid_t peer_uid,
 	}
 	pthread_mutex_lock(&tel->lock);
 	t = telemetry_find_locked(tel, id);
-	if (t || jobs_known(id)) {
+	if (t || (tel->agent && tel->agent->jobs &&
+		  jobs_known(tel->agent->jobs, id))) {
 		t = telemetry_get_locked(tel, id, peer_uid, err, errlen);
 		if (t || errno != EALREADY) {
 			if (t)

@@ -108,7 +108,7 @@ static cJSON *op_task_register(struct agent *a, const struct ops_caller *c,
 		return proto_reply_error("key 'pid': missing or not a task pid");
 	t.pid = (pid_t)pid;
 	t.parent = (pid_t)parent;
-	if (telemetry_task_register(process_agent->telemetry, id, &t, err, sizeof(err)) < 0)
+	if (telemetry_task_register(a->telemetry, id, &t, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	return proto_reply_ok();
 }
@@ -125,7 +125,7 @@ static cJSON *op_task_exit(struct agent *a, const struct ops_caller *c,
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    opt_int(req, "pid", INT32_MAX, &pid, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
-	if (telemetry_task_exit(process_agent->telemetry, id, (pid_t)pid, err, sizeof(err)) < 0)
+	if (telemetry_task_exit(a->telemetry, id, (pid_t)pid, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	return proto_reply_ok();
 }
@@ -169,7 +169,7 @@ static cJSON *op_phase(struct agent *a, const struct ops_caller *c,
 	 * wrapper) may name the pid. */
 	if (c->uid != 0 || pid <= 0)
 		pid = c->pid;
-	if (telemetry_phase(process_agent->telemetry, id, c->uid, (pid_t)pid, name,
+	if (telemetry_phase(a->telemetry, id, c->uid, (pid_t)pid, name,
 			    !strcmp(event, "begin"), when, &t, err,
 			    sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
@@ -194,7 +194,7 @@ static cJSON *op_shim_report(struct agent *a, const struct ops_caller *c,
 					 (long long)pid, (int)c->pid);
 	if (c->uid != 0 || pid <= 0)
 		pid = c->pid;
-	if (telemetry_shim_report(process_agent->telemetry, id, c->uid, (pid_t)pid, req, err,
+	if (telemetry_shim_report(a->telemetry, id, c->uid, (pid_t)pid, req, err,
 				  sizeof(err)) < 0)
 		return proto_reply_error("shim_report refused: %s", err);
 	return proto_reply_ok();
@@ -226,7 +226,7 @@ static cJSON *op_telemetry(struct agent *a, const struct ops_caller *c,
 
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
-	rec = telemetry_record(process_agent->telemetry, id, c->uid, err, sizeof(err));
+	rec = telemetry_record(a->telemetry, id, c->uid, err, sizeof(err));
 	if (!rec)
 		return proto_reply_error("%s", err);
 	/* A multi-node job: the whole job (parts.c), for a user who may

@@ -23,6 +23,7 @@
 #include "common/config/conf.h"
 #include "common/config/profile.h"
 #include "common/fs/rmtree.h"
+#include "daemon/agent.h"
 #include "daemon/jobs.h"
 #include "daemon/telemetry/telemetry.h"
 #include "tests/unit/check_run.h"
@@ -31,6 +32,9 @@
 
 static char root[64];
 static struct conf conf;
+/* The agent the records belong to: its conf, and a job table for the
+ * tests that need one (setup_jobs). */
+static struct agent agent;
 
 static void mkdir_in(char *path, size_t len, const char *name)
 {
@@ -56,22 +60,28 @@ static void setup(void)
 	snprintf(conf.socket_path, sizeof(conf.socket_path), "%s/sock", root);
 	snprintf(conf.node_name, sizeof(conf.node_name), "node1");
 	conf.telemetry_interval_ms = 3600 * 1000; /* samples only on events */
+	memset(&agent, 0, sizeof(agent));
+	agent.conf = &conf;
 }
 
-/* And the job table over them (each test runs in a process of its own:
- * the table is per process). It wants StateDir root's: as root only. */
+/* And the agent's job table over them, StateDir owned by the test's uid
+ * (root's in iostaged). */
 static void setup_jobs(void)
 {
 	char err[CONF_ERR_MAX];
 
 	setup();
-	ck_assert_msg(jobs_init(&conf, NULL, err, sizeof(err)) == 0, "%s", err);
+	agent.jobs = jobs_create(&agent, getuid(), err, sizeof(err));
+	ck_assert_msg(agent.jobs != NULL, "%s", err);
+	ck_assert_msg(jobs_load(agent.jobs, err, sizeof(err)) == 0, "%s", err);
 }
 
 static void teardown(void)
 {
 	char err[256];
 
+	jobs_destroy(agent.jobs);
+	agent.jobs = NULL;
 	(void)rmtree_at(AT_FDCWD, root, err, sizeof(err));
 }
 
@@ -86,9 +96,11 @@ static void staged_job(uint32_t id)
 	ck_assert_msg(p != NULL, "%s", err);
 	ck_assert_msg(profile_normalize(p, &conf, err, sizeof(err)) == 0, "%s",
 		      err);
-	job = jobs_create(id, OWNER, OWNER, "alice", p, err, sizeof(err));
+	job = jobs_new_job(agent.jobs, id, OWNER, OWNER, "alice", p, err,
+			   sizeof(err));
 	ck_assert_msg(job != NULL, "%s", err);
-	ck_assert_msg(jobs_insert(job, &old, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(jobs_insert(agent.jobs, job, &old, err, sizeof(err)) == 0,
+		      "%s", err);
 	jobs_staging_done(job, true, NULL);
 	jobs_put(job);
 }
@@ -96,7 +108,7 @@ static void staged_job(uint32_t id)
 static struct telemetry *tel_new(void)
 {
 	char err[CONF_ERR_MAX];
-	struct telemetry *tel = telemetry_create(NULL, &conf, err, sizeof(err));
+	struct telemetry *tel = telemetry_create(&agent, &conf, err, sizeof(err));
 
 	ck_assert_msg(tel != NULL, "%s", err);
 	return tel;
@@ -493,6 +505,7 @@ START_TEST(test_two_independent)
 {
 	char state2[CONF_PATH_MAX], err[CONF_ERR_MAX];
 	struct conf conf2 = conf;
+	struct agent agent2 = {.conf = &conf2}; /* no job table */
 	struct telemetry *a, *b;
 	cJSON *rec;
 
@@ -500,7 +513,7 @@ START_TEST(test_two_independent)
 	snprintf(conf2.state_dir, sizeof(conf2.state_dir), "%s", state2);
 	staged_job(46);
 	a = tel_new();
-	b = telemetry_create(NULL, &conf2, err, sizeof(err));
+	b = telemetry_create(&agent2, &conf2, err, sizeof(err));
 	ck_assert_msg(b != NULL, "%s", err);
 	register_self(a, 46);
 	rec = telemetry_finish_job(a, 46);
@@ -527,14 +540,13 @@ static Suite *telemetry_suite(void)
 	tcase_add_test(tc, test_unknown_and_null);
 	tcase_add_test(tc, test_resume_from_file);
 	suite_add_tcase(s, tc);
-	/* jobs_init wants a root-owned StateDir */
 	tcase_add_checked_fixture(tj, setup_jobs, teardown);
 	tcase_set_timeout(tj, 30);
-	tcase_add_root_test(tj, test_record_life);
-	tcase_add_root_test(tj, test_record_owner_only);
-	tcase_add_root_test(tj, test_restart_resumes);
-	tcase_add_root_test(tj, test_phase_names_limit);
-	tcase_add_root_test(tj, test_two_independent);
+	tcase_add_test(tj, test_record_life);
+	tcase_add_test(tj, test_record_owner_only);
+	tcase_add_test(tj, test_restart_resumes);
+	tcase_add_test(tj, test_phase_names_limit);
+	tcase_add_test(tj, test_two_independent);
 	suite_add_tcase(s, tj);
 	return s;
 }
