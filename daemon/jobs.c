@@ -234,6 +234,8 @@ struct job *jobs_get(struct jobs *js, uint32_t id)
 {
 	struct job *job;
 
+	if (!js)
+		return NULL; /* an agent without a table knows no job */
 	pthread_mutex_lock(&js->lock);
 	job = jobs_find_locked(js, id);
 	if (job)
@@ -246,6 +248,8 @@ bool jobs_known(struct jobs *js, uint32_t id)
 {
 	bool r;
 
+	if (!js)
+		return false;
 	pthread_mutex_lock(&js->lock);
 	r = jobs_find_locked(js, id) != NULL;
 	pthread_mutex_unlock(&js->lock);

@@ -117,6 +117,10 @@ struct job_view {
 struct agent;
 struct jobs;
 
+/* The queries (jobs_get, jobs_known, jobs_finished_here, jobs_status_json,
+ * jobs_tier_counts) take a NULL table: an agent without one (a unit
+ * test's telemetry, metrics or ops) knows no job. */
+
 /* A job table for agent A (its conf, tiers and cache: where a finished
  * job's directories go and its versions are unpinned; A must outlive the
  * table): create StateDir/jobs (0700) owned by OWNER (root in iostaged; a

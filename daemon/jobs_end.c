@@ -50,6 +50,8 @@ bool jobs_finished_here(struct jobs *js, uint32_t id, int64_t since_us,
 {
 	bool r = false;
 
+	if (!js)
+		return false;
 	pthread_mutex_lock(&js->lock);
 	for (size_t i = 0; i < JOBS_FINISHED_KEEP && !r; i++) {
 		const struct jobs_finished_rec *f = &js->finished[i];

@@ -67,8 +67,8 @@ cJSON *jobs_status_json(struct jobs *js, uid_t peer_uid)
 	cJSON *arr = cJSON_CreateArray(), *o;
 	const struct job *job;
 
-	if (!arr)
-		return NULL;
+	if (!arr || !js)
+		return arr; /* no table: no jobs */
 	pthread_mutex_lock(&js->lock);
 	for (job = js->head; job; job = job->next) {
 		if (peer_uid != 0 && job->uid != peer_uid)
@@ -91,6 +91,8 @@ void jobs_tier_counts(struct jobs *js, unsigned counts[CONF_MAX_TIERS])
 	size_t t;
 
 	memset(counts, 0, sizeof(unsigned) * CONF_MAX_TIERS);
+	if (!js)
+		return;
 	pthread_mutex_lock(&js->lock);
 	for (job = js->head; job; job = job->next)
 		for (t = 0; t < CONF_MAX_TIERS; t++)

@@ -206,7 +206,7 @@ int tiers_index(struct tiers *ts, const char *name)
 {
 	size_t i;
 
-	if (!name)
+	if (!ts || !name)
 		return -1;
 	for (i = 0; i < ts->n; i++)
 		if (!strcmp(ts->conf->tiers[i].name, name))
@@ -506,6 +506,10 @@ int tiers_usage(struct tiers *ts, int tier, struct tiers_usage *ret)
 {
 	int r;
 
+	if (!ts) {
+		errno = ENOENT; /* an agent without tiers has no tier */
+		return -1;
+	}
 	pthread_mutex_lock(&ts->lock);
 	r = usage_locked(ts, tier, ret);
 	pthread_mutex_unlock(&ts->lock);
