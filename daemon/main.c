@@ -50,8 +50,9 @@
 #define SHUTDOWN_JOBS_S 15    /* for staging threads to clean up */
 #define SHUTDOWN_CLIENTS_S 5  /* for connection threads to end */
 
+/* Per process: this process's configuration and node agent
+ * (daemon/agent.h), the signal flag and the pid file's path. */
 static struct conf conf;
-/* This process's node agent: its parts, made below (daemon/agent.h). */
 static struct agent agent;
 static volatile sig_atomic_t got_signal;
 static char pid_path[CONF_SOCKET_MAX + 32];
@@ -97,8 +98,6 @@ static void parse_args(int argc, char **argv, struct daemonize_args *a)
 int main(int argc, char **argv)
 {
 	char err[CONF_ERR_MAX], conf_abs[PATH_MAX];
-	struct cache_params cache_params;
-	struct cache *cache = NULL;
 	struct daemonize_args args;
 	sigset_t waitmask;
 	int ready_fd = -1, rc = 1;
@@ -172,33 +171,10 @@ int main(int argc, char **argv)
 	 * shows a version that removes. */
 	agent.conf = &conf;
 	agent.conf_path = conf_abs;
-	agent.tiers = tiers_create(&agent, 0, err, sizeof(err));
-	if (!agent.tiers)
-		goto fail;
-	cache_params_tiers(agent.tiers, &conf, &cache_params);
-	cache = cache_create(&cache_params, err, sizeof(err));
-	if (!cache)
-		goto fail;
-	agent.cache = cache;
-	agent.stats = stats_create();
-	if (!agent.stats) {
-		snprintf(err, sizeof(err), "stats: out of memory");
-		goto fail;
-	}
-	if (!(agent.stage = stage_create(&agent, err, sizeof(err))) ||
+	if (agent_create(&agent, 0, err, sizeof(err)) < 0 ||
 	    spawn_init(err, sizeof(err)) < 0 ||
-	    !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
 	    !(agent.server = server_create(&agent, err, sizeof(err))) ||
-	    /* before the jobs are loaded: it resumes their drains */
-	    !(agent.drain = drain_create(&agent, err, sizeof(err))) ||
-	    jobs_load(agent.jobs, err, sizeof(err)) < 0)
-		goto fail;
-	tiers_detach_stale(agent.tiers, jobs_known_arg, agent.jobs);
-	if (cache_recover(cache, jobs_known_arg, agent.jobs, err,
-			  sizeof(err)) < 0 ||
-	    !(agent.telemetry = telemetry_create(&agent, &conf, err,
-						 sizeof(err))) ||
-	    !(agent.parts = parts_create(&agent, err, sizeof(err))) ||
+	    agent_load(&agent, 0, err, sizeof(err)) < 0 ||
 	    /* Records for iostagectld: resumes what a crash left. */
 	    forward_create(&agent, &agent.forward, err, sizeof(err)) < 0)
 		goto fail;
@@ -257,26 +233,16 @@ out:
 	server_close(agent.server);
 	/* A client thread still running could touch the table. */
 	if (clients_gone) {
-		/* after the clients: they may hold records */
-		telemetry_destroy(agent.telemetry);
-		agent.telemetry = NULL;
-		drain_destroy(agent.drain);
-		agent.drain = NULL;
-		jobs_destroy(agent.jobs);
-		agent.jobs = NULL;
-		stage_destroy(agent.stage);
-		agent.stage = NULL;
-		cache_destroy(cache);
-		stats_destroy(agent.stats);
-		agent.stats = NULL;
 		history_fini();
-		parts_destroy(agent.parts);
 		forward_destroy(agent.forward); /* a finish may still put */
+		agent.forward = NULL;
 		peer_destroy(agent.peer); /* parts and wait called through it */
+		agent.peer = NULL;
 		server_destroy(agent.server);
+		agent.server = NULL;
+		agent_destroy(&agent);
 	}
 	spawn_fini();
-	tiers_destroy(agent.tiers);
 	if (rc == 0)
 		log_info("stopped");
 	return rc;

@@ -4,7 +4,8 @@
 # and reached through the agent, so that one process can hold two agents
 # (tests/unit/check_agent.c). What is per process (a signal flag, the
 # executable, the log) may stay static when its declaration says so: the
-# words "per process" in a comment on the line or on the line above.
+# words "per process" in a comment on its line, or in the comment above a
+# run of static declarations it belongs to.
 #
 #   scripts/check-statics.sh [DIR...]     (default: daemon)
 #
@@ -25,6 +26,10 @@ while IFS= read -r f; do
 		# A static object: "static" then a declaration ending in ; or =,
 		# not a function (a "(" before any "=", unless it is "(*", a
 		# function pointer), not const-qualified itself.
+		# "per process" holds over the comment it is in and the run of
+		# static lines right after it.
+		$0 ~ /per process/ { grp = 1 }
+		$0 !~ /per process/ && $0 !~ /^[ \t]*(\*|\/\*)/ && $0 !~ /^[ \t]*static[ \t]/ { grp = 0 }
 		/^[ \t]*static[ \t]/ {
 			line = $0
 			decl = line
@@ -35,7 +40,7 @@ while IFS= read -r f; do
 			if (head ~ /^[ \t]*static[ \t]+const[ \t]/ || head ~ /\*[ \t]*const[ \t]/ ||
 			    head ~ /^[ \t]*static[ \t]+[A-Za-z_0-9 \t]*const[ \t]/ && head !~ /\*/ ||
 			    head ~ /^[ \t]*static[ \t]+op_table[ \t]/) { prev = line; next }
-			mark = (line ~ /per process/ || prev ~ /per process/) ? "marked" : "unmarked"
+			mark = (line ~ /per process/ || grp) ? "marked" : "unmarked"
 			printf "%s\t%d\t%s\t%s\n", mark, NR, f, line
 		}
 		{ prev = $0 }
