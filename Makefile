@@ -312,6 +312,7 @@ unit-bins: $(UNIT_BIN)
 # program another's, and no include cycle (scripts/check-layers.sh).
 unit: $(UNIT_BIN) $(LIBIOSTAGE)
 	@scripts/check-layers.sh
+	@scripts/check-statics.sh
 	@scripts/check-doc-examples.sh
 	@BUILD=$(BUILD) tests/unit/run.sh $(UNIT_BIN) tests/python/run.py
 

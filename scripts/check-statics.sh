@@ -28,8 +28,8 @@ while IFS= read -r f; do
 		# function pointer), not const-qualified itself.
 		# "per process" holds over the comment it is in and the run of
 		# static lines right after it.
-		$0 ~ /per process/ { grp = 1 }
-		$0 !~ /per process/ && $0 !~ /^[ \t]*(\*|\/\*)/ && $0 !~ /^[ \t]*static[ \t]/ { grp = 0 }
+		tolower($0) ~ /per process/ { grp = 1 }
+		tolower($0) !~ /per process/ && $0 !~ /^[ \t]*(\*|\/\*)/ && $0 !~ /^[ \t]*static[ \t]/ { grp = 0 }
 		/^[ \t]*static[ \t]/ {
 			line = $0
 			decl = line
@@ -40,7 +40,7 @@ while IFS= read -r f; do
 			if (head ~ /^[ \t]*static[ \t]+const[ \t]/ || head ~ /\*[ \t]*const[ \t]/ ||
 			    head ~ /^[ \t]*static[ \t]+[A-Za-z_0-9 \t]*const[ \t]/ && head !~ /\*/ ||
 			    head ~ /^[ \t]*static[ \t]+op_table[ \t]/) { prev = line; next }
-			mark = (line ~ /per process/ || grp) ? "marked" : "unmarked"
+			mark = (tolower(line) ~ /per process/ || grp) ? "marked" : "unmarked"
 			printf "%s\t%d\t%s\t%s\n", mark, NR, f, line
 		}
 		{ prev = $0 }
