@@ -24,6 +24,7 @@ int agent_create(struct agent *a, uid_t owner, char *err, size_t errlen)
 {
 	struct cache_params params;
 
+	a->owner = owner;
 	a->tiers = tiers_create(a, owner, err, errlen);
 	if (!a->tiers)
 		goto fail;

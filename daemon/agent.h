@@ -39,6 +39,9 @@ struct sampler;
 struct agent {
 	const struct conf *conf;
 	const char *conf_path; /* the file conf was read from */
+	/* Who owns StateDir, the tiers' roots and the cache: root in
+	 * iostaged, a unit test's own uid (set by agent_create). */
+	uid_t owner;
 
 	/* staging/ */
 	struct tiers *tiers;

@@ -113,7 +113,8 @@ struct drain *drain_create(struct agent *a, char *err, size_t errlen)
 			 strerror(errno));
 		goto fail;
 	}
-	d->record_fd = drain_records_open(d->conf->state_dir, err, errlen);
+	d->record_fd = drain_records_open(d->conf->state_dir, a->owner, err,
+					  errlen);
 	if (d->record_fd < 0)
 		goto fail;
 	r = pthread_create(&d->thread, NULL, drain_loop, d);

@@ -342,9 +342,11 @@ void drain_watches_free(struct drain *d);
 
 extern const char *const drain_phase_names[];
 
-/* StateDir/drain: created root 0700; old records and temporary files
- * removed. Its fd, or -1 with err. */
-int drain_records_open(const char *state_dir, char *err, size_t errlen);
+/* StateDir/drain: created 0700, which OWNER must own (root in iostaged, a
+ * unit test's uid); old records and temporary files removed. Its fd, or
+ * -1 with err. */
+int drain_records_open(const char *state_dir, uid_t owner, char *err,
+		       size_t errlen);
 
 /* Write DJ's record (small, local file). */
 void drain_record_write_locked(struct djob *dj);

@@ -166,7 +166,8 @@ void drain_record_resume(struct djob *dj)
 	cJSON_Delete(o);
 }
 
-int drain_records_open(const char *state_dir, char *err, size_t errlen)
+int drain_records_open(const char *state_dir, uid_t owner, char *err,
+		       size_t errlen)
 {
 	char why[CONF_ERR_MAX];
 	struct dirent *de;
@@ -193,8 +194,8 @@ int drain_records_open(const char *state_dir, char *err, size_t errlen)
 			 state_dir, strerror(errno));
 		goto fail;
 	}
-	if (fsutil_check_root_dir(&st, "StateDir/drain", false, why,
-				  sizeof(why)) < 0) {
+	if (fsutil_check_owned_dir(&st, "StateDir/drain", owner, false, why,
+				   sizeof(why)) < 0) {
 		snprintf(err, errlen, "StateDir: %s", why);
 		goto fail;
 	}
