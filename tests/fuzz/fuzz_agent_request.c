@@ -4,8 +4,8 @@
  * history), run in process against a tier and a StateDir in the scratch
  * directory, as root, as a user (uid 1000) or as nobody: the first byte
  * of the input picks the peer, the rest is the line. Workers are never
- * started: spawn_as_user is tests/fuzz/spawn_stub.h's, which refuses, so a
- * stage or prestage request runs up to the fork and takes its failure
+ * started: spawn_init is never called, so the real spawn_as_user refuses
+ * and a stage or prestage request runs up to the fork and takes its failure
  * path (what a node out of processes does); a prestage's job is then
  * finished as main()'s prune finishes it. The line goes through
  * server_dispatch (daemon/server.h), with an agent made as main() makes
@@ -23,7 +23,6 @@
 #include "daemon/staging/tiers.h"
 #include "daemon/telemetry/telemetry.h"
 #include "tests/fuzz/history_renew.h"
-#include "tests/fuzz/spawn_stub.h"
 
 
 static struct conf conf;
@@ -31,7 +30,6 @@ static struct agent agent;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	struct cache_params cp;
 	char err[CONF_ERR_MAX];
 
 	(void)argc;
@@ -39,20 +37,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fuzz_conf(&conf);
 	agent.conf = &conf;
 	agent.conf_path = "/etc/slurm/iostage.conf";
-	if (tiers_init(&conf, err, sizeof(err)) < 0)
-		goto fail;
-	cache_params_tiers(&conf, &cp);
-	agent.cache = cache_create(&cp, err, sizeof(err));
-	if (!agent.cache)
-		goto fail;
-	stage_init(&conf, agent.cache);
-	if (drain_init(&conf, err, sizeof(err)) < 0 ||
-	    jobs_init(&conf, agent.cache, err, sizeof(err)) < 0)
-		goto fail;
-	tiers_detach_stale(jobs_known);
-	if (cache_recover(agent.cache, jobs_known, err, sizeof(err)) < 0 ||
-	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
-	    !(agent.parts = parts_create(&agent, err, sizeof(err))))
+	/* as iostaged's main() makes its agent (daemon/agent.c), but for
+	 * spawn_init: without it spawn_as_user refuses, so a stage, prestage
+	 * or drain runs up to the fork and takes its failure path (what a
+	 * node out of processes does), and no worker ever starts */
+	if (agent_create(&agent, 0, err, sizeof(err)) < 0 ||
+	    agent_load(&agent, 0, err, sizeof(err)) < 0)
 		goto fail;
 	history_init(&conf);
 	return 0;
@@ -80,7 +70,7 @@ static void finish_prestage(const cJSON *reply)
 	if (!cJSON_IsNumber(idj))
 		return;
 	id = (uint32_t)idj->valuedouble;
-	job = jobs_get(id);
+	job = jobs_get(agent.jobs, id);
 	if (!job)
 		return;
 	if (!job->prestage) {
@@ -89,7 +79,8 @@ static void finish_prestage(const cJSON *reply)
 	}
 	jobs_wait(job, 10, &v);
 	jobs_put(job);
-	if (v.state == JOB_STAGING || jobs_finish(id, 10, err, sizeof(err)) < 0) {
+	if (v.state == JOB_STAGING || jobs_finish(agent.jobs, id, 10, err,
+						 sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: prestage %u did not end: %s\n", id,
 			v.state == JOB_STAGING ? "still staging" : err);
 		abort();

@@ -28,7 +28,6 @@
 #include "daemon/staging/stage.h"
 #include "daemon/telemetry/telemetry.h"
 #include "daemon/staging/tiers.h"
-#include "tests/fuzz/spawn_stub.h"
 
 
 #define KEY "0123456789abcdef0123456789abcdef"
@@ -48,7 +47,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fuzz_conf(&conf);
-	stage_init(&conf, NULL); /* nothing is staged here */
 	return 0;
 }
 
@@ -65,33 +63,17 @@ static void put(const char *path, const void *data, size_t size)
 
 static void start_stop(void)
 {
-	struct cache_params cp;
-	struct cache *cache = NULL;
-	struct agent agent = { .conf = &conf };
-	struct parts *parts;
+	struct agent agent = {.conf = &conf};
 	char err[CONF_ERR_MAX];
 
-	if (tiers_init(&conf, err, sizeof(err)) < 0)
+	/* as iostaged's main() makes its agent (daemon/agent.c) */
+	if (agent_create(&agent, 0, err, sizeof(err)) < 0 ||
+	    agent_load(&agent, 0, err, sizeof(err)) < 0)
 		goto fail;
-	cache_params_tiers(&conf, &cp);
-	cache = cache_create(&cp, err, sizeof(err));
-	if (!cache || drain_init(&conf, err, sizeof(err)) < 0 ||
-	    jobs_init(&conf, cache, err, sizeof(err)) < 0)
-		goto fail;
-	tiers_detach_stale(jobs_known);
-	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
-	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
-	    !(parts = parts_create(&agent, err, sizeof(err))))
-		goto fail;
-	cJSON_Delete(jobs_status_json(0));
-	jobs_shutdown("fuzz", 1);
-	drain_shutdown();
-	telemetry_fini();
-	jobs_fini();
-	drain_fini();
-	cache_destroy(cache);
-	parts_destroy(parts);
-	tiers_fini();
+	cJSON_Delete(jobs_status_json(agent.jobs, 0));
+	jobs_shutdown(agent.jobs, "fuzz", 1);
+	drain_shutdown(agent.drain);
+	agent_destroy(&agent);
 	return;
 fail:
 	/* the fixed parts of the state are fine: a start that fails on one

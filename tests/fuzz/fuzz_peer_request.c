@@ -21,17 +21,14 @@
 #include "daemon/staging/stage.h"
 #include "daemon/telemetry/telemetry.h"
 #include "daemon/staging/tiers.h"
-#include "tests/fuzz/spawn_stub.h"
 #include "tests/fuzz/mauth_stub.h"
 
 
 static struct conf conf;
-static struct cache *cache;
 static struct agent agent;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	struct cache_params cp;
 	char err[CONF_ERR_MAX];
 
 	(void)argc;
@@ -39,22 +36,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fuzz_conf(&conf);
 	snprintf(conf.node_name, sizeof(conf.node_name), "node1");
 	agent.conf = &conf;
-	if (tiers_init(&conf, err, sizeof(err)) < 0)
+	/* as iostaged's main() makes its agent (daemon/agent.c), without
+	 * spawn_init: no worker ever starts (spawn_as_user refuses) */
+	if (agent_create(&agent, 0, err, sizeof(err)) < 0 ||
+	    agent_load(&agent, 0, err, sizeof(err)) < 0)
 		goto fail;
-	cache_params_tiers(&conf, &cp);
-	cache = cache_create(&cp, err, sizeof(err));
-	if (!cache)
-		goto fail;
-	stage_init(&conf, cache);
-	if (drain_init(&conf, err, sizeof(err)) < 0 ||
-	    jobs_init(&conf, cache, err, sizeof(err)) < 0)
-		goto fail;
-	tiers_detach_stale(jobs_known);
-	if (cache_recover(cache, jobs_known, err, sizeof(err)) < 0 ||
-	    telemetry_init(&conf, err, sizeof(err)) < 0 ||
-	    !(agent.parts = parts_create(&agent, err, sizeof(err))))
-		goto fail;
-	agent.cache = cache;
 	agent.peer = peer_create(&agent);
 	if (!agent.peer) {
 		snprintf(err, sizeof(err), "out of memory");

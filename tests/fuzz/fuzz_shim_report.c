@@ -16,7 +16,7 @@
 #include "common/config/profile.h"
 #include "common/net/proto.h"
 #include "common/history/history.h"
-#include "daemon/agent_bridge.h"
+#include "daemon/agent.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"
@@ -25,7 +25,6 @@
 #include "daemon/telemetry/telemetry.h"
 #include "daemon/staging/tiers.h"
 #include "tests/fuzz/fuzz_job.h"
-#include "tests/fuzz/spawn_stub.h"
 
 
 #define FUZZ_JOB_INPUTS 5000
@@ -45,7 +44,8 @@ static void start_job(void)
 
 	jobs_staging_done(job, true, NULL);
 	jobs_put(job);
-	if (telemetry_task_register(job_id, &t, err, sizeof(err)) < 0) {
+	if (telemetry_task_register(agent.telemetry, job_id, &t, err,
+				    sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: job %u: %s\n", job_id, err);
 		exit(2);
 	}
@@ -56,7 +56,7 @@ static void next_job(void)
 {
 	char err[CONF_ERR_MAX];
 
-	cJSON_Delete(telemetry_finish_job(job_id));
+	cJSON_Delete(telemetry_finish_job(agent.telemetry, job_id));
 	if (jobs_finish(agent.jobs, job_id, 10, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: job %u: %s\n", job_id, err);
 		abort();
@@ -72,13 +72,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fuzz_conf(&conf);
-	agent.conf = &conf; /* nothing is staged: no cache, no stager */
-	agent_bridge = &agent; /* telemetry reaches the table through it */
-	if (!(agent.tiers = tiers_create(&agent, 0, err, sizeof(err))) ||
-	    !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
-	    drain_init(&conf, err, sizeof(err)) < 0 ||
-	    jobs_load(agent.jobs, err, sizeof(err)) < 0 ||
-	    telemetry_init(&conf, err, sizeof(err)) < 0) {
+	agent.conf = &conf;
+	/* as iostaged's main() makes its agent (daemon/agent.c), without
+	 * spawn_init: no worker ever starts (spawn_as_user refuses) */
+	if (agent_create(&agent, 0, err, sizeof(err)) < 0 ||
+	    agent_load(&agent, 0, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: %s\n", err);
 		exit(2);
 	}
@@ -102,13 +100,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	req = proto_parse_request(line, &op, err, sizeof(err));
 	free(line);
 	if (req && telrec_report_check(req, err, sizeof(err)) == 0 &&
-	    telemetry_shim_report(job_id, 1000, 1000 + data[0], req, err,
+	    telemetry_shim_report(agent.telemetry, job_id, 1000, 1000 + data[0], req, err,
 				  sizeof(err)) < 0) {
 		fprintf(stderr, "a checked report was refused: %s\n", err);
 		abort();
 	}
 	cJSON_Delete(req);
-	rec = telemetry_record(job_id, 1000, err, sizeof(err));
+	rec = telemetry_record(agent.telemetry, job_id, 1000, err, sizeof(err));
 	if (!rec)
 		abort();
 	cJSON_Delete(rec);
