@@ -142,11 +142,12 @@ typedef int (*jobs_drain_resume_fn)(const struct job *job, char *err,
 void jobs_set_drain_hooks(struct jobs *js, jobs_drain_status_fn status,
 			  jobs_drain_resume_fn resume);
 
-/* Stop: refuse new jobs (jobs_insert fails), cancel every staging job with
- * REASON (its worker is killed and its partial copies removed by its staging
- * thread), wake every waiter, and wait up to TIMEOUT_S for the staging threads.
- */
-void jobs_shutdown(struct jobs *js, const char *reason, unsigned timeout_s);
+/* Stop: refuse new jobs (jobs_insert fails), cancel every staging job
+ * with REASON (its worker is killed and its partial copies removed by its
+ * staging thread), wake every waiter, and wait up to TIMEOUT_S for the
+ * staging threads. True when none runs any more (the table and the
+ * stager may then be destroyed). */
+bool jobs_shutdown(struct jobs *js, const char *reason, unsigned timeout_s);
 
 /* Free the table (only when no thread uses it any more). NULL is a
  * no-op. */

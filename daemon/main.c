@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 	struct daemonize_args args;
 	sigset_t waitmask;
 	int ready_fd = -1, rc = 1;
-	bool clients_gone = true;
+	bool clients_gone = true, staging_gone = true;
 
 	if (argc >= 2 && !strcmp(argv[1], "--stage-worker"))
 		return worker_main(argc - 1, argv + 1);
@@ -226,8 +226,9 @@ int main(int argc, char **argv)
 	cachereport_fini();
 	metrics_fini();
 	peer_fini();
-	jobs_shutdown(agent.jobs, "iostaged stopped during staging",
-		      SHUTDOWN_JOBS_S);
+	staging_gone = jobs_shutdown(agent.jobs,
+				     "iostaged stopped during staging",
+				     SHUTDOWN_JOBS_S);
 	bwgov_fini(); /* gives the node's lease back */
 	drain_shutdown(); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(SHUTDOWN_CLIENTS_S);
@@ -240,8 +241,11 @@ out:
 	server_close();
 	/* A client thread still running could touch the table. */
 	if (clients_gone) {
-		jobs_destroy(agent.jobs);
-		stage_destroy(agent.stage);
+		/* nor may a staging thread still running (it holds both) */
+		if (staging_gone) {
+			jobs_destroy(agent.jobs);
+			stage_destroy(agent.stage);
+		}
 		drain_fini();
 		cache_destroy(cache);
 		history_fini();

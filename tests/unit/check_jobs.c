@@ -320,7 +320,9 @@ START_TEST(test_shutdown_refuses_new_jobs_and_cancels)
 	struct job *job = ag_job(&g, 42, EMPTY), *late, *old;
 	char err[CONF_ERR_MAX], why[CONF_ERR_MAX];
 
-	jobs_shutdown(g.a.jobs, "iostaged stopped during staging", 0);
+	/* its staging thread still runs (the test's): not over */
+	ck_assert(!jobs_shutdown(g.a.jobs, "iostaged stopped during staging",
+				 0));
 	ck_assert(jobs_cancelled(job, why, sizeof(why)));
 	ck_assert_str_eq(why, "iostaged stopped during staging");
 	late = jobs_new_job(g.a.jobs, 43, geteuid(), getegid(), "tester",
@@ -331,6 +333,7 @@ START_TEST(test_shutdown_refuses_new_jobs_and_cancels)
 	jobs_discard(late);
 	jobs_staging_done(job, true, NULL);
 	ck_assert_int_eq(state_of(job, NULL, 0), JOB_FAILED);
+	ck_assert(jobs_shutdown(g.a.jobs, "again", 0));
 	jobs_put(job);
 }
 END_TEST
