@@ -296,6 +296,12 @@ void jobs_dataset_result(struct job *job, size_t i, enum job_ds_result result,
  * clears ->running. */
 void jobs_staging_done(struct job *job, bool ok, const char *error);
 
+/* The staging thread's last word: jobs_staging_done, then its reference
+ * to JOB dropped as ->running is cleared. After it the thread may touch
+ * neither JOB nor its table (both may be gone once jobs_shutdown or
+ * jobs_finish saw the thread end). */
+void jobs_staging_exit(struct job *job, bool ok, const char *error);
+
 /* --- for status ----------------------------------------------------------- */
 
 /* The "jobs" array of a status reply: every job for root (PEER_UID 0),
