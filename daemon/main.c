@@ -182,8 +182,9 @@ int main(int argc, char **argv)
 	agent.cache = cache;
 	if (!(agent.stage = stage_create(&agent, err, sizeof(err))) ||
 	    spawn_init(err, sizeof(err)) < 0 ||
-	    !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
 	    server_init(&conf, conf_abs, cache, err, sizeof(err)) < 0 ||
+	    /* StateDir/jobs opened, nothing loaded: drain_init hooks in */
+	    !(agent.jobs = jobs_create(&agent, 0, err, sizeof(err))) ||
 	    drain_init(&conf, err, sizeof(err)) < 0 || /* before jobs: resume */
 	    jobs_load(agent.jobs, err, sizeof(err)) < 0)
 		goto fail;
