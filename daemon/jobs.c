@@ -410,7 +410,7 @@ int jobs_load(struct jobs *js, char *err, size_t errlen)
 	return jobs_load_all(js, err, errlen);
 }
 
-void jobs_shutdown(struct jobs *js, const char *reason, unsigned timeout_s)
+bool jobs_shutdown(struct jobs *js, const char *reason, unsigned timeout_s)
 {
 	struct timespec deadline;
 	struct job *job;
@@ -438,6 +438,7 @@ void jobs_shutdown(struct jobs *js, const char *reason, unsigned timeout_s)
 		log_warningx("staging threads still running after %u s; "
 			     "exiting anyway",
 			     timeout_s);
+	return !busy;
 }
 
 void jobs_destroy(struct jobs *js)

@@ -147,11 +147,12 @@ typedef int (*jobs_drain_resume_fn)(void *arg, const struct job *job,
 void jobs_set_drain_hooks(struct jobs *js, jobs_drain_status_fn status,
 			  jobs_drain_resume_fn resume, void *arg);
 
-/* Stop: refuse new jobs (jobs_insert fails), cancel every staging job with
- * REASON (its worker is killed and its partial copies removed by its staging
- * thread), wake every waiter, and wait up to TIMEOUT_S for the staging threads.
- */
-void jobs_shutdown(struct jobs *js, const char *reason, unsigned timeout_s);
+/* Stop: refuse new jobs (jobs_insert fails), cancel every staging job
+ * with REASON (its worker is killed and its partial copies removed by its
+ * staging thread), wake every waiter, and wait up to TIMEOUT_S for the
+ * staging threads. True when none runs any more (the table and the
+ * stager may then be destroyed). */
+bool jobs_shutdown(struct jobs *js, const char *reason, unsigned timeout_s);
 
 /* Free the table (only when no thread uses it any more). NULL is a
  * no-op. */
@@ -299,6 +300,12 @@ void jobs_dataset_result(struct job *job, size_t i, enum job_ds_result result,
  * always fails with its cancel reason). Persists, wakes waiters and
  * clears ->running. */
 void jobs_staging_done(struct job *job, bool ok, const char *error);
+
+/* The staging thread's last word: jobs_staging_done, then its reference
+ * to JOB dropped as ->running is cleared. After it the thread may touch
+ * neither JOB nor its table (both may be gone once jobs_shutdown or
+ * jobs_finish saw the thread end). */
+void jobs_staging_exit(struct job *job, bool ok, const char *error);
 
 /* --- for status ----------------------------------------------------------- */
 

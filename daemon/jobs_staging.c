@@ -98,10 +98,14 @@ void jobs_dataset_result(struct job *job, size_t i, enum job_ds_result result,
 	pthread_mutex_unlock(&js->lock);
 }
 
-void jobs_staging_done(struct job *job, bool ok, const char *error)
+/* jobs_staging_done, and with PUT the staging thread's reference dropped
+ * in the critical section that clears ->running: once jobs_shutdown or a
+ * finish sees the thread gone, it touches neither the job nor the table. */
+static void staging_end(struct job *job, bool ok, const char *error, bool put)
 {
 	struct jobs *js = job->table;
 	struct timespec now;
+	bool last = false;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&js->lock);
@@ -127,6 +131,20 @@ void jobs_staging_done(struct job *job, bool ok, const char *error)
 	pthread_mutex_lock(&js->lock);
 	job->running = false;
 	job->worker = 0;
+	if (put)
+		last = --job->refs == 0;
 	pthread_cond_broadcast(&js->cond);
 	pthread_mutex_unlock(&js->lock);
+	if (last)
+		jobs_job_free(job);
+}
+
+void jobs_staging_done(struct job *job, bool ok, const char *error)
+{
+	staging_end(job, ok, error, false);
+}
+
+void jobs_staging_exit(struct job *job, bool ok, const char *error)
+{
+	staging_end(job, ok, error, true);
 }

@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 	struct daemonize_args args;
 	sigset_t waitmask;
 	int ready_fd = -1, rc = 1;
-	bool clients_gone = true;
+	bool clients_gone = true, staging_gone = true;
 
 	if (argc >= 2 && !strcmp(argv[1], "--stage-worker"))
 		return worker_main(argc - 1, argv + 1);
@@ -219,8 +219,9 @@ int main(int argc, char **argv)
 	agent.cachereport = NULL;
 	metrics_destroy(agent.metrics);
 	agent.metrics = NULL;
-	jobs_shutdown(agent.jobs, "iostaged stopped during staging",
-		      SHUTDOWN_JOBS_S);
+	staging_gone = jobs_shutdown(agent.jobs,
+				     "iostaged stopped during staging",
+				     SHUTDOWN_JOBS_S);
 	bwgov_destroy(agent.bwgov); /* gives the node's lease back */
 	agent.bwgov = NULL;
 	drain_shutdown(agent.drain); /* wakes finish requests waiting for a drain */
@@ -240,7 +241,10 @@ out:
 		agent.peer = NULL;
 		server_destroy(agent.server);
 		agent.server = NULL;
-		agent_destroy(&agent);
+		/* nor may a staging thread still running (it holds the
+		 * table, the stager and the cache) */
+		if (staging_gone)
+			agent_destroy(&agent);
 	}
 	spawn_fini();
 	if (rc == 0)

@@ -813,8 +813,7 @@ static void *stage_thread(void *arg)
 		if (!job->prestage)
 			jobs_cleanup_failed(job);
 	}
-	jobs_staging_done(job, ok, run->err);
-	jobs_put(job);
+	jobs_staging_exit(job, ok, run->err); /* job and table: not ours */
 	free(run);
 	return NULL;
 }

@@ -51,10 +51,12 @@ static void parse_message(const cJSON *m, struct stage_msg *r)
 		r->bytes = proto_u64(m, "bytes");
 		r->files = proto_u64(m, "files");
 		r->linked = proto_u64(m, "linked");
+		/* a failure always says why, if only that it failed */
 		if (!r->ok)
 			snprintf(r->text, sizeof(r->text), "%s",
-				 cJSON_IsString(error) ? error->valuestring
-						       : "copy failed");
+				 cJSON_IsString(error) && error->valuestring[0]
+				     ? error->valuestring
+				     : "copy failed");
 	} else if (cJSON_IsString(note)) {
 		r->kind = STAGE_MSG_NOTE;
 		snprintf(r->text, sizeof(r->text), "%s", note->valuestring);

@@ -157,6 +157,23 @@ START_TEST(test_staging_done)
 }
 END_TEST
 
+/* The staging thread's last word gives its reference back with the end
+ * of staging: the table and the caller keep theirs. */
+START_TEST(test_staging_exit_drops_the_threads_reference)
+{
+	struct job *job = ag_job(&g, 42, EMPTY);
+	unsigned refs;
+
+	jobs_hold(job); /* the thread's, as stage_start takes it */
+	refs = job->refs;
+	jobs_staging_exit(job, true, NULL);
+	ck_assert_uint_eq(job->refs, refs - 1);
+	ck_assert(!job->running);
+	ck_assert_int_eq(state_of(job, NULL, 0), JOB_STAGED);
+	jobs_put(job);
+}
+END_TEST
+
 START_TEST(test_abort_after_staging)
 {
 	struct job *job = ag_job(&g, 42, EMPTY);
@@ -320,7 +337,9 @@ START_TEST(test_shutdown_refuses_new_jobs_and_cancels)
 	struct job *job = ag_job(&g, 42, EMPTY), *late, *old;
 	char err[CONF_ERR_MAX], why[CONF_ERR_MAX];
 
-	jobs_shutdown(g.a.jobs, "iostaged stopped during staging", 0);
+	/* its staging thread still runs (the test's): not over */
+	ck_assert(!jobs_shutdown(g.a.jobs, "iostaged stopped during staging",
+				 0));
 	ck_assert(jobs_cancelled(job, why, sizeof(why)));
 	ck_assert_str_eq(why, "iostaged stopped during staging");
 	late = jobs_new_job(g.a.jobs, 43, geteuid(), getegid(), "tester",
@@ -331,6 +350,7 @@ START_TEST(test_shutdown_refuses_new_jobs_and_cancels)
 	jobs_discard(late);
 	jobs_staging_done(job, true, NULL);
 	ck_assert_int_eq(state_of(job, NULL, 0), JOB_FAILED);
+	ck_assert(jobs_shutdown(g.a.jobs, "again", 0));
 	jobs_put(job);
 }
 END_TEST
@@ -600,6 +620,7 @@ static Suite *jobs_suite(void)
 	tcase_add_test(tc, test_insert_twice_gives_the_existing_job);
 	tcase_add_loop_test(tc, test_staging_done, 0,
 			    sizeof(done_cases) / sizeof(done_cases[0]));
+	tcase_add_test(tc, test_staging_exit_drops_the_threads_reference);
 	tcase_add_test(tc, test_abort_after_staging);
 	tcase_add_test(tc, test_fail_jobwide);
 	tcase_add_test(tc, test_wait_timeout_zero_sees_staging);

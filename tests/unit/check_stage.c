@@ -216,6 +216,9 @@ static const struct {
     {"{\"ok\":false}", 0, STAGE_MSG_RESULT, false, "copy failed", 0, 0},
     {"{\"ok\":false,\"error\":7}", 0, STAGE_MSG_RESULT, false, "copy failed", 0,
      0},
+    /* found by fuzz_stage_lines: an empty reason is none */
+    {"{\"ok\":false,\"error\":\"\"}", 0, STAGE_MSG_RESULT, false, "copy failed",
+     0, 0},
     /* control bytes never reach the log: one printable line */
     {"{\"ok\":false,\"error\":\"a\\nb\\u001b[2Jc\\u007f\"}", 0,
      STAGE_MSG_RESULT, false, "a?b?[2Jc?", 0, 0},
@@ -457,7 +460,7 @@ static enum job_ds_result result_of(uint32_t id, char *entry, size_t len)
 	enum job_ds_result r;
 
 	ck_assert_ptr_nonnull(job);
-	jobs_wait(job, 120, &(struct job_view){0}); /* ->running cleared */
+	jobs_wait(job, 120, &(struct job_view){0}); /* staging is over */
 	r = job->ds[0].result;
 	if (entry)
 		snprintf(entry, len, "%s", job->ds[0].entry);
