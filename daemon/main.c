@@ -25,7 +25,7 @@
 #include "common/net/ctlclient.h"
 #include "common/base/daemonize.h"
 #include "common/base/log.h"
-#include "daemon/agent.h"
+#include "daemon/agent_life.h"
 #include "daemon/staging/bwgov.h"
 #include "daemon/staging/cache.h"
 #include "daemon/cluster/cachereport.h"

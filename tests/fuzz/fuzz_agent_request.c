@@ -13,7 +13,7 @@
 #include "tests/fuzz/fuzz.h"
 
 #include "common/history/history.h"
-#include "daemon/agent.h"
+#include "daemon/agent_life.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/jobs.h"
 #include "daemon/server.h"

@@ -20,7 +20,7 @@
 #include <fcntl.h>
 
 #include "common/history/history.h"
-#include "daemon/agent.h"
+#include "daemon/agent_life.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"

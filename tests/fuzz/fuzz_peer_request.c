@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/history/history.h"
-#include "daemon/agent.h"
+#include "daemon/agent_life.h"
 #include "daemon/cluster/peer.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"

@@ -16,7 +16,7 @@
 #include "common/config/profile.h"
 #include "common/net/proto.h"
 #include "common/history/history.h"
-#include "daemon/agent.h"
+#include "daemon/agent_life.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
 #include "daemon/jobs.h"

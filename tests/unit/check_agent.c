@@ -18,7 +18,7 @@
 #include "common/config/conf.h"
 #include "common/config/profile.h"
 #include "common/fs/rmtree.h"
-#include "daemon/agent.h"
+#include "daemon/agent_life.h"
 #include "daemon/jobs.h"
 #include "daemon/staging/drain.h"
 #include "daemon/telemetry/telemetry.h"

@@ -1,16 +1,10 @@
-/* agent.c - a node agent's parts made and freed in their order (agent.h).
- *
- * iostaged's main(), the unit tests (tests/unit/check_agent.c: two agents
- * in one process) and the fuzz targets that start the daemon's modules
- * make their agents here, so that the order that matters (the drain
- * before the jobs are loaded, the views detached before the cache is
- * reconciled) is written once.
- */
+/* agent_life.c - a node agent's parts made and freed in their order
+ * (agent_life.h). */
 #include <stdio.h>
 #include <unistd.h>
 
 #include "common/config/conf.h"
-#include "daemon/agent.h"
+#include "daemon/agent_life.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/jobs.h"
 #include "daemon/staging/cache.h"
