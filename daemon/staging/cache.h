@@ -143,7 +143,7 @@ int64_t cache_now_ns(void);
 struct cache *cache_create(const struct cache_params *p, char *err,
 			   size_t errlen);
 
-/* Start-up, once, before any other use; StateDir must exist (jobs_init).
+/* Start-up, once, before any other use; StateDir must exist (jobs_create).
  * Open the build journal (StateDir/journal), remove the builds it lists
  * (and, on tiers only this node uses, any other leftover build), remove
  * versions lacking meta.json, manifest or data, drop this node's pins of

@@ -55,7 +55,7 @@ struct drain;
  * StateDir/drain (root 0700; records older than 30 days are removed), the
  * drain thread; and give the job table its hooks (jobs_set_drain_hooks:
  * the status object, the resume of a reloaded job) when no other drain
- * holds them. Call after spawn_init and tiers_init, before jobs_init.
+ * holds them. Call after jobs_create (it hooks into the table), before jobs_load.
  * The drain, or NULL with err (nothing left running). */
 struct drain *drain_create(struct agent *a, char *err, size_t errlen);
 

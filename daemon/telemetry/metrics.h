@@ -31,7 +31,7 @@ struct metrics;
  * stops the daemon: a failure (port in use, textfile directory missing)
  * is logged once, in one line, and the rest goes on. A (its cache,
  * stats, bwgov, telemetry: each may be NULL, then left out) and CONF
- * must outlive the metrics; call after jobs_init. NULL only on ENOMEM.
+ * must outlive the metrics; call after agent_load. NULL only on ENOMEM.
  * The caller owns it: metrics_destroy. */
 struct metrics *metrics_create(struct agent *a, const struct conf *conf);
 

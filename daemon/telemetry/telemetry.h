@@ -61,7 +61,7 @@ struct telemetry;
  * create StateDir/telemetry (0700), remove records older than
  * TELEMETRY_KEEP_DAYS, reload the unfinished ones and start the sampler
  * (conf->telemetry_interval_ms). CONF must outlive it. Call after
- * jobs_init. NULL with err; the caller owns it: telemetry_destroy. */
+ * jobs_create. NULL with err; the caller owns it: telemetry_destroy. */
 struct telemetry *telemetry_create(struct agent *a, const struct conf *conf,
 				   char *err, size_t errlen);
 
