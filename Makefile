@@ -96,7 +96,7 @@ PATHS_TEXT  := conf=$(IOSTAGE_CONF_PATH) profiles=$(IOSTAGE_PROFILE_DIR) \
                shim=$(IOSTAGE_SHIM_PATH)
 PATHS_OLD   := $(shell cat $(PATHS_STAMP) 2>/dev/null)
 # Goals that build nothing leave the stamp alone.
-ifneq ($(if $(MAKECMDGOALS),$(filter-out clean uninstall format deps,$(MAKECMDGOALS)),all),)
+ifneq ($(if $(MAKECMDGOALS),$(filter-out clean uninstall format format-check deps,$(MAKECMDGOALS)),all),)
 ifneq ($(PATHS_OLD),$(PATHS_TEXT))
 ifneq ($(PATHS_OLD),)
 $(info make: compiled-in paths changed to $(PATHS_TEXT) (were $(PATHS_OLD)): rebuilding what names them)
@@ -146,7 +146,7 @@ UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all check unit unit-bins integration cluster demo install uninstall clean \
-        deps format bench bench-history
+        deps format format-check bench bench-history
 all: $(PROGS)
 
 $(BUILD)/%.o: %.c
@@ -332,10 +332,11 @@ integration: all
 cluster: all
 	@BUILD=$(BUILD) tests/cluster/run.sh
 
-# `make check` installs what it needs, then unit tests and the install
-# test, then each fuzz target for a few seconds (a parser that crashes
-# fails here), then integration (one node), then the multi-node cluster
-# tests.
+# `make check` installs what it needs, builds, checks the layout (make
+# format-check: a file clang-format would change fails it), then unit
+# tests and the install test, then each fuzz target for a few seconds (a
+# parser that crashes fails here), then integration (one node), then the
+# multi-node cluster tests.
 # The builds and the fuzz targets use every core (CHECK_JOBS, default
 # nproc) unless make was given its own -j.
 CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -343,6 +344,7 @@ CHECK_J    := $(if $(filter -j% j%,$(MAKEFLAGS)),,-j$(CHECK_JOBS))
 check:
 	@scripts/install-deps.sh
 	@$(MAKE) --no-print-directory $(CHECK_J) all $(UNIT_BIN)
+	@$(MAKE) --no-print-directory format-check
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory $(CHECK_J) check-install
 	@$(MAKE) --no-print-directory $(CHECK_J) fuzz-check FUZZ_JOBS=$(CHECK_JOBS)
@@ -657,8 +659,15 @@ bench: bench-shim
 clean:
 	rm -rf $(BUILD)
 
+# The layout .clang-format describes (docs/ARCHITECTURE.md, "Build"):
+# `make format` rewrites every C file of the tree to it,
+# `make format-check` (run by `make check`) names the files that differ.
+# Both take the files from scripts/check-format.sh (--list shows them).
 format:
-	clang-format -i $(wildcard */*.c */*.h $(addsuffix /*/*.[ch],common daemon ctld) tests/unit/*.c)
+	@scripts/check-format.sh --fix
+
+format-check:
+	@scripts/check-format.sh
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

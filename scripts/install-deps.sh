@@ -16,6 +16,9 @@ PKGS=(
   libmicrohttpd-dev prometheus chromium imagemagick tesseract-ocr
   tesseract-ocr-eng fonts-dejavu-core jq curl
   clang libclang-rt-dev
+  # make format / make format-check (scripts/check-format.sh): the
+  # .clang-format is tuned for this release's clang-format (14)
+  clang-format
   e2fsprogs sshfs openssh-sftp-server
   # cli_filter.lua run outside Slurm (tests/install/test_install.sh)
   lua5.1

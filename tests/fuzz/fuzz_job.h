@@ -6,9 +6,12 @@
 #ifndef IOSTAGE_FUZZ_JOB_H
 #define IOSTAGE_FUZZ_JOB_H
 
+/* First, in a block of its own: it defines _GNU_SOURCE (ftw.h's FTW_*),
+ * which must come before any system header. */
+#include "tests/fuzz/fuzz.h"
+
 #include "common/config/profile.h"
 #include "daemon/jobs.h"
-#include "tests/fuzz/fuzz.h"
 
 static struct job *fuzz_job(struct jobs *js, const struct conf *conf,
 			    uint32_t id)

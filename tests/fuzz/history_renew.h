@@ -11,8 +11,11 @@
 #ifndef IOSTAGE_FUZZ_HISTORY_RENEW_H
 #define IOSTAGE_FUZZ_HISTORY_RENEW_H
 
-#include "common/history/history.h"
+/* First, in a block of its own: it defines _GNU_SOURCE (ftw.h's FTW_*),
+ * which must come before any system header. */
 #include "tests/fuzz/fuzz.h"
+
+#include "common/history/history.h"
 
 #define FUZZ_HISTORY_INPUTS 20000
 
