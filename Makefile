@@ -105,7 +105,7 @@ $(shell mkdir -p $(BUILD) && echo '$(PATHS_TEXT)' >$(PATHS_STAMP))
 endif
 endif
 # Who names them: objects (plain and UBSan), unit tests and fuzz targets
-# compiled from their own source (a fuzz target may #include a module).
+# compiled from their own source.
 PATHS_USERS := $(shell grep -lE 'IOSTAGE_(CONF_PATH|PROFILE_DIR|SHIM_PATH)' \
                  $(wildcard */*.c */*/*.c */*/*/*.c))
 $(foreach f,$(PATHS_USERS),$(if $(filter tests/unit/%,$(f)),\
@@ -692,9 +692,8 @@ CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefin
            -fno-sanitize-recover=undefined
 endif
 
-# Every daemon and service module but main(), so a target can drive the
-# real handlers; a target that #includes a module (to reach its static
-# parser) defines its symbols first, and the archive's copy is never pulled.
+# Every daemon and service module but main(), so a target drives the real
+# handlers through their headers (no target #includes a .c file).
 $(LIBDAEMON): $(filter-out $(BUILD)/daemon/main.o,$(DAEMON_OBJ))
 	rm -f $@ && $(AR) rcs $@ $^
 $(LIBCTLD): $(filter-out $(BUILD)/ctld/main.o,$(CTLD_OBJ))

@@ -34,7 +34,8 @@
 #define CTLD_STACK_SIZE (512 * 1024)
 #define CTLD_STOP_WAIT_S 5
 
-static const struct conf *svc_conf;
+/* The service's own (ctld_service_listen): its connections' serve arg. */
+static struct ctld_serve_ctx svc_ctx;
 static int listen_fd = -1;
 static unsigned listen_port;
 static char listen_addr[CONF_HOST_MAX];
@@ -168,9 +169,9 @@ static cJSON *refused(const char *why)
 	return reply;
 }
 
-static const char *munge_socket(void)
+static const char *munge_socket(const struct conf *conf)
 {
-	return svc_conf->munge_socket[0] ? svc_conf->munge_socket : NULL;
+	return conf->munge_socket[0] ? conf->munge_socket : NULL;
 }
 
 /* Places to decode and serve a request: one set for short lines (every
@@ -214,8 +215,7 @@ static void work_leave(struct work_gate *g)
 	pthread_mutex_unlock(&g->lock);
 }
 
-/* One connection's request (peerserve_fn): its reply. */
-static cJSON *serve_request(int fd, void *arg)
+cJSON *ctld_service_serve(const struct ctld_serve_ctx *ctx, int fd)
 {
 	char err[CONF_ERR_MAX], shown[72];
 	struct peernet_peer peer;
@@ -226,7 +226,6 @@ static cJSON *serve_request(int fd, void *arg)
 	struct work_gate *gate = NULL;
 	char *line;
 
-	(void)arg;
 	/* The line is read by every connection's thread at once (a slow
 	 * sender holds only its own); decoding it (munged) and the op take
 	 * one of a few places (work_enter): with 1,000 nodes sending at
@@ -250,9 +249,9 @@ static cJSON *serve_request(int fd, void *arg)
 		 * connection too (common/net/peerserve.h). */
 		setpriority(PRIO_PROCESS, (id_t)gettid(),
 			    gate == &gate_file ? CTLD_FILE_NICE : 0);
-		req = peernet_decode_request(line, munge_socket(), &name,
-					     &peer.uid, &peer.gid, &st, err,
-					     sizeof(err));
+		req = peernet_decode_request_by(
+		    ctx->decode, line, munge_socket(ctx->conf), &name,
+		    &peer.uid, &peer.gid, &st, err, sizeof(err));
 		free(line);
 		line = NULL;
 	}
@@ -267,10 +266,10 @@ static cJSON *serve_request(int fd, void *arg)
 			.uid = peer.uid,
 			.gid = peer.gid,
 			.read_all = authz_read_all(peer.uid, peer.gid,
-						   svc_conf->admin_group),
+						   ctx->conf->admin_group),
 			.addr = peer.addr,
 		};
-		reply = ctld_service_dispatch(svc_conf, &c, name, req);
+		reply = ctld_service_dispatch(ctx->conf, &c, name, req);
 		e = cJSON_GetObjectItemCaseSensitive(reply, "error");
 		if (reply && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(
 				 reply, "ok")))
@@ -291,6 +290,12 @@ static cJSON *serve_request(int fd, void *arg)
 	return reply;
 }
 
+/* One connection of the service (peerserve_fn): ARG is svc_ctx. */
+static cJSON *serve_request(int fd, void *arg)
+{
+	return ctld_service_serve(arg, fd);
+}
+
 static void server_warn(const char *line)
 {
 	log_warningx("%s", line);
@@ -303,7 +308,8 @@ int ctld_service_listen(const struct conf *conf, char *err, size_t errlen)
 	socklen_t sl = sizeof(ss);
 	const char *addr = "*";
 
-	svc_conf = conf;
+	svc_ctx = (struct ctld_serve_ctx){ .conf = conf,
+					   .decode = mauth_decode };
 	/* An address literal is where clients reach us: listen there only
 	 * (127.0.0.1 keeps a test service off the network). */
 	if (inet_pton(AF_INET, conf->controller_host, buf) == 1 ||
@@ -332,6 +338,7 @@ int ctld_service_start(char *err, size_t errlen)
 			    "later",
 		.nothread_error = "iostagectld out of resources, retry later",
 		.serve = serve_request,
+		.arg = &svc_ctx,
 		.warn = server_warn,
 	};
 	/* The server owns the socket from here, on failure too. */
@@ -341,8 +348,8 @@ int ctld_service_start(char *err, size_t errlen)
 	}
 	listen_fd = -1;
 	log_info("serving on %s port %u (MUNGE%s%s)", listen_addr, listen_port,
-		 svc_conf->admin_group[0] ? ", AdminGroup " : "",
-		 svc_conf->admin_group);
+		 svc_ctx.conf->admin_group[0] ? ", AdminGroup " : "",
+		 svc_ctx.conf->admin_group);
 	return 0;
 }
 

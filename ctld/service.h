@@ -24,6 +24,7 @@
 #include <cJSON.h>
 
 #include "common/config/conf.h"
+#include "common/net/mauth.h"
 #include "ctld/ops.h"
 
 #define CTLD_CONN_MAX 1024    /* connections served at once */
@@ -52,6 +53,25 @@ unsigned ctld_service_port(void);
  * being served. True when none is left (the history may then be closed).
  * No-op (true) when not started. */
 bool ctld_service_stop(void);
+
+/* What serving one connection needs: the service's own (set by
+ * ctld_service_listen), or a caller's. */
+struct ctld_serve_ctx {
+	const struct conf *conf; /* MungeSocket, AdminGroup */
+	/* The credential's decoder: NULL or mauth_decode (munged) in
+	 * iostagectld; a stand-in where no munged runs (the fuzz target). */
+	mauth_decode_fn decode;
+};
+
+/* One connection's request on FD (a connected socket, left open): the
+ * line read within CTLD_READ_MS, its credential decoded by CTX's decoder,
+ * the op dispatched (ctld_service_dispatch) and logged. Returns the reply
+ * to send ({"ok":false,"refused":true,...} when the line or credential is
+ * refused); NULL only on out of memory. What each connection thread of the
+ * service runs, and what the fuzzer (tests/fuzz/fuzz_ctld_request.c) and
+ * the unit tests call on a socket of their own. Counted in
+ * ctld_service_counts. */
+cJSON *ctld_service_serve(const struct ctld_serve_ctx *ctx, int fd);
 
 /* The reply to OP with REQ from caller C (authorization included): what a
  * connection thread does once the credential is checked. Never NULL but

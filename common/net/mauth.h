@@ -42,6 +42,16 @@ enum mauth_status mauth_decode(const char *socket, const char *cred,
 			       uid_t *ret_uid, gid_t *ret_gid, char *err,
 			       size_t errlen);
 
+/* A decoder with mauth_decode's contract, for a server that is given one
+ * (ctld/service.h's struct ctld_serve_ctx: mauth_decode in iostagectld, a
+ * stand-in in a fuzz target, where no munged runs). */
+typedef enum mauth_status (*mauth_decode_fn)(const char *socket,
+					     const char *cred,
+					     char **ret_payload,
+					     size_t *ret_len, uid_t *ret_uid,
+					     gid_t *ret_gid, char *err,
+					     size_t errlen);
+
 /* "replayed", "expired", ... for log lines. */
 const char *mauth_status_name(enum mauth_status status);
 

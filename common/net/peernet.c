@@ -455,6 +455,17 @@ cJSON *peernet_decode_request(const char *line, const char *munge_socket,
 			      gid_t *ret_gid, enum mauth_status *ret_status,
 			      char *err, size_t errlen)
 {
+	return peernet_decode_request_by(mauth_decode, line, munge_socket,
+					 ret_op, ret_uid, ret_gid, ret_status,
+					 err, errlen);
+}
+
+cJSON *peernet_decode_request_by(mauth_decode_fn decode, const char *line,
+				 const char *munge_socket, const char **ret_op,
+				 uid_t *ret_uid, gid_t *ret_gid,
+				 enum mauth_status *ret_status, char *err,
+				 size_t errlen)
+{
 	char *payload = NULL, *dcred;
 	const char *body;
 	const cJSON *cred;
@@ -463,12 +474,14 @@ cJSON *peernet_decode_request(const char *line, const char *munge_socket,
 	gid_t gid;
 	size_t plen, blen;
 
+	if (!decode)
+		decode = mauth_decode;
 	*ret_status = MAUTH_OK;
 	if (split_digest_form(line, &dcred, &body, &blen)) {
 		char want[DIGEST_TEXT_LEN + 1], *text;
 
-		*ret_status = mauth_decode(munge_socket, dcred, &payload, &plen,
-					   &uid, &gid, err, errlen);
+		*ret_status = decode(munge_socket, dcred, &payload, &plen, &uid,
+				     &gid, err, errlen);
 		free(dcred);
 		if (*ret_status != MAUTH_OK)
 			return NULL;
@@ -501,8 +514,8 @@ cJSON *peernet_decode_request(const char *line, const char *munge_socket,
 			 "{\"cred\":\"MUNGE:...\"}");
 		goto out;
 	}
-	*ret_status = mauth_decode(munge_socket, cred->valuestring, &payload,
-				   &plen, &uid, &gid, err, errlen);
+	*ret_status = decode(munge_socket, cred->valuestring, &payload, &plen,
+			     &uid, &gid, err, errlen);
 	if (*ret_status != MAUTH_OK)
 		goto out;
 	req = proto_parse_request(payload, ret_op, err, errlen);

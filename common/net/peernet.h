@@ -98,6 +98,15 @@ cJSON *peernet_decode_request(const char *line, const char *munge_socket,
 			      gid_t *ret_gid, enum mauth_status *ret_status,
 			      char *err, size_t errlen);
 
+/* The same with DECODE in place of mauth_decode (NULL: mauth_decode), for
+ * a server given its decoder (ctld/service.c; a fuzz target's stand-in
+ * for munged). */
+cJSON *peernet_decode_request_by(mauth_decode_fn decode, const char *line,
+				 const char *munge_socket, const char **ret_op,
+				 uid_t *ret_uid, gid_t *ret_gid,
+				 enum mauth_status *ret_status, char *err,
+				 size_t errlen);
+
 /* The TCP peer's address of FD into BUF ("?" when unknown). */
 void peernet_peer_addr(int fd, char *buf, size_t len);
 

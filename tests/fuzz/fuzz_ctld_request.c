@@ -3,9 +3,12 @@
  * MUNGE credential's payload (the request itself) and every op it
  * reaches (ping, file, history_get, history_list, recommend: file_ops.c,
  * history_ops.c, partstore.c) against a real history in the scratch
- * directory. munged is replaced by mauth_stub.h: what is fuzzed is what
- * the service does with a payload munged vouched for. service.c is
- * included for its static serve_request.
+ * directory. The service is the real one, linked from
+ * libiostage-ctld.a: ctld_service_serve (ctld/service.h) on one end of a
+ * socket pair, as a connection thread of iostagectld runs it. No munged
+ * runs here: the service is given munge_standin.h's decoder in its
+ * context (struct ctld_serve_ctx), so what is fuzzed is what the service
+ * does with a payload munged vouched for.
  *
  * Placement: PlacementHold= is on, and after each request Slurm is made
  * to show what the nodes' reports want (what ctld/sched/slurmsched.c would
@@ -15,20 +18,26 @@
 #include "tests/fuzz/fuzz.h"
 
 #include <sys/socket.h>
+#include <time.h>
+
+#include <cJSON.h>
 
 #include "common/history/history.h"
+#include "common/sched/dsfeature.h"
+#include "ctld/sched/placement.h"
+#include "ctld/service.h"
 #include "tests/fuzz/history_renew.h"
-#include "ctld/service.c"
-#include "tests/fuzz/mauth_stub.h"
+#include "tests/fuzz/munge_standin.h"
 
 static struct conf conf;
+static struct ctld_serve_ctx ctx = { .conf = &conf,
+				     .decode = fuzz_mauth_decode };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
 	fuzz_conf(&conf);
-	svc_conf = &conf;
 	history_init(&conf);
 	placement_set_hold(10);
 	return 0;
@@ -70,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size && write(sv[1], data, size) != (ssize_t)size)
 		abort();
 	shutdown(sv[1], SHUT_WR);
-	reply = serve_request(sv[0], NULL);
+	reply = ctld_service_serve(&ctx, sv[0]);
 	if (!reply || !cJSON_IsBool(cJSON_GetObjectItem(reply, "ok")))
 		abort(); /* every request gets {"ok":...} */
 	publish_wanted();

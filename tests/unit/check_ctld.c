@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -519,6 +520,81 @@ START_TEST(test_import)
 }
 END_TEST
 
+/* A decoder given to the service (struct ctld_serve_ctx): "ok:PAYLOAD"
+ * is vouched for as nobody, anything else is a replay. */
+static enum mauth_status test_decode(const char *socket, const char *cred,
+				     char **ret_payload, size_t *ret_len,
+				     uid_t *ret_uid, gid_t *ret_gid, char *err,
+				     size_t errlen)
+{
+	(void)socket;
+	if (strncmp(cred, "ok:", 3)) {
+		snprintf(err, errlen, "credential replayed");
+		return MAUTH_REPLAYED;
+	}
+	*ret_payload = strdup(cred + 3);
+	ck_assert_ptr_nonnull(*ret_payload);
+	*ret_len = strlen(cred + 3);
+	*ret_uid = nob_uid;
+	*ret_gid = nob_gid;
+	return MAUTH_OK;
+}
+
+/* The reply of ctld_service_serve to LINE (NULL: the peer closes before
+ * sending anything) on a socket pair, with the test's decoder. */
+static cJSON *serve_line(const char *line)
+{
+	struct ctld_serve_ctx ctx = { .conf = &conf, .decode = test_decode };
+	int sv[2];
+	cJSON *r;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	if (line)
+		ck_assert_int_eq(write(sv[1], line, strlen(line)),
+				 (ssize_t)strlen(line));
+	shutdown(sv[1], SHUT_WR);
+	r = ctld_service_serve(&ctx, sv[0]);
+	close(sv[0]);
+	close(sv[1]);
+	ck_assert_ptr_nonnull(r);
+	return r;
+}
+
+/* One connection served as a connection thread serves it, with the
+ * credential's decoder given in the context (no munged): the caller is
+ * whom the decoder says, and a refused credential, a line that is not an
+ * envelope and a peer that sends nothing are refused before any op, and
+ * counted as such. */
+START_TEST(test_serve_fd)
+{
+	struct ctld_op_count c[32];
+	uint64_t refused0, refused1;
+	cJSON *r;
+
+	ctld_service_counts(c, 32, &refused0);
+	r = serve_line("{\"cred\":\"ok:{\\\"op\\\":\\\"ping\\\"}\"}\n");
+	ck_assert_msg(cJSON_IsTrue(cJSON_GetObjectItem(r, "ok")), "%s",
+		      error_of(r));
+	ck_assert_int_eq(cJSON_GetObjectItem(r, "uid")->valueint, (int)nob_uid);
+	cJSON_Delete(r);
+	r = serve_line("{\"cred\":\"MUNGE:x\"}\n");
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "ok")));
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "refused")));
+	ck_assert_str_eq(error_of(r), "credential replayed");
+	cJSON_Delete(r);
+	r = serve_line("{\"op\":\"ping\"}\n");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "refused")));
+	ck_assert_ptr_nonnull(strstr(error_of(r), "malformed request"));
+	cJSON_Delete(r);
+	r = serve_line(NULL);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "refused")));
+	ck_assert_str_eq(error_of(r), "connection closed");
+	cJSON_Delete(r);
+	ctld_service_counts(c, 32, &refused1);
+	ck_assert_uint_eq(refused1 - refused0, 3);
+}
+END_TEST
+
 /* The whole path: ctl_request() to the service on loopback, with a
  * private munged: answered, filed, and a replayed line refused. */
 START_TEST(test_over_tcp)
@@ -599,6 +675,7 @@ int main(void)
 	tcase_add_test(tc, test_file_refused);
 	tcase_add_test(tc, test_read_authz);
 	tcase_add_test(tc, test_import);
+	tcase_add_test(tc, test_serve_fd);
 	have_munge = testmunge_start() == 0;
 	tcase_add_root_test(tc, test_over_tcp);
 	suite_add_tcase(s, tc);
