@@ -73,8 +73,8 @@
 
 #define THREADS_MAX 64
 #define AGENTS_MAX 20000
-#define NODE_PARTS 3   /* a multi-node job's nodes */
-#define GROUP_JOBS 10  /* one job in GROUP_JOBS is multi-node */
+#define NODE_PARTS 3  /* a multi-node job's nodes */
+#define GROUP_JOBS 10 /* one job in GROUP_JOBS is multi-node */
 #define GROUP_FILINGS (GROUP_JOBS - 1 + NODE_PARTS)
 #define USER_NAMES_MAX 1000
 #define REPLY_MAX 65536 /* a batch's answers, errors included */
@@ -83,14 +83,14 @@ static const char *opt_host = "127.0.0.1", *opt_sock, *opt_label = "";
 static unsigned opt_port, opt_agents = 1000, opt_jobs = 100000, opt_batch = 1;
 static unsigned opt_first, opt_threads = 4, opt_queries, opt_qthreads = 1;
 static unsigned opt_multi = 1; /* one job in GROUP_JOBS multi-node */
-static double opt_rate; /* filings per second, 0: as fast as they go */
+static double opt_rate;        /* filings per second, 0: as fast as they go */
 static double t_start;
 static int opt_pid, opt_munge_pid;
 static struct sockaddr_storage svc_addr;
 static socklen_t svc_addrlen;
 static double t0_wall;
 
-static atomic_uint next_filing;   /* the next filing index to hand out */
+static atomic_uint next_filing; /* the next filing index to hand out */
 static atomic_uint filed, failed_filings, requests, open_conns;
 static atomic_uint in_flight; /* requests started and not yet closed */
 static atomic_uint max_open_conns;
@@ -174,12 +174,13 @@ static int filing_entry(unsigned i, cJSON *template, struct jsonbuf *rec,
 	snprintf(node, sizeof(node), "c%04u", (id * 7 + part) % 10000);
 	cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(template, "node"),
 			     node);
-	n = snprintf(head, sizeof(head), "{\"job\":%u,\"node\":\"%s\","
-		     "\"nodes\":[", id, node);
+	n = snprintf(head, sizeof(head),
+		     "{\"job\":%u,\"node\":\"%s\","
+		     "\"nodes\":[",
+		     id, node);
 	for (unsigned p = 0; p < parts; p++)
-		n += snprintf(head + n, sizeof(head) - (size_t)n,
-			      "%s\"c%04u\"", p ? "," : "",
-			      (id * 7 + p) % 10000);
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "%s\"c%04u\"",
+			      p ? "," : "", (id * 7 + p) % 10000);
 	n += snprintf(head + n, sizeof(head) - (size_t)n, "],\"record\":");
 	if (jsonbuf_print(rec, template, NULL) < 0 ||
 	    jsonbuf_put_bytes(out, head, (size_t)n) < 0 ||
@@ -194,7 +195,9 @@ static int filing_entry(unsigned i, cJSON *template, struct jsonbuf *rec,
  * outbox: their first filing and count. */
 #define RETRY_MAX 4096
 static pthread_mutex_t retry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { unsigned first, n; } retry[RETRY_MAX];
+static struct {
+	unsigned first, n;
+} retry[RETRY_MAX];
 static unsigned nretry;
 static atomic_uint busy_retries;
 
@@ -258,8 +261,8 @@ static char *next_line(cJSON *template, unsigned *ret_n, unsigned *ret_first)
 		if (first >= total) {
 			/* a busy request may still come back to send */
 			*ret_n = retry_pending() || atomic_load(&in_flight)
-					 ? 0
-					 : UINT32_MAX;
+				     ? 0
+				     : UINT32_MAX;
 			return NULL;
 		}
 		n = total - first < opt_batch ? total - first : opt_batch;
@@ -305,7 +308,7 @@ struct agent {
 	enum agent_state state;
 	char *line; /* ends with '\n' */
 	size_t len, off;
-	unsigned n; /* filings in the request */
+	unsigned n;     /* filings in the request */
 	unsigned first; /* its first filing */
 	char reply[REPLY_MAX];
 	size_t rlen;
@@ -339,7 +342,7 @@ static enum start agent_start(struct agent *a, int ep, cJSON *template)
 
 	if (!line)
 		return n == UINT32_MAX ? START_DONE
-		       : n == 0	       ? START_WAIT
+		       : n == 0        ? START_WAIT
 				       : START_OK;
 	len = strlen(line);
 	a->line = realloc(line, len + 2);
@@ -363,7 +366,8 @@ static enum start agent_start(struct agent *a, int ep, cJSON *template)
 		return START_OK;
 	}
 	open = atomic_fetch_add(&open_conns, 1) + 1;
-	for (unsigned m = atomic_load(&max_open_conns); open > m &&
+	for (unsigned m = atomic_load(&max_open_conns);
+	     open > m &&
 	     !atomic_compare_exchange_weak(&max_open_conns, &m, open);)
 		;
 	if (connect(a->fd, (struct sockaddr *)&svc_addr, svc_addrlen) < 0 &&
@@ -391,11 +395,10 @@ static void agent_done(struct agent *a)
 		cJSON *r = cJSON_Parse(a->reply), *e;
 		unsigned bad = 0;
 
-		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(
-					  r, "results"))
-		{
-			const cJSON *m = cJSON_GetObjectItemCaseSensitive(
-				e, "error");
+		cJSON_ArrayForEach(
+		    e, cJSON_GetObjectItemCaseSensitive(r, "results")) {
+			const cJSON *m =
+			    cJSON_GetObjectItemCaseSensitive(e, "error");
 
 			if (!m)
 				continue;
@@ -444,9 +447,8 @@ static void agent_io(struct agent *a, int ep, uint32_t events)
 		if (r < 0 && errno == EAGAIN)
 			return;
 		if (r <= 0) {
-			note_error("no reply: %s",
-				   r == 0 ? "connection closed"
-					  : strerror(errno));
+			note_error("no reply: %s", r == 0 ? "connection closed"
+							  : strerror(errno));
 			atomic_fetch_add(&failed_filings, a->n);
 			agent_close(a, ep);
 			return;
@@ -490,8 +492,7 @@ static void *loop_main(void *arg)
 		/* every idle agent takes its next request */
 		waiting = false;
 		for (unsigned i = 0; more && !waiting && i < l->nagents; i++)
-			if (agents[i].state == AGENT_IDLE &&
-			    agents[i].fd < 0) {
+			if (agents[i].state == AGENT_IDLE && agents[i].fd < 0) {
 				enum start st = agent_start(&agents[i], ep,
 							    template);
 
@@ -564,8 +565,9 @@ static void *query_main(void *arg)
 				     NULL, err, sizeof(err));
 		q->lat[q->done++] = (now_s() - t) * 1000;
 		cJSON_Delete(req);
-		if (!reply || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-				      reply, "ok"))) {
+		if (!reply ||
+		    !cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
 			char *text = reply ? cJSON_PrintUnformatted(reply)
 					   : NULL;
 
@@ -573,7 +575,7 @@ static void *query_main(void *arg)
 			free(text);
 			q->failed++;
 		} else if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
-				   reply, "recommendations")) > 0) {
+			       reply, "recommendations")) > 0) {
 			q->with_advice++;
 		}
 		cJSON_Delete(reply);
@@ -632,8 +634,10 @@ static double proc_cpu_s(int pid)
 	fclose(f);
 	buf[n] = '\0';
 	p = strrchr(buf, ')'); /* the name may hold spaces */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-			 "%llu %llu", &ut, &st) != 2)
+	if (!p || sscanf(p + 2,
+			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+			 "%llu %llu",
+			 &ut, &st) != 2)
 		return 0;
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -695,28 +699,60 @@ int main(int argc, char **argv)
 	double t, secs, *lat = NULL, svc_cpu = 0, gen_cpu = 0, munge_cpu = 0;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "H:p:S:a:n:j:b:t:q:Q:P:L:m:r:M:")) != -1) {
+	while ((opt = getopt(argc, argv, "H:p:S:a:n:j:b:t:q:Q:P:L:m:r:M:")) !=
+	       -1) {
 		switch (opt) {
-		case 'H': opt_host = optarg; break;
-		case 'p': opt_port = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'S': opt_sock = optarg; break;
-		case 'a': opt_agents = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'n': opt_jobs = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'j': opt_first = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'b': opt_batch = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 't': opt_threads = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'q': opt_queries = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'Q': opt_qthreads = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'P': opt_pid = atoi(optarg); break;
-		case 'L': opt_label = optarg; break;
-		case 'M': opt_munge_pid = atoi(optarg); break;
-		case 'r': opt_rate = strtod(optarg, NULL); break;
-		case 'm': opt_multi = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'H':
+			opt_host = optarg;
+			break;
+		case 'p':
+			opt_port = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'S':
+			opt_sock = optarg;
+			break;
+		case 'a':
+			opt_agents = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'n':
+			opt_jobs = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'j':
+			opt_first = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'b':
+			opt_batch = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 't':
+			opt_threads = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'q':
+			opt_queries = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'Q':
+			opt_qthreads = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'P':
+			opt_pid = atoi(optarg);
+			break;
+		case 'L':
+			opt_label = optarg;
+			break;
+		case 'M':
+			opt_munge_pid = atoi(optarg);
+			break;
+		case 'r':
+			opt_rate = strtod(optarg, NULL);
+			break;
+		case 'm':
+			opt_multi = (unsigned)strtoul(optarg, NULL, 10);
+			break;
 		default:
-			fprintf(stderr, "usage: %s -p PORT [-H HOST] [-S SOCK] "
-					"[-a AGENTS] [-n JOBS] [-j FIRST] [-b BATCH] "
-					"[-t THREADS] [-q QUERIES] [-Q QTHREADS] "
-					"[-P PID] [-L LABEL]\n",
+			fprintf(stderr,
+				"usage: %s -p PORT [-H HOST] [-S SOCK] "
+				"[-a AGENTS] [-n JOBS] [-j FIRST] [-b BATCH] "
+				"[-t THREADS] [-q QUERIES] [-Q QTHREADS] "
+				"[-P PID] [-L LABEL]\n",
 				argv[0]);
 			return 2;
 		}
@@ -724,8 +760,9 @@ int main(int argc, char **argv)
 	if (!opt_port || !opt_agents || opt_agents > AGENTS_MAX || !opt_batch ||
 	    !opt_threads || opt_threads > THREADS_MAX || !opt_qthreads ||
 	    opt_qthreads > THREADS_MAX || opt_threads > opt_agents) {
-		fprintf(stderr, "ctldload: PORT > 0; AGENTS 1..%d; BATCH > 0; "
-				"THREADS 1..%d and <= AGENTS\n",
+		fprintf(stderr,
+			"ctldload: PORT > 0; AGENTS 1..%d; BATCH > 0; "
+			"THREADS 1..%d and <= AGENTS\n",
 			AGENTS_MAX, THREADS_MAX);
 		return 2;
 	}
@@ -742,8 +779,8 @@ int main(int argc, char **argv)
 		for (unsigned i = 0; i < opt_qthreads; i++) {
 			unsigned want = opt_queries / opt_qthreads;
 
-			qs[i] = (struct querier){ 7 + i, want, 0, 0, 0,
-						  lat + i * want };
+			qs[i] = (struct querier){ 7 + i, want, 0,
+						  0,     0,    lat + i * want };
 			pthread_create(&qtid[i], NULL, query_main, &qs[i]);
 		}
 	}
@@ -757,8 +794,8 @@ int main(int argc, char **argv)
 		unsigned per = opt_agents / opt_threads;
 
 		loops[i].first_agent = i * per;
-		loops[i].nagents = i + 1 == opt_threads
-					   ? opt_agents - i * per : per;
+		loops[i].nagents = i + 1 == opt_threads ? opt_agents - i * per
+							: per;
 		pthread_create(&tid[i], NULL, loop_main, &loops[i]);
 	}
 	for (unsigned i = 0; i < opt_threads; i++)
@@ -800,9 +837,9 @@ int main(int argc, char **argv)
 	       "again), %u filings failed; at most %u connections open\n",
 	       *opt_label ? " " : "", opt_label, opt_jobs, total_filings(),
 	       opt_multi ? "1 in 10 a 3-node job" : "single-node jobs",
-	       opt_agents, secs, rate,
-	       atomic_load(&requests), opt_batch, opt_batch == 1 ? "" : "s",
-	       atomic_load(&busy_retries), bad, atomic_load(&max_open_conns));
+	       opt_agents, secs, rate, atomic_load(&requests), opt_batch,
+	       opt_batch == 1 ? "" : "s", atomic_load(&busy_retries), bad,
+	       atomic_load(&max_open_conns));
 	if (nq)
 		printf("ctldload%s%s: %u recommend queries during the filing: "
 		       "p50 %.3f ms, p99 %.3f ms, max %.3f ms (%u with advice, "
@@ -838,10 +875,10 @@ int main(int argc, char **argv)
 	       "\"generator_cpu_us_per_job\":%.1f}\n",
 	       opt_label, opt_jobs, total_filings(), opt_agents, opt_batch,
 	       opt_rate, secs, rate, atomic_load(&requests),
-	       atomic_load(&busy_retries), bad,
-	       atomic_load(&max_open_conns), nq, p50, p99, pmax, qfailed,
-	       peak.rss_kb, last.rss_kb, last.hwm_kb, peak.threads, peak.fds,
-	       last.fds, svc_cpu * 1e6 / opt_jobs, munge_cpu * 1e6 / opt_jobs,
+	       atomic_load(&busy_retries), bad, atomic_load(&max_open_conns),
+	       nq, p50, p99, pmax, qfailed, peak.rss_kb, last.rss_kb,
+	       last.hwm_kb, peak.threads, peak.fds, last.fds,
+	       svc_cpu * 1e6 / opt_jobs, munge_cpu * 1e6 / opt_jobs,
 	       gen_cpu * 1e6 / opt_jobs);
 	free(lat);
 	return bad || qfailed ? 1 : 0;

@@ -46,11 +46,11 @@ static uint64_t total_bytes;
 static long threads = 8, batch = 32, compute_ms = 20, epochs = 3, prefetch = 4;
 static long sample_bytes; /* 0: whole files */
 
-static size_t nitems;        /* samples per epoch */
-static size_t *order;        /* whole-file mode: the epoch's shuffled order */
-static uint64_t *soffs;      /* sample mode: file index << 40 | offset */
-static atomic_size_t next;   /* next sample to read */
-static atomic_size_t *done;  /* samples read per batch */
+static size_t nitems;          /* samples per epoch */
+static size_t *order;          /* whole-file mode: the epoch's shuffled order */
+static uint64_t *soffs;        /* sample mode: file index << 40 | offset */
+static atomic_size_t next;     /* next sample to read */
+static atomic_size_t *done;    /* samples read per batch */
 static atomic_size_t consumed; /* batches the accelerator has finished */
 static atomic_uint_fast64_t bytes_read;
 static atomic_int failed;
@@ -64,7 +64,8 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int add_file(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static int add_file(const char *path, const struct stat *st, int type,
+		    struct FTW *ftw)
 {
 	(void)ftw;
 	if (type != FTW_F || !S_ISREG(st->st_mode))
@@ -108,7 +109,8 @@ static void plan_epoch(long e)
 		do
 			f = rng(&s) % nfiles;
 		while (files[f].size < sample_bytes);
-		uint64_t off = rng(&s) % (uint64_t)(files[f].size - sample_bytes + 1);
+		uint64_t off = rng(&s) %
+			       (uint64_t)(files[f].size - sample_bytes + 1);
 		soffs[i] = (uint64_t)f << 40 | (off & ~(uint64_t)4095);
 	}
 }
@@ -134,7 +136,8 @@ static void *reader(void *arg)
 			} else {
 				ssize_t n;
 				while ((n = read(fd, buf, bufsz)) > 0)
-					atomic_fetch_add(&bytes_read, (uint64_t)n);
+					atomic_fetch_add(&bytes_read,
+							 (uint64_t)n);
 				close(fd);
 			}
 		} else {
@@ -164,26 +167,41 @@ int main(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "t:b:c:e:p:s:")) != -1) {
 		long v = atol(optarg);
 		switch (opt) {
-		case 't': threads = v; break;
-		case 'b': batch = v; break;
-		case 'c': compute_ms = v; break;
-		case 'e': epochs = v; break;
-		case 'p': prefetch = v; break;
-		case 's': sample_bytes = v; break;
-		default: goto usage;
+		case 't':
+			threads = v;
+			break;
+		case 'b':
+			batch = v;
+			break;
+		case 'c':
+			compute_ms = v;
+			break;
+		case 'e':
+			epochs = v;
+			break;
+		case 'p':
+			prefetch = v;
+			break;
+		case 's':
+			sample_bytes = v;
+			break;
+		default:
+			goto usage;
 		}
 	}
-	if (optind != argc - 1 || threads < 1 || threads > 1024 || batch < 1 || compute_ms < 0 ||
-	    epochs < 1 || prefetch < 1 || sample_bytes < 0)
+	if (optind != argc - 1 || threads < 1 || threads > 1024 || batch < 1 ||
+	    compute_ms < 0 || epochs < 1 || prefetch < 1 || sample_bytes < 0)
 		goto usage;
 	if (nftw(argv[optind], add_file, 64, FTW_PHYS) != 0 || nfiles == 0) {
-		fprintf(stderr, "dlio_reader: %s: no files to read (%s)\n", argv[optind],
-			errno ? strerror(errno) : "empty");
+		fprintf(stderr, "dlio_reader: %s: no files to read (%s)\n",
+			argv[optind], errno ? strerror(errno) : "empty");
 		return 1;
 	}
-	nitems = sample_bytes ? (size_t)(total_bytes / (uint64_t)sample_bytes) : nfiles;
+	nitems = sample_bytes ? (size_t)(total_bytes / (uint64_t)sample_bytes)
+			      : nfiles;
 	if (nitems == 0) {
-		fprintf(stderr, "dlio_reader: %s: smaller than one sample\n", argv[optind]);
+		fprintf(stderr, "dlio_reader: %s: smaller than one sample\n",
+			argv[optind]);
 		return 1;
 	}
 	size_t nbatches = (nitems + (size_t)batch - 1) / (size_t)batch;
@@ -193,10 +211,11 @@ int main(int argc, char **argv)
 	pthread_t *tid = calloc((size_t)threads, sizeof *tid);
 
 	double t_start = now(), first_batch = -1;
-	printf("{\"dir\":\"%s\",\"files\":%zu,\"bytes\":%llu,\"threads\":%ld,\"batch\":%ld,"
-	       "\"compute_ms\":%ld,\"prefetch\":%ld,\"sample_bytes\":%ld,\"epochs\":[",
-	       argv[optind], nfiles, (unsigned long long)total_bytes, threads, batch, compute_ms,
-	       prefetch, sample_bytes);
+	printf(
+	    "{\"dir\":\"%s\",\"files\":%zu,\"bytes\":%llu,\"threads\":%ld,\"batch\":%ld,"
+	    "\"compute_ms\":%ld,\"prefetch\":%ld,\"sample_bytes\":%ld,\"epochs\":[",
+	    argv[optind], nfiles, (unsigned long long)total_bytes, threads,
+	    batch, compute_ms, prefetch, sample_bytes);
 	for (long e = 0; e < epochs; e++) {
 		plan_epoch(e);
 		atomic_store(&next, 0);
@@ -207,7 +226,9 @@ int main(int argc, char **argv)
 		for (long t = 0; t < threads; t++)
 			pthread_create(&tid[t], NULL, reader, NULL);
 		for (size_t b = 0; b < nbatches; b++) {
-			size_t want = b + 1 < nbatches ? (size_t)batch : nitems - b * (size_t)batch;
+			size_t want = b + 1 < nbatches
+					  ? (size_t)batch
+					  : nitems - b * (size_t)batch;
 			double w0 = now();
 			pthread_mutex_lock(&mu);
 			while (atomic_load(&done[b]) < want)
@@ -217,7 +238,8 @@ int main(int argc, char **argv)
 			wait += w1 - w0;
 			if (first_batch < 0)
 				first_batch = w1 - t_start;
-			struct timespec ts = { compute_ms / 1000, (compute_ms % 1000) * 1000000 };
+			struct timespec ts = { compute_ms / 1000,
+					       (compute_ms % 1000) * 1000000 };
 			nanosleep(&ts, NULL);
 			computed += now() - w1;
 			pthread_mutex_lock(&mu);
@@ -228,14 +250,20 @@ int main(int argc, char **argv)
 		for (long t = 0; t < threads; t++)
 			pthread_join(tid[t], NULL);
 		double s = now() - t0;
-		printf("%s{\"seconds\":%.3f,\"au\":%.4f,\"io_wait_s\":%.3f}", e ? "," : "", s, computed / s, wait);
+		printf("%s{\"seconds\":%.3f,\"au\":%.4f,\"io_wait_s\":%.3f}",
+		       e ? "," : "", s, computed / s, wait);
 	}
-	printf("],\"first_batch_s\":%.3f,\"total_s\":%.3f,\"bytes_read\":%llu,\"error\":%d}\n", first_batch,
-	       now() - t_start, (unsigned long long)atomic_load(&bytes_read), atomic_load(&failed));
+	printf(
+	    "],\"first_batch_s\":%.3f,\"total_s\":%.3f,\"bytes_read\":%llu,\"error\":%d}\n",
+	    first_batch, now() - t_start,
+	    (unsigned long long)atomic_load(&bytes_read), atomic_load(&failed));
 	return atomic_load(&failed) ? 1 : 0;
 
 usage:
-	fprintf(stderr, "usage: %s [-t THREADS] [-b BATCH] [-c COMPUTE_MS] [-e EPOCHS] [-p PREFETCH] "
-			"[-s SAMPLE_BYTES] DIR\n", argv[0]);
+	fprintf(
+	    stderr,
+	    "usage: %s [-t THREADS] [-b BATCH] [-c COMPUTE_MS] [-e EPOCHS] [-p PREFETCH] "
+	    "[-s SAMPLE_BYTES] DIR\n",
+	    argv[0]);
 	return 2;
 }

@@ -53,8 +53,10 @@ static int parse_u64(const char *s, const char *what, uint64_t max,
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno || end == s || *end || s[0] == '-' || v > max) {
-		fprintf(stderr, "iostage-gendata: %s: '%s' is not a number "
-				"in 0..%" PRIu64 "\n", what, s, max);
+		fprintf(stderr,
+			"iostage-gendata: %s: '%s' is not a number "
+			"in 0..%" PRIu64 "\n",
+			what, s, max);
 		return -1;
 	}
 	*ret = v;
@@ -134,8 +136,9 @@ int main(int argc, char **argv)
 		return 2;
 	if (strlen(prefix) >= GEN_NAME_MAX || strlen(suffix) >= GEN_NAME_MAX ||
 	    strchr(prefix, '/') || strchr(suffix, '/')) {
-		fprintf(stderr, "iostage-gendata: PREFIX and SUFFIX must be "
-				"under %d characters, without '/'\n",
+		fprintf(stderr,
+			"iostage-gendata: PREFIX and SUFFIX must be "
+			"under %d characters, without '/'\n",
 			GEN_NAME_MAX);
 		return 2;
 	}
@@ -181,7 +184,8 @@ int main(int argc, char **argv)
 		if (spread && i % 2 == 0) {
 			uint64_t lim = base * spread / 100;
 
-			dev = (i + 1 < count && lim) ? rng_next() % (lim + 1) : 0;
+			dev = (i + 1 < count && lim) ? rng_next() % (lim + 1)
+						     : 0;
 			size += dev;
 		} else if (spread) {
 			size -= dev;
@@ -196,16 +200,18 @@ int main(int argc, char **argv)
 			snprintf(dname, sizeof(dname), "c%04" PRIu64,
 				 i / per_dir);
 			if (mkdirat(dfd, dname, 0755) < 0 && errno != EEXIST) {
-				fprintf(stderr, "iostage-gendata: cannot "
-						"create %s/%s: %s\n",
+				fprintf(stderr,
+					"iostage-gendata: cannot "
+					"create %s/%s: %s\n",
 					dir, dname, strerror(errno));
 				return 1;
 			}
 			sub = openat(dfd, dname,
 				     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (sub < 0) {
-				fprintf(stderr, "iostage-gendata: cannot open "
-						"%s/%s: %s\n",
+				fprintf(stderr,
+					"iostage-gendata: cannot open "
+					"%s/%s: %s\n",
 					dir, dname, strerror(errno));
 				return 1;
 			}
@@ -213,8 +219,9 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "%s%06" PRIu64 "%s", prefix, i,
 			 suffix);
 		if (write_file(ndirs ? sub : dfd, name, block, off, size) < 0) {
-			fprintf(stderr, "iostage-gendata: cannot write %s/%s: "
-					"%s\n",
+			fprintf(stderr,
+				"iostage-gendata: cannot write %s/%s: "
+				"%s\n",
 				dir, name, strerror(errno));
 			return 1;
 		}

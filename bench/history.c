@@ -78,7 +78,7 @@ static void *filer_main(void *arg)
 		for (unsigned j = b * f->batch + 1;
 		     j <= f->jobs && j <= (b + 1) * f->batch; j++)
 			recgen_set_job(recs[n++], f->base + j, f->jobs, f->t0,
-				(unsigned)rand_r(&f->seed));
+				       (unsigned)rand_r(&f->seed));
 		if (history_put_many(f->h, (const cJSON *const *)recs, n,
 				     f->flags, f->err, sizeof(f->err)) < 0)
 			f->rc = -1;
@@ -105,8 +105,10 @@ static int run_filers(struct history *h, unsigned threads, unsigned jobs,
 	int rc = 0;
 
 	for (unsigned i = 0; i < threads; i++) {
-		f[i] = (struct filer){h,  i,	 threads, jobs, batch, t0,
-				      42 + i + base, base, flags, 0, ""};
+		f[i] = (struct filer){
+			h,    i,     threads, jobs, batch, t0, 42 + i + base,
+			base, flags, 0,       ""
+		};
 		if (pthread_create(&tid[i], NULL, filer_main, &f[i])) {
 			snprintf(err, errlen, "cannot start a filer thread");
 			rc = -1;
@@ -169,9 +171,10 @@ int main(int argc, char **argv)
 	unsigned threads = 2, epilogs = 4;
 	const char *dir = "/var/tmp/iostage-bench-history";
 	char err[1024], cmd[4200];
-	struct recommend_tier tiers[1] = {{"nvme", 800ULL << 30}};
+	struct recommend_tier tiers[1] = { { "nvme", 800ULL << 30 } };
 	struct recommend_ctx ctx = {
-		.tiers = tiers, .ntiers = 1, .default_tier = 0, .min_jobs = 3};
+		.tiers = tiers, .ntiers = 1, .default_tier = 0, .min_jobs = 3
+	};
 	double t0 = (double)time(NULL), t, ingest_s, ingest_cpu, sync_s, *lat;
 	struct history *h;
 	unsigned long long bytes;
@@ -179,25 +182,42 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "n:q:b:t:e:d:k")) != -1) {
 		switch (opt) {
-		case 'n': jobs = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'q': queries = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'b': batch = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 't': threads = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'e': epilogs = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'd': dir = optarg; break;
-		case 'k': keep = 1; break;
+		case 'n':
+			jobs = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'q':
+			queries = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'b':
+			batch = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 't':
+			threads = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'e':
+			epilogs = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'k':
+			keep = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-n JOBS] [-q QUERIES] "
-					"[-b BATCH] [-t THREADS] [-e EPILOGS] [-d DIR] [-k]\n",
-				argv[0]);
+			fprintf(
+			    stderr,
+			    "usage: %s [-n JOBS] [-q QUERIES] "
+			    "[-b BATCH] [-t THREADS] [-e EPILOGS] [-d DIR] [-k]\n",
+			    argv[0]);
 			return 2;
 		}
 	}
 	if (!jobs || !batch || !queries || !threads || !epilogs ||
 	    threads > BENCH_THREADS_MAX || epilogs > BENCH_THREADS_MAX ||
 	    dir[0] != '/') {
-		fprintf(stderr, "bench-history: JOBS, QUERIES, BATCH > 0; "
-				"THREADS, EPILOGS 1..%d; DIR absolute\n",
+		fprintf(stderr,
+			"bench-history: JOBS, QUERIES, BATCH > 0; "
+			"THREADS, EPILOGS 1..%d; DIR absolute\n",
 			BENCH_THREADS_MAX);
 		return 2;
 	}
@@ -215,8 +235,8 @@ int main(int argc, char **argv)
 	 * the jobs still arrive nearly in end order */
 	t = now_s();
 	ingest_cpu = cpu_s();
-	if (run_filers(h, threads, jobs, batch, 0, 0, t0, err,
-		       sizeof(err)) < 0) {
+	if (run_filers(h, threads, jobs, batch, 0, 0, t0, err, sizeof(err)) <
+	    0) {
 		fprintf(stderr, "bench-history: %s\n", err);
 		return 1;
 	}
@@ -240,22 +260,23 @@ int main(int argc, char **argv)
 		cJSON *runs, *res, *prof;
 
 		snprintf(u, sizeof(u), "u%04u", seed % RECGEN_USERS);
-		snprintf(a, sizeof(a), "app-%u", (seed / RECGEN_USERS) % RECGEN_APPS);
+		snprintf(a, sizeof(a), "app-%u",
+			 (seed / RECGEN_USERS) % RECGEN_APPS);
 		t = now_s();
 		runs = history_runs_by_app(h, u, a, t0 - WINDOW_S, 64, err,
 					   sizeof(err));
 		res = runs ? recommend_run(runs, &ctx) : NULL;
-		prof = res ? recommend_profile(cJSON_GetObjectItem(
-						   res, "recommendations"),
-					       RECOMMEND_APPLY_CONFIDENCE)
+		prof = res ? recommend_profile(
+				 cJSON_GetObjectItem(res, "recommendations"),
+				 RECOMMEND_APPLY_CONFIDENCE)
 			   : NULL;
 		lat[q] = (now_s() - t) * 1000;
 		if (!prof) {
 			fprintf(stderr, "bench-history: query: %s\n", err);
 			return 1;
 		}
-		if (cJSON_GetArraySize(cJSON_GetObjectItem(res,
-							   "recommendations")))
+		if (cJSON_GetArraySize(
+			cJSON_GetObjectItem(res, "recommendations")))
 			nonempty++;
 		cJSON_Delete(prof);
 		cJSON_Delete(res);
@@ -281,23 +302,26 @@ int main(int argc, char **argv)
 		       ingest_cpu, ingest_cpu * 1e6 / jobs);
 		printf("bench-history: Epilog path (one record, fsynced, %u "
 		       "filer%s): %.0f jobs/s over %u\n",
-		       epilogs, epilogs == 1 ? "" : "s", synced / sync_s, synced);
+		       epilogs, epilogs == 1 ? "" : "s", synced / sync_s,
+		       synced);
 		printf("bench-history: %u recommendation queries: p50 %.3f ms, "
 		       "p99 %.3f ms, max %.3f ms  target p99 < 5 ms: %s "
 		       "(%d with advice)\n",
 		       queries, p50, p99, lat[queries - 1],
 		       p99 < 5 ? "ok" : "MISSED", nonempty);
-		printf("bench-history: database %s: %.1f MiB (%.0f bytes/job)\n",
-		       dir, (double)bytes / 1048576.0,
-		       (double)bytes / (jobs + synced));
-		printf("bench-history: {\"jobs\":%u,\"ingest_jobs_per_s\":%.0f,"
-		       "\"batch\":%u,\"threads\":%u,\"ingest_cpu_us_per_job\":%.1f,"
-		       "\"epilog_filers\":%u,\"epilog_jobs_per_s\":%.0f,"
-		       "\"query_p50_ms\":%.3f,\"query_p99_ms\":%.3f,"
-		       "\"query_max_ms\":%.3f,\"db_bytes\":%llu}\n",
-		       jobs, rate, batch, threads, ingest_cpu * 1e6 / jobs,
-		       epilogs, synced / sync_s, p50, p99,
-		       lat[queries - 1], bytes);
+		printf(
+		    "bench-history: database %s: %.1f MiB (%.0f bytes/job)\n",
+		    dir, (double)bytes / 1048576.0,
+		    (double)bytes / (jobs + synced));
+		printf(
+		    "bench-history: {\"jobs\":%u,\"ingest_jobs_per_s\":%.0f,"
+		    "\"batch\":%u,\"threads\":%u,\"ingest_cpu_us_per_job\":%.1f,"
+		    "\"epilog_filers\":%u,\"epilog_jobs_per_s\":%.0f,"
+		    "\"query_p50_ms\":%.3f,\"query_p99_ms\":%.3f,"
+		    "\"query_max_ms\":%.3f,\"db_bytes\":%llu}\n",
+		    jobs, rate, batch, threads, ingest_cpu * 1e6 / jobs,
+		    epilogs, synced / sync_s, p50, p99, lat[queries - 1],
+		    bytes);
 	}
 
 	free(lat);

@@ -47,13 +47,26 @@ int main(int argc, char **argv)
 
 	while ((c = getopt(argc, argv, "o:n:N:j:f:m:")) != -1) {
 		switch (c) {
-		case 'o': dir = optarg; break;
-		case 'n': node = optarg; break;
-		case 'N': list = strdup(optarg); break;
-		case 'j': jobs = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'f': first = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'm': multi = (unsigned)strtoul(optarg, NULL, 10); break;
-		default: usage();
+		case 'o':
+			dir = optarg;
+			break;
+		case 'n':
+			node = optarg;
+			break;
+		case 'N':
+			list = strdup(optarg);
+			break;
+		case 'j':
+			jobs = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'f':
+			first = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'm':
+			multi = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		default:
+			usage();
 		}
 	}
 	if (!dir || !node || !list || !jobs)

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
 #include <linux/netfilter.h>
+#include <linux/netlink.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -26,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <linux/netlink.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,16 +104,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pktdelay: nfq_open: %s\n", strerror(errno));
 		return 1;
 	}
-	struct nfq_q_handle *qh = nfq_create_queue(h, (uint16_t)queue, on_packet, NULL);
+	struct nfq_q_handle *qh = nfq_create_queue(h, (uint16_t)queue,
+						   on_packet, NULL);
 	if (!qh) {
-		fprintf(stderr, "pktdelay: queue %d: cannot bind (%s; another program on it?)\n",
-			queue, strerror(errno));
+		fprintf(
+		    stderr,
+		    "pktdelay: queue %d: cannot bind (%s; another program on it?)\n",
+		    queue, strerror(errno));
 		return 1;
 	}
 	/* Metadata only: the payload is never looked at. */
 	if (nfq_set_mode(qh, NFQNL_COPY_META, 0) < 0 ||
 	    nfq_set_queue_maxlen(qh, RING) < 0) {
-		fprintf(stderr, "pktdelay: queue %d: cannot configure: %s\n", queue, strerror(errno));
+		fprintf(stderr, "pktdelay: queue %d: cannot configure: %s\n",
+			queue, strerror(errno));
 		return 1;
 	}
 	/* A full kernel queue passes packets instead of dropping them; GRO'd
@@ -159,6 +163,7 @@ int main(int argc, char **argv)
 	return 0;
 
 usage:
-	fprintf(stderr, "usage: %s -q QUEUE(0-65535) -d MICROSECONDS\n", argv[0]);
+	fprintf(stderr, "usage: %s -q QUEUE(0-65535) -d MICROSECONDS\n",
+		argv[0]);
 	return 2;
 }

@@ -42,7 +42,8 @@ static int call(const char *sock, const char *req, int timeout_ms, char *line,
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	if (strlen(sock) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "iostage-rpc: socket path too long: %s\n", sock);
+		fprintf(stderr, "iostage-rpc: socket path too long: %s\n",
+			sock);
 		return -1;
 	}
 	strcpy(sa.sun_path, sock);
@@ -54,7 +55,8 @@ static int call(const char *sock, const char *req, int timeout_ms, char *line,
 			close(fd);
 		return -1;
 	}
-	if (write(fd, req, reqlen) != (ssize_t)reqlen || write(fd, "\n", 1) != 1) {
+	if (write(fd, req, reqlen) != (ssize_t)reqlen ||
+	    write(fd, "\n", 1) != 1) {
 		fprintf(stderr, "iostage-rpc: cannot send to %s: %s\n", sock,
 			strerror(errno));
 		close(fd);
@@ -104,7 +106,8 @@ int main(int argc, char **argv)
 	int i, timeout_s, rc = 0;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: iostage-rpc SOCKET TIMEOUT_S REQUEST...\n");
+		fprintf(stderr,
+			"usage: iostage-rpc SOCKET TIMEOUT_S REQUEST...\n");
 		return 2;
 	}
 	timeout_s = atoi(argv[2]);

@@ -29,9 +29,11 @@ int main(int argc, char **argv)
 	int n = argc > 3 ? atoi(argv[3]) : 20;
 	if (n < 1 || n > 10000)
 		n = 20;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2])) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)atoi(argv[2])) };
 	if (inet_pton(AF_INET, argv[1], &sa.sin_addr) != 1) {
-		fprintf(stderr, "rttprobe: '%s' is not an IPv4 address\n", argv[1]);
+		fprintf(stderr, "rttprobe: '%s' is not an IPv4 address\n",
+			argv[1]);
 		return 2;
 	}
 	double *v = calloc((size_t)n, sizeof *v);
@@ -45,7 +47,8 @@ int main(int argc, char **argv)
 		}
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		close(fd);
-		v[i] = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+		v[i] = (double)(b.tv_sec - a.tv_sec) * 1e3 +
+		       (double)(b.tv_nsec - a.tv_nsec) / 1e6;
 	}
 	qsort(v, (size_t)n, sizeof *v, cmp);
 	printf("%.3f\n", v[n / 2]);

@@ -96,7 +96,9 @@ int main(int argc, char **argv)
 			bytes += (unsigned long long)pread(fd, buf, 1, 0);
 		close(fd);
 	} else {
-		fprintf(stderr, "usage: shimbench meta DIR N | bulk FILE [PASSES] | calls FILE N\n");
+		fprintf(
+		    stderr,
+		    "usage: shimbench meta DIR N | bulk FILE [PASSES] | calls FILE N\n");
 		return 2;
 	}
 	printf("%.6f %.6f %llu\n", now() - t0, cpu_now() - c0, bytes);

@@ -2,13 +2,13 @@
  * 64 KiB from /dev/zero every 10 ms (a task doing light I/O, no forks).
  * Prints the children's pids, one a line, then waits for SIGTERM or
  * SIGINT and takes the children with it. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 static volatile sig_atomic_t stop;
 

@@ -9,8 +9,8 @@
 #include "cli/cache.h"
 #include "cli/json.h"
 #include "common/base/jsonbuf.h"
-#include "common/net/proto.h"
 #include "common/base/units.h"
+#include "common/net/proto.h"
 
 static void usage(FILE *out)
 {
@@ -27,24 +27,23 @@ static void print_entry(const cJSON *e, time_t now)
 	printf("%-8s %-36s %-12s %10s %9.0f %9s %4.0f%s  %s\n",
 	       json_string(e, "tier"), json_string(e, "entry"),
 	       json_string(e, "user"),
-	       units_bytes(proto_u64(e, "bytes"), size,
-			   sizeof(size)),
+	       units_bytes(proto_u64(e, "bytes"), size, sizeof(size)),
 	       json_number(e, "files"),
 	       last > 0 ? units_seconds((double)now - last, age, sizeof(age))
 			: "-",
 	       json_number(e, "pins"),
 	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "current"))
-		       ? " "
-		       : "*",
+		   ? " "
+		   : "*",
 	       json_string(e, "source"));
 }
 
 static int cache_ls(const struct client *client, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"tier", required_argument, NULL, 't'},
-		{"json", no_argument, NULL, 'j'},
-		{NULL, 0, NULL, 0},
+		{ "tier", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *tier = NULL;
 	int opt, as_json = 0;
@@ -87,7 +86,8 @@ static int cache_ls(const struct client *client, int argc, char **argv)
 		printf("%-8s %-36s %-12s %10s %9s %9s %5s  %s\n", "TIER",
 		       "ENTRY", "USER", "SIZE", "FILES", "USED AGO", "PINS",
 		       "SOURCE");
-		cJSON_ArrayForEach(e, entries) print_entry(e, now);
+		cJSON_ArrayForEach(e, entries)
+			print_entry(e, now);
 		printf("(* an older version, removed when its last job "
 		       "ends)\n");
 	}
@@ -98,10 +98,10 @@ static int cache_ls(const struct client *client, int argc, char **argv)
 static int cache_evict(const struct client *client, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"tier", required_argument, NULL, 't'},
-		{"user", required_argument, NULL, 'u'},
-		{"key", required_argument, NULL, 'k'},
-		{NULL, 0, NULL, 0},
+		{ "tier", required_argument, NULL, 't' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "key", required_argument, NULL, 'k' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *tier = NULL, *user = NULL, *key = NULL, *path = NULL;
 	const cJSON *e;
@@ -143,16 +143,14 @@ static int cache_evict(const struct client *client, int argc, char **argv)
 	cJSON_Delete(req);
 	if (!reply)
 		return 1;
-	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(reply,
-								"evicted"))
-	{
+	cJSON_ArrayForEach(e,
+			   cJSON_GetObjectItemCaseSensitive(reply, "evicted")) {
 		printf("evicted %s on %s: %s (%s)\n", json_string(e, "entry"),
 		       json_string(e, "tier"), json_string(e, "source"),
-		       units_bytes(proto_u64(e, "bytes"), size,
-				   sizeof(size)));
+		       units_bytes(proto_u64(e, "bytes"), size, sizeof(size)));
 	}
-	printf("freed %s\n", units_bytes(proto_u64(reply, "bytes"),
-					 size, sizeof(size)));
+	printf("freed %s\n",
+	       units_bytes(proto_u64(reply, "bytes"), size, sizeof(size)));
 	cJSON_Delete(reply);
 	return 0;
 }

@@ -88,17 +88,15 @@ cJSON *client_history_call(const struct client *client, const cJSON *req,
 			   int timeout_ms)
 {
 	char err[CONF_ERR_MAX];
-	cJSON *reply = history_call(client, req, timeout_ms, err,
-				    sizeof(err));
+	cJSON *reply = history_call(client, req, timeout_ms, err, sizeof(err));
 
 	if (!reply)
 		fprintf(stderr, "iostage: %s\n", err);
 	return reply;
 }
 
-cJSON *client_history_call_quiet(const struct client *client,
-				 const cJSON *req, int timeout_ms, char *err,
-				 size_t errlen)
+cJSON *client_history_call_quiet(const struct client *client, const cJSON *req,
+				 int timeout_ms, char *err, size_t errlen)
 {
 	return history_call(client, req, timeout_ms, err, errlen);
 }

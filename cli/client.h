@@ -45,9 +45,8 @@ cJSON *client_history_call(const struct client *client, const cJSON *req,
 
 /* client_history_call() that prints nothing: the reply when ok, else
  * NULL with why in ERR. */
-cJSON *client_history_call_quiet(const struct client *client,
-				 const cJSON *req, int timeout_ms, char *err,
-				 size_t errlen);
+cJSON *client_history_call_quiet(const struct client *client, const cJSON *req,
+				 int timeout_ms, char *err, size_t errlen);
 
 /* REQ to the node's iostaged, printing nothing: the reply when ok, else
  * NULL with why in ERR (no daemon on this node, the job unknown, ...). */

@@ -25,7 +25,7 @@
 #include "common/base/smallfile.h"
 
 #define EXPORT_TIMEOUT_MS 60000
-#define EXPORT_LIST_MAX 1000 /* history_list's most records per reply */
+#define EXPORT_LIST_MAX 1000    /* history_list's most records per reply */
 #define EXPORT_RECOMMEND_MAX 32 /* distinct user+job names asked */
 
 struct export_args {
@@ -38,13 +38,12 @@ struct export_args {
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: iostage export --format json|csv|prom|trace|html "
-		"[--job J] [--since T]\n"
-		"                      [--input FILE] [-o FILE]\n"
-		"  --since T   unix seconds, or an age: 30m, 12h, 7d\n"
-		"  --input F   records saved earlier (--format json), no "
-		"daemon needed\n");
+	fprintf(out, "usage: iostage export --format json|csv|prom|trace|html "
+		     "[--job J] [--since T]\n"
+		     "                      [--input FILE] [-o FILE]\n"
+		     "  --since T   unix seconds, or an age: 30m, 12h, 7d\n"
+		     "  --input F   records saved earlier (--format json), no "
+		     "daemon needed\n");
 }
 
 static int parse_args(int argc, char **argv, struct export_args *a)
@@ -65,8 +64,7 @@ static int parse_args(int argc, char **argv, struct export_args *a)
 	memset(a, 0, sizeof(*a));
 	a->since = -1;
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "f:o:h", longopts, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 			if (export_format_parse(optarg, &a->format) < 0) {
@@ -162,8 +160,9 @@ static cJSON *record_from_daemon(const struct client *client, double job)
 	cJSON_Delete(reply);
 	if (!cJSON_IsObject(record)) {
 		cJSON_Delete(record);
-		fprintf(stderr, "iostage: export: the history's reply for job "
-				"%.0f has no job record\n",
+		fprintf(stderr,
+			"iostage: export: the history's reply for job "
+			"%.0f has no job record\n",
 			job);
 		return NULL;
 	}
@@ -202,7 +201,8 @@ static cJSON *records_from_daemon(struct client *client,
 	cJSON_AddNumberToObject(req, "limit", EXPORT_LIST_MAX);
 	reply = client_history_call(client, req, EXPORT_TIMEOUT_MS);
 	cJSON_Delete(req);
-	list = reply ? cJSON_GetObjectItemCaseSensitive(reply, "records") : NULL;
+	list = reply ? cJSON_GetObjectItemCaseSensitive(reply, "records")
+		     : NULL;
 	if (!cJSON_IsArray(list)) {
 		if (reply)
 			fprintf(stderr, "iostage: export: the history's reply "
@@ -230,15 +230,13 @@ static cJSON *records_from_daemon(struct client *client,
 
 /* Attach the recommend op's answers to records that carry none. A daemon
  * without the op, or a refusal, leaves the report without them. */
-static void attach_recommendations(const struct client *client,
-				   cJSON *records)
+static void attach_recommendations(const struct client *client, cJSON *records)
 {
 	char err[CONF_ERR_MAX];
 	cJSON *rec, *req, *reply;
 	unsigned asked = 0;
 
-	cJSON_ArrayForEach(rec, records)
-	{
+	cJSON_ArrayForEach(rec, records) {
 		const char *user = rec_str(rec, "user");
 		const char *name = rec_str(rec, "job_name");
 		cJSON *recs;
@@ -257,7 +255,7 @@ static void attach_recommendations(const struct client *client,
 		if (!reply)
 			continue;
 		recs = cJSON_DetachItemFromObjectCaseSensitive(
-			reply, "recommendations");
+		    reply, "recommendations");
 		if (cJSON_IsArray(recs))
 			cJSON_AddItemToObject(rec, "recommendations", recs);
 		else
@@ -287,7 +285,8 @@ static int write_output(const struct export_args *a, const cJSON *records)
 	}
 	f = fopen(tmp, "wx");
 	if (!f) {
-		fprintf(stderr, "iostage: export: -o %s: cannot create %s: %s\n",
+		fprintf(stderr,
+			"iostage: export: -o %s: cannot create %s: %s\n",
 			a->output, tmp, strerror(errno));
 		return 1;
 	}

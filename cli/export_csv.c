@@ -11,17 +11,39 @@
 #include "common/telemetry/telrec.h"
 
 static const char *const columns[] = {
-	"job", "user", "uid", "job_name", "node", "profile_origin", "state",
-	"start", "end", "seconds", "datasets", "cache_hits",
-	"cache_cached_bytes", "cache_copied_bytes", "stage_in_seconds",
-	"stage_in_bytes", "run_seconds", "run_read_bytes", "run_write_bytes",
-	"checkpoint_seconds", "checkpoint_write_bytes", "stage_out_seconds",
-	"stage_out_bytes", "stage_out_during_bytes", "stage_out_end_bytes",
-	"stage_out_end_seconds", "outputs_failed_files",
+	"job",
+	"user",
+	"uid",
+	"job_name",
+	"node",
+	"profile_origin",
+	"state",
+	"start",
+	"end",
+	"seconds",
+	"datasets",
+	"cache_hits",
+	"cache_cached_bytes",
+	"cache_copied_bytes",
+	"stage_in_seconds",
+	"stage_in_bytes",
+	"run_seconds",
+	"run_read_bytes",
+	"run_write_bytes",
+	"checkpoint_seconds",
+	"checkpoint_write_bytes",
+	"stage_out_seconds",
+	"stage_out_bytes",
+	"stage_out_during_bytes",
+	"stage_out_end_bytes",
+	"stage_out_end_seconds",
+	"outputs_failed_files",
 	/* Appended, so that earlier columns keep their places: what
 	 * run_read_bytes/run_write_bytes are (RECORDS.md bytes_source),
 	 * and /proc's rchar/wchar of the run. */
-	"run_bytes_source", "run_rchar", "run_wchar",
+	"run_bytes_source",
+	"run_rchar",
+	"run_wchar",
 };
 
 static void put_text(FILE *out, const char *s)
@@ -85,8 +107,8 @@ static bool sub_sum(const cJSON *rec, const char *name, const char *key,
 	double v;
 
 	*ret = 0;
-	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(rec, "phases"))
-	{
+	cJSON_ArrayForEach(ph,
+			   cJSON_GetObjectItemCaseSensitive(rec, "phases")) {
 		const char *n = rec_str(ph, "name");
 
 		if (n && !strcmp(n, name) && rec_str(ph, "parent") &&
@@ -140,8 +162,8 @@ static void row(FILE *out, const cJSON *rec)
 	field_key(out, &first, so, "during_bytes");
 	field_key(out, &first, so, "end_bytes");
 	field_key(out, &first, so, "end_seconds");
-	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(rec, "outputs"))
-	{
+	cJSON_ArrayForEach(o,
+			   cJSON_GetObjectItemCaseSensitive(rec, "outputs")) {
 		has_outputs = true;
 		if (rec_num(o, "failed_files", &v))
 			failed += v;

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "cli/export.h"
-#include "common/telemetry/telrec.h"
 #include "common/base/units.h"
+#include "common/telemetry/telrec.h"
 
 #define SVG_W 860
 #define SVG_LEFT 130 /* room for row labels */
@@ -31,11 +31,21 @@ static void esc(FILE *out, const char *s)
 		unsigned char c = (unsigned char)*s;
 
 		switch (c) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		case '\'': fputs("&#39;", out); break;
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		case '\'':
+			fputs("&#39;", out);
+			break;
 		default:
 			fputc(c < 0x20 || c == 0x7f ? '?' : c, out);
 		}
@@ -111,8 +121,8 @@ static void svg_timeline(FILE *out, const cJSON *rec)
 	char buf[32], b2[32];
 	int rows, r, i;
 
-	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(rec, "phases"))
-	{
+	cJSON_ArrayForEach(ph,
+			   cJSON_GetObjectItemCaseSensitive(rec, "phases")) {
 		const char *name = rec_str(ph, "name");
 
 		if (!name || !rec_num(ph, "start", &s) ||
@@ -136,11 +146,12 @@ static void svg_timeline(FILE *out, const cJSON *rec)
 		"aria-label=\"phase timeline\">\n",
 		SVG_W, rows * ROW_H + 34);
 	for (r = 0; r < rows; r++) {
-		const char *label = r == 0 ? "stage_in" : r == 1 ? "run"
-				  : r == 2 ? "stage_out" : tl.subs[r - 3];
+		const char *label = r == 0   ? "stage_in"
+				    : r == 1 ? "run"
+				    : r == 2 ? "stage_out"
+					     : tl.subs[r - 3];
 
-		fprintf(out,
-			"<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s",
+		fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s",
 			SVG_LEFT - 8, r * ROW_H + 16, r >= 3 ? "\u21b3 " : "");
 		esc(out, label);
 		fputs("</text>\n", out);
@@ -157,8 +168,8 @@ static void svg_timeline(FILE *out, const cJSON *rec)
 			x, x, rows * ROW_H + 4, x, rows * ROW_H + 20,
 			units_seconds(t - tl.t0, buf, sizeof(buf)));
 	}
-	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(rec, "phases"))
-	{
+	cJSON_ArrayForEach(ph,
+			   cJSON_GetObjectItemCaseSensitive(rec, "phases")) {
 		const char *name = rec_str(ph, "name");
 		bool sub = rec_str(ph, "parent") != NULL, proc;
 		double x0, x1, rb = 0, wb = 0, b = 0;
@@ -174,8 +185,8 @@ static void svg_timeline(FILE *out, const cJSON *rec)
 		fprintf(out,
 			"<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
 			"height=\"%d\" fill=\"%s\"><title>",
-			x0, r * ROW_H + 3, x1 - x0 < 1 ? 1 : x1 - x0,
-			ROW_H - 6, phase_color(name, sub));
+			x0, r * ROW_H + 3, x1 - x0 < 1 ? 1 : x1 - x0, ROW_H - 6,
+			phase_color(name, sub));
 		esc(out, name);
 		fprintf(out, ": %s", units_seconds(e - s, buf, sizeof(buf)));
 		if (rec_num(ph, "bytes", &b)) {
@@ -187,7 +198,8 @@ static void svg_timeline(FILE *out, const cJSON *rec)
 		proc = strcmp(telrec_bytes_source(ph), TELREC_BYTES_SHIM) != 0;
 		if (rec_num(ph, "read_bytes", &rb)) {
 			bytes_str(rb, b2, sizeof(b2));
-			fprintf(out, proc ? ", rchar %s" : ", file read %s", b2);
+			fprintf(out, proc ? ", rchar %s" : ", file read %s",
+				b2);
 		}
 		if (rec_num(ph, "write_bytes", &wb)) {
 			bytes_str(wb, b2, sizeof(b2));
@@ -217,8 +229,8 @@ static size_t sum_bytes(const cJSON *rec, struct phase_bytes *sums)
 	size_t n = 0, i;
 	double v;
 
-	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(rec, "phases"))
-	{
+	cJSON_ArrayForEach(ph,
+			   cJSON_GetObjectItemCaseSensitive(rec, "phases")) {
 		const char *name = rec_str(ph, "name");
 
 		if (!name)
@@ -234,10 +246,9 @@ static size_t sum_bytes(const cJSON *rec, struct phase_bytes *sums)
 			sums[i].read += v;
 		else if (!strcmp(name, "stage_out") && rec_num(ph, "bytes", &v))
 			sums[i].write += v;
-		if (!sums[i].source && (cJSON_GetObjectItemCaseSensitive(
-						ph, "read_bytes") ||
-					cJSON_GetObjectItemCaseSensitive(
-						ph, "write_bytes")))
+		if (!sums[i].source &&
+		    (cJSON_GetObjectItemCaseSensitive(ph, "read_bytes") ||
+		     cJSON_GetObjectItemCaseSensitive(ph, "write_bytes")))
 			sums[i].source = telrec_bytes_source(ph);
 		if (rec_num(ph, "read_bytes", &v))
 			sums[i].read += v;
@@ -305,8 +316,7 @@ static void svg_bytes(FILE *out, const cJSON *rec)
 			    strcmp(sums[i].source, TELREC_BYTES_SHIM) != 0;
 		bool file = sums[i].source && !proc;
 
-		fprintf(out,
-			"<text x=\"%d\" y=\"%d\" text-anchor=\"end\">",
+		fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">",
 			SVG_LEFT - 8, y + 20);
 		esc(out, sums[i].name);
 		bytes_str(sums[i].read, buf, sizeof(buf));
@@ -315,14 +325,19 @@ static void svg_bytes(FILE *out, const cJSON *rec)
 			"height=\"14\" fill=\"#4e79a7\"/><text x=\"%.1f\" "
 			"y=\"%d\" class=\"val\">%s %s</text>\n",
 			SVG_LEFT, y + 2, wr, SVG_LEFT + wr + 6, y + 13,
-			proc ? "rchar" : file ? "file read" : "read", buf);
+			proc   ? "rchar"
+			: file ? "file read"
+			       : "read",
+			buf);
 		bytes_str(sums[i].write, buf, sizeof(buf));
 		fprintf(out,
 			"<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"14\" "
 			"fill=\"#f28e2b\"/><text x=\"%.1f\" y=\"%d\" "
 			"class=\"val\">%s %s</text>\n",
 			SVG_LEFT, y + 18, ww, SVG_LEFT + ww + 6, y + 29,
-			proc ? "wchar" : file ? "file written" : "written",
+			proc   ? "wchar"
+			: file ? "file written"
+			       : "written",
 			buf);
 	}
 	fputs("</svg>\n", out);
@@ -374,13 +389,13 @@ static void recommendations(FILE *out, const cJSON *rec)
 	double conf;
 
 	if (!cJSON_GetArraySize(recs)) {
-		fputs("<p class=\"none\">No recommendations for this job.</p>\n",
-		      out);
+		fputs(
+		    "<p class=\"none\">No recommendations for this job.</p>\n",
+		    out);
 		return;
 	}
 	fputs("<ul class=\"recs\">\n", out);
-	cJSON_ArrayForEach(r, recs)
-	{
+	cJSON_ArrayForEach(r, recs) {
 		fputs("<li><b>", out);
 		esc(out, str_or(r, "rule", "rule"));
 		fputs("</b> ", out);
@@ -395,9 +410,8 @@ static void recommendations(FILE *out, const cJSON *rec)
 		if (rec_num(r, "confidence", &conf))
 			fprintf(out, ", confidence %.0f%%%s", conf * 100,
 				conf < 0.5 ? " (low)" : "");
-		cJSON_ArrayForEach(cmd, cJSON_GetObjectItemCaseSensitive(
-						r, "commands"))
-		{
+		cJSON_ArrayForEach(
+		    cmd, cJSON_GetObjectItemCaseSensitive(r, "commands")) {
 			if (!cJSON_IsString(cmd))
 				continue;
 			fputs("<br><code>", out);
@@ -441,8 +455,7 @@ static void tables(FILE *out, const cJSON *rec)
 		      "</th><th>tier</th><th>result</th><th>size</th><th>files"
 		      "</th><th>copied</th><th>from cache</th></tr>\n",
 		      out);
-		cJSON_ArrayForEach(o, ds)
-		{
+		cJSON_ArrayForEach(o, ds) {
 			fputs("<tr>", out);
 			cell_str(out, o, "name");
 			cell_str(out, o, "source");
@@ -462,8 +475,7 @@ static void tables(FILE *out, const cJSON *rec)
 		      "the run</th><th>at the end</th><th>failed files</th>"
 		      "</tr>\n",
 		      out);
-		cJSON_ArrayForEach(o, outs)
-		{
+		cJSON_ArrayForEach(o, outs) {
 			fputs("<tr>", out);
 			cell_str(out, o, "name");
 			cell_str(out, o, "dest");
@@ -532,8 +544,7 @@ static void summary(FILE *out, const cJSON *records)
 	      "user</th><th>state</th><th>duration</th><th>staged</th><th>"
 	      "cache hits</th><th>drained</th></tr>\n",
 	      out);
-	cJSON_ArrayForEach(rec, records)
-	{
+	cJSON_ArrayForEach(rec, records) {
 		const cJSON *pin = rec_phase(rec, "stage_in");
 		const cJSON *pout = rec_phase(rec, "stage_out");
 		double v;
@@ -572,28 +583,29 @@ int export_html(const cJSON *records, FILE *out)
 	cJSON_ArrayForEach(rec, records)
 		if (rec_job(rec))
 			n++;
-	fprintf(out,
-		"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
-		"<meta charset=\"utf-8\">\n"
-		"<meta name=\"generator\" content=\"iostage %s\">\n"
-		"<title>iostage I/O report: %d job%s</title>\n<style>\n"
-		"body{font-family:sans-serif;margin:24px;color:#222;"
-		"background:#fff;max-width:920px}\n"
-		"h1{font-size:26px}h2{font-size:30px;margin-top:36px;"
-		"border-bottom:2px solid #444}h3{font-size:16px;"
-		"margin-bottom:4px}\n"
-		"table{border-collapse:collapse;margin:6px 0}"
-		"td,th{border:1px solid #bbb;padding:3px 8px;font-size:13px}"
-		"th{background:#eee}.num{text-align:right}\n"
-		"svg text{font-family:sans-serif;font-size:12px;fill:#222}"
-		"svg text.axis,svg text.val{fill:#555;font-size:11px}\n"
-		".none{color:#777}.note{color:#555;font-size:13px}.facts{font-size:15px}"
-		"code{background:#f4f4f4;padding:1px 4px}\n"
-		"</style>\n</head>\n<body>\n<h1>iostage I/O report</h1>\n"
-		"<p>%d job%s. Times are per job from its first phase; bytes "
-		"are from the job's side (stage_in reads, stage_out "
-		"writes).</p>\n",
-		IOSTAGE_VERSION, n, n == 1 ? "" : "s", n, n == 1 ? "" : "s");
+	fprintf(
+	    out,
+	    "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
+	    "<meta charset=\"utf-8\">\n"
+	    "<meta name=\"generator\" content=\"iostage %s\">\n"
+	    "<title>iostage I/O report: %d job%s</title>\n<style>\n"
+	    "body{font-family:sans-serif;margin:24px;color:#222;"
+	    "background:#fff;max-width:920px}\n"
+	    "h1{font-size:26px}h2{font-size:30px;margin-top:36px;"
+	    "border-bottom:2px solid #444}h3{font-size:16px;"
+	    "margin-bottom:4px}\n"
+	    "table{border-collapse:collapse;margin:6px 0}"
+	    "td,th{border:1px solid #bbb;padding:3px 8px;font-size:13px}"
+	    "th{background:#eee}.num{text-align:right}\n"
+	    "svg text{font-family:sans-serif;font-size:12px;fill:#222}"
+	    "svg text.axis,svg text.val{fill:#555;font-size:11px}\n"
+	    ".none{color:#777}.note{color:#555;font-size:13px}.facts{font-size:15px}"
+	    "code{background:#f4f4f4;padding:1px 4px}\n"
+	    "</style>\n</head>\n<body>\n<h1>iostage I/O report</h1>\n"
+	    "<p>%d job%s. Times are per job from its first phase; bytes "
+	    "are from the job's side (stage_in reads, stage_out "
+	    "writes).</p>\n",
+	    IOSTAGE_VERSION, n, n == 1 ? "" : "s", n, n == 1 ? "" : "s");
 	if (n)
 		summary(out, records);
 	else

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/base/jsonbuf.h"
 #include "cli/export.h"
+#include "common/base/jsonbuf.h"
 
 bool rec_num(const cJSON *o, const char *key, double *ret)
 {
@@ -41,9 +41,8 @@ const cJSON *rec_phase(const cJSON *record, const char *name)
 {
 	const cJSON *ph;
 
-	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(record,
-								"phases"))
-	{
+	cJSON_ArrayForEach(ph,
+			   cJSON_GetObjectItemCaseSensitive(record, "phases")) {
 		const char *n = rec_str(ph, "name");
 
 		if (n && !strcmp(n, name) && !rec_str(ph, "parent"))
@@ -59,8 +58,7 @@ void rec_cache_summary(const cJSON *record, struct rec_cache *ret)
 
 	memset(ret, 0, sizeof(*ret));
 	cJSON_ArrayForEach(ds, cJSON_GetObjectItemCaseSensitive(record,
-								"datasets"))
-	{
+								"datasets")) {
 		const char *result = rec_str(ds, "result");
 
 		if (!result)
@@ -108,11 +106,20 @@ int export_parse_since(const char *s, double now, double *ret)
 		return 0;
 	}
 	switch (*p) {
-	case 's': mult = 1; break;
-	case 'm': mult = 60; break;
-	case 'h': mult = 3600; break;
-	case 'd': mult = 86400; break;
-	default: return -1;
+	case 's':
+		mult = 1;
+		break;
+	case 'm':
+		mult = 60;
+		break;
+	case 'h':
+		mult = 3600;
+		break;
+	case 'd':
+		mult = 86400;
+		break;
+	default:
+		return -1;
 	}
 	if (p[1])
 		return -1;
@@ -191,9 +198,9 @@ cJSON *export_records_parse(const char *text, const char *origin, char *err,
 		snprintf(err, errlen, "%s: out of memory", origin);
 		return NULL;
 	}
-	arr = cJSON_IsArray(doc) ? doc
-				 : cJSON_GetObjectItemCaseSensitive(doc,
-								    "records");
+	arr = cJSON_IsArray(doc)
+		  ? doc
+		  : cJSON_GetObjectItemCaseSensitive(doc, "records");
 	if (cJSON_IsArray(arr)) {
 		if (take_objects(arr, out) < 0) {
 			snprintf(err, errlen,
@@ -246,11 +253,21 @@ int export_render(enum export_format format, const cJSON *records, FILE *out)
 	int r = -1;
 
 	switch (format) {
-	case EXPORT_JSON: r = export_json(records, out); break;
-	case EXPORT_CSV: r = export_csv(records, out); break;
-	case EXPORT_PROM: r = export_prom(records, out); break;
-	case EXPORT_TRACE: r = export_trace(records, out); break;
-	case EXPORT_HTML: r = export_html(records, out); break;
+	case EXPORT_JSON:
+		r = export_json(records, out);
+		break;
+	case EXPORT_CSV:
+		r = export_csv(records, out);
+		break;
+	case EXPORT_PROM:
+		r = export_prom(records, out);
+		break;
+	case EXPORT_TRACE:
+		r = export_trace(records, out);
+		break;
+	case EXPORT_HTML:
+		r = export_html(records, out);
+		break;
 	}
 	if (r == 0 && (fflush(out) != 0 || ferror(out))) {
 		errno = EIO;

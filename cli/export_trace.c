@@ -45,16 +45,16 @@ static double earliest(const cJSON *records)
 	const cJSON *rec, *o;
 	double min = -1, v;
 
-	cJSON_ArrayForEach(rec, records)
-	{
+	cJSON_ArrayForEach(rec, records) {
 		if (rec_num(rec, "start", &v) && (min < 0 || v < min))
 			min = v;
-		cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(rec,
-								      "phases"))
+		cJSON_ArrayForEach(o,
+				   cJSON_GetObjectItemCaseSensitive(rec,
+								    "phases"))
 			if (rec_num(o, "start", &v) && (min < 0 || v < min))
 				min = v;
-		cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(
-					      rec, "processes"))
+		cJSON_ArrayForEach(
+		    o, cJSON_GetObjectItemCaseSensitive(rec, "processes"))
 			if (rec_num(o, "start", &v) && (min < 0 || v < min))
 				min = v;
 	}
@@ -101,8 +101,8 @@ static bool add_event(cJSON *arr, const char *name, const char *cat,
 }
 
 /* A metadata event naming a process or thread. */
-static bool add_name(cJSON *arr, const char *what, uint32_t pid,
-		     unsigned tid, const char *name)
+static bool add_name(cJSON *arr, const char *what, uint32_t pid, unsigned tid,
+		     const char *name)
 {
 	cJSON *args = cJSON_CreateObject();
 
@@ -125,13 +125,13 @@ static cJSON *phase_args(const cJSON *ph)
 
 	if (!args)
 		return NULL;
-	cJSON_ArrayForEach(item, ph)
-	{
+	cJSON_ArrayForEach(item, ph) {
 		if (cJSON_IsNumber(item) && strcmp(item->string, "start") &&
 		    strcmp(item->string, "end"))
 			cJSON_AddNumberToObject(args, item->string,
 						item->valuedouble);
-		else if (cJSON_IsString(item) && !strcmp(item->string, "source"))
+		else if (cJSON_IsString(item) &&
+			 !strcmp(item->string, "source"))
 			cJSON_AddStringToObject(args, "source",
 						item->valuestring);
 	}
@@ -181,8 +181,8 @@ static bool job_phases(cJSON *arr, const cJSON *rec, uint32_t pid)
 	struct span sp, runsp;
 	bool have_run = run && span_of(run, &runsp);
 
-	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(rec, "phases"))
-	{
+	cJSON_ArrayForEach(ph,
+			   cJSON_GetObjectItemCaseSensitive(rec, "phases")) {
 		const char *name = rec_str(ph, "name");
 		const char *parent = rec_str(ph, "parent");
 
@@ -200,9 +200,8 @@ static bool job_phases(cJSON *arr, const cJSON *rec, uint32_t pid)
 		}
 		tid = parent ? TRACE_RUN_TID
 			     : track(arr, pid, name, seen, &nseen);
-		if (!tid ||
-		    !add_event(arr, name, parent ? "subphase" : "phase", "X",
-			       pid, tid, &sp, phase_args(ph)))
+		if (!tid || !add_event(arr, name, parent ? "subphase" : "phase",
+				       "X", pid, tid, &sp, phase_args(ph)))
 			return false;
 	}
 	return true;
@@ -216,9 +215,8 @@ static bool job_processes(cJSON *arr, const cJSON *rec, uint32_t pid)
 	struct span sp;
 	double rank, ospid;
 
-	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(rec,
-							      "processes"))
-	{
+	cJSON_ArrayForEach(p,
+			   cJSON_GetObjectItemCaseSensitive(rec, "processes")) {
 		unsigned tid = TRACE_RANK_TID + n++;
 
 		if (!span_of(p, &sp))
@@ -244,9 +242,8 @@ static bool job_counters(cJSON *arr, const cJSON *rec, uint32_t pid)
 {
 	const cJSON *run = rec_phase(rec, "run"), *row;
 
-	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(run,
-							       "timeline"))
-	{
+	cJSON_ArrayForEach(row,
+			   cJSON_GetObjectItemCaseSensitive(run, "timeline")) {
 		const cJSON *t = cJSON_GetArrayItem(row, 0);
 		const cJSON *r = cJSON_GetArrayItem(row, 1);
 		const cJSON *w = cJSON_GetArrayItem(row, 2);
@@ -280,8 +277,7 @@ int export_trace(const cJSON *records, FILE *out)
 	if (!arr)
 		goto nomem;
 	trace_epoch = earliest(records);
-	cJSON_ArrayForEach(rec, records)
-	{
+	cJSON_ArrayForEach(rec, records) {
 		uint32_t pid = rec_job(rec);
 		const char *jn = rec_str(rec, "job_name");
 		const char *user = rec_str(rec, "user");
@@ -289,8 +285,8 @@ int export_trace(const cJSON *records, FILE *out)
 		if (!pid)
 			continue;
 		snprintf(name, sizeof(name), "job %u%s%.64s%s%.32s%s", pid,
-			 jn && *jn ? " " : "", jn ? jn : "",
-			 user ? " (" : "", user ? user : "", user ? ")" : "");
+			 jn && *jn ? " " : "", jn ? jn : "", user ? " (" : "",
+			 user ? user : "", user ? ")" : "");
 		if (!add_name(arr, "process_name", pid, 0, name) ||
 		    !job_phases(arr, rec, pid) ||
 		    !job_processes(arr, rec, pid) ||

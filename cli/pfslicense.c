@@ -27,8 +27,8 @@
 #include "cli/json.h"
 #include "cli/pfslicense.h"
 #include "common/config/jobname.h"
-#include "common/sched/pfslicense.h"
 #include "common/config/profile.h"
+#include "common/sched/pfslicense.h"
 
 #define PFS_CMDLINE_MAX (256 * 1024)
 #define PFS_ARGS_MAX 1024
@@ -101,12 +101,12 @@ static void apply_advice(const struct client *client, struct profile *profile,
 int pfslicense_main(const struct client *client, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"io-profile", required_argument, NULL, 'p'},
-		{"licenses", required_argument, NULL, 'L'},
-		{"job-name", required_argument, NULL, 'J'},
-		{"submitter", required_argument, NULL, 's'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "io-profile", required_argument, NULL, 'p' },
+		{ "licenses", required_argument, NULL, 'L' },
+		{ "job-name", required_argument, NULL, 'J' },
+		{ "submitter", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *spec = NULL, *current = NULL, *job_name = NULL;
 	char name[JOBNAME_MAX], err[CONF_ERR_MAX], lic[PFSLICENSE_MAX];
@@ -164,8 +164,9 @@ int pfslicense_main(const struct client *client, int argc, char **argv)
 	if (pfslicense_for(profile, client->conf, lic, sizeof(lic)) < 0 ||
 	    pfslicense_merge(current, lic, out, sizeof(out)) < 0) {
 		profile_destroy(profile);
-		fprintf(stderr, "iostage: pfs-license: --licenses: longer than "
-				"%d bytes\n",
+		fprintf(stderr,
+			"iostage: pfs-license: --licenses: longer than "
+			"%d bytes\n",
 			PFSLICENSE_MAX - 1);
 		return 1;
 	}

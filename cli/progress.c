@@ -13,8 +13,7 @@ void progress_draw(FILE *out, uint64_t done_bytes, uint64_t total_bytes,
 		   uint64_t done_files, uint64_t total_files, double rate,
 		   double eta)
 {
-	char bar[PROGRESS_WIDTH + 1], done[32], total[32], speed[32],
-		left[32];
+	char bar[PROGRESS_WIDTH + 1], done[32], total[32], speed[32], left[32];
 	double frac = total_bytes ? (double)done_bytes / (double)total_bytes
 				  : 0;
 	int fill;
@@ -29,8 +28,8 @@ void progress_draw(FILE *out, uint64_t done_bytes, uint64_t total_bytes,
 	if (fill < PROGRESS_WIDTH && fill > 0)
 		bar[fill - 1] = '>';
 	bar[PROGRESS_WIDTH] = '\0';
-	fprintf(out, "\r[%s] %3.0f%%  %s/%s  %llu/%llu files", bar,
-		frac * 100, units_bytes(done_bytes, done, sizeof(done)),
+	fprintf(out, "\r[%s] %3.0f%%  %s/%s  %llu/%llu files", bar, frac * 100,
+		units_bytes(done_bytes, done, sizeof(done)),
 		units_bytes(total_bytes, total, sizeof(total)),
 		(unsigned long long)done_files,
 		(unsigned long long)total_files);
@@ -38,7 +37,8 @@ void progress_draw(FILE *out, uint64_t done_bytes, uint64_t total_bytes,
 		fprintf(out, "  %s/s",
 			units_bytes((uint64_t)rate, speed, sizeof(speed)));
 	if (eta >= 0)
-		fprintf(out, "  ETA %s", units_seconds(eta, left, sizeof(left)));
+		fprintf(out, "  ETA %s",
+			units_seconds(eta, left, sizeof(left)));
 	fputs("\033[K", out); /* clear what a longer line left behind */
 	fflush(out);
 	drawn = true;

@@ -12,8 +12,8 @@
 
 #include "cli/json.h"
 #include "cli/recommend.h"
-#include "common/config/jobname.h"
 #include "common/base/jsonbuf.h"
+#include "common/config/jobname.h"
 
 static void usage(FILE *out)
 {
@@ -36,8 +36,7 @@ static void print_table(const cJSON *reply)
 	else
 		printf("%-10s %-5s %-40s %s\n", "RULE", "CONF", "TARGET",
 		       "ACTION");
-	cJSON_ArrayForEach(r, recs)
-	{
+	cJSON_ArrayForEach(r, recs) {
 		const cJSON *ev = cJSON_GetObjectItemCaseSensitive(r,
 								   "evidence");
 		int n = 0;
@@ -45,14 +44,16 @@ static void print_table(const cJSON *reply)
 		printf("%-10s %-5.2f %-40s %s\n", json_string(r, "rule"),
 		       json_number(r, "confidence"), json_string(r, "target"),
 		       json_string(r, "action"));
-		cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
-					  r, "commands")) if (cJSON_IsString(c))
-		    printf("%17s$ %s\n", "", c->valuestring);
+		cJSON_ArrayForEach(c,
+				   cJSON_GetObjectItemCaseSensitive(r,
+								    "commands"))
+			if (cJSON_IsString(c))
+				printf("%17s$ %s\n", "", c->valuestring);
 		printf("%17sgain: %s; jobs:", "",
 		       json_string(r, "expected_gain"));
-		cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(ev,
-								       "jobs"))
-		{
+		cJSON_ArrayForEach(j,
+				   cJSON_GetObjectItemCaseSensitive(ev,
+								    "jobs")) {
 			if (n++ == 8) {
 				printf(" ...");
 				break;
@@ -62,20 +63,20 @@ static void print_table(const cJSON *reply)
 		printf("\n");
 	}
 	cJSON_ArrayForEach(r, skipped)
-	    printf("(%s %s: %s)\n", json_string(r, "rule"),
-		   json_string(r, "target"), json_string(r, "reason"));
+		printf("(%s %s: %s)\n", json_string(r, "rule"),
+		       json_string(r, "target"), json_string(r, "reason"));
 }
 
 int recommend_main(const struct client *client, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"user", required_argument, NULL, 'u'},
-		{"job-name", required_argument, NULL, 'J'},
-		{"script", required_argument, NULL, 's'},
-		{"dataset", required_argument, NULL, 'd'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "user", required_argument, NULL, 'u' },
+		{ "job-name", required_argument, NULL, 'J' },
+		{ "script", required_argument, NULL, 's' },
+		{ "dataset", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *user = NULL, *job_name = NULL, *script = NULL;
 	const char *dataset = NULL;
@@ -117,8 +118,9 @@ int recommend_main(const struct client *client, int argc, char **argv)
 	}
 	if (script) {
 		if (jobname_from_script(script, name, sizeof(name)) < 0) {
-			fprintf(stderr, "iostage: recommend: --script %s: "
-					"cannot read it: %m\n",
+			fprintf(stderr,
+				"iostage: recommend: --script %s: "
+				"cannot read it: %m\n",
 				script);
 			return 1;
 		}

@@ -7,11 +7,11 @@
 
 #include "cli/json.h"
 #include "cli/sched.h"
-#include "common/net/ctlclient.h"
 #include "common/base/jsonbuf.h"
-#include "common/telemetry/promtext.h"
-#include "common/net/proto.h"
 #include "common/base/units.h"
+#include "common/net/ctlclient.h"
+#include "common/net/proto.h"
+#include "common/telemetry/promtext.h"
 
 #define SCHED_TIMEOUT_MS 5000
 /* job-note runs inside sbatch (cli_filter.lua): a ticket exists only if
@@ -19,8 +19,7 @@
 #define NOTE_TIMEOUT_MS 2000
 
 /* REQ to iostagectld; the reply when ok, else NULL after one line. */
-static cJSON *ctl_call(const struct client *client, cJSON *req,
-		       int timeout_ms)
+static cJSON *ctl_call(const struct client *client, cJSON *req, int timeout_ms)
 {
 	char err[CONF_ERR_MAX];
 	cJSON *reply = NULL;
@@ -31,8 +30,8 @@ static cJSON *ctl_call(const struct client *client, cJSON *req,
 				"sets no ControllerHost=\n");
 		return NULL;
 	}
-	if (ctl_request_timeout(client->conf, req, timeout_ms, &reply,
-				err, sizeof(err)) < 0) {
+	if (ctl_request_timeout(client->conf, req, timeout_ms, &reply, err,
+				sizeof(err)) < 0) {
 		fprintf(stderr, "iostage: %s\n", err);
 		return NULL;
 	}
@@ -60,7 +59,8 @@ int sched_job_note_main(const struct client *client, int argc, char **argv)
 	}
 	job = strtoul(argv[1], &end, 10);
 	if (*end || !job || job > 0xfffffffful) {
-		fprintf(stderr, "iostage: job-note: bad job id '%s'\n", argv[1]);
+		fprintf(stderr, "iostage: job-note: bad job id '%s'\n",
+			argv[1]);
 		return 2;
 	}
 	req = cJSON_CreateObject();
@@ -91,8 +91,8 @@ static void print_job(const cJSON *j)
 	}
 	/* the preference by where it points: feature names mean nothing
 	 * to a user */
-	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(j,
-							      "prefer_nodes"))
+	cJSON_ArrayForEach(n,
+			   cJSON_GetObjectItemCaseSensitive(j, "prefer_nodes"))
 		if (cJSON_IsString(n))
 			snprintf(where + strlen(where),
 				 sizeof(where) - strlen(where), "%s%s",
@@ -120,13 +120,12 @@ static void print_job(const cJSON *j)
 		       "", when);
 	}
 	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(j, "nodes"))
-		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(n,
-								      "datasets"))
-		{
+		cJSON_ArrayForEach(
+		    d, cJSON_GetObjectItemCaseSensitive(n, "datasets")) {
 			char took[48] = "";
 
-			if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(
-				d, "seconds")))
+			if (cJSON_IsNumber(
+				cJSON_GetObjectItemCaseSensitive(d, "seconds")))
 				snprintf(took, sizeof(took), " in %.1f s",
 					 json_number(d, "seconds"));
 			printf("%10s %s on %s: %s%s%s%s\n", "",
@@ -157,8 +156,8 @@ int sched_status_prom(const cJSON *reply, FILE *out)
 
 int sched_status_print(const struct client *client, bool as_json)
 {
-	return sched_status_show(client, as_json ? SCHED_SHOW_JSON
-						 : SCHED_SHOW_TEXT);
+	return sched_status_show(client,
+				 as_json ? SCHED_SHOW_JSON : SCHED_SHOW_TEXT);
 }
 
 int sched_status_show(const struct client *client, enum sched_show how)

@@ -12,8 +12,8 @@
 #include "cli/json.h"
 #include "cli/progress.h"
 #include "cli/stage.h"
-#include "common/net/proto.h"
 #include "common/base/units.h"
+#include "common/net/proto.h"
 
 #define STAGE_POLL_S 1
 
@@ -29,8 +29,7 @@ static const cJSON *find_job(const cJSON *status, double id)
 	const cJSON *job;
 
 	cJSON_ArrayForEach(job,
-			   cJSON_GetObjectItemCaseSensitive(status, "jobs"))
-	{
+			   cJSON_GetObjectItemCaseSensitive(status, "jobs")) {
 		if (json_number(job, "job") == id)
 			return job;
 	}
@@ -40,11 +39,10 @@ static const cJSON *find_job(const cJSON *status, double id)
 static void print_result(const char *path, const cJSON *job)
 {
 	const cJSON *r = cJSON_GetArrayItem(
-		cJSON_GetObjectItemCaseSensitive(job, "cache"), 0);
+	    cJSON_GetObjectItemCaseSensitive(job, "cache"), 0);
 	char bytes[32];
 
-	units_bytes(proto_u64(job, "total_bytes"), bytes,
-		    sizeof(bytes));
+	units_bytes(proto_u64(job, "total_bytes"), bytes, sizeof(bytes));
 	if (r && strcmp(json_string(r, "result"), "hit") == 0)
 		printf("%s: already cached on tier %s (%s), %s, %.0f files\n",
 		       path, json_string(r, "tier"), json_string(r, "entry"),
@@ -85,8 +83,9 @@ static int follow(const struct client *client, const char *path, double id)
 		job = find_job(status, id);
 		if (!job) {
 			progress_end(stderr);
-			fprintf(stderr, "iostage: stage %s: iostaged no longer "
-					"knows it\n",
+			fprintf(stderr,
+				"iostage: stage %s: iostaged no longer "
+				"knows it\n",
 				path);
 			cJSON_Delete(status);
 			return 1;
@@ -94,10 +93,9 @@ static int follow(const struct client *client, const char *path, double id)
 		state = json_string(job, "state");
 		if (strcmp(state, "staging") == 0) {
 			const cJSON *eta =
-				cJSON_GetObjectItemCaseSensitive(job, "eta_s");
+			    cJSON_GetObjectItemCaseSensitive(job, "eta_s");
 
-			progress_draw(stderr,
-				      proto_u64(job, "bytes"),
+			progress_draw(stderr, proto_u64(job, "bytes"),
 				      proto_u64(job, "total_bytes"),
 				      proto_u64(job, "files"),
 				      proto_u64(job, "total_files"),
@@ -124,11 +122,11 @@ static int follow(const struct client *client, const char *path, double id)
 int stage_main(const struct client *client, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"tier", required_argument, NULL, 't'},
-		{"user", required_argument, NULL, 'u'},
-		{"verify", required_argument, NULL, 'V'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "tier", required_argument, NULL, 't' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "verify", required_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *tier = NULL, *user = NULL, *verify = NULL;
 	cJSON *req, *reply;

@@ -10,9 +10,8 @@
 #include "cli/sched.h"
 #include "cli/status.h"
 #include "common/base/jsonbuf.h"
-#include "common/net/proto.h"
 #include "common/base/units.h"
-
+#include "common/net/proto.h"
 
 static void print_tiers(const cJSON *tiers)
 {
@@ -21,16 +20,15 @@ static void print_tiers(const cJSON *tiers)
 
 	printf("\n%-10s %-6s %-6s %10s %10s %10s %5s  %s\n", "TIER", "MEDIUM",
 	       "SHARED", "CAPACITY", "USED", "FREE", "JOBS", "PATH");
-	cJSON_ArrayForEach(tier, tiers)
-	{
+	cJSON_ArrayForEach(tier, tiers) {
 		printf("%-10s %-6s %-6s %10s %10s %10s %5.0f  %s\n",
 		       json_string(tier, "name"), json_string(tier, "medium"),
-		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tier,
-								     "shared"))
-			       ? "yes"
-			       : "no",
-		       units_bytes(proto_u64(tier, "capacity_bytes"),
-				   cap, sizeof(cap)),
+		       cJSON_IsTrue(
+			   cJSON_GetObjectItemCaseSensitive(tier, "shared"))
+			   ? "yes"
+			   : "no",
+		       units_bytes(proto_u64(tier, "capacity_bytes"), cap,
+				   sizeof(cap)),
 		       units_bytes(proto_u64(tier, "used_bytes"), used,
 				   sizeof(used)),
 		       units_bytes(proto_u64(tier, "free_bytes"), avail,
@@ -45,8 +43,7 @@ static void print_cache_results(const cJSON *results)
 	const cJSON *r;
 	char copied[32];
 
-	cJSON_ArrayForEach(r, results)
-	{
+	cJSON_ArrayForEach(r, results) {
 		const char *result = json_string(r, "result");
 
 		if (strcmp(result, "built") == 0)
@@ -55,17 +52,18 @@ static void print_cache_results(const cJSON *results)
 			       "", json_string(r, "dataset"),
 			       json_string(r, "entry"), json_string(r, "tier"),
 			       json_number(r, "copied_files"),
-			       units_bytes(proto_u64(r, "copied_bytes"),
-					   copied, sizeof(copied)),
+			       units_bytes(proto_u64(r, "copied_bytes"), copied,
+					   sizeof(copied)),
 			       json_number(r, "linked_files"));
 		else
 			printf("%10s %s: %s%s%s on %s\n", "",
 			       json_string(r, "dataset"),
-			       strcmp(result, "hit") == 0 ? "cache hit" : result,
+			       strcmp(result, "hit") == 0 ? "cache hit"
+							  : result,
 			       strcmp(json_string(r, "entry"), "-") ? " " : "",
 			       strcmp(json_string(r, "entry"), "-")
-				       ? json_string(r, "entry")
-				       : "",
+				   ? json_string(r, "entry")
+				   : "",
 			       json_string(r, "tier"));
 	}
 }
@@ -81,14 +79,12 @@ static void print_jobs(const cJSON *jobs)
 	}
 	printf("\n%-10s %-12s %-8s %-30s %s\n", "JOB", "USER", "STATE",
 	       "STAGED", "DATASETS");
-	cJSON_ArrayForEach(job, jobs)
-	{
+	cJSON_ArrayForEach(job, jobs) {
 		char progress[64];
 
 		names[0] = '\0';
-		cJSON_ArrayForEach(ds, cJSON_GetObjectItemCaseSensitive(
-					       job, "datasets"))
-		{
+		cJSON_ArrayForEach(
+		    ds, cJSON_GetObjectItemCaseSensitive(job, "datasets")) {
 			if (!cJSON_IsString(ds))
 				continue;
 			if (names[0])
@@ -100,8 +96,8 @@ static void print_jobs(const cJSON *jobs)
 		snprintf(progress, sizeof(progress), "%s/%s %.0f/%.0f files",
 			 units_bytes(proto_u64(job, "bytes"), done,
 				     sizeof(done)),
-			 units_bytes(proto_u64(job, "total_bytes"),
-				     total, sizeof(total)),
+			 units_bytes(proto_u64(job, "total_bytes"), total,
+				     sizeof(total)),
 			 json_number(job, "files"),
 			 json_number(job, "total_files"));
 		printf("%-10.0f %-12s %-8s %-30s %s\n", json_number(job, "job"),
@@ -110,21 +106,22 @@ static void print_jobs(const cJSON *jobs)
 		if (strcmp(json_string(job, "state"), "staging") == 0) {
 			char rate[32], eta[32];
 			const cJSON *e =
-				cJSON_GetObjectItemCaseSensitive(job, "eta_s");
+			    cJSON_GetObjectItemCaseSensitive(job, "eta_s");
 
 			printf("%10s rate %s/s, ETA %s\n", "",
-			       units_bytes(proto_u64(job, "rate_bps"),
-					   rate, sizeof(rate)),
+			       units_bytes(proto_u64(job, "rate_bps"), rate,
+					   sizeof(rate)),
 			       cJSON_IsNumber(e)
-				       ? units_seconds(e->valuedouble, eta,
-						       sizeof(eta))
-				       : "unknown");
+				   ? units_seconds(e->valuedouble, eta,
+						   sizeof(eta))
+				   : "unknown");
 		}
 		print_cache_results(
-			cJSON_GetObjectItemCaseSensitive(job, "cache"));
+		    cJSON_GetObjectItemCaseSensitive(job, "cache"));
 		if (cJSON_IsString(
-			    cJSON_GetObjectItemCaseSensitive(job, "error")))
-			printf("%10s error: %s\n", "", json_string(job, "error"));
+			cJSON_GetObjectItemCaseSensitive(job, "error")))
+			printf("%10s error: %s\n", "",
+			       json_string(job, "error"));
 	}
 }
 
@@ -157,15 +154,13 @@ static void print_stage_bandwidth(const cJSON *bw)
 
 	printf("\nstage bandwidth: %s/s leased of %s/s (StageBandwidth=) to "
 	       "%.0f node%s",
-	       units_bytes(proto_u64(bw, "granted"), b1,
-			   sizeof(b1)),
+	       units_bytes(proto_u64(bw, "granted"), b1, sizeof(b1)),
 	       units_bytes(proto_u64(bw, "budget"), b2, sizeof(b2)),
-	       json_number(bw, "nodes"), json_number(bw, "nodes") == 1 ? "" : "s");
-	cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(bw, "leases"))
-	{
+	       json_number(bw, "nodes"),
+	       json_number(bw, "nodes") == 1 ? "" : "s");
+	cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(bw, "leases")) {
 		printf("%s%s %s/s", n++ ? ", " : ": ", json_string(l, "node"),
-		       units_bytes(proto_u64(l, "grant"), b1,
-				   sizeof(b1)));
+		       units_bytes(proto_u64(l, "grant"), b1, sizeof(b1)));
 	}
 	printf("\n");
 }
@@ -185,17 +180,18 @@ int status_main(const struct client *client, int argc, char **argv)
 		} else if (strcmp(argv[i], "--prom") == 0) {
 			prom = cluster = 1;
 		} else {
-			fprintf(stderr,
-				"iostage: status: unknown option '%s'\n"
-				"usage: iostage status [--cluster [--prom]] [--json]\n",
-				argv[i]);
+			fprintf(
+			    stderr,
+			    "iostage: status: unknown option '%s'\n"
+			    "usage: iostage status [--cluster [--prom]] [--json]\n",
+			    argv[i]);
 			return 2;
 		}
 	}
 	/* A login node runs no iostaged: its status is the cluster's. */
 	if (cluster || (client_has_service(client) &&
 			access(client->socket_path, F_OK) != 0))
-		return sched_status_show(client, prom	  ? SCHED_SHOW_PROM
+		return sched_status_show(client, prom      ? SCHED_SHOW_PROM
 						 : as_json ? SCHED_SHOW_JSON
 							   : SCHED_SHOW_TEXT);
 	req = cJSON_CreateObject();

@@ -10,15 +10,16 @@
 #include "cli/json.h"
 #include "cli/telemetry.h"
 #include "common/base/jsonbuf.h"
+#include "common/base/units.h"
 #include "common/net/proto.h"
 #include "common/telemetry/telrec.h"
-#include "common/base/units.h"
 
 #define TIMELINE_WIDTH 60
 #define CALL_TIMEOUT_MS 10000
 
-static const char *const bars[] = { " ", "▁", "▂", "▃", "▄",
-				    "▅", "▆", "▇", "█" };
+static const char *const bars[] = {
+	" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"
+};
 
 static const cJSON *item(const cJSON *o, const char *key)
 {
@@ -42,12 +43,11 @@ static void print_phase(const cJSON *ph, double t0, FILE *out)
 		snprintf(detail, sizeof(detail),
 			 "%.0f files, copied %s, from cache %s, %s/s",
 			 json_number(ph, "files"),
-			 units_bytes(proto_u64(ph, "copied_bytes"),
-				     c, sizeof(c)),
-			 units_bytes(proto_u64(ph, "cached_bytes"),
-				     k, sizeof(k)),
-			 units_bytes(proto_u64(ph, "rate_bps"), r,
-				     sizeof(r)));
+			 units_bytes(proto_u64(ph, "copied_bytes"), c,
+				     sizeof(c)),
+			 units_bytes(proto_u64(ph, "cached_bytes"), k,
+				     sizeof(k)),
+			 units_bytes(proto_u64(ph, "rate_bps"), r, sizeof(r)));
 	} else if (!strcmp(name, "stage_out")) {
 		char d[32], e[32], es[32];
 
@@ -56,11 +56,10 @@ static void print_phase(const cJSON *ph, double t0, FILE *out)
 		snprintf(detail, sizeof(detail),
 			 "during the run %s (%.0f files), after it %s (%.0f "
 			 "files) in %s",
-			 units_bytes(proto_u64(ph, "during_bytes"),
-				     d, sizeof(d)),
+			 units_bytes(proto_u64(ph, "during_bytes"), d,
+				     sizeof(d)),
 			 json_number(ph, "during_files"),
-			 units_bytes(proto_u64(ph, "end_bytes"), e,
-				     sizeof(e)),
+			 units_bytes(proto_u64(ph, "end_bytes"), e, sizeof(e)),
 			 json_number(ph, "end_files"),
 			 units_seconds(json_number(ph, "end_seconds"), es,
 				       sizeof(es)));
@@ -94,18 +93,17 @@ static void print_phase(const cJSON *ph, double t0, FILE *out)
 		const cJSON *r;
 		size_t used;
 
-		used = (size_t)snprintf(
-			detail, sizeof(detail), "%s, %s",
-			json_string(ph, "source"),
-			strcmp(telrec_bytes_source(ph), TELREC_BYTES_SHIM)
-				? "rchar/wchar"
-				: "file I/O (shim)");
+		used = (size_t)snprintf(detail, sizeof(detail), "%s, %s",
+					json_string(ph, "source"),
+					strcmp(telrec_bytes_source(ph),
+					       TELREC_BYTES_SHIM)
+					    ? "rchar/wchar"
+					    : "file I/O (shim)");
 		if (cJSON_GetArraySize(item(ph, "ranks")) > 0)
 			used += (size_t)snprintf(detail + used,
 						 sizeof(detail) - used,
 						 ", ranks");
-		cJSON_ArrayForEach(r, item(ph, "ranks"))
-		{
+		cJSON_ArrayForEach(r, item(ph, "ranks")) {
 			if (used >= sizeof(detail) - 8)
 				break;
 			used += (size_t)snprintf(detail + used,
@@ -126,16 +124,15 @@ static void print_phase(const cJSON *ph, double t0, FILE *out)
 }
 
 /* One row of bars: column c sums samples [c*per, (c+1)*per). */
-static void print_bars(const char *label, const cJSON *tl, int field,
-		       int cols, int per, FILE *out)
+static void print_bars(const char *label, const cJSON *tl, int field, int cols,
+		       int per, FILE *out)
 {
 	double col[TIMELINE_WIDTH] = { 0 }, max = 0;
 	const cJSON *s;
 	int i = 0;
 	char mx[32];
 
-	cJSON_ArrayForEach(s, tl)
-	{
+	cJSON_ArrayForEach(s, tl) {
 		const cJSON *v = cJSON_GetArrayItem(s, field);
 		int c = i++ / per;
 
@@ -176,13 +173,11 @@ static void print_nodes(const cJSON *rec, FILE *out)
 	fprintf(out, "\n\n%-12s %-12s %10s %9s %10s %10s %10s %6s\n", "NODE",
 		"STATE", "STAGED", "STAGE(s)", "READ", "WRITTEN", "DRAINED",
 		"PROCS");
-	cJSON_ArrayForEach(part, item(rec, "parts"))
-	{
+	cJSON_ArrayForEach(part, item(rec, "parts")) {
 		double si = 0, sis = 0, rd = 0, wr = 0, so = 0;
 		char a[32], b[32], c[32], d[32];
 
-		cJSON_ArrayForEach(ph, item(part, "phases"))
-		{
+		cJSON_ArrayForEach(ph, item(part, "phases")) {
 			const char *name = json_string(ph, "name");
 
 			if (!strcmp(name, "stage_in")) {
@@ -246,8 +241,7 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 	print_nodes(rec, out);
 	fprintf(out, "\n%-14s %9s %9s %10s %10s  %s\n", "PHASE", "START(s)",
 		"TIME", "READ", "WRITTEN", "DETAIL");
-	cJSON_ArrayForEach(ph, item(rec, "phases"))
-	{
+	cJSON_ArrayForEach(ph, item(rec, "phases")) {
 		print_phase(ph, t0, out);
 		if (!strcmp(json_string(ph, "name"), "run"))
 			run = ph;
@@ -262,8 +256,7 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 			"%s\n",
 			"PID", "STEP", "RANK", "LOCAL", "NODE", "IDENTITY",
 			"FILE-READ", "FILE-WROTE", "RCHAR", "WCHAR", "TRACED");
-		cJSON_ArrayForEach(p, item(rec, "processes"))
-		{
+		cJSON_ArrayForEach(p, item(rec, "processes")) {
 			char rd[32] = "-", wr[32] = "-", rc[32], wc[32];
 			char rank[16] = "-", local[16] = "-", step[16];
 			struct telrec_io io = { 0 };
@@ -287,10 +280,10 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 				units_bytes(io.wchar, wc, sizeof(wc));
 			}
 			if (new_rec && item(p, "read_bytes")) {
-				units_bytes(proto_u64(p, "read_bytes"),
-					    rd, sizeof(rd));
-				units_bytes(proto_u64(p, "write_bytes"),
-					    wr, sizeof(wr));
+				units_bytes(proto_u64(p, "read_bytes"), rd,
+					    sizeof(rd));
+				units_bytes(proto_u64(p, "write_bytes"), wr,
+					    sizeof(wr));
 			}
 			fprintf(out,
 				"%-8.0f %11s %6s %6s %-12s %-8s %10s %10s %10s "
@@ -311,8 +304,8 @@ void telemetry_print(const cJSON *rec, int width, FILE *out)
 			"\nrun timeline (/proc rchar/wchar): %d sample%s, %s "
 			"per column\n",
 			n, n == 1 ? "" : "s",
-			units_seconds(json_number(run, "interval_s") * per, secs,
-				      sizeof(secs)));
+			units_seconds(json_number(run, "interval_s") * per,
+				      secs, sizeof(secs)));
 		print_bars("rchar", tl, 1, cols, per, out);
 		print_bars("wchar", tl, 2, cols, per, out);
 	}
@@ -357,8 +350,10 @@ static cJSON *job_record(const struct client *client, uint32_t id)
 		return hist;
 	}
 	if (hist)
-		snprintf(herr, sizeof(herr), "telemetry: the history's reply "
-			 "for job %u has no job record", id);
+		snprintf(herr, sizeof(herr),
+			 "telemetry: the history's reply "
+			 "for job %u has no job record",
+			 id);
 	cJSON_Delete(hist);
 	if (local)
 		return local;

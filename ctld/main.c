@@ -14,25 +14,25 @@
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/close_range.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/close_range.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/config/conf.h"
 #include "common/base/daemonize.h"
 #include "common/base/log.h"
-#include "ctld/sched/bw_ops.h"
+#include "common/config/conf.h"
 #include "common/history/history.h"
 #include "ctld/filing/import.h"
-#include "ctld/metrics.h"
 #include "ctld/filing/partstore.h"
-#include "ctld/service.h"
+#include "ctld/metrics.h"
+#include "ctld/sched/bw_ops.h"
 #include "ctld/sched/slurmsched.h"
+#include "ctld/service.h"
 
 #define PIDFILE_NAME "iostagectld.pid"
 
@@ -42,22 +42,23 @@ static char pid_path[CONF_SOCKET_MAX + 32];
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: iostagectld [-f] [-c CONF] [-v] [--check-config]\n"
-		"       iostagectld --import PATH [-c CONF]\n"
-		"       iostagectld --repair-history [-c CONF]\n"
-		"  -f, --foreground    stay in the foreground, log to stderr\n"
-		"  -c, --config CONF   configuration file (default %s)\n"
-		"  -v, --verbose       log debug messages too\n"
-		"      --check-config  validate CONF, print the verdict (with -v,\n"
-		"                      every setting iostagectld uses first), exit\n"
-		"      --import PATH   import a node's old history database "
-		"(service stopped)\n"
-		"      --repair-history  recover a damaged history database "
-		"(service stopped)\n"
-		"  -h, --help          this help\n"
-		"  -V, --version       print the version\n",
-		IOSTAGE_CONF_PATH);
+	fprintf(
+	    f,
+	    "usage: iostagectld [-f] [-c CONF] [-v] [--check-config]\n"
+	    "       iostagectld --import PATH [-c CONF]\n"
+	    "       iostagectld --repair-history [-c CONF]\n"
+	    "  -f, --foreground    stay in the foreground, log to stderr\n"
+	    "  -c, --config CONF   configuration file (default %s)\n"
+	    "  -v, --verbose       log debug messages too\n"
+	    "      --check-config  validate CONF, print the verdict (with -v,\n"
+	    "                      every setting iostagectld uses first), exit\n"
+	    "      --import PATH   import a node's old history database "
+	    "(service stopped)\n"
+	    "      --repair-history  recover a damaged history database "
+	    "(service stopped)\n"
+	    "  -h, --help          this help\n"
+	    "  -V, --version       print the version\n",
+	    IOSTAGE_CONF_PATH);
 }
 
 static void parse_args(int argc, char **argv, struct daemonize_args *a)
@@ -91,7 +92,8 @@ static int check_service_conf(const struct conf *c, char *err, size_t errlen)
 	char buf[16384];
 
 	if (!c->controller_host[0]) {
-		snprintf(err, errlen, "ControllerHost= is empty: no node would "
+		snprintf(err, errlen,
+			 "ControllerHost= is empty: no node would "
 			 "reach the service (set it to this host's name or "
 			 "address)");
 		return -1;
@@ -184,8 +186,7 @@ int main(int argc, char **argv)
 	/* Multi-node jobs waiting for parts: deadlines from the database,
 	 * so those that passed while we were down are filed now. */
 	if (partstore_start(&conf, err, sizeof(err)) < 0)
-		log_errorx("%s; jobs missing a part wait until a restart",
-			   err);
+		log_errorx("%s; jobs missing a part wait until a restart", err);
 	ctld_bw_init(&conf);
 	/* Requests are served only once the history is open: clients that
 	 * came early waited in the backlog. */

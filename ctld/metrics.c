@@ -8,15 +8,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/net/httpmetrics.h"
 #include "common/base/log.h"
-#include "common/telemetry/promtext.h"
-#include "ctld/sched/bw_ops.h"
 #include "common/history/history.h"
+#include "common/net/httpmetrics.h"
+#include "common/telemetry/promtext.h"
 #include "ctld/metrics.h"
+#include "ctld/sched/bw_ops.h"
 #include "ctld/sched/sched_ops.h"
-#include "ctld/service.h"
 #include "ctld/sched/slurmsched.h"
+#include "ctld/service.h"
 
 #define METRICS_OPS_MAX 64
 
@@ -27,7 +27,7 @@ static int family1(struct promtext *pt, const char *name, const char *type,
 		   const char *help, double v)
 {
 	return promtext_family(pt, name, type, help) < 0 ||
-			       promtext_sample(pt, name, NULL, v) < 0
+		       promtext_sample(pt, name, NULL, v) < 0
 		   ? -1
 		   : 0;
 }
@@ -70,15 +70,12 @@ static int process_families(struct promtext *pt)
 	return family1(pt, "process_start_time_seconds", "gauge",
 		       "Start time of the process since the epoch, seconds",
 		       (double)started_at) < 0 ||
-			       family1(pt, "process_cpu_seconds_total",
-				       "counter",
-				       "User and system CPU time, seconds",
-				       cpu) < 0 ||
-			       family1(pt, "process_resident_memory_bytes",
-				       "gauge", "Resident memory, bytes",
-				       rss) < 0 ||
-			       family1(pt, "process_open_fds", "gauge",
-				       "Open file descriptors", fds) < 0
+		       family1(pt, "process_cpu_seconds_total", "counter",
+			       "User and system CPU time, seconds", cpu) < 0 ||
+		       family1(pt, "process_resident_memory_bytes", "gauge",
+			       "Resident memory, bytes", rss) < 0 ||
+		       family1(pt, "process_open_fds", "gauge",
+			       "Open file descriptors", fds) < 0
 		   ? -1
 		   : 0;
 }
@@ -98,7 +95,7 @@ static int service_families(struct promtext *pt)
 	slurmsched_health(&slurm_ok, &slurm_errors);
 	if (promtext_family(pt, "iostage_ctld_build_info", "gauge",
 			    "Always 1; the iostagectld version as a label") <
-		    0 ||
+		0 ||
 	    promtext_sample(pt, "iostage_ctld_build_info", version, 1) < 0 ||
 	    promtext_family(pt, "iostage_ctld_requests_total", "counter",
 			    "Requests answered, by op and whether the op "
@@ -119,24 +116,21 @@ static int service_families(struct promtext *pt)
 		       "Requests refused before any op (missing, forged, "
 		       "replayed or expired MUNGE credential)",
 		       (double)refused) < 0 ||
-			       family1(pt, "iostage_ctld_history_writable",
-				       "gauge",
-				       "1 when the history database is open "
-				       "for filing, 0 when read-only or "
-				       "disabled",
-				       h && !history_is_read_only(h)) < 0 ||
-			       family1(pt,
-				       "iostage_ctld_slurm_last_ok_seconds",
-				       "gauge",
-				       "When slurmctld last answered the job "
-				       "table, seconds since the epoch (0: "
-				       "never)",
-				       (double)slurm_ok) < 0 ||
-			       family1(pt, "iostage_ctld_slurm_errors_total",
-				       "counter",
-				       "Reads of slurmctld's job table that "
-				       "failed",
-				       (double)slurm_errors) < 0
+		       family1(pt, "iostage_ctld_history_writable", "gauge",
+			       "1 when the history database is open "
+			       "for filing, 0 when read-only or "
+			       "disabled",
+			       h && !history_is_read_only(h)) < 0 ||
+		       family1(pt, "iostage_ctld_slurm_last_ok_seconds",
+			       "gauge",
+			       "When slurmctld last answered the job "
+			       "table, seconds since the epoch (0: "
+			       "never)",
+			       (double)slurm_ok) < 0 ||
+		       family1(pt, "iostage_ctld_slurm_errors_total", "counter",
+			       "Reads of slurmctld's job table that "
+			       "failed",
+			       (double)slurm_errors) < 0
 		   ? -1
 		   : 0;
 }
@@ -144,8 +138,9 @@ static int service_families(struct promtext *pt)
 /* StageBandwidth leases (stage_bw_status, as anyone may ask it). */
 static int bandwidth_families(struct promtext *pt)
 {
-	struct ctld_caller root = { .uid = 0, .gid = 0, .read_all = true,
-				    .addr = "metrics" };
+	struct ctld_caller root = {
+		.uid = 0, .gid = 0, .read_all = true, .addr = "metrics"
+	};
 	cJSON *r = ctld_op_stage_bw_status(&root, NULL);
 	int rc;
 
@@ -156,16 +151,14 @@ static int bandwidth_families(struct promtext *pt)
 		     "StageBandwidth= all nodes' staging copies share (0: "
 		     "unbounded)",
 		     num(r, "budget")) < 0 ||
-			     family1(pt,
-				     "iostage_ctld_stage_bandwidth_granted_"
-				     "bytes_per_second",
-				     "gauge",
-				     "Staging bandwidth leased to nodes now",
-				     num(r, "granted")) < 0 ||
-			     family1(pt, "iostage_ctld_stage_bandwidth_nodes",
-				     "gauge",
-				     "Nodes holding a staging bandwidth lease",
-				     num(r, "nodes")) < 0
+		     family1(pt,
+			     "iostage_ctld_stage_bandwidth_granted_"
+			     "bytes_per_second",
+			     "gauge", "Staging bandwidth leased to nodes now",
+			     num(r, "granted")) < 0 ||
+		     family1(pt, "iostage_ctld_stage_bandwidth_nodes", "gauge",
+			     "Nodes holding a staging bandwidth lease",
+			     num(r, "nodes")) < 0
 		 ? -1
 		 : 0;
 	cJSON_Delete(r);
@@ -176,8 +169,9 @@ static int bandwidth_families(struct promtext *pt)
  * list. */
 static int sched_families(struct promtext *pt)
 {
-	struct ctld_caller root = { .uid = 0, .gid = 0, .read_all = true,
-				    .addr = "metrics" };
+	struct ctld_caller root = {
+		.uid = 0, .gid = 0, .read_all = true, .addr = "metrics"
+	};
 	cJSON *req = cJSON_Parse("{\"op\":\"sched_status\",\"jobs\":false}");
 	cJSON *r = req ? sched_op_status(&root, req) : NULL;
 	int rc = -1;

@@ -19,8 +19,8 @@
 struct ctld_caller {
 	uid_t uid;
 	gid_t gid;
-	bool read_all;     /* root or AdminGroup (ctld/authz.h) */
-	const char *addr;  /* the TCP peer's address, for log lines */
+	bool read_all;    /* root or AdminGroup (ctld/authz.h) */
+	const char *addr; /* the TCP peer's address, for log lines */
 };
 
 typedef cJSON *(*ctld_op_fn)(const struct ctld_caller *c, const cJSON *req);

@@ -18,14 +18,14 @@
 #include <unistd.h>
 
 #include "common/base/log.h"
+#include "common/history/history_ops.h"
 #include "common/net/peernet.h"
 #include "common/net/peerserve.h"
 #include "common/net/proto.h"
 #include "ctld/authz.h"
 #include "ctld/filing/file_batch.h"
-#include "ctld/sched/bw_ops.h"
 #include "ctld/filing/file_ops.h"
-#include "common/history/history_ops.h"
+#include "ctld/sched/bw_ops.h"
 #include "ctld/sched/pending.h"
 #include "ctld/sched/placement.h"
 #include "ctld/sched/sched_ops.h"
@@ -117,8 +117,8 @@ static uint64_t refused_count;
 
 static cJSON *counted(size_t i, cJSON *reply)
 {
-	if (reply && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply,
-								    "ok")))
+	if (reply &&
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
 		__atomic_add_fetch(&op_ok[i], 1, __ATOMIC_RELAXED);
 	else
 		__atomic_add_fetch(&op_declined[i], 1, __ATOMIC_RELAXED);
@@ -133,8 +133,8 @@ size_t ctld_service_counts(struct ctld_op_count *ret, size_t max,
 	for (size_t i = 0; i <= CTLD_NOPS && n < max; i++, n++) {
 		ret[n].op = i < CTLD_NOPS ? ctld_ops[i].name : "unknown";
 		ret[n].ok = __atomic_load_n(&op_ok[i], __ATOMIC_RELAXED);
-		ret[n].declined =
-		    __atomic_load_n(&op_declined[i], __ATOMIC_RELAXED);
+		ret[n].declined = __atomic_load_n(&op_declined[i],
+						  __ATOMIC_RELAXED);
 	}
 	*ret_refused = __atomic_load_n(&refused_count, __ATOMIC_RELAXED);
 	return n;
@@ -249,9 +249,10 @@ cJSON *ctld_service_serve(const struct ctld_serve_ctx *ctx, int fd)
 		 * connection too (common/net/peerserve.h). */
 		setpriority(PRIO_PROCESS, (id_t)gettid(),
 			    gate == &gate_file ? CTLD_FILE_NICE : 0);
-		req = peernet_decode_request_by(
-		    ctx->decode, line, munge_socket(ctx->conf), &name,
-		    &peer.uid, &peer.gid, &st, err, sizeof(err));
+		req = peernet_decode_request_by(ctx->decode, line,
+						munge_socket(ctx->conf), &name,
+						&peer.uid, &peer.gid, &st, err,
+						sizeof(err));
 		free(line);
 		line = NULL;
 	}
@@ -271,8 +272,8 @@ cJSON *ctld_service_serve(const struct ctld_serve_ctx *ctx, int fd)
 		};
 		reply = ctld_service_dispatch(ctx->conf, &c, name, req);
 		e = cJSON_GetObjectItemCaseSensitive(reply, "error");
-		if (reply && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(
-				 reply, "ok")))
+		if (reply && cJSON_IsFalse(
+				 cJSON_GetObjectItemCaseSensitive(reply, "ok")))
 			log_warningx("%s: uid %u op '%s' declined: %s",
 				     peer.addr, (unsigned)peer.uid,
 				     printable(name, shown, sizeof(shown)),
@@ -320,9 +321,10 @@ int ctld_service_listen(const struct conf *conf, char *err, size_t errlen)
 		return -1;
 	listen_port = conf->controller_port;
 	if (getsockname(listen_fd, (struct sockaddr *)&ss, &sl) == 0)
-		listen_port = ntohs(ss.ss_family == AF_INET6
-					? ((struct sockaddr_in6 *)&ss)->sin6_port
-					: ((struct sockaddr_in *)&ss)->sin_port);
+		listen_port = ntohs(
+		    ss.ss_family == AF_INET6
+			? ((struct sockaddr_in6 *)&ss)->sin6_port
+			: ((struct sockaddr_in *)&ss)->sin_port);
 	snprintf(listen_addr, sizeof(listen_addr), "%s",
 		 strcmp(addr, "*") ? addr : "every address");
 	return 0;

@@ -27,13 +27,13 @@
 #include "common/net/mauth.h"
 #include "ctld/ops.h"
 
-#define CTLD_CONN_MAX 1024    /* connections served at once */
-#define CTLD_READ_MS 10000    /* for a client's request line */
-#define CTLD_WORK_MAX 16      /* long requests (filings) served at once */
-#define CTLD_QUERY_WORK_MAX 8 /* short ones (queries) served at once */
+#define CTLD_CONN_MAX 1024       /* connections served at once */
+#define CTLD_READ_MS 10000       /* for a client's request line */
+#define CTLD_WORK_MAX 16         /* long requests (filings) served at once */
+#define CTLD_QUERY_WORK_MAX 8    /* short ones (queries) served at once */
 #define CTLD_QUERY_LINE_MAX 2048 /* a query's line: a record's is longer */
-#define CTLD_FILE_NICE 10     /* a filing's thread, against a query's 0 */
-#define CTLD_SEND_MS 10000    /* for the reply */
+#define CTLD_FILE_NICE 10        /* a filing's thread, against a query's 0 */
+#define CTLD_SEND_MS 10000       /* for the reply */
 
 /* Listen on CONF's ControllerPort, on ControllerHost's address when it is
  * an IP literal (127.0.0.1 stays on loopback), else on every address.
@@ -82,7 +82,7 @@ cJSON *ctld_service_dispatch(const struct conf *conf,
 
 /* Requests answered since the start, per op (for /metrics). */
 struct ctld_op_count {
-	const char *op;    /* the op's name; "unknown" for the others */
+	const char *op; /* the op's name; "unknown" for the others */
 	uint64_t ok, declined;
 };
 

@@ -20,10 +20,10 @@
 #include "daemon/staging/tiers.h"
 
 static const char *const ds_result_names[] = {
-    [JOB_DS_PENDING] = "pending",
-    [JOB_DS_HIT] = "hit",
-    [JOB_DS_BUILT] = "built",
-    [JOB_DS_FAILED] = "failed",
+	[JOB_DS_PENDING] = "pending",
+	[JOB_DS_HIT] = "hit",
+	[JOB_DS_BUILT] = "built",
+	[JOB_DS_FAILED] = "failed",
 };
 
 const char *jobs_ds_result_name(enum job_ds_result r)
@@ -45,9 +45,9 @@ enum job_ds_result jobs_ds_result_from_name(const char *s)
 }
 
 static const char *const state_names[] = {
-    [JOB_STAGING] = "staging",
-    [JOB_STAGED] = "staged",
-    [JOB_FAILED] = "failed",
+	[JOB_STAGING] = "staging",
+	[JOB_STAGED] = "staged",
+	[JOB_FAILED] = "failed",
 };
 
 const char *jobs_state_name(enum job_state state)
@@ -187,7 +187,10 @@ nomem:
 	return -1;
 }
 
-bool jobs_multi_node(const struct job *job) { return job->nnodes > 1; }
+bool jobs_multi_node(const struct job *job)
+{
+	return job->nnodes > 1;
+}
 
 void jobs_discard(struct job *job)
 {
@@ -256,7 +259,10 @@ bool jobs_known(struct jobs *js, uint32_t id)
 	return r;
 }
 
-bool jobs_known_arg(void *js, uint32_t id) { return jobs_known(js, id); }
+bool jobs_known_arg(void *js, uint32_t id)
+{
+	return jobs_known(js, id);
+}
 
 uint32_t jobs_next_prestage_id(struct jobs *js)
 {

@@ -36,7 +36,7 @@
  * 0x03ffffff), so the two never meet in the table. */
 #define JOBS_PRESTAGE_ID_MIN 0x80000000U
 #define JOBS_PRESTAGE_KEEP_S 600 /* a finished prestage stays this long */
-#define JOBS_NODES_MAX 4096	 /* nodes of a multi-node job */
+#define JOBS_NODES_MAX 4096      /* nodes of a multi-node job */
 
 enum job_state {
 	JOB_STAGING = 0,
@@ -66,9 +66,9 @@ struct job {
 	gid_t gid;
 	char user[JOBS_USER_MAX];
 	struct profile *profile;    /* NULL: a reloaded profile is invalid */
-	char *profile_json;	    /* normalized, as persisted */
+	char *profile_json;         /* normalized, as persisted */
 	bool tiers[CONF_MAX_TIERS]; /* tiers holding TIER/jobs/JOBID */
-	bool prestage;		    /* a cache warm-up: no dirs, no pins */
+	bool prestage;              /* a cache warm-up: no dirs, no pins */
 	/* A pre-stage for a pending job (iostagectld's prediction): it may
 	 * only evict versions that one job used (cache_reserve). */
 	bool speculative;
@@ -88,15 +88,15 @@ struct job {
 	/* Under the table lock; use the functions below. */
 	enum job_state state;
 	char error[CONF_ERR_MAX];
-	uint64_t bytes, files;			/* copied so far */
-	uint64_t total_bytes, total_files;	/* measured so far */
-	uint64_t tier_bytes[CONF_MAX_TIERS];	/* staged bytes per tier */
+	uint64_t bytes, files;                  /* copied so far */
+	uint64_t total_bytes, total_files;      /* measured so far */
+	uint64_t tier_bytes[CONF_MAX_TIERS];    /* staged bytes per tier */
 	struct job_ds ds[PROFILE_MAX_DATASETS]; /* per dataset, in order */
 	double staged_s; /* how long staging took, once done */
-	time_t ended;	 /* when staging ended, 0 = not yet */
-	pid_t worker;	 /* running stage worker, 0 = none */
-	bool running;	 /* a staging thread owns the job */
-	bool cancel;	 /* abort, finish or shutdown asked */
+	time_t ended;    /* when staging ended, 0 = not yet */
+	pid_t worker;    /* running stage worker, 0 = none */
+	bool running;    /* a staging thread owns the job */
+	bool cancel;     /* abort, finish or shutdown asked */
 	char cancel_reason[CONF_ERR_MAX];
 	bool gone; /* finished: out of the table */
 	/* The node whose staging failed the whole job (jobs_fail_jobwide),
@@ -142,8 +142,8 @@ int jobs_load(struct jobs *js, char *err, size_t errlen);
  * jobs_load; unset (NULLs), status has no "drain" and a reloaded job's
  * outputs drain at finish only. */
 typedef cJSON *(*jobs_drain_status_fn)(void *arg, uint32_t id);
-typedef int (*jobs_drain_resume_fn)(void *arg, const struct job *job,
-				    char *err, size_t errlen);
+typedef int (*jobs_drain_resume_fn)(void *arg, const struct job *job, char *err,
+				    size_t errlen);
 void jobs_set_drain_hooks(struct jobs *js, jobs_drain_status_fn status,
 			  jobs_drain_resume_fn resume, void *arg);
 

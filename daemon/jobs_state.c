@@ -115,8 +115,8 @@ cJSON *jobs_job_json_locked(const struct job *job)
 	for (i = 0; i < js->conf->ntiers && tiers && tb; i++) {
 		if (!job->tiers[i])
 			continue;
-		cJSON_AddItemToArray(
-		    tiers, cJSON_CreateString(js->conf->tiers[i].name));
+		cJSON_AddItemToArray(tiers, cJSON_CreateString(
+						js->conf->tiers[i].name));
 		cJSON_AddNumberToObject(tb, js->conf->tiers[i].name,
 					(double)job->tier_bytes[i]);
 	}
@@ -236,8 +236,8 @@ int jobs_state_open(struct jobs *js, char *err, size_t errlen)
 			 dir, strerror(errno));
 		goto fail;
 	}
-	jfd =
-	    openat(fd, "jobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	jfd = openat(fd, "jobs",
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jfd < 0 || fstat(jfd, &st) < 0) {
 		snprintf(err, errlen, "StateDir: cannot open %s/jobs: %s", dir,
 			 strerror(errno));
@@ -302,12 +302,11 @@ static void reload_records(struct job *job, const cJSON *arr)
 	const cJSON *item;
 	size_t i = 0;
 
-	cJSON_ArrayForEach(item, arr)
-	{
-		const cJSON *entry =
-		    cJSON_GetObjectItemCaseSensitive(item, "entry");
-		const cJSON *res =
-		    cJSON_GetObjectItemCaseSensitive(item, "result");
+	cJSON_ArrayForEach(item, arr) {
+		const cJSON *entry = cJSON_GetObjectItemCaseSensitive(item,
+								      "entry");
+		const cJSON *res = cJSON_GetObjectItemCaseSensitive(item,
+								    "result");
 		struct job_ds *d;
 
 		if (i >= PROFILE_MAX_DATASETS)
@@ -335,10 +334,10 @@ static void reload_nodes(struct job *job, const cJSON *o)
 	size_t n = 0;
 	char err[64];
 
-	cJSON_ArrayForEach(e, arr) if (n < JOBS_NODES_MAX &&
-				       cJSON_IsString(e) &&
-				       conf_is_node_name(e->valuestring))
-	    names[n++] = e->valuestring;
+	cJSON_ArrayForEach(e, arr)
+		if (n < JOBS_NODES_MAX && cJSON_IsString(e) &&
+		    conf_is_node_name(e->valuestring))
+			names[n++] = e->valuestring;
 	if (n > 1 && jobs_set_nodes(job, names, n, err, sizeof(err)) < 0)
 		log_warningx("job %u: its node list is lost: %s", job->id, err);
 	if (cJSON_IsString(fn) && conf_is_node_name(fn->valuestring))
@@ -398,8 +397,7 @@ struct job *jobs_job_from_json(struct jobs *js, const cJSON *o, char *err,
 	job->files = proto_u64(o, "files");
 	job->total_bytes = proto_u64(o, "total_bytes");
 	job->total_files = proto_u64(o, "total_files");
-	cJSON_ArrayForEach(item, tiers)
-	{
+	cJSON_ArrayForEach(item, tiers) {
 		int t = cJSON_IsString(item)
 			    ? tiers_index(js->agent->tiers, item->valuestring)
 			    : -1;
@@ -416,8 +414,8 @@ struct job *jobs_job_from_json(struct jobs *js, const cJSON *o, char *err,
 		job->tiers[t] = true;
 		job->tier_bytes[t] = proto_u64(tb, item->valuestring);
 	}
-	job->prestage =
-	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "prestage"));
+	job->prestage = cJSON_IsTrue(
+	    cJSON_GetObjectItemCaseSensitive(o, "prestage"));
 	job->ended = (time_t)proto_u64(o, "ended");
 	item = cJSON_GetObjectItemCaseSensitive(o, "staged_s");
 	if (cJSON_IsNumber(item) && item->valuedouble >= 0)
@@ -495,7 +493,8 @@ static int load_one(struct jobs *js, const char *name)
 	}
 	/* drain.c: a running job's outputs are watched again. */
 	if (job->state == JOB_STAGED && job->profile && !job->prestage &&
-	    js->drain_resume && js->drain_resume(js->drain_arg, job, err, sizeof(err)) < 0)
+	    js->drain_resume &&
+	    js->drain_resume(js->drain_arg, job, err, sizeof(err)) < 0)
 		log_warningx("job %u: outputs drain at finish only: %s",
 			     job->id, err);
 	return 0;

@@ -49,15 +49,16 @@ static cJSON *job_status_locked(const struct jobs *js, const struct job *job)
 	cJSON_AddStringToObject(o, "user", job->user);
 	cJSON_AddNumberToObject(o, "uid", job->uid);
 	/* drain.c: outputs drained during the run and at the end. */
-	if (js->drain_status && (drain = js->drain_status(js->drain_arg, job->id)))
+	if (js->drain_status &&
+	    (drain = js->drain_status(js->drain_arg, job->id)))
 		cJSON_AddItemToObject(o, "drain", drain);
 	jobs_add_state_fields(o, job);
 	progress_locked(job, o);
 	cJSON_AddBoolToObject(o, "prestage", job->prestage);
 	ds = cJSON_AddArrayToObject(o, "datasets");
 	for (i = 0; ds && job->profile && i < job->profile->ndatasets; i++)
-		cJSON_AddItemToArray(
-		    ds, cJSON_CreateString(job->profile->datasets[i].name));
+		cJSON_AddItemToArray(ds, cJSON_CreateString(
+					     job->profile->datasets[i].name));
 	cJSON_AddItemToObject(o, "cache", jobs_cache_records_locked(job));
 	return o;
 }

@@ -12,43 +12,43 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <linux/close_range.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/close_range.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/config/conf.h"
-#include "common/net/ctlclient.h"
 #include "common/base/daemonize.h"
 #include "common/base/log.h"
-#include "daemon/agent_life.h"
-#include "daemon/staging/bwgov.h"
-#include "daemon/staging/cache.h"
-#include "daemon/cluster/cachereport.h"
-#include "daemon/staging/drain.h"
-#include "daemon/staging/drain_worker.h"
-#include "daemon/cluster/forward.h"
+#include "common/config/conf.h"
 #include "common/history/history.h"
-#include "daemon/jobs.h"
-#include "daemon/telemetry/metrics.h"
-#include "daemon/telemetry/stats.h"
+#include "common/net/ctlclient.h"
+#include "daemon/agent_life.h"
+#include "daemon/cluster/cachereport.h"
+#include "daemon/cluster/forward.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/cluster/peer.h"
+#include "daemon/jobs.h"
 #include "daemon/ops.h"
 #include "daemon/server.h"
 #include "daemon/spawn.h"
+#include "daemon/staging/bwgov.h"
+#include "daemon/staging/cache.h"
+#include "daemon/staging/drain.h"
+#include "daemon/staging/drain_worker.h"
 #include "daemon/staging/stage.h"
-#include "daemon/telemetry/telemetry.h"
 #include "daemon/staging/tiers.h"
 #include "daemon/staging/worker.h"
+#include "daemon/telemetry/metrics.h"
+#include "daemon/telemetry/stats.h"
+#include "daemon/telemetry/telemetry.h"
 
 #define PIDFILE_NAME "iostaged.pid"
-#define SHUTDOWN_JOBS_S 15    /* for staging threads to clean up */
-#define SHUTDOWN_CLIENTS_S 5  /* for connection threads to end */
+#define SHUTDOWN_JOBS_S 15   /* for staging threads to clean up */
+#define SHUTDOWN_CLIENTS_S 5 /* for connection threads to end */
 
 /* Per process: this process's configuration and node agent
  * (daemon/agent.h), the signal flag and the pid file's path. */
@@ -59,18 +59,19 @@ static char pid_path[CONF_SOCKET_MAX + 32];
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: iostaged [-f] [-c CONF] [-v] [--check-config]\n"
-		"  -f, --foreground    stay in the foreground, log to stderr\n"
-		"  -c, --config CONF   configuration file (default %s)\n"
-		"  -v, --verbose       log debug messages too\n"
-		"      --check-config  validate CONF, print the verdict (with -v,\n"
-		"                      every setting iostaged uses first), exit\n"
-		"      --repair-history  recover a damaged history database "
-		"(daemon stopped)\n"
-		"  -h, --help          this help\n"
-		"  -V, --version       print the version\n",
-		IOSTAGE_CONF_PATH);
+	fprintf(
+	    f,
+	    "usage: iostaged [-f] [-c CONF] [-v] [--check-config]\n"
+	    "  -f, --foreground    stay in the foreground, log to stderr\n"
+	    "  -c, --config CONF   configuration file (default %s)\n"
+	    "  -v, --verbose       log debug messages too\n"
+	    "      --check-config  validate CONF, print the verdict (with -v,\n"
+	    "                      every setting iostaged uses first), exit\n"
+	    "      --repair-history  recover a damaged history database "
+	    "(daemon stopped)\n"
+	    "  -h, --help          this help\n"
+	    "  -V, --version       print the version\n",
+	    IOSTAGE_CONF_PATH);
 }
 
 static void parse_args(int argc, char **argv, struct daemonize_args *a)
@@ -224,7 +225,8 @@ int main(int argc, char **argv)
 				     SHUTDOWN_JOBS_S);
 	bwgov_destroy(agent.bwgov); /* gives the node's lease back */
 	agent.bwgov = NULL;
-	drain_shutdown(agent.drain); /* wakes finish requests waiting for a drain */
+	drain_shutdown(
+	    agent.drain); /* wakes finish requests waiting for a drain */
 	clients_gone = server_fini(agent.server, SHUTDOWN_CLIENTS_S);
 	daemonize_pidfile_remove(pid_path);
 	goto out;

@@ -44,7 +44,7 @@ struct op {
 typedef const struct op op_table[];
 
 /* The staging families (daemon/ops_job.c, ops_cache.c, ops_daemon.c). */
-extern op_table ops_job_table;	  /* stage wait abort job_env finish */
+extern op_table ops_job_table;    /* stage wait abort job_env finish */
 extern op_table ops_cache_table;  /* prestage cache_ls cache_evict */
 extern op_table ops_daemon_table; /* ping status */
 

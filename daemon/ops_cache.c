@@ -42,8 +42,7 @@ static int opt_string(const cJSON *req, const char *key, const char **ret,
 }
 
 /* An optional "tier": its index, -1 when absent; -2 with err if unknown. */
-static int opt_tier(struct agent *a, const cJSON *req, char *err,
-		    size_t errlen)
+static int opt_tier(struct agent *a, const cJSON *req, char *err, size_t errlen)
 {
 	char names[CONF_ERR_MAX], shown[CONF_NAME_MAX + 8];
 	const char *name;
@@ -191,8 +190,8 @@ static cJSON *op_prestage(struct agent *a, const struct ops_caller *c,
 	job->prestage = true;
 	/* iostagectld's, for a job it expects to start here: a prediction,
 	 * which must not cost data that jobs come back to. */
-	job->speculative =
-	    cJSON_GetObjectItemCaseSensitive(req, "for_job") != NULL;
+	job->speculative = cJSON_GetObjectItemCaseSensitive(req, "for_job") !=
+			   NULL;
 	switch (jobs_insert(a->jobs, job, &old, err, sizeof(err))) {
 	case 0:
 		break;
@@ -236,7 +235,7 @@ fail:
  * registered with peer_set_prestage by main(). */
 cJSON *ops_prestage_root(struct agent *a, const cJSON *req)
 {
-	struct ops_caller root = {0, 0, 0};
+	struct ops_caller root = { 0, 0, 0 };
 
 	return op_prestage(a, &root, req);
 }
@@ -331,8 +330,7 @@ static cJSON *op_cache_evict(struct agent *a, const struct ops_caller *c,
 			  path && c->uid == 0 && !who, t, err, sizeof(err));
 	if (!arr)
 		goto fail;
-	cJSON_ArrayForEach(e, arr)
-	{
+	cJSON_ArrayForEach(e, arr) {
 		const cJSON *b = cJSON_GetObjectItemCaseSensitive(e, "bytes");
 
 		if (cJSON_IsNumber(b))
@@ -351,8 +349,8 @@ fail:
 }
 
 op_table ops_cache_table = {
-    {"prestage", op_prestage, false},
-    {"cache_ls", op_cache_ls, false},
-    {"cache_evict", op_cache_evict, false},
-    {NULL, NULL, false},
+	{ "prestage", op_prestage, false },
+	{ "cache_ls", op_cache_ls, false },
+	{ "cache_evict", op_cache_evict, false },
+	{ NULL, NULL, false },
 };

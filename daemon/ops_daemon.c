@@ -48,20 +48,21 @@ static cJSON *op_status(struct agent *a, const struct ops_caller *c,
 	if (d) {
 		cJSON_AddStringToObject(d, "version", IOSTAGE_VERSION);
 		cJSON_AddNumberToObject(d, "pid", getpid());
-		cJSON_AddNumberToObject(
-		    d, "uptime_s",
-		    (double)(time(NULL) - server_started(a->server)));
+		cJSON_AddNumberToObject(d, "uptime_s",
+					(double)(time(NULL) -
+						 server_started(a->server)));
 		cJSON_AddStringToObject(d, "config", a->conf_path);
 		if (forward_enabled(
 			a->forward)) /* records not yet on iostagectld */
-			cJSON_AddNumberToObject(
-			    d, "outbox", (double)forward_pending(a->forward));
+			cJSON_AddNumberToObject(d, "outbox",
+						(double)forward_pending(
+						    a->forward));
 	}
 	jobs_tier_counts(a->jobs, counts);
 	tiers = cJSON_AddArrayToObject(r, "tiers");
 	for (i = 0; tiers && i < a->conf->ntiers; i++) {
 		const struct conf_tier *t = &a->conf->tiers[i];
-		struct tiers_usage u = {0, 0, 0, 0, 0};
+		struct tiers_usage u = { 0, 0, 0, 0, 0 };
 		cJSON *o = cJSON_CreateObject();
 		unsigned entries = 0;
 
@@ -95,7 +96,7 @@ static cJSON *op_status(struct agent *a, const struct ops_caller *c,
 }
 
 op_table ops_daemon_table = {
-    {"ping", op_ping, false},
-    {"status", op_status, false},
-    {NULL, NULL, false},
+	{ "ping", op_ping, false },
+	{ "status", op_status, false },
+	{ NULL, NULL, false },
 };

@@ -150,8 +150,7 @@ static int request_nodes(const cJSON *req, const char **ret, size_t *ret_n,
 			 "names");
 		return -1;
 	}
-	cJSON_ArrayForEach(e, arr)
-	{
+	cJSON_ArrayForEach(e, arr) {
 		if (n == JOBS_NODES_MAX) {
 			snprintf(err, errlen, "key 'nodes': more than %d",
 				 JOBS_NODES_MAX);
@@ -499,7 +498,8 @@ static cJSON *op_finish(struct agent *a, const struct ops_caller *c,
 		log_warningx("job %u: not filed in the history: %s", id, err);
 	}
 	if (record)
-		stats_job_record(a->stats, id, record); /* its last /metrics series */
+		stats_job_record(a->stats, id,
+				 record); /* its last /metrics series */
 	cJSON_Delete(record);
 	if (jobs_finish(a->jobs, id, OPS_THREAD_WAIT_S, err, sizeof(err)) < 0) {
 		bool again = errno == EBUSY;
@@ -519,7 +519,7 @@ static cJSON *op_finish(struct agent *a, const struct ops_caller *c,
 }
 
 op_table ops_job_table = {
-    {"stage", op_stage, true},	 {"wait", op_wait, false},
-    {"abort", op_abort, true},	 {"job_env", op_job_env, false},
-    {"finish", op_finish, true}, {NULL, NULL, false},
+	{ "stage", op_stage, true },   { "wait", op_wait, false },
+	{ "abort", op_abort, true },   { "job_env", op_job_env, false },
+	{ "finish", op_finish, true }, { NULL, NULL, false },
 };

@@ -64,8 +64,8 @@ struct server {
 
 /* Every family of ops; one line per file that defines a table. */
 static const struct op *const op_tables[] = {
-    ops_daemon_table, ops_job_table, ops_cache_table,
-    telemetry_ops,    history_ops,
+	ops_daemon_table, ops_job_table, ops_cache_table,
+	telemetry_ops,    history_ops,
 };
 
 #define NTABLES (sizeof(op_tables) / sizeof(op_tables[0]))
@@ -231,7 +231,7 @@ static unsigned clients_of_locked(const struct server *s, uid_t uid)
 
 static void accept_client(struct server *s, int fd)
 {
-	struct timeval tv = {.tv_sec = SERVER_SNDTIMEO_S};
+	struct timeval tv = { .tv_sec = SERVER_SNDTIMEO_S };
 	unsigned max = s->agent->conf->max_connections;
 	unsigned reserve = max / 8 ? max / 8 : 1;
 	/* One user may hold half of the users' slots: a user who opens
@@ -383,8 +383,8 @@ static int check_existing(const char *sock, char *err, size_t errlen)
 	reply = proto_call(sock, req, SERVER_PING_MS, perr, sizeof(perr));
 	cJSON_Delete(req);
 	if (reply) {
-		const cJSON *pid =
-		    cJSON_GetObjectItemCaseSensitive(reply, "pid");
+		const cJSON *pid = cJSON_GetObjectItemCaseSensitive(reply,
+								    "pid");
 
 		snprintf(err, errlen,
 			 "iostaged is already running on %s (pid %.0f)", sock,
@@ -401,7 +401,7 @@ static int check_existing(const char *sock, char *err, size_t errlen)
 
 struct server *server_create(struct agent *a, char *err, size_t errlen)
 {
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	const char *sock = a->conf->socket_path;
 	struct server *s;
 	struct stat st;
@@ -432,9 +432,10 @@ struct server *server_create(struct agent *a, char *err, size_t errlen)
 		goto fail;
 	}
 	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		snprintf(
-		    err, errlen, "cannot bind %s: %s%s", sock, strerror(errno),
-		    errno == EADDRINUSE ? " (iostaged already running?)" : "");
+		snprintf(err, errlen, "cannot bind %s: %s%s", sock,
+			 strerror(errno),
+			 errno == EADDRINUSE ? " (iostaged already running?)"
+					     : "");
 		goto fail;
 	}
 	/* Anyone may connect: users query their own jobs; SO_PEERCRED
@@ -459,7 +460,10 @@ fail:
 	return NULL;
 }
 
-const char *server_dir(const struct server *s) { return s->sock_dir; }
+const char *server_dir(const struct server *s)
+{
+	return s->sock_dir;
+}
 
 time_t server_started(const struct server *s)
 {
@@ -469,7 +473,7 @@ time_t server_started(const struct server *s)
 int server_run(struct server *s, volatile sig_atomic_t *stop,
 	       const sigset_t *waitmask)
 {
-	struct pollfd pfd = {.fd = s->listen_fd, .events = POLLIN};
+	struct pollfd pfd = { .fd = s->listen_fd, .events = POLLIN };
 
 	while (!*stop) {
 		int fd, n = ppoll(&pfd, 1, NULL, waitmask);
@@ -488,7 +492,7 @@ int server_run(struct server *s, volatile sig_atomic_t *stop,
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 		    errno == ENOMEM) {
 			/* Out of fds: do not spin on a readable socket. */
-			struct timespec ts = {0, 100 * 1000 * 1000};
+			struct timespec ts = { 0, 100 * 1000 * 1000 };
 
 			log_warning("accept");
 			nanosleep(&ts, NULL);

@@ -84,8 +84,8 @@ static void child_write(const char *s)
 
 /* One JSON line on stdout, then exit 127. strlen and write are
  * async-signal-safe; WHAT and MSG are ours, not the user's. */
-static void __attribute__((noreturn)) child_fail(const struct child *c,
-						  const char *msg)
+static void __attribute__((noreturn))
+child_fail(const struct child *c, const char *msg)
 {
 	child_write("{\"ok\":false,\"error\":\"");
 	child_write(c->what);
@@ -113,8 +113,8 @@ static void __attribute__((noreturn)) child_exec(const struct child *c)
 		child_fail(c, "cannot keep the executable open");
 	for (size_t i = 0; i < c->npass; i++) {
 		high[i] = c->pass_fds[i] < 0
-				  ? -1
-				  : fcntl(c->pass_fds[i], F_DUPFD_CLOEXEC, 64);
+			      ? -1
+			      : fcntl(c->pass_fds[i], F_DUPFD_CLOEXEC, 64);
 		if (c->pass_fds[i] >= 0 && high[i] < 0)
 			child_fail(c, "cannot pass a file descriptor");
 	}
@@ -162,8 +162,7 @@ static void __attribute__((noreturn)) child_exec(const struct child *c)
 /* --- the parent ----------------------------------------------------------- */
 
 /* USER's supplementary groups (with GID); caller frees *ret. */
-static int user_groups(const char *user, gid_t gid, gid_t **ret,
-		       size_t *ret_n)
+static int user_groups(const char *user, gid_t gid, gid_t **ret, size_t *ret_n)
 {
 	int n = 32;
 	gid_t *groups = NULL;

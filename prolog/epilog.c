@@ -17,8 +17,8 @@
 
 #include <cJSON.h>
 
-#include "common/config/conf.h"
 #include "common/base/log.h"
+#include "common/config/conf.h"
 #include "common/net/proto.h"
 #include "prolog/jobinfo.h"
 
@@ -91,8 +91,9 @@ int main(int argc, char **argv)
 		/* "again": the job's stage worker has not stopped yet (stuck
 		 * in a PFS that does not answer); each finish waits for it a
 		 * while, up to our own deadline. */
-		if (reply && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-				     reply, "again")) &&
+		if (reply &&
+		    cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(reply, "again")) &&
 		    now_s() - t0 < deadline) {
 			cJSON_Delete(reply);
 			if (!again++)

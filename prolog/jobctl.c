@@ -10,7 +10,7 @@
 int jobctl_set_comment(uint32_t jobid, const char *text, char *err,
 		       size_t errlen)
 {
-	struct slurmcompat_job_update u = {0};
+	struct slurmcompat_job_update u = { 0 };
 	char comment[1024];
 	int rc;
 

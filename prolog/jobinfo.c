@@ -29,7 +29,7 @@ static int env_u32(const char *name, uint32_t *ret, char *err, size_t errlen)
 
 int jobinfo_from_env(struct jobinfo *ret, char *err, size_t errlen)
 {
-	struct jobinfo info = {0};
+	struct jobinfo info = { 0 };
 	uint32_t uid, gid;
 
 	info.profile_json = getenv("SPANK_IOSTAGE_PROFILE");

@@ -38,7 +38,7 @@ static int add_host(const char *h, void *arg)
 
 cJSON *nodelist_expand(const char *hostlist, char *err, size_t errlen)
 {
-	struct expand e = {cJSON_CreateArray(), 0, NULL};
+	struct expand e = { cJSON_CreateArray(), 0, NULL };
 	int rc;
 
 	if (!e.arr) {

@@ -22,13 +22,13 @@
 
 #include <cJSON.h>
 
-#include "common/config/conf.h"
 #include "common/base/log.h"
+#include "common/config/conf.h"
 #include "common/config/profile.h"
 #include "common/net/proto.h"
 #include "prolog/jobctl.h"
-#include "prolog/nodelist.h"
 #include "prolog/jobinfo.h"
+#include "prolog/nodelist.h"
 
 /* Extra time for a daemon round trip beyond the staging deadline. */
 #define PROLOG_SLACK_MS 10000
@@ -115,8 +115,7 @@ static int stage(const struct jobinfo *job, unsigned timeout_s, char *err,
 		snprintf(err, errlen, "SPANK_IOSTAGE_PROFILE is not JSON");
 		return -1;
 	}
-	reply = call(stage_request(job, profile), PROLOG_SLACK_MS, err,
-		     errlen);
+	reply = call(stage_request(job, profile), PROLOG_SLACK_MS, err, errlen);
 	if (!reply)
 		return -1;
 	cJSON_Delete(reply);
@@ -127,7 +126,8 @@ static int stage(const struct jobinfo *job, unsigned timeout_s, char *err,
 		if (left <= 0) {
 			/* A multi-node job may be waiting for another node. */
 			if (waiting[0])
-				snprintf(err, errlen, "staging timed out after "
+				snprintf(err, errlen,
+					 "staging timed out after "
 					 "%u s (node %s still staging)",
 					 timeout_s, waiting);
 			else
@@ -159,7 +159,7 @@ static int stage(const struct jobinfo *job, unsigned timeout_s, char *err,
 		if (cJSON_IsString(state) &&
 		    strcmp(state->valuestring, "failed") == 0) {
 			const cJSON *fn = cJSON_GetObjectItemCaseSensitive(
-				reply, "failed_node");
+			    reply, "failed_node");
 
 			snprintf(err, errlen, "%s",
 				 cJSON_IsString(error) ? error->valuestring
@@ -171,7 +171,7 @@ static int stage(const struct jobinfo *job, unsigned timeout_s, char *err,
 		}
 		{
 			const cJSON *w = cJSON_GetObjectItemCaseSensitive(
-				reply, "waiting_for");
+			    reply, "waiting_for");
 
 			snprintf(waiting, sizeof(waiting), "%s",
 				 cJSON_IsString(w) ? w->valuestring : "");
@@ -203,8 +203,9 @@ static void profile_limits(const char *json, unsigned *ret_timeout,
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: iostage-prolog [-c CONF] [-v]\n"
-			"Run by slurmd as the Prolog; see iostage-prolog(8).\n");
+	fprintf(stderr,
+		"usage: iostage-prolog [-c CONF] [-v]\n"
+		"Run by slurmd as the Prolog; see iostage-prolog(8).\n");
 }
 
 int main(int argc, char **argv)
@@ -232,8 +233,7 @@ int main(int argc, char **argv)
 		}
 	}
 	/* slurmd discards our stdio: syslog is where admins look. */
-	log_init("iostage-prolog", getenv("IOSTAGE_LOG_STDERR") == NULL,
-		 level);
+	log_init("iostage-prolog", getenv("IOSTAGE_LOG_STDERR") == NULL, level);
 
 	rc = jobinfo_from_env(&job, err, sizeof(err));
 	if (rc == 0)

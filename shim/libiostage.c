@@ -123,8 +123,10 @@ int iostage_identity(struct iostage_identity *ret)
 		errno = ENOENT;
 		return -1;
 	}
-	step = slurmstep_from_env(getenv("SLURM_JOB_ID"), getenv("IOSTAGE_STEP"),
-				  getenv("SLURM_STEP_ID"), getenv("ENVIRONMENT"));
+	step = slurmstep_from_env(getenv("SLURM_JOB_ID"),
+				  getenv("IOSTAGE_STEP"),
+				  getenv("SLURM_STEP_ID"),
+				  getenv("ENVIRONMENT"));
 	id.step = step >= 0 ? (uint32_t)step : 0;
 	cached_step_known = step >= 0;
 	id.rank = env_num("SLURM_PROCID", -1);
@@ -242,8 +244,8 @@ int iostage_phase(const char *name, int begin, char *err, size_t errlen)
 					   : "iostaged refused the marker");
 		errno = cJSON_IsString(e) &&
 				strstr(e->valuestring, "permission denied")
-			? EPERM
-			: EPROTO;
+			    ? EPERM
+			    : EPROTO;
 	}
 	cJSON_Delete(reply);
 	return rc;

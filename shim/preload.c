@@ -61,8 +61,8 @@ SHIM_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off,
 				size_t buflen);
 SHIM_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off,
 				  size_t buflen);
-SHIM_EXPORT size_t __fread_chk(void *ptr, size_t ptrlen, size_t size,
-			       size_t n, FILE *fp);
+SHIM_EXPORT size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n,
+			       FILE *fp);
 SHIM_EXPORT size_t __fread_unlocked_chk(void *ptr, size_t ptrlen, size_t size,
 					size_t n, FILE *fp);
 SHIM_EXPORT int __xstat(int ver, const char *path, struct stat *st);
@@ -80,90 +80,91 @@ extern char **environ;
 
 /* ---- the real functions ---------------------------------------------------- */
 
-#define REAL_LIST(X)                                                          \
-	X(open, int, (const char *, int, ...))                                \
-	X(open64, int, (const char *, int, ...))                              \
-	X(openat, int, (int, const char *, int, ...))                         \
-	X(openat64, int, (int, const char *, int, ...))                       \
-	X(creat, int, (const char *, mode_t))                                 \
-	X(creat64, int, (const char *, mode_t))                               \
-	X(__open_2, int, (const char *, int))                                 \
-	X(__open64_2, int, (const char *, int))                               \
-	X(__openat_2, int, (int, const char *, int))                          \
-	X(__openat64_2, int, (int, const char *, int))                        \
-	X(read, ssize_t, (int, void *, size_t))                               \
-	X(__read_chk, ssize_t, (int, void *, size_t, size_t))                 \
-	X(pread, ssize_t, (int, void *, size_t, off_t))                       \
-	X(pread64, ssize_t, (int, void *, size_t, off64_t))                   \
-	X(__pread_chk, ssize_t, (int, void *, size_t, off_t, size_t))         \
-	X(__pread64_chk, ssize_t, (int, void *, size_t, off64_t, size_t))     \
-	X(readv, ssize_t, (int, const struct iovec *, int))                   \
-	X(preadv, ssize_t, (int, const struct iovec *, int, off_t))           \
-	X(write, ssize_t, (int, const void *, size_t))                        \
-	X(pwrite, ssize_t, (int, const void *, size_t, off_t))                \
-	X(pwrite64, ssize_t, (int, const void *, size_t, off64_t))            \
-	X(writev, ssize_t, (int, const struct iovec *, int))                  \
-	X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))          \
-	X(copy_file_range, ssize_t,                                           \
-	  (int, off64_t *, int, off64_t *, size_t, unsigned))                 \
-	X(sendfile, ssize_t, (int, int, off_t *, size_t))                     \
-	X(sendfile64, ssize_t, (int, int, off64_t *, size_t))                 \
-	X(lseek, off_t, (int, off_t, int))                                    \
-	X(lseek64, off64_t, (int, off64_t, int))                              \
-	X(stat, int, (const char *, struct stat *))                           \
-	X(stat64, int, (const char *, struct stat64 *))                       \
-	X(lstat, int, (const char *, struct stat *))                          \
-	X(lstat64, int, (const char *, struct stat64 *))                      \
-	X(fstat, int, (int, struct stat *))                                   \
-	X(fstat64, int, (int, struct stat64 *))                               \
-	X(fstatat, int, (int, const char *, struct stat *, int))              \
-	X(fstatat64, int, (int, const char *, struct stat64 *, int))          \
-	X(statx, int, (int, const char *, int, unsigned, struct statx *))     \
-	X(__xstat, int, (int, const char *, struct stat *))                   \
-	X(__xstat64, int, (int, const char *, struct stat64 *))               \
-	X(__lxstat, int, (int, const char *, struct stat *))                  \
-	X(__lxstat64, int, (int, const char *, struct stat64 *))              \
-	X(__fxstat, int, (int, int, struct stat *))                           \
-	X(__fxstat64, int, (int, int, struct stat64 *))                       \
-	X(__fxstatat, int, (int, int, const char *, struct stat *, int))      \
-	X(__fxstatat64, int, (int, int, const char *, struct stat64 *, int))  \
-	X(fsync, int, (int))                                                  \
-	X(fdatasync, int, (int))                                              \
-	X(close, int, (int))                                                  \
-	X(dup, int, (int))                                                    \
-	X(dup2, int, (int, int))                                              \
-	X(dup3, int, (int, int, int))                                         \
-	X(fcntl, int, (int, int, ...))                                        \
-	X(fcntl64, int, (int, int, ...))                                      \
-	X(pipe, int, (int[2]))                                                \
-	X(pipe2, int, (int[2], int))                                          \
-	X(socket, int, (int, int, int))                                       \
-	X(socketpair, int, (int, int, int, int[2]))                           \
-	X(accept, int, (int, struct sockaddr *, socklen_t *))                 \
-	X(accept4, int, (int, struct sockaddr *, socklen_t *, int))           \
-	X(chdir, int, (const char *))                                         \
-	X(fchdir, int, (int))                                                 \
-	X(fopen, FILE *, (const char *, const char *))                        \
-	X(fopen64, FILE *, (const char *, const char *))                      \
-	X(fclose, int, (FILE *))                                              \
-	X(fseek, int, (FILE *, long, int))                                    \
-	X(fseeko, int, (FILE *, off_t, int))                                  \
-	X(fseeko64, int, (FILE *, off64_t, int))                              \
-	X(rewind, void, (FILE *))                                             \
-	X(close_range, int, (unsigned, unsigned, int))                        \
-	X(closefrom, void, (int))                                             \
-	X(fread, size_t, (void *, size_t, size_t, FILE *))                    \
-	X(fread_unlocked, size_t, (void *, size_t, size_t, FILE *))           \
-	X(__fread_chk, size_t, (void *, size_t, size_t, size_t, FILE *))      \
-	X(__fread_unlocked_chk, size_t,                                       \
-	  (void *, size_t, size_t, size_t, FILE *))                           \
-	X(fwrite, size_t, (const void *, size_t, size_t, FILE *))             \
-	X(fwrite_unlocked, size_t, (const void *, size_t, size_t, FILE *))    \
-	X(execve, int, (const char *, char *const[], char *const[]))          \
-	X(execvpe, int, (const char *, char *const[], char *const[]))         \
-	X(fexecve, int, (int, char *const[], char *const[]))                  \
-	X(execveat, int, (int, const char *, char *const[], char *const[], int)) \
-	X(_exit, void, (int))                                                 \
+#define REAL_LIST(X)                                                           \
+	X(open, int, (const char *, int, ...))                                 \
+	X(open64, int, (const char *, int, ...))                               \
+	X(openat, int, (int, const char *, int, ...))                          \
+	X(openat64, int, (int, const char *, int, ...))                        \
+	X(creat, int, (const char *, mode_t))                                  \
+	X(creat64, int, (const char *, mode_t))                                \
+	X(__open_2, int, (const char *, int))                                  \
+	X(__open64_2, int, (const char *, int))                                \
+	X(__openat_2, int, (int, const char *, int))                           \
+	X(__openat64_2, int, (int, const char *, int))                         \
+	X(read, ssize_t, (int, void *, size_t))                                \
+	X(__read_chk, ssize_t, (int, void *, size_t, size_t))                  \
+	X(pread, ssize_t, (int, void *, size_t, off_t))                        \
+	X(pread64, ssize_t, (int, void *, size_t, off64_t))                    \
+	X(__pread_chk, ssize_t, (int, void *, size_t, off_t, size_t))          \
+	X(__pread64_chk, ssize_t, (int, void *, size_t, off64_t, size_t))      \
+	X(readv, ssize_t, (int, const struct iovec *, int))                    \
+	X(preadv, ssize_t, (int, const struct iovec *, int, off_t))            \
+	X(write, ssize_t, (int, const void *, size_t))                         \
+	X(pwrite, ssize_t, (int, const void *, size_t, off_t))                 \
+	X(pwrite64, ssize_t, (int, const void *, size_t, off64_t))             \
+	X(writev, ssize_t, (int, const struct iovec *, int))                   \
+	X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))           \
+	X(copy_file_range, ssize_t,                                            \
+	  (int, off64_t *, int, off64_t *, size_t, unsigned))                  \
+	X(sendfile, ssize_t, (int, int, off_t *, size_t))                      \
+	X(sendfile64, ssize_t, (int, int, off64_t *, size_t))                  \
+	X(lseek, off_t, (int, off_t, int))                                     \
+	X(lseek64, off64_t, (int, off64_t, int))                               \
+	X(stat, int, (const char *, struct stat *))                            \
+	X(stat64, int, (const char *, struct stat64 *))                        \
+	X(lstat, int, (const char *, struct stat *))                           \
+	X(lstat64, int, (const char *, struct stat64 *))                       \
+	X(fstat, int, (int, struct stat *))                                    \
+	X(fstat64, int, (int, struct stat64 *))                                \
+	X(fstatat, int, (int, const char *, struct stat *, int))               \
+	X(fstatat64, int, (int, const char *, struct stat64 *, int))           \
+	X(statx, int, (int, const char *, int, unsigned, struct statx *))      \
+	X(__xstat, int, (int, const char *, struct stat *))                    \
+	X(__xstat64, int, (int, const char *, struct stat64 *))                \
+	X(__lxstat, int, (int, const char *, struct stat *))                   \
+	X(__lxstat64, int, (int, const char *, struct stat64 *))               \
+	X(__fxstat, int, (int, int, struct stat *))                            \
+	X(__fxstat64, int, (int, int, struct stat64 *))                        \
+	X(__fxstatat, int, (int, int, const char *, struct stat *, int))       \
+	X(__fxstatat64, int, (int, int, const char *, struct stat64 *, int))   \
+	X(fsync, int, (int))                                                   \
+	X(fdatasync, int, (int))                                               \
+	X(close, int, (int))                                                   \
+	X(dup, int, (int))                                                     \
+	X(dup2, int, (int, int))                                               \
+	X(dup3, int, (int, int, int))                                          \
+	X(fcntl, int, (int, int, ...))                                         \
+	X(fcntl64, int, (int, int, ...))                                       \
+	X(pipe, int, (int[2]))                                                 \
+	X(pipe2, int, (int[2], int))                                           \
+	X(socket, int, (int, int, int))                                        \
+	X(socketpair, int, (int, int, int, int[2]))                            \
+	X(accept, int, (int, struct sockaddr *, socklen_t *))                  \
+	X(accept4, int, (int, struct sockaddr *, socklen_t *, int))            \
+	X(chdir, int, (const char *))                                          \
+	X(fchdir, int, (int))                                                  \
+	X(fopen, FILE *, (const char *, const char *))                         \
+	X(fopen64, FILE *, (const char *, const char *))                       \
+	X(fclose, int, (FILE *))                                               \
+	X(fseek, int, (FILE *, long, int))                                     \
+	X(fseeko, int, (FILE *, off_t, int))                                   \
+	X(fseeko64, int, (FILE *, off64_t, int))                               \
+	X(rewind, void, (FILE *))                                              \
+	X(close_range, int, (unsigned, unsigned, int))                         \
+	X(closefrom, void, (int))                                              \
+	X(fread, size_t, (void *, size_t, size_t, FILE *))                     \
+	X(fread_unlocked, size_t, (void *, size_t, size_t, FILE *))            \
+	X(__fread_chk, size_t, (void *, size_t, size_t, size_t, FILE *))       \
+	X(__fread_unlocked_chk, size_t,                                        \
+	  (void *, size_t, size_t, size_t, FILE *))                            \
+	X(fwrite, size_t, (const void *, size_t, size_t, FILE *))              \
+	X(fwrite_unlocked, size_t, (const void *, size_t, size_t, FILE *))     \
+	X(execve, int, (const char *, char *const[], char *const[]))           \
+	X(execvpe, int, (const char *, char *const[], char *const[]))          \
+	X(fexecve, int, (int, char *const[], char *const[]))                   \
+	X(execveat, int,                                                       \
+	  (int, const char *, char *const[], char *const[], int))              \
+	X(_exit, void, (int))                                                  \
 	X(_Exit, void, (int))
 
 #define REAL_FIELD(name, ret, args) ret(*name) args;
@@ -188,7 +189,7 @@ static void resolve_all(void)
 		return;
 	}
 	resolving = 1;
-#define REAL_RESOLVE(name, ret, args)                                         \
+#define REAL_RESOLVE(name, ret, args)                                          \
 	real.name = (ret(*) args)dlsym(RTLD_NEXT, #name);
 	REAL_LIST(REAL_RESOLVE)
 	resolving = 0;
@@ -198,21 +199,21 @@ static void resolve_all(void)
 /* The real NAME, resolving on first use; a call we cannot forward (dlsym
  * re-entering us mid-resolution; a libc without NAME) fails with ENOSYS
  * rather than crash. */
-#define REAL(name)                                                            \
-	({                                                                    \
-		if (__builtin_expect(!real.name, 0))                          \
-			resolve_all();                                        \
-		real.name;                                                    \
+#define REAL(name)                                                             \
+	({                                                                     \
+		if (__builtin_expect(!real.name, 0))                           \
+			resolve_all();                                         \
+		real.name;                                                     \
 	})
 
-#define CALL_REAL(fail, name, ...)                                            \
-	({                                                                    \
-		__typeof__(real.name) fn_ = REAL(name);                       \
-		if (!fn_) {                                                   \
-			errno = ENOSYS;                                       \
-			return fail;                                          \
-		}                                                             \
-		fn_(__VA_ARGS__);                                             \
+#define CALL_REAL(fail, name, ...)                                             \
+	({                                                                     \
+		__typeof__(real.name) fn_ = REAL(name);                        \
+		if (!fn_) {                                                    \
+			errno = ENOSYS;                                        \
+			return fail;                                           \
+		}                                                              \
+		fn_(__VA_ARGS__);                                              \
 	})
 
 /* ---- state ------------------------------------------------------------------- */
@@ -220,16 +221,16 @@ static void resolve_all(void)
 enum shim_state {
 	SHIM_STARTING = 0, /* before the constructor: pass through */
 	SHIM_COUNTING,
-	SHIM_DISABLED,     /* failure: pass through, summary says why */
-	SHIM_DONE,         /* summary sent: pass through */
+	SHIM_DISABLED, /* failure: pass through, summary says why */
+	SHIM_DONE,     /* summary sent: pass through */
 };
 
 static atomic_int state;
 static const char *disabled_reason;
 static pid_t my_pid;
 static atomic_flag reporting = ATOMIC_FLAG_INIT;
-static char self_path[4096];        /* this library, for exec */
-static char *exec_env[8];           /* NAME=value to carry across exec */
+static char self_path[4096]; /* this library, for exec */
+static char *exec_env[8];    /* NAME=value to carry across exec */
 static size_t nexec_env;
 
 static __thread int guard __attribute__((tls_model("initial-exec")));
@@ -255,12 +256,12 @@ const char *shim_disabled_reason(void)
 /* ---- counting -------------------------------------------------------------- */
 
 struct call {
-	struct shim_fd *fd;     /* NULL: untracked */
+	struct shim_fd *fd; /* NULL: untracked */
 	enum shim_class cls;
 	bool ckpt;
-	bool shared;            /* other threads may be in I/O too */
-	const char *abs;        /* the path, absolute, or NULL (opens) */
-	int dirfd;              /* what a relative path is under (opens) */
+	bool shared;     /* other threads may be in I/O too */
+	const char *abs; /* the path, absolute, or NULL (opens) */
+	int dirfd;       /* what a relative path is under (opens) */
 	shim_ticks t0;
 };
 
@@ -425,8 +426,8 @@ end_io(struct call *c, bool rd, long long ret, long long off)
 	k[rd ? SHIM_SEQ_READS : SHIM_SEQ_WRITES] += off >= *last;
 	*last = off + ret;
 	if (ret > 0) {
-		uint64_t *max = &k[rd ? SHIM_MAX_BYTE_READ
-				      : SHIM_MAX_BYTE_WRITTEN];
+		uint64_t *max =
+		    &k[rd ? SHIM_MAX_BYTE_READ : SHIM_MAX_BYTE_WRITTEN];
 
 		*max = (uint64_t)(off + ret) > *max ? (uint64_t)(off + ret)
 						    : *max;
@@ -512,81 +513,81 @@ static int opened(struct call *c, int fd, int flags)
 static mode_t open_mode(int flags, va_list ap)
 {
 	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE
-		       ? (mode_t)va_arg(ap, int)
-		       : 0;
+		   ? (mode_t)va_arg(ap, int)
+		   : 0;
 }
 
-#define OPEN_WRAPPER(name)                                                    \
-	SHIM_EXPORT int name(const char *path, int flags, ...)                \
-	{                                                                     \
-		struct call c;                                                \
-		va_list ap;                                                   \
-		mode_t mode;                                                  \
-                                                                              \
-		va_start(ap, flags);                                          \
-		mode = open_mode(flags, ap);                                  \
-		va_end(ap);                                                   \
-		if (!begin_path(&c, AT_FDCWD, path))                          \
-			return CALL_REAL(-1, name, path, flags, mode);        \
-		return opened(&c, CALL_REAL(-1, name, path, flags, mode),     \
-			      flags);                                         \
+#define OPEN_WRAPPER(name)                                                     \
+	SHIM_EXPORT int name(const char *path, int flags, ...)                 \
+	{                                                                      \
+		struct call c;                                                 \
+		va_list ap;                                                    \
+		mode_t mode;                                                   \
+                                                                               \
+		va_start(ap, flags);                                           \
+		mode = open_mode(flags, ap);                                   \
+		va_end(ap);                                                    \
+		if (!begin_path(&c, AT_FDCWD, path))                           \
+			return CALL_REAL(-1, name, path, flags, mode);         \
+		return opened(&c, CALL_REAL(-1, name, path, flags, mode),      \
+			      flags);                                          \
 	}
 OPEN_WRAPPER(open)
 OPEN_WRAPPER(open64)
 
-#define OPENAT_WRAPPER(name)                                                  \
-	SHIM_EXPORT int name(int dirfd, const char *path, int flags, ...)     \
-	{                                                                     \
-		struct call c;                                                \
-		va_list ap;                                                   \
-		mode_t mode;                                                  \
-                                                                              \
-		va_start(ap, flags);                                          \
-		mode = open_mode(flags, ap);                                  \
-		va_end(ap);                                                   \
-		if (!begin_path(&c, dirfd, path))                             \
-			return CALL_REAL(-1, name, dirfd, path, flags, mode); \
-		return opened(&c,                                             \
-			      CALL_REAL(-1, name, dirfd, path, flags, mode),  \
-			      flags);                                         \
+#define OPENAT_WRAPPER(name)                                                   \
+	SHIM_EXPORT int name(int dirfd, const char *path, int flags, ...)      \
+	{                                                                      \
+		struct call c;                                                 \
+		va_list ap;                                                    \
+		mode_t mode;                                                   \
+                                                                               \
+		va_start(ap, flags);                                           \
+		mode = open_mode(flags, ap);                                   \
+		va_end(ap);                                                    \
+		if (!begin_path(&c, dirfd, path))                              \
+			return CALL_REAL(-1, name, dirfd, path, flags, mode);  \
+		return opened(&c,                                              \
+			      CALL_REAL(-1, name, dirfd, path, flags, mode),   \
+			      flags);                                          \
 	}
 OPENAT_WRAPPER(openat)
 OPENAT_WRAPPER(openat64)
 
-#define CREAT_WRAPPER(name)                                                   \
-	SHIM_EXPORT int name(const char *path, mode_t mode)                   \
-	{                                                                     \
-		struct call c;                                                \
-                                                                              \
-		if (!begin_path(&c, AT_FDCWD, path))                          \
-			return CALL_REAL(-1, name, path, mode);               \
-		return opened(&c, CALL_REAL(-1, name, path, mode),            \
-			      O_WRONLY | O_CREAT | O_TRUNC);                  \
+#define CREAT_WRAPPER(name)                                                    \
+	SHIM_EXPORT int name(const char *path, mode_t mode)                    \
+	{                                                                      \
+		struct call c;                                                 \
+                                                                               \
+		if (!begin_path(&c, AT_FDCWD, path))                           \
+			return CALL_REAL(-1, name, path, mode);                \
+		return opened(&c, CALL_REAL(-1, name, path, mode),             \
+			      O_WRONLY | O_CREAT | O_TRUNC);                   \
 	}
 CREAT_WRAPPER(creat)
 CREAT_WRAPPER(creat64)
 
-#define OPEN2_WRAPPER(name)                                                   \
-	SHIM_EXPORT int name(const char *path, int flags)                     \
-	{                                                                     \
-		struct call c;                                                \
-                                                                              \
-		if (!begin_path(&c, AT_FDCWD, path))                          \
-			return CALL_REAL(-1, name, path, flags);              \
-		return opened(&c, CALL_REAL(-1, name, path, flags), flags);   \
+#define OPEN2_WRAPPER(name)                                                    \
+	SHIM_EXPORT int name(const char *path, int flags)                      \
+	{                                                                      \
+		struct call c;                                                 \
+                                                                               \
+		if (!begin_path(&c, AT_FDCWD, path))                           \
+			return CALL_REAL(-1, name, path, flags);               \
+		return opened(&c, CALL_REAL(-1, name, path, flags), flags);    \
 	}
 OPEN2_WRAPPER(__open_2)
 OPEN2_WRAPPER(__open64_2)
 
-#define OPENAT2_WRAPPER(name)                                                 \
-	SHIM_EXPORT int name(int dirfd, const char *path, int flags)          \
-	{                                                                     \
-		struct call c;                                                \
-                                                                              \
-		if (!begin_path(&c, dirfd, path))                             \
-			return CALL_REAL(-1, name, dirfd, path, flags);       \
-		return opened(&c, CALL_REAL(-1, name, dirfd, path, flags),    \
-			      flags);                                         \
+#define OPENAT2_WRAPPER(name)                                                  \
+	SHIM_EXPORT int name(int dirfd, const char *path, int flags)           \
+	{                                                                      \
+		struct call c;                                                 \
+                                                                               \
+		if (!begin_path(&c, dirfd, path))                              \
+			return CALL_REAL(-1, name, dirfd, path, flags);        \
+		return opened(&c, CALL_REAL(-1, name, dirfd, path, flags),     \
+			      flags);                                          \
 	}
 OPENAT2_WRAPPER(__openat_2)
 OPENAT2_WRAPPER(__openat64_2)
@@ -650,20 +651,20 @@ SHIM_EXPORT int dup3(int fd, int fd2, int flags)
 
 /* fcntl's third argument is an int or a pointer; glibc itself reads it as
  * a pointer, whatever the command. Only F_DUPFD* are looked at. */
-#define FCNTL_WRAPPER(name)                                                   \
-	SHIM_EXPORT int name(int fd, int cmd, ...)                            \
-	{                                                                     \
-		va_list ap;                                                   \
-		void *arg;                                                    \
-		int ret;                                                      \
-                                                                              \
-		va_start(ap, cmd);                                            \
-		arg = va_arg(ap, void *);                                     \
-		va_end(ap);                                                   \
-		ret = CALL_REAL(-1, name, fd, cmd, arg);                      \
-		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)                 \
-			dup_done(fd, ret);                                    \
-		return ret;                                                   \
+#define FCNTL_WRAPPER(name)                                                    \
+	SHIM_EXPORT int name(int fd, int cmd, ...)                             \
+	{                                                                      \
+		va_list ap;                                                    \
+		void *arg;                                                     \
+		int ret;                                                       \
+                                                                               \
+		va_start(ap, cmd);                                             \
+		arg = va_arg(ap, void *);                                      \
+		va_end(ap);                                                    \
+		ret = CALL_REAL(-1, name, fd, cmd, arg);                       \
+		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)                  \
+			dup_done(fd, ret);                                     \
+		return ret;                                                    \
 	}
 FCNTL_WRAPPER(fcntl)
 FCNTL_WRAPPER(fcntl64)
@@ -767,17 +768,17 @@ SHIM_EXPORT int fchdir(int fd)
 
 /* ---- reads and writes ------------------------------------------------------ */
 
-#define RW_WRAPPER(name, end_fn, buftype)                                     \
-	SHIM_EXPORT ssize_t name(int fd, buftype buf, size_t n)               \
-	{                                                                     \
-		struct call c;                                                \
-		ssize_t ret;                                                  \
-                                                                              \
-		if (!begin_fd(&c, fd))                                        \
-			return CALL_REAL(-1, name, fd, buf, n);               \
-		ret = CALL_REAL(-1, name, fd, buf, n);                        \
-		end_fn(&c, ret, -1);                                          \
-		return ret;                                                   \
+#define RW_WRAPPER(name, end_fn, buftype)                                      \
+	SHIM_EXPORT ssize_t name(int fd, buftype buf, size_t n)                \
+	{                                                                      \
+		struct call c;                                                 \
+		ssize_t ret;                                                   \
+                                                                               \
+		if (!begin_fd(&c, fd))                                         \
+			return CALL_REAL(-1, name, fd, buf, n);                \
+		ret = CALL_REAL(-1, name, fd, buf, n);                         \
+		end_fn(&c, ret, -1);                                           \
+		return ret;                                                    \
 	}
 RW_WRAPPER(read, end_read, void *)
 RW_WRAPPER(write, end_write, const void *)
@@ -794,66 +795,66 @@ SHIM_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 	return ret;
 }
 
-#define PRW_WRAPPER(name, end_fn, buftype, offtype)                           \
-	SHIM_EXPORT ssize_t name(int fd, buftype buf, size_t n, offtype off)  \
-	{                                                                     \
-		struct call c;                                                \
-		ssize_t ret;                                                  \
-                                                                              \
-		if (!begin_fd(&c, fd))                                        \
-			return CALL_REAL(-1, name, fd, buf, n, off);          \
-		ret = CALL_REAL(-1, name, fd, buf, n, off);                   \
-		end_fn(&c, ret, off < 0 ? 0 : (long long)off);                \
-		return ret;                                                   \
+#define PRW_WRAPPER(name, end_fn, buftype, offtype)                            \
+	SHIM_EXPORT ssize_t name(int fd, buftype buf, size_t n, offtype off)   \
+	{                                                                      \
+		struct call c;                                                 \
+		ssize_t ret;                                                   \
+                                                                               \
+		if (!begin_fd(&c, fd))                                         \
+			return CALL_REAL(-1, name, fd, buf, n, off);           \
+		ret = CALL_REAL(-1, name, fd, buf, n, off);                    \
+		end_fn(&c, ret, off < 0 ? 0 : (long long)off);                 \
+		return ret;                                                    \
 	}
 PRW_WRAPPER(pread, end_read, void *, off_t)
 PRW_WRAPPER(pread64, end_read, void *, off64_t)
 PRW_WRAPPER(pwrite, end_write, const void *, off_t)
 PRW_WRAPPER(pwrite64, end_write, const void *, off64_t)
 
-#define PRW_CHK_WRAPPER(name, offtype)                                        \
-	SHIM_EXPORT ssize_t name(int fd, void *buf, size_t n, offtype off,    \
-				 size_t buflen)                               \
-	{                                                                     \
-		struct call c;                                                \
-		ssize_t ret;                                                  \
-                                                                              \
-		if (!begin_fd(&c, fd))                                        \
-			return CALL_REAL(-1, name, fd, buf, n, off, buflen);  \
-		ret = CALL_REAL(-1, name, fd, buf, n, off, buflen);           \
-		end_read(&c, ret, off < 0 ? 0 : (long long)off);              \
-		return ret;                                                   \
+#define PRW_CHK_WRAPPER(name, offtype)                                         \
+	SHIM_EXPORT ssize_t name(int fd, void *buf, size_t n, offtype off,     \
+				 size_t buflen)                                \
+	{                                                                      \
+		struct call c;                                                 \
+		ssize_t ret;                                                   \
+                                                                               \
+		if (!begin_fd(&c, fd))                                         \
+			return CALL_REAL(-1, name, fd, buf, n, off, buflen);   \
+		ret = CALL_REAL(-1, name, fd, buf, n, off, buflen);            \
+		end_read(&c, ret, off < 0 ? 0 : (long long)off);               \
+		return ret;                                                    \
 	}
 PRW_CHK_WRAPPER(__pread_chk, off_t)
 PRW_CHK_WRAPPER(__pread64_chk, off64_t)
 
-#define RWV_WRAPPER(name, end_fn)                                             \
-	SHIM_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt)    \
-	{                                                                     \
-		struct call c;                                                \
-		ssize_t ret;                                                  \
-                                                                              \
-		if (!begin_fd(&c, fd))                                        \
-			return CALL_REAL(-1, name, fd, iov, cnt);             \
-		ret = CALL_REAL(-1, name, fd, iov, cnt);                      \
-		end_fn(&c, ret, -1);                                          \
-		return ret;                                                   \
+#define RWV_WRAPPER(name, end_fn)                                              \
+	SHIM_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt)     \
+	{                                                                      \
+		struct call c;                                                 \
+		ssize_t ret;                                                   \
+                                                                               \
+		if (!begin_fd(&c, fd))                                         \
+			return CALL_REAL(-1, name, fd, iov, cnt);              \
+		ret = CALL_REAL(-1, name, fd, iov, cnt);                       \
+		end_fn(&c, ret, -1);                                           \
+		return ret;                                                    \
 	}
 RWV_WRAPPER(readv, end_read)
 RWV_WRAPPER(writev, end_write)
 
-#define PRWV_WRAPPER(name, end_fn)                                            \
-	SHIM_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt,    \
-				 off_t off)                                   \
-	{                                                                     \
-		struct call c;                                                \
-		ssize_t ret;                                                  \
-                                                                              \
-		if (!begin_fd(&c, fd))                                        \
-			return CALL_REAL(-1, name, fd, iov, cnt, off);        \
-		ret = CALL_REAL(-1, name, fd, iov, cnt, off);                 \
-		end_fn(&c, ret, off < 0 ? 0 : (long long)off);                \
-		return ret;                                                   \
+#define PRWV_WRAPPER(name, end_fn)                                             \
+	SHIM_EXPORT ssize_t name(int fd, const struct iovec *iov, int cnt,     \
+				 off_t off)                                    \
+	{                                                                      \
+		struct call c;                                                 \
+		ssize_t ret;                                                   \
+                                                                               \
+		if (!begin_fd(&c, fd))                                         \
+			return CALL_REAL(-1, name, fd, iov, cnt, off);         \
+		ret = CALL_REAL(-1, name, fd, iov, cnt, off);                  \
+		end_fn(&c, ret, off < 0 ? 0 : (long long)off);                 \
+		return ret;                                                    \
 	}
 PRWV_WRAPPER(preadv, end_read)
 PRWV_WRAPPER(pwritev, end_write)
@@ -894,85 +895,85 @@ SHIM_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out,
 	return ret;
 }
 
-#define SENDFILE_WRAPPER(name, offtype)                                       \
-	SHIM_EXPORT ssize_t name(int out, int in, offtype *off, size_t n)     \
-	{                                                                     \
-		long long io = off ? (long long)*off : -1;                    \
-		struct call ci, co;                                           \
-		bool rin, rout;                                               \
-		ssize_t ret;                                                  \
-                                                                              \
-		rin = begin_fd(&ci, in);                                      \
-		rout = begin_fd(&co, out);                                    \
-		ret = CALL_REAL(-1, name, out, in, off, n);                   \
-		copied(&ci, rin, io, &co, rout, -1, ret);                     \
-		return ret;                                                   \
+#define SENDFILE_WRAPPER(name, offtype)                                        \
+	SHIM_EXPORT ssize_t name(int out, int in, offtype *off, size_t n)      \
+	{                                                                      \
+		long long io = off ? (long long)*off : -1;                     \
+		struct call ci, co;                                            \
+		bool rin, rout;                                                \
+		ssize_t ret;                                                   \
+                                                                               \
+		rin = begin_fd(&ci, in);                                       \
+		rout = begin_fd(&co, out);                                     \
+		ret = CALL_REAL(-1, name, out, in, off, n);                    \
+		copied(&ci, rin, io, &co, rout, -1, ret);                      \
+		return ret;                                                    \
 	}
 SENDFILE_WRAPPER(sendfile, off_t)
 SENDFILE_WRAPPER(sendfile64, off64_t)
 
-#define SEEK_WRAPPER(name, offtype)                                           \
-	SHIM_EXPORT offtype name(int fd, offtype off, int whence)             \
-	{                                                                     \
-		struct call c;                                                \
-		offtype ret;                                                  \
-                                                                              \
-		if (!begin_fd(&c, fd))                                        \
-			return CALL_REAL(-1, name, fd, off, whence);          \
-		ret = CALL_REAL(-1, name, fd, off, whence);                   \
-		if (ret >= 0 && c.fd)                                         \
-			c.fd->pos = ret;                                      \
-		end_meta(&c, SHIM_OP_SEEK, ret < 0 ? -1 : 0);                 \
-		return ret;                                                   \
+#define SEEK_WRAPPER(name, offtype)                                            \
+	SHIM_EXPORT offtype name(int fd, offtype off, int whence)              \
+	{                                                                      \
+		struct call c;                                                 \
+		offtype ret;                                                   \
+                                                                               \
+		if (!begin_fd(&c, fd))                                         \
+			return CALL_REAL(-1, name, fd, off, whence);           \
+		ret = CALL_REAL(-1, name, fd, off, whence);                    \
+		if (ret >= 0 && c.fd)                                          \
+			c.fd->pos = ret;                                       \
+		end_meta(&c, SHIM_OP_SEEK, ret < 0 ? -1 : 0);                  \
+		return ret;                                                    \
 	}
 SEEK_WRAPPER(lseek, off_t)
 SEEK_WRAPPER(lseek64, off64_t)
 
-#define SYNC_WRAPPER(name)                                                    \
-	SHIM_EXPORT int name(int fd)                                          \
-	{                                                                     \
-		struct call c;                                                \
-		int ret;                                                      \
-                                                                              \
-		if (!begin_fd(&c, fd))                                        \
-			return CALL_REAL(-1, name, fd);                       \
-		ret = CALL_REAL(-1, name, fd);                                \
-		end_meta(&c, SHIM_OP_FSYNC, ret);                             \
-		return ret;                                                   \
+#define SYNC_WRAPPER(name)                                                     \
+	SHIM_EXPORT int name(int fd)                                           \
+	{                                                                      \
+		struct call c;                                                 \
+		int ret;                                                       \
+                                                                               \
+		if (!begin_fd(&c, fd))                                         \
+			return CALL_REAL(-1, name, fd);                        \
+		ret = CALL_REAL(-1, name, fd);                                 \
+		end_meta(&c, SHIM_OP_FSYNC, ret);                              \
+		return ret;                                                    \
 	}
 SYNC_WRAPPER(fsync)
 SYNC_WRAPPER(fdatasync)
 
 /* ---- the stat family -------------------------------------------------------- */
 
-#define STAT_WRAPPER(name, sttype)                                            \
-	SHIM_EXPORT int name(const char *path, sttype *st)                    \
-	{                                                                     \
-		struct call c;                                                \
-		int ret;                                                      \
-                                                                              \
-		if (!begin_path(&c, AT_FDCWD, path))                          \
-			return CALL_REAL(-1, name, path, st);                 \
-		ret = CALL_REAL(-1, name, path, st);                          \
-		end_meta(&c, SHIM_OP_STAT, ret);                              \
-		return ret;                                                   \
+#define STAT_WRAPPER(name, sttype)                                             \
+	SHIM_EXPORT int name(const char *path, sttype *st)                     \
+	{                                                                      \
+		struct call c;                                                 \
+		int ret;                                                       \
+                                                                               \
+		if (!begin_path(&c, AT_FDCWD, path))                           \
+			return CALL_REAL(-1, name, path, st);                  \
+		ret = CALL_REAL(-1, name, path, st);                           \
+		end_meta(&c, SHIM_OP_STAT, ret);                               \
+		return ret;                                                    \
 	}
 STAT_WRAPPER(stat, struct stat)
 STAT_WRAPPER(stat64, struct stat64)
 STAT_WRAPPER(lstat, struct stat)
 STAT_WRAPPER(lstat64, struct stat64)
 
-#define FSTAT_WRAPPER(name, sttype)                                           \
-	SHIM_EXPORT int name(int fd, sttype *st)                              \
-	{                                                                     \
-		struct call c;                                                \
-		int ret;                                                      \
-                                                                              \
-		if (!begin_fd(&c, fd))                                        \
-			return CALL_REAL(-1, name, fd, st);                   \
-		ret = CALL_REAL(-1, name, fd, st);                            \
-		end_meta(&c, SHIM_OP_STAT, ret);                              \
-		return ret;                                                   \
+#define FSTAT_WRAPPER(name, sttype)                                            \
+	SHIM_EXPORT int name(int fd, sttype *st)                               \
+	{                                                                      \
+		struct call c;                                                 \
+		int ret;                                                       \
+                                                                               \
+		if (!begin_fd(&c, fd))                                         \
+			return CALL_REAL(-1, name, fd, st);                    \
+		ret = CALL_REAL(-1, name, fd, st);                             \
+		end_meta(&c, SHIM_OP_STAT, ret);                               \
+		return ret;                                                    \
 	}
 FSTAT_WRAPPER(fstat, struct stat)
 FSTAT_WRAPPER(fstat64, struct stat64)
@@ -985,18 +986,18 @@ static bool begin_at(struct call *c, int dirfd, const char *path, int flags)
 	return begin_path(c, dirfd, path);
 }
 
-#define FSTATAT_WRAPPER(name, sttype)                                         \
-	SHIM_EXPORT int name(int dirfd, const char *path, sttype *st,         \
-			     int flags)                                       \
-	{                                                                     \
-		struct call c;                                                \
-		int ret;                                                      \
-                                                                              \
-		if (!begin_at(&c, dirfd, path, flags))                        \
-			return CALL_REAL(-1, name, dirfd, path, st, flags);   \
-		ret = CALL_REAL(-1, name, dirfd, path, st, flags);            \
-		end_meta(&c, SHIM_OP_STAT, ret);                              \
-		return ret;                                                   \
+#define FSTATAT_WRAPPER(name, sttype)                                          \
+	SHIM_EXPORT int name(int dirfd, const char *path, sttype *st,          \
+			     int flags)                                        \
+	{                                                                      \
+		struct call c;                                                 \
+		int ret;                                                       \
+                                                                               \
+		if (!begin_at(&c, dirfd, path, flags))                         \
+			return CALL_REAL(-1, name, dirfd, path, st, flags);    \
+		ret = CALL_REAL(-1, name, dirfd, path, st, flags);             \
+		end_meta(&c, SHIM_OP_STAT, ret);                               \
+		return ret;                                                    \
 	}
 FSTATAT_WRAPPER(fstatat, struct stat)
 FSTATAT_WRAPPER(fstatat64, struct stat64)
@@ -1014,51 +1015,51 @@ SHIM_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
 	return ret;
 }
 
-#define XSTAT_WRAPPER(name, sttype)                                           \
-	SHIM_EXPORT int name(int ver, const char *path, sttype *st)           \
-	{                                                                     \
-		struct call c;                                                \
-		int ret;                                                      \
-                                                                              \
-		if (!begin_path(&c, AT_FDCWD, path))                          \
-			return CALL_REAL(-1, name, ver, path, st);            \
-		ret = CALL_REAL(-1, name, ver, path, st);                     \
-		end_meta(&c, SHIM_OP_STAT, ret);                              \
-		return ret;                                                   \
+#define XSTAT_WRAPPER(name, sttype)                                            \
+	SHIM_EXPORT int name(int ver, const char *path, sttype *st)            \
+	{                                                                      \
+		struct call c;                                                 \
+		int ret;                                                       \
+                                                                               \
+		if (!begin_path(&c, AT_FDCWD, path))                           \
+			return CALL_REAL(-1, name, ver, path, st);             \
+		ret = CALL_REAL(-1, name, ver, path, st);                      \
+		end_meta(&c, SHIM_OP_STAT, ret);                               \
+		return ret;                                                    \
 	}
 XSTAT_WRAPPER(__xstat, struct stat)
 XSTAT_WRAPPER(__xstat64, struct stat64)
 XSTAT_WRAPPER(__lxstat, struct stat)
 XSTAT_WRAPPER(__lxstat64, struct stat64)
 
-#define FXSTAT_WRAPPER(name, sttype)                                          \
-	SHIM_EXPORT int name(int ver, int fd, sttype *st)                     \
-	{                                                                     \
-		struct call c;                                                \
-		int ret;                                                      \
-                                                                              \
-		if (!begin_fd(&c, fd))                                        \
-			return CALL_REAL(-1, name, ver, fd, st);              \
-		ret = CALL_REAL(-1, name, ver, fd, st);                       \
-		end_meta(&c, SHIM_OP_STAT, ret);                              \
-		return ret;                                                   \
+#define FXSTAT_WRAPPER(name, sttype)                                           \
+	SHIM_EXPORT int name(int ver, int fd, sttype *st)                      \
+	{                                                                      \
+		struct call c;                                                 \
+		int ret;                                                       \
+                                                                               \
+		if (!begin_fd(&c, fd))                                         \
+			return CALL_REAL(-1, name, ver, fd, st);               \
+		ret = CALL_REAL(-1, name, ver, fd, st);                        \
+		end_meta(&c, SHIM_OP_STAT, ret);                               \
+		return ret;                                                    \
 	}
 FXSTAT_WRAPPER(__fxstat, struct stat)
 FXSTAT_WRAPPER(__fxstat64, struct stat64)
 
-#define FXSTATAT_WRAPPER(name, sttype)                                        \
-	SHIM_EXPORT int name(int ver, int dirfd, const char *path,            \
-			     sttype *st, int flags)                           \
-	{                                                                     \
-		struct call c;                                                \
-		int ret;                                                      \
-                                                                              \
-		if (!begin_at(&c, dirfd, path, flags))                        \
-			return CALL_REAL(-1, name, ver, dirfd, path, st,      \
-					 flags);                              \
-		ret = CALL_REAL(-1, name, ver, dirfd, path, st, flags);       \
-		end_meta(&c, SHIM_OP_STAT, ret);                              \
-		return ret;                                                   \
+#define FXSTATAT_WRAPPER(name, sttype)                                         \
+	SHIM_EXPORT int name(int ver, int dirfd, const char *path, sttype *st, \
+			     int flags)                                        \
+	{                                                                      \
+		struct call c;                                                 \
+		int ret;                                                       \
+                                                                               \
+		if (!begin_at(&c, dirfd, path, flags))                         \
+			return CALL_REAL(-1, name, ver, dirfd, path, st,       \
+					 flags);                               \
+		ret = CALL_REAL(-1, name, ver, dirfd, path, st, flags);        \
+		end_meta(&c, SHIM_OP_STAT, ret);                               \
+		return ret;                                                    \
 	}
 FXSTATAT_WRAPPER(__fxstatat, struct stat)
 FXSTATAT_WRAPPER(__fxstatat64, struct stat64)
@@ -1078,20 +1079,20 @@ static int mode_flags(const char *mode)
 	return mode[0] == 'r' ? O_RDONLY : O_WRONLY | append;
 }
 
-#define FOPEN_WRAPPER(name)                                                   \
-	SHIM_EXPORT FILE *name(const char *path, const char *mode)            \
-	{                                                                     \
-		struct call c;                                                \
-		FILE *fp;                                                     \
-		int saved;                                                    \
-                                                                              \
-		if (!begin_path(&c, AT_FDCWD, path))                          \
-			return CALL_REAL(NULL, name, path, mode);             \
-		fp = CALL_REAL(NULL, name, path, mode);                       \
-		saved = errno;                                                \
-		opened(&c, fp ? fileno(fp) : -1, mode_flags(mode));           \
-		errno = saved;                                                \
-		return fp;                                                    \
+#define FOPEN_WRAPPER(name)                                                    \
+	SHIM_EXPORT FILE *name(const char *path, const char *mode)             \
+	{                                                                      \
+		struct call c;                                                 \
+		FILE *fp;                                                      \
+		int saved;                                                     \
+                                                                               \
+		if (!begin_path(&c, AT_FDCWD, path))                           \
+			return CALL_REAL(NULL, name, path, mode);              \
+		fp = CALL_REAL(NULL, name, path, mode);                        \
+		saved = errno;                                                 \
+		opened(&c, fp ? fileno(fp) : -1, mode_flags(mode));            \
+		errno = saved;                                                 \
+		return fp;                                                     \
 	}
 FOPEN_WRAPPER(fopen)
 FOPEN_WRAPPER(fopen64)
@@ -1148,17 +1149,17 @@ static void stream_seeked(struct call *c, FILE *fp, int ret)
 	end_meta(c, SHIM_OP_SEEK, ret == 0 ? 0 : -1);
 }
 
-#define FSEEK_WRAPPER(name, offtype)                                          \
-	SHIM_EXPORT int name(FILE *fp, offtype off, int whence)               \
-	{                                                                     \
-		struct call c;                                                \
-		int ret;                                                      \
-                                                                              \
-		if (!begin_fd(&c, stream_fd(fp)))                             \
-			return CALL_REAL(-1, name, fp, off, whence);          \
-		ret = CALL_REAL(-1, name, fp, off, whence);                   \
-		stream_seeked(&c, fp, ret);                                   \
-		return ret;                                                   \
+#define FSEEK_WRAPPER(name, offtype)                                           \
+	SHIM_EXPORT int name(FILE *fp, offtype off, int whence)                \
+	{                                                                      \
+		struct call c;                                                 \
+		int ret;                                                       \
+                                                                               \
+		if (!begin_fd(&c, stream_fd(fp)))                              \
+			return CALL_REAL(-1, name, fp, off, whence);           \
+		ret = CALL_REAL(-1, name, fp, off, whence);                    \
+		stream_seeked(&c, fp, ret);                                    \
+		return ret;                                                    \
 	}
 FSEEK_WRAPPER(fseek, long)
 FSEEK_WRAPPER(fseeko, off_t)
@@ -1178,35 +1179,35 @@ SHIM_EXPORT void rewind(FILE *fp)
 	stream_seeked(&c, fp, 0);
 }
 
-#define FREAD_WRAPPER(name, end_fn, buftype)                                  \
-	SHIM_EXPORT size_t name(buftype ptr, size_t size, size_t n, FILE *fp) \
-	{                                                                     \
-		struct call c;                                                \
-		size_t ret;                                                   \
-                                                                              \
-		if (!begin_fd(&c, stream_fd(fp)))                             \
-			return CALL_REAL(0, name, ptr, size, n, fp);          \
-		ret = CALL_REAL(0, name, ptr, size, n, fp);                   \
-		end_fn(&c, (long long)(ret * size), -1);                      \
-		return ret;                                                   \
+#define FREAD_WRAPPER(name, end_fn, buftype)                                   \
+	SHIM_EXPORT size_t name(buftype ptr, size_t size, size_t n, FILE *fp)  \
+	{                                                                      \
+		struct call c;                                                 \
+		size_t ret;                                                    \
+                                                                               \
+		if (!begin_fd(&c, stream_fd(fp)))                              \
+			return CALL_REAL(0, name, ptr, size, n, fp);           \
+		ret = CALL_REAL(0, name, ptr, size, n, fp);                    \
+		end_fn(&c, (long long)(ret * size), -1);                       \
+		return ret;                                                    \
 	}
 FREAD_WRAPPER(fread, end_read, void *)
 FREAD_WRAPPER(fread_unlocked, end_read, void *)
 FREAD_WRAPPER(fwrite, end_write, const void *)
 FREAD_WRAPPER(fwrite_unlocked, end_write, const void *)
 
-#define FREAD_CHK_WRAPPER(name)                                               \
-	SHIM_EXPORT size_t name(void *ptr, size_t ptrlen, size_t size,        \
-				size_t n, FILE *fp)                           \
-	{                                                                     \
-		struct call c;                                                \
-		size_t ret;                                                   \
-                                                                              \
-		if (!fp || !begin_fd(&c, stream_fd(fp)))                      \
-			return CALL_REAL(0, name, ptr, ptrlen, size, n, fp);  \
-		ret = CALL_REAL(0, name, ptr, ptrlen, size, n, fp);           \
-		end_read(&c, (long long)(ret * size), -1);                    \
-		return ret;                                                   \
+#define FREAD_CHK_WRAPPER(name)                                                \
+	SHIM_EXPORT size_t name(void *ptr, size_t ptrlen, size_t size,         \
+				size_t n, FILE *fp)                            \
+	{                                                                      \
+		struct call c;                                                 \
+		size_t ret;                                                    \
+                                                                               \
+		if (!fp || !begin_fd(&c, stream_fd(fp)))                       \
+			return CALL_REAL(0, name, ptr, ptrlen, size, n, fp);   \
+		ret = CALL_REAL(0, name, ptr, ptrlen, size, n, fp);            \
+		end_read(&c, (long long)(ret * size), -1);                     \
+		return ret;                                                    \
 	}
 FREAD_CHK_WRAPPER(__fread_chk)
 FREAD_CHK_WRAPPER(__fread_unlocked_chk)
@@ -1220,7 +1221,8 @@ static void report(const char *reason)
 {
 	int st = atomic_load(&state), saved = errno;
 
-	if ((st != SHIM_COUNTING && !(st == SHIM_DISABLED && disabled_reason)) ||
+	if ((st != SHIM_COUNTING &&
+	     !(st == SHIM_DISABLED && disabled_reason)) ||
 	    guard || (pid_t)syscall(SYS_getpid) != my_pid ||
 	    atomic_flag_test_and_set(&reporting))
 		return;
@@ -1299,7 +1301,8 @@ static char *const *exec_envp(char *const envp[], char **to_free,
 	if (old && strstr(old, self_path)) {
 		out[j++] = (char *)(old - 11);
 	} else {
-		size_t len = 11 + strlen(self_path) + 1 + (old ? strlen(old) : 0);
+		size_t len = 11 + strlen(self_path) + 1 +
+			     (old ? strlen(old) : 0);
 		char *pre = malloc(len + 1);
 
 		if (!pre) {
@@ -1319,22 +1322,21 @@ static char *const *exec_envp(char *const envp[], char **to_free,
 	return out;
 }
 
-#define EXEC_PROLOGUE(envp)                                                   \
-	char *to_free_, *pre_free_;                                           \
-	char *const *env_ = exec_envp(envp, &to_free_, &pre_free_);           \
+#define EXEC_PROLOGUE(envp)                                                    \
+	char *to_free_, *pre_free_;                                            \
+	char *const *env_ = exec_envp(envp, &to_free_, &pre_free_);            \
 	report("exec")
 
-#define EXEC_EPILOGUE()                                                       \
-	do {                                                                  \
-		int saved_ = errno;                                           \
-		free(to_free_);                                               \
-		free(pre_free_);                                              \
-		exec_failed();                                                \
-		errno = saved_;                                               \
+#define EXEC_EPILOGUE()                                                        \
+	do {                                                                   \
+		int saved_ = errno;                                            \
+		free(to_free_);                                                \
+		free(pre_free_);                                               \
+		exec_failed();                                                 \
+		errno = saved_;                                                \
 	} while (0)
 
-SHIM_EXPORT int execve(const char *path, char *const argv[],
-		       char *const envp[])
+SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	int ret;
 	EXEC_PROLOGUE(envp);
@@ -1388,17 +1390,17 @@ SHIM_EXPORT int execveat(int dirfd, const char *path, char *const argv[],
 
 /* The execl family: gather the variadic arguments (ARG0 ... NULL
  * [, envp]) into an array on the stack, as glibc's own execl does. */
-#define EXECL_GATHER(arg0, argv, n)                                           \
-	va_list ap;                                                           \
-	size_t n = 1;                                                         \
-	va_start(ap, arg0);                                                   \
-	while (va_arg(ap, char *))                                            \
-		n++;                                                          \
-	va_end(ap);                                                           \
-	char *argv[n + 1];                                                    \
-	argv[0] = (char *)arg0;                                               \
-	va_start(ap, arg0);                                                   \
-	for (size_t i_ = 1; i_ <= n; i_++)                                    \
+#define EXECL_GATHER(arg0, argv, n)                                            \
+	va_list ap;                                                            \
+	size_t n = 1;                                                          \
+	va_start(ap, arg0);                                                    \
+	while (va_arg(ap, char *))                                             \
+		n++;                                                           \
+	va_end(ap);                                                            \
+	char *argv[n + 1];                                                     \
+	argv[0] = (char *)arg0;                                                \
+	va_start(ap, arg0);                                                    \
+	for (size_t i_ = 1; i_ <= n; i_++)                                     \
 		argv[i_] = i_ < n ? va_arg(ap, char *) : NULL;
 
 SHIM_EXPORT int execl(const char *path, const char *arg, ...)
@@ -1464,7 +1466,7 @@ static void save_exec_env(void)
 {
 	static const char *const names[] = {
 		"IOSTAGE_TRACE_CLASSES", "IOSTAGE_SOCKET",
-		"IOSTAGE_SHIM_REPORT", "IOSTAGE_SHIM_TIMEOUT_MS",
+		"IOSTAGE_SHIM_REPORT",   "IOSTAGE_SHIM_TIMEOUT_MS",
 		"IOSTAGE_STEP",
 	};
 	Dl_info info;
@@ -1503,7 +1505,7 @@ __attribute__((constructor)) static void shim_init(void)
 	if (getenv("IOSTAGE_SHIM_OFF"))
 		atomic_store(&state, SHIM_DONE); /* opted out: pass through */
 	else if (shim_counters_init() < 0 ||
-	    pthread_atfork(NULL, NULL, atfork_child) != 0)
+		 pthread_atfork(NULL, NULL, atfork_child) != 0)
 		shim_disable("cannot set up thread and fork hooks");
 	else if (shim_classes_init(getenv("IOSTAGE_TRACE_CLASSES"), &reason) <
 		 0)

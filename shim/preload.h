@@ -29,13 +29,13 @@
 #define SHIM_EXPORT __attribute__((visibility("default")))
 
 /* Bounds: everything the shim keeps is sized at build time. */
-#define SHIM_MAX_FDS 4096       /* fds above: class other, no offsets */
-#define SHIM_MAX_PHASES 16      /* the last one is "other" (overflow) */
+#define SHIM_MAX_FDS 4096  /* fds above: class other, no offsets */
+#define SHIM_MAX_PHASES 16 /* the last one is "other" (overflow) */
 #define SHIM_PHASE_NAME_MAX 32
 #define SHIM_MAX_PREFIXES 64
-#define SHIM_MAX_FILES 256      /* output files listed in the summary */
+#define SHIM_MAX_FILES 256 /* output files listed in the summary */
 #define SHIM_FILE_ARENA (64 * 1024)
-#define SHIM_MAX_BLOCKS 4096    /* per-thread counter blocks, recycled */
+#define SHIM_MAX_BLOCKS 4096 /* per-thread counter blocks, recycled */
 
 enum shim_class {
 	SHIM_CLASS_DATASET = 0,
@@ -70,9 +70,9 @@ enum shim_counter {
 	SHIM_F_READ_TIME,
 	SHIM_CONSEC_READS,
 	SHIM_SEQ_READS,
-	SHIM_MAX_BYTE_READ,     /* highest byte offset + 1 (0 = none) */
-	SHIM_BUSY_CLASS,        /* busy spans of this class closed here */
-	SHIM_BUSY_ALL,          /* busy spans (any class) closed by a call
+	SHIM_MAX_BYTE_READ, /* highest byte offset + 1 (0 = none) */
+	SHIM_BUSY_CLASS,    /* busy spans of this class closed here */
+	SHIM_BUSY_ALL,      /* busy spans (any class) closed by a call
 				 * of this class: summed over classes, the
 				 * phase's unoverlapped time */
 	/* line 1: a write's counters */
@@ -81,7 +81,7 @@ enum shim_counter {
 	SHIM_F_WRITE_TIME,
 	SHIM_CONSEC_WRITES,
 	SHIM_SEQ_WRITES,
-	SHIM_MAX_BYTE_WRITTEN,  /* same; the summary prints offset - 1 */
+	SHIM_MAX_BYTE_WRITTEN, /* same; the summary prints offset - 1 */
 	SHIM_RW_SWITCHES,
 	SHIM_FSYNCS,
 	/* line 2: metadata calls, then the read sizes (small ones here) */
@@ -89,7 +89,7 @@ enum shim_counter {
 	SHIM_SEEKS,
 	SHIM_STATS,
 	SHIM_F_META_TIME,
-	SHIM_SIZE_READ_0,       /* + bucket index, 10 buckets */
+	SHIM_SIZE_READ_0, /* + bucket index, 10 buckets */
 	SHIM_SIZE_WRITE_0 = SHIM_SIZE_READ_0 + 10,
 	SHIM_NCOUNTERS = SHIM_SIZE_WRITE_0 + 10,
 };
@@ -99,8 +99,8 @@ enum shim_counter {
 /* What one call was, for shim_count. */
 enum shim_op {
 	SHIM_OP_OPEN = 0,
-	SHIM_OP_READ,   /* read, pread, readv, fread */
-	SHIM_OP_WRITE,  /* write, pwrite, writev, fwrite */
+	SHIM_OP_READ,  /* read, pread, readv, fread */
+	SHIM_OP_WRITE, /* write, pwrite, writev, fwrite */
 	SHIM_OP_SEEK,
 	SHIM_OP_STAT,
 	SHIM_OP_FSYNC,
@@ -149,7 +149,7 @@ typedef uint64_t shim_row[SHIM_NCLASSES][SHIM_NCOUNTERS];
  * preloaded library is in the static TLS block, and this model never calls
  * __tls_get_addr, which may allocate). */
 extern __thread shim_row *shim_my_counters
-	__attribute__((tls_model("initial-exec")));
+    __attribute__((tls_model("initial-exec")));
 
 /* Claim a block for the calling thread: shim_counters_mine's slow path. */
 shim_row *shim_counters_claim(void);
@@ -168,8 +168,8 @@ static inline shim_row *shim_counters_mine(void)
 int shim_counters_init(void);
 
 /* Sum every block into OUT (max for the MAX_BYTE counters). */
-void shim_counters_merge(uint64_t out[SHIM_MAX_PHASES][SHIM_NCLASSES]
-				      [SHIM_NCOUNTERS]);
+void shim_counters_merge(
+    uint64_t out[SHIM_MAX_PHASES][SHIM_NCLASSES][SHIM_NCOUNTERS]);
 
 /* Zero every block and the busy time; in a forked child, or after a
  * summary went out before an exec that failed. */
@@ -187,9 +187,9 @@ void shim_busy_leave(enum shim_class cls, shim_ticks now, uint64_t *ret_all,
  * 1G+. Compares summed rather than a loop: no branch to mispredict. */
 static inline unsigned shim_size_bucket(uint64_t n)
 {
-	return (unsigned)(n > 100) + (n > 1024) + (n > 10240) +
-	       (n > 102400) + (n > 1048576) + (n > 4194304) +
-	       (n > 10485760) + (n > 104857600) + (n > 1073741824);
+	return (unsigned)(n > 100) + (n > 1024) + (n > 10240) + (n > 102400) +
+	       (n > 1048576) + (n > 4194304) + (n > 10485760) +
+	       (n > 104857600) + (n > 1073741824);
 }
 
 /* ---- preload_fds.c -------------------------------------------------------- */
@@ -201,23 +201,23 @@ static inline unsigned shim_size_bucket(uint64_t n)
  * decided once per fd, when it is opened (or first used, for an fd the
  * shim did not see opened), never per read or write. */
 enum shim_fd_kind {
-	SHIM_FD_UNKNOWN = 0,    /* closed, or not seen opened: look once */
-	SHIM_FD_FILE,           /* counted */
-	SHIM_FD_NOTFILE,        /* passed through */
+	SHIM_FD_UNKNOWN = 0, /* closed, or not seen opened: look once */
+	SHIM_FD_FILE,        /* counted */
+	SHIM_FD_NOTFILE,     /* passed through */
 };
 
 struct shim_fd {
-	uint8_t cls;            /* enum shim_class */
-	uint8_t ckpt;           /* an output whose path says checkpoint */
-	uint8_t last_op;        /* 0 none, SHIM_OP_READ, SHIM_OP_WRITE */
-	uint8_t kind;           /* enum shim_fd_kind; UNKNOWN: no live fd
+	uint8_t cls;       /* enum shim_class */
+	uint8_t ckpt;      /* an output whose path says checkpoint */
+	uint8_t last_op;   /* 0 none, SHIM_OP_READ, SHIM_OP_WRITE */
+	uint8_t kind;      /* enum shim_fd_kind; UNKNOWN: no live fd
 				 * described */
-	uint8_t append;         /* O_APPEND: writes go to the end, wherever */
-	int16_t file;           /* index into the files list, -1 none */
-	uint16_t file_gen;      /* the list's generation when indexed */
-	int64_t pos;            /* the fd's offset as we followed it */
-	int64_t read_end;       /* end of the last read (CONSEC/SEQ) */
-	int64_t write_end;      /* end of the last write */
+	uint8_t append;    /* O_APPEND: writes go to the end, wherever */
+	int16_t file;      /* index into the files list, -1 none */
+	uint16_t file_gen; /* the list's generation when indexed */
+	int64_t pos;       /* the fd's offset as we followed it */
+	int64_t read_end;  /* end of the last read (CONSEC/SEQ) */
+	int64_t write_end; /* end of the last write */
 };
 
 extern struct shim_fd shim_fds[SHIM_MAX_FDS];

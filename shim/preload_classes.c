@@ -216,9 +216,9 @@ static bool rest_is_normal(const char *rest)
 	size_t i;
 
 	for (i = 0; rest[i]; i++)
-		odd |= (rest[i] == '/') & ((rest[i + 1] == '/') |
-					   (rest[i + 1] == '.') |
-					   (rest[i + 1] == '\0'));
+		odd |= (rest[i] == '/') &
+		       ((rest[i + 1] == '/') | (rest[i + 1] == '.') |
+			(rest[i + 1] == '\0'));
 	return !odd;
 }
 
@@ -294,8 +294,7 @@ bool shim_path_pseudo(const char *abs)
 {
 	/* Only opens in class other get here (datasets and outputs are
 	 * never under these), once per open. */
-	return abs[0] == '/' &&
-	       ((abs[1] == 'p' && under(abs, "/proc", 5)) ||
-		(abs[1] == 's' && under(abs, "/sys", 4)) ||
-		(abs[1] == 'd' && under(abs, "/dev", 4)));
+	return abs[0] == '/' && ((abs[1] == 'p' && under(abs, "/proc", 5)) ||
+				 (abs[1] == 's' && under(abs, "/sys", 4)) ||
+				 (abs[1] == 'd' && under(abs, "/dev", 4)));
 }

@@ -16,9 +16,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdbool.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -28,7 +28,7 @@
 struct shim_block {
 	uint64_t c[SHIM_MAX_PHASES][SHIM_NCLASSES][SHIM_NCOUNTERS];
 	atomic_int in_use;
-	struct shim_block *next;        /* immutable once published */
+	struct shim_block *next; /* immutable once published */
 };
 
 static _Atomic(struct shim_block *) blocks;
@@ -110,7 +110,7 @@ static struct shim_block *block_claim(void)
 	for (b = atomic_load(&blocks); b; b = b->next) {
 		expect = 0;
 		if (atomic_load_explicit(&b->in_use, memory_order_relaxed) ==
-			    0 &&
+			0 &&
 		    atomic_compare_exchange_strong(&b->in_use, &expect, 1))
 			return b;
 	}
@@ -128,8 +128,7 @@ static struct shim_block *block_claim(void)
 	return b;
 }
 
-__thread shim_row *shim_my_counters
-	__attribute__((tls_model("initial-exec")));
+__thread shim_row *shim_my_counters __attribute__((tls_model("initial-exec")));
 
 shim_row *shim_counters_claim(void)
 {
@@ -147,11 +146,12 @@ shim_row *shim_counters_claim(void)
 	return shim_my_counters;
 }
 
-void shim_counters_merge(uint64_t out[SHIM_MAX_PHASES][SHIM_NCLASSES]
-				      [SHIM_NCOUNTERS])
+void shim_counters_merge(
+    uint64_t out[SHIM_MAX_PHASES][SHIM_NCLASSES][SHIM_NCOUNTERS])
 {
-	memset(out, 0, sizeof(uint64_t) * SHIM_MAX_PHASES * SHIM_NCLASSES *
-			       SHIM_NCOUNTERS);
+	memset(out, 0,
+	       sizeof(uint64_t) * SHIM_MAX_PHASES * SHIM_NCLASSES *
+		   SHIM_NCOUNTERS);
 	for (struct shim_block *b = atomic_load(&blocks); b; b = b->next)
 		for (unsigned p = 0; p < SHIM_MAX_PHASES; p++)
 			for (unsigned c = 0; c < SHIM_NCLASSES; c++)
@@ -159,8 +159,7 @@ void shim_counters_merge(uint64_t out[SHIM_MAX_PHASES][SHIM_NCLASSES]
 					/* Other threads may still run: a
 					 * relaxed load, never a torn one. */
 					uint64_t v = __atomic_load_n(
-						&b->c[p][c][k],
-						__ATOMIC_RELAXED);
+					    &b->c[p][c][k], __ATOMIC_RELAXED);
 					if (k == SHIM_MAX_BYTE_READ ||
 					    k == SHIM_MAX_BYTE_WRITTEN) {
 						if (v > out[p][c][k])
@@ -215,7 +214,8 @@ void shim_busy_leave(enum shim_class cls, shim_ticks now, uint64_t *ret_all,
 	bool last_all, last_cls;
 
 	do {
-		if ((cur & BUSY_MASK) == 0 || ((cur >> shift) & BUSY_MASK) == 0) {
+		if ((cur & BUSY_MASK) == 0 ||
+		    ((cur >> shift) & BUSY_MASK) == 0) {
 			*ret_all = *ret_cls = 0; /* reset by a fork meanwhile */
 			return;
 		}

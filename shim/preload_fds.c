@@ -40,7 +40,7 @@ struct shim_file {
 	uint32_t path_off;
 	uint32_t path_len;
 	uint8_t cls;
-	atomic_bool ready;              /* path copied: readable */
+	atomic_bool ready; /* path copied: readable */
 	_Atomic uint64_t written;
 };
 
@@ -58,8 +58,7 @@ static int16_t file_entry(const char *path, enum shim_class cls)
 	if (n > SHIM_MAX_FILES)
 		n = SHIM_MAX_FILES;
 	for (i = 0; i < n; i++)
-		if (atomic_load(&files[i].ready) &&
-		    files[i].path_len == len &&
+		if (atomic_load(&files[i].ready) && files[i].path_len == len &&
 		    memcmp(arena + files[i].path_off, path, len) == 0)
 			return (int16_t)i;
 	if (len >= SHIM_FILE_ARENA)
@@ -174,8 +173,8 @@ struct shim_fd *shim_fd_learn(int fd)
 	/* A memfd is a regular file in memory, not on a file system. */
 	shim_fd_opened(fd,
 		       n > 7 && strncmp(path, "/memfd:", 7) == 0
-			       ? SHIM_FD_NOTFILE
-			       : kind_of(&st, abs),
+			   ? SHIM_FD_NOTFILE
+			   : kind_of(&st, abs),
 		       cls, ckpt, abs, flags < 0 ? 0 : (int)flags);
 	/* Carry on from where the fd is: reading an inherited file on from
 	 * its offset is consecutive, as after an open. */
@@ -263,8 +262,8 @@ void shim_fd_reset_files(void)
 void shim_fd_file_written(const struct shim_fd *e, uint64_t n)
 {
 	if (e->file >= 0 && e->file < SHIM_MAX_FILES &&
-	    e->file_gen == atomic_load_explicit(&files_gen,
-						memory_order_relaxed))
+	    e->file_gen ==
+		atomic_load_explicit(&files_gen, memory_order_relaxed))
 		atomic_fetch_add_explicit(&files[e->file].written, n,
 					  memory_order_relaxed);
 }

@@ -37,44 +37,44 @@ static const struct {
 	unsigned counter;
 	const char *name;
 } counters[] = {
-	{SHIM_OPENS, "POSIX_OPENS"},
-	{SHIM_READS, "POSIX_READS"},
-	{SHIM_WRITES, "POSIX_WRITES"},
-	{SHIM_SEEKS, "POSIX_SEEKS"},
-	{SHIM_STATS, "POSIX_STATS"},
-	{SHIM_FSYNCS, "POSIX_FSYNCS"},
-	{SHIM_BYTES_READ, "POSIX_BYTES_READ"},
-	{SHIM_BYTES_WRITTEN, "POSIX_BYTES_WRITTEN"},
-	{SHIM_MAX_BYTE_READ, "POSIX_MAX_BYTE_READ"},
-	{SHIM_MAX_BYTE_WRITTEN, "POSIX_MAX_BYTE_WRITTEN"},
-	{SHIM_CONSEC_READS, "POSIX_CONSEC_READS"},
-	{SHIM_CONSEC_WRITES, "POSIX_CONSEC_WRITES"},
-	{SHIM_SEQ_READS, "POSIX_SEQ_READS"},
-	{SHIM_SEQ_WRITES, "POSIX_SEQ_WRITES"},
-	{SHIM_RW_SWITCHES, "POSIX_RW_SWITCHES"},
-	{SHIM_SIZE_READ_0 + 0, "POSIX_SIZE_READ_0_100"},
-	{SHIM_SIZE_READ_0 + 1, "POSIX_SIZE_READ_100_1K"},
-	{SHIM_SIZE_READ_0 + 2, "POSIX_SIZE_READ_1K_10K"},
-	{SHIM_SIZE_READ_0 + 3, "POSIX_SIZE_READ_10K_100K"},
-	{SHIM_SIZE_READ_0 + 4, "POSIX_SIZE_READ_100K_1M"},
-	{SHIM_SIZE_READ_0 + 5, "POSIX_SIZE_READ_1M_4M"},
-	{SHIM_SIZE_READ_0 + 6, "POSIX_SIZE_READ_4M_10M"},
-	{SHIM_SIZE_READ_0 + 7, "POSIX_SIZE_READ_10M_100M"},
-	{SHIM_SIZE_READ_0 + 8, "POSIX_SIZE_READ_100M_1G"},
-	{SHIM_SIZE_READ_0 + 9, "POSIX_SIZE_READ_1G_PLUS"},
-	{SHIM_SIZE_WRITE_0 + 0, "POSIX_SIZE_WRITE_0_100"},
-	{SHIM_SIZE_WRITE_0 + 1, "POSIX_SIZE_WRITE_100_1K"},
-	{SHIM_SIZE_WRITE_0 + 2, "POSIX_SIZE_WRITE_1K_10K"},
-	{SHIM_SIZE_WRITE_0 + 3, "POSIX_SIZE_WRITE_10K_100K"},
-	{SHIM_SIZE_WRITE_0 + 4, "POSIX_SIZE_WRITE_100K_1M"},
-	{SHIM_SIZE_WRITE_0 + 5, "POSIX_SIZE_WRITE_1M_4M"},
-	{SHIM_SIZE_WRITE_0 + 6, "POSIX_SIZE_WRITE_4M_10M"},
-	{SHIM_SIZE_WRITE_0 + 7, "POSIX_SIZE_WRITE_10M_100M"},
-	{SHIM_SIZE_WRITE_0 + 8, "POSIX_SIZE_WRITE_100M_1G"},
-	{SHIM_SIZE_WRITE_0 + 9, "POSIX_SIZE_WRITE_1G_PLUS"},
-	{SHIM_F_READ_TIME, "POSIX_F_READ_TIME"},
-	{SHIM_F_WRITE_TIME, "POSIX_F_WRITE_TIME"},
-	{SHIM_F_META_TIME, "POSIX_F_META_TIME"},
+	{ SHIM_OPENS, "POSIX_OPENS" },
+	{ SHIM_READS, "POSIX_READS" },
+	{ SHIM_WRITES, "POSIX_WRITES" },
+	{ SHIM_SEEKS, "POSIX_SEEKS" },
+	{ SHIM_STATS, "POSIX_STATS" },
+	{ SHIM_FSYNCS, "POSIX_FSYNCS" },
+	{ SHIM_BYTES_READ, "POSIX_BYTES_READ" },
+	{ SHIM_BYTES_WRITTEN, "POSIX_BYTES_WRITTEN" },
+	{ SHIM_MAX_BYTE_READ, "POSIX_MAX_BYTE_READ" },
+	{ SHIM_MAX_BYTE_WRITTEN, "POSIX_MAX_BYTE_WRITTEN" },
+	{ SHIM_CONSEC_READS, "POSIX_CONSEC_READS" },
+	{ SHIM_CONSEC_WRITES, "POSIX_CONSEC_WRITES" },
+	{ SHIM_SEQ_READS, "POSIX_SEQ_READS" },
+	{ SHIM_SEQ_WRITES, "POSIX_SEQ_WRITES" },
+	{ SHIM_RW_SWITCHES, "POSIX_RW_SWITCHES" },
+	{ SHIM_SIZE_READ_0 + 0, "POSIX_SIZE_READ_0_100" },
+	{ SHIM_SIZE_READ_0 + 1, "POSIX_SIZE_READ_100_1K" },
+	{ SHIM_SIZE_READ_0 + 2, "POSIX_SIZE_READ_1K_10K" },
+	{ SHIM_SIZE_READ_0 + 3, "POSIX_SIZE_READ_10K_100K" },
+	{ SHIM_SIZE_READ_0 + 4, "POSIX_SIZE_READ_100K_1M" },
+	{ SHIM_SIZE_READ_0 + 5, "POSIX_SIZE_READ_1M_4M" },
+	{ SHIM_SIZE_READ_0 + 6, "POSIX_SIZE_READ_4M_10M" },
+	{ SHIM_SIZE_READ_0 + 7, "POSIX_SIZE_READ_10M_100M" },
+	{ SHIM_SIZE_READ_0 + 8, "POSIX_SIZE_READ_100M_1G" },
+	{ SHIM_SIZE_READ_0 + 9, "POSIX_SIZE_READ_1G_PLUS" },
+	{ SHIM_SIZE_WRITE_0 + 0, "POSIX_SIZE_WRITE_0_100" },
+	{ SHIM_SIZE_WRITE_0 + 1, "POSIX_SIZE_WRITE_100_1K" },
+	{ SHIM_SIZE_WRITE_0 + 2, "POSIX_SIZE_WRITE_1K_10K" },
+	{ SHIM_SIZE_WRITE_0 + 3, "POSIX_SIZE_WRITE_10K_100K" },
+	{ SHIM_SIZE_WRITE_0 + 4, "POSIX_SIZE_WRITE_100K_1M" },
+	{ SHIM_SIZE_WRITE_0 + 5, "POSIX_SIZE_WRITE_1M_4M" },
+	{ SHIM_SIZE_WRITE_0 + 6, "POSIX_SIZE_WRITE_4M_10M" },
+	{ SHIM_SIZE_WRITE_0 + 7, "POSIX_SIZE_WRITE_10M_100M" },
+	{ SHIM_SIZE_WRITE_0 + 8, "POSIX_SIZE_WRITE_100M_1G" },
+	{ SHIM_SIZE_WRITE_0 + 9, "POSIX_SIZE_WRITE_1G_PLUS" },
+	{ SHIM_F_READ_TIME, "POSIX_F_READ_TIME" },
+	{ SHIM_F_WRITE_TIME, "POSIX_F_WRITE_TIME" },
+	{ SHIM_F_META_TIME, "POSIX_F_META_TIME" },
 };
 /* Every counter but the two busy times (printed as one, below). */
 _Static_assert(sizeof(counters) / sizeof(counters[0]) == SHIM_NCOUNTERS - 2,
@@ -108,7 +108,7 @@ struct jbuf {
 };
 
 static void jb_printf(struct jbuf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static void jb_printf(struct jbuf *b, const char *fmt, ...)
 {
@@ -213,8 +213,9 @@ void shim_report_init(void)
 		v = DEFAULT_SOCKET;
 	memcpy(id.socket_path, v, strlen(v) + 1);
 	t = env_number("IOSTAGE_SHIM_TIMEOUT_MS");
-	id.timeout_ms = t >= 0 && t <= REPORT_TIMEOUT_MAX_MS ? (int)t
-							      : REPORT_TIMEOUT_MS;
+	id.timeout_ms = t >= 0 && t <= REPORT_TIMEOUT_MAX_MS
+			    ? (int)t
+			    : REPORT_TIMEOUT_MS;
 	shim_report_mark_start();
 }
 
@@ -276,7 +277,7 @@ static void put_identity(struct jbuf *b, const char *reason)
  * retry when everything did not fit). Returns its length, 0 if too big. */
 static size_t build(const char *reason, bool with_files)
 {
-	struct jbuf b = {.buf = out, .cap = sizeof(out) - 1};
+	struct jbuf b = { .buf = out, .cap = sizeof(out) - 1 };
 	double spt = shim_clock_seconds_per_tick();
 	const char *disabled = shim_disabled_reason();
 	const char *oroot;
@@ -375,8 +376,7 @@ static size_t build(const char *reason, bool with_files)
 			jb_printf(&b, "%s{\"path\":", first ? "" : ",");
 			jb_string(&b, path);
 			jb_printf(&b, ",\"class\":\"%s\",\"written\":%llu}",
-				  class_keys[cls],
-				  (unsigned long long)written);
+				  class_keys[cls], (unsigned long long)written);
 			first = false;
 		}
 		jb_printf(&b, "]");
@@ -396,7 +396,7 @@ static int write_all(int fd, const char *buf, size_t len, bool sock)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN && sock) {
-			struct pollfd p = {.fd = fd, .events = POLLOUT};
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
 
 			if (syscall(SYS_poll, &p, 1, id.timeout_ms) <= 0)
 				return -1;
@@ -415,7 +415,7 @@ static int send_file(const char *buf, size_t len)
 	/* O_NONBLOCK: a FIFO without a reader must not hang the exit. */
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, id.report_file,
 			      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
-				      O_NONBLOCK | O_NOCTTY,
+				  O_NONBLOCK | O_NOCTTY,
 			      0644);
 	int rc;
 
@@ -432,7 +432,7 @@ static int send_file(const char *buf, size_t len)
  * PROTO_BUSY refusal: the line was not read), -1 otherwise. */
 static int send_socket_once(const char *buf, size_t len)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct pollfd p;
 	char reply[256];
 	ssize_t n;
@@ -446,11 +446,11 @@ static int send_socket_once(const char *buf, size_t len)
 	if (syscall(SYS_connect, fd, &sa, sizeof(sa)) < 0) {
 		if (errno != EINPROGRESS && errno != EAGAIN)
 			goto out;
-		p = (struct pollfd){.fd = fd, .events = POLLOUT};
+		p = (struct pollfd){ .fd = fd, .events = POLLOUT };
 		if (syscall(SYS_poll, &p, 1, id.timeout_ms) <= 0)
 			goto out;
 	}
-	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
 	/* A refused connection may be closed before the line is all sent:
 	 * its reply is read all the same. */
 	if (write_all(fd, buf, len, true) < 0 &&
@@ -461,9 +461,9 @@ static int send_socket_once(const char *buf, size_t len)
 			 NULL)) > 0) {
 		reply[n] = '\0';
 		rc = strstr(reply, "\"ok\":false") &&
-				     strstr(reply, "too many connections")
-			     ? 1
-			     : 0;
+			     strstr(reply, "too many connections")
+			 ? 1
+			 : 0;
 	}
 out:
 	syscall(SYS_close, fd);
@@ -474,7 +474,7 @@ out:
  * again, 10 to 80 ms apart, for up to the report's timeout. */
 static int send_socket(const char *buf, size_t len)
 {
-	struct timespec pause = {0, 10 * 1000 * 1000};
+	struct timespec pause = { 0, 10 * 1000 * 1000 };
 	long waited_ms = 0;
 	int rc;
 
@@ -494,12 +494,13 @@ static int send_socket(const char *buf, size_t len)
  * that only closed and dup'ed fds has nothing worth a message. */
 static bool anything_counted(void)
 {
-	static const unsigned ops[] = {SHIM_OPENS, SHIM_READS, SHIM_WRITES,
-				       SHIM_SEEKS, SHIM_STATS, SHIM_FSYNCS};
+	static const unsigned ops[] = { SHIM_OPENS, SHIM_READS, SHIM_WRITES,
+					SHIM_SEEKS, SHIM_STATS, SHIM_FSYNCS };
 
 	for (unsigned p = 0; p < SHIM_MAX_PHASES; p++)
 		for (unsigned c = 0; c < SHIM_NCLASSES; c++)
-			for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+			for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]);
+			     i++)
 				if (merged[p][c][ops[i]])
 					return true;
 	return false;

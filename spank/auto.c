@@ -18,8 +18,8 @@
 #include <cJSON.h>
 #include <slurm/spank.h>
 
-#include "common/net/ctlclient.h"
 #include "common/config/jobname.h"
+#include "common/net/ctlclient.h"
 #include "common/net/proto.h"
 #include "spank/auto.h"
 
@@ -125,10 +125,10 @@ static void summary(const cJSON *reply, char *buf, size_t buflen)
 	size_t off = 0;
 
 	buf[0] = '\0';
-	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(
-				  reply, "recommendations"))
-	{
-		const cJSON *c = cJSON_GetObjectItemCaseSensitive(r, "confidence");
+	cJSON_ArrayForEach(
+	    r, cJSON_GetObjectItemCaseSensitive(reply, "recommendations")) {
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(r,
+								  "confidence");
 		const cJSON *rule = cJSON_GetObjectItemCaseSensitive(r, "rule");
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "target");
 		int w;
@@ -138,7 +138,8 @@ static void summary(const cJSON *reply, char *buf, size_t buflen)
 		    !cJSON_GetObjectItemCaseSensitive(r, "profile"))
 			continue;
 		w = snprintf(buf + off, buflen - off, "%s%s %s",
-			     off ? ", " : "", rule->valuestring, t->valuestring);
+			     off ? ", " : "", rule->valuestring,
+			     t->valuestring);
 		if (w < 0 || (size_t)w >= buflen - off)
 			break;
 		off += (size_t)w;
@@ -148,10 +149,10 @@ static void summary(const cJSON *reply, char *buf, size_t buflen)
 /* Has the reply's profile fragment anything to apply? */
 static bool fragment_nonempty(const cJSON *frag)
 {
-	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
-		   frag, "datasets")) > 0 ||
-	       cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
-		   frag, "outputs")) > 0;
+	return cJSON_GetArraySize(
+		   cJSON_GetObjectItemCaseSensitive(frag, "datasets")) > 0 ||
+	       cJSON_GetArraySize(
+		   cJSON_GetObjectItemCaseSensitive(frag, "outputs")) > 0;
 }
 
 int auto_apply(struct profile *profile, const struct conf *conf, char *err,
@@ -172,12 +173,14 @@ int auto_apply(struct profile *profile, const struct conf *conf, char *err,
 		 * outbox until the history is back. */
 		if (!own && profile_observe(profile, conf))
 			rc = 1;
-		slurm_info("iostage: --io-profile=auto: no history advice (%s); "
-			   "the job runs %s",
-			   why, own ? "with the given overrides only"
-			   : rc ? "from the PFS, observed (deep mode) so that "
-				  "the history learns what it reads"
-				: "without a profile");
+		slurm_info(
+		    "iostage: --io-profile=auto: no history advice (%s); "
+		    "the job runs %s",
+		    why,
+		    own  ? "with the given overrides only"
+		    : rc ? "from the PFS, observed (deep mode) so that "
+			   "the history learns what it reads"
+			 : "without a profile");
 		return rc;
 	}
 	frag = cJSON_GetObjectItemCaseSensitive(reply, "profile");
@@ -255,8 +258,8 @@ void auto_hint(const struct conf *conf)
 	if (!reply)
 		return; /* no daemon or service here, no hint: nothing to say */
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "hint")) &&
-	    fragment_nonempty(cJSON_GetObjectItemCaseSensitive(reply,
-								"profile"))) {
+	    fragment_nonempty(
+		cJSON_GetObjectItemCaseSensitive(reply, "profile"))) {
 		summary(reply, what, sizeof(what));
 		slurm_info("iostage: hint: the history has advice for job '%s' "
 			   "(%s): add --io-profile=auto to apply it; see "

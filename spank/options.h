@@ -7,8 +7,9 @@
 #include "common/config/conf.h"
 
 struct options {
-	char conf_path[CONF_PATH_MAX]; /* conf=PATH, default IOSTAGE_CONF_PATH */
-	char *spec;                    /* --io-profile value, NULL if not given */
+	char
+	    conf_path[CONF_PATH_MAX]; /* conf=PATH, default IOSTAGE_CONF_PATH */
+	char *spec; /* --io-profile value, NULL if not given */
 };
 
 /* The plugin's state: SPANK calls us in one process per context. */

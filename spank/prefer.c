@@ -72,8 +72,8 @@ void prefer_apply(spank_t sp, const struct profile *profile,
 		 * those nodes from its submission (ctld/sched/hold.h) */
 		else if (cJSON_IsTrue(
 			     cJSON_GetObjectItemCaseSensitive(reply, "hold")) &&
-			 spank_job_control_setenv(sp, PREFER_HOLD_ENV, "1", 1) !=
-			     ESPANK_SUCCESS)
+			 spank_job_control_setenv(sp, PREFER_HOLD_ENV, "1",
+						  1) != ESPANK_SUCCESS)
 			slurm_debug("iostage: placement: cannot pass the hold");
 	}
 	/* For cli_filter.lua's post_submit, in this process only: sbatch

@@ -21,8 +21,9 @@ char *step_profile_json(spank_t sp)
 	char err[CONF_ERR_MAX];
 	char *buf = malloc(PROFILE_JSON_MAX);
 
-	if (buf && spank_getenv(sp, "SLURM_SPANK_IOSTAGE_PROFILE", buf,
-				PROFILE_JSON_MAX) == ESPANK_SUCCESS &&
+	if (buf &&
+	    spank_getenv(sp, "SLURM_SPANK_IOSTAGE_PROFILE", buf,
+			 PROFILE_JSON_MAX) == ESPANK_SUCCESS &&
 	    buf[0])
 		return buf;
 	free(buf);

@@ -13,10 +13,10 @@
 #include <cJSON.h>
 #include <slurm/spank.h>
 
+#include "common/base/units.h"
 #include "common/config/conf.h"
 #include "common/config/profile.h"
 #include "common/net/proto.h"
-#include "common/base/units.h"
 #include "spank/auto.h"
 #include "spank/options.h"
 #include "spank/prefer.h"
@@ -35,8 +35,7 @@ static double known_size(const cJSON *entries, const char *source)
 {
 	const cJSON *e, *src, *bytes;
 
-	cJSON_ArrayForEach(e, entries)
-	{
+	cJSON_ArrayForEach(e, entries) {
 		src = cJSON_GetObjectItemCaseSensitive(e, "source");
 		bytes = cJSON_GetObjectItemCaseSensitive(e, "bytes");
 		if (cJSON_IsString(src) &&
@@ -76,12 +75,13 @@ static int check_known_sizes(const struct profile *profile,
 
 		if (!tier || !tier->capacity || size <= (double)tier->capacity)
 			continue;
-		snprintf(
-		    err, errlen,
-		    "key 'data': %s needs %s, more than tier '%s' holds "
-		    "(Capacity=%s)",
-		    ds->path, units_bytes((uint64_t)size, need, sizeof(need)),
-		    tier->name, units_bytes(tier->capacity, cap, sizeof(cap)));
+		snprintf(err, errlen,
+			 "key 'data': %s needs %s, more than tier '%s' holds "
+			 "(Capacity=%s)",
+			 ds->path,
+			 units_bytes((uint64_t)size, need, sizeof(need)),
+			 tier->name,
+			 units_bytes(tier->capacity, cap, sizeof(cap)));
 		rc = -1;
 		break;
 	}

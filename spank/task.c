@@ -23,8 +23,8 @@
 #define TASK_DAEMON_TIMEOUT_MS 30000
 
 /* Set in user_init, read in task_init (the same slurmstepd process). */
-static char *staging_failure;  /* why the job must fail, or NULL */
-static char *fallback_notice;  /* printed once when running on the PFS */
+static char *staging_failure; /* why the job must fail, or NULL */
+static char *fallback_notice; /* printed once when running on the PFS */
 
 static int set_env_var(spank_t sp, const char *name, const char *value)
 {
@@ -87,13 +87,12 @@ static int apply_reply(spank_t sp, const cJSON *reply)
 	const cJSON *env = cJSON_GetObjectItemCaseSensitive(reply, "env");
 	const cJSON *var;
 	int fallback = cJSON_IsTrue(
-		cJSON_GetObjectItemCaseSensitive(reply, "fallback"));
-	const char *reason =
-		cJSON_IsString(error) ? error->valuestring : "staging failed";
+	    cJSON_GetObjectItemCaseSensitive(reply, "fallback"));
+	const char *reason = cJSON_IsString(error) ? error->valuestring
+						   : "staging failed";
 	int rc = 0;
 
-	cJSON_ArrayForEach(var, env)
-	{
+	cJSON_ArrayForEach(var, env) {
 		if (cJSON_IsString(var) &&
 		    set_env_var(sp, var->string, var->valuestring) < 0)
 			rc = -1;

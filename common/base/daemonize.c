@@ -35,7 +35,8 @@ enum daemonize_parsed daemonize_parse_args(int argc, char **argv,
 	a->level = LOG_LEVEL_INFO;
 	err[0] = '\0';
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "fc:vhV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "fc:vhV", longopts, NULL)) !=
+	       -1) {
 		switch (opt) {
 		case 'f':
 			a->foreground = true;
@@ -160,16 +161,17 @@ int daemonize_ready(int fd)
 	return r;
 }
 
-int daemonize_pidfile_write(const char *dir, const char *name,
-			    char *ret_path, size_t pathlen)
+int daemonize_pidfile_write(const char *dir, const char *name, char *ret_path,
+			    size_t pathlen)
 {
 	char tmp[4096], buf[32];
 	int fd, n, saved;
 
 	ret_path[0] = '\0';
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >=
-	    sizeof(tmp) ||
-	    (size_t)snprintf(ret_path, pathlen, "%s/%s", dir, name) >= pathlen) {
+		sizeof(tmp) ||
+	    (size_t)snprintf(ret_path, pathlen, "%s/%s", dir, name) >=
+		pathlen) {
 		ret_path[0] = '\0';
 		errno = ENAMETOOLONG;
 		return -1;

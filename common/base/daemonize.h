@@ -23,7 +23,7 @@ struct daemonize_args {
 	const char *conf_path; /* DEFAULT_CONF unless -c */
 	bool foreground;
 	bool check_config;
-	enum log_level level;  /* INFO, DEBUG with -v */
+	enum log_level level; /* INFO, DEBUG with -v */
 };
 
 enum daemonize_parsed {
@@ -64,8 +64,8 @@ int daemonize_ready(int fd);
  * never through a symlink; DIR is created (0755) if missing. The path is
  * copied to RET_PATH (size PATHLEN) for daemonize_pidfile_remove().
  * 0, or -1 with errno (RET_PATH is then ""). */
-int daemonize_pidfile_write(const char *dir, const char *name,
-			    char *ret_path, size_t pathlen);
+int daemonize_pidfile_write(const char *dir, const char *name, char *ret_path,
+			    size_t pathlen);
 
 /* Remove PATH if it still names us (a newer daemon's file is left). */
 void daemonize_pidfile_remove(const char *path);

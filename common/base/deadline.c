@@ -1,8 +1,7 @@
 /* deadline.c - an absolute time some milliseconds from now (deadline.h). */
 #include "common/base/deadline.h"
 
-void deadline_after_ms(clockid_t clock, unsigned long ms,
-		       struct timespec *ret)
+void deadline_after_ms(clockid_t clock, unsigned long ms, struct timespec *ret)
 {
 	clock_gettime(clock, ret);
 	ret->tv_sec += (time_t)(ms / 1000);

@@ -8,7 +8,6 @@
 #include <time.h>
 
 /* Now on CLOCK plus MS milliseconds into *ret (tv_nsec kept below 1e9). */
-void deadline_after_ms(clockid_t clock, unsigned long ms,
-		       struct timespec *ret);
+void deadline_after_ms(clockid_t clock, unsigned long ms, struct timespec *ret);
 
 #endif /* IOSTAGE_DEADLINE_H */

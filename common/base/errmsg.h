@@ -11,6 +11,6 @@
 /* Format the message into ERR (if ERR and ERRLEN), set errno to ERRNUM,
  * return -1: `return errmsg_fail(err, errlen, EINVAL, "...", ...);` */
 int errmsg_fail(char *err, size_t errlen, int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 #endif /* IOSTAGE_ERRMSG_H */

@@ -71,7 +71,7 @@ static char *digits(char *end, unsigned long long u)
  * 0.4 or 12.25 skip printf and strtod. 0 when it does not apply. */
 static size_t short_decimal(char *tmp, size_t size, double v)
 {
-	static const double p10[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
+	static const double p10[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6 };
 	double a = fabs(v);
 
 	if (!(a >= 1e-4 && a < 1e9))
@@ -138,7 +138,9 @@ static int put_number(struct jsonbuf *b, double v)
 
 /* Bytes a JSON string must escape: controls, '"' and '\\'. */
 static const unsigned char must_escape[256] = {
-    [0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1,
+	[0x00 ... 0x1f] = 1,
+	['"'] = 1,
+	['\\'] = 1,
 };
 
 static int put_string(struct jsonbuf *b, const char *s)
@@ -165,7 +167,7 @@ static int put_string(struct jsonbuf *b, const char *s)
 	if (put_char(b, '"') < 0)
 		return -1;
 	for (; *p; p++) {
-		char esc[6] = {'\\', 0, 0, 0, 0, 0};
+		char esc[6] = { '\\', 0, 0, 0, 0, 0 };
 		size_t n = 2;
 
 		if (!must_escape[*p])
@@ -173,13 +175,27 @@ static int put_string(struct jsonbuf *b, const char *s)
 		if (put(b, (const char *)run, (size_t)(p - run)) < 0)
 			return -1;
 		switch (*p) {
-		case '"': esc[1] = '"'; break;
-		case '\\': esc[1] = '\\'; break;
-		case '\b': esc[1] = 'b'; break;
-		case '\f': esc[1] = 'f'; break;
-		case '\n': esc[1] = 'n'; break;
-		case '\r': esc[1] = 'r'; break;
-		case '\t': esc[1] = 't'; break;
+		case '"':
+			esc[1] = '"';
+			break;
+		case '\\':
+			esc[1] = '\\';
+			break;
+		case '\b':
+			esc[1] = 'b';
+			break;
+		case '\f':
+			esc[1] = 'f';
+			break;
+		case '\n':
+			esc[1] = 'n';
+			break;
+		case '\r':
+			esc[1] = 'r';
+			break;
+		case '\t':
+			esc[1] = 't';
+			break;
 		default:
 			memcpy(esc + 1, "u00", 3);
 			esc[4] = hex[*p >> 4];
@@ -366,8 +382,7 @@ static inline uint32_t key_hash(const char *k)
 	return h;
 }
 
-int jsonbuf_dict_init(struct jsonbuf_dict *d, const char *const *keys,
-		      size_t n)
+int jsonbuf_dict_init(struct jsonbuf_dict *d, const char *const *keys, size_t n)
 {
 	const size_t nslots = sizeof(d->slot) / sizeof(d->slot[0]);
 
@@ -464,7 +479,8 @@ int jsonbuf_pack_close(struct jsonbuf *b, size_t at, uint64_t count)
 	size_t n = 0;
 
 	do {
-		v[n++] = (unsigned char)((count & 0x7f) | (count >= 0x80 ? 0x80 : 0));
+		v[n++] = (unsigned char)((count & 0x7f) |
+					 (count >= 0x80 ? 0x80 : 0));
 		count >>= 7;
 	} while (count);
 	if (n > 1) {
@@ -477,9 +493,8 @@ int jsonbuf_pack_close(struct jsonbuf *b, size_t at, uint64_t count)
 	return 0;
 }
 
-static int pack_value(struct jsonbuf *b, const cJSON *item,
-		      const char *skip, const struct jsonbuf_dict *d,
-		      int depth)
+static int pack_value(struct jsonbuf *b, const cJSON *item, const char *skip,
+		      const struct jsonbuf_dict *d, int depth)
 {
 	const cJSON *c;
 	uint64_t n = 0;
@@ -496,8 +511,9 @@ static int pack_value(struct jsonbuf *b, const cJSON *item,
 	case cJSON_Number:
 		return pack_number(b, item->valuedouble);
 	case cJSON_String:
-		return put_char(b, PK_STRING) < 0 ? -1
-						  : pack_str(b, item->valuestring);
+		return put_char(b, PK_STRING) < 0
+			   ? -1
+			   : pack_str(b, item->valuestring);
 	case cJSON_Array:
 	case cJSON_Object:
 		for (c = item->child; c; c = c->next)
@@ -656,7 +672,7 @@ static char *get_str(struct unpacker *u, char *buf, size_t buflen)
 	if (get_varint(u, &n) < 0 || n > (uint64_t)(u->end - u->p) ||
 	    memchr(u->p, '\0', n))
 		return NULL;
-	s = u->arena ? arena_alloc(u->arena, n + 1)
+	s = u->arena     ? arena_alloc(u->arena, n + 1)
 	    : n < buflen ? buf
 			 : malloc(n + 1);
 	if (!s)
@@ -705,8 +721,8 @@ static cJSON *new_number(struct unpacker *u, double v)
 		/* valueint as cJSON_CreateNumber sets it, and 0 for a NaN
 		 * (a damaged value's bits; converting it is undefined) */
 		c->valuedouble = v;
-		c->valueint = isnan(v)		    ? 0
-			      : v >= INT_MAX	    ? INT_MAX
+		c->valueint = isnan(v)               ? 0
+			      : v >= INT_MAX         ? INT_MAX
 			      : v <= (double)INT_MIN ? INT_MIN
 						     : (int)v;
 	}
@@ -796,7 +812,8 @@ static cJSON *unpack_value(struct unpacker *u, int depth)
 		 * input is damage, not a reason to loop */
 		if (get_varint(u, &n) < 0 || n > (uint64_t)(u->end - u->p))
 			return NULL;
-		item = new_node(u, tag == PK_ARRAY ? cJSON_Array : cJSON_Object);
+		item = new_node(u,
+				tag == PK_ARRAY ? cJSON_Array : cJSON_Object);
 		while (item && n--) {
 			const char *key = NULL;
 			uint64_t k = 0;
@@ -835,7 +852,7 @@ bad:
 cJSON *jsonbuf_unpack(const void *data, size_t len,
 		      const struct jsonbuf_dict *dict)
 {
-	struct unpacker u = {data, NULL, dict, NULL};
+	struct unpacker u = { data, NULL, dict, NULL };
 	cJSON *item;
 
 	if (!data) {
@@ -856,7 +873,7 @@ cJSON *jsonbuf_unpack(const void *data, size_t len,
 cJSON *jsonbuf_arena_unpack(cJSON *root, const void *data, size_t len,
 			    const struct jsonbuf_dict *dict)
 {
-	struct unpacker u = {data, NULL, dict, NULL};
+	struct unpacker u = { data, NULL, dict, NULL };
 	cJSON *item;
 
 	if (!root || !data) {

@@ -25,7 +25,7 @@
 #include <cJSON.h>
 
 struct jsonbuf {
-	char *data;  /* NUL-terminated text of the last write */
+	char *data; /* NUL-terminated text of the last write */
 	size_t len;
 	size_t cap;
 };

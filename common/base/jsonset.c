@@ -12,8 +12,8 @@ bool json_set(cJSON *object, const char *key, cJSON *item)
 		return false;
 	}
 	if (cJSON_GetObjectItemCaseSensitive(object, key))
-		done =
-		    cJSON_ReplaceItemInObjectCaseSensitive(object, key, item);
+		done = cJSON_ReplaceItemInObjectCaseSensitive(object, key,
+							      item);
 	else
 		done = cJSON_AddItemToObject(object, key, item);
 	if (!done)

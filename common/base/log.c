@@ -59,7 +59,7 @@ static void log_emit(enum log_level level, int with_errno, const char *fmt,
 		syslog(syslog_priority(level), "%s", msg);
 	else
 		fprintf(stderr, "%s: %s%s\n", log_prefix,
-			level == LOG_LEVEL_ERROR	 ? "error: "
+			level == LOG_LEVEL_ERROR     ? "error: "
 			: level == LOG_LEVEL_WARNING ? "warning: "
 						     : "",
 			msg);

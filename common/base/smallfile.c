@@ -16,9 +16,8 @@ char *smallfile_read(const char *path, size_t max, char *reason,
 				 reasonlen);
 }
 
-char *smallfile_read_at(int dirfd, const char *path, int open_flags,
-			size_t max, struct stat *ret_st, char *reason,
-			size_t reasonlen)
+char *smallfile_read_at(int dirfd, const char *path, int open_flags, size_t max,
+			struct stat *ret_st, char *reason, size_t reasonlen)
 {
 	struct stat st;
 	char *buf = NULL;

@@ -22,8 +22,7 @@ char *smallfile_read(const char *path, size_t max, char *reason,
  * with OPEN_FLAGS added (e.g. O_NOFOLLOW for files in directories a user
  * could reach). With RET_ST non-NULL, the file's stat is stored there on
  * success, so callers can check its owner. */
-char *smallfile_read_at(int dirfd, const char *name, int open_flags,
-			size_t max, struct stat *ret_st, char *reason,
-			size_t reasonlen);
+char *smallfile_read_at(int dirfd, const char *name, int open_flags, size_t max,
+			struct stat *ret_st, char *reason, size_t reasonlen);
 
 #endif /* IOSTAGE_SMALLFILE_H */

@@ -5,8 +5,8 @@
 
 char *units_bytes(uint64_t bytes, char *buf, size_t buflen)
 {
-	static const char *const suffix[] = {"KiB", "MiB", "GiB", "TiB",
-					     "PiB", "EiB"};
+	static const char *const suffix[] = { "KiB", "MiB", "GiB",
+					      "TiB", "PiB", "EiB" };
 	double v = (double)bytes;
 	int i = -1;
 

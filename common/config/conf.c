@@ -72,8 +72,9 @@ static int conf_global(struct conf_parser *cp, char *tok)
 	if (!k) {
 		k = conf_key_find(conf_tier_attrs, conf_ntier_attrs, tok);
 		if (k)
-			return conf_fail(
-			    cp, "key '%s': only valid on a Tier line", k->name);
+			return conf_fail(cp,
+					 "key '%s': only valid on a Tier line",
+					 k->name);
 		return conf_fail(cp, "unknown key '%s'",
 				 conf_show(tok, show, sizeof(show)));
 	}

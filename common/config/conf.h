@@ -21,20 +21,20 @@
 #include <stdio.h>
 
 #define CONF_MAX_TIERS 16
-#define CONF_NAME_MAX 32      /* tier names: [a-z0-9_-]{1,31} */
-#define CONF_PATH_MAX 1024    /* absolute, normalized, no ".." */
-#define CONF_SOCKET_MAX 108   /* sizeof(sockaddr_un.sun_path) */
-#define CONF_ERR_MAX 512      /* size for error buffers everywhere */
-#define CONF_NODE_MAX 64      /* NodeName: [A-Za-z0-9_.-]{1,63}, no leading '.' */
-#define CONF_CACHE_TTL_MAX (30U * 86400U)  /* CacheTTL upper bound, seconds */
+#define CONF_NAME_MAX 32    /* tier names: [a-z0-9_-]{1,31} */
+#define CONF_PATH_MAX 1024  /* absolute, normalized, no ".." */
+#define CONF_SOCKET_MAX 108 /* sizeof(sockaddr_un.sun_path) */
+#define CONF_ERR_MAX 512    /* size for error buffers everywhere */
+#define CONF_NODE_MAX 64    /* NodeName: [A-Za-z0-9_.-]{1,63}, no leading '.' */
+#define CONF_CACHE_TTL_MAX (30U * 86400U) /* CacheTTL upper bound, seconds */
 #define CONF_STAGE_PARALLELISM_MAX 64
 #define CONF_DRAIN_TIMEOUT_MAX 86400 /* DrainTimeout upper bound, seconds */
 #define CONF_RECOMMEND_MIN_JOBS_MAX 1000
-#define CONF_USER_MAX 33       /* PublicUser: a login name, NUL included */
-#define CONF_RECOMMEND_OST_MAX 65535   /* Lustre's OST index limit */
-#define CONF_LISTEN_MAX 64    /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
-#define CONF_HOST_MAX 256     /* ControllerHost: a DNS name or IP literal */
-#define CONF_GROUP_MAX 64     /* AdminGroup: a group name */
+#define CONF_USER_MAX 33 /* PublicUser: a login name, NUL included */
+#define CONF_RECOMMEND_OST_MAX 65535 /* Lustre's OST index limit */
+#define CONF_LISTEN_MAX 64 /* MetricsListen: "127.0.0.1:9464", "[::1]:9464" */
+#define CONF_HOST_MAX 256  /* ControllerHost: a DNS name or IP literal */
+#define CONF_GROUP_MAX 64  /* AdminGroup: a group name */
 #define CONF_PARTS_DEADLINE_MAX 86400
 #define CONF_OUTBOX_LIMIT_MAX 10000000
 #define CONF_OUTBOX_RETRY_MAX_MAX 3600
@@ -74,9 +74,9 @@ enum stage_failure_policy {
 struct conf_tier {
 	char name[CONF_NAME_MAX];
 	char path[CONF_PATH_MAX];
-	uint64_t capacity;      /* bytes; 0 = the file system's size */
+	uint64_t capacity; /* bytes; 0 = the file system's size */
 	enum tier_medium medium;
-	bool shared;            /* visible from several nodes */
+	bool shared; /* visible from several nodes */
 };
 
 struct conf {
@@ -85,61 +85,65 @@ struct conf {
 	char profile_dir[CONF_PATH_MAX];
 	struct conf_tier tiers[CONF_MAX_TIERS];
 	size_t ntiers;
-	size_t default_tier;            /* index into tiers[] */
-	unsigned stage_timeout;         /* seconds, 1..86400 */
+	size_t default_tier;    /* index into tiers[] */
+	unsigned stage_timeout; /* seconds, 1..86400 */
 	enum stage_failure_policy on_failure;
-	unsigned cache_high_watermark;  /* percent, low < high <= 100 */
+	unsigned cache_high_watermark; /* percent, low < high <= 100 */
 	unsigned cache_low_watermark;
-	unsigned max_connections;       /* daemon: concurrent clients */
-	unsigned cache_ttl;             /* seconds verify=none trusts an entry */
-	unsigned stage_parallelism;     /* datasets copied at once, 1..64 */
-	char node_name[CONF_NODE_MAX];  /* in cache pins and build names */
-	unsigned drain_timeout;         /* seconds finish waits for outputs */
+	unsigned max_connections;      /* daemon: concurrent clients */
+	unsigned cache_ttl;            /* seconds verify=none trusts an entry */
+	unsigned stage_parallelism;    /* datasets copied at once, 1..64 */
+	char node_name[CONF_NODE_MAX]; /* in cache pins and build names */
+	unsigned drain_timeout;        /* seconds finish waits for outputs */
 	unsigned telemetry_interval_ms; /* /proc sampling period */
 	/* History and recommendations (ctld/history/). */
-	unsigned history_retention;     /* seconds a job record is kept; 0 = forever */
-	unsigned recommend_min_jobs;    /* cache rule: jobs reading a dataset */
-	unsigned recommend_window;      /* seconds of history the rules look at */
-	bool recommend_hint;            /* sbatch hint line for jobs without a profile */
-	unsigned recommend_ost_count;   /* striping advice caps counts here; 0 = unknown */
+	unsigned
+	    history_retention; /* seconds a job record is kept; 0 = forever */
+	unsigned recommend_min_jobs; /* cache rule: jobs reading a dataset */
+	unsigned recommend_window;   /* seconds of history the rules look at */
+	bool recommend_hint; /* sbatch hint line for jobs without a profile */
+	unsigned
+	    recommend_ost_count; /* striping advice caps counts here; 0 = unknown */
 	/* Metrics (daemon/telemetry/metrics.c, common/net/httpmetrics.c). */
 	char metrics_listen[CONF_LISTEN_MAX]; /* "ADDR:PORT", "" = no HTTP */
-	char metrics_textfile[CONF_PATH_MAX]; /* node_exporter file, "" = none */
-	unsigned metrics_interval;      /* seconds between textfile writes */
-	unsigned metrics_job_grace;     /* seconds a finished job's series stay */
-	bool trace;                     /* Trace=yes: deep mode for every job */
-	char trace_library[CONF_PATH_MAX]; /* the LD_PRELOAD shim (TraceLibrary) */
+	char
+	    metrics_textfile[CONF_PATH_MAX]; /* node_exporter file, "" = none */
+	unsigned metrics_interval;  /* seconds between textfile writes */
+	unsigned metrics_job_grace; /* seconds a finished job's series stay */
+	bool trace;                 /* Trace=yes: deep mode for every job */
+	char trace_library
+	    [CONF_PATH_MAX]; /* the LD_PRELOAD shim (TraceLibrary) */
 	/* Node to node (daemon/cluster/peer.c): multi-node jobs. */
-	unsigned peer_port;             /* TCP port, 0 = no peer channel */
+	unsigned peer_port;                /* TCP port, 0 = no peer channel */
 	char peer_listen[CONF_LISTEN_MAX]; /* address to listen on, "" = all */
-	unsigned peer_parts_timeout;    /* seconds the head waits for parts */
+	unsigned peer_parts_timeout; /* seconds the head waits for parts */
 	char munge_socket[CONF_SOCKET_MAX]; /* munged's socket, "" = default */
 	/* Public datasets shared across users (docs/STAGING.md). */
-	bool public_datasets;           /* PublicDatasets=yes */
+	bool public_datasets;            /* PublicDatasets=yes */
 	char public_user[CONF_USER_MAX]; /* builds them; never root */
 	/* The cluster service (iostagectld, common/net/ctlclient.h). */
 	char controller_host[CONF_HOST_MAX]; /* "" = no service: node-local */
-	unsigned controller_port;       /* TCP port, 1..65535 */
+	unsigned controller_port;            /* TCP port, 1..65535 */
 	char controller_metrics_listen[CONF_LISTEN_MAX]; /* iostagectld's
 							  * /metrics, "" = none */
 	char admin_group[CONF_GROUP_MAX]; /* reads every job, "" = root only */
 	/* Filing through the service (daemon/cluster/forward.c,
 	 * ctld/filing/partstore.c). */
-	unsigned parts_deadline;        /* seconds the service waits for parts */
-	unsigned outbox_limit;          /* entries before the outbox alarms */
-	unsigned outbox_retry_max;      /* seconds: the longest retry backoff */
+	unsigned parts_deadline;   /* seconds the service waits for parts */
+	unsigned outbox_limit;     /* entries before the outbox alarms */
+	unsigned outbox_retry_max; /* seconds: the longest retry backoff */
 	/* The PFS as a scheduled resource (docs/SCHEDULING.md). */
-	uint64_t stage_bandwidth;       /* bytes/s all nodes' staging copies
+	uint64_t stage_bandwidth;          /* bytes/s all nodes' staging copies
 					 * share; 0 = unbounded */
 	uint64_t stage_bandwidth_fallback; /* a node's share without the
 					    * service; 0 = StageBandwidth/8 */
-	char pfs_license[CONF_NAME_MAX]; /* Slurm license streaming jobs
+	char pfs_license[CONF_NAME_MAX];   /* Slurm license streaming jobs
 					  * request, "" = none */
-	unsigned pfs_license_per_job;   /* licenses such a job requests */
+	unsigned pfs_license_per_job;      /* licenses such a job requests */
 	/* iostagectld's scheduling help (docs/SCHEDULING.md). */
-	bool placement;                 /* publish cache features (--prefer) */
-	bool prestage;                  /* stage pending jobs' datasets */
-	unsigned placement_hold;        /* s a job may wait for its data's node */
+	bool placement;          /* publish cache features (--prefer) */
+	bool prestage;           /* stage pending jobs' datasets */
+	unsigned placement_hold; /* s a job may wait for its data's node */
 	/* The PFS's mount point: a job run with --io-profile=auto and no
 	 * advice yet is observed (traced) reading under it, so the history
 	 * learns the trees it reads (docs/HISTORY.md); "" = none. */

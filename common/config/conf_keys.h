@@ -25,17 +25,17 @@
 /* The type of a key's value: how it is parsed and written back. */
 enum conf_type {
 	CONF_T_BOOL = 0, /* yes | no, any case -> bool */
-	CONF_T_UINT,	 /* decimal digits, min..max -> unsigned */
+	CONF_T_UINT,     /* decimal digits, min..max -> unsigned */
 	CONF_T_DURATION, /* N[s|m|h|d|w], min..max seconds -> unsigned */
 	CONF_T_MSEC, /* seconds, decimals allowed, min..max ms -> unsigned */
 	CONF_T_SIZE, /* N[K|M|G|T|P][iB] (powers of 1024) -> uint64_t */
 	CONF_T_BANDWIDTH, /* a size with an optional "/s" -> uint64_t */
-	CONF_T_PATH,	  /* absolute, normalized, fits the field -> char[] */
-	CONF_T_LISTEN,	  /* IPv4:PORT or [IPv6]:PORT -> char[] */
-	CONF_T_NAME,	  /* a word the row's predicate accepts -> char[] */
-	CONF_T_ENUM,	  /* one of the row's names, any case -> an enum */
-	CONF_T_SPECIAL,	  /* the row's own parse and format functions */
-	CONF_T_LINE,	  /* starts a line of its own kind (Tier=) */
+	CONF_T_PATH,      /* absolute, normalized, fits the field -> char[] */
+	CONF_T_LISTEN,    /* IPv4:PORT or [IPv6]:PORT -> char[] */
+	CONF_T_NAME,      /* a word the row's predicate accepts -> char[] */
+	CONF_T_ENUM,      /* one of the row's names, any case -> an enum */
+	CONF_T_SPECIAL,   /* the row's own parse and format functions */
+	CONF_T_LINE,      /* starts a line of its own kind (Tier=) */
 	CONF_T_COUNT,
 };
 
@@ -69,18 +69,18 @@ typedef int conf_dump_fn(const struct conf *conf, FILE *f);
 struct conf_key {
 	const char *name; /* as iostage.conf and the man page spell it */
 	enum conf_type type;
-	unsigned scope;		     /* enum conf_scope bits: who reads it */
-	size_t offset, size;	     /* the field in its struct (CONF_FIELD) */
-	const char *def;	     /* the default as the file would say it,
+	unsigned scope;              /* enum conf_scope bits: who reads it */
+	size_t offset, size;         /* the field in its struct (CONF_FIELD) */
+	const char *def;             /* the default as the file would say it,
 				      * parsed by conf_set_defaults; NULL: the
 				      * field's zero, which the file cannot say */
-	const char *def_doc;	     /* the default for the man page when def is
+	const char *def_doc;         /* the default for the man page when def is
 				      * NULL or built in ("the first Tier") */
 	unsigned long long min, max; /* UINT, DURATION (s), MSEC (ms) */
-	const char *unit;	     /* UINT: "seconds", "percent", ... */
-	unsigned flags;		     /* enum conf_key_flag */
-	const char *help;	     /* one line for the man page */
-	const char *values;	     /* the values taken, whole, for the man
+	const char *unit;            /* UINT: "seconds", "percent", ... */
+	unsigned flags;              /* enum conf_key_flag */
+	const char *help;            /* one line for the man page */
+	const char *values;          /* the values taken, whole, for the man
 				      * page, when the type's words do not
 				      * say it (NAME, SPECIAL, extra rules) */
 	/* CONF_T_NAME: the predicate and the refusal ("%s": the value,
@@ -95,10 +95,10 @@ struct conf_key {
 	/* Characters refused anywhere in the value, and why ("holds ':'"). */
 	const char *forbid, *forbid_why;
 	conf_check_fn *check;
-	conf_parse_fn *parse;	    /* CONF_T_SPECIAL */
-	conf_format_fn *format;	    /* CONF_T_SPECIAL */
-	conf_line_fn *line;	    /* CONF_T_LINE */
-	conf_dump_fn *dump;	    /* CONF_T_LINE */
+	conf_parse_fn *parse;       /* CONF_T_SPECIAL */
+	conf_format_fn *format;     /* CONF_T_SPECIAL */
+	conf_line_fn *line;         /* CONF_T_LINE */
+	conf_dump_fn *dump;         /* CONF_T_LINE */
 	void (*def_fn)(void *base); /* a default computed at run time */
 };
 

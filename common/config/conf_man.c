@@ -36,8 +36,8 @@ static int man_text(FILE *f, const char *text)
 static const struct {
 	const char *key, *doc;
 } install_paths[] = {
-	{"ProfileDir", "/etc/slurm/iostage.d"},
-	{"TraceLibrary", "/usr/local/lib/iostage/libiostage-preload.so"},
+	{ "ProfileDir", "/etc/slurm/iostage.d" },
+	{ "TraceLibrary", "/usr/local/lib/iostage/libiostage-preload.so" },
 };
 
 static const char *default_doc(const struct conf_key *k)

@@ -55,8 +55,8 @@ const char *conf_show(const char *s, char *buf, size_t buflen)
 			memcpy(buf + i, "...", 4);
 			return buf;
 		}
-		buf[i] =
-		    ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+		buf[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?'
+								      : s[i];
 	}
 	buf[i] = '\0';
 	return buf;
@@ -481,7 +481,7 @@ static void join_names(const struct conf_key *k, const char *sep,
 	buf[0] = '\0';
 	for (size_t i = 0; i < k->nnames && off < buflen; i++) {
 		int n = snprintf(buf + off, buflen - off, "%s%s",
-				 i == 0		      ? ""
+				 i == 0               ? ""
 				 : i + 1 == k->nnames ? last
 						      : sep,
 				 k->names[i]);
@@ -553,20 +553,23 @@ static void format_none(const struct conf_key *k, const void *field, char *buf,
 }
 
 static const struct conf_type_ops conf_types[CONF_T_COUNT] = {
-    [CONF_T_BOOL] = {parse_bool, format_bool, values_bool, zero_never},
-    [CONF_T_UINT] = {parse_uint, format_uint, values_uint, zero_uint},
-    [CONF_T_DURATION] = {parse_duration, format_duration_field, values_duration,
-			 zero_uint},
-    [CONF_T_MSEC] = {parse_msec, format_msec_field, values_msec, zero_uint},
-    [CONF_T_SIZE] = {parse_size, format_size_field, values_size, zero_u64},
-    [CONF_T_BANDWIDTH] = {parse_bandwidth, format_bandwidth, values_bandwidth,
-			  zero_u64},
-    [CONF_T_PATH] = {parse_path, format_str, values_path, zero_str},
-    [CONF_T_LISTEN] = {parse_listen, format_str, values_listen, zero_str},
-    [CONF_T_NAME] = {parse_name, format_str, values_row, zero_str},
-    [CONF_T_ENUM] = {parse_enum, format_enum, values_enum, zero_never},
-    [CONF_T_SPECIAL] = {parse_special, format_special, values_row, zero_never},
-    [CONF_T_LINE] = {parse_line, format_none, values_row, zero_never},
+	[CONF_T_BOOL] = { parse_bool, format_bool, values_bool, zero_never },
+	[CONF_T_UINT] = { parse_uint, format_uint, values_uint, zero_uint },
+	[CONF_T_DURATION] = { parse_duration, format_duration_field,
+			      values_duration, zero_uint },
+	[CONF_T_MSEC] = { parse_msec, format_msec_field, values_msec,
+			  zero_uint },
+	[CONF_T_SIZE] = { parse_size, format_size_field, values_size,
+			  zero_u64 },
+	[CONF_T_BANDWIDTH] = { parse_bandwidth, format_bandwidth,
+			       values_bandwidth, zero_u64 },
+	[CONF_T_PATH] = { parse_path, format_str, values_path, zero_str },
+	[CONF_T_LISTEN] = { parse_listen, format_str, values_listen, zero_str },
+	[CONF_T_NAME] = { parse_name, format_str, values_row, zero_str },
+	[CONF_T_ENUM] = { parse_enum, format_enum, values_enum, zero_never },
+	[CONF_T_SPECIAL] = { parse_special, format_special, values_row,
+			     zero_never },
+	[CONF_T_LINE] = { parse_line, format_none, values_row, zero_never },
 };
 
 int conf_key_set(struct conf_parser *cp, const struct conf_key *k,
@@ -646,7 +649,7 @@ void conf_keys_default(const struct conf_key *table, size_t n, void *base)
 
 void conf_scope_names(unsigned scope, char *buf, size_t buflen)
 {
-	static const char *const names[] = {"node", "service", "user"};
+	static const char *const names[] = { "node", "service", "user" };
 	size_t off = 0;
 
 	if (!buflen)

@@ -20,10 +20,10 @@
 
 struct conf_parser {
 	const char *origin; /* the file's name in messages */
-	unsigned line;	    /* 0: after the last line */
-	char *err;	    /* the message, may be NULL */
+	unsigned line;      /* 0: after the last line */
+	char *err;          /* the message, may be NULL */
 	size_t errlen;
-	struct conf *conf;		  /* the private copy being filled */
+	struct conf *conf;                /* the private copy being filled */
 	unsigned key_line[CONF_KEYS_MAX]; /* 0 = not set by the file */
 	unsigned tier_line[CONF_MAX_TIERS];
 	char default_tier[CONF_NAME_MAX]; /* DefaultTier, resolved at the end */

@@ -40,9 +40,9 @@ int conf_tier_line(struct conf_parser *cp, char **toks, size_t ntoks)
 	struct conf_tier t;
 	char show[CONF_SHOW_BUF];
 	char *name, *val;
-	bool seen[CONF_KEYS_MAX] = {false};
-	const struct conf_key *path =
-	    conf_key_find(conf_tier_attrs, conf_ntier_attrs, "Path");
+	bool seen[CONF_KEYS_MAX] = { false };
+	const struct conf_key *path = conf_key_find(conf_tier_attrs,
+						    conf_ntier_attrs, "Path");
 
 	memset(&t, 0, sizeof(t));
 	conf_keys_default(conf_tier_attrs, conf_ntier_attrs, &t);

@@ -204,8 +204,11 @@ int conf_parse_size(const char *s, uint64_t *ret)
 	return 0;
 }
 
-const struct conf_duration_unit conf_duration_units[] = {
-    {'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 7 * 86400}};
+const struct conf_duration_unit conf_duration_units[] = { { 's', 1 },
+							  { 'm', 60 },
+							  { 'h', 3600 },
+							  { 'd', 86400 },
+							  { 'w', 7 * 86400 } };
 const size_t conf_nduration_units = CONF_ARRAY_LEN(conf_duration_units);
 
 int conf_parse_duration(const char *s, unsigned *ret)

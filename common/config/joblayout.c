@@ -113,9 +113,9 @@ static int env_add(struct joblayout_env *env, const char *name,
 		return -1;
 	}
 	var = &env->vars[env->n];
-	n = suffix ? snprintf(var->name, sizeof(var->name), "%s_%s", name,
-			      suffix)
-		   : snprintf(var->name, sizeof(var->name), "%s", name);
+	n = suffix
+		? snprintf(var->name, sizeof(var->name), "%s_%s", name, suffix)
+		: snprintf(var->name, sizeof(var->name), "%s", name);
 	if (n < 0 || (size_t)n >= sizeof(var->name)) {
 		errno = ENAMETOOLONG;
 		return -1;
@@ -177,7 +177,8 @@ int joblayout_env(const struct conf *conf, const struct profile *profile,
 		else if (joblayout_output_path(conf, out, jobid, path,
 					       sizeof(path)) < 0)
 			return -1;
-		if (i == 0 && env_add(&scratch, "IOSTAGE_OUTPUT", NULL, path) < 0)
+		if (i == 0 &&
+		    env_add(&scratch, "IOSTAGE_OUTPUT", NULL, path) < 0)
 			return -1;
 		profile_env_name(out->name, upper, sizeof(upper));
 		if (env_add(&scratch, "IOSTAGE_OUTPUT", upper, path) < 0)

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/config/jobname.h"
 #include "common/base/smallfile.h"
+#include "common/config/jobname.h"
 
 /* Copy the option value at P (up to whitespace or a quote pair) to buf. */
 static bool take_value(const char *p, char *buf, size_t buflen)
@@ -35,8 +35,8 @@ bool jobname_from_script_text(const char *text, char *buf, size_t buflen)
 
 	if (!text || !buf || !buflen)
 		return false;
-	for (; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1
-							  : NULL) {
+	for (; line && *line;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		const char *p = line;
 
 		while (*p == ' ' || *p == '\t')
@@ -94,9 +94,8 @@ static bool is_script(const char *path)
 	return yes;
 }
 
-void jobname_from_argv(int argc, char *const *argv, char *name,
-		       size_t namelen, char *script, size_t scriptlen,
-		       bool *ret_wrap)
+void jobname_from_argv(int argc, char *const *argv, char *name, size_t namelen,
+		       char *script, size_t scriptlen, bool *ret_wrap)
 {
 	name[0] = '\0';
 	script[0] = '\0';

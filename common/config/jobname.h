@@ -30,8 +30,7 @@ int jobname_from_script(const char *script, char *buf, size_t buflen);
  * none) and the batch script into script ("" if none: the first argument
  * that is a readable file starting with "#!"). *ret_wrap is set for
  * --wrap. */
-void jobname_from_argv(int argc, char *const *argv, char *name,
-		       size_t namelen, char *script, size_t scriptlen,
-		       bool *ret_wrap);
+void jobname_from_argv(int argc, char *const *argv, char *name, size_t namelen,
+		       char *script, size_t scriptlen, bool *ret_wrap);
 
 #endif /* IOSTAGE_JOBNAME_H */

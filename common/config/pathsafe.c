@@ -14,7 +14,6 @@
 #include "common/base/errmsg.h"
 #include "common/config/pathsafe.h"
 
-
 static bool pathsafe_is_control(unsigned char c)
 {
 	return c < 0x20 || c == 0x7f;
@@ -34,10 +33,9 @@ int pathsafe_normalize(const char *path, char *out, size_t outlen, char *err,
 	for (p = path; *p; p++)
 		if (pathsafe_is_control((unsigned char)*p))
 			return errmsg_fail(err, errlen, EINVAL,
-					     "contains a control character");
+					   "contains a control character");
 	if (path[0] != '/')
-		return errmsg_fail(err, errlen, EINVAL,
-				     "not an absolute path");
+		return errmsg_fail(err, errlen, EINVAL, "not an absolute path");
 
 	/* First pass: check every component and measure the result, so that
 	 * out is only written once we know the whole path is acceptable. */
@@ -50,10 +48,10 @@ int pathsafe_normalize(const char *path, char *out, size_t outlen, char *err,
 			;
 		if (q - p == 1 && p[0] == '.')
 			return errmsg_fail(err, errlen, EINVAL,
-					     "contains a '.' component");
+					   "contains a '.' component");
 		if (q - p == 2 && p[0] == '.' && p[1] == '.')
 			return errmsg_fail(err, errlen, EINVAL,
-					     "contains a '..' component");
+					   "contains a '..' component");
 		n += 1 + (size_t)(q - p);
 		p = q;
 	}
@@ -61,7 +59,7 @@ int pathsafe_normalize(const char *path, char *out, size_t outlen, char *err,
 		n = 1; /* "/" */
 	if (n >= outlen)
 		return errmsg_fail(err, errlen, ENAMETOOLONG,
-				     "longer than %zu bytes", outlen - 1);
+				   "longer than %zu bytes", outlen - 1);
 
 	w = out;
 	for (p = path; *p;) {

@@ -31,25 +31,25 @@
 #include "common/config/profile_int.h"
 
 const char *const profile_access_names[PROFILE_NACCESS] = {
-    [PROFILE_ACCESS_UNKNOWN] = "unknown",
-    [PROFILE_ACCESS_RANDOM] = "random",
-    [PROFILE_ACCESS_SEQUENTIAL] = "sequential",
+	[PROFILE_ACCESS_UNKNOWN] = "unknown",
+	[PROFILE_ACCESS_RANDOM] = "random",
+	[PROFILE_ACCESS_SEQUENTIAL] = "sequential",
 };
 
 const char *const profile_verify_names[PROFILE_NVERIFY] = {
-    [PROFILE_VERIFY_STAT] = "stat",
-    [PROFILE_VERIFY_NONE] = "none",
-    [PROFILE_VERIFY_CHECKSUM] = "checksum",
+	[PROFILE_VERIFY_STAT] = "stat",
+	[PROFILE_VERIFY_NONE] = "none",
+	[PROFILE_VERIFY_CHECKSUM] = "checksum",
 };
 
 const char *const profile_drain_names[PROFILE_NDRAIN] = {
-    [PROFILE_DRAIN_ASYNC] = "async",
-    [PROFILE_DRAIN_END] = "end",
+	[PROFILE_DRAIN_ASYNC] = "async",
+	[PROFILE_DRAIN_END] = "end",
 };
 
 const char *const profile_policy_names[PROFILE_NPOLICY] = {
-    [STAGE_FAILURE_FAIL] = "fail",
-    [STAGE_FAILURE_FALLBACK] = "fallback",
+	[STAGE_FAILURE_FAIL] = "fail",
+	[STAGE_FAILURE_FALLBACK] = "fallback",
 };
 
 /* A user's value made safe to quote on one line: control characters become
@@ -65,8 +65,8 @@ const char *profile_show(const char *s, char *buf, size_t buflen)
 			memcpy(buf + i, "...", 4);
 			return buf;
 		}
-		buf[i] =
-		    ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+		buf[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?'
+								      : s[i];
 	}
 	buf[i] = '\0';
 	return buf;
@@ -210,8 +210,7 @@ static void profile_nth_key(const struct profile *p, size_t i, char *buf,
 }
 
 /* Names given explicitly must be distinct (as environment variables too). */
-int profile_check_names(const struct profile *p, char *err,
-			size_t errlen)
+int profile_check_names(const struct profile *p, char *err, size_t errlen)
 {
 	size_t n = p->ndatasets + p->noutputs;
 	char key[PROFILE_KEY_MAX], s1[80], s2[80];
@@ -229,13 +228,13 @@ int profile_check_names(const struct profile *p, char *err,
 			profile_nth_key(p, i, key, sizeof(key));
 			if (strcmp(a, b) == 0)
 				return errmsg_fail(err, errlen, EINVAL,
-						    "key '%s': duplicate name "
-						    "'%s'",
-						    key, SHOW(a, s1));
+						   "key '%s': duplicate name "
+						   "'%s'",
+						   key, SHOW(a, s1));
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': name '%s' is the same "
-					    "as '%s' once upper-cased",
-					    key, SHOW(a, s1), SHOW(b, s2));
+					   "key '%s': name '%s' is the same "
+					   "as '%s' once upper-cased",
+					   key, SHOW(a, s1), SHOW(b, s2));
 		}
 	}
 	return 0;
@@ -262,7 +261,7 @@ static bool profile_name_free(const struct profile *p, char *const *chosen,
  * nothing: on failure (ENOMEM) the profile is unchanged. */
 int profile_assign_names(struct profile *p, char *err, size_t errlen)
 {
-	char *chosen[PROFILE_MAX_DATASETS + PROFILE_MAX_OUTPUTS] = {NULL};
+	char *chosen[PROFILE_MAX_DATASETS + PROFILE_MAX_OUTPUTS] = { NULL };
 	size_t n = p->ndatasets + p->noutputs;
 
 	if (profile_check_names(p, err, errlen) < 0)
@@ -337,7 +336,7 @@ char *profile_path_dup(const char *path, const char *key, char *err,
 		int saved = errno;
 
 		errmsg_fail(err, errlen, saved, "key '%s': '%s': %s", key,
-			     SHOW(path, show), reason);
+			    SHOW(path, show), reason);
 		return NULL;
 	}
 	dup = strdup(norm);
@@ -354,9 +353,9 @@ char *profile_tier_dup(const char *tier, const char *key, char *err,
 
 	if (!profile_tier_ok(tier)) {
 		errmsg_fail(err, errlen, EINVAL,
-			     "key '%s': invalid tier name '%s' (want "
-			     "[a-z0-9_-]{1,31})",
-			     key, SHOW(tier, show));
+			    "key '%s': invalid tier name '%s' (want "
+			    "[a-z0-9_-]{1,31})",
+			    key, SHOW(tier, show));
 		return NULL;
 	}
 	dup = strdup(tier);
@@ -366,14 +365,13 @@ char *profile_tier_dup(const char *tier, const char *key, char *err,
 }
 
 /* Is PATH already used by another entry of the same kind? */
-bool profile_path_taken(const struct profile *p, bool output,
-			const char *path)
+bool profile_path_taken(const struct profile *p, bool output, const char *path)
 {
 	size_t n = output ? p->noutputs : p->ndatasets;
 
 	for (size_t i = 0; i < n; i++) {
-		const char *q =
-		    output ? p->outputs[i].path : p->datasets[i].path;
+		const char *q = output ? p->outputs[i].path
+				       : p->datasets[i].path;
 
 		if (q && strcmp(q, path) == 0)
 			return true;
@@ -391,22 +389,22 @@ static bool profile_stream_taken(const struct profile *p, const char *path)
 }
 
 /* Add PATH (a user's, normalized here) to P's streams; KEY for messages. */
-int profile_add_stream(struct profile *p, const char *path,
-		       const char *key, char *err, size_t errlen)
+int profile_add_stream(struct profile *p, const char *path, const char *key,
+		       char *err, size_t errlen)
 {
 	char show[80];
 	char *dup;
 
 	if (p->nstreams >= PROFILE_MAX_STREAMS)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s': more than %d streams", key,
-				    PROFILE_MAX_STREAMS);
+				   "key '%s': more than %d streams", key,
+				   PROFILE_MAX_STREAMS);
 	dup = profile_path_dup(path, key, err, errlen);
 	if (!dup)
 		return -1;
 	if (profile_stream_taken(p, dup)) {
 		errmsg_fail(err, errlen, EINVAL, "key '%s': %s listed twice",
-			     key, SHOW(dup, show));
+			    key, SHOW(dup, show));
 		free(dup);
 		return -1;
 	}
@@ -417,8 +415,8 @@ int profile_add_stream(struct profile *p, const char *path,
 int profile_normalize(struct profile *profile, const struct conf *conf,
 		      char *err, size_t errlen)
 {
-	char *ds_tier[PROFILE_MAX_DATASETS] = {NULL};
-	char *out_tier[PROFILE_MAX_OUTPUTS] = {NULL};
+	char *ds_tier[PROFILE_MAX_DATASETS] = { NULL };
+	char *out_tier[PROFILE_MAX_OUTPUTS] = { NULL };
 	char *ptier_new = NULL;
 	char names[CONF_ERR_MAX], key[PROFILE_KEY_MAX], show[80];
 	const char *ptier;
@@ -427,34 +425,34 @@ int profile_normalize(struct profile *profile, const struct conf *conf,
 
 	if (!p || !conf)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'profile': nothing to normalize");
+				   "key 'profile': nothing to normalize");
 	if (p->ndatasets > PROFILE_MAX_DATASETS ||
 	    p->noutputs > PROFILE_MAX_OUTPUTS)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'datasets': too many entries");
+				   "key 'datasets': too many entries");
 	if (conf->ntiers == 0 || conf->default_tier >= conf->ntiers)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'tier': no tiers configured");
+				   "key 'tier': no tiers configured");
 	conf_tier_names(conf, names, sizeof(names));
 
 	/* Check every tier before changing anything. */
 	if (p->tier && !conf_find_tier(conf, p->tier))
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'tier': unknown tier '%s' (known: %s)",
-				    SHOW(p->tier, show), names);
+				   "key 'tier': unknown tier '%s' (known: %s)",
+				   SHOW(p->tier, show), names);
 	for (size_t i = 0; i < p->ndatasets + p->noutputs; i++) {
 		bool is_ds = i < p->ndatasets;
 		size_t j = is_ds ? i : i - p->ndatasets;
-		const char *t =
-		    is_ds ? p->datasets[j].tier : p->outputs[j].tier;
+		const char *t = is_ds ? p->datasets[j].tier
+				      : p->outputs[j].tier;
 
 		if (t && !conf_find_tier(conf, t)) {
 			snprintf(key, sizeof(key), "%s[%zu].tier",
 				 is_ds ? "datasets" : "outputs", j);
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': unknown tier '%s' "
-					    "(known: %s)",
-					    key, SHOW(t, show), names);
+					   "key '%s': unknown tier '%s' "
+					   "(known: %s)",
+					   key, SHOW(t, show), names);
 		}
 	}
 
@@ -567,8 +565,8 @@ char *profile_to_json(const struct profile *profile)
 			goto nomem;
 		for (size_t i = 0; i < p->nstreams && i < PROFILE_MAX_STREAMS;
 		     i++)
-			if (!cJSON_AddItemToArray(
-				arr, cJSON_CreateString(p->streams[i])))
+			if (!cJSON_AddItemToArray(arr, cJSON_CreateString(
+							   p->streams[i])))
 				goto nomem;
 	}
 	if (!cJSON_AddBoolToObject(root, "trace", p->trace))

@@ -26,8 +26,8 @@
 #define PROFILE_MAX_DATASETS 16
 #define PROFILE_MAX_OUTPUTS 16
 #define PROFILE_MAX_STREAMS 16
-#define PROFILE_NAME_MAX 32          /* dataset/output names [A-Za-z0-9_-] */
-#define PROFILE_TIMEOUT_MAX 86400    /* seconds */
+#define PROFILE_NAME_MAX 32       /* dataset/output names [A-Za-z0-9_-] */
+#define PROFILE_TIMEOUT_MAX 86400 /* seconds */
 
 enum profile_access {
 	PROFILE_ACCESS_UNKNOWN = 0,
@@ -47,9 +47,9 @@ enum profile_drain {
 };
 
 struct profile_dataset {
-	char *name;   /* unique within the profile; default: basename of path */
-	char *path;   /* absolute, normalized */
-	char *tier;   /* NULL until normalized: then always set */
+	char *name; /* unique within the profile; default: basename of path */
+	char *path; /* absolute, normalized */
+	char *tier; /* NULL until normalized: then always set */
 	enum profile_access access;
 	enum profile_verify verify;
 };
@@ -62,8 +62,8 @@ struct profile_output {
 };
 
 struct profile {
-	char *origin;           /* "dl-train", "/home/u/p.json", "auto", "" */
-	char *tier;             /* profile-wide default tier, may be NULL */
+	char *origin; /* "dl-train", "/home/u/p.json", "auto", "" */
+	char *tier;   /* profile-wide default tier, may be NULL */
 	enum profile_access access; /* default for datasets without one */
 	struct profile_dataset datasets[PROFILE_MAX_DATASETS];
 	size_t ndatasets;
@@ -75,10 +75,10 @@ struct profile {
 	char *streams[PROFILE_MAX_STREAMS];
 	size_t nstreams;
 	bool trace;
-	unsigned timeout;       /* 0 = not set (conf StageTimeout applies) */
+	unsigned timeout; /* 0 = not set (conf StageTimeout applies) */
 	bool has_on_failure;
 	enum stage_failure_policy on_failure;
-	bool is_auto;           /* SPEC was "auto": resolved by the history */
+	bool is_auto; /* SPEC was "auto": resolved by the history */
 	/* "observe": true: an auto job the history had no advice for runs
 	 * from the PFS, traced, with conf PfsPath= as its dataset class, so
 	 * that its record says which tree it read (profile_observe). */

@@ -24,35 +24,35 @@ static int profile_check_entry(const char *what, size_t i, const char *name,
 
 	if (!name)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s[%zu].name': not set", what, i);
+				   "key '%s[%zu].name': not set", what, i);
 	if (!profile_name_ok(name))
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s[%zu].name': invalid name '%s' "
-				    "(want [A-Za-z0-9_-]{1,31})",
-				    what, i, SHOW(name, show));
+				   "key '%s[%zu].name': invalid name '%s' "
+				   "(want [A-Za-z0-9_-]{1,31})",
+				   what, i, SHOW(name, show));
 	if (!path)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s[%zu].path': required", what, i);
+				   "key '%s[%zu].path': required", what, i);
 	if (pathsafe_normalize(path, norm, sizeof(norm), reason,
 			       sizeof(reason)) < 0)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s[%zu].path': '%s': %s", what, i,
-				    SHOW(path, show), reason);
+				   "key '%s[%zu].path': '%s': %s", what, i,
+				   SHOW(path, show), reason);
 	if (strcmp(norm, path) != 0)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s[%zu].path': '%s': not normalized",
-				    what, i, SHOW(path, show));
+				   "key '%s[%zu].path': '%s': not normalized",
+				   what, i, SHOW(path, show));
 	if (!tier)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s[%zu].tier': not set (profile "
-				    "not normalized)",
-				    what, i);
+				   "key '%s[%zu].tier': not set (profile "
+				   "not normalized)",
+				   what, i);
 	if (conf && !conf_find_tier(conf, tier)) {
 		conf_tier_names(conf, names, sizeof(names));
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s[%zu].tier': unknown tier '%s' "
-				    "(known: %s)",
-				    what, i, SHOW(tier, show), names);
+				   "key '%s[%zu].tier': unknown tier '%s' "
+				   "(known: %s)",
+				   what, i, SHOW(tier, show), names);
 	}
 	return 0;
 }
@@ -66,9 +66,9 @@ static int profile_check_dataset_access(const char *path, const char *key,
 	if (stat(path, &st) < 0) {
 		saved = errno;
 		return errmsg_fail(err, errlen, saved, "key '%s': %s: %s%s",
-				    key, path, strerror(saved),
-				    saved == EACCES ? " (not readable by you)"
-						    : "");
+				   key, path, strerror(saved),
+				   saved == EACCES ? " (not readable by you)"
+						   : "");
 	}
 	if (S_ISDIR(st.st_mode))
 		mode = R_OK | X_OK;
@@ -76,17 +76,17 @@ static int profile_check_dataset_access(const char *path, const char *key,
 		mode = R_OK;
 	else
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s': %s: not a regular file or "
-				    "directory",
-				    key, path);
+				   "key '%s': %s: not a regular file or "
+				   "directory",
+				   key, path);
 	/* access() answers for the real uid: the user, even in a setuid
 	 * context. */
 	if (access(path, mode) < 0) {
 		saved = errno;
 		return errmsg_fail(err, errlen, saved, "key '%s': %s: %s%s",
-				    key, path, strerror(saved),
-				    saved == EACCES ? " (not readable by you)"
-						    : "");
+				   key, path, strerror(saved),
+				   saved == EACCES ? " (not readable by you)"
+						   : "");
 	}
 	return 0;
 }
@@ -107,9 +107,9 @@ static int profile_writable_dir(const char *path, const char *what,
 		saved = errno;
 	else
 		return 0;
-	return errmsg_fail(err, errlen, saved, "key 'out': %s%s%s: %s%s",
-			    opath, what, what[0] ? path : "", strerror(saved),
-			    saved == EACCES ? " (not writable by you)" : "");
+	return errmsg_fail(err, errlen, saved, "key 'out': %s%s%s: %s%s", opath,
+			   what, what[0] ? path : "", strerror(saved),
+			   saved == EACCES ? " (not writable by you)" : "");
 }
 
 static int profile_check_output_access(const char *path, char *err,
@@ -138,25 +138,25 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 
 	if (!p)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'profile': nothing to validate");
+				   "key 'profile': nothing to validate");
 	if (p->ndatasets > PROFILE_MAX_DATASETS)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'datasets': more than %d datasets",
-				    PROFILE_MAX_DATASETS);
+				   "key 'datasets': more than %d datasets",
+				   PROFILE_MAX_DATASETS);
 	if (p->noutputs > PROFILE_MAX_OUTPUTS)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'outputs': more than %d outputs",
-				    PROFILE_MAX_OUTPUTS);
+				   "key 'outputs': more than %d outputs",
+				   PROFILE_MAX_OUTPUTS);
 	if (p->tier && conf && !conf_find_tier(conf, p->tier)) {
 		conf_tier_names(conf, names, sizeof(names));
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'tier': unknown tier '%s' (known: %s)",
-				    SHOW(p->tier, show), names);
+				   "key 'tier': unknown tier '%s' (known: %s)",
+				   SHOW(p->tier, show), names);
 	}
 	if ((unsigned)p->access >= PROFILE_ARRAY_LEN(profile_access_names))
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'access': invalid value %d",
-				    (int)p->access);
+				   "key 'access': invalid value %d",
+				   (int)p->access);
 	for (size_t i = 0; i < p->ndatasets; i++) {
 		const struct profile_dataset *d = &p->datasets[i];
 
@@ -168,15 +168,15 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 		    (unsigned)d->verify >=
 			PROFILE_ARRAY_LEN(profile_verify_names))
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key 'datasets[%zu]': invalid "
-					    "access or verify value",
-					    i);
+					   "key 'datasets[%zu]': invalid "
+					   "access or verify value",
+					   i);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(p->datasets[j].path, d->path) == 0)
 				return errmsg_fail(err, errlen, EINVAL,
-						    "key 'datasets[%zu].path': "
-						    "%s listed twice",
-						    i, d->path);
+						   "key 'datasets[%zu].path': "
+						   "%s listed twice",
+						   i, d->path);
 	}
 	for (size_t i = 0; i < p->noutputs; i++) {
 		const struct profile_output *o = &p->outputs[i];
@@ -187,26 +187,26 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 		if ((unsigned)o->drain >=
 		    PROFILE_ARRAY_LEN(profile_drain_names))
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key 'outputs[%zu].drain': invalid "
-					    "value %d",
-					    i, (int)o->drain);
+					   "key 'outputs[%zu].drain': invalid "
+					   "value %d",
+					   i, (int)o->drain);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(p->outputs[j].path, o->path) == 0)
 				return errmsg_fail(err, errlen, EINVAL,
-						    "key 'outputs[%zu].path': "
-						    "%s listed twice",
-						    i, o->path);
+						   "key 'outputs[%zu].path': "
+						   "%s listed twice",
+						   i, o->path);
 	}
 	if (p->nstreams > PROFILE_MAX_STREAMS)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'streams': more than %d streams",
-				    PROFILE_MAX_STREAMS);
+				   "key 'streams': more than %d streams",
+				   PROFILE_MAX_STREAMS);
 	for (size_t i = 0; i < p->nstreams; i++) {
 		if (!p->streams[i] || p->streams[i][0] != '/')
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key 'streams[%zu]': expected an "
-					    "absolute path",
-					    i);
+					   "key 'streams[%zu]': expected an "
+					   "absolute path",
+					   i);
 		for (size_t j = 0; j < p->ndatasets; j++)
 			if (!strcmp(p->datasets[j].path, p->streams[i]))
 				return errmsg_fail(
@@ -219,16 +219,16 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 		return -1;
 	if (p->timeout < 1 || p->timeout > PROFILE_TIMEOUT_MAX)
 		return errmsg_fail(err, errlen, ERANGE,
-				    "key 'timeout': %u out of range 1..%d",
-				    p->timeout, PROFILE_TIMEOUT_MAX);
+				   "key 'timeout': %u out of range 1..%d",
+				   p->timeout, PROFILE_TIMEOUT_MAX);
 	if (!p->has_on_failure)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'on_failure': not set (profile not "
-				    "normalized)");
+				   "key 'on_failure': not set (profile not "
+				   "normalized)");
 	if ((unsigned)p->on_failure >= PROFILE_ARRAY_LEN(profile_policy_names))
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'on_failure': invalid value %d",
-				    (int)p->on_failure);
+				   "key 'on_failure': invalid value %d",
+				   (int)p->on_failure);
 
 	if (!(checks & PROFILE_CHECK_ACCESS))
 		return 0;

@@ -67,8 +67,7 @@ char *profile_tier_dup(const char *tier, const char *key, char *err,
 		       size_t errlen);
 
 /* Is PATH already used by another dataset (OUTPUT: output) of P? */
-bool profile_path_taken(const struct profile *p, bool output,
-			const char *path);
+bool profile_path_taken(const struct profile *p, bool output, const char *path);
 
 /* Add PATH (a user's, normalized here) to P's streams; KEY for messages. */
 int profile_add_stream(struct profile *p, const char *path, const char *key,

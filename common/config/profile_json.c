@@ -41,13 +41,13 @@ static int profile_json_enum(const cJSON *item, const char *key,
 
 	if (!cJSON_IsString(item) || !item->valuestring)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s': expected a string", key);
+				   "key '%s': expected a string", key);
 	v = profile_lookup(names, n, item->valuestring);
 	if (v < 0) {
 		profile_join(names, n, known, sizeof(known));
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s': unknown value '%s' (known: %s)",
-				    key, SHOW(item->valuestring, show), known);
+				   "key '%s': unknown value '%s' (known: %s)",
+				   key, SHOW(item->valuestring, show), known);
 	}
 	*ret = v;
 	return 0;
@@ -58,7 +58,7 @@ static int profile_json_string(const cJSON *item, const char *key,
 {
 	if (!cJSON_IsString(item) || !item->valuestring)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s': expected a string", key);
+				   "key '%s': expected a string", key);
 	*ret = item->valuestring;
 	return 0;
 }
@@ -79,9 +79,8 @@ static int profile_members(const cJSON *obj, const char *prefix,
 
 	if (!cJSON_IsObject(obj))
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s': expected an object", prefix);
-	cJSON_ArrayForEach(item, obj)
-	{
+				   "key '%s': expected an object", prefix);
+	cJSON_ArrayForEach(item, obj) {
 		const char *name = item->string ? item->string : "";
 		int k = profile_lookup(keys, nkeys, name);
 
@@ -89,10 +88,10 @@ static int profile_members(const cJSON *obj, const char *prefix,
 			 k >= 0 ? keys[k] : SHOW(name, show));
 		if (k < 0)
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': unknown key", key);
+					   "key '%s': unknown key", key);
 		if (seen & (1u << k))
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': given twice", key);
+					   "key '%s': given twice", key);
 		seen |= 1u << k;
 		if (fn(ctx, k, item, key, err, errlen) < 0)
 			return -1;
@@ -109,9 +108,9 @@ enum profile_ds_key {
 };
 
 static const char *const profile_ds_keys[] = {
-    [PROFILE_DS_NAME] = "name",	    [PROFILE_DS_PATH] = "path",
-    [PROFILE_DS_TIER] = "tier",	    [PROFILE_DS_ACCESS] = "access",
-    [PROFILE_DS_VERIFY] = "verify",
+	[PROFILE_DS_NAME] = "name",     [PROFILE_DS_PATH] = "path",
+	[PROFILE_DS_TIER] = "tier",     [PROFILE_DS_ACCESS] = "access",
+	[PROFILE_DS_VERIFY] = "verify",
 };
 
 enum profile_out_key {
@@ -122,10 +121,10 @@ enum profile_out_key {
 };
 
 static const char *const profile_out_keys[] = {
-    [PROFILE_OUT_NAME] = "name",
-    [PROFILE_OUT_PATH] = "path",
-    [PROFILE_OUT_TIER] = "tier",
-    [PROFILE_OUT_DRAIN] = "drain",
+	[PROFILE_OUT_NAME] = "name",
+	[PROFILE_OUT_PATH] = "path",
+	[PROFILE_OUT_TIER] = "tier",
+	[PROFILE_OUT_DRAIN] = "drain",
 };
 
 /* The parts a dataset and an output share, filled member by member. */
@@ -149,9 +148,9 @@ static int profile_entry_member(void *ctx, int k, const cJSON *item,
 			return -1;
 		if (!profile_name_ok(s))
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': invalid name '%s' (want "
-					    "[A-Za-z0-9_-]{1,31})",
-					    key, SHOW(s, show));
+					   "key '%s': invalid name '%s' (want "
+					   "[A-Za-z0-9_-]{1,31})",
+					   key, SHOW(s, show));
 		e->name = strdup(s);
 		break;
 	case PROFILE_DS_PATH:
@@ -166,19 +165,20 @@ static int profile_entry_member(void *ctx, int k, const cJSON *item,
 		return e->tier ? 0 : -1;
 	default:
 		if (e->is_output)
-			return profile_json_enum(
-			    item, key, profile_drain_names,
-			    PROFILE_ARRAY_LEN(profile_drain_names), &e->drain,
-			    err, errlen);
+			return profile_json_enum(item, key, profile_drain_names,
+						 PROFILE_ARRAY_LEN(
+						     profile_drain_names),
+						 &e->drain, err, errlen);
 		if (k == PROFILE_DS_ACCESS)
-			return profile_json_enum(
-			    item, key, profile_access_names,
-			    PROFILE_ARRAY_LEN(profile_access_names), &e->access,
-			    err, errlen);
-		return profile_json_enum(
-		    item, key, profile_verify_names,
-		    PROFILE_ARRAY_LEN(profile_verify_names), &e->verify, err,
-		    errlen);
+			return profile_json_enum(item, key,
+						 profile_access_names,
+						 PROFILE_ARRAY_LEN(
+						     profile_access_names),
+						 &e->access, err, errlen);
+		return profile_json_enum(item, key, profile_verify_names,
+					 PROFILE_ARRAY_LEN(
+					     profile_verify_names),
+					 &e->verify, err, errlen);
 	}
 	if (!e->name)
 		return errmsg_fail(err, errlen, ENOMEM, "out of memory");
@@ -197,15 +197,14 @@ static int profile_json_entries(struct profile *p, const cJSON *arr,
 
 	if (!cJSON_IsArray(arr))
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s': expected an array", what);
-	cJSON_ArrayForEach(item, arr)
-	{
-		struct profile_entry e = {.is_output = output};
+				   "key '%s': expected an array", what);
+	cJSON_ArrayForEach(item, arr) {
+		struct profile_entry e = { .is_output = output };
 
 		if (i >= max)
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': more than %zu %s", what,
-					    max, what);
+					   "key '%s': more than %zu %s", what,
+					   max, what);
 		snprintf(key, sizeof(key), "%s[%zu]", what, i);
 		if (profile_members(item, key,
 				    output ? profile_out_keys : profile_ds_keys,
@@ -215,13 +214,13 @@ static int profile_json_entries(struct profile *p, const cJSON *arr,
 			goto fail_entry;
 		if (!e.path) {
 			errmsg_fail(err, errlen, EINVAL,
-				     "key '%s.path': required", key);
+				    "key '%s.path': required", key);
 			goto fail_entry;
 		}
 		if (profile_path_taken(p, output, e.path)) {
 			errmsg_fail(err, errlen, EINVAL,
-				     "key '%s.path': %s listed twice", key,
-				     SHOW(e.path, show));
+				    "key '%s.path': %s listed twice", key,
+				    SHOW(e.path, show));
 			goto fail_entry;
 		}
 		if (output) {
@@ -243,7 +242,7 @@ static int profile_json_entries(struct profile *p, const cJSON *arr,
 			p->ndatasets = ++i;
 		}
 		continue;
-	fail_entry:
+fail_entry:
 		free(e.name);
 		free(e.path);
 		free(e.tier);
@@ -267,21 +266,21 @@ enum profile_top_key {
 };
 
 static const char *const profile_top_keys[] = {
-    [PROFILE_KEY_DESCRIPTION] = "description",
-    [PROFILE_KEY_ORIGIN] = "origin",
-    [PROFILE_KEY_TIER] = "tier",
-    [PROFILE_KEY_ACCESS] = "access",
-    [PROFILE_KEY_DATASETS] = "datasets",
-    [PROFILE_KEY_OUTPUTS] = "outputs",
-    [PROFILE_KEY_TRACE] = "trace",
-    [PROFILE_KEY_TIMEOUT] = "timeout",
-    [PROFILE_KEY_ON_FAILURE] = "on_failure",
-    [PROFILE_KEY_STREAMS] = "streams",
-    [PROFILE_KEY_OBSERVE] = "observe",
+	[PROFILE_KEY_DESCRIPTION] = "description",
+	[PROFILE_KEY_ORIGIN] = "origin",
+	[PROFILE_KEY_TIER] = "tier",
+	[PROFILE_KEY_ACCESS] = "access",
+	[PROFILE_KEY_DATASETS] = "datasets",
+	[PROFILE_KEY_OUTPUTS] = "outputs",
+	[PROFILE_KEY_TRACE] = "trace",
+	[PROFILE_KEY_TIMEOUT] = "timeout",
+	[PROFILE_KEY_ON_FAILURE] = "on_failure",
+	[PROFILE_KEY_STREAMS] = "streams",
+	[PROFILE_KEY_OBSERVE] = "observe",
 };
 
-static int profile_json_streams(struct profile *p, const cJSON *arr,
-				char *err, size_t errlen)
+static int profile_json_streams(struct profile *p, const cJSON *arr, char *err,
+				size_t errlen)
 {
 	const cJSON *it;
 	size_t i = 0;
@@ -289,14 +288,13 @@ static int profile_json_streams(struct profile *p, const cJSON *arr,
 
 	if (!cJSON_IsArray(arr))
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key 'streams': expected an array of "
-				    "paths");
-	cJSON_ArrayForEach(it, arr)
-	{
+				   "key 'streams': expected an array of "
+				   "paths");
+	cJSON_ArrayForEach(it, arr) {
 		snprintf(key, sizeof(key), "streams[%zu]", i++);
 		if (!cJSON_IsString(it))
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': expected a path", key);
+					   "key '%s': expected a path", key);
 		if (profile_add_stream(p, it->valuestring, key, err, errlen) <
 		    0)
 			return -1;
@@ -320,18 +318,18 @@ static int profile_top_member(void *ctx, int k, const cJSON *item,
 			return -1;
 		if (strlen(s) >= CONF_PATH_MAX)
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': longer than %d bytes",
-					    key, CONF_PATH_MAX - 1);
+					   "key '%s': longer than %d bytes",
+					   key, CONF_PATH_MAX - 1);
 		for (const char *c = s; *c; c++)
 			if ((unsigned char)*c < 0x20 || *c == 0x7f)
 				return errmsg_fail(err, errlen, EINVAL,
-						    "key '%s': contains a "
-						    "control character",
-						    key);
+						   "key '%s': contains a "
+						   "control character",
+						   key);
 		dup = strdup(s);
 		if (!dup)
 			return errmsg_fail(err, errlen, ENOMEM,
-					    "out of memory");
+					   "out of memory");
 		free(p->origin);
 		p->origin = dup;
 		p->is_auto = strcmp(dup, "auto") == 0;
@@ -355,33 +353,33 @@ static int profile_top_member(void *ctx, int k, const cJSON *item,
 	case PROFILE_KEY_TRACE:
 		if (!cJSON_IsBool(item))
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': expected true or false",
-					    key);
+					   "key '%s': expected true or false",
+					   key);
 		p->trace = cJSON_IsTrue(item);
 		return 0;
 	case PROFILE_KEY_OBSERVE:
 		if (!cJSON_IsBool(item))
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': expected true or false",
-					    key);
+					   "key '%s': expected true or false",
+					   key);
 		p->observe = cJSON_IsTrue(item);
 		return 0;
 	case PROFILE_KEY_TIMEOUT:
 		if (!cJSON_IsNumber(item))
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': expected an integer",
-					    key);
+					   "key '%s': expected an integer",
+					   key);
 		if (item->valuedouble < 1 ||
 		    item->valuedouble > PROFILE_TIMEOUT_MAX)
 			return errmsg_fail(err, errlen, ERANGE,
-					    "key '%s': %.15g out of range "
-					    "1..%d",
-					    key, item->valuedouble,
-					    PROFILE_TIMEOUT_MAX);
+					   "key '%s': %.15g out of range "
+					   "1..%d",
+					   key, item->valuedouble,
+					   PROFILE_TIMEOUT_MAX);
 		if (item->valuedouble != (double)(unsigned)item->valuedouble)
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': expected an integer",
-					    key);
+					   "key '%s': expected an integer",
+					   key);
 		p->timeout = (unsigned)item->valuedouble;
 		return 0;
 	case PROFILE_KEY_ON_FAILURE:
@@ -413,8 +411,8 @@ struct profile *profile_parse_json(const char *json, const char *origin,
 	len = strnlen(json, PROFILE_JSON_MAX + 1);
 	if (len > PROFILE_JSON_MAX) {
 		errmsg_fail(err, errlen, EFBIG,
-			     "key 'profile': longer than %d bytes",
-			     PROFILE_JSON_MAX);
+			    "key 'profile': longer than %d bytes",
+			    PROFILE_JSON_MAX);
 		return NULL;
 	}
 	/* The parse end pointer rather than cJSON_GetErrorPtr(): the latter is
@@ -434,12 +432,12 @@ struct profile *profile_parse_json(const char *json, const char *origin,
 			}
 		}
 		errmsg_fail(err, errlen, EINVAL,
-			     "malformed JSON at line %u, column %u", line, col);
+			    "malformed JSON at line %u, column %u", line, col);
 		return NULL;
 	}
 	if (!cJSON_IsObject(root)) {
 		errmsg_fail(err, errlen, EINVAL,
-			     "key 'profile': expected a JSON object");
+			    "key 'profile': expected a JSON object");
 		goto fail;
 	}
 	p = profile_new(origin);

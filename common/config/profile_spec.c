@@ -17,7 +17,7 @@
 #include "common/config/profile_int.h"
 
 #define PROFILE_BASE_NAME_MAX 64 /* site profile names [A-Za-z0-9_-]{1,63} */
-#define PROFILE_LIST_MAX 32	 /* site profiles listed in "known: ..." */
+#define PROFILE_LIST_MAX 32      /* site profiles listed in "known: ..." */
 
 static bool profile_base_name_ok(const char *s, size_t n)
 {
@@ -105,24 +105,24 @@ static struct profile *profile_load_base(const char *base,
 		if (pathsafe_normalize(base, path, CONF_PATH_MAX, reason,
 				       sizeof(reason)) < 0) {
 			errmsg_fail(err, errlen, errno,
-				     "key 'profile': '%s': %s",
-				     SHOW(base, show), reason);
+				    "key 'profile': '%s': %s", SHOW(base, show),
+				    reason);
 			return NULL;
 		}
 	} else {
 		if (!profile_base_name_ok(base, len)) {
 			errmsg_fail(err, errlen, EINVAL,
-				     "key 'profile': invalid profile name "
-				     "'%s' (want NAME, /path/to/profile.json "
-				     "or auto)",
-				     SHOW(base, show));
+				    "key 'profile': invalid profile name "
+				    "'%s' (want NAME, /path/to/profile.json "
+				    "or auto)",
+				    SHOW(base, show));
 			return NULL;
 		}
 		if (!conf) {
 			errmsg_fail(err, errlen, EINVAL,
-				     "key 'profile': no site configuration "
-				     "to find profile '%s'",
-				     base);
+				    "key 'profile': no site configuration "
+				    "to find profile '%s'",
+				    base);
 			return NULL;
 		}
 		snprintf(path, sizeof(path), "%s/%s.json",
@@ -138,13 +138,13 @@ static struct profile *profile_load_base(const char *base,
 			profile_list_site(conf->profile_dir, reason,
 					  sizeof(reason));
 			errmsg_fail(err, errlen, saved,
-				     "key 'profile': unknown profile '%s' "
-				     "(known: %s)",
-				     base, reason);
+				    "key 'profile': unknown profile '%s' "
+				    "(known: %s)",
+				    base, reason);
 		} else {
 			errmsg_fail(err, errlen, saved,
-				     "key 'profile': cannot read %s: %s",
-				     SHOW(path, show), reason);
+				    "key 'profile': cannot read %s: %s",
+				    SHOW(path, show), reason);
 		}
 		return NULL;
 	}
@@ -155,7 +155,7 @@ static struct profile *profile_load_base(const char *base,
 	free(text);
 	if (!p) {
 		errmsg_fail(err, errlen, saved, "%s: %s", SHOW(path, show),
-			     sub);
+			    sub);
 		return NULL;
 	}
 	origin = strdup(is_path ? path : base);
@@ -195,10 +195,13 @@ enum profile_override {
 };
 
 static const char *const profile_ov_names[PROFILE_OV_COUNT] = {
-    [PROFILE_OV_DATA] = "data",	      [PROFILE_OV_OUT] = "out",
-    [PROFILE_OV_TIER] = "tier",	      [PROFILE_OV_ON_FAILURE] = "on-failure",
-    [PROFILE_OV_TIMEOUT] = "timeout", [PROFILE_OV_TRACE] = "trace",
-    [PROFILE_OV_STREAM] = "stream",
+	[PROFILE_OV_DATA] = "data",
+	[PROFILE_OV_OUT] = "out",
+	[PROFILE_OV_TIER] = "tier",
+	[PROFILE_OV_ON_FAILURE] = "on-failure",
+	[PROFILE_OV_TIMEOUT] = "timeout",
+	[PROFILE_OV_TRACE] = "trace",
+	[PROFILE_OV_STREAM] = "stream",
 };
 
 /* A tier given in the SPEC: checked against CONF right away when there is
@@ -216,8 +219,8 @@ static char *profile_spec_tier(const char *tier, const char *key,
 	if (conf && !conf_find_tier(conf, tier)) {
 		conf_tier_names(conf, names, sizeof(names));
 		errmsg_fail(err, errlen, EINVAL,
-			     "key '%s': unknown tier '%s' (known: %s)", key,
-			     SHOW(tier, show), names);
+			    "key '%s': unknown tier '%s' (known: %s)", key,
+			    SHOW(tier, show), names);
 		return NULL;
 	}
 	return profile_tier_dup(tier, key, err, errlen);
@@ -262,12 +265,12 @@ static int profile_spec_entry(struct profile *p, bool output, char *val,
 	}
 	if ((output ? p->noutputs : p->ndatasets) >= max) {
 		errmsg_fail(err, errlen, EINVAL, "key '%s': more than %zu %s",
-			     key, max, output ? "outputs" : "datasets");
+			    key, max, output ? "outputs" : "datasets");
 		goto fail;
 	}
 	if (profile_path_taken(p, output, path)) {
 		errmsg_fail(err, errlen, EINVAL, "key '%s': %s listed twice",
-			     key, SHOW(path, show));
+			    key, SHOW(path, show));
 		goto fail;
 	}
 	if (output) {
@@ -301,22 +304,22 @@ static int profile_spec_override(struct profile *p, char *item,
 
 	if (!eq)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s': expected key=value",
-				    SHOW(item, show));
+				   "key '%s': expected key=value",
+				   SHOW(item, show));
 	*eq = '\0';
 	val = eq + 1;
 	k = profile_lookup(profile_ov_names, PROFILE_OV_COUNT, item);
 	if (k < 0)
 		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s': unknown key (known: %s)",
-				    SHOW(item, show), profile_override_keys);
+				   "key '%s': unknown key (known: %s)",
+				   SHOW(item, show), profile_override_keys);
 	if (!*val)
-		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s': empty value", item);
+		return errmsg_fail(err, errlen, EINVAL, "key '%s': empty value",
+				   item);
 	if (k != PROFILE_OV_DATA && k != PROFILE_OV_OUT &&
 	    k != PROFILE_OV_STREAM && seen[k])
-		return errmsg_fail(err, errlen, EINVAL,
-				    "key '%s': given twice", item);
+		return errmsg_fail(err, errlen, EINVAL, "key '%s': given twice",
+				   item);
 
 	switch ((enum profile_override)k) {
 	case PROFILE_OV_DATA:
@@ -338,9 +341,9 @@ static int profile_spec_override(struct profile *p, char *item,
 				   val);
 		if (v < 0)
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': unknown value '%s' "
-					    "(known: fail, fallback)",
-					    item, SHOW(val, show));
+					   "key '%s': unknown value '%s' "
+					   "(known: fail, fallback)",
+					   item, SHOW(val, show));
 		p->on_failure = (enum stage_failure_policy)v;
 		p->has_on_failure = true;
 		break;
@@ -350,17 +353,17 @@ static int profile_spec_override(struct profile *p, char *item,
 		for (const char *c = val; *c; c++) {
 			if (!isdigit((unsigned char)*c))
 				return errmsg_fail(err, errlen, EINVAL,
-						    "key '%s': '%s' is not a "
-						    "number",
-						    item, SHOW(val, show));
+						   "key '%s': '%s' is not a "
+						   "number",
+						   item, SHOW(val, show));
 			if (t <= PROFILE_TIMEOUT_MAX)
 				t = t * 10 + (unsigned long)(*c - '0');
 		}
 		if (t < 1 || t > PROFILE_TIMEOUT_MAX)
 			return errmsg_fail(err, errlen, ERANGE,
-					    "key '%s': %s out of range 1..%d",
-					    item, SHOW(val, show),
-					    PROFILE_TIMEOUT_MAX);
+					   "key '%s': %s out of range 1..%d",
+					   item, SHOW(val, show),
+					   PROFILE_TIMEOUT_MAX);
 		p->timeout = (unsigned)t;
 		break;
 	}
@@ -371,9 +374,9 @@ static int profile_spec_override(struct profile *p, char *item,
 			p->trace = false;
 		else
 			return errmsg_fail(err, errlen, EINVAL,
-					    "key '%s': expected true or false, "
-					    "not '%s'",
-					    item, SHOW(val, show));
+					   "key '%s': expected true or false, "
+					   "not '%s'",
+					   item, SHOW(val, show));
 		break;
 	case PROFILE_OV_STREAM:
 		/* The first stream= replaces what the base profile had, as
@@ -396,7 +399,7 @@ static int profile_spec_override(struct profile *p, char *item,
 struct profile *profile_from_spec(const char *spec, const struct conf *conf,
 				  char *err, size_t errlen)
 {
-	bool seen[PROFILE_OV_COUNT] = {false};
+	bool seen[PROFILE_OV_COUNT] = { false };
 	struct profile *p = NULL;
 	char *copy = NULL, *rest, *item;
 	size_t len;
@@ -409,15 +412,15 @@ struct profile *profile_from_spec(const char *spec, const struct conf *conf,
 	len = strnlen(spec, PROFILE_SPEC_MAX + 1);
 	if (len > PROFILE_SPEC_MAX) {
 		errmsg_fail(err, errlen, E2BIG,
-			     "key 'spec': longer than %d bytes",
-			     PROFILE_SPEC_MAX);
+			    "key 'spec': longer than %d bytes",
+			    PROFILE_SPEC_MAX);
 		return NULL;
 	}
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)spec[i] < 0x20 || spec[i] == 0x7f) {
 			errmsg_fail(err, errlen, EINVAL,
-				     "key 'spec': contains a control "
-				     "character");
+				    "key 'spec': contains a control "
+				    "character");
 			return NULL;
 		}
 	copy = strdup(spec);
@@ -437,7 +440,7 @@ struct profile *profile_from_spec(const char *spec, const struct conf *conf,
 	while ((item = strsep(&rest, ",")) != NULL) {
 		if (!*item) {
 			errmsg_fail(err, errlen, EINVAL,
-				     "key 'spec': empty item between commas");
+				    "key 'spec': empty item between commas");
 			goto fail;
 		}
 		if (profile_spec_override(p, item, conf, seen, err, errlen) < 0)

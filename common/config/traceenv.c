@@ -54,7 +54,7 @@ int traceenv_classes(const struct conf *conf, const struct profile *profile,
 		     size_t *ret_skipped)
 {
 	struct joblayout_env *env = malloc(sizeof(*env));
-	struct classes c = {.cap = buflen};
+	struct classes c = { .cap = buflen };
 	int rc = -1;
 
 	if (!conf || !profile || !buf || buflen == 0) {
@@ -72,11 +72,12 @@ int traceenv_classes(const struct conf *conf, const struct profile *profile,
 			goto out;
 		for (size_t i = 0; i < env->n; i++) {
 			const char *name = env->vars[i].name;
-			const char *cls =
-				strncmp(name, "IOSTAGE_DATA", 12) == 0 ? "dataset"
-				: strncmp(name, "IOSTAGE_OUTPUT", 14) == 0
-					? "output"
-					: NULL;
+			const char *cls = strncmp(name, "IOSTAGE_DATA", 12) == 0
+					      ? "dataset"
+					  : strncmp(name, "IOSTAGE_OUTPUT",
+						    14) == 0
+					      ? "output"
+					      : NULL;
 
 			if (cls && add(&c, cls, env->vars[i].value) < 0)
 				goto out;
@@ -109,8 +110,7 @@ static bool preloads(const char *old, const char *lib)
 	return false;
 }
 
-int traceenv_preload(const char *lib, const char *old, char *buf,
-		     size_t buflen)
+int traceenv_preload(const char *lib, const char *old, char *buf, size_t buflen)
 {
 	bool keep, append;
 	size_t need;

@@ -19,8 +19,9 @@
 #include "common/config/profile.h"
 
 /* Room for IOSTAGE_TRACE_CLASSES: every dataset and output twice. */
-#define TRACEENV_CLASSES_MAX \
-	(2 * (PROFILE_MAX_DATASETS + PROFILE_MAX_OUTPUTS) * (CONF_PATH_MAX + 16))
+#define TRACEENV_CLASSES_MAX                                                   \
+	(2 * (PROFILE_MAX_DATASETS + PROFILE_MAX_OUTPUTS) *                    \
+	 (CONF_PATH_MAX + 16))
 
 /* Is deep mode on for a job with this normalized profile? */
 bool traceenv_wanted(const struct conf *conf, const struct profile *profile);

@@ -36,7 +36,7 @@
 
 /* Put one line in ERR and return -1 with errno SAVED. */
 static int set_err(char *err, size_t errlen, int saved, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static int set_err(char *err, size_t errlen, int saved, const char *fmt, ...)
 {
@@ -85,8 +85,8 @@ static void unescape(char *s)
 	char *w = s;
 
 	while (*s) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
 			*w++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
 				      (s[3] - '0'));
 			s += 4;
@@ -226,8 +226,7 @@ static int detach_fd(int fd)
 	return umount2(p, MNT_DETACH);
 }
 
-int bindmount_detach_at(int dirfd, const char *name, char *err,
-			size_t errlen)
+int bindmount_detach_at(int dirfd, const char *name, char *err, size_t errlen)
 {
 	uint64_t dir_id, id;
 	int n, fd;
@@ -263,8 +262,10 @@ int bindmount_detach_at(int dirfd, const char *name, char *err,
 		}
 		close(fd);
 	}
-	return set_err(err, errlen, EBUSY, "%s: more than %d mounts stacked "
-		       "on it", name, BINDMOUNT_STACK_MAX);
+	return set_err(err, errlen, EBUSY,
+		       "%s: more than %d mounts stacked "
+		       "on it",
+		       name, BINDMOUNT_STACK_MAX);
 }
 
 int bindmount_ro_at(int src_fd, int dirfd, const char *name, char *err,
@@ -297,8 +298,8 @@ int bindmount_ro_at(int src_fd, int dirfd, const char *name, char *err,
 	if ((is_dir ? mkdirat(dirfd, name, 0755)
 		    : mknodat(dirfd, name, S_IFREG | 0444, 0)) < 0 &&
 	    errno != EEXIST)
-		return set_err(err, errlen, errno, "cannot create %s: %s",
-			       name, strerror(errno));
+		return set_err(err, errlen, errno, "cannot create %s: %s", name,
+			       strerror(errno));
 	tfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (tfd < 0 || fstat(tfd, &st) < 0) {
 		saved = errno;
@@ -320,7 +321,8 @@ int bindmount_ro_at(int src_fd, int dirfd, const char *name, char *err,
 	close(tfd);
 	mfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (mfd < 0 || fstat(mfd, &st) < 0 || bindmount_id(mfd, &id) < 0 ||
-	    id == dir_id || st.st_ino != src.st_ino || st.st_dev != src.st_dev) {
+	    id == dir_id || st.st_ino != src.st_ino ||
+	    st.st_dev != src.st_dev) {
 		saved = mfd < 0 ? errno : EBUSY;
 		if (mfd >= 0)
 			close(mfd);
@@ -375,7 +377,7 @@ static int walk(int base_fd, const char *rel)
 		}
 		fd = openat(cur, comp,
 			    O_PATH | O_NOFOLLOW | O_CLOEXEC |
-				    (next ? O_DIRECTORY : 0));
+				(next ? O_DIRECTORY : 0));
 		close(cur);
 		cur = fd;
 	}

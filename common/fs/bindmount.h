@@ -24,9 +24,9 @@
 
 /* One line of /proc/self/mountinfo, as far as we use it. */
 struct bindmount_info {
-	uint64_t id;      /* mount id (field 1) */
-	uint64_t parent;  /* parent's mount id (field 2) */
-	char *point;      /* mount point, unescaped; points into the line */
+	uint64_t id;     /* mount id (field 1) */
+	uint64_t parent; /* parent's mount id (field 2) */
+	char *point;     /* mount point, unescaped; points into the line */
 };
 
 /* The mount id of the object FD holds (any fd, O_PATH included).
@@ -60,8 +60,7 @@ int bindmount_ro_at(int src_fd, int dirfd, const char *name, char *err,
 /* Detach (MNT_DETACH) every mount stacked on NAME in the directory DIRFD.
  * Returns the number detached (0 when nothing was mounted or NAME is
  * missing), or -1 with errno and err. */
-int bindmount_detach_at(int dirfd, const char *name, char *err,
-			size_t errlen);
+int bindmount_detach_at(int dirfd, const char *name, char *err, size_t errlen);
 
 /* Detach every mount whose mount point lies below the directory BASE_FD
  * (found in /proc/self/mountinfo under the path BASE_FD has now) and, if

@@ -49,7 +49,6 @@
 #define _GNU_SOURCE
 #include "common/fs/copyengine_int.h"
 
-
 /* --- small helpers ---------------------------------------------------------- */
 
 char *copyengine_arena_alloc(struct ce_arena *a, size_t len)
@@ -145,7 +144,6 @@ void copyengine_msg_path(char *buf, size_t len, const char *base,
 	else
 		snprintf(buf, len, "%.150s...%s", full, full + n - 240);
 }
-
 
 /* opts.public_only: does entry REL (NAME in the directory DIRFD; NULL:
  * DIRFD itself) with mode MODE keep the tree public? -1 (failure
@@ -286,7 +284,8 @@ int copyengine_run_threads(struct copyengine *ce, void *(*fn)(void *),
 		dl.tv_nsec += (long)(ms % 1000) * 1000000L;
 		dl.tv_sec += ms / 1000 + dl.tv_nsec / 1000000000L;
 		dl.tv_nsec %= 1000000000L;
-		if (pthread_cond_timedwait(&ce->cv, &ce->mu, &dl) == ETIMEDOUT &&
+		if (pthread_cond_timedwait(&ce->cv, &ce->mu, &dl) ==
+			ETIMEDOUT &&
 		    with_progress && ce->o.progress && ce->running) {
 			pthread_mutex_unlock(&ce->mu);
 			ce->o.progress(atomic_load(&ce->bytes),
@@ -336,7 +335,8 @@ static int find_hardlinks(struct copyengine *ce)
 	size_t n = 0;
 
 	for (size_t i = 0; i < ce->n; i++)
-		if (ce->items[i].type == MANIFEST_FILE && ce->items[i].nlink > 1)
+		if (ce->items[i].type == MANIFEST_FILE &&
+		    ce->items[i].nlink > 1)
 			n++;
 	if (n < 2)
 		return 0;
@@ -345,7 +345,8 @@ static int find_hardlinks(struct copyengine *ce)
 		return -1;
 	n = 0;
 	for (size_t i = 0; i < ce->n; i++)
-		if (ce->items[i].type == MANIFEST_FILE && ce->items[i].nlink > 1)
+		if (ce->items[i].type == MANIFEST_FILE &&
+		    ce->items[i].nlink > 1)
 			v[n++] = &ce->items[i];
 	qsort(v, n, sizeof(*v), cmp_inode);
 	for (size_t i = 1; i < n; i++) {
@@ -362,7 +363,8 @@ static int find_hardlinks(struct copyengine *ce)
 	}
 	for (size_t i = 0; i < n; i++)
 		if (v[i]->flags & CE_SECONDARY)
-			v[i]->primary = ((const struct ce_item *)v[i]->primary)->path;
+			v[i]->primary =
+			    ((const struct ce_item *)v[i]->primary)->path;
 	free(v);
 	return 0;
 }
@@ -390,8 +392,8 @@ void copyengine_account(const struct copyengine *ce, struct ce_item *it,
 	struct copyengine_totals *t = &a->t;
 
 	if (prev) {
-		const struct manifest_entry *old =
-			manifest_find(prev, it->path, it->path_len);
+		const struct manifest_entry *old = manifest_find(prev, it->path,
+								 it->path_len);
 		struct manifest_entry cur;
 
 		item_entry(it, &cur);
@@ -500,7 +502,7 @@ static int open_top(struct copyengine *ce, struct ce_item *it)
 		return -1;
 	}
 	fd = open(ce->src, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
-				   (S_ISDIR(before.st_mode) ? O_DIRECTORY : 0));
+			       (S_ISDIR(before.st_mode) ? O_DIRECTORY : 0));
 	if (fd < 0)
 		return copyengine_fail_read(ce, "", errno);
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx) < 0) {
@@ -558,9 +560,10 @@ static struct copyengine *ce_new(const char *src,
 		ce->o = *opts;
 	/* The source is opened safely later; statfs here only picks a
 	 * default, and a failure just keeps the local one. */
-	ce->nthreads = ce->o.threads		 ? ce->o.threads
-		       : statfs(src, &sfs) == 0 ? copyengine_default_threads((long)sfs.f_type)
-						 : COPYENGINE_THREADS_DEFAULT;
+	ce->nthreads = ce->o.threads ? ce->o.threads
+		       : statfs(src, &sfs) == 0
+			   ? copyengine_default_threads((long)sfs.f_type)
+			   : COPYENGINE_THREADS_DEFAULT;
 	if (ce->nthreads > COPYENGINE_THREADS_MAX)
 		ce->nthreads = COPYENGINE_THREADS_MAX;
 	ce->locals = calloc(ce->nthreads, sizeof(*ce->locals));
@@ -635,7 +638,9 @@ int copyengine_walk(const char *src, const struct copyengine_opts *opts,
 	if (open_top(ce, &top) < 0)
 		goto fail;
 	if (ce->src_dir) {
-		struct ce_dirjob root = { .path = top.path, .len = 0, .depth = 0 };
+		struct ce_dirjob root = { .path = top.path,
+					  .len = 0,
+					  .depth = 0 };
 
 		if (copyengine_push_jobs(ce, &root, 1) < 0) {
 			copyengine_fail_read(ce, "", ENOMEM);

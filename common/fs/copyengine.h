@@ -40,9 +40,9 @@
 #ifndef IOSTAGE_COPYENGINE_H
 #define IOSTAGE_COPYENGINE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdatomic.h>
 #include <stdint.h>
 
 #include "common/fs/manifest.h"
@@ -54,11 +54,11 @@
  * the link; measured at +1 ms on the simulated PFS of bench/pfs.sh, 48
  * threads staged 4,000 small files 21% faster than 16. */
 #define COPYENGINE_THREADS_REMOTE 48
-#define COPYENGINE_MAX_DEPTH 256      /* directory levels below SRC */
-#define COPYENGINE_NOTES_MAX 100      /* special files named, then counted */
+#define COPYENGINE_MAX_DEPTH 256 /* directory levels below SRC */
+#define COPYENGINE_NOTES_MAX 100 /* special files named, then counted */
 
 struct copyengine_opts {
-	unsigned threads;       /* 0: copyengine_default_threads() of SRC */
+	unsigned threads; /* 0: copyengine_default_threads() of SRC */
 	/* Hash every file's contents and every symlink's target (xxh3-128)
 	 * during the walk; the manifest then carries hashes. */
 	bool hash;
@@ -119,21 +119,21 @@ struct copyengine_totals {
 	 * previous manifest (all when there is none), without the second
 	 * and later names of a hard-linked inode. */
 	uint64_t copy_bytes, copy_files;
-	uint64_t dirs;          /* directories, the top included */
+	uint64_t dirs; /* directories, the top included */
 	uint64_t symlinks;
-	uint64_t specials;      /* skipped: fifos, sockets, devices */
-	uint64_t hardlinks;     /* file paths that are another's hard link */
+	uint64_t specials;  /* skipped: fifos, sockets, devices */
+	uint64_t hardlinks; /* file paths that are another's hard link */
 	/* Against the previous manifest (all zero without one). */
 	struct manifest_diff diff;
-	bool unchanged;         /* previous given and nothing differs */
+	bool unchanged; /* previous given and nothing differs */
 };
 
 /* What copyengine_copy did. On success bytes == total_bytes and files ==
  * total_files of the walk. */
 struct copyengine_result {
-	uint64_t bytes;         /* regular-file bytes placed: copied or linked */
-	uint64_t files;         /* regular files placed */
-	uint64_t linked;        /* files hard-linked from previous_path */
+	uint64_t bytes;  /* regular-file bytes placed: copied or linked */
+	uint64_t files;  /* regular files placed */
+	uint64_t linked; /* files hard-linked from previous_path */
 };
 
 struct copyengine;
@@ -153,9 +153,8 @@ const struct copyengine_totals *copyengine_totals(const struct copyengine *ce);
  * most once. Returns 0 with *ret (may be NULL) filled, or -1 with errno and
  * a one-line message in ERR. On failure whatever it created as DST_NAME is
  * removed again (an existing DST_NAME is never touched). */
-int copyengine_copy(struct copyengine *ce, int dst_dirfd,
-		    const char *dst_name, struct copyengine_result *ret,
-		    char *err, size_t errlen);
+int copyengine_copy(struct copyengine *ce, int dst_dirfd, const char *dst_name,
+		    struct copyengine_result *ret, char *err, size_t errlen);
 
 /* The manifest of what was walked (with hashes when opts->hash), sorted.
  * Returns 0 with *ret set (the caller's: manifest_destroy), or -1 with

@@ -113,8 +113,8 @@ static int copy_sparse(struct ce_local *l, const struct ce_item *it, int in,
 		if ((uint64_t)h > end)
 			h = (off_t)end;
 		atomic_fetch_add(&ce->bytes, (uint64_t)d - pos);
-		if (copy_data(l, it, in, out, (uint64_t)d,
-			      (uint64_t)(h - d)) < 0)
+		if (copy_data(l, it, in, out, (uint64_t)d, (uint64_t)(h - d)) <
+		    0)
 			return -1;
 		pos = (uint64_t)h;
 	}
@@ -160,7 +160,8 @@ static int dst_create(struct copyengine *ce, const struct ce_item *it)
 					     O_WRONLY | O_CREAT | O_EXCL, mode);
 	else
 		fd = openat(ce->dst_dirfd, ce->dst_name,
-			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				O_CLOEXEC,
 			    mode);
 	if (fd < 0)
 		return copyengine_fail_write(ce, it->path, errno);
@@ -170,11 +171,10 @@ static int dst_create(struct copyengine *ce, const struct ce_item *it)
 }
 
 /* Mode and times of a finished file, then close it. */
-static int finish_file(struct copyengine *ce, const struct ce_item *it,
-		       int out)
+static int finish_file(struct copyengine *ce, const struct ce_item *it, int out)
 {
-	struct timespec times[2] = {copyengine_ns_ts(it->atime_ns),
-				    copyengine_ns_ts(it->mtime_ns)};
+	struct timespec times[2] = { copyengine_ns_ts(it->atime_ns),
+				     copyengine_ns_ts(it->mtime_ns) };
 
 	if ((!mode_at_create(ce, it) && fchmod(out, file_mode(ce, it)) < 0) ||
 	    futimens(out, times) < 0) {
@@ -277,8 +277,7 @@ static int link_previous(struct copyengine *ce, const struct ce_item *it)
 			   ce->dst_name, 0);
 		if (r == 0)
 			atomic_store(&ce->top_made, true);
-	}
-	else if (ce->prev_root >= 0)
+	} else if (ce->prev_root >= 0)
 		r = linkat(ce->prev_root, it->path, ce->dst_root, it->path, 0);
 	else
 		r = -1;
@@ -292,8 +291,8 @@ static int link_previous(struct copyengine *ce, const struct ce_item *it)
 
 static int make_symlink(struct copyengine *ce, const struct ce_item *it)
 {
-	struct timespec times[2] = {copyengine_ns_ts(it->atime_ns),
-				    copyengine_ns_ts(it->mtime_ns)};
+	struct timespec times[2] = { copyengine_ns_ts(it->atime_ns),
+				     copyengine_ns_ts(it->mtime_ns) };
 	char target[PATH_MAX];
 
 	if (copyengine_read_target(ce, it, target) < 0)
@@ -417,8 +416,8 @@ static int plan_tasks(struct copyengine *ce)
 			ce->tasks[k++] = (struct ce_task){ (uint32_t)i,
 							   CE_T_SYMLINK };
 		else if (it->type == MANIFEST_FILE &&
-			 !(it->flags & CE_SECONDARY) &&
-			 (it->flags & CE_LINK) && linking)
+			 !(it->flags & CE_SECONDARY) && (it->flags & CE_LINK) &&
+			 linking)
 			ce->tasks[k++] = (struct ce_task){ (uint32_t)i,
 							   CE_T_LINK };
 	}
@@ -461,8 +460,8 @@ static int finish_dirs(struct copyengine *ce)
 {
 	for (size_t i = ce->n; i-- > 0;) {
 		const struct ce_item *it = &ce->items[i];
-		struct timespec times[2] = {copyengine_ns_ts(it->atime_ns),
-					    copyengine_ns_ts(it->mtime_ns)};
+		struct timespec times[2] = { copyengine_ns_ts(it->atime_ns),
+					     copyengine_ns_ts(it->mtime_ns) };
 		mode_t mode = it->mode & 07777;
 
 		if (it->type != MANIFEST_DIR)
@@ -504,9 +503,8 @@ static void emit_notes(struct copyengine *ce)
 	}
 }
 
-int copyengine_copy(struct copyengine *ce, int dst_dirfd,
-		    const char *dst_name, struct copyengine_result *ret,
-		    char *err, size_t errlen)
+int copyengine_copy(struct copyengine *ce, int dst_dirfd, const char *dst_name,
+		    struct copyengine_result *ret, char *err, size_t errlen)
 {
 	int r = -1;
 
@@ -514,9 +512,10 @@ int copyengine_copy(struct copyengine *ce, int dst_dirfd,
 	    !strcmp(dst_name, ".") || !strcmp(dst_name, "..") ||
 	    ce->copy_started || ce->o.check_only) {
 		if (err && errlen)
-			snprintf(err, errlen,
-				 "cannot write '%s': not a single path component",
-				 dst_name ? dst_name : "(null)");
+			snprintf(
+			    err, errlen,
+			    "cannot write '%s': not a single path component",
+			    dst_name ? dst_name : "(null)");
 		errno = EINVAL;
 		return -1;
 	}
@@ -542,14 +541,15 @@ int copyengine_copy(struct copyengine *ce, int dst_dirfd,
 		atomic_store(&ce->top_made, true);
 		ce->dst_root = openat(dst_dirfd, dst_name,
 				      O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					      O_CLOEXEC);
+					  O_CLOEXEC);
 		if (ce->dst_root < 0) {
 			copyengine_fail_write(ce, "", errno);
 			goto out;
 		}
 		if (ce->o.previous_path)
 			ce->prev_root = open(ce->o.previous_path,
-					     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+					     O_RDONLY | O_DIRECTORY |
+						 O_CLOEXEC);
 		if (make_dirs(ce) < 0)
 			goto out;
 	}
@@ -557,8 +557,7 @@ int copyengine_copy(struct copyengine *ce, int dst_dirfd,
 	atomic_store(&ce->next, 0);
 	if (ce->ntasks && copyengine_run_threads(ce, copy_main, true) < 0)
 		goto out;
-	if (ce->src_dir &&
-	    (make_hardlinks(ce) < 0 || finish_dirs(ce) < 0))
+	if (ce->src_dir && (make_hardlinks(ce) < 0 || finish_dirs(ce) < 0))
 		goto out;
 	if (syncfs(ce->src_dir ? ce->dst_root : dst_dirfd) < 0) {
 		copyengine_fail_write(ce, "", errno);

@@ -32,7 +32,7 @@
 #include "common/fs/ratelimit.h"
 #include "common/fs/rmtree.h"
 
-#define CE_BUF (1u << 20)	      /* pread/pwrite and hash buffer */
+#define CE_BUF (1u << 20)             /* pread/pwrite and hash buffer */
 #define CE_CHUNK ((uint64_t)32 << 20) /* a large file's unit of work */
 #define CE_CFR_STEP ((size_t)8 << 20) /* per copy_file_range call */
 #define CE_ARENA (256u << 10)
@@ -43,7 +43,7 @@
 
 enum ce_flag {
 	CE_SECONDARY = 1, /* another path of a hard-linked inode */
-	CE_LINK = 2,	  /* equal in the previous manifest */
+	CE_LINK = 2,      /* equal in the previous manifest */
 	CE_HASHED = 4,
 };
 
@@ -55,7 +55,7 @@ enum ce_task_kind {
 };
 
 struct ce_item {
-	char *path;	     /* relative; "" = the top */
+	char *path;          /* relative; "" = the top */
 	const char *primary; /* CE_SECONDARY: the first path of the inode */
 	uint64_t size, ino, dev, blocks;
 	int64_t mtime_ns, atime_ns;
@@ -118,7 +118,7 @@ struct ce_big {
 struct copyengine {
 	struct copyengine_opts o;
 	char src[PATH_MAX]; /* as given, for messages and the top */
-	int src_root;	    /* the top: a directory or the file */
+	int src_root;       /* the top: a directory or the file */
 	bool src_dir;
 	struct ce_item *items;
 	size_t n;
@@ -158,7 +158,7 @@ struct copyengine {
 	atomic_uint_fast64_t bytes, files, linked;
 	atomic_bool cfr_off;
 	atomic_bool top_made; /* DST_NAME exists because of us */
-	mode_t umask;	      /* the process's, read before copying */
+	mode_t umask;         /* the process's, read before copying */
 	struct ratelimit rl;  /* o.rate, shared by the threads */
 };
 

@@ -62,18 +62,19 @@ void copyengine_item_stat(struct ce_item *it, const struct statx *sx)
 {
 	mode_t m = sx->stx_mode;
 
-	it->type = S_ISDIR(m) ? MANIFEST_DIR :
-		   S_ISLNK(m) ? MANIFEST_SYMLINK : MANIFEST_FILE;
+	it->type = S_ISDIR(m)   ? MANIFEST_DIR
+		   : S_ISLNK(m) ? MANIFEST_SYMLINK
+				: MANIFEST_FILE;
 	it->mode = m;
 	it->size = it->type == MANIFEST_DIR ? 0 : sx->stx_size;
 	it->ino = sx->stx_ino;
 	it->dev = makedev(sx->stx_dev_major, sx->stx_dev_minor);
 	it->blocks = sx->stx_blocks;
 	it->nlink = sx->stx_nlink;
-	it->mtime_ns =
-	    copyengine_ts_ns(sx->stx_mtime.tv_sec, sx->stx_mtime.tv_nsec);
-	it->atime_ns =
-	    copyengine_ts_ns(sx->stx_atime.tv_sec, sx->stx_atime.tv_nsec);
+	it->mtime_ns = copyengine_ts_ns(sx->stx_mtime.tv_sec,
+					sx->stx_mtime.tv_nsec);
+	it->atime_ns = copyengine_ts_ns(sx->stx_atime.tv_sec,
+					sx->stx_atime.tv_nsec);
 }
 
 int copyengine_push_jobs(struct copyengine *ce, const struct ce_dirjob *jobs,
@@ -307,14 +308,16 @@ static int src_open_at(struct copyengine *ce, const struct ce_item *it,
 	int fd;
 
 	if (dirfd >= 0)
-		fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY |
-						 O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(dirfd, name,
+			    O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW |
+				O_CLOEXEC);
 	else if (it->path_len)
 		fd = copyengine_open_beneath(ce->src_root, it->path,
 					     O_RDONLY | O_NONBLOCK | O_NOCTTY,
 					     0);
 	else
-		fd = open(ce->src, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		fd = open(ce->src,
+			  O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return copyengine_fail_read(ce, it->path, errno);
 	if (fstat(fd, &st) < 0) {

@@ -21,13 +21,13 @@
 #include "common/fs/manifest.h"
 
 #define MF_MAGIC "IOSTMANF"
-#define MF_HEADER 24       /* magic, version, flags, count */
-#define MF_RECORD 26       /* a record without hash and suffix */
-#define MF_TRAILER 16      /* xxh3-128 */
+#define MF_HEADER 24  /* magic, version, flags, count */
+#define MF_RECORD 26  /* a record without hash and suffix */
+#define MF_TRAILER 16 /* xxh3-128 */
 #define MF_FLAG_HASH 0x01u
 #define MF_ARENA_BLOCK (256u * 1024)
 #define MF_WBUF (64u * 1024)
-#define MF_MAP_MIN (128u * 1024)  /* from here: mmap, pre-faulted */
+#define MF_MAP_MIN (128u * 1024) /* from here: mmap, pre-faulted */
 
 struct mf_block {
 	struct mf_block *next;
@@ -38,9 +38,9 @@ struct mf_block {
 struct manifest {
 	struct manifest_entry *e;
 	size_t n, cap;
-	struct mf_block *blocks;   /* newest first */
-	uint32_t *slots;           /* index + 1; 0 = empty */
-	size_t nslots;             /* power of two */
+	struct mf_block *blocks; /* newest first */
+	uint32_t *slots;         /* index + 1; 0 = empty */
+	size_t nslots;           /* power of two */
 };
 
 /* --- memory ------------------------------------------------------------- */
@@ -260,8 +260,7 @@ const struct manifest_entry *manifest_get(const struct manifest *m, size_t i)
 	return i < m->n ? &m->e[i] : NULL;
 }
 
-size_t manifest_index(const struct manifest *m,
-		      const struct manifest_entry *e)
+size_t manifest_index(const struct manifest *m, const struct manifest_entry *e)
 {
 	return (size_t)(e - m->e);
 }
@@ -284,8 +283,7 @@ const struct manifest_entry *manifest_find(const struct manifest *m,
 }
 
 bool manifest_entry_same(const struct manifest_entry *a,
-			 const struct manifest_entry *b,
-			 enum manifest_verify v)
+			 const struct manifest_entry *b, enum manifest_verify v)
 {
 	if (a->type != b->type || a->mode != b->mode ||
 	    a->mtime_ns != b->mtime_ns)
@@ -314,8 +312,10 @@ int manifest_compare(const struct manifest *old, const struct manifest *cur,
 	while (i < old->n || j < cur->n) {
 		const struct manifest_entry *a = i < old->n ? &old->e[i] : NULL;
 		const struct manifest_entry *b = j < cur->n ? &cur->e[j] : NULL;
-		int c = !a ? 1 : !b ? -1 :
-			path_cmp(a->path, a->path_len, b->path, b->path_len);
+		int c = !a   ? 1
+			: !b ? -1
+			     : path_cmp(a->path, a->path_len, b->path,
+					b->path_len);
 
 		if (c < 0) {
 			d.removed++;
@@ -331,9 +331,9 @@ int manifest_compare(const struct manifest *old, const struct manifest *cur,
 		}
 		if (decisions)
 			decisions[j] = c == 0 && b->type == MANIFEST_FILE &&
-						       manifest_entry_same(a, b, v)
-					       ? MANIFEST_LINK
-					       : MANIFEST_COPY;
+					       manifest_entry_same(a, b, v)
+					   ? MANIFEST_LINK
+					   : MANIFEST_COPY;
 		if (c == 0)
 			i++;
 		j++;
@@ -573,12 +573,12 @@ int manifest_parse(const void *buf, size_t len, struct manifest **ret,
 		const unsigned char *q = p;
 		size_t total = 0, prev = 0;
 
-		for (uint64_t i = 0; i < count && (size_t)(end - q) >= MF_RECORD;
-		     i++) {
+		for (uint64_t i = 0;
+		     i < count && (size_t)(end - q) >= MF_RECORD; i++) {
 			size_t sh = rd16(q + 2), su = rd16(q + 4);
 			size_t step = MF_RECORD + su +
 				      ((q[1] & MF_FLAG_HASH) ? MANIFEST_HASH_LEN
-							      : 0);
+							     : 0);
 
 			if (sh > prev || sh + su > MANIFEST_PATH_MAX ||
 			    step > (size_t)(end - q))
@@ -590,7 +590,8 @@ int manifest_parse(const void *buf, size_t len, struct manifest **ret,
 		if (total && !arena_alloc_min(m, 0, total)) {
 			manifest_destroy(m);
 			if (err && errlen)
-				snprintf(err, errlen, "manifest: out of memory");
+				snprintf(err, errlen,
+					 "manifest: out of memory");
 			errno = ENOMEM;
 			return -1;
 		}
@@ -620,7 +621,8 @@ int manifest_parse(const void *buf, size_t len, struct manifest **ret,
 			goto fail;
 		}
 		if (e.size > (uint64_t)INT64_MAX ||
-		    (e.type == MANIFEST_SYMLINK && e.size > MANIFEST_PATH_MAX)) {
+		    (e.type == MANIFEST_SYMLINK &&
+		     e.size > MANIFEST_PATH_MAX)) {
 			bad(err, errlen, "entry %zu: size out of range",
 			    (size_t)i);
 			goto fail;
@@ -677,8 +679,8 @@ int manifest_read(int fd, struct manifest **ret, char *err, size_t errlen)
 
 	/* A file is mapped (no copy); a pipe is read as it comes. */
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (pos = lseek(fd, 0, SEEK_CUR)) >= 0 && pos == 0 &&
-	    st.st_size > 0 && (uint64_t)st.st_size <= MANIFEST_MAX_FILE) {
+	    (pos = lseek(fd, 0, SEEK_CUR)) >= 0 && pos == 0 && st.st_size > 0 &&
+	    (uint64_t)st.st_size <= MANIFEST_MAX_FILE) {
 		void *map = mmap(NULL, (size_t)st.st_size, PROT_READ,
 				 MAP_PRIVATE | MAP_POPULATE, fd, 0);
 
@@ -735,7 +737,8 @@ int manifest_read(int fd, struct manifest **ret, char *err, size_t errlen)
 			saved = errno;
 			free(buf);
 			if (err && errlen)
-				snprintf(err, errlen, "manifest: cannot read: %s",
+				snprintf(err, errlen,
+					 "manifest: cannot read: %s",
 					 strerror(saved));
 			errno = saved;
 			return -1;

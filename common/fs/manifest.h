@@ -34,10 +34,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MANIFEST_PATH_MAX 4095               /* bytes of a relative path */
-#define MANIFEST_MAX_ENTRIES (32u << 20)     /* ~33.5 million */
-#define MANIFEST_MAX_FILE ((size_t)2 << 30)  /* bytes of an on-disk manifest */
-#define MANIFEST_HASH_LEN 16                 /* xxh3-128 */
+#define MANIFEST_PATH_MAX 4095              /* bytes of a relative path */
+#define MANIFEST_MAX_ENTRIES (32u << 20)    /* ~33.5 million */
+#define MANIFEST_MAX_FILE ((size_t)2 << 30) /* bytes of an on-disk manifest */
+#define MANIFEST_HASH_LEN 16                /* xxh3-128 */
 #define MANIFEST_VERSION 1
 
 enum manifest_type {
@@ -61,23 +61,23 @@ enum manifest_decision {
 };
 
 struct manifest_entry {
-	const char *path;   /* relative, NUL-terminated; "" = the top */
-	uint64_t size;      /* bytes; a symlink: its target's length; dir: 0 */
-	int64_t mtime_ns;   /* ns since the epoch */
-	uint32_t mode;      /* permission bits only (07777) */
-	uint16_t path_len;  /* strlen(path) */
-	uint8_t type;       /* enum manifest_type */
-	uint8_t has_hash;   /* hash is valid */
+	const char *path;  /* relative, NUL-terminated; "" = the top */
+	uint64_t size;     /* bytes; a symlink: its target's length; dir: 0 */
+	int64_t mtime_ns;  /* ns since the epoch */
+	uint32_t mode;     /* permission bits only (07777) */
+	uint16_t path_len; /* strlen(path) */
+	uint8_t type;      /* enum manifest_type */
+	uint8_t has_hash;  /* hash is valid */
 	uint8_t hash[MANIFEST_HASH_LEN]; /* xxh3-128 of the contents (a
 					  * symlink: of its target), canonical
 					  * big-endian bytes */
 };
 
 struct manifest_diff {
-	uint64_t added;     /* in the new manifest only */
-	uint64_t removed;   /* in the old one only */
-	uint64_t changed;   /* in both, different */
-	uint64_t same;      /* in both, equal */
+	uint64_t added;   /* in the new manifest only */
+	uint64_t removed; /* in the old one only */
+	uint64_t changed; /* in both, different */
+	uint64_t same;    /* in both, equal */
 };
 
 struct manifest;
@@ -110,8 +110,7 @@ const struct manifest_entry *manifest_find(const struct manifest *m,
 					   const char *path, size_t len);
 
 /* Index of E (an entry of M, from manifest_get/manifest_find). */
-size_t manifest_index(const struct manifest *m,
-		      const struct manifest_entry *e);
+size_t manifest_index(const struct manifest *m, const struct manifest_entry *e);
 
 /* Do A and B describe the same thing under V? (Paths are not compared.) */
 bool manifest_entry_same(const struct manifest_entry *a,

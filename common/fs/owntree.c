@@ -88,7 +88,7 @@ static int take_entry(struct own_ctx *c, int dfd, const char *name, int depth)
 		/* chown first: it clears set-id bits, fchmodat then fixes
 		 * what is left. */
 		if (fchownat(dfd, name, c->uid, c->gid, AT_SYMLINK_NOFOLLOW) <
-			    0 ||
+			0 ||
 		    fchmodat(dfd, name, st.st_mode & OWNTREE_KEEP, 0) < 0)
 			own_fail(c, errno, NULL);
 		else
@@ -96,7 +96,8 @@ static int take_entry(struct own_ctx *c, int dfd, const char *name, int depth)
 		goto out;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		own_fail(c, EINVAL, "neither a file, a directory nor a symlink");
+		own_fail(c, EINVAL,
+			 "neither a file, a directory nor a symlink");
 		goto out;
 	}
 	if (depth >= OWNTREE_MAX_DEPTH) {
@@ -108,7 +109,8 @@ static int take_entry(struct own_ctx *c, int dfd, const char *name, int depth)
 		goto out;
 	}
 	sub = openat(dfd, name,
-		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC |
+			 O_NONBLOCK);
 	if (sub < 0) {
 		own_fail(c, errno, NULL);
 		goto out;

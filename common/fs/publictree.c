@@ -45,16 +45,17 @@ int publictree_has_acl_on(int dirfd, const char *name, unsigned *unsupported)
 	/* No *at() form of getxattr before Linux 6.13: the fd's name in
 	 * /proc, and lgetxattr so that a symlink is never followed. */
 	if (snprintf(path, sizeof(path), "/proc/self/fd/%d%s%s", dirfd,
-		     name && *name ? "/" : "", name ? name : "") >=
-	    (int)sizeof(path)) {
+		     name && *name ? "/" : "",
+		     name ? name : "") >= (int)sizeof(path)) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
 	for (i = 0; i < sizeof(acl_names) / sizeof(acl_names[0]); i++) {
 		if (*unsupported & (1u << i))
 			continue;
-		ssize_t n = name && *name ? lgetxattr(path, acl_names[i], NULL, 0)
-					  : getxattr(path, acl_names[i], NULL, 0);
+		ssize_t n = name && *name
+				? lgetxattr(path, acl_names[i], NULL, 0)
+				: getxattr(path, acl_names[i], NULL, 0);
 
 		if (n >= 0)
 			return 1;

@@ -21,15 +21,15 @@
 #include <stdint.h>
 
 #define RATELIMIT_UNLIMITED UINT64_MAX
-#define RATELIMIT_BURST_S 0.05   /* tokens the bucket keeps, in seconds */
+#define RATELIMIT_BURST_S 0.05         /* tokens the bucket keeps, in seconds */
 #define RATELIMIT_PAUSE_NS 50000000ULL /* re-read a rate of 0 this often */
-#define RATELIMIT_STEP (1u << 20) /* bytes taken at a time by the engine */
+#define RATELIMIT_STEP (1u << 20)      /* bytes taken at a time by the engine */
 
 /* The bucket: tokens (bytes, negative = owed) at LAST_NS. */
 struct ratelimit_state {
 	double tokens;
 	uint64_t last_ns;
-	uint64_t rate;     /* the rate the tokens were counted at */
+	uint64_t rate; /* the rate the tokens were counted at */
 };
 
 struct ratelimit {

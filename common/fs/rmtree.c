@@ -30,14 +30,14 @@
 #include "common/fs/bindmount.h"
 #include "common/fs/rmtree.h"
 
-#define RMTREE_RETRIES 8      /* per entry, against racing writers */
-#define RMTREE_PASSES 16      /* readdir passes per directory */
-#define RMTREE_MSG_PATH 1024  /* path kept for messages (truncated) */
+#define RMTREE_RETRIES 8     /* per entry, against racing writers */
+#define RMTREE_PASSES 16     /* readdir passes per directory */
+#define RMTREE_MSG_PATH 1024 /* path kept for messages (truncated) */
 
 struct rm_ctx {
-	dev_t dev;                    /* stay on this file system */
-	uint64_t mnt_id;              /* and on this mount (0: unknown) */
-	char path[RMTREE_MSG_PATH];   /* relative path, for messages only */
+	dev_t dev;                  /* stay on this file system */
+	uint64_t mnt_id;            /* and on this mount (0: unknown) */
+	char path[RMTREE_MSG_PATH]; /* relative path, for messages only */
 	size_t len;
 	char *err;
 	size_t errlen;
@@ -105,7 +105,8 @@ static int rm_dir(struct rm_ctx *c, int dfd, const char *name, int depth)
 		return -1;
 	}
 	sub = openat(dfd, name,
-		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC |
+			 O_NONBLOCK);
 	if (sub < 0) {
 		if (errno == ENOENT)
 			return 0;

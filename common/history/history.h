@@ -33,13 +33,13 @@
 
 #include <cJSON.h>
 
-#include "common/config/conf.h"
 #include "common/base/jsonbuf.h"
+#include "common/config/conf.h"
 
 #define HISTORY_DIR_NAME "history"
-#define HISTORY_LIST_MAX 1000      /* records per history_list reply */
-#define HISTORY_RUNS_MAX 2000      /* facts per query */
-#define HISTORY_SCAN_MAX 200000    /* keys one list/query may walk */
+#define HISTORY_LIST_MAX 1000   /* records per history_list reply */
+#define HISTORY_RUNS_MAX 2000   /* facts per query */
+#define HISTORY_SCAN_MAX 200000 /* keys one list/query may walk */
 
 struct history;
 
@@ -70,8 +70,8 @@ bool history_is_read_only(const struct history *h);
  * filings run in parallel, except that two of the same job id take turns.
  * 0, or -1 with err (errno EINVAL for a bad record, EROFS read-only, EIO
  * from RocksDB). */
-int history_put_many(struct history *h, const cJSON *const *records,
-		     size_t n, unsigned flags, char *err, size_t errlen);
+int history_put_many(struct history *h, const cJSON *const *records, size_t n,
+		     unsigned flags, char *err, size_t errlen);
 
 /* Writes in the "parts" column family that go in the same WriteBatch as
  * a filing (ctld/filing/partstore.c keeps a multi-node job's parts there, so a
@@ -95,9 +95,9 @@ struct history_aux {
  * the parts family, all in one WriteBatch: all of it or nothing. Same
  * return as history_put_many (EROFS also for a history without a parts
  * family, i.e. one opened read-only from before it). */
-int history_put_aux(struct history *h, const cJSON *const *records,
-		    size_t n, const struct history_aux *aux, size_t naux,
-		    unsigned flags, char *err, size_t errlen);
+int history_put_aux(struct history *h, const cJSON *const *records, size_t n,
+		    const struct history_aux *aux, size_t naux, unsigned flags,
+		    char *err, size_t errlen);
 
 /* The keys of the parts family under HISTORY_PARTS_TAG be32(JOB) are
  * JOB's: when the retention removes a job whose record names "nodes",
@@ -127,8 +127,7 @@ int history_put(struct history *h, const cJSON *record, unsigned flags,
 
 /* The record of JOB with its phases (caller deletes), or NULL with errno
  * ENOENT (not recorded) or EIO and err. */
-cJSON *history_get(struct history *h, uint32_t job, char *err,
-		   size_t errlen);
+cJSON *history_get(struct history *h, uint32_t job, char *err, size_t errlen);
 
 /* Summaries (job user uid job_name node state profile_origin start end
  * datasets[{source bytes files result}]) of the jobs that ended at or
@@ -150,9 +149,8 @@ cJSON *history_runs_by_app(struct history *h, const char *user,
 cJSON *history_runs_by_dataset(struct history *h, const char *source,
 			       int64_t uid, double since, unsigned max,
 			       char *err, size_t errlen);
-cJSON *history_runs_by_user(struct history *h, const char *user,
-			    double since, unsigned max, char *err,
-			    size_t errlen);
+cJSON *history_runs_by_user(struct history *h, const char *user, double since,
+			    unsigned max, char *err, size_t errlen);
 void history_runs_free(cJSON *runs);
 
 /* A whole record in the packed form of the jobs family (its dictionary),
@@ -180,9 +178,9 @@ int history_repair(const char *dir, int64_t *ret_jobs, char *ret_copy,
  * takes RECORD (it deletes it) and returns 0, or -1 (errno) to stop.
  * Records that cannot be read are skipped and counted in *ret_unreadable
  * (may be NULL). 0, or -1 with err. */
-int history_foreach(struct history *h,
-		    int (*fn)(cJSON *record, void *arg), void *arg,
-		    unsigned *ret_unreadable, char *err, size_t errlen);
+int history_foreach(struct history *h, int (*fn)(cJSON *record, void *arg),
+		    void *arg, unsigned *ret_unreadable, char *err,
+		    size_t errlen);
 
 /* --- the daemon's history -------------------------------------------------- */
 /* One per process: iostagectld's, or iostaged's own when the site runs no

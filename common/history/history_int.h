@@ -197,8 +197,8 @@ int hist_pack_jobs_value(struct jsonbuf *j, const cJSON *record,
  * same value (NULL when there were none there) and in *RET_INLINE whether
  * the value had them (older values keep them in the phases family).
  * (history_value.c) */
-cJSON *hist_unpack_jobs_value(const char *val, size_t vlen,
-			      cJSON **ret_phases, bool *ret_inline);
+cJSON *hist_unpack_jobs_value(const char *val, size_t vlen, cJSON **ret_phases,
+			      bool *ret_inline);
 
 /* The stored summary of JOB, or NULL (errno ENOENT, or EIO with err).
  * RET_PHASES and RET_INLINE (both NULL, or both set) as

@@ -23,11 +23,11 @@
 
 #include "common/config/conf.h"
 #include "common/config/pathsafe.h"
-#include "common/net/proto.h"
 #include "common/history/history.h"
-#include "common/history/jobfacts.h"
 #include "common/history/history_ops.h"
+#include "common/history/jobfacts.h"
 #include "common/history/recommend.h"
+#include "common/net/proto.h"
 
 #define HISTORY_OPS_USER_MAX 256
 #define HISTORY_OPS_LIST_DEFAULT 100
@@ -70,9 +70,9 @@ static int user_name(uid_t uid, const char *name, char *ret, size_t len,
 
 /* The user a query is about: the caller, or (read_all only) the
  * request's. */
-static int query_user(const struct hist_caller *c, const cJSON *req, bool *ret_given,
-		      char *ret, size_t len, uid_t *ret_uid, char *err,
-		      size_t errlen)
+static int query_user(const struct hist_caller *c, const cJSON *req,
+		      bool *ret_given, char *ret, size_t len, uid_t *ret_uid,
+		      char *err, size_t errlen)
 {
 	const cJSON *u = cJSON_GetObjectItemCaseSensitive(req, "user");
 	char own[HISTORY_OPS_USER_MAX];
@@ -140,8 +140,8 @@ cJSON *hist_op_get(const struct hist_caller *c, const cJSON *req)
 	rec = history_get(h, id, err, sizeof(err));
 	/* Another user's job answers like a missing one: its existence is
 	 * not theirs to learn. */
-	if (!rec || (!c->read_all &&
-		     jobfacts_num(rec, "uid", -1) != (double)c->uid)) {
+	if (!rec ||
+	    (!c->read_all && jobfacts_num(rec, "uid", -1) != (double)c->uid)) {
 		bool missing = !rec && errno == ENOENT;
 
 		cJSON_Delete(rec);
@@ -208,8 +208,7 @@ static const char *script_job_name(const char *script)
 	return slash ? slash + 1 : script;
 }
 
-static int check_name(const char *key, const char *s, char *err,
-		      size_t errlen)
+static int check_name(const char *key, const char *s, char *err, size_t errlen)
 {
 	if (strlen(s) >= 256) {
 		snprintf(err, errlen, "key '%s': longer than 255 bytes", key);
@@ -279,9 +278,10 @@ cJSON *hist_op_recommend(const struct hist_caller *c, const cJSON *req)
 
 			next = r->next;
 			cJSON_ArrayForEach(
-			    d, cJSON_GetObjectItemCaseSensitive(r, "ds")) if (
-			    !strcmp(jobfacts_str(d, "src", ""),
-				    dataset)) uses = true;
+			    d, cJSON_GetObjectItemCaseSensitive(r, "ds"))
+				if (!strcmp(jobfacts_str(d, "src", ""),
+					    dataset))
+					uses = true;
 			if (!uses) /* the arena frees it with the rest */
 				cJSON_DetachItemViaPointer(runs, r);
 		}

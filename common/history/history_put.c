@@ -19,16 +19,15 @@
  * stored summary (the record without its phases: the same user,
  * job_name, end and dataset sources), so a replaced or expired job loses
  * exactly the keys it had. */
-static int index_keys(rocksdb_writebatch_t *b, struct history *h,
-		      uint32_t job, const cJSON *rec, const char *val,
-		      size_t vlen, bool del)
+static int index_keys(rocksdb_writebatch_t *b, struct history *h, uint32_t job,
+		      const cJSON *rec, const char *val, size_t vlen, bool del)
 {
 	const char *user = jobfacts_str(rec, "user", "");
 	const char *name = jobfacts_str(rec, "job_name", "");
 	uint64_t t = end_us(jobfacts_num(rec, "end", 0));
 	const char *srcs[JOBFACTS_LIST_MAX];
 	size_t nsrcs = jobfacts_sources(rec, srcs, JOBFACTS_LIST_MAX);
-	struct key k = {0}, app = {0};
+	struct key k = { 0 }, app = { 0 };
 
 	if (key_str(&app, user) < 0 || key_str(&app, name) < 0 ||
 	    key_time_job(&app, ~t, job) < 0)
@@ -64,8 +63,8 @@ static int index_keys(rocksdb_writebatch_t *b, struct history *h,
 }
 
 /* Queue the deletion of every key of JOB (as stored in SUMMARY). */
-static void delete_job(rocksdb_writebatch_t *b, struct history *h,
-		       uint32_t job, const cJSON *summary)
+static void delete_job(rocksdb_writebatch_t *b, struct history *h, uint32_t job,
+		       const cJSON *summary)
 {
 	struct key k;
 
@@ -218,9 +217,9 @@ static void queue_aux(rocksdb_writebatch_t *b, struct history *h,
 						   a->val, a->vlen);
 }
 
-int history_put_aux(struct history *h, const cJSON *const *records,
-		    size_t n, const struct history_aux *aux, size_t naux,
-		    unsigned flags, char *err, size_t errlen)
+int history_put_aux(struct history *h, const cJSON *const *records, size_t n,
+		    const struct history_aux *aux, size_t naux, unsigned flags,
+		    char *err, size_t errlen)
 {
 	struct put_slot *slot = NULL;
 	struct inflight ticket;
@@ -280,8 +279,8 @@ out:
 	return rc;
 }
 
-int history_put_many(struct history *h, const cJSON *const *records,
-		     size_t n, unsigned flags, char *err, size_t errlen)
+int history_put_many(struct history *h, const cJSON *const *records, size_t n,
+		     unsigned flags, char *err, size_t errlen)
 {
 	return history_put_aux(h, records, n, NULL, 0, flags, err, errlen);
 }
@@ -369,8 +368,8 @@ int history_expire(struct history *h, double cutoff, unsigned max,
 					delete_parts(b, h, job);
 			} else {
 				/* An index key without its job: drop it. */
-				rocksdb_writebatch_delete_cf(
-				    b, h->cf[CF_TIMES], key, klen);
+				rocksdb_writebatch_delete_cf(b, h->cf[CF_TIMES],
+							     key, klen);
 			}
 			cJSON_Delete(s);
 			inbatch++;

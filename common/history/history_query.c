@@ -84,8 +84,9 @@ done:
 static cJSON *list_entry(const cJSON *s)
 {
 	static const char *const keys[] = {
-	    "job", "user", "uid", "job_name", "node", "state",
-	    "profile_origin", "start", "end"};
+		"job",   "user",           "uid",   "job_name", "node",
+		"state", "profile_origin", "start", "end"
+	};
 	cJSON *e = cJSON_CreateObject(), *ds, *d;
 	const cJSON *src;
 
@@ -99,9 +100,8 @@ static cJSON *list_entry(const cJSON *s)
 					      cJSON_Duplicate(v, 1));
 	}
 	ds = cJSON_AddArrayToObject(e, "datasets");
-	cJSON_ArrayForEach(src, cJSON_GetObjectItemCaseSensitive(s,
-								 "datasets"))
-	{
+	cJSON_ArrayForEach(src,
+			   cJSON_GetObjectItemCaseSensitive(s, "datasets")) {
 		d = cJSON_CreateObject();
 		if (!d || !ds)
 			break;
@@ -142,7 +142,7 @@ static ssize_t find_jobs(struct history *h, const char *user, uint64_t since,
 	struct found *f;
 	size_t n = 0, cap = user ? 1024 : limit, scanned = 0;
 	char *rerr = NULL;
-	struct key k = {0};
+	struct key k = { 0 };
 
 	f = malloc((cap ? cap : 1) * sizeof(*f));
 	if (!f)
@@ -179,8 +179,8 @@ static ssize_t find_jobs(struct history *h, const char *user, uint64_t since,
 			if (t < since)
 				continue;
 			if (n == cap) {
-				struct found *g = realloc(f, 2 * cap *
-							     sizeof(*f));
+				struct found *g = realloc(f,
+							  2 * cap * sizeof(*f));
 				if (!g)
 					break;
 				f = g;
@@ -221,7 +221,9 @@ cJSON *history_list(struct history *h, const char *user, double since,
 		return NULL;
 	arr = cJSON_CreateArray();
 	for (ssize_t i = 0; arr && i < n; i++) {
-		cJSON *s = hist_get_summary(h, f[i].job, NULL, NULL, err, errlen), *e;
+		cJSON *s = hist_get_summary(h, f[i].job, NULL, NULL, err,
+					    errlen),
+		      *e;
 
 		if (!s)
 			continue; /* replaced between scan and read */
@@ -262,7 +264,8 @@ static cJSON *scan_facts(struct history *h, enum history_cf cf,
 	}
 	it = rocksdb_create_iterator_cf(h->db, h->ro, h->cf[cf]);
 	for (rocksdb_iter_seek(it, prefix->buf, prefix->len);
-	     rocksdb_iter_valid(it) && found < max && scanned < HISTORY_SCAN_MAX;
+	     rocksdb_iter_valid(it) && found < max &&
+	     scanned < HISTORY_SCAN_MAX;
 	     rocksdb_iter_next(it), scanned++) {
 		size_t klen, vlen;
 		const char *key = rocksdb_iter_key(it, &klen);
@@ -318,7 +321,7 @@ cJSON *history_runs_by_app(struct history *h, const char *user,
 			   const char *job_name, double since, unsigned max,
 			   char *err, size_t errlen)
 {
-	struct key k = {0};
+	struct key k = { 0 };
 
 	if (!user || !job_name || key_str(&k, user) < 0 ||
 	    key_str(&k, job_name) < 0) {
@@ -333,7 +336,7 @@ cJSON *history_runs_by_dataset(struct history *h, const char *source,
 			       int64_t uid, double since, unsigned max,
 			       char *err, size_t errlen)
 {
-	struct key k = {0};
+	struct key k = { 0 };
 
 	if (!source || key_str(&k, source) < 0) {
 		errmsg_fail(err, errlen, EINVAL,
@@ -343,11 +346,10 @@ cJSON *history_runs_by_dataset(struct history *h, const char *source,
 	return scan_facts(h, CF_DATASETS, &k, uid, since, max, err, errlen);
 }
 
-cJSON *history_runs_by_user(struct history *h, const char *user,
-			    double since, unsigned max, char *err,
-			    size_t errlen)
+cJSON *history_runs_by_user(struct history *h, const char *user, double since,
+			    unsigned max, char *err, size_t errlen)
 {
-	struct key k = {0};
+	struct key k = { 0 };
 
 	if (!user || key_str(&k, user) < 0) {
 		errmsg_fail(err, errlen, EINVAL, "history: user name too long");
@@ -375,9 +377,9 @@ int64_t history_count(struct history *h, char *err, size_t errlen)
 	return n;
 }
 
-int history_foreach(struct history *h,
-		    int (*fn)(cJSON *record, void *arg), void *arg,
-		    unsigned *ret_unreadable, char *err, size_t errlen)
+int history_foreach(struct history *h, int (*fn)(cJSON *record, void *arg),
+		    void *arg, unsigned *ret_unreadable, char *err,
+		    size_t errlen)
 {
 	rocksdb_iterator_t *it;
 	char *rerr = NULL;
@@ -431,8 +433,8 @@ char *history_aux_get(struct history *h, const char *key, size_t klen,
 		errmsg_fail(err, errlen, ENOENT, "history: no parts family");
 		return NULL;
 	}
-	val = rocksdb_get_cf(h->db, h->ro, h->cf[CF_PARTS], key, klen,
-			     ret_vlen, &rerr);
+	val = rocksdb_get_cf(h->db, h->ro, h->cf[CF_PARTS], key, klen, ret_vlen,
+			     &rerr);
 	if (hist_rocks_err(rerr, err, errlen, "read") < 0)
 		return NULL;
 	if (!val)

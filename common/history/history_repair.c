@@ -181,8 +181,10 @@ int history_repair_main(const char *prog, int argc, char **argv)
 		    i + 1 < argc) {
 			conf_path = argv[++i];
 		} else {
-			fprintf(stderr, "usage: %s --repair-history "
-					"[-c CONF]\n", prog);
+			fprintf(stderr,
+				"usage: %s --repair-history "
+				"[-c CONF]\n",
+				prog);
 			return 2;
 		}
 	}

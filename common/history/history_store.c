@@ -15,10 +15,10 @@
 #include "common/history/history_int.h"
 
 static const char *const cf_names[CF_COUNT] = {
-    [CF_DEFAULT] = "default", [CF_JOBS] = "jobs",
-    [CF_PHASES] = "phases",   [CF_APPS] = "apps",
-    [CF_DATASETS] = "datasets", [CF_TIMES] = "times",
-    [CF_PARTS] = "parts",
+	[CF_DEFAULT] = "default",   [CF_JOBS] = "jobs",
+	[CF_PHASES] = "phases",     [CF_APPS] = "apps",
+	[CF_DATASETS] = "datasets", [CF_TIMES] = "times",
+	[CF_PARTS] = "parts",
 };
 
 int hist_rocks_err(char *rerr, char *err, size_t errlen, const char *what)
@@ -135,10 +135,12 @@ static rocksdb_options_t *db_options(struct history *h, bool create)
 	/* Fresh data stays uncompressed in L0/L1, where it is rewritten
 	 * soonest; LZ4 below, where most of a large history lives. */
 	{
-		int levels[7] = {rocksdb_no_compression, rocksdb_no_compression,
-				 rocksdb_lz4_compression, rocksdb_lz4_compression,
-				 rocksdb_lz4_compression, rocksdb_lz4_compression,
-				 rocksdb_lz4_compression};
+		int levels[7] = {
+			rocksdb_no_compression,  rocksdb_no_compression,
+			rocksdb_lz4_compression, rocksdb_lz4_compression,
+			rocksdb_lz4_compression, rocksdb_lz4_compression,
+			rocksdb_lz4_compression
+		};
 
 		rocksdb_options_set_compression_per_level(o, levels, 7);
 	}
@@ -272,8 +274,9 @@ struct history *hist_open_cfs(const char *dir, enum history_open_mode mode,
 		h->db = rocksdb_open_for_read_only_column_families(
 		    h->opts, dir, (int)ncf, cf_names, cf_opts, h->cf, 0, &rerr);
 	} else {
-		h->db = rocksdb_open_column_families(
-		    h->opts, dir, (int)ncf, cf_names, cf_opts, h->cf, &rerr);
+		h->db = rocksdb_open_column_families(h->opts, dir, (int)ncf,
+						     cf_names, cf_opts, h->cf,
+						     &rerr);
 	}
 	if (!h->db) {
 		errmsg_fail(err, errlen, EIO, "history: cannot open %s: %s",

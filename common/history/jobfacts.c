@@ -15,30 +15,26 @@
 #define JOBFACTS_PROCS_MAX 4096 /* processes a record lists at most */
 
 const char *const jobfacts_buckets[JOBFACTS_NBUCKETS] = {
-    "0_100",  "100_1K", "1K_10K",   "10K_100K", "100K_1M",
-    "1M_4M", "4M_10M", "10M_100M", "100M_1G",  "1G_PLUS",
+	"0_100", "100_1K", "1K_10K",   "10K_100K", "100K_1M",
+	"1M_4M", "4M_10M", "10M_100M", "100M_1G",  "1G_PLUS",
 };
 
 /* The counters' names for the buckets, spelled out: building them with
  * snprintf for every record was a few percent of filing (bench). */
 static const char *const write_size_keys[JOBFACTS_NBUCKETS] = {
-    "POSIX_SIZE_WRITE_0_100",
-    "POSIX_SIZE_WRITE_100_1K",
-    "POSIX_SIZE_WRITE_1K_10K",
-    "POSIX_SIZE_WRITE_10K_100K",
-    "POSIX_SIZE_WRITE_100K_1M",
-    "POSIX_SIZE_WRITE_1M_4M",
-    "POSIX_SIZE_WRITE_4M_10M",
-    "POSIX_SIZE_WRITE_10M_100M",
-    "POSIX_SIZE_WRITE_100M_1G",
-    "POSIX_SIZE_WRITE_1G_PLUS",
+	"POSIX_SIZE_WRITE_0_100",   "POSIX_SIZE_WRITE_100_1K",
+	"POSIX_SIZE_WRITE_1K_10K",  "POSIX_SIZE_WRITE_10K_100K",
+	"POSIX_SIZE_WRITE_100K_1M", "POSIX_SIZE_WRITE_1M_4M",
+	"POSIX_SIZE_WRITE_4M_10M",  "POSIX_SIZE_WRITE_10M_100M",
+	"POSIX_SIZE_WRITE_100M_1G", "POSIX_SIZE_WRITE_1G_PLUS",
 };
 
 double jobfacts_bucket_max(size_t i)
 {
 	static const double max[JOBFACTS_NBUCKETS] = {
-	    100, 1024, 10240, 102400, 1048576, 4194304, 10485760,
-	    104857600, 1073741824, 1.8e19};
+		100,     1024,     10240,     102400,     1048576,
+		4194304, 10485760, 104857600, 1073741824, 1.8e19
+	};
 
 	return i < JOBFACTS_NBUCKETS ? max[i] : 1.8e19;
 }
@@ -46,11 +42,11 @@ double jobfacts_bucket_max(size_t i)
 /* The packed facts' key dictionary: part of the stored format, so only
  * ever append (a key not listed is stored spelled out). */
 static const char *const pack_keys[] = {
-    "job",    "user",  "uid",   "job_name", "end",    "run_s",  "ds",
-    "src",    "bytes", "files", "tier",     "result", "stage_s", "rd",
-    "ops",    "small", "seq",   "consec",   "time",   "meta_time", "ck",
-    "n",      "io_s",  "unov_s", "out",     "dest",   "name",   "drain",
-    "shared", "fpp",   "hist",  "wr",       "sizes",  "maxf",   "tasks",
+	"job",    "user",  "uid",    "job_name", "end",    "run_s",     "ds",
+	"src",    "bytes", "files",  "tier",     "result", "stage_s",   "rd",
+	"ops",    "small", "seq",    "consec",   "time",   "meta_time", "ck",
+	"n",      "io_s",  "unov_s", "out",      "dest",   "name",      "drain",
+	"shared", "fpp",   "hist",   "wr",       "sizes",  "maxf",      "tasks",
 };
 
 static struct jsonbuf_dict pack_dict;
@@ -89,7 +85,7 @@ cJSON *jobfacts_unpack(const char *val, size_t len)
 
 cJSON *jobfacts_unpack_into(cJSON *runs, const char *val, size_t len)
 {
-	struct jsonbuf b = {0};
+	struct jsonbuf b = { 0 };
 	cJSON *f;
 
 	if (!val || len == 0) {
@@ -118,7 +114,7 @@ double jobfacts_num(const cJSON *obj, const char *key, double def)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
 	return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble
-							      : def;
+							     : def;
 }
 
 const char *jobfacts_str(const cJSON *obj, const char *key, const char *def)
@@ -163,8 +159,7 @@ static void nums_of(const cJSON *obj, const char *const *keys, size_t n,
 	}
 	if (!cJSON_IsObject(obj))
 		return;
-	cJSON_ArrayForEach(c, obj)
-	{
+	cJSON_ArrayForEach(c, obj) {
 		uint32_t h;
 
 		if (!c->string)
@@ -176,7 +171,8 @@ static void nums_of(const cJSON *obj, const char *const *keys, size_t n,
 				/* the first of equal names counts, as with
 				 * cJSON's lookup */
 				seen[i] = true;
-				if (cJSON_IsNumber(c) && isfinite(c->valuedouble))
+				if (cJSON_IsNumber(c) &&
+				    isfinite(c->valuedouble))
 					out[i] = c->valuedouble;
 				break;
 			}
@@ -203,12 +199,12 @@ static double measured(const cJSON *obj, const char *key)
 #define SINK_DEPTH 4 /* facts, a list, an entry, its histogram */
 
 struct sink {
-	struct jsonbuf *out;      /* packed; NULL for the tree */
-	cJSON *tree[SINK_DEPTH];  /* the tree's open containers */
-	size_t at[SINK_DEPTH];    /* packed: where each count goes */
-	uint64_t n[SINK_DEPTH];   /* packed: values written in each */
+	struct jsonbuf *out;     /* packed; NULL for the tree */
+	cJSON *tree[SINK_DEPTH]; /* the tree's open containers */
+	size_t at[SINK_DEPTH];   /* packed: where each count goes */
+	uint64_t n[SINK_DEPTH];  /* packed: values written in each */
 	bool object[SINK_DEPTH];
-	int depth;                /* open containers */
+	int depth; /* open containers */
 	bool failed;
 };
 
@@ -228,9 +224,9 @@ static void sink_add(struct sink *s, const char *key, cJSON *item)
 {
 	cJSON *top = s->tree[s->depth - 1];
 
-	if (!item || !(s->object[s->depth - 1]
-			       ? cJSON_AddItemToObject(top, key, item)
-			       : cJSON_AddItemToArray(top, item))) {
+	if (!item ||
+	    !(s->object[s->depth - 1] ? cJSON_AddItemToObject(top, key, item)
+				      : cJSON_AddItemToArray(top, item))) {
 		cJSON_Delete(item);
 		s->failed = true;
 	}
@@ -310,8 +306,8 @@ static void sink_nums(struct sink *s, const char *key, const double *v,
 }
 
 /* KEY of SRC as NEWKEY when it was measured. */
-static void copy_measured(struct sink *s, const char *newkey,
-			  const cJSON *src, const char *key)
+static void copy_measured(struct sink *s, const char *newkey, const cJSON *src,
+			  const char *key)
 {
 	double v = measured(src, key);
 
@@ -323,8 +319,9 @@ static const cJSON *find_phase(const cJSON *phases, const char *name)
 {
 	const cJSON *p;
 
-	cJSON_ArrayForEach(p, phases) if (strcmp(jobfacts_str(p, "name", ""),
-						 name) == 0) return p;
+	cJSON_ArrayForEach(p, phases)
+		if (strcmp(jobfacts_str(p, "name", ""), name) == 0)
+			return p;
 	return NULL;
 }
 
@@ -333,11 +330,17 @@ static void add_reads(struct sink *s, const cJSON *counters)
 {
 	enum { OPS, BYTES, SEQ, CONSEC, TIME, META, SMALL0 };
 	static const char *const keys[SMALL0 + JOBFACTS_SMALL_MAX + 1] = {
-		"POSIX_READS", "POSIX_BYTES_READ", "POSIX_SEQ_READS",
-		"POSIX_CONSEC_READS", "POSIX_F_READ_TIME", "POSIX_F_META_TIME",
+		"POSIX_READS",
+		"POSIX_BYTES_READ",
+		"POSIX_SEQ_READS",
+		"POSIX_CONSEC_READS",
+		"POSIX_F_READ_TIME",
+		"POSIX_F_META_TIME",
 		/* SMALL0...: the read size buckets 0..JOBFACTS_SMALL_MAX */
-		"POSIX_SIZE_READ_0_100", "POSIX_SIZE_READ_100_1K",
-		"POSIX_SIZE_READ_1K_10K", "POSIX_SIZE_READ_10K_100K",
+		"POSIX_SIZE_READ_0_100",
+		"POSIX_SIZE_READ_100_1K",
+		"POSIX_SIZE_READ_1K_10K",
+		"POSIX_SIZE_READ_10K_100K",
 		"POSIX_SIZE_READ_100K_1M",
 	};
 	double v[sizeof(keys) / sizeof(keys[0])], small = 0;
@@ -393,8 +396,7 @@ static void add_checkpoints(struct sink *s, const cJSON *phases)
 	double io = 0, unov = 0, n = 0;
 	const cJSON *p;
 
-	cJSON_ArrayForEach(p, phases)
-	{
+	cJSON_ArrayForEach(p, phases) {
 		double u;
 
 		if (strcmp(jobfacts_str(p, "name", ""), "checkpoint") != 0)
@@ -422,10 +424,10 @@ static const char *output_drain(const cJSON *record, const char *name)
 								"profile");
 	const cJSON *o;
 
-	cJSON_ArrayForEach(
-	    o, cJSON_GetObjectItemCaseSensitive(profile, "outputs")) if (
-	    strcmp(jobfacts_str(o, "name", ""), name) ==
-	    0) return jobfacts_str(o, "drain", NULL);
+	cJSON_ArrayForEach(o,
+			   cJSON_GetObjectItemCaseSensitive(profile, "outputs"))
+		if (strcmp(jobfacts_str(o, "name", ""), name) == 0)
+			return jobfacts_str(o, "drain", NULL);
 	return NULL;
 }
 
@@ -436,8 +438,7 @@ static void add_outputs(struct sink *s, const cJSON *record)
 
 	sink_open(s, "out", false);
 	cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(record,
-							       "outputs"))
-	{
+							       "outputs")) {
 		const char *dest = jobfacts_str(o, "dest", NULL);
 		const char *name = jobfacts_str(o, "name", "");
 		const char *drain = output_drain(record, name);
@@ -459,7 +460,8 @@ static void add_outputs(struct sink *s, const cJSON *record)
 		if (cJSON_IsObject(hist)) {
 			double h[JOBFACTS_NBUCKETS];
 
-			nums_of(hist, jobfacts_buckets, JOBFACTS_NBUCKETS, h, 0);
+			nums_of(hist, jobfacts_buckets, JOBFACTS_NBUCKETS, h,
+				0);
 			for (size_t i = 0; i < JOBFACTS_NBUCKETS; i++)
 				h[i] = fmax(0, h[i]);
 			sink_nums(s, "hist", h, JOBFACTS_NBUCKETS);
@@ -498,8 +500,7 @@ static void add_tasks(struct sink *s, const cJSON *record)
 		s->failed = true;
 		return;
 	}
-	cJSON_ArrayForEach(p, procs)
-	{
+	cJSON_ArrayForEach(p, procs) {
 		double step = jobfacts_num(p, "step", -1);
 		double rank = jobfacts_num(p, "rank", -1);
 
@@ -533,8 +534,7 @@ static size_t listed_datasets(const cJSON *record, const cJSON **ds)
 	size_t n = 0;
 
 	cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(record,
-							       "datasets"))
-	{
+							       "datasets")) {
 		const char *src = jobfacts_str(d, "source", "");
 
 		if (src[0] == '/' && n < JOBFACTS_LIST_MAX)
@@ -655,10 +655,10 @@ int jobfacts_check(const cJSON *record, char *err, size_t errlen)
 static void walk(struct sink *s, const cJSON *record)
 {
 	const cJSON *phases = cJSON_GetObjectItemCaseSensitive(record,
-								"phases");
+							       "phases");
 	const cJSON *run = find_phase(phases, "run");
 	const cJSON *counters = cJSON_GetObjectItemCaseSensitive(run,
-								  "counters");
+								 "counters");
 
 	sink_open(s, NULL, true);
 	sink_num(s, "job", jobfacts_num(record, "job", -1));

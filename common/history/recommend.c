@@ -23,7 +23,8 @@ double recommend_confidence(size_t runs, size_t agree)
 	if (runs < RECOMMEND_MIN_RUNS)
 		c = 0.15 * (double)agree; /* 0.15, 0.30: low */
 	else
-		c = fmin(0.95, 0.6 + 0.05 * (double)(runs - RECOMMEND_MIN_RUNS)) *
+		c = fmin(0.95,
+			 0.6 + 0.05 * (double)(runs - RECOMMEND_MIN_RUNS)) *
 		    (double)agree / (double)runs;
 	return round(c * 100) / 100;
 }
@@ -253,7 +254,8 @@ static void ds_add_run(struct dsgroup *g, const cJSON *f, const cJSON *d)
 	if (cJSON_IsObject(rd)) {
 		double ops = jobfacts_num(rd, "ops", 0);
 		double small = jobfacts_num(rd, "small", 0) / fmax(ops, 1);
-		double random = (ops - jobfacts_num(rd, "seq", 0)) / fmax(ops, 1);
+		double random = (ops - jobfacts_num(rd, "seq", 0)) /
+				fmax(ops, 1);
 		double read = jobfacts_num(rd, "bytes", 0);
 
 		random = fmax(0, random);
@@ -263,9 +265,8 @@ static void ds_add_run(struct dsgroup *g, const cJSON *f, const cJSON *d)
 		g->random_frac += random;
 		g->ops += ops;
 		/* Drishti: > 1000 ops, and > 10 % small or > 20 % random. */
-		if (ops > RECOMMEND_MIN_OPS &&
-		    (small > RECOMMEND_SMALL_FRAC ||
-		     random > RECOMMEND_RANDOM_FRAC))
+		if (ops > RECOMMEND_MIN_OPS && (small > RECOMMEND_SMALL_FRAC ||
+						random > RECOMMEND_RANDOM_FRAC))
 			g->smallrand++;
 		else if (ops > 0 && bytes > 0 &&
 			 read <= RECOMMEND_ONE_PASS * bytes &&
@@ -367,19 +368,18 @@ cJSON *recommend_run(const cJSON *runs, const struct recommend_ctx *ctx)
 	skipped = cJSON_AddArrayToObject(res, "skipped");
 	if (!recs || !skipped)
 		goto fail;
-	cJSON_ArrayForEach(f, runs)
-	{
-		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(f, "ds"))
-		{
-			struct dsgroup *g = ds_group(
-			    ds, &nds, jobfacts_str(x, "src", ""));
+	cJSON_ArrayForEach(f, runs) {
+		cJSON_ArrayForEach(x,
+				   cJSON_GetObjectItemCaseSensitive(f, "ds")) {
+			struct dsgroup *g = ds_group(ds, &nds,
+						     jobfacts_str(x, "src",
+								  ""));
 
 			if (g)
 				ds_add_run(g, f, x);
 		}
 		cJSON_ArrayForEach(x,
-				   cJSON_GetObjectItemCaseSensitive(f, "out"))
-		{
+				   cJSON_GetObjectItemCaseSensitive(f, "out")) {
 			struct outgroup *g =
 			    out_group(out, &nout, jobfacts_str(x, "dest", ""),
 				      jobfacts_str(x, "name", ""));
@@ -416,8 +416,9 @@ static bool has_path(const cJSON *arr, const char *path)
 {
 	const cJSON *e;
 
-	cJSON_ArrayForEach(e, arr) if (!strcmp(jobfacts_str(e, "path", ""),
-					       path)) return true;
+	cJSON_ArrayForEach(e, arr)
+		if (!strcmp(jobfacts_str(e, "path", ""), path))
+			return true;
 	return false;
 }
 
@@ -435,8 +436,9 @@ static void add_unique(cJSON *arr, const cJSON *e)
 	for (int n = 2; n < 1000; n++) {
 		bool used = false;
 
-		cJSON_ArrayForEach(x, arr) if (!strcmp(jobfacts_str(x, "name", ""),
-						       name)) used = true;
+		cJSON_ArrayForEach(x, arr)
+			if (!strcmp(jobfacts_str(x, "name", ""), name))
+				used = true;
 		if (!used)
 			break;
 		snprintf(name, sizeof(name), "%s-%d", base, n);
@@ -459,8 +461,7 @@ cJSON *recommend_profile(const cJSON *recommendations, double min_confidence)
 	/* "stage" entries carry access=random: take them before "cache"
 	 * ones for the same path. */
 	for (int pass = 0; pass < 2; pass++) {
-		cJSON_ArrayForEach(r, recommendations)
-		{
+		cJSON_ArrayForEach(r, recommendations) {
 			const cJSON *prof =
 			    cJSON_GetObjectItemCaseSensitive(r, "profile");
 			bool is_stage = !strcmp(jobfacts_str(r, "rule", ""),
@@ -469,17 +470,13 @@ cJSON *recommend_profile(const cJSON *recommendations, double min_confidence)
 			if (jobfacts_num(r, "confidence", 0) < min_confidence ||
 			    is_stage != (pass == 0))
 				continue;
-			cJSON_ArrayForEach(
-			    e, cJSON_GetObjectItemCaseSensitive(prof,
-								"datasets"))
-			{
+			cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(
+						  prof, "datasets")) {
 				if (!has_path(dsa, jobfacts_str(e, "path", "")))
 					add_unique(dsa, e);
 			}
-			cJSON_ArrayForEach(
-			    e, cJSON_GetObjectItemCaseSensitive(prof,
-								"outputs"))
-			{
+			cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(
+						  prof, "outputs")) {
 				if (!has_path(outa,
 					      jobfacts_str(e, "path", "")))
 					add_unique(outa, e);

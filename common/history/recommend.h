@@ -19,21 +19,21 @@
 
 #include "common/config/conf.h"
 
-#define RECOMMEND_MIN_RUNS 3        /* comparable runs for confidence */
+#define RECOMMEND_MIN_RUNS 3           /* comparable runs for confidence */
 #define RECOMMEND_APPLY_CONFIDENCE 0.5 /* --io-profile=auto applies above */
 
 /* Drishti / WisIO thresholds (REFERENCE.md). */
 #define RECOMMEND_SMALL_REQ (1024.0 * 1024.0) /* a small request */
-#define RECOMMEND_SMALL_FRAC 0.10   /* small requests / ops */
-#define RECOMMEND_RANDOM_FRAC 0.20  /* random ops / ops */
-#define RECOMMEND_MIN_OPS 1000      /* below this, neither applies */
+#define RECOMMEND_SMALL_FRAC 0.10             /* small requests / ops */
+#define RECOMMEND_RANDOM_FRAC 0.20            /* random ops / ops */
+#define RECOMMEND_MIN_OPS 1000                /* below this, neither applies */
 #define RECOMMEND_WISIO_MEAN (256.0 * 1024.0) /* small-read mean size */
-#define RECOMMEND_SEQ_FRAC 0.80     /* a sequential pass */
-#define RECOMMEND_ONE_PASS 1.25     /* bytes read / dataset size */
-#define RECOMMEND_CKPT_FRAC 0.10    /* unoverlapped checkpoint / run */
-#define RECOMMEND_DOM_FRAC 0.50     /* files <= 1 MiB / files */
+#define RECOMMEND_SEQ_FRAC 0.80               /* a sequential pass */
+#define RECOMMEND_ONE_PASS 1.25               /* bytes read / dataset size */
+#define RECOMMEND_CKPT_FRAC 0.10 /* unoverlapped checkpoint / run */
+#define RECOMMEND_DOM_FRAC 0.50  /* files <= 1 MiB / files */
 #define RECOMMEND_DOM_MIN_FILES 100
-#define RECOMMEND_STRIPE_MAX 72     /* NERSC's largest count */
+#define RECOMMEND_STRIPE_MAX 72 /* NERSC's largest count */
 
 struct recommend_tier {
 	char name[CONF_NAME_MAX];
@@ -43,9 +43,9 @@ struct recommend_tier {
 struct recommend_ctx {
 	const struct recommend_tier *tiers;
 	size_t ntiers;
-	size_t default_tier;  /* index into tiers */
-	unsigned min_jobs;    /* cache rule: jobs reading one dataset */
-	unsigned ost_count;   /* the PFS's OSTs (RecommendOSTCount): stripe
+	size_t default_tier; /* index into tiers */
+	unsigned min_jobs;   /* cache rule: jobs reading one dataset */
+	unsigned ost_count;  /* the PFS's OSTs (RecommendOSTCount): stripe
 	                       * counts are capped there; 0 = not known, the
 	                       * cap is NERSC's largest count */
 };

@@ -107,15 +107,15 @@ void recommend_rule_stage(const struct dsgroup *g,
 				recommend_add_dataset_profile(r, g, t->name,
 							      true);
 		} else {
-			snprintf(
-			    action, sizeof(action),
-			    "read from the PFS: small or random reads, "
-			    "but %s does not fit tier '%s' (%s); pack the "
-			    "files or use a larger tier",
-			    recommend_bytes_str(g->bytes, b1, sizeof(b1)),
-			    t ? t->name : "?",
-			    recommend_bytes_str(t ? (double)t->capacity : 0, b2,
-						sizeof(b2)));
+			snprintf(action, sizeof(action),
+				 "read from the PFS: small or random reads, "
+				 "but %s does not fit tier '%s' (%s); pack the "
+				 "files or use a larger tier",
+				 recommend_bytes_str(g->bytes, b1, sizeof(b1)),
+				 t ? t->name : "?",
+				 recommend_bytes_str(t ? (double)t->capacity
+						       : 0,
+						     b2, sizeof(b2)));
 			r = recommend_new_rec(
 			    recs, "stream", g->src, action, g->rd_jobs,
 			    recommend_confidence(g->rd, g->smallrand),
@@ -133,9 +133,10 @@ void recommend_rule_stage(const struct dsgroup *g,
 			 "avoids copying %s that is read once and cannot "
 			 "fit",
 			 recommend_bytes_str(g->bytes, b1, sizeof(b1)));
-		r = recommend_new_rec(
-		    recs, "stream", g->src, action, g->rd_jobs,
-		    recommend_confidence(g->rd, g->onepass), gain);
+		r = recommend_new_rec(recs, "stream", g->src, action,
+				      g->rd_jobs,
+				      recommend_confidence(g->rd, g->onepass),
+				      gain);
 	} else {
 		return; /* sequential and fits: staging is the user's call */
 	}
@@ -173,15 +174,13 @@ void recommend_rule_checkpoint(const cJSON *runs,
 	size_t n = 0, agree = 0;
 	bool any_out = false;
 
-	cJSON_ArrayForEach(f, runs)
-	{
+	cJSON_ArrayForEach(f, runs) {
 		const cJSON *ck = cJSON_GetObjectItemCaseSensitive(f, "ck");
 		const cJSON *o;
 		double rs = jobfacts_num(f, "run_s", 0), u;
 
-		cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(f,
-								       "out"))
-		{
+		cJSON_ArrayForEach(o,
+				   cJSON_GetObjectItemCaseSensitive(f, "out")) {
 			any_out = true;
 			if (!dest_out && ck)
 				dest_out = o;
@@ -230,20 +229,22 @@ void recommend_rule_checkpoint(const cJSON *runs,
 			 "write checkpoints to %s and drain them to the PFS "
 			 "asynchronously",
 			 t->name);
-		r = recommend_new_rec(
-		    recs, "checkpoint", jobfacts_str(dest_out, "dest", ""),
-		    action, jobs, recommend_confidence(n, agree), gain);
+		r = recommend_new_rec(recs, "checkpoint",
+				      jobfacts_str(dest_out, "dest", ""),
+				      action, jobs,
+				      recommend_confidence(n, agree), gain);
 		if (r) {
 			cJSON *p = cJSON_AddObjectToObject(r, "profile");
 			cJSON *arr = cJSON_AddArrayToObject(p, "outputs");
 			cJSON *o = cJSON_CreateObject();
 
-			recommend_profile_name(
-			    jobfacts_str(dest_out, "name", ""), "ckpt", name,
-			    sizeof(name));
+			recommend_profile_name(jobfacts_str(dest_out, "name",
+							    ""),
+					       "ckpt", name, sizeof(name));
 			cJSON_AddStringToObject(o, "name", name);
-			cJSON_AddStringToObject(
-			    o, "path", jobfacts_str(dest_out, "dest", ""));
+			cJSON_AddStringToObject(o, "path",
+						jobfacts_str(dest_out, "dest",
+							     ""));
 			cJSON_AddStringToObject(o, "tier", t->name);
 			cJSON_AddStringToObject(o, "drain", "async");
 			cJSON_AddItemToArray(arr, o);
@@ -268,7 +269,7 @@ out:
 	cJSON_Delete(jobs);
 }
 
-static const unsigned class_count[4] = {1, 8, 24, RECOMMEND_STRIPE_MAX};
+static const unsigned class_count[4] = { 1, 8, 24, RECOMMEND_STRIPE_MAX };
 
 /* Runs of G whose largest file NERSC's table, capped, stripes COUNT
  * times. */
@@ -443,9 +444,9 @@ void recommend_rule_striping(const struct outgroup *g,
 		/* records before size_hist: the drain's count and bytes */
 		recommend_shell_word(g->dest, word, sizeof(word));
 		rule_striping_drain(g, ctx, word,
-				    g->with_wr ? recommend_stripe_size_mib(
-						     g->sizes)
-					       : 0,
+				    g->with_wr
+					? recommend_stripe_size_mib(g->sizes)
+					: 0,
 				    recs, skipped);
 		return;
 	}
@@ -519,8 +520,8 @@ void recommend_rule_striping(const struct outgroup *g,
 	} else if (g->fpp > 0 && mean < 1e12) {
 		what = "file-per-process";
 		if (size)
-			snprintf(cmd, sizeof(cmd), "lfs setstripe -c 1 -S %uM %s",
-				 size, word);
+			snprintf(cmd, sizeof(cmd),
+				 "lfs setstripe -c 1 -S %uM %s", size, word);
 		else
 			snprintf(cmd, sizeof(cmd), "lfs setstripe -c 1 %s",
 				 word);

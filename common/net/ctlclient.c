@@ -25,7 +25,8 @@ int ctl_request_timeout(const struct conf *conf, const cJSON *req,
 	cJSON *reply;
 
 	if (!ctl_configured(conf)) {
-		snprintf(err, errlen, "iostagectld: no service configured "
+		snprintf(err, errlen,
+			 "iostagectld: no service configured "
 			 "(ControllerHost= is empty)");
 		return -1;
 	}

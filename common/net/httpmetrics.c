@@ -18,9 +18,9 @@
 
 #include <microhttpd.h>
 
+#include "common/base/log.h"
 #include "common/config/conf.h"
 #include "common/net/httpmetrics.h"
-#include "common/base/log.h"
 #include "common/net/netpeer.h"
 
 #define HTTP_TIMEOUT_S 10
@@ -51,8 +51,8 @@ struct httpmetrics {
 static bool holder_take(struct httpmetrics *hm, struct MHD_Connection *conn,
 			void **socket_context)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
-		conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	struct holder *h = NULL, *free_slot = NULL;
 	unsigned held = 0, total;
 	uid_t uid;
@@ -118,15 +118,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn,
 
 /* Who asks (httpmetrics.h): a local client by its socket's owner, a
  * remote one (not in /proc/net/tcp) is the site's Prometheus: all. */
-static void viewer_of(struct MHD_Connection *conn, unsigned port,
-		      bool *ret_all, uid_t *ret_uid)
+static void viewer_of(struct MHD_Connection *conn, unsigned port, bool *ret_all,
+		      uid_t *ret_uid)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
-		conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	uid_t uid = (uid_t)-1;
-	int r = ci && ci->client_addr
-			? netpeer_uid(ci->client_addr, port, &uid)
-			: -1;
+	int r = ci && ci->client_addr ? netpeer_uid(ci->client_addr, port, &uid)
+				      : -1;
 
 	*ret_all = r == 0 || (r == 1 && uid == 0);
 	*ret_uid = r == 1 ? uid : (uid_t)-1;
@@ -136,7 +135,7 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status,
 			     const char *text)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(
-		strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+	    strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ret;
 
 	if (!r)
@@ -205,8 +204,7 @@ static int open_listener(const char *key, const char *listen_str,
 
 	memset(&ss, 0, sizeof(ss));
 	if (conf_parse_listen(listen_str, addr, sizeof(addr), &port) < 0) {
-		snprintf(err, errlen, "%s %s: not ADDR:PORT", key,
-			 listen_str);
+		snprintf(err, errlen, "%s %s: not ADDR:PORT", key, listen_str);
 		return -1;
 	}
 	if (strchr(addr, ':')) {
@@ -226,15 +224,14 @@ static int open_listener(const char *key, const char *listen_str,
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		snprintf(err, errlen, "%s %s: socket: %s", key,
-			 listen_str, strerror(errno));
+		snprintf(err, errlen, "%s %s: socket: %s", key, listen_str,
+			 strerror(errno));
 		return -1;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, sslen) < 0 ||
-	    listen(fd, 32) < 0) {
+	if (bind(fd, (struct sockaddr *)&ss, sslen) < 0 || listen(fd, 32) < 0) {
 		snprintf(err, errlen, "%s %s: cannot listen: %s", key,
 			 listen_str, strerror(errno));
 		close(fd);
@@ -267,17 +264,14 @@ struct httpmetrics *httpmetrics_start(const char *key, const char *listen_str,
 	}
 	if (family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	h->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
-				  MHD_OPTION_LISTEN_SOCKET, fd,
-				  MHD_OPTION_CONNECTION_LIMIT,
-				  (unsigned)HTTPMETRICS_CONNECTIONS_MAX,
-				  MHD_OPTION_CONNECTION_TIMEOUT,
-				  (unsigned)HTTP_TIMEOUT_S,
-				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-				  MHD_OPTION_END);
+	h->mhd = MHD_start_daemon(
+	    flags, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTPMETRICS_CONNECTIONS_MAX,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_TIMEOUT_S,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
 	if (!h->mhd) {
-		snprintf(err, errlen, "%s %s: libmicrohttpd did not start",
-			 key, listen_str);
+		snprintf(err, errlen, "%s %s: libmicrohttpd did not start", key,
+			 listen_str);
 		close(fd);
 		free(h);
 		return NULL;

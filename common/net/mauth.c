@@ -37,8 +37,10 @@ char *mauth_encode(const char *socket, const void *payload, size_t len,
 	char *cred = NULL;
 
 	if (len > MAUTH_PAYLOAD_MAX) {
-		snprintf(err, errlen, "request of %zu bytes is over the %d "
-			 "bytes a credential carries", len, MAUTH_PAYLOAD_MAX);
+		snprintf(err, errlen,
+			 "request of %zu bytes is over the %d "
+			 "bytes a credential carries",
+			 len, MAUTH_PAYLOAD_MAX);
 		return NULL;
 	}
 	if (socket && *socket && !(ctx = ctx_for(socket, err, errlen)))
@@ -119,7 +121,8 @@ enum mauth_status mauth_decode(const char *socket, const char *cred,
 	gid_t gid;
 
 	if (!cred || strncmp(cred, "MUNGE:", 6) != 0) {
-		snprintf(err, errlen, "credential refused: not a MUNGE "
+		snprintf(err, errlen,
+			 "credential refused: not a MUNGE "
 			 "credential");
 		return MAUTH_INVALID;
 	}
@@ -142,8 +145,10 @@ enum mauth_status mauth_decode(const char *socket, const char *cred,
 		munge_ctx_destroy(ctx);
 	if (len < 0 || (size_t)len > MAUTH_PAYLOAD_MAX) {
 		free(buf);
-		snprintf(err, errlen, "credential refused: payload of %d "
-			 "bytes", len);
+		snprintf(err, errlen,
+			 "credential refused: payload of %d "
+			 "bytes",
+			 len);
 		return MAUTH_INVALID;
 	}
 	payload = malloc((size_t)len + 1);

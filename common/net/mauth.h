@@ -19,12 +19,12 @@
 /* Why a credential was refused (MAUTH_OK: it was not). */
 enum mauth_status {
 	MAUTH_OK = 0,
-	MAUTH_INVALID,  /* forged, damaged, another key, not a credential */
+	MAUTH_INVALID, /* forged, damaged, another key, not a credential */
 	MAUTH_EXPIRED,
 	MAUTH_REPLAYED,
-	MAUTH_REWOUND,  /* encoded in the future: clocks differ */
+	MAUTH_REWOUND,   /* encoded in the future: clocks differ */
 	MAUTH_NO_DAEMON, /* munged not reachable */
-	MAUTH_ERROR,    /* anything else (out of memory, ...) */
+	MAUTH_ERROR,     /* anything else (out of memory, ...) */
 };
 
 /* A credential ("MUNGE:...", caller frees) carrying PAYLOAD (LEN bytes,
@@ -45,12 +45,9 @@ enum mauth_status mauth_decode(const char *socket, const char *cred,
 /* A decoder with mauth_decode's contract, for a server that is given one
  * (ctld/service.h's struct ctld_serve_ctx: mauth_decode in iostagectld, a
  * stand-in in a fuzz target, where no munged runs). */
-typedef enum mauth_status (*mauth_decode_fn)(const char *socket,
-					     const char *cred,
-					     char **ret_payload,
-					     size_t *ret_len, uid_t *ret_uid,
-					     gid_t *ret_gid, char *err,
-					     size_t errlen);
+typedef enum mauth_status (*mauth_decode_fn)(
+    const char *socket, const char *cred, char **ret_payload, size_t *ret_len,
+    uid_t *ret_uid, gid_t *ret_gid, char *err, size_t errlen);
 
 /* "replayed", "expired", ... for log lines. */
 const char *mauth_status_name(enum mauth_status status);

@@ -39,8 +39,7 @@ static bool hex_words(const char **p, unsigned n, uint32_t *out)
 }
 
 /* "ADDR:PORT" at *P: N address words and a port; advance *P. */
-static bool endpoint(const char **p, unsigned n, uint32_t *addr,
-		     unsigned *port)
+static bool endpoint(const char **p, unsigned n, uint32_t *addr, unsigned *port)
 {
 	char *end;
 	unsigned long v;
@@ -113,8 +112,8 @@ int netpeer_uid(const struct sockaddr *peer, unsigned server_port,
 	int family, found = 0;
 	FILE *f;
 
-	if (!peer || (peer->sa_family != AF_INET &&
-		      peer->sa_family != AF_INET6)) {
+	if (!peer ||
+	    (peer->sa_family != AF_INET && peer->sa_family != AF_INET6)) {
 		errno = EAFNOSUPPORT;
 		return -1;
 	}

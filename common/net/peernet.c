@@ -76,7 +76,8 @@ int peernet_listen(const char *addr, unsigned port, char *err, size_t errlen)
 	}
 	snprintf(service, sizeof(service), "%u", port);
 	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV | (any ? 0 : AI_NUMERICHOST);
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV |
+			 (any ? 0 : AI_NUMERICHOST);
 	hints.ai_family = any ? AF_INET6 : AF_UNSPEC;
 	r = getaddrinfo(any ? NULL : addr, service, &hints, &res);
 	if (r != 0 && any) {
@@ -156,16 +157,16 @@ static int connect_one(int fd, const struct addrinfo *ai, long long deadline)
 	return 0;
 }
 
-int peernet_connect(const char *host, unsigned port, int timeout_ms,
-		    char *err, size_t errlen)
+int peernet_connect(const char *host, unsigned port, int timeout_ms, char *err,
+		    size_t errlen)
 {
 	long long deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	struct addrinfo hints = { 0 }, *res = NULL, *ai;
 	char service[8], shown[INET6_ADDRSTRLEN] = "?";
 	int fd = -1, r, saved = 0;
 
-	if (!host || !*host || strlen(host) >= PEERNET_HOST_MAX ||
-	    port == 0 || port > 65535) {
+	if (!host || !*host || strlen(host) >= PEERNET_HOST_MAX || port == 0 ||
+	    port > 65535) {
 		snprintf(err, errlen, "bad peer address '%.64s' port %u",
 			 host ? host : "", port);
 		return -1;
@@ -180,9 +181,12 @@ int peernet_connect(const char *host, unsigned port, int timeout_ms,
 		return -1;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
-		const void *a = ai->ai_family == AF_INET6
-			? (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr
-			: (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+		const void *a =
+		    ai->ai_family == AF_INET6
+			? (const void *)&((struct sockaddr_in6 *)ai->ai_addr)
+			      ->sin6_addr
+			: (const void *)&((struct sockaddr_in *)ai->ai_addr)
+			      ->sin_addr;
 
 		inet_ntop(ai->ai_family, a, shown, sizeof(shown));
 		fd = socket(ai->ai_family,
@@ -288,8 +292,9 @@ char *peernet_read_line(int fd, int timeout_ms)
 				errno = EMSGSIZE;
 				goto fail;
 			}
-			cap = cap * 4 > PEERNET_LINE_MAX + 1 ? PEERNET_LINE_MAX + 1
-							     : cap * 4;
+			cap = cap * 4 > PEERNET_LINE_MAX + 1
+				  ? PEERNET_LINE_MAX + 1
+				  : cap * 4;
 			b = realloc(buf, cap);
 			if (!b) {
 				errno = ENOMEM;
@@ -489,7 +494,8 @@ cJSON *peernet_decode_request_by(mauth_decode_fn decode, const char *line,
 		    plen != DIGEST_TEXT_LEN || memcmp(payload, want, plen)) {
 			free(payload);
 			*ret_status = MAUTH_INVALID;
-			snprintf(err, errlen, "credential refused: the request "
+			snprintf(err, errlen,
+				 "credential refused: the request "
 				 "does not match the credential's digest");
 			return NULL;
 		}
@@ -510,7 +516,8 @@ cJSON *peernet_decode_request_by(mauth_decode_fn decode, const char *line,
 	env = cJSON_Parse(line);
 	cred = cJSON_GetObjectItemCaseSensitive(env, "cred");
 	if (!cJSON_IsObject(env) || !cJSON_IsString(cred)) {
-		snprintf(err, errlen, "malformed request: want "
+		snprintf(err, errlen,
+			 "malformed request: want "
 			 "{\"cred\":\"MUNGE:...\"}");
 		goto out;
 	}
@@ -547,10 +554,10 @@ void peernet_peer_addr(int fd, char *buf, size_t len)
 
 const char *peernet_read_error(int errnum)
 {
-	return errnum == EMSGSIZE ? "request line too long"
+	return errnum == EMSGSIZE    ? "request line too long"
 	       : errnum == ETIMEDOUT ? "no request in time"
-	       : errnum == ENODATA ? "connection closed"
-				    : strerror(errnum);
+	       : errnum == ENODATA   ? "connection closed"
+				     : strerror(errnum);
 }
 
 cJSON *peernet_read_request(int fd, int timeout_ms, const char *munge_socket,
@@ -569,8 +576,8 @@ cJSON *peernet_read_request(int fd, int timeout_ms, const char *munge_socket,
 		snprintf(err, errlen, "%s", peernet_read_error(errno));
 		goto out;
 	}
-	req = peernet_decode_request(line, munge_socket, ret_op, &p.uid,
-				     &p.gid, ret_status, err, errlen);
+	req = peernet_decode_request(line, munge_socket, ret_op, &p.uid, &p.gid,
+				     ret_status, err, errlen);
 	free(line);
 	if (req)
 		*ret_peer = p;

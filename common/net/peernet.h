@@ -53,8 +53,8 @@ int peernet_listen(const char *addr, unsigned port, char *err, size_t errlen);
  * trying each address until one answers, within TIMEOUT_MS in all.
  * Returns a connected blocking fd (CLOEXEC), or -1 with err
  * ("node n2 (10.0.0.2:6826): connection refused"). */
-int peernet_connect(const char *host, unsigned port, int timeout_ms,
-		    char *err, size_t errlen);
+int peernet_connect(const char *host, unsigned port, int timeout_ms, char *err,
+		    size_t errlen);
 
 /* Write MSG as one line of at most PEERNET_LINE_MAX bytes. 0 or -1 with
  * errno (EMSGSIZE, EPIPE, ETIMEDOUT if TIMEOUT_MS passes). */

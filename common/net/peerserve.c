@@ -7,8 +7,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +25,7 @@ struct conn {
 };
 
 static void warn(const struct peerserve *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static void warn(const struct peerserve *s, const char *fmt, ...)
 {
@@ -132,8 +132,9 @@ static void accept_one(struct peerserve *s)
 	if (s->nconn >= s->conn_max) {
 		pthread_mutex_unlock(&s->lock);
 		warn(s, "connection refused: %u already served", s->conn_max);
-		peerserve_reply_and_close(fd, proto_reply_error(s->busy_fmt,
-								s->conn_max),
+		peerserve_reply_and_close(fd,
+					  proto_reply_error(s->busy_fmt,
+							    s->conn_max),
 					  s->send_ms);
 		return;
 	}
@@ -168,10 +169,8 @@ static void accept_one(struct peerserve *s)
 		s->nthreads--;
 		pthread_cond_broadcast(&s->cond);
 		pthread_mutex_unlock(&s->lock);
-		peerserve_reply_and_close(fd,
-					  proto_reply_error("%s",
-							    s->nothread_error),
-					  s->send_ms);
+		peerserve_reply_and_close(
+		    fd, proto_reply_error("%s", s->nothread_error), s->send_ms);
 	}
 }
 

@@ -39,10 +39,10 @@ typedef void (*peerserve_warn_fn)(const char *line);
 
 struct peerserve {
 	/* Set by the caller before peerserve_start(). */
-	unsigned conn_max;      /* connections served at once */
-	size_t stack_size;      /* of a connection's thread; 0: default */
-	int send_ms;            /* deadline for sending a reply */
-	const char *busy_fmt;   /* error reply over the bound; one %u */
+	unsigned conn_max;          /* connections served at once */
+	size_t stack_size;          /* of a connection's thread; 0: default */
+	int send_ms;                /* deadline for sending a reply */
+	const char *busy_fmt;       /* error reply over the bound; one %u */
 	const char *nothread_error; /* when no thread could be started */
 	peerserve_fn serve;
 	void *arg;

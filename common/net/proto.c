@@ -30,7 +30,7 @@ struct proto_reader {
 
 int proto_connect(const char *socket_path)
 {
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	int fd;
 
 	if (strlen(socket_path) >= sizeof(addr.sun_path)) {
@@ -144,7 +144,7 @@ int proto_read_line(struct proto_reader *r, int timeout_ms, char **ret_line)
 	}
 	for (;;) {
 		char *nl = memchr(r->buf, '\n', r->len);
-		struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+		struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
 		ssize_t n;
 		int wait_ms;
 
@@ -224,8 +224,9 @@ cJSON *proto_parse_request(const char *line, const char **ret_op, char *err,
 	}
 	op = cJSON_GetObjectItemCaseSensitive(req, "op");
 	if (!cJSON_IsString(op) || !op->valuestring[0]) {
-		snprintf(err, errlen, "malformed request: key 'op': missing "
-				      "or not a string");
+		snprintf(err, errlen,
+			 "malformed request: key 'op': missing "
+			 "or not a string");
 		goto fail;
 	}
 	*ret_op = op->valuestring;
@@ -400,8 +401,7 @@ int proto_get_u32(const cJSON *obj, const char *key, uint32_t *ret, char *err,
 	return 0;
 }
 
-int proto_get_job_id(const cJSON *req, uint32_t *ret, char *err,
-		     size_t errlen)
+int proto_get_job_id(const cJSON *req, uint32_t *ret, char *err, size_t errlen)
 {
 	uint32_t id;
 

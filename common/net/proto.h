@@ -171,7 +171,7 @@ cJSON *proto_parse_request(const char *line, const char **ret_op, char *err,
 /* Replies. Both return a new object (caller deletes), NULL on ENOMEM. */
 cJSON *proto_reply_ok(void);
 cJSON *proto_reply_error(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
+    __attribute__((format(printf, 1, 2)));
 
 /* How the daemon's refusal of a connection for want of a slot begins
  * (daemon/server.c): the request was not looked at. */
@@ -195,8 +195,7 @@ int proto_get_string(const cJSON *obj, const char *key, const char **ret,
 int proto_get_u32(const cJSON *obj, const char *key, uint32_t *ret, char *err,
 		  size_t errlen);
 /* The request's "job", a Slurm job ID (> 0): "key 'job': must be > 0". */
-int proto_get_job_id(const cJSON *req, uint32_t *ret, char *err,
-		     size_t errlen);
+int proto_get_job_id(const cJSON *req, uint32_t *ret, char *err, size_t errlen);
 
 /* Lenient reader for records we wrote ourselves or a worker's counters:
  * the non-negative integer at KEY, or 0 when it is missing, not a number,

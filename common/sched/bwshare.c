@@ -40,9 +40,8 @@ static struct bwshare_lease *find(struct bwshare *s, const char *node)
 	return NULL;
 }
 
-int bwshare_ask(struct bwshare *s, const char *node, bool want,
-		unsigned weight, double now, uint64_t *ret_grant,
-		double *ret_renew_s)
+int bwshare_ask(struct bwshare *s, const char *node, bool want, unsigned weight,
+		double now, uint64_t *ret_grant, double *ret_renew_s)
 {
 	struct bwshare_lease *l;
 	uint64_t others = 0, weights, fair, free_bw, grant;
@@ -87,9 +86,8 @@ int bwshare_ask(struct bwshare *s, const char *node, bool want,
 	/* At most 65,536 leases of weight <= 16: the product fits in 64
 	 * bits for any budget below 2^44 bytes/s (16 TiB/s); divide first
 	 * beyond that. */
-	fair = s->budget < ((uint64_t)1 << 44)
-		   ? s->budget * weight / weights
-		   : s->budget / weights * weight;
+	fair = s->budget < ((uint64_t)1 << 44) ? s->budget * weight / weights
+					       : s->budget / weights * weight;
 	free_bw = others < s->budget ? s->budget - others : 0;
 	grant = fair < free_bw ? fair : free_bw;
 	if (!l) {

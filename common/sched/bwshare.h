@@ -28,9 +28,9 @@
 
 #include "common/config/conf.h"
 
-#define BWSHARE_NODES_MAX 65536  /* leases held at once */
-#define BWSHARE_LEASE_S 2.0      /* a lease's period */
-#define BWSHARE_RETRY_S 0.25     /* ask again this soon when short */
+#define BWSHARE_NODES_MAX 65536 /* leases held at once */
+#define BWSHARE_LEASE_S 2.0     /* a lease's period */
+#define BWSHARE_RETRY_S 0.25    /* ask again this soon when short */
 /* Weights: a starting job's Prolog waits for its copy, a pre-stage's job
  * is still in the queue, so the first takes four parts to one. */
 #define BWSHARE_WEIGHT_PRESTAGE 1
@@ -39,13 +39,13 @@
 
 struct bwshare_lease {
 	char node[CONF_NODE_MAX];
-	uint64_t grant;    /* bytes/s */
-	unsigned weight;   /* 1..BWSHARE_WEIGHT_MAX */
+	uint64_t grant;  /* bytes/s */
+	unsigned weight; /* 1..BWSHARE_WEIGHT_MAX */
 	double expires;
 };
 
 struct bwshare {
-	uint64_t budget;   /* bytes/s; 0 = unbounded */
+	uint64_t budget; /* bytes/s; 0 = unbounded */
 	double lease_s;
 	struct bwshare_lease *leases;
 	size_t n, cap;
@@ -53,9 +53,9 @@ struct bwshare {
 
 /* What the table holds now. */
 struct bwshare_usage {
-	uint64_t budget;   /* bytes/s */
-	uint64_t granted;  /* sum of the unexpired leases */
-	size_t nodes;      /* nodes holding one */
+	uint64_t budget;  /* bytes/s */
+	uint64_t granted; /* sum of the unexpired leases */
+	size_t nodes;     /* nodes holding one */
 };
 
 /* An empty table for BUDGET bytes/s, leases of LEASE_S seconds (<= 0:
@@ -74,9 +74,8 @@ void bwshare_fini(struct bwshare *s);
  * check s->budget. Returns 0, or -1 with errno EINVAL (bad node name) or
  * ENOSPC (BWSHARE_NODES_MAX leases held) or ENOMEM; nothing changes on
  * failure. */
-int bwshare_ask(struct bwshare *s, const char *node, bool want,
-		unsigned weight, double now, uint64_t *ret_grant,
-		double *ret_renew_s);
+int bwshare_ask(struct bwshare *s, const char *node, bool want, unsigned weight,
+		double now, uint64_t *ret_grant, double *ret_renew_s);
 
 /* The table at NOW (expired leases are dropped first). */
 void bwshare_usage(struct bwshare *s, double now, struct bwshare_usage *ret);

@@ -3,8 +3,8 @@
 
 #include <xxhash.h>
 
-#include "common/sched/cachekey.h"
 #include "common/config/conf.h"
+#include "common/sched/cachekey.h"
 
 /* K of the text "PREFIX:SRC" (a source longer than any path the config
  * allows is cut, as it always was: such a source is refused earlier). */

@@ -47,17 +47,18 @@ size_t pfslicense_add_advice(struct profile *profile, const cJSON *reply)
 	const cJSON *r;
 	size_t added = 0;
 
-	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(
-				  reply, "recommendations"))
-	{
+	cJSON_ArrayForEach(
+	    r, cJSON_GetObjectItemCaseSensitive(reply, "recommendations")) {
 		const cJSON *rule = cJSON_GetObjectItemCaseSensitive(r, "rule");
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "target");
-		const cJSON *c = cJSON_GetObjectItemCaseSensitive(r, "confidence");
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(r,
+								  "confidence");
 		char norm[CONF_PATH_MAX], why[128];
 		char *dup;
 
-		if (!cJSON_IsString(rule) || strcmp(rule->valuestring, "stream") ||
-		    !cJSON_IsString(t) || !cJSON_IsNumber(c) ||
+		if (!cJSON_IsString(rule) ||
+		    strcmp(rule->valuestring, "stream") || !cJSON_IsString(t) ||
+		    !cJSON_IsNumber(c) ||
 		    c->valuedouble < PFSLICENSE_CONFIDENCE)
 			continue;
 		if (pathsafe_normalize(t->valuestring, norm, sizeof(norm), why,

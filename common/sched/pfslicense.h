@@ -22,8 +22,8 @@
 #include "common/config/conf.h"
 #include "common/config/profile.h"
 
-#define PFSLICENSE_MAX 1024          /* a --licenses value we build */
-#define PFSLICENSE_CONFIDENCE 0.5    /* advice auto applies, as spank/auto */
+#define PFSLICENSE_MAX 1024       /* a --licenses value we build */
+#define PFSLICENSE_CONFIDENCE 0.5 /* advice auto applies, as spank/auto */
 
 /* "NAME:K" for a job with PROFILE under CONF into BUF, or "" when the job
  * streams nothing or CONF names no PfsLicense. PROFILE may be NULL (no

@@ -51,8 +51,7 @@ int slurmcompat_hostlist_each(const char *list, slurmcompat_host_fn fn,
 	return rc;
 }
 
-int slurmcompat_update_job(uint32_t job,
-			   const struct slurmcompat_job_update *u)
+int slurmcompat_update_job(uint32_t job, const struct slurmcompat_job_update *u)
 {
 	job_array_resp_msg_t *resp = NULL;
 	job_desc_msg_t m;
@@ -72,8 +71,8 @@ int slurmcompat_update_job(uint32_t job,
 	m.features = (char *)u->features;
 	m.prefer = (char *)u->prefer;
 	rc = slurm_update_job2(&m, &resp);
-	for (uint32_t i = 0; rc == SLURM_SUCCESS && resp &&
-			     i < resp->job_array_count; i++)
+	for (uint32_t i = 0;
+	     rc == SLURM_SUCCESS && resp && i < resp->job_array_count; i++)
 		if (resp->error_code[i] != SLURM_SUCCESS) {
 			errno = (int)resp->error_code[i];
 			rc = SLURM_ERROR;
@@ -99,7 +98,7 @@ void slurmcompat_free_conf(slurm_conf_t *c)
 {
 	if (!c)
 		return;
-	/* renamed slurm_free_conf by 26.05 (checked on 26.05.5; 24.11.5 has
+		/* renamed slurm_free_conf by 26.05 (checked on 26.05.5; 24.11.5 has
 	 * the old name; 25.05 and 25.11 not checked here) */
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(26, 5, 0)
 	slurm_free_conf(c);

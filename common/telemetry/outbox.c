@@ -22,8 +22,8 @@
 
 #include "common/base/errmsg.h"
 #include "common/base/jsonbuf.h"
-#include "common/telemetry/outbox.h"
 #include "common/base/smallfile.h"
+#include "common/telemetry/outbox.h"
 
 struct outbox {
 	int dir_fd;
@@ -78,23 +78,26 @@ static int open_dir_at(int at, const char *path, bool create, char *err,
 	int fd;
 
 	if (create && mkdirat(at, path, 0700) < 0 && errno != EEXIST)
-		return errmsg_fail(err, errlen, errno, "outbox %s: cannot "
-				   "create it: %s", shown, strerror(errno));
+		return errmsg_fail(err, errlen, errno,
+				   "outbox %s: cannot "
+				   "create it: %s",
+				   shown, strerror(errno));
 	fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errmsg_fail(err, errlen, errno, "outbox %s: %s", shown,
 				   errno == ENOTDIR || errno == ELOOP
-					   ? "not a directory (or a link)"
-					   : strerror(errno));
+				       ? "not a directory (or a link)"
+				       : strerror(errno));
 	if (fstat(fd, &st) < 0 || (st.st_mode & 0077)) {
 		/* Records name users and jobs: not for everyone to read. */
 		if (fchmod(fd, 0700) < 0) {
 			int e = errno;
 
 			close(fd);
-			return errmsg_fail(err, errlen, e, "outbox %s: cannot "
-					   "make it 0700: %s", shown,
-					   strerror(e));
+			return errmsg_fail(err, errlen, e,
+					   "outbox %s: cannot "
+					   "make it 0700: %s",
+					   shown, strerror(e));
 		}
 	}
 	return fd;
@@ -121,19 +124,23 @@ static unsigned clean_temps(int dir_fd)
 	return n;
 }
 
-int outbox_open(const char *dir, struct outbox **ret_ob,
-		unsigned *ret_cleaned, char *err, size_t errlen)
+int outbox_open(const char *dir, struct outbox **ret_ob, unsigned *ret_cleaned,
+		char *err, size_t errlen)
 {
 	struct outbox *ob;
 	unsigned cleaned;
 
 	if (!dir || dir[0] != '/' || strlen(dir) >= CONF_PATH_MAX)
-		return errmsg_fail(err, errlen, EINVAL, "outbox '%s': not an "
-				   "absolute path", dir ? dir : "(null)");
+		return errmsg_fail(err, errlen, EINVAL,
+				   "outbox '%s': not an "
+				   "absolute path",
+				   dir ? dir : "(null)");
 	ob = calloc(1, sizeof(*ob));
 	if (!ob)
-		return errmsg_fail(err, errlen, ENOMEM, "outbox %s: out of "
-				   "memory", dir);
+		return errmsg_fail(err, errlen, ENOMEM,
+				   "outbox %s: out of "
+				   "memory",
+				   dir);
 	ob->dir_fd = ob->bad_fd = -1;
 	snprintf(ob->dir, sizeof(ob->dir), "%s", dir);
 	ob->dir_fd = open_dir_at(AT_FDCWD, dir, true, err, errlen, dir);
@@ -149,15 +156,14 @@ int outbox_open(const char *dir, struct outbox **ret_ob,
 		*ret_cleaned = cleaned;
 	*ret_ob = ob;
 	return 0;
-fail:
-	{
-		int e = errno;
+fail : {
+	int e = errno;
 
-		if (ob->dir_fd >= 0)
-			close(ob->dir_fd);
-		free(ob);
-		errno = e;
-	}
+	if (ob->dir_fd >= 0)
+		close(ob->dir_fd);
+	free(ob);
+	errno = e;
+}
 	return -1;
 }
 
@@ -202,40 +208,49 @@ int outbox_entry_check(const cJSON *entry, char *err, size_t errlen)
 	if (!cJSON_IsObject(entry))
 		return errmsg_fail(err, errlen, EINVAL, "not a JSON object");
 	if (!job_of(entry, &job))
-		return errmsg_fail(err, errlen, EINVAL, "key 'job': not a job "
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'job': not a job "
 				   "id (1 to 4294967295)");
 	node = str_of(entry, "node");
 	if (!node || !conf_is_node_name(node))
-		return errmsg_fail(err, errlen, EINVAL, "key 'node': not a "
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'node': not a "
 				   "node name");
 	nodes = cJSON_GetObjectItemCaseSensitive(entry, "nodes");
 	if (!cJSON_IsArray(nodes))
-		return errmsg_fail(err, errlen, EINVAL, "key 'nodes': not a "
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'nodes': not a "
 				   "list of node names");
-	cJSON_ArrayForEach(e, nodes)
-	{
+	cJSON_ArrayForEach(e, nodes) {
 		if (!cJSON_IsString(e) || !conf_is_node_name(e->valuestring))
-			return errmsg_fail(err, errlen, EINVAL, "key 'nodes': "
-					   "item %d is not a node name", n);
+			return errmsg_fail(err, errlen, EINVAL,
+					   "key 'nodes': "
+					   "item %d is not a node name",
+					   n);
 		if (++n > OUTBOX_NODES_MAX)
-			return errmsg_fail(err, errlen, EINVAL, "key 'nodes': "
+			return errmsg_fail(err, errlen, EINVAL,
+					   "key 'nodes': "
 					   "more than %d nodes",
 					   OUTBOX_NODES_MAX);
 		if (!strcmp(e->valuestring, node))
 			self = true;
 	}
 	if (n == 0 || !self)
-		return errmsg_fail(err, errlen, EINVAL, "key 'nodes': does not "
-				   "name node %s", node);
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'nodes': does not "
+				   "name node %s",
+				   node);
 	rec = cJSON_GetObjectItemCaseSensitive(entry, "record");
 	if (!cJSON_IsObject(rec))
-		return errmsg_fail(err, errlen, EINVAL, "key 'record': not a "
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'record': not a "
 				   "JSON object");
 	rnode = str_of(rec, "node");
 	if (!job_of(rec, &rjob) || rjob != job || !rnode || strcmp(rnode, node))
-		return errmsg_fail(err, errlen, EINVAL, "key 'record': not the "
-				   "record of job %" PRIu32 " on node %s", job,
-				   node);
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'record': not the "
+				   "record of job %" PRIu32 " on node %s",
+				   job, node);
 	return 0;
 }
 
@@ -288,8 +303,7 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-int outbox_put(struct outbox *ob, const cJSON *entry, char *err,
-	       size_t errlen)
+int outbox_put(struct outbox *ob, const cJSON *entry, char *err, size_t errlen)
 {
 	char name[OUTBOX_NAME_MAX], tmp[OUTBOX_NAME_MAX + 48], *text = NULL;
 	unsigned long seq;
@@ -304,14 +318,17 @@ int outbox_put(struct outbox *ob, const cJSON *entry, char *err,
 		 str_of(entry, "node"));
 	text = jsonbuf_dup(entry);
 	if (!text)
-		return errmsg_fail(err, errlen, ENOMEM, "outbox %s/%s: out of "
-				   "memory", ob->dir, name);
+		return errmsg_fail(err, errlen, ENOMEM,
+				   "outbox %s/%s: out of "
+				   "memory",
+				   ob->dir, name);
 	len = strlen(text);
 	if (len > OUTBOX_ENTRY_MAX) {
 		free(text);
-		return errmsg_fail(err, errlen, EMSGSIZE, "outbox %s/%s: entry "
-				   "of %zu bytes, more than %d", ob->dir, name,
-				   len, OUTBOX_ENTRY_MAX);
+		return errmsg_fail(err, errlen, EMSGSIZE,
+				   "outbox %s/%s: entry "
+				   "of %zu bytes, more than %d",
+				   ob->dir, name, len, OUTBOX_ENTRY_MAX);
 	}
 	pthread_mutex_lock(&ob->lock);
 	seq = ++ob->seq;
@@ -448,9 +465,10 @@ cJSON *outbox_read(struct outbox *ob, struct outbox_item *it, char *err,
 	cJSON *e;
 
 	if (!it->valid_name) {
-		errmsg_fail(err, errlen, EINVAL, "outbox %s/%s: not an entry's "
-			    "name (JOB.NODE.json, a regular file)", ob->dir,
-			    it->name);
+		errmsg_fail(err, errlen, EINVAL,
+			    "outbox %s/%s: not an entry's "
+			    "name (JOB.NODE.json, a regular file)",
+			    ob->dir, it->name);
 		return NULL;
 	}
 	text = smallfile_read_at(ob->dir_fd, it->name, O_NOFOLLOW,
@@ -480,7 +498,8 @@ cJSON *outbox_read(struct outbox *ob, struct outbox_item *it, char *err,
 	/* Checked: job and node are there. */
 	if (!job_of(e, &job) || job != it->job ||
 	    strcmp(str_of(e, "node"), it->node)) {
-		snprintf(cerr, sizeof(cerr), "its job or node differ from the "
+		snprintf(cerr, sizeof(cerr),
+			 "its job or node differ from the "
 			 "file name");
 		goto bad;
 	}
@@ -492,8 +511,8 @@ bad:
 	return NULL;
 }
 
-int outbox_remove(struct outbox *ob, const struct outbox_item *it,
-		  char *err, size_t errlen)
+int outbox_remove(struct outbox *ob, const struct outbox_item *it, char *err,
+		  size_t errlen)
 {
 	struct stat st;
 	int e;
@@ -514,8 +533,10 @@ int outbox_remove(struct outbox *ob, const struct outbox_item *it,
 	if (unlinkat(ob->dir_fd, it->name, 0) < 0) {
 		e = errno;
 		pthread_mutex_unlock(&ob->lock);
-		return errmsg_fail(err, errlen, e, "outbox %s/%s: cannot remove "
-				   "it: %s", ob->dir, it->name, strerror(e));
+		return errmsg_fail(err, errlen, e,
+				   "outbox %s/%s: cannot remove "
+				   "it: %s",
+				   ob->dir, it->name, strerror(e));
 	}
 	pthread_mutex_unlock(&ob->lock);
 	return 0;
@@ -527,28 +548,30 @@ void outbox_sync(struct outbox *ob)
 }
 
 int outbox_quarantine(struct outbox *ob, const struct outbox_item *it,
-		      char *ret_path, size_t pathlen, char *err,
-		      size_t errlen)
+		      char *ret_path, size_t pathlen, char *err, size_t errlen)
 {
 	char dst[sizeof(it->name) + 32];
 	struct stat st;
 	int e;
 
-	snprintf(dst, sizeof(dst), "%s.%lld", it->name,
-		 (long long)time(NULL));
+	snprintf(dst, sizeof(dst), "%s.%lld", it->name, (long long)time(NULL));
 	/* Never over an earlier quarantined file of the same name. */
-	for (int i = 1; fstatat(ob->bad_fd, dst, &st, AT_SYMLINK_NOFOLLOW) ==
-				0 && i < 1000; i++)
+	for (int i = 1;
+	     fstatat(ob->bad_fd, dst, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	     i < 1000;
+	     i++)
 		snprintf(dst, sizeof(dst), "%s.%lld.%d", it->name,
 			 (long long)time(NULL), i);
 	pthread_mutex_lock(&ob->lock);
-	if (renameat2(ob->dir_fd, it->name, ob->bad_fd, dst,
-		      RENAME_NOREPLACE) < 0) {
+	if (renameat2(ob->dir_fd, it->name, ob->bad_fd, dst, RENAME_NOREPLACE) <
+	    0) {
 		e = errno;
 		pthread_mutex_unlock(&ob->lock);
-		return errmsg_fail(err, errlen, e, "outbox %s/%s: cannot move "
-				   "it to %s/: %s", ob->dir, it->name,
-				   OUTBOX_BAD_DIR, strerror(e));
+		return errmsg_fail(err, errlen, e,
+				   "outbox %s/%s: cannot move "
+				   "it to %s/: %s",
+				   ob->dir, it->name, OUTBOX_BAD_DIR,
+				   strerror(e));
 	}
 	pthread_mutex_unlock(&ob->lock);
 	(void)fsync(ob->bad_fd);

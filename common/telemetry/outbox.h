@@ -50,21 +50,21 @@ struct outbox;
 
 /* One file of the outbox, as outbox_list saw it. */
 struct outbox_item {
-	char name[256];         /* the file name in the outbox */
-	bool valid_name;        /* J.NODE.json: job and node below are set */
+	char name[256];  /* the file name in the outbox */
+	bool valid_name; /* J.NODE.json: job and node below are set */
 	uint32_t job;
 	char node[CONF_NODE_MAX];
-	struct timespec mtime;  /* when it was written (list order) */
-	ino_t ino;              /* the file listed/read: outbox_remove's check */
-	size_t bytes;           /* its size when read (outbox_read) */
+	struct timespec mtime; /* when it was written (list order) */
+	ino_t ino;             /* the file listed/read: outbox_remove's check */
+	size_t bytes;          /* its size when read (outbox_read) */
 };
 
 /* Open the outbox directory DIR (absolute), creating it (0700) and DIR/bad
  * when missing; DIR must be a directory, not a link. Temporary files left
  * by a crash are removed; *ret_cleaned (may be NULL) gets how many.
  * Returns 0 with *ret_ob (caller closes), or -1 with err. */
-int outbox_open(const char *dir, struct outbox **ret_ob,
-		unsigned *ret_cleaned, char *err, size_t errlen);
+int outbox_open(const char *dir, struct outbox **ret_ob, unsigned *ret_cleaned,
+		char *err, size_t errlen);
 
 /* NULL is a no-op. */
 void outbox_close(struct outbox *ob);
@@ -88,8 +88,7 @@ cJSON *outbox_entry_new(uint32_t job, const char *node,
  * entry survives a crash of the machine. -1 with err (errno EINVAL bad
  * entry, EMSGSIZE over OUTBOX_ENTRY_MAX, else the file system's); nothing
  * is left behind on failure. */
-int outbox_put(struct outbox *ob, const cJSON *entry, char *err,
-	       size_t errlen);
+int outbox_put(struct outbox *ob, const cJSON *entry, char *err, size_t errlen);
 
 /* The files of the outbox (temporary files and DIR/bad excluded), oldest
  * first (mtime, then name). *ret_items (caller frees; NULL when none) and
@@ -112,8 +111,8 @@ cJSON *outbox_read(struct outbox *ob, struct outbox_item *it, char *err,
  * removed (or already gone), 1 kept (replaced), -1 with err. The removal
  * is made durable by outbox_sync, once for many: one that a crash undoes
  * only sends the entry again, which the service answers as a duplicate. */
-int outbox_remove(struct outbox *ob, const struct outbox_item *it,
-		  char *err, size_t errlen);
+int outbox_remove(struct outbox *ob, const struct outbox_item *it, char *err,
+		  size_t errlen);
 
 /* fsync the outbox directory (after removals). */
 void outbox_sync(struct outbox *ob);
@@ -121,7 +120,6 @@ void outbox_sync(struct outbox *ob);
 /* Move the file IT names to DIR/bad/NAME.UNIXTIME (never deleted). The
  * new path goes to ret_path (may be NULL). 0, or -1 with err. */
 int outbox_quarantine(struct outbox *ob, const struct outbox_item *it,
-		      char *ret_path, size_t pathlen, char *err,
-		      size_t errlen);
+		      char *ret_path, size_t pathlen, char *err, size_t errlen);
 
 #endif /* IOSTAGE_OUTBOX_H */

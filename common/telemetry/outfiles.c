@@ -7,9 +7,9 @@
 #include "common/telemetry/outfiles.h"
 
 struct ofile {
-	char *path;     /* NULL: free slot */
-	pid_t pid;      /* the first writer */
-	bool shared;    /* another pid wrote it too */
+	char *path;  /* NULL: free slot */
+	pid_t pid;   /* the first writer */
+	bool shared; /* another pid wrote it too */
 	uint64_t written;
 };
 
@@ -125,7 +125,8 @@ int outfiles_add(struct outfiles *t, const char *path, pid_t pid,
 	copy = strdup(path);
 	if (!copy)
 		return -1;
-	t->slots[i] = (struct ofile){ .path = copy, .pid = pid,
+	t->slots[i] = (struct ofile){ .path = copy,
+				      .pid = pid,
 				      .written = written };
 	t->n++;
 	return 0;
@@ -168,10 +169,10 @@ void outfiles_count(const struct outfiles *t, const char *const *prefixes,
 		if (!f->path)
 			continue;
 		for (o = 0; o < nout; o++)
-			if ((prefixes && outfiles_under(f->path,
-							prefixes[2 * o])) ||
-			    (prefixes && outfiles_under(f->path,
-							prefixes[2 * o + 1])))
+			if ((prefixes &&
+			     outfiles_under(f->path, prefixes[2 * o])) ||
+			    (prefixes &&
+			     outfiles_under(f->path, prefixes[2 * o + 1])))
 				break;
 		if (f->shared)
 			ret[o].shared++;

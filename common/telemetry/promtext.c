@@ -151,7 +151,7 @@ int promtext_sample(struct promtext *pt, const char *name,
 	if (puts_(pt, name) < 0)
 		return -1;
 	for (i = 0; labels && labels[i]; i += 2)
-		if (puts_(pt, i ? ",": "{") < 0 || puts_(pt, labels[i]) < 0 ||
+		if (puts_(pt, i ? "," : "{") < 0 || puts_(pt, labels[i]) < 0 ||
 		    puts_(pt, "=\"") < 0 ||
 		    put_escaped(pt, labels[i + 1], true) < 0 ||
 		    puts_(pt, "\"") < 0)
@@ -181,7 +181,7 @@ struct phase_sum {
 	const char *name;
 	double read, write, seconds;
 	bool has_read, has_write, has_seconds;
-	const char *source;     /* of read/write: "shim", "proc_rchar",
+	const char *source; /* of read/write: "shim", "proc_rchar",
 				 * "staging"; the first phase's */
 };
 
@@ -213,9 +213,8 @@ static size_t sum_phases(const cJSON *record, struct phase_sum *sums)
 	const cJSON *ph;
 	size_t n = 0, i;
 
-	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(record,
-								"phases"))
-	{
+	cJSON_ArrayForEach(ph,
+			   cJSON_GetObjectItemCaseSensitive(record, "phases")) {
 		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(ph, "name");
 		struct phase_sum *p;
 
@@ -275,26 +274,24 @@ int promtext_job_phases(struct promtext *pt, const cJSON *records)
 			    "writes); dropped a grace period after the job "
 			    "ends") < 0)
 		return -1;
-	cJSON_ArrayForEach(rec, records)
-	{
+	cJSON_ArrayForEach(rec, records) {
 		if (!record_jobid(rec, id, sizeof(id)))
 			continue;
 		n = sum_phases(rec, sums);
 		for (i = 0; i < n; i++)
 			for (d = 0; d < 2; d++) {
-				const char *labels[] = { "jobid", id, "phase",
-							 sums[i].name,
-							 "direction", dirs[d],
-							 NULL };
+				const char *labels[] = {
+					"jobid",      id,          "phase",
+					sums[i].name, "direction", dirs[d],
+					NULL
+				};
 				bool has = d ? sums[i].has_write
 					     : sums[i].has_read;
 
 				if (has &&
-				    promtext_sample(pt,
-						    "iostage_job_phase_bytes",
-						    labels,
-						    d ? sums[i].write
-						      : sums[i].read) < 0)
+				    promtext_sample(
+					pt, "iostage_job_phase_bytes", labels,
+					d ? sums[i].write : sums[i].read) < 0)
 					return -1;
 			}
 	}
@@ -308,15 +305,15 @@ int promtext_job_phases(struct promtext *pt, const cJSON *records)
 			    "every read and write call, pipes, sockets and "
 			    "devices included) or staging") < 0)
 		return -1;
-	cJSON_ArrayForEach(rec, records)
-	{
+	cJSON_ArrayForEach(rec, records) {
 		if (!record_jobid(rec, id, sizeof(id)))
 			continue;
 		n = sum_phases(rec, sums);
 		for (i = 0; i < n; i++) {
-			const char *labels[] = { "jobid", id, "phase",
-						 sums[i].name, "source",
-						 sums[i].source, NULL };
+			const char *labels[] = { "jobid",  id,
+						 "phase",  sums[i].name,
+						 "source", sums[i].source,
+						 NULL };
 
 			if (sums[i].source &&
 			    promtext_sample(pt,
@@ -329,8 +326,7 @@ int promtext_job_phases(struct promtext *pt, const cJSON *records)
 			    "How long a job's phase lasted (so far, while it "
 			    "runs)") < 0)
 		return -1;
-	cJSON_ArrayForEach(rec, records)
-	{
+	cJSON_ArrayForEach(rec, records) {
 		if (!record_jobid(rec, id, sizeof(id)))
 			continue;
 		n = sum_phases(rec, sums);
@@ -385,8 +381,8 @@ static const struct sched_sample {
 	{ "iostage_ctld_feature_updates_total", NULL, NULL, "result", "error",
 	  "placement", "feature_update_errors" },
 	{ "iostage_ctld_prestage_jobs_noted_total", "counter",
-	  "Submitted jobs whose datasets iostagectld was told (job_note)",
-	  NULL, NULL, "prestage", "jobs_noted" },
+	  "Submitted jobs whose datasets iostagectld was told (job_note)", NULL,
+	  NULL, "prestage", "jobs_noted" },
 	{ "iostage_ctld_prestage_pending_jobs", "gauge",
 	  "Noted jobs that have not started yet", NULL, NULL, "prestage",
 	  "pending_jobs" },
@@ -394,8 +390,8 @@ static const struct sched_sample {
 	  "Datasets iostagectld asked nodes to pre-stage", NULL, NULL,
 	  "prestage", "requests" },
 	{ "iostage_ctld_prestage_datasets_total", "counter",
-	  "Datasets pre-staged for pending jobs, by result", "result",
-	  "staged", "prestage", "staged" },
+	  "Datasets pre-staged for pending jobs, by result", "result", "staged",
+	  "prestage", "staged" },
 	{ "iostage_ctld_prestage_datasets_total", NULL, NULL, "result",
 	  "failed", "prestage", "failed" },
 	{ "iostage_ctld_prestage_bytes_total", "counter",
@@ -425,10 +421,10 @@ int promtext_sched_status(struct promtext *pt, const cJSON *reply)
 
 		num(cJSON_GetObjectItemCaseSensitive(reply, s->obj), s->key,
 		    &v);
-		if ((s->type && promtext_family(pt, s->name, s->type,
-						s->help) < 0) ||
-		    promtext_sample(pt, s->name, s->lname ? labels : NULL,
-				    v) < 0)
+		if ((s->type &&
+		     promtext_family(pt, s->name, s->type, s->help) < 0) ||
+		    promtext_sample(pt, s->name, s->lname ? labels : NULL, v) <
+			0)
 			return -1;
 	}
 	return 0;

@@ -37,7 +37,8 @@ static const char *str(const cJSON *o, const char *key, const char *dflt)
 static void add_keys(cJSON *dst, const cJSON *src, const char *const *keys)
 {
 	for (; *keys; keys++)
-		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(src, *keys)))
+		if (cJSON_IsNumber(
+			cJSON_GetObjectItemCaseSensitive(src, *keys)))
 			json_set_number(dst, *keys,
 					num(dst, *keys) + num(src, *keys));
 }
@@ -157,19 +158,18 @@ static cJSON *merge_timelines(const cJSON *const *runs, size_t n)
 			interval = num(runs[i], "interval_s");
 	for (i = 0; i < n; i++)
 		total += (size_t)cJSON_GetArraySize(
-			cJSON_GetObjectItemCaseSensitive(runs[i], "timeline"));
+		    cJSON_GetObjectItemCaseSensitive(runs[i], "timeline"));
 	all = malloc(total * sizeof(*all) + 1);
 	if (!all)
 		goto out;
 	total = 0;
 	for (i = 0; i < n; i++) {
 		telrec_timeline_init(one, num(runs[i], "interval_s") > 0
-						  ? num(runs[i], "interval_s")
-						  : 1);
+					      ? num(runs[i], "interval_s")
+					      : 1);
 		telrec_timeline_from_json(
-			one, cJSON_GetObjectItemCaseSensitive(runs[i],
-							      "timeline"),
-			num(runs[i], "interval_s"));
+		    one, cJSON_GetObjectItemCaseSensitive(runs[i], "timeline"),
+		    num(runs[i], "interval_s"));
 		for (k = 0; k < one->n; k++)
 			all[total++] = one->s[k];
 		/* (from_json keeps at most as many as the array had) */
@@ -177,7 +177,8 @@ static cJSON *merge_timelines(const cJSON *const *runs, size_t n)
 	qsort(all, total, sizeof(*all), cmp_sample);
 	telrec_timeline_init(tl, interval > 0 ? interval : 1);
 	for (k = 0; k < total; k++) {
-		struct telrec_io d = { .rchar = all[k].rb, .wchar = all[k].wb,
+		struct telrec_io d = { .rchar = all[k].rb,
+				       .wchar = all[k].wb,
 				       .syscr = all[k].rs,
 				       .syscw = all[k].ws };
 
@@ -197,22 +198,36 @@ static const char *const stage_in_keys[] = {
 	"bytes", "files", "copied_bytes", "cached_bytes", NULL,
 };
 static const char *const run_keys[] = {
-	"read_bytes", "write_bytes", "read_syscalls", "write_syscalls",
-	"storage_read_bytes", "storage_write_bytes", "io_seconds",
-	"unoverlapped_io_seconds", "shared_files", "fpp_files",
-	"untracked_file_reports", NULL,
+	"read_bytes",
+	"write_bytes",
+	"read_syscalls",
+	"write_syscalls",
+	"storage_read_bytes",
+	"storage_write_bytes",
+	"io_seconds",
+	"unoverlapped_io_seconds",
+	"shared_files",
+	"fpp_files",
+	"untracked_file_reports",
+	NULL,
 };
 static const char *const sub_keys[] = {
-	"read_bytes", "write_bytes", "read_syscalls", "write_syscalls",
-	"io_seconds", "unoverlapped_io_seconds", NULL,
+	"read_bytes",
+	"write_bytes",
+	"read_syscalls",
+	"write_syscalls",
+	"io_seconds",
+	"unoverlapped_io_seconds",
+	NULL,
 };
 static const char *const stage_out_keys[] = {
-	"bytes", "files", "during_bytes", "during_files", "end_bytes",
-	"end_files", "failed_files", NULL,
+	"bytes",     "files",     "during_bytes", "during_files",
+	"end_bytes", "end_files", "failed_files", NULL,
 };
 static const char *const output_keys[] = {
-	"files", "bytes", "during_files", "during_bytes", "end_files",
-	"end_bytes", "failed_files", "shared_files", "fpp_files", NULL,
+	"files",     "bytes",     "during_files", "during_bytes",
+	"end_files", "end_bytes", "failed_files", "shared_files",
+	"fpp_files", NULL,
 };
 static const char *const dataset_keys[] = {
 	"copied_bytes", "copied_files", "linked_files", "cached_bytes", NULL,
@@ -225,15 +240,13 @@ static void add_ranks(cJSON *dst, const cJSON *src)
 
 	if (!ranks && !(ranks = cJSON_AddArrayToObject(dst, "ranks")))
 		return;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(src, "ranks"))
-	{
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(src, "ranks")) {
 		cJSON *prev = NULL;
 		bool dup = false;
 
 		if (!cJSON_IsNumber(r))
 			continue;
-		cJSON_ArrayForEach(e, ranks)
-		{
+		cJSON_ArrayForEach(e, ranks) {
 			if (e->valuedouble == r->valuedouble)
 				dup = true;
 			if (e->valuedouble < r->valuedouble)
@@ -337,13 +350,13 @@ static cJSON *merge_phase(const cJSON *const *ph, size_t n,
 		}
 		if (has(ph[i], "ranks"))
 			add_ranks(out, ph[i]);
-		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ph[i],
-								  "live")) &&
+		if (cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(ph[i], "live")) &&
 		    !has(out, "live"))
 			cJSON_AddBoolToObject(out, "live", true);
 		if (has(ph[i], "end_seconds") &&
-		    (first || num(ph[i], "end_seconds") >
-				      num(out, "end_seconds")))
+		    (first ||
+		     num(ph[i], "end_seconds") > num(out, "end_seconds")))
 			json_set_number(out, "end_seconds",
 					num(ph[i], "end_seconds"));
 		first = false;
@@ -371,8 +384,7 @@ static cJSON *part_summary(const cJSON *p)
 		if ((x = cJSON_GetObjectItemCaseSensitive(p, *k)))
 			cJSON_AddItemToObject(s, *k, cJSON_Duplicate(x, true));
 	phases = cJSON_AddArrayToObject(s, "phases");
-	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(p, "phases"))
-	{
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(p, "phases")) {
 		/* Per-node figures; the timeline and shim counters are
 		 * the job's (top level), not repeated per node. */
 		ph = cJSON_Duplicate(x, true);
@@ -383,11 +395,11 @@ static cJSON *part_summary(const cJSON *p)
 		cJSON_AddItemToArray(phases, ph);
 	}
 	arr = cJSON_AddArrayToObject(s, "datasets");
-	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(p, "datasets"))
-	{
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(p, "datasets")) {
 		static const char *const keys[] = {
-			"bytes", "files", "copied_bytes", "copied_files",
-			"linked_files", "cached_bytes", NULL,
+			"bytes",        "files",        "copied_bytes",
+			"copied_files", "linked_files", "cached_bytes",
+			NULL,
 		};
 
 		e = cJSON_CreateObject();
@@ -399,8 +411,7 @@ static cJSON *part_summary(const cJSON *p)
 		cJSON_AddItemToArray(arr, e);
 	}
 	arr = cJSON_AddArrayToObject(s, "outputs");
-	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(p, "outputs"))
-	{
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(p, "outputs")) {
 		e = cJSON_CreateObject();
 		if (!e)
 			break;
@@ -409,14 +420,15 @@ static cJSON *part_summary(const cJSON *p)
 		cJSON_AddItemToArray(arr, e);
 	}
 	arr = cJSON_CreateArray();
-	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(p, "processes"))
-	{
+	cJSON_ArrayForEach(x,
+			   cJSON_GetObjectItemCaseSensitive(p, "processes")) {
 		nprocs++;
 		if (arr && has(x, "rank")) {
 			cJSON *tmp = cJSON_CreateObject(), *r;
 
 			r = cJSON_AddArrayToObject(tmp, "ranks");
-			cJSON_AddItemToArray(r, cJSON_CreateNumber(num(x, "rank")));
+			cJSON_AddItemToArray(r, cJSON_CreateNumber(
+						    num(x, "rank")));
 			add_ranks(s, tmp);
 			cJSON_Delete(tmp);
 		}
@@ -439,9 +451,8 @@ static void merge_datasets(cJSON *r, const cJSON *const *parts, size_t n)
 	const cJSON *d;
 
 	for (size_t i = 0; arr && i < n; i++) {
-		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(parts[i],
-								      "datasets"))
-		{
+		cJSON_ArrayForEach(
+		    d, cJSON_GetObjectItemCaseSensitive(parts[i], "datasets")) {
 			const char *name = str(d, "name", "");
 
 			e = entry_named(arr, name);
@@ -457,7 +468,7 @@ static void merge_datasets(cJSON *r, const cJSON *const *parts, size_t n)
 			    result_rank(str(e, "result", "")))
 				json_set(e, "result",
 					 cJSON_CreateString(
-						 str(d, "result", "")));
+					     str(d, "result", "")));
 			/* The dataset's size is the same on every node: the
 			 * largest seen; what was copied or served adds up. */
 			if (num(d, "bytes") > num(e, "bytes"))
@@ -475,9 +486,8 @@ static void merge_outputs(cJSON *r, const cJSON *const *parts, size_t n)
 	const cJSON *o;
 
 	for (size_t i = 0; arr && i < n; i++) {
-		cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(parts[i],
-								      "outputs"))
-		{
+		cJSON_ArrayForEach(
+		    o, cJSON_GetObjectItemCaseSensitive(parts[i], "outputs")) {
 			const cJSON *h;
 
 			e = entry_named(arr, str(o, "name", ""));
@@ -491,8 +501,7 @@ static void merge_outputs(cJSON *r, const cJSON *const *parts, size_t n)
 			 * drained (absent when no part recorded it). */
 			if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(
 				o, "max_file_bytes")) &&
-			    num(o, "max_file_bytes") >
-				num(e, "max_file_bytes"))
+			    num(o, "max_file_bytes") > num(e, "max_file_bytes"))
 				json_set_number(e, "max_file_bytes",
 						num(o, "max_file_bytes"));
 			h = cJSON_GetObjectItemCaseSensitive(o, "size_hist");
@@ -500,13 +509,13 @@ static void merge_outputs(cJSON *r, const cJSON *const *parts, size_t n)
 				uint64_t a[TELREC_NBUCKETS], b[TELREC_NBUCKETS];
 
 				telrec_size_hist_from_json(
-					a, cJSON_GetObjectItemCaseSensitive(
-						   e, "size_hist"));
+				    a, cJSON_GetObjectItemCaseSensitive(
+					   e, "size_hist"));
 				telrec_size_hist_from_json(b, h);
 				for (size_t k = 0; k < TELREC_NBUCKETS; k++)
 					a[k] += b[k];
 				cJSON_DeleteItemFromObjectCaseSensitive(
-					e, "size_hist");
+				    e, "size_hist");
 				cJSON_AddItemToObject(e, "size_hist",
 						      telrec_size_hist_json(a));
 			}
@@ -537,8 +546,10 @@ static void merge_phases(cJSON *r, const cJSON *const *parts, size_t n)
 		json_set_number(stage_in, "rate_bps",
 				(double)proto_u64_of(rate));
 		for (size_t i = 0; i < n; i++)
-			if (ph[i] && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
-					      ph[i], "error"))) {
+			if (ph[i] &&
+			    cJSON_IsString(
+				cJSON_GetObjectItemCaseSensitive(ph[i],
+								 "error"))) {
 				char buf[1200];
 
 				snprintf(buf, sizeof(buf), "node %s: %s",
@@ -576,12 +587,12 @@ static void merge_phases(cJSON *r, const cJSON *const *parts, size_t n)
 	 * entry of that name counts (a record may hold several) */
 	for (size_t i = 0; i < n; i++)
 		nsub += (size_t)cJSON_GetArraySize(
-			cJSON_GetObjectItemCaseSensitive(parts[i], "phases"));
+		    cJSON_GetObjectItemCaseSensitive(parts[i], "phases"));
 	same = calloc(nsub ? nsub : 1, sizeof(*same));
 	for (size_t i = 0; same && i < n; i++) {
-		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(parts[i],
-								      "phases"))
-		{
+		cJSON_ArrayForEach(x,
+				   cJSON_GetObjectItemCaseSensitive(parts[i],
+								    "phases")) {
 			const char *name = str(x, "name", "");
 			size_t k = 0;
 
@@ -590,8 +601,10 @@ static void merge_phases(cJSON *r, const cJSON *const *parts, size_t n)
 			for (size_t j = 0; j < n; j++) {
 				const cJSON *y;
 
-				cJSON_ArrayForEach(y, cJSON_GetObjectItemCaseSensitive(
-							      parts[j], "phases"))
+				cJSON_ArrayForEach(
+				    y,
+				    cJSON_GetObjectItemCaseSensitive(parts[j],
+								     "phases"))
 					if (has(y, "parent") &&
 					    !strcmp(str(y, "name", ""), name))
 						same[k++] = y;
@@ -618,9 +631,8 @@ static void merge_processes(cJSON *r, const cJSON *const *parts, size_t n)
 	for (size_t i = 0; arr && i < n; i++) {
 		size_t here = 0;
 
-		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(parts[i],
-								      "processes"))
-		{
+		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(
+					  parts[i], "processes")) {
 			cJSON *c;
 
 			here++;
@@ -633,15 +645,16 @@ static void merge_processes(cJSON *r, const cJSON *const *parts, size_t n)
 			if (!*str(c, "node", "")) {
 				cJSON_DeleteItemFromObjectCaseSensitive(c,
 									"node");
-				cJSON_AddStringToObject(
-					c, "node", str(parts[i], "node", ""));
+				cJSON_AddStringToObject(c, "node",
+							str(parts[i], "node",
+							    ""));
 			}
 			cJSON_AddItemToArray(arr, c);
 			kept++;
 		}
 		total += has(parts[i], "processes_total")
-				 ? (size_t)proto_u64(parts[i], "processes_total")
-				 : here;
+			     ? (size_t)proto_u64(parts[i], "processes_total")
+			     : here;
 	}
 	if (total > kept)
 		cJSON_AddNumberToObject(r, "processes_total", (double)total);
@@ -729,24 +742,25 @@ cJSON *recmerge_job(const cJSON *const *parts, size_t nparts,
 			for (const char *const *k = ids; *k; k++)
 				if (has(head, *k))
 					cJSON_AddItemToObject(
-						r, *k,
-						cJSON_Duplicate(
-							cJSON_GetObjectItemCaseSensitive(
-								head, *k),
-							true));
+					    r, *k,
+					    cJSON_Duplicate(
+						cJSON_GetObjectItemCaseSensitive(
+						    head, *k),
+						true));
 		}
 		cJSON_AddStringToObject(r, "job_name", job_name);
 		cJSON_AddStringToObject(r, "node", names[0]);
 		if (head) {
 			cJSON_AddStringToObject(r, "profile_origin",
-						str(head, "profile_origin", ""));
+						str(head, "profile_origin",
+						    ""));
 			if (has(head, "profile"))
 				cJSON_AddItemToObject(
-					r, "profile",
-					cJSON_Duplicate(
-						cJSON_GetObjectItemCaseSensitive(
-							head, "profile"),
-						true));
+				    r, "profile",
+				    cJSON_Duplicate(
+					cJSON_GetObjectItemCaseSensitive(
+					    head, "profile"),
+					true));
 		}
 		for (i = 0; i < have; i++) {
 			if (state_rank(str(in[i], "state", "")) > worst)
@@ -761,8 +775,8 @@ cJSON *recmerge_job(const cJSON *const *parts, size_t nparts,
 			if (i == 0 || num(in[i], "start") < num(r, "start"))
 				json_set_number(r, "start",
 						num(in[i], "start"));
-			if (all_ended && (i == 0 || num(in[i], "end") >
-							    num(r, "end")))
+			if (all_ended &&
+			    (i == 0 || num(in[i], "end") > num(r, "end")))
 				json_set_number(r, "end", num(in[i], "end"));
 		}
 		merge_datasets(r, in, have);
@@ -775,8 +789,8 @@ cJSON *recmerge_job(const cJSON *const *parts, size_t nparts,
 		arr = cJSON_AddArrayToObject(r, "missing_nodes");
 		for (j = 0; arr && j < n; j++)
 			if (!best[j])
-				cJSON_AddItemToArray(arr,
-						     cJSON_CreateString(names[j]));
+				cJSON_AddItemToArray(arr, cJSON_CreateString(
+							      names[j]));
 		arr = cJSON_AddArrayToObject(r, "parts");
 		for (i = 0; arr && i < have; i++)
 			cJSON_AddItemToArray(arr, part_summary(in[i]));

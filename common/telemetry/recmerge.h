@@ -22,8 +22,8 @@
 
 #include <cJSON.h>
 
-#define RECMERGE_NODES_MAX 4096  /* nodes of one job we merge */
-#define RECMERGE_PROCS_MAX 4096  /* process entries in a merged record */
+#define RECMERGE_NODES_MAX 4096 /* nodes of one job we merge */
+#define RECMERGE_PROCS_MAX 4096 /* process entries in a merged record */
 
 /* Merge PARTS (NPARTS records, any order, duplicates allowed, NULL
  * entries and parts without a valid "node" ignored) of a job running on

@@ -9,17 +9,29 @@
 #include "common/telemetry/telrec.h"
 
 static const char *const buckets[] = {
-	"0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M",
-	"1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS",
+	"0_100", "100_1K", "1K_10K",   "10K_100K", "100K_1M",
+	"1M_4M", "4M_10M", "10M_100M", "100M_1G",  "1G_PLUS",
 };
 
 static const char *const plain_counters[] = {
-	"POSIX_OPENS", "POSIX_READS", "POSIX_WRITES", "POSIX_SEEKS",
-	"POSIX_STATS", "POSIX_FSYNCS", "POSIX_BYTES_READ",
-	"POSIX_BYTES_WRITTEN", "POSIX_MAX_BYTE_READ", "POSIX_MAX_BYTE_WRITTEN",
-	"POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES", "POSIX_SEQ_READS",
-	"POSIX_SEQ_WRITES", "POSIX_RW_SWITCHES", "POSIX_F_READ_TIME",
-	"POSIX_F_WRITE_TIME", "POSIX_F_META_TIME",
+	"POSIX_OPENS",
+	"POSIX_READS",
+	"POSIX_WRITES",
+	"POSIX_SEEKS",
+	"POSIX_STATS",
+	"POSIX_FSYNCS",
+	"POSIX_BYTES_READ",
+	"POSIX_BYTES_WRITTEN",
+	"POSIX_MAX_BYTE_READ",
+	"POSIX_MAX_BYTE_WRITTEN",
+	"POSIX_CONSEC_READS",
+	"POSIX_CONSEC_WRITES",
+	"POSIX_SEQ_READS",
+	"POSIX_SEQ_WRITES",
+	"POSIX_RW_SWITCHES",
+	"POSIX_F_READ_TIME",
+	"POSIX_F_WRITE_TIME",
+	"POSIX_F_META_TIME",
 	"IOSTAGE_UNOVERLAPPED_IO_TIME",
 };
 
@@ -88,8 +100,8 @@ void telrec_timeline_add(struct telrec_timeline *tl, double t,
 	sample_add(last, d);
 }
 
-void telrec_timeline_sum(const struct telrec_timeline *tl, double t0,
-			 double t1, struct telrec_io *ret)
+void telrec_timeline_sum(const struct telrec_timeline *tl, double t0, double t1,
+			 struct telrec_io *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	for (size_t i = 0; i < tl->n; i++) {
@@ -119,8 +131,9 @@ cJSON *telrec_timeline_to_json(const struct telrec_timeline *tl)
 			return NULL;
 		}
 		/* Milliseconds are plenty for a timeline. */
-		cJSON_AddItemToArray(e, cJSON_CreateNumber(
-				(double)(long long)(s->t * 1000 + 0.5) / 1000));
+		cJSON_AddItemToArray(
+		    e, cJSON_CreateNumber(
+			   (double)(long long)(s->t * 1000 + 0.5) / 1000));
 		cJSON_AddItemToArray(e, cJSON_CreateNumber((double)s->rb));
 		cJSON_AddItemToArray(e, cJSON_CreateNumber((double)s->wb));
 		cJSON_AddItemToArray(e, cJSON_CreateNumber((double)s->rs));
@@ -150,8 +163,7 @@ void telrec_timeline_from_json(struct telrec_timeline *tl, const cJSON *arr,
 	const cJSON *e;
 
 	telrec_timeline_init(tl, interval);
-	cJSON_ArrayForEach(e, arr)
-	{
+	cJSON_ArrayForEach(e, arr) {
 		const cJSON *t = cJSON_GetArrayItem(e, 0);
 		struct telrec_sample *s;
 
@@ -237,8 +249,7 @@ int telrec_counters_merge(cJSON *dst, const cJSON *src)
 {
 	const cJSON *v;
 
-	cJSON_ArrayForEach(v, src)
-	{
+	cJSON_ArrayForEach(v, src) {
 		cJSON *d;
 		bool is_max;
 
@@ -254,7 +265,8 @@ int telrec_counters_merge(cJSON *dst, const cJSON *src)
 			continue;
 		}
 		if (!is_max)
-			cJSON_SetNumberValue(d, d->valuedouble + v->valuedouble);
+			cJSON_SetNumberValue(d,
+					     d->valuedouble + v->valuedouble);
 		else if (v->valuedouble > d->valuedouble)
 			cJSON_SetNumberValue(d, v->valuedouble);
 	}
@@ -299,8 +311,7 @@ static int check_seconds(const cJSON *o, const char *key, char *err,
 	if (!cJSON_IsObject(o))
 		return bad(err, errlen, "key '%s': must be an object%s", key,
 			   "");
-	cJSON_ArrayForEach(v, o)
-	{
+	cJSON_ArrayForEach(v, o) {
 		if (++n > TELREC_REPORT_PHASES_MAX)
 			return bad(err, errlen,
 				   "key '%s': more than 32 phases%s", key, "");
@@ -326,8 +337,7 @@ static int check_counters(const cJSON *o, char *err, size_t errlen)
 	if (!cJSON_IsObject(o))
 		return bad(err, errlen, "key 'counters': must be an object%s%s",
 			   "", "");
-	cJSON_ArrayForEach(ph, o)
-	{
+	cJSON_ArrayForEach(ph, o) {
 		if (++n > TELREC_REPORT_PHASES_MAX)
 			return bad(err, errlen,
 				   "key 'counters': more than 32 phases%s%s",
@@ -341,16 +351,15 @@ static int check_counters(const cJSON *o, char *err, size_t errlen)
 				   "key 'counters': phase '%s': must be an "
 				   "object%s",
 				   ph->string, "");
-		cJSON_ArrayForEach(cl, ph)
-		{
+		cJSON_ArrayForEach(cl, ph) {
 			if (!is_class(cl->string) || !cJSON_IsObject(cl))
-				return bad(err, errlen,
-					   "key 'counters': phase '%s': unknown "
-					   "file class '%s' (known: dataset, "
-					   "output, other)",
-					   ph->string, cl->string);
-			cJSON_ArrayForEach(v, cl)
-			{
+				return bad(
+				    err, errlen,
+				    "key 'counters': phase '%s': unknown "
+				    "file class '%s' (known: dataset, "
+				    "output, other)",
+				    ph->string, cl->string);
+			cJSON_ArrayForEach(v, cl) {
 				if (!telrec_counter_known(v->string))
 					return bad(err, errlen,
 						   "key 'counters': unknown "
@@ -378,8 +387,7 @@ static int check_observed(const cJSON *o, char *err, size_t errlen)
 	if (!cJSON_IsObject(o))
 		return bad(err, errlen, "key 'observed': must be an object%s%s",
 			   "", "");
-	cJSON_ArrayForEach(v, o)
-	{
+	cJSON_ArrayForEach(v, o) {
 		if (!strcmp(v->string, "root")) {
 			char norm[TELREC_REPORT_PATH_MAX], why[128];
 
@@ -426,25 +434,24 @@ static int check_files(const cJSON *o, char *err, size_t errlen)
 	if (cJSON_GetArraySize(o) > TELREC_REPORT_FILES_MAX)
 		return bad(err, errlen,
 			   "key 'files': more than 256 entries%s%s", "", "");
-	cJSON_ArrayForEach(f, o)
-	{
+	cJSON_ArrayForEach(f, o) {
 		if (!cJSON_IsObject(f))
 			return bad(err, errlen,
 				   "key 'files': entries must be objects%s%s",
 				   "", "");
-		cJSON_ArrayForEach(v, f)
-		{
+		cJSON_ArrayForEach(v, f) {
 			if (!strcmp(v->string, "path")) {
 				/* Absolute, as the shim normalizes it. */
 				if (!cJSON_IsString(v) ||
 				    v->valuestring[0] != '/' ||
 				    strlen(v->valuestring) >=
-					    TELREC_REPORT_PATH_MAX)
-					return bad(err, errlen,
-						   "key 'files': 'path' must be "
-						   "an absolute path of at most "
-						   "4095 bytes%s%s",
-						   "", "");
+					TELREC_REPORT_PATH_MAX)
+					return bad(
+					    err, errlen,
+					    "key 'files': 'path' must be "
+					    "an absolute path of at most "
+					    "4095 bytes%s%s",
+					    "", "");
 			} else if (!strcmp(v->string, "class")) {
 				if (!cJSON_IsString(v) ||
 				    !is_class(v->valuestring))
@@ -455,10 +462,11 @@ static int check_files(const cJSON *o, char *err, size_t errlen)
 						   "", "");
 			} else if (!strcmp(v->string, "written")) {
 				if (!number_ok(v))
-					return bad(err, errlen,
-						   "key 'files': 'written' must "
-						   "be a number >= 0%s%s",
-						   "", "");
+					return bad(
+					    err, errlen,
+					    "key 'files': 'written' must "
+					    "be a number >= 0%s%s",
+					    "", "");
 			} else {
 				return bad(err, errlen,
 					   "key 'files': unknown key '%s'%s",
@@ -476,26 +484,29 @@ static int check_files(const cJSON *o, char *err, size_t errlen)
 int telrec_report_check(const cJSON *req, char *err, size_t errlen)
 {
 	static const char *const keys[] = {
-		"op", "job", "pid", "ppid", "step", "rank", "local_rank",
-		"node", "identity", "reason", "start", "end", "counters",
-		"io_seconds", "unoverlapped", "files", "phases_folded",
-		"disabled", "observed",
+		"op",         "job",           "pid",
+		"ppid",       "step",          "rank",
+		"local_rank", "node",          "identity",
+		"reason",     "start",         "end",
+		"counters",   "io_seconds",    "unoverlapped",
+		"files",      "phases_folded", "disabled",
+		"observed",
 	};
 	const cJSON *v;
 
 	if (!cJSON_IsObject(req))
 		return bad(err, errlen, "shim_report: must be an object%s%s",
 			   "", "");
-	cJSON_ArrayForEach(v, req)
-	{
+	cJSON_ArrayForEach(v, req) {
 		size_t i;
 
 		for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 			if (!strcmp(v->string, keys[i]))
 				break;
 		if (i == sizeof(keys) / sizeof(keys[0]))
-			return bad(err, errlen, "shim_report: unknown key '%s'%s",
-				   v->string, "");
+			return bad(err, errlen,
+				   "shim_report: unknown key '%s'%s", v->string,
+				   "");
 		if ((!strcmp(v->string, "start") || !strcmp(v->string, "end") ||
 		     !strcmp(v->string, "pid") || !strcmp(v->string, "ppid") ||
 		     !strcmp(v->string, "step") || !strcmp(v->string, "rank") ||
@@ -570,7 +581,7 @@ static size_t common_dir_len(const char *a, const char *b)
 		if (a[i] == '/')
 			last = i;
 	if ((!a[i] || a[i] == '/') && (!b[i] || b[i] == '/'))
-		return i; /* one holds the other, or equal */
+		return i;       /* one holds the other, or equal */
 	return last ? last : 1; /* "/" */
 }
 
@@ -580,7 +591,7 @@ int telrec_observed_merge(cJSON *dst, const cJSON *obs, const char *pfs)
 	const cJSON *cur = cJSON_GetObjectItemCaseSensitive(dst, "source");
 	char buf[TELREC_REPORT_PATH_MAX];
 	size_t n = pfs ? strlen(pfs) : 0;
-	static const char *const nums[] = {"files", "bytes", "missed"};
+	static const char *const nums[] = { "files", "bytes", "missed" };
 
 	if (!cJSON_IsObject(obs) || !cJSON_IsString(root))
 		return 0;
@@ -590,7 +601,8 @@ int telrec_observed_merge(cJSON *dst, const cJSON *obs, const char *pfs)
 	    (root->valuestring[n] != '/' && root->valuestring[n] != '\0'))
 		return 0;
 	if (cJSON_IsString(cur)) {
-		size_t len = common_dir_len(cur->valuestring, root->valuestring);
+		size_t len = common_dir_len(cur->valuestring,
+					    root->valuestring);
 
 		if (len < n)
 			len = n;
@@ -609,8 +621,9 @@ int telrec_observed_merge(cJSON *dst, const cJSON *obs, const char *pfs)
 		double x = number_ok(v) ? v->valuedouble : 0;
 
 		if (d)
-			cJSON_SetNumberValue(d, i == 2 ? d->valuedouble + x
-						       : fmax(d->valuedouble, x));
+			cJSON_SetNumberValue(d, i == 2
+						    ? d->valuedouble + x
+						    : fmax(d->valuedouble, x));
 		else if (!cJSON_AddNumberToObject(dst, nums[i], x))
 			return -1;
 	}
@@ -623,8 +636,7 @@ int telrec_class_counters_merge(cJSON *dst, const cJSON *by_class)
 {
 	const cJSON *cl;
 
-	cJSON_ArrayForEach(cl, by_class)
-	{
+	cJSON_ArrayForEach(cl, by_class) {
 		cJSON *d;
 
 		if (!cl->string || !is_class(cl->string) || !cJSON_IsObject(cl))
@@ -663,8 +675,8 @@ double telrec_seconds_total(const cJSON *o)
 size_t telrec_size_bucket(uint64_t bytes)
 {
 	static const uint64_t max[TELREC_NBUCKETS - 1] = {
-		100, 1024, 10240, 102400, 1048576, 4194304, 10485760,
-		104857600, 1073741824,
+		100,     1024,     10240,     102400,     1048576,
+		4194304, 10485760, 104857600, 1073741824,
 	};
 	size_t i;
 
@@ -691,11 +703,11 @@ cJSON *telrec_size_hist_json(const uint64_t hist[TELREC_NBUCKETS])
 	return o;
 }
 
-void telrec_size_hist_from_json(uint64_t hist[TELREC_NBUCKETS],
-				const cJSON *o)
+void telrec_size_hist_from_json(uint64_t hist[TELREC_NBUCKETS], const cJSON *o)
 {
 	for (size_t i = 0; i < TELREC_NBUCKETS; i++) {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, buckets[i]);
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o,
+								  buckets[i]);
 
 		hist[i] = number_ok(v) ? (uint64_t)v->valuedouble : 0;
 	}
@@ -709,8 +721,7 @@ void telrec_class_bytes(const cJSON *by_class, uint64_t *ret_read,
 	const cJSON *cl;
 
 	*ret_read = *ret_written = 0;
-	cJSON_ArrayForEach(cl, by_class)
-	{
+	cJSON_ArrayForEach(cl, by_class) {
 		*ret_read += proto_u64(cl, "POSIX_BYTES_READ");
 		*ret_written += proto_u64(cl, "POSIX_BYTES_WRITTEN");
 	}
@@ -722,8 +733,7 @@ void telrec_report_bytes(const cJSON *phases, uint64_t *ret_read,
 	const cJSON *ph;
 
 	*ret_read = *ret_written = 0;
-	cJSON_ArrayForEach(ph, phases)
-	{
+	cJSON_ArrayForEach(ph, phases) {
 		uint64_t r, w;
 
 		telrec_class_bytes(ph, &r, &w);

@@ -15,8 +15,8 @@
 
 #include <cJSON.h>
 
-#define TELREC_TIMELINE_MAX 1024   /* samples kept; more fold pairs */
-#define TELREC_PHASE_NAME_MAX 32   /* sub-phase names [A-Za-z0-9_.-] */
+#define TELREC_TIMELINE_MAX 1024 /* samples kept; more fold pairs */
+#define TELREC_PHASE_NAME_MAX 32 /* sub-phase names [A-Za-z0-9_.-] */
 #define TELREC_REPORT_PHASES_MAX 32
 #define TELREC_REPORT_FILES_MAX 256
 #define TELREC_NODE_MAX 64
@@ -37,7 +37,7 @@ struct telrec_sample {
 };
 
 struct telrec_timeline {
-	double interval;  /* seconds a sample covers (doubles on each fold) */
+	double interval; /* seconds a sample covers (doubles on each fold) */
 	size_t n;
 	struct telrec_sample s[TELREC_TIMELINE_MAX];
 };
@@ -54,8 +54,8 @@ void telrec_timeline_add(struct telrec_timeline *tl, double t,
 
 /* Sum of the samples overlapping [T0, T1] into *RET (rchar/wchar/syscr/
  * syscw only). */
-void telrec_timeline_sum(const struct telrec_timeline *tl, double t0,
-			 double t1, struct telrec_io *ret);
+void telrec_timeline_sum(const struct telrec_timeline *tl, double t0, double t1,
+			 struct telrec_io *ret);
 
 /* [[t, rb, wb, rs, ws], ...]; NULL on ENOMEM. */
 cJSON *telrec_timeline_to_json(const struct telrec_timeline *tl);
@@ -157,7 +157,6 @@ const char *telrec_bucket_name(size_t i);
 cJSON *telrec_size_hist_json(const uint64_t hist[TELREC_NBUCKETS]);
 
 /* Back from telrec_size_hist_json's object (missing or bad: 0). */
-void telrec_size_hist_from_json(uint64_t hist[TELREC_NBUCKETS],
-				const cJSON *o);
+void telrec_size_hist_from_json(uint64_t hist[TELREC_NBUCKETS], const cJSON *o);
 
 #endif /* IOSTAGE_TELREC_H */

@@ -7,20 +7,20 @@
 #include <time.h>
 
 #include "common/config/conf.h"
+#include "common/history/history.h"
+#include "common/history/jobfacts.h"
 #include "common/net/proto.h"
 #include "ctld/filing/file_batch.h"
 #include "ctld/filing/file_ops.h"
-#include "common/history/history.h"
-#include "common/history/jobfacts.h"
 #include "ctld/filing/joblock.h"
 #include "ctld/filing/partstore.h"
 
 /* What becomes of each entry. */
 enum fate {
-	FATE_ANSWERED,  /* results[i] is set already */
-	FATE_PUT,       /* a one-node record in the WriteBatch */
-	FATE_PART,      /* a part, planned into the WriteBatch */
-	FATE_ALONE,     /* filed on its own after the batch (its job is in
+	FATE_ANSWERED, /* results[i] is set already */
+	FATE_PUT,      /* a one-node record in the WriteBatch */
+	FATE_PART,     /* a part, planned into the WriteBatch */
+	FATE_ALONE,    /* filed on its own after the batch (its job is in
 			 * the batch already: a job twice in one WriteBatch
 			 * would wait for itself in the history's in-flight
 			 * set) */
@@ -39,12 +39,12 @@ struct batch {
 	struct entry *v;
 	int n;
 	cJSON *results;
-	const cJSON **recs;         /* the WriteBatch's records */
+	const cJSON **recs; /* the WriteBatch's records */
 	size_t nrecs;
-	struct history_aux *aux;    /* and its parts-family writes */
+	struct history_aux *aux; /* and its parts-family writes */
 	size_t naux;
-	uint32_t *locked;           /* the parts' jobs, locked over the */
-	size_t nlocked;             /* write (ctld/filing/joblock.h) */
+	uint32_t *locked; /* the parts' jobs, locked over the */
+	size_t nlocked;   /* write (ctld/filing/joblock.h) */
 };
 
 static cJSON *answer(bool filed, bool duplicate)
@@ -90,16 +90,17 @@ static cJSON *file_one(const struct ctld_caller *c, const cJSON *req)
 	if (!reply)
 		return NULL;
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
-		res = answer(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-				     reply, "filed")),
-			     cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-				     reply, "duplicate")));
+		res = answer(
+		    cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(reply, "filed")),
+		    cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(reply, "duplicate")));
 	} else {
 		v = cJSON_GetObjectItemCaseSensitive(reply, "error");
 		res = cJSON_CreateObject();
-		cJSON_AddStringToObject(res, "error", cJSON_IsString(v)
-						      ? v->valuestring
-						      : "not filed");
+		cJSON_AddStringToObject(res, "error",
+					cJSON_IsString(v) ? v->valuestring
+							  : "not filed");
 	}
 	cJSON_Delete(reply);
 	return res;
@@ -123,7 +124,7 @@ static void sort_record(struct batch *b, int i)
 		bool dup = !strcmp(jobfacts_str(old, "node", ""),
 				   jobfacts_str(e->req, "node", "")) &&
 			   jobfacts_num(old, "end", -1) ==
-				   jobfacts_num(rec, "end", -2);
+			       jobfacts_num(rec, "end", -2);
 
 		cJSON_Delete(old);
 		if (dup) {
@@ -198,15 +199,15 @@ cJSON *ctld_op_file_batch(const struct ctld_caller *c, const cJSON *req)
 	b.n = cJSON_GetArraySize(files);
 	if (!cJSON_IsArray(files) || b.n < 1 || b.n > FILE_BATCH_MAX)
 		return proto_reply_error("key 'files': must be an array of 1 "
-					 "to %d filings", FILE_BATCH_MAX);
+					 "to %d filings",
+					 FILE_BATCH_MAX);
 	b.h = history_db(err, sizeof(err));
 	if (!b.h)
 		return proto_reply_error("%s", err);
 	b.v = calloc((size_t)b.n, sizeof(*b.v));
 	b.recs = calloc((size_t)b.n, sizeof(*b.recs));
-	b.aux = calloc((size_t)b.n,
-		       sizeof(*b.aux) * (sizeof(b.v->plan.aux) /
-					 sizeof(*b.v->plan.aux)));
+	b.aux = calloc((size_t)b.n, sizeof(*b.aux) * (sizeof(b.v->plan.aux) /
+						      sizeof(*b.v->plan.aux)));
 	b.locked = calloc((size_t)b.n, sizeof(*b.locked));
 	b.results = cJSON_CreateArray();
 	if (!b.v || !b.recs || !b.aux || !b.locked || !b.results)
@@ -218,8 +219,7 @@ cJSON *ctld_op_file_batch(const struct ctld_caller *c, const cJSON *req)
 	 * once for the lot, and held until the write is done; a one-node
 	 * record's duplicate check needs none. */
 	i = 0;
-	cJSON_ArrayForEach(f, files)
-	{
+	cJSON_ArrayForEach(f, files) {
 		struct entry *e = &b.v[i];
 
 		e->req = f;

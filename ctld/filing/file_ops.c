@@ -11,19 +11,18 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/config/conf.h"
 #include "common/base/errmsg.h"
 #include "common/base/log.h"
-#include "common/net/proto.h"
-#include "ctld/filing/file_ops.h"
+#include "common/config/conf.h"
 #include "common/history/history.h"
 #include "common/history/jobfacts.h"
+#include "common/net/proto.h"
+#include "ctld/filing/file_ops.h"
 #include "ctld/filing/joblock.h"
 #include "ctld/filing/partstore.h"
 
 /* Is OLD (the recorded job) what NODE already filed as RECORD? */
-static bool same_filing(const cJSON *old, const char *node,
-			const cJSON *record)
+static bool same_filing(const cJSON *old, const char *node, const cJSON *record)
 {
 	return !strcmp(jobfacts_str(old, "node", ""), node) &&
 	       jobfacts_num(old, "end", -1) == jobfacts_num(record, "end", -2);
@@ -62,8 +61,8 @@ static cJSON *file_part(const struct ctld_caller *c, struct history *h,
 	char err[CONF_ERR_MAX];
 	cJSON *reply;
 
-	if (partstore_file(h, req, (double)time(NULL), &res, err,
-			   sizeof(err)) < 0)
+	if (partstore_file(h, req, (double)time(NULL), &res, err, sizeof(err)) <
+	    0)
 		return proto_reply_error("file: job %u, node %s: %s", job, node,
 					 err);
 	ctld_part_filed(c, job, node, &res);
@@ -101,8 +100,7 @@ int ctld_file_check(const cJSON *req, uint32_t *ret_job, char *err,
 	if (jobfacts_num(rec, "job", 0) != (double)job)
 		return errmsg_fail(err, errlen, EINVAL,
 				   "key 'record': its job is not %u", job);
-	if (nodes && (!cJSON_IsArray(nodes) ||
-		      cJSON_GetArraySize(nodes) < 1))
+	if (nodes && (!cJSON_IsArray(nodes) || cJSON_GetArraySize(nodes) < 1))
 		return errmsg_fail(err, errlen, EINVAL,
 				   "key 'nodes': must be a non-empty array of "
 				   "node names");
@@ -121,8 +119,8 @@ int ctld_file_check(const cJSON *req, uint32_t *ret_job, char *err,
 
 bool ctld_file_is_part(const cJSON *req)
 {
-	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req,
-								   "nodes")) > 1;
+	return cJSON_GetArraySize(
+		   cJSON_GetObjectItemCaseSensitive(req, "nodes")) > 1;
 }
 
 cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req)

@@ -19,8 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ctld/ops.h"
 #include "ctld/filing/partstore.h"
+#include "ctld/ops.h"
 
 cJSON *ctld_op_file(const struct ctld_caller *c, const cJSON *req);
 

@@ -12,10 +12,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/config/conf.h"
 #include "common/base/log.h"
-#include "ctld/filing/import.h"
+#include "common/config/conf.h"
 #include "common/history/jobfacts.h"
+#include "ctld/filing/import.h"
 
 #define IMPORT_BATCH 256
 
@@ -51,7 +51,8 @@ static int flush(struct import_ctx *x)
 			} else if (errno == EINVAL) {
 				x->st.invalid++;
 				log_warningx("import: job %.0f skipped: %s",
-					     jobfacts_num(x->batch[i], "job", 0),
+					     jobfacts_num(x->batch[i], "job",
+							  0),
 					     err);
 			} else {
 				snprintf(x->err, x->errlen, "%s", err);
@@ -113,8 +114,10 @@ int ctld_import(struct history *dst, const char *dst_dir, const char *src,
 	source_dir(src, dir, sizeof(dir));
 	if (dst_dir && realpath(dir, a) && realpath(dst_dir, b) &&
 	    !strcmp(a, b)) {
-		snprintf(err, errlen, "import %s: that is the service's own "
-			 "history", dir);
+		snprintf(err, errlen,
+			 "import %s: that is the service's own "
+			 "history",
+			 dir);
 		return -1;
 	}
 	h = history_open(dir, HISTORY_READ_ONLY, err, errlen);
@@ -164,8 +167,9 @@ usage:
 	history_dir(&conf, dir, sizeof(dir));
 	/* A service that never ran has no StateDir yet. */
 	if (history_make_state_dir(&conf) < 0) {
-		fprintf(stderr, "iostagectld: --import: cannot create StateDir "
-				"%s: %s\n",
+		fprintf(stderr,
+			"iostagectld: --import: cannot create StateDir "
+			"%s: %s\n",
 			conf.state_dir, strerror(errno));
 		return 1;
 	}

@@ -20,9 +20,9 @@
 #include "common/base/jsonset.h"
 #include "common/base/log.h"
 #include "common/base/ticker.h"
+#include "common/history/jobfacts.h"
 #include "common/telemetry/outbox.h"
 #include "common/telemetry/recmerge.h"
-#include "common/history/jobfacts.h"
 #include "ctld/filing/joblock.h"
 #include "ctld/filing/partstore.h"
 
@@ -31,8 +31,8 @@
 #define WAIT_TAG 'w'
 #define WAIT_KEY_LEN PARTSTORE_WAIT_KEY_LEN
 #define EXPIRE_BATCH 256
-#define THREAD_IDLE_S 60     /* look again at least this often */
-#define THREAD_ERROR_S 10    /* after a failed pass */
+#define THREAD_IDLE_S 60  /* look again at least this often */
+#define THREAD_ERROR_S 10 /* after a failed pass */
 
 enum {
 	KEY_META = 0x00,
@@ -115,8 +115,7 @@ static size_t node_list(const cJSON *nodes, const char ***ret)
 	*ret = v;
 	if (!v)
 		return 0;
-	cJSON_ArrayForEach(e, nodes)
-	{
+	cJSON_ArrayForEach(e, nodes) {
 		size_t i;
 
 		for (i = 0; i < n && strcmp(v[i], e->valuestring); i++)
@@ -180,8 +179,8 @@ static int add_stored(struct history *h, const char *key, size_t klen,
  * node list, and a lookup costs a bloom filter where a prefix scan costs
  * an iterator over every sorted run. NULL with err. */
 static cJSON *stored_parts(struct history *h, uint32_t job,
-			   const char *const *names, size_t n,
-			   const char *skip, char *err, size_t errlen)
+			   const char *const *names, size_t n, const char *skip,
+			   char *err, size_t errlen)
 {
 	char key[PART_KEY_MAX];
 	cJSON *arr = cJSON_CreateArray();
@@ -202,8 +201,8 @@ static cJSON *stored_parts(struct history *h, uint32_t job,
 	return arr;
 }
 
-static int collect(const char *key, size_t klen, const char *val,
-		   size_t vlen, void *arg)
+static int collect(const char *key, size_t klen, const char *val, size_t vlen,
+		   void *arg)
 {
 	(void)key;
 	(void)klen;
@@ -353,8 +352,8 @@ int partstore_prepare(struct history *h, const cJSON *entry, double now,
 	if (!mine && errno != ENOENT)
 		goto out;
 	/* The same id for another job: what is stored goes. */
-	if (meta && !same_nodes(cJSON_GetObjectItemCaseSensitive(meta, "nodes"),
-				nodes))
+	if (meta &&
+	    !same_nodes(cJSON_GetObjectItemCaseSensitive(meta, "nodes"), nodes))
 		reset = true;
 	if (mine && !same_time(mine, rec, "start"))
 		reset = true;
@@ -476,14 +475,14 @@ struct due {
 };
 
 struct due_scan {
-	uint64_t cutoff;   /* first <= cutoff is due */
+	uint64_t cutoff; /* first <= cutoff is due */
 	struct due *v;
 	size_t n, max;
-	bool counting;     /* count only */
+	bool counting; /* count only */
 };
 
-static int scan_due(const char *key, size_t klen, const char *val,
-		    size_t vlen, void *arg)
+static int scan_due(const char *key, size_t klen, const char *val, size_t vlen,
+		    void *arg)
 {
 	struct due_scan *d = arg;
 	uint64_t first;
@@ -603,8 +602,7 @@ int partstore_expire(struct history *h, unsigned deadline_s, double now,
 				      EXPIRE_BATCH, false };
 		size_t done = 0;
 
-		if (history_aux_scan(h, &tag, 1, scan_due, &d, err, errlen) <
-		    0)
+		if (history_aux_scan(h, &tag, 1, scan_due, &d, err, errlen) < 0)
 			return -1;
 		for (size_t i = 0; i < d.n; i++) {
 			cJSON *merged = NULL;
@@ -654,8 +652,8 @@ static pthread_mutex_t due_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void log_filed(uint32_t job, const cJSON *rec, void *arg)
 {
-	const cJSON *missing = cJSON_GetObjectItemCaseSensitive(rec,
-								"missing_nodes");
+	const cJSON *missing =
+	    cJSON_GetObjectItemCaseSensitive(rec, "missing_nodes");
 	char names[512] = "";
 	size_t used = 0;
 	const cJSON *e;
@@ -671,7 +669,7 @@ static void log_filed(uint32_t job, const cJSON *rec, void *arg)
 		     "%d of %d parts; missing: %s",
 		     job, pconf->parts_deadline,
 		     cJSON_GetArraySize(cJSON_GetObjectItem(rec, "nodes")) -
-			     cJSON_GetArraySize(missing),
+			 cJSON_GetArraySize(missing),
 		     cJSON_GetArraySize(cJSON_GetObjectItem(rec, "nodes")),
 		     names[0] ? names : "none");
 }
@@ -692,7 +690,7 @@ static void due_turn(void *arg, bool poked)
 
 		pthread_mutex_lock(&due_lock);
 		sleep_until = 0; /* looking now */
-		new_due = 0; /* the scan below sees every job waiting now */
+		new_due = 0;     /* the scan below sees every job waiting now */
 		pthread_mutex_unlock(&due_lock);
 		if (h) {
 			next = partstore_next_due(h, pconf->parts_deadline,

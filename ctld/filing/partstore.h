@@ -41,17 +41,17 @@
 
 #include <cJSON.h>
 
-#include "common/config/conf.h"
 #include "common/base/jsonbuf.h"
+#include "common/config/conf.h"
 #include "common/history/history.h"
 
 struct partstore_result {
-	bool filed;      /* this call filed (or refiled) the job's record */
-	bool duplicate;  /* this node's part was here already */
-	bool late;       /* the job had been filed before (deadline passed) */
-	unsigned have;   /* parts of the job now stored */
-	unsigned want;   /* nodes of the job */
-	double first;    /* when the job's first part came (unix s) */
+	bool filed;     /* this call filed (or refiled) the job's record */
+	bool duplicate; /* this node's part was here already */
+	bool late;      /* the job had been filed before (deadline passed) */
+	unsigned have;  /* parts of the job now stored */
+	unsigned want;  /* nodes of the job */
+	double first;   /* when the job's first part came (unix s) */
 };
 
 /* File the part in ENTRY ({job, node, nodes (2 or more), record}; see
@@ -76,15 +76,15 @@ int partstore_file(struct history *h, const cJSON *entry, double now,
 #define PARTSTORE_WAIT_KEY_LEN 13
 struct partstore_plan {
 	struct partstore_result res;
-	cJSON *merged;            /* the record to file, or NULL */
+	cJSON *merged; /* the record to file, or NULL */
 	struct history_aux aux[6];
 	size_t naux;
 	/* private: what aux points into */
 	char mkey[PARTSTORE_META_KEY_LEN], pkey[PARTSTORE_PART_KEY_MAX];
 	char wkey[PARTSTORE_WAIT_KEY_LEN], wkey_old[PARTSTORE_WAIT_KEY_LEN];
 	char from[HISTORY_PARTS_PREFIX_LEN], to[HISTORY_PARTS_PREFIX_LEN];
-	char *mtext;              /* the meta, JSON */
-	struct jsonbuf part;      /* the part, a packed record */
+	char *mtext;         /* the meta, JSON */
+	struct jsonbuf part; /* the part, a packed record */
 };
 int partstore_prepare(struct history *h, const cJSON *entry, double now,
 		      struct partstore_plan *plan, char *err, size_t errlen);

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "common/sched/bwshare.h"
 #include "common/base/log.h"
 #include "common/net/proto.h"
+#include "common/sched/bwshare.h"
 #include "ctld/sched/bw_ops.h"
 
 static pthread_mutex_t bw_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -101,8 +101,7 @@ cJSON *ctld_op_stage_bw_status(const struct ctld_caller *c, const cJSON *req)
 		if (!o)
 			break;
 		cJSON_AddStringToObject(o, "node", bw.leases[i].node);
-		cJSON_AddNumberToObject(o, "grant",
-					(double)bw.leases[i].grant);
+		cJSON_AddNumberToObject(o, "grant", (double)bw.leases[i].grant);
 		cJSON_AddItemToArray(arr, o);
 	}
 	pthread_mutex_unlock(&bw_lock);

@@ -142,7 +142,8 @@ cJSON *pending_op_note(const struct ctld_caller *c, const cJSON *req)
 	if (check && check(job, &owner) == 0) {
 		if (owner != c->uid)
 			return proto_reply_error("job_note: job %u: no such "
-						 "job of yours", job);
+						 "job of yours",
+						 job);
 		verified = true;
 	}
 	pthread_mutex_lock(&mu);
@@ -183,7 +184,8 @@ cJSON *pending_op_note(const struct ctld_caller *c, const cJSON *req)
 	} else if (j->uid != c->uid && (j->verified || !verified)) {
 		pthread_mutex_unlock(&mu);
 		return proto_reply_error("job_note: job %u: no such job of "
-					 "yours", job);
+					 "yours",
+					 job);
 	}
 	memset(j, 0, sizeof(*j));
 	j->job = job;

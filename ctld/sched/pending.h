@@ -27,8 +27,8 @@
 #include "common/config/conf.h"
 #include "ctld/ops.h"
 
-#define PENDING_DS_MAX 8        /* datasets of a job pre-staged */
-#define PENDING_NODES_MAX 8     /* nodes of a job pre-staged */
+#define PENDING_DS_MAX 8    /* datasets of a job pre-staged */
+#define PENDING_NODES_MAX 8 /* nodes of a job pre-staged */
 #define PENDING_TICKETS_MAX 16384
 #define PENDING_JOBS_MAX 16384
 #define PENDING_TICKET_TTL_S 600 /* a ticket not claimed by then goes */
@@ -50,8 +50,8 @@ struct pending_ds {
 /* One dataset on one node. */
 struct pending_stage {
 	enum pending_state state;
-	uint32_t id;   /* the node's prestage id (its stage_state job) */
-	time_t sent;   /* when asked */
+	uint32_t id;    /* the node's prestage id (its stage_state job) */
+	time_t sent;    /* when asked */
 	double seconds; /* how long it took (staged) */
 	char error[160];
 };
@@ -64,33 +64,33 @@ struct pending_node {
 struct pending_job {
 	uint32_t job;
 	uid_t uid;
-	bool verified;   /* Slurm says the job is uid's */
-	bool started;    /* its start was counted */
+	bool verified; /* Slurm says the job is uid's */
+	bool started;  /* its start was counted */
 	char user[64];
 	struct pending_ds ds[PENDING_DS_MAX];
 	size_t nds;
-	char prefer[256];        /* what placement answered at submit, or
+	char prefer[256];      /* what placement answered at submit, or
 				  * what pre-staging set later */
-	bool prefer_set;         /* pre-staging set it (once) */
-	time_t start_time;       /* Slurm's expected start (0: none yet) */
-	char sched_nodes[256];   /* backfill's planned nodes */
+	bool prefer_set;       /* pre-staging set it (once) */
+	time_t start_time;     /* Slurm's expected start (0: none yet) */
+	char sched_nodes[256]; /* backfill's planned nodes */
 	struct pending_node nodes[PENDING_NODES_MAX];
 	size_t nnodes;
-	time_t seen;             /* last time Slurm listed it */
+	time_t seen; /* last time Slurm listed it */
 };
 
 struct pending_counts {
 	uint64_t jobs_noted;
-	uint64_t requests;       /* datasets asked of nodes */
-	uint64_t staged;         /* ... that ended staged */
-	uint64_t failed;         /* ... that failed */
-	uint64_t bytes;          /* bytes those put in caches */
-	uint64_t hits;           /* jobs that started where their data was
+	uint64_t requests;    /* datasets asked of nodes */
+	uint64_t staged;      /* ... that ended staged */
+	uint64_t failed;      /* ... that failed */
+	uint64_t bytes;       /* bytes those put in caches */
+	uint64_t hits;        /* jobs that started where their data was
 				  * pre-staged */
-	uint64_t late;           /* jobs that started where their data was
+	uint64_t late;        /* jobs that started where their data was
 				  * still being pre-staged */
-	uint64_t missed;         /* jobs pre-staged elsewhere than they ran */
-	double seconds_saved;    /* pre-staging time of the hits */
+	uint64_t missed;      /* jobs pre-staged elsewhere than they ran */
+	double seconds_saved; /* pre-staging time of the hits */
 };
 
 /* A new ticket for UID's DS[0..N) (and the PREFER it was given) into

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/sched/cachekey.h"
 #include "common/base/errmsg.h"
 #include "common/base/log.h"
 #include "common/net/proto.h"
+#include "common/sched/cachekey.h"
 #include "ctld/sched/pending.h"
 #include "ctld/sched/placement.h"
 
@@ -124,20 +124,22 @@ int placement_report(const char *node, const cJSON *entries, time_t now,
 	bool differ;
 
 	if (!node || !conf_is_node_name(node))
-		return errmsg_fail(err, errlen, EINVAL, "cache_report: bad "
+		return errmsg_fail(err, errlen, EINVAL,
+				   "cache_report: bad "
 				   "node name");
 	if (!cJSON_IsArray(entries))
-		return errmsg_fail(err, errlen, EINVAL, "cache_report: node "
-				   "%s: 'entries' is not an array", node);
+		return errmsg_fail(err, errlen, EINVAL,
+				   "cache_report: node "
+				   "%s: 'entries' is not an array",
+				   node);
 	all = calloc(PLACEMENT_REPORT_MAX, sizeof(*all));
 	if (!all)
 		return errmsg_fail(err, errlen, ENOMEM, "out of memory");
-	cJSON_ArrayForEach(e, entries)
-	{
+	cJSON_ArrayForEach(e, entries) {
 		const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "key");
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "tier");
-		const cJSON *u =
-		    cJSON_GetObjectItemCaseSensitive(e, "last_used");
+		const cJSON *u = cJSON_GetObjectItemCaseSensitive(e,
+								  "last_used");
 
 		if (n >= PLACEMENT_REPORT_MAX)
 			break;
@@ -182,7 +184,8 @@ int placement_report(const char *node, const cJSON *entries, time_t now,
 	if (!pn) {
 		pthread_mutex_unlock(&mu);
 		free(all);
-		return errmsg_fail(err, errlen, ENOSPC, "cache_report: node "
+		return errmsg_fail(err, errlen, ENOSPC,
+				   "cache_report: node "
 				   "%s: more than %u nodes reported",
 				   node, PLACEMENT_NODES_MAX);
 	}
@@ -226,7 +229,8 @@ size_t placement_wanted(const char *node, char ret[][DSFEATURE_LEN + 1],
 	pthread_mutex_lock(&mu);
 	pn = find_locked(node);
 	for (size_t i = 0; pn && i < pn->nwant && n < max; i++)
-		snprintf(ret[n++], DSFEATURE_LEN + 1, "%s", pn->want[i].feature);
+		snprintf(ret[n++], DSFEATURE_LEN + 1, "%s",
+			 pn->want[i].feature);
 	for (size_t i = 0; pn && i < pn->npublished && n < max; i++)
 		if (!wanted_locked(pn, pn->published[i]) &&
 		    handed_recently_locked(pn->published[i], now))
@@ -365,8 +369,8 @@ char **placement_nodes(size_t *ret_n)
 
 /* Which variant of a dataset (the user's own entry or the public one)
  * node PN holds and shows: its want, or NULL. */
-static const struct want *holds_locked(const struct pnode *pn,
-				       const char *key, const char *tier)
+static const struct want *holds_locked(const struct pnode *pn, const char *key,
+				       const char *tier)
 {
 	for (size_t i = 0; i < pn->nwant; i++)
 		if (!strcmp(pn->want[i].key, key) &&
@@ -497,8 +501,7 @@ cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 	if (!cJSON_IsArray(arr))
 		return proto_reply_error("placement: 'datasets' must be an "
 					 "array of {\"path\",\"tier\"}");
-	cJSON_ArrayForEach(d, arr)
-	{
+	cJSON_ArrayForEach(d, arr) {
 		const cJSON *p = cJSON_GetObjectItemCaseSensitive(d, "path");
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(d, "tier");
 
@@ -545,9 +548,9 @@ cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 	/* The submission will tell us its job id with this ticket
 	 * (pending.h): then its datasets can be staged while it waits. */
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "register")) &&
-	    n && pending_ticket(c->uid, pds, n < PENDING_DS_MAX ? n
-							       : PENDING_DS_MAX,
-				prefer, ticket, time(NULL)) < 0)
+	    n &&
+	    pending_ticket(c->uid, pds, n < PENDING_DS_MAX ? n : PENDING_DS_MAX,
+			   prefer, ticket, time(NULL)) < 0)
 		ticket[0] = '\0';
 	reply = proto_reply_ok();
 	if (!reply)

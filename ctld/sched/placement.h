@@ -50,14 +50,14 @@ struct placement_ds {
 
 /* Counters, for status and metrics. */
 struct placement_counts {
-	uint64_t reports;      /* cache_report ops taken */
-	uint64_t queries;      /* placement ops answered */
-	uint64_t preferred;    /* ... with a --prefer */
-	uint64_t honoured;     /* jobs with our --prefer that ran where it said */
+	uint64_t reports;   /* cache_report ops taken */
+	uint64_t queries;   /* placement ops answered */
+	uint64_t preferred; /* ... with a --prefer */
+	uint64_t honoured;  /* jobs with our --prefer that ran where it said */
 	uint64_t not_honoured; /* ... that ran elsewhere */
 	uint64_t publishes;    /* node feature updates sent to Slurm */
 	uint64_t publish_errors;
-	unsigned nodes;        /* nodes with a report */
+	unsigned nodes; /* nodes with a report */
 };
 
 /* op cache_report (root): {"node":N,"entries":[{"key":K,"tier":T,

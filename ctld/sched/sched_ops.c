@@ -41,8 +41,7 @@ static void add_prefer_nodes(cJSON *o, const char *prefer)
 
 	for (size_t i = 0; i < n; i++) {
 		if (node_has_all(names[i], prefer))
-			cJSON_AddItemToArray(arr,
-					     cJSON_CreateString(names[i]));
+			cJSON_AddItemToArray(arr, cJSON_CreateString(names[i]));
 		free(names[i]);
 	}
 	free(names);
@@ -108,7 +107,8 @@ cJSON *sched_op_status(const struct ctld_caller *c, const cJSON *req)
 	struct pending_counts sc;
 	struct hold_counts hc;
 	cJSON *reply, *p, *jobs;
-	bool list = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(req, "jobs"));
+	bool list = !cJSON_IsFalse(
+	    cJSON_GetObjectItemCaseSensitive(req, "jobs"));
 	uint32_t *ids;
 	size_t n, waiting = 0;
 

@@ -19,13 +19,13 @@
 
 #include <pwd.h>
 
-#include "common/sched/cachekey.h"
-#include "common/sched/dsfeature.h"
 #include "common/base/errmsg.h"
 #include "common/base/log.h"
 #include "common/base/ticker.h"
 #include "common/net/peernet.h"
 #include "common/net/proto.h"
+#include "common/sched/cachekey.h"
+#include "common/sched/dsfeature.h"
 #include "common/slurm/slurmcompat.h"
 #include "ctld/sched/hold.h"
 #include "ctld/sched/pending.h"
@@ -80,8 +80,7 @@ bool slurmsched_prefer_safe(void)
 
 bool slurmsched_placement_on(void)
 {
-	return sched_conf && sched_conf->placement &&
-	       slurmsched_prefer_safe();
+	return sched_conf && sched_conf->placement && slurmsched_prefer_safe();
 }
 
 unsigned slurmsched_hold_s(void)
@@ -96,8 +95,10 @@ static void check_sched_params(void)
 	bool safe;
 
 	if (slurm_load_ctl_conf((time_t)0, &c) != SLURM_SUCCESS || !c) {
-		log_warningx("placement: cannot read slurmctld's configuration: "
-			     "%s", slurmcompat_last_error());
+		log_warningx(
+		    "placement: cannot read slurmctld's configuration: "
+		    "%s",
+		    slurmcompat_last_error());
 		return;
 	}
 	safe = c->sched_params &&
@@ -137,8 +138,8 @@ static bool asked_add(const char *node)
 	return true;
 }
 
-static cJSON *node_call(const char *node, cJSON *req, char *err,
-			size_t errlen, unsigned timeout_ms);
+static cJSON *node_call(const char *node, cJSON *req, char *err, size_t errlen,
+			unsigned timeout_ms);
 
 /* A node this service has no report from yet (it just started: the
  * node's last report went to the service before it): ask its iostaged
@@ -152,8 +153,7 @@ static void ask_report(const node_info_t *ni)
 
 	if (!sched_conf->peer_port || placement_reported_at(ni->name) ||
 	    (ni->node_state & NODE_STATE_BASE) == NODE_STATE_DOWN ||
-	    (ni->node_state & NODE_STATE_NO_RESPOND) ||
-	    !asked_add(ni->name))
+	    (ni->node_state & NODE_STATE_NO_RESPOND) || !asked_add(ni->name))
 		return;
 	if (!(req = cJSON_CreateObject()))
 		return;
@@ -277,7 +277,7 @@ static int join_host(const char *h, void *arg)
  * error. */
 static char *expand_nodes(const char *list)
 {
-	struct joined j = {NULL, 0};
+	struct joined j = { NULL, 0 };
 
 	if (slurmcompat_hostlist_each(list, join_host, &j) != 0) {
 		free(j.out);
@@ -293,8 +293,8 @@ static const char *munge_socket(void)
 
 /* One request to NODE's iostaged over the node channel (root's MUNGE
  * credential: the service runs as root). The reply, or NULL with err. */
-static cJSON *node_call(const char *node, cJSON *req, char *err,
-			size_t errlen, unsigned timeout_ms)
+static cJSON *node_call(const char *node, cJSON *req, char *err, size_t errlen,
+			unsigned timeout_ms)
 {
 	if (!sched_conf->peer_port) {
 		snprintf(err, errlen, "PeerPort=0: the nodes cannot be asked");
@@ -326,7 +326,8 @@ static void prestage_send(struct pending_job *j, struct pending_node *pn,
 	st->sent = time(NULL);
 	dc->requests++;
 	id = cJSON_GetObjectItemCaseSensitive(reply, "id");
-	if (reply && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")) &&
+	if (reply &&
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")) &&
 	    cJSON_IsNumber(id) && id->valuedouble >= 1 &&
 	    id->valuedouble <= UINT32_MAX) {
 		st->state = PENDING_SENT;
@@ -336,12 +337,14 @@ static void prestage_send(struct pending_job *j, struct pending_node *pn,
 			 j->job, j->ds[d].path, pn->name, j->ds[d].tier,
 			 (long)(j->start_time - st->sent));
 	} else {
-		const cJSON *e = cJSON_GetObjectItemCaseSensitive(reply, "error");
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(reply,
+								  "error");
 
 		st->state = PENDING_FAILED;
 		dc->failed++;
 		snprintf(st->error, sizeof(st->error), "%.150s",
-			 reply ? (cJSON_IsString(e) ? e->valuestring : "?") : err);
+			 reply ? (cJSON_IsString(e) ? e->valuestring : "?")
+			       : err);
 		log_warningx("prestage: job %u: %s on %s: %s", j->job,
 			     j->ds[d].path, pn->name, st->error);
 	}
@@ -392,9 +395,9 @@ static void prestage_poll(struct pending_job *j, struct pending_node *pn,
 
 		st->state = PENDING_STAGED;
 		/* the node's own figure; else ours (to a poll interval) */
-		st->seconds = cJSON_IsNumber(secs) ? secs->valuedouble
-						   : difftime(time(NULL),
-							      st->sent);
+		st->seconds = cJSON_IsNumber(secs)
+				  ? secs->valuedouble
+				  : difftime(time(NULL), st->sent);
 		dc->staged++;
 		/* the node's count of what it copied; a node without it
 		 * (older iostaged): the entry's size in its last report,
@@ -404,9 +407,9 @@ static void prestage_poll(struct pending_job *j, struct pending_node *pn,
 				 : cached_bytes(pn->name, j->uid, &j->ds[d]);
 		log_info("prestage: job %u: %s staged on %s", j->job,
 			 j->ds[d].path, pn->name);
-	} else if (state && (!strcmp(state, "failed") ||
-			     !strcmp(state, "finished") ||
-			     !strcmp(state, "unknown"))) {
+	} else if (state &&
+		   (!strcmp(state, "failed") || !strcmp(state, "finished") ||
+		    !strcmp(state, "unknown"))) {
 		const char *e = cJSON_GetStringValue(
 		    cJSON_GetObjectItemCaseSensitive(reply, "error"));
 
@@ -469,7 +472,7 @@ static bool shown_feature(const struct pending_job *j, const char *node,
 static void prefer_prestaged(struct pending_job *j, const char *current)
 {
 	char want[256] = "", f[DSFEATURE_LEN + 1];
-	struct slurmcompat_job_update u = {0};
+	struct slurmcompat_job_update u = { 0 };
 
 	if (j->prefer_set || !prefer_ours(current) ||
 	    !slurmsched_placement_on())
@@ -660,8 +663,8 @@ static void prestage_jobs(const job_info_msg_t *jobs, time_t now)
 			snprintf(j.sched_nodes, sizeof(j.sched_nodes), "%s",
 				 sj->sched_nodes ? sj->sched_nodes : "");
 			prestage_pending(&j, sj->prefer,
-					 sj->req_nodes && sj->req_nodes[0],
-					 now, &dc);
+					 sj->req_nodes && sj->req_nodes[0], now,
+					 &dc);
 		} else if (!j.started && sj->nodes && sj->nodes[0]) {
 			prestage_started(&j, sj->nodes, &dc);
 		} else if (!j.started) {
@@ -669,8 +672,8 @@ static void prestage_jobs(const job_info_msg_t *jobs, time_t now)
 			 * waited): what was staged is LRU's again */
 			pending_drop(j.job);
 			continue;
-		} else if (j.started && (sj->job_state & JOB_STATE_BASE) >
-						JOB_RUNNING &&
+		} else if (j.started &&
+			   (sj->job_state & JOB_STATE_BASE) > JOB_RUNNING &&
 			   now - sj->end_time > 300) {
 			pending_drop(j.job);
 			continue;
@@ -748,10 +751,9 @@ static void hold_job(const slurm_job_info_t *j, time_t now)
 			 j->state_reason == WAIT_PRIORITY ||
 			 j->state_reason == WAIT_RESOURCES) &&
 			j->num_nodes <= 1;
-	enum hold_action a =
-	    hold_decide(j->job_id, j->prefer, j->features, eligible,
-			j->submit_time, hold_s, now);
-	struct slurmcompat_job_update u = {0};
+	enum hold_action a = hold_decide(j->job_id, j->prefer, j->features,
+					 eligible, j->submit_time, hold_s, now);
+	struct slurmcompat_job_update u = { 0 };
 
 	if (a == HOLD_NONE)
 		return;
@@ -851,9 +853,10 @@ int slurmsched_start(const struct conf *conf, char *err, size_t errlen)
 	if (!sc || !sc[0])
 		sc = SLURMSCHED_DEFAULT_CONF;
 	if (access(sc, R_OK) != 0)
-		return errmsg_fail(err, errlen, errno, "cannot read Slurm's "
-				   "configuration %s (set SLURM_CONF): %s", sc,
-				   strerror(errno));
+		return errmsg_fail(err, errlen, errno,
+				   "cannot read Slurm's "
+				   "configuration %s (set SLURM_CONF): %s",
+				   sc, strerror(errno));
 	slurm_init(NULL);
 	pending_set_owner_check(job_owner);
 	if (!conf->placement)
@@ -869,8 +872,10 @@ int slurmsched_start(const struct conf *conf, char *err, size_t errlen)
 	sched_ticker = ticker_start(SLURMSCHED_INTERVAL_S * 1000, false, run,
 				    NULL);
 	if (!sched_ticker)
-		return errmsg_fail(err, errlen, errno, "cannot start the Slurm "
-				   "thread: %s", strerror(errno));
+		return errmsg_fail(err, errlen, errno,
+				   "cannot start the Slurm "
+				   "thread: %s",
+				   strerror(errno));
 	placement_on_change(poke, sched_ticker);
 	ticker_poke(sched_ticker);
 	return 0;

@@ -16,12 +16,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/net/ctlclient.h"
 #include "common/base/log.h"
 #include "common/base/ticker.h"
+#include "common/net/ctlclient.h"
 #include "daemon/agent.h"
-#include "daemon/staging/cache.h"
 #include "daemon/cluster/cachereport.h"
+#include "daemon/staging/cache.h"
 
 /* How often the cache's generation is looked at: a new entry reaches the
  * service within this. */
@@ -56,14 +56,14 @@ cJSON *cachereport_entries(const struct conf *conf, const cJSON *ls)
 
 	if (!arr)
 		return NULL;
-	cJSON_ArrayForEach(e, ls)
-	{
+	cJSON_ArrayForEach(e, ls) {
 		const cJSON *tier = cJSON_GetObjectItemCaseSensitive(e, "tier");
 		const cJSON *key = cJSON_GetObjectItemCaseSensitive(e, "key");
 		const struct conf_tier *t;
 
 		if (!cJSON_IsString(tier) || !cJSON_IsString(key) ||
-		    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "current")))
+		    !cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(e, "current")))
 			continue;
 		t = tier_named(conf, tier->valuestring);
 		if (!t || t->shared)

@@ -33,15 +33,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/net/ctlclient.h"
 #include "common/base/deadline.h"
 #include "common/base/log.h"
 #include "common/base/ticker.h"
+#include "common/net/ctlclient.h"
 #include "common/telemetry/outbox.h"
 #include "daemon/agent.h"
 #include "daemon/cluster/forward.h"
-#include "daemon/jobs.h"
 #include "daemon/cluster/parts.h"
+#include "daemon/jobs.h"
 
 enum pass_result {
 	PASS_ALL_SENT = 0, /* the outbox is empty (or only newer entries) */
@@ -78,7 +78,7 @@ static cJSON *file_request(const cJSON *e)
 		goto fail;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		cJSON *v = cJSON_Duplicate(
-			cJSON_GetObjectItemCaseSensitive(e, keys[i]), true);
+		    cJSON_GetObjectItemCaseSensitive(e, keys[i]), true);
 
 		if (!v)
 			goto fail;
@@ -92,7 +92,7 @@ fail:
 
 /* What the service said of one entry. */
 struct sent {
-	int rc;          /* 0 filed (or was already), 1 refused */
+	int rc; /* 0 filed (or was already), 1 refused */
 	bool dup;
 	char err[CONF_ERR_MAX];
 };
@@ -154,17 +154,17 @@ static int send_entries(const struct forward *f, cJSON *const *e, size_t n,
 		out[i].rc = 0;
 		out[i].dup = false;
 		out[i].err[0] = '\0';
-		if (whole ? !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-				    reply, "ok"))
+		if (whole ? !cJSON_IsTrue(
+				cJSON_GetObjectItemCaseSensitive(reply, "ok"))
 			  : !cJSON_IsObject(r) ||
-				    cJSON_HasObjectItem(r, "error")) {
+				cJSON_HasObjectItem(r, "error")) {
 			out[i].rc = 1;
 			snprintf(out[i].err, sizeof(out[i].err), "%s",
 				 str(r, "error", "(no reason)"));
 			continue;
 		}
 		out[i].dup = cJSON_IsTrue(
-			cJSON_GetObjectItemCaseSensitive(r, "duplicate"));
+		    cJSON_GetObjectItemCaseSensitive(r, "duplicate"));
 	}
 	cJSON_Delete(reply);
 	return 0;
@@ -278,8 +278,8 @@ static enum pass_result pass(struct forward *f)
 					     "%s: %s; kept in the outbox, "
 					     "retried",
 					     it->job, it->node, out[j].err);
-				snprintf(why, sizeof(why),
-					 "it refused one: %s", out[j].err);
+				snprintf(why, sizeof(why), "it refused one: %s",
+					 out[j].err);
 				res = PASS_RETRY;
 				continue;
 			}
@@ -301,7 +301,8 @@ static enum pass_result pass(struct forward *f)
 		pthread_mutex_lock(&f->lock);
 		if (f->unreachable && sent)
 			log_info("iostagectld at %s:%u answers again",
-				 fconf->controller_host, fconf->controller_port);
+				 fconf->controller_host,
+				 fconf->controller_port);
 		if (sent)
 			f->unreachable = false;
 		pthread_mutex_unlock(&f->lock);
@@ -328,18 +329,20 @@ static void forward_turn(void *arg, bool poked)
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (!poked && (now.tv_sec < f->next.tv_sec ||
-		       (now.tv_sec == f->next.tv_sec &&
-			now.tv_nsec < f->next.tv_nsec)))
+	if (!poked &&
+	    (now.tv_sec < f->next.tv_sec ||
+	     (now.tv_sec == f->next.tv_sec && now.tv_nsec < f->next.tv_nsec)))
 		return;
 	if (pass(f) == PASS_ALL_SENT)
 		f->backoff = 0;
 	else
-		f->backoff = f->backoff ? f->backoff * 2 : FORWARD_BACKOFF_MIN_MS;
+		f->backoff = f->backoff ? f->backoff * 2
+					: FORWARD_BACKOFF_MIN_MS;
 	if (f->backoff > f->conf->outbox_retry_max * 1000u)
 		f->backoff = f->conf->outbox_retry_max * 1000u;
 	if (f->backoff)
-		deadline_after_ms(CLOCK_MONOTONIC, jitter(f->backoff), &f->next);
+		deadline_after_ms(CLOCK_MONOTONIC, jitter(f->backoff),
+				  &f->next);
 	else
 		/* Nothing waits: sleep until a put; look again now and then
 		 * for entries put by hand (an admin moving one back from
@@ -395,8 +398,10 @@ int forward_put(struct forward *f, uint32_t id, const cJSON *rec, char *err,
 		goto out;
 	}
 	if (errno == EINVAL) {
-		snprintf(err, errlen, "job %" PRIu32 ": record not put in the "
-			 "outbox: %s", id, perr);
+		snprintf(err, errlen,
+			 "job %" PRIu32 ": record not put in the "
+			 "outbox: %s",
+			 id, perr);
 		goto out;
 	}
 	/* The disk refused it: one direct try, so the record is not lost

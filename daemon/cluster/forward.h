@@ -27,13 +27,15 @@
 
 #define FORWARD_DIR_NAME "outbox"
 #define FORWARD_BACKOFF_MIN_MS 1000
-#define FORWARD_IDLE_LOOK_S 60   /* an empty pass looks again after */
-#define FORWARD_ALARM_S 600     /* between two "outbox over its limit" */
-#define FORWARD_BATCH_MAX 64    /* entries per request (file_batch) */
-#define FORWARD_BATCH_BYTES (512 * 1024) /* entry bytes per request, well
+#define FORWARD_IDLE_LOOK_S 60 /* an empty pass looks again after */
+#define FORWARD_ALARM_S 600    /* between two "outbox over its limit" */
+#define FORWARD_BATCH_MAX 64   /* entries per request (file_batch) */
+#define FORWARD_BATCH_BYTES                                                    \
+	(512 * 1024) /* entry bytes per request, well
 					  * under PEERNET_LINE_MAX */
 
-#define FORWARD_TICK_MS 250      /* how often the thread looks at its
+#define FORWARD_TICK_MS                                                        \
+	250 /* how often the thread looks at its
 				  * backoff: the granularity of a wait */
 
 struct agent;

@@ -45,8 +45,8 @@ static bool job_has_node(const struct job *job, const char *node)
 /* A "finished" reply R about JOB: the node it names as having failed the
  * job into NODE ("" if none, or not one of JOB's nodes) and the reason
  * into WHY ("node X: " taken off, as jobs_fail_jobwide puts it back). */
-static void finished_cause(const struct job *job, const cJSON *r,
-			   char *node, size_t nlen, char *why, size_t wlen)
+static void finished_cause(const struct job *job, const cJSON *r, char *node,
+			   size_t nlen, char *why, size_t wlen)
 {
 	const char *fn = str(r, "failed_node", ""), *e = str(r, "error", "");
 	char prefix[CONF_NODE_MAX + 8];
@@ -70,8 +70,8 @@ void jobwide_wait(struct agent *a, struct job *job, unsigned timeout_s,
 	double deadline = mono_s() + timeout_s, *down_since = NULL;
 	const char **others = NULL;
 	enum peer_state *st = NULL;
-	char (*errs)[256] = NULL, (*why)[256] = NULL;
-	char (*named)[CONF_NODE_MAX] = NULL;
+	char(*errs)[256] = NULL, (*why)[256] = NULL;
+	char(*named)[CONF_NODE_MAX] = NULL;
 	cJSON **replies = NULL, *req = NULL;
 	int *unreach = NULL;
 	size_t n = 0, i;
@@ -96,8 +96,8 @@ void jobwide_wait(struct agent *a, struct job *job, unsigned timeout_s,
 	down_since = calloc(job->nnodes, sizeof(*down_since));
 	req = cJSON_CreateObject();
 	if (!others || !st || !errs || !why || !named || !replies || !unreach ||
-	    !down_since || !req || !cJSON_AddStringToObject(req, "op",
-							    "stage_state") ||
+	    !down_since || !req ||
+	    !cJSON_AddStringToObject(req, "op", "stage_state") ||
 	    !cJSON_AddNumberToObject(req, "job", job->id) ||
 	    /* a finish before this run of the job is an earlier run's
 	     * (requeued under the same id) */
@@ -140,7 +140,8 @@ void jobwide_wait(struct agent *a, struct job *job, unsigned timeout_s,
 				 * once it lasts. */
 				if (!down_since[i])
 					down_since[i] = now;
-				if (now - down_since[i] >= JOBWIDE_UNREACHABLE_S) {
+				if (now - down_since[i] >=
+				    JOBWIDE_UNREACHABLE_S) {
 					st[i] = PEER_FAILED;
 					snprintf(why[i], sizeof(why[i]),
 						 "iostaged unreachable (%s)",

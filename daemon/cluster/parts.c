@@ -21,15 +21,15 @@
 
 #include "common/base/jsonbuf.h"
 #include "common/base/log.h"
+#include "common/base/smallfile.h"
+#include "common/history/history.h"
 #include "common/net/proto.h"
 #include "common/telemetry/recmerge.h"
-#include "common/base/smallfile.h"
 #include "daemon/agent.h"
-#include "daemon/fsutil.h"
-#include "common/history/history.h"
-#include "daemon/jobs.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/cluster/peer.h"
+#include "daemon/fsutil.h"
+#include "daemon/jobs.h"
 #include "daemon/telemetry/telemetry.h"
 
 #define PARTS_FILE_MAX (PEERNET_LINE_MAX + 4096)
@@ -57,8 +57,7 @@ size_t parts_record_nodes(const cJSON *rec, const char **ret, size_t max)
 	const cJSON *e;
 	size_t n = 0;
 
-	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(rec, "nodes"))
-	{
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(rec, "nodes")) {
 		if (!cJSON_IsString(e) || !conf_is_node_name(e->valuestring))
 			return 0; /* not a node list we can trust */
 		if (n == max)
@@ -81,8 +80,8 @@ static cJSON *read_at(const struct parts *p, const char *name)
 	char reason[128], *text;
 	cJSON *o;
 
-	text = smallfile_read_at(p->dir_fd, name, O_NOFOLLOW, PARTS_FILE_MAX, NULL,
-				 reason, sizeof(reason));
+	text = smallfile_read_at(p->dir_fd, name, O_NOFOLLOW, PARTS_FILE_MAX,
+				 NULL, reason, sizeof(reason));
 	if (!text)
 		return NULL;
 	o = cJSON_Parse(text);
@@ -94,8 +93,7 @@ static cJSON *read_at(const struct parts *p, const char *name)
 	return o;
 }
 
-static int write_at(const struct parts *p, const char *name,
-		    const cJSON *o)
+static int write_at(const struct parts *p, const char *name, const cJSON *o)
 {
 	char *text = jsonbuf_dup(o);
 	int r;
@@ -114,8 +112,7 @@ static void part_name(uint32_t id, const char *node, char *buf, size_t len)
 	snprintf(buf, len, "%" PRIu32 ".%s.json", id, node);
 }
 
-static bool part_present(const struct parts *p, uint32_t id,
-			 const char *node)
+static bool part_present(const struct parts *p, uint32_t id, const char *node)
 {
 	char name[CONF_NODE_MAX + 32];
 	struct stat st;
@@ -165,8 +162,8 @@ static void merge_and_file(struct parts *p, uint32_t id,
 							       "missing_nodes"))
 		if (used < sizeof(missing))
 			used += (size_t)snprintf(missing + used,
-						 sizeof(missing) - used,
-						 "%s%s", used ? "," : "",
+						 sizeof(missing) - used, "%s%s",
+						 used ? "," : "",
 						 e->valuestring);
 	if (history_record_job(merged, err, sizeof(err)) < 0) {
 		log_warningx("job %u: not filed in the history: %s", id, err);
@@ -192,8 +189,8 @@ out:
 	cJSON_Delete(marker);
 }
 
-int parts_put(struct parts *p, uint32_t id, const char *node,
-	      const cJSON *rec, char *err, size_t errlen)
+int parts_put(struct parts *p, uint32_t id, const char *node, const cJSON *rec,
+	      char *err, size_t errlen)
 {
 	const char **list = NULL;
 	char name[CONF_NODE_MAX + 32];
@@ -211,9 +208,12 @@ int parts_put(struct parts *p, uint32_t id, const char *node,
 		return -1;
 	}
 	if (!cJSON_IsObject(rec) || proto_u64(rec, "job") != id ||
-	    strcmp(str(rec, "node", ""), node) || !cJSON_GetObjectItem(rec, "end")) {
-		snprintf(err, errlen, "key 'record': not the finished part of "
-			 "job %u from node %s", id, node);
+	    strcmp(str(rec, "node", ""), node) ||
+	    !cJSON_GetObjectItem(rec, "end")) {
+		snprintf(err, errlen,
+			 "key 'record': not the finished part of "
+			 "job %u from node %s",
+			 id, node);
 		return -1;
 	}
 	/* Only a node of the job may add to it. */
@@ -289,8 +289,8 @@ static void send_to_head(struct parts *p, uint32_t id, const char *head,
 			 const cJSON *rec)
 {
 	const struct peer_channel *pc = p->agent->peer;
-	long long deadline = now_ms() + (long long)p->conf->peer_parts_timeout *
-						1000;
+	long long deadline = now_ms() +
+			     (long long)p->conf->peer_parts_timeout * 1000;
 	char err[CONF_ERR_MAX];
 	int backoff = PARTS_BACKOFF_MIN_MS, tries = 0;
 	cJSON *req = cJSON_CreateObject();
@@ -310,8 +310,9 @@ static void send_to_head(struct parts *p, uint32_t id, const char *head,
 
 		tries++;
 		reply = peer_call(pc, head, req,
-				  (int)(left < PEER_CALL_MS ? (left > 1000 ? left : 1000)
-							    : PEER_CALL_MS),
+				  (int)(left < PEER_CALL_MS
+					    ? (left > 1000 ? left : 1000)
+					    : PEER_CALL_MS),
 				  NULL, err, sizeof(err));
 		if (reply && cJSON_IsTrue(cJSON_GetObjectItem(reply, "ok"))) {
 			cJSON_Delete(reply);
@@ -331,8 +332,8 @@ static void send_to_head(struct parts *p, uint32_t id, const char *head,
 			log_warningx("job %u: part not delivered to head node "
 				     "%s after %d tries in %u s: %s; it stays "
 				     "in this node's telemetry",
-				     id, head, tries, p->conf->peer_parts_timeout,
-				     err);
+				     id, head, tries,
+				     p->conf->peer_parts_timeout, err);
 			break;
 		}
 		{
@@ -368,8 +369,8 @@ static void gather_at_head(struct parts *p, uint32_t id, const cJSON *rec,
 			have += part_present(p, id, nodes[i]);
 		if (have == n)
 			break;
-		if (pthread_cond_timedwait(&p->cond, &p->lock,
-					   &deadline) == ETIMEDOUT) {
+		if (pthread_cond_timedwait(&p->cond, &p->lock, &deadline) ==
+		    ETIMEDOUT) {
 			have = 0;
 			for (size_t i = 0; i < n; i++)
 				have += part_present(p, id, nodes[i]);
@@ -436,7 +437,7 @@ cJSON *parts_job_record(struct parts *p, uint32_t id, cJSON *local)
 	const char **nodes = NULL, **others = NULL;
 	const cJSON **parts = NULL;
 	cJSON **replies = NULL, *req = NULL, *merged = NULL, *rec;
-	char (*errs)[256] = NULL;
+	char(*errs)[256] = NULL;
 	int *unreach = NULL;
 	size_t n, k = 0, np = 0;
 
@@ -463,15 +464,16 @@ cJSON *parts_job_record(struct parts *p, uint32_t id, cJSON *local)
 			others[k++] = nodes[i];
 	cJSON_AddStringToObject(req, "op", "telemetry_part");
 	cJSON_AddNumberToObject(req, "job", id);
-	peer_call_many(pc, others, k, req, PEER_CALL_MS, replies, errs, unreach);
+	peer_call_many(pc, others, k, req, PEER_CALL_MS, replies, errs,
+		       unreach);
 	parts[np++] = local;
 	for (size_t i = 0; i < k; i++) {
 		const cJSON *r = replies[i]
-			? cJSON_GetObjectItem(replies[i], "record")
-			: NULL;
+				     ? cJSON_GetObjectItem(replies[i], "record")
+				     : NULL;
 
-		if (replies[i] && cJSON_IsTrue(cJSON_GetObjectItem(replies[i],
-								   "ok")) &&
+		if (replies[i] &&
+		    cJSON_IsTrue(cJSON_GetObjectItem(replies[i], "ok")) &&
 		    cJSON_IsObject(r))
 			parts[np++] = r;
 		else
@@ -517,7 +519,8 @@ static void remove_old(int dir_fd)
 			unlinkat(dir_fd, de->d_name, 0);
 			continue;
 		}
-		if (fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		if (fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+			0 &&
 		    S_ISREG(st.st_mode) && st.st_mtime < cutoff)
 			unlinkat(dir_fd, de->d_name, 0);
 	}
@@ -540,7 +543,7 @@ struct parts *parts_create(struct agent *a, char *err, size_t errlen)
 	p->conf = a->conf;
 	if (fsutil_mkdir_p(path, 0700) < 0 ||
 	    (p->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					    O_CLOEXEC)) < 0) {
+					O_CLOEXEC)) < 0) {
 		snprintf(err, errlen, "parts: %s: %s", path, strerror(errno));
 		free(p);
 		return NULL;

@@ -41,8 +41,8 @@ void parts_destroy(struct parts *p);
 /* NODE's part REC of job ID arrived (peer op part_put). 0, or -1 with
  * err (bad part, not a node of the job, cannot be written; P NULL: not
  * ready). */
-int parts_put(struct parts *p, uint32_t id, const char *node,
-	      const cJSON *rec, char *err, size_t errlen);
+int parts_put(struct parts *p, uint32_t id, const char *node, const cJSON *rec,
+	      char *err, size_t errlen);
 
 /* finish, for a job whose closed record REC names several "nodes": the
  * head waits for the other parts and files the merged record; another

@@ -13,8 +13,8 @@
 #include "common/net/peerserve.h"
 #include "common/net/proto.h"
 #include "daemon/agent.h"
-#include "daemon/ops.h"
 #include "daemon/cluster/peer.h"
+#include "daemon/ops.h"
 
 #define PEER_SEND_MS 10000
 #define PEER_FINI_WAIT_S 5
@@ -91,7 +91,8 @@ cJSON *peer_serve_fd(struct peer_channel *pc, int fd)
 		/* Users go through their own node's iostaged. */
 		log_warningx("peer %s: op '%s' refused: credential of uid %u, "
 			     "not root",
-			     peer.addr, ops_printable(name, shown, sizeof(shown)),
+			     peer.addr,
+			     ops_printable(name, shown, sizeof(shown)),
 			     (unsigned)peer.uid);
 		reply = proto_reply_error("permission denied: peer ops need "
 					  "root's credential (uid %u)",
@@ -183,8 +184,10 @@ cJSON *peer_call(const struct peer_channel *pc, const char *node,
 	if (!peer_enabled(pc)) {
 		if (ret_unreachable)
 			*ret_unreachable = 1;
-		snprintf(err, errlen, "node %s: the peer channel is off here "
-			 "(PeerPort=0)", node);
+		snprintf(err, errlen,
+			 "node %s: the peer channel is off here "
+			 "(PeerPort=0)",
+			 node);
 		return NULL;
 	}
 	return peernet_call(node, pc->conf->peer_port, munge_socket(pc), req,
@@ -205,14 +208,14 @@ static void *fanout_thread(void *arg)
 {
 	struct fanout *f = arg;
 
-	f->reply = peer_call(f->pc, f->node, f->req, f->timeout_ms, f->unreachable,
-			     f->err, 256);
+	f->reply = peer_call(f->pc, f->node, f->req, f->timeout_ms,
+			     f->unreachable, f->err, 256);
 	return NULL;
 }
 
 void peer_call_many(const struct peer_channel *pc, const char *const *nodes,
-		    size_t n, const cJSON *req, int timeout_ms,
-		    cJSON **replies, char (*errs)[256], int *unreachable)
+		    size_t n, const cJSON *req, int timeout_ms, cJSON **replies,
+		    char (*errs)[256], int *unreachable)
 {
 	struct fanout f[PEER_FANOUT_MAX];
 	pthread_t t[PEER_FANOUT_MAX];
@@ -223,8 +226,11 @@ void peer_call_many(const struct peer_channel *pc, const char *const *nodes,
 						      : PEER_FANOUT_MAX;
 
 		for (size_t i = 0; i < k; i++) {
-			f[i] = (struct fanout){ pc, nodes[base + i], req,
-						timeout_ms, NULL,
+			f[i] = (struct fanout){ pc,
+						nodes[base + i],
+						req,
+						timeout_ms,
+						NULL,
 						errs[base + i],
 						&unreachable[base + i] };
 			errs[base + i][0] = '\0';

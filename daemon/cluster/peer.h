@@ -23,10 +23,10 @@
 #include "common/config/conf.h"
 #include "common/net/peernet.h"
 
-#define PEER_CONN_MAX 64       /* connections served at once */
-#define PEER_READ_MS 10000     /* a request must arrive within this */
-#define PEER_CALL_MS 5000      /* one call to a peer, connect to reply */
-#define PEER_FANOUT_MAX 16     /* calls in flight at once */
+#define PEER_CONN_MAX 64   /* connections served at once */
+#define PEER_READ_MS 10000 /* a request must arrive within this */
+#define PEER_CALL_MS 5000  /* one call to a peer, connect to reply */
+#define PEER_FANOUT_MAX 16 /* calls in flight at once */
 
 struct agent;
 struct peer_channel;
@@ -91,8 +91,8 @@ cJSON *peer_call(const struct peer_channel *pc, const char *node,
  * replies[i] (caller deletes) or NULL with errs[i] set and unreachable[i]
  * telling why. */
 void peer_call_many(const struct peer_channel *pc, const char *const *nodes,
-		    size_t n, const cJSON *req, int timeout_ms,
-		    cJSON **replies, char (*errs)[256], int *unreachable);
+		    size_t n, const cJSON *req, int timeout_ms, cJSON **replies,
+		    char (*errs)[256], int *unreachable);
 
 /* What a connection thread does with connection FD: read one request
  * (framing, credential), refuse a credential that is not root's, run the

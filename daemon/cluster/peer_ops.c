@@ -32,14 +32,14 @@
 #include <cJSON.h>
 
 #include "common/base/log.h"
-#include "common/net/proto.h"
 #include "common/history/history.h"
+#include "common/net/proto.h"
 #include "daemon/agent.h"
 #include "daemon/cluster/cachereport.h"
-#include "daemon/jobs.h"
-#include "daemon/ops.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/cluster/peer.h"
+#include "daemon/jobs.h"
+#include "daemon/ops.h"
 #include "daemon/telemetry/telemetry.h"
 
 static cJSON *op_peer_ping(struct agent *a, const struct peernet_peer *p,
@@ -81,10 +81,12 @@ static cJSON *op_stage_state(struct agent *a, const struct peernet_peer *p,
 		    cJSON_GetObjectItemCaseSensitive(req, "since_us");
 		struct jobs_finished f;
 		/* a time out of range is no time (and would not convert) */
-		bool finished =
-		    cJSON_IsNumber(since) && since->valuedouble >= 0 &&
-		    since->valuedouble <= 1e18 &&
-		    jobs_finished_here(a->jobs, id, (int64_t)since->valuedouble, &f);
+		bool finished = cJSON_IsNumber(since) &&
+				since->valuedouble >= 0 &&
+				since->valuedouble <= 1e18 &&
+				jobs_finished_here(a->jobs, id,
+						   (int64_t)since->valuedouble,
+						   &f);
 
 		cJSON_AddStringToObject(r, "state",
 					finished ? "finished" : "unknown");
@@ -167,8 +169,7 @@ static cJSON *op_part_put(struct agent *a, const struct peernet_peer *p,
 	return proto_reply_ok();
 }
 
-static cJSON *op_peer_history_get(struct agent *a,
-				  const struct peernet_peer *p,
+static cJSON *op_peer_history_get(struct agent *a, const struct peernet_peer *p,
 				  const cJSON *req)
 {
 	char err[CONF_ERR_MAX];
@@ -186,8 +187,8 @@ static cJSON *op_peer_history_get(struct agent *a,
 	rec = history_get(h, id, err, sizeof(err));
 	if (!rec)
 		return proto_reply_error("%s", errno == ENOENT
-						       ? "not in the history"
-						       : err);
+						   ? "not in the history"
+						   : err);
 	r = proto_reply_ok();
 	if (!r) {
 		cJSON_Delete(rec);
@@ -212,8 +213,8 @@ static cJSON *op_peer_prestage(struct agent *a, const struct peernet_peer *p,
 	if (!r)
 		return proto_reply_error("prestage: not served by this node");
 	if (cJSON_IsNumber(j))
-		log_info("prestage for pending job %.0f asked by %s: %s", j->valuedouble,
-			 p->addr,
+		log_info("prestage for pending job %.0f asked by %s: %s",
+			 j->valuedouble, p->addr,
 			 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"))
 			     ? "started"
 			     : "refused");

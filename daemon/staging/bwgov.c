@@ -32,7 +32,7 @@
 
 struct bwgov_slot {
 	_Atomic uint64_t *rate; /* the shared page */
-	unsigned weight;	/* BWSHARE_WEIGHT_STAGING or _PRESTAGE */
+	unsigned weight;        /* BWSHARE_WEIGHT_STAGING or _PRESTAGE */
 	struct bwgov_slot *next;
 };
 
@@ -43,7 +43,7 @@ struct bwgov {
 	struct bwgov_slot *slots;
 	unsigned ncopies;
 	uint64_t node_share; /* bytes/s this node holds */
-	bool holding;	     /* a lease to give back */
+	bool holding;        /* a lease to give back */
 	bool fallback;
 };
 

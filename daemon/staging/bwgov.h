@@ -26,7 +26,7 @@
 
 #define BWGOV_ASK_TIMEOUT_MS 1000
 #define BWGOV_FALLBACK_RETRY_MS 2000
-#define BWGOV_RENEW_MAX_MS 1000	    /* half the service's 2 s lease */
+#define BWGOV_RENEW_MAX_MS 1000     /* half the service's 2 s lease */
 #define BWGOV_IDLE_MS (3600 * 1000) /* no copies: until the first one */
 
 struct agent;
@@ -35,11 +35,11 @@ struct bwgov_slot;
 
 /* What /metrics shows (bytes per second). */
 struct bwgov_status {
-	bool bounded;	     /* StageBandwidth= set */
+	bool bounded;        /* StageBandwidth= set */
 	uint64_t budget;     /* the cluster's */
 	uint64_t node_share; /* this node's now (0 while not copying) */
 	unsigned copies;     /* copies held to it */
-	bool fallback;	     /* the service did not answer: local share */
+	bool fallback;       /* the service did not answer: local share */
 };
 
 /* The governor of agent A's copies (CONF outlives it; A may be NULL: it

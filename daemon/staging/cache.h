@@ -85,7 +85,7 @@ struct cache_params {
 struct cache_version {
 	unsigned version;
 	uint64_t bytes, files;
-	time_t created;	     /* when it was built */
+	time_t created;      /* when it was built */
 	time_t verified;     /* last time it was found to match its source */
 	int64_t verified_ns; /* the same, CLOCK_REALTIME ns: when the walk
 			      * that proved it started */
@@ -104,7 +104,7 @@ struct cache_meta {
 	uint64_t bytes, files;
 	enum profile_verify verify;
 	int64_t verified_ns; /* when the walk of the build started */
-	bool reused;	     /* a second job has used it (eviction's class) */
+	bool reused;         /* a second job has used it (eviction's class) */
 };
 
 /* A version being built: .build.K.vN.NODE and its manifest's temporary
@@ -114,7 +114,7 @@ struct cache_build {
 	int tier;
 	char key[CACHE_KEY_LEN + 1];
 	unsigned version;
-	char name[JOURNAL_NAME_MAX];			  /* .build.K.vN.NODE */
+	char name[JOURNAL_NAME_MAX];                      /* .build.K.vN.NODE */
 	char path[CONF_PATH_MAX + JOURNAL_NAME_MAX + 16]; /* absolute */
 	uid_t uid;
 	int manifest_fd; /* for the worker's --manifest-out */

@@ -96,14 +96,14 @@ void cache_meta_rewrite(struct cache *c, int tier, const char *key,
 	pthread_mutex_lock(&c->mu);
 	e = cache_index_find_locked(c, tier, key, version);
 	if (e) {
-		m = (struct cache_meta){.src = e->src,
-					.uid = e->uid,
-					.user = e->user,
-					.bytes = e->bytes,
-					.files = e->files,
-					.verify = e->verify,
-					.public = e->public,
-					.reused = cache_entry_reused(e)};
+		m = (struct cache_meta){ .src = e->src,
+					 .uid = e->uid,
+					 .user = e->user,
+					 .bytes = e->bytes,
+					 .files = e->files,
+					 .verify = e->verify,
+					 .public = e->public,
+					 .reused = cache_entry_reused(e) };
 		text = cache_meta_text(c, key, version, &m, e->created,
 				       e->verified_ns);
 	}

@@ -126,7 +126,10 @@ unsigned *cache_index_versions(struct cache *c, int tier, const char *key,
 	return v;
 }
 
-bool cache_entry_reused(const struct cache_entry *e) { return e->uses >= 2; }
+bool cache_entry_reused(const struct cache_entry *e)
+{
+	return e->uses >= 2;
+}
 
 static enum profile_verify verify_from_name(const char *s)
 {
@@ -231,8 +234,8 @@ struct cache_entry *cache_index_load(struct cache *c, int tier,
 		e->verified_ns = (int64_t)e->verified * 1000000000;
 	e->verify = verify_from_name(
 	    cJSON_IsString(verify) ? verify->valuestring : NULL);
-	e->public =
-	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "public"));
+	e->public = cJSON_IsTrue(
+	    cJSON_GetObjectItemCaseSensitive(meta, "public"));
 	/* Whether one job used it before the restart is not recorded: count
 	 * one, so that the next job's use marks it reused. */
 	e->uses = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "reused"))

@@ -210,11 +210,11 @@ void cache_lock_drop_idle(struct cache *c, int tier);
  * them leaves nothing half-done that could be served. */
 enum cache_publish_step {
 	CACHE_PUBLISH_TAKEN = 1, /* the directory root's 0711 */
-	CACHE_PUBLISH_STRIPPED,	 /* everything but data removed (public:
+	CACHE_PUBLISH_STRIPPED,  /* everything but data removed (public:
 				  * data taken over) */
-	CACHE_PUBLISH_WRITTEN,	 /* manifest, meta.json, pins/ synced */
-	CACHE_PUBLISH_RENAMED,	 /* published as K.vN */
-	CACHE_PUBLISH_DONE,	 /* journal record dropped, indexed */
+	CACHE_PUBLISH_WRITTEN,   /* manifest, meta.json, pins/ synced */
+	CACHE_PUBLISH_RENAMED,   /* published as K.vN */
+	CACHE_PUBLISH_DONE,      /* journal record dropped, indexed */
 };
 
 /* cache_build_publish, stopped after step UPTO as a crash would stop it

@@ -93,7 +93,7 @@ int cache_lock_acquire(struct cache *c, int tier, const char *key,
 		       void *arg, struct cache_lock **ret, char *err,
 		       size_t errlen)
 {
-	struct timespec poll = {0, CACHE_LOCK_POLL_NS};
+	struct timespec poll = { 0, CACHE_LOCK_POLL_NS };
 	struct cache_lock *lk;
 	int fd = lock_open(c, tier, key, err, errlen);
 
@@ -110,9 +110,10 @@ int cache_lock_acquire(struct cache *c, int tier, const char *key,
 			continue;
 		}
 		if (errno != EWOULDBLOCK && errno != EINTR) {
-			snprintf(
-			    err, errlen, "tier '%s': cannot lock %s.lock: %s",
-			    cache_tier_name(c, tier), key, strerror(errno));
+			snprintf(err, errlen,
+				 "tier '%s': cannot lock %s.lock: %s",
+				 cache_tier_name(c, tier), key,
+				 strerror(errno));
 			close(fd);
 			return -1;
 		}

@@ -32,16 +32,16 @@ void cache_params_tiers(struct tiers *ts, const struct conf *conf,
 	memset(ret, 0, sizeof(*ret));
 	ret->conf = conf;
 	for (t = 0; t < CONF_MAX_TIERS; t++) {
-		ret->cache_fd[t] =
-		    t < conf->ntiers ? tiers_cache_fd(ts, (int)t) : -1;
-		ret->jobs_fd[t] =
-		    t < conf->ntiers ? tiers_jobs_fd(ts, (int)t) : -1;
+		ret->cache_fd[t] = t < conf->ntiers ? tiers_cache_fd(ts, (int)t)
+						    : -1;
+		ret->jobs_fd[t] = t < conf->ntiers ? tiers_jobs_fd(ts, (int)t)
+						   : -1;
 	}
 	ret->space = (struct cache_space){
-	    .usage = space_usage,
-	    .reserve = space_reserve,
-	    .account = space_account,
-	    .arg = ts,
+		.usage = space_usage,
+		.reserve = space_reserve,
+		.account = space_account,
+		.arg = ts,
 	};
 	ret->owner_uid = 0;
 	ret->owner_gid = 0;

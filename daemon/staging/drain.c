@@ -64,7 +64,7 @@ int drain_spawn_worker(const struct dout *o, struct spawn_proc *ret, char *err,
 {
 	const struct djob *dj = o->job;
 	char local[sizeof(o->local)], pfs[sizeof(o->pfs)];
-	char *argv[] = {"iostaged", "--drain-worker", local, pfs, NULL};
+	char *argv[] = { "iostaged", "--drain-worker", local, pfs, NULL };
 
 	memcpy(local, o->local, sizeof(local));
 	memcpy(pfs, o->pfs, sizeof(pfs));

@@ -25,8 +25,8 @@
 #include "common/base/log.h"
 #include "common/base/units.h"
 #include "common/config/joblayout.h"
-#include "daemon/fsutil.h"
 #include "daemon/agent.h"
+#include "daemon/fsutil.h"
 #include "daemon/staging/drain_internal.h"
 
 /* "3 files (1.2 GiB)", "1 file (10 MiB)", "no files". */
@@ -60,8 +60,8 @@ static int keep_aside(const struct conf *conf, const struct conf_tier *t,
 	jobs = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jobs < 0)
 		goto fail;
-	jfd =
-	    openat(jobs, job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	jfd = openat(jobs, job,
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jfd < 0 ||
 	    fstatat(jfd, JOBLAYOUT_OUT_DIR, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT) {
@@ -142,7 +142,7 @@ static int keep_all(const struct conf *conf, uint32_t id,
 static int finalize(struct djob *dj, char *err, size_t errlen)
 {
 	struct drain *d = dj->drain;
-	bool use[CONF_MAX_TIERS] = {false}, keep = dj->timed_out;
+	bool use[CONF_MAX_TIERS] = { false }, keep = dj->timed_out;
 	char during[64], end[64], why[CONF_ERR_MAX] = "",
 				  kept[2 * CONF_PATH_MAX];
 	uint64_t final_failed = 0;
@@ -325,8 +325,8 @@ int drain_finish(struct drain *d, uint32_t id, char *err, size_t errlen)
 	} else if (!dj->finalizing) {
 		dj->finalizing = true;
 		pthread_mutex_unlock(&d->lock);
-		dj->final_rc =
-		    finalize(dj, dj->final_err, sizeof(dj->final_err));
+		dj->final_rc = finalize(dj, dj->final_err,
+					sizeof(dj->final_err));
 		pthread_mutex_lock(&d->lock);
 		dj->finalized = true;
 		drain_unlink_locked(d, dj);

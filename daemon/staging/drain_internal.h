@@ -40,19 +40,19 @@
 #include "daemon/spawn.h"
 #include "daemon/staging/drain.h"
 
-#define DRAIN_SETTLE_MS 500	    /* a closed file waits this long */
-#define DRAIN_QUEUE_MAX 4096	    /* per output; beyond: one full scan */
-#define DRAIN_REL_MAX 4096	    /* relative paths we pass on */
+#define DRAIN_SETTLE_MS 500         /* a closed file waits this long */
+#define DRAIN_QUEUE_MAX 4096        /* per output; beyond: one full scan */
+#define DRAIN_REL_MAX 4096          /* relative paths we pass on */
 #define DRAIN_WATCH_DEPTH_MAX 64    /* directory levels watched */
 #define DRAIN_JOB_WATCHES_MAX 16384 /* beyond: the final scan catches up */
-#define DRAIN_LINE_MAX 65536	    /* a worker output line */
-#define DRAIN_RESTARTS_MAX 3	    /* worker crashes per output */
-#define DRAIN_ERRORS_LOGGED 5	    /* per job; the rest are counted */
-#define DRAIN_RECORD_EVERY_S 5	    /* record rewrite while running */
+#define DRAIN_LINE_MAX 65536        /* a worker output line */
+#define DRAIN_RESTARTS_MAX 3        /* worker crashes per output */
+#define DRAIN_ERRORS_LOGGED 5       /* per job; the rest are counted */
+#define DRAIN_RECORD_EVERY_S 5      /* record rewrite while running */
 #define DRAIN_RECORD_KEEP_S (30 * 86400)
 #define DRAIN_RECORD_MAX (256 * 1024)
 #define DRAIN_ABANDON_WAIT_S 10 /* for the loop to kill workers */
-#define DRAIN_BUCKETS 1024	/* watch descriptors hash */
+#define DRAIN_BUCKETS 1024      /* watch descriptors hash */
 #define DRAIN_UNDRAINED ".undrained"
 /* While the job runs, its drain worker yields the CPU to the job: a
  * checkpoint write(2) is time the job is blocked, the drain only delays
@@ -72,7 +72,7 @@ enum drain_phase {
 struct drain_item {
 	struct drain_item *next;
 	bool scan;
-	bool final;	       /* the end phase's scan of everything */
+	bool final;            /* the end phase's scan of everything */
 	struct timespec ready; /* CLOCK_MONOTONIC: not sent before */
 	char rel[];
 };
@@ -93,7 +93,7 @@ struct dout {
 	int in, out; /* its stdin (ours to write), stdout */
 	char *lbuf;  /* partial output line */
 	size_t llen;
-	bool busy;	   /* a command is in flight */
+	bool busy;         /* a command is in flight */
 	bool busy_final;   /* ... and it is the final scan */
 	bool stdin_closed; /* we told it to exit */
 	unsigned restarts;
@@ -224,10 +224,10 @@ long drain_ms_until(const struct timespec *t, const struct timespec *now);
 /* What O's worker does next, decided from O and NOW alone. */
 enum drain_action {
 	DRAIN_ACT_NONE = 0, /* nothing now (busy, empty, settling, over) */
-	DRAIN_ACT_SEND,	    /* send the first item (start a worker first
+	DRAIN_ACT_SEND,     /* send the first item (start a worker first
 			     * when none runs) */
 	DRAIN_ACT_CLOSE,    /* close its stdin: it syncs and exits */
-	DRAIN_ACT_DONE,	    /* the output's end phase is over */
+	DRAIN_ACT_DONE,     /* the output's end phase is over */
 };
 enum drain_action drain_next_action(const struct dout *o,
 				    const struct timespec *now);
@@ -247,14 +247,14 @@ enum drain_msg_kind {
 	DRAIN_MSG_DONE = 0, /* {"done":true,...}: the command ended */
 	DRAIN_MSG_COPIED,   /* ok with "bytes": a file copied */
 	DRAIN_MSG_SKIPPED,  /* ok with "skipped": not copied, by design */
-	DRAIN_MSG_OK,	    /* any other ok (a link, gone) or no "ok" */
+	DRAIN_MSG_OK,       /* any other ok (a link, gone) or no "ok" */
 	DRAIN_MSG_FAILED,   /* ok false about PATH */
 	DRAIN_MSG_WORKER,   /* ok false without a path: about the worker */
 };
 
 struct drain_msg {
 	enum drain_msg_kind kind;
-	uint64_t bytes;	 /* COPIED */
+	uint64_t bytes;  /* COPIED */
 	uint64_t failed; /* DONE: the command's failures */
 	/* PATH and the error or skip reason, made one printable line */
 	char path[DRAIN_REL_MAX];

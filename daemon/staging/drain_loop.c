@@ -220,8 +220,8 @@ void drain_worker_exited(struct dout *o)
 void drain_worker_read(struct dout *o)
 {
 	for (;;) {
-		ssize_t n =
-		    read(o->out, o->lbuf + o->llen, DRAIN_LINE_MAX - o->llen);
+		ssize_t n = read(o->out, o->lbuf + o->llen,
+				 DRAIN_LINE_MAX - o->llen);
 		char *start, *nl;
 
 		if (n < 0) {
@@ -443,17 +443,18 @@ void *drain_loop(void *arg)
 			}
 			cap = want;
 		}
-		pfds[0] = (struct pollfd){.fd = d->wake_fd, .events = POLLIN};
-		pfds[1] =
-		    (struct pollfd){.fd = d->inotify_fd, .events = POLLIN};
+		pfds[0] = (struct pollfd){ .fd = d->wake_fd, .events = POLLIN };
+		pfds[1] = (struct pollfd){ .fd = d->inotify_fd,
+					   .events = POLLIN };
 		for (dj = d->djobs; dj; dj = dj->next)
 			for (size_t i = 0; i < dj->nouts; i++)
 				if (dj->outs[i].pid > 0 &&
 				    dj->outs[i].out >= 0) {
 					owners[n] = &dj->outs[i];
 					pfds[n++] = (struct pollfd){
-					    .fd = dj->outs[i].out,
-					    .events = POLLIN};
+						.fd = dj->outs[i].out,
+						.events = POLLIN
+					};
 				}
 		timeout = next_timeout(d);
 		pthread_mutex_unlock(&d->lock);

@@ -61,8 +61,8 @@ int drain_proto_parse(const char *line, struct drain_msg *ret)
 				 skipped->valuestring);
 		}
 	} else if (cJSON_IsFalse(ok)) {
-		msg.kind =
-		    cJSON_IsString(path) ? DRAIN_MSG_FAILED : DRAIN_MSG_WORKER;
+		msg.kind = cJSON_IsString(path) ? DRAIN_MSG_FAILED
+						: DRAIN_MSG_WORKER;
 		snprintf(msg.text, sizeof(msg.text), "%s",
 			 cJSON_IsString(error) ? error->valuestring : "?");
 	}

@@ -27,9 +27,9 @@
 #include "daemon/staging/drain_internal.h"
 
 const char *const drain_phase_names[] = {
-    [DRAIN_RUNNING] = "running",
-    [DRAIN_ENDING] = "ending",
-    [DRAIN_DONE] = "done",
+	[DRAIN_RUNNING] = "running",
+	[DRAIN_ENDING] = "ending",
+	[DRAIN_DONE] = "done",
 };
 
 void drain_add_counters(cJSON *o, const struct djob *dj)
@@ -140,8 +140,7 @@ void drain_record_resume(struct djob *dj)
 		 * figures has none: they start at 0); like the job's, the
 		 * end counts start again from 0. */
 		cJSON_ArrayForEach(
-		    e, cJSON_GetObjectItemCaseSensitive(o, "outputs"))
-		{
+		    e, cJSON_GetObjectItemCaseSensitive(o, "outputs")) {
 			const cJSON *nm =
 			    cJSON_GetObjectItemCaseSensitive(e, "name");
 

@@ -33,11 +33,11 @@
 #include "common/base/jsonbuf.h"
 #include "common/config/pathsafe.h"
 #include "common/net/proto.h"
-#include "daemon/staging/drain_worker.h"
 #include "daemon/fsutil.h"
+#include "daemon/staging/drain_worker.h"
 
-#define DW_REL_MAX 4096          /* longest relative path handled */
-#define DW_DEPTH_MAX 256         /* directory levels below LOCALDIR */
+#define DW_REL_MAX 4096           /* longest relative path handled */
+#define DW_DEPTH_MAX 256          /* directory levels below LOCALDIR */
 #define DW_BUF_SIZE (1024 * 1024) /* read/write fallback buffer */
 #define DW_ERR_MAX 2048
 #define DW_TMP_PREFIX ".iostage-drain."
@@ -108,7 +108,7 @@ static void res_skipped(const char *rel, const char *what)
 }
 
 static void res_fail(struct dw *w, const char *rel, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void res_fail(struct dw *w, const char *rel, const char *fmt, ...)
 {
@@ -147,7 +147,8 @@ static int local_root(struct dw *w, char *err, size_t errlen)
 		return 0;
 	if (w->local_gone)
 		return 1;
-	w->lfd = open(w->local, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	w->lfd = open(w->local,
+		      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (w->lfd >= 0)
 		return 0;
 	if (errno == ENOENT) {
@@ -214,7 +215,8 @@ static int pfs_subdir(int pdir, const char *name, mode_t mode)
 		made = true;
 	else if (errno != EEXIST)
 		return -1;
-	fd = openat(pdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(pdir, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && made)
 		(void)fchmod(fd, (mode & 07777) | S_IRWXU);
 	return fd;
@@ -312,7 +314,8 @@ static void copy_file(struct dw *w, int ldir, int pdir, const char *name,
 	for (;;) {
 		tmp_name(w, tmp, sizeof(tmp));
 		out = openat(pdir, tmp,
-			     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				 O_CLOEXEC,
 			     0600);
 		if (out >= 0 || errno != EEXIST)
 			break;
@@ -447,7 +450,8 @@ static void copy_entry(struct dw *w, int ldir, int pdir, const char *name,
 			 w->local, rel, DW_DEPTH_MAX);
 		return;
 	}
-	lsub = openat(ldir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	lsub = openat(ldir, name,
+		      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (lsub < 0) {
 		if (errno == ENOENT)
 			res_flag(rel, "gone");
@@ -496,8 +500,9 @@ static void walk(struct dw *w, int ldir, int pdir, const char *rel,
 				      de->d_name)
 			   : snprintf(child, sizeof(child), "%s", de->d_name);
 		if (n < 0 || (size_t)n >= sizeof(child)) {
-			res_fail(w, rel, "cannot read %s/%s/%s: path longer "
-					 "than %d bytes",
+			res_fail(w, rel,
+				 "cannot read %s/%s/%s: path longer "
+				 "than %d bytes",
 				 w->local, rel, de->d_name, DW_REL_MAX - 1);
 			continue;
 		}
@@ -530,12 +535,14 @@ static int open_parents(struct dw *w, const char *rel, int *ret_l, int *ret_p,
 
 		*next = '\0';
 		if (++depth >= DW_DEPTH_MAX) {
-			res_fail(w, rel, "cannot read %s/%s: deeper than %d "
-					 "levels",
+			res_fail(w, rel,
+				 "cannot read %s/%s: deeper than %d "
+				 "levels",
 				 w->local, rel, DW_DEPTH_MAX);
 			goto fail;
 		}
-		l2 = openat(l, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		l2 = openat(l, comp,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (l2 < 0 || fstat(l2, &st) < 0) {
 			int e = errno;
 
@@ -595,8 +602,9 @@ static void run_command(struct dw *w, const char *rel, bool scan)
 
 	if (scan ? (rel[0] && !pathsafe_is_relative(rel, DW_REL_MAX))
 		 : !pathsafe_is_relative(rel, DW_REL_MAX)) {
-		res_fail(w, "", "refused path: not a relative path below the "
-				"output directory");
+		res_fail(w, "",
+			 "refused path: not a relative path below the "
+			 "output directory");
 		return;
 	}
 	r = local_root(w, err, sizeof(err));
@@ -646,7 +654,8 @@ int drain_worker_main(int argc, char **argv)
 
 		if (r < 0) {
 			if (errno == EMSGSIZE) {
-				res_fail(&w, "", "refused command: line too long");
+				res_fail(&w, "",
+					 "refused command: line too long");
 				res_done(&w);
 				continue;
 			}
@@ -660,8 +669,9 @@ int drain_worker_main(int argc, char **argv)
 		else if (cJSON_IsString(scan))
 			run_command(&w, scan->valuestring, true);
 		else
-			res_fail(&w, "", "refused command: want {\"file\":REL} "
-					 "or {\"scan\":REL}");
+			res_fail(&w, "",
+				 "refused command: want {\"file\":REL} "
+				 "or {\"scan\":REL}");
 		cJSON_Delete(cmd);
 		res_done(&w);
 	}

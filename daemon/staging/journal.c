@@ -37,8 +37,8 @@ static int check_dir(const struct stat *st, uid_t owner, char *err,
 		     size_t errlen)
 {
 	if (owner == 0 || !S_ISDIR(st->st_mode))
-		return fsutil_check_root_dir(st, "StateDir/journal", false,
-					     err, errlen);
+		return fsutil_check_root_dir(st, "StateDir/journal", false, err,
+					     errlen);
 	if (st->st_uid != owner || (st->st_mode & (S_IWGRP | S_IWOTH))) {
 		snprintf(err, errlen,
 			 "StateDir/journal is uid %u mode %04o, must be uid "
@@ -137,8 +137,7 @@ int journal_add(struct journal *j, int tier, const char *build, char *err,
 		goto out;
 	}
 	if (o) {
-		cJSON_AddStringToObject(o, "tier",
-					j->conf->tiers[tier].name);
+		cJSON_AddStringToObject(o, "tier", j->conf->tiers[tier].name);
 		cJSON_AddStringToObject(o, "build", build);
 		cJSON_AddNumberToObject(o, "created", (double)time(NULL));
 		text = jsonbuf_dup(o);

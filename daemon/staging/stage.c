@@ -91,7 +91,7 @@ struct stage {
 struct worker {
 	pid_t pid;
 	int out; /* its stdout, our read end */
-	int in;	 /* its stdin, our write end; -1 once closed */
+	int in;  /* its stdin, our write end; -1 once closed */
 };
 
 /* A staging thread's state. */
@@ -100,9 +100,9 @@ struct run {
 	struct job *job;
 	struct timespec deadline;
 	unsigned timeout_s;
-	int64_t started_ns;		 /* CLOCK_REALTIME at the start */
+	int64_t started_ns;              /* CLOCK_REALTIME at the start */
 	uint64_t done_bytes, done_files; /* datasets finished */
-	uint64_t cached_bytes;		 /* of which cache hits (stats.h) */
+	uint64_t cached_bytes;           /* of which cache hits (stats.h) */
 	char err[CONF_ERR_MAX];
 };
 
@@ -111,11 +111,11 @@ struct outcome {
 	bool got_result, result_ok;
 	bool got_totals, unchanged;
 	char worker_err[CONF_ERR_MAX]; /* the worker's own error */
-	char err[CONF_ERR_MAX];	       /* ours: capacity, timeout, protocol */
-	uint64_t reserved;	       /* bytes reserved on the tier */
+	char err[CONF_ERR_MAX];        /* ours: capacity, timeout, protocol */
+	uint64_t reserved;             /* bytes reserved on the tier */
 	uint64_t total_bytes, total_files, copy_bytes, copy_files;
 	uint64_t bytes, files, linked; /* final figures from the worker */
-	int64_t started_ns;	       /* CLOCK_REALTIME before the spawn */
+	int64_t started_ns;            /* CLOCK_REALTIME before the spawn */
 };
 
 static long ms_left(const struct timespec *deadline)
@@ -230,14 +230,14 @@ static int worker_spawn(struct stage *s, const struct stage_task *task,
 {
 	const struct stage_owner *ow = task->owner;
 	char *argv[STAGE_ARGV_MAX];
-	char *envp_gate[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
-			     "IOSTAGE_STAGE_GATE=1", NULL};
+	char *envp_gate[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C",
+			      "IOSTAGE_STAGE_GATE=1", NULL };
 	/* The worker reads the old manifest on fd 3, writes the new on 4,
 	 * reads its rate (StageBandwidth=) on 5. */
-	int pass[3] = {task->manifest_in,
-		       task->mode == STAGE_WORKER_BUILD ? task->manifest_out
-							: -1,
-		       rate_fd};
+	int pass[3] = { task->manifest_in,
+			task->mode == STAGE_WORKER_BUILD ? task->manifest_out
+							 : -1,
+			rate_fd };
 	struct spawn_proc p;
 
 	stage_plan_argv(task, rate_fd >= 0, argv);
@@ -522,13 +522,13 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 		return 0;
 	}
 	task = (struct stage_task){
-	    .mode = STAGE_WORKER_CHECK,
-	    .owner = ow,
-	    .src = ds->path,
-	    .dstdir = vdir,
-	    .manifest_in = fd,
-	    .manifest_out = -1,
-	    .verify = stage_plan_worker_verify(ds->verify),
+		.mode = STAGE_WORKER_CHECK,
+		.owner = ow,
+		.src = ds->path,
+		.dstdir = vdir,
+		.manifest_in = fd,
+		.manifest_out = -1,
+		.verify = stage_plan_worker_verify(ds->verify),
 	};
 	r = run_worker(run, ds, t, &task, &o);
 	close(fd);
@@ -562,13 +562,13 @@ static int build_version(struct run *run, size_t i,
 			      run->err, sizeof(run->err)) < 0)
 		return -1;
 	task = (struct stage_task){
-	    .mode = STAGE_WORKER_BUILD,
-	    .owner = ow,
-	    .src = ds->path,
-	    .dstdir = b.path,
-	    .manifest_in = -1,
-	    .manifest_out = b.manifest_fd,
-	    .verify = stage_plan_worker_verify(ds->verify),
+		.mode = STAGE_WORKER_BUILD,
+		.owner = ow,
+		.src = ds->path,
+		.dstdir = b.path,
+		.manifest_in = -1,
+		.manifest_out = b.manifest_fd,
+		.verify = stage_plan_worker_verify(ds->verify),
 	};
 	/* Unchanged files are linked from the current version, unless its
 	 * manifest cannot tell (checksum asked of a stat version). */
@@ -589,14 +589,14 @@ static int build_version(struct run *run, size_t i,
 		return -1;
 	}
 	meta = (struct cache_meta){
-	    .src = ds->path,
-	    .uid = ow->public ? 0 : job->uid,
-	    .user = ow->public ? CACHE_PUBLIC_USER : job->user,
-	    .public = ow->public,
-	    .bytes = ret_o->got_totals ? ret_o->total_bytes : ret_o->bytes,
-	    .files = ret_o->got_totals ? ret_o->total_files : ret_o->files,
-	    .verify = ds->verify,
-	    .verified_ns = ret_o->started_ns,
+		.src = ds->path,
+		.uid = ow->public ? 0 : job->uid,
+		.user = ow->public ? CACHE_PUBLIC_USER : job->user,
+		.public = ow->public,
+		.bytes = ret_o->got_totals ? ret_o->total_bytes : ret_o->bytes,
+		.files = ret_o->got_totals ? ret_o->total_files : ret_o->files,
+		.verify = ds->verify,
+		.verified_ns = ret_o->started_ns,
 	};
 	if (cache_build_publish(&b, &meta, run->err, sizeof(run->err)) < 0)
 		return -1;
@@ -620,11 +620,12 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 		    job->id, ds->name, entry, ds->tier,
 		    ow->public ? " (public)" : "", how);
 		jobs_dataset_result(job, i, JOB_DS_HIT, entry, 0, 0, 0);
-		stats_dataset_served(run->s->agent->stats, true, built->bytes, built->files, 0, 0, 0);
+		stats_dataset_served(run->s->agent->stats, true, built->bytes,
+				     built->files, 0, 0, 0);
 		run->cached_bytes += built->bytes;
 	} else {
-		uint64_t copied =
-		    o->files > o->linked ? o->files - o->linked : 0;
+		uint64_t copied = o->files > o->linked ? o->files - o->linked
+						       : 0;
 
 		log_info("job %u: dataset '%s': built %s on tier '%s'%s: "
 			 "%" PRIu64 " files copied (%s), %" PRIu64 " linked",
@@ -649,7 +650,7 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 	const struct profile_dataset *ds = &job->profile->datasets[i];
 	const char *key = ow->key;
 	char entry[JOBS_ENTRY_MAX], how[160];
-	struct lock_wait lw = {.run = run, .dsname = ds->name};
+	struct lock_wait lw = { .run = run, .dsname = ds->name };
 	struct cache_version cur, built;
 	struct cache_lock *lock = NULL;
 	struct outcome o;
@@ -663,8 +664,8 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 		goto out;
 
 	have = cache_current(cache, t, key, &cur, &next) == 1;
-	good =
-	    have ? current_is_good(run, ds, ow, t, &cur, how, sizeof(how)) : 0;
+	good = have ? current_is_good(run, ds, ow, t, &cur, how, sizeof(how))
+		    : 0;
 	if (good < 0)
 		goto out;
 	if (good) {
@@ -747,7 +748,7 @@ out:
 int stage_public_account(const struct conf *conf, struct stage_account *ret,
 			 char *err, size_t errlen)
 {
-	struct stage_account acc = {.ok = false};
+	struct stage_account acc = { .ok = false };
 	struct passwd pw, *res = NULL;
 	char buf[4096];
 	int e;
@@ -798,7 +799,8 @@ static void *stage_thread(void *arg)
 	for (i = 0; i < n && ok; i++)
 		ok = stage_dataset(run, i) == 0;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	stats_job_staged(run->s->agent->stats, job->id, job->uid, job->prestage, ok,
+	stats_job_staged(run->s->agent->stats, job->id, job->uid, job->prestage,
+			 ok,
 			 (double)(t1.tv_sec - t0.tv_sec) +
 			     (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
 			 run->done_bytes, run->done_files, run->cached_bytes);
@@ -835,8 +837,8 @@ static void remove_dirs(struct stage *s, const struct job *job, size_t upto)
 
 int stage_start(struct stage *s, struct job *job, char *err, size_t errlen)
 {
-	const struct conf_tier *home =
-	    joblayout_home_tier(s->conf, job->profile);
+	const struct conf_tier *home = joblayout_home_tier(s->conf,
+							   job->profile);
 	int home_t = tiers_index(s->agent->tiers, home->name);
 	pthread_attr_t attr;
 	pthread_t thread;

@@ -17,19 +17,19 @@ size_t stage_plan_owners(const struct stage_account *pub, uid_t uid, gid_t gid,
 	 * per user: the builder must not be the requester. */
 	if (pub && pub->ok && uid != pub->uid && uid != 0) {
 		ret[n] = (struct stage_owner){
-		    .uid = pub->uid,
-		    .gid = pub->gid,
-		    .user = pub->name,
-		    .public = true,
+			.uid = pub->uid,
+			.gid = pub->gid,
+			.user = pub->name,
+			.public = true,
 		};
 		cache_key_public(path, ret[n].key);
 		n++;
 	}
 	ret[n] = (struct stage_owner){
-	    .uid = uid,
-	    .gid = gid,
-	    .user = user,
-	    .public = false,
+		.uid = uid,
+		.gid = gid,
+		.user = user,
+		.public = false,
 	};
 	cache_key(uid, path, ret[n].key);
 	return n + 1;
@@ -84,8 +84,8 @@ size_t stage_plan_argv(const struct stage_task *task, bool rate, char **argv)
 	argv[n++] = "iostaged";
 	argv[n++] = "--stage-worker";
 	argv[n++] = "--verify";
-	argv[n++] =
-	    task->verify == PROFILE_VERIFY_CHECKSUM ? "checksum" : "stat";
+	argv[n++] = task->verify == PROFILE_VERIFY_CHECKSUM ? "checksum"
+							    : "stat";
 	if (task->owner->public)
 		argv[n++] = "--public";
 	if (task->mode == STAGE_WORKER_CHECK) {

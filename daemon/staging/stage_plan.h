@@ -48,8 +48,8 @@ size_t stage_plan_owners(const struct stage_account *pub, uid_t uid, gid_t gid,
 /* What to do with the current version of a dataset's entry. */
 enum stage_verdict {
 	STAGE_BUILD = 0, /* build a new version */
-	STAGE_HIT,	 /* use it as it is */
-	STAGE_CHECK,	 /* a worker compares it with the source first */
+	STAGE_HIT,       /* use it as it is */
+	STAGE_CHECK,     /* a worker compares it with the source first */
 };
 
 /* The current version CUR of a dataset asking for WANT, for a staging
@@ -103,7 +103,7 @@ size_t stage_plan_argv(const struct stage_task *task, bool rate, char **argv);
 enum stage_msg_kind {
 	STAGE_MSG_OTHER = 0, /* unknown keys: a newer worker, ignored */
 	STAGE_MSG_RESULT,    /* {"ok":BOOL,...}: the last line */
-	STAGE_MSG_NOTE,	     /* {"note":"..."} */
+	STAGE_MSG_NOTE,      /* {"note":"..."} */
 	STAGE_MSG_TOTALS,    /* {"total_bytes":N,...} after the walk */
 	STAGE_MSG_PROGRESS,  /* {"bytes":N,"files":N} */
 };
@@ -111,12 +111,12 @@ enum stage_msg_kind {
 /* One line of a worker, parsed. Strings are made printable (one line). */
 struct stage_msg {
 	enum stage_msg_kind kind;
-	bool ok;		 /* RESULT */
+	bool ok;                 /* RESULT */
 	char text[CONF_ERR_MAX]; /* RESULT's error ("copy failed" if none),
 				  * NOTE's note */
 	uint64_t bytes, files, linked; /* RESULT, PROGRESS */
 	uint64_t total_bytes, total_files, copy_bytes, copy_files; /* TOTALS */
-	bool unchanged;						   /* TOTALS */
+	bool unchanged;                                            /* TOTALS */
 };
 
 /* Parse LINE (one line a worker wrote, without its newline; untrusted:

@@ -35,8 +35,8 @@ static void parse_totals(const cJSON *m, struct stage_msg *r)
 	r->copy_files = cJSON_GetObjectItemCaseSensitive(m, "copy_files")
 			    ? proto_u64(m, "copy_files")
 			    : r->total_files;
-	r->unchanged =
-	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "unchanged"));
+	r->unchanged = cJSON_IsTrue(
+	    cJSON_GetObjectItemCaseSensitive(m, "unchanged"));
 }
 
 static void parse_message(const cJSON *m, struct stage_msg *r)

@@ -28,10 +28,10 @@
 #include "daemon/staging/tiers.h"
 
 struct tier_rt {
-	int jobs_fd;	    /* TIER/jobs, O_DIRECTORY */
-	int cache_fd;	    /* TIER/cache, O_DIRECTORY */
+	int jobs_fd;        /* TIER/jobs, O_DIRECTORY */
+	int cache_fd;       /* TIER/cache, O_DIRECTORY */
 	uint64_t committed; /* bytes of staged datasets held by jobs */
-	uint64_t cache;	    /* bytes held by cache entries */
+	uint64_t cache;     /* bytes held by cache entries */
 	uint64_t reserved;  /* bytes promised to copies in flight */
 };
 
@@ -198,9 +198,15 @@ void tiers_destroy(struct tiers *ts)
 	free(ts);
 }
 
-int tiers_jobs_fd(struct tiers *ts, int tier) { return ts->rt[tier].jobs_fd; }
+int tiers_jobs_fd(struct tiers *ts, int tier)
+{
+	return ts->rt[tier].jobs_fd;
+}
 
-int tiers_cache_fd(struct tiers *ts, int tier) { return ts->rt[tier].cache_fd; }
+int tiers_cache_fd(struct tiers *ts, int tier)
+{
+	return ts->rt[tier].cache_fd;
+}
 
 int tiers_index(struct tiers *ts, const char *name)
 {
@@ -370,7 +376,7 @@ unsigned tiers_detach_stale(struct tiers *ts,
 			    bool (*job_known)(void *arg, uint32_t id),
 			    void *arg)
 {
-	struct stale_arg a = {.ts = ts, .job_known = job_known, .arg = arg};
+	struct stale_arg a = { .ts = ts, .job_known = job_known, .arg = arg };
 	char why[CONF_ERR_MAX];
 	unsigned total = 0;
 	size_t i;
@@ -490,8 +496,8 @@ static int usage_locked(struct tiers *ts, int tier, struct tiers_usage *ret)
 	if (t->capacity) {
 		ret->capacity = t->capacity;
 		ret->used = rt->committed + rt->cache + rt->reserved;
-		ret->free =
-		    ret->used < t->capacity ? t->capacity - ret->used : 0;
+		ret->free = ret->used < t->capacity ? t->capacity - ret->used
+						    : 0;
 		if (ret->free > avail)
 			ret->free = avail;
 	} else {

@@ -26,10 +26,10 @@
 
 struct tiers_usage {
 	uint64_t capacity; /* Capacity, or the file system's size */
-	uint64_t used;	   /* with Capacity: committed + reserved job bytes;
+	uint64_t used;     /* with Capacity: committed + reserved job bytes;
 			    * else the file system's used space */
-	uint64_t free;	   /* what a new dataset may still take */
-	uint64_t cache;	   /* bytes held by cache entries */
+	uint64_t free;     /* what a new dataset may still take */
+	uint64_t cache;    /* bytes held by cache entries */
 	uint64_t reserved; /* bytes promised to copies in flight */
 };
 

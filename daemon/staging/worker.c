@@ -39,10 +39,10 @@ struct worker_args {
 	enum manifest_verify verify;
 	const char *previous;
 	int manifest_in, manifest_out;
-	int rate_fd;              /* --rate-fd: the page iostaged writes our
+	int rate_fd; /* --rate-fd: the page iostaged writes our
 				   * rate in (daemon/staging/bwgov.h), or -1 */
 	bool check;
-	bool public;              /* --public: the tree must be readable by all */
+	bool public; /* --public: the tree must be readable by all */
 	const char *src, *dstdir;
 };
 
@@ -69,9 +69,11 @@ static size_t json_str(char *out, size_t len, const char *s)
 	out[o++] = '"';
 	while (*p && o + 8 < len) {
 		unsigned char c = *p;
-		size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 :
-					 (c & 0xf0) == 0xe0 ? 3 :
-					 (c & 0xf8) == 0xf0 ? 4 : 0;
+		size_t n = c < 0x80             ? 1
+			   : (c & 0xe0) == 0xc0 ? 2
+			   : (c & 0xf0) == 0xe0 ? 3
+			   : (c & 0xf8) == 0xf0 ? 4
+						: 0;
 		bool valid = n > 0;
 
 		for (size_t i = 1; valid && i < n; i++)
@@ -168,12 +170,11 @@ static int usage(const char *why)
 {
 	if (why)
 		fprintf(stderr, "iostaged --stage-worker: %s\n", why);
-	fprintf(stderr,
-		"usage: iostaged --stage-worker [--threads N] "
-		"[--verify stat|checksum] [--public]\n"
-		"                [--previous DIR --manifest-in FD] "
-		"[--manifest-out FD] [--check]\n"
-		"                SRC DSTDIR\n");
+	fprintf(stderr, "usage: iostaged --stage-worker [--threads N] "
+			"[--verify stat|checksum] [--public]\n"
+			"                [--previous DIR --manifest-in FD] "
+			"[--manifest-out FD] [--check]\n"
+			"                SRC DSTDIR\n");
 	return 2;
 }
 
@@ -198,8 +199,7 @@ static int parse_fd(const char *opt, const char *s, int *ret)
 {
 	unsigned long v;
 
-	if (parse_uint(s, 3, INT_MAX, &v) < 0 ||
-	    fcntl((int)v, F_GETFD) < 0) {
+	if (parse_uint(s, 3, INT_MAX, &v) < 0 || fcntl((int)v, F_GETFD) < 0) {
 		fprintf(stderr,
 			"iostaged --stage-worker: %s: '%s' is not an open file "
 			"descriptor (3 or more)\n",
@@ -218,8 +218,8 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 	a->threads = COPYENGINE_THREADS_DEFAULT;
 	a->manifest_in = a->manifest_out = a->rate_fd = -1;
 	for (i = 1; i < argc && !strncmp(argv[i], "--", 2); i++) {
-		const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1]
-							       : NULL;
+		const char *opt = argv[i],
+			   *val = i + 1 < argc ? argv[i + 1] : NULL;
 		unsigned long v;
 
 		if (!strcmp(opt, "--")) {
@@ -263,9 +263,10 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 			if (parse_fd(opt, val, &a->rate_fd) < 0)
 				return usage(NULL);
 		} else {
-			fprintf(stderr,
-				"iostaged --stage-worker: unknown option '%s'\n",
-				opt);
+			fprintf(
+			    stderr,
+			    "iostaged --stage-worker: unknown option '%s'\n",
+			    opt);
 			return usage(NULL);
 		}
 	}
@@ -372,7 +373,7 @@ static int stage(const struct worker_args *a, struct copyengine *ce)
 		return fail(err);
 	}
 	if (copyengine_copy(ce, dfd, target, &res, err, sizeof(err)) < 0) {
-		saved = errno;  /* the engine removed what it made */
+		saved = errno; /* the engine removed what it made */
 		close(dfd);
 		space_message(saved, err, sizeof(err));
 		return fail(err);
@@ -435,8 +436,8 @@ int worker_main(int argc, char **argv)
 	if (a.rate_fd >= 0) {
 		/* Read-only: iostaged's page (sealed against writes) holds
 		 * the bytes/s this copy may read from the source. */
-		void *page = mmap(NULL, sizeof(uint64_t), PROT_READ,
-				  MAP_SHARED, a.rate_fd, 0);
+		void *page = mmap(NULL, sizeof(uint64_t), PROT_READ, MAP_SHARED,
+				  a.rate_fd, 0);
 
 		if (page == MAP_FAILED) {
 			manifest_destroy(prev);

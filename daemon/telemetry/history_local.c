@@ -3,8 +3,8 @@
  * every job of the node, a user their own. With a service configured
  * (ControllerHost=) the node keeps no history and these answer "history
  * disabled: ..." (history_init_remote). */
-#include "common/history/history_ops.h"
 #include "daemon/telemetry/history_local.h"
+#include "common/history/history_ops.h"
 
 static struct hist_caller caller(const struct ops_caller *p)
 {
@@ -50,9 +50,9 @@ static cJSON *op_recommend(struct agent *a, const struct ops_caller *p,
 }
 
 op_table history_ops = {
-    {"history_put", op_put, true},
-    {"history_get", op_get, false},
-    {"history_list", op_list, false},
-    {"recommend", op_recommend, false},
-    {NULL, NULL, false},
+	{ "history_put", op_put, true },
+	{ "history_get", op_get, false },
+	{ "history_list", op_list, false },
+	{ "recommend", op_recommend, false },
+	{ NULL, NULL, false },
 };

@@ -41,7 +41,7 @@
 #include "daemon/telemetry/stats.h"
 #include "daemon/telemetry/telemetry.h"
 
-#define METRICS_TICK_S 1	/* sampling period */
+#define METRICS_TICK_S 1        /* sampling period */
 #define METRICS_ACTIVE_MAX 4096 /* jobs checked for "ended" per tick */
 #define METRICS_DRAIN_RECORD_MAX (64 * 1024)
 
@@ -49,9 +49,9 @@ struct metrics {
 	struct agent *agent; /* its cache, stats, bwgov and telemetry */
 	const struct conf *conf;
 	struct ticker *ticker; /* the sampler */
-	unsigned ticks;	       /* the ticker's turns (the textfile's period) */
+	unsigned ticks;        /* the ticker's turns (the textfile's period) */
 	struct httpmetrics *http;
-	bool textfile_warned;	     /* the ticker's only */
+	bool textfile_warned;        /* the ticker's only */
 	pthread_mutex_t sample_lock; /* one sample_jobs at a time: */
 	uint32_t present[METRICS_ACTIVE_MAX], active[METRICS_ACTIVE_MAX];
 };
@@ -76,8 +76,8 @@ static bool listed(const uint32_t *ids, size_t n, uint32_t id)
 /* The non-negative finite number at KEY of O, else 0. */
 static double number(const cJSON *o, const char *key)
 {
-	double v =
-	    cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, key));
+	double v = cJSON_GetNumberValue(
+	    cJSON_GetObjectItemCaseSensitive(o, key));
 
 	return v == v && v > 0 && v < 1e18 ? v : 0;
 }
@@ -97,11 +97,12 @@ static void final_drain(struct metrics *m, uint32_t id)
 		return; /* no outputs */
 	o = cJSON_Parse(text);
 	if (o && proto_u64(o, "job") == id)
-		stats_job_drained(
-		    m->agent->stats, id,
-		    proto_u64(o, "during_bytes") + proto_u64(o, "end_bytes"),
-		    proto_u64(o, "during_files") + proto_u64(o, "end_files"),
-		    number(o, "end_seconds"));
+		stats_job_drained(m->agent->stats, id,
+				  proto_u64(o, "during_bytes") +
+				      proto_u64(o, "end_bytes"),
+				  proto_u64(o, "during_files") +
+				      proto_u64(o, "end_files"),
+				  number(o, "end_seconds"));
 	cJSON_Delete(o);
 	free(text);
 }
@@ -112,8 +113,8 @@ static void final_drain(struct metrics *m, uint32_t id)
 static void run_phases(struct metrics *m, uint32_t id)
 {
 	char err[256];
-	cJSON *record =
-	    telemetry_record(m->agent->telemetry, id, 0, err, sizeof(err));
+	cJSON *record = telemetry_record(m->agent->telemetry, id, 0, err,
+					 sizeof(err));
 
 	if (record)
 		stats_job_record(m->agent->stats, id, record);
@@ -135,8 +136,7 @@ static void sample_jobs(struct metrics *m, struct sample *ret)
 	jobs = jobs_status_json(m->agent->jobs, 0);
 	if (!jobs)
 		return; /* ENOMEM: try again next tick */
-	cJSON_ArrayForEach(j, jobs)
-	{
+	cJSON_ArrayForEach(j, jobs) {
 		const cJSON *st = cJSON_GetObjectItem(j, "state");
 		const cJSON *drain = cJSON_GetObjectItem(j, "drain");
 		uint32_t id = (uint32_t)proto_u64(j, "job");
@@ -193,19 +193,19 @@ static int tier_families(struct metrics *m, struct promtext *pt)
 	static const struct {
 		const char *name, *help;
 	} fams[] = {
-	    {"iostage_tier_capacity_bytes",
-	     "Tier size: Capacity, or its file system's size"},
-	    {"iostage_tier_used_bytes",
-	     "Bytes in use on the tier (cache, jobs, reservations)"},
-	    {"iostage_tier_free_bytes",
-	     "Bytes a new dataset may still take on the tier"},
-	    {"iostage_tier_reserved_bytes",
-	     "Bytes promised to copies in flight"},
-	    {"iostage_tier_cache_bytes",
-	     "Bytes held by cached datasets on the tier"},
-	    {"iostage_tier_cached_datasets",
-	     "Cache entries (dataset versions) on the tier"},
-	    {"iostage_tier_jobs", "Jobs with a directory on the tier"},
+		{ "iostage_tier_capacity_bytes",
+		  "Tier size: Capacity, or its file system's size" },
+		{ "iostage_tier_used_bytes",
+		  "Bytes in use on the tier (cache, jobs, reservations)" },
+		{ "iostage_tier_free_bytes",
+		  "Bytes a new dataset may still take on the tier" },
+		{ "iostage_tier_reserved_bytes",
+		  "Bytes promised to copies in flight" },
+		{ "iostage_tier_cache_bytes",
+		  "Bytes held by cached datasets on the tier" },
+		{ "iostage_tier_cached_datasets",
+		  "Cache entries (dataset versions) on the tier" },
+		{ "iostage_tier_jobs", "Jobs with a directory on the tier" },
 	};
 	struct tiers_usage u[CONF_MAX_TIERS];
 	unsigned entries[CONF_MAX_TIERS], counts[CONF_MAX_TIERS];
@@ -226,13 +226,15 @@ static int tier_families(struct metrics *m, struct promtext *pt)
 			return -1;
 		for (t = 0; t < n; t++) {
 			const char *labels[] = {
-			    "tier", mconf->tiers[t].name, "medium",
-			    conf_medium_name(mconf->tiers[t].medium), NULL};
+				"tier", mconf->tiers[t].name, "medium",
+				conf_medium_name(mconf->tiers[t].medium), NULL
+			};
 			double v[] = {
-			    (double)u[t].capacity, (double)u[t].used,
-			    (double)u[t].free,	   (double)u[t].reserved,
-			    (double)u[t].cache,	   (double)entries[t],
-			    (double)counts[t]};
+				(double)u[t].capacity, (double)u[t].used,
+				(double)u[t].free,     (double)u[t].reserved,
+				(double)u[t].cache,    (double)entries[t],
+				(double)counts[t]
+			};
 
 			if (promtext_sample(pt, fams[f].name, labels, v[f]) < 0)
 				return -1;
@@ -291,11 +293,11 @@ static int total_families(struct metrics *m, struct promtext *pt,
 			  const struct sample *s)
 {
 	struct stats_totals t;
-	const char *staged[] = {"result", "staged", NULL};
-	const char *failed[] = {"result", "failed", NULL};
-	const char *st_staging[] = {"state", "staging", NULL};
-	const char *st_staged[] = {"state", "staged", NULL};
-	const char *st_failed[] = {"state", "failed", NULL};
+	const char *staged[] = { "result", "staged", NULL };
+	const char *failed[] = { "result", "failed", NULL };
+	const char *st_staging[] = { "state", "staging", NULL };
+	const char *st_staged[] = { "state", "staged", NULL };
+	const char *st_failed[] = { "state", "failed", NULL };
 
 	memset(&t, 0, sizeof(t));
 	if (m->agent->stats)
@@ -353,7 +355,7 @@ static int total_families(struct metrics *m, struct promtext *pt,
 char *metrics_render(struct metrics *m, bool all_jobs, uid_t viewer,
 		     size_t *ret_len)
 {
-	const char *version[] = {"version", IOSTAGE_VERSION, NULL};
+	const char *version[] = { "version", IOSTAGE_VERSION, NULL };
 	struct promtext *pt = promtext_create();
 	struct sample s;
 	cJSON *records = NULL;

@@ -35,7 +35,7 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 int sampler_read_io(pid_t pid, struct telrec_io *ret)
 {
 	char path[64], buf[512], *line, *save = NULL;
-	struct telrec_io io = {0};
+	struct telrec_io io = { 0 };
 
 	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
 	if (read_small(path, buf, sizeof(buf)) < 0)
@@ -186,7 +186,7 @@ int sampler_tree_add_task(struct sampler_tree *tree, pid_t pid, pid_t carrier)
 	memset(c, 0, sizeof(*c));
 	c->pid = carrier;
 	/* Its counters so far are its own: the baseline. */
-	if (sampler_read_stat(carrier, &c->starttime, &(pid_t){0}) < 0 ||
+	if (sampler_read_stat(carrier, &c->starttime, &(pid_t){ 0 }) < 0 ||
 	    sampler_read_io(carrier, &c->last) < 0)
 		return 0;
 	tree->ncarriers++;
@@ -334,7 +334,7 @@ void sampler_tree_sample(struct sampler_tree *tree, sampler_task_fn fn,
 			settle_exit(tree, p);
 			p->settled = progress = true;
 			if (fn && p->pid == p->task)
-				fn(arg, p->pid, true, &(struct telrec_io){0});
+				fn(arg, p->pid, true, &(struct telrec_io){ 0 });
 		}
 		if (!progress)
 			break;
@@ -348,7 +348,7 @@ void sampler_tree_sample(struct sampler_tree *tree, sampler_task_fn fn,
 				settle_exit(tree, p);
 				if (fn && p->pid == p->task)
 					fn(arg, p->pid, true,
-					   &(struct telrec_io){0});
+					   &(struct telrec_io){ 0 });
 			}
 			p->pid = 0; /* removed below */
 			continue;

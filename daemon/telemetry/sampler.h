@@ -37,17 +37,17 @@
 
 #include "common/telemetry/telrec.h"
 
-#define SAMPLER_PROCS_MAX 4096	/* processes followed per job */
+#define SAMPLER_PROCS_MAX 4096  /* processes followed per job */
 #define SAMPLER_CARRIERS_MAX 64 /* slurmstepd processes per job (steps) */
 
 struct sampler_proc {
 	pid_t pid, ppid;
 	unsigned long long starttime;
-	pid_t task;		 /* the registered task it descends from */
-	struct telrec_io last;	 /* counters at the last sample */
+	pid_t task;              /* the registered task it descends from */
+	struct telrec_io last;   /* counters at the last sample */
 	struct telrec_io credit; /* reaped children's counted part */
-	struct telrec_io cur;	 /* this sample's reading */
-	bool gone, settled;	 /* during a sample */
+	struct telrec_io cur;    /* this sample's reading */
+	bool gone, settled;      /* during a sample */
 };
 
 struct sampler_carrier {

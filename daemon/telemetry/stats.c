@@ -28,7 +28,7 @@ struct sjob {
 	double first_seen; /* wall clock: when staging was first seen */
 	bool staged_ok;
 	double staged_at; /* wall clock: end of staging (run starts) */
-	double run_end;	  /* wall clock: when the job left the table */
+	double run_end;   /* wall clock: when the job left the table */
 	bool has_in, has_out;
 	uint64_t in_bytes, in_files, in_cached;
 	double in_seconds;
@@ -319,8 +319,7 @@ static bool has_phase(const cJSON *phases, const char *name)
 {
 	const cJSON *p;
 
-	cJSON_ArrayForEach(p, phases)
-	{
+	cJSON_ArrayForEach(p, phases) {
 		const cJSON *n = cJSON_GetObjectItemCaseSensitive(p, "name");
 
 		if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
@@ -360,8 +359,9 @@ static cJSON *phases_locked(const struct sjob *j, double now)
 
 		cJSON_AddStringToObject(p, "name", "run");
 		cJSON_AddNumberToObject(p, "start", j->staged_at);
-		cJSON_AddNumberToObject(
-		    p, "seconds", end > j->staged_at ? end - j->staged_at : 0);
+		cJSON_AddNumberToObject(p, "seconds",
+					end > j->staged_at ? end - j->staged_at
+							   : 0);
 		cJSON_AddItemToArray(arr, p);
 	}
 	if (j->has_out)

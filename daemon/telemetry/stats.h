@@ -21,7 +21,6 @@
 
 #include <cJSON.h>
 
-
 struct stats_totals {
 	uint64_t staged_bytes; /* bytes made available to jobs (hit or built) */
 	uint64_t staged_files;

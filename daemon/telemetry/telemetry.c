@@ -156,8 +156,8 @@ static void refresh_from_job(struct tjob *t, struct job *job)
 	json_set(t->base, "state", cJSON_CreateString(record_state(job, &v)));
 	if (v.state == JOB_STAGING || t->stage_in)
 		return;
-	fallback =
-	    v.state == JOB_FAILED && jobs_policy(job) == STAGE_FAILURE_FALLBACK;
+	fallback = v.state == JOB_FAILED &&
+		   jobs_policy(job) == STAGE_FAILURE_FALLBACK;
 	ds = cJSON_CreateArray();
 	for (size_t i = 0; ds && job->profile && i < job->profile->ndatasets;
 	     i++) {
@@ -225,9 +225,9 @@ static void refresh_from_job(struct tjob *t, struct job *job)
 	cJSON_AddNumberToObject(ph, "bytes", (double)v.bytes);
 	cJSON_AddNumberToObject(ph, "files", (double)v.files);
 	cJSON_AddNumberToObject(ph, "copied_bytes", (double)copied);
-	cJSON_AddNumberToObject(
-	    ph, "cached_bytes",
-	    (double)(v.bytes > copied ? v.bytes - copied : 0));
+	cJSON_AddNumberToObject(ph, "cached_bytes",
+				(double)(v.bytes > copied ? v.bytes - copied
+							  : 0));
 	rate = job->staged_s > 0 ? (double)v.bytes / job->staged_s : 0;
 	/* whole bytes per second; out of range (a duration of nearly 0)
 	 * is none */
@@ -259,9 +259,10 @@ static struct tjob *tjob_create(struct telemetry *tel, struct job *job)
 	cJSON_AddNumberToObject(b, "uid", job->uid);
 	cJSON_AddStringToObject(b, "job_name", "");
 	cJSON_AddStringToObject(b, "node", tel->conf->node_name);
-	cJSON_AddStringToObject(
-	    b, "profile_origin",
-	    job->profile && job->profile->origin ? job->profile->origin : "");
+	cJSON_AddStringToObject(b, "profile_origin",
+				job->profile && job->profile->origin
+				    ? job->profile->origin
+				    : "");
 	cJSON_AddItemToObject(b, "profile",
 			      job->profile_json ? cJSON_Parse(job->profile_json)
 						: cJSON_CreateObject());
@@ -310,8 +311,8 @@ struct tjob *telemetry_get_locked(struct telemetry *tel, uint32_t id,
 	struct tjob *t = telemetry_find_locked(tel, id);
 	/* an agent without a job table (a test's) knows no job */
 	struct job *job = tel->agent && tel->agent->jobs
-				  ? jobs_get(tel->agent->jobs, id)
-				  : NULL;
+			      ? jobs_get(tel->agent->jobs, id)
+			      : NULL;
 
 	if (job && job->prestage) {
 		jobs_put(job);
@@ -399,7 +400,7 @@ static void on_task_io(void *arg, pid_t pid, bool exited,
 
 void telemetry_sample_locked(struct tjob *t)
 {
-	struct telrec_io d = {0};
+	struct telrec_io d = { 0 };
 	double now;
 
 	if (!t->tree.nprocs && !t->tree.ncarriers)
@@ -468,8 +469,8 @@ struct telemetry *telemetry_create(struct agent *a, const struct conf *conf,
 	pthread_mutex_lock(&tel->lock);
 	telemetry_load_records(tel);
 	pthread_mutex_unlock(&tel->lock);
-	tel->sampler =
-	    ticker_start(conf->telemetry_interval_ms, false, tick, tel);
+	tel->sampler = ticker_start(conf->telemetry_interval_ms, false, tick,
+				    tel);
 	if (!tel->sampler) {
 		snprintf(err, errlen, "telemetry: cannot start the sampler: %s",
 			 strerror(errno));
@@ -669,8 +670,8 @@ int telemetry_phase(struct telemetry *tel, uint32_t id, uid_t peer_uid,
 		if (p->id.step < 0)
 			p->id.step = task->step;
 		p->id.rank = task->rank >= 0 ? task->rank : p->id.rank;
-		p->id.local_rank =
-		    task->local_rank >= 0 ? task->local_rank : p->id.local_rank;
+		p->id.local_rank = task->local_rank >= 0 ? task->local_rank
+							 : p->id.local_rank;
 		if (task->node[0])
 			snprintf(p->id.node, sizeof(p->id.node), "%s",
 				 task->node);

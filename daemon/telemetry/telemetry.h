@@ -37,7 +37,7 @@
 
 #define TELEMETRY_KEEP_DAYS 30
 #define TELEMETRY_PROCS_MAX 1024 /* process entries per record */
-#define TELEMETRY_MARKS_MAX 64	 /* distinct sub-phase names per record */
+#define TELEMETRY_MARKS_MAX 64   /* distinct sub-phase names per record */
 #define TELEMETRY_FILES_MAX 4096 /* distinct output files per record */
 
 /* The ops (telemetry_ops.c), listed in server.c's op_tables[]. */
@@ -46,8 +46,8 @@ extern op_table telemetry_ops;
 /* Where a process's identity came from. */
 struct telemetry_task {
 	pid_t pid;
-	pid_t parent;		  /* slurmstepd, for the exit accounting; 0 */
-	int64_t step;		  /* Slurm's step id; -1: unknown */
+	pid_t parent;             /* slurmstepd, for the exit accounting; 0 */
+	int64_t step;             /* Slurm's step id; -1: unknown */
 	int64_t rank, local_rank; /* -1: unknown */
 	char node[TELREC_NODE_MAX];
 	char identity[8];   /* "pmix" | "slurm" */

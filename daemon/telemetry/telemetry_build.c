@@ -57,9 +57,8 @@ static void add_file_counts(const struct tjob *t, cJSON *r, cJSON *run)
 	local = malloc(PROFILE_MAX_OUTPUTS * sizeof(*local));
 	if (!local)
 		return;
-	cJSON_ArrayForEach(o, outs)
-	{
-		struct profile_output po = {0};
+	cJSON_ArrayForEach(o, outs) {
+		struct profile_output po = { 0 };
 
 		if (n == PROFILE_MAX_OUTPUTS)
 			break;
@@ -74,8 +73,7 @@ static void add_file_counts(const struct tjob *t, cJSON *r, cJSON *run)
 	}
 	outfiles_count(t->files, pfx, n, c);
 	i = 0;
-	cJSON_ArrayForEach(o, outs)
-	{
+	cJSON_ArrayForEach(o, outs) {
 		if (i == n)
 			break;
 		json_set_number(o, "shared_files",
@@ -88,11 +86,12 @@ static void add_file_counts(const struct tjob *t, cJSON *r, cJSON *run)
 		shared += c[i].shared;
 		fpp += c[i].fpp;
 	}
-	cJSON_AddNumberToObject(
-	    run, "shared_files",
-	    (double)(shared + t->base_shared[PROFILE_MAX_OUTPUTS]));
-	cJSON_AddNumberToObject(
-	    run, "fpp_files", (double)(fpp + t->base_fpp[PROFILE_MAX_OUTPUTS]));
+	cJSON_AddNumberToObject(run, "shared_files",
+				(double)(shared +
+					 t->base_shared[PROFILE_MAX_OUTPUTS]));
+	cJSON_AddNumberToObject(run, "fpp_files",
+				(double)(fpp +
+					 t->base_fpp[PROFILE_MAX_OUTPUTS]));
 	if (outfiles_dropped(t->files))
 		cJSON_AddNumberToObject(run, "untracked_file_reports",
 					(double)outfiles_dropped(t->files));
@@ -129,9 +128,9 @@ cJSON *telemetry_build_locked(struct tjob *t, bool finished, double end)
 		cJSON_AddItemToObject(ph, "timeline",
 				      telrec_timeline_to_json(t->tl));
 		if (t->run_counters)
-			cJSON_AddItemToObject(
-			    ph, "counters",
-			    cJSON_Duplicate(t->run_counters, true));
+			cJSON_AddItemToObject(ph, "counters",
+					      cJSON_Duplicate(t->run_counters,
+							      true));
 		if (t->has_run_io_s) {
 			cJSON_AddNumberToObject(ph, "io_seconds", t->run_io_s);
 			cJSON_AddNumberToObject(ph, "unoverlapped_io_seconds",

@@ -65,22 +65,21 @@ cJSON *telemetry_record(struct telemetry *tel, uint32_t id, uid_t peer_uid,
 static void outputs_from_drain(struct tjob *t, const cJSON *d)
 {
 	static const char *const keys[] = {
-	    "files",	 "bytes",     "during_files", "during_bytes",
-	    "end_files", "end_bytes", "failed_files",
+		"files",     "bytes",     "during_files", "during_bytes",
+		"end_files", "end_bytes", "failed_files",
 	};
 	cJSON *outs = cJSON_GetObjectItemCaseSensitive(t->base, "outputs"), *o;
 	const cJSON *e;
 
-	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d, "outputs"))
-	{
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d, "outputs")) {
 		const char *name = telemetry_str(e, "name", NULL);
 		const cJSON *hist;
 
 		if (!name)
 			continue;
-		cJSON_ArrayForEach(
-		    o, outs) if (!strcmp(telemetry_str(o, "name", ""),
-					 name)) break;
+		cJSON_ArrayForEach(o, outs)
+			if (!strcmp(telemetry_str(o, "name", ""), name))
+				break;
 		/* Figures are there only from a drain that counts them. */
 		if (!o || !cJSON_GetObjectItemCaseSensitive(e, "files"))
 			continue;

@@ -33,9 +33,9 @@ struct tproc {
 	double start, end; /* end 0: running */
 	struct telrec_io io;
 	bool traced;
-	bool shim_disabled;	   /* its shim gave up (report says why) */
-	bool sampled;		   /* a registered task: io is /proc's */
-	bool has_file_bytes;	   /* it sent shim counters: */
+	bool shim_disabled;        /* its shim gave up (report says why) */
+	bool sampled;              /* a registered task: io is /proc's */
+	bool has_file_bytes;       /* it sent shim counters: */
 	uint64_t file_rb, file_wb; /* their file I/O */
 };
 
@@ -48,7 +48,7 @@ struct tmark {
 	 * so the phase gets what the job did between its first open begin
 	 * and its last end, not whole sampling intervals. */
 	bool exact;
-	struct telrec_io io;	  /* closed stretches so far */
+	struct telrec_io io;      /* closed stretches so far */
 	struct telrec_io at_open; /* run_io when it last opened */
 	int64_t ranks[TEL_RANKS_MAX];
 	size_t nranks;
@@ -90,7 +90,7 @@ struct tjob {
 struct telemetry {
 	struct agent *agent;
 	const struct conf *conf;
-	int dir_fd;	      /* StateDir/telemetry */
+	int dir_fd;           /* StateDir/telemetry */
 	pthread_mutex_t lock; /* the live records, and each record's fields */
 	struct tjob *jobs;    /* the live records */
 	struct ticker *sampler;

@@ -13,21 +13,21 @@
 
 #include <cJSON.h>
 
-#include "common/config/conf.h"
 #include "common/base/jsonbuf.h"
+#include "common/config/conf.h"
 #include "common/net/proto.h"
 #include "common/telemetry/telrec.h"
 #include "daemon/agent.h"
-#include "daemon/ops.h"
 #include "daemon/cluster/parts.h"
+#include "daemon/ops.h"
 #include "daemon/telemetry/telemetry.h"
 
 #define TEL_OPS_TS_SLACK_S (7 * 86400.0) /* marker times this far off */
 #define TEL_OPS_REPLY_MAX (PROTO_LINE_MAX - 4096)
 
 /* Optional integer KEY into *RET (-1 stays when missing). 0 or -1. */
-static int opt_int(const cJSON *req, const char *key, int64_t max,
-		   int64_t *ret, char *err, size_t errlen)
+static int opt_int(const cJSON *req, const char *key, int64_t max, int64_t *ret,
+		   char *err, size_t errlen)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
 
@@ -36,8 +36,10 @@ static int opt_int(const cJSON *req, const char *key, int64_t max,
 	if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
 	    v->valuedouble > (double)max ||
 	    v->valuedouble != (double)(int64_t)v->valuedouble) {
-		snprintf(err, errlen, "key '%s': must be an integer from 0 to "
-			 "%lld", key, (long long)max);
+		snprintf(err, errlen,
+			 "key '%s': must be an integer from 0 to "
+			 "%lld",
+			 key, (long long)max);
 		return -1;
 	}
 	*ret = (int64_t)v->valuedouble;
@@ -53,8 +55,10 @@ static int opt_str(const cJSON *req, const char *key, char *buf, size_t len,
 	if (!v)
 		return 0;
 	if (!cJSON_IsString(v) || strlen(v->valuestring) >= len) {
-		snprintf(err, errlen, "key '%s': must be a string of at most "
-			 "%zu bytes", key, len - 1);
+		snprintf(err, errlen,
+			 "key '%s': must be a string of at most "
+			 "%zu bytes",
+			 key, len - 1);
 		return -1;
 	}
 	ops_printable(v->valuestring, buf, len);
@@ -72,8 +76,8 @@ static int get_task(const cJSON *req, struct telemetry_task *t, char *err,
 	snprintf(t->identity, sizeof(t->identity), "slurm");
 	if (opt_int(req, "step", UINT32_MAX, &step, err, errlen) < 0 ||
 	    opt_int(req, "rank", INT32_MAX, &t->rank, err, errlen) < 0 ||
-	    opt_int(req, "local_rank", INT32_MAX, &t->local_rank, err,
-		    errlen) < 0 ||
+	    opt_int(req, "local_rank", INT32_MAX, &t->local_rank, err, errlen) <
+		0 ||
 	    opt_str(req, "node", t->node, sizeof(t->node), err, errlen) < 0 ||
 	    opt_str(req, "identity", t->identity, sizeof(t->identity), err,
 		    errlen) < 0 ||
@@ -105,7 +109,8 @@ static cJSON *op_task_register(struct agent *a, const struct ops_caller *c,
 	    opt_int(req, "parent", INT32_MAX, &parent, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	if (pid <= 1)
-		return proto_reply_error("key 'pid': missing or not a task pid");
+		return proto_reply_error(
+		    "key 'pid': missing or not a task pid");
 	t.pid = (pid_t)pid;
 	t.parent = (pid_t)parent;
 	if (telemetry_task_register(a->telemetry, id, &t, err, sizeof(err)) < 0)
@@ -125,7 +130,8 @@ static cJSON *op_task_exit(struct agent *a, const struct ops_caller *c,
 	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0 ||
 	    opt_int(req, "pid", INT32_MAX, &pid, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
-	if (telemetry_task_exit(a->telemetry, id, (pid_t)pid, err, sizeof(err)) < 0)
+	if (telemetry_task_exit(a->telemetry, id, (pid_t)pid, err,
+				sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	return proto_reply_ok();
 }
@@ -149,11 +155,11 @@ static cJSON *op_phase(struct agent *a, const struct ops_caller *c,
 	    opt_int(req, "pid", INT32_MAX, &pid, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	if (!telrec_phase_name_ok(name))
-		return proto_reply_error(
-			"key 'name': '%s' is not a phase name "
-			"([A-Za-z0-9_.-], 1 to %d characters)",
-			ops_printable(name, shown, sizeof(shown)),
-			TELREC_PHASE_NAME_MAX - 1);
+		return proto_reply_error("key 'name': '%s' is not a phase name "
+					 "([A-Za-z0-9_.-], 1 to %d characters)",
+					 ops_printable(name, shown,
+						       sizeof(shown)),
+					 TELREC_PHASE_NAME_MAX - 1);
 	if (strcmp(event, "begin") && strcmp(event, "end"))
 		return proto_reply_error("key 'event': must be \"begin\" or "
 					 "\"end\"");
@@ -194,8 +200,8 @@ static cJSON *op_shim_report(struct agent *a, const struct ops_caller *c,
 					 (long long)pid, (int)c->pid);
 	if (c->uid != 0 || pid <= 0)
 		pid = c->pid;
-	if (telemetry_shim_report(a->telemetry, id, c->uid, (pid_t)pid, req, err,
-				  sizeof(err)) < 0)
+	if (telemetry_shim_report(a->telemetry, id, c->uid, (pid_t)pid, req,
+				  err, sizeof(err)) < 0)
 		return proto_reply_error("shim_report refused: %s", err);
 	return proto_reply_ok();
 }

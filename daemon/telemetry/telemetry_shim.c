@@ -32,11 +32,11 @@ static void merge_class_counters(cJSON **slot, const cJSON *by_class)
  * sub-phases); each sub-phase keeps its own. */
 static void merge_report_locked(struct tjob *t, const cJSON *req)
 {
-	const cJSON *counters =
-	    cJSON_GetObjectItemCaseSensitive(req, "counters");
+	const cJSON *counters = cJSON_GetObjectItemCaseSensitive(req,
+								 "counters");
 	const cJSON *io = cJSON_GetObjectItemCaseSensitive(req, "io_seconds");
-	const cJSON *unov =
-	    cJSON_GetObjectItemCaseSensitive(req, "unoverlapped");
+	const cJSON *unov = cJSON_GetObjectItemCaseSensitive(req,
+							     "unoverlapped");
 	const cJSON *ph;
 
 	if (counters && !t->run_counters)
@@ -45,8 +45,7 @@ static void merge_report_locked(struct tjob *t, const cJSON *req)
 	    telrec_counters_fold(t->run_counters, counters) < 0)
 		log_warning("job %u: out of memory merging shim counters",
 			    t->id);
-	cJSON_ArrayForEach(ph, counters)
-	{
+	cJSON_ArrayForEach(ph, counters) {
 		struct tmark *m;
 
 		if (!strcmp(ph->string, "run"))
@@ -84,8 +83,7 @@ static void merge_report_locked(struct tjob *t, const cJSON *req)
 	for (int pass = 0; pass < 2; pass++) {
 		const cJSON *secs = pass ? unov : io;
 
-		cJSON_ArrayForEach(ph, secs)
-		{
+		cJSON_ArrayForEach(ph, secs) {
 			struct tmark *m;
 
 			if (!strcmp(ph->string, "run") || !cJSON_IsNumber(ph))
@@ -120,8 +118,7 @@ static void merge_files_locked(struct tjob *t, pid_t pid, const cJSON *req)
 		return;
 	}
 	t->has_files = true;
-	cJSON_ArrayForEach(f, files)
-	{
+	cJSON_ArrayForEach(f, files) {
 		const char *path = telemetry_str(f, "path", NULL);
 
 		/* files[] lists output files; the class says so (a path
@@ -169,8 +166,9 @@ int telemetry_shim_report(struct telemetry *tel, uint32_t id, uid_t peer_uid,
 			    t->id);
 	p = telemetry_find_proc(t, pid);
 	if (!p) {
-		struct telemetry_task id2 = {
-		    .pid = pid, .rank = -1, .local_rank = -1};
+		struct telemetry_task id2 = { .pid = pid,
+					      .rank = -1,
+					      .local_rank = -1 };
 
 		id2.step = telemetry_step_of(
 		    cJSON_GetObjectItemCaseSensitive(req, "step"));

@@ -90,8 +90,8 @@ static void resume_record(struct telemetry *tel, cJSON *rec)
 	t->id = (uint32_t)proto_u64(rec, "job");
 	t->uid = (uid_t)proto_u64(rec, "uid");
 	telrec_timeline_init(t->tl, tel->conf->telemetry_interval_ms / 1000.0);
-	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(rec, "phases"))
-	{
+	cJSON_ArrayForEach(ph,
+			   cJSON_GetObjectItemCaseSensitive(rec, "phases")) {
 		const char *name = telemetry_str(ph, "name", "");
 
 		/* A damaged file may name a phase twice: the last one is
@@ -107,8 +107,8 @@ static void resume_record(struct telemetry *tel, cJSON *rec)
 			telrec_rchar_from_json(ph, &t->run_io);
 			t->run_io.syscr = proto_u64(ph, "read_syscalls");
 			t->run_io.syscw = proto_u64(ph, "write_syscalls");
-			t->run_io.read_bytes =
-			    proto_u64(ph, "storage_read_bytes");
+			t->run_io.read_bytes = proto_u64(ph,
+							 "storage_read_bytes");
 			t->run_io.write_bytes =
 			    proto_u64(ph, "storage_write_bytes");
 			telrec_timeline_from_json(
@@ -137,18 +137,19 @@ static void resume_record(struct telemetry *tel, cJSON *rec)
 				t->base_fpp[PROFILE_MAX_OUTPUTS] =
 				    proto_u64(ph, "fpp_files");
 			}
-		} else if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
-			       ph, "parent")) &&
+		} else if (cJSON_IsString(
+			       cJSON_GetObjectItemCaseSensitive(ph,
+								"parent")) &&
 			   t->nmarks < TELEMETRY_MARKS_MAX &&
 			   telrec_phase_name_ok(name)) {
 			struct tmark *m = &t->marks[t->nmarks++];
 			const cJSON *rk;
 
 			snprintf(m->name, sizeof(m->name), "%s", name);
-			m->source =
-			    strcmp(telemetry_str(ph, "source", ""), "auto")
-				? "marker"
-				: "auto";
+			m->source = strcmp(telemetry_str(ph, "source", ""),
+					   "auto")
+					? "marker"
+					: "auto";
 			m->start = telemetry_num(ph, "start");
 			m->end = telemetry_num(ph, "end");
 			/* What it had when persisted; I/O while iostaged was
@@ -172,17 +173,16 @@ static void resume_record(struct telemetry *tel, cJSON *rec)
 				    ph, "unoverlapped_io_seconds");
 			}
 			cJSON_ArrayForEach(
-			    rk,
-			    cJSON_GetObjectItemCaseSensitive(
-				ph, "ranks")) if (telemetry_rank_of(rk) >= 0 &&
-						  m->nranks < TEL_RANKS_MAX)
-			    m->ranks[m->nranks++] = telemetry_rank_of(rk);
+			    rk, cJSON_GetObjectItemCaseSensitive(ph, "ranks"))
+				if (telemetry_rank_of(rk) >= 0 &&
+				    m->nranks < TEL_RANKS_MAX)
+					m->ranks[m->nranks++] =
+					    telemetry_rank_of(rk);
 		}
 	}
 	cJSON_ArrayForEach(p,
-			   cJSON_GetObjectItemCaseSensitive(rec, "processes"))
-	{
-		struct telemetry_task id = {.rank = -1, .local_rank = -1};
+			   cJSON_GetObjectItemCaseSensitive(rec, "processes")) {
+		struct telemetry_task id = { .rank = -1, .local_rank = -1 };
 		struct tproc *tp;
 
 		id.pid = (pid_t)proto_u64(p, "pid");
@@ -218,8 +218,8 @@ static void resume_record(struct telemetry *tel, cJSON *rec)
 			tp->sampled = true;
 			telrec_rchar_from_json(p, &tp->io);
 		}
-		tp->traced =
-		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "traced"));
+		tp->traced = cJSON_IsTrue(
+		    cJSON_GetObjectItemCaseSensitive(p, "traced"));
 		tp->shim_disabled = cJSON_IsTrue(
 		    cJSON_GetObjectItemCaseSensitive(p, "shim_disabled"));
 		if (!tp->end && id.pid > 0 &&
@@ -243,8 +243,7 @@ static void resume_record(struct telemetry *tel, cJSON *rec)
 		size_t i = 0;
 
 		cJSON_ArrayForEach(
-		    p, cJSON_GetObjectItemCaseSensitive(rec, "outputs"))
-		{
+		    p, cJSON_GetObjectItemCaseSensitive(rec, "outputs")) {
 			if (i == PROFILE_MAX_OUTPUTS)
 				break;
 			t->base_shared[i] = proto_u64(p, "shared_files");

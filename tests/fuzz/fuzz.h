@@ -22,8 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/config/conf.h"
 #include "common/base/log.h"
+#include "common/config/conf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -80,9 +80,9 @@ static inline const char *fuzz_scratch(void)
 		return fuzz_dir;
 	snprintf(fuzz_dir, sizeof(fuzz_dir), "%s/iostage-fuzz.XXXXXX",
 		 stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) &&
-				 access("/dev/shm", W_OK | X_OK) == 0
-			 ? "/dev/shm"
-			 : "/tmp");
+			 access("/dev/shm", W_OK | X_OK) == 0
+		     ? "/dev/shm"
+		     : "/tmp");
 	if (!mkdtemp(fuzz_dir)) {
 		perror("fuzz: mkdtemp");
 		exit(2);

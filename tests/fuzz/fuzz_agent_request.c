@@ -24,7 +24,6 @@
 #include "daemon/telemetry/telemetry.h"
 #include "tests/fuzz/history_renew.h"
 
-
 static struct conf conf;
 static struct agent agent;
 
@@ -79,8 +78,8 @@ static void finish_prestage(const cJSON *reply)
 	}
 	jobs_wait(job, 10, &v);
 	jobs_put(job);
-	if (v.state == JOB_STAGING || jobs_finish(agent.jobs, id, 10, err,
-						 sizeof(err)) < 0) {
+	if (v.state == JOB_STAGING ||
+	    jobs_finish(agent.jobs, id, 10, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fuzz: prestage %u did not end: %s\n", id,
 			v.state == JOB_STAGING ? "still staging" : err);
 		abort();

@@ -21,24 +21,23 @@
 
 #include "common/history/history.h"
 #include "daemon/agent_life.h"
+#include "daemon/cluster/parts.h"
+#include "daemon/jobs.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
-#include "daemon/jobs.h"
-#include "daemon/cluster/parts.h"
 #include "daemon/staging/stage.h"
-#include "daemon/telemetry/telemetry.h"
 #include "daemon/staging/tiers.h"
-
+#include "daemon/telemetry/telemetry.h"
 
 #define KEY "0123456789abcdef0123456789abcdef"
 
 /* Job 77, staged, with an output: what makes drain.c read its record. */
 static const char staged_job[] =
-	"{\"job\":77,\"uid\":1000,\"gid\":1000,\"user\":\"alice\","
-	"\"state\":\"staged\",\"created\":1763860000,\"tiers\":[\"nvme\"],"
-	"\"tier_bytes\":{\"nvme\":10},\"profile\":{\"datasets\":[],"
-	"\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/tmp/iostage-fuzz-out\","
-	"\"tier\":\"nvme\",\"drain\":\"end\"}]}}";
+    "{\"job\":77,\"uid\":1000,\"gid\":1000,\"user\":\"alice\","
+    "\"state\":\"staged\",\"created\":1763860000,\"tiers\":[\"nvme\"],"
+    "\"tier_bytes\":{\"nvme\":10},\"profile\":{\"datasets\":[],"
+    "\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/tmp/iostage-fuzz-out\","
+    "\"tier\":\"nvme\",\"drain\":\"end\"}]}}";
 
 static struct conf conf;
 
@@ -63,7 +62,7 @@ static void put(const char *path, const void *data, size_t size)
 
 static void start_stop(void)
 {
-	struct agent agent = {.conf = &conf};
+	struct agent agent = { .conf = &conf };
 	char err[CONF_ERR_MAX];
 
 	/* as iostaged's main() makes its agent (daemon/agent.c) */

@@ -36,8 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		once = dump(&conf);
 		if (once) {
-			if (conf_parse(once, "dump", &back, err,
-				       sizeof(err)) < 0)
+			if (conf_parse(once, "dump", &back, err, sizeof(err)) <
+			    0)
 				abort(); /* a dump that does not read back */
 			twice = dump(&back);
 			if (twice && strcmp(once, twice) != 0)

@@ -34,10 +34,10 @@ static void seeds(void)
 	all = text ? cJSON_Parse(text) : NULL;
 	if (!all)
 		exit(2);
-	cJSON_ArrayForEach(rec, all)
-	{
+	cJSON_ArrayForEach(rec, all) {
 		cJSON *facts = jobfacts_from_record(rec, err, sizeof(err));
-		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(rec, "phases");
+		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(rec,
+								   "phases");
 		char *v;
 
 		b.len = 0;
@@ -48,7 +48,8 @@ static void seeds(void)
 		fuzz_write_seed(name, b.data, b.len);
 		if (facts) {
 			jsonbuf_fini(&b);
-			if (jobfacts_pack(&b, facts) < 0 || !(v = malloc(b.len + 1)))
+			if (jobfacts_pack(&b, facts) < 0 ||
+			    !(v = malloc(b.len + 1)))
 				exit(2);
 			v[0] = 1;
 			memcpy(v + 1, b.data, b.len);
@@ -57,7 +58,8 @@ static void seeds(void)
 			free(v);
 			cJSON_Delete(facts);
 		}
-		if (hist_pack_jobs_value(&b, rec, ph) < 0 || !(v = malloc(b.len + 1)))
+		if (hist_pack_jobs_value(&b, rec, ph) < 0 ||
+		    !(v = malloc(b.len + 1)))
 			exit(2);
 		v[0] = 2;
 		memcpy(v + 1, b.data, b.len);
@@ -160,7 +162,8 @@ static void packed(const uint8_t *data, size_t size)
 	t1 = cJSON_PrintUnformatted(j);
 	t2 = back ? cJSON_PrintUnformatted(back) : NULL;
 	if (!t1 || !t2 || strcmp(t1, t2)) {
-		fprintf(stderr, "packed tree changes on a round trip:\n%s\n%s\n",
+		fprintf(stderr,
+			"packed tree changes on a round trip:\n%s\n%s\n",
 			t1 ? t1 : "?", t2 ? t2 : "?");
 		abort();
 	}

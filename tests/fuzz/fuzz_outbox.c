@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		}
 		if (outbox_entry_check(e, err, sizeof(err)) < 0 ||
-		    		    (outbox_put(ob, e, err, sizeof(err)) < 0 &&
+		    (outbox_put(ob, e, err, sizeof(err)) < 0 &&
 		     errno != EMSGSIZE)) {
 			fprintf(stderr, "an entry outbox_read gave: %s\n", err);
 			abort();

@@ -13,16 +13,15 @@
 
 #include "common/history/history.h"
 #include "daemon/agent_life.h"
+#include "daemon/cluster/parts.h"
 #include "daemon/cluster/peer.h"
+#include "daemon/jobs.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
-#include "daemon/jobs.h"
-#include "daemon/cluster/parts.h"
 #include "daemon/staging/stage.h"
-#include "daemon/telemetry/telemetry.h"
 #include "daemon/staging/tiers.h"
+#include "daemon/telemetry/telemetry.h"
 #include "tests/fuzz/mauth_stub.h"
-
 
 static struct conf conf;
 static struct agent agent;

@@ -38,8 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	q = profile_parse_json(json, "fuzz", err, sizeof(err));
 	if (!q) {
-		fprintf(stderr, "a valid profile's JSON does not parse back: "
-			"%s\n%s\n", err, json);
+		fprintf(stderr,
+			"a valid profile's JSON does not parse back: "
+			"%s\n%s\n",
+			err, json);
 		abort();
 	}
 	if (profile_normalize(q, &conf, err, sizeof(err)) < 0) {
@@ -48,8 +50,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	again = profile_to_json(q);
 	if (!again || strcmp(json, again)) {
-		fprintf(stderr, "profile JSON changes on a round trip:\n%s\n%s\n",
-			json, again ? again : "(null)");
+		fprintf(stderr,
+			"profile JSON changes on a round trip:\n%s\n%s\n", json,
+			again ? again : "(null)");
 		abort();
 	}
 	free(again);

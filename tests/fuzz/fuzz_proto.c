@@ -11,7 +11,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const keys[] = { "job", "uid", "gid", "user",
+	static const char *const keys[] = { "job",     "uid",  "gid", "user",
 					    "timeout", "path", "tier" };
 	struct proto_reader *rd;
 	char err[CONF_ERR_MAX], *line;

@@ -14,18 +14,17 @@
 #include "tests/fuzz/fuzz.h"
 
 #include "common/config/profile.h"
-#include "common/net/proto.h"
 #include "common/history/history.h"
+#include "common/net/proto.h"
 #include "daemon/agent_life.h"
+#include "daemon/cluster/parts.h"
+#include "daemon/jobs.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
-#include "daemon/jobs.h"
-#include "daemon/cluster/parts.h"
 #include "daemon/staging/stage.h"
-#include "daemon/telemetry/telemetry.h"
 #include "daemon/staging/tiers.h"
+#include "daemon/telemetry/telemetry.h"
 #include "tests/fuzz/fuzz_job.h"
-
 
 #define FUZZ_JOB_INPUTS 5000
 
@@ -36,8 +35,10 @@ static uint32_t job_id = 42;
 /* Job JOB_ID of uid 1000, staged, with this process as its task. */
 static void start_job(void)
 {
-	struct telemetry_task t = { .pid = getpid(), .rank = 0,
-				    .local_rank = 0, .identity = "slurm",
+	struct telemetry_task t = { .pid = getpid(),
+				    .rank = 0,
+				    .local_rank = 0,
+				    .identity = "slurm",
 				    .node = "node1" };
 	char err[CONF_ERR_MAX];
 	struct job *job = fuzz_job(agent.jobs, &conf, job_id);
@@ -100,8 +101,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	req = proto_parse_request(line, &op, err, sizeof(err));
 	free(line);
 	if (req && telrec_report_check(req, err, sizeof(err)) == 0 &&
-	    telemetry_shim_report(agent.telemetry, job_id, 1000, 1000 + data[0], req, err,
-				  sizeof(err)) < 0) {
+	    telemetry_shim_report(agent.telemetry, job_id, 1000, 1000 + data[0],
+				  req, err, sizeof(err)) < 0) {
 		fprintf(stderr, "a checked report was refused: %s\n", err);
 		abort();
 	}

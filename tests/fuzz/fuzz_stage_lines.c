@@ -53,10 +53,10 @@ static void check(const struct stage_msg *m, bool build, struct sums *s)
 	case STAGE_MSG_PROGRESS:
 		if (!build)
 			break;
-		s->bytes =
-		    m->bytes > s->total_bytes ? s->total_bytes : m->bytes;
-		s->files =
-		    m->files > s->total_files ? s->total_files : m->files;
+		s->bytes = m->bytes > s->total_bytes ? s->total_bytes
+						     : m->bytes;
+		s->files = m->files > s->total_files ? s->total_files
+						     : m->files;
 		if (s->bytes > s->total_bytes || s->files > s->total_files)
 			abort();
 		break;
@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct proto_reader *rd;
 	struct stage_msg m;
-	struct sums sums = {0};
+	struct sums sums = { 0 };
 	bool build;
 	char *line;
 	int sv[2];

@@ -19,8 +19,7 @@
 
 #include "common/net/mauth.h"
 
-static enum mauth_status fuzz_mauth_decode(const char *socket,
-					   const char *cred,
+static enum mauth_status fuzz_mauth_decode(const char *socket, const char *cred,
 					   char **ret_payload, size_t *ret_len,
 					   uid_t *ret_uid, gid_t *ret_gid,
 					   char *err, size_t errlen)

@@ -133,7 +133,7 @@ static void one_request(long i, char *buf)
 	}
 	if (is_http) {
 		static const char get[] =
-			"GET /metrics HTTP/1.0\r\nHost: loadgen\r\n\r\n";
+		    "GET /metrics HTTP/1.0\r\nHost: loadgen\r\n\r\n";
 
 		if (write_all(fd, get, sizeof(get) - 1) < 0) {
 			close(fd);
@@ -259,7 +259,7 @@ static int run_hostile(const char *sock, long n, int seconds)
 			}
 			if (i % 3 == 0) {
 				static const char junk[] =
-					"\x01\xff{not json at all]]\n";
+				    "\x01\xff{not json at all]]\n";
 
 				if (write(fds[i], junk, sizeof(junk) - 1) < 0 &&
 				    errno != EAGAIN) {
@@ -268,7 +268,8 @@ static int run_hostile(const char *sock, long n, int seconds)
 					closed++;
 				}
 			} else if (i % 3 == 1) {
-				if (write(fds[i], "{", 1) < 0 && errno != EAGAIN) {
+				if (write(fds[i], "{", 1) < 0 &&
+				    errno != EAGAIN) {
 					close(fds[i]);
 					fds[i] = -1;
 					closed++;
@@ -290,10 +291,9 @@ static int run_hostile(const char *sock, long n, int seconds)
 
 static int usage(void)
 {
-	fprintf(stderr,
-		"usage: loadgen unix SOCKET COUNT CONC LINE...\n"
-		"       loadgen http HOST PORT COUNT CONC\n"
-		"       loadgen hostile SOCKET COUNT SECONDS\n");
+	fprintf(stderr, "usage: loadgen unix SOCKET COUNT CONC LINE...\n"
+			"       loadgen http HOST PORT COUNT CONC\n"
+			"       loadgen hostile SOCKET COUNT SECONDS\n");
 	return 2;
 }
 

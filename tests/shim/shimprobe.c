@@ -89,7 +89,7 @@ static int open_rel(const char *rel, int flags)
  * 10 at 0. In run/other: other.txt, one write of 5 bytes. */
 static void mode_basic(void)
 {
-	static const off_t offs[] = {8192, 0, 4096, 65536, 12288};
+	static const off_t offs[] = { 8192, 0, 4096, 65536, 12288 };
 	char name[64], path[4096];
 	struct stat st;
 	FILE *fp;
@@ -101,7 +101,8 @@ static void mode_basic(void)
 	}
 	fd = open_rel("data/big", O_RDONLY);
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
-		total_read += (unsigned long long)pread(fd, buf, CHUNK, offs[i]);
+		total_read += (unsigned long long)pread(fd, buf, CHUNK,
+							offs[i]);
 	if (lseek(fd, 1048576 - 50, SEEK_SET) < 0)
 		die("lseek");
 	total_read += (unsigned long long)read(fd, buf, CHUNK);
@@ -168,7 +169,7 @@ static void mode_fork(void)
  * One pid, two summaries: "exec" (reads 4) and "exit" (reads 4). */
 static void mode_exec(const char *self)
 {
-	char *argv[] = {(char *)self, "one", (char *)dir, NULL};
+	char *argv[] = { (char *)self, "one", (char *)dir, NULL };
 	char *envp[64];
 	size_t n = 0;
 	extern char **environ;
@@ -196,7 +197,7 @@ static void mode_execl(const char *self)
  * reports itself. Parent: reads 8; the new image: reads 4; no "exec". */
 static void mode_vfork(const char *self)
 {
-	char *args[] = {(char *)self, "one", (char *)dir, NULL};
+	char *args[] = { (char *)self, "one", (char *)dir, NULL };
 	extern char **environ;
 	pid_t pid;
 	int status;
@@ -273,8 +274,9 @@ static void on_alarm(int sig)
 
 static void mode_signal(void)
 {
-	struct sigaction sa = {.sa_handler = on_alarm, .sa_flags = SA_RESTART};
-	struct itimerval it = {{0, 200}, {0, 200}};
+	struct sigaction sa = { .sa_handler = on_alarm,
+				.sa_flags = SA_RESTART };
+	struct itimerval it = { { 0, 200 }, { 0, 200 } };
 
 	null_fd = open("/dev/null", O_WRONLY);
 	if (null_fd < 0 || sigaction(SIGALRM, &sa, NULL) < 0 ||
@@ -294,9 +296,8 @@ static void mode_signal(void)
  * them after epoch1, the other 10 count in "other" (phases_folded 10). */
 static void mode_phases(void)
 {
-	void (*phase)(const char *, int) =
-		(void (*)(const char *, int))dlsym(RTLD_DEFAULT,
-						   "iostage_shim_phase");
+	void (*phase)(const char *, int) = (void (*)(const char *, int))
+	    dlsym(RTLD_DEFAULT, "iostage_shim_phase");
 	char name[16], path[4096];
 	struct stat st;
 
@@ -664,8 +665,7 @@ int main(int argc, char **argv)
 			printf("highfd skipped\n");
 			return 0;
 		}
-	}
-	else if (strcmp(mode, "inherit") == 0)
+	} else if (strcmp(mode, "inherit") == 0)
 		mode_inherit();
 	else if (strcmp(mode, "redirect") == 0)
 		mode_redirect(argv[0]);

@@ -100,8 +100,8 @@ static inline void ag_init(struct ag *g, const char *node, size_t ntiers)
 	g->a.cache = cache_create(&p, err, sizeof(err));
 	ck_assert_msg(g->a.cache != NULL, "cache_create: %s", err);
 	ag_jobs(g); /* makes StateDir, which the cache's journal is in */
-	ck_assert_msg(cache_recover(g->a.cache, ag_no_job, NULL, err, sizeof(err)) ==
-			  0,
+	ck_assert_msg(cache_recover(g->a.cache, ag_no_job, NULL, err,
+				    sizeof(err)) == 0,
 		      "cache_recover: %s", err);
 	g->a.stage = stage_create(&g->a, err, sizeof(err));
 	ck_assert_msg(g->a.stage != NULL, "stage_create: %s", err);

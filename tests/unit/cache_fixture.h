@@ -47,13 +47,13 @@
 
 struct fx_space {
 	uint64_t capacity[CONF_MAX_TIERS];
-	uint64_t cache[CONF_MAX_TIERS];	   /* accounted by the cache */
+	uint64_t cache[CONF_MAX_TIERS];    /* accounted by the cache */
 	uint64_t reserved[CONF_MAX_TIERS]; /* cache_reserve's */
-	unsigned reserves;		   /* reservations granted */
+	unsigned reserves;                 /* reservations granted */
 };
 
 struct fx {
-	char root[64];	     /* the temporary directory */
+	char root[64];       /* the temporary directory */
 	char tier_root[128]; /* where the tiers are (a peer's are shared) */
 	struct conf conf;
 	int cache_fd[CONF_MAX_TIERS];
@@ -120,8 +120,8 @@ static inline void fx_account(void *arg, int tier, int64_t delta)
 
 static inline void fx_mkdir(const char *path, mode_t mode)
 {
-	ck_assert_msg(mkdir(path, mode) == 0 || errno == EEXIST,
-		      "mkdir %s: %s", path, strerror(errno));
+	ck_assert_msg(mkdir(path, mode) == 0 || errno == EEXIST, "mkdir %s: %s",
+		      path, strerror(errno));
 }
 
 /* Open the tiers below f->tier_root (made when f owns them). */
@@ -169,16 +169,16 @@ static inline struct cache *fx_cache(struct fx *f)
 		p.cache_fd[t] = f->cache_fd[t];
 		p.jobs_fd[t] = f->jobs_fd[t];
 	}
-	p.space = (struct cache_space){.usage = fx_usage,
-				       .reserve = fx_reserve,
-				       .account = fx_account,
-				       .arg = &f->space};
+	p.space = (struct cache_space){ .usage = fx_usage,
+					.reserve = fx_reserve,
+					.account = fx_account,
+					.arg = &f->space };
 	p.owner_uid = geteuid();
 	p.owner_gid = getegid();
 	f->c = cache_create(&p, err, sizeof(err));
 	ck_assert_msg(f->c != NULL, "cache_create: %s", err);
-	ck_assert_msg(cache_recover(f->c, fx_job_known, NULL, err, sizeof(err)) ==
-			  0,
+	ck_assert_msg(cache_recover(f->c, fx_job_known, NULL, err,
+				    sizeof(err)) == 0,
 		      "cache_recover: %s", err);
 	return f->c;
 }
@@ -243,8 +243,8 @@ static inline void fx_restart(struct fx *f)
 	fx_cache(f);
 }
 
-static inline int fx_writable(const char *path, const struct stat *st,
-			      int flag, struct FTW *ftw)
+static inline int fx_writable(const char *path, const struct stat *st, int flag,
+			      struct FTW *ftw)
 {
 	(void)ftw;
 	if (flag == FTW_D && !S_ISLNK(st->st_mode))
@@ -383,8 +383,7 @@ static inline bool fx_exists(const struct fx *f, int tier, const char *name)
 {
 	struct stat st;
 
-	return fstatat(f->cache_fd[tier], name, &st, AT_SYMLINK_NOFOLLOW) ==
-	       0;
+	return fstatat(f->cache_fd[tier], name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 /* Whether K.vN exists on TIER. */
@@ -398,8 +397,7 @@ static inline bool fx_version_exists(const struct fx *f, int tier,
 }
 
 /* Whether TIER has K.lock. */
-static inline bool fx_lock_exists(const struct fx *f, int tier,
-				  const char *key)
+static inline bool fx_lock_exists(const struct fx *f, int tier, const char *key)
 {
 	char name[CACHE_LOCK_NAME_MAX];
 
@@ -408,8 +406,7 @@ static inline bool fx_lock_exists(const struct fx *f, int tier,
 }
 
 /* How many names below TIER/cache contain PART. */
-static inline unsigned fx_count(const struct fx *f, int tier,
-				const char *part)
+static inline unsigned fx_count(const struct fx *f, int tier, const char *part)
 {
 	struct dirent *de;
 	unsigned n = 0;
@@ -453,14 +450,14 @@ static inline unsigned fx_current(struct fx *f, int tier, const char *key)
 	unsigned next;
 
 	return cache_current(f->c, tier, key, &cur, &next) == 1 ? cur.version
-								 : 0;
+								: 0;
 }
 
 /* Set the last use (meta.json's mtime) of KEY vVERSION to T. */
 static inline void fx_set_last_used(struct fx *f, int tier, const char *key,
 				    unsigned version, time_t t)
 {
-	struct timespec ts[2] = {{t, 0}, {t, 0}};
+	struct timespec ts[2] = { { t, 0 }, { t, 0 } };
 	char name[CACHE_ENTRY_NAME_MAX + 16];
 
 	cache_version_name(key, version, name, sizeof(name));

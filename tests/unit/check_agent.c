@@ -204,8 +204,8 @@ START_TEST(test_create_fails_cleanly)
 	/* the tier's path is a file, not a directory */
 	ck_assert_int_eq(mkdir(n.conf.tiers[0].path, 0755), 0);
 	ck_assert_int_eq(rmdir(n.conf.tiers[0].path), 0);
-	ck_assert_int_eq(close(open(n.conf.tiers[0].path,
-				    O_CREAT | O_WRONLY, 0644)),
+	ck_assert_int_eq(close(open(n.conf.tiers[0].path, O_CREAT | O_WRONLY,
+				    0644)),
 			 0);
 	memset(&n.a, 0, sizeof(n.a));
 	n.a.conf = &n.conf;

@@ -155,18 +155,18 @@ static const struct {
 	uint64_t id, parent;
 	const char *point;
 } lines[] = {
-	{"42 27 254:0 /tmp/mt/a /tmp/mt/b ro,nosuid - ext4 /dev/vda rw", 1,
-	 42, 27, "/tmp/mt/b"},
-	{"7 1 0:5 / /with\\040space rw - tmpfs t rw", 1, 7, 1, "/with space"},
-	{"7 1 0:5 / /back\\134slash\\011tab rw - tmpfs t rw", 1, 7, 1,
-	 "/back\\slash\ttab"},
-	{"7 1 0:5 / /bad\\9escape rw - tmpfs t rw", 1, 7, 1, "/bad\\9escape"},
-	{"", 0, 0, 0, NULL},
-	{"42 27 254:0 /", 0, 0, 0, NULL},
-	{"x 27 254:0 / /m rw", 0, 0, 0, NULL},
-	{"42 -1 254:0 / /m rw", 0, 0, 0, NULL},
-	{"42 27 254:0 / relative rw", 0, 0, 0, NULL},
-	{"99999999999999999999999 1 0:1 / /m rw", 0, 0, 0, NULL},
+	{ "42 27 254:0 /tmp/mt/a /tmp/mt/b ro,nosuid - ext4 /dev/vda rw", 1, 42,
+	  27, "/tmp/mt/b" },
+	{ "7 1 0:5 / /with\\040space rw - tmpfs t rw", 1, 7, 1, "/with space" },
+	{ "7 1 0:5 / /back\\134slash\\011tab rw - tmpfs t rw", 1, 7, 1,
+	  "/back\\slash\ttab" },
+	{ "7 1 0:5 / /bad\\9escape rw - tmpfs t rw", 1, 7, 1, "/bad\\9escape" },
+	{ "", 0, 0, 0, NULL },
+	{ "42 27 254:0 /", 0, 0, 0, NULL },
+	{ "x 27 254:0 / /m rw", 0, 0, 0, NULL },
+	{ "42 -1 254:0 / /m rw", 0, 0, 0, NULL },
+	{ "42 27 254:0 / relative rw", 0, 0, 0, NULL },
+	{ "99999999999999999999999 1 0:1 / /m rw", 0, 0, 0, NULL },
 };
 
 START_TEST(test_parse_line)
@@ -202,17 +202,17 @@ END_TEST
 static const struct {
 	const char *dir, *path, *want;
 } belows[] = {
-	{"/x", "/x/a/b", "a/b"},
-	{"/x", "/x/a", "a"},
-	{"/x", "/x", NULL},
-	{"/x", "/x/", NULL},
-	{"/x", "/xy/a", NULL},
-	{"/x", "/", NULL},
-	{"/", "/a", "a"},
-	{"/", "/", NULL},
-	{"relative", "relative/a", NULL},
-	{NULL, "/a", NULL},
-	{"/x", NULL, NULL},
+	{ "/x", "/x/a/b", "a/b" },
+	{ "/x", "/x/a", "a" },
+	{ "/x", "/x", NULL },
+	{ "/x", "/x/", NULL },
+	{ "/x", "/xy/a", NULL },
+	{ "/x", "/", NULL },
+	{ "/", "/a", "a" },
+	{ "/", "/", NULL },
+	{ "relative", "relative/a", NULL },
+	{ NULL, "/a", NULL },
+	{ "/x", NULL, NULL },
 };
 
 START_TEST(test_below)
@@ -243,7 +243,7 @@ START_TEST(test_tree_read_only)
 	ck_assert_uint_ne(mount_id_of("data/ds"), before);
 	options_of("data/ds", opts, sizeof(opts));
 	ck_assert_msg(strstr(opts, "ro") == opts && strstr(opts, "nosuid") &&
-			      strstr(opts, "nodev"),
+			  strstr(opts, "nodev"),
 		      "options '%s'", opts);
 	/* Nobody writes through it, root included. */
 	ck_assert_int_eq(openat(base_fd, "data/ds/new", O_WRONLY | O_CREAT,

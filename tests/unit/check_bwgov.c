@@ -54,7 +54,10 @@ static void page_unmap(struct page *p)
 	close(p->fd);
 }
 
-static uint64_t rate(const struct page *p) { return atomic_load(p->rate); }
+static uint64_t rate(const struct page *p)
+{
+	return atomic_load(p->rate);
+}
 
 START_TEST(test_unbounded)
 {
@@ -91,14 +94,14 @@ START_TEST(test_weights)
 	ck_assert_uint_eq(rate(&pj), BUDGET);
 	page_map(&pp, bwgov_begin(g, true, &pre));
 	ck_assert_ptr_nonnull(pre);
-	ck_assert_uint_eq(
-	    rate(&pj), BUDGET /
-			   (BWSHARE_WEIGHT_STAGING + BWSHARE_WEIGHT_PRESTAGE) *
-			   BWSHARE_WEIGHT_STAGING);
-	ck_assert_uint_eq(
-	    rate(&pp), BUDGET /
-			   (BWSHARE_WEIGHT_STAGING + BWSHARE_WEIGHT_PRESTAGE) *
-			   BWSHARE_WEIGHT_PRESTAGE);
+	ck_assert_uint_eq(rate(&pj), BUDGET /
+					 (BWSHARE_WEIGHT_STAGING +
+					  BWSHARE_WEIGHT_PRESTAGE) *
+					 BWSHARE_WEIGHT_STAGING);
+	ck_assert_uint_eq(rate(&pp), BUDGET /
+					 (BWSHARE_WEIGHT_STAGING +
+					  BWSHARE_WEIGHT_PRESTAGE) *
+					 BWSHARE_WEIGHT_PRESTAGE);
 	ck_assert_uint_gt(rate(&pj), rate(&pp));
 	bwgov_status(g, &st);
 	ck_assert(st.bounded);
@@ -210,4 +213,7 @@ static Suite *bwgov_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(bwgov_suite()); }
+int main(void)
+{
+	return check_run(bwgov_suite());
+}

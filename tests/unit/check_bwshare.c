@@ -30,8 +30,7 @@ static uint64_t ask_w(struct bwshare *s, const char *node, bool want,
 }
 
 /* Nodes copying for starting jobs, all of one weight. */
-static uint64_t ask(struct bwshare *s, const char *node, bool want,
-		    double now)
+static uint64_t ask(struct bwshare *s, const char *node, bool want, double now)
 {
 	return ask_w(s, node, want, BWSHARE_WEIGHT_STAGING, now);
 }
@@ -53,7 +52,9 @@ START_TEST(test_alone_gets_all)
 
 	bwshare_init(&s, 300 * MB, 0);
 	ck_assert(s.lease_s == BWSHARE_LEASE_S);
-	ck_assert_int_eq(bwshare_ask(&s, "n1", true, BWSHARE_WEIGHT_STAGING, 10, &g, &renew), 0);
+	ck_assert_int_eq(bwshare_ask(&s, "n1", true, BWSHARE_WEIGHT_STAGING, 10,
+				     &g, &renew),
+			 0);
 	ck_assert_uint_eq(g, 300 * MB);
 	ck_assert(renew == BWSHARE_LEASE_S / 2);
 	ck_assert_uint_eq(bwshare_grant_of(&s, "n1", 10.5), 300 * MB);
@@ -76,7 +77,9 @@ START_TEST(test_newcomer_waits_then_equal_shares)
 	ck_assert_uint_eq(ask(&s, "n1", true, 0), 300 * MB);
 	/* n2 arrives while n1 holds everything: nothing free yet, and it is
 	 * told to ask again soon. */
-	ck_assert_int_eq(bwshare_ask(&s, "n2", true, BWSHARE_WEIGHT_STAGING, 0.1, &g, &renew), 0);
+	ck_assert_int_eq(bwshare_ask(&s, "n2", true, BWSHARE_WEIGHT_STAGING,
+				     0.1, &g, &renew),
+			 0);
 	ck_assert_uint_eq(g, 0);
 	ck_assert(renew == BWSHARE_RETRY_S);
 	ck_assert_uint_le(granted(&s, 0.1), 300 * MB);
@@ -180,7 +183,8 @@ START_TEST(test_bad_input)
 	bwshare_init(&s, 10 * MB, 2);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		errno = 0;
-		ck_assert_int_eq(bwshare_ask(&s, bad[i], true, 1, 0, &g, &renew),
+		ck_assert_int_eq(bwshare_ask(&s, bad[i], true, 1, 0, &g,
+					     &renew),
 				 -1);
 		ck_assert_int_eq(errno, EINVAL);
 		ck_assert_uint_eq(g, 42); /* untouched */

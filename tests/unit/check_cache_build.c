@@ -126,8 +126,7 @@ START_TEST(test_meta_records_the_build)
 			 (int)getuid());
 	ck_assert_str_eq(cJSON_GetObjectItem(m, "user")->valuestring, "tester");
 	ck_assert_int_eq(cJSON_GetObjectItem(m, "bytes")->valueint, 1234);
-	ck_assert_str_eq(cJSON_GetObjectItem(m, "verify")->valuestring,
-			 "stat");
+	ck_assert_str_eq(cJSON_GetObjectItem(m, "verify")->valuestring, "stat");
 	ck_assert_str_eq(cJSON_GetObjectItem(m, "node")->valuestring, "node7");
 	ck_assert_ptr_null(cJSON_GetObjectItem(m, "public"));
 	ck_assert_ptr_null(cJSON_GetObjectItem(m, "reused"));
@@ -239,8 +238,7 @@ static bool listed_reused(struct fx *f, const char *key)
 	bool reused = false, seen = false;
 	cJSON *ls = cache_ls_json(f->c, 0);
 
-	cJSON_ArrayForEach(e, ls)
-	{
+	cJSON_ArrayForEach(e, ls) {
 		if (strcmp(cJSON_GetObjectItem(e, "key")->valuestring, key))
 			continue;
 		seen = true;
@@ -332,8 +330,7 @@ START_TEST(test_view_is_a_read_only_mount)
 		 f.conf.tiers[0].path);
 	ck_assert_int_eq(umount2(path, MNT_DETACH), 0);
 	/* a data/ that is not the cache owner's is refused */
-	ck_assert_int_eq(fchownat(f.jobs_fd[0], "42/data", 65534, 65534, 0),
-			 0);
+	ck_assert_int_eq(fchownat(f.jobs_fd[0], "42/data", 65534, 65534, 0), 0);
 	ck_assert_int_eq(cache_mount_job(f.c, 0, 42, "ds2", k, 1, err,
 					 sizeof(err)),
 			 -1);

@@ -32,14 +32,14 @@ static struct cache_cand cand(const char *key, unsigned v, time_t last_used,
 START_TEST(test_order_one_use_first_then_least_recent)
 {
 	struct cache_cand c[] = {
-	    cand("reused-recent", 1, 5000, true),
-	    cand("once-recent", 1, 4000, false),
-	    cand("reused-old", 1, 1000, true),
-	    cand("once-old", 1, 2000, false),
-	    cand("once-old", 2, 2000, false), /* a tie: by version */
+		cand("reused-recent", 1, 5000, true),
+		cand("once-recent", 1, 4000, false),
+		cand("reused-old", 1, 1000, true),
+		cand("once-old", 1, 2000, false),
+		cand("once-old", 2, 2000, false), /* a tie: by version */
 	};
-	const char *want[] = {"once-old",   "once-old",     "once-recent",
-			      "reused-old", "reused-recent"};
+	const char *want[] = { "once-old", "once-old", "once-recent",
+			       "reused-old", "reused-recent" };
 	size_t i;
 
 	cache_evict_order(c, sizeof(c) / sizeof(c[0]));
@@ -58,13 +58,13 @@ static const struct {
 	uint64_t used, free, size;
 	bool enough;
 } enough_cases[] = {
-	{false, 500, 500, 200, true},  /* 700 <= low */
-	{false, 600, 400, 200, false}, /* 800: above low, one-use goes */
-	{true, 600, 400, 200, true},   /* 800 <= high: reused ones stay */
-	{true, 800, 200, 200, false},  /* 1000 > high */
-	{true, 700, 300, 200, true},   /* exactly high */
-	{false, 100, 100, 200, false}, /* below both, but does not fit */
-	{true, 0, 0, 1, false},
+	{ false, 500, 500, 200, true },  /* 700 <= low */
+	{ false, 600, 400, 200, false }, /* 800: above low, one-use goes */
+	{ true, 600, 400, 200, true },   /* 800 <= high: reused ones stay */
+	{ true, 800, 200, 200, false },  /* 1000 > high */
+	{ true, 700, 300, 200, true },   /* exactly high */
+	{ false, 100, 100, 200, false }, /* below both, but does not fit */
+	{ true, 0, 0, 1, false },
 };
 
 START_TEST(test_enough_is_low_for_one_use_high_for_reused)
@@ -73,8 +73,8 @@ START_TEST(test_enough_is_low_for_one_use_high_for_reused)
 
 	ck_assert_msg(cache_evict_enough(&c, enough_cases[_i].used,
 					 enough_cases[_i].free,
-					 enough_cases[_i].size, 900, 700) ==
-			  enough_cases[_i].enough,
+					 enough_cases[_i].size, 900,
+					 700) == enough_cases[_i].enough,
 		      "case %d", _i);
 }
 END_TEST
@@ -124,8 +124,8 @@ END_TEST
 START_TEST(test_one_use_versions_go_first_down_to_low)
 {
 	char old[CACHE_KEY_LEN + 1], recent[CACHE_KEY_LEN + 1],
-		reused[CACHE_KEY_LEN + 1], third[CACHE_KEY_LEN + 1],
-		err[CONF_ERR_MAX];
+	    reused[CACHE_KEY_LEN + 1], third[CACHE_KEY_LEN + 1],
+	    err[CONF_ERR_MAX];
 	time_t now = time(NULL);
 	struct fx f;
 
@@ -163,7 +163,7 @@ END_TEST
 START_TEST(test_reused_versions_evicted_only_to_high)
 {
 	char once[CACHE_KEY_LEN + 1], r1[CACHE_KEY_LEN + 1],
-		r2[CACHE_KEY_LEN + 1], err[CONF_ERR_MAX];
+	    r2[CACHE_KEY_LEN + 1], err[CONF_ERR_MAX];
 	time_t now = time(NULL);
 	struct fx f;
 
@@ -199,7 +199,7 @@ END_TEST
 START_TEST(test_pinned_never_evicted)
 {
 	char pinned[CACHE_KEY_LEN + 1], other[CACHE_KEY_LEN + 1],
-		err[CONF_ERR_MAX];
+	    err[CONF_ERR_MAX];
 	time_t now = time(NULL);
 	struct fx f;
 
@@ -235,7 +235,7 @@ END_TEST
 START_TEST(test_busy_version_skipped)
 {
 	char busy[CACHE_KEY_LEN + 1], next[CACHE_KEY_LEN + 1],
-		err[CONF_ERR_MAX];
+	    err[CONF_ERR_MAX];
 	time_t now = time(NULL);
 	struct cache_lock *lk;
 	struct fx f;
@@ -264,7 +264,7 @@ END_TEST
 START_TEST(test_prestage_evicts_only_unused)
 {
 	char unused[CACHE_KEY_LEN + 1], used[CACHE_KEY_LEN + 1],
-		err[CONF_ERR_MAX];
+	    err[CONF_ERR_MAX];
 	struct fx f;
 
 	fx_init(&f, "node1", 1, false);
@@ -386,10 +386,9 @@ START_TEST(test_evict_on_request)
 			 sizeof(err));
 	ck_assert_msg(ev != NULL, "%s", err);
 	ck_assert_int_eq(cJSON_GetArraySize(ev), 1);
-	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(ev, 0),
-					     "bytes")
-			     ->valueint,
-			 20);
+	ck_assert_int_eq(
+	    cJSON_GetObjectItem(cJSON_GetArrayItem(ev, 0), "bytes")->valueint,
+	    20);
 	cJSON_Delete(ev);
 	ck_assert_uint_eq(fx_current(&f, 0, k), 0);
 	ck_assert_uint_eq(fx_count(&f, 0, k), 0); /* nor its K.lock */

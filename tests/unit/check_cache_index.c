@@ -31,7 +31,7 @@ static void key_of_text(const char *text, char ret[CACHE_KEY_LEN + 1])
 START_TEST(test_keys_per_user_and_public)
 {
 	char k[CACHE_KEY_LEN + 1], want[CACHE_KEY_LEN + 1],
-		other[CACHE_KEY_LEN + 1];
+	    other[CACHE_KEY_LEN + 1];
 
 	cache_key(1000, "/pfs/imagenet", k);
 	key_of_text("1000:/pfs/imagenet", want);
@@ -58,22 +58,22 @@ static const struct {
 	bool ok;
 	unsigned version;
 } version_names[] = {
-	{"0123456789abcdef0123456789abcdef.v1", true, 1},
-	{"0123456789abcdef0123456789abcdef.v42", true, 42},
-	{"0123456789abcdef0123456789abcdef.v999999999", true, 999999999},
-	{"0123456789abcdef0123456789abcdef.v0", false, 0},
-	{"0123456789abcdef0123456789abcdef.v01", false, 0},
-	{"0123456789abcdef0123456789abcdef.v1234567890", false, 0},
-	{"0123456789abcdef0123456789abcdef.v", false, 0},
-	{"0123456789abcdef0123456789abcdef.v1x", false, 0},
-	{"0123456789abcdef0123456789abcdef.v-1", false, 0},
-	{"0123456789abcdef0123456789abcdef.w1", false, 0},
-	{"0123456789ABCDEF0123456789abcdef.v1", false, 0},
-	{"0123456789abcdef0123456789abcde.v1", false, 0},
-	{"0123456789abcdef0123456789abcdefa.v1", false, 0},
-	{"0123456789abcdef0123456789abcdef.lock", false, 0},
-	{".build.0123456789abcdef0123456789abcdef.v1.n1", false, 0},
-	{"", false, 0},
+	{ "0123456789abcdef0123456789abcdef.v1", true, 1 },
+	{ "0123456789abcdef0123456789abcdef.v42", true, 42 },
+	{ "0123456789abcdef0123456789abcdef.v999999999", true, 999999999 },
+	{ "0123456789abcdef0123456789abcdef.v0", false, 0 },
+	{ "0123456789abcdef0123456789abcdef.v01", false, 0 },
+	{ "0123456789abcdef0123456789abcdef.v1234567890", false, 0 },
+	{ "0123456789abcdef0123456789abcdef.v", false, 0 },
+	{ "0123456789abcdef0123456789abcdef.v1x", false, 0 },
+	{ "0123456789abcdef0123456789abcdef.v-1", false, 0 },
+	{ "0123456789abcdef0123456789abcdef.w1", false, 0 },
+	{ "0123456789ABCDEF0123456789abcdef.v1", false, 0 },
+	{ "0123456789abcdef0123456789abcde.v1", false, 0 },
+	{ "0123456789abcdef0123456789abcdefa.v1", false, 0 },
+	{ "0123456789abcdef0123456789abcdef.lock", false, 0 },
+	{ ".build.0123456789abcdef0123456789abcdef.v1.n1", false, 0 },
+	{ "", false, 0 },
 };
 
 START_TEST(test_version_names_parsed_strictly)
@@ -98,17 +98,17 @@ START_TEST(test_temp_names_mine_by_node)
 	struct fx f;
 
 	fx_init(&f, "node1", 1, false);
-	ck_assert(cache_is_temp_name(f.c, ".build.K.v1.node1", ".build.",
-				     true));
-	ck_assert(!cache_is_temp_name(f.c, ".build.K.v1.node2", ".build.",
-				      true));
+	ck_assert(
+	    cache_is_temp_name(f.c, ".build.K.v1.node1", ".build.", true));
+	ck_assert(
+	    !cache_is_temp_name(f.c, ".build.K.v1.node2", ".build.", true));
 	/* a node whose name ends another's is not that node */
-	ck_assert(!cache_is_temp_name(f.c, ".build.K.v1.xnode1", ".build.",
-				      true));
-	ck_assert(cache_is_temp_name(f.c, ".build.K.v1.node2", ".build.",
-				     false));
-	ck_assert(!cache_is_temp_name(f.c, ".evict.K.v1.node1", ".build.",
-				      false));
+	ck_assert(
+	    !cache_is_temp_name(f.c, ".build.K.v1.xnode1", ".build.", true));
+	ck_assert(
+	    cache_is_temp_name(f.c, ".build.K.v1.node2", ".build.", false));
+	ck_assert(
+	    !cache_is_temp_name(f.c, ".evict.K.v1.node1", ".build.", false));
 	fx_fini(&f);
 }
 END_TEST
@@ -307,8 +307,7 @@ static const cJSON *ls_entry(const cJSON *ls, const char *key)
 {
 	const cJSON *e;
 
-	cJSON_ArrayForEach(e, ls)
-	{
+	cJSON_ArrayForEach(e, ls) {
 		const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "key");
 
 		if (cJSON_IsString(k) && !strcmp(k->valuestring, key))
@@ -372,10 +371,9 @@ START_TEST(test_ls_marks_the_current_version)
 	fx_pin(&f, 0, k, 1, 3); /* keeps v1 when v2 comes */
 	fx_build(&f, 0, "/pfs/a", 10, false, NULL);
 	ls = cache_ls_json(f.c, getuid());
-	cJSON_ArrayForEach(e, ls)
-	{
-		unsigned v = (unsigned)cJSON_GetObjectItem(e, "version")
-				 ->valueint;
+	cJSON_ArrayForEach(e, ls) {
+		unsigned v =
+		    (unsigned)cJSON_GetObjectItem(e, "version")->valueint;
 
 		cache_version_name(k, v, name, sizeof(name));
 		ck_assert_str_eq(cJSON_GetObjectItem(e, "entry")->valuestring,

@@ -64,7 +64,7 @@ static bool stop_after(void *arg, char *why, size_t len)
 START_TEST(test_waiting_gives_up_when_told)
 {
 	char k[CACHE_KEY_LEN + 1], err[CONF_ERR_MAX];
-	struct stopper st = {0, 2};
+	struct stopper st = { 0, 2 };
 	struct cache_lock *a, *b = NULL;
 	struct fx f;
 
@@ -73,8 +73,8 @@ START_TEST(test_waiting_gives_up_when_told)
 	ck_assert_int_eq(cache_lock_acquire(f.c, 0, k, NULL, NULL, &a, err,
 					    sizeof(err)),
 			 0);
-	ck_assert_int_eq(cache_lock_acquire(f.c, 0, k, stop_after, &st, &b,
-					    err, sizeof(err)),
+	ck_assert_int_eq(cache_lock_acquire(f.c, 0, k, stop_after, &st, &b, err,
+					    sizeof(err)),
 			 -1);
 	ck_assert_ptr_null(b);
 	ck_assert_uint_eq(st.asked, 2);
@@ -90,8 +90,7 @@ END_TEST
  * never followed. */
 START_TEST(test_foreign_lock_file_refused)
 {
-	char k[CACHE_KEY_LEN + 1], name[CACHE_LOCK_NAME_MAX],
-		err[CONF_ERR_MAX];
+	char k[CACHE_KEY_LEN + 1], name[CACHE_LOCK_NAME_MAX], err[CONF_ERR_MAX];
 	struct cache_lock *lk = NULL;
 	struct fx f;
 
@@ -173,8 +172,7 @@ END_TEST
  * alone would not tell. */
 START_TEST(test_waiter_of_a_removed_lock_file_sees_it)
 {
-	char k[CACHE_KEY_LEN + 1], name[CACHE_LOCK_NAME_MAX],
-		err[CONF_ERR_MAX];
+	char k[CACHE_KEY_LEN + 1], name[CACHE_LOCK_NAME_MAX], err[CONF_ERR_MAX];
 	struct cache_lock *holder, *newcomer;
 	struct fx f;
 	int waiter;
@@ -182,8 +180,8 @@ START_TEST(test_waiter_of_a_removed_lock_file_sees_it)
 	fx_init(&f, "node1", 1, false);
 	key_of("/pfs/race", k);
 	cache_lock_name(k, name, sizeof(name));
-	ck_assert_int_eq(cache_lock_acquire(f.c, 0, k, NULL, NULL, &holder,
-					    err, sizeof(err)),
+	ck_assert_int_eq(cache_lock_acquire(f.c, 0, k, NULL, NULL, &holder, err,
+					    sizeof(err)),
 			 0);
 	waiter = openat(f.cache_fd[0], name, O_RDWR | O_CLOEXEC);
 	ck_assert_int_ge(waiter, 0);
@@ -283,7 +281,7 @@ END_TEST
 START_TEST(test_idle_lock_files_removed_at_start)
 {
 	char kept[CACHE_KEY_LEN + 1], idle[CACHE_KEY_LEN + 1],
-		name[CACHE_LOCK_NAME_MAX];
+	    name[CACHE_LOCK_NAME_MAX];
 	struct fx local, shared;
 
 	fx_init(&local, "node1", 1, false);

@@ -18,9 +18,9 @@
 
 /* How far a build got before the crash. */
 enum crash_point {
-	CRASH_JOURNALED,   /* the record written, nothing else */
-	CRASH_BEGUN,	   /* the builder's directory, the worker's copy */
-	CRASH_TAKEN,	   /* publication's steps (cache_publish_step) */
+	CRASH_JOURNALED, /* the record written, nothing else */
+	CRASH_BEGUN,     /* the builder's directory, the worker's copy */
+	CRASH_TAKEN,     /* publication's steps (cache_publish_step) */
 	CRASH_STRIPPED,
 	CRASH_WRITTEN,
 	CRASH_RENAMED,
@@ -31,10 +31,10 @@ START_TEST(test_crash_at_each_step_of_a_build)
 {
 	enum crash_point at = (enum crash_point)_i;
 	static const enum cache_publish_step step[] = {
-	    [CRASH_TAKEN] = CACHE_PUBLISH_TAKEN,
-	    [CRASH_STRIPPED] = CACHE_PUBLISH_STRIPPED,
-	    [CRASH_WRITTEN] = CACHE_PUBLISH_WRITTEN,
-	    [CRASH_RENAMED] = CACHE_PUBLISH_RENAMED,
+		[CRASH_TAKEN] = CACHE_PUBLISH_TAKEN,
+		[CRASH_STRIPPED] = CACHE_PUBLISH_STRIPPED,
+		[CRASH_WRITTEN] = CACHE_PUBLISH_WRITTEN,
+		[CRASH_RENAMED] = CACHE_PUBLISH_RENAMED,
 	};
 	char k[CACHE_KEY_LEN + 1], err[CONF_ERR_MAX], build[JOURNAL_NAME_MAX];
 	struct cache_meta meta = fx_meta("/pfs/a", 5, false);
@@ -55,10 +55,10 @@ START_TEST(test_crash_at_each_step_of_a_build)
 	} else {
 		fx_begin(&f, 1, k, &b, 5);
 		if (at >= CRASH_TAKEN)
-			ck_assert_int_eq(
-			    cache_build_publish_upto(&b, &meta, step[at], err,
-						     sizeof(err)),
-			    0);
+			ck_assert_int_eq(cache_build_publish_upto(&b, &meta,
+								  step[at], err,
+								  sizeof(err)),
+					 0);
 		close(b.manifest_fd);
 	}
 	/* the crash: the lock goes with the process, nothing is cleaned */
@@ -86,7 +86,7 @@ END_TEST
 START_TEST(test_crash_during_a_removal)
 {
 	char k[CACHE_KEY_LEN + 1], name[CACHE_ENTRY_NAME_MAX],
-		gone[JOURNAL_NAME_MAX];
+	    gone[JOURNAL_NAME_MAX];
 	struct fx f;
 
 	fx_init(&f, "node1", 1, false);
@@ -108,10 +108,10 @@ END_TEST
 START_TEST(test_leftovers_by_tier_kind)
 {
 	static const char *const names[] = {
-	    ".build.0123456789abcdef0123456789abcdef.v1.node1",
-	    ".evict.0123456789abcdef0123456789abcdef.v2.node1",
-	    ".build.0123456789abcdef0123456789abcdef.v3.node2",
-	    ".evict.0123456789abcdef0123456789abcdef.v4.node2",
+		".build.0123456789abcdef0123456789abcdef.v1.node1",
+		".evict.0123456789abcdef0123456789abcdef.v2.node1",
+		".build.0123456789abcdef0123456789abcdef.v3.node2",
+		".evict.0123456789abcdef0123456789abcdef.v4.node2",
 	};
 	bool shared = _i == 1;
 	struct fx f;
@@ -196,7 +196,7 @@ START_TEST(test_damaged_versions_removed)
 {
 	enum damage d = (enum damage)_i;
 	char bad[CACHE_KEY_LEN + 1], good[CACHE_KEY_LEN + 1],
-		name[CACHE_ENTRY_NAME_MAX];
+	    name[CACHE_ENTRY_NAME_MAX];
 	struct fx f;
 
 	fx_init(&f, "node1", 1, false);
@@ -238,9 +238,9 @@ END_TEST
  * and other nodes' pins stay. */
 START_TEST(test_stale_pins_dropped)
 {
-	static const char *const pins[] = {"node1.1", "node1.2", "node1.x",
-					   "node2.2", "node12.2"};
-	static const bool kept[] = {true, false, false, true, true};
+	static const char *const pins[] = { "node1.1", "node1.2", "node1.x",
+					    "node2.2", "node12.2" };
+	static const bool kept[] = { true, false, false, true, true };
 	char k[CACHE_KEY_LEN + 1], path[256];
 	struct fx f;
 	size_t i;
@@ -299,7 +299,8 @@ START_TEST(test_journal_records_that_name_nothing)
 
 	fx_init(&f, "node1", 1, false);
 	fx_build(&f, 0, "/pfs/a", 5, false, k);
-	snprintf(path, sizeof(path), "%s/journal/gone.build.x", f.conf.state_dir);
+	snprintf(path, sizeof(path), "%s/journal/gone.build.x",
+		 f.conf.state_dir);
 	fd = open(path, O_WRONLY | O_CREAT, 0600);
 	ck_assert_int_ge(fd, 0);
 	dprintf(fd, "{\"tier\":\"gone\",\"build\":\".build.%s.v1.node1\"}", k);
@@ -342,10 +343,10 @@ START_TEST(test_journal_directory_checked)
 			p.cache_fd[t] = f.cache_fd[t];
 			p.jobs_fd[t] = f.jobs_fd[t];
 		}
-		p.space = (struct cache_space){.usage = fx_usage,
-					       .reserve = fx_reserve,
-					       .account = fx_account,
-					       .arg = &f.space};
+		p.space = (struct cache_space){ .usage = fx_usage,
+						.reserve = fx_reserve,
+						.account = fx_account,
+						.arg = &f.space };
 		p.owner_uid = geteuid();
 		p.owner_gid = getegid();
 		f.c = cache_create(&p, err, sizeof(err));

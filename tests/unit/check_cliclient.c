@@ -2,13 +2,13 @@
  * (iostagectld when ControllerHost= is set, else the node's iostaged) and
  * the one line a user sees when it cannot be reached. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <check.h>
 
@@ -41,8 +41,9 @@ static void write_conf(const char *extra)
 	FILE *f = fopen(conf_path, "w");
 
 	ck_assert_ptr_nonnull(f);
-	fprintf(f, "SocketPath=%s/none.sock\nStateDir=%s\n"
-		   "Tier=nvme Path=%s Medium=nvme\n%s",
+	fprintf(f,
+		"SocketPath=%s/none.sock\nStateDir=%s\n"
+		"Tier=nvme Path=%s Medium=nvme\n%s",
 		tmp, tmp, tmp, extra);
 	fclose(f);
 }
@@ -76,8 +77,8 @@ START_TEST(test_service_configured_unreachable)
 	ck_assert_int_eq(client_init(&c), 0);
 	ck_assert(client_has_service(&c));
 	cJSON_AddStringToObject(req, "op", "recommend");
-	ck_assert_ptr_null(client_history_call_quiet(&c, req, 2000, err,
-						     sizeof(err)));
+	ck_assert_ptr_null(
+	    client_history_call_quiet(&c, req, 2000, err, sizeof(err)));
 	/* one line naming the service, not the node's socket */
 	snprintf(want, sizeof(want), "iostagectld 127.0.0.1:%u", port);
 	ck_assert_msg(strstr(err, want) != NULL, "%s", err);
@@ -97,10 +98,10 @@ START_TEST(test_no_service_asks_iostaged)
 	ck_assert_int_eq(client_init(&c), 0);
 	ck_assert(!client_has_service(&c));
 	cJSON_AddStringToObject(req, "op", "recommend");
-	ck_assert_ptr_null(client_history_call_quiet(&c, req, 2000, err,
-						     sizeof(err)));
+	ck_assert_ptr_null(
+	    client_history_call_quiet(&c, req, 2000, err, sizeof(err)));
 	ck_assert_msg(strstr(err, "none.sock") != NULL ||
-			      strstr(err, "iostaged") != NULL,
+			  strstr(err, "iostaged") != NULL,
 		      "%s", err);
 	ck_assert_ptr_null(strstr(err, "iostagectld"));
 	cJSON_Delete(req);
@@ -138,7 +139,8 @@ START_TEST(test_sched_prom)
 	f = open_memstream(&buf, &len);
 	ck_assert_int_eq(sched_status_prom(r, f), 0);
 	fclose(f);
-	ck_assert_ptr_nonnull(strstr(buf, "iostage_ctld_prestage_bytes_total 0\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(buf, "iostage_ctld_prestage_bytes_total 0\n"));
 	free(buf);
 	cJSON_Delete(r);
 }

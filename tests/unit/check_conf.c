@@ -168,105 +168,106 @@ struct ok_case {
 };
 
 static const struct ok_case ok_cases[] = {
-    /* A whole file, comments, blank lines, CRLF, keys in any case. */
-    {good_conf, "SocketPath=/run/iostage/test.sock "
-		"StateDir=/var/lib/iostage-test "
-		"ProfileDir=/etc/slurm/iostage.d Tier=nvme,bb"},
-    {good_conf, "nvme.Path=/local/nvme/iostage nvme.Capacity=858993459200 "
-		"nvme.Medium=nvme nvme.Shared=no"},
-    {good_conf, "bb.Path=/bb/iostage bb.Capacity=21990232555520 "
-		"bb.Medium=ssd bb.Shared=yes DefaultTier=bb"},
-    {good_conf, "StageTimeout=1200 OnStageFailure=fallback "
-		"CacheHighWatermark=90 CacheLowWatermark=80 "
-		"MaxConnections=128"},
-    {good_conf, "CacheTTL=120 StageParallelism=8 NodeName=node-01.rack_2 "
-		"DrainTimeout=900"},
-    /* Values are case-insensitive too, like slurm.conf. */
-    {"Tier=a Path=/a Medium=PMEM Shared=YES Capacity=1kib\n"
-     "OnStageFailure=FALLBACK",
-     "a.Medium=pmem a.Shared=yes a.Capacity=1024 OnStageFailure=fallback"},
-    {"Tier=a Path=/a", "Tier=a DefaultTier=a"}, /* no trailing newline */
-    {"Tier=a Path=/a\nTier=b Path=/b\nDefaultTier=b\n", "DefaultTier=b"},
-    /* Deep mode (docs/SHIM.md). */
-    {T1 "trace=YES\nTraceLibrary=/opt/s/p.so\n",
-     "Trace=yes TraceLibrary=/opt/s/p.so"},
-    /* Public datasets (docs/STAGING.md). */
-    {T1 "PublicDatasets=no\nPublicUser=iostage-pub_1.x\n",
-     "PublicDatasets=no PublicUser=iostage-pub_1.x"},
-    /* Telemetry: seconds with decimals, kept in ms. */
-    {T1 "TelemetryInterval=0.25\n", "TelemetryInterval=250"},
-    {T1 "TelemetryInterval=60\n", "TelemetryInterval=60000"},
-    {T1 "TelemetryInterval=0.1\n", "TelemetryInterval=100"},
-    /* History and recommendations. */
-    {"Tier=a Path=/a\nHistoryRetention=7d RecommendMinJobs=5\n"
-     "recommendwindow=12h RecommendHint=NO RecommendOSTCount=48\n",
-     "HistoryRetention=604800 RecommendMinJobs=5 RecommendWindow=43200 "
-     "RecommendHint=no RecommendOSTCount=48"},
-    {"Tier=a Path=/a\nHistoryRetention=0\n", "HistoryRetention=0"},
-    /* Metrics. */
-    {T1 "MetricsListen=[::1]:20901\nMetricsTextfile=/var/lib/y/i.prom\n"
-	"MetricsInterval=1 MetricsJobGrace=0\n",
-     "MetricsListen=[::1]:20901 MetricsTextfile=/var/lib/y/i.prom "
-     "MetricsInterval=1 MetricsJobGrace=0"},
-    {T1 "MetricsListen=no\nMetricsTextfile=off\n",
-     "MetricsListen= MetricsTextfile="},
-    /* Node to node. */
-    {T1 "PeerPort=7000 PeerListen=10.0.0.2\nPeerPartsTimeout=5\n"
-	"MungeSocket=/run/munge/munge.socket.2\n",
-     "PeerPort=7000 PeerListen=10.0.0.2 PeerPartsTimeout=5 "
-     "MungeSocket=/run/munge/munge.socket.2"},
-    {T1 "PeerPort=0\nPeerListen=::1\n", "PeerPort=0 PeerListen=::1"},
-    {T1 "PeerListen=*\n", "PeerListen=*"},
-    /* The cluster service. */
-    {T1 "ControllerHost=ctl.cluster.example\n"
-	"ControllerPort=7000 AdminGroup=hpc-admin\n",
-     "ControllerHost=ctl.cluster.example ControllerPort=7000 "
-     "AdminGroup=hpc-admin"},
-    {T1 "controllerhost=127.0.0.1\n", "ControllerHost=127.0.0.1"},
-    {T1 "ControllerHost=fd00::1\n", "ControllerHost=fd00::1"},
-    {T1 "ControllerHost=no\n", "ControllerHost="}, /* no service */
+	/* A whole file, comments, blank lines, CRLF, keys in any case. */
+	{ good_conf, "SocketPath=/run/iostage/test.sock "
+		     "StateDir=/var/lib/iostage-test "
+		     "ProfileDir=/etc/slurm/iostage.d Tier=nvme,bb" },
+	{ good_conf, "nvme.Path=/local/nvme/iostage nvme.Capacity=858993459200 "
+		     "nvme.Medium=nvme nvme.Shared=no" },
+	{ good_conf, "bb.Path=/bb/iostage bb.Capacity=21990232555520 "
+		     "bb.Medium=ssd bb.Shared=yes DefaultTier=bb" },
+	{ good_conf, "StageTimeout=1200 OnStageFailure=fallback "
+		     "CacheHighWatermark=90 CacheLowWatermark=80 "
+		     "MaxConnections=128" },
+	{ good_conf, "CacheTTL=120 StageParallelism=8 NodeName=node-01.rack_2 "
+		     "DrainTimeout=900" },
+	/* Values are case-insensitive too, like slurm.conf. */
+	{ "Tier=a Path=/a Medium=PMEM Shared=YES Capacity=1kib\n"
+	  "OnStageFailure=FALLBACK",
+	  "a.Medium=pmem a.Shared=yes a.Capacity=1024 OnStageFailure=fallback" },
+	{ "Tier=a Path=/a", "Tier=a DefaultTier=a" }, /* no trailing newline */
+	{ "Tier=a Path=/a\nTier=b Path=/b\nDefaultTier=b\n", "DefaultTier=b" },
+	/* Deep mode (docs/SHIM.md). */
+	{ T1 "trace=YES\nTraceLibrary=/opt/s/p.so\n",
+	  "Trace=yes TraceLibrary=/opt/s/p.so" },
+	/* Public datasets (docs/STAGING.md). */
+	{ T1 "PublicDatasets=no\nPublicUser=iostage-pub_1.x\n",
+	  "PublicDatasets=no PublicUser=iostage-pub_1.x" },
+	/* Telemetry: seconds with decimals, kept in ms. */
+	{ T1 "TelemetryInterval=0.25\n", "TelemetryInterval=250" },
+	{ T1 "TelemetryInterval=60\n", "TelemetryInterval=60000" },
+	{ T1 "TelemetryInterval=0.1\n", "TelemetryInterval=100" },
+	/* History and recommendations. */
+	{ "Tier=a Path=/a\nHistoryRetention=7d RecommendMinJobs=5\n"
+	  "recommendwindow=12h RecommendHint=NO RecommendOSTCount=48\n",
+	  "HistoryRetention=604800 RecommendMinJobs=5 RecommendWindow=43200 "
+	  "RecommendHint=no RecommendOSTCount=48" },
+	{ "Tier=a Path=/a\nHistoryRetention=0\n", "HistoryRetention=0" },
+	/* Metrics. */
+	{ T1 "MetricsListen=[::1]:20901\nMetricsTextfile=/var/lib/y/i.prom\n"
+	     "MetricsInterval=1 MetricsJobGrace=0\n",
+	  "MetricsListen=[::1]:20901 MetricsTextfile=/var/lib/y/i.prom "
+	  "MetricsInterval=1 MetricsJobGrace=0" },
+	{ T1 "MetricsListen=no\nMetricsTextfile=off\n",
+	  "MetricsListen= MetricsTextfile=" },
+	/* Node to node. */
+	{ T1 "PeerPort=7000 PeerListen=10.0.0.2\nPeerPartsTimeout=5\n"
+	     "MungeSocket=/run/munge/munge.socket.2\n",
+	  "PeerPort=7000 PeerListen=10.0.0.2 PeerPartsTimeout=5 "
+	  "MungeSocket=/run/munge/munge.socket.2" },
+	{ T1 "PeerPort=0\nPeerListen=::1\n", "PeerPort=0 PeerListen=::1" },
+	{ T1 "PeerListen=*\n", "PeerListen=*" },
+	/* The cluster service. */
+	{ T1 "ControllerHost=ctl.cluster.example\n"
+	     "ControllerPort=7000 AdminGroup=hpc-admin\n",
+	  "ControllerHost=ctl.cluster.example ControllerPort=7000 "
+	  "AdminGroup=hpc-admin" },
+	{ T1 "controllerhost=127.0.0.1\n", "ControllerHost=127.0.0.1" },
+	{ T1 "ControllerHost=fd00::1\n", "ControllerHost=fd00::1" },
+	{ T1 "ControllerHost=no\n", "ControllerHost=" }, /* no service */
 #define A63 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-    {T1 "ControllerHost=" A63 "a" A63 "a" A63 "a" A63 "\n", /* 255 bytes */
-     "ControllerHost=" A63 "a" A63 "a" A63 "a" A63},
-    {T1 "ControllerMetricsListen=10.0.0.1:9100\n",
-     "ControllerMetricsListen=10.0.0.1:9100 MetricsListen=127.0.0.1:9464"},
-    {T1 "controllermetricslisten=[::1]:9465\n",
-     "ControllerMetricsListen=[::1]:9465"},
-    {T1 "ControllerMetricsListen=no\n", "ControllerMetricsListen="},
-    /* Scheduling help. */
-    {T1 "Placement=no\nprestage=No\n", "Placement=no Prestage=no"},
-    {T1 "PlacementHold=2m\n", "PlacementHold=120"},
-    {T1 "PlacementHold=1h\n", "PlacementHold=3600"},
-    /* Filing through the service. */
-    {T1 "PartsDeadline=5\n",
-     "PartsDeadline=5 OutboxLimit=10000 OutboxRetryMax=60"},
-    {T1 "partsdeadline=2m\n", "PartsDeadline=120"},
-    {T1 "PartsDeadline=1d\n", "PartsDeadline=86400"},
-    {T1 "OutboxLimit=1\n", "PartsDeadline=300 OutboxLimit=1 OutboxRetryMax=60"},
-    {T1 "OutboxLimit=250000 PartsDeadline=30s\n",
-     "PartsDeadline=30 OutboxLimit=250000 OutboxRetryMax=60"},
-    {T1 "OutboxRetryMax=5\n",
-     "PartsDeadline=300 OutboxLimit=10000 OutboxRetryMax=5"},
-    {T1 "OutboxRetryMax=1h\n", "OutboxRetryMax=3600"},
-    {T1 "outboxretrymax=2m OutboxLimit=7\n",
-     "PartsDeadline=300 OutboxLimit=7 OutboxRetryMax=120"},
-    /* The PFS as a scheduled resource. */
-    {T1 "StageBandwidth=400M\n",
-     "StageBandwidth=419430400 StageBandwidthFallback=0 PfsLicense= "
-     "PfsLicensePerJob=1"},
-    {T1 "stagebandwidth=1G/s\n", "StageBandwidth=1073741824"},
-    {T1 "StageBandwidth=1048576\n", "StageBandwidth=1048576"},
-    {T1 "StageBandwidth=no\n", "StageBandwidth=0"},
-    {T1 "StageBandwidth=0\n", "StageBandwidth=0"},
-    {T1 "StageBandwidth=2G StageBandwidthFallback=100M/s\n",
-     "StageBandwidth=2147483648 StageBandwidthFallback=104857600"},
-    {T1 "PfsLicense=pfs_bw\n",
-     "StageBandwidth=0 PfsLicense=pfs_bw PfsLicensePerJob=1"},
-    {T1 "PfsLicense=PFS-1 PfsLicensePerJob=4\n",
-     "PfsLicense=PFS-1 PfsLicensePerJob=4"},
-    {T1 "PfsLicense=no\n", "PfsLicense= PfsLicensePerJob=1"},
-    {T1 "PfsPath=/lustre//scratch/\n", "PfsPath=/lustre/scratch"},
-    {T1 "PfsPath=no\n", "PfsPath="},
+	{ T1 "ControllerHost=" A63 "a" A63 "a" A63 "a" A63 "\n", /* 255 bytes */
+	  "ControllerHost=" A63 "a" A63 "a" A63 "a" A63 },
+	{ T1 "ControllerMetricsListen=10.0.0.1:9100\n",
+	  "ControllerMetricsListen=10.0.0.1:9100 MetricsListen=127.0.0.1:9464" },
+	{ T1 "controllermetricslisten=[::1]:9465\n",
+	  "ControllerMetricsListen=[::1]:9465" },
+	{ T1 "ControllerMetricsListen=no\n", "ControllerMetricsListen=" },
+	/* Scheduling help. */
+	{ T1 "Placement=no\nprestage=No\n", "Placement=no Prestage=no" },
+	{ T1 "PlacementHold=2m\n", "PlacementHold=120" },
+	{ T1 "PlacementHold=1h\n", "PlacementHold=3600" },
+	/* Filing through the service. */
+	{ T1 "PartsDeadline=5\n",
+	  "PartsDeadline=5 OutboxLimit=10000 OutboxRetryMax=60" },
+	{ T1 "partsdeadline=2m\n", "PartsDeadline=120" },
+	{ T1 "PartsDeadline=1d\n", "PartsDeadline=86400" },
+	{ T1 "OutboxLimit=1\n",
+	  "PartsDeadline=300 OutboxLimit=1 OutboxRetryMax=60" },
+	{ T1 "OutboxLimit=250000 PartsDeadline=30s\n",
+	  "PartsDeadline=30 OutboxLimit=250000 OutboxRetryMax=60" },
+	{ T1 "OutboxRetryMax=5\n",
+	  "PartsDeadline=300 OutboxLimit=10000 OutboxRetryMax=5" },
+	{ T1 "OutboxRetryMax=1h\n", "OutboxRetryMax=3600" },
+	{ T1 "outboxretrymax=2m OutboxLimit=7\n",
+	  "PartsDeadline=300 OutboxLimit=7 OutboxRetryMax=120" },
+	/* The PFS as a scheduled resource. */
+	{ T1 "StageBandwidth=400M\n",
+	  "StageBandwidth=419430400 StageBandwidthFallback=0 PfsLicense= "
+	  "PfsLicensePerJob=1" },
+	{ T1 "stagebandwidth=1G/s\n", "StageBandwidth=1073741824" },
+	{ T1 "StageBandwidth=1048576\n", "StageBandwidth=1048576" },
+	{ T1 "StageBandwidth=no\n", "StageBandwidth=0" },
+	{ T1 "StageBandwidth=0\n", "StageBandwidth=0" },
+	{ T1 "StageBandwidth=2G StageBandwidthFallback=100M/s\n",
+	  "StageBandwidth=2147483648 StageBandwidthFallback=104857600" },
+	{ T1 "PfsLicense=pfs_bw\n",
+	  "StageBandwidth=0 PfsLicense=pfs_bw PfsLicensePerJob=1" },
+	{ T1 "PfsLicense=PFS-1 PfsLicensePerJob=4\n",
+	  "PfsLicense=PFS-1 PfsLicensePerJob=4" },
+	{ T1 "PfsLicense=no\n", "PfsLicense= PfsLicensePerJob=1" },
+	{ T1 "PfsPath=/lustre//scratch/\n", "PfsPath=/lustre/scratch" },
+	{ T1 "PfsPath=no\n", "PfsPath=" },
 };
 
 START_TEST(test_ok)
@@ -284,56 +285,56 @@ END_TEST
 /* ---- every key's default ------------------------------------------------ */
 
 static const char *const default_cases[] = {
-    "SocketPath=/run/iostage/iostaged.sock",
-    "StateDir=/var/lib/iostage",
-    "ProfileDir=" IOSTAGE_PROFILE_DIR,
-    "Tier=nvme",
-    "DefaultTier=nvme",
-    "nvme.Capacity=0",
-    "nvme.Medium=nvme",
-    "nvme.Shared=no",
-    "StageTimeout=600",
-    "OnStageFailure=fail",
-    "CacheHighWatermark=85",
-    "CacheLowWatermark=75",
-    "MaxConnections=256",
-    "CacheTTL=3600",
-    "StageParallelism=4",
-    "DrainTimeout=600",
-    "TelemetryInterval=1000",
-    "HistoryRetention=7776000",
-    "RecommendMinJobs=3",
-    "RecommendWindow=2592000",
-    "RecommendHint=yes",
-    "RecommendOSTCount=0", /* not known */
-    "MetricsListen=127.0.0.1:9464",
-    "MetricsTextfile=",
-    "MetricsInterval=15",
-    "MetricsJobGrace=300",
-    "Trace=no",
-    "TraceLibrary=" IOSTAGE_SHIM_PATH,
-    "PeerPort=6826",
-    "PeerListen=",
-    "PeerPartsTimeout=60",
-    "MungeSocket=",
-    "PublicDatasets=yes",
-    "PublicUser=nobody",
-    "ControllerHost=",
-    "ControllerPort=6827",
-    /* the service's /metrics: loopback unless the site says where */
-    "ControllerMetricsListen=127.0.0.1:9465",
-    "AdminGroup=",
-    "PartsDeadline=300",
-    "OutboxLimit=10000",
-    "OutboxRetryMax=60",
-    "StageBandwidth=0",		/* unbounded */
-    "StageBandwidthFallback=0", /* a share of it */
-    "PfsLicense=",
-    "PfsLicensePerJob=1",
-    "Placement=yes",
-    "PlacementHold=0",
-    "Prestage=yes",
-    "PfsPath=",
+	"SocketPath=/run/iostage/iostaged.sock",
+	"StateDir=/var/lib/iostage",
+	"ProfileDir=" IOSTAGE_PROFILE_DIR,
+	"Tier=nvme",
+	"DefaultTier=nvme",
+	"nvme.Capacity=0",
+	"nvme.Medium=nvme",
+	"nvme.Shared=no",
+	"StageTimeout=600",
+	"OnStageFailure=fail",
+	"CacheHighWatermark=85",
+	"CacheLowWatermark=75",
+	"MaxConnections=256",
+	"CacheTTL=3600",
+	"StageParallelism=4",
+	"DrainTimeout=600",
+	"TelemetryInterval=1000",
+	"HistoryRetention=7776000",
+	"RecommendMinJobs=3",
+	"RecommendWindow=2592000",
+	"RecommendHint=yes",
+	"RecommendOSTCount=0", /* not known */
+	"MetricsListen=127.0.0.1:9464",
+	"MetricsTextfile=",
+	"MetricsInterval=15",
+	"MetricsJobGrace=300",
+	"Trace=no",
+	"TraceLibrary=" IOSTAGE_SHIM_PATH,
+	"PeerPort=6826",
+	"PeerListen=",
+	"PeerPartsTimeout=60",
+	"MungeSocket=",
+	"PublicDatasets=yes",
+	"PublicUser=nobody",
+	"ControllerHost=",
+	"ControllerPort=6827",
+	/* the service's /metrics: loopback unless the site says where */
+	"ControllerMetricsListen=127.0.0.1:9465",
+	"AdminGroup=",
+	"PartsDeadline=300",
+	"OutboxLimit=10000",
+	"OutboxRetryMax=60",
+	"StageBandwidth=0",         /* unbounded */
+	"StageBandwidthFallback=0", /* a share of it */
+	"PfsLicense=",
+	"PfsLicensePerJob=1",
+	"Placement=yes",
+	"PlacementHold=0",
+	"Prestage=yes",
+	"PfsPath=",
 };
 
 START_TEST(test_default)
@@ -390,404 +391,416 @@ struct err_case {
 };
 
 static const struct err_case err_cases[] = {
-    /* Lines and pairs. */
-    {T1 "Foo=1\n", "t.conf:2: unknown key 'Foo'"},
-    {"Foo\x01=1\n", "t.conf:1: unknown key 'Foo?'"},
-    {T1 "Fooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooo"
-	"oooooooooooooooooooooooooooooooooooo=1\n",
-     "t.conf:2: unknown key "
-     "'Foooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooo"
-     "o...'"},
-    {T1 "StageTimeout\n", "t.conf:2: key 'StageTimeout': expected Key=Value"},
-    {"Tier\n", "t.conf:1: key 'Tier': expected Key=Value"},
-    {T1 "=5\n", "t.conf:2: key '': expected Key=Value"},
-    {"Tier=a Path=/a =5\n", "t.conf:1: key '': expected Key=Value"},
-    {T1 "StageTimeout=\n", "t.conf:2: key 'StageTimeout': empty value"},
-    {T1 "StageTimeout=60 0\n", "t.conf:2: key '0': expected Key=Value"},
-    {T1 "a=1 b=1 c=1 d=1 e=1 f=1 g=1 h=1 i=1 j=1 k=1 l=1 m=1 n=1 o=1 "
-	"p=1 q=1\n",
-     "t.conf:2: more than 16 Key=Value pairs on one line"},
-    {T1 "PublicUser=\n", "t.conf:2: key 'PublicUser': empty value"},
-    {T1 "PartsDeadline=\n", "t.conf:2: key 'PartsDeadline': empty value"},
-    /* Duplicates, any case. */
-    {T1 "StageTimeout=600\nstagetimeout=700\n",
-     "t.conf:3: key 'StageTimeout': duplicate (first set on line 2)"},
-    {T1 "CacheTTL=1\nCacheTTL=2\n",
-     "t.conf:3: key 'CacheTTL': duplicate (first set on line 2)"},
-    {T1 "NodeName=n1\nNodeName=n2\n",
-     "t.conf:3: key 'NodeName': duplicate (first set on line 2)"},
-    {T1 "DrainTimeout=60\ndraintimeout=60\n",
-     "t.conf:3: key 'DrainTimeout': duplicate (first set on line 2)"},
-    {T1 "PublicUser=nobody\npublicuser=nobody\n",
-     "t.conf:3: key 'PublicUser': duplicate (first set on line 2)"},
-    {T1 "MetricsJobGrace=1 MetricsJobGrace=2\n",
-     "t.conf:2: key 'MetricsJobGrace': duplicate (first set on line 2)"},
-    {T1 "RecommendHint=yes RecommendHint=no\n",
-     "t.conf:2: key 'RecommendHint': duplicate (first set on line 2)"},
-    {T1 "PeerPort=0\nPeerListen=*\npeerlisten=::1\n",
-     "t.conf:4: key 'PeerListen': duplicate (first set on line 3)"},
-    {T1 "ControllerHost=a\nControllerHost=b\n",
-     "t.conf:3: key 'ControllerHost': duplicate (first set on line 2)"},
-    {T1 "PartsDeadline=5\nPartsDeadline=6\n",
-     "t.conf:3: key 'PartsDeadline': duplicate (first set on line 2)"},
-    {T1 "StageBandwidth=1M\nStageBandwidth=2M\n",
-     "t.conf:3: key 'StageBandwidth': duplicate (first set on line 2)"},
-    {T1 "MetricsTextfile=/a/b/\nMetricsTextfile=no\n",
-     "t.conf:3: key 'MetricsTextfile': duplicate (first set on line 2)"},
-    /* Numbers and their ranges. */
-    {T1 "StageTimeout=0\n",
-     "t.conf:2: key 'StageTimeout': 0 out of range 1..86400"},
-    {T1 "StageTimeout=86401\n",
-     "t.conf:2: key 'StageTimeout': 86401 out of range 1..86400"},
-    {T1 "StageTimeout=99999999999999999999999\n",
-     "t.conf:2: key 'StageTimeout': 99999999999999999999999 out of range "
-     "1..86400"},
-    {T1 "StageTimeout=abc\n",
-     "t.conf:2: key 'StageTimeout': 'abc' is not a number"},
-    {T1 "StageTimeout=-1\n",
-     "t.conf:2: key 'StageTimeout': '-1' is not a number"},
-    {T1 "CacheHighWatermark=101\n",
-     "t.conf:2: key 'CacheHighWatermark': 101 out of range 1..100"},
-    {T1 "CacheHighWatermark=0\n",
-     "t.conf:2: key 'CacheHighWatermark': 0 out of range 1..100"},
-    {T1 "CacheLowWatermark=100\n",
-     "t.conf:2: key 'CacheLowWatermark': 100 out of range 0..99"},
-    {T1 "CacheTTL=2592001\n",
-     "t.conf:2: key 'CacheTTL': 2592001 out of range 0..2592000"},
-    {T1 "CacheTTL=1h\n", "t.conf:2: key 'CacheTTL': '1h' is not a number"},
-    {T1 "StageParallelism=0\n",
-     "t.conf:2: key 'StageParallelism': 0 out of range 1..64"},
-    {T1 "StageParallelism=65\n",
-     "t.conf:2: key 'StageParallelism': 65 out of range 1..64"},
-    {T1 "MaxConnections=0\n",
-     "t.conf:2: key 'MaxConnections': 0 out of range 1..4096"},
-    {T1 "MaxConnections=4097\n",
-     "t.conf:2: key 'MaxConnections': 4097 out of range 1..4096"},
-    {T1 "DrainTimeout=0\n",
-     "t.conf:2: key 'DrainTimeout': 0 out of range 1..86400"},
-    {T1 "DrainTimeout=86401\n",
-     "t.conf:2: key 'DrainTimeout': 86401 out of range 1..86400"},
-    {T1 "DrainTimeout=10m\n",
-     "t.conf:2: key 'DrainTimeout': '10m' is not a number"},
-    {T1 "RecommendMinJobs=0\n",
-     "t.conf:2: key 'RecommendMinJobs': 0 out of range 1..1000"},
-    {T1 "RecommendMinJobs=1001\n",
-     "t.conf:2: key 'RecommendMinJobs': 1001 out of range 1..1000"},
-    {T1 "RecommendOSTCount=65536\n",
-     "t.conf:2: key 'RecommendOSTCount': 65536 out of range 0..65535"},
-    {T1 "RecommendOSTCount=-1\n",
-     "t.conf:2: key 'RecommendOSTCount': '-1' is not a number"},
-    {T1 "MetricsInterval=0\n",
-     "t.conf:2: key 'MetricsInterval': 0 out of range 1..3600"},
-    {T1 "MetricsJobGrace=86401\n",
-     "t.conf:2: key 'MetricsJobGrace': 86401 out of range 0..86400"},
-    {T1 "PeerPort=65536\n",
-     "t.conf:2: key 'PeerPort': 65536 out of range 0..65535"},
-    {T1 "PeerPort=-1\n", "t.conf:2: key 'PeerPort': '-1' is not a number"},
-    {T1 "PeerPort=http\n", "t.conf:2: key 'PeerPort': 'http' is not a number"},
-    {T1 "PeerPartsTimeout=0\n",
-     "t.conf:2: key 'PeerPartsTimeout': 0 out of range 1..86400"},
-    {T1 "PeerPartsTimeout=86401\n",
-     "t.conf:2: key 'PeerPartsTimeout': 86401 out of range 1..86400"},
-    {T1 "ControllerPort=0\n",
-     "t.conf:2: key 'ControllerPort': 0 out of range 1..65535"},
-    {T1 "ControllerPort=65536\n",
-     "t.conf:2: key 'ControllerPort': 65536 out of range 1..65535"},
-    {T1 "ControllerPort=ctl\n",
-     "t.conf:2: key 'ControllerPort': 'ctl' is not a number"},
-    {T1 "OutboxLimit=0\n",
-     "t.conf:2: key 'OutboxLimit': 0 out of range 1..10000000"},
-    {T1 "OutboxLimit=10000001\n",
-     "t.conf:2: key 'OutboxLimit': 10000001 out of range 1..10000000"},
-    {T1 "OutboxLimit=many\n",
-     "t.conf:2: key 'OutboxLimit': 'many' is not a number"},
-    {T1 "OutboxLimit=99999999999999999999999\n",
-     "t.conf:2: key 'OutboxLimit': 99999999999999999999999 out of range "
-     "1..10000000"},
-    {T1 "PfsLicensePerJob=0\n",
-     "t.conf:2: key 'PfsLicensePerJob': 0 out of range 1..100000"},
-    {T1 "PfsLicensePerJob=100001\n",
-     "t.conf:2: key 'PfsLicensePerJob': 100001 out of range 1..100000"},
-    {T1 "PfsLicensePerJob=two\n",
-     "t.conf:2: key 'PfsLicensePerJob': 'two' is not a number"},
-    {T1 "TelemetryInterval=0.05\n",
-     "t.conf:2: key 'TelemetryInterval': '0.05' is not a number of "
-     "seconds from 0.1 to 60"},
-    {T1 "TelemetryInterval=61\n",
-     "t.conf:2: key 'TelemetryInterval': '61' is not a number of seconds "
-     "from 0.1 to 60"},
-    {T1 "TelemetryInterval=x\n",
-     "t.conf:2: key 'TelemetryInterval': 'x' is not a number of seconds "
-     "from 0.1 to 60"},
-    /* Durations. */
-    {T1 "HistoryRetention=90y\n",
-     "t.conf:2: key 'HistoryRetention': invalid duration '90y' (want "
-     "N[s|m|h|d|w], e.g. 90d)"},
-    {T1 "HistoryRetention=99999999999\n",
-     "t.conf:2: key 'HistoryRetention': duration too long '99999999999' "
-     "(want N[s|m|h|d|w], e.g. 90d)"},
-    {T1 "RecommendWindow=0\n",
-     "t.conf:2: key 'RecommendWindow': must be longer than 0 seconds"},
-    {T1 "PlacementHold=2h\n",
-     "t.conf:2: key 'PlacementHold': at most 1h, not '2h'"},
-    {T1 "PlacementHold=soon\n",
-     "t.conf:2: key 'PlacementHold': invalid duration 'soon' (want "
-     "N[s|m|h|d|w], e.g. 90d)"},
-    {T1 "PartsDeadline=0\n",
-     "t.conf:2: key 'PartsDeadline': must be 1s to 86400s"},
-    {T1 "PartsDeadline=2d\n",
-     "t.conf:2: key 'PartsDeadline': must be 1s to 86400s"},
-    {T1 "PartsDeadline=soon\n",
-     "t.conf:2: key 'PartsDeadline': invalid duration 'soon' (want "
-     "N[s|m|h|d|w], e.g. 90d)"},
-    {T1 "PartsDeadline=-5\n",
-     "t.conf:2: key 'PartsDeadline': invalid duration '-5' (want "
-     "N[s|m|h|d|w], e.g. 90d)"},
-    {T1 "OutboxRetryMax=0\n",
-     "t.conf:2: key 'OutboxRetryMax': must be 1s to 3600s"},
-    {T1 "OutboxRetryMax=2h\n",
-     "t.conf:2: key 'OutboxRetryMax': must be 1s to 3600s"},
-    {T1 "OutboxRetryMax=later\n",
-     "t.conf:2: key 'OutboxRetryMax': invalid duration 'later' (want "
-     "N[s|m|h|d|w], e.g. 90d)"},
-    /* yes or no, and the enums. */
-    {T1 "Trace=maybe\n",
-     "t.conf:2: key 'Trace': expected yes or no, not 'maybe'"},
-    {T1 "PublicDatasets=1\n",
-     "t.conf:2: key 'PublicDatasets': expected yes or no, not '1'"},
-    {T1 "RecommendHint=maybe\n",
-     "t.conf:2: key 'RecommendHint': expected yes or no, not 'maybe'"},
-    {T1 "Prestage=off\n",
-     "t.conf:2: key 'Prestage': expected yes or no, not 'off'"},
-    {T1 "OnStageFailure=maybe\n",
-     "t.conf:2: key 'OnStageFailure': unknown value 'maybe' (known: fail, "
-     "fallback)"},
-    /* Names. */
-    {T1 "NodeName=.hidden\n",
-     "t.conf:2: key 'NodeName': invalid node name '.hidden' (want "
-     "[A-Za-z0-9_.-]{1,63}, not starting with '.')"},
-    {T1 "NodeName=a/b\n",
-     "t.conf:2: key 'NodeName': invalid node name 'a/b' (want "
-     "[A-Za-z0-9_.-]{1,63}, not starting with '.')"},
-    {T1 "NodeName=a\x01\n",
-     "t.conf:2: key 'NodeName': invalid node name 'a?' (want "
-     "[A-Za-z0-9_.-]{1,63}, not starting with '.')"},
-    {T1 "PublicUser=Nobody\n",
-     "t.conf:2: key 'PublicUser': 'Nobody' is not a user name "
-     "([a-z_][a-z0-9_.-]*, at most 32 characters)"},
-    {T1 "PublicUser=../root\n",
-     "t.conf:2: key 'PublicUser': '../root' is not a user name "
-     "([a-z_][a-z0-9_.-]*, at most 32 characters)"},
-    {T1 "PublicUser=a23456789012345678901234567890123\n",
-     "t.conf:2: key 'PublicUser': 'a23456789012345678901234567890123' is "
-     "not a user name ([a-z_][a-z0-9_.-]*, at most 32 characters)"},
-    {T1 "ControllerHost=ctl:6827\n",
-     "t.conf:2: key 'ControllerHost': 'ctl:6827' is not a host name or IP "
-     "address"},
-    {T1 "ControllerHost=a..b\n",
-     "t.conf:2: key 'ControllerHost': 'a..b' is not a host name or IP "
-     "address"},
-    {T1 "ControllerHost=ctl$x\n",
-     "t.conf:2: key 'ControllerHost': 'ctl$x' is not a host name or IP "
-     "address"},
-    {T1 "ControllerHost="
-	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
-     "t.conf:2: key 'ControllerHost': "
-     "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'"
-     " is not a host name or IP address"},
-    {T1 "AdminGroup=-admin\n",
-     "t.conf:2: key 'AdminGroup': '-admin' is not a group name "
-     "([A-Za-z0-9_.-]{1,63}, not starting with '-' or '.')"},
-    {T1 "AdminGroup=a/b\n",
-     "t.conf:2: key 'AdminGroup': 'a/b' is not a group name "
-     "([A-Za-z0-9_.-]{1,63}, not starting with '-' or '.')"},
-    {T1 "AdminGroup="
-	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
-     "t.conf:2: key 'AdminGroup': "
-     "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'"
-     " is not a group name ([A-Za-z0-9_.-]{1,63}, not starting with '-' "
-     "or '.')"},
-    {T1 "PeerListen=node1\n",
-     "t.conf:2: key 'PeerListen': 'node1' is not an IP address or '*'"},
-    {T1 "PeerListen=10.0.0.300\n",
-     "t.conf:2: key 'PeerListen': '10.0.0.300' is not an IP address or "
-     "'*'"},
-    {T1 "PfsLicense=pfs:bw\n",
-     "t.conf:2: key 'PfsLicense': 'pfs:bw' is not a license name "
-     "([A-Za-z0-9_-]{1,31}, as in slurm.conf Licenses=)"},
-    {T1 "PfsLicense=a,b\n",
-     "t.conf:2: key 'PfsLicense': 'a,b' is not a license name "
-     "([A-Za-z0-9_-]{1,31}, as in slurm.conf Licenses=)"},
-    {T1 "PfsLicense=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
-     "t.conf:2: key 'PfsLicense': 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' is "
-     "not a license name ([A-Za-z0-9_-]{1,31}, as in slurm.conf "
-     "Licenses=)"},
-    /* Listen addresses. */
-    {T1 "MetricsListen=9464\n",
-     "t.conf:2: key 'MetricsListen': '9464' is not ADDR:PORT (an IP "
-     "address such as 127.0.0.1:9464 or [::1]:9464, port 1..65535) or "
-     "'no'"},
-    {T1 "MetricsListen=localhost:9464\n",
-     "t.conf:2: key 'MetricsListen': 'localhost:9464' is not ADDR:PORT "
-     "(an IP address such as 127.0.0.1:9464 or [::1]:9464, port "
-     "1..65535) or 'no'"},
-    {T1 "MetricsListen=127.0.0.1:65536\n",
-     "t.conf:2: key 'MetricsListen': '127.0.0.1:65536' is not ADDR:PORT "
-     "(an IP address such as 127.0.0.1:9464 or [::1]:9464, port "
-     "1..65535) or 'no'"},
-    {T1 "ControllerMetricsListen=9465\n",
-     "t.conf:2: key 'ControllerMetricsListen': '9465' is not ADDR:PORT (an "
-     "IP address such as 127.0.0.1:9464 or [::1]:9464, port 1..65535) or "
-     "'no'"},
-    {T1 "ControllerMetricsListen=ctl:9465\n",
-     "t.conf:2: key 'ControllerMetricsListen': 'ctl:9465' is not "
-     "ADDR:PORT (an IP address such as 127.0.0.1:9464 or [::1]:9464, "
-     "port 1..65535) or 'no'"},
-    /* Paths. */
-    {T1 "TraceLibrary=lib/x.so\n",
-     "t.conf:2: key 'TraceLibrary': lib/x.so: not an absolute path"},
-    {T1 "TraceLibrary=/a.so:/b.so\n",
-     "t.conf:2: key 'TraceLibrary': '/a.so:/b.so' holds ':' or a blank "
-     "(LD_PRELOAD separators)"},
-    {T1 "SocketPath=run/x.sock\n",
-     "t.conf:2: key 'SocketPath': run/x.sock: not an absolute path"},
-    {T1 "SocketPath=/run/"
-	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-	"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
-     "t.conf:2: key 'SocketPath': /run/"
-     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...: "
-     "longer than 107 bytes"},
-    {T1 "StateDir=/var/../etc\n",
-     "t.conf:2: key 'StateDir': /var/../etc: contains a '..' component"},
-    {T1 "ProfileDir=/etc/./x\n",
-     "t.conf:2: key 'ProfileDir': /etc/./x: contains a '.' component"},
-    {T1 "ProfileDir=/etc/\x01x\n",
-     "t.conf:2: key 'ProfileDir': /etc/?x: contains a control character"},
-    {T1 "MetricsTextfile=relative.prom\n",
-     "t.conf:2: key 'MetricsTextfile': relative.prom: not an absolute "
-     "path"},
-    {T1 "MetricsTextfile=/var/lib/x/../i.prom\n",
-     "t.conf:2: key 'MetricsTextfile': /var/lib/x/../i.prom: contains "
-     "a '..' component"},
-    {T1 "MungeSocket=relative/sock\n",
-     "t.conf:2: key 'MungeSocket': relative/sock: not an absolute path"},
-    {T1 "MungeSocket=/a/../b\n",
-     "t.conf:2: key 'MungeSocket': /a/../b: contains a '..' component"},
-    {T1 "MungeSocket=/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
-     "t.conf:2: key 'MungeSocket': longer than 107 bytes"},
-    {T1 "PfsPath=relative\n",
-     "t.conf:2: key 'PfsPath': relative: not an absolute path"},
-    {T1 "PfsPath=/a:/b\n", "t.conf:2: key 'PfsPath': '/a:/b' holds ':'"},
-    {T1 "PfsPath=/\n",
-     "t.conf:2: key 'PfsPath': '/' is not a PFS mount point (every read "
-     "would be observed)"},
-    {T1 "PfsPath=//\n",
-     "t.conf:2: key 'PfsPath': '/' is not a PFS mount point (every read "
-     "would be observed)"},
-    {T1 "PfsPath=/a/../..\n",
-     "t.conf:2: key 'PfsPath': /a/../..: contains a '..' component"},
-    /* Bandwidths. */
-    {T1 "StageBandwidth=fast\n",
-     "t.conf:2: key 'StageBandwidth': 'fast' is not a bandwidth (bytes per "
-     "second, e.g. 400M or 1G/s)"},
-    {T1 "StageBandwidth=-1M\n",
-     "t.conf:2: key 'StageBandwidth': '-1M' is not a bandwidth (bytes per "
-     "second, e.g. 400M or 1G/s)"},
-    {T1 "StageBandwidth=1M/h\n",
-     "t.conf:2: key 'StageBandwidth': '1M/h' is not a bandwidth (bytes per "
-     "second, e.g. 400M or 1G/s)"},
-    {T1 "StageBandwidth=99999999999999999999P\n",
-     "t.conf:2: key 'StageBandwidth': '99999999999999999999P' is not a "
-     "bandwidth (bytes per second, e.g. 400M or 1G/s)"},
-    {T1 "StageBandwidth=12345678901234567890123456789012345678901234567890"
-	"12345678901234567890\n",
-     "t.conf:2: key 'StageBandwidth': "
-     "'1234567890123456789012345678901234567890123456789012345678901234...'"
-     " is too long"},
-    {T1 "StageBandwidthFallback=0\n",
-     "t.conf:2: key 'StageBandwidthFallback': must be above 0 (it is the "
-     "share a node takes alone)"},
-    {T1 "StageBandwidthFallback=no\n",
-     "t.conf:2: key 'StageBandwidthFallback': must be above 0 (it is the "
-     "share a node takes alone)"},
-    /* Tier lines. */
-    {"Tier=nvme\n", "t.conf:1: key 'Path': required for tier 'nvme'"},
-    {"Tier=nvme Capacity=1G\n",
-     "t.conf:1: key 'Path': required for tier 'nvme'"},
-    {"Tier=\n", "t.conf:1: key 'Tier': empty value"},
-    {"Tier=NVMe Path=/a\n",
-     "t.conf:1: key 'Tier': invalid tier name 'NVMe' (want "
-     "[a-z0-9_-]{1,31})"},
-    {"Tier=a/b Path=/a\n",
-     "t.conf:1: key 'Tier': invalid tier name 'a/b' (want "
-     "[a-z0-9_-]{1,31})"},
-    {"Tier=..\n", "t.conf:1: key 'Tier': invalid tier name '..' (want "
-		  "[a-z0-9_-]{1,31})"},
-    {"Tier=abcdefghijabcdefghijabcdefghijab Path=/a\n",
-     "t.conf:1: key 'Tier': invalid tier name "
-     "'abcdefghijabcdefghijabcdefghijab' (want [a-z0-9_-]{1,31})"},
-    {T1 "\n# x\nTier=nvme Path=/other\n",
-     "t.conf:4: key 'Tier': duplicate tier 'nvme' (first on line 1)"},
-    {T1 "Tier=bb Path=/local//nvme/\n",
-     "t.conf:2: key 'Path': /local/nvme overlaps tier 'nvme' "
-     "(/local/nvme, line 1)"},
-    {T1 "Tier=bb Path=/local/nvme/bb\n",
-     "t.conf:2: key 'Path': /local/nvme/bb overlaps tier 'nvme' "
-     "(/local/nvme, line 1)"},
-    {T1 "Tier=bb Path=/local\n",
-     "t.conf:2: key 'Path': /local overlaps tier 'nvme' (/local/nvme, "
-     "line 1)"},
-    {"Tier=a Path=rel\n", "t.conf:1: key 'Path': rel: not an absolute path"},
-    {"Tier=a Path=/a/../b\n",
-     "t.conf:1: key 'Path': /a/../b: contains a '..' component"},
-    {"Tier=a Path=/a Capacity=12Q\n",
-     "t.conf:1: key 'Capacity': invalid size '12Q'"},
-    {"Tier=a Path=/a Capacity=99999P\n",
-     "t.conf:1: key 'Capacity': size too large '99999P'"},
-    {"Tier=a Path=/a Medium=floppy\n",
-     "t.conf:1: key 'Medium': unknown medium 'floppy' (known: nvme, ssd, "
-     "hdd, pmem, ram)"},
-    {"Tier=a Path=/a Shared=maybe\n",
-     "t.conf:1: key 'Shared': expected yes or no, not 'maybe'"},
-    {"Tier=a Path=/a Path=/b\n",
-     "t.conf:1: key 'Path': given twice for tier 'a'"},
-    {T1 "Tier=x Path=/x Shared=yes shared=no\n",
-     "t.conf:2: key 'Shared': given twice for tier 'x'"},
-    {"Tier=a Path=/a NodeName=n1\n",
-     "t.conf:1: key 'NodeName': not valid on a Tier line (put it on its "
-     "own line)"},
-    {"Tier=a Path=/a StageTimeout=5\n",
-     "t.conf:1: key 'StageTimeout': not valid on a Tier line (put it on "
-     "its own line)"},
-    {"Tier=a Path=/a Tier=b\n", "t.conf:1: key 'Tier': one tier per line"},
-    {"Tier=a Path=/a Foo=1\n", "t.conf:1: unknown key 'Foo'"},
-    {"Path=/a\n", "t.conf:1: key 'Path': only valid on a Tier line"},
-    {"StageTimeout=5 Tier=a Path=/a\n",
-     "t.conf:1: key 'Tier': must start its line"},
-    /* Rules across keys, after the last line. */
-    {"", "t.conf: key 'Tier': at least one Tier is required"},
-    {"# nothing\n\n", "t.conf: key 'Tier': at least one Tier is required"},
-    {"StageTimeout=5\n", "t.conf: key 'Tier': at least one Tier is required"},
-    {"DefaultTier=bb\n" T1,
-     "t.conf:1: key 'DefaultTier': unknown tier 'bb' (known: nvme)"},
-    {T1 "DefaultTier=BAD!\n",
-     "t.conf:2: key 'DefaultTier': invalid tier name 'BAD!' (want "
-     "[a-z0-9_-]{1,31})"},
-    {T1 "DefaultTier=nvme\nDefaultTier=nvme\n",
-     "t.conf:3: key 'DefaultTier': duplicate (first set on line 2)"},
-    {T1 "CacheLowWatermark=90\n",
-     "t.conf:2: key 'CacheLowWatermark': 90 is not below "
-     "CacheHighWatermark (85)"},
-    {T1 "CacheLowWatermark=60\nCacheHighWatermark=60\n",
-     "t.conf:2: key 'CacheLowWatermark': 60 is not below "
-     "CacheHighWatermark (60)"},
-    {T1 "CacheHighWatermark=70\n",
-     "t.conf:2: key 'CacheHighWatermark': 70 is not above "
-     "CacheLowWatermark (75)"},
+	/* Lines and pairs. */
+	{ T1 "Foo=1\n", "t.conf:2: unknown key 'Foo'" },
+	{ "Foo\x01=1\n", "t.conf:1: unknown key 'Foo?'" },
+	{ T1
+	  "Fooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooo"
+	  "oooooooooooooooooooooooooooooooooooo=1\n",
+	  "t.conf:2: unknown key "
+	  "'Foooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooo"
+	  "o...'" },
+	{ T1 "StageTimeout\n",
+	  "t.conf:2: key 'StageTimeout': expected Key=Value" },
+	{ "Tier\n", "t.conf:1: key 'Tier': expected Key=Value" },
+	{ T1 "=5\n", "t.conf:2: key '': expected Key=Value" },
+	{ "Tier=a Path=/a =5\n", "t.conf:1: key '': expected Key=Value" },
+	{ T1 "StageTimeout=\n", "t.conf:2: key 'StageTimeout': empty value" },
+	{ T1 "StageTimeout=60 0\n", "t.conf:2: key '0': expected Key=Value" },
+	{ T1 "a=1 b=1 c=1 d=1 e=1 f=1 g=1 h=1 i=1 j=1 k=1 l=1 m=1 n=1 o=1 "
+	     "p=1 q=1\n",
+	  "t.conf:2: more than 16 Key=Value pairs on one line" },
+	{ T1 "PublicUser=\n", "t.conf:2: key 'PublicUser': empty value" },
+	{ T1 "PartsDeadline=\n", "t.conf:2: key 'PartsDeadline': empty value" },
+	/* Duplicates, any case. */
+	{ T1 "StageTimeout=600\nstagetimeout=700\n",
+	  "t.conf:3: key 'StageTimeout': duplicate (first set on line 2)" },
+	{ T1 "CacheTTL=1\nCacheTTL=2\n",
+	  "t.conf:3: key 'CacheTTL': duplicate (first set on line 2)" },
+	{ T1 "NodeName=n1\nNodeName=n2\n",
+	  "t.conf:3: key 'NodeName': duplicate (first set on line 2)" },
+	{ T1 "DrainTimeout=60\ndraintimeout=60\n",
+	  "t.conf:3: key 'DrainTimeout': duplicate (first set on line 2)" },
+	{ T1 "PublicUser=nobody\npublicuser=nobody\n",
+	  "t.conf:3: key 'PublicUser': duplicate (first set on line 2)" },
+	{ T1 "MetricsJobGrace=1 MetricsJobGrace=2\n",
+	  "t.conf:2: key 'MetricsJobGrace': duplicate (first set on line 2)" },
+	{ T1 "RecommendHint=yes RecommendHint=no\n",
+	  "t.conf:2: key 'RecommendHint': duplicate (first set on line 2)" },
+	{ T1 "PeerPort=0\nPeerListen=*\npeerlisten=::1\n",
+	  "t.conf:4: key 'PeerListen': duplicate (first set on line 3)" },
+	{ T1 "ControllerHost=a\nControllerHost=b\n",
+	  "t.conf:3: key 'ControllerHost': duplicate (first set on line 2)" },
+	{ T1 "PartsDeadline=5\nPartsDeadline=6\n",
+	  "t.conf:3: key 'PartsDeadline': duplicate (first set on line 2)" },
+	{ T1 "StageBandwidth=1M\nStageBandwidth=2M\n",
+	  "t.conf:3: key 'StageBandwidth': duplicate (first set on line 2)" },
+	{ T1 "MetricsTextfile=/a/b/\nMetricsTextfile=no\n",
+	  "t.conf:3: key 'MetricsTextfile': duplicate (first set on line 2)" },
+	/* Numbers and their ranges. */
+	{ T1 "StageTimeout=0\n",
+	  "t.conf:2: key 'StageTimeout': 0 out of range 1..86400" },
+	{ T1 "StageTimeout=86401\n",
+	  "t.conf:2: key 'StageTimeout': 86401 out of range 1..86400" },
+	{ T1 "StageTimeout=99999999999999999999999\n",
+	  "t.conf:2: key 'StageTimeout': 99999999999999999999999 out of range "
+	  "1..86400" },
+	{ T1 "StageTimeout=abc\n",
+	  "t.conf:2: key 'StageTimeout': 'abc' is not a number" },
+	{ T1 "StageTimeout=-1\n",
+	  "t.conf:2: key 'StageTimeout': '-1' is not a number" },
+	{ T1 "CacheHighWatermark=101\n",
+	  "t.conf:2: key 'CacheHighWatermark': 101 out of range 1..100" },
+	{ T1 "CacheHighWatermark=0\n",
+	  "t.conf:2: key 'CacheHighWatermark': 0 out of range 1..100" },
+	{ T1 "CacheLowWatermark=100\n",
+	  "t.conf:2: key 'CacheLowWatermark': 100 out of range 0..99" },
+	{ T1 "CacheTTL=2592001\n",
+	  "t.conf:2: key 'CacheTTL': 2592001 out of range 0..2592000" },
+	{ T1 "CacheTTL=1h\n",
+	  "t.conf:2: key 'CacheTTL': '1h' is not a number" },
+	{ T1 "StageParallelism=0\n",
+	  "t.conf:2: key 'StageParallelism': 0 out of range 1..64" },
+	{ T1 "StageParallelism=65\n",
+	  "t.conf:2: key 'StageParallelism': 65 out of range 1..64" },
+	{ T1 "MaxConnections=0\n",
+	  "t.conf:2: key 'MaxConnections': 0 out of range 1..4096" },
+	{ T1 "MaxConnections=4097\n",
+	  "t.conf:2: key 'MaxConnections': 4097 out of range 1..4096" },
+	{ T1 "DrainTimeout=0\n",
+	  "t.conf:2: key 'DrainTimeout': 0 out of range 1..86400" },
+	{ T1 "DrainTimeout=86401\n",
+	  "t.conf:2: key 'DrainTimeout': 86401 out of range 1..86400" },
+	{ T1 "DrainTimeout=10m\n",
+	  "t.conf:2: key 'DrainTimeout': '10m' is not a number" },
+	{ T1 "RecommendMinJobs=0\n",
+	  "t.conf:2: key 'RecommendMinJobs': 0 out of range 1..1000" },
+	{ T1 "RecommendMinJobs=1001\n",
+	  "t.conf:2: key 'RecommendMinJobs': 1001 out of range 1..1000" },
+	{ T1 "RecommendOSTCount=65536\n",
+	  "t.conf:2: key 'RecommendOSTCount': 65536 out of range 0..65535" },
+	{ T1 "RecommendOSTCount=-1\n",
+	  "t.conf:2: key 'RecommendOSTCount': '-1' is not a number" },
+	{ T1 "MetricsInterval=0\n",
+	  "t.conf:2: key 'MetricsInterval': 0 out of range 1..3600" },
+	{ T1 "MetricsJobGrace=86401\n",
+	  "t.conf:2: key 'MetricsJobGrace': 86401 out of range 0..86400" },
+	{ T1 "PeerPort=65536\n",
+	  "t.conf:2: key 'PeerPort': 65536 out of range 0..65535" },
+	{ T1 "PeerPort=-1\n",
+	  "t.conf:2: key 'PeerPort': '-1' is not a number" },
+	{ T1 "PeerPort=http\n",
+	  "t.conf:2: key 'PeerPort': 'http' is not a number" },
+	{ T1 "PeerPartsTimeout=0\n",
+	  "t.conf:2: key 'PeerPartsTimeout': 0 out of range 1..86400" },
+	{ T1 "PeerPartsTimeout=86401\n",
+	  "t.conf:2: key 'PeerPartsTimeout': 86401 out of range 1..86400" },
+	{ T1 "ControllerPort=0\n",
+	  "t.conf:2: key 'ControllerPort': 0 out of range 1..65535" },
+	{ T1 "ControllerPort=65536\n",
+	  "t.conf:2: key 'ControllerPort': 65536 out of range 1..65535" },
+	{ T1 "ControllerPort=ctl\n",
+	  "t.conf:2: key 'ControllerPort': 'ctl' is not a number" },
+	{ T1 "OutboxLimit=0\n",
+	  "t.conf:2: key 'OutboxLimit': 0 out of range 1..10000000" },
+	{ T1 "OutboxLimit=10000001\n",
+	  "t.conf:2: key 'OutboxLimit': 10000001 out of range 1..10000000" },
+	{ T1 "OutboxLimit=many\n",
+	  "t.conf:2: key 'OutboxLimit': 'many' is not a number" },
+	{ T1 "OutboxLimit=99999999999999999999999\n",
+	  "t.conf:2: key 'OutboxLimit': 99999999999999999999999 out of range "
+	  "1..10000000" },
+	{ T1 "PfsLicensePerJob=0\n",
+	  "t.conf:2: key 'PfsLicensePerJob': 0 out of range 1..100000" },
+	{ T1 "PfsLicensePerJob=100001\n",
+	  "t.conf:2: key 'PfsLicensePerJob': 100001 out of range 1..100000" },
+	{ T1 "PfsLicensePerJob=two\n",
+	  "t.conf:2: key 'PfsLicensePerJob': 'two' is not a number" },
+	{ T1 "TelemetryInterval=0.05\n",
+	  "t.conf:2: key 'TelemetryInterval': '0.05' is not a number of "
+	  "seconds from 0.1 to 60" },
+	{ T1 "TelemetryInterval=61\n",
+	  "t.conf:2: key 'TelemetryInterval': '61' is not a number of seconds "
+	  "from 0.1 to 60" },
+	{ T1 "TelemetryInterval=x\n",
+	  "t.conf:2: key 'TelemetryInterval': 'x' is not a number of seconds "
+	  "from 0.1 to 60" },
+	/* Durations. */
+	{ T1 "HistoryRetention=90y\n",
+	  "t.conf:2: key 'HistoryRetention': invalid duration '90y' (want "
+	  "N[s|m|h|d|w], e.g. 90d)" },
+	{ T1 "HistoryRetention=99999999999\n",
+	  "t.conf:2: key 'HistoryRetention': duration too long '99999999999' "
+	  "(want N[s|m|h|d|w], e.g. 90d)" },
+	{ T1 "RecommendWindow=0\n",
+	  "t.conf:2: key 'RecommendWindow': must be longer than 0 seconds" },
+	{ T1 "PlacementHold=2h\n",
+	  "t.conf:2: key 'PlacementHold': at most 1h, not '2h'" },
+	{ T1 "PlacementHold=soon\n",
+	  "t.conf:2: key 'PlacementHold': invalid duration 'soon' (want "
+	  "N[s|m|h|d|w], e.g. 90d)" },
+	{ T1 "PartsDeadline=0\n",
+	  "t.conf:2: key 'PartsDeadline': must be 1s to 86400s" },
+	{ T1 "PartsDeadline=2d\n",
+	  "t.conf:2: key 'PartsDeadline': must be 1s to 86400s" },
+	{ T1 "PartsDeadline=soon\n",
+	  "t.conf:2: key 'PartsDeadline': invalid duration 'soon' (want "
+	  "N[s|m|h|d|w], e.g. 90d)" },
+	{ T1 "PartsDeadline=-5\n",
+	  "t.conf:2: key 'PartsDeadline': invalid duration '-5' (want "
+	  "N[s|m|h|d|w], e.g. 90d)" },
+	{ T1 "OutboxRetryMax=0\n",
+	  "t.conf:2: key 'OutboxRetryMax': must be 1s to 3600s" },
+	{ T1 "OutboxRetryMax=2h\n",
+	  "t.conf:2: key 'OutboxRetryMax': must be 1s to 3600s" },
+	{ T1 "OutboxRetryMax=later\n",
+	  "t.conf:2: key 'OutboxRetryMax': invalid duration 'later' (want "
+	  "N[s|m|h|d|w], e.g. 90d)" },
+	/* yes or no, and the enums. */
+	{ T1 "Trace=maybe\n",
+	  "t.conf:2: key 'Trace': expected yes or no, not 'maybe'" },
+	{ T1 "PublicDatasets=1\n",
+	  "t.conf:2: key 'PublicDatasets': expected yes or no, not '1'" },
+	{ T1 "RecommendHint=maybe\n",
+	  "t.conf:2: key 'RecommendHint': expected yes or no, not 'maybe'" },
+	{ T1 "Prestage=off\n",
+	  "t.conf:2: key 'Prestage': expected yes or no, not 'off'" },
+	{ T1 "OnStageFailure=maybe\n",
+	  "t.conf:2: key 'OnStageFailure': unknown value 'maybe' (known: fail, "
+	  "fallback)" },
+	/* Names. */
+	{ T1 "NodeName=.hidden\n",
+	  "t.conf:2: key 'NodeName': invalid node name '.hidden' (want "
+	  "[A-Za-z0-9_.-]{1,63}, not starting with '.')" },
+	{ T1 "NodeName=a/b\n",
+	  "t.conf:2: key 'NodeName': invalid node name 'a/b' (want "
+	  "[A-Za-z0-9_.-]{1,63}, not starting with '.')" },
+	{ T1 "NodeName=a\x01\n",
+	  "t.conf:2: key 'NodeName': invalid node name 'a?' (want "
+	  "[A-Za-z0-9_.-]{1,63}, not starting with '.')" },
+	{ T1 "PublicUser=Nobody\n",
+	  "t.conf:2: key 'PublicUser': 'Nobody' is not a user name "
+	  "([a-z_][a-z0-9_.-]*, at most 32 characters)" },
+	{ T1 "PublicUser=../root\n",
+	  "t.conf:2: key 'PublicUser': '../root' is not a user name "
+	  "([a-z_][a-z0-9_.-]*, at most 32 characters)" },
+	{ T1 "PublicUser=a23456789012345678901234567890123\n",
+	  "t.conf:2: key 'PublicUser': 'a23456789012345678901234567890123' is "
+	  "not a user name ([a-z_][a-z0-9_.-]*, at most 32 characters)" },
+	{ T1 "ControllerHost=ctl:6827\n",
+	  "t.conf:2: key 'ControllerHost': 'ctl:6827' is not a host name or IP "
+	  "address" },
+	{ T1 "ControllerHost=a..b\n",
+	  "t.conf:2: key 'ControllerHost': 'a..b' is not a host name or IP "
+	  "address" },
+	{ T1 "ControllerHost=ctl$x\n",
+	  "t.conf:2: key 'ControllerHost': 'ctl$x' is not a host name or IP "
+	  "address" },
+	{ T1
+	  "ControllerHost="
+	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+	  "t.conf:2: key 'ControllerHost': "
+	  "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'"
+	  " is not a host name or IP address" },
+	{ T1 "AdminGroup=-admin\n",
+	  "t.conf:2: key 'AdminGroup': '-admin' is not a group name "
+	  "([A-Za-z0-9_.-]{1,63}, not starting with '-' or '.')" },
+	{ T1 "AdminGroup=a/b\n",
+	  "t.conf:2: key 'AdminGroup': 'a/b' is not a group name "
+	  "([A-Za-z0-9_.-]{1,63}, not starting with '-' or '.')" },
+	{ T1
+	  "AdminGroup="
+	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+	  "t.conf:2: key 'AdminGroup': "
+	  "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'"
+	  " is not a group name ([A-Za-z0-9_.-]{1,63}, not starting with '-' "
+	  "or '.')" },
+	{ T1 "PeerListen=node1\n",
+	  "t.conf:2: key 'PeerListen': 'node1' is not an IP address or '*'" },
+	{ T1 "PeerListen=10.0.0.300\n",
+	  "t.conf:2: key 'PeerListen': '10.0.0.300' is not an IP address or "
+	  "'*'" },
+	{ T1 "PfsLicense=pfs:bw\n",
+	  "t.conf:2: key 'PfsLicense': 'pfs:bw' is not a license name "
+	  "([A-Za-z0-9_-]{1,31}, as in slurm.conf Licenses=)" },
+	{ T1 "PfsLicense=a,b\n",
+	  "t.conf:2: key 'PfsLicense': 'a,b' is not a license name "
+	  "([A-Za-z0-9_-]{1,31}, as in slurm.conf Licenses=)" },
+	{ T1 "PfsLicense=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+	  "t.conf:2: key 'PfsLicense': 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' is "
+	  "not a license name ([A-Za-z0-9_-]{1,31}, as in slurm.conf "
+	  "Licenses=)" },
+	/* Listen addresses. */
+	{ T1 "MetricsListen=9464\n",
+	  "t.conf:2: key 'MetricsListen': '9464' is not ADDR:PORT (an IP "
+	  "address such as 127.0.0.1:9464 or [::1]:9464, port 1..65535) or "
+	  "'no'" },
+	{ T1 "MetricsListen=localhost:9464\n",
+	  "t.conf:2: key 'MetricsListen': 'localhost:9464' is not ADDR:PORT "
+	  "(an IP address such as 127.0.0.1:9464 or [::1]:9464, port "
+	  "1..65535) or 'no'" },
+	{ T1 "MetricsListen=127.0.0.1:65536\n",
+	  "t.conf:2: key 'MetricsListen': '127.0.0.1:65536' is not ADDR:PORT "
+	  "(an IP address such as 127.0.0.1:9464 or [::1]:9464, port "
+	  "1..65535) or 'no'" },
+	{ T1 "ControllerMetricsListen=9465\n",
+	  "t.conf:2: key 'ControllerMetricsListen': '9465' is not ADDR:PORT (an "
+	  "IP address such as 127.0.0.1:9464 or [::1]:9464, port 1..65535) or "
+	  "'no'" },
+	{ T1 "ControllerMetricsListen=ctl:9465\n",
+	  "t.conf:2: key 'ControllerMetricsListen': 'ctl:9465' is not "
+	  "ADDR:PORT (an IP address such as 127.0.0.1:9464 or [::1]:9464, "
+	  "port 1..65535) or 'no'" },
+	/* Paths. */
+	{ T1 "TraceLibrary=lib/x.so\n",
+	  "t.conf:2: key 'TraceLibrary': lib/x.so: not an absolute path" },
+	{ T1 "TraceLibrary=/a.so:/b.so\n",
+	  "t.conf:2: key 'TraceLibrary': '/a.so:/b.so' holds ':' or a blank "
+	  "(LD_PRELOAD separators)" },
+	{ T1 "SocketPath=run/x.sock\n",
+	  "t.conf:2: key 'SocketPath': run/x.sock: not an absolute path" },
+	{ T1 "SocketPath=/run/"
+	     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
+	  "t.conf:2: key 'SocketPath': /run/"
+	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...: "
+	  "longer than 107 bytes" },
+	{ T1 "StateDir=/var/../etc\n",
+	  "t.conf:2: key 'StateDir': /var/../etc: contains a '..' component" },
+	{ T1 "ProfileDir=/etc/./x\n",
+	  "t.conf:2: key 'ProfileDir': /etc/./x: contains a '.' component" },
+	{ T1 "ProfileDir=/etc/\x01x\n",
+	  "t.conf:2: key 'ProfileDir': /etc/?x: contains a control character" },
+	{ T1 "MetricsTextfile=relative.prom\n",
+	  "t.conf:2: key 'MetricsTextfile': relative.prom: not an absolute "
+	  "path" },
+	{ T1 "MetricsTextfile=/var/lib/x/../i.prom\n",
+	  "t.conf:2: key 'MetricsTextfile': /var/lib/x/../i.prom: contains "
+	  "a '..' component" },
+	{ T1 "MungeSocket=relative/sock\n",
+	  "t.conf:2: key 'MungeSocket': relative/sock: not an absolute path" },
+	{ T1 "MungeSocket=/a/../b\n",
+	  "t.conf:2: key 'MungeSocket': /a/../b: contains a '..' component" },
+	{ T1
+	  "MungeSocket=/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+	  "t.conf:2: key 'MungeSocket': longer than 107 bytes" },
+	{ T1 "PfsPath=relative\n",
+	  "t.conf:2: key 'PfsPath': relative: not an absolute path" },
+	{ T1 "PfsPath=/a:/b\n", "t.conf:2: key 'PfsPath': '/a:/b' holds ':'" },
+	{ T1 "PfsPath=/\n",
+	  "t.conf:2: key 'PfsPath': '/' is not a PFS mount point (every read "
+	  "would be observed)" },
+	{ T1 "PfsPath=//\n",
+	  "t.conf:2: key 'PfsPath': '/' is not a PFS mount point (every read "
+	  "would be observed)" },
+	{ T1 "PfsPath=/a/../..\n",
+	  "t.conf:2: key 'PfsPath': /a/../..: contains a '..' component" },
+	/* Bandwidths. */
+	{ T1 "StageBandwidth=fast\n",
+	  "t.conf:2: key 'StageBandwidth': 'fast' is not a bandwidth (bytes per "
+	  "second, e.g. 400M or 1G/s)" },
+	{ T1 "StageBandwidth=-1M\n",
+	  "t.conf:2: key 'StageBandwidth': '-1M' is not a bandwidth (bytes per "
+	  "second, e.g. 400M or 1G/s)" },
+	{ T1 "StageBandwidth=1M/h\n",
+	  "t.conf:2: key 'StageBandwidth': '1M/h' is not a bandwidth (bytes per "
+	  "second, e.g. 400M or 1G/s)" },
+	{ T1 "StageBandwidth=99999999999999999999P\n",
+	  "t.conf:2: key 'StageBandwidth': '99999999999999999999P' is not a "
+	  "bandwidth (bytes per second, e.g. 400M or 1G/s)" },
+	{ T1 "StageBandwidth=12345678901234567890123456789012345678901234567890"
+	     "12345678901234567890\n",
+	  "t.conf:2: key 'StageBandwidth': "
+	  "'1234567890123456789012345678901234567890123456789012345678901234...'"
+	  " is too long" },
+	{ T1 "StageBandwidthFallback=0\n",
+	  "t.conf:2: key 'StageBandwidthFallback': must be above 0 (it is the "
+	  "share a node takes alone)" },
+	{ T1 "StageBandwidthFallback=no\n",
+	  "t.conf:2: key 'StageBandwidthFallback': must be above 0 (it is the "
+	  "share a node takes alone)" },
+	/* Tier lines. */
+	{ "Tier=nvme\n", "t.conf:1: key 'Path': required for tier 'nvme'" },
+	{ "Tier=nvme Capacity=1G\n",
+	  "t.conf:1: key 'Path': required for tier 'nvme'" },
+	{ "Tier=\n", "t.conf:1: key 'Tier': empty value" },
+	{ "Tier=NVMe Path=/a\n",
+	  "t.conf:1: key 'Tier': invalid tier name 'NVMe' (want "
+	  "[a-z0-9_-]{1,31})" },
+	{ "Tier=a/b Path=/a\n",
+	  "t.conf:1: key 'Tier': invalid tier name 'a/b' (want "
+	  "[a-z0-9_-]{1,31})" },
+	{ "Tier=..\n", "t.conf:1: key 'Tier': invalid tier name '..' (want "
+		       "[a-z0-9_-]{1,31})" },
+	{ "Tier=abcdefghijabcdefghijabcdefghijab Path=/a\n",
+	  "t.conf:1: key 'Tier': invalid tier name "
+	  "'abcdefghijabcdefghijabcdefghijab' (want [a-z0-9_-]{1,31})" },
+	{ T1 "\n# x\nTier=nvme Path=/other\n",
+	  "t.conf:4: key 'Tier': duplicate tier 'nvme' (first on line 1)" },
+	{ T1 "Tier=bb Path=/local//nvme/\n",
+	  "t.conf:2: key 'Path': /local/nvme overlaps tier 'nvme' "
+	  "(/local/nvme, line 1)" },
+	{ T1 "Tier=bb Path=/local/nvme/bb\n",
+	  "t.conf:2: key 'Path': /local/nvme/bb overlaps tier 'nvme' "
+	  "(/local/nvme, line 1)" },
+	{ T1 "Tier=bb Path=/local\n",
+	  "t.conf:2: key 'Path': /local overlaps tier 'nvme' (/local/nvme, "
+	  "line 1)" },
+	{ "Tier=a Path=rel\n",
+	  "t.conf:1: key 'Path': rel: not an absolute path" },
+	{ "Tier=a Path=/a/../b\n",
+	  "t.conf:1: key 'Path': /a/../b: contains a '..' component" },
+	{ "Tier=a Path=/a Capacity=12Q\n",
+	  "t.conf:1: key 'Capacity': invalid size '12Q'" },
+	{ "Tier=a Path=/a Capacity=99999P\n",
+	  "t.conf:1: key 'Capacity': size too large '99999P'" },
+	{ "Tier=a Path=/a Medium=floppy\n",
+	  "t.conf:1: key 'Medium': unknown medium 'floppy' (known: nvme, ssd, "
+	  "hdd, pmem, ram)" },
+	{ "Tier=a Path=/a Shared=maybe\n",
+	  "t.conf:1: key 'Shared': expected yes or no, not 'maybe'" },
+	{ "Tier=a Path=/a Path=/b\n",
+	  "t.conf:1: key 'Path': given twice for tier 'a'" },
+	{ T1 "Tier=x Path=/x Shared=yes shared=no\n",
+	  "t.conf:2: key 'Shared': given twice for tier 'x'" },
+	{ "Tier=a Path=/a NodeName=n1\n",
+	  "t.conf:1: key 'NodeName': not valid on a Tier line (put it on its "
+	  "own line)" },
+	{ "Tier=a Path=/a StageTimeout=5\n",
+	  "t.conf:1: key 'StageTimeout': not valid on a Tier line (put it on "
+	  "its own line)" },
+	{ "Tier=a Path=/a Tier=b\n",
+	  "t.conf:1: key 'Tier': one tier per line" },
+	{ "Tier=a Path=/a Foo=1\n", "t.conf:1: unknown key 'Foo'" },
+	{ "Path=/a\n", "t.conf:1: key 'Path': only valid on a Tier line" },
+	{ "StageTimeout=5 Tier=a Path=/a\n",
+	  "t.conf:1: key 'Tier': must start its line" },
+	/* Rules across keys, after the last line. */
+	{ "", "t.conf: key 'Tier': at least one Tier is required" },
+	{ "# nothing\n\n",
+	  "t.conf: key 'Tier': at least one Tier is required" },
+	{ "StageTimeout=5\n",
+	  "t.conf: key 'Tier': at least one Tier is required" },
+	{ "DefaultTier=bb\n" T1,
+	  "t.conf:1: key 'DefaultTier': unknown tier 'bb' (known: nvme)" },
+	{ T1 "DefaultTier=BAD!\n",
+	  "t.conf:2: key 'DefaultTier': invalid tier name 'BAD!' (want "
+	  "[a-z0-9_-]{1,31})" },
+	{ T1 "DefaultTier=nvme\nDefaultTier=nvme\n",
+	  "t.conf:3: key 'DefaultTier': duplicate (first set on line 2)" },
+	{ T1 "CacheLowWatermark=90\n",
+	  "t.conf:2: key 'CacheLowWatermark': 90 is not below "
+	  "CacheHighWatermark (85)" },
+	{ T1 "CacheLowWatermark=60\nCacheHighWatermark=60\n",
+	  "t.conf:2: key 'CacheLowWatermark': 60 is not below "
+	  "CacheHighWatermark (60)" },
+	{ T1 "CacheHighWatermark=70\n",
+	  "t.conf:2: key 'CacheHighWatermark': 70 is not above "
+	  "CacheLowWatermark (75)" },
 };
 
 START_TEST(test_error)
@@ -799,8 +812,9 @@ START_TEST(test_error)
 	memset(&before, 0xa5, sizeof(before));
 	after = before;
 	errno = 0;
-	ck_assert_int_eq(
-	    conf_parse(ec->text, "t.conf", &after, err, sizeof(err)), -1);
+	ck_assert_int_eq(conf_parse(ec->text, "t.conf", &after, err,
+				    sizeof(err)),
+			 -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_str_eq(err, ec->want);
 	ck_assert_ptr_null(strchr(err, '\n'));
@@ -857,8 +871,9 @@ START_TEST(test_null_inputs)
 	ck_assert_int_eq(conf_parse(NULL, "t.conf", &c, err, sizeof(err)), -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_str_eq(err, "t.conf: no configuration text");
-	ck_assert_int_eq(
-	    conf_parse("Tier=a Path=/a", "t.conf", NULL, err, sizeof(err)), -1);
+	ck_assert_int_eq(conf_parse("Tier=a Path=/a", "t.conf", NULL, err,
+				    sizeof(err)),
+			 -1);
 	/* NULL origin and NULL err are fine. */
 	ck_assert_int_eq(conf_parse("Foo=1", NULL, &c, err, sizeof(err)), -1);
 	ck_assert_str_eq(err, "(config):1: unknown key 'Foo'");
@@ -879,13 +894,13 @@ static const char *sample(const struct conf_key *k, bool tier_attr, char *buf,
 			  size_t buflen)
 {
 	static const char *const samples[][2] = {
-	    {"DefaultTier", "nvme"},
-	    {"PeerListen", "*"},
-	    {"MungeSocket", "/run/m.sock"},
-	    {"AdminGroup", "admins"},
-	    {"StageBandwidthFallback", "100M/s"},
-	    {"Tier", "nvme"},
-	    {"Path", "/t"},
+		{ "DefaultTier", "nvme" },
+		{ "PeerListen", "*" },
+		{ "MungeSocket", "/run/m.sock" },
+		{ "AdminGroup", "admins" },
+		{ "StageBandwidthFallback", "100M/s" },
+		{ "Tier", "nvme" },
+		{ "Path", "/t" },
 	};
 	struct conf c;
 	char err[CONF_ERR_MAX];
@@ -968,7 +983,10 @@ static void assert_row(const struct conf_key *k, size_t struct_size)
 			      "%s: named twice", k->name);
 }
 
-START_TEST(test_row_shape) { assert_row(&conf_keys[_i], sizeof(struct conf)); }
+START_TEST(test_row_shape)
+{
+	assert_row(&conf_keys[_i], sizeof(struct conf));
+}
 END_TEST
 
 START_TEST(test_tier_attr_shape)
@@ -1090,7 +1108,7 @@ static const char all_changed[] =
     "StageBandwidthFallback=100M PfsLicense=pfs PfsLicensePerJob=4\n"
     "Placement=no PlacementHold=90 Prestage=no PfsPath=/lustre\n";
 
-static const char *const dump_texts[] = {T1, good_conf, all_changed};
+static const char *const dump_texts[] = { T1, good_conf, all_changed };
 
 /* C dumped and parsed back is C, field by field. */
 START_TEST(test_dump_round_trip)
@@ -1101,9 +1119,9 @@ START_TEST(test_dump_round_trip)
 	size_t outlen = 0;
 	FILE *f;
 
-	ck_assert_msg(
-	    conf_parse(dump_texts[_i], "t.conf", &c, err, sizeof(err)) == 0,
-	    "%s", err);
+	ck_assert_msg(conf_parse(dump_texts[_i], "t.conf", &c, err,
+				 sizeof(err)) == 0,
+		      "%s", err);
 	f = open_memstream(&out, &outlen);
 	ck_assert_ptr_nonnull(f);
 	ck_assert_int_eq(conf_dump(&c, CONF_SCOPE_ALL, f), 0);
@@ -1206,8 +1224,8 @@ END_TEST
 static char *read_man(void)
 {
 	char reason[256];
-	char *page =
-	    smallfile_read(MAN_PAGE, 1024 * 1024, reason, sizeof(reason));
+	char *page = smallfile_read(MAN_PAGE, 1024 * 1024, reason,
+				    sizeof(reason));
 
 	ck_assert_msg(page, "%s: %s", MAN_PAGE, reason);
 	return page;
@@ -1227,8 +1245,9 @@ START_TEST(test_man_summary_current)
 	free(page);
 	ck_assert_int_eq(conf_man_splice("no marks\n", &fresh), -1);
 	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_int_eq(
-	    conf_man_splice(CONF_MAN_END "\n" CONF_MAN_BEGIN "\n", &fresh), -1);
+	ck_assert_int_eq(conf_man_splice(CONF_MAN_END "\n" CONF_MAN_BEGIN "\n",
+					 &fresh),
+			 -1);
 	ck_assert_int_eq(conf_man_splice(NULL, &fresh), -1);
 }
 END_TEST
@@ -1255,7 +1274,7 @@ static bool table_has(const char *name)
 START_TEST(test_man_prose_keys)
 {
 	char *page = read_man(), *save = NULL, *line;
-	char seen[CONF_KEYS_MAX * 2] = {0};
+	char seen[CONF_KEYS_MAX * 2] = { 0 };
 	bool in_summary = false, heading = false;
 
 	for (line = strtok_r(page, "\n", &save); line;
@@ -1317,41 +1336,41 @@ struct size_case {
 };
 
 static const struct size_case size_cases[] = {
-    {"0", 0, 0},
-    {"1024", 0, 1024},
-    {"1B", 0, 1},
-    {"1b", 0, 1},
-    {"1K", 0, 1024},
-    {"1k", 0, 1024},
-    {"1KB", 0, 1024},
-    {"1KiB", 0, 1024},
-    {"512M", 0, 512ULL << 20},
-    {"800G", 0, 800ULL << 30},
-    {"20T", 0, 20ULL << 40},
-    {"1P", 0, 1ULL << 50},
-    {"16383P", 0, 16383ULL << 50},
-    {"007", 0, 7},
-    {"18446744073709551615", 0, UINT64_MAX},
-    {"18446744073709551616", ERANGE, 0},
-    {"99999999999999999999999", ERANGE, 0},
-    {"99999999999999999999999K", ERANGE, 0},
-    {"16384P", ERANGE, 0},
-    {"17179869184G", ERANGE, 0},
-    {"12Q", EINVAL, 0},
-    {"99999999999999999999999Q", EINVAL, 0},
-    {"", EINVAL, 0},
-    {NULL, EINVAL, 0},
-    {"K", EINVAL, 0},
-    {"-1", EINVAL, 0},
-    {"+1", EINVAL, 0},
-    {" 1", EINVAL, 0},
-    {"1 ", EINVAL, 0},
-    {"1.5G", EINVAL, 0},
-    {"1iB", EINVAL, 0},
-    {"1KBB", EINVAL, 0},
-    {"1KiBx", EINVAL, 0},
-    {"1E", EINVAL, 0},
-    {"0x10", EINVAL, 0},
+	{ "0", 0, 0 },
+	{ "1024", 0, 1024 },
+	{ "1B", 0, 1 },
+	{ "1b", 0, 1 },
+	{ "1K", 0, 1024 },
+	{ "1k", 0, 1024 },
+	{ "1KB", 0, 1024 },
+	{ "1KiB", 0, 1024 },
+	{ "512M", 0, 512ULL << 20 },
+	{ "800G", 0, 800ULL << 30 },
+	{ "20T", 0, 20ULL << 40 },
+	{ "1P", 0, 1ULL << 50 },
+	{ "16383P", 0, 16383ULL << 50 },
+	{ "007", 0, 7 },
+	{ "18446744073709551615", 0, UINT64_MAX },
+	{ "18446744073709551616", ERANGE, 0 },
+	{ "99999999999999999999999", ERANGE, 0 },
+	{ "99999999999999999999999K", ERANGE, 0 },
+	{ "16384P", ERANGE, 0 },
+	{ "17179869184G", ERANGE, 0 },
+	{ "12Q", EINVAL, 0 },
+	{ "99999999999999999999999Q", EINVAL, 0 },
+	{ "", EINVAL, 0 },
+	{ NULL, EINVAL, 0 },
+	{ "K", EINVAL, 0 },
+	{ "-1", EINVAL, 0 },
+	{ "+1", EINVAL, 0 },
+	{ " 1", EINVAL, 0 },
+	{ "1 ", EINVAL, 0 },
+	{ "1.5G", EINVAL, 0 },
+	{ "1iB", EINVAL, 0 },
+	{ "1KBB", EINVAL, 0 },
+	{ "1KiBx", EINVAL, 0 },
+	{ "1E", EINVAL, 0 },
+	{ "0x10", EINVAL, 0 },
 };
 
 START_TEST(test_size)
@@ -1378,26 +1397,26 @@ static const struct {
 	int rc;
 	unsigned want;
 } duration_cases[] = {
-    {"0", 0, 0},
-    {"45", 0, 45},
-    {"45s", 0, 45},
-    {"30m", 0, 1800},
-    {"12h", 0, 43200},
-    {"90d", 0, 7776000},
-    {"2w", 0, 1209600},
-    {"90D", 0, 7776000},
-    {"4294967295", 0, UINT_MAX},
-    {"4294967296", -1, 0},
-    {"49000d", 0, 4233600000U},
-    {"50000d", -1, 0},
-    {"", -1, 0},
-    {"d", -1, 0},
-    {"-1", -1, 0},
-    {"1x", -1, 0},
-    {"1dd", -1, 0},
-    {"1 d", -1, 0},
-    {"99999999999999999999d", -1, 0},
-    {NULL, -1, 0},
+	{ "0", 0, 0 },
+	{ "45", 0, 45 },
+	{ "45s", 0, 45 },
+	{ "30m", 0, 1800 },
+	{ "12h", 0, 43200 },
+	{ "90d", 0, 7776000 },
+	{ "2w", 0, 1209600 },
+	{ "90D", 0, 7776000 },
+	{ "4294967295", 0, UINT_MAX },
+	{ "4294967296", -1, 0 },
+	{ "49000d", 0, 4233600000U },
+	{ "50000d", -1, 0 },
+	{ "", -1, 0 },
+	{ "d", -1, 0 },
+	{ "-1", -1, 0 },
+	{ "1x", -1, 0 },
+	{ "1dd", -1, 0 },
+	{ "1 d", -1, 0 },
+	{ "99999999999999999999d", -1, 0 },
+	{ NULL, -1, 0 },
 };
 
 START_TEST(test_duration)
@@ -1408,8 +1427,9 @@ START_TEST(test_duration)
 			  duration_cases[_i].rc,
 		      "case '%s'",
 		      duration_cases[_i].s ? duration_cases[_i].s : "(null)");
-	ck_assert_uint_eq(
-	    v, duration_cases[_i].rc == 0 ? duration_cases[_i].want : 12345);
+	ck_assert_uint_eq(v, duration_cases[_i].rc == 0
+				 ? duration_cases[_i].want
+				 : 12345);
 	ck_assert_int_eq(conf_parse_duration("1", NULL), -1);
 }
 END_TEST
@@ -1418,31 +1438,31 @@ static const struct {
 	const char *s, *addr;
 	unsigned port;
 } listen_cases[] = {
-    {"127.0.0.1:9464", "127.0.0.1", 9464},
-    {"0.0.0.0:1", "0.0.0.0", 1},
-    {"[::1]:65535", "::1", 65535},
-    {"[fe80::1]:80", "fe80::1", 80},
-    {"127.0.0.1:0", NULL, 0},
-    {"127.0.0.1:", NULL, 0},
-    {"127.0.0.1:99999999999999999999", NULL, 0},
-    {"127.0.0.1:80x", NULL, 0},
-    {"::1:80", NULL, 0},
-    {"[::1]80", NULL, 0},
-    {"[::1:80", NULL, 0},
-    {"999.0.0.1:80", NULL, 0},
-    {"", NULL, 0},
-    {NULL, NULL, 0},
-    {"1111111111111111111111111111111111111111111111111111111111111111"
-     "1:80",
-     NULL, 0},
+	{ "127.0.0.1:9464", "127.0.0.1", 9464 },
+	{ "0.0.0.0:1", "0.0.0.0", 1 },
+	{ "[::1]:65535", "::1", 65535 },
+	{ "[fe80::1]:80", "fe80::1", 80 },
+	{ "127.0.0.1:0", NULL, 0 },
+	{ "127.0.0.1:", NULL, 0 },
+	{ "127.0.0.1:99999999999999999999", NULL, 0 },
+	{ "127.0.0.1:80x", NULL, 0 },
+	{ "::1:80", NULL, 0 },
+	{ "[::1]80", NULL, 0 },
+	{ "[::1:80", NULL, 0 },
+	{ "999.0.0.1:80", NULL, 0 },
+	{ "", NULL, 0 },
+	{ NULL, NULL, 0 },
+	{ "1111111111111111111111111111111111111111111111111111111111111111"
+	  "1:80",
+	  NULL, 0 },
 };
 
 START_TEST(test_parse_listen)
 {
 	char addr[CONF_LISTEN_MAX] = "untouched";
 	unsigned port = 7;
-	int r =
-	    conf_parse_listen(listen_cases[_i].s, addr, sizeof(addr), &port);
+	int r = conf_parse_listen(listen_cases[_i].s, addr, sizeof(addr),
+				  &port);
 
 	if (listen_cases[_i].addr) {
 		ck_assert_int_eq(r, 0);
@@ -1465,58 +1485,60 @@ static const struct {
 	const char *s;
 	bool ok;
 } name_cases[] = {
-    {NODE, NULL, false},
-    {NODE, "", false},
-    {NODE, ".", false},
-    {NODE, "..", false},
-    {NODE, ".a", false},
-    {NODE, "a", true},
-    {NODE, "node1", true},
-    {NODE, "node-1.rack_2", true},
-    {NODE, "a b", false},
-    {NODE, "a/b", false},
-    {NODE, "a\nb", false},
-    {NODE, "n\xc3\xa9", false},
-    {NODE, "123456789012345678901234567890123456789012345678901234567890123",
-     true},
-    {NODE, "1234567890123456789012345678901234567890123456789012345678901234",
-     false},
-    {HOST, "ctl", true},
-    {HOST, "ctl-1.example.org", true},
-    {HOST, "10.0.0.1", true},
-    {HOST, "::1", true},
-    {HOST, NULL, false},
-    {HOST, "", false},
-    {HOST, ".ctl", false},
-    {HOST, "-ctl", false},
-    {HOST, "ctl-", false},
-    {HOST, "a..b", false},
-    {HOST, "ctl:6827", false},
-    {HOST, "ctl;rm", false},
-    {HOST, "ctl/x", false},
-    {GROUP, "admins", true},
-    {GROUP, "hpc_admin.1", true},
-    {GROUP, NULL, false},
-    {GROUP, "", false},
-    {GROUP, "-x", false},
-    {GROUP, "a b", false},
-    {GROUP, "a:b", false},
-    {USER, "_svc", true},
-    {USER, "iostage-pub_1.x", true},
-    {USER, NULL, false},
-    {USER, "", false},
-    {USER, "1abc", false},
-    {USER, "a b", false},
-    {USER, "Nobody", false},
+	{ NODE, NULL, false },
+	{ NODE, "", false },
+	{ NODE, ".", false },
+	{ NODE, "..", false },
+	{ NODE, ".a", false },
+	{ NODE, "a", true },
+	{ NODE, "node1", true },
+	{ NODE, "node-1.rack_2", true },
+	{ NODE, "a b", false },
+	{ NODE, "a/b", false },
+	{ NODE, "a\nb", false },
+	{ NODE, "n\xc3\xa9", false },
+	{ NODE,
+	  "123456789012345678901234567890123456789012345678901234567890123",
+	  true },
+	{ NODE,
+	  "1234567890123456789012345678901234567890123456789012345678901234",
+	  false },
+	{ HOST, "ctl", true },
+	{ HOST, "ctl-1.example.org", true },
+	{ HOST, "10.0.0.1", true },
+	{ HOST, "::1", true },
+	{ HOST, NULL, false },
+	{ HOST, "", false },
+	{ HOST, ".ctl", false },
+	{ HOST, "-ctl", false },
+	{ HOST, "ctl-", false },
+	{ HOST, "a..b", false },
+	{ HOST, "ctl:6827", false },
+	{ HOST, "ctl;rm", false },
+	{ HOST, "ctl/x", false },
+	{ GROUP, "admins", true },
+	{ GROUP, "hpc_admin.1", true },
+	{ GROUP, NULL, false },
+	{ GROUP, "", false },
+	{ GROUP, "-x", false },
+	{ GROUP, "a b", false },
+	{ GROUP, "a:b", false },
+	{ USER, "_svc", true },
+	{ USER, "iostage-pub_1.x", true },
+	{ USER, NULL, false },
+	{ USER, "", false },
+	{ USER, "1abc", false },
+	{ USER, "a b", false },
+	{ USER, "Nobody", false },
 };
 
 START_TEST(test_names)
 {
 	bool (*const is[])(const char *) = {
-	    [NODE] = conf_is_node_name,
-	    [HOST] = conf_is_host,
-	    [GROUP] = conf_is_group_name,
-	    [USER] = conf_is_user_name,
+		[NODE] = conf_is_node_name,
+		[HOST] = conf_is_host,
+		[GROUP] = conf_is_group_name,
+		[USER] = conf_is_user_name,
 	};
 	const char *s = name_cases[_i].s;
 
@@ -1721,4 +1743,7 @@ static Suite *conf_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(conf_suite()); }
+int main(void)
+{
+	return check_run(conf_suite());
+}

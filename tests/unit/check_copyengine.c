@@ -36,8 +36,8 @@
 #define ERRLEN 1024
 
 static char base[64];
-static char src[128];  /* base/src */
-static char dst[128];  /* base/dst */
+static char src[128]; /* base/src */
+static char dst[128]; /* base/dst */
 static int base_fd = -1, src_fd = -1, dst_fd = -1;
 
 static const struct timespec old_times[2] = { { 1000000000, 0 },
@@ -217,11 +217,12 @@ static void assert_copy(int sfd, int dfd, const char *rel, const char *drel,
 			      d.st_mode & 07777);
 	if (!S_ISLNK(s.st_mode)) {
 		ck_assert_msg(s.st_mtim.tv_sec == d.st_mtim.tv_sec &&
-				      s.st_mtim.tv_nsec == d.st_mtim.tv_nsec,
+				  s.st_mtim.tv_nsec == d.st_mtim.tv_nsec,
 			      "%s: mtime differs", rel);
 	}
 	if (S_ISREG(s.st_mode)) {
-		int a = openat(sfd, rel, O_RDONLY), b = openat(dfd, drel, O_RDONLY);
+		int a = openat(sfd, rel, O_RDONLY),
+		    b = openat(dfd, drel, O_RDONLY);
 
 		ck_assert_int_eq(s.st_size, d.st_size);
 		if (s.st_size <= 256 * (off_t)MIB)
@@ -247,14 +248,17 @@ static void assert_copy(int sfd, int dfd, const char *rel, const char *drel,
 		while ((de = readdir(dir))) {
 			struct stat es;
 
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			if (!strcmp(de->d_name, ".") ||
+			    !strcmp(de->d_name, ".."))
 				continue;
 			ck_assert_int_eq(fstatat(a, de->d_name, &es,
-						 AT_SYMLINK_NOFOLLOW), 0);
+						 AT_SYMLINK_NOFOLLOW),
+					 0);
 			if (!S_ISREG(es.st_mode) && !S_ISDIR(es.st_mode) &&
 			    !S_ISLNK(es.st_mode)) {
 				ck_assert_msg(faccessat(b, de->d_name, F_OK,
-							AT_SYMLINK_NOFOLLOW) < 0,
+							AT_SYMLINK_NOFOLLOW) <
+						  0,
 					      "special %s was copied",
 					      de->d_name);
 				continue;
@@ -300,13 +304,20 @@ static bool dst_empty(void)
  * one keeps the default measured on a local disk. */
 START_TEST(test_default_threads_by_fs)
 {
-	ck_assert_uint_eq(copyengine_default_threads(0x65735546), COPYENGINE_THREADS_REMOTE);
-	ck_assert_uint_eq(copyengine_default_threads(0x6969), COPYENGINE_THREADS_REMOTE);
-	ck_assert_uint_eq(copyengine_default_threads(0x0bd00bd0), COPYENGINE_THREADS_REMOTE);
-	ck_assert_uint_eq(copyengine_default_threads((long)0xff534d42), COPYENGINE_THREADS_REMOTE);
-	ck_assert_uint_eq(copyengine_default_threads(0xef53), COPYENGINE_THREADS_DEFAULT);
-	ck_assert_uint_eq(copyengine_default_threads(0x58465342), COPYENGINE_THREADS_DEFAULT);
-	ck_assert_uint_eq(copyengine_default_threads(0x01021994), COPYENGINE_THREADS_DEFAULT);
+	ck_assert_uint_eq(copyengine_default_threads(0x65735546),
+			  COPYENGINE_THREADS_REMOTE);
+	ck_assert_uint_eq(copyengine_default_threads(0x6969),
+			  COPYENGINE_THREADS_REMOTE);
+	ck_assert_uint_eq(copyengine_default_threads(0x0bd00bd0),
+			  COPYENGINE_THREADS_REMOTE);
+	ck_assert_uint_eq(copyengine_default_threads((long)0xff534d42),
+			  COPYENGINE_THREADS_REMOTE);
+	ck_assert_uint_eq(copyengine_default_threads(0xef53),
+			  COPYENGINE_THREADS_DEFAULT);
+	ck_assert_uint_eq(copyengine_default_threads(0x58465342),
+			  COPYENGINE_THREADS_DEFAULT);
+	ck_assert_uint_eq(copyengine_default_threads(0x01021994),
+			  COPYENGINE_THREADS_DEFAULT);
 }
 END_TEST
 
@@ -325,7 +336,8 @@ START_TEST(test_tree_copied_faithfully)
 	srandom_file("a/b/c/deep", 300000, 4);
 	sfile("a/empty-file", "", 0, 0640);
 	ck_assert_int_eq(symlinkat("b/page", src_fd, "a/rel-link"), 0);
-	ck_assert_int_eq(symlinkat("/nonexistent/target", src_fd, "dangling"), 0);
+	ck_assert_int_eq(symlinkat("/nonexistent/target", src_fd, "dangling"),
+			 0);
 	stimes("a/b/c");
 	stimes("a/b");
 	stimes("a");
@@ -369,10 +381,12 @@ START_TEST(test_symlinks_never_followed)
 	ck_assert_uint_eq(r.tot.total_files, 0);
 	ck_assert_uint_eq(r.tot.symlinks, 3);
 	ck_assert_int_eq(fstatat(dst_fd, "data/to-dir", &st,
-				 AT_SYMLINK_NOFOLLOW), 0);
+				 AT_SYMLINK_NOFOLLOW),
+			 0);
 	ck_assert(S_ISLNK(st.st_mode));
 	ck_assert_int_eq(fstatat(dst_fd, "data/to-file", &st,
-				 AT_SYMLINK_NOFOLLOW), 0);
+				 AT_SYMLINK_NOFOLLOW),
+			 0);
 	ck_assert(S_ISLNK(st.st_mode));
 }
 END_TEST
@@ -508,8 +522,8 @@ END_TEST
 START_TEST(test_odd_names)
 {
 	static const char *names[] = {
-		"with space", "new\nline", "tab\there", "ünïcødé-日本語",
-		"-dash", "'quote\"", "back\\slash", "x",
+		"with space", "new\nline", "tab\there",   "ünïcødé-日本語",
+		"-dash",      "'quote\"",  "back\\slash", "x",
 	};
 	char longname[256];
 	struct run r;
@@ -570,8 +584,8 @@ START_TEST(test_deep_nesting_few_fds)
 		setrlimit(RLIMIT_NOFILE, &rl);
 		_exit(copy_from(src, NULL, "data", &r) == 0 &&
 			      r.tot.dirs == 201 && r.res.files == 1
-		      ? 0
-		      : 1);
+			  ? 0
+			  : 1);
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -642,7 +656,8 @@ START_TEST(test_specials_skipped)
 	ck_assert_int_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	if (geteuid() == 0)
 		ck_assert_int_eq(mknodat(src_fd, "null", S_IFCHR | 0666,
-					 makedev(1, 3)), 0);
+					 makedev(1, 3)),
+				 0);
 	srandom_file("regular", 10, 1);
 	copy_ok(NULL, "data", &r);
 	close(s);
@@ -652,8 +667,8 @@ START_TEST(test_specials_skipped)
 	ck_assert_ptr_nonnull(strstr(r.notes, "/src/sub/fifo: fifo skipped"));
 	ck_assert_ptr_nonnull(strstr(r.notes, "/src/sock: socket skipped"));
 	if (geteuid() == 0)
-		ck_assert_ptr_nonnull(strstr(r.notes,
-					     "/src/null: character device skipped"));
+		ck_assert_ptr_nonnull(
+		    strstr(r.notes, "/src/null: character device skipped"));
 	ck_assert(!dst_exists("data/sub/fifo"));
 	ck_assert(!dst_exists("data/sock"));
 }
@@ -859,17 +874,21 @@ START_TEST(test_bad_sources)
 	struct copyengine *ce = NULL;
 	char err[ERRLEN], path[200];
 
-	ck_assert_int_eq(copyengine_walk(NULL, NULL, &ce, err, sizeof(err)), -1);
+	ck_assert_int_eq(copyengine_walk(NULL, NULL, &ce, err, sizeof(err)),
+			 -1);
 	ck_assert_int_eq(copyengine_walk("relative", NULL, &ce, err,
-					 sizeof(err)), -1);
+					 sizeof(err)),
+			 -1);
 	ck_assert_ptr_nonnull(strstr(err, "not an absolute path"));
 	snprintf(path, sizeof(path), "%s/missing", src);
-	ck_assert_int_eq(copyengine_walk(path, NULL, &ce, err, sizeof(err)), -1);
+	ck_assert_int_eq(copyengine_walk(path, NULL, &ce, err, sizeof(err)),
+			 -1);
 	ck_assert_int_eq(errno, ENOENT);
 	ck_assert_ptr_nonnull(strstr(err, "missing: No such file"));
 	ck_assert_int_eq(mkfifoat(src_fd, "fifo", 0644), 0);
 	snprintf(path, sizeof(path), "%s/fifo", src);
-	ck_assert_int_eq(copyengine_walk(path, NULL, &ce, err, sizeof(err)), -1);
+	ck_assert_int_eq(copyengine_walk(path, NULL, &ce, err, sizeof(err)),
+			 -1);
 	ck_assert_ptr_nonnull(strstr(err, "not a regular file or directory"));
 	ck_assert_ptr_null(ce);
 	copyengine_destroy(NULL);
@@ -885,9 +904,11 @@ START_TEST(test_bad_dst_names)
 	srandom_file("f", 10, 1);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		ck_assert_int_eq(copyengine_walk(src, NULL, &ce, err,
-						 sizeof(err)), 0);
+						 sizeof(err)),
+				 0);
 		ck_assert_int_eq(copyengine_copy(ce, dst_fd, names[i], NULL,
-						 err, sizeof(err)), -1);
+						 err, sizeof(err)),
+				 -1);
 		ck_assert_int_eq(errno, EINVAL);
 		copyengine_destroy(ce);
 	}
@@ -908,9 +929,12 @@ START_TEST(test_changed_while_staged)
 	ck_assert_int_eq(write(fd, "more", 4), 4);
 	close(fd);
 	ck_assert_int_eq(copyengine_copy(ce, dst_fd, "data", NULL, err,
-					 sizeof(err)), -1);
-	snprintf(want, sizeof(want), "cannot read %s/d/f: changed while being "
-		 "staged", src);
+					 sizeof(err)),
+			 -1);
+	snprintf(want, sizeof(want),
+		 "cannot read %s/d/f: changed while being "
+		 "staged",
+		 src);
 	ck_assert_str_eq(err, want);
 	ck_assert(dst_empty());
 	copyengine_destroy(ce);
@@ -954,7 +978,8 @@ static struct copyengine_totals check_against(const struct manifest *m,
 	t = *copyengine_totals(ce);
 	/* A check creates nothing. */
 	ck_assert_int_eq(copyengine_copy(ce, dst_fd, "data", NULL, err,
-					 sizeof(err)), -1);
+					 sizeof(err)),
+			 -1);
 	ck_assert_int_eq(copyengine_manifest(ce, &none), -1);
 	ck_assert(dst_empty());
 	copyengine_destroy(ce);

@@ -92,8 +92,8 @@ static void conf_for(struct conf *c, const char *host, unsigned port)
 	conf_set_defaults(c);
 	snprintf(c->controller_host, sizeof(c->controller_host), "%s", host);
 	c->controller_port = port;
-	snprintf(c->munge_socket, sizeof(c->munge_socket), "%.*s", (int)sizeof(c->munge_socket) - 1,
-		 testmunge_socket);
+	snprintf(c->munge_socket, sizeof(c->munge_socket), "%.*s",
+		 (int)sizeof(c->munge_socket) - 1, testmunge_socket);
 }
 
 static cJSON *ping(void)
@@ -125,8 +125,8 @@ START_TEST(test_round_trip)
 
 	server_start(&s, ANSWER_ECHO);
 	conf_for(&c, "localhost", s.port);
-	ck_assert_msg(ctl_request(&c, req, &reply, err, sizeof(err)) == 0,
-		      "%s", err);
+	ck_assert_msg(ctl_request(&c, req, &reply, err, sizeof(err)) == 0, "%s",
+		      err);
 	server_stop(&s);
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(reply, "ok")));
 	ck_assert_str_eq(cJSON_GetObjectItem(reply, "op")->valuestring, "ping");

@@ -15,16 +15,16 @@
 
 #include <check.h>
 
-#include "common/config/conf.h"
 #include "common/base/log.h"
-#include "ctld/authz.h"
-#include "ctld/sched/bw_ops.h"
+#include "common/config/conf.h"
 #include "common/history/history.h"
-#include "ctld/filing/import.h"
-#include "ctld/metrics.h"
-#include "ctld/service.h"
 #include "common/net/ctlclient.h"
 #include "common/net/peernet.h"
+#include "ctld/authz.h"
+#include "ctld/filing/import.h"
+#include "ctld/metrics.h"
+#include "ctld/sched/bw_ops.h"
+#include "ctld/service.h"
 #include "tests/unit/check_run.h"
 #include "tests/unit/testmunge.h"
 
@@ -188,14 +188,21 @@ START_TEST(test_metrics_page)
 	ck_assert_ptr_nonnull(t);
 	ck_assert_uint_eq(len, strlen(t));
 	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_build_info{version=\""));
-	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_requests_total{op=\"ping\","
-					"result=\"ok\"} 1\n"));
-	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_requests_total{op=\"unknown\","
-					"result=\"declined\"} 1\n"));
-	ck_assert_ptr_nonnull(strstr(t, "# TYPE process_cpu_seconds_total counter\n"));
-	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_placements_total{outcome=\"honoured\"} 0\n"));
-	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_prestage_bytes_total 0\n"));
-	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_stage_bandwidth_budget_bytes_per_second "));
+	ck_assert_ptr_nonnull(strstr(t,
+				     "iostage_ctld_requests_total{op=\"ping\","
+				     "result=\"ok\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t, "iostage_ctld_requests_total{op=\"unknown\","
+		      "result=\"declined\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t, "# TYPE process_cpu_seconds_total counter\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t,
+		   "iostage_ctld_placements_total{outcome=\"honoured\"} 0\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t, "iostage_ctld_prestage_bytes_total 0\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t, "iostage_ctld_stage_bandwidth_budget_bytes_per_second "));
 	free(t);
 }
 END_TEST
@@ -250,7 +257,8 @@ START_TEST(test_stage_bw)
 	ck_assert(ok);
 	ck_assert(num_of(r, "grant") == 0);
 	cJSON_Delete(r);
-	r = ask(&root_c, "stage_bw", bw_req("n1", -1), 0, &ok); /* want: default true */
+	r = ask(&root_c, "stage_bw", bw_req("n1", -1), 0,
+		&ok); /* want: default true */
 	ck_assert(ok);
 	ck_assert(num_of(r, "grant") == 45 << 20);
 	cJSON_Delete(r);
@@ -258,7 +266,8 @@ START_TEST(test_stage_bw)
 	ck_assert(ok);
 	ck_assert(num_of(r, "granted") == 45 << 20);
 	ck_assert(num_of(r, "nodes") == 2);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(r, "leases")), 2);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(r, "leases")),
+			 2);
 	cJSON_Delete(r);
 	r = ask(&root_c, "stage_bw", bw_req("n1", 0), 0, &ok);
 	ck_assert(ok);

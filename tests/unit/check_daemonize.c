@@ -94,8 +94,8 @@ static int run_daemon(int say_ready)
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
 		if (fd >= 0) {
 			dprintf(fd, "%d %d %d\n", (int)getpid(),
-				getsid(0) == getpid(), getcwd(err, sizeof(err))
-				&& !strcmp(err, "/"));
+				getsid(0) == getpid(),
+				getcwd(err, sizeof(err)) && !strcmp(err, "/"));
 			close(fd);
 		}
 		if (say_ready && daemonize_ready(ready_fd) < 0)
@@ -134,7 +134,8 @@ START_TEST(test_pidfile_written_and_removed)
 
 	snprintf(dir, sizeof(dir), "%s/run", base); /* made if missing */
 	ck_assert_int_eq(daemonize_pidfile_write(dir, "x.pid", path,
-						 sizeof(path)), 0);
+						 sizeof(path)),
+			 0);
 	ck_assert_str_eq(path + strlen(base), "/run/x.pid");
 	slurp(path, buf, sizeof(buf));
 	snprintf(want, sizeof(want), "%d\n", (int)getpid());
@@ -153,7 +154,8 @@ START_TEST(test_pidfile_of_another_kept)
 	int fd;
 
 	ck_assert_int_eq(daemonize_pidfile_write(base, "x.pid", path,
-						 sizeof(path)), 0);
+						 sizeof(path)),
+			 0);
 	/* A newer daemon replaced it: its file stays. */
 	fd = open(path, O_WRONLY | O_TRUNC);
 	ck_assert_int_ge(fd, 0);
@@ -166,7 +168,8 @@ START_TEST(test_pidfile_of_another_kept)
 	snprintf(path, sizeof(path), "%s/.y.pid.tmp", base);
 	ck_assert_int_eq(symlink(other, path), 0);
 	ck_assert_int_eq(daemonize_pidfile_write(base, "y.pid", path,
-						 sizeof(path)), 0);
+						 sizeof(path)),
+			 0);
 	ck_assert_int_eq(access(other, F_OK), -1);
 }
 END_TEST
@@ -177,7 +180,8 @@ START_TEST(test_pidfile_errors)
 	int fd;
 
 	ck_assert_int_eq(daemonize_pidfile_write(base, "a-long-name.pid", path,
-						 sizeof(path)), -1);
+						 sizeof(path)),
+			 -1);
 	ck_assert_int_eq(errno, ENAMETOOLONG);
 	ck_assert_str_eq(path, "");
 	/* DIR is a file. */
@@ -189,7 +193,8 @@ START_TEST(test_pidfile_errors)
 		char p[160];
 
 		ck_assert_int_eq(daemonize_pidfile_write(dir, "x.pid", p,
-							 sizeof(p)), -1);
+							 sizeof(p)),
+				 -1);
 		ck_assert_str_eq(p, "");
 	}
 }
@@ -198,8 +203,9 @@ END_TEST
 START_TEST(test_parse_args)
 {
 	char *plain[] = { "d", NULL };
-	char *all[] = { "d", "-f", "-c", "/x.conf", "-v", "--check-config",
-			NULL };
+	char *all[] = {
+		"d", "-f", "-c", "/x.conf", "-v", "--check-config", NULL
+	};
 	char *longs[] = { "d", "--foreground", "--config=/y.conf", NULL };
 	char *help[] = { "d", "--help", NULL };
 	char *version[] = { "d", "-V", NULL };

@@ -18,8 +18,9 @@ static int64_t ns_of(const struct timespec *ts)
 START_TEST(test_after_ms_on_each_clock)
 {
 	static const clockid_t clocks[] = { CLOCK_REALTIME, CLOCK_MONOTONIC };
-	static const unsigned long spans[] = { 0, 1, 200, 999, 1000, 1500,
-					       60000 };
+	static const unsigned long spans[] = {
+		0, 1, 200, 999, 1000, 1500, 60000
+	};
 
 	for (size_t c = 0; c < 2; c++)
 		for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++) {

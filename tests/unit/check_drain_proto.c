@@ -36,58 +36,59 @@ static const struct {
 	uint64_t bytes, failed;
 	const char *path, *text;
 } parse_cases[] = {
-    /* not an object: a protocol violation */
-    {NULL, -1, 0, 0, 0, NULL, NULL},
-    {"", -1, 0, 0, 0, NULL, NULL},
-    {"   ", -1, 0, 0, 0, NULL, NULL},
-    {"[1,2]", -1, 0, 0, 0, NULL, NULL},
-    {"\"done\"", -1, 0, 0, 0, NULL, NULL},
-    {"42", -1, 0, 0, 0, NULL, NULL},
-    {"not json", -1, 0, 0, 0, NULL, NULL},
-    /* truncated */
-    {"{", -1, 0, 0, 0, NULL, NULL},
-    {"{\"path\":\"a\",\"ok\":tr", -1, 0, 0, 0, NULL, NULL},
-    {"{\"done\":true,\"failed\":1", -1, 0, 0, 0, NULL, NULL},
-    /* the forms drain_worker.h lists */
-    {"{\"path\":\"a/b\",\"ok\":true,\"bytes\":10}", 0, DRAIN_MSG_COPIED, 10, 0,
-     "a/b", ""},
-    {"{\"path\":\"l\",\"ok\":true,\"link\":true}", 0, DRAIN_MSG_OK, 0, 0, "l",
-     ""},
-    {"{\"path\":\"f\",\"ok\":true,\"skipped\":\"fifo\"}", 0, DRAIN_MSG_SKIPPED,
-     0, 0, "f", "fifo"},
-    {"{\"path\":\"g\",\"ok\":true,\"gone\":true}", 0, DRAIN_MSG_OK, 0, 0, "g",
-     ""},
-    {"{\"path\":\"x\",\"ok\":false,\"error\":\"disk full\"}", 0,
-     DRAIN_MSG_FAILED, 0, 0, "x", "disk full"},
-    {"{\"done\":true,\"files\":1,\"bytes\":5,\"failed\":2}", 0, DRAIN_MSG_DONE,
-     0, 2, "", ""},
-    /* lenient where it costs nothing */
-    {"{}", 0, DRAIN_MSG_OK, 0, 0, "", ""},
-    {"{\"done\":false}", 0, DRAIN_MSG_OK, 0, 0, "", ""},
-    {"{\"done\":true,\"failed\":-1}", 0, DRAIN_MSG_DONE, 0, 0, "", ""},
-    {"{\"done\":true,\"failed\":\"7\"}", 0, DRAIN_MSG_DONE, 0, 0, "", ""},
-    {"{\"path\":\"a\",\"ok\":true,\"bytes\":\"10\"}", 0, DRAIN_MSG_COPIED, 0, 0,
-     "a", ""},
-    {"{\"path\":\"a\",\"ok\":true,\"bytes\":1e30}", 0, DRAIN_MSG_COPIED, 0, 0,
-     "a", ""},
-    {"{\"path\":\"a\",\"ok\":true,\"bytes\":-5}", 0, DRAIN_MSG_COPIED, 0, 0,
-     "a", ""},
-    {"{\"path\":\"a\",\"ok\":\"true\",\"bytes\":1}", 0, DRAIN_MSG_OK, 0, 0, "a",
-     ""},
-    {"{\"path\":\"f\",\"ok\":true,\"skipped\":7}", 0, DRAIN_MSG_OK, 0, 0, "f",
-     ""},
-    {"{\"path\":\"x\",\"ok\":false}", 0, DRAIN_MSG_FAILED, 0, 0, "x", "?"},
-    /* about the worker itself: no path (or not a string) */
-    {"{\"ok\":false,\"error\":\"cannot open /pfs/out\"}", 0, DRAIN_MSG_WORKER,
-     0, 0, "", "cannot open /pfs/out"},
-    {"{\"path\":5,\"ok\":false,\"error\":\"e\"}", 0, DRAIN_MSG_WORKER, 0, 0, "",
-     "e"},
-    /* malicious: terminal escapes, a forged log line */
-    {"{\"path\":\"a\\u001b[2J\\nb\",\"ok\":false,"
-     "\"error\":\"e\\r\\nFAKE\\u007f\"}",
-     0, DRAIN_MSG_FAILED, 0, 0, "a?[2J?b", "e??FAKE?"},
-    {"{\"path\":\"s\\t\",\"ok\":true,\"skipped\":\"x\\u0007\"}", 0,
-     DRAIN_MSG_SKIPPED, 0, 0, "s?", "x?"},
+	/* not an object: a protocol violation */
+	{ NULL, -1, 0, 0, 0, NULL, NULL },
+	{ "", -1, 0, 0, 0, NULL, NULL },
+	{ "   ", -1, 0, 0, 0, NULL, NULL },
+	{ "[1,2]", -1, 0, 0, 0, NULL, NULL },
+	{ "\"done\"", -1, 0, 0, 0, NULL, NULL },
+	{ "42", -1, 0, 0, 0, NULL, NULL },
+	{ "not json", -1, 0, 0, 0, NULL, NULL },
+	/* truncated */
+	{ "{", -1, 0, 0, 0, NULL, NULL },
+	{ "{\"path\":\"a\",\"ok\":tr", -1, 0, 0, 0, NULL, NULL },
+	{ "{\"done\":true,\"failed\":1", -1, 0, 0, 0, NULL, NULL },
+	/* the forms drain_worker.h lists */
+	{ "{\"path\":\"a/b\",\"ok\":true,\"bytes\":10}", 0, DRAIN_MSG_COPIED,
+	  10, 0, "a/b", "" },
+	{ "{\"path\":\"l\",\"ok\":true,\"link\":true}", 0, DRAIN_MSG_OK, 0, 0,
+	  "l", "" },
+	{ "{\"path\":\"f\",\"ok\":true,\"skipped\":\"fifo\"}", 0,
+	  DRAIN_MSG_SKIPPED, 0, 0, "f", "fifo" },
+	{ "{\"path\":\"g\",\"ok\":true,\"gone\":true}", 0, DRAIN_MSG_OK, 0, 0,
+	  "g", "" },
+	{ "{\"path\":\"x\",\"ok\":false,\"error\":\"disk full\"}", 0,
+	  DRAIN_MSG_FAILED, 0, 0, "x", "disk full" },
+	{ "{\"done\":true,\"files\":1,\"bytes\":5,\"failed\":2}", 0,
+	  DRAIN_MSG_DONE, 0, 2, "", "" },
+	/* lenient where it costs nothing */
+	{ "{}", 0, DRAIN_MSG_OK, 0, 0, "", "" },
+	{ "{\"done\":false}", 0, DRAIN_MSG_OK, 0, 0, "", "" },
+	{ "{\"done\":true,\"failed\":-1}", 0, DRAIN_MSG_DONE, 0, 0, "", "" },
+	{ "{\"done\":true,\"failed\":\"7\"}", 0, DRAIN_MSG_DONE, 0, 0, "", "" },
+	{ "{\"path\":\"a\",\"ok\":true,\"bytes\":\"10\"}", 0, DRAIN_MSG_COPIED,
+	  0, 0, "a", "" },
+	{ "{\"path\":\"a\",\"ok\":true,\"bytes\":1e30}", 0, DRAIN_MSG_COPIED, 0,
+	  0, "a", "" },
+	{ "{\"path\":\"a\",\"ok\":true,\"bytes\":-5}", 0, DRAIN_MSG_COPIED, 0,
+	  0, "a", "" },
+	{ "{\"path\":\"a\",\"ok\":\"true\",\"bytes\":1}", 0, DRAIN_MSG_OK, 0, 0,
+	  "a", "" },
+	{ "{\"path\":\"f\",\"ok\":true,\"skipped\":7}", 0, DRAIN_MSG_OK, 0, 0,
+	  "f", "" },
+	{ "{\"path\":\"x\",\"ok\":false}", 0, DRAIN_MSG_FAILED, 0, 0, "x",
+	  "?" },
+	/* about the worker itself: no path (or not a string) */
+	{ "{\"ok\":false,\"error\":\"cannot open /pfs/out\"}", 0,
+	  DRAIN_MSG_WORKER, 0, 0, "", "cannot open /pfs/out" },
+	{ "{\"path\":5,\"ok\":false,\"error\":\"e\"}", 0, DRAIN_MSG_WORKER, 0,
+	  0, "", "e" },
+	/* malicious: terminal escapes, a forged log line */
+	{ "{\"path\":\"a\\u001b[2J\\nb\",\"ok\":false,"
+	  "\"error\":\"e\\r\\nFAKE\\u007f\"}",
+	  0, DRAIN_MSG_FAILED, 0, 0, "a?[2J?b", "e??FAKE?" },
+	{ "{\"path\":\"s\\t\",\"ok\":true,\"skipped\":\"x\\u0007\"}", 0,
+	  DRAIN_MSG_SKIPPED, 0, 0, "s?", "x?" },
 };
 
 START_TEST(test_parse_table)
@@ -311,4 +312,7 @@ static Suite *drain_proto_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(drain_proto_suite()); }
+int main(void)
+{
+	return check_run(drain_proto_suite());
+}

@@ -56,7 +56,7 @@ static struct timespec at(const struct timespec *t, long ms)
 /* A time at which everything queued so far is ready. */
 static struct timespec all_ready(const struct dout *o)
 {
-	return o->tail ? at(&o->tail->ready, 1) : (struct timespec){0, 0};
+	return o->tail ? at(&o->tail->ready, 1) : (struct timespec){ 0, 0 };
 }
 
 static size_t queued(const struct dout *o, const char **rels, bool *scans,
@@ -144,7 +144,7 @@ END_TEST
 
 START_TEST(test_order_as_queued)
 {
-	static const char *const want[] = {"b", "a", "d", "c/x"};
+	static const char *const want[] = { "b", "a", "d", "c/x" };
 	const char *rels[8];
 	bool scans[8];
 	struct timespec now;
@@ -269,7 +269,7 @@ START_TEST(test_rewritten_while_draining_goes_again)
 	ck_assert_str_eq(dfx_command(&fx, 0, cmd, sizeof(cmd)),
 			 "{\"file\":\"ckpt\"}");
 	ck_assert_uint_eq(drain_backlog(fx.dj), 1); /* in flight */
-	drain_enqueue(o, "ckpt", false, false);	    /* IN_CLOSE_WRITE again */
+	drain_enqueue(o, "ckpt", false, false);     /* IN_CLOSE_WRITE again */
 	ck_assert_uint_eq(o->nqueued, 1);
 	ck_assert_uint_eq(drain_backlog(fx.dj), 2);
 	now = all_ready(o);
@@ -658,4 +658,7 @@ static Suite *drain_sched_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(drain_sched_suite()); }
+int main(void)
+{
+	return check_run(drain_sched_suite());
+}

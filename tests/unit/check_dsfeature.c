@@ -54,8 +54,8 @@ START_TEST(test_same)
 	ck_assert(dsfeature_same("gpu,ios_00000001,ios_00000002", ours, 2));
 	ck_assert(dsfeature_same("ios_00000002,gpu,ios_00000001", dup, 3));
 	ck_assert(!dsfeature_same("gpu,ios_00000001", ours, 2));
-	ck_assert(!dsfeature_same("ios_00000001,ios_00000002,ios_00000003",
-				  ours, 2));
+	ck_assert(
+	    !dsfeature_same("ios_00000001,ios_00000002,ios_00000003", ours, 2));
 	ck_assert(dsfeature_same("gpu", NULL, 0));
 	ck_assert(dsfeature_same(NULL, NULL, 0));
 	ck_assert(dsfeature_same("", NULL, 0));

@@ -14,8 +14,8 @@
 
 #include "cli/export.h"
 #include "cli/telemetry.h"
-#include "common/telemetry/recmerge.h"
 #include "common/base/smallfile.h"
+#include "common/telemetry/recmerge.h"
 #include "tests/unit/check_run.h"
 
 #ifndef FIXTURES
@@ -80,8 +80,8 @@ START_TEST(test_fixture_shapes)
 	ck_assert_uint_eq(rec_job(cJSON_GetArrayItem(records, 0)), 101);
 	ck_assert_ptr_nonnull(rec_phase(cJSON_GetArrayItem(records, 1), "run"));
 	/* a sub-phase is not a top-level phase */
-	ck_assert_ptr_null(rec_phase(cJSON_GetArrayItem(records, 1),
-				     "checkpoint"));
+	ck_assert_ptr_null(
+	    rec_phase(cJSON_GetArrayItem(records, 1), "checkpoint"));
 	ck_assert_ptr_null(rec_phase(cJSON_GetArrayItem(records, 2), "run"));
 }
 END_TEST
@@ -141,12 +141,18 @@ static const struct {
 	const char *s;
 	double want; /* < 0: refused */
 } sinces[] = {
-	{ "1763860000", 1763860000 }, { "30s", NOW - 30 },
-	{ "10m", NOW - 600 },         { "0h", NOW },
-	{ "2d", NOW - 172800 },       { "", -1 },
-	{ "-5", -1 },                 { "5x", -1 },
-	{ "m", -1 },                  { "5mm", -1 },
-	{ "99999999999999999999", -1 }, { NULL, -1 },
+	{ "1763860000", 1763860000 },
+	{ "30s", NOW - 30 },
+	{ "10m", NOW - 600 },
+	{ "0h", NOW },
+	{ "2d", NOW - 172800 },
+	{ "", -1 },
+	{ "-5", -1 },
+	{ "5x", -1 },
+	{ "m", -1 },
+	{ "5mm", -1 },
+	{ "99999999999999999999", -1 },
+	{ NULL, -1 },
 };
 
 START_TEST(test_since)
@@ -350,17 +356,17 @@ START_TEST(test_prom_series)
 
 	ck_assert_ptr_nonnull(strstr(text, "# TYPE iostage_job_phase_bytes "
 					   "gauge\n"));
-	ck_assert_ptr_nonnull(strstr(
-		text, "iostage_job_phase_bytes{jobid=\"102\",phase="
-		      "\"checkpoint\",direction=\"write\"} 1500000000\n"));
-	ck_assert_ptr_nonnull(strstr(
-		text, "iostage_job_phase_seconds{jobid=\"102\",phase="
-		      "\"checkpoint\"} 30\n"));
-	ck_assert_ptr_nonnull(strstr(
-		text, "iostage_job_phase_bytes{jobid=\"101\",phase="
-		      "\"stage_in\",direction=\"read\"} 1130000000\n"));
-	ck_assert_ptr_nonnull(strstr(
-		text, "phase=\"my \\\"phase\\\"\\\\<x>\""));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "iostage_job_phase_bytes{jobid=\"102\",phase="
+			 "\"checkpoint\",direction=\"write\"} 1500000000\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "iostage_job_phase_seconds{jobid=\"102\",phase="
+			 "\"checkpoint\"} 30\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "iostage_job_phase_bytes{jobid=\"101\",phase="
+			 "\"stage_in\",direction=\"read\"} 1130000000\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "phase=\"my \\\"phase\\\"\\\\<x>\""));
 	/* no label named job, and one HELP per family */
 	ck_assert_ptr_null(strstr(text, "{job="));
 	ck_assert_ptr_null(strstr(text, ",job="));
@@ -388,10 +394,9 @@ START_TEST(test_trace_nesting)
 
 	ck_assert(cJSON_IsArray(ev));
 	ck_assert_int_eq(text[0], '[');
-	cJSON_ArrayForEach(e, ev)
-	{
+	cJSON_ArrayForEach(e, ev) {
 		const char *ph = cJSON_GetStringValue(
-			cJSON_GetObjectItem(e, "ph"));
+		    cJSON_GetObjectItem(e, "ph"));
 
 		ck_assert_ptr_nonnull(ph);
 		if (strcmp(ph, "X"))
@@ -400,15 +405,15 @@ START_TEST(test_trace_nesting)
 		ck_assert(num(e, "dur") >= 0);
 		ck_assert(num(e, "ts") == floor(num(e, "ts")));
 		if (num(e, "pid") == 102 &&
-		    !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")),
+		    !strcmp(cJSON_GetStringValue(
+				cJSON_GetObjectItem(e, "name")),
 			    "run"))
 			run = e;
 	}
 	ck_assert_ptr_nonnull(run);
-	cJSON_ArrayForEach(e, ev)
-	{
+	cJSON_ArrayForEach(e, ev) {
 		const char *cat = cJSON_GetStringValue(
-			cJSON_GetObjectItem(e, "cat"));
+		    cJSON_GetObjectItem(e, "cat"));
 
 		if (!cat || strcmp(cat, "subphase") || num(e, "pid") != 102)
 			continue;
@@ -429,27 +434,27 @@ END_TEST
 START_TEST(test_trace_clamps_subphase_to_run)
 {
 	cJSON *recs = cJSON_Parse(
-		"[{\"job\":9,\"phases\":["
-		"{\"name\":\"run\",\"start\":100,\"end\":110},"
-		"{\"name\":\"ckpt\",\"parent\":\"run\",\"start\":99,"
-		"\"end\":111.5},"
-		"{\"name\":\"late\",\"parent\":\"run\",\"start\":120,"
-		"\"end\":121},"
-		"{\"name\":\"nostart\",\"end\":3}]}]");
+	    "[{\"job\":9,\"phases\":["
+	    "{\"name\":\"run\",\"start\":100,\"end\":110},"
+	    "{\"name\":\"ckpt\",\"parent\":\"run\",\"start\":99,"
+	    "\"end\":111.5},"
+	    "{\"name\":\"late\",\"parent\":\"run\",\"start\":120,"
+	    "\"end\":121},"
+	    "{\"name\":\"nostart\",\"end\":3}]}]");
 	char *text = render(EXPORT_TRACE, recs);
 	cJSON *ev = cJSON_Parse(text), *e, *run = NULL;
 	int found = 0;
 
 	cJSON_ArrayForEach(e, ev)
-		if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")),
+		if (!strcmp(cJSON_GetStringValue(
+				cJSON_GetObjectItem(e, "name")),
 			    "run") &&
 		    cJSON_GetObjectItem(e, "dur"))
 			run = e;
 	ck_assert_ptr_nonnull(run);
-	cJSON_ArrayForEach(e, ev)
-	{
+	cJSON_ArrayForEach(e, ev) {
 		const char *name = cJSON_GetStringValue(
-			cJSON_GetObjectItem(e, "name"));
+		    cJSON_GetObjectItem(e, "name"));
 
 		ck_assert_str_ne(name, "late");    /* outside the run */
 		ck_assert_str_ne(name, "nostart"); /* cannot be placed */
@@ -538,23 +543,23 @@ END_TEST
 /* A record filed with the shim: file I/O in read_bytes/write_bytes, the
  * /proc figures beside them. */
 static const char *shim_record =
-	"[{\"job\":201,\"user\":\"u\",\"start\":1763860000,\"end\":1763860010,"
-	"\"phases\":[{\"name\":\"run\",\"start\":1763860000,"
-	"\"end\":1763860010,\"seconds\":10,\"read_bytes\":134217728,"
-	"\"write_bytes\":33554432,\"bytes_source\":\"shim\","
-	"\"rchar\":167772160,\"wchar\":167772160,\"read_syscalls\":300,"
-	"\"write_syscalls\":200,\"interval_s\":1,"
-	"\"timeline\":[[1763860001,167772160,167772160,300,200]]},"
-	"{\"name\":\"read\",\"parent\":\"run\",\"source\":\"auto\","
-	"\"start\":1763860000,\"end\":1763860005,\"seconds\":5,"
-	"\"read_bytes\":134217728,\"write_bytes\":0,"
-	"\"bytes_source\":\"shim\",\"rchar\":0,\"wchar\":0}],"
-	"\"processes\":[{\"pid\":77,\"step\":0,\"node\":\"n1\","
-	"\"identity\":\"slurm\",\"start\":1763860000,\"read_bytes\":134217728,"
-	"\"write_bytes\":33554432,\"rchar\":167772160,\"wchar\":167772160,"
-	"\"traced\":true},{\"pid\":78,\"step\":0,\"node\":\"n1\","
-	"\"identity\":\"slurm\",\"start\":1763860000,\"read_bytes\":5,"
-	"\"write_bytes\":6,\"traced\":true}]}]";
+    "[{\"job\":201,\"user\":\"u\",\"start\":1763860000,\"end\":1763860010,"
+    "\"phases\":[{\"name\":\"run\",\"start\":1763860000,"
+    "\"end\":1763860010,\"seconds\":10,\"read_bytes\":134217728,"
+    "\"write_bytes\":33554432,\"bytes_source\":\"shim\","
+    "\"rchar\":167772160,\"wchar\":167772160,\"read_syscalls\":300,"
+    "\"write_syscalls\":200,\"interval_s\":1,"
+    "\"timeline\":[[1763860001,167772160,167772160,300,200]]},"
+    "{\"name\":\"read\",\"parent\":\"run\",\"source\":\"auto\","
+    "\"start\":1763860000,\"end\":1763860005,\"seconds\":5,"
+    "\"read_bytes\":134217728,\"write_bytes\":0,"
+    "\"bytes_source\":\"shim\",\"rchar\":0,\"wchar\":0}],"
+    "\"processes\":[{\"pid\":77,\"step\":0,\"node\":\"n1\","
+    "\"identity\":\"slurm\",\"start\":1763860000,\"read_bytes\":134217728,"
+    "\"write_bytes\":33554432,\"rchar\":167772160,\"wchar\":167772160,"
+    "\"traced\":true},{\"pid\":78,\"step\":0,\"node\":\"n1\","
+    "\"identity\":\"slurm\",\"start\":1763860000,\"read_bytes\":5,"
+    "\"write_bytes\":6,\"traced\":true}]}]";
 
 START_TEST(test_csv_bytes_source)
 {
@@ -593,25 +598,25 @@ START_TEST(test_prom_bytes_source)
 	cJSON *recs = cJSON_Parse(shim_record);
 	char *text = render(EXPORT_PROM, recs);
 
-	ck_assert_ptr_nonnull(strstr(
-		text, "iostage_job_phase_bytes{jobid=\"201\",phase=\"run\","
-		      "direction=\"read\"} 134217728\n"));
-	ck_assert_ptr_nonnull(strstr(
-		text, "iostage_job_phase_bytes_source{jobid=\"201\",phase="
-		      "\"run\",source=\"shim\"} 1\n"));
-	ck_assert_ptr_nonnull(strstr(
-		text, "iostage_job_phase_bytes_source{jobid=\"201\",phase="
-		      "\"read\",source=\"shim\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "iostage_job_phase_bytes{jobid=\"201\",phase=\"run\","
+			 "direction=\"read\"} 134217728\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "iostage_job_phase_bytes_source{jobid=\"201\",phase="
+			 "\"run\",source=\"shim\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "iostage_job_phase_bytes_source{jobid=\"201\",phase="
+			 "\"read\",source=\"shim\"} 1\n"));
 	ck_assert_int_eq(count(text, "# HELP iostage_job_phase_bytes_source "),
 			 1);
 	free(text);
 	text = render(EXPORT_PROM, records);
-	ck_assert_ptr_nonnull(strstr(
-		text, "iostage_job_phase_bytes_source{jobid=\"101\",phase="
-		      "\"run\",source=\"proc_rchar\"} 1\n"));
-	ck_assert_ptr_nonnull(strstr(
-		text, "iostage_job_phase_bytes_source{jobid=\"101\",phase="
-		      "\"stage_in\",source=\"staging\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "iostage_job_phase_bytes_source{jobid=\"101\",phase="
+			 "\"run\",source=\"proc_rchar\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(text, "iostage_job_phase_bytes_source{jobid=\"101\",phase="
+			 "\"stage_in\",source=\"staging\"} 1\n"));
 	free(text);
 	cJSON_Delete(recs);
 }
@@ -625,15 +630,14 @@ START_TEST(test_trace_and_html_name_the_bytes)
 	int phases = 0, counters = 0;
 
 	ck_assert_ptr_nonnull(tr);
-	cJSON_ArrayForEach(ev, tr)
-	{
+	cJSON_ArrayForEach(ev, tr) {
 		const char *name = cJSON_GetObjectItem(ev, "name")->valuestring;
 		cJSON *args = cJSON_GetObjectItem(ev, "args");
 
 		if (!strcmp(name, "run") || !strcmp(name, "read")) {
 			ck_assert_str_eq(cJSON_GetObjectItem(args,
 							     "bytes_source")
-						 ->valuestring,
+					     ->valuestring,
 					 "shim");
 			phases++;
 		}

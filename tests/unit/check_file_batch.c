@@ -8,15 +8,16 @@
 #include <check.h>
 
 #include "common/config/conf.h"
-#include "ctld/filing/file_batch.h"
 #include "common/history/history.h"
+#include "ctld/filing/file_batch.h"
 #include "ctld/filing/partstore.h"
 #include "tests/unit/check_run.h"
 
 static char tmp[256];
 static struct conf conf;
-static const struct ctld_caller root = { .uid = 0, .gid = 0,
-					 .read_all = true, .addr = "test" };
+static const struct ctld_caller root = {
+	.uid = 0, .gid = 0, .read_all = true, .addr = "test"
+};
 
 static void setup(void)
 {
@@ -66,8 +67,9 @@ static cJSON *batch(cJSON *files)
 
 static const cJSON *result(const cJSON *reply, int i)
 {
-	return cJSON_GetArrayItem(
-		cJSON_GetObjectItemCaseSensitive(reply, "results"), i);
+	return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(reply,
+								   "results"),
+				  i);
 }
 
 static bool is_true(const cJSON *o, const char *key)
@@ -87,8 +89,8 @@ START_TEST(test_files_all_then_duplicates)
 	reply = ctld_op_file_batch(&root, req);
 	ck_assert(is_true(reply, "ok"));
 	ck_assert_int_eq(cJSON_GetArraySize(
-				 cJSON_GetObjectItemCaseSensitive(reply,
-								  "results")),
+			     cJSON_GetObjectItemCaseSensitive(reply,
+							      "results")),
 			 5);
 	for (int i = 0; i < 5; i++) {
 		ck_assert(is_true(result(reply, i), "filed"));
@@ -134,14 +136,14 @@ START_TEST(test_bad_entry_and_repeated_job)
 	reply = ctld_op_file_batch(&root, req);
 	ck_assert(is_true(reply, "ok"));
 	ck_assert(is_true(result(reply, 0), "filed"));
-	ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(result(reply, 1),
-							       "error"));
-	ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(result(reply, 2),
-							       "error"));
-	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(result(reply, 3),
-							    "error"));
-	ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(result(reply, 4),
-							       "error"));
+	ck_assert_ptr_nonnull(
+	    cJSON_GetObjectItemCaseSensitive(result(reply, 1), "error"));
+	ck_assert_ptr_nonnull(
+	    cJSON_GetObjectItemCaseSensitive(result(reply, 2), "error"));
+	ck_assert_ptr_null(
+	    cJSON_GetObjectItemCaseSensitive(result(reply, 3), "error"));
+	ck_assert_ptr_nonnull(
+	    cJSON_GetObjectItemCaseSensitive(result(reply, 4), "error"));
 	cJSON_Delete(reply);
 	cJSON_Delete(req);
 	h = history_db(err, sizeof(err));
@@ -162,16 +164,18 @@ START_TEST(test_multi_node_parts)
 
 	for (int i = 0; i < 2; i++) {
 		e = entry(31, node[i], 1.7e9);
-		cJSON_ReplaceItemInObjectCaseSensitive(
-			e, "nodes", cJSON_Parse("[\"n1\",\"n2\"]"));
+		cJSON_ReplaceItemInObjectCaseSensitive(e, "nodes",
+						       cJSON_Parse(
+							   "[\"n1\",\"n2\"]"));
 		cJSON_AddItemToArray(files, e);
 	}
 	req = batch(files);
 	reply = ctld_op_file_batch(&root, req);
 	ck_assert(is_true(reply, "ok"));
 	for (int i = 0; i < 2; i++)
-		ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(
-			result(reply, i), "error"));
+		ck_assert_ptr_null(
+		    cJSON_GetObjectItemCaseSensitive(result(reply, i),
+						     "error"));
 	cJSON_Delete(reply);
 	cJSON_Delete(req);
 	h = history_db(err, sizeof(err));
@@ -179,7 +183,7 @@ START_TEST(test_multi_node_parts)
 	rec = history_get(h, 31, err, sizeof(err));
 	ck_assert_msg(rec != NULL, "job 31 not filed: %s", err);
 	ck_assert_int_eq(cJSON_GetArraySize(
-				 cJSON_GetObjectItemCaseSensitive(rec, "nodes")),
+			     cJSON_GetObjectItemCaseSensitive(rec, "nodes")),
 			 2);
 	cJSON_Delete(rec);
 }
@@ -225,8 +229,9 @@ START_TEST(test_parts_and_records_together)
 	ck_assert(is_true(result(reply, 0), "filed"));
 	ck_assert(is_true(result(reply, 3), "filed"));
 	for (int i = 1; i <= 2; i++) {
-		ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(
-			result(reply, i), "error"));
+		ck_assert_ptr_null(
+		    cJSON_GetObjectItemCaseSensitive(result(reply, i),
+						     "error"));
 		ck_assert(!is_true(result(reply, i), "filed"));
 		ck_assert(!is_true(result(reply, i), "duplicate"));
 	}
@@ -245,8 +250,8 @@ START_TEST(test_parts_and_records_together)
 	cJSON_AddItemToArray(files, part(51, "n2", "[\"n1\",\"n2\"]"));
 	bad = entry(43, "n1", 1.7e9);
 	cJSON_ReplaceItemInObjectCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(bad, "record"), "uid",
-		cJSON_CreateNumber(-5));
+	    cJSON_GetObjectItemCaseSensitive(bad, "record"), "uid",
+	    cJSON_CreateNumber(-5));
 	cJSON_AddItemToArray(files, bad);
 	cJSON_AddItemToArray(files, entry(44, "n1", 1.7e9));
 	req = batch(files);
@@ -255,8 +260,8 @@ START_TEST(test_parts_and_records_together)
 	ck_assert(is_true(result(reply, 0), "filed"));
 	ck_assert(is_true(result(reply, 1), "duplicate"));
 	ck_assert(is_true(result(reply, 2), "filed"));
-	ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(result(reply, 3),
-							       "error"));
+	ck_assert_ptr_nonnull(
+	    cJSON_GetObjectItemCaseSensitive(result(reply, 3), "error"));
 	ck_assert(is_true(result(reply, 4), "filed"));
 	cJSON_Delete(reply);
 	cJSON_Delete(req);
@@ -278,7 +283,8 @@ END_TEST
 
 START_TEST(test_refused)
 {
-	const struct ctld_caller user = { .uid = 1000, .gid = 1000,
+	const struct ctld_caller user = { .uid = 1000,
+					  .gid = 1000,
 					  .addr = "test" };
 	cJSON *files = cJSON_CreateArray(), *req, *reply;
 	const cJSON *e;

@@ -42,7 +42,7 @@ static struct node n1, n2;
 /* A local TCP port nothing listens on. */
 static unsigned closed_port(void)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET};
+	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t len = sizeof(a);
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
@@ -144,19 +144,22 @@ START_TEST(test_put_kept_per_agent)
 
 	node_init(&n1, "n1", true);
 	node_init(&n2, "n2", true);
-	ck_assert_msg(
-	    forward_create(&n1.agent, &n1.agent.forward, err, sizeof(err)) == 0,
-	    "forward_create: %s", err);
-	ck_assert_msg(
-	    forward_create(&n2.agent, &n2.agent.forward, err, sizeof(err)) == 0,
-	    "forward_create: %s", err);
+	ck_assert_msg(forward_create(&n1.agent, &n1.agent.forward, err,
+				     sizeof(err)) == 0,
+		      "forward_create: %s", err);
+	ck_assert_msg(forward_create(&n2.agent, &n2.agent.forward, err,
+				     sizeof(err)) == 0,
+		      "forward_create: %s", err);
 	ck_assert(forward_enabled(n1.agent.forward));
-	ck_assert_int_eq(
-	    forward_put(n1.agent.forward, 41, r1, err, sizeof(err)), 0);
-	ck_assert_int_eq(
-	    forward_put(n2.agent.forward, 42, r2, err, sizeof(err)), 0);
-	ck_assert_int_eq(
-	    forward_put(n2.agent.forward, 43, r3, err, sizeof(err)), 0);
+	ck_assert_int_eq(forward_put(n1.agent.forward, 41, r1, err,
+				     sizeof(err)),
+			 0);
+	ck_assert_int_eq(forward_put(n2.agent.forward, 42, r2, err,
+				     sizeof(err)),
+			 0);
+	ck_assert_int_eq(forward_put(n2.agent.forward, 43, r3, err,
+				     sizeof(err)),
+			 0);
 	ck_assert_int_eq(forward_pending(n1.agent.forward), 1);
 	ck_assert_int_eq(forward_pending(n2.agent.forward), 2);
 	ck_assert_int_eq(outbox_files(&n1), 1);
@@ -166,8 +169,9 @@ START_TEST(test_put_kept_per_agent)
 	n1.agent.forward = NULL;
 	ck_assert_int_eq(outbox_files(&n1), 1);
 	/* which finds them again */
-	ck_assert_int_eq(
-	    forward_create(&n1.agent, &n1.agent.forward, err, sizeof(err)), 0);
+	ck_assert_int_eq(forward_create(&n1.agent, &n1.agent.forward, err,
+					sizeof(err)),
+			 0);
 	ck_assert_int_eq(forward_pending(n1.agent.forward), 1);
 	cJSON_Delete(r1);
 	cJSON_Delete(r2);
@@ -215,8 +219,9 @@ START_TEST(test_threads_stop)
 	cp.conf = &n1.conf; /* no tiers: an empty cache */
 	for (int t = 0; t < CONF_MAX_TIERS; t++)
 		cp.cache_fd[t] = cp.jobs_fd[t] = -1;
-	cp.space = (struct cache_space){
-	    .usage = no_usage, .reserve = no_reserve, .account = no_account};
+	cp.space = (struct cache_space){ .usage = no_usage,
+					 .reserve = no_reserve,
+					 .account = no_account };
 	cp.owner_uid = geteuid();
 	cp.owner_gid = getegid();
 	n1.agent.cache = cache_create(&cp, err, sizeof(err));
@@ -258,4 +263,7 @@ static Suite *forward_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(forward_suite()); }
+int main(void)
+{
+	return check_run(forward_suite());
+}

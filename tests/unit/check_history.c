@@ -12,9 +12,9 @@
 
 #include <check.h>
 
+#include "common/base/jsonbuf.h"
 #include "common/history/history.h"
 #include "common/history/jobfacts.h"
-#include "common/base/jsonbuf.h"
 #include "tests/unit/check_run.h"
 
 static char tmp[256], dbdir[300];
@@ -56,8 +56,8 @@ static cJSON *rec(unsigned job, const char *user, unsigned uid,
 	return r;
 }
 
-static void put(struct history *h, unsigned job, const char *user,
-		unsigned uid, const char *name, double end, const char *src)
+static void put(struct history *h, unsigned job, const char *user, unsigned uid,
+		const char *name, double end, const char *src)
 {
 	char err[512];
 	cJSON *r = rec(job, user, uid, name, end, src);
@@ -187,7 +187,7 @@ START_TEST(test_batch_all_or_nothing)
 	struct history *h = open_rw();
 	cJSON *good = rec(1, "alice", 1001, "a", 1000, "/pfs/a");
 	cJSON *bad = cJSON_Parse("{\"job\":2,\"uid\":5}");
-	const cJSON *both[] = {good, bad};
+	const cJSON *both[] = { good, bad };
 	char err[512] = "";
 
 	ck_assert_int_eq(history_put_many(h, both, 2, 0, err, sizeof(err)), -1);
@@ -245,7 +245,7 @@ START_TEST(test_concurrent_filers)
 	int datasets = 0;
 
 	for (unsigned i = 0; i < 4; i++) {
-		r[i] = (struct refiler){h, i, 0};
+		r[i] = (struct refiler){ h, i, 0 };
 		ck_assert_int_eq(pthread_create(&t[i], NULL, refile, &r[i]), 0);
 	}
 	/* retention at the same time: never half a job */
@@ -306,12 +306,12 @@ START_TEST(test_get_exact)
 	nophases = cJSON_Duplicate(r, 1);
 	cJSON_DeleteItemFromObject(nophases, "phases");
 	cJSON_ReplaceItemInObject(nophases, "job", cJSON_CreateNumber(78));
-	ck_assert_msg(history_put(h, nophases, 0, err, sizeof(err)) == 0,
-		      "%s", err);
+	ck_assert_msg(history_put(h, nophases, 0, err, sizeof(err)) == 0, "%s",
+		      err);
 	g = history_get(h, 78, err, sizeof(err));
 	ck_assert_ptr_nonnull(g);
-	ck_assert_int_eq(
-	    cJSON_GetArraySize(cJSON_GetObjectItem(g, "phases")), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(g, "phases")),
+			 0);
 	cJSON_DeleteItemFromObject(g, "phases");
 	ck_assert(cJSON_Compare(nophases, g, 1));
 	cJSON_Delete(g);
@@ -327,18 +327,25 @@ END_TEST
 START_TEST(test_facts_pack)
 {
 	static const char *const trees[] = {
-	    "{\"job\":7,\"user\":\"alice\",\"uid\":1000,\"job_name\":\"t\","
-	    "\"end\":1700000000.25,\"run_s\":0.4,\"ds\":[{\"src\":\"/d\","
-	    "\"bytes\":1e15,\"files\":3,\"tier\":\"nvme\",\"result\":\"hit\"}],"
-	    "\"rd\":{\"ops\":-5,\"small\":0,\"seq\":-0.5},\"unknown key\":"
-	    "[true,false,null,\"\",-9007199254740991,1e300,1.7976931348623157e308]}",
-	    "[]", "{}", "0", "-0.0", "\"x\"", "[[[[1]]]]",
+		"{\"job\":7,\"user\":\"alice\",\"uid\":1000,\"job_name\":\"t\","
+		"\"end\":1700000000.25,\"run_s\":0.4,\"ds\":[{\"src\":\"/d\","
+		"\"bytes\":1e15,\"files\":3,\"tier\":\"nvme\",\"result\":\"hit\"}],"
+		"\"rd\":{\"ops\":-5,\"small\":0,\"seq\":-0.5},\"unknown key\":"
+		"[true,false,null,\"\",-9007199254740991,1e300,1.7976931348623157e308]}",
+		"[]",
+		"{}",
+		"0",
+		"-0.0",
+		"\"x\"",
+		"[[[[1]]]]",
 	};
 	static const unsigned char bad[][6] = {
-	    {0x08, 0x05}, {0x06, 0x7f}, {0x05, 1, 2}, {0x09}, {0x03, 0xff},
-	    {0x08, 0x01, 0x7f, 0x00}, {0x06, 0x01, 0x00}, {0x07, 0x01, 0x00, 0x00},
+		{ 0x08, 0x05 },       { 0x06, 0x7f },
+		{ 0x05, 1, 2 },       { 0x09 },
+		{ 0x03, 0xff },       { 0x08, 0x01, 0x7f, 0x00 },
+		{ 0x06, 0x01, 0x00 }, { 0x07, 0x01, 0x00, 0x00 },
 	};
-	struct jsonbuf b = {0};
+	struct jsonbuf b = { 0 };
 
 	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
 		cJSON *t = cJSON_Parse(trees[i]), *u;
@@ -442,10 +449,10 @@ START_TEST(test_survives_reopen_and_read_only)
 	history_close(h);
 	/* read-only never creates */
 	snprintf(dbdir, sizeof(dbdir), "%s/none", tmp);
-	ck_assert_ptr_null(history_open(dbdir, HISTORY_READ_ONLY, err,
-					sizeof(err)));
-	ck_assert_ptr_null(history_open("relative", HISTORY_READ_WRITE, err,
-					sizeof(err)));
+	ck_assert_ptr_null(
+	    history_open(dbdir, HISTORY_READ_ONLY, err, sizeof(err)));
+	ck_assert_ptr_null(
+	    history_open("relative", HISTORY_READ_WRITE, err, sizeof(err)));
 }
 END_TEST
 
@@ -470,11 +477,11 @@ START_TEST(test_damaged_current_then_repair)
 	history_close(h);
 	snprintf(path, sizeof(path), "%s/CURRENT", dbdir);
 	write_file(path, "garbage-not-a-manifest\n");
-	ck_assert_ptr_null(history_open(dbdir, HISTORY_READ_WRITE, err,
-					sizeof(err)));
+	ck_assert_ptr_null(
+	    history_open(dbdir, HISTORY_READ_WRITE, err, sizeof(err)));
 	ck_assert_ptr_nonnull(strstr(err, "cannot open"));
-	ck_assert_ptr_null(history_open(dbdir, HISTORY_READ_ONLY, err,
-					sizeof(err)));
+	ck_assert_ptr_null(
+	    history_open(dbdir, HISTORY_READ_ONLY, err, sizeof(err)));
 	/* left untouched: CURRENT still the garbage we wrote */
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_int_eq(st.st_size, (off_t)strlen("garbage-not-a-manifest\n"));
@@ -505,8 +512,8 @@ START_TEST(test_damaged_manifest_then_repair)
 		 "printf 'garbage%%.0s' $(seq 1 200) > \"$m\"; done",
 		 dbdir);
 	ck_assert_int_eq(system(cmd), 0);
-	ck_assert_ptr_null(history_open(dbdir, HISTORY_READ_WRITE, err,
-					sizeof(err)));
+	ck_assert_ptr_null(
+	    history_open(dbdir, HISTORY_READ_WRITE, err, sizeof(err)));
 	ck_assert_msg(history_repair(dbdir, &jobs, copy, sizeof(copy), err,
 				     sizeof(err)) == 0,
 		      "%s", err);
@@ -533,8 +540,8 @@ START_TEST(test_no_current_not_initialized_over)
 	history_close(h);
 	snprintf(path, sizeof(path), "%s/CURRENT", dbdir);
 	ck_assert_int_eq(unlink(path), 0);
-	ck_assert_ptr_null(history_open(dbdir, HISTORY_READ_WRITE, err,
-					sizeof(err)));
+	ck_assert_ptr_null(
+	    history_open(dbdir, HISTORY_READ_WRITE, err, sizeof(err)));
 	ck_assert_ptr_nonnull(strstr(err, "no CURRENT"));
 	ck_assert_int_ne(stat(path, &st), 0); /* nothing created */
 }

@@ -20,7 +20,8 @@ START_TEST(test_hold_then_release)
 
 	hold_reset();
 	/* no preference, or one that is not only ours: nothing */
-	ck_assert_int_eq(hold_decide(1, NULL, NULL, true, 0, 5, 100), HOLD_NONE);
+	ck_assert_int_eq(hold_decide(1, NULL, NULL, true, 0, 5, 100),
+			 HOLD_NONE);
 	ck_assert_int_eq(hold_decide(1, "gpu&" F1, "", true, 0, 5, 100),
 			 HOLD_NONE);
 	/* ours, nothing constrained: held */
@@ -109,8 +110,7 @@ START_TEST(test_held_from_submission)
 	struct hold_counts c;
 
 	hold_reset();
-	ck_assert_int_eq(hold_decide(9, F1, F1, true, 100, 10, 103),
-			 HOLD_NONE);
+	ck_assert_int_eq(hold_decide(9, F1, F1, true, 100, 10, 103), HOLD_NONE);
 	{
 		time_t until = 0;
 
@@ -119,13 +119,11 @@ START_TEST(test_held_from_submission)
 		ck_assert(!hold_until(9, 0, &until));
 		ck_assert(!hold_until(99, 10, &until));
 	}
-	ck_assert_int_eq(hold_decide(9, F1, F1, true, 100, 10, 109),
-			 HOLD_NONE);
+	ck_assert_int_eq(hold_decide(9, F1, F1, true, 100, 10, 109), HOLD_NONE);
 	ck_assert_int_eq(hold_decide(9, F1, F1, true, 100, 10, 110),
 			 HOLD_RELEASE);
 	hold_applied(9, HOLD_RELEASE, 110);
-	ck_assert_int_eq(hold_decide(9, F1, "", true, 100, 10, 111),
-			 HOLD_NONE);
+	ck_assert_int_eq(hold_decide(9, F1, "", true, 100, 10, 111), HOLD_NONE);
 	/* started within: counted as a held job that found its node */
 	ck_assert_int_eq(hold_decide(10, F1, F1, true, 100, 10, 102),
 			 HOLD_NONE);

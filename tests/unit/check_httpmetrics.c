@@ -85,7 +85,8 @@ START_TEST(test_serves_metrics)
 	ck_assert_msg(strstr(r, "HTTP/1.0 200") || strstr(r, "HTTP/1.1 200"),
 		      "%s", r);
 	ck_assert_ptr_nonnull(strstr(r, "text/plain; version=0.0.4"));
-	ck_assert_ptr_nonnull(strstr(r, "\r\n\r\n# TYPE x gauge\nx{arg=\"a\"} 1\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(r, "\r\n\r\n# TYPE x gauge\nx{arg=\"a\"} 1\n"));
 	ck_assert_int_eq(calls, 1);
 	/* a client on this host: its socket's owner, root sees all */
 	ck_assert(seen_all == (geteuid() == 0));
@@ -117,8 +118,8 @@ START_TEST(test_bind_failures)
 			      err, sizeof(err));
 	ck_assert_ptr_null(b);
 	ck_assert_msg(strstr(err, "ControllerMetricsListen 127.0.0.1:") &&
-			      strstr(err, "cannot listen: Address already in "
-					  "use"),
+			  strstr(err, "cannot listen: Address already in "
+				      "use"),
 		      "%s", err);
 	httpmetrics_stop(a);
 	ck_assert_ptr_null(httpmetrics_start("K", "localhost:1", render, NULL,

@@ -43,9 +43,9 @@ static const char *lookup(const struct joblayout_env *env, const char *name)
 START_TEST(test_staged_env)
 {
 	struct profile *p = profile(
-		"{\"datasets\":[{\"name\":\"imagenet\",\"path\":\"/pfs/in\"},"
-		"{\"name\":\"val-set\",\"path\":\"/pfs/val\",\"tier\":\"ram\"}],"
-		"\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/run/ckpt\"}]}");
+	    "{\"datasets\":[{\"name\":\"imagenet\",\"path\":\"/pfs/in\"},"
+	    "{\"name\":\"val-set\",\"path\":\"/pfs/val\",\"tier\":\"ram\"}],"
+	    "\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/run/ckpt\"}]}");
 	struct joblayout_env env;
 
 	ck_assert_int_eq(joblayout_env(&conf, p, 42, false, &env), 0);
@@ -72,9 +72,9 @@ END_TEST
 START_TEST(test_outputs_on_their_tier)
 {
 	struct profile *p = profile(
-		"{\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/run/ckpt\"},"
-		"{\"name\":\"fast-logs\",\"path\":\"/pfs/run/logs\","
-		"\"tier\":\"ram\"}]}");
+	    "{\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/run/ckpt\"},"
+	    "{\"name\":\"fast-logs\",\"path\":\"/pfs/run/logs\","
+	    "\"tier\":\"ram\"}]}");
 	struct joblayout_env env;
 
 	ck_assert_int_eq(joblayout_env(&conf, p, 9, false, &env), 0);
@@ -99,7 +99,7 @@ END_TEST
 START_TEST(test_output_path_errors_leave_buffer_untouched)
 {
 	struct profile *p = profile(
-		"{\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/run/ckpt\"}]}");
+	    "{\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/run/ckpt\"}]}");
 	struct profile_output bad = p->outputs[0];
 	char small[24] = "unchanged", buf[256];
 
@@ -135,7 +135,7 @@ END_TEST
 START_TEST(test_fallback_env_points_at_pfs)
 {
 	struct profile *p = profile(
-		"{\"datasets\":[{\"name\":\"imagenet\",\"path\":\"/pfs/in\"}]}");
+	    "{\"datasets\":[{\"name\":\"imagenet\",\"path\":\"/pfs/in\"}]}");
 	struct joblayout_env env;
 
 	ck_assert_int_eq(joblayout_env(&conf, p, 7, true, &env), 0);
@@ -150,8 +150,8 @@ END_TEST
 START_TEST(test_home_tier_follows_first_dataset)
 {
 	struct profile *p = profile(
-		"{\"datasets\":[{\"name\":\"a\",\"path\":\"/pfs/a\","
-		"\"tier\":\"ram\"}]}");
+	    "{\"datasets\":[{\"name\":\"a\",\"path\":\"/pfs/a\","
+	    "\"tier\":\"ram\"}]}");
 	struct profile *empty = profile("{}");
 
 	ck_assert_str_eq(joblayout_home_tier(&conf, p)->name, "ram");
@@ -175,23 +175,26 @@ START_TEST(test_shared_tier_dir_per_node)
 				 "test.conf", &c, err, sizeof(err)) == 0,
 		      "%s", err);
 	ck_assert_int_eq(joblayout_job_name(&c, &c.tiers[0], 42, name,
-					    sizeof(name)), 0);
+					    sizeof(name)),
+			 0);
 	ck_assert_str_eq(name, "42");
 	ck_assert_int_eq(joblayout_job_name(&c, &c.tiers[1], 42, name,
-					    sizeof(name)), 0);
+					    sizeof(name)),
+			 0);
 	ck_assert_str_eq(name, "42.n7");
 	errno = 0;
 	ck_assert_int_eq(joblayout_job_name(&c, &c.tiers[1], 42, tiny,
-					    sizeof(tiny)), -1);
+					    sizeof(tiny)),
+			 -1);
 	ck_assert_int_eq(errno, ENAMETOOLONG);
 	ck_assert_str_eq(tiny, "abc");
 
 	p = profile_parse_json(
-		"{\"datasets\":[{\"name\":\"imagenet\",\"path\":\"/pfs/in\","
-		"\"tier\":\"bb\"},{\"name\":\"val\",\"path\":\"/pfs/val\"}],"
-		"\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/ckpt\","
-		"\"tier\":\"bb\"}]}",
-		"test", err, sizeof(err));
+	    "{\"datasets\":[{\"name\":\"imagenet\",\"path\":\"/pfs/in\","
+	    "\"tier\":\"bb\"},{\"name\":\"val\",\"path\":\"/pfs/val\"}],"
+	    "\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/ckpt\","
+	    "\"tier\":\"bb\"}]}",
+	    "test", err, sizeof(err));
 	ck_assert_msg(p != NULL, "%s", err);
 	ck_assert_msg(profile_normalize(p, &c, err, sizeof(err)) == 0, "%s",
 		      err);
@@ -212,13 +215,14 @@ END_TEST
 
 START_TEST(test_too_long_is_refused_and_output_untouched)
 {
-	struct conf_tier tier = {.name = "x"};
+	struct conf_tier tier = { .name = "x" };
 	char small[16] = "unchanged";
 
 	memset(tier.path, 'a', sizeof(tier.path) - 1);
 	tier.path[0] = '/';
 	errno = 0;
-	ck_assert_int_eq(joblayout_job_dir(&conf, &tier, 1, small, sizeof(small)),
+	ck_assert_int_eq(joblayout_job_dir(&conf, &tier, 1, small,
+					   sizeof(small)),
 			 -1);
 	ck_assert_int_eq(errno, ENAMETOOLONG);
 	ck_assert_str_eq(small, "unchanged");

@@ -15,20 +15,21 @@ START_TEST(test_script_text)
 	static const struct {
 		const char *text, *want; /* want NULL: no name */
 	} cases[] = {
-	    {"#!/bin/bash\n#SBATCH --job-name=train\necho\n", "train"},
-	    {"#!/bin/bash\n#SBATCH --job-name train\n", "train"},
-	    {"#!/bin/bash\n#SBATCH -J train\n", "train"},
-	    {"#!/bin/bash\n#SBATCH -Jtrain\n", "train"},
-	    {"#!/bin/bash\n  #SBATCH   -J   spaced  \n", "spaced"},
-	    {"#!/bin/bash\n#SBATCH --job-name=\"two words\"\n", "two words"},
-	    {"#!/bin/bash\n#SBATCH -J a\n#SBATCH -J b\n", "b"},
-	    {"#!/bin/bash\n\n# comment\n#SBATCH -J late\n", "late"},
-	    /* sbatch stops at the first command */
-	    {"#!/bin/bash\necho hi\n#SBATCH -J ignored\n", NULL},
-	    {"#!/bin/bash\n#SBATCH --job-namex=no\n", NULL},
-	    {"#!/bin/bash\n#SBATCH -N 2\n", NULL},
-	    {"#!/bin/bash\n#SBATCH --job-name=\n", NULL},
-	    {"", NULL},
+		{ "#!/bin/bash\n#SBATCH --job-name=train\necho\n", "train" },
+		{ "#!/bin/bash\n#SBATCH --job-name train\n", "train" },
+		{ "#!/bin/bash\n#SBATCH -J train\n", "train" },
+		{ "#!/bin/bash\n#SBATCH -Jtrain\n", "train" },
+		{ "#!/bin/bash\n  #SBATCH   -J   spaced  \n", "spaced" },
+		{ "#!/bin/bash\n#SBATCH --job-name=\"two words\"\n",
+		  "two words" },
+		{ "#!/bin/bash\n#SBATCH -J a\n#SBATCH -J b\n", "b" },
+		{ "#!/bin/bash\n\n# comment\n#SBATCH -J late\n", "late" },
+		/* sbatch stops at the first command */
+		{ "#!/bin/bash\necho hi\n#SBATCH -J ignored\n", NULL },
+		{ "#!/bin/bash\n#SBATCH --job-namex=no\n", NULL },
+		{ "#!/bin/bash\n#SBATCH -N 2\n", NULL },
+		{ "#!/bin/bash\n#SBATCH --job-name=\n", NULL },
+		{ "", NULL },
 	};
 	char buf[JOBNAME_MAX];
 
@@ -39,8 +40,8 @@ START_TEST(test_script_text)
 		found = jobname_from_script_text(cases[i].text, buf,
 						 sizeof(buf));
 		ck_assert_msg(found == (cases[i].want != NULL), "case %zu", i);
-		ck_assert_str_eq(buf, cases[i].want ? cases[i].want
-						    : "unchanged");
+		ck_assert_str_eq(buf,
+				 cases[i].want ? cases[i].want : "unchanged");
 	}
 	ck_assert(!jobname_from_script_text(NULL, buf, sizeof(buf)));
 	/* overlong names are cut, never overflow */
@@ -83,8 +84,13 @@ START_TEST(test_script_file_and_argv)
 	ck_assert_str_eq(name, "x.sh");
 
 	{
-		char *argv[] = {"sbatch", "-o", other, "-J", "cli", path,
-				"--job-name=arg-of-script"};
+		char *argv[] = { "sbatch",
+				 "-o",
+				 other,
+				 "-J",
+				 "cli",
+				 path,
+				 "--job-name=arg-of-script" };
 		jobname_from_argv(7, argv, name, sizeof(name), script,
 				  sizeof(script), &wrap);
 		ck_assert_str_eq(name, "cli");
@@ -92,7 +98,7 @@ START_TEST(test_script_file_and_argv)
 		ck_assert(!wrap);
 	}
 	{
-		char *argv[] = {"sbatch", "--job-name=eq", "--wrap", "true"};
+		char *argv[] = { "sbatch", "--job-name=eq", "--wrap", "true" };
 		jobname_from_argv(4, argv, name, sizeof(name), script,
 				  sizeof(script), &wrap);
 		ck_assert_str_eq(name, "eq");
@@ -100,7 +106,7 @@ START_TEST(test_script_file_and_argv)
 		ck_assert(wrap);
 	}
 	{
-		char *argv[] = {"sbatch", "-Jglued", "--job-name"};
+		char *argv[] = { "sbatch", "-Jglued", "--job-name" };
 		jobname_from_argv(3, argv, name, sizeof(name), script,
 				  sizeof(script), &wrap);
 		ck_assert_str_eq(name, "glued"); /* dangling option ignored */

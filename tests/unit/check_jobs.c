@@ -24,9 +24,15 @@
 
 static struct ag g;
 
-static void setup(void) { ag_init(&g, "node1", 2); }
+static void setup(void)
+{
+	ag_init(&g, "node1", 2);
+}
 
-static void teardown(void) { ag_fini(&g); }
+static void teardown(void)
+{
+	ag_fini(&g);
+}
 
 static enum job_state state_of(struct job *job, char *error, size_t len)
 {
@@ -65,10 +71,10 @@ static const struct {
 	const char *user;
 	bool ok;
 } user_cases[] = {
-    {"alice", true},
-    {"", true}, /* the server refuses empty names before */
-    {NULL, false},
-    {"x", true},
+	{ "alice", true },
+	{ "", true }, /* the server refuses empty names before */
+	{ NULL, false },
+	{ "x", true },
 };
 
 START_TEST(test_new_job_user)
@@ -122,14 +128,14 @@ static const struct {
 	enum job_state state;
 	const char *want_error;
 } done_cases[] = {
-    {true, NULL, NULL, JOB_STAGED, ""},
-    {false, "tier 't0' full", NULL, JOB_FAILED, "tier 't0' full"},
-    {false, NULL, NULL, JOB_FAILED, "staging failed"},
-    {false, "", NULL, JOB_FAILED, "staging failed"},
-    /* a cancelled job always fails with the cancel reason */
-    {true, NULL, "aborted by user", JOB_FAILED, "aborted by user"},
-    {false, "worker killed", "job finished during staging", JOB_FAILED,
-     "job finished during staging"},
+	{ true, NULL, NULL, JOB_STAGED, "" },
+	{ false, "tier 't0' full", NULL, JOB_FAILED, "tier 't0' full" },
+	{ false, NULL, NULL, JOB_FAILED, "staging failed" },
+	{ false, "", NULL, JOB_FAILED, "staging failed" },
+	/* a cancelled job always fails with the cancel reason */
+	{ true, NULL, "aborted by user", JOB_FAILED, "aborted by user" },
+	{ false, "worker killed", "job finished during staging", JOB_FAILED,
+	  "job finished during staging" },
 };
 
 START_TEST(test_staging_done)
@@ -194,7 +200,7 @@ END_TEST
 
 START_TEST(test_fail_jobwide)
 {
-	const char *nodes[] = {"node1", "node2"};
+	const char *nodes[] = { "node1", "node2" };
 	struct job *job = ag_job(&g, 42, EMPTY);
 	char node[CONF_NODE_MAX], err[CONF_ERR_MAX];
 	struct job_view v;
@@ -260,7 +266,7 @@ static void *wait_thread(void *arg)
  * deadline is far: no timing is asserted). */
 START_TEST(test_wait_is_woken_by_the_end)
 {
-	struct waiter w = {.job = ag_job(&g, 42, EMPTY)};
+	struct waiter w = { .job = ag_job(&g, 42, EMPTY) };
 	pthread_t t;
 
 	ck_assert_int_eq(pthread_create(&t, NULL, wait_thread, &w), 0);
@@ -338,8 +344,8 @@ START_TEST(test_shutdown_refuses_new_jobs_and_cancels)
 	char err[CONF_ERR_MAX], why[CONF_ERR_MAX];
 
 	/* its staging thread still runs (the test's): not over */
-	ck_assert(!jobs_shutdown(g.a.jobs, "iostaged stopped during staging",
-				 0));
+	ck_assert(
+	    !jobs_shutdown(g.a.jobs, "iostaged stopped during staging", 0));
 	ck_assert(jobs_cancelled(job, why, sizeof(why)));
 	ck_assert_str_eq(why, "iostaged stopped during staging");
 	late = jobs_new_job(g.a.jobs, 43, geteuid(), getegid(), "tester",
@@ -419,44 +425,47 @@ static const struct {
 	bool known;
 	enum job_state state;
 } file_cases[] = {
-    {"5.json",
-     "{\"job\":5,\"uid\":1,\"gid\":1,\"user\":\"u\",\"state\":\"staged\","
-     "\"profile\":{\"datasets\":[]}}",
-     5, true, JOB_STAGED},
-    /* not JSON, not an object, cut short */
-    {"6.json", "not json", 6, false, 0},
-    {"7.json", "[7]", 7, false, 0},
-    {"8.json", "{\"job\":8,\"user\":\"u\",\"state\":\"sta", 8, false, 0},
-    /* missing or bad fields */
-    {"9.json", "{\"user\":\"u\",\"state\":\"staged\"}", 9, false, 0},
-    {"10.json", "{\"job\":10,\"state\":\"staged\"}", 10, false, 0},
-    {"11.json", "{\"job\":11,\"user\":\"u\",\"state\":\"done\"}", 11, false, 0},
-    {"12.json", "{\"job\":12,\"user\":7,\"state\":\"staged\"}", 12, false, 0},
-    {"0.json", "{\"job\":0,\"user\":\"u\",\"state\":\"staged\"}", 0, false, 0},
-    {"13.json", "{\"job\":4294967296,\"user\":\"u\",\"state\":\"staged\"}", 13,
-     false, 0},
-    /* a profile that no longer passes: failed, with why */
-    {"14.json",
-     "{\"job\":14,\"user\":\"u\",\"state\":\"staged\",\"profile\":"
-     "{\"datasets\":[{\"name\":\"d\",\"path\":\"/p\",\"tier\":\"gone\"}]}}",
-     14, true, JOB_FAILED},
-    /* names that are not JOBID.json are not read */
-    {"15.txt", "{\"job\":15,\"user\":\"u\",\"state\":\"staged\"}", 15, false,
-     0},
-    {"x16.json", "{\"job\":16,\"user\":\"u\",\"state\":\"staged\"}", 16, false,
-     0},
-    /* the same job under a second name: loaded once */
-    {"017.json",
-     "{\"job\":5,\"uid\":1,\"gid\":1,\"user\":\"u\",\"state\":\"failed\"}", 17,
-     false, 0},
-    /* a year past 33,000 and huge counters do not crash */
-    {"18.json",
-     "{\"job\":18,\"user\":\"u\",\"state\":\"failed\",\"created\":1e300,"
-     "\"created_us\":-5,\"bytes\":1e300,\"staged_s\":-1,\"tiers\":[7,"
-     "\"t0\",\"nope\"],\"tier_bytes\":{\"t0\":-1},\"cache\":[1,{\"result\":"
-     "\"weird\"}],\"nodes\":[\"../x\",\"n1\",\"n2\"],\"failed_node\":"
-     "\"a b\"}",
-     18, true, JOB_FAILED},
+	{ "5.json",
+	  "{\"job\":5,\"uid\":1,\"gid\":1,\"user\":\"u\",\"state\":\"staged\","
+	  "\"profile\":{\"datasets\":[]}}",
+	  5, true, JOB_STAGED },
+	/* not JSON, not an object, cut short */
+	{ "6.json", "not json", 6, false, 0 },
+	{ "7.json", "[7]", 7, false, 0 },
+	{ "8.json", "{\"job\":8,\"user\":\"u\",\"state\":\"sta", 8, false, 0 },
+	/* missing or bad fields */
+	{ "9.json", "{\"user\":\"u\",\"state\":\"staged\"}", 9, false, 0 },
+	{ "10.json", "{\"job\":10,\"state\":\"staged\"}", 10, false, 0 },
+	{ "11.json", "{\"job\":11,\"user\":\"u\",\"state\":\"done\"}", 11,
+	  false, 0 },
+	{ "12.json", "{\"job\":12,\"user\":7,\"state\":\"staged\"}", 12, false,
+	  0 },
+	{ "0.json", "{\"job\":0,\"user\":\"u\",\"state\":\"staged\"}", 0, false,
+	  0 },
+	{ "13.json", "{\"job\":4294967296,\"user\":\"u\",\"state\":\"staged\"}",
+	  13, false, 0 },
+	/* a profile that no longer passes: failed, with why */
+	{ "14.json",
+	  "{\"job\":14,\"user\":\"u\",\"state\":\"staged\",\"profile\":"
+	  "{\"datasets\":[{\"name\":\"d\",\"path\":\"/p\",\"tier\":\"gone\"}]}}",
+	  14, true, JOB_FAILED },
+	/* names that are not JOBID.json are not read */
+	{ "15.txt", "{\"job\":15,\"user\":\"u\",\"state\":\"staged\"}", 15,
+	  false, 0 },
+	{ "x16.json", "{\"job\":16,\"user\":\"u\",\"state\":\"staged\"}", 16,
+	  false, 0 },
+	/* the same job under a second name: loaded once */
+	{ "017.json",
+	  "{\"job\":5,\"uid\":1,\"gid\":1,\"user\":\"u\",\"state\":\"failed\"}",
+	  17, false, 0 },
+	/* a year past 33,000 and huge counters do not crash */
+	{ "18.json",
+	  "{\"job\":18,\"user\":\"u\",\"state\":\"failed\",\"created\":1e300,"
+	  "\"created_us\":-5,\"bytes\":1e300,\"staged_s\":-1,\"tiers\":[7,"
+	  "\"t0\",\"nope\"],\"tier_bytes\":{\"t0\":-1},\"cache\":[1,{\"result\":"
+	  "\"weird\"}],\"nodes\":[\"../x\",\"n1\",\"n2\"],\"failed_node\":"
+	  "\"a b\"}",
+	  18, true, JOB_FAILED },
 };
 
 START_TEST(test_restart_reads_state_files_safely)
@@ -491,7 +500,7 @@ START_TEST(test_restart_damage_is_bounded)
 	ck_assert(job->tiers[0]);
 	ck_assert(!job->tiers[1]);
 	ck_assert_str_eq(job->failed_node, ""); /* not a node name */
-	ck_assert_uint_eq(job->nnodes, 2);	/* "../x" dropped */
+	ck_assert_uint_eq(job->nnodes, 2);      /* "../x" dropped */
 	ck_assert_int_eq(job->ds[1].result, JOB_DS_PENDING);
 	jobs_put(job);
 	/* an interrupted write's temporary file is removed */
@@ -642,4 +651,7 @@ static Suite *jobs_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(jobs_suite()); }
+int main(void)
+{
+	return check_run(jobs_suite());
+}

@@ -19,16 +19,21 @@ START_TEST(test_jsonbuf_numbers)
 		double v;
 		const char *text;
 	} cases[] = {
-	    {0, "0"},			{-3, "-3"},
-	    {0.4, "0.4"},		{12.25, "12.25"},
-	    {-520.059, "-520.059"},	{65.123, "65.123"},
-	    {0.0001, "0.0001"},		{0.00001, "1e-05"},
-	    {0.1 + 0.2, "0.30000000000000004"},
-	    {123456789.5, "123456789.5"},
-	    {1234567890.5, "1234567890.5"}, {1e20, "1e+20"},
-	    {1.0 / 3, "0.33333333333333331"},
+		{ 0, "0" },
+		{ -3, "-3" },
+		{ 0.4, "0.4" },
+		{ 12.25, "12.25" },
+		{ -520.059, "-520.059" },
+		{ 65.123, "65.123" },
+		{ 0.0001, "0.0001" },
+		{ 0.00001, "1e-05" },
+		{ 0.1 + 0.2, "0.30000000000000004" },
+		{ 123456789.5, "123456789.5" },
+		{ 1234567890.5, "1234567890.5" },
+		{ 1e20, "1e+20" },
+		{ 1.0 / 3, "0.33333333333333331" },
 	};
-	struct jsonbuf b = {0};
+	struct jsonbuf b = { 0 };
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		cJSON *n = cJSON_CreateNumber(cases[i].v);
@@ -110,13 +115,17 @@ START_TEST(test_arena_unpack_equals_heap)
 {
 	static const char *const keys[] = { "job", "ds", "src" };
 	static const char *const trees[] = {
-	    "{\"job\":7,\"ds\":[{\"src\":\"/d\",\"other key\":-2.5}],"
-	    "\"x\":[true,false,null,\"\",-9007199254740991,1e300,"
-	    "2147483648,-2147483649]}",
-	    "[]", "{}", "0", "\"s\"", "[[[[1]]]]",
+		"{\"job\":7,\"ds\":[{\"src\":\"/d\",\"other key\":-2.5}],"
+		"\"x\":[true,false,null,\"\",-9007199254740991,1e300,"
+		"2147483648,-2147483649]}",
+		"[]",
+		"{}",
+		"0",
+		"\"s\"",
+		"[[[[1]]]]",
 	};
 	struct jsonbuf_dict d;
-	struct jsonbuf b = {0};
+	struct jsonbuf b = { 0 };
 	cJSON *root = jsonbuf_arena_array(), *big, *u, *a;
 	char *text = malloc(100001);
 	size_t n = 0;
@@ -139,8 +148,9 @@ START_TEST(test_arena_unpack_equals_heap)
 			n++;
 			/* a cut value: refused, not appended */
 			if (b.len > 1)
-				ck_assert_ptr_null(jsonbuf_arena_unpack(
-				    root, b.data, b.len - 1, &d));
+				ck_assert_ptr_null(
+				    jsonbuf_arena_unpack(root, b.data,
+							 b.len - 1, &d));
 			cJSON_Delete(t);
 			cJSON_Delete(u);
 		}
@@ -187,7 +197,6 @@ static Suite *jsonbuf_suite(void)
 	suite_add_tcase(s, tc);
 	return s;
 }
-
 
 int main(void)
 {

@@ -66,9 +66,8 @@ START_TEST(test_data_path_refuses_what_is_not_there)
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(iostage_data_path("IMAGENET=1", buf, sizeof(buf)), -1);
 	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_int_eq(iostage_data_path(
-				 "a123456789012345678901234567890123", buf,
-				 sizeof(buf)),
+	ck_assert_int_eq(iostage_data_path("a123456789012345678901234567890123",
+					   buf, sizeof(buf)),
 			 -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(iostage_data_path("imagenet", tiny, sizeof(tiny)), -1);

@@ -162,7 +162,8 @@ START_TEST(test_many_entries_found)
 
 	for (int i = 0; i < 20000; i++) {
 		snprintf(path, sizeof(path), "d%02d/file%06d", i / 1000, i);
-		ck_assert_int_eq(add(m, path, MANIFEST_FILE, (uint64_t)i, i), 0);
+		ck_assert_int_eq(add(m, path, MANIFEST_FILE, (uint64_t)i, i),
+				 0);
 	}
 	for (int i = 0; i < 20000; i += 7) {
 		const struct manifest_entry *e;
@@ -178,8 +179,7 @@ START_TEST(test_many_entries_found)
 END_TEST
 
 static const char *bad_paths[] = {
-	"/a", "a/", "a//b", ".", "..", "./a", "a/.", "a/../b", "a/./b",
-	"../a",
+	"/a", "a/", "a//b", ".", "..", "./a", "a/.", "a/../b", "a/./b", "../a",
 };
 
 START_TEST(test_add_refuses_bad_paths)
@@ -250,7 +250,8 @@ START_TEST(test_compare)
 
 	memset(dec, 0xff, sizeof(dec));
 	ck_assert_int_eq(manifest_compare(old, cur, MANIFEST_VERIFY_STAT, &d,
-					  dec), 0);
+					  dec),
+			 0);
 	ck_assert_uint_eq(d.added, 1);
 	ck_assert_uint_eq(d.removed, 1);
 	ck_assert_uint_eq(d.changed, 3);
@@ -265,14 +266,17 @@ START_TEST(test_compare)
 
 	/* Checksum: entries without hashes never match. */
 	ck_assert_int_eq(manifest_compare(old, cur, MANIFEST_VERIFY_CHECKSUM,
-					  &d, NULL), 0);
+					  &d, NULL),
+			 0);
 	ck_assert_uint_eq(d.same, 1); /* only the top dir */
 	ck_assert_int_eq(manifest_compare(cur, cur, MANIFEST_VERIFY_STAT, &d,
-					  NULL), 0);
+					  NULL),
+			 0);
 	ck_assert_uint_eq(d.same, 6);
 	ck_assert_uint_eq(d.added + d.removed + d.changed, 0);
 	ck_assert_int_eq(manifest_compare(NULL, cur, MANIFEST_VERIFY_STAT, &d,
-					  NULL), -1);
+					  NULL),
+			 -1);
 	manifest_destroy(old);
 	manifest_destroy(cur);
 }
@@ -332,7 +336,8 @@ START_TEST(test_roundtrip_pipe_large)
 		snprintf(path, sizeof(path), "class_%03d/sample_%07d.jpg",
 			 i / 300, i);
 		ck_assert_int_eq(add(m, path, MANIFEST_FILE, (uint64_t)i * 31,
-				     (int64_t)i * 1000000007LL), 0);
+				     (int64_t)i * 1000000007LL),
+				 0);
 	}
 	ck_assert_int_eq(pipe(p), 0);
 	pid = fork();
@@ -505,8 +510,9 @@ START_TEST(test_crafted_refused)
 	reseal(buf, len - 1);
 	assert_refused(buf, len - 1, "entry 1");
 	/* Larger than MANIFEST_MAX_FILE is refused before anything else. */
-	ck_assert_int_eq(manifest_parse(base, MANIFEST_MAX_FILE + 1,
-					&m, NULL, 0), -1);
+	ck_assert_int_eq(manifest_parse(base, MANIFEST_MAX_FILE + 1, &m, NULL,
+					0),
+			 -1);
 	ck_assert_int_eq(errno, EFBIG);
 	free(buf);
 	free(base);

@@ -106,7 +106,11 @@ START_TEST(test_tampered)
 END_TEST
 
 static const char *const garbage[] = {
-	"", "hello", "MUNGE:", "MUNGE:AAAA:", "MUNGE:!!!!notbase64!!!!:",
+	"",
+	"hello",
+	"MUNGE:",
+	"MUNGE:AAAA:",
+	"MUNGE:!!!!notbase64!!!!:",
 	"munge:lowercase:",
 };
 
@@ -188,12 +192,12 @@ START_TEST(test_no_daemon)
 	uid_t uid;
 	gid_t gid;
 
-	ck_assert_ptr_null(mauth_encode("/nonexistent/munge.sock", "x", 1, err,
-					sizeof(err)));
+	ck_assert_ptr_null(
+	    mauth_encode("/nonexistent/munge.sock", "x", 1, err, sizeof(err)));
 	ck_assert_ptr_nonnull(strstr(err, "munge"));
 	ck_assert_int_eq(mauth_decode("/nonexistent/munge.sock",
-				      "MUNGE:AAAA:", &payload, &len, &uid,
-				      &gid, err, sizeof(err)),
+				      "MUNGE:AAAA:", &payload, &len, &uid, &gid,
+				      err, sizeof(err)),
 			 MAUTH_NO_DAEMON);
 }
 END_TEST

@@ -90,8 +90,9 @@ START_TEST(test_two_agents_two_pages)
 	ck_assert_ptr_nonnull(strstr(ta, "iostage_build_info"));
 	/* the budget only where one is set */
 	ck_assert_ptr_null(strstr(ta, "iostage_stage_bandwidth_budget"));
-	ck_assert_ptr_nonnull(strstr(
-	    tb, "\niostage_stage_bandwidth_budget_bytes_per_second 5000\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(tb,
+		   "\niostage_stage_bandwidth_budget_bytes_per_second 5000\n"));
 	free(ta);
 	free(tb);
 	agent_fini(&a);
@@ -182,4 +183,7 @@ static Suite *metrics_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(metrics_suite()); }
+int main(void)
+{
+	return check_run(metrics_suite());
+}

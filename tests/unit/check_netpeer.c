@@ -132,8 +132,7 @@ START_TEST(test_real_loopback_peer)
 	ck_assert_int_eq(listen(lfd, 1), 0);
 	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&srv, &sl), 0);
 	cfd = socket(AF_INET, SOCK_STREAM, 0);
-	ck_assert_int_eq(connect(cfd, (struct sockaddr *)&srv, sizeof(srv)),
-			 0);
+	ck_assert_int_eq(connect(cfd, (struct sockaddr *)&srv, sizeof(srv)), 0);
 	afd = accept(lfd, (struct sockaddr *)&cli, &cl);
 	ck_assert_int_ge(afd, 0);
 	ck_assert_int_eq(netpeer_uid((struct sockaddr *)&cli,

@@ -47,7 +47,8 @@ int main(void)
 	Suite *s = suite_create("nodelist");
 	TCase *tc = tcase_create("core");
 
-	tcase_add_loop_test(tc, test_expand, 0, sizeof(cases) / sizeof(cases[0]));
+	tcase_add_loop_test(tc, test_expand, 0,
+			    sizeof(cases) / sizeof(cases[0]));
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

@@ -43,7 +43,10 @@ static void setup(void)
 	agent.cache = fx.c;
 }
 
-static void teardown(void) { fx_fini(&fx); }
+static void teardown(void)
+{
+	fx_fini(&fx);
+}
 
 static const char *error_of(const cJSON *r)
 {
@@ -60,7 +63,7 @@ static bool ok_of(const cJSON *r)
 /* The handler of REQ's op, called directly as UID (pid 1234). */
 static cJSON *call_as(struct agent *a, uid_t uid, const cJSON *req)
 {
-	struct ops_caller who = {uid, uid, 1234};
+	struct ops_caller who = { uid, uid, 1234 };
 	const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");
 	const struct op *o;
 
@@ -105,192 +108,213 @@ static const struct {
 	const char *req;
 	const char *want; /* in the error */
 } refusals[] = {
-    /* stage (root's: dispatch checks; the handler checks the rest) */
-    {ROOT, "{\"op\":\"stage\"}", "key 'job': missing"},
-    {ROOT, "{\"op\":\"stage\",\"job\":0}", "key 'job': must be > 0"},
-    {ROOT, "{\"op\":\"stage\",\"job\":\"7\"}", "key 'job': must be an integer"},
-    {ROOT, "{\"op\":\"stage\",\"job\":-1}", "key 'job': must be an integer"},
-    {ROOT, "{\"op\":\"stage\",\"job\":1.5}", "key 'job': must be an integer"},
-    {ROOT, "{\"op\":\"stage\",\"job\":4294967296}",
-     "key 'job': must be an integer"},
-    {ROOT, "{\"op\":\"stage\",\"job\":7,\"nodes\":\"n1\"}",
-     "key 'nodes': must be an array"},
-    {ROOT, "{\"op\":\"stage\",\"job\":7,\"nodes\":[1]}",
-     "key 'nodes': '?' is not a node name"},
-    {ROOT, "{\"op\":\"stage\",\"job\":7,\"nodes\":[\"../etc\"]}",
-     "'../etc' is not a node name"},
-    {ROOT, "{\"op\":\"stage\",\"job\":7,\"nodes\":[\"n\\u0001x\"]}",
-     "'n?x' is not a node name"},
-    {ROOT, "{\"op\":\"stage\",\"job\":7,\"nodes\":[\"n1\",\"n2\",\"n1\"]}",
-     "'n1' listed twice"},
-    {ROOT, "{\"op\":\"stage\",\"job\":7}", "key 'uid': missing"},
-    {ROOT,
-     "{\"op\":\"stage\",\"job\":7,\"uid\":-1,\"gid\":0,\"user\":\"root\"}",
-     "key 'uid': must be an integer"},
-    {ROOT,
-     "{\"op\":\"stage\",\"job\":7,\"uid\":4294967295,\"gid\":0,\"user\":"
-     "\"root\"}",
-     "key 'uid': 4294967295 is not a valid id"},
-    {ROOT,
-     "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":4294967295,\"user\":"
-     "\"root\"}",
-     "key 'gid': 4294967295 is not a valid id"},
-    {ROOT, "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0}",
-     "key 'user': missing"},
-    {ROOT, "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":5}",
-     "key 'user': must be a string"},
-    {ROOT,
-     "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"" LONG300
-     "\"}",
-     "key 'user': longer than 255 bytes"},
-    {ROOT,
-     "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"no-such-user-"
-     "iostage\"}",
-     "key 'user': no such user 'no-such-user-iostage'"},
-    {ROOT,
-     "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"bad\\nname\"}",
-     "no such user 'bad?name'"},
-    {ROOT,
-     "{\"op\":\"stage\",\"job\":7,\"uid\":4242,\"gid\":0,\"user\":\"root\"}",
-     "user 'root' has uid 0, not 4242"},
-    {ROOT, "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"root\"}",
-     "key 'profile': missing"},
-    {ROOT,
-     "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"root\","
-     "\"profile\":\"x\"}",
-     "key 'profile': must be an object"},
-    {ROOT,
-     "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"root\","
-     "\"profile\":{\"datasets\":[{\"path\":\"relative/x\"}]}}",
-     "key 'profile': "},
-    {ROOT,
-     "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"root\","
-     "\"profile\":{\"datasets\":[{\"path\":\"/data/x\",\"tier\":\"nvm\"}]}}",
-     "key 'profile': "},
-    {ROOT,
-     "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"root\","
-     "\"profile\":{\"datasets\":[{\"path\":\"/data/x\",\"bogus\":1}]}}",
-     "key 'profile': "},
-    /* wait, abort, job_env, finish: the job named, and known */
-    {USER, "{\"op\":\"wait\"}", "key 'job': missing"},
-    {USER, "{\"op\":\"wait\",\"job\":7,\"timeout\":\"x\"}",
-     "key 'timeout': must be an integer"},
-    {USER, "{\"op\":\"wait\",\"job\":7,\"timeout\":-3}",
-     "key 'timeout': must be an integer"},
-    {USER, "{\"op\":\"wait\",\"job\":77}", "unknown job 77"},
-    {ROOT, "{\"op\":\"abort\",\"job\":\"x\"}", "key 'job': must be an integer"},
-    {ROOT, "{\"op\":\"abort\",\"job\":7,\"reason\":5}",
-     "key 'reason': must be a string"},
-    {ROOT, "{\"op\":\"abort\",\"job\":77,\"reason\":\"deadline\"}",
-     "unknown job 77"},
-    {USER, "{\"op\":\"job_env\",\"job\":[]}", "key 'job': must be an integer"},
-    {USER, "{\"op\":\"job_env\",\"job\":77}", "unknown job 77"},
-    {ROOT, "{\"op\":\"finish\"}", "key 'job': missing"},
-    {ROOT, "{\"op\":\"finish\",\"job\":null}", "key 'job': must be an integer"},
-    /* prestage: a user stages as themself; root may name anyone */
-    {USER, "{\"op\":\"prestage\"}", "key 'path': missing"},
-    {USER, "{\"op\":\"prestage\",\"path\":5}", "key 'path': must be a string"},
-    {USER, "{\"op\":\"prestage\",\"path\":\"/data/x\",\"tier\":5}",
-     "key 'tier': must be a string"},
-    {USER, "{\"op\":\"prestage\",\"path\":\"/data/x\",\"user\":[]}",
-     "key 'user': must be a string"},
-    {USER, "{\"op\":\"prestage\",\"path\":\"/data/x\",\"verify\":true}",
-     "key 'verify': must be a string"},
-    {NOBODY, "{\"op\":\"prestage\",\"path\":\"/data/x\",\"user\":\"root\"}",
-     "permission denied: key 'user' needs root"},
-    {USER, "{\"op\":\"prestage\",\"path\":\"/data/x\"}",
-     "uid 4242 has no user name"},
-    {ROOT,
-     "{\"op\":\"prestage\",\"path\":\"/data/"
-     "x\",\"user\":\"no-such-user-iostage\"}",
-     "no such user 'no-such-user-iostage'"},
-    {ROOT, "{\"op\":\"prestage\",\"path\":\"/data/x\",\"user\":\"\\u001b[2J\"}",
-     "no such user '?[2J'"},
-    {ROOT, "{\"op\":\"prestage\",\"path\":\"relative/x\",\"user\":\"root\"}",
-     "prestage refused: "},
-    {ROOT, "{\"op\":\"prestage\",\"path\":\"\",\"user\":\"root\"}",
-     "prestage refused: "},
-    {ROOT,
-     "{\"op\":\"prestage\",\"path\":\"/data/"
-     "x\",\"tier\":\"nvm\",\"user\":\"root\"}",
-     "prestage refused: "},
-    {ROOT,
-     "{\"op\":\"prestage\",\"path\":\"/data/"
-     "x\",\"tier\":\"t0\",\"verify\":\"maybe\",\"user\":\"root\"}",
-     "prestage refused: "},
-    /* cache_ls, cache_evict */
-    {USER, "{\"op\":\"cache_ls\",\"tier\":5}", "key 'tier': must be a string"},
-    {USER, "{\"op\":\"cache_ls\",\"tier\":\"nvm\"}",
-     "key 'tier': unknown tier 'nvm'"},
-    {USER, "{\"op\":\"cache_ls\",\"tier\":\"n\\u0007m\"}",
-     "unknown tier 'n?m'"},
-    {USER, "{\"op\":\"cache_evict\"}", "give exactly one of 'key' and 'path'"},
-    {USER,
-     "{\"op\":\"cache_evict\",\"key\":\"00000000000000000000000000000000\","
-     "\"path\":\"/data/x\"}",
-     "give exactly one of 'key' and 'path'"},
-    {USER, "{\"op\":\"cache_evict\",\"key\":\"abc\"}",
-     "key 'key': must be 32 lowercase hex digits"},
-    {USER,
-     "{\"op\":\"cache_evict\",\"key\":\"0000000000000000000000000000000A\"}",
-     "key 'key': must be 32 lowercase hex digits"},
-    {USER,
-     "{\"op\":\"cache_evict\",\"key\":\"../../../../etc/passwd0000000000\"}",
-     "key 'key': must be 32 lowercase hex digits"},
-    {USER, "{\"op\":\"cache_evict\",\"key\":5}", "key 'key': must be a string"},
-    {USER, "{\"op\":\"cache_evict\",\"path\":\"relative/x\"}", "key 'path': "},
-    {USER, "{\"op\":\"cache_evict\",\"path\":\"/data/x\",\"tier\":\"nvm\"}",
-     "unknown tier 'nvm'"},
-    {USER, "{\"op\":\"cache_evict\",\"path\":\"/data/x\",\"user\":\"root\"}",
-     "permission denied: key 'user' needs root (peer uid 4242)"},
-    {ROOT,
-     "{\"op\":\"cache_evict\",\"path\":\"/data/"
-     "x\",\"user\":\"no-such-user-iostage\"}",
-     "no such user 'no-such-user-iostage'"},
-    /* the telemetry ops */
-    {ROOT, "{\"op\":\"task_register\",\"job\":7}",
-     "key 'pid': missing or not a task pid"},
-    {ROOT, "{\"op\":\"task_register\",\"job\":7,\"pid\":1}",
-     "key 'pid': missing or not a task pid"},
-    {ROOT, "{\"op\":\"task_register\",\"job\":7,\"pid\":-5}",
-     "key 'pid': must be an integer from 0"},
-    {ROOT, "{\"op\":\"task_register\",\"job\":7,\"pid\":100,\"step\":\"x\"}",
-     "key 'step': must be an integer"},
-    {ROOT,
-     "{\"op\":\"task_register\",\"job\":7,\"pid\":100,\"identity\":\"mpi\"}",
-     "key 'identity': must be \"pmix\" or \"slurm\""},
-    {ROOT,
-     "{\"op\":\"task_register\",\"job\":7,\"pid\":100,\"node\":\"" LONG300
-     "\"}",
-     "key 'node': must be a string of at most"},
-    {ROOT, "{\"op\":\"task_exit\"}", "key 'job': missing"},
-    {ROOT, "{\"op\":\"task_exit\",\"job\":7,\"pid\":2.5}",
-     "key 'pid': must be an integer"},
-    {USER, "{\"op\":\"phase\",\"job\":7,\"event\":\"begin\"}",
-     "key 'name': missing"},
-    {USER, "{\"op\":\"phase\",\"job\":7,\"name\":\"a b\",\"event\":\"begin\"}",
-     "key 'name': 'a b' is not a phase name"},
-    {USER,
-     "{\"op\":\"phase\",\"job\":7,\"name\":\"a\\nb\",\"event\":\"begin\"}",
-     "key 'name': 'a?b' is not a phase name"},
-    {USER, "{\"op\":\"phase\",\"job\":7,\"name\":\"\",\"event\":\"begin\"}",
-     "is not a phase name"},
-    {USER,
-     "{\"op\":\"phase\",\"job\":7,\"name\":\"" LONG300
-     "\",\"event\":\"begin\"}",
-     "is not a phase name"},
-    {USER, "{\"op\":\"phase\",\"job\":7,\"name\":\"io\",\"event\":\"middle\"}",
-     "key 'event': must be \"begin\" or \"end\""},
-    {USER,
-     "{\"op\":\"phase\",\"job\":7,\"name\":\"io\",\"event\":\"end\",\"ts\":"
-     "\"now\"}",
-     "key 'ts': must be unix seconds close to now"},
-    {USER,
-     "{\"op\":\"phase\",\"job\":7,\"name\":\"io\",\"event\":\"end\",\"ts\":0}",
-     "key 'ts': must be unix seconds close to now"},
-    {USER, "{\"op\":\"shim_report\"}",
-     "shim_report refused: key 'job': missing"},
-    {USER, "{\"op\":\"telemetry\",\"job\":0}", "key 'job': must be > 0"},
+	/* stage (root's: dispatch checks; the handler checks the rest) */
+	{ ROOT, "{\"op\":\"stage\"}", "key 'job': missing" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":0}", "key 'job': must be > 0" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":\"7\"}",
+	  "key 'job': must be an integer" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":-1}",
+	  "key 'job': must be an integer" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":1.5}",
+	  "key 'job': must be an integer" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":4294967296}",
+	  "key 'job': must be an integer" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":7,\"nodes\":\"n1\"}",
+	  "key 'nodes': must be an array" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":7,\"nodes\":[1]}",
+	  "key 'nodes': '?' is not a node name" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":7,\"nodes\":[\"../etc\"]}",
+	  "'../etc' is not a node name" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":7,\"nodes\":[\"n\\u0001x\"]}",
+	  "'n?x' is not a node name" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":7,\"nodes\":[\"n1\",\"n2\",\"n1\"]}",
+	  "'n1' listed twice" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":7}", "key 'uid': missing" },
+	{ ROOT,
+	  "{\"op\":\"stage\",\"job\":7,\"uid\":-1,\"gid\":0,\"user\":\"root\"}",
+	  "key 'uid': must be an integer" },
+	{ ROOT,
+	  "{\"op\":\"stage\",\"job\":7,\"uid\":4294967295,\"gid\":0,\"user\":"
+	  "\"root\"}",
+	  "key 'uid': 4294967295 is not a valid id" },
+	{ ROOT,
+	  "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":4294967295,\"user\":"
+	  "\"root\"}",
+	  "key 'gid': 4294967295 is not a valid id" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0}",
+	  "key 'user': missing" },
+	{ ROOT, "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":5}",
+	  "key 'user': must be a string" },
+	{ ROOT,
+	  "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"" LONG300
+	  "\"}",
+	  "key 'user': longer than 255 bytes" },
+	{ ROOT,
+	  "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"no-such-user-"
+	  "iostage\"}",
+	  "key 'user': no such user 'no-such-user-iostage'" },
+	{ ROOT,
+	  "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"bad\\nname\"}",
+	  "no such user 'bad?name'" },
+	{ ROOT,
+	  "{\"op\":\"stage\",\"job\":7,\"uid\":4242,\"gid\":0,\"user\":\"root\"}",
+	  "user 'root' has uid 0, not 4242" },
+	{ ROOT,
+	  "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"root\"}",
+	  "key 'profile': missing" },
+	{ ROOT,
+	  "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"root\","
+	  "\"profile\":\"x\"}",
+	  "key 'profile': must be an object" },
+	{ ROOT,
+	  "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"root\","
+	  "\"profile\":{\"datasets\":[{\"path\":\"relative/x\"}]}}",
+	  "key 'profile': " },
+	{ ROOT,
+	  "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"root\","
+	  "\"profile\":{\"datasets\":[{\"path\":\"/data/x\",\"tier\":\"nvm\"}]}}",
+	  "key 'profile': " },
+	{ ROOT,
+	  "{\"op\":\"stage\",\"job\":7,\"uid\":0,\"gid\":0,\"user\":\"root\","
+	  "\"profile\":{\"datasets\":[{\"path\":\"/data/x\",\"bogus\":1}]}}",
+	  "key 'profile': " },
+	/* wait, abort, job_env, finish: the job named, and known */
+	{ USER, "{\"op\":\"wait\"}", "key 'job': missing" },
+	{ USER, "{\"op\":\"wait\",\"job\":7,\"timeout\":\"x\"}",
+	  "key 'timeout': must be an integer" },
+	{ USER, "{\"op\":\"wait\",\"job\":7,\"timeout\":-3}",
+	  "key 'timeout': must be an integer" },
+	{ USER, "{\"op\":\"wait\",\"job\":77}", "unknown job 77" },
+	{ ROOT, "{\"op\":\"abort\",\"job\":\"x\"}",
+	  "key 'job': must be an integer" },
+	{ ROOT, "{\"op\":\"abort\",\"job\":7,\"reason\":5}",
+	  "key 'reason': must be a string" },
+	{ ROOT, "{\"op\":\"abort\",\"job\":77,\"reason\":\"deadline\"}",
+	  "unknown job 77" },
+	{ USER, "{\"op\":\"job_env\",\"job\":[]}",
+	  "key 'job': must be an integer" },
+	{ USER, "{\"op\":\"job_env\",\"job\":77}", "unknown job 77" },
+	{ ROOT, "{\"op\":\"finish\"}", "key 'job': missing" },
+	{ ROOT, "{\"op\":\"finish\",\"job\":null}",
+	  "key 'job': must be an integer" },
+	/* prestage: a user stages as themself; root may name anyone */
+	{ USER, "{\"op\":\"prestage\"}", "key 'path': missing" },
+	{ USER, "{\"op\":\"prestage\",\"path\":5}",
+	  "key 'path': must be a string" },
+	{ USER, "{\"op\":\"prestage\",\"path\":\"/data/x\",\"tier\":5}",
+	  "key 'tier': must be a string" },
+	{ USER, "{\"op\":\"prestage\",\"path\":\"/data/x\",\"user\":[]}",
+	  "key 'user': must be a string" },
+	{ USER, "{\"op\":\"prestage\",\"path\":\"/data/x\",\"verify\":true}",
+	  "key 'verify': must be a string" },
+	{ NOBODY,
+	  "{\"op\":\"prestage\",\"path\":\"/data/x\",\"user\":\"root\"}",
+	  "permission denied: key 'user' needs root" },
+	{ USER, "{\"op\":\"prestage\",\"path\":\"/data/x\"}",
+	  "uid 4242 has no user name" },
+	{ ROOT,
+	  "{\"op\":\"prestage\",\"path\":\"/data/"
+	  "x\",\"user\":\"no-such-user-iostage\"}",
+	  "no such user 'no-such-user-iostage'" },
+	{ ROOT,
+	  "{\"op\":\"prestage\",\"path\":\"/data/x\",\"user\":\"\\u001b[2J\"}",
+	  "no such user '?[2J'" },
+	{ ROOT,
+	  "{\"op\":\"prestage\",\"path\":\"relative/x\",\"user\":\"root\"}",
+	  "prestage refused: " },
+	{ ROOT, "{\"op\":\"prestage\",\"path\":\"\",\"user\":\"root\"}",
+	  "prestage refused: " },
+	{ ROOT,
+	  "{\"op\":\"prestage\",\"path\":\"/data/"
+	  "x\",\"tier\":\"nvm\",\"user\":\"root\"}",
+	  "prestage refused: " },
+	{ ROOT,
+	  "{\"op\":\"prestage\",\"path\":\"/data/"
+	  "x\",\"tier\":\"t0\",\"verify\":\"maybe\",\"user\":\"root\"}",
+	  "prestage refused: " },
+	/* cache_ls, cache_evict */
+	{ USER, "{\"op\":\"cache_ls\",\"tier\":5}",
+	  "key 'tier': must be a string" },
+	{ USER, "{\"op\":\"cache_ls\",\"tier\":\"nvm\"}",
+	  "key 'tier': unknown tier 'nvm'" },
+	{ USER, "{\"op\":\"cache_ls\",\"tier\":\"n\\u0007m\"}",
+	  "unknown tier 'n?m'" },
+	{ USER, "{\"op\":\"cache_evict\"}",
+	  "give exactly one of 'key' and 'path'" },
+	{ USER,
+	  "{\"op\":\"cache_evict\",\"key\":\"00000000000000000000000000000000\","
+	  "\"path\":\"/data/x\"}",
+	  "give exactly one of 'key' and 'path'" },
+	{ USER, "{\"op\":\"cache_evict\",\"key\":\"abc\"}",
+	  "key 'key': must be 32 lowercase hex digits" },
+	{ USER,
+	  "{\"op\":\"cache_evict\",\"key\":\"0000000000000000000000000000000A\"}",
+	  "key 'key': must be 32 lowercase hex digits" },
+	{ USER,
+	  "{\"op\":\"cache_evict\",\"key\":\"../../../../etc/passwd0000000000\"}",
+	  "key 'key': must be 32 lowercase hex digits" },
+	{ USER, "{\"op\":\"cache_evict\",\"key\":5}",
+	  "key 'key': must be a string" },
+	{ USER, "{\"op\":\"cache_evict\",\"path\":\"relative/x\"}",
+	  "key 'path': " },
+	{ USER,
+	  "{\"op\":\"cache_evict\",\"path\":\"/data/x\",\"tier\":\"nvm\"}",
+	  "unknown tier 'nvm'" },
+	{ USER,
+	  "{\"op\":\"cache_evict\",\"path\":\"/data/x\",\"user\":\"root\"}",
+	  "permission denied: key 'user' needs root (peer uid 4242)" },
+	{ ROOT,
+	  "{\"op\":\"cache_evict\",\"path\":\"/data/"
+	  "x\",\"user\":\"no-such-user-iostage\"}",
+	  "no such user 'no-such-user-iostage'" },
+	/* the telemetry ops */
+	{ ROOT, "{\"op\":\"task_register\",\"job\":7}",
+	  "key 'pid': missing or not a task pid" },
+	{ ROOT, "{\"op\":\"task_register\",\"job\":7,\"pid\":1}",
+	  "key 'pid': missing or not a task pid" },
+	{ ROOT, "{\"op\":\"task_register\",\"job\":7,\"pid\":-5}",
+	  "key 'pid': must be an integer from 0" },
+	{ ROOT,
+	  "{\"op\":\"task_register\",\"job\":7,\"pid\":100,\"step\":\"x\"}",
+	  "key 'step': must be an integer" },
+	{ ROOT,
+	  "{\"op\":\"task_register\",\"job\":7,\"pid\":100,\"identity\":\"mpi\"}",
+	  "key 'identity': must be \"pmix\" or \"slurm\"" },
+	{ ROOT,
+	  "{\"op\":\"task_register\",\"job\":7,\"pid\":100,\"node\":\"" LONG300
+	  "\"}",
+	  "key 'node': must be a string of at most" },
+	{ ROOT, "{\"op\":\"task_exit\"}", "key 'job': missing" },
+	{ ROOT, "{\"op\":\"task_exit\",\"job\":7,\"pid\":2.5}",
+	  "key 'pid': must be an integer" },
+	{ USER, "{\"op\":\"phase\",\"job\":7,\"event\":\"begin\"}",
+	  "key 'name': missing" },
+	{ USER,
+	  "{\"op\":\"phase\",\"job\":7,\"name\":\"a b\",\"event\":\"begin\"}",
+	  "key 'name': 'a b' is not a phase name" },
+	{ USER,
+	  "{\"op\":\"phase\",\"job\":7,\"name\":\"a\\nb\",\"event\":\"begin\"}",
+	  "key 'name': 'a?b' is not a phase name" },
+	{ USER,
+	  "{\"op\":\"phase\",\"job\":7,\"name\":\"\",\"event\":\"begin\"}",
+	  "is not a phase name" },
+	{ USER,
+	  "{\"op\":\"phase\",\"job\":7,\"name\":\"" LONG300
+	  "\",\"event\":\"begin\"}",
+	  "is not a phase name" },
+	{ USER,
+	  "{\"op\":\"phase\",\"job\":7,\"name\":\"io\",\"event\":\"middle\"}",
+	  "key 'event': must be \"begin\" or \"end\"" },
+	{ USER,
+	  "{\"op\":\"phase\",\"job\":7,\"name\":\"io\",\"event\":\"end\",\"ts\":"
+	  "\"now\"}",
+	  "key 'ts': must be unix seconds close to now" },
+	{ USER,
+	  "{\"op\":\"phase\",\"job\":7,\"name\":\"io\",\"event\":\"end\",\"ts\":0}",
+	  "key 'ts': must be unix seconds close to now" },
+	{ USER, "{\"op\":\"shim_report\"}",
+	  "shim_report refused: key 'job': missing" },
+	{ USER, "{\"op\":\"telemetry\",\"job\":0}", "key 'job': must be > 0" },
 };
 
 static uid_t uid_for(enum who w)
@@ -346,16 +370,18 @@ static const struct {
 	const char *op;
 	bool ok;
 } empty_cases[] = {
-    {"ping", true},	      {"stage", false},	    {"wait", false},
-    {"abort", false},	      {"job_env", false},   {"finish", false},
-    {"prestage", false},      {"cache_ls", true},   {"cache_evict", false},
-    {"task_register", false}, {"task_exit", false}, {"phase", false},
-    {"shim_report", false},   {"telemetry", false},
+	{ "ping", true },         { "stage", false },
+	{ "wait", false },        { "abort", false },
+	{ "job_env", false },     { "finish", false },
+	{ "prestage", false },    { "cache_ls", true },
+	{ "cache_evict", false }, { "task_register", false },
+	{ "task_exit", false },   { "phase", false },
+	{ "shim_report", false }, { "telemetry", false },
 };
 
 START_TEST(test_null_and_empty_requests)
 {
-	struct ops_caller root = {0, 0, 1234};
+	struct ops_caller root = { 0, 0, 1234 };
 	const struct op *o = server_op(empty_cases[_i].op);
 	cJSON *empty = cJSON_CreateObject(), *r;
 
@@ -379,9 +405,9 @@ START_TEST(test_ping)
 	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(r, "pid");
 
 	ck_assert(ok_of(r));
-	ck_assert_str_eq(
-	    cJSON_GetStringValue(cJSON_GetObjectItem(r, "version")),
-	    IOSTAGE_VERSION);
+	ck_assert_str_eq(cJSON_GetStringValue(
+			     cJSON_GetObjectItem(r, "version")),
+			 IOSTAGE_VERSION);
 	ck_assert(cJSON_IsNumber(pid) && pid->valuedouble == getpid());
 	cJSON_Delete(r);
 }
@@ -391,7 +417,7 @@ END_TEST
 
 static cJSON *dispatch_as(uid_t uid, const char *line)
 {
-	struct ops_caller who = {uid, uid, 1234};
+	struct ops_caller who = { uid, uid, 1234 };
 	cJSON *r = server_dispatch(&agent, &who, line);
 
 	ck_assert_msg(r != NULL, "%s: no reply", line);
@@ -404,17 +430,17 @@ static const struct {
 	const char *line;
 	const char *want;
 } bad_lines[] = {
-    {"", ""},
-    {"not json", ""},
-    {"[]", ""},
-    {"\"ping\"", ""},
-    {"{}", "op"},
-    {"{\"op\":5}", "op"},
-    {"{\"op\":null}", "op"},
-    {"{\"op\":\"nope\"}", "unknown op 'nope' (known: "},
-    {"{\"op\":\"no\\u0001pe\"}", "unknown op 'no?pe'"},
-    {"{\"op\":\"stage \"}", "unknown op 'stage '"},
-    {"{\"op\":\"STAGE\"}", "unknown op 'STAGE'"},
+	{ "", "" },
+	{ "not json", "" },
+	{ "[]", "" },
+	{ "\"ping\"", "" },
+	{ "{}", "op" },
+	{ "{\"op\":5}", "op" },
+	{ "{\"op\":null}", "op" },
+	{ "{\"op\":\"nope\"}", "unknown op 'nope' (known: " },
+	{ "{\"op\":\"no\\u0001pe\"}", "unknown op 'no?pe'" },
+	{ "{\"op\":\"stage \"}", "unknown op 'stage '" },
+	{ "{\"op\":\"STAGE\"}", "unknown op 'STAGE'" },
 };
 
 START_TEST(test_dispatch_bad_lines)
@@ -433,10 +459,11 @@ END_TEST
 /* The unknown-op message lists every family's ops. */
 START_TEST(test_dispatch_lists_known_ops)
 {
-	static const char *const ops[] = {
-	    "ping",	   "stage",	  "job_env",	   "status",
-	    "prestage",	   "cache_evict", "task_register", "telemetry",
-	    "history_get", "recommend"};
+	static const char *const ops[] = { "ping",          "stage",
+					   "job_env",       "status",
+					   "prestage",      "cache_evict",
+					   "task_register", "telemetry",
+					   "history_get",   "recommend" };
 	cJSON *r = dispatch_as(OTHER_UID, "{\"op\":\"x\"}");
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
@@ -449,7 +476,7 @@ END_TEST
 /* Root's ops, asked by a user with a request that their handler would
  * refuse otherwise: dispatch refuses first, naming the caller. */
 static const char *const root_ops[] = {
-    "stage", "abort", "finish", "task_register", "task_exit", "history_put",
+	"stage", "abort", "finish", "task_register", "task_exit", "history_put",
 };
 
 START_TEST(test_dispatch_root_only)
@@ -549,8 +576,9 @@ START_TEST(test_cache_evict_own_entries)
 	ck_assert_msg(ok_of(r), "cache_evict: %s", error_of(r));
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(r, "evicted")),
 			 1);
-	ck_assert_double_eq(
-	    cJSON_GetNumberValue(cJSON_GetObjectItem(r, "bytes")), 100);
+	ck_assert_double_eq(cJSON_GetNumberValue(
+				cJSON_GetObjectItem(r, "bytes")),
+			    100);
 	ck_assert(!fx_version_exists(&fx, 0, key, 1));
 	cJSON_Delete(r);
 	cJSON_Delete(req);
@@ -582,7 +610,7 @@ END_TEST
 START_TEST(test_another_users_job)
 {
 	/* job_env first: answered at once when allowed (wait would block) */
-	static const char *const ops[] = {"job_env", "abort", "wait"};
+	static const char *const ops[] = { "job_env", "abort", "wait" };
 	char err[CONF_ERR_MAX], line[128];
 	struct profile *p;
 	struct job *job, *old = NULL;
@@ -668,4 +696,7 @@ static Suite *ops_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(ops_suite()); }
+int main(void)
+{
+	return check_run(ops_suite());
+}

@@ -181,8 +181,8 @@ START_TEST(test_open_refuses)
 	char err[CONF_ERR_MAX], link[256];
 	struct outbox *ob = NULL;
 
-	ck_assert_int_eq(outbox_open("rel/outbox", &ob, NULL, err,
-				     sizeof(err)), -1);
+	ck_assert_int_eq(outbox_open("rel/outbox", &ob, NULL, err, sizeof(err)),
+			 -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_ptr_null(ob);
 	ck_assert_int_eq(outbox_open(NULL, &ob, NULL, err, sizeof(err)), -1);
@@ -201,15 +201,19 @@ static const struct {
 	const char *want; /* NULL: valid; else a substring of the error */
 } entry_cases[] = {
 	{ "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\"],"
-	  "\"record\":{\"job\":7,\"node\":\"n1\"}}", NULL },
+	  "\"record\":{\"job\":7,\"node\":\"n1\"}}",
+	  NULL },
 	{ "{\"job\":7,\"node\":\"n2\",\"nodes\":[\"n1\",\"n2\",\"n3\"],"
-	  "\"record\":{\"job\":7,\"node\":\"n2\"}}", NULL },
+	  "\"record\":{\"job\":7,\"node\":\"n2\"}}",
+	  NULL },
 	{ "[]", "not a JSON object" },
 	{ "{}", "key 'job'" },
 	{ "{\"job\":0,\"node\":\"n1\",\"nodes\":[\"n1\"],"
-	  "\"record\":{\"job\":0,\"node\":\"n1\"}}", "key 'job'" },
+	  "\"record\":{\"job\":0,\"node\":\"n1\"}}",
+	  "key 'job'" },
 	{ "{\"job\":1.5,\"node\":\"n1\",\"nodes\":[\"n1\"],"
-	  "\"record\":{}}", "key 'job'" },
+	  "\"record\":{}}",
+	  "key 'job'" },
 	{ "{\"job\":4294967296,\"node\":\"n1\"}", "key 'job'" },
 	{ "{\"job\":\"7\",\"node\":\"n1\"}", "key 'job'" },
 	{ "{\"job\":7,\"node\":\"../x\",\"nodes\":[\"n1\"]}", "key 'node'" },
@@ -223,11 +227,14 @@ static const struct {
 	{ "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\"],\"record\":[]}",
 	  "key 'record'" },
 	{ "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\"],"
-	  "\"record\":{\"job\":8,\"node\":\"n1\"}}", "key 'record'" },
+	  "\"record\":{\"job\":8,\"node\":\"n1\"}}",
+	  "key 'record'" },
 	{ "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\"],"
-	  "\"record\":{\"job\":7,\"node\":\"n2\"}}", "key 'record'" },
+	  "\"record\":{\"job\":7,\"node\":\"n2\"}}",
+	  "key 'record'" },
 	{ "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\"],"
-	  "\"record\":{\"job\":7}}", "key 'record'" },
+	  "\"record\":{\"job\":7}}",
+	  "key 'record'" },
 };
 
 START_TEST(test_entry_check)
@@ -256,7 +263,7 @@ START_TEST(test_entry_check_null_and_many_nodes)
 	char err[CONF_ERR_MAX];
 	cJSON *e, *r = record(9, "n0"), *nodes;
 	const char **names = calloc(OUTBOX_NODES_MAX + 1, sizeof(*names));
-	char (*buf)[16] = calloc(OUTBOX_NODES_MAX + 1, sizeof(*buf));
+	char(*buf)[16] = calloc(OUTBOX_NODES_MAX + 1, sizeof(*buf));
 
 	ck_assert_int_eq(outbox_entry_check(NULL, err, sizeof(err)), -1);
 	for (int i = 0; i <= OUTBOX_NODES_MAX; i++) {
@@ -311,12 +318,11 @@ START_TEST(test_put_list_read_remove)
 	ck_assert_str_eq(cJSON_GetObjectItem(e, "node")->valuestring,
 			 "n2.cluster");
 	ck_assert_str_eq(
-		cJSON_GetArrayItem(cJSON_GetObjectItem(e, "nodes"), 0)
-			->valuestring,
-		"n2.cluster");
+	    cJSON_GetArrayItem(cJSON_GetObjectItem(e, "nodes"), 0)->valuestring,
+	    "n2.cluster");
 	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(e, "record"),
 					     "user")
-				 ->valuestring,
+			     ->valuestring,
 			 "alice");
 	cJSON_Delete(e);
 	ck_assert_int_eq(outbox_remove(ob, &items[1], err, sizeof(err)), 0);
@@ -359,7 +365,7 @@ START_TEST(test_put_replaces_and_remove_keeps_newer)
 	ck_assert_ptr_nonnull(e);
 	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(e, "record"),
 					     "user")
-				 ->valuestring,
+			     ->valuestring,
 			 "bob");
 	ck_assert_int_eq(outbox_remove(ob, &items[0], err, sizeof(err)), 0);
 	ck_assert_int_eq(outbox_count(ob), 0);
@@ -435,9 +441,11 @@ START_TEST(test_bad_files_quarantined_never_deleted)
 	} bad[] = {
 		{ "notes.txt", "an admin's note" },
 		{ "30.n1.json", "{not json" },
-		{ "31.n1.json", "{\"job\":32,\"node\":\"n1\",\"nodes\":[\"n1\"],"
-				"\"record\":{\"job\":32,\"node\":\"n1\"}}" },
-		{ "33.n1.json", "{\"job\":33,\"node\":\"n1\",\"nodes\":[\"n1\"]}" },
+		{ "31.n1.json",
+		  "{\"job\":32,\"node\":\"n1\",\"nodes\":[\"n1\"],"
+		  "\"record\":{\"job\":32,\"node\":\"n1\"}}" },
+		{ "33.n1.json",
+		  "{\"job\":33,\"node\":\"n1\",\"nodes\":[\"n1\"]}" },
 		{ "0.n1.json", "{}" },
 		{ "34..json", "{}" },
 	};
@@ -498,8 +506,7 @@ START_TEST(test_bad_files_quarantined_never_deleted)
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(items[i].name, "30.n1.json"))
 			ck_assert_int_eq(outbox_quarantine(ob, &items[i], NULL,
-							   0, err,
-							   sizeof(err)),
+							   0, err, sizeof(err)),
 					 0);
 	ck_assert_int_eq(count_in("bad", "30.n1.json"), 2);
 	free(items);

@@ -22,13 +22,16 @@ START_TEST(test_shared_and_fpp_per_output)
 
 	ck_assert_ptr_nonnull(t);
 	ck_assert_int_eq(outfiles_add(t, "/t/nvme/jobs/7/out/ckpt/shared", 100,
-				      10), 0);
+				      10),
+			 0);
 	ck_assert_int_eq(outfiles_add(t, "/t/nvme/jobs/7/out/ckpt/shared", 101,
-				      20), 0);
+				      20),
+			 0);
 	ck_assert_int_eq(outfiles_add(t, "/t/nvme/jobs/7/out/ckpt/r0", 100, 5),
 			 0);
 	ck_assert_int_eq(outfiles_add(t, "/t/nvme/jobs/7/out/ckpt/sub/r1", 101,
-				      5), 0);
+				      5),
+			 0);
 	/* One process, two reports (exec): still one writer. */
 	ck_assert_int_eq(outfiles_add(t, "/pfs/u/logs/log.txt", 55, 1), 0);
 	ck_assert_int_eq(outfiles_add(t, "/pfs/u/logs/log.txt", 55, 2), 0);
@@ -120,10 +123,9 @@ static const struct {
 	const char *path, *prefix;
 	int under;
 } unders[] = {
-	{ "/a/b/c", "/a/b", 1 },  { "/a/b", "/a/b", 1 },
-	{ "/a/bc", "/a/b", 0 },	  { "/a/b/c", "/a/b/", 1 },
-	{ "/a", "/", 1 },	  { "/a/b", "", 0 },
-	{ "/a/b", NULL, 0 },	  { "/a", "/a/b", 0 },
+	{ "/a/b/c", "/a/b", 1 },  { "/a/b", "/a/b", 1 }, { "/a/bc", "/a/b", 0 },
+	{ "/a/b/c", "/a/b/", 1 }, { "/a", "/", 1 },      { "/a/b", "", 0 },
+	{ "/a/b", NULL, 0 },      { "/a", "/a/b", 0 },
 };
 
 START_TEST(test_under)
@@ -142,7 +144,8 @@ int main(void)
 	tcase_add_test(tc, test_bounded);
 	tcase_add_test(tc, test_grows);
 	tcase_add_test(tc, test_bad_input);
-	tcase_add_loop_test(tc, test_under, 0, sizeof(unders) / sizeof(unders[0]));
+	tcase_add_loop_test(tc, test_under, 0,
+			    sizeof(unders) / sizeof(unders[0]));
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

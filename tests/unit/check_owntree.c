@@ -50,7 +50,8 @@ static void make(const char *rel, bool dir, mode_t mode)
 	if (dir) {
 		ck_assert_int_eq(mkdirat(base_fd, rel, 0700), 0);
 	} else {
-		int fd = openat(base_fd, rel, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		int fd = openat(base_fd, rel, O_WRONLY | O_CREAT | O_EXCL,
+				0600);
 
 		ck_assert_int_ge(fd, 0);
 		ck_assert_int_eq(write(fd, "x", 1), 1);
@@ -89,7 +90,7 @@ START_TEST(test_takes_everything)
 				  AT_SYMLINK_NOFOLLOW),
 			 0);
 	ck_assert_msg(owntree_take(base_fd, "data", 0, 0, err, sizeof(err)) ==
-			      0,
+			  0,
 		      "%s", err);
 	assert_owned("data", 0, 0555);
 	assert_owned("data/f", 0, 0555);

@@ -61,16 +61,16 @@ static cJSON *part(unsigned job, const char *node, double start, double k)
 	char buf[2048];
 	cJSON *r;
 
-	snprintf(buf, sizeof(buf),
-		 "{\"schema\":1,\"job\":%u,\"user\":\"alice\",\"uid\":1001,"
-		 "\"job_name\":\"train\",\"node\":\"%s\",\"state\":\"completed\","
-		 "\"start\":%.3f,\"end\":%.3f,\"datasets\":[],\"outputs\":[],"
-		 "\"phases\":[{\"name\":\"stage_in\",\"seconds\":1},"
-		 "{\"name\":\"run\",\"start\":%.3f,\"end\":%.3f,\"seconds\":50,"
-		 "\"read_bytes\":%.0f,\"write_bytes\":0},"
-		 "{\"name\":\"stage_out\",\"seconds\":0}]}",
-		 job, node, start, start + 60, start + 1, start + 51,
-		 k * 1048576);
+	snprintf(
+	    buf, sizeof(buf),
+	    "{\"schema\":1,\"job\":%u,\"user\":\"alice\",\"uid\":1001,"
+	    "\"job_name\":\"train\",\"node\":\"%s\",\"state\":\"completed\","
+	    "\"start\":%.3f,\"end\":%.3f,\"datasets\":[],\"outputs\":[],"
+	    "\"phases\":[{\"name\":\"stage_in\",\"seconds\":1},"
+	    "{\"name\":\"run\",\"start\":%.3f,\"end\":%.3f,\"seconds\":50,"
+	    "\"read_bytes\":%.0f,\"write_bytes\":0},"
+	    "{\"name\":\"stage_out\",\"seconds\":0}]}",
+	    job, node, start, start + 60, start + 1, start + 51, k * 1048576);
 	r = cJSON_Parse(buf);
 	ck_assert_ptr_nonnull(r);
 	return r;
@@ -112,7 +112,8 @@ static double run_read(const cJSON *rec)
 
 	cJSON_ArrayForEach(p, cJSON_GetObjectItem(rec, "phases"))
 		if (!strcmp(cJSON_GetObjectItem(p, "name")->valuestring, "run"))
-			return cJSON_GetObjectItem(p, "read_bytes")->valuedouble;
+			return cJSON_GetObjectItem(p, "read_bytes")
+			    ->valuedouble;
 	return -1;
 }
 
@@ -139,8 +140,7 @@ static void assert_missing(const cJSON *rec, const char *want)
 	const cJSON *m = cJSON_GetObjectItem(rec, "missing_nodes"), *e;
 	char got[256] = "";
 
-	cJSON_ArrayForEach(e, m)
-	{
+	cJSON_ArrayForEach(e, m) {
 		if (got[0])
 			strcat(got, ",");
 		strcat(got, e->valuestring);
@@ -247,7 +247,8 @@ START_TEST(test_part_stored_as_json_text_still_read)
 	put = (struct history_aux){ HISTORY_AUX_PUT, key, klen, text,
 				    strlen(text) };
 	ck_assert_int_eq(history_put_aux(h, NULL, 0, &put, 1, 0, err,
-					 sizeof(err)), 0);
+					 sizeof(err)),
+			 0);
 	r = file_at(h, 42, "n1", T0 + 1, 1);
 	ck_assert(r.duplicate);
 	file_at(h, 42, "n2", T0 + 2, 2);
@@ -294,8 +295,8 @@ START_TEST(test_deadline_files_what_arrived_late_part_refiles)
 
 	file_at(h, 42, "n2", T0, 2);
 	file_at(h, 42, "n1", T0 + 5, 1); /* the deadline counts from n2 */
-	ck_assert(partstore_next_due(h, DEADLINE, &waiting, err,
-				     sizeof(err)) == T0 + DEADLINE);
+	ck_assert(partstore_next_due(h, DEADLINE, &waiting, err, sizeof(err)) ==
+		  T0 + DEADLINE);
 	ck_assert_uint_eq(waiting, 1);
 	ck_assert_int_eq(partstore_expire(h, DEADLINE, T0 + DEADLINE - 1,
 					  on_filed, &s, &nfiled, err,
@@ -318,8 +319,8 @@ START_TEST(test_deadline_files_what_arrived_late_part_refiles)
 			 2);
 	ck_assert(run_read(rec) == 3.0 * 1048576);
 	cJSON_Delete(rec);
-	ck_assert(partstore_next_due(h, DEADLINE, &waiting, err,
-				     sizeof(err)) == 0);
+	ck_assert(partstore_next_due(h, DEADLINE, &waiting, err, sizeof(err)) ==
+		  0);
 	ck_assert_uint_eq(waiting, 0);
 	/* Expiring again files nothing twice. */
 	ck_assert_int_eq(partstore_expire(h, DEADLINE, T0 + 1000, on_filed, &s,
@@ -388,8 +389,7 @@ START_TEST(test_reused_job_id_starts_over)
 	file_at(h, 42, "n3", T0, 3);
 	/* Slurm's ids wrapped: job 42 again, on other nodes. */
 	e = entry(42, "n4", n45, 2, T0 + 86400, 4);
-	ck_assert_int_eq(partstore_file(h, e, T0 + 86500, &r, err,
-					sizeof(err)),
+	ck_assert_int_eq(partstore_file(h, e, T0 + 86500, &r, err, sizeof(err)),
 			 0);
 	cJSON_Delete(e);
 	ck_assert(!r.filed);
@@ -400,15 +400,14 @@ START_TEST(test_reused_job_id_starts_over)
 	ck_assert_int_eq(cJSON_GetArraySize(parts), 1);
 	cJSON_Delete(parts);
 	e = entry(42, "n5", n45, 2, T0 + 86400, 5);
-	ck_assert_int_eq(partstore_file(h, e, T0 + 86501, &r, err,
-					sizeof(err)),
+	ck_assert_int_eq(partstore_file(h, e, T0 + 86501, &r, err, sizeof(err)),
 			 0);
 	cJSON_Delete(e);
 	ck_assert(r.filed);
 	rec = filed(h, 42);
 	ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(rec, "nodes"),
 					    0)
-				 ->valuestring,
+			     ->valuestring,
 			 "n4");
 	ck_assert(run_read(rec) == 9.0 * 1048576);
 	ck_assert_int_eq(count(h), 1);
@@ -432,35 +431,43 @@ static const struct {
 	const char *json; /* a `file` request */
 	const char *want;
 } bad[] = {
-	{ "one node", "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\"],"
-		      "\"record\":{\"job\":7,\"node\":\"n1\",\"user\":\"a\","
-		      "\"uid\":1,\"end\":5}}",
+	{ "one node",
+	  "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\"],"
+	  "\"record\":{\"job\":7,\"node\":\"n1\",\"user\":\"a\","
+	  "\"uid\":1,\"end\":5}}",
 	  "2 nodes or more" },
-	{ "twice one node", "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\","
-			    "\"n1\"],\"record\":{\"job\":7,\"node\":\"n1\","
-			    "\"user\":\"a\",\"uid\":1,\"end\":5}}",
+	{ "twice one node",
+	  "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\","
+	  "\"n1\"],\"record\":{\"job\":7,\"node\":\"n1\","
+	  "\"user\":\"a\",\"uid\":1,\"end\":5}}",
 	  "2 nodes or more" },
-	{ "not its node", "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\","
-			  "\"n2\"],\"record\":{\"job\":7,\"node\":\"n2\","
-			  "\"user\":\"a\",\"uid\":1,\"end\":5}}",
+	{ "not its node",
+	  "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\","
+	  "\"n2\"],\"record\":{\"job\":7,\"node\":\"n2\","
+	  "\"user\":\"a\",\"uid\":1,\"end\":5}}",
 	  "key 'record'" },
-	{ "not in nodes", "{\"job\":7,\"node\":\"n9\",\"nodes\":[\"n1\","
-			  "\"n2\"],\"record\":{\"job\":7,\"node\":\"n9\","
-			  "\"user\":\"a\",\"uid\":1,\"end\":5}}",
+	{ "not in nodes",
+	  "{\"job\":7,\"node\":\"n9\",\"nodes\":[\"n1\","
+	  "\"n2\"],\"record\":{\"job\":7,\"node\":\"n9\","
+	  "\"user\":\"a\",\"uid\":1,\"end\":5}}",
 	  "key 'nodes'" },
-	{ "no end", "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\",\"n2\"],"
-		    "\"record\":{\"job\":7,\"node\":\"n1\",\"user\":\"a\","
-		    "\"uid\":1}}",
+	{ "no end",
+	  "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\",\"n2\"],"
+	  "\"record\":{\"job\":7,\"node\":\"n1\",\"user\":\"a\","
+	  "\"uid\":1}}",
 	  "'end'" },
-	{ "no user", "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\",\"n2\"],"
-		     "\"record\":{\"job\":7,\"node\":\"n1\",\"uid\":1,"
-		     "\"end\":5}}",
+	{ "no user",
+	  "{\"job\":7,\"node\":\"n1\",\"nodes\":[\"n1\",\"n2\"],"
+	  "\"record\":{\"job\":7,\"node\":\"n1\",\"uid\":1,"
+	  "\"end\":5}}",
 	  "key 'user'" },
-	{ "job 0", "{\"job\":0,\"node\":\"n1\",\"nodes\":[\"n1\",\"n2\"],"
-		   "\"record\":{\"job\":0,\"node\":\"n1\"}}",
+	{ "job 0",
+	  "{\"job\":0,\"node\":\"n1\",\"nodes\":[\"n1\",\"n2\"],"
+	  "\"record\":{\"job\":0,\"node\":\"n1\"}}",
 	  "key 'job'" },
-	{ "bad node name", "{\"job\":7,\"node\":\"../n1\",\"nodes\":[\"n1\","
-			   "\"n2\"],\"record\":{}}",
+	{ "bad node name",
+	  "{\"job\":7,\"node\":\"../n1\",\"nodes\":[\"n1\","
+	  "\"n2\"],\"record\":{}}",
 	  "key 'node'" },
 };
 
@@ -547,8 +554,8 @@ END_TEST
 /* A history from before the parts family (a node's, for --import). */
 START_TEST(test_old_history_without_parts_family)
 {
-	static const char *const names[] = { "default", "jobs", "phases",
-					     "apps", "datasets", "times" };
+	static const char *const names[] = { "default", "jobs",     "phases",
+					     "apps",    "datasets", "times" };
 	const rocksdb_options_t *cfo[6];
 	rocksdb_column_family_handle_t *cf[6];
 	rocksdb_options_t *o = rocksdb_options_create();

@@ -15,30 +15,30 @@ struct norm_case {
 };
 
 static const struct norm_case norm_cases[] = {
-    {"/", "/", NULL},
-    {"/pfs/imagenet", "/pfs/imagenet", NULL},
-    {"//pfs///imagenet//", "/pfs/imagenet", NULL},
-    {"/pfs/imagenet/", "/pfs/imagenet", NULL},
-    {"////", "/", NULL},
-    {"/a.b/..c/c..", "/a.b/..c/c..", NULL},
-    {"/.hidden/x", "/.hidden/x", NULL},
-    {"/with space/é", "/with space/é", NULL},
-    {"/pfs/x:nvme", "/pfs/x:nvme", NULL},
-    {NULL, NULL, "empty path"},
-    {"", NULL, "empty path"},
-    {"relative/x", NULL, "not an absolute path"},
-    {"x", NULL, "not an absolute path"},
-    {"./x", NULL, "not an absolute path"},
-    {"/pfs/../etc/shadow", NULL, "contains a '..' component"},
-    {"/..", NULL, "contains a '..' component"},
-    {"/pfs/..", NULL, "contains a '..' component"},
-    {"/pfs/x:../../t", NULL, "contains a '..' component"},
-    {"/pfs/./x", NULL, "contains a '.' component"},
-    {"/pfs/.", NULL, "contains a '.' component"},
-    {"/pfs/x\n/etc", NULL, "contains a control character"},
-    {"/pfs/\ttab", NULL, "contains a control character"},
-    {"/pfs/\x7f", NULL, "contains a control character"},
-    {"/pfs/\x1b[31m", NULL, "contains a control character"},
+	{ "/", "/", NULL },
+	{ "/pfs/imagenet", "/pfs/imagenet", NULL },
+	{ "//pfs///imagenet//", "/pfs/imagenet", NULL },
+	{ "/pfs/imagenet/", "/pfs/imagenet", NULL },
+	{ "////", "/", NULL },
+	{ "/a.b/..c/c..", "/a.b/..c/c..", NULL },
+	{ "/.hidden/x", "/.hidden/x", NULL },
+	{ "/with space/é", "/with space/é", NULL },
+	{ "/pfs/x:nvme", "/pfs/x:nvme", NULL },
+	{ NULL, NULL, "empty path" },
+	{ "", NULL, "empty path" },
+	{ "relative/x", NULL, "not an absolute path" },
+	{ "x", NULL, "not an absolute path" },
+	{ "./x", NULL, "not an absolute path" },
+	{ "/pfs/../etc/shadow", NULL, "contains a '..' component" },
+	{ "/..", NULL, "contains a '..' component" },
+	{ "/pfs/..", NULL, "contains a '..' component" },
+	{ "/pfs/x:../../t", NULL, "contains a '..' component" },
+	{ "/pfs/./x", NULL, "contains a '.' component" },
+	{ "/pfs/.", NULL, "contains a '.' component" },
+	{ "/pfs/x\n/etc", NULL, "contains a control character" },
+	{ "/pfs/\ttab", NULL, "contains a control character" },
+	{ "/pfs/\x7f", NULL, "contains a control character" },
+	{ "/pfs/\x1b[31m", NULL, "contains a control character" },
 };
 
 START_TEST(test_normalize_table)
@@ -77,28 +77,32 @@ START_TEST(test_normalize_length)
 	memset(big + 1, 'a', sizeof(big) - 2);
 	big[sizeof(big) - 1] = '\0';
 	errno = 0;
-	ck_assert_int_eq(
-	    pathsafe_normalize(big, out, sizeof(out), err, sizeof(err)), -1);
+	ck_assert_int_eq(pathsafe_normalize(big, out, sizeof(out), err,
+					    sizeof(err)),
+			 -1);
 	ck_assert_int_eq(errno, ENAMETOOLONG);
 	ck_assert_str_eq(err, "longer than 1023 bytes");
 
 	/* Exactly 1023 bytes fits. */
 	big[1023] = '\0';
-	ck_assert_int_eq(
-	    pathsafe_normalize(big, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(pathsafe_normalize(big, out, sizeof(out), err,
+					    sizeof(err)),
+			 0);
 	ck_assert_uint_eq(strlen(out), 1023);
 
 	/* 1024 bytes does not. */
 	big[1023] = 'a';
 	big[1024] = '\0';
-	ck_assert_int_eq(
-	    pathsafe_normalize(big, out, sizeof(out), err, sizeof(err)), -1);
+	ck_assert_int_eq(pathsafe_normalize(big, out, sizeof(out), err,
+					    sizeof(err)),
+			 -1);
 
 	/* Long only because of slashes: normalizes to something short. */
 	memset(big, '/', sizeof(big) - 1);
 	memcpy(big + 1500, "pfs", 3);
-	ck_assert_int_eq(
-	    pathsafe_normalize(big, out, sizeof(out), err, sizeof(err)), 0);
+	ck_assert_int_eq(pathsafe_normalize(big, out, sizeof(out), err,
+					    sizeof(err)),
+			 0);
 	ck_assert_str_eq(out, "/pfs");
 
 	/* Buffers too small, NULL buffers, NULL err. */
@@ -121,8 +125,9 @@ START_TEST(test_normalize_in_place)
 	char err[64];
 
 	/* out may alias path: the write never overtakes the read. */
-	ck_assert_int_eq(
-	    pathsafe_normalize(buf, buf, sizeof(buf), err, sizeof(err)), 0);
+	ck_assert_int_eq(pathsafe_normalize(buf, buf, sizeof(buf), err,
+					    sizeof(err)),
+			 0);
 	ck_assert_str_eq(buf, "/pfs/x");
 }
 END_TEST
@@ -134,28 +139,28 @@ struct comp_case {
 };
 
 static const struct comp_case comp_cases[] = {
-    {"imagenet", 32, 1},
-    {"a", 32, 1},
-    {"data.v2", 32, 1},
-    {"A-b_c.9", 32, 1},
-    {"...", 32, 1},
-    {"1234567890123456789012345678901", 32, 1},
-    {"12345678901234567890123456789012", 32, 0},
-    {NULL, 32, 0},
-    {"", 32, 0},
-    {".", 32, 0},
-    {"..", 32, 0},
-    {"a/b", 32, 0},
-    {"/", 32, 0},
-    {"../x", 32, 0},
-    {"a b", 32, 0},
-    {"a\n", 32, 0},
-    {"é", 32, 0},
-    {"a:b", 32, 0},
-    {"ab", 2, 0},
-    {"a", 2, 1},
-    {"a", 1, 0},
-    {"a", 0, 0},
+	{ "imagenet", 32, 1 },
+	{ "a", 32, 1 },
+	{ "data.v2", 32, 1 },
+	{ "A-b_c.9", 32, 1 },
+	{ "...", 32, 1 },
+	{ "1234567890123456789012345678901", 32, 1 },
+	{ "12345678901234567890123456789012", 32, 0 },
+	{ NULL, 32, 0 },
+	{ "", 32, 0 },
+	{ ".", 32, 0 },
+	{ "..", 32, 0 },
+	{ "a/b", 32, 0 },
+	{ "/", 32, 0 },
+	{ "../x", 32, 0 },
+	{ "a b", 32, 0 },
+	{ "a\n", 32, 0 },
+	{ "é", 32, 0 },
+	{ "a:b", 32, 0 },
+	{ "ab", 2, 0 },
+	{ "a", 2, 1 },
+	{ "a", 1, 0 },
+	{ "a", 0, 0 },
 };
 
 START_TEST(test_component_table)
@@ -173,23 +178,23 @@ struct under_case {
 };
 
 static const struct under_case under_cases[] = {
-    {"/local/nvme/jobs/1", "/local/nvme", 1},
-    {"/local/nvme", "/local/nvme", 1},
-    {"/local/nvme2", "/local/nvme", 0},
-    {"/local/nvm", "/local/nvme", 0},
-    {"/local", "/local/nvme", 0},
-    {"/anything", "/", 1},
-    {"/", "/", 1},
-    {"/local/nvme/../etc", "/local/nvme", 0},
-    {"/local/nvme/./x", "/local/nvme", 0},
-    {"/local/nvme//x", "/local/nvme", 0},
-    {"/local/nvme/x/", "/local/nvme", 0},
-    {"/local/nvme/x", "/local/nvme/", 0},
-    {"local/nvme/x", "local/nvme", 0},
-    {"/local/nvme/\n", "/local/nvme", 0},
-    {NULL, "/", 0},
-    {"/x", NULL, 0},
-    {"", "", 0},
+	{ "/local/nvme/jobs/1", "/local/nvme", 1 },
+	{ "/local/nvme", "/local/nvme", 1 },
+	{ "/local/nvme2", "/local/nvme", 0 },
+	{ "/local/nvm", "/local/nvme", 0 },
+	{ "/local", "/local/nvme", 0 },
+	{ "/anything", "/", 1 },
+	{ "/", "/", 1 },
+	{ "/local/nvme/../etc", "/local/nvme", 0 },
+	{ "/local/nvme/./x", "/local/nvme", 0 },
+	{ "/local/nvme//x", "/local/nvme", 0 },
+	{ "/local/nvme/x/", "/local/nvme", 0 },
+	{ "/local/nvme/x", "/local/nvme/", 0 },
+	{ "local/nvme/x", "local/nvme", 0 },
+	{ "/local/nvme/\n", "/local/nvme", 0 },
+	{ NULL, "/", 0 },
+	{ "/x", NULL, 0 },
+	{ "", "", 0 },
 };
 
 START_TEST(test_under_table)
@@ -210,35 +215,35 @@ struct rel_case {
 };
 
 static const struct rel_case rel_cases[] = {
-    {"file", 64, 1},
-    {"dir/sub/file.bin", 64, 1},
-    {".hidden", 64, 1},
-    {"..dots/a..b/...", 64, 1},
-    {"with space/é", 64, 1},
-    {NULL, 64, 0},
-    {"", 64, 0},
-    {"/etc/shadow", 64, 0},
-    {"/", 64, 0},
-    {".", 64, 0},
-    {"..", 64, 0},
-    {"../x", 64, 0},
-    {"a/../../etc/shadow", 64, 0},
-    {"a/..", 64, 0},
-    {"a/./b", 64, 0},
-    {"./a", 64, 0},
-    {"a//b", 64, 0},
-    {"a/", 64, 0},
-    {"a\n/b", 64, 0},
-    {"a\nb", 64, 0},
-    {"a\001b", 64, 0},
-    {"a\tb", 64, 0},
-    {"ok/\x1b[31mred", 64, 0},
-    {"ok/\x7f", 64, 0},
-    {"a\\b", 64, 1}, /* a backslash is just a character */
-    {"abc", 4, 1},
-    {"abcd", 4, 0},
-    {"a", 1, 0},
-    {"a", 0, 0},
+	{ "file", 64, 1 },
+	{ "dir/sub/file.bin", 64, 1 },
+	{ ".hidden", 64, 1 },
+	{ "..dots/a..b/...", 64, 1 },
+	{ "with space/é", 64, 1 },
+	{ NULL, 64, 0 },
+	{ "", 64, 0 },
+	{ "/etc/shadow", 64, 0 },
+	{ "/", 64, 0 },
+	{ ".", 64, 0 },
+	{ "..", 64, 0 },
+	{ "../x", 64, 0 },
+	{ "a/../../etc/shadow", 64, 0 },
+	{ "a/..", 64, 0 },
+	{ "a/./b", 64, 0 },
+	{ "./a", 64, 0 },
+	{ "a//b", 64, 0 },
+	{ "a/", 64, 0 },
+	{ "a\n/b", 64, 0 },
+	{ "a\nb", 64, 0 },
+	{ "a\001b", 64, 0 },
+	{ "a\tb", 64, 0 },
+	{ "ok/\x1b[31mred", 64, 0 },
+	{ "ok/\x7f", 64, 0 },
+	{ "a\\b", 64, 1 }, /* a backslash is just a character */
+	{ "abc", 4, 1 },
+	{ "abcd", 4, 0 },
+	{ "a", 1, 0 },
+	{ "a", 0, 0 },
 };
 
 START_TEST(test_relative_table)

@@ -102,7 +102,7 @@ static bool ok_of(const cJSON *r)
  * 10.0.0.2. */
 static cJSON *peer_op(struct agent *a, const char *text)
 {
-	struct peernet_peer who = {0, 0, "10.0.0.2"};
+	struct peernet_peer who = { 0, 0, "10.0.0.2" };
 	cJSON *req = cJSON_Parse(text), *r = NULL;
 	const char *name;
 
@@ -125,37 +125,40 @@ static const struct {
 	const char *req;
 	const char *want;
 } refusals[] = {
-    {"{\"op\":\"stage_state\"}", "key 'job': missing"},
-    {"{\"op\":\"stage_state\",\"job\":0}", "key 'job': must be > 0"},
-    {"{\"op\":\"stage_state\",\"job\":\"7\"}", "key 'job': must be an integer"},
-    {"{\"op\":\"telemetry_part\"}", "key 'job': missing"},
-    {"{\"op\":\"telemetry_part\",\"job\":-7}", "key 'job': must be an integer"},
-    {"{\"op\":\"history_get\",\"job\":{}}", "key 'job': must be an integer"},
-    {"{\"op\":\"part_put\"}", "part_put refused: key 'job': missing"},
-    {"{\"op\":\"part_put\",\"job\":77}",
-     "part_put refused: key 'node': missing"},
-    {"{\"op\":\"part_put\",\"job\":77,\"node\":5}",
-     "key 'node': must be a string"},
-    {"{\"op\":\"part_put\",\"job\":77,\"node\":\"../../etc\",\"record\":" PART(
-	 77, "../../etc", ",\"end\":1") "}",
-     "key 'node': not a node name"},
-    {"{\"op\":\"part_put\",\"job\":77,\"node\":\"n2\\n\"}",
-     "key 'node': not a node name"},
-    {"{\"op\":\"part_put\",\"job\":77,\"node\":\"n2\"}",
-     "key 'record': not the finished part of job 77 from node n2"},
-    {"{\"op\":\"part_put\",\"job\":77,\"node\":\"n2\",\"record\":\"x\"}",
-     "key 'record': not the finished part"},
-    {"{\"op\":\"part_put\",\"job\":77,\"node\":\"n2\",\"record\":" PART(
-	 78, "n2", ",\"end\":1") "}",
-     "key 'record': not the finished part"},
-    {"{\"op\":\"part_put\",\"job\":77,\"node\":\"n2\",\"record\":" PART(
-	 77, "n3", ",\"end\":1") "}",
-     "key 'record': not the finished part"},
-    {"{\"op\":\"part_put\",\"job\":77,\"node\":\"n2\",\"record\":" PART(
-	 77, "n2", "") "}",
-     "key 'record': not the finished part"},
-    {"{\"op\":\"prestage\",\"path\":\"/data/x\",\"user\":\"root\"}",
-     "prestage: not served by this node"},
+	{ "{\"op\":\"stage_state\"}", "key 'job': missing" },
+	{ "{\"op\":\"stage_state\",\"job\":0}", "key 'job': must be > 0" },
+	{ "{\"op\":\"stage_state\",\"job\":\"7\"}",
+	  "key 'job': must be an integer" },
+	{ "{\"op\":\"telemetry_part\"}", "key 'job': missing" },
+	{ "{\"op\":\"telemetry_part\",\"job\":-7}",
+	  "key 'job': must be an integer" },
+	{ "{\"op\":\"history_get\",\"job\":{}}",
+	  "key 'job': must be an integer" },
+	{ "{\"op\":\"part_put\"}", "part_put refused: key 'job': missing" },
+	{ "{\"op\":\"part_put\",\"job\":77}",
+	  "part_put refused: key 'node': missing" },
+	{ "{\"op\":\"part_put\",\"job\":77,\"node\":5}",
+	  "key 'node': must be a string" },
+	{ "{\"op\":\"part_put\",\"job\":77,\"node\":\"../../etc\",\"record\":" PART(
+	      77, "../../etc", ",\"end\":1") "}",
+	  "key 'node': not a node name" },
+	{ "{\"op\":\"part_put\",\"job\":77,\"node\":\"n2\\n\"}",
+	  "key 'node': not a node name" },
+	{ "{\"op\":\"part_put\",\"job\":77,\"node\":\"n2\"}",
+	  "key 'record': not the finished part of job 77 from node n2" },
+	{ "{\"op\":\"part_put\",\"job\":77,\"node\":\"n2\",\"record\":\"x\"}",
+	  "key 'record': not the finished part" },
+	{ "{\"op\":\"part_put\",\"job\":77,\"node\":\"n2\",\"record\":" PART(
+	      78, "n2", ",\"end\":1") "}",
+	  "key 'record': not the finished part" },
+	{ "{\"op\":\"part_put\",\"job\":77,\"node\":\"n2\",\"record\":" PART(
+	      77, "n3", ",\"end\":1") "}",
+	  "key 'record': not the finished part" },
+	{ "{\"op\":\"part_put\",\"job\":77,\"node\":\"n2\",\"record\":" PART(
+	      77, "n2", "") "}",
+	  "key 'record': not the finished part" },
+	{ "{\"op\":\"prestage\",\"path\":\"/data/x\",\"user\":\"root\"}",
+	  "prestage: not served by this node" },
 };
 
 START_TEST(test_peer_op_refuses)
@@ -173,10 +176,10 @@ END_TEST
 /* Without its parts (a test agent, or before they are made): refused. */
 START_TEST(test_part_put_without_parts)
 {
-	struct agent bare = {.conf = &n1.conf, .peer = n1.agent.peer};
-	cJSON *r = peer_op(
-	    &bare, "{\"op\":\"part_put\",\"job\":77,\"node\":"
-		   "\"n2\",\"record\":" PART(77, "n2", ",\"end\":1") "}");
+	struct agent bare = { .conf = &n1.conf, .peer = n1.agent.peer };
+	cJSON *r = peer_op(&bare, "{\"op\":\"part_put\",\"job\":77,\"node\":"
+				  "\"n2\",\"record\":" PART(77, "n2",
+							    ",\"end\":1") "}");
 
 	ck_assert(!ok_of(r));
 	ck_assert_str_eq(error_of(r), "part_put refused: parts: not ready");
@@ -279,9 +282,12 @@ END_TEST
 /* What arrives on a connection and is not a request: one error reply,
  * never an op. */
 static const char *const bad_connections[] = {
-    "",		  "\n",
-    "not json\n", "{\"op\":\"peer_ping\"}\n", /* no envelope, no credential */
-    "[1,2,3]\n",  "{\"cred\":5,\"op\":\"peer_ping\"}\n",
+	"",
+	"\n",
+	"not json\n",
+	"{\"op\":\"peer_ping\"}\n", /* no envelope, no credential */
+	"[1,2,3]\n",
+	"{\"cred\":5,\"op\":\"peer_ping\"}\n",
 };
 
 START_TEST(test_serve_fd_refuses)
@@ -370,4 +376,7 @@ static Suite *peer_ops_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(peer_ops_suite()); }
+int main(void)
+{
+	return check_run(peer_ops_suite());
+}

@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdbool.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,8 +134,8 @@ START_TEST(test_round_trip)
 	cJSON *req = request("stage_state"), *reply;
 
 	server_start(&s, 0);
-	reply = peernet_call("localhost", s.port, sock, req, 3000,
-			     &unreachable, err, sizeof(err));
+	reply = peernet_call("localhost", s.port, sock, req, 3000, &unreachable,
+			     err, sizeof(err));
 	server_stop(&s);
 	ck_assert_msg(reply != NULL, "%s", err);
 	ck_assert_int_eq(unreachable, 0);
@@ -145,7 +145,8 @@ START_TEST(test_round_trip)
 	ck_assert_int_eq(cJSON_GetObjectItem(reply, "uid")->valueint,
 			 (int)getuid());
 	ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(reply, "echo"),
-					     "job")->valueint,
+					     "job")
+			     ->valueint,
 			 42);
 	ck_assert_str_eq(cJSON_GetObjectItem(reply, "addr")->valuestring,
 			 "127.0.0.1");
@@ -174,7 +175,7 @@ START_TEST(test_replayed_line)
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "ok")));
 	ck_assert_int_eq(s.status, MAUTH_REPLAYED);
 	ck_assert_ptr_nonnull(
-		strstr(cJSON_GetObjectItem(r, "error")->valuestring, "replayed"));
+	    strstr(cJSON_GetObjectItem(r, "error")->valuestring, "replayed"));
 	cJSON_Delete(r);
 	cJSON_Delete(req);
 	free(line);
@@ -208,8 +209,8 @@ START_TEST(test_decode_request)
 	ck_assert_ptr_null(got);
 	ck_assert_int_eq(st, MAUTH_REPLAYED);
 	ck_assert_int_eq(uid, 4242); /* untouched on failure */
-	got = peernet_decode_request("{\"op\":\"x\"}", sock, &op, &uid,
-				     &gid, &st, err, sizeof(err));
+	got = peernet_decode_request("{\"op\":\"x\"}", sock, &op, &uid, &gid,
+				     &st, err, sizeof(err));
 	ck_assert_ptr_null(got);
 	ck_assert_int_eq(st, MAUTH_OK);
 	ck_assert_ptr_nonnull(strstr(err, "malformed"));
@@ -291,7 +292,7 @@ END_TEST
 static const char *const bad_lines[] = {
 	"not json",
 	"[1,2]",
-	"{\"op\":\"stage_state\",\"job\":42}",  /* no credential at all */
+	"{\"op\":\"stage_state\",\"job\":42}", /* no credential at all */
 	"{\"cred\":42}",
 	"{\"cred\":\"MUNGE:AAAAAAAAAAAAAAAAAAAA:\"}", /* forged */
 	"{\"cred\":\"hello\"}",
@@ -307,8 +308,8 @@ START_TEST(test_bad_lines)
 	server_stop(&s);
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "ok")));
 	ck_assert(cJSON_IsString(cJSON_GetObjectItem(r, "error")));
-	ck_assert_ptr_null(strchr(cJSON_GetObjectItem(r, "error")->valuestring,
-				  '\n'));
+	ck_assert_ptr_null(
+	    strchr(cJSON_GetObjectItem(r, "error")->valuestring, '\n'));
 	cJSON_Delete(r);
 }
 END_TEST
@@ -330,7 +331,7 @@ START_TEST(test_payload_not_request)
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "ok")));
 	ck_assert_int_eq(s.status, MAUTH_OK);
 	ck_assert_ptr_nonnull(
-		strstr(cJSON_GetObjectItem(r, "error")->valuestring, "'op'"));
+	    strstr(cJSON_GetObjectItem(r, "error")->valuestring, "'op'"));
 	cJSON_Delete(r);
 }
 END_TEST
@@ -395,13 +396,12 @@ START_TEST(test_refused)
 					&unreachable, err, sizeof(err)));
 	ck_assert_int_eq(unreachable, 1);
 	ck_assert_ptr_nonnull(strstr(err, "refused"));
-	ck_assert_ptr_null(peernet_call("no-such-node.invalid", port, sock,
-					req, 1000, &unreachable, err,
-					sizeof(err)));
+	ck_assert_ptr_null(peernet_call("no-such-node.invalid", port, sock, req,
+					1000, &unreachable, err, sizeof(err)));
 	ck_assert_int_eq(unreachable, 1);
 	ck_assert_ptr_nonnull(strstr(err, "cannot resolve"));
-	ck_assert_ptr_null(peernet_call("", port, sock, req, 1000,
-					&unreachable, err, sizeof(err)));
+	ck_assert_ptr_null(peernet_call("", port, sock, req, 1000, &unreachable,
+					err, sizeof(err)));
 	cJSON_Delete(req);
 }
 END_TEST

@@ -233,8 +233,9 @@ START_TEST(test_reply_too_long_says_so)
 	peerserve_reply_and_close(sv[0], reply, 3000);
 	r = reply_of(sv[1]);
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "ok")));
-	ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(r, "error")->valuestring,
-				     "reply longer than"));
+	ck_assert_ptr_nonnull(
+	    strstr(cJSON_GetObjectItem(r, "error")->valuestring,
+		   "reply longer than"));
 	cJSON_Delete(r);
 	/* NULL: out of memory, still one line. */
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);

@@ -20,8 +20,10 @@ static cJSON *note(const struct ctld_caller *c, unsigned job,
 	char text[256];
 	cJSON *req, *rep;
 
-	snprintf(text, sizeof(text), "{\"op\":\"job_note\",\"job\":%u,"
-		 "\"ticket\":\"%s\"}", job, ticket);
+	snprintf(text, sizeof(text),
+		 "{\"op\":\"job_note\",\"job\":%u,"
+		 "\"ticket\":\"%s\"}",
+		 job, ticket);
 	req = cJSON_Parse(text);
 	rep = pending_op_note(c, req);
 	cJSON_Delete(req);
@@ -41,7 +43,8 @@ static void ticket(uid_t uid, char t[PENDING_TICKET_LEN + 1])
 	struct pending_ds ds = { "/pfs/d", "nvme", "stat" };
 
 	ck_assert_int_eq(pending_ticket(uid, &ds, 1, "ios_00000001", t,
-					time(NULL)), 0);
+					time(NULL)),
+			 0);
 	ck_assert_uint_eq(strlen(t), PENDING_TICKET_LEN);
 }
 
@@ -52,7 +55,7 @@ START_TEST(test_note)
 
 	pending_reset();
 	ticket(1001, t);
-	ck_assert(!ok(note(&bob, 42, t)));   /* not bob's ticket */
+	ck_assert(!ok(note(&bob, 42, t))); /* not bob's ticket */
 	ck_assert(ok(note(&alice, 42, t)));
 	ck_assert(!ok(note(&alice, 43, t))); /* used once */
 	ck_assert_int_eq(pending_get(42, &j), 0);

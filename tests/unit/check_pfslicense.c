@@ -122,13 +122,13 @@ static const struct {
 	{ NULL, "pfs_bw:2", "pfs_bw:2" },
 	{ "", "pfs_bw:2", "pfs_bw:2" },
 	{ "matlab:1", "pfs_bw:2", "matlab:1,pfs_bw:2" },
-	{ "pfs_bw:1", "pfs_bw:2", "pfs_bw:1" },          /* theirs wins */
+	{ "pfs_bw:1", "pfs_bw:2", "pfs_bw:1" }, /* theirs wins */
 	{ "matlab,pfs_bw", "pfs_bw:2", "matlab,pfs_bw" },
 	{ "pfs_bw@db:5", "pfs_bw:2", "pfs_bw@db:5" },
 	{ "a|pfs_bw:1", "pfs_bw:2", "a|pfs_bw:1" },
 	{ "my_pfs_bw:1", "pfs_bw:2", "my_pfs_bw:1,pfs_bw:2" }, /* not ours */
 	{ "pfs_bw2:1", "pfs_bw:2", "pfs_bw2:1,pfs_bw:2" },
-	{ "matlab:1", "", "matlab:1" },                   /* nothing to add */
+	{ "matlab:1", "", "matlab:1" }, /* nothing to add */
 	{ NULL, NULL, "" },
 };
 

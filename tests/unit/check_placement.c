@@ -37,7 +37,7 @@ static void report(const char *node, const char *const *keys,
 
 	for (int i = 0; keys[i]; i++) {
 		cJSON_AddItemToArray(arr, entry(keys[i], "nvme",
-						 bytes ? bytes[i] : 100, i));
+						bytes ? bytes[i] : 100, i));
 		dsfeature_name(keys[i], "nvme", f);
 		if (feats[0])
 			strcat(feats, ",");
@@ -169,10 +169,12 @@ START_TEST(test_report_bounds)
 		cJSON_AddItemToArray(arr, entry(k, "nvme", 1, i));
 	}
 	ck_assert_int_eq(placement_report("n1", arr, 1, err, sizeof(err)), 0);
-	ck_assert_uint_eq(placement_wanted("n1", got, PLACEMENT_NODE_FEATURES + 4, 1),
+	ck_assert_uint_eq(placement_wanted("n1", got,
+					   PLACEMENT_NODE_FEATURES + 4, 1),
 			  PLACEMENT_NODE_FEATURES);
 	/* the most recently used are kept */
-	snprintf(path, sizeof(path), "/pfs/d%d", PLACEMENT_NODE_FEATURES * 3 - 1);
+	snprintf(path, sizeof(path), "/pfs/d%d",
+		 PLACEMENT_NODE_FEATURES * 3 - 1);
 	cachekey_user(1, path, k);
 	{
 		char f[DSFEATURE_LEN + 1];
@@ -277,8 +279,9 @@ START_TEST(test_hold_answer_and_linger)
 	ck_assert_str_eq(got[0], f);
 	/* only where Slurm showed it */
 	ck_assert_uint_eq(placement_wanted("n2", got, 4, now), 0);
-	ck_assert_uint_eq(
-	    placement_wanted("n1", got, 4, now + PLACEMENT_LINGER_S + 2), 0);
+	ck_assert_uint_eq(placement_wanted("n1", got, 4,
+					   now + PLACEMENT_LINGER_S + 2),
+			  0);
 	/* no preference: no hold */
 	placement_set_published("n1", "");
 	rep = placement_op_query(&user, req);
@@ -296,7 +299,8 @@ END_TEST
 START_TEST(test_handed_bounded)
 {
 	struct ctld_caller user = { 1001, 1001, false, "test" };
-	char k[CACHEKEY_LEN + 1], f[DSFEATURE_LEN + 1], first[DSFEATURE_LEN + 1];
+	char k[CACHEKEY_LEN + 1], f[DSFEATURE_LEN + 1],
+	    first[DSFEATURE_LEN + 1];
 	char path[64], req[256], err[256], got[4][DSFEATURE_LEN + 1];
 	const char *keys[2] = { k, NULL };
 	cJSON *rq, *rep, *empty = cJSON_CreateArray();

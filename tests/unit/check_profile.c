@@ -214,107 +214,110 @@ struct json_err_case {
 };
 
 static const struct json_err_case json_err_cases[] = {
-    {NULL, "key 'profile': empty"},
-    {"", "key 'profile': empty"},
-    {"{", "malformed JSON at line 1, column 2"},
-    {"{\"a\":}", "malformed JSON at line 1, column 6"},
-    {"{\n  \"tier\": \"nvme\"\n  \"access\": \"random\"\n}",
-     "malformed JSON at line 3, column"},
-    {"{} x", "malformed JSON at line 1, column 4"},
-    {"nul", "malformed JSON at line 1, column 1"},
-    {"[]", "key 'profile': expected a JSON object"},
-    {"\"x\"", "key 'profile': expected a JSON object"},
-    {"{\"foo\":1}", "key 'foo': unknown key"},
-    {"{\"Tier\":\"nvme\"}", "key 'Tier': unknown key"},
-    {"{\"fo\\u0001o\":1}", "key 'fo?o': unknown key"},
-    {"{\"datasets\":[{\"path\":\"/a\"},{\"path\":\"/b\",\"bar\":1}]}",
-     "key 'datasets[1].bar': unknown key"},
-    {"{\"outputs\":[{\"path\":\"/a\",\"access\":\"random\"}]}",
-     "key 'outputs[0].access': unknown key"},
-    {"{\"tier\":\"nvme\",\"tier\":\"bb\"}", "key 'tier': given twice"},
-    {"{\"datasets\":[{\"path\":\"/a\",\"path\":\"/b\"}]}",
-     "key 'datasets[0].path': given twice"},
-    {"{\"description\":5}", "key 'description': expected a string"},
-    {"{\"origin\":\"a\\nb\"}", "key 'origin': contains a control character"},
-    {"{\"tier\":1}", "key 'tier': expected a string"},
-    {"{\"tier\":\"NVMe\"}",
-     "key 'tier': invalid tier name 'NVMe' (want [a-z0-9_-]{1,31})"},
-    {"{\"tier\":\"../x\"}",
-     "key 'tier': invalid tier name '../x' (want [a-z0-9_-]{1,31})"},
-    {"{\"tier\":\"\"}",
-     "key 'tier': invalid tier name '' (want [a-z0-9_-]{1,31})"},
-    {"{\"access\":\"rand\"}",
-     "key 'access': unknown value 'rand' (known: unknown, random, "
-     "sequential)"},
-    {"{\"access\":null}", "key 'access': expected a string"},
-    {"{\"datasets\":{}}", "key 'datasets': expected an array"},
-    {"{\"outputs\":\"/x\"}", "key 'outputs': expected an array"},
-    {"{\"datasets\":[1]}", "key 'datasets[0]': expected an object"},
-    {"{\"datasets\":[{}]}", "key 'datasets[0].path': required"},
-    {"{\"outputs\":[{\"name\":\"x\"}]}", "key 'outputs[0].path': required"},
-    {"{\"datasets\":[{\"path\":5}]}",
-     "key 'datasets[0].path': expected a string"},
-    {"{\"datasets\":[{\"path\":\"relative/x\"}]}",
-     "key 'datasets[0].path': 'relative/x': not an absolute path"},
-    {"{\"datasets\":[{\"path\":\"/pfs/../etc/shadow\"}]}",
-     "key 'datasets[0].path': '/pfs/../etc/shadow': contains a '..' "
-     "component"},
-    {"{\"datasets\":[{\"path\":\"/pfs/./x\"}]}",
-     "key 'datasets[0].path': '/pfs/./x': contains a '.' component"},
-    {"{\"datasets\":[{\"path\":\"/pfs/\\u001b[31m\"}]}",
-     "key 'datasets[0].path': '/pfs/?[31m': contains a control character"},
-    {"{\"datasets\":[{\"path\":\"\"}]}",
-     "key 'datasets[0].path': '': empty path"},
-    {"{\"outputs\":[{\"path\":\"/pfs/x\\n\"}]}",
-     "key 'outputs[0].path': '/pfs/x?': contains a control character"},
-    {"{\"datasets\":[{\"path\":\"/a\",\"name\":\"a/b\"}]}",
-     "key 'datasets[0].name': invalid name 'a/b' (want [A-Za-z0-9_-]{1,31})"},
-    {"{\"datasets\":[{\"path\":\"/a\",\"name\":\"..\"}]}",
-     "key 'datasets[0].name': invalid name '..' (want [A-Za-z0-9_-]{1,31})"},
-    {"{\"datasets\":[{\"path\":\"/a\",\"name\":\"a.b\"}]}",
-     "key 'datasets[0].name': invalid name 'a.b' (want [A-Za-z0-9_-]{1,31})"},
-    {"{\"datasets\":[{\"path\":\"/a\",\"name\":\"\"}]}",
-     "key 'datasets[0].name': invalid name '' (want [A-Za-z0-9_-]{1,31})"},
-    {"{\"datasets\":[{\"path\":\"/a\",\"name\":"
-     "\"abcdefghijabcdefghijabcdefghijab\"}]}",
-     "key 'datasets[0].name': invalid name "
-     "'abcdefghijabcdefghijabcdefghijab' (want [A-Za-z0-9_-]{1,31})"},
-    {"{\"datasets\":[{\"path\":\"/a\",\"name\":\"x\"},"
-     "{\"path\":\"/b\",\"name\":\"x\"}]}",
-     "key 'datasets[1].name': duplicate name 'x'"},
-    {"{\"datasets\":[{\"path\":\"/a\",\"name\":\"a-b\"},"
-     "{\"path\":\"/b\",\"name\":\"A_B\"}]}",
-     "key 'datasets[1].name': name 'A_B' is the same as 'a-b' once "
-     "upper-cased"},
-    {"{\"datasets\":[{\"path\":\"/a\",\"name\":\"x\"}],"
-     "\"outputs\":[{\"path\":\"/b\",\"name\":\"x\"}]}",
-     "key 'outputs[0].name': duplicate name 'x'"},
-    {"{\"datasets\":[{\"path\":\"/a\"},{\"path\":\"//a/\"}]}",
-     "key 'datasets[1].path': /a listed twice"},
-    {"{\"outputs\":[{\"path\":\"/a\"},{\"path\":\"/a\"}]}",
-     "key 'outputs[1].path': /a listed twice"},
-    {"{\"datasets\":[{\"path\":\"/a\",\"verify\":\"md5\"}]}",
-     "key 'datasets[0].verify': unknown value 'md5' (known: stat, none, "
-     "checksum)"},
-    {"{\"datasets\":[{\"path\":\"/a\",\"access\":\"Random\"}]}",
-     "key 'datasets[0].access': unknown value 'Random' (known: unknown, "
-     "random, sequential)"},
-    {"{\"outputs\":[{\"path\":\"/a\",\"drain\":\"later\"}]}",
-     "key 'outputs[0].drain': unknown value 'later' (known: async, end)"},
-    {"{\"outputs\":[{\"path\":\"/a\",\"tier\":\"a b\"}]}",
-     "key 'outputs[0].tier': invalid tier name 'a b' (want "
-     "[a-z0-9_-]{1,31})"},
-    {"{\"trace\":\"yes\"}", "key 'trace': expected true or false"},
-    {"{\"trace\":1}", "key 'trace': expected true or false"},
-    {"{\"timeout\":\"600\"}", "key 'timeout': expected an integer"},
-    {"{\"timeout\":1.5}", "key 'timeout': expected an integer"},
-    {"{\"timeout\":0}", "key 'timeout': 0 out of range 1..86400"},
-    {"{\"timeout\":86401}", "key 'timeout': 86401 out of range 1..86400"},
-    {"{\"timeout\":-5}", "key 'timeout': -5 out of range 1..86400"},
-    {"{\"timeout\":1e300}", "key 'timeout': 1e+300 out of range 1..86400"},
-    {"{\"on_failure\":\"retry\"}",
-     "key 'on_failure': unknown value 'retry' (known: fail, fallback)"},
-    {"{\"on-failure\":\"fail\"}", "key 'on-failure': unknown key"},
+	{ NULL, "key 'profile': empty" },
+	{ "", "key 'profile': empty" },
+	{ "{", "malformed JSON at line 1, column 2" },
+	{ "{\"a\":}", "malformed JSON at line 1, column 6" },
+	{ "{\n  \"tier\": \"nvme\"\n  \"access\": \"random\"\n}",
+	  "malformed JSON at line 3, column" },
+	{ "{} x", "malformed JSON at line 1, column 4" },
+	{ "nul", "malformed JSON at line 1, column 1" },
+	{ "[]", "key 'profile': expected a JSON object" },
+	{ "\"x\"", "key 'profile': expected a JSON object" },
+	{ "{\"foo\":1}", "key 'foo': unknown key" },
+	{ "{\"Tier\":\"nvme\"}", "key 'Tier': unknown key" },
+	{ "{\"fo\\u0001o\":1}", "key 'fo?o': unknown key" },
+	{ "{\"datasets\":[{\"path\":\"/a\"},{\"path\":\"/b\",\"bar\":1}]}",
+	  "key 'datasets[1].bar': unknown key" },
+	{ "{\"outputs\":[{\"path\":\"/a\",\"access\":\"random\"}]}",
+	  "key 'outputs[0].access': unknown key" },
+	{ "{\"tier\":\"nvme\",\"tier\":\"bb\"}", "key 'tier': given twice" },
+	{ "{\"datasets\":[{\"path\":\"/a\",\"path\":\"/b\"}]}",
+	  "key 'datasets[0].path': given twice" },
+	{ "{\"description\":5}", "key 'description': expected a string" },
+	{ "{\"origin\":\"a\\nb\"}",
+	  "key 'origin': contains a control character" },
+	{ "{\"tier\":1}", "key 'tier': expected a string" },
+	{ "{\"tier\":\"NVMe\"}",
+	  "key 'tier': invalid tier name 'NVMe' (want [a-z0-9_-]{1,31})" },
+	{ "{\"tier\":\"../x\"}",
+	  "key 'tier': invalid tier name '../x' (want [a-z0-9_-]{1,31})" },
+	{ "{\"tier\":\"\"}",
+	  "key 'tier': invalid tier name '' (want [a-z0-9_-]{1,31})" },
+	{ "{\"access\":\"rand\"}",
+	  "key 'access': unknown value 'rand' (known: unknown, random, "
+	  "sequential)" },
+	{ "{\"access\":null}", "key 'access': expected a string" },
+	{ "{\"datasets\":{}}", "key 'datasets': expected an array" },
+	{ "{\"outputs\":\"/x\"}", "key 'outputs': expected an array" },
+	{ "{\"datasets\":[1]}", "key 'datasets[0]': expected an object" },
+	{ "{\"datasets\":[{}]}", "key 'datasets[0].path': required" },
+	{ "{\"outputs\":[{\"name\":\"x\"}]}",
+	  "key 'outputs[0].path': required" },
+	{ "{\"datasets\":[{\"path\":5}]}",
+	  "key 'datasets[0].path': expected a string" },
+	{ "{\"datasets\":[{\"path\":\"relative/x\"}]}",
+	  "key 'datasets[0].path': 'relative/x': not an absolute path" },
+	{ "{\"datasets\":[{\"path\":\"/pfs/../etc/shadow\"}]}",
+	  "key 'datasets[0].path': '/pfs/../etc/shadow': contains a '..' "
+	  "component" },
+	{ "{\"datasets\":[{\"path\":\"/pfs/./x\"}]}",
+	  "key 'datasets[0].path': '/pfs/./x': contains a '.' component" },
+	{ "{\"datasets\":[{\"path\":\"/pfs/\\u001b[31m\"}]}",
+	  "key 'datasets[0].path': '/pfs/?[31m': contains a control character" },
+	{ "{\"datasets\":[{\"path\":\"\"}]}",
+	  "key 'datasets[0].path': '': empty path" },
+	{ "{\"outputs\":[{\"path\":\"/pfs/x\\n\"}]}",
+	  "key 'outputs[0].path': '/pfs/x?': contains a control character" },
+	{ "{\"datasets\":[{\"path\":\"/a\",\"name\":\"a/b\"}]}",
+	  "key 'datasets[0].name': invalid name 'a/b' (want [A-Za-z0-9_-]{1,31})" },
+	{ "{\"datasets\":[{\"path\":\"/a\",\"name\":\"..\"}]}",
+	  "key 'datasets[0].name': invalid name '..' (want [A-Za-z0-9_-]{1,31})" },
+	{ "{\"datasets\":[{\"path\":\"/a\",\"name\":\"a.b\"}]}",
+	  "key 'datasets[0].name': invalid name 'a.b' (want [A-Za-z0-9_-]{1,31})" },
+	{ "{\"datasets\":[{\"path\":\"/a\",\"name\":\"\"}]}",
+	  "key 'datasets[0].name': invalid name '' (want [A-Za-z0-9_-]{1,31})" },
+	{ "{\"datasets\":[{\"path\":\"/a\",\"name\":"
+	  "\"abcdefghijabcdefghijabcdefghijab\"}]}",
+	  "key 'datasets[0].name': invalid name "
+	  "'abcdefghijabcdefghijabcdefghijab' (want [A-Za-z0-9_-]{1,31})" },
+	{ "{\"datasets\":[{\"path\":\"/a\",\"name\":\"x\"},"
+	  "{\"path\":\"/b\",\"name\":\"x\"}]}",
+	  "key 'datasets[1].name': duplicate name 'x'" },
+	{ "{\"datasets\":[{\"path\":\"/a\",\"name\":\"a-b\"},"
+	  "{\"path\":\"/b\",\"name\":\"A_B\"}]}",
+	  "key 'datasets[1].name': name 'A_B' is the same as 'a-b' once "
+	  "upper-cased" },
+	{ "{\"datasets\":[{\"path\":\"/a\",\"name\":\"x\"}],"
+	  "\"outputs\":[{\"path\":\"/b\",\"name\":\"x\"}]}",
+	  "key 'outputs[0].name': duplicate name 'x'" },
+	{ "{\"datasets\":[{\"path\":\"/a\"},{\"path\":\"//a/\"}]}",
+	  "key 'datasets[1].path': /a listed twice" },
+	{ "{\"outputs\":[{\"path\":\"/a\"},{\"path\":\"/a\"}]}",
+	  "key 'outputs[1].path': /a listed twice" },
+	{ "{\"datasets\":[{\"path\":\"/a\",\"verify\":\"md5\"}]}",
+	  "key 'datasets[0].verify': unknown value 'md5' (known: stat, none, "
+	  "checksum)" },
+	{ "{\"datasets\":[{\"path\":\"/a\",\"access\":\"Random\"}]}",
+	  "key 'datasets[0].access': unknown value 'Random' (known: unknown, "
+	  "random, sequential)" },
+	{ "{\"outputs\":[{\"path\":\"/a\",\"drain\":\"later\"}]}",
+	  "key 'outputs[0].drain': unknown value 'later' (known: async, end)" },
+	{ "{\"outputs\":[{\"path\":\"/a\",\"tier\":\"a b\"}]}",
+	  "key 'outputs[0].tier': invalid tier name 'a b' (want "
+	  "[a-z0-9_-]{1,31})" },
+	{ "{\"trace\":\"yes\"}", "key 'trace': expected true or false" },
+	{ "{\"trace\":1}", "key 'trace': expected true or false" },
+	{ "{\"timeout\":\"600\"}", "key 'timeout': expected an integer" },
+	{ "{\"timeout\":1.5}", "key 'timeout': expected an integer" },
+	{ "{\"timeout\":0}", "key 'timeout': 0 out of range 1..86400" },
+	{ "{\"timeout\":86401}", "key 'timeout': 86401 out of range 1..86400" },
+	{ "{\"timeout\":-5}", "key 'timeout': -5 out of range 1..86400" },
+	{ "{\"timeout\":1e300}",
+	  "key 'timeout': 1e+300 out of range 1..86400" },
+	{ "{\"on_failure\":\"retry\"}",
+	  "key 'on_failure': unknown value 'retry' (known: fail, fallback)" },
+	{ "{\"on-failure\":\"fail\"}", "key 'on-failure': unknown key" },
 };
 
 START_TEST(test_json_errors)
@@ -356,9 +359,9 @@ START_TEST(test_json_limits)
 		off = (size_t)sprintf(big, "{\"%s\":[",
 				      out ? "outputs" : "datasets");
 		for (int i = 0; i < 17; i++)
-			off +=
-			    (size_t)sprintf(big + off, "%s{\"path\":\"/d%d\"}",
-					    i ? "," : "", i);
+			off += (size_t)sprintf(big + off,
+					       "%s{\"path\":\"/d%d\"}",
+					       i ? "," : "", i);
 		strcpy(big + off, "]}");
 		ck_assert_ptr_null(
 		    profile_parse_json(big, "t", err, sizeof(err)));
@@ -426,18 +429,18 @@ START_TEST(test_names_derived)
 		size_t off = (size_t)sprintf(json, "{\"datasets\":[");
 
 		for (int i = 0; i < 16; i++)
-			off += (size_t)sprintf(
-			    json + off,
-			    "%s{\"path\":\"/%d/"
-			    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
-			    i ? "," : "", i);
+			off += (size_t)
+			    sprintf(json + off,
+				    "%s{\"path\":\"/%d/"
+				    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
+				    i ? "," : "", i);
 		off += (size_t)sprintf(json + off, "],\"outputs\":[");
 		for (int i = 0; i < 16; i++)
-			off += (size_t)sprintf(
-			    json + off,
-			    "%s{\"path\":\"/o%d/"
-			    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
-			    i ? "," : "", i);
+			off += (size_t)
+			    sprintf(json + off,
+				    "%s{\"path\":\"/o%d/"
+				    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
+				    i ? "," : "", i);
 		strcpy(json + off, "]}");
 		p = json_ok(json);
 		ck_assert_str_eq(p->datasets[0].name,
@@ -555,8 +558,8 @@ START_TEST(test_observe)
 	ck_assert(p->observe);
 	ck_assert(p->trace);
 	normalize_ok(p);
-	ck_assert_int_eq(profile_validate(p, &conf, PROFILE_CHECK_STRUCTURE, err,
-					  sizeof(err)),
+	ck_assert_int_eq(profile_validate(p, &conf, PROFILE_CHECK_STRUCTURE,
+					  err, sizeof(err)),
 			 0);
 	json = profile_to_json(p);
 	ck_assert_ptr_nonnull(strstr(json, "\"observe\":true"));
@@ -628,72 +631,78 @@ struct spec_err_case {
 };
 
 static const struct spec_err_case spec_err_cases[] = {
-    {NULL, "key 'profile': empty"},
-    {"", "key 'profile': empty"},
-    {",data=/x", "key 'profile': empty"},
-    {"dl-train,", "key 'spec': empty item between commas"},
-    {"dl-train,,data=/x", "key 'spec': empty item between commas"},
-    {"dl-train\n", "key 'spec': contains a control character"},
-    {"dl-train,data=/x\x01", "key 'spec': contains a control character"},
-    {"foo",
-     "key 'profile': unknown profile 'foo' (known: bad, broken, dl-train, "
-     "inference, none)"},
-    {"dl_train,data=/x",
-     "key 'profile': unknown profile 'dl_train' (known: bad, broken, "
-     "dl-train, inference, none)"},
-    {"foo!", "key 'profile': invalid profile name 'foo!' (want NAME, "
-	     "/path/to/profile.json or auto)"},
-    {"Auto ", "key 'profile': invalid profile name 'Auto ' (want NAME, "
-	      "/path/to/profile.json or auto)"},
-    {"relative/x", "key 'profile': 'relative/x': not an absolute path"},
-    {"../x", "key 'profile': '../x': not an absolute path"},
-    {"x.json", "key 'profile': 'x.json': not an absolute path"},
-    {"/pfs/../etc/x.json",
-     "key 'profile': '/pfs/../etc/x.json': contains a '..' component"},
-    {"/nonexistent/x.json",
-     "key 'profile': cannot read /nonexistent/x.json: No such file or "
-     "directory"},
-    {"/dev/null", "key 'profile': cannot read /dev/null: not a regular file"},
-    {"/", "key 'profile': cannot read /: Is a directory"},
-    {"dl-train,x", "key 'x': expected key=value"},
-    {"dl-train,foo=1",
-     "key 'foo': unknown key (known: data, out, stream, tier, on-failure, timeout, "
-     "trace)"},
-    {"dl-train,on_failure=fail",
-     "key 'on_failure': unknown key (known: data, out, stream, tier, on-failure, "
-     "timeout, trace)"},
-    {"dl-train,=x",
-     "key '': unknown key (known: data, out, stream, tier, on-failure, timeout, "
-     "trace)"},
-    {"dl-train,data=", "key 'data': empty value"},
-    {"dl-train,data=/x:../../t",
-     "key 'data': '/x:../../t': contains a '..' component"},
-    {"dl-train,data=/pfs/../etc/shadow",
-     "key 'data': '/pfs/../etc/shadow': contains a '..' component"},
-    {"dl-train,data=relative/x",
-     "key 'data': 'relative/x': not an absolute path"},
-    {"dl-train,data=relative", "key 'data': 'relative': not an absolute path"},
-    {"dl-train,data=/pfs/x:nvm",
-     "key 'data': unknown tier 'nvm' (known: nvme, bb)"},
-    {"dl-train,data=/pfs/x:", "key 'data': empty tier"},
-    {"dl-train,data=/pfs/x,data=//pfs/x/", "key 'data': /pfs/x listed twice"},
-    {"dl-train,out=/pfs/o,out=/pfs/o", "key 'out': /pfs/o listed twice"},
-    {"dl-train,out=rel", "key 'out': 'rel': not an absolute path"},
-    {"dl-train,tier=nvm", "key 'tier': unknown tier 'nvm' (known: nvme, bb)"},
-    {"dl-train,tier=nvme,tier=bb", "key 'tier': given twice"},
-    {"dl-train,tier=", "key 'tier': empty value"},
-    {"dl-train,timeout=0", "key 'timeout': 0 out of range 1..86400"},
-    {"dl-train,timeout=86401", "key 'timeout': 86401 out of range 1..86400"},
-    {"dl-train,timeout=99999999999999999999",
-     "key 'timeout': 99999999999999999999 out of range 1..86400"},
-    {"dl-train,timeout=abc", "key 'timeout': 'abc' is not a number"},
-    {"dl-train,timeout=-1", "key 'timeout': '-1' is not a number"},
-    {"dl-train,timeout=1.5", "key 'timeout': '1.5' is not a number"},
-    {"dl-train,timeout=60,timeout=70", "key 'timeout': given twice"},
-    {"dl-train,on-failure=retry",
-     "key 'on-failure': unknown value 'retry' (known: fail, fallback)"},
-    {"dl-train,trace=yes", "key 'trace': expected true or false, not 'yes'"},
-    {"dl-train,trace=true,trace=false", "key 'trace': given twice"},
+	{ NULL, "key 'profile': empty" },
+	{ "", "key 'profile': empty" },
+	{ ",data=/x", "key 'profile': empty" },
+	{ "dl-train,", "key 'spec': empty item between commas" },
+	{ "dl-train,,data=/x", "key 'spec': empty item between commas" },
+	{ "dl-train\n", "key 'spec': contains a control character" },
+	{ "dl-train,data=/x\x01", "key 'spec': contains a control character" },
+	{ "foo",
+	  "key 'profile': unknown profile 'foo' (known: bad, broken, dl-train, "
+	  "inference, none)" },
+	{ "dl_train,data=/x",
+	  "key 'profile': unknown profile 'dl_train' (known: bad, broken, "
+	  "dl-train, inference, none)" },
+	{ "foo!", "key 'profile': invalid profile name 'foo!' (want NAME, "
+		  "/path/to/profile.json or auto)" },
+	{ "Auto ", "key 'profile': invalid profile name 'Auto ' (want NAME, "
+		   "/path/to/profile.json or auto)" },
+	{ "relative/x", "key 'profile': 'relative/x': not an absolute path" },
+	{ "../x", "key 'profile': '../x': not an absolute path" },
+	{ "x.json", "key 'profile': 'x.json': not an absolute path" },
+	{ "/pfs/../etc/x.json",
+	  "key 'profile': '/pfs/../etc/x.json': contains a '..' component" },
+	{ "/nonexistent/x.json",
+	  "key 'profile': cannot read /nonexistent/x.json: No such file or "
+	  "directory" },
+	{ "/dev/null",
+	  "key 'profile': cannot read /dev/null: not a regular file" },
+	{ "/", "key 'profile': cannot read /: Is a directory" },
+	{ "dl-train,x", "key 'x': expected key=value" },
+	{ "dl-train,foo=1",
+	  "key 'foo': unknown key (known: data, out, stream, tier, on-failure, timeout, "
+	  "trace)" },
+	{ "dl-train,on_failure=fail",
+	  "key 'on_failure': unknown key (known: data, out, stream, tier, on-failure, "
+	  "timeout, trace)" },
+	{ "dl-train,=x",
+	  "key '': unknown key (known: data, out, stream, tier, on-failure, timeout, "
+	  "trace)" },
+	{ "dl-train,data=", "key 'data': empty value" },
+	{ "dl-train,data=/x:../../t",
+	  "key 'data': '/x:../../t': contains a '..' component" },
+	{ "dl-train,data=/pfs/../etc/shadow",
+	  "key 'data': '/pfs/../etc/shadow': contains a '..' component" },
+	{ "dl-train,data=relative/x",
+	  "key 'data': 'relative/x': not an absolute path" },
+	{ "dl-train,data=relative",
+	  "key 'data': 'relative': not an absolute path" },
+	{ "dl-train,data=/pfs/x:nvm",
+	  "key 'data': unknown tier 'nvm' (known: nvme, bb)" },
+	{ "dl-train,data=/pfs/x:", "key 'data': empty tier" },
+	{ "dl-train,data=/pfs/x,data=//pfs/x/",
+	  "key 'data': /pfs/x listed twice" },
+	{ "dl-train,out=/pfs/o,out=/pfs/o", "key 'out': /pfs/o listed twice" },
+	{ "dl-train,out=rel", "key 'out': 'rel': not an absolute path" },
+	{ "dl-train,tier=nvm",
+	  "key 'tier': unknown tier 'nvm' (known: nvme, bb)" },
+	{ "dl-train,tier=nvme,tier=bb", "key 'tier': given twice" },
+	{ "dl-train,tier=", "key 'tier': empty value" },
+	{ "dl-train,timeout=0", "key 'timeout': 0 out of range 1..86400" },
+	{ "dl-train,timeout=86401",
+	  "key 'timeout': 86401 out of range 1..86400" },
+	{ "dl-train,timeout=99999999999999999999",
+	  "key 'timeout': 99999999999999999999 out of range 1..86400" },
+	{ "dl-train,timeout=abc", "key 'timeout': 'abc' is not a number" },
+	{ "dl-train,timeout=-1", "key 'timeout': '-1' is not a number" },
+	{ "dl-train,timeout=1.5", "key 'timeout': '1.5' is not a number" },
+	{ "dl-train,timeout=60,timeout=70", "key 'timeout': given twice" },
+	{ "dl-train,on-failure=retry",
+	  "key 'on-failure': unknown value 'retry' (known: fail, fallback)" },
+	{ "dl-train,trace=yes",
+	  "key 'trace': expected true or false, not 'yes'" },
+	{ "dl-train,trace=true,trace=false", "key 'trace': given twice" },
 };
 
 START_TEST(test_spec_errors)
@@ -834,8 +843,9 @@ START_TEST(test_normalize)
 	ck_assert_uint_eq(p->timeout, 900);
 	ck_assert(p->has_on_failure);
 	ck_assert_int_eq(p->on_failure, STAGE_FAILURE_FALLBACK);
-	ck_assert_int_eq(
-	    profile_validate(p, &conf, PROFILE_CHECK_STRUCTURE, NULL, 0), 0);
+	ck_assert_int_eq(profile_validate(p, &conf, PROFILE_CHECK_STRUCTURE,
+					  NULL, 0),
+			 0);
 	/* Idempotent. */
 	before = profile_to_json(p);
 	normalize_ok(p);
@@ -882,11 +892,12 @@ struct norm_err_case {
 };
 
 static const struct norm_err_case norm_err_cases[] = {
-    {"{\"tier\":\"nvm\"}", "key 'tier': unknown tier 'nvm' (known: nvme, bb)"},
-    {"{\"datasets\":[{\"path\":\"/a\"},{\"path\":\"/b\",\"tier\":\"x\"}]}",
-     "key 'datasets[1].tier': unknown tier 'x' (known: nvme, bb)"},
-    {"{\"outputs\":[{\"path\":\"/a\",\"tier\":\"ram\"}]}",
-     "key 'outputs[0].tier': unknown tier 'ram' (known: nvme, bb)"},
+	{ "{\"tier\":\"nvm\"}",
+	  "key 'tier': unknown tier 'nvm' (known: nvme, bb)" },
+	{ "{\"datasets\":[{\"path\":\"/a\"},{\"path\":\"/b\",\"tier\":\"x\"}]}",
+	  "key 'datasets[1].tier': unknown tier 'x' (known: nvme, bb)" },
+	{ "{\"outputs\":[{\"path\":\"/a\",\"tier\":\"ram\"}]}",
+	  "key 'outputs[0].tier': unknown tier 'ram' (known: nvme, bb)" },
 };
 
 START_TEST(test_normalize_errors)
@@ -1058,10 +1069,11 @@ static struct profile *access_profile(const char *data, const char *out)
 	char json[1024];
 	struct profile *p;
 
-	snprintf(
-	    json, sizeof(json), "{\"datasets\":[%s%s%s],\"outputs\":[%s%s%s]}",
-	    data ? "{\"path\":\"" : "", data ? data : "", data ? "\"}" : "",
-	    out ? "{\"path\":\"" : "", out ? out : "", out ? "\"}" : "");
+	snprintf(json, sizeof(json),
+		 "{\"datasets\":[%s%s%s],\"outputs\":[%s%s%s]}",
+		 data ? "{\"path\":\"" : "", data ? data : "",
+		 data ? "\"}" : "", out ? "{\"path\":\"" : "", out ? out : "",
+		 out ? "\"}" : "");
 	p = json_ok(json);
 	normalize_ok(p);
 	return p;
@@ -1091,8 +1103,8 @@ START_TEST(test_streams)
 	char err[CONF_ERR_MAX], *json;
 	struct profile *p, *q;
 
-	p = profile_from_spec("inference,stream=/pfs//b/,stream=/pfs/c",
-			      &conf, err, sizeof(err));
+	p = profile_from_spec("inference,stream=/pfs//b/,stream=/pfs/c", &conf,
+			      err, sizeof(err));
 	ck_assert_msg(p != NULL, "%s", err);
 	ck_assert_uint_eq(p->nstreams, 2);
 	ck_assert_str_eq(p->streams[0], "/pfs/b");
@@ -1102,7 +1114,8 @@ START_TEST(test_streams)
 				       sizeof(err)) == 0,
 		      "%s", err);
 	json = profile_to_json(p);
-	ck_assert_ptr_nonnull(strstr(json, "\"streams\":[\"/pfs/b\",\"/pfs/c\"]"));
+	ck_assert_ptr_nonnull(
+	    strstr(json, "\"streams\":[\"/pfs/b\",\"/pfs/c\"]"));
 	/* The daemon parses what the plugin wrote. */
 	q = profile_parse_json(json, "normalized", err, sizeof(err));
 	ck_assert_msg(q != NULL, "%s", err);
@@ -1132,20 +1145,22 @@ START_TEST(test_streams)
 	} bad[] = {
 		{ "{\"streams\":\"/pfs/x\"}", NULL,
 		  "key 'streams': expected an array of paths" },
-		{ "{\"streams\":[1]}", NULL, "key 'streams[0]': expected a path" },
+		{ "{\"streams\":[1]}", NULL,
+		  "key 'streams[0]': expected a path" },
 		{ "{\"streams\":[\"rel\"]}", NULL, "key 'streams[0]': 'rel'" },
 		{ "{\"streams\":[\"/a\",\"/a/\"]}", NULL,
 		  "key 'streams[1]': /a listed twice" },
 		{ NULL, "inference,stream=x", "key 'stream': 'x'" },
-		{ NULL, "inference,stream=/a,stream=/a", "key 'stream': /a listed twice" },
+		{ NULL, "inference,stream=/a,stream=/a",
+		  "key 'stream': /a listed twice" },
 		{ NULL, "inference,stream=", "key 'stream': empty value" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
-		p = bad[i].json ? profile_parse_json(bad[i].json, "t", err,
-						     sizeof(err))
-				: profile_from_spec(bad[i].spec, &conf, err,
-						    sizeof(err));
+		p = bad[i].json
+			? profile_parse_json(bad[i].json, "t", err, sizeof(err))
+			: profile_from_spec(bad[i].spec, &conf, err,
+					    sizeof(err));
 		ck_assert_msg(p == NULL, "case %zu accepted", i);
 		ck_assert_msg(strstr(err, bad[i].want) != NULL,
 			      "case %zu: want '%s', got '%s'", i, bad[i].want,
@@ -1161,8 +1176,8 @@ START_TEST(test_streams)
 	ck_assert_ptr_nonnull(strstr(err, "more than 16 streams"));
 
 	/* Staged and streamed at once: refused by validate. */
-	p = profile_from_spec("inference,data=/pfs/x,stream=/pfs/x", &conf,
-			      err, sizeof(err));
+	p = profile_from_spec("inference,data=/pfs/x,stream=/pfs/x", &conf, err,
+			      sizeof(err));
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(profile_normalize(p, &conf, err, sizeof(err)), 0);
 	ck_assert_int_eq(profile_validate(p, &conf, PROFILE_CHECK_STRUCTURE,
@@ -1268,13 +1283,13 @@ END_TEST
 START_TEST(test_round_trips)
 {
 	static const char *const specs[] = {
-	    "auto",
-	    "none",
-	    "dl-train",
-	    "inference,trace=true,timeout=86400",
-	    "dl-train,data=/pfs/with space/\"quoted\"\\back:nvme,"
-	    "out=/pfs/é/ü",
-	    "none,on-failure=fail,tier=bb",
+		"auto",
+		"none",
+		"dl-train",
+		"inference,trace=true,timeout=86400",
+		"dl-train,data=/pfs/with space/\"quoted\"\\back:nvme,"
+		"out=/pfs/é/ü",
+		"none,on-failure=fail,tier=bb",
 	};
 
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
@@ -1366,8 +1381,8 @@ END_TEST
  * validate. Run from the top of the tree (as `make unit` does). */
 START_TEST(test_shipped_profiles)
 {
-	static const char *const names[] = {"dl-train", "checkpoint-heavy",
-					    "inference", "none"};
+	static const char *const names[] = { "dl-train", "checkpoint-heavy",
+					     "inference", "none" };
 	struct conf c2 = conf;
 
 	snprintf(c2.profile_dir, sizeof(c2.profile_dir), "%s",
@@ -1380,8 +1395,8 @@ START_TEST(test_shipped_profiles)
 	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char err[CONF_ERR_MAX] = "";
-		struct profile *p =
-		    profile_from_spec(names[i], &c2, err, sizeof(err));
+		struct profile *p = profile_from_spec(names[i], &c2, err,
+						      sizeof(err));
 
 		ck_assert_msg(p != NULL, "%s: %s", names[i], err);
 		ck_assert_int_eq(profile_normalize(p, &c2, err, sizeof(err)),

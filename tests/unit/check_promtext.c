@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <check.h>
 #include <cJSON.h>
+#include <check.h>
 
 #include "common/telemetry/promtext.h"
 #include "tests/unit/check_run.h"
@@ -15,11 +15,16 @@ static const struct {
 	const char *name;
 	bool valid;
 } names[] = {
-	{ "iostage_tier_used_bytes", true }, { "a:b_c9", true },
-	{ "_x", true },                      { "9abc", false },
-	{ "", false },                       { "with space", false },
-	{ "dash-ed", false },                { "é", false },
-	{ "x\n", false },                    { "x{y}", false },
+	{ "iostage_tier_used_bytes", true },
+	{ "a:b_c9", true },
+	{ "_x", true },
+	{ "9abc", false },
+	{ "", false },
+	{ "with space", false },
+	{ "dash-ed", false },
+	{ "é", false },
+	{ "x\n", false },
+	{ "x{y}", false },
 };
 
 START_TEST(test_name_table)
@@ -65,20 +70,21 @@ START_TEST(test_family_escaping_and_values)
 	ck_assert_int_eq(promtext_sample(pt, "iostage_x", NULL, NAN), 0);
 	ck_assert_int_eq(promtext_sample(pt, "iostage_x", NULL, -INFINITY), 0);
 	ck_assert_int_eq(promtext_sample(pt, "iostage_x", NULL,
-					 9007199254740993.0 * 4), 0);
-	ck_assert_int_eq(promtext_sample(pt, "iostage_x", NULL,
-					 1130000000.0), 0);
+					 9007199254740993.0 * 4),
+			 0);
+	ck_assert_int_eq(promtext_sample(pt, "iostage_x", NULL, 1130000000.0),
+			 0);
 	text = promtext_text(pt, &len);
 	ck_assert_uint_eq(len, strlen(text));
-	ck_assert_str_eq(text,
-			 "# HELP iostage_x help with \\\\ and\\nnewline\n"
-			 "# TYPE iostage_x counter\n"
-			 "iostage_x{tier=\"a\\\"b\\\\c\\nd\",medium=\"nvme\"} 3\n"
-			 "iostage_x 0.1\n"
-			 "iostage_x NaN\n"
-			 "iostage_x -Inf\n"
-			 "iostage_x 36028797018963968\n"
-			 "iostage_x 1130000000\n");
+	ck_assert_str_eq(
+	    text, "# HELP iostage_x help with \\\\ and\\nnewline\n"
+		  "# TYPE iostage_x counter\n"
+		  "iostage_x{tier=\"a\\\"b\\\\c\\nd\",medium=\"nvme\"} 3\n"
+		  "iostage_x 0.1\n"
+		  "iostage_x NaN\n"
+		  "iostage_x -Inf\n"
+		  "iostage_x 36028797018963968\n"
+		  "iostage_x 1130000000\n");
 	promtext_destroy(pt);
 }
 END_TEST
@@ -121,7 +127,8 @@ START_TEST(test_sched_status)
 					"{result=\"error\"} 0\n"));
 	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_prestage_bytes_total "
 					"1048576\n"));
-	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_prestage_pending_jobs 2\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(t, "iostage_ctld_prestage_pending_jobs 2\n"));
 	ck_assert_ptr_nonnull(strstr(t, "iostage_ctld_prestage_predictions_"
 					"total{outcome=\"late\"} 3\n"
 					"iostage_ctld_prestage_predictions_"

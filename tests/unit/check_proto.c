@@ -119,7 +119,7 @@ END_TEST
 /* Lines around the reader's growing buffer's sizes (it starts at 4 KiB and
  * doubles), written at once so that several sit in the buffer together:
  * each comes back whole, with its own bytes. */
-static const size_t sizes[] = {1, 4095, 4096, 4097, 9000, 70000, 3};
+static const size_t sizes[] = { 1, 4095, 4096, 4097, 9000, 70000, 3 };
 
 static char pattern_byte(size_t line, size_t i)
 {
@@ -151,7 +151,8 @@ START_TEST(test_lines_of_every_size_read_whole)
 		ck_assert_uint_eq(strlen(line), sizes[i]);
 		for (j = 0; j < sizes[i]; j++)
 			if (line[j] != pattern_byte(i, j))
-				ck_abort_msg("line %zu: byte %zu differs", i, j);
+				ck_abort_msg("line %zu: byte %zu differs", i,
+					     j);
 	}
 }
 END_TEST
@@ -160,17 +161,17 @@ static const struct {
 	const char *line;
 	const char *error; /* NULL: accepted */
 } requests[] = {
-	{"{\"op\":\"ping\"}", NULL},
-	{"{\"op\":\"stage\",\"job\":1}", NULL},
-	{"", "not JSON"},
-	{"not json", "not JSON"},
-	{"{\"op\":", "not JSON"},
-	{"[1,2]", "not a JSON object"},
-	{"\"op\"", "not a JSON object"},
-	{"{}", "key 'op'"},
-	{"{\"op\":42}", "key 'op'"},
-	{"{\"op\":\"\"}", "key 'op'"},
-	{"{\"op\":null}", "key 'op'"},
+	{ "{\"op\":\"ping\"}", NULL },
+	{ "{\"op\":\"stage\",\"job\":1}", NULL },
+	{ "", "not JSON" },
+	{ "not json", "not JSON" },
+	{ "{\"op\":", "not JSON" },
+	{ "[1,2]", "not a JSON object" },
+	{ "\"op\"", "not a JSON object" },
+	{ "{}", "key 'op'" },
+	{ "{\"op\":42}", "key 'op'" },
+	{ "{\"op\":\"\"}", "key 'op'" },
+	{ "{\"op\":null}", "key 'op'" },
 };
 
 START_TEST(test_parse_request_table)
@@ -227,8 +228,7 @@ START_TEST(test_field_helpers)
 	ck_assert_int_eq(proto_get_u32(obj, "neg", &v, err, sizeof(err)), -1);
 	ck_assert_uint_eq(v, 7); /* untouched on failure */
 	ck_assert_ptr_nonnull(strstr(err, "key 'neg'"));
-	ck_assert_int_eq(proto_get_u32(obj, "frac", &v, err, sizeof(err)),
-			 -1);
+	ck_assert_int_eq(proto_get_u32(obj, "frac", &v, err, sizeof(err)), -1);
 	ck_assert_int_eq(proto_get_u32(obj, "big", &v, err, sizeof(err)), -1);
 	ck_assert_int_eq(proto_get_u32(obj, "s", &v, err, sizeof(err)), -1);
 	ck_assert_int_eq(proto_get_u32(obj, "missing", &v, err, sizeof(err)),
@@ -236,8 +236,7 @@ START_TEST(test_field_helpers)
 	ck_assert_ptr_nonnull(strstr(err, "missing"));
 	ck_assert_int_eq(proto_get_string(obj, "s", &s, err, sizeof(err)), 0);
 	ck_assert_str_eq(s, "x");
-	ck_assert_int_eq(proto_get_string(obj, "n", &s, err, sizeof(err)),
-			 -1);
+	ck_assert_int_eq(proto_get_string(obj, "n", &s, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "must be a string"));
 	cJSON_Delete(obj);
 }
@@ -293,17 +292,17 @@ START_TEST(test_call_unreachable_socket_says_so)
 	char err[256] = "";
 	cJSON *req = cJSON_Parse("{\"op\":\"ping\"}");
 
-	ck_assert_ptr_null(
-		proto_call("/nonexistent/iostaged.sock", req, 100, err,
-			   sizeof(err)));
+	ck_assert_ptr_null(proto_call("/nonexistent/iostaged.sock", req, 100,
+				      err, sizeof(err)));
 	ck_assert_ptr_nonnull(strstr(err, "not reachable"));
 	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/iostaged.sock"));
 	cJSON_Delete(req);
 	errno = 0;
-	ck_assert_int_eq(proto_connect("/tmp/"
-				       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-				       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-				       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+	ck_assert_int_eq(proto_connect(
+			     "/tmp/"
+			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
 			 -1);
 	ck_assert_int_eq(errno, ENAMETOOLONG);
 }
@@ -324,7 +323,8 @@ static void *busy_server_run(void *arg)
 	int c;
 
 	while ((c = accept(b->fd, NULL, NULL)) >= 0) {
-		const char *reply = b->busy-- > 0
+		const char *reply =
+		    b->busy-- > 0
 			? "{\"ok\":false,\"error\":\"too many connections "
 			  "(limit 1)\"}\n"
 			: "{\"ok\":true}\n";

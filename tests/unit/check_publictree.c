@@ -96,16 +96,24 @@ static const struct {
 	mode_t mode;
 	bool ok;
 } modes[] = {
-	{S_IFREG | 0644, true},  {S_IFREG | 0444, true},
-	{S_IFREG | 0755, true},  {S_IFREG | 0640, false},
-	{S_IFREG | 0604, false}, /* the group cannot read it */
-	{S_IFREG | 0404, false}, {S_IFREG | 0044, false}, /* nor the owner */
-	{S_IFREG | 0600, false}, {S_IFDIR | 0755, true},
-	{S_IFDIR | 0555, true},  {S_IFDIR | 0751, false},
-	{S_IFDIR | 0711, false}, {S_IFDIR | 0754, false},
-	{S_IFDIR | 0705, false}, {S_IFLNK | 0777, true},
-	{S_IFIFO | 0666, false}, {S_IFSOCK | 0777, false},
-	{S_IFCHR | 0666, false},
+	{ S_IFREG | 0644, true },
+	{ S_IFREG | 0444, true },
+	{ S_IFREG | 0755, true },
+	{ S_IFREG | 0640, false },
+	{ S_IFREG | 0604, false }, /* the group cannot read it */
+	{ S_IFREG | 0404, false },
+	{ S_IFREG | 0044, false }, /* nor the owner */
+	{ S_IFREG | 0600, false },
+	{ S_IFDIR | 0755, true },
+	{ S_IFDIR | 0555, true },
+	{ S_IFDIR | 0751, false },
+	{ S_IFDIR | 0711, false },
+	{ S_IFDIR | 0754, false },
+	{ S_IFDIR | 0705, false },
+	{ S_IFLNK | 0777, true },
+	{ S_IFIFO | 0666, false },
+	{ S_IFSOCK | 0777, false },
+	{ S_IFCHR | 0666, false },
 };
 
 START_TEST(test_mode_ok)
@@ -148,20 +156,27 @@ START_TEST(test_acl_memo)
 	xfile("plain2", 0644);
 	xfile("denied2", 0644);
 	deny_acl("denied2");
-	ck_assert_int_eq(publictree_has_acl_on(base_fd, "plain2", &unsupported), 0);
+	ck_assert_int_eq(publictree_has_acl_on(base_fd, "plain2", &unsupported),
+			 0);
 	/* No local Linux file system serves NFSv4 ACLs; the POSIX ACL we
 	 * just set is supported. */
 	ck_assert_uint_eq(unsupported, 1u << 1);
-	ck_assert_int_eq(publictree_has_acl_on(base_fd, "denied2", &unsupported), 1);
+	ck_assert_int_eq(publictree_has_acl_on(base_fd, "denied2",
+					       &unsupported),
+			 1);
 	ck_assert_uint_eq(unsupported, 1u << 1);
 	/* Bits already set are skipped: with both kinds marked unsupported
 	 * nothing is asked, so nothing is found (the caller's promise: one
 	 * file system per mask). */
 	unsupported = (1u << PUBLICTREE_ACL_KINDS) - 1;
-	ck_assert_int_eq(publictree_has_acl_on(base_fd, "denied2", &unsupported), 0);
+	ck_assert_int_eq(publictree_has_acl_on(base_fd, "denied2",
+					       &unsupported),
+			 0);
 	/* A real error is still one, whatever the mask. */
 	unsupported = 1u << 1;
-	ck_assert_int_eq(publictree_has_acl_on(base_fd, "missing2", &unsupported), -1);
+	ck_assert_int_eq(publictree_has_acl_on(base_fd, "missing2",
+					       &unsupported),
+			 -1);
 	ck_assert_int_eq(errno, ENOENT);
 }
 END_TEST
@@ -218,8 +233,7 @@ START_TEST(test_above_bad_input)
 
 	ck_assert_int_eq(publictree_check_above(NULL, err, sizeof(err)), -1);
 	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_int_eq(publictree_check_above("rel/x", err, sizeof(err)),
-			 -1);
+	ck_assert_int_eq(publictree_check_above("rel/x", err, sizeof(err)), -1);
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_int_eq(publictree_check_above("/nonexistent/x/y", err,
 						sizeof(err)),

@@ -24,8 +24,7 @@ START_TEST(test_fresh_bucket_burst_then_wait)
 	/* A fresh bucket holds one burst: that much goes at once. */
 	ck_assert_uint_eq(ratelimit_debit(&st, 1 * S, rate, burst), 0);
 	/* 10 MiB more: owed, paid in 0.1 s. */
-	ck_assert_uint_eq(ratelimit_debit(&st, 1 * S, rate, 10 * MiB),
-			  S / 10);
+	ck_assert_uint_eq(ratelimit_debit(&st, 1 * S, rate, 10 * MiB), S / 10);
 }
 END_TEST
 
@@ -51,7 +50,7 @@ START_TEST(test_long_run_holds_rate)
 		/* It moves its bytes at t[k]: check the bound there. */
 		ck_assert((double)bytes <=
 			  (double)rate * (double)(t[k] - start) / 1e9 + burst +
-				  RATELIMIT_STEP * 4.0);
+			      RATELIMIT_STEP * 4.0);
 	}
 	/* And it is not much slower than the rate either. */
 	uint64_t end = t[0];
@@ -59,7 +58,8 @@ START_TEST(test_long_run_holds_rate)
 	for (int i = 1; i < 4; i++)
 		if (t[i] > end)
 			end = t[i];
-	ck_assert((double)bytes >= (double)rate * (double)(end - start) / 1e9 * 0.95);
+	ck_assert((double)bytes >=
+		  (double)rate * (double)(end - start) / 1e9 * 0.95);
 }
 END_TEST
 

@@ -17,47 +17,48 @@ static cJSON *part(const char *node, double k, bool finished)
 {
 	char text[4096];
 
-	snprintf(text, sizeof(text),
-		 "{\"schema\":1,\"job\":42,\"user\":\"alice\",\"uid\":1001,"
-		 "\"job_name\":\"train\",\"node\":\"%1$s\","
-		 "\"profile_origin\":\"dl-train\",\"profile\":{\"datasets\":[]},"
-		 "\"state\":\"completed\",\"start\":%2$f%3$s,"
-		 "\"datasets\":[{\"name\":\"data\",\"source\":\"/pfs/d\","
-		 "\"tier\":\"nvme\",\"bytes\":1000,\"files\":10,"
-		 "\"result\":\"%4$s\",\"copied_bytes\":%5$f,\"copied_files\":%6$f,"
-		 "\"linked_files\":0}],"
-		 "\"outputs\":[{\"name\":\"out\",\"dest\":\"/pfs/o\",\"tier\":\"nvme\","
-		 "\"files\":%7$f,\"bytes\":%8$f,\"during_files\":1,\"during_bytes\":%8$f,"
-		 "\"end_files\":0,\"end_bytes\":0,\"failed_files\":0,"
-		 "\"size_hist\":{\"0_100\":0,\"100_1K\":%7$f,\"1K_10K\":0,"
-		 "\"10K_100K\":0,\"100K_1M\":0,\"1M_4M\":0,\"4M_10M\":0,"
-		 "\"10M_100M\":0,\"100M_1G\":0,\"1G_PLUS\":0},"
-		 "\"shared_files\":0,\"fpp_files\":%7$f,\"max_file_bytes\":%18$f}],"
-		 "\"phases\":["
-		 "{\"name\":\"stage_in\",\"start\":%2$f,\"end\":%9$f,\"seconds\":%10$f,"
-		 "\"bytes\":1000,\"files\":10,\"copied_bytes\":%5$f,"
-		 "\"cached_bytes\":%11$f,\"rate_bps\":1},"
-		 "{\"name\":\"run\",\"start\":%9$f,\"end\":%12$f,\"seconds\":10,"
-		 "\"read_bytes\":%13$f,\"write_bytes\":%8$f,\"read_syscalls\":%7$f,"
-		 "\"write_syscalls\":%7$f,\"interval_s\":1,"
-		 "\"timeline\":[[%14$f,%13$f,%8$f,%7$f,%7$f]],"
-		 "\"counters\":{\"dataset\":{\"POSIX_BYTES_READ\":%13$f}}},"
-		 "{\"name\":\"checkpoint\",\"parent\":\"run\",\"source\":\"marker\","
-		 "\"start\":%14$f,\"end\":%14$f,\"seconds\":0,\"read_bytes\":0,"
-		 "\"write_bytes\":%8$f,\"read_syscalls\":0,\"write_syscalls\":1,"
-		 "\"ranks\":[%15$d]},"
-		 "{\"name\":\"stage_out\",\"start\":%9$f,\"end\":%12$f,\"seconds\":10,"
-		 "\"bytes\":%8$f,\"files\":%7$f,\"during_bytes\":%8$f,"
-		 "\"during_files\":%7$f,\"end_bytes\":0,\"end_files\":0,"
-		 "\"end_seconds\":%16$f,\"failed_files\":0}],"
-		 "\"processes\":[{\"pid\":%17$d,\"step\":0,\"rank\":%15$d,"
-		 "\"node\":\"%1$s\",\"identity\":\"slurm\",\"start\":%9$f,"
-		 "\"read_bytes\":%13$f,\"write_bytes\":%8$f,\"traced\":false}]}",
-		 node, 1000.0 + k, finished ? ",\"end\":1100.5" : "",
-		 k == 1 ? "built" : "hit", k == 1 ? 1000.0 : 0.0,
-		 k == 1 ? 10.0 : 0.0, k, 100 * k, 1002.0 + k, 2.0,
-		 k == 1 ? 0.0 : 1000.0, 1012.0 + k, 1000 * k, 1005.0 + k,
-		 (int)k - 1, 0.5 * k, 100 + (int)k, 60 * k);
+	snprintf(
+	    text, sizeof(text),
+	    "{\"schema\":1,\"job\":42,\"user\":\"alice\",\"uid\":1001,"
+	    "\"job_name\":\"train\",\"node\":\"%1$s\","
+	    "\"profile_origin\":\"dl-train\",\"profile\":{\"datasets\":[]},"
+	    "\"state\":\"completed\",\"start\":%2$f%3$s,"
+	    "\"datasets\":[{\"name\":\"data\",\"source\":\"/pfs/d\","
+	    "\"tier\":\"nvme\",\"bytes\":1000,\"files\":10,"
+	    "\"result\":\"%4$s\",\"copied_bytes\":%5$f,\"copied_files\":%6$f,"
+	    "\"linked_files\":0}],"
+	    "\"outputs\":[{\"name\":\"out\",\"dest\":\"/pfs/o\",\"tier\":\"nvme\","
+	    "\"files\":%7$f,\"bytes\":%8$f,\"during_files\":1,\"during_bytes\":%8$f,"
+	    "\"end_files\":0,\"end_bytes\":0,\"failed_files\":0,"
+	    "\"size_hist\":{\"0_100\":0,\"100_1K\":%7$f,\"1K_10K\":0,"
+	    "\"10K_100K\":0,\"100K_1M\":0,\"1M_4M\":0,\"4M_10M\":0,"
+	    "\"10M_100M\":0,\"100M_1G\":0,\"1G_PLUS\":0},"
+	    "\"shared_files\":0,\"fpp_files\":%7$f,\"max_file_bytes\":%18$f}],"
+	    "\"phases\":["
+	    "{\"name\":\"stage_in\",\"start\":%2$f,\"end\":%9$f,\"seconds\":%10$f,"
+	    "\"bytes\":1000,\"files\":10,\"copied_bytes\":%5$f,"
+	    "\"cached_bytes\":%11$f,\"rate_bps\":1},"
+	    "{\"name\":\"run\",\"start\":%9$f,\"end\":%12$f,\"seconds\":10,"
+	    "\"read_bytes\":%13$f,\"write_bytes\":%8$f,\"read_syscalls\":%7$f,"
+	    "\"write_syscalls\":%7$f,\"interval_s\":1,"
+	    "\"timeline\":[[%14$f,%13$f,%8$f,%7$f,%7$f]],"
+	    "\"counters\":{\"dataset\":{\"POSIX_BYTES_READ\":%13$f}}},"
+	    "{\"name\":\"checkpoint\",\"parent\":\"run\",\"source\":\"marker\","
+	    "\"start\":%14$f,\"end\":%14$f,\"seconds\":0,\"read_bytes\":0,"
+	    "\"write_bytes\":%8$f,\"read_syscalls\":0,\"write_syscalls\":1,"
+	    "\"ranks\":[%15$d]},"
+	    "{\"name\":\"stage_out\",\"start\":%9$f,\"end\":%12$f,\"seconds\":10,"
+	    "\"bytes\":%8$f,\"files\":%7$f,\"during_bytes\":%8$f,"
+	    "\"during_files\":%7$f,\"end_bytes\":0,\"end_files\":0,"
+	    "\"end_seconds\":%16$f,\"failed_files\":0}],"
+	    "\"processes\":[{\"pid\":%17$d,\"step\":0,\"rank\":%15$d,"
+	    "\"node\":\"%1$s\",\"identity\":\"slurm\",\"start\":%9$f,"
+	    "\"read_bytes\":%13$f,\"write_bytes\":%8$f,\"traced\":false}]}",
+	    node, 1000.0 + k, finished ? ",\"end\":1100.5" : "",
+	    k == 1 ? "built" : "hit", k == 1 ? 1000.0 : 0.0,
+	    k == 1 ? 10.0 : 0.0, k, 100 * k, 1002.0 + k, 2.0,
+	    k == 1 ? 0.0 : 1000.0, 1012.0 + k, 1000 * k, 1005.0 + k, (int)k - 1,
+	    0.5 * k, 100 + (int)k, 60 * k);
 	return cJSON_Parse(text);
 }
 
@@ -106,10 +107,13 @@ START_TEST(test_totals)
 	ck_assert_str_eq(cJSON_GetObjectItem(m, "user")->valuestring, "alice");
 	ck_assert_str_eq(cJSON_GetObjectItem(m, "state")->valuestring,
 			 "completed");
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "nodes")), 3);
-	ck_assert_int_eq(
-		cJSON_GetArraySize(cJSON_GetObjectItem(m, "missing_nodes")), 0);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "parts")), 3);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "nodes")),
+			 3);
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItem(m, "missing_nodes")),
+			 0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "parts")),
+			 3);
 	cJSON_ArrayForEach(e, cJSON_GetObjectItem(m, "parts"))
 		ck_assert_str_eq(cJSON_GetObjectItem(e, "node")->valuestring,
 				 nodes3[i++]);
@@ -125,10 +129,10 @@ START_TEST(test_totals)
 	ck_assert_double_eq(num(run, "start"), 1003);
 	ck_assert_double_eq(num(run, "end"), 1015);
 	ck_assert_double_eq(
-		num(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "counters"),
-					"dataset"),
-		    "POSIX_BYTES_READ"),
-		6000);
+	    num(cJSON_GetObjectItem(cJSON_GetObjectItem(run, "counters"),
+				    "dataset"),
+		"POSIX_BYTES_READ"),
+	    6000);
 	/* the timeline keeps every byte */
 	{
 		double rb = 0;
@@ -139,8 +143,9 @@ START_TEST(test_totals)
 		ck_assert_double_eq(rb, 6000);
 	}
 	ck_assert_double_eq(num(phase(m, "checkpoint"), "write_bytes"), 600);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(
-				 phase(m, "checkpoint"), "ranks")),
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItem(phase(m, "checkpoint"),
+						 "ranks")),
 			 3);
 	ck_assert_double_eq(num(phase(m, "stage_out"), "bytes"), 600);
 	ck_assert_double_eq(num(phase(m, "stage_out"), "end_seconds"), 1.5);
@@ -156,19 +161,20 @@ START_TEST(test_totals)
 	ck_assert_double_eq(num(e, "copied_bytes"), 1000);
 	ck_assert_str_eq(cJSON_GetObjectItem(e, "result")->valuestring,
 			 "built");
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "processes")),
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItem(m, "processes")),
 			 3);
-	ck_assert_str_eq(cJSON_GetObjectItem(
-				 cJSON_GetArrayItem(cJSON_GetObjectItem(
-							    m, "processes"),
-						    2),
-				 "node")
-				 ->valuestring,
-			 "n3");
+	ck_assert_str_eq(
+	    cJSON_GetObjectItem(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(m, "processes"), 2),
+		"node")
+		->valuestring,
+	    "n3");
 	/* per node: its own figures */
 	e = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "parts"), 1);
 	ck_assert_double_eq(num(e, "processes"), 1);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(e, "ranks")), 1);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(e, "ranks")),
+			 1);
 	ck_assert_double_eq(num(phase(e, "run"), "read_bytes"), 2000);
 	ck_assert_ptr_null(cJSON_GetObjectItem(phase(e, "run"), "timeline"));
 	ck_assert_double_eq(num(m, "start"), 1001);
@@ -230,8 +236,10 @@ END_TEST
 
 START_TEST(test_order)
 {
-	static const int perms[6][3] = { { 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 },
-					 { 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 } };
+	static const int perms[6][3] = {
+		{ 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 },
+		{ 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 }
+	};
 	cJSON *p[3] = { part("n1", 1, true), part("n2", 2, true),
 			part("n3", 3, true) };
 	char *ref = merged_text((const cJSON *const *)p, 3);
@@ -288,22 +296,26 @@ START_TEST(test_missing)
 
 	ck_assert_int_eq(cJSON_GetArraySize(miss), 1);
 	ck_assert_str_eq(cJSON_GetArrayItem(miss, 0)->valuestring, "n2");
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "nodes")), 3);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "parts")), 2);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "nodes")),
+			 3);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "parts")),
+			 2);
 	ck_assert_double_eq(num(phase(m, "run"), "read_bytes"), 4000);
 	cJSON_Delete(m);
 	/* even the head's: the record still names it */
 	m = recmerge_job((const cJSON *const *)&p[1], 1, nodes3, 3);
 	ck_assert_str_eq(cJSON_GetObjectItem(m, "node")->valuestring, "n1");
-	ck_assert_int_eq(
-		cJSON_GetArraySize(cJSON_GetObjectItem(m, "missing_nodes")), 2);
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItem(m, "missing_nodes")),
+			 2);
 	ck_assert_int_eq(num(m, "job"), 42);
 	cJSON_Delete(m);
 	/* nothing at all arrived: still a record naming every node */
 	m = recmerge_job(NULL, 0, nodes3, 3);
 	ck_assert_ptr_nonnull(m);
-	ck_assert_int_eq(
-		cJSON_GetArraySize(cJSON_GetObjectItem(m, "missing_nodes")), 3);
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItem(m, "missing_nodes")),
+			 3);
 	cJSON_Delete(m);
 	cJSON_Delete(p[0]);
 	cJSON_Delete(p[1]);
@@ -326,8 +338,8 @@ START_TEST(test_failed_node)
 	ck_assert_str_eq(cJSON_GetObjectItem(m, "state")->valuestring,
 			 "stage_failed");
 	ck_assert_str_eq(
-		cJSON_GetObjectItem(phase(m, "stage_in"), "error")->valuestring,
-		"node n2: tier 'nvme' full");
+	    cJSON_GetObjectItem(phase(m, "stage_in"), "error")->valuestring,
+	    "node n2: tier 'nvme' full");
 	cJSON_Delete(m);
 	for (int i = 0; i < 3; i++)
 		cJSON_Delete(p[i]);
@@ -342,12 +354,14 @@ START_TEST(test_bad_inputs)
 	const cJSON *q[5] = { p[0], p[1], p[2], p[3], NULL };
 	cJSON *m = recmerge_job(q, 5, nodes3, 3);
 
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "parts")), 1);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "parts")),
+			 1);
 	ck_assert_double_eq(num(phase(m, "run"), "read_bytes"), 1000);
 	cJSON_Delete(m);
 	/* no node list: the parts' nodes, sorted */
 	m = recmerge_job(q, 5, NULL, 0);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "nodes")), 2);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "nodes")),
+			 2);
 	ck_assert_str_eq(cJSON_GetObjectItem(m, "node")->valuestring, "n1");
 	cJSON_Delete(m);
 	ck_assert_ptr_null(recmerge_job(NULL, 0, NULL, 0));
@@ -371,7 +385,8 @@ START_TEST(test_processes_total_out_of_range)
 	cJSON_AddNumberToObject(p[0], "processes_total", 1e300);
 	m = recmerge_job(q, 3, nodes3, 3);
 	ck_assert_ptr_nonnull(m);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "processes")),
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItem(m, "processes")),
 			 3);
 	ck_assert_ptr_null(cJSON_GetObjectItem(m, "processes_total"));
 	cJSON_Delete(m);
@@ -419,9 +434,11 @@ START_TEST(test_stage_in_rate_out_of_range)
 		cJSON *m;
 
 		for (int i = 0; i < 3; i++)
-			cJSON_SetNumberValue(cJSON_GetObjectItem(
-				(cJSON *)phase(p[i], "stage_in"), "bytes"),
-					     bytes[k]);
+			cJSON_SetNumberValue(
+			    cJSON_GetObjectItem((cJSON *)phase(p[i],
+							       "stage_in"),
+						"bytes"),
+			    bytes[k]);
 		m = recmerge_job(q, 3, nodes3, 3);
 		ck_assert_ptr_nonnull(m);
 		ck_assert_double_eq(num(phase(m, "stage_in"), "rate_bps"), 0);

@@ -15,13 +15,14 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 static const struct recommend_tier tiers[] = {
-    {"nvme", (uint64_t)(100 * GIB)},
-    {"ram", 256ULL << 20},
-    {"nocap", 0},
+	{ "nvme", (uint64_t)(100 * GIB) },
+	{ "ram", 256ULL << 20 },
+	{ "nocap", 0 },
 };
 
 static const struct recommend_ctx ctx = {
-    .tiers = tiers, .ntiers = 3, .default_tier = 0, .min_jobs = 3};
+	.tiers = tiers, .ntiers = 3, .default_tier = 0, .min_jobs = 3
+};
 
 /* A record as docs/RECORDS.md has it, from printf pieces. */
 static cJSON *record(unsigned job, const char *datasets, const char *outputs,
@@ -45,7 +46,7 @@ static cJSON *record(unsigned job, const char *datasets, const char *outputs,
  * bytes the tree's packing gives, and unpack to the same tree. */
 static cJSON *stored_facts(const cJSON *rec)
 {
-	struct jsonbuf direct = {0}, via_tree = {0};
+	struct jsonbuf direct = { 0 }, via_tree = { 0 };
 	char err[256];
 	cJSON *tree = jobfacts_from_record(rec, err, sizeof(err)), *f;
 
@@ -108,10 +109,10 @@ static cJSON *find_rule(const cJSON *res, const char *rule, const char *target)
 {
 	cJSON *r;
 
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(res, "recommendations")) if (
-	    !strcmp(jobfacts_str(r, "rule", ""), rule) &&
-	    (!target || !strcmp(jobfacts_str(r, "target", ""),
-				target))) return r;
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(res, "recommendations"))
+		if (!strcmp(jobfacts_str(r, "rule", ""), rule) &&
+		    (!target || !strcmp(jobfacts_str(r, "target", ""), target)))
+			return r;
 	return NULL;
 }
 
@@ -119,8 +120,9 @@ static cJSON *find_skip(const cJSON *res, const char *rule)
 {
 	cJSON *r;
 
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(res, "skipped")) if (
-	    !strcmp(jobfacts_str(r, "rule", ""), rule)) return r;
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(res, "skipped"))
+		if (!strcmp(jobfacts_str(r, "rule", ""), rule))
+			return r;
 	return NULL;
 }
 
@@ -136,11 +138,13 @@ static void assert_never_staged(const cJSON *res, const char *path)
 	const cJSON *r, *d;
 
 	cJSON_ArrayForEach(r, cJSON_GetObjectItem(res, "recommendations"))
-	    cJSON_ArrayForEach(d, cJSON_GetObjectItem(
-				      cJSON_GetObjectItem(r, "profile"),
-				      "datasets")) ck_assert_msg(
-		strcmp(jobfacts_str(d, "path", ""), path) != 0,
-		"rule %s stages %s", jobfacts_str(r, "rule", ""), path);
+		cJSON_ArrayForEach(
+		    d, cJSON_GetObjectItem(cJSON_GetObjectItem(r, "profile"),
+					   "datasets"))
+			ck_assert_msg(strcmp(jobfacts_str(d, "path", ""),
+					     path) != 0,
+				      "rule %s stages %s",
+				      jobfacts_str(r, "rule", ""), path);
 }
 
 /* --- cache ------------------------------------------------------------------- */
@@ -153,8 +157,9 @@ static cJSON *cache_job(unsigned i)
 		 "[{\"name\":\"stage_in\",\"seconds\":%s},"
 		 "{\"name\":\"run\",\"seconds\":100}]",
 		 i == 1 ? "9.5" : "0.5");
-	return record(i, dataset("/pfs/imagenet", 1.13e9, "nvme",
-				 i == 1 ? "built" : "hit"),
+	return record(i,
+		      dataset("/pfs/imagenet", 1.13e9, "nvme",
+			      i == 1 ? "built" : "hit"),
 		      "[]", phases);
 }
 
@@ -168,12 +173,11 @@ START_TEST(test_cache_fires)
 			     cJSON_GetObjectItem(r, "evidence"), "jobs")),
 			 5);
 	ck_assert(jobfacts_num(r, "confidence", 0) >= 0.5);
-	ck_assert_ptr_nonnull(strstr(jobfacts_str(r, "expected_gain", ""),
-				     "9.0 s"));
-	ds = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r,
-									"profile"),
-						    "datasets"),
-				0);
+	ck_assert_ptr_nonnull(
+	    strstr(jobfacts_str(r, "expected_gain", ""), "9.0 s"));
+	ds = cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(r, "profile"), "datasets"),
+	    0);
 	ck_assert_str_eq(jobfacts_str(ds, "path", ""), "/pfs/imagenet");
 	ck_assert_str_eq(jobfacts_str(ds, "tier", ""), "nvme");
 	ck_assert_str_eq(jobfacts_str(ds, "name", ""), "imagenet");
@@ -187,9 +191,9 @@ START_TEST(test_cache_needs_min_jobs)
 	cJSON *runs = runs_of(2, cache_job), *res = recommend_run(runs, &ctx);
 
 	ck_assert_ptr_null(find_rule(res, "cache", NULL));
-	ck_assert_ptr_nonnull(strstr(
-	    jobfacts_str(find_skip(res, "cache"), "reason", ""),
-	    "RecommendMinJobs=3"));
+	ck_assert_ptr_nonnull(
+	    strstr(jobfacts_str(find_skip(res, "cache"), "reason", ""),
+		   "RecommendMinJobs=3"));
 	cJSON_Delete(res);
 	cJSON_Delete(runs);
 }
@@ -303,13 +307,13 @@ START_TEST(test_never_stage_larger_than_tier)
 	 * neither may stage it */
 	assert_never_staged(res, "/pfs/huge");
 	ck_assert_ptr_nonnull(find_rule(res, "stream", "/pfs/huge"));
-	ck_assert_ptr_nonnull(strstr(
-	    jobfacts_str(find_skip(res, "cache"), "reason", ""),
-	    "larger than tier 'ram'"));
+	ck_assert_ptr_nonnull(
+	    strstr(jobfacts_str(find_skip(res, "cache"), "reason", ""),
+		   "larger than tier 'ram'"));
 	prof = recommend_profile(cJSON_GetObjectItem(res, "recommendations"),
 				 0);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(prof,
-								"datasets")),
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItem(prof, "datasets")),
 			 0);
 	cJSON_Delete(prof);
 	cJSON_Delete(res);
@@ -349,7 +353,8 @@ static cJSON *observed_job(unsigned i)
  * for auto (>= 0.5); two are not. */
 START_TEST(test_observed_runs_earn_advice)
 {
-	cJSON *runs = runs_of(3, observed_job), *res = recommend_run(runs, &ctx);
+	cJSON *runs = runs_of(3, observed_job),
+	      *res = recommend_run(runs, &ctx);
 	cJSON *c = find_rule(res, "cache", "/pfs/u/imagenet");
 	cJSON *st = find_rule(res, "stage", "/pfs/u/imagenet"), *prof, *ds;
 
@@ -361,8 +366,8 @@ START_TEST(test_observed_runs_earn_advice)
 	prof = recommend_profile(cJSON_GetObjectItem(res, "recommendations"),
 				 0.5);
 	ds = cJSON_GetArrayItem(cJSON_GetObjectItem(prof, "datasets"), 0);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(prof,
-								"datasets")),
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItem(prof, "datasets")),
 			 1);
 	ck_assert_str_eq(jobfacts_str(ds, "path", ""), "/pfs/u/imagenet");
 	ck_assert_str_eq(jobfacts_str(ds, "tier", ""), "nvme");
@@ -374,8 +379,8 @@ START_TEST(test_observed_runs_earn_advice)
 	res = recommend_run(runs, &ctx);
 	prof = recommend_profile(cJSON_GetObjectItem(res, "recommendations"),
 				 0.5);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(prof,
-								"datasets")),
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItem(prof, "datasets")),
 			 0);
 	cJSON_Delete(prof);
 	cJSON_Delete(res);
@@ -389,7 +394,8 @@ END_TEST
 START_TEST(test_observed_larger_than_tier_never_staged)
 {
 	static const struct recommend_ctx ram_ctx = {
-	    .tiers = tiers, .ntiers = 3, .default_tier = 1, .min_jobs = 3};
+		.tiers = tiers, .ntiers = 3, .default_tier = 1, .min_jobs = 3
+	};
 	cJSON *runs, *res, *prof;
 
 	observed_bytes = 300.0 * 1024 * 1024; /* > ram's 256 MiB */
@@ -397,13 +403,13 @@ START_TEST(test_observed_larger_than_tier_never_staged)
 	res = recommend_run(runs, &ram_ctx);
 	assert_never_staged(res, "/pfs/u/imagenet");
 	ck_assert_ptr_nonnull(find_rule(res, "stream", "/pfs/u/imagenet"));
-	ck_assert_ptr_nonnull(strstr(
-	    jobfacts_str(find_skip(res, "cache"), "reason", ""),
-	    "larger than tier 'ram'"));
+	ck_assert_ptr_nonnull(
+	    strstr(jobfacts_str(find_skip(res, "cache"), "reason", ""),
+		   "larger than tier 'ram'"));
 	prof = recommend_profile(cJSON_GetObjectItem(res, "recommendations"),
 				 0);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(prof,
-								"datasets")),
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItem(prof, "datasets")),
 			 0);
 	cJSON_Delete(prof);
 	cJSON_Delete(res);
@@ -428,8 +434,8 @@ START_TEST(test_facts_observed)
 	ck_assert_double_eq(jobfacts_num(ds, "files", 0), 2000);
 	ck_assert_double_eq(jobfacts_num(ds, "stage_s", -1), -1);
 	cJSON_Delete(f);
-	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(rec, "observed"), "source",
-				  cJSON_CreateString("pfs/u"));
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(rec, "observed"),
+				  "source", cJSON_CreateString("pfs/u"));
 	f = stored_facts(rec);
 	ck_assert_msg(f != NULL, "%s", err);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "ds")), 0);
@@ -452,13 +458,14 @@ static cJSON *one_pass_job(unsigned i)
 
 START_TEST(test_stream_one_pass_too_big)
 {
-	cJSON *runs = runs_of(4, one_pass_job), *res = recommend_run(runs, &ctx);
+	cJSON *runs = runs_of(4, one_pass_job),
+	      *res = recommend_run(runs, &ctx);
 	cJSON *r = find_rule(res, "stream", "/pfs/eval");
 
 	ck_assert_ptr_nonnull(r);
 	ck_assert_ptr_null(cJSON_GetObjectItem(r, "profile"));
-	ck_assert_ptr_nonnull(strstr(jobfacts_str(r, "action", ""),
-				     "do not stage"));
+	ck_assert_ptr_nonnull(
+	    strstr(jobfacts_str(r, "action", ""), "do not stage"));
 	assert_never_staged(res, "/pfs/eval");
 	cJSON_Delete(res);
 	cJSON_Delete(runs);
@@ -523,10 +530,10 @@ START_TEST(test_checkpoint_fires)
 	ck_assert_str_eq(jobfacts_str(o, "drain", ""), "async");
 	ck_assert_str_eq(jobfacts_str(o, "tier", ""), "nvme");
 	ck_assert_str_eq(jobfacts_str(o, "path", ""), "/pfs/u/ckpt");
-	ck_assert(jobfacts_num(
-		      cJSON_GetObjectItem(cJSON_GetObjectItem(r, "evidence"),
-					  "figures"),
-		      "median_unoverlapped_fraction", 0) == 0.15);
+	ck_assert(
+	    jobfacts_num(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "evidence"),
+					     "figures"),
+			 "median_unoverlapped_fraction", 0) == 0.15);
 	cJSON_Delete(res);
 	cJSON_Delete(runs);
 }
@@ -554,12 +561,13 @@ START_TEST(test_low_confidence_below_3_runs)
 	res = recommend_run(runs, &ctx);
 	r = find_rule(res, "checkpoint", NULL);
 	ck_assert_ptr_nonnull(r);
-	ck_assert(jobfacts_num(r, "confidence", 1) < RECOMMEND_APPLY_CONFIDENCE);
+	ck_assert(jobfacts_num(r, "confidence", 1) <
+		  RECOMMEND_APPLY_CONFIDENCE);
 	/* auto applies only confident advice */
 	prof = recommend_profile(cJSON_GetObjectItem(res, "recommendations"),
 				 RECOMMEND_APPLY_CONFIDENCE);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(prof,
-								"outputs")),
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItem(prof, "outputs")),
 			 0);
 	cJSON_Delete(prof);
 	cJSON_Delete(res);
@@ -602,7 +610,7 @@ static const char *striping_cmd(const char *outputs, const char *phases,
 #define HIST(a, b, c, d, e, f, g, h, i, j)                                     \
 	"{\"0_100\":" #a ",\"100_1K\":" #b ",\"1K_10K\":" #c                   \
 	",\"10K_100K\":" #d ",\"100K_1M\":" #e ",\"1M_4M\":" #f                \
-	",\"4M_10M\":" #g ",\"10M_100M\":" #h ",\"100M_1G\":" #i              \
+	",\"4M_10M\":" #g ",\"10M_100M\":" #h ",\"100M_1G\":" #i               \
 	",\"1G_PLUS\":" #j "}"
 
 START_TEST(test_striping_shared_by_size)
@@ -614,8 +622,8 @@ START_TEST(test_striping_shared_by_size)
 	ck_assert_str_eq(
 	    striping_cmd("[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
 			 "\"bytes\":4030000000,\"shared_files\":1,"
-			 "\"fpp_files\":0,\"size_hist\":" HIST(
-			     0, 0, 0, 0, 0, 0, 0, 0, 0, 1) "}]",
+			 "\"fpp_files\":0,\"size_hist\":" HIST(0, 0, 0, 0, 0, 0,
+							       0, 0, 0, 1) "}]",
 			 writes, 3),
 	    "lfs setstripe -c 8 -S 4M /pfs/o");
 	ck_assert_str_eq(
@@ -641,8 +649,8 @@ START_TEST(test_striping_dom_pfl_fpp)
 	ck_assert_str_eq(
 	    striping_cmd("[{\"name\":\"o\",\"dest\":\"/pfs/many\","
 			 "\"files\":5000,\"bytes\":2e9,\"fpp_files\":5000,"
-			 "\"size_hist\":" HIST(0, 0, 900, 2000, 2000, 100, 0,
-					       0, 0, 0) "}]",
+			 "\"size_hist\":" HIST(0, 0, 900, 2000, 2000, 100, 0, 0,
+					       0, 0) "}]",
 			 "[]", 3),
 	    "lfs setstripe -E 1M -L mdt -E -1 -S 4M -c 1 /pfs/many");
 	/* sizes from under 1 MiB to over 100 MiB: PFL */
@@ -657,8 +665,9 @@ START_TEST(test_striping_dom_pfl_fpp)
 	ck_assert_str_eq(
 	    striping_cmd("[{\"name\":\"o\",\"dest\":\"/pfs/fpp\","
 			 "\"files\":64,\"bytes\":6.4e9,\"fpp_files\":64,"
-			 "\"shared_files\":0,\"size_hist\":" HIST(
-			     0, 0, 0, 0, 0, 0, 0, 64, 0, 0) "}]",
+			 "\"shared_files\":0,\"size_hist\":" HIST(0, 0, 0, 0, 0,
+								  0, 0, 64, 0,
+								  0) "}]",
 			 "[]", 3),
 	    "lfs setstripe -c 1 /pfs/fpp");
 	/* a path that needs quoting stays one shell word */
@@ -683,9 +692,9 @@ START_TEST(test_striping_without_histogram)
 	runs = runs_of(4, output_job);
 	res = recommend_run(runs, &ctx);
 	ck_assert_ptr_null(find_rule(res, "striping", NULL));
-	ck_assert_ptr_nonnull(strstr(
-	    jobfacts_str(find_skip(res, "striping"), "reason", ""),
-	    "not enough evidence"));
+	ck_assert_ptr_nonnull(
+	    strstr(jobfacts_str(find_skip(res, "striping"), "reason", ""),
+		   "not enough evidence"));
 	cJSON_Delete(res);
 	cJSON_Delete(runs);
 }
@@ -736,11 +745,11 @@ static cJSON *drain_job(unsigned i)
 /* One drained output /pfs/o of FILES files, BYTES in all, MAXF the
  * largest (< 0: not recorded, as in records filed before), HIST. */
 #define DRAINED(files, bytes, maxf, hist)                                      \
-	"[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"tier\":\"nvme\","           \
-	"\"files\":" #files ",\"bytes\":" #bytes                              \
-	",\"max_file_bytes\":" #maxf ",\"size_hist\":" hist "}]"
+	"[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"tier\":\"nvme\","              \
+	"\"files\":" #files ",\"bytes\":" #bytes ",\"max_file_bytes\":" #maxf  \
+	",\"size_hist\":" hist "}]"
 #define OLD_DRAINED(files, bytes, hist)                                        \
-	"[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"tier\":\"nvme\","           \
+	"[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"tier\":\"nvme\","              \
 	"\"files\":" #files ",\"bytes\":" #bytes ",\"size_hist\":" hist "}]"
 #define HIST_1G_PLUS(n) HIST(0, 0, 0, 0, 0, 0, 0, 0, 0, n)
 
@@ -751,85 +760,86 @@ static const char *const shim_writes_1m_4m =
 static const struct drain_case {
 	const char *what;
 	const char *outputs;
-	const char *phases;   /* NULL: "[]" (no shim counters) */
-	int tasks;            /* -1: no processes listed */
+	const char *phases; /* NULL: "[]" (no shim counters) */
+	int tasks;          /* -1: no processes listed */
 	size_t runs;
 	unsigned ost_count;
-	const char *cmd;      /* NULL: no striping recommendation */
+	const char *cmd; /* NULL: no striping recommendation */
 	const char *layout;
-	const char *skip;     /* a piece of the skip reason, or NULL */
-	double conf;          /* expected confidence (when cmd) */
-	const char *note;     /* a piece of one of figures.notes, or NULL */
+	const char *skip; /* a piece of the skip reason, or NULL */
+	double conf;      /* expected confidence (when cmd) */
+	const char *note; /* a piece of one of figures.notes, or NULL */
 } drain_cases[] = {
-    {"one 1.6 GB file, the batch script only",
-     DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1)), NULL, 0, 3, 0,
-     "lfs setstripe -c 8 -S 1M /pfs/o", "single-file", NULL, 0.6,
-     "1 MiB default"},
-    {"one large shared file, 4 tasks",
-     DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1)), NULL, 4, 5, 0,
-     "lfs setstripe -c 8 -S 1M /pfs/o", "shared-file", NULL, 0.7,
-     "RecommendOSTCount"},
-    {"one 30 GB file: 24 stripes capped at 4 OSTs",
-     DRAINED(1, 3e10, 3e10, HIST_1G_PLUS(1)), NULL, 4, 3, 4,
-     "lfs setstripe -c 4 -S 1M /pfs/o", "shared-file", NULL, 0.6, NULL},
-    {"one 300 GB file", DRAINED(1, 3e11, 3e11, HIST_1G_PLUS(1)), NULL, 16,
-     3, 0, "lfs setstripe -c 72 -S 1M /pfs/o", "shared-file", NULL, 0.6,
-     NULL},
-    {"many files, one per task",
-     DRAINED(8, 4e9, 5.1e8, HIST(0, 0, 0, 0, 0, 0, 0, 0, 8, 0)), NULL, 8,
-     3, 0, "lfs setstripe -c 1 -S 1M /pfs/o", "file-per-process", NULL,
-     0.6, "no shim file counts"},
-    {"many small files, no task count",
-     DRAINED(200, 2e9, 1.1e7, HIST(0, 0, 0, 0, 0, 0, 0, 200, 0, 0)), NULL,
-     -1, 3, 0, "lfs setstripe -c 1 -S 1M /pfs/o", "small-files", NULL, 0.6,
-     NULL},
-    {"mixed sizes: PFL from the drain's histogram",
-     DRAINED(20, 5e9, 2e9, HIST(0, 0, 0, 5, 5, 0, 0, 0, 5, 5)), NULL, 20, 3,
-     0, "lfs setstripe -E 4M -c 1 -E 64M -c 4 -E -1 -c 32 /pfs/o", "PFL",
-     NULL, 0.6, NULL},
-    {"several large files, no task count: undecided",
-     DRAINED(4, 1.2e10, 3e9, HIST_1G_PLUS(4)), NULL, -1, 3, 0, NULL, NULL,
-     "cannot be told from file-per-process", 0, NULL},
-    {"several large files, one task",
-     DRAINED(4, 1.2e10, 3e9, HIST_1G_PLUS(4)), NULL, 0, 3, 0,
-     "lfs setstripe -c 8 -S 1M /pfs/o", "single-writer", NULL, 0.6, NULL},
-    {"fewer files than tasks: shared files",
-     DRAINED(2, 1e10, 5e9, HIST_1G_PLUS(2)), NULL, 8, 3, 0,
-     "lfs setstripe -c 8 -S 1M /pfs/o", "shared-file", NULL, 0.6, NULL},
-    {"file per process over 1 TB",
-     DRAINED(2, 4e12, 2e12, HIST_1G_PLUS(2)), NULL, 2, 3, 0,
-     "lfs setstripe -c 72 -S 1M /pfs/o", "file-per-process", NULL, 0.6,
-     NULL},
-    {"no outputs", "[]", NULL, 1, 3, 0, NULL, NULL, NULL, 0, NULL},
-    {"nothing drained",
-     "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":0,\"bytes\":0}]",
-     NULL, 1, 3, 0, NULL, NULL, "not enough evidence", 0, NULL},
-    {"shim counters: shared file, request sizes",
-     "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
-     "\"bytes\":4030000000,\"max_file_bytes\":4030000000,"
-     "\"shared_files\":1,\"fpp_files\":0,\"size_hist\":" HIST_1G_PLUS(1) "}]",
-     shim_writes_1m_4m, 4, 3, 0, "lfs setstripe -c 8 -S 4M /pfs/o",
-     "shared-file", NULL, 0.6, NULL},
-    {"shim counters: shared file, capped at the OSTs",
-     "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
-     "\"bytes\":3e10,\"shared_files\":1,\"size_hist\":" HIST_1G_PLUS(1) "}]",
-     NULL, 4, 3, 16, "lfs setstripe -c 16 /pfs/o", "shared-file", NULL, 0.6,
-     NULL},
-    {"shim write sizes but no file counts",
-     DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1)), shim_writes_1m_4m, 4, 3, 0,
-     "lfs setstripe -c 8 -S 4M /pfs/o", "shared-file", NULL, 0.6, NULL},
-    {"old record: no largest file, no histogram",
-     "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
-     "\"bytes\":4e9}]",
-     NULL, -1, 4, 0, "lfs setstripe -c 8 -S 1M /pfs/o", "single-file", NULL,
-     0.65, NULL},
-    {"old record: histogram, no largest file",
-     OLD_DRAINED(3, 9e9, HIST_1G_PLUS(3)), NULL, 0, 3, 0,
-     "lfs setstripe -c 8 -S 1M /pfs/o", "single-writer", NULL, 0.6,
-     "estimated as the mean"},
-    {"two runs only: low confidence",
-     DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1)), NULL, 0, 2, 0,
-     "lfs setstripe -c 8 -S 1M /pfs/o", "single-file", NULL, 0.3, NULL},
+	{ "one 1.6 GB file, the batch script only",
+	  DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1)), NULL, 0, 3, 0,
+	  "lfs setstripe -c 8 -S 1M /pfs/o", "single-file", NULL, 0.6,
+	  "1 MiB default" },
+	{ "one large shared file, 4 tasks",
+	  DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1)), NULL, 4, 5, 0,
+	  "lfs setstripe -c 8 -S 1M /pfs/o", "shared-file", NULL, 0.7,
+	  "RecommendOSTCount" },
+	{ "one 30 GB file: 24 stripes capped at 4 OSTs",
+	  DRAINED(1, 3e10, 3e10, HIST_1G_PLUS(1)), NULL, 4, 3, 4,
+	  "lfs setstripe -c 4 -S 1M /pfs/o", "shared-file", NULL, 0.6, NULL },
+	{ "one 300 GB file", DRAINED(1, 3e11, 3e11, HIST_1G_PLUS(1)), NULL, 16,
+	  3, 0, "lfs setstripe -c 72 -S 1M /pfs/o", "shared-file", NULL, 0.6,
+	  NULL },
+	{ "many files, one per task",
+	  DRAINED(8, 4e9, 5.1e8, HIST(0, 0, 0, 0, 0, 0, 0, 0, 8, 0)), NULL, 8,
+	  3, 0, "lfs setstripe -c 1 -S 1M /pfs/o", "file-per-process", NULL,
+	  0.6, "no shim file counts" },
+	{ "many small files, no task count",
+	  DRAINED(200, 2e9, 1.1e7, HIST(0, 0, 0, 0, 0, 0, 0, 200, 0, 0)), NULL,
+	  -1, 3, 0, "lfs setstripe -c 1 -S 1M /pfs/o", "small-files", NULL, 0.6,
+	  NULL },
+	{ "mixed sizes: PFL from the drain's histogram",
+	  DRAINED(20, 5e9, 2e9, HIST(0, 0, 0, 5, 5, 0, 0, 0, 5, 5)), NULL, 20,
+	  3, 0, "lfs setstripe -E 4M -c 1 -E 64M -c 4 -E -1 -c 32 /pfs/o",
+	  "PFL", NULL, 0.6, NULL },
+	{ "several large files, no task count: undecided",
+	  DRAINED(4, 1.2e10, 3e9, HIST_1G_PLUS(4)), NULL, -1, 3, 0, NULL, NULL,
+	  "cannot be told from file-per-process", 0, NULL },
+	{ "several large files, one task",
+	  DRAINED(4, 1.2e10, 3e9, HIST_1G_PLUS(4)), NULL, 0, 3, 0,
+	  "lfs setstripe -c 8 -S 1M /pfs/o", "single-writer", NULL, 0.6, NULL },
+	{ "fewer files than tasks: shared files",
+	  DRAINED(2, 1e10, 5e9, HIST_1G_PLUS(2)), NULL, 8, 3, 0,
+	  "lfs setstripe -c 8 -S 1M /pfs/o", "shared-file", NULL, 0.6, NULL },
+	{ "file per process over 1 TB", DRAINED(2, 4e12, 2e12, HIST_1G_PLUS(2)),
+	  NULL, 2, 3, 0, "lfs setstripe -c 72 -S 1M /pfs/o", "file-per-process",
+	  NULL, 0.6, NULL },
+	{ "no outputs", "[]", NULL, 1, 3, 0, NULL, NULL, NULL, 0, NULL },
+	{ "nothing drained",
+	  "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":0,\"bytes\":0}]",
+	  NULL, 1, 3, 0, NULL, NULL, "not enough evidence", 0, NULL },
+	{ "shim counters: shared file, request sizes",
+	  "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
+	  "\"bytes\":4030000000,\"max_file_bytes\":4030000000,"
+	  "\"shared_files\":1,\"fpp_files\":0,\"size_hist\":" HIST_1G_PLUS(
+	      1) "}]",
+	  shim_writes_1m_4m, 4, 3, 0, "lfs setstripe -c 8 -S 4M /pfs/o",
+	  "shared-file", NULL, 0.6, NULL },
+	{ "shim counters: shared file, capped at the OSTs",
+	  "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
+	  "\"bytes\":3e10,\"shared_files\":1,\"size_hist\":" HIST_1G_PLUS(
+	      1) "}]",
+	  NULL, 4, 3, 16, "lfs setstripe -c 16 /pfs/o", "shared-file", NULL,
+	  0.6, NULL },
+	{ "shim write sizes but no file counts",
+	  DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1)), shim_writes_1m_4m, 4, 3, 0,
+	  "lfs setstripe -c 8 -S 4M /pfs/o", "shared-file", NULL, 0.6, NULL },
+	{ "old record: no largest file, no histogram",
+	  "[{\"name\":\"o\",\"dest\":\"/pfs/o\",\"files\":1,"
+	  "\"bytes\":4e9}]",
+	  NULL, -1, 4, 0, "lfs setstripe -c 8 -S 1M /pfs/o", "single-file",
+	  NULL, 0.65, NULL },
+	{ "old record: histogram, no largest file",
+	  OLD_DRAINED(3, 9e9, HIST_1G_PLUS(3)), NULL, 0, 3, 0,
+	  "lfs setstripe -c 8 -S 1M /pfs/o", "single-writer", NULL, 0.6,
+	  "estimated as the mean" },
+	{ "two runs only: low confidence",
+	  DRAINED(1, 1.6e9, 1.6e9, HIST_1G_PLUS(1)), NULL, 0, 2, 0,
+	  "lfs setstripe -c 8 -S 1M /pfs/o", "single-file", NULL, 0.3, NULL },
 };
 
 /* A piece of one of R's figures.notes. */
@@ -837,11 +847,9 @@ static bool has_note(const cJSON *r, const char *piece)
 {
 	const cJSON *n;
 
-	cJSON_ArrayForEach(n, cJSON_GetObjectItem(
-				  figures_of(r), "notes")) if (cJSON_IsString(n) &&
-							      strstr(n->valuestring,
-								     piece))
-	    return true;
+	cJSON_ArrayForEach(n, cJSON_GetObjectItem(figures_of(r), "notes"))
+		if (cJSON_IsString(n) && strstr(n->valuestring, piece))
+			return true;
 	return false;
 }
 
@@ -864,11 +872,10 @@ START_TEST(test_striping_from_the_drain)
 	} else {
 		ck_assert_msg(r != NULL, "%s: no striping advice (%s)", c->what,
 			      cJSON_PrintUnformatted(res));
-		ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(
-							r, "commands"),
-						    0)
-				     ->valuestring,
-				 c->cmd);
+		ck_assert_str_eq(
+		    cJSON_GetArrayItem(cJSON_GetObjectItem(r, "commands"), 0)
+			->valuestring,
+		    c->cmd);
 		ck_assert_str_eq(jobfacts_str(figures_of(r), "layout", ""),
 				 c->layout);
 		ck_assert_msg(jobfacts_num(r, "confidence", -1) == c->conf,
@@ -882,8 +889,8 @@ START_TEST(test_striping_from_the_drain)
 			bool found = false;
 			const cJSON *x;
 
-			cJSON_ArrayForEach(x, jobs) found |=
-			    x->valuedouble == (double)j;
+			cJSON_ArrayForEach(x, jobs)
+				found |= x->valuedouble == (double)j;
 			ck_assert_msg(found, "%s: job %zu not in the evidence",
 				      c->what, j);
 		}
@@ -893,12 +900,12 @@ START_TEST(test_striping_from_the_drain)
 				      c->note, cJSON_PrintUnformatted(r));
 	}
 	if (c->skip)
-		ck_assert_msg(
-		    strstr(jobfacts_str(find_skip(res, "striping"), "reason",
-					""),
-			   c->skip) != NULL,
-		    "%s: skip reason '%s'", c->what,
-		    jobfacts_str(find_skip(res, "striping"), "reason", ""));
+		ck_assert_msg(strstr(jobfacts_str(find_skip(res, "striping"),
+						  "reason", ""),
+				     c->skip) != NULL,
+			      "%s: skip reason '%s'", c->what,
+			      jobfacts_str(find_skip(res, "striping"), "reason",
+					   ""));
 	else if (!c->cmd)
 		ck_assert_ptr_null(find_skip(res, "striping"));
 	cJSON_Delete(res);
@@ -927,7 +934,8 @@ START_TEST(test_striping_drain_typical_run)
 			     ->valuestring,
 			 "lfs setstripe -c 8 -S 1M /pfs/o");
 	ck_assert(jobfacts_num(r, "confidence", -1) == 0.4); /* 2 of 3 */
-	ck_assert(jobfacts_num(figures_of(r), "largest_file_bytes", 0) == 1.6e9);
+	ck_assert(jobfacts_num(figures_of(r), "largest_file_bytes", 0) ==
+		  1.6e9);
 	cJSON_Delete(res);
 	cJSON_Delete(runs);
 }
@@ -966,7 +974,7 @@ END_TEST
 
 START_TEST(test_thresholds_tables)
 {
-	double sizes[10] = {0};
+	double sizes[10] = { 0 };
 
 	ck_assert_uint_eq(recommend_stripe_count(0), 1);
 	ck_assert_uint_eq(recommend_stripe_count(GIB - 1), 1);
@@ -994,17 +1002,17 @@ END_TEST
 START_TEST(test_facts_reject_bad_records)
 {
 	static const char *bad[] = {
-	    "[]",
-	    "{}",
-	    "{\"job\":0,\"user\":\"a\",\"uid\":1,\"end\":5}",
-	    "{\"job\":4294967296,\"user\":\"a\",\"uid\":1,\"end\":5}",
-	    "{\"job\":1.5,\"user\":\"a\",\"uid\":1,\"end\":5}",
-	    "{\"job\":1,\"uid\":1,\"end\":5}",
-	    "{\"job\":1,\"user\":\"\",\"uid\":1,\"end\":5}",
-	    "{\"job\":1,\"user\":\"a\",\"end\":5}",
-	    "{\"job\":1,\"user\":\"a\",\"uid\":-1,\"end\":5}",
-	    "{\"job\":1,\"user\":\"a\",\"uid\":1}",
-	    "{\"job\":1,\"user\":\"a\",\"uid\":1,\"end\":\"x\"}",
+		"[]",
+		"{}",
+		"{\"job\":0,\"user\":\"a\",\"uid\":1,\"end\":5}",
+		"{\"job\":4294967296,\"user\":\"a\",\"uid\":1,\"end\":5}",
+		"{\"job\":1.5,\"user\":\"a\",\"uid\":1,\"end\":5}",
+		"{\"job\":1,\"uid\":1,\"end\":5}",
+		"{\"job\":1,\"user\":\"\",\"uid\":1,\"end\":5}",
+		"{\"job\":1,\"user\":\"a\",\"end\":5}",
+		"{\"job\":1,\"user\":\"a\",\"uid\":-1,\"end\":5}",
+		"{\"job\":1,\"user\":\"a\",\"uid\":1}",
+		"{\"job\":1,\"user\":\"a\",\"uid\":1,\"end\":\"x\"}",
 	};
 	char err[256], longname[400];
 
@@ -1017,11 +1025,12 @@ START_TEST(test_facts_reject_bad_records)
 		ck_assert_msg(err[0] != '\0', "no message for %s", bad[i]);
 		{
 			/* filing's packed path refuses it with the same line */
-			struct jsonbuf b = {0};
+			struct jsonbuf b = { 0 };
 			char err2[256];
 
-			ck_assert_int_eq(
-			    jobfacts_pack_record(&b, r, err2, sizeof(err2)), -1);
+			ck_assert_int_eq(jobfacts_pack_record(&b, r, err2,
+							      sizeof(err2)),
+					 -1);
 			ck_assert_str_eq(err2, err);
 			jsonbuf_fini(&b);
 		}
@@ -1056,9 +1065,9 @@ START_TEST(test_facts_not_measured_is_absent)
 	ck_assert_ptr_null(cJSON_GetObjectItem(f, "ck"));
 	ck_assert_ptr_null(cJSON_GetObjectItem(f, "wr"));
 	ck_assert(jobfacts_num(f, "run_s", 0) == 100);
-	ck_assert(jobfacts_num(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "ds"),
-						  0),
-			       "stage_s", 0) == 9.5);
+	ck_assert(
+	    jobfacts_num(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "ds"), 0),
+			 "stage_s", 0) == 9.5);
 	cJSON_Delete(f);
 	cJSON_Delete(rec);
 }
@@ -1070,17 +1079,17 @@ END_TEST
 START_TEST(test_facts_from_counters)
 {
 	cJSON *rec = cJSON_Parse(
-		"{\"job\":1,\"user\":\"a\",\"uid\":1,\"end\":5,"
-		"\"phases\":[{\"name\":\"run\",\"counters\":{"
-		"\"dataset\":{\"POSIX_OPENS\":3,\"POSIX_READS\":100,"
-		"\"POSIX_SIZE_READ_0_100\":7,\"POSIX_SIZE_READ_100_1K\":\"x\","
-		"\"POSIX_SIZE_READ_1K_10K\":-4,\"POSIX_SIZE_READ_10K_100K\":5,"
-		"\"POSIX_SIZE_READ_10K_100K\":1000,\"POSIX_SIZE_READ_1M_4M\":9,"
-		"\"POSIX_BYTES_READ\":4096,\"POSIX_F_READ_TIME\":2.5,"
-		"\"POSIX_F_META_TIME\":-1,\"POSIX_SEQ_READS\":60},"
-		"\"output\":{\"POSIX_WRITES\":8,\"POSIX_BYTES_WRITTEN\":800,"
-		"\"POSIX_SIZE_WRITE_100_1K\":8,\"POSIX_SIZE_WRITE_1G_PLUS\":"
-		"null}}}]}");
+	    "{\"job\":1,\"user\":\"a\",\"uid\":1,\"end\":5,"
+	    "\"phases\":[{\"name\":\"run\",\"counters\":{"
+	    "\"dataset\":{\"POSIX_OPENS\":3,\"POSIX_READS\":100,"
+	    "\"POSIX_SIZE_READ_0_100\":7,\"POSIX_SIZE_READ_100_1K\":\"x\","
+	    "\"POSIX_SIZE_READ_1K_10K\":-4,\"POSIX_SIZE_READ_10K_100K\":5,"
+	    "\"POSIX_SIZE_READ_10K_100K\":1000,\"POSIX_SIZE_READ_1M_4M\":9,"
+	    "\"POSIX_BYTES_READ\":4096,\"POSIX_F_READ_TIME\":2.5,"
+	    "\"POSIX_F_META_TIME\":-1,\"POSIX_SEQ_READS\":60},"
+	    "\"output\":{\"POSIX_WRITES\":8,\"POSIX_BYTES_WRITTEN\":800,"
+	    "\"POSIX_SIZE_WRITE_100_1K\":8,\"POSIX_SIZE_WRITE_1G_PLUS\":"
+	    "null}}}]}");
 	cJSON *f, *rd, *wr, *sizes;
 	char err[256];
 
@@ -1103,8 +1112,8 @@ START_TEST(test_facts_from_counters)
 	sizes = cJSON_GetObjectItem(wr, "sizes");
 	ck_assert_int_eq(cJSON_GetArraySize(sizes), JOBFACTS_NBUCKETS);
 	ck_assert(cJSON_GetArrayItem(sizes, 1)->valuedouble == 8);
-	ck_assert(cJSON_GetArrayItem(sizes, JOBFACTS_NBUCKETS - 1)
-			  ->valuedouble == 0);
+	ck_assert(
+	    cJSON_GetArrayItem(sizes, JOBFACTS_NBUCKETS - 1)->valuedouble == 0);
 	cJSON_Delete(f);
 	cJSON_Delete(rec);
 }
@@ -1122,8 +1131,8 @@ START_TEST(test_profile_merge_unique)
 	    "[{\"name\":\"data\",\"path\":\"/b/data\",\"tier\":\"nvme\"}]}},"
 	    "{\"rule\":\"cache\",\"confidence\":0.2,\"profile\":{\"datasets\":"
 	    "[{\"name\":\"low\",\"path\":\"/c/low\",\"tier\":\"nvme\"}]}}]");
-	cJSON *p = recommend_profile(recs, 0.5), *ds = cJSON_GetObjectItem(
-						     p, "datasets");
+	cJSON *p = recommend_profile(recs, 0.5),
+	      *ds = cJSON_GetObjectItem(p, "datasets");
 
 	ck_assert_int_eq(cJSON_GetArraySize(ds), 2);
 	/* the stage entry (access=random) wins for /a/data */
@@ -1144,8 +1153,8 @@ START_TEST(test_empty_history)
 {
 	cJSON *runs = cJSON_CreateArray(), *res = recommend_run(runs, &ctx);
 
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(
-			     res, "recommendations")),
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItem(res, "recommendations")),
 			 0);
 	ck_assert(jobfacts_num(res, "runs", -1) == 0);
 	cJSON_Delete(res);

@@ -9,12 +9,12 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -25,7 +25,7 @@
 #include "common/fs/rmtree.h"
 #include "tests/unit/check_run.h"
 
-static char base[64];   /* the test's temp dir */
+static char base[64]; /* the test's temp dir */
 static int base_fd = -1;
 
 static void xmkdir(const char *rel, mode_t mode)
@@ -186,8 +186,8 @@ START_TEST(test_contents_keeps_dir)
 }
 END_TEST
 
-static const char *const bad_names[] = { "", ".", "..", "a/b", "/etc",
-					 "../victim" };
+static const char *const bad_names[] = { "",    ".",    "..",
+					 "a/b", "/etc", "../victim" };
 
 START_TEST(test_bad_names)
 {
@@ -399,8 +399,8 @@ START_TEST(test_error_names_entry)
 		if (errno != EACCES)
 			_exit(4);
 		_exit(!strcmp(err, "cannot remove rootdir/f: Permission denied")
-			      ? 0
-			      : 2);
+			  ? 0
+			  : 2);
 	}
 	waitpid(pid, &status, 0);
 	ck_assert(WIFEXITED(status));

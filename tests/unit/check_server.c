@@ -56,7 +56,10 @@ static int rm_one(const char *path, const struct stat *st, int flag,
 	return remove(path);
 }
 
-static void teardown(void) { nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+static void teardown(void)
+{
+	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 static void create_fails(const char *want)
 {
@@ -191,9 +194,9 @@ static void *run_server(void *arg)
  * server_run with 0. */
 START_TEST(test_serves_a_request)
 {
-	struct sigaction sa = {.sa_handler = on_usr1};
+	struct sigaction sa = { .sa_handler = on_usr1 };
 	char err[CONF_ERR_MAX];
-	struct runner r = {0};
+	struct runner r = { 0 };
 	sigset_t block;
 	pthread_t t;
 	cJSON *req, *reply;
@@ -212,9 +215,9 @@ START_TEST(test_serves_a_request)
 	reply = proto_call(conf.socket_path, req, 10000, err, sizeof(err));
 	ck_assert_msg(reply != NULL, "ping: %s", err);
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(reply, "ok")));
-	ck_assert_str_eq(
-	    cJSON_GetStringValue(cJSON_GetObjectItem(reply, "version")),
-	    IOSTAGE_VERSION);
+	ck_assert_str_eq(cJSON_GetStringValue(
+			     cJSON_GetObjectItem(reply, "version")),
+			 IOSTAGE_VERSION);
 	cJSON_Delete(reply);
 	cJSON_Delete(req);
 	/* an unknown op: answered, and the connection's thread goes on */
@@ -252,4 +255,7 @@ static Suite *server_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(server_suite()); }
+int main(void)
+{
+	return check_run(server_suite());
+}

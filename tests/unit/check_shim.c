@@ -24,8 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <check.h>
 #include <cJSON.h>
+#include <check.h>
 
 #include "shim/slurmstep.h"
 #include "tests/unit/check_run.h"
@@ -34,8 +34,8 @@
 #define MAX_REPORTS 64
 
 struct run {
-	int status;         /* wait status; -1 on timeout */
-	char out[4096];     /* the probe's stdout */
+	int status;     /* wait status; -1 on timeout */
+	char out[4096]; /* the probe's stdout */
 	cJSON *reports[MAX_REPORTS];
 	int nreports;
 };
@@ -142,7 +142,7 @@ static void run_probe(const char *mode, bool preload, const char *const *extra,
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		char *argv[] = {SHIM_TEST_PROBE, (char *)mode, tree, NULL};
+		char *argv[] = { SHIM_TEST_PROBE, (char *)mode, tree, NULL };
 
 		dup2(pipefd[1], 1);
 		close(pipefd[0]);
@@ -237,8 +237,7 @@ static cJSON *only_report(const struct run *r, const char *reason)
 			n++;
 		}
 	}
-	ck_assert_msg(n == 1, "%d summaries with reason %s, want 1", n,
-		      reason);
+	ck_assert_msg(n == 1, "%d summaries with reason %s, want 1", n, reason);
 	return found;
 }
 
@@ -254,7 +253,7 @@ static double ctr(const cJSON *rep, const char *phase, const char *cls,
 	return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
-#define CK_CTR(rep, phase, cls, name, want)                                   \
+#define CK_CTR(rep, phase, cls, name, want)                                    \
 	ck_assert_msg(ctr(rep, phase, cls, name) == (double)(want),            \
 		      "%s.%s.%s = %.0f, want %.0f", phase, cls, name,          \
 		      ctr(rep, phase, cls, name), (double)(want))
@@ -317,18 +316,17 @@ START_TEST(test_basic_counts_exact)
 	ck_assert(ctr(rep, "read", "dataset", "POSIX_F_META_TIME") > 0);
 	ck_assert(ctr(rep, "read", "dataset", "IOSTAGE_UNOVERLAPPED_IO_TIME") >
 		  0);
-	ck_assert(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "io_seconds"),
-				      "read")
-			  ->valuedouble >=
-		  cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "unoverlapped"),
-				      "read")
-				  ->valuedouble -
-			  1e-6);
+	ck_assert(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "io_seconds"), "read")
+		->valuedouble >=
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "unoverlapped"),
+				"read")
+		    ->valuedouble -
+		1e-6);
 
 	files = cJSON_GetObjectItem(rep, "files");
 	ck_assert_int_eq(cJSON_GetArraySize(files), 2);
-	cJSON_ArrayForEach(f, files)
-	{
+	cJSON_ArrayForEach(f, files) {
 		const char *p = cJSON_GetObjectItem(f, "path")->valuestring;
 		double w = cJSON_GetObjectItem(f, "written")->valuedouble;
 
@@ -361,9 +359,8 @@ START_TEST(test_fork_each_process_reports)
 	}
 	ck_assert_msg(parent && child,
 		      "want one summary with 8 reads and one with 4");
-	ck_assert_int_eq(
-		(int)cJSON_GetObjectItem(child, "ppid")->valuedouble,
-		(int)cJSON_GetObjectItem(parent, "pid")->valuedouble);
+	ck_assert_int_eq((int)cJSON_GetObjectItem(child, "ppid")->valuedouble,
+			 (int)cJSON_GetObjectItem(parent, "pid")->valuedouble);
 	CK_CTR(parent, "read", "dataset", "POSIX_OPENS", 2);
 	CK_CTR(child, "read", "dataset", "POSIX_OPENS", 1);
 	CK_CTR(child, "read", "dataset", "POSIX_BYTES_READ", 10000);
@@ -422,8 +419,8 @@ START_TEST(test_vfork_child_does_not_report_for_the_parent)
 				   "POSIX_READS");
 
 		ck_assert_str_eq(
-			cJSON_GetObjectItem(r.reports[i], "reason")->valuestring,
-			"exit");
+		    cJSON_GetObjectItem(r.reports[i], "reason")->valuestring,
+		    "exit");
 		parent += reads == 8;
 		image += reads == 4;
 	}
@@ -466,8 +463,7 @@ START_TEST(test_threads_totals_exact)
 	/* 8 threads in I/O at once: busy wall time <= summed call time. */
 	ck_assert(ctr(rep, "read", "dataset", "IOSTAGE_UNOVERLAPPED_IO_TIME") <=
 		  ctr(rep, "read", "dataset", "POSIX_F_READ_TIME") +
-			  ctr(rep, "read", "dataset", "POSIX_F_META_TIME") +
-			  1e-6);
+		      ctr(rep, "read", "dataset", "POSIX_F_META_TIME") + 1e-6);
 	run_free(&r);
 }
 END_TEST
@@ -475,7 +471,8 @@ END_TEST
 /* observed.{root,files,bytes,missed} of a summary, -1 for absent numbers */
 static double observed_num(const cJSON *rep, const char *name)
 {
-	const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "observed"),
+	const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(rep,
+								 "observed"),
 					     name);
 
 	return cJSON_IsNumber(v) ? v->valuedouble : -1;
@@ -488,7 +485,7 @@ static double observed_num(const cJSON *rep, const char *name)
 START_TEST(test_observed_tree)
 {
 	char classes[1200], root[300];
-	const char *extra[] = {classes, NULL};
+	const char *extra[] = { classes, NULL };
 	struct run r;
 	cJSON *rep;
 
@@ -500,13 +497,14 @@ START_TEST(test_observed_tree)
 	rep = only_report(&r, "exit");
 	/* other.txt is under the PFS too (opened to write: not noted) */
 	CK_CTR(rep, "read", "dataset", "POSIX_OPENS", 13);
-	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "observed"),
-					     "root")
-				 ->valuestring,
-			 root);
+	ck_assert_str_eq(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "observed"), "root")
+		->valuestring,
+	    root);
 	/* f0..f9, big, rw (opened O_RDWR: read too); stat'ed f0 once more */
 	ck_assert_int_eq(observed_num(rep, "files"), 12);
-	ck_assert_int_eq(observed_num(rep, "bytes"), 10 * 10000 + 1048576 + 100);
+	ck_assert_int_eq(observed_num(rep, "bytes"),
+			 10 * 10000 + 1048576 + 100);
 	ck_assert_int_eq(observed_num(rep, "missed"), 0);
 	run_free(&r);
 
@@ -515,13 +513,14 @@ START_TEST(test_observed_tree)
 	assert_ran_ok(&r, "threads");
 	rep = only_report(&r, "exit");
 	CK_CTR(rep, "read", "dataset", "POSIX_OPENS", 80);
-	ck_assert_int_eq(observed_num(rep, "files") + observed_num(rep, "missed") >= 10, 1);
+	ck_assert_int_eq(
+	    observed_num(rep, "files") + observed_num(rep, "missed") >= 10, 1);
 	ck_assert_int_le(observed_num(rep, "files"), 10);
 	ck_assert_int_le(observed_num(rep, "bytes"), 100000);
-	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "observed"),
-					     "root")
-				 ->valuestring,
-			 root);
+	ck_assert_str_eq(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "observed"), "root")
+		->valuestring,
+	    root);
 	run_free(&r);
 
 	/* Files in two sibling trees (data/, data2/: a name that starts
@@ -529,15 +528,15 @@ START_TEST(test_observed_tree)
 	 * relative to the cwd and spelt with // . .. are normalized; f3,
 	 * opened relative to a directory fd, has no path and is left out,
 	 * as is data/ itself (not a file); data2/x opened twice is one. */
-	snprintf(classes, sizeof(classes),
-		 "IOSTAGE_TRACE_CLASSES=pfs=%s", tree);
+	snprintf(classes, sizeof(classes), "IOSTAGE_TRACE_CLASSES=pfs=%s",
+		 tree);
 	run_probe("paths", true, extra, &r);
 	assert_ran_ok(&r, "paths");
 	rep = only_report(&r, "exit");
-	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "observed"),
-					     "root")
-				 ->valuestring,
-			 tree);
+	ck_assert_str_eq(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "observed"), "root")
+		->valuestring,
+	    tree);
 	ck_assert_int_eq(observed_num(rep, "files"), 4);
 	ck_assert_int_eq(observed_num(rep, "bytes"), 3 * 10000 + 10);
 	run_free(&r);
@@ -545,8 +544,8 @@ START_TEST(test_observed_tree)
 	/* Not observed (dataset=, the usual classes): no "observed". */
 	run_probe("basic", true, NULL, &r);
 	assert_ran_ok(&r, "basic");
-	ck_assert_ptr_null(cJSON_GetObjectItem(only_report(&r, "exit"),
-					       "observed"));
+	ck_assert_ptr_null(
+	    cJSON_GetObjectItem(only_report(&r, "exit"), "observed"));
 	run_free(&r);
 }
 END_TEST
@@ -582,8 +581,7 @@ START_TEST(test_phase_markers_and_overflow)
 	CK_CTR(rep, "m10", "dataset", "POSIX_STATS", -1); /* folded */
 	CK_CTR(rep, "other", "dataset", "POSIX_STATS", 10);
 	ck_assert_int_eq(
-		(int)cJSON_GetObjectItem(rep, "phases_folded")->valuedouble,
-		10);
+	    (int)cJSON_GetObjectItem(rep, "phases_folded")->valuedouble, 10);
 	run_free(&r);
 }
 END_TEST
@@ -621,8 +619,7 @@ static double file_written(const cJSON *rep, const char *suffix)
 	const cJSON *f;
 	size_t n = strlen(suffix);
 
-	cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "files"))
-	{
+	cJSON_ArrayForEach(f, cJSON_GetObjectItem(rep, "files")) {
 		const char *p = cJSON_GetObjectItem(f, "path")->valuestring;
 		size_t len = strlen(p);
 
@@ -770,8 +767,7 @@ START_TEST(test_errno_and_results_unchanged)
 END_TEST
 
 /* Whatever breaks inside the shim, the program is the same. */
-static void assert_same_as_untraced(const char *const *extra,
-				    struct run *with)
+static void assert_same_as_untraced(const char *const *extra, struct run *with)
 {
 	struct run without;
 
@@ -785,7 +781,8 @@ static void assert_same_as_untraced(const char *const *extra,
 START_TEST(test_unwritable_report_path)
 {
 	static const char *const extra[] = {
-		"IOSTAGE_SHIM_REPORT=/proc/no/such/dir/report.jsonl", NULL};
+		"IOSTAGE_SHIM_REPORT=/proc/no/such/dir/report.jsonl", NULL
+	};
 	struct run r;
 
 	assert_same_as_untraced(extra, &r);
@@ -796,7 +793,8 @@ END_TEST
 START_TEST(test_garbage_classes_disable_counting)
 {
 	static const char *const extra[] = {
-		"IOSTAGE_TRACE_CLASSES=dataset:/x;;output=relative", NULL};
+		"IOSTAGE_TRACE_CLASSES=dataset:/x;;output=relative", NULL
+	};
 	struct run r;
 	cJSON *rep;
 
@@ -810,9 +808,10 @@ END_TEST
 
 START_TEST(test_garbage_identity_env)
 {
-	static const char *const extra[] = {
-		"SLURM_JOB_ID=12x", "SLURM_PROCID=-1",
-		"IOSTAGE_SHIM_TIMEOUT_MS=forever", NULL};
+	static const char *const extra[] = { "SLURM_JOB_ID=12x",
+					     "SLURM_PROCID=-1",
+					     "IOSTAGE_SHIM_TIMEOUT_MS=forever",
+					     NULL };
 	struct run r;
 	cJSON *rep;
 
@@ -885,10 +884,10 @@ static const struct {
 
 START_TEST(test_step_rule)
 {
-	long long got =
-		slurmstep_from_env(step_cases[_i].job, step_cases[_i].ours,
-				   step_cases[_i].slurm,
-				   step_cases[_i].environment);
+	long long got = slurmstep_from_env(step_cases[_i].job,
+					   step_cases[_i].ours,
+					   step_cases[_i].slurm,
+					   step_cases[_i].environment);
 
 	ck_assert_msg(got == step_cases[_i].want,
 		      "case %d: SLURM_JOB_ID=%s IOSTAGE_STEP=%s "
@@ -913,19 +912,23 @@ static const struct {
 	/* 22.05/24.11 batch step: Slurm sets no SLURM_STEP_ID. */
 	{ "basic", { "SLURM_JOB_ID=42", "ENVIRONMENT=BATCH" }, 4294967291LL },
 	/* 26.05 batch step. */
-	{ "basic", { "SLURM_JOB_ID=42", "SLURM_STEP_ID=-5", "ENVIRONMENT=BATCH" },
+	{ "basic",
+	  { "SLURM_JOB_ID=42", "SLURM_STEP_ID=-5", "ENVIRONMENT=BATCH" },
 	  4294967291LL },
 	/* The plugin's word, across an exec (both summaries). */
-	{ "exec", { "SLURM_JOB_ID=42", "SLURM_STEP_ID=3", "ENVIRONMENT=BATCH",
-		    "IOSTAGE_STEP=42.4294967291" },
+	{ "exec",
+	  { "SLURM_JOB_ID=42", "SLURM_STEP_ID=3", "ENVIRONMENT=BATCH",
+	    "IOSTAGE_STEP=42.4294967291" },
 	  4294967291LL },
 	/* srun's step 0 inside the batch job. */
-	{ "basic", { "SLURM_JOB_ID=42", "SLURM_STEP_ID=0", "ENVIRONMENT=BATCH",
-		     "IOSTAGE_STEP=42.0" },
+	{ "basic",
+	  { "SLURM_JOB_ID=42", "SLURM_STEP_ID=0", "ENVIRONMENT=BATCH",
+	    "IOSTAGE_STEP=42.0" },
 	  0 },
 	{ "basic", { "SLURM_JOB_ID=42", "SLURM_STEP_ID=0" }, 0 },
 	/* No job: no step, even with Slurm-looking variables around. */
-	{ "basic", { "SLURM_STEP_ID=3", "ENVIRONMENT=BATCH", "IOSTAGE_STEP=42.3" },
+	{ "basic",
+	  { "SLURM_STEP_ID=3", "ENVIRONMENT=BATCH", "IOSTAGE_STEP=42.3" },
 	  -1 },
 	{ "basic", { "ENVIRONMENT=BATCH" }, -1 },
 };
@@ -948,8 +951,8 @@ START_TEST(test_step_in_summaries)
 			continue;
 		}
 		ck_assert_msg(cJSON_IsNumber(step) &&
-				      step->valuedouble ==
-					      (double)step_runs[_i].want,
+				  step->valuedouble ==
+				      (double)step_runs[_i].want,
 			      "run %d, summary %d: step %.0f, want %lld", _i, k,
 			      cJSON_IsNumber(step) ? step->valuedouble : -1.0,
 			      step_runs[_i].want);
@@ -962,7 +965,7 @@ END_TEST
 
 static int listen_socket(const char *path)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 
 	ck_assert_int_ge(fd, 0);
@@ -975,9 +978,9 @@ static int listen_socket(const char *path)
 START_TEST(test_socket_that_never_answers)
 {
 	char sock[600], sockvar[700];
-	const char *extra[] = {"IOSTAGE_SHIM_REPORT=", sockvar,
-			       "SLURM_JOB_ID=7", "IOSTAGE_SHIM_TIMEOUT_MS=300",
-			       NULL};
+	const char *extra[] = { "IOSTAGE_SHIM_REPORT=", sockvar,
+				"SLURM_JOB_ID=7", "IOSTAGE_SHIM_TIMEOUT_MS=300",
+				NULL };
 	struct run r;
 	int fd;
 
@@ -1031,8 +1034,8 @@ struct busy_stub {
 static void *busy_stub_main(void *arg)
 {
 	static const char refusal[] =
-		"{\"ok\":false,\"error\":\"too many connections of uid 1 "
-		"(limit 1)\"}\n";
+	    "{\"ok\":false,\"error\":\"too many connections of uid 1 "
+	    "(limit 1)\"}\n";
 	struct busy_stub *b = arg;
 
 	while (b->refused < b->busy) {
@@ -1051,9 +1054,9 @@ START_TEST(test_socket_busy_then_delivered)
 {
 	static struct busy_stub stub;
 	char sock[600], sockvar[700];
-	const char *extra[] = {"IOSTAGE_SHIM_REPORT=", sockvar,
-			       "SLURM_JOB_ID=42", "IOSTAGE_SHIM_TIMEOUT_MS=5000",
-			       NULL};
+	const char *extra[] = { "IOSTAGE_SHIM_REPORT=", sockvar,
+				"SLURM_JOB_ID=42",
+				"IOSTAGE_SHIM_TIMEOUT_MS=5000", NULL };
 	struct run r;
 	pthread_t t;
 	cJSON *rep;
@@ -1083,10 +1086,10 @@ START_TEST(test_socket_delivery)
 {
 	static struct daemon_stub stub;
 	char sock[600], sockvar[700];
-	const char *extra[] = {"IOSTAGE_SHIM_REPORT=", sockvar,
-			       "SLURM_JOB_ID=42", "SLURM_STEP_ID=3",
-			       "SLURM_PROCID=5", "SLURM_LOCALID=1",
-			       "SLURMD_NODENAME=node7", NULL};
+	const char *extra[] = { "IOSTAGE_SHIM_REPORT=",  sockvar,
+				"SLURM_JOB_ID=42",       "SLURM_STEP_ID=3",
+				"SLURM_PROCID=5",        "SLURM_LOCALID=1",
+				"SLURMD_NODENAME=node7", NULL };
 	struct run r;
 	pthread_t t;
 	cJSON *rep;
@@ -1106,7 +1109,7 @@ START_TEST(test_socket_delivery)
 	ck_assert_int_eq((int)cJSON_GetObjectItem(rep, "step")->valuedouble, 3);
 	ck_assert_int_eq((int)cJSON_GetObjectItem(rep, "rank")->valuedouble, 5);
 	ck_assert_int_eq(
-		(int)cJSON_GetObjectItem(rep, "local_rank")->valuedouble, 1);
+	    (int)cJSON_GetObjectItem(rep, "local_rank")->valuedouble, 1);
 	ck_assert_str_eq(cJSON_GetObjectItem(rep, "node")->valuestring,
 			 "node7");
 	ck_assert_str_eq(cJSON_GetObjectItem(rep, "identity")->valuestring,

@@ -32,7 +32,7 @@ static const struct {
 	{ "n[1-3]", "n1,n2,n3", 0, 0 },
 	{ "n[3,1],gpu[01-02]", "n3,n1,gpu01,gpu02", 0, 0 },
 	{ "n[1-5]", "n1,n2", 2, 7 }, /* the callback stops the walk */
-	{ "n[5-1]", NULL, 0, -1 }, /* a backward range */
+	{ "n[5-1]", NULL, 0, -1 },   /* a backward range */
 	{ "n[a-b]", NULL, 0, -1 },
 };
 

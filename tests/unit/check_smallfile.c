@@ -34,10 +34,11 @@ START_TEST(test_sizes)
 		size_t len, max;
 		int want_errno; /* 0: read */
 	} cases[] = {
-	    {0, 0, 0},         {0, 16, 0},         {1, 1, 0},
-	    {15, 16, 0},       {16, 16, 0},        {17, 16, EFBIG},
-	    {100000, 100000, 0}, {100001, 100000, EFBIG},
-	    {5, 1 << 20, 0},
+		{ 0, 0, 0 },           { 0, 16, 0 },
+		{ 1, 1, 0 },           { 15, 16, 0 },
+		{ 16, 16, 0 },         { 17, 16, EFBIG },
+		{ 100000, 100000, 0 }, { 100001, 100000, EFBIG },
+		{ 5, 1 << 20, 0 },
 	};
 	char reason[128], *text, *data = malloc(100001);
 	int fd;
@@ -52,8 +53,8 @@ START_TEST(test_sizes)
 
 		put("f", data, cases[i].len);
 		reason[0] = '\0';
-		text = smallfile_read_at(fd, "f", O_NOFOLLOW, cases[i].max,
-					 &st, reason, sizeof(reason));
+		text = smallfile_read_at(fd, "f", O_NOFOLLOW, cases[i].max, &st,
+					 reason, sizeof(reason));
 		if (cases[i].want_errno) {
 			ck_assert_msg(!text, "case %zu", i);
 			ck_assert_int_eq(errno, cases[i].want_errno);
@@ -69,27 +70,27 @@ START_TEST(test_sizes)
 	}
 	/* a NUL byte hides the rest from a parser */
 	put("nul", "ab\0cd", 5);
-	ck_assert_ptr_null(smallfile_read_at(fd, "nul", 0, 64, NULL, reason,
-					     sizeof(reason)));
+	ck_assert_ptr_null(
+	    smallfile_read_at(fd, "nul", 0, 64, NULL, reason, sizeof(reason)));
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_str_eq(reason, "contains a NUL byte");
 	/* not a regular file */
-	ck_assert_ptr_null(smallfile_read_at(fd, ".", 0, 64, NULL, reason,
-					     sizeof(reason)));
+	ck_assert_ptr_null(
+	    smallfile_read_at(fd, ".", 0, 64, NULL, reason, sizeof(reason)));
 	ck_assert_int_eq(errno, EISDIR);
 	{
 		char fifo[128];
 
 		snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
 		ck_assert_int_eq(mkfifo(fifo, 0600), 0);
-		ck_assert_ptr_null(smallfile_read(fifo, 64, reason,
-						  sizeof(reason)));
+		ck_assert_ptr_null(
+		    smallfile_read(fifo, 64, reason, sizeof(reason)));
 		ck_assert_int_eq(errno, EINVAL);
 		ck_assert_str_eq(reason, "not a regular file");
 		unlink(fifo);
 	}
-	ck_assert_ptr_null(smallfile_read_at(fd, "missing", 0, 64, NULL,
-					     reason, sizeof(reason)));
+	ck_assert_ptr_null(smallfile_read_at(fd, "missing", 0, 64, NULL, reason,
+					     sizeof(reason)));
 	ck_assert_int_eq(errno, ENOENT);
 	close(fd);
 	snprintf(reason, sizeof(reason), "%s/f", dir);
@@ -116,11 +117,11 @@ START_TEST(test_grows_after_fstat)
 	ck_assert_uint_gt(len, 64);
 	ck_assert(strstr(text, "Name:"));
 	free(text);
-	ck_assert_ptr_null(smallfile_read("/proc/self/status", len / 2,
-					  reason, sizeof(reason)));
-	ck_assert_int_eq(errno, EFBIG);
-	ck_assert_ptr_null(smallfile_read("/proc/self/status", 64, reason,
+	ck_assert_ptr_null(smallfile_read("/proc/self/status", len / 2, reason,
 					  sizeof(reason)));
+	ck_assert_int_eq(errno, EFBIG);
+	ck_assert_ptr_null(
+	    smallfile_read("/proc/self/status", 64, reason, sizeof(reason)));
 	ck_assert_int_eq(errno, EFBIG);
 }
 END_TEST

@@ -24,8 +24,9 @@
  */
 
 static const struct stage_account pub = {
-    .ok = true, .uid = 65534, .gid = 65534, .name = "nobody"};
-static const struct stage_account no_pub = {.ok = false};
+	.ok = true, .uid = 65534, .gid = 65534, .name = "nobody"
+};
+static const struct stage_account no_pub = { .ok = false };
 
 static const struct {
 	const struct stage_account *pub;
@@ -33,11 +34,11 @@ static const struct {
 	size_t n;
 	bool first_public;
 } owner_cases[] = {
-    {&pub, 1000, 2, true},     /* public first, then the user's */
-    {&pub, 65534, 1, false},   /* PublicUser's own job: its own */
-    {&pub, 0, 1, false},       /* root's: its own */
-    {&no_pub, 1000, 1, false}, /* PublicDatasets=no */
-    {NULL, 1000, 1, false},
+	{ &pub, 1000, 2, true },     /* public first, then the user's */
+	{ &pub, 65534, 1, false },   /* PublicUser's own job: its own */
+	{ &pub, 0, 1, false },       /* root's: its own */
+	{ &no_pub, 1000, 1, false }, /* PublicDatasets=no */
+	{ NULL, 1000, 1, false },
 };
 
 START_TEST(test_plan_owners)
@@ -87,35 +88,42 @@ static const struct {
 	enum profile_verify has, want;
 	enum stage_verdict verdict;
 } current_cases[] = {
-    /* proved by a walk that began after the request: a hit, any verify */
-    {NOW - 1, STARTED + 1, PROFILE_VERIFY_STAT, PROFILE_VERIFY_CHECKSUM,
-     STAGE_HIT},
-    {NOW - 1, STARTED + 1, PROFILE_VERIFY_STAT, PROFILE_VERIFY_STAT, STAGE_HIT},
-    /* exactly at the start is not after it */
-    {NOW - 1, STARTED, PROFILE_VERIFY_STAT, PROFILE_VERIFY_STAT, STAGE_CHECK},
-    /* verify=none: trusted for CacheTTL (60 s here) */
-    {NOW - 59, 0, PROFILE_VERIFY_STAT, PROFILE_VERIFY_NONE, STAGE_HIT},
-    {NOW - 60, 0, PROFILE_VERIFY_STAT, PROFILE_VERIFY_NONE, STAGE_CHECK},
-    {NOW - 3600, 0, PROFILE_VERIFY_STAT, PROFILE_VERIFY_NONE, STAGE_CHECK},
-    /* stat: a worker compares */
-    {NOW - 1, 0, PROFILE_VERIFY_STAT, PROFILE_VERIFY_STAT, STAGE_CHECK},
-    {NOW - 1, 0, PROFILE_VERIFY_CHECKSUM, PROFILE_VERIFY_STAT, STAGE_CHECK},
-    /* checksum asked of a stat version: its manifest cannot tell */
-    {NOW - 1, 0, PROFILE_VERIFY_STAT, PROFILE_VERIFY_CHECKSUM, STAGE_BUILD},
-    {NOW - 1, 0, PROFILE_VERIFY_CHECKSUM, PROFILE_VERIFY_CHECKSUM, STAGE_CHECK},
+	/* proved by a walk that began after the request: a hit, any verify */
+	{ NOW - 1, STARTED + 1, PROFILE_VERIFY_STAT, PROFILE_VERIFY_CHECKSUM,
+	  STAGE_HIT },
+	{ NOW - 1, STARTED + 1, PROFILE_VERIFY_STAT, PROFILE_VERIFY_STAT,
+	  STAGE_HIT },
+	/* exactly at the start is not after it */
+	{ NOW - 1, STARTED, PROFILE_VERIFY_STAT, PROFILE_VERIFY_STAT,
+	  STAGE_CHECK },
+	/* verify=none: trusted for CacheTTL (60 s here) */
+	{ NOW - 59, 0, PROFILE_VERIFY_STAT, PROFILE_VERIFY_NONE, STAGE_HIT },
+	{ NOW - 60, 0, PROFILE_VERIFY_STAT, PROFILE_VERIFY_NONE, STAGE_CHECK },
+	{ NOW - 3600, 0, PROFILE_VERIFY_STAT, PROFILE_VERIFY_NONE,
+	  STAGE_CHECK },
+	/* stat: a worker compares */
+	{ NOW - 1, 0, PROFILE_VERIFY_STAT, PROFILE_VERIFY_STAT, STAGE_CHECK },
+	{ NOW - 1, 0, PROFILE_VERIFY_CHECKSUM, PROFILE_VERIFY_STAT,
+	  STAGE_CHECK },
+	/* checksum asked of a stat version: its manifest cannot tell */
+	{ NOW - 1, 0, PROFILE_VERIFY_STAT, PROFILE_VERIFY_CHECKSUM,
+	  STAGE_BUILD },
+	{ NOW - 1, 0, PROFILE_VERIFY_CHECKSUM, PROFILE_VERIFY_CHECKSUM,
+	  STAGE_CHECK },
 };
 
 START_TEST(test_plan_current)
 {
 	struct cache_version cur = {
-	    .version = 3,
-	    .verified = current_cases[_i].verified,
-	    .verified_ns = current_cases[_i].verified_ns,
-	    .verify = current_cases[_i].has,
+		.version = 3,
+		.verified = current_cases[_i].verified,
+		.verified_ns = current_cases[_i].verified_ns,
+		.verify = current_cases[_i].has,
 	};
 	char how[160] = "";
-	enum stage_verdict v = stage_plan_current(
-	    &cur, current_cases[_i].want, STARTED, NOW, 60, how, sizeof(how));
+	enum stage_verdict v = stage_plan_current(&cur, current_cases[_i].want,
+						  STARTED, NOW, 60, how,
+						  sizeof(how));
 
 	ck_assert_int_eq(v, current_cases[_i].verdict);
 	if (v == STAGE_HIT)
@@ -125,8 +133,8 @@ END_TEST
 
 START_TEST(test_plan_link_previous)
 {
-	struct cache_version stat_v = {.verify = PROFILE_VERIFY_STAT};
-	struct cache_version sum_v = {.verify = PROFILE_VERIFY_CHECKSUM};
+	struct cache_version stat_v = { .verify = PROFILE_VERIFY_STAT };
+	struct cache_version sum_v = { .verify = PROFILE_VERIFY_CHECKSUM };
 
 	ck_assert(!stage_plan_link_previous(NULL, PROFILE_VERIFY_STAT));
 	ck_assert(stage_plan_link_previous(&stat_v, PROFILE_VERIFY_STAT));
@@ -141,40 +149,40 @@ START_TEST(test_plan_link_previous)
 }
 END_TEST
 
-static const struct stage_owner user_ow = {.uid = 1000, .user = "alice"};
-static const struct stage_owner pub_ow = {.uid = 65534, .public = true};
+static const struct stage_owner user_ow = { .uid = 1000, .user = "alice" };
+static const struct stage_owner pub_ow = { .uid = 65534, .public = true };
 
 static const struct {
 	struct stage_task task;
 	bool rate;
 	const char *want;
 } argv_cases[] = {
-    {{STAGE_WORKER_CHECK, &user_ow, "/pfs/d", "/t/cache/K.v1", NULL, 7, -1,
-      PROFILE_VERIFY_STAT},
-     false,
-     "iostaged --stage-worker --verify stat --check --manifest-in 3 "
-     "/pfs/d /t/cache/K.v1"},
-    {{STAGE_WORKER_CHECK, &pub_ow, "/pfs/d", "/v", NULL, 7, -1,
-      PROFILE_VERIFY_CHECKSUM},
-     false,
-     "iostaged --stage-worker --verify checksum --public --check "
-     "--manifest-in 3 /pfs/d /v"},
-    {{STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", NULL, -1, 8,
-      PROFILE_VERIFY_STAT},
-     false,
-     "iostaged --stage-worker --verify stat --manifest-out 4 /pfs/d /b"},
-    {{STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", "/t/cache/K.v1/data", 7, 8,
-      PROFILE_VERIFY_STAT},
-     true,
-     "iostaged --stage-worker --verify stat --previous /t/cache/K.v1/data "
-     "--manifest-in 3 --manifest-out 4 --rate-fd 5 /pfs/d /b"},
-    /* a source with spaces or a leading dash stays one argument, after
+	{ { STAGE_WORKER_CHECK, &user_ow, "/pfs/d", "/t/cache/K.v1", NULL, 7,
+	    -1, PROFILE_VERIFY_STAT },
+	  false,
+	  "iostaged --stage-worker --verify stat --check --manifest-in 3 "
+	  "/pfs/d /t/cache/K.v1" },
+	{ { STAGE_WORKER_CHECK, &pub_ow, "/pfs/d", "/v", NULL, 7, -1,
+	    PROFILE_VERIFY_CHECKSUM },
+	  false,
+	  "iostaged --stage-worker --verify checksum --public --check "
+	  "--manifest-in 3 /pfs/d /v" },
+	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", NULL, -1, 8,
+	    PROFILE_VERIFY_STAT },
+	  false,
+	  "iostaged --stage-worker --verify stat --manifest-out 4 /pfs/d /b" },
+	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", "/t/cache/K.v1/data",
+	    7, 8, PROFILE_VERIFY_STAT },
+	  true,
+	  "iostaged --stage-worker --verify stat --previous /t/cache/K.v1/data "
+	  "--manifest-in 3 --manifest-out 4 --rate-fd 5 /pfs/d /b" },
+	/* a source with spaces or a leading dash stays one argument, after
      * the options */
-    {{STAGE_WORKER_BUILD, &pub_ow, "/pfs/a b", "/b", NULL, -1, 8,
-      PROFILE_VERIFY_CHECKSUM},
-     true,
-     "iostaged --stage-worker --verify checksum --public --manifest-out 4 "
-     "--rate-fd 5 /pfs/a b /b"},
+	{ { STAGE_WORKER_BUILD, &pub_ow, "/pfs/a b", "/b", NULL, -1, 8,
+	    PROFILE_VERIFY_CHECKSUM },
+	  true,
+	  "iostaged --stage-worker --verify checksum --public --manifest-out 4 "
+	  "--rate-fd 5 /pfs/a b /b" },
 };
 
 START_TEST(test_plan_argv)
@@ -209,44 +217,46 @@ static const struct {
 	const char *text;
 	uint64_t a, b; /* bytes/files, or total/copy bytes */
 } line_cases[] = {
-    {"{\"ok\":true,\"bytes\":10,\"files\":2,\"linked\":1}", 0, STAGE_MSG_RESULT,
-     true, "", 10, 2},
-    {"{\"ok\":false,\"error\":\"cannot read /pfs/ds/a.bin\"}", 0,
-     STAGE_MSG_RESULT, false, "cannot read /pfs/ds/a.bin", 0, 0},
-    {"{\"ok\":false}", 0, STAGE_MSG_RESULT, false, "copy failed", 0, 0},
-    {"{\"ok\":false,\"error\":7}", 0, STAGE_MSG_RESULT, false, "copy failed", 0,
-     0},
-    /* found by fuzz_stage_lines: an empty reason is none */
-    {"{\"ok\":false,\"error\":\"\"}", 0, STAGE_MSG_RESULT, false, "copy failed",
-     0, 0},
-    /* control bytes never reach the log: one printable line */
-    {"{\"ok\":false,\"error\":\"a\\nb\\u001b[2Jc\\u007f\"}", 0,
-     STAGE_MSG_RESULT, false, "a?b?[2Jc?", 0, 0},
-    {"{\"note\":\"/pfs/x: fifo skipped\\r\"}", 0, STAGE_MSG_NOTE, false,
-     "/pfs/x: fifo skipped?", 0, 0},
-    {"{\"total_bytes\":100,\"total_files\":3,\"copy_bytes\":40,"
-     "\"copy_files\":1,\"unchanged\":false}",
-     0, STAGE_MSG_TOTALS, false, "", 100, 40},
-    /* an older worker: what is copied is everything */
-    {"{\"total_bytes\":100,\"total_files\":3}", 0, STAGE_MSG_TOTALS, false, "",
-     100, 100},
-    {"{\"bytes\":5,\"files\":1}", 0, STAGE_MSG_PROGRESS, false, "", 5, 1},
-    /* numbers out of range or of the wrong type count as 0 */
-    {"{\"bytes\":-5,\"files\":\"1\"}", 0, STAGE_MSG_PROGRESS, false, "", 0, 0},
-    {"{\"bytes\":1e300,\"files\":1.5}", 0, STAGE_MSG_PROGRESS, false, "", 0, 1},
-    /* ok wins over everything else on its line */
-    {"{\"ok\":true,\"note\":\"n\",\"total_bytes\":1}", 0, STAGE_MSG_RESULT,
-     true, "", 0, 0},
-    /* a newer worker's keys: ignored */
-    {"{\"hello\":1}", 0, STAGE_MSG_OTHER, false, "", 0, 0},
-    {"{}", 0, STAGE_MSG_OTHER, false, "", 0, 0},
-    /* not an object: a protocol violation */
-    {"", -1, 0, false, "", 0, 0},
-    {"not json", -1, 0, false, "", 0, 0},
-    {"[1,2]", -1, 0, false, "", 0, 0},
-    {"\"ok\"", -1, 0, false, "", 0, 0},
-    {"{\"ok\":true", -1, 0, false, "", 0, 0},
-    {NULL, -1, 0, false, "", 0, 0},
+	{ "{\"ok\":true,\"bytes\":10,\"files\":2,\"linked\":1}", 0,
+	  STAGE_MSG_RESULT, true, "", 10, 2 },
+	{ "{\"ok\":false,\"error\":\"cannot read /pfs/ds/a.bin\"}", 0,
+	  STAGE_MSG_RESULT, false, "cannot read /pfs/ds/a.bin", 0, 0 },
+	{ "{\"ok\":false}", 0, STAGE_MSG_RESULT, false, "copy failed", 0, 0 },
+	{ "{\"ok\":false,\"error\":7}", 0, STAGE_MSG_RESULT, false,
+	  "copy failed", 0, 0 },
+	/* found by fuzz_stage_lines: an empty reason is none */
+	{ "{\"ok\":false,\"error\":\"\"}", 0, STAGE_MSG_RESULT, false,
+	  "copy failed", 0, 0 },
+	/* control bytes never reach the log: one printable line */
+	{ "{\"ok\":false,\"error\":\"a\\nb\\u001b[2Jc\\u007f\"}", 0,
+	  STAGE_MSG_RESULT, false, "a?b?[2Jc?", 0, 0 },
+	{ "{\"note\":\"/pfs/x: fifo skipped\\r\"}", 0, STAGE_MSG_NOTE, false,
+	  "/pfs/x: fifo skipped?", 0, 0 },
+	{ "{\"total_bytes\":100,\"total_files\":3,\"copy_bytes\":40,"
+	  "\"copy_files\":1,\"unchanged\":false}",
+	  0, STAGE_MSG_TOTALS, false, "", 100, 40 },
+	/* an older worker: what is copied is everything */
+	{ "{\"total_bytes\":100,\"total_files\":3}", 0, STAGE_MSG_TOTALS, false,
+	  "", 100, 100 },
+	{ "{\"bytes\":5,\"files\":1}", 0, STAGE_MSG_PROGRESS, false, "", 5, 1 },
+	/* numbers out of range or of the wrong type count as 0 */
+	{ "{\"bytes\":-5,\"files\":\"1\"}", 0, STAGE_MSG_PROGRESS, false, "", 0,
+	  0 },
+	{ "{\"bytes\":1e300,\"files\":1.5}", 0, STAGE_MSG_PROGRESS, false, "",
+	  0, 1 },
+	/* ok wins over everything else on its line */
+	{ "{\"ok\":true,\"note\":\"n\",\"total_bytes\":1}", 0, STAGE_MSG_RESULT,
+	  true, "", 0, 0 },
+	/* a newer worker's keys: ignored */
+	{ "{\"hello\":1}", 0, STAGE_MSG_OTHER, false, "", 0, 0 },
+	{ "{}", 0, STAGE_MSG_OTHER, false, "", 0, 0 },
+	/* not an object: a protocol violation */
+	{ "", -1, 0, false, "", 0, 0 },
+	{ "not json", -1, 0, false, "", 0, 0 },
+	{ "[1,2]", -1, 0, false, "", 0, 0 },
+	{ "\"ok\"", -1, 0, false, "", 0, 0 },
+	{ "{\"ok\":true", -1, 0, false, "", 0, 0 },
+	{ NULL, -1, 0, false, "", 0, 0 },
 };
 
 START_TEST(test_parse_line)
@@ -302,8 +312,8 @@ END_TEST
 /* What the played worker does. */
 struct play {
 	bool unchanged; /* a check finds the source unchanged */
-	bool fail;	/* a build fails with "boom" */
-	bool refuse;	/* the spawn itself fails */
+	bool fail;      /* a build fails with "boom" */
+	bool refuse;    /* the spawn itself fails */
 	unsigned checks, builds;
 	char last_argv[1024];
 };
@@ -432,7 +442,10 @@ static void setup(void)
 	stage_set_spawn(g.a.stage, play_spawn, &play);
 }
 
-static void teardown(void) { ag_fini(&g); }
+static void teardown(void)
+{
+	ag_fini(&g);
+}
 
 /* Prestage ID of DS through the stager, to its end. */
 static struct job_view prestage(uint32_t id)
@@ -460,7 +473,7 @@ static enum job_ds_result result_of(uint32_t id, char *entry, size_t len)
 	enum job_ds_result r;
 
 	ck_assert_ptr_nonnull(job);
-	jobs_wait(job, 120, &(struct job_view){0}); /* staging is over */
+	jobs_wait(job, 120, &(struct job_view){ 0 }); /* staging is over */
 	r = job->ds[0].result;
 	if (entry)
 		snprintf(entry, len, "%s", job->ds[0].entry);
@@ -491,9 +504,9 @@ START_TEST(test_stage_builds_then_hits)
 	ck_assert_uint_eq(play.builds, 1);
 	ck_assert_msg(strstr(play.last_argv, "--check") != NULL, "%s",
 		      play.last_argv);
-	ck_assert_int_eq(
-	    result_of(JOBS_PRESTAGE_ID_MIN + 1, entry, sizeof(entry)),
-	    JOB_DS_HIT);
+	ck_assert_int_eq(result_of(JOBS_PRESTAGE_ID_MIN + 1, entry,
+				   sizeof(entry)),
+			 JOB_DS_HIT);
 	ck_assert_str_eq(entry, want);
 }
 END_TEST
@@ -512,9 +525,9 @@ START_TEST(test_stage_changed_source_builds_linked)
 	/* the new version links unchanged files from the old one */
 	ck_assert_msg(strstr(play.last_argv, "--previous") != NULL, "%s",
 		      play.last_argv);
-	ck_assert_int_eq(
-	    result_of(JOBS_PRESTAGE_ID_MIN + 1, entry, sizeof(entry)),
-	    JOB_DS_BUILT);
+	ck_assert_int_eq(result_of(JOBS_PRESTAGE_ID_MIN + 1, entry,
+				   sizeof(entry)),
+			 JOB_DS_BUILT);
 	ck_assert_msg(strstr(entry, ".v2") != NULL, "%s", entry);
 }
 END_TEST
@@ -561,7 +574,7 @@ END_TEST
 START_TEST(test_two_stagers_are_independent)
 {
 	struct ag h;
-	struct play hp = {0};
+	struct play hp = { 0 };
 	struct job_view v;
 	struct job *job, *old;
 	char err[CONF_ERR_MAX];

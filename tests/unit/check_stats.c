@@ -16,8 +16,7 @@ static const cJSON *job_of(const cJSON *records, uint32_t id)
 {
 	const cJSON *r;
 
-	cJSON_ArrayForEach(r, records)
-	{
+	cJSON_ArrayForEach(r, records) {
 		if (cJSON_GetNumberValue(cJSON_GetObjectItem(r, "job")) == id)
 			return r;
 	}
@@ -28,8 +27,7 @@ static const cJSON *phase_of(const cJSON *rec, const char *name)
 {
 	const cJSON *p;
 
-	cJSON_ArrayForEach(p, cJSON_GetObjectItem(rec, "phases"))
-	{
+	cJSON_ArrayForEach(p, cJSON_GetObjectItem(rec, "phases")) {
 		const cJSON *n = cJSON_GetObjectItem(p, "name");
 
 		if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
@@ -233,4 +231,7 @@ static Suite *stats_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(stats_suite()); }
+int main(void)
+{
+	return check_run(stats_suite());
+}

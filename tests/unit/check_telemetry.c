@@ -108,7 +108,8 @@ static void staged_job(uint32_t id)
 static struct telemetry *tel_new(void)
 {
 	char err[CONF_ERR_MAX];
-	struct telemetry *tel = telemetry_create(&agent, &conf, err, sizeof(err));
+	struct telemetry *tel = telemetry_create(&agent, &conf, err,
+						 sizeof(err));
 
 	ck_assert_msg(tel != NULL, "%s", err);
 	return tel;
@@ -117,13 +118,13 @@ static struct telemetry *tel_new(void)
 /* This process as task 0 of job ID. */
 static void register_self(struct telemetry *tel, uint32_t id)
 {
-	struct telemetry_task t = {.pid = getpid(),
-				   .step = 0,
-				   .rank = 0,
-				   .local_rank = 0,
-				   .identity = "slurm",
-				   .node = "node1",
-				   .job_name = "train"};
+	struct telemetry_task t = { .pid = getpid(),
+				    .step = 0,
+				    .rank = 0,
+				    .local_rank = 0,
+				    .identity = "slurm",
+				    .node = "node1",
+				    .job_name = "train" };
 	char err[CONF_ERR_MAX];
 
 	ck_assert_msg(telemetry_task_register(tel, id, &t, err, sizeof(err)) ==
@@ -134,12 +135,12 @@ static void register_self(struct telemetry *tel, uint32_t id)
 static int marker(struct telemetry *tel, uint32_t id, const char *name,
 		  bool begin, double ts, char *err, size_t errlen)
 {
-	struct telemetry_task t = {.pid = getpid(),
-				   .step = 0,
-				   .rank = 3,
-				   .local_rank = 0,
-				   .identity = "pmix",
-				   .node = "node1"};
+	struct telemetry_task t = { .pid = getpid(),
+				    .step = 0,
+				    .rank = 3,
+				    .local_rank = 0,
+				    .identity = "pmix",
+				    .node = "node1" };
 
 	return telemetry_phase(tel, id, OWNER, getpid(), name, begin, ts, &t,
 			       err, errlen);
@@ -150,8 +151,8 @@ static const cJSON *phase(const cJSON *rec, const char *name)
 {
 	const cJSON *ph;
 
-	cJSON_ArrayForEach(ph, cJSON_GetObjectItemCaseSensitive(rec, "phases"))
-	{
+	cJSON_ArrayForEach(ph,
+			   cJSON_GetObjectItemCaseSensitive(rec, "phases")) {
 		const cJSON *n = cJSON_GetObjectItemCaseSensitive(ph, "name");
 
 		if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
@@ -195,7 +196,7 @@ static cJSON *record_file(uint32_t id)
 static void put_file(const char *name, const char *text, time_t mtime)
 {
 	char path[CONF_PATH_MAX + 64];
-	struct timespec ts[2] = {{mtime, 0}, {mtime, 0}};
+	struct timespec ts[2] = { { mtime, 0 }, { mtime, 0 } };
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/telemetry/%s", conf.state_dir, name);
@@ -254,8 +255,9 @@ START_TEST(test_record_life)
 	ck_assert_int_eq((int)nval(cJSON_GetArrayItem(procs, 0), "rank"), 3);
 	cJSON_Delete(rec);
 
-	ck_assert_int_eq(
-	    marker(tel, 42, "load", false, t0 + 2, err, sizeof(err)), 0);
+	ck_assert_int_eq(marker(tel, 42, "load", false, t0 + 2, err,
+				sizeof(err)),
+			 0);
 	rec = telemetry_finish_job(tel, 42);
 	ck_assert_ptr_nonnull(rec);
 	ck_assert(has(rec, "end"));
@@ -332,8 +334,9 @@ START_TEST(test_restart_resumes)
 	register_self(tel, 44);
 	ck_assert_int_eq(marker(tel, 44, "load", true, t0, err, sizeof(err)),
 			 0);
-	ck_assert_int_eq(
-	    marker(tel, 44, "load", false, t0 + 1, err, sizeof(err)), 0);
+	ck_assert_int_eq(marker(tel, 44, "load", false, t0 + 1, err,
+				sizeof(err)),
+			 0);
 	telemetry_destroy(tel);
 
 	disk = record_file(44);
@@ -348,8 +351,9 @@ START_TEST(test_restart_resumes)
 	ck_assert(!has(rec, "end"));
 	ck_assert_ptr_nonnull(phase(rec, "load"));
 	ck_assert(nval(phase(rec, "load"), "end") == t0 + 1);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
-			     rec, "processes")),
+	ck_assert_int_eq(cJSON_GetArraySize(
+			     cJSON_GetObjectItemCaseSensitive(rec,
+							      "processes")),
 			 1);
 	cJSON_Delete(rec);
 	rec = telemetry_finish_job(tel, 44);
@@ -400,7 +404,7 @@ END_TEST
 START_TEST(test_unknown_and_null)
 {
 	char err[CONF_ERR_MAX];
-	struct telemetry_task t = {.pid = getpid(), .rank = -1};
+	struct telemetry_task t = { .pid = getpid(), .rank = -1 };
 	struct telemetry *tel;
 
 	ck_assert_ptr_null(telemetry_record(NULL, 1, 0, err, sizeof(err)));
@@ -434,11 +438,13 @@ START_TEST(test_phase_names_limit)
 	staged_job(45);
 	for (i = 0; i < TELEMETRY_MARKS_MAX; i++) {
 		snprintf(name, sizeof(name), "p%d", i);
-		ck_assert_int_eq(
-		    marker(tel, 45, name, true, t0, err, sizeof(err)), 0);
+		ck_assert_int_eq(marker(tel, 45, name, true, t0, err,
+					sizeof(err)),
+				 0);
 	}
-	ck_assert_int_eq(
-	    marker(tel, 45, "one_more", true, t0, err, sizeof(err)), -1);
+	ck_assert_int_eq(marker(tel, 45, "one_more", true, t0, err,
+				sizeof(err)),
+			 -1);
 	ck_assert_ptr_nonnull(strstr(err, "too many phase names"));
 	/* a name already there is still taken */
 	ck_assert_int_eq(marker(tel, 45, "p0", false, t0, err, sizeof(err)), 0);
@@ -505,7 +511,7 @@ START_TEST(test_two_independent)
 {
 	char state2[CONF_PATH_MAX], err[CONF_ERR_MAX];
 	struct conf conf2 = conf;
-	struct agent agent2 = {.conf = &conf2}; /* no job table */
+	struct agent agent2 = { .conf = &conf2 }; /* no job table */
 	struct telemetry *a, *b;
 	cJSON *rec;
 
@@ -551,4 +557,7 @@ static Suite *telemetry_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(telemetry_suite()); }
+int main(void)
+{
+	return check_run(telemetry_suite());
+}

@@ -25,8 +25,7 @@ static void teardown(void)
 
 static struct telrec_io io(uint64_t r, uint64_t w)
 {
-	struct telrec_io d = { .rchar = r, .wchar = w, .syscr = 1,
-			       .syscw = 1 };
+	struct telrec_io d = { .rchar = r, .wchar = w, .syscr = 1, .syscw = 1 };
 	return d;
 }
 
@@ -169,7 +168,7 @@ static const struct {
 	{ "checkpoint", true },
 	{ "epoch-1.read_2", true },
 	{ "a", true },
-	{ "0123456789012345678901234567890", true },  /* 31 */
+	{ "0123456789012345678901234567890", true },   /* 31 */
 	{ "01234567890123456789012345678901", false }, /* 32 */
 	{ "", false },
 	{ NULL, false },
@@ -197,7 +196,7 @@ START_TEST(test_counters_merge_sums_and_max)
 	ck_assert_int_eq(telrec_counters_merge(dst, src), 0);
 	ck_assert_int_eq(cJSON_GetObjectItem(dst, "POSIX_READS")->valueint, 5);
 	ck_assert_int_eq(
-		cJSON_GetObjectItem(dst, "POSIX_MAX_BYTE_READ")->valueint, 100);
+	    cJSON_GetObjectItem(dst, "POSIX_MAX_BYTE_READ")->valueint, 100);
 	ck_assert_int_eq(cJSON_GetObjectItem(dst, "POSIX_WRITES")->valueint, 1);
 	ck_assert_ptr_null(cJSON_GetObjectItem(dst, "EVIL"));
 	ck_assert_ptr_null(cJSON_GetObjectItem(dst, "POSIX_SEEKS"));
@@ -206,7 +205,7 @@ START_TEST(test_counters_merge_sums_and_max)
 	src = cJSON_Parse("{\"POSIX_MAX_BYTE_READ\":500}");
 	telrec_counters_merge(dst, src);
 	ck_assert_int_eq(
-		cJSON_GetObjectItem(dst, "POSIX_MAX_BYTE_READ")->valueint, 500);
+	    cJSON_GetObjectItem(dst, "POSIX_MAX_BYTE_READ")->valueint, 500);
 	cJSON_Delete(src);
 	cJSON_Delete(dst);
 }
@@ -320,15 +319,16 @@ START_TEST(test_observed_merge)
 	};
 	const char *want[] = {
 		"/pfs/u/imagenet/train/c1", "/pfs/u/imagenet/train",
-		"/pfs/u/imagenet", "/pfs/u/imagenet", "/pfs/u/imagenet",
+		"/pfs/u/imagenet",          "/pfs/u/imagenet",
+		"/pfs/u/imagenet",
 	};
 
 	for (size_t i = 0; i < sizeof(reps) / sizeof(reps[0]); i++) {
 		cJSON *o = cJSON_Parse(reps[i]);
 
 		ck_assert_int_eq(telrec_observed_merge(dst, o, "/pfs"), 0);
-		ck_assert_str_eq(cJSON_GetObjectItem(dst, "source")->valuestring,
-				 want[i]);
+		ck_assert_str_eq(
+		    cJSON_GetObjectItem(dst, "source")->valuestring, want[i]);
 		cJSON_Delete(o);
 	}
 	ck_assert_int_eq(cJSON_GetObjectItem(dst, "files")->valuedouble, 40);
@@ -374,8 +374,8 @@ START_TEST(test_report_check_table)
 		ck_assert_msg(r == 0, "refused: %s", err);
 	} else {
 		ck_assert_int_eq(r, -1);
-		ck_assert_msg(strstr(err, reports[_i].err), "got '%s', want '%s'",
-			      err, reports[_i].err);
+		ck_assert_msg(strstr(err, reports[_i].err),
+			      "got '%s', want '%s'", err, reports[_i].err);
 		ck_assert_ptr_null(strchr(err, '\n'));
 	}
 	cJSON_Delete(req);
@@ -385,8 +385,8 @@ END_TEST
 /* Bounded: 33 phases and 257 files are refused. */
 START_TEST(test_report_check_limits)
 {
-	cJSON *req = cJSON_CreateObject(), *c = cJSON_AddObjectToObject(req,
-								      "counters");
+	cJSON *req = cJSON_CreateObject(),
+	      *c = cJSON_AddObjectToObject(req, "counters");
 	cJSON *files;
 	char err[256], name[16];
 
@@ -461,19 +461,18 @@ START_TEST(test_counters_fold_adds_reports_and_phases)
 	ck_assert_double_eq(cJSON_GetObjectItem(ds, "POSIX_READS")->valuedouble,
 			    15);
 	ck_assert_double_eq(
-		cJSON_GetObjectItem(ds, "POSIX_BYTES_READ")->valuedouble,
-		61440);
+	    cJSON_GetObjectItem(ds, "POSIX_BYTES_READ")->valuedouble, 61440);
 	ck_assert_double_eq(
-		cJSON_GetObjectItem(ds, "POSIX_SIZE_READ_1K_10K")->valuedouble,
-		15);
+	    cJSON_GetObjectItem(ds, "POSIX_SIZE_READ_1K_10K")->valuedouble, 15);
 	ck_assert_double_eq(
-		cJSON_GetObjectItem(ds, "POSIX_MAX_BYTE_READ")->valuedouble, 99);
+	    cJSON_GetObjectItem(ds, "POSIX_MAX_BYTE_READ")->valuedouble, 99);
 	ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(run,
 								    "other"),
-						"POSIX_OPENS")->valuedouble,
+						"POSIX_OPENS")
+				->valuedouble,
 			    2);
-	ck_assert_ptr_null(cJSON_GetObjectItem(
-		cJSON_GetObjectItem(run, "output"), "BOGUS"));
+	ck_assert_ptr_null(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(run, "output"), "BOGUS"));
 	ck_assert_ptr_null(cJSON_GetObjectItem(run, "etc"));
 	cJSON_Delete(a);
 	cJSON_Delete(b);
@@ -496,13 +495,13 @@ static const struct {
 	uint64_t bytes;
 	size_t bucket;
 } sizes[] = {
-	{ 0, 0 },	    { 100, 0 },	       { 101, 1 },
-	{ 1024, 1 },	    { 1025, 2 },       { 4096, 2 },
-	{ 10240, 2 },	    { 10241, 3 },      { 102400, 3 },
-	{ 102401, 4 },	    { 1048576, 4 },    { 1048577, 5 },
-	{ 4194304, 5 },	    { 4194305, 6 },    { 10485760, 6 },
-	{ 10485761, 7 },    { 104857600, 7 },  { 104857601, 8 },
-	{ 1073741824, 8 },  { 1073741825, 9 }, { UINT64_MAX, 9 },
+	{ 0, 0 },          { 100, 0 },        { 101, 1 },
+	{ 1024, 1 },       { 1025, 2 },       { 4096, 2 },
+	{ 10240, 2 },      { 10241, 3 },      { 102400, 3 },
+	{ 102401, 4 },     { 1048576, 4 },    { 1048577, 5 },
+	{ 4194304, 5 },    { 4194305, 6 },    { 10485760, 6 },
+	{ 10485761, 7 },   { 104857600, 7 },  { 104857601, 8 },
+	{ 1073741824, 8 }, { 1073741825, 9 }, { UINT64_MAX, 9 },
 };
 
 START_TEST(test_size_bucket_edges)
@@ -514,7 +513,8 @@ END_TEST
 
 START_TEST(test_size_hist_json_round_trip)
 {
-	uint64_t h[TELREC_NBUCKETS] = { 1, 2, 3, 0, 0, 0, 0, 0, 0, 7 }, back[10];
+	uint64_t h[TELREC_NBUCKETS] = { 1, 2, 3, 0, 0, 0, 0, 0, 0, 7 },
+		 back[10];
 	cJSON *o = telrec_size_hist_json(h);
 
 	ck_assert_ptr_nonnull(o);
@@ -545,14 +545,14 @@ static double numkey(const cJSON *o, const char *key)
  * every class; /proc's figures keep their own names beside them. */
 START_TEST(test_phase_bytes_from_shim)
 {
-	struct telrec_io io = { .rchar = 167772160, .wchar = 167772160,
-				.syscr = 7, .syscw = 8 };
-	cJSON *c = cJSON_Parse(
-		"{\"dataset\":{\"POSIX_BYTES_READ\":134217728,"
-		"\"POSIX_READS\":1024},"
-		"\"output\":{\"POSIX_BYTES_WRITTEN\":33554432},"
-		"\"other\":{\"POSIX_BYTES_READ\":100,"
-		"\"POSIX_BYTES_WRITTEN\":-5}}");
+	struct telrec_io io = {
+		.rchar = 167772160, .wchar = 167772160, .syscr = 7, .syscw = 8
+	};
+	cJSON *c = cJSON_Parse("{\"dataset\":{\"POSIX_BYTES_READ\":134217728,"
+			       "\"POSIX_READS\":1024},"
+			       "\"output\":{\"POSIX_BYTES_WRITTEN\":33554432},"
+			       "\"other\":{\"POSIX_BYTES_READ\":100,"
+			       "\"POSIX_BYTES_WRITTEN\":-5}}");
 	cJSON *ph = cJSON_CreateObject();
 
 	ck_assert_int_eq(telrec_phase_bytes(ph, &io, c), 0);
@@ -603,10 +603,10 @@ END_TEST
 START_TEST(test_report_bytes_out_of_range_count_as_none)
 {
 	cJSON *r = cJSON_Parse(
-		"{\"read\":{\"dataset\":{\"POSIX_BYTES_READ\":2.26e117,"
-		"\"POSIX_BYTES_WRITTEN\":-5}},"
-		"\"run\":{\"other\":{\"POSIX_BYTES_READ\":7,"
-		"\"POSIX_BYTES_WRITTEN\":1e19}}}");
+	    "{\"read\":{\"dataset\":{\"POSIX_BYTES_READ\":2.26e117,"
+	    "\"POSIX_BYTES_WRITTEN\":-5}},"
+	    "\"run\":{\"other\":{\"POSIX_BYTES_READ\":7,"
+	    "\"POSIX_BYTES_WRITTEN\":1e19}}}");
 	uint64_t rb = 99, wb = 99;
 
 	ck_assert_ptr_nonnull(r);
@@ -621,11 +621,11 @@ END_TEST
 START_TEST(test_report_bytes)
 {
 	cJSON *r = cJSON_Parse(
-		"{\"read\":{\"dataset\":{\"POSIX_BYTES_READ\":10}},"
-		"\"run\":{\"other\":{\"POSIX_BYTES_READ\":1,"
-		"\"POSIX_BYTES_WRITTEN\":2}},"
-		"\"write\":{\"output\":{\"POSIX_BYTES_WRITTEN\":30,"
-		"\"POSIX_BYTES_READ\":\"x\"}}}");
+	    "{\"read\":{\"dataset\":{\"POSIX_BYTES_READ\":10}},"
+	    "\"run\":{\"other\":{\"POSIX_BYTES_READ\":1,"
+	    "\"POSIX_BYTES_WRITTEN\":2}},"
+	    "\"write\":{\"output\":{\"POSIX_BYTES_WRITTEN\":30,"
+	    "\"POSIX_BYTES_READ\":\"x\"}}}");
 	uint64_t rb = 99, wb = 99;
 
 	telrec_report_bytes(r, &rb, &wb);
@@ -647,7 +647,8 @@ static const struct {
 } old_new[] = {
 	{ "{\"read_bytes\":5,\"write_bytes\":6}", "proc_rchar", 5, 6 },
 	{ "{\"read_bytes\":1,\"write_bytes\":2,\"bytes_source\":\"shim\","
-	  "\"rchar\":5,\"wchar\":6}", "shim", 5, 6 },
+	  "\"rchar\":5,\"wchar\":6}",
+	  "shim", 5, 6 },
 	{ "{\"read_bytes\":5,\"write_bytes\":6,"
 	  "\"bytes_source\":\"proc_rchar\",\"rchar\":5,\"wchar\":6}",
 	  "proc_rchar", 5, 6 },

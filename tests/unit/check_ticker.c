@@ -155,7 +155,7 @@ static void turn_next(void *arg, bool poked)
 START_TEST(test_next_sets_one_wait)
 {
 	struct next_counts n;
-	struct timespec pause = {0, 50 * 1000000L};
+	struct timespec pause = { 0, 50 * 1000000L };
 	struct ticker *t;
 
 	counts_init(&n.c);
@@ -187,8 +187,7 @@ START_TEST(test_stop_is_not_missed)
 		struct ticker *t;
 
 		counts_init(&c);
-		t = ticker_start(i % 2 ? 3600 * 1000 : 1, i % 3 == 0, turn,
-				 &c);
+		t = ticker_start(i % 2 ? 3600 * 1000 : 1, i % 3 == 0, turn, &c);
 		ck_assert_ptr_nonnull(t);
 		if (i % 5 == 0)
 			ticker_poke(t);

@@ -16,9 +16,15 @@
 
 static struct ag g;
 
-static void setup(void) { ag_init(&g, "node1", 2); }
+static void setup(void)
+{
+	ag_init(&g, "node1", 2);
+}
 
-static void teardown(void) { ag_fini(&g); }
+static void teardown(void)
+{
+	ag_fini(&g);
+}
 
 static bool exists(const char *fmt, const char *a, const char *b)
 {
@@ -49,10 +55,10 @@ static const struct {
 	bool file;
 	const char *why;
 } root_cases[] = {
-    {0777, false, "group/other-writable"},
-    {0775, false, "group/other-writable"},
-    {0750, false, "not searchable"},
-    {0644, true, "Not a directory"},
+	{ 0777, false, "group/other-writable" },
+	{ 0775, false, "group/other-writable" },
+	{ 0750, false, "not searchable" },
+	{ 0644, true, "Not a directory" },
 };
 
 START_TEST(test_bad_tier_root)
@@ -110,12 +116,14 @@ START_TEST(test_job_dir_made_and_removed)
 					    getegid(), false, err, sizeof(err)),
 			 0);
 	ck_assert(!exists("%s/t1/jobs/42/%s", g.root, "local"));
-	ck_assert_int_eq(
-	    tiers_remove_job_dir(g.a.tiers, 0, 42, err, sizeof(err)), 0);
+	ck_assert_int_eq(tiers_remove_job_dir(g.a.tiers, 0, 42, err,
+					      sizeof(err)),
+			 0);
 	ck_assert(!exists("%s/t0/jobs/%s", g.root, "42"));
 	/* missing is success */
-	ck_assert_int_eq(
-	    tiers_remove_job_dir(g.a.tiers, 0, 42, err, sizeof(err)), 0);
+	ck_assert_int_eq(tiers_remove_job_dir(g.a.tiers, 0, 42, err,
+					      sizeof(err)),
+			 0);
 }
 END_TEST
 
@@ -156,17 +164,20 @@ START_TEST(test_remove_partial)
 	ck_assert_int_eq(mkdir(path, 0700), 0);
 	snprintf(path, sizeof(path), "%s/t0/jobs/42/data/keep", g.root);
 	ck_assert_int_eq(mkdir(path, 0700), 0);
-	ck_assert_int_eq(
-	    tiers_remove_partial(g.a.tiers, 0, 42, "a", err, sizeof(err)), 0);
+	ck_assert_int_eq(tiers_remove_partial(g.a.tiers, 0, 42, "a", err,
+					      sizeof(err)),
+			 0);
 	ck_assert(!exists("%s/t0/jobs/42/data/%s", g.root, ".a.partial"));
 	ck_assert(exists("%s/t0/jobs/42/data/%s", g.root, ".b.partial"));
-	ck_assert_int_eq(
-	    tiers_remove_partial(g.a.tiers, 0, 42, NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(tiers_remove_partial(g.a.tiers, 0, 42, NULL, err,
+					      sizeof(err)),
+			 0);
 	ck_assert(!exists("%s/t0/jobs/42/data/%s", g.root, ".b.partial"));
 	ck_assert(exists("%s/t0/jobs/42/data/%s", g.root, "keep"));
 	/* a job without a directory: nothing to do */
-	ck_assert_int_eq(
-	    tiers_remove_partial(g.a.tiers, 0, 43, NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(tiers_remove_partial(g.a.tiers, 0, 43, NULL, err,
+					      sizeof(err)),
+			 0);
 }
 END_TEST
 
@@ -184,15 +195,17 @@ START_TEST(test_space_accounting)
 	ck_assert_uint_eq(u.free, 1000);
 	tiers_cache_account(g.a.tiers, 0, 300);
 	tiers_commit(g.a.tiers, 0, 100);
-	ck_assert_int_eq(
-	    tiers_reserve(g.a.tiers, 0, "d", 500, err, sizeof(err)), 0);
+	ck_assert_int_eq(tiers_reserve(g.a.tiers, 0, "d", 500, err,
+				       sizeof(err)),
+			 0);
 	ck_assert_int_eq(tiers_usage(g.a.tiers, 0, &u), 0);
 	ck_assert_uint_eq(u.used, 900);
 	ck_assert_uint_eq(u.cache, 300);
 	ck_assert_uint_eq(u.reserved, 500);
 	ck_assert_uint_eq(u.free, 100);
-	ck_assert_int_eq(
-	    tiers_reserve(g.a.tiers, 0, "big", 101, err, sizeof(err)), -1);
+	ck_assert_int_eq(tiers_reserve(g.a.tiers, 0, "big", 101, err,
+				       sizeof(err)),
+			 -1);
 	ck_assert_int_eq(errno, ENOSPC);
 	ck_assert_msg(strstr(err, "tier 't0' full: dataset 'big'") != NULL,
 		      "%s", err);
@@ -245,4 +258,7 @@ static Suite *tiers_suite(void)
 	return s;
 }
 
-int main(void) { return check_run(tiers_suite()); }
+int main(void)
+{
+	return check_run(tiers_suite());
+}

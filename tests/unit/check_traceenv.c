@@ -36,10 +36,10 @@ static struct profile *profile(const char *json)
 START_TEST(test_classes_staged_and_pfs)
 {
 	struct profile *p = profile(
-		"{\"datasets\":[{\"name\":\"imagenet\",\"path\":\"/pfs/in\"},"
-		"{\"name\":\"val\",\"path\":\"/pfs/val\",\"tier\":\"ram\"}],"
-		"\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/run/ckpt\"}],"
-		"\"trace\":true}");
+	    "{\"datasets\":[{\"name\":\"imagenet\",\"path\":\"/pfs/in\"},"
+	    "{\"name\":\"val\",\"path\":\"/pfs/val\",\"tier\":\"ram\"}],"
+	    "\"outputs\":[{\"name\":\"ckpt\",\"path\":\"/pfs/run/ckpt\"}],"
+	    "\"trace\":true}");
 	char buf[TRACEENV_CLASSES_MAX];
 	size_t skipped = 99;
 
@@ -88,7 +88,7 @@ END_TEST
 START_TEST(test_classes_skip_colon_paths)
 {
 	struct profile *p = profile(
-		"{\"datasets\":[{\"name\":\"d\",\"path\":\"/pfs/a:b\"}]}");
+	    "{\"datasets\":[{\"name\":\"d\",\"path\":\"/pfs/a:b\"}]}");
 	char buf[TRACEENV_CLASSES_MAX];
 	size_t skipped = 0;
 
@@ -105,7 +105,7 @@ END_TEST
 START_TEST(test_classes_too_small_untouched)
 {
 	struct profile *p = profile(
-		"{\"datasets\":[{\"name\":\"d\",\"path\":\"/pfs/d\"}]}");
+	    "{\"datasets\":[{\"name\":\"d\",\"path\":\"/pfs/d\"}]}");
 	char buf[16] = "unchanged";
 
 	errno = 0;
@@ -142,24 +142,24 @@ static const struct {
 	const char *lib, *old, *want; /* want NULL: refused */
 	int err;
 } preload_cases[] = {
-	{"/usr/lib/iostage/p.so", NULL, "/usr/lib/iostage/p.so", 0},
-	{"/usr/lib/iostage/p.so", "", "/usr/lib/iostage/p.so", 0},
-	{"/usr/lib/iostage/p.so", "/opt/mine.so",
-	 "/usr/lib/iostage/p.so:/opt/mine.so", 0},
-	{"/usr/lib/iostage/p.so", "/opt/a.so /opt/b.so",
-	 "/usr/lib/iostage/p.so:/opt/a.so /opt/b.so", 0},
+	{ "/usr/lib/iostage/p.so", NULL, "/usr/lib/iostage/p.so", 0 },
+	{ "/usr/lib/iostage/p.so", "", "/usr/lib/iostage/p.so", 0 },
+	{ "/usr/lib/iostage/p.so", "/opt/mine.so",
+	  "/usr/lib/iostage/p.so:/opt/mine.so", 0 },
+	{ "/usr/lib/iostage/p.so", "/opt/a.so /opt/b.so",
+	  "/usr/lib/iostage/p.so:/opt/a.so /opt/b.so", 0 },
 	/* Already there (an srun inside a traced batch script): as is. */
-	{"/usr/lib/iostage/p.so", "/usr/lib/iostage/p.so:/opt/a.so",
-	 "/usr/lib/iostage/p.so:/opt/a.so", 0},
-	{"/usr/lib/iostage/p.so", "/opt/a.so /usr/lib/iostage/p.so",
-	 "/opt/a.so /usr/lib/iostage/p.so", 0},
+	{ "/usr/lib/iostage/p.so", "/usr/lib/iostage/p.so:/opt/a.so",
+	  "/usr/lib/iostage/p.so:/opt/a.so", 0 },
+	{ "/usr/lib/iostage/p.so", "/opt/a.so /usr/lib/iostage/p.so",
+	  "/opt/a.so /usr/lib/iostage/p.so", 0 },
 	/* A prefix of another entry is not the same library. */
-	{"/usr/lib/iostage/p.so", "/usr/lib/iostage/p.so.1",
-	 "/usr/lib/iostage/p.so:/usr/lib/iostage/p.so.1", 0},
-	{"", "/opt/a.so", NULL, EINVAL},
-	{NULL, NULL, NULL, EINVAL},
-	{"/a:b.so", NULL, NULL, EINVAL},
-	{"/a b.so", NULL, NULL, EINVAL},
+	{ "/usr/lib/iostage/p.so", "/usr/lib/iostage/p.so.1",
+	  "/usr/lib/iostage/p.so:/usr/lib/iostage/p.so.1", 0 },
+	{ "", "/opt/a.so", NULL, EINVAL },
+	{ NULL, NULL, NULL, EINVAL },
+	{ "/a:b.so", NULL, NULL, EINVAL },
+	{ "/a b.so", NULL, NULL, EINVAL },
 };
 
 START_TEST(test_preload_table)

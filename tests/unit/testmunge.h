@@ -37,8 +37,9 @@ static int testmunge_start(void)
 		 "--seed-file=%1$s/seed >%1$s/out 2>&1",
 		 testmunge_dir);
 	if (system(cmd) != 0 || stat(testmunge_socket, &st) < 0) {
-		fprintf(stderr, "testmunge: cannot start a private munged "
-				"(see %s/out); MUNGE tests skipped\n",
+		fprintf(stderr,
+			"testmunge: cannot start a private munged "
+			"(see %s/out); MUNGE tests skipped\n",
 			testmunge_dir);
 		return -1;
 	}
