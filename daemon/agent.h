@@ -37,7 +37,6 @@ struct forward;
 struct peer_channel;
 struct cachereport;
 struct metrics;
-struct sampler;
 
 struct agent {
 	const struct conf *conf;
