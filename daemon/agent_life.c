@@ -44,9 +44,9 @@ fail:
 	return -1;
 }
 
-int agent_load(struct agent *a, uid_t owner, char *err, size_t errlen)
+int agent_load(struct agent *a, char *err, size_t errlen)
 {
-	a->jobs = jobs_create(a, owner, err, errlen);
+	a->jobs = jobs_create(a, a->owner, err, errlen);
 	if (!a->jobs)
 		return -1;
 	a->drain = drain_create(a, err, errlen);

@@ -28,8 +28,8 @@ int agent_create(struct agent *a, uid_t owner, char *err, size_t errlen);
  * records, a multi-node job's parts. iostaged claims its socket between
  * agent_create and this, so that a second daemon stops at "already
  * running" before it touches the first one's state. 0, or -1 with err
- * (what was made stays, for agent_destroy). */
-int agent_load(struct agent *a, uid_t owner, char *err, size_t errlen);
+ * (what was made stays, for agent_destroy). The owner is agent_create's. */
+int agent_load(struct agent *a, char *err, size_t errlen);
 
 /* Free what agent_create and agent_load made, in the reverse order, and
  * set those fields to NULL. The parts the caller made (socket, peer,

@@ -175,7 +175,7 @@ int main(int argc, char **argv)
 	if (agent_create(&agent, 0, err, sizeof(err)) < 0 ||
 	    spawn_init(err, sizeof(err)) < 0 ||
 	    !(agent.server = server_create(&agent, err, sizeof(err))) ||
-	    agent_load(&agent, 0, err, sizeof(err)) < 0 ||
+	    agent_load(&agent, err, sizeof(err)) < 0 ||
 	    /* Records for iostagectld: resumes what a crash left. */
 	    forward_create(&agent, &agent.forward, err, sizeof(err)) < 0)
 		goto fail;

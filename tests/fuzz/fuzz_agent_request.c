@@ -41,7 +41,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	 * or drain runs up to the fork and takes its failure path (what a
 	 * node out of processes does), and no worker ever starts */
 	if (agent_create(&agent, 0, err, sizeof(err)) < 0 ||
-	    agent_load(&agent, 0, err, sizeof(err)) < 0)
+	    agent_load(&agent, err, sizeof(err)) < 0)
 		goto fail;
 	history_init(&conf);
 	return 0;

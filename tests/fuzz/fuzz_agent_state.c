@@ -67,7 +67,7 @@ static void start_stop(void)
 
 	/* as iostaged's main() makes its agent (daemon/agent.c) */
 	if (agent_create(&agent, 0, err, sizeof(err)) < 0 ||
-	    agent_load(&agent, 0, err, sizeof(err)) < 0)
+	    agent_load(&agent, err, sizeof(err)) < 0)
 		goto fail;
 	cJSON_Delete(jobs_status_json(agent.jobs, 0));
 	jobs_shutdown(agent.jobs, "fuzz", 1);

@@ -38,7 +38,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	/* as iostaged's main() makes its agent (daemon/agent.c), without
 	 * spawn_init: no worker ever starts (spawn_as_user refuses) */
 	if (agent_create(&agent, 0, err, sizeof(err)) < 0 ||
-	    agent_load(&agent, 0, err, sizeof(err)) < 0)
+	    agent_load(&agent, err, sizeof(err)) < 0)
 		goto fail;
 	agent.peer = peer_create(&agent);
 	if (!agent.peer) {

@@ -57,7 +57,7 @@ static void node_start(struct node *n)
 	n->a.conf = &n->conf;
 	ck_assert_msg(agent_create(&n->a, geteuid(), err, sizeof(err)) == 0,
 		      "agent_create: %s", err);
-	ck_assert_msg(agent_load(&n->a, geteuid(), err, sizeof(err)) == 0,
+	ck_assert_msg(agent_load(&n->a, err, sizeof(err)) == 0,
 		      "agent_load: %s", err);
 }
 
