@@ -5,12 +5,11 @@
  * An agent here is what iostaged's main() makes, minus the socket, the
  * drain, telemetry and the cluster parts: a conf whose StateDir and tiers
  * (t0, t1, ...) are below /tmp/check_agent.XXXXXX, owned by the test's own
- * uid, the tiers (tiers_create), a cache over them (cache_params_tiers,
- * owned by the test's uid), the job table (jobs_create, jobs_load) and the
- * stager (stage_create, PublicDatasets=no: a public entry is built as
- * another account, which only root can be). Two agents live side by side
- * in one process. A
- * "restart" (ag_restart) destroys the table without any clean-up and loads
+ * uid; the tiers, a cache over them owned by the test's uid, the stager
+ * and the figures (agent_create, as iostaged makes them; PublicDatasets=no:
+ * a public entry is built as another account, which only root can be);
+ * the job table (jobs_create, jobs_load). Two agents live side by side in
+ * one process. A "restart" (ag_restart) destroys the table without any clean-up and loads
  * a new one from the same StateDir, as a new iostaged would.
  *
  * Everything here is static inline; a failing step fails the test through
@@ -38,7 +37,7 @@
 #include "common/config/conf.h"
 #include "common/config/profile.h"
 #include "common/fs/rmtree.h"
-#include "daemon/agent.h"
+#include "daemon/agent_life.h"
 #include "daemon/jobs.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/stage.h"
@@ -71,7 +70,6 @@ static inline void ag_jobs(struct ag *g)
 /* An agent with NTIERS tiers; its node is NODE. */
 static inline void ag_init(struct ag *g, const char *node, size_t ntiers)
 {
-	struct cache_params p;
 	char err[CONF_ERR_MAX];
 	size_t t;
 
@@ -92,19 +90,14 @@ static inline void ag_init(struct ag *g, const char *node, size_t ntiers)
 			 "%s/t%zu", g->root, t);
 	}
 	g->a.conf = &g->conf;
-	g->a.tiers = tiers_create(&g->a, geteuid(), err, sizeof(err));
-	ck_assert_msg(g->a.tiers != NULL, "tiers_create: %s", err);
-	cache_params_tiers(g->a.tiers, &g->conf, &p);
-	p.owner_uid = geteuid();
-	p.owner_gid = getegid();
-	g->a.cache = cache_create(&p, err, sizeof(err));
-	ck_assert_msg(g->a.cache != NULL, "cache_create: %s", err);
+	/* the tiers, the cache (owned by the test's uid), the stager and
+	 * the figures, as iostaged makes them (daemon/agent_life.c) */
+	ck_assert_msg(agent_create(&g->a, geteuid(), err, sizeof(err)) == 0,
+		      "agent_create: %s", err);
 	ag_jobs(g); /* makes StateDir, which the cache's journal is in */
 	ck_assert_msg(cache_recover(g->a.cache, ag_no_job, NULL, err,
 				    sizeof(err)) == 0,
 		      "cache_recover: %s", err);
-	g->a.stage = stage_create(&g->a, err, sizeof(err));
-	ck_assert_msg(g->a.stage != NULL, "stage_create: %s", err);
 }
 
 /* A new iostaged on the same StateDir: the table goes without clean-up
@@ -130,10 +123,7 @@ static inline void ag_fini(struct ag *g)
 	int parent;
 
 	jobs_shutdown(g->a.jobs, "test over", 30);
-	stage_destroy(g->a.stage);
-	jobs_destroy(g->a.jobs);
-	cache_destroy(g->a.cache);
-	tiers_destroy(g->a.tiers);
+	agent_destroy(&g->a);
 	nftw(g->root, ag_writable, 16, FTW_PHYS);
 	parent = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (parent >= 0) {
