@@ -122,7 +122,10 @@ static inline void ag_fini(struct ag *g)
 	char err[256];
 	int parent;
 
-	jobs_shutdown(g->a.jobs, "test over", 30);
+	/* a test that plays a staging thread ends it: one left running
+	 * would cost this wait on every run */
+	ck_assert_msg(jobs_shutdown(g->a.jobs, "test over", 30),
+		      "a staging thread outlived the test");
 	agent_destroy(&g->a);
 	nftw(g->root, ag_writable, 16, FTW_PHYS);
 	parent = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -63,7 +63,8 @@ static void node_start(struct node *n)
 
 static void node_stop(struct node *n)
 {
-	jobs_shutdown(n->a.jobs, "test over", 10);
+	ck_assert_msg(jobs_shutdown(n->a.jobs, "test over", 10),
+		      "a staging thread outlived the test");
 	drain_shutdown(n->a.drain);
 	agent_destroy(&n->a);
 	/* every part gone, the fields cleared */
@@ -100,6 +101,16 @@ static void add_job(struct node *n, uint32_t id, bool staged)
 		      "%s", err);
 	if (staged)
 		jobs_staging_done(job, true, NULL);
+	jobs_put(job);
+}
+
+/* The end of job ID's staging, which the test plays. */
+static void end_staging(struct node *n, uint32_t id)
+{
+	struct job *job = jobs_get(n->a.jobs, id);
+
+	ck_assert_ptr_nonnull(job);
+	jobs_staging_done(job, true, NULL);
 	jobs_put(job);
 }
 
@@ -157,6 +168,7 @@ START_TEST(test_two_agents_one_process)
 	add_job(&n2, 8, false);
 	ck_assert(jobs_known(n2.a.jobs, 8));
 	ck_assert_int_eq(state_of(&n2, 8), JOB_STAGING);
+	end_staging(&n2, 8); /* else node_stop waits for it */
 	node_stop(&n2);
 	node_remove(&n1);
 	node_remove(&n2);

@@ -205,7 +205,9 @@ START_TEST(test_fail_jobwide)
 	char node[CONF_NODE_MAX], err[CONF_ERR_MAX];
 	struct job_view v;
 
-	/* nodes may only be set before insertion: a fresh job */
+	/* nodes may only be set before insertion: a fresh job (42's
+	 * staging ended, or the teardown waits for it) */
+	jobs_staging_done(job, true, NULL);
 	jobs_put(job);
 	job = jobs_new_job(g.a.jobs, 43, geteuid(), getegid(), "tester",
 			   ag_profile(&g, EMPTY), err, sizeof(err));
