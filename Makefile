@@ -324,8 +324,10 @@ unit: $(UNIT_BIN) $(LIBIOSTAGE)
 check-install:
 	@BUILD=$(BUILD) tests/install/test_install.sh
 
+# IT_FILES= runs only those test files (tests/releases/run.sh's slurm suite).
+IT_FILES ?=
 integration: all
-	@BUILD=$(BUILD) tests/integration/run.sh
+	@BUILD=$(BUILD) tests/integration/run.sh $(IT_FILES)
 
 # The multi-node tests: a controller, a login node and three compute nodes
 # booted from Linux namespaces on this machine (tests/cluster/cluster.sh).
@@ -351,7 +353,7 @@ check:
 	@$(MAKE) --no-print-directory integration
 	@$(MAKE) --no-print-directory cluster
 	@$(MAKE) --no-print-directory check-slurm SLURM=$(SLURM_NEWEST) \
-	    SUITES="unit integration"
+	    SUITES="unit slurm"
 
 # Slurm releases other than the host's (docs/ADMIN.md, "Slurm releases"):
 # `make check-slurm SLURM=24.11` builds the tree with WERROR=1 inside a
@@ -359,7 +361,9 @@ check:
 # /var/cache/iostage/roots) and runs the unit, one-node and 3-node
 # suites there against its own slurmctld and slurmd; SUITES= picks some.
 # `make check-releases` does that for every release. `make check` runs
-# the newest release's unit and one-node suites after the host's.
+# the newest release's unit suite and the Slurm-facing part of its
+# one-node suite (SUITES=slurm: tests/releases/run.sh says which files and
+# why) after the host's.
 SLURM_NEWEST   := 26.05
 SLURM_RELEASES := 22.05 24.11 26.05
 SUITES         ?= unit integration cluster

@@ -6,7 +6,9 @@
 #   tests/releases/run.sh RELEASE [SUITE...]
 #
 # SUITE: build (always first), unit, integration (the one-node suite),
-# cluster (the 3-node suite); default: all of them. The tree (without
+# slurm (the part of the one-node suite that meets Slurm's interfaces:
+# SLURM_FACING below), cluster (the 3-node suite); default: unit,
+# integration and cluster. The tree (without
 # build/ and .git) is copied to ROOT/src/iostage and built there with
 # WERROR=1: a warning on any release fails the run. The root's build/
 # is kept between runs, so a second run rebuilds only what changed.
@@ -31,8 +33,8 @@ RESULTS_DIR=${RESULTS_DIR:-$REPO/build/releases}
 JOBS=${CHECK_JOBS:-$(nproc)}
 
 for s in "${SUITES[@]}"; do
-  case "$s" in build|unit|integration|cluster) ;;
-    *) echo "run.sh: unknown suite '$s' (build, unit, integration, cluster)" >&2
+  case "$s" in build|unit|integration|slurm|cluster) ;;
+    *) echo "run.sh: unknown suite '$s' (build, unit, integration, slurm, cluster)" >&2
        exit 2 ;;
   esac
 done
@@ -91,9 +93,26 @@ if ! "$HERE/root.sh" enter "$REL" bash -c \
 fi
 summaries+=("$REL build: built with no warnings ($(($(date +%s) - t0)) s)")
 
+# The one-node tests whose outcome a Slurm release can change, each file
+# for the interface it meets (docs/ADMIN.md, "What differs between
+# releases"): the SPANK options at sbatch/salloc/srun and submit-time
+# validation; the Prolog's staging and the job's environment; the Prolog's
+# failure policy (node drain, requeue, the job's Comment through
+# slurm_update_job2); the Epilog's drain; the SPANK task hooks (the
+# preload shim, step ids, ranks with and without PMIx); a PyTorch job
+# under sbatch and srun. The rest of the suite exercises the daemons
+# through their own sockets and is the same on every release; `make
+# check` runs this part on the newest release, `make check-releases` the
+# whole suite on each.
+SLURM_FACING="tests/integration/test_submit.sh tests/integration/test_staging.sh
+  tests/integration/test_datadir.sh tests/integration/test_failure.sh
+  tests/integration/test_drain.sh tests/integration/test_shim.sh
+  tests/integration/test_telemetry.sh tests/integration/test_python.sh"
+
 for s in "${SUITES[@]}"; do
   case "$s" in
     build) ;;
+    slurm) run_suite slurm "integration IT_FILES='$(echo $SLURM_FACING)'" ;;
     unit) run_suite unit unit ;;
     integration) run_suite integration integration ;;
     cluster) run_suite cluster cluster ;;
