@@ -324,10 +324,12 @@ unit: $(UNIT_BIN) $(LIBIOSTAGE)
 check-install:
 	@BUILD=$(BUILD) tests/install/test_install.sh
 
-# IT_FILES= runs only those test files (tests/releases/run.sh's slurm suite).
+# IT_FILES= runs only those test files, IT_SKIP= not the tests it matches
+# (tests/releases/run.sh's slurm suite).
 IT_FILES ?=
+IT_SKIP ?=
 integration: all
-	@BUILD=$(BUILD) tests/integration/run.sh $(IT_FILES)
+	@BUILD=$(BUILD) IT_SKIP='$(IT_SKIP)' tests/integration/run.sh $(IT_FILES)
 
 # The multi-node tests: a controller, a login node and three compute nodes
 # booted from Linux namespaces on this machine (tests/cluster/cluster.sh).

@@ -9,6 +9,7 @@
 # Environment (as tests/integration/run.sh):
 #   IT_TIMEOUT   per-test timeout in seconds (default 120)
 #   IT_FILTER    only run tests whose name matches this extended regex
+#   IT_SKIP      do not run tests whose name matches this extended regex
 #   IT_KEEP=1    keep the cluster directory (also kept when a test fails)
 #   IT_VERBOSE=1 print every test's full output
 #   CLUSTER_NODES, CLUSTER_CTLD_PORT, CLUSTER_SLURMD_PORT: see cluster.sh

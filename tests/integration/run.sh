@@ -8,6 +8,7 @@
 # Environment:
 #   IT_TIMEOUT   per-test timeout in seconds (default 120)
 #   IT_FILTER    only run tests whose name matches this extended regex
+#   IT_SKIP      do not run tests whose name matches this extended regex
 #   IT_KEEP=1    keep the cluster directory (it is also kept when a test fails)
 #   IT_VERBOSE=1 print every test's full output
 #   IT_NO_SETUP=1 do not source setup.sh (bare harness self-test)

@@ -70,12 +70,15 @@ print_times() {
 }
 
 # run_files FILE...: every test of every file (IT_FILTER: only names
-# matching that extended regex).
+# matching that extended regex; IT_SKIP: not those matching this one).
 run_files() {
   local f t
   for f in "$@"; do
     for t in $(list_tests "$f"); do
       if [ -n "${IT_FILTER:-}" ] && ! [[ "$t" =~ $IT_FILTER ]]; then
+        continue
+      fi
+      if [ -n "${IT_SKIP:-}" ] && [[ "$t" =~ $IT_SKIP ]]; then
         continue
       fi
       run_one "$f" "$t"

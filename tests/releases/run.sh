@@ -100,19 +100,21 @@ summaries+=("$REL build: built with no warnings ($(($(date +%s) - t0)) s)")
 # failure policy (node drain, requeue, the job's Comment through
 # slurm_update_job2); the Epilog's drain; the SPANK task hooks (the
 # preload shim, step ids, ranks with and without PMIx); a PyTorch job
-# under sbatch and srun. The rest of the suite exercises the daemons
-# through their own sockets and is the same on every release; `make
-# check` runs this part on the newest release, `make check-releases` the
-# whole suite on each.
+# under srun. The rest of the suite exercises the daemons through their
+# own sockets, and the other PyTorch tests the DataLoader's workers
+# (SLURM_FACING_SKIP): the same on every release. `make check` runs this
+# part on the newest release, `make check-releases` the whole suite on
+# each.
 SLURM_FACING="tests/integration/test_submit.sh tests/integration/test_staging.sh
   tests/integration/test_datadir.sh tests/integration/test_failure.sh
   tests/integration/test_drain.sh tests/integration/test_shim.sh
   tests/integration/test_telemetry.sh tests/integration/test_python.sh"
+SLURM_FACING_SKIP='^test_python_training_with_'
 
 for s in "${SUITES[@]}"; do
   case "$s" in
     build) ;;
-    slurm) run_suite slurm "integration IT_FILES='$(echo $SLURM_FACING)'" ;;
+    slurm) run_suite slurm "integration IT_FILES='$(echo $SLURM_FACING)' IT_SKIP='$SLURM_FACING_SKIP'" ;;
     unit) run_suite unit unit ;;
     integration) run_suite integration integration ;;
     cluster) run_suite cluster cluster ;;
