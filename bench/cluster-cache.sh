@@ -170,6 +170,9 @@ jq -s --arg date "$STARTED" --arg git "$(git -C "$BENCH_TOP" rev-parse --short H
 			bound_once_s: (($bytes / $rate_bps) | r3), iostage_extra_conf: $extra},
 		cases: $cases,
 		baseline: (if $bc == null then null else {file: $basefile, date: ($base[0].date // null), git: ($base[0].git // null),
+			# ratios of runs over different datasets or links mean nothing
+			same_setup: ([$bc[] | .dataset.bytes == $bytes and .dataset.files == $files
+				and .link_rate_bytes_per_s == $rate_bps and .clients == $clients] | all),
 			ratios: ($cases | with_entries(.key as $k | .value |= (
 				($bc[$k] // null) as $b | if $b == null then null else {
 				staged_all_after_over_before: ratio(.submit_to_staged_all_s; $b.submit_to_staged_all_s),
@@ -204,7 +207,8 @@ TXT=$BENCH_RESULTS/$BENCH_CC_NAME-LATEST.txt
 				 ($r.staged_all_after_over_before | x), ($r.pfs_bytes_after_over_before | x)] end
 			 else [] end) | @tsv)' "$OUT" | column -t -s $'\t'
 	jq -r '.cases | to_entries[] | .value | "  \(.case) per node: " + ([.parts[] | "\(.node) stage_in \(.stage_in_s) s (ends \(.staged_s) s after sbatch), copied \(.datasets[0].copied_bytes // "-") B"] | join("; "))' "$OUT"
-	jq -r 'if .baseline then "baseline: \(.baseline.file) (\(.baseline.date), git \(.baseline.git)); ratios < 1: faster / fewer bytes after" else empty end' "$OUT"
+	jq -r 'if .baseline then "baseline: \(.baseline.file) (\(.baseline.date), git \(.baseline.git)); ratios < 1: faster / fewer bytes after"
+		+ (if .baseline.same_setup then "" else "\nWARNING: the baseline ran another dataset, link rate or PFS client setup: its ratios are not comparable" end) else empty end' "$OUT"
 } >"$TXT"
 cat "$TXT"
 say "results in $OUT, $TXT and $BENCH_CC_NAME-CASE-LATEST.json"
