@@ -96,18 +96,35 @@ T0=$(bench_now)
 STARTED=$(date -u +%FT%TZ)
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# Torn down on any exit: the per-node clients the jobs file left (by their
-# pid files; the cluster runner has stopped the cluster by then), the PFS.
+# Torn down on any exit, in this order: the cluster runner first (it stops
+# the cluster, whose nodes read the PFS), then the per-node clients the
+# jobs file left (by their pid files), then the PFS. The runner runs in a
+# process group of its own (RUNNER_PGID, see run_cluster): a Ctrl-C here
+# is passed on to it as a TERM and waited for, since the PFS must not go
+# while the nodes still read it (a FUSE mount whose server is gone hangs
+# the runner's own checks and its clean-up).
+RUNNER_PGID=
+stop_runner() {
+	local i
+	[ -n "$RUNNER_PGID" ] || return 0
+	kill -TERM -- "-$RUNNER_PGID" 2>/dev/null
+	for ((i = 0; i < 1200; i++)); do
+		kill -0 -- "-$RUNNER_PGID" 2>/dev/null || break
+		sleep 0.1
+	done
+	RUNNER_PGID=
+}
 cleanup() {
 	local f
+	stop_runner
 	for f in "$STATE"/client.*.pid; do
 		[ -f "$f" ] && pfs unclient /nonexistent "$f" >/dev/null 2>&1
 	done
 	pfs down >/dev/null 2>&1
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'say "interrupted: stopping the cluster, then the PFS"; exit 130' INT
+trap 'say "terminated: stopping the cluster, then the PFS"; exit 143' TERM
 
 pfs down >/dev/null 2>&1
 PFS_RTT_MS=0 pfs up || die "the PFS did not come up"
@@ -141,7 +158,13 @@ CC_PFS="$here/pfs.sh" CC_CLIENTS=$BENCH_CC_CLIENTS CC_STATE=$STATE CC_DS_PEER=cc
 	CC_FILES=$FILES CC_BYTES=$BYTES CC_TIER=$BENCH_CC_TIER CC_CASES=$BENCH_CC_CASES \
 	CC_RATE_BPS=$RATE_BPS CC_OUT=$CC_OUT \
 	CLUSTER_PFS_DIR=$MNT IOSTAGE_EXTRA_CONF=$BENCH_CC_EXTRA_CONF IT_TIMEOUT=480 IT_VERBOSE=1 BUILD=$BUILD \
-	bash "$BENCH_TOP/tests/cluster/run.sh" "$here/cluster-cache-jobs.sh" 9>&- >"$STATE/cluster.log" 2>&1
+	setsid bash "$BENCH_TOP/tests/cluster/run.sh" "$here/cluster-cache-jobs.sh" 9>&- >"$STATE/cluster.log" 2>&1 </dev/null &
+# setsid forks only when its caller leads a process group; a job started
+# with & here never does, so $! is the group's leader and its id.
+RUNNER_PGID=$!
+wait "$RUNNER_PGID"
+# the runner's clean-up is done when nothing of its group is left
+stop_runner
 grep -E '^(PASS|FAIL|[0-9]+ passed)|cluster-cache [a-z]+:' "$STATE/cluster.log" | sed 's/^    //' >&2
 [ -s "$CC_OUT" ] || { tail -n 40 "$STATE/cluster.log" >&2; die "no case gave figures"; }
 

@@ -260,8 +260,8 @@ do_up() {
 # cluster its own: one client shared by every node is one kernel page cache
 # for all of them, and a second node's read of a file the first has read
 # comes from that cache, not over the link (see bench/README.md, "The
-# cluster's NVMe as one cache"). Its own log, PFS_DIR/client.NAME.log
-# (NAME: PIDFILE's name without .pid).
+# cluster's NVMe as one cache"). Its own log, PFS_DIR/NAME.log (NAME:
+# PIDFILE's name without .pid).
 do_client() {
 	local mnt=$1 pidf=$2 tag n0 i
 	[ -f "$STATE" ] || die "not up"
@@ -270,17 +270,17 @@ do_client() {
 	tag=$(basename "$pidf" .pid)
 	n0=$(awk -v m="$mnt" '$2 == m' /proc/self/mounts | wc -l)
 	rm -f "$pidf"
-	glusterfs --log-file="$PFS_DIR/client.$tag.log" --lru-limit="$PFS_LRU_LIMIT" \
+	glusterfs --log-file="$PFS_DIR/$tag.log" --lru-limit="$PFS_LRU_LIMIT" \
 		--process-name fuse --pid-file="$pidf" --volfile-server="$SRV_IP" \
 		--volfile-id="/$VOL" "$mnt" </dev/null >/dev/null 2>&1 ||
-		die "client: glusterfs failed on $mnt (see $PFS_DIR/client.$tag.log)"
+		die "client: glusterfs failed on $mnt (see $PFS_DIR/$tag.log)"
 	for i in $(seq 100); do
 		[ "$(awk -v m="$mnt" '$2 == m' /proc/self/mounts | wc -l)" -gt "$n0" ] && [ -s "$pidf" ] &&
 			stat -f "$mnt" >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
 	do_unclient "$mnt" "$pidf"
-	die "client: $mnt not mounted after 10 s (see $PFS_DIR/client.$tag.log)"
+	die "client: $mnt not mounted after 10 s (see $PFS_DIR/$tag.log)"
 }
 
 # unclient MNT PIDFILE: unmount the client do_client mounted on MNT (the
