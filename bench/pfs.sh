@@ -106,8 +106,13 @@ start_delay() {
 	kill_pid "$(state_get delay_pid)"
 	if [ "$us" -gt 0 ]; then
 		# nsenter itself (not the in_ns function, a subshell) so that $!
-		# is the delay program's pid: nsenter execs it.
-		nsenter --net="/run/netns/$NS" "$bin" -q "$PFS_QUEUE" -d "$us" </dev/null >>"$PFS_DIR/pktdelay.log" 2>&1 &
+		# is the delay program's pid: nsenter execs setsid, which execs
+		# it (no fork: a job started with & leads no process group). In
+		# a session of its own: a Ctrl-C in the terminal of whoever
+		# brought the PFS up must not stop it (it exits on SIGINT, and
+		# its NFQUEUE rule then drops every packet to the server: the
+		# PFS hangs under whoever still reads it); `down` stops it.
+		nsenter --net="/run/netns/$NS" setsid "$bin" -q "$PFS_QUEUE" -d "$us" </dev/null >>"$PFS_DIR/pktdelay.log" 2>&1 &
 		pid=$!
 		sleep 0.2
 		kill -0 "$pid" 2>/dev/null || die "the delay program died at start (see $PFS_DIR/pktdelay.log)"
