@@ -79,6 +79,12 @@ case "$BENCH_CC_CLIENTS" in node | shared) ;; *) die "BENCH_CC_CLIENTS must be n
 for c in $BENCH_CC_CASES; do
 	case $c in cold | peer | fanout) ;; *) die "unknown case '$c' in BENCH_CC_CASES (cold, peer, fanout)" ;; esac
 done
+# peer measures a second node's fill from the node cold cached: alone it
+# is just another cold job
+case " $BENCH_CC_CASES " in
+*" cold "*" peer "*) ;;
+*" peer "*) echo "bench-cluster-cache: note: 'peer' without 'cold' before it: no node holds the dataset, the case is a second cold one" >&2 ;;
+esac
 if [ -n "$BENCH_CC_BASELINE" ]; then
 	jq -e '.cases // .case' "$BENCH_CC_BASELINE" >/dev/null 2>&1 ||
 		die "BENCH_CC_BASELINE=$BENCH_CC_BASELINE: not a result file of this bench"
