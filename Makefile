@@ -464,6 +464,19 @@ check-pfs:
 	@bench/install-deps.sh
 	@BUILD=$(BUILD) bench/pfs-check.sh
 
+# The cluster's node-local tiers as one cache (issue 29): the 3-node test
+# cluster over bench/pfs.sh's GlusterFS, a 1-node job cold, a 1-node job on
+# a second node over the same dataset, a 3-node fan-out: seconds until
+# staged on every node and bytes read over the PFS's link
+# (bench/cluster-cache.sh, knobs there); as root, about 3 minutes; results
+# in bench/results/cluster-cache-LATEST.{json,txt};
+# BENCH_CC_BASELINE=FILE prints after/before ratios against an earlier run.
+.PHONY: bench-cluster-cache
+bench-cluster-cache:
+	@bench/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) bench/cluster-cache.sh
+
 # The job history at 1,000,000 jobs: ingest rate, query p99, size on disk
 # (bench/history.c; BENCH_HISTORY_ARGS="-n 100000" for a quick run).
 BENCH_HISTORY := $(BUILD)/bench/history

@@ -8,6 +8,12 @@
 #                        the page cache (the brick is tmpfs: nothing to drop)
 #   bench/pfs.sh rtt MS  change the added round-trip delay of a running PFS
 #   bench/pfs.sh selftest  measure the RTT and the bandwidth over the link
+#   bench/pfs.sh link    print the bytes the host end of the link received
+#                        and sent so far ("RX TX"): RX is what the clients
+#                        read from the server, headers included
+#   bench/pfs.sh client MNT PIDFILE    one more client of the volume on MNT,
+#                        in the caller's mount namespace (its pid in PIDFILE)
+#   bench/pfs.sh unclient MNT PIDFILE  unmount it and make sure it is gone
 #
 # A GlusterFS volume (one brick on a tmpfs) is served by glusterd in its own
 # network namespace, on a private /24 that exists only between the host and
@@ -100,8 +106,13 @@ start_delay() {
 	kill_pid "$(state_get delay_pid)"
 	if [ "$us" -gt 0 ]; then
 		# nsenter itself (not the in_ns function, a subshell) so that $!
-		# is the delay program's pid: nsenter execs it.
-		nsenter --net="/run/netns/$NS" "$bin" -q "$PFS_QUEUE" -d "$us" </dev/null >>"$PFS_DIR/pktdelay.log" 2>&1 &
+		# is the delay program's pid: nsenter execs setsid, which execs
+		# it (no fork: a job started with & leads no process group). In
+		# a session of its own: a Ctrl-C in the terminal of whoever
+		# brought the PFS up must not stop it (it exits on SIGINT, and
+		# its NFQUEUE rule then drops every packet to the server: the
+		# PFS hangs under whoever still reads it); `down` stops it.
+		nsenter --net="/run/netns/$NS" setsid "$bin" -q "$PFS_QUEUE" -d "$us" </dev/null >>"$PFS_DIR/pktdelay.log" 2>&1 &
 		pid=$!
 		sleep 0.2
 		kill -0 "$pid" 2>/dev/null || die "the delay program died at start (see $PFS_DIR/pktdelay.log)"
@@ -248,6 +259,54 @@ do_up() {
 	say "up: $MNT (GlusterFS from namespace $NS at $SRV_IP, +$PFS_RTT_MS ms RTT, $PFS_RATE)"
 }
 
+# client MNT PIDFILE: one more GlusterFS client of the volume, mounted on
+# MNT in the caller's mount namespace, with the host mount's options. The
+# multi-node bench (bench/cluster-cache.sh) gives each node of the test
+# cluster its own: one client shared by every node is one kernel page cache
+# for all of them, and a second node's read of a file the first has read
+# comes from that cache, not over the link (see bench/README.md, "The
+# cluster's NVMe as one cache"). Its own log, PFS_DIR/NAME.log (NAME:
+# PIDFILE's name without .pid).
+do_client() {
+	local mnt=$1 pidf=$2 tag n0 i
+	[ -f "$STATE" ] || die "not up"
+	case "$mnt$pidf" in /*/*) ;; *) die "client: MNT and PIDFILE must be absolute" ;; esac
+	[ -d "$mnt" ] || die "client: no directory $mnt"
+	tag=$(basename "$pidf" .pid)
+	n0=$(awk -v m="$mnt" '$2 == m' /proc/self/mounts | wc -l)
+	rm -f "$pidf"
+	glusterfs --log-file="$PFS_DIR/$tag.log" --lru-limit="$PFS_LRU_LIMIT" \
+		--process-name fuse --pid-file="$pidf" --volfile-server="$SRV_IP" \
+		--volfile-id="/$VOL" "$mnt" </dev/null >/dev/null 2>&1 ||
+		die "client: glusterfs failed on $mnt (see $PFS_DIR/$tag.log)"
+	for i in $(seq 100); do
+		[ "$(awk -v m="$mnt" '$2 == m' /proc/self/mounts | wc -l)" -gt "$n0" ] && [ -s "$pidf" ] &&
+			stat -f "$mnt" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	do_unclient "$mnt" "$pidf"
+	die "client: $mnt not mounted after 10 s (see $PFS_DIR/$tag.log)"
+}
+
+# unclient MNT PIDFILE: unmount the client do_client mounted on MNT (the
+# top mount there, in the caller's mount namespace) and stop its process
+# by its pid; a no-op when it is gone already.
+do_unclient() {
+	local mnt=$1 pidf=$2 pid
+	pid=$(tr -dc '0-9' <"$pidf" 2>/dev/null)
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$VOL"; then
+		umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
+		kill_ours "$pidf"
+	fi
+	rm -f "$pidf"
+}
+
+do_link() {
+	[ "$(state_get veth)" = "$VH" ] || die "not up"
+	echo "$(cat "/sys/class/net/$VH/statistics/rx_bytes") $(cat "/sys/class/net/$VH/statistics/tx_bytes")"
+}
+
 do_cold() {
 	mountpoint -q "$MNT" || die "not mounted: $MNT"
 	sync
@@ -305,5 +364,8 @@ rtt)
 	start_delay "$PFS_RTT_MS"
 	;;
 selftest) do_selftest ;;
-*) echo "usage: $0 up|down|status|cold|rtt MS|selftest" >&2; exit 2 ;;
+link) do_link ;;
+client) [ $# -eq 3 ] || die "usage: $0 client MNT PIDFILE"; do_client "$2" "$3" ;;
+unclient) [ $# -eq 3 ] || die "usage: $0 unclient MNT PIDFILE"; do_unclient "$2" "$3" ;;
+*) echo "usage: $0 up|down|status|cold|rtt MS|selftest|link|client MNT PIDFILE|unclient MNT PIDFILE" >&2; exit 2 ;;
 esac

@@ -1,0 +1,185 @@
+# shellcheck shell=bash
+# cluster-cache-jobs.sh - the jobs of `make bench-cluster-cache` (issue 29
+# items 1 and 2), run by bench/cluster-cache.sh through the cluster runner
+# (tests/cluster/run.sh: slurmctld, 3 compute nodes with slurmd, the
+# plugin, Prolog/Epilog and iostaged, iostagectld on ctl) started with
+# bench/pfs.sh's GlusterFS mount as its PFS (CLUSTER_PFS_DIR). Not part of
+# the test suite: the one function runs the cases, writes one JSON line per
+# case to CC_OUT and fails only when a job fails or its record is missing.
+#
+# The cases, in this order (each on a fresh PFS client per node, page cache
+# dropped; "cold" = the dataset is in no node's cache):
+#   cold    a 1-node job on n1 over dataset CC_DS_PEER: from the PFS
+#   peer    a 1-node job on n2 (cold) over the same dataset, which n1 now
+#           holds: today from the PFS; with node-to-node fill, from n1
+#   fanout  a 3-node job over dataset CC_DS_FAN, cold on every node:
+#           today every node reads the PFS; with fill, the nodes share
+#
+# Where each figure comes from:
+#   staged on all   the job record iostagectld holds (merged from the
+#                   nodes' parts): the latest stage_in end of any node
+#                   minus the host's clock at sbatch (the nodes share it)
+#   per node        each part's stage_in start/end/seconds, copied and
+#                   cached bytes, result
+#   first task      the batch script's first line (`date +%s.%N`) minus
+#                   the sbatch time: the job waited for every Prolog
+#   PFS bytes       `pfs.sh link` before sbatch and after the job and its
+#                   Epilogs: the bytes the host end of the PFS's veth
+#                   received (server to clients, headers included)
+#   verified        every node of the job has a published cache version
+#                   of the dataset with its file count and bytes
+#
+# From cluster-cache.sh: CC_PFS (pfs.sh, with the PFS_* environment),
+# CC_CLIENTS (node: one GlusterFS client per node, mounted here; shared:
+# the host's one client for all, as bind-mounted by cluster.sh), CC_STATE
+# (where the per-node clients' pid files go: the caller stops what is left),
+# CC_DS_PEER, CC_DS_FAN (dataset names under the PFS), CC_FILES, CC_BYTES
+# (their size, both the same), CC_TIER (nvme), CC_CASES ("cold peer
+# fanout"), CC_RATE_BPS (the link's cap in bytes/s), CC_OUT (JSON lines).
+
+cc_now() { date +%s.%N; }
+
+# cc_nsmount NODE CMD...: CMD in NODE's mount namespace only (the host's
+# network: a node's own network does not reach the PFS's /24)
+cc_nsmount() {
+	local node=$1
+	shift
+	nsenter --mount="$CLUSTER_DIR/ns/$node.mnt" -- "$@"
+}
+
+# cc_clients_down / cc_clients_up: each compute node's own GlusterFS client
+# on $CLUSTER_PFS, over the host's bind mount (CC_CLIENTS=node).
+cc_clients_down() {
+	local node
+	[ "$CC_CLIENTS" = node ] || return 0
+	for node in $CLUSTER_COMPUTE_NODES; do
+		cc_nsmount "$node" "$CC_PFS" unclient "$CLUSTER_PFS" "$CC_STATE/client.$node.pid"
+	done
+}
+cc_clients_up() {
+	local node
+	[ "$CC_CLIENTS" = node ] || return 0
+	for node in $CLUSTER_COMPUTE_NODES; do
+		cc_nsmount "$node" "$CC_PFS" client "$CLUSTER_PFS" "$CC_STATE/client.$node.pid" ||
+			fail "cannot mount a PFS client on $node"
+	done
+}
+
+# cc_cold: new PFS clients, nothing in any page cache, the clients'
+# metadata timeouts (1 s) past.
+cc_cold() {
+	cc_clients_down
+	sync
+	echo 3 >/proc/sys/vm/drop_caches || fail "cannot drop the page cache"
+	cc_clients_up
+	sleep 1.1
+}
+
+# cc_record J: the job's record as iostagectld holds it, once every node's
+# part is in (waits for it)
+cc_record() {
+	local i rec
+	for ((i = 0; i < 300; i++)); do
+		rec=$(ctld_request '{"op":"history_get","job":'"$1"'}')
+		if [ "$(jq -r .ok <<<"$rec" 2>/dev/null)" = true ] &&
+			[ "$(jq '(.record.nodes // [.record.node]) | length' <<<"$rec")" = "$2" ] &&
+			[ "$(jq '(.record.parts // [.record]) | length' <<<"$rec")" = "$2" ]; then
+			jq -c .record <<<"$rec"
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo "no complete record of job $1: $rec" >&2
+	return 1
+}
+
+# cc_verify NODE SRC: "FILES BYTES" of NODE's published cache of SRC
+cc_verify() {
+	local v d
+	v=$(cache_versions_of "$1" "$CC_TIER" "$2" | tail -n1)
+	[ -n "$v" ] || { echo "0 0"; return 0; }
+	d="$(tier_cache "$1" "$CC_TIER")/$v"
+	find "$d/data" -type f -printf '%s\n' 2>/dev/null |
+		awk '{ s += $1 } END { printf "%d %d\n", NR, s }'
+}
+
+# cc_case NAME DATASET NODELIST: one job; appends its JSON line to CC_OUT
+cc_case() {
+	local name=$1 src=$CLUSTER_PFS/$2 nodes=$3 n t0 link0 link1 rec out task verified=true node got
+	n=$(tr ',' '\n' <<<"$nodes" | wc -l)
+	cc_cold
+	link0=$("$CC_PFS" link) || fail "cannot read the PFS link's counters"
+	t0=$(cc_now)
+	submit_wait "$TEST_USER" -N "$n" -w "$nodes" -J "cc-$name" \
+		--io-profile="dl-train,data=$src:$CC_TIER" -o "$TEST_WORKDIR/out.%j" \
+		"$TEST_WORKDIR/job.sh" >/dev/null ||
+		fail "case $name: job failed: $SUBMIT_OUT; $(cat "$TEST_WORKDIR/out.$SUBMIT_JOBID" 2>/dev/null)"
+	out=$TEST_WORKDIR/out.$SUBMIT_JOBID
+	rec=$(cc_record "$SUBMIT_JOBID" "$n") || fail "case $name: job $SUBMIT_JOBID has no complete record"
+	# The Epilogs are done once every part is filed: nothing reads the
+	# PFS any more.
+	link1=$("$CC_PFS" link) || fail "cannot read the PFS link's counters"
+	task=$(sed -n 's/^TASK //p' "$out")
+	local checks=()
+	for node in $(tr ',' ' ' <<<"$nodes"); do
+		got=$(cc_verify "$node" "$src")
+		[ "$got" = "$CC_FILES $CC_BYTES" ] || verified=false
+		checks+=("$node:$got")
+	done
+	jq -c --arg case "$name" --arg src "$src" --arg nodes "$nodes" --argjson t0 "$t0" \
+		--argjson task "${task:-null}" --argjson verified "$verified" --arg checks "${checks[*]}" \
+		--argjson rx "$(($(cut -d' ' -f1 <<<"$link1") - $(cut -d' ' -f1 <<<"$link0")))" \
+		--argjson tx "$(($(cut -d' ' -f2 <<<"$link1") - $(cut -d' ' -f2 <<<"$link0")))" \
+		--argjson files "$CC_FILES" --argjson bytes "$CC_BYTES" --argjson rate "$CC_RATE_BPS" \
+		--arg clients "$CC_CLIENTS" '
+		def r3: if . == null then null else (. * 1000 | round) / 1000 end;
+		def stagein: (.phases // []) | map(select(.name == "stage_in"))[0];
+		. as $r
+		| [($r.parts // [$r])[] | (stagein) as $si | {
+			node,
+			stage_in_start_s: (($si.start - $t0) | r3),
+			staged_s: (($si.end - $t0) | r3),
+			stage_in_s: ($si.seconds | r3),
+			datasets: ((.datasets // []) | map(del(.source, .tier, .name)))
+		  }] as $parts
+		| {
+			case: $case, job: $r.job, nodes: ($nodes | split(",")), clients: $clients,
+			dataset: {source: $src, files: $files, bytes: $bytes},
+			submit_to_staged_all_s: ([$parts[].staged_s] | max),
+			submit_to_first_task_s: (if $task then ($task - $t0) | r3 else null end),
+			stage_in_max_s: ([$parts[].stage_in_s] | max),
+			pfs_rx_bytes: $rx, pfs_tx_bytes: $tx,
+			pfs_rx_per_dataset: (($rx / $bytes) | r3),
+			link_rate_bytes_per_s: $rate,
+			bound_once_s: (($bytes / $rate) | r3),
+			bound_every_node_s: (($bytes * ($parts | length) / $rate) | r3),
+			copied_bytes: ([$r.datasets[]?.copied_bytes] | add),
+			state: $r.state, missing_nodes: ($r.missing_nodes // []),
+			verified: $verified, cache_check: $checks,
+			parts: $parts
+		}' <<<"$rec" >>"$CC_OUT" || fail "case $name: cannot summarize record: $rec"
+	tail -n1 "$CC_OUT" | jq -r '"cluster-cache \(.case): job \(.job) on \(.nodes | join(",")): staged on all \(.submit_to_staged_all_s) s after sbatch (first task \(.submit_to_first_task_s) s), PFS read \(.pfs_rx_bytes) B = \(.pfs_rx_per_dataset)x the dataset, bound \(.bound_once_s) s once; verified \(.verified) (\(.cache_check | join(" ")))"'
+}
+
+test_cluster_cache() {
+	local c
+	for c in "$CC_DS_PEER" "$CC_DS_FAN"; do
+		[ -d "$CLUSTER_PFS/$c" ] || fail "no $CLUSTER_PFS/$c on the cluster's PFS"
+	done
+	cat >"$TEST_WORKDIR/job.sh" <<'JOB'
+#!/bin/bash
+# The first task's clock: the job starts once every node's Prolog is done.
+echo "TASK $(date +%s.%N)"
+JOB
+	chmod 0755 "$TEST_WORKDIR/job.sh"
+	: >"$CC_OUT"
+	for c in $CC_CASES; do
+		case $c in
+		cold) cc_case cold "$CC_DS_PEER" n1 ;;
+		peer) cc_case peer "$CC_DS_PEER" n2 ;;
+		fanout) cc_case fanout "$CC_DS_FAN" n1,n2,n3 ;;
+		*) fail "unknown case '$c' (cold, peer, fanout)" ;;
+		esac
+	done
+	cc_clients_down
+}
