@@ -14,12 +14,24 @@
  *             version's manifest as manifest_write wrote it
  *             or {"ok":false,"error":"..."}\n and the connection closes
  *   then any number of
- *   client -> {"path":"REL"}\n               a regular file of the version,
+ *   client -> {"path":"REL","size":S}\n      a regular file of the version,
  *                                            relative to its data (for a
- *                                            one-file dataset: "")
+ *                                            one-file dataset: ""), of S
+ *                                            bytes as the manifest says
  *   server -> {"ok":true,"size":S}\n then S raw bytes (sendfile)
- *             or {"ok":false,"error":"..."}\n (the session goes on)
- *   EOF from the client, or PEERFETCH_IDLE_MS without a request, ends it.
+ *             or {"ok":false,"error":"..."}\n (the session goes on): a
+ *             path that is not clean and relative (no "." or ".."
+ *             components), not a regular file of the version, or one of
+ *             another size than S
+ *   EOF from the client, PEERFETCH_IDLE_MS without a request, a line
+ *   over PEERFETCH_LINE_MAX, or the server stopping ends it (the server
+ *   closes the connection: a transfer cut short is the client's sign).
+ *
+ * The first request is read to its '\n' and no further
+ * (peernet_read_line_exact), so the session's lines that follow are
+ * never lost with it. Sessions over the server's PeerFetchSessions get
+ * the usual one-line refusal at fetch_open: the client copies from the
+ * source instead (daemon/staging/worker_peer.c).
  *
  * The server serves only a published version (K.vN, root's, read-only:
  * never a .build. directory, never one being evicted) of an entry whose
@@ -37,8 +49,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/net/mauth.h"
+
 #define PEERFETCH_IDLE_MS 30000 /* a session without a request ends */
 #define PEERFETCH_PATH_MAX 4096 /* a request's path */
+#define PEERFETCH_LINE_MAX                                                     \
+	(6 * PEERFETCH_PATH_MAX + 64) /* a request, escaped */
 
 struct peerfetch; /* one client session: one connection */
 
@@ -52,6 +68,13 @@ int peerfetch_open(const char *host, unsigned port, const char *munge_socket,
 		   const char *tier, const char *key, unsigned version,
 		   int timeout_ms, struct peerfetch **ret, char *err,
 		   size_t errlen);
+
+/* The same with ENCODE in place of mauth_encode (NULL: mauth_encode):
+ * the unit tests' stand-in for munged (tests/unit/check_peerfetch.c). */
+int peerfetch_open_by(mauth_encode_fn encode, const char *host, unsigned port,
+		      const char *munge_socket, const char *tier,
+		      const char *key, unsigned version, int timeout_ms,
+		      struct peerfetch **ret, char *err, size_t errlen);
 
 /* The version's manifest as the server sent it (LEN bytes, not
  * NUL-terminated; manifest_parse reads it). Valid until the session is
