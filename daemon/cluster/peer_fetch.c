@@ -392,9 +392,13 @@ cJSON *peer_fetch_serve(struct peer_fetch *f, int fd,
 		reply = refuse(f, s->who, "this node has no cache");
 		goto out;
 	}
+	if (atomic_load(&f->stop)) {
+		reply = refuse(f, s->who, "iostaged is stopping");
+		goto out;
+	}
 	/* Taken before anything is opened: the bound is on sessions. */
 	active = atomic_fetch_add(&f->active, 1);
-	if (active >= f->max || atomic_load(&f->stop)) {
+	if (active >= f->max) {
 		atomic_fetch_sub(&f->active, 1);
 		snprintf(err, sizeof(err),
 			 "too many fetch sessions on node %s "

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/net/peerfetch.h"
 #include "daemon/staging/cache.h"
@@ -219,22 +220,39 @@ static void give_back(struct worker_peer *p, struct peerfetch *pf)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* Nothing of the file written yet: DST_FD still at 0 (it is new). */
+static bool nothing_written(int dst_fd)
+{
+	return lseek(dst_fd, 0, SEEK_CUR) == 0;
+}
+
 int worker_peer_fetch(const char *rel, int dst_fd, uint64_t size, void *arg)
 {
 	struct worker_peer *p = arg;
-	struct peerfetch *pf = take(p);
 	char err[WP_ERR_MAX];
 	int r = -1;
 
-	if (pf) {
+	/* A second try when the session broke before a byte came: an idle
+	 * one the server ended (PEERFETCH_IDLE_MS) while our threads read
+	 * the source. A refusal is not tried again. */
+	for (int tries = 0; r < 0 && tries < 2; tries++) {
+		struct peerfetch *pf = take(p);
+		bool broke;
+
+		if (!pf)
+			break;
 		r = peerfetch_file(pf, rel, dst_fd, size, WORKER_PEER_IO_MS,
 				   err, sizeof(err));
-		if (r < 0) {
+		broke = r < 0 && !peerfetch_usable(pf);
+		give_back(p, pf);
+		if (r == 0)
+			break;
+		if (!broke || !nothing_written(dst_fd) || tries == 1) {
 			pthread_mutex_lock(&p->mu);
 			note_error(p, err);
 			pthread_mutex_unlock(&p->mu);
+			break;
 		}
-		give_back(p, pf);
 	}
 	if (r < 0) {
 		pthread_mutex_lock(&p->mu);
