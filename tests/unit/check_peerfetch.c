@@ -18,9 +18,11 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -36,6 +38,7 @@
 #include "daemon/cluster/peer.h"
 #include "daemon/cluster/peer_fetch.h"
 #include "daemon/staging/worker.h"
+#include "daemon/staging/worker_peer.h"
 #include "tests/unit/agent_fixture.h"
 #include "tests/unit/check_run.h"
 #include "tests/unit/testmunge.h"
@@ -856,6 +859,185 @@ START_TEST(test_worker_usage)
 }
 END_TEST
 
+/* --- the worker's pool of sessions, against a scripted server ------------ */
+
+#define POOL_FILE 5000 /* the one file "f" of the scripted version */
+
+struct script {
+	int listen;
+	const char *acts; /* per connection: C manifest then close, F serve
+			   * one file, R refuse */
+	char manifest[4096];
+	size_t manifest_len;
+	_Atomic unsigned conns;
+};
+
+/* A real manifest: the top and one file "f" of POOL_FILE bytes. */
+static void script_manifest(struct script *sc)
+{
+	struct manifest_entry top = { .path = "",
+				      .type = MANIFEST_DIR,
+				      .mode = 0755 };
+	struct manifest_entry f = { .path = "f",
+				    .path_len = 1,
+				    .type = MANIFEST_FILE,
+				    .size = POOL_FILE,
+				    .mode = 0644 };
+	struct manifest *m = manifest_create();
+	int fd = memfd_create("manifest", MFD_CLOEXEC);
+	ssize_t n;
+
+	ck_assert(m && fd >= 0);
+	ck_assert_int_eq(manifest_add(m, &top), 0);
+	ck_assert_int_eq(manifest_add(m, &f), 0);
+	ck_assert_int_eq(manifest_write(m, fd), 0);
+	n = pread(fd, sc->manifest, sizeof(sc->manifest), 0);
+	ck_assert_int_gt(n, 0);
+	sc->manifest_len = (size_t)n;
+	close(fd);
+	manifest_destroy(m);
+}
+
+static void *script_server(void *arg)
+{
+	struct script *sc = arg;
+	char buf[8192], head[128];
+	char *file = calloc(1, POOL_FILE);
+
+	for (const char *a = sc->acts; *a; a++) {
+		int fd = accept(sc->listen, NULL, NULL);
+		int n;
+
+		if (fd < 0)
+			break;
+		atomic_fetch_add(&sc->conns, 1);
+		if (read(fd, buf, sizeof(buf)) <= 0) {
+			close(fd);
+			continue;
+		}
+		if (*a == 'R') {
+			dprintf(fd, "{\"ok\":false,\"error\":\"too many fetch "
+				    "sessions\"}\n");
+			close(fd);
+			continue;
+		}
+		n = snprintf(head, sizeof(head),
+			     "{\"ok\":true,\"manifest_bytes\":%zu}\n",
+			     sc->manifest_len);
+		if (write(fd, head, (size_t)n) != n ||
+		    write(fd, sc->manifest, sc->manifest_len) !=
+			(ssize_t)sc->manifest_len ||
+		    *a == 'C') {
+			close(fd);
+			continue;
+		}
+		/* F: one file, then the client's EOF */
+		if (read(fd, buf, sizeof(buf)) > 0) {
+			n = snprintf(head, sizeof(head),
+				     "{\"ok\":true,\"size\":%d}\n", POOL_FILE);
+			if (write(fd, head, (size_t)n) == n &&
+			    write(fd, file, POOL_FILE) == POOL_FILE)
+				while (read(fd, buf, sizeof(buf)) > 0)
+					;
+		}
+		close(fd);
+	}
+	free(file);
+	return NULL;
+}
+
+static void script_start(struct script *sc, const char *acts,
+			 struct worker_peer_target *t, pthread_t *th)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+
+	memset(sc, 0, sizeof(*sc));
+	sc->acts = acts;
+	script_manifest(sc);
+	sc->listen = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(sc->listen, (struct sockaddr *)&sin, sl), 0);
+	ck_assert_int_eq(listen(sc->listen, 8), 0);
+	ck_assert_int_eq(getsockname(sc->listen, (struct sockaddr *)&sin, &sl),
+			 0);
+	memset(t, 0, sizeof(*t));
+	snprintf(t->host, sizeof(t->host), "127.0.0.1");
+	t->port = ntohs(sin.sin_port);
+	snprintf(t->tier, sizeof(t->tier), "t0");
+	snprintf(t->key, sizeof(t->key), "%s", key);
+	t->version = 1;
+	ck_assert_int_eq(pthread_create(th, NULL, script_server, sc), 0);
+}
+
+/* A session the server ended while idle: the file is tried again on a
+ * new one, and nothing falls back. */
+START_TEST(test_pool_retries_a_dead_idle_session)
+{
+	struct worker_peer_target t;
+	struct worker_peer *p = NULL;
+	struct manifest *m = NULL;
+	struct script sc;
+	char err[1024], note[1024];
+	pthread_t th;
+	int fd;
+
+	script_start(&sc, "CF", &t, &th);
+	ck_assert_msg(worker_peer_open(&t, 4, standin_encode, &p, &m, err,
+				       sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(manifest_count(m), 2);
+	usleep(50000); /* the server has hung up the first */
+	fd = scratch_file("f");
+	ck_assert_int_eq(worker_peer_fetch("f", fd, POOL_FILE, p), 0);
+	ck_assert_int_eq(size_of(fd), POOL_FILE);
+	worker_peer_summary(p, note, sizeof(note));
+	ck_assert_str_eq(note, "");
+	close(fd);
+	worker_peer_close(p);
+	manifest_destroy(m);
+	pthread_join(th, NULL);
+	close(sc.listen);
+}
+END_TEST
+
+/* A peer that refuses every new session: after WORKER_PEER_OPEN_TRIES
+ * it is given up, and later files fall back at once. */
+START_TEST(test_pool_gives_up)
+{
+	struct worker_peer_target t;
+	struct worker_peer *p = NULL;
+	struct manifest *m = NULL;
+	struct script sc;
+	char err[1024], note[1024];
+	pthread_t th;
+	int fd;
+
+	script_start(&sc, "CRRR", &t, &th);
+	ck_assert_msg(worker_peer_open(&t, 4, standin_encode, &p, &m, err,
+				       sizeof(err)) == 0,
+		      "%s", err);
+	usleep(50000);
+	for (int i = 0; i < 5; i++) {
+		fd = scratch_file("f");
+		ck_assert_int_eq(worker_peer_fetch("f", fd, POOL_FILE, p), -1);
+		close(fd);
+	}
+	ck_assert_uint_eq(sc.conns, 4); /* none after the third refusal */
+	worker_peer_summary(p, note, sizeof(note));
+	ck_assert_msg(strstr(note, "given up after 3 failures"), "%s", note);
+	ck_assert_msg(strstr(note, "too many fetch sessions"), "%s", note);
+	ck_assert_msg(strstr(note, "5 files copied from the source"), "%s",
+		      note);
+	worker_peer_close(p);
+	manifest_destroy(m);
+	pthread_join(th, NULL);
+	close(sc.listen);
+}
+END_TEST
+
 static Suite *peerfetch_suite(void)
 {
 	Suite *s = suite_create("peerfetch");
@@ -882,6 +1064,8 @@ static Suite *peerfetch_suite(void)
 	tcase_set_timeout(tw, 120);
 	tcase_add_test(tw, test_worker_fills_from_peer);
 	tcase_add_test(tw, test_worker_usage);
+	tcase_add_test(tw, test_pool_retries_a_dead_idle_session);
+	tcase_add_test(tw, test_pool_gives_up);
 	suite_add_tcase(s, tw);
 	return s;
 }
