@@ -251,9 +251,9 @@ static const char *why_read(int errnum)
 
 /* Send the session's first request and take the manifest. */
 static int open_session(struct peerfetch *pf, mauth_encode_fn encode,
-			const char *munge_socket, const char *tier,
-			const char *key, unsigned version, long long deadline,
-			char *err, size_t errlen)
+			unsigned flags, const char *munge_socket,
+			const char *tier, const char *key, unsigned version,
+			long long deadline, char *err, size_t errlen)
 {
 	char line[PF_REPLY_MAX], *req_line = NULL, what[128];
 	cJSON *req = cJSON_CreateObject(), *r = NULL;
@@ -267,7 +267,9 @@ static int open_session(struct peerfetch *pf, mauth_encode_fn encode,
 	if (!req || !cJSON_AddStringToObject(req, "op", "fetch_open") ||
 	    !cJSON_AddStringToObject(req, "tier", tier) ||
 	    !cJSON_AddStringToObject(req, "key", key) ||
-	    !cJSON_AddNumberToObject(req, "version", version)) {
+	    !cJSON_AddNumberToObject(req, "version", version) ||
+	    ((flags & PEERFETCH_NO_MANIFEST) &&
+	     !cJSON_AddFalseToObject(req, "manifest"))) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
@@ -322,12 +324,12 @@ int peerfetch_open(const char *host, unsigned port, const char *munge_socket,
 		   int timeout_ms, struct peerfetch **ret, char *err,
 		   size_t errlen)
 {
-	return peerfetch_open_by(NULL, host, port, munge_socket, tier, key,
+	return peerfetch_open_by(NULL, 0, host, port, munge_socket, tier, key,
 				 version, timeout_ms, ret, err, errlen);
 }
 
-int peerfetch_open_by(mauth_encode_fn encode, const char *host, unsigned port,
-		      const char *munge_socket, const char *tier,
+int peerfetch_open_by(mauth_encode_fn encode, unsigned flags, const char *host,
+		      unsigned port, const char *munge_socket, const char *tier,
 		      const char *key, unsigned version, int timeout_ms,
 		      struct peerfetch **ret, char *err, size_t errlen)
 {
@@ -352,8 +354,8 @@ int peerfetch_open_by(mauth_encode_fn encode, const char *host, unsigned port,
 		snprintf(err, errlen, "node %s", cerr);
 		goto fail;
 	}
-	if (open_session(pf, encode, munge_socket, tier, key, version, deadline,
-			 err, errlen) < 0)
+	if (open_session(pf, encode, flags, munge_socket, tier, key, version,
+			 deadline, err, errlen) < 0)
 		goto fail;
 	pf->usable = true;
 	*ret = pf;

@@ -8,10 +8,14 @@
  *
  *   client -> {"cred":"MUNGE:..."}           a peernet request
  *             (common/net/peernet.h) whose JSON is
- *             {"op":"fetch_open","tier":T,"key":K,"version":N}; the
- *             credential is the worker's own, i.e. the job's user
+ *             {"op":"fetch_open","tier":T,"key":K,"version":N} and
+ *             optionally "manifest":false; the credential is the
+ *             worker's own, i.e. the job's user
  *   server -> {"ok":true,"manifest_bytes":M}\n then M bytes: the
- *             version's manifest as manifest_write wrote it
+ *             version's manifest as manifest_write wrote it (M is 0
+ *             with "manifest":false: the client's other sessions do
+ *             not need it again; a manifest of a million files is tens
+ *             of MB)
  *             or {"ok":false,"error":"..."}\n and the connection closes
  *   then any number of
  *   client -> {"path":"REL","size":S}\n      a regular file of the version,
@@ -69,10 +73,18 @@ int peerfetch_open(const char *host, unsigned port, const char *munge_socket,
 		   int timeout_ms, struct peerfetch **ret, char *err,
 		   size_t errlen);
 
-/* The same with ENCODE in place of mauth_encode (NULL: mauth_encode):
- * the unit tests' stand-in for munged (tests/unit/check_peerfetch.c). */
-int peerfetch_open_by(mauth_encode_fn encode, const char *host, unsigned port,
-		      const char *munge_socket, const char *tier,
+/* peerfetch_open_by's FLAGS. */
+enum peerfetch_flags {
+	/* Do not send the manifest (the caller has it from another
+	 * session): peerfetch_manifest is then empty. */
+	PEERFETCH_NO_MANIFEST = 1 << 0,
+};
+
+/* The same with ENCODE in place of mauth_encode (NULL: mauth_encode),
+ * the unit tests' stand-in for munged (tests/unit/check_peerfetch.c),
+ * and FLAGS (enum peerfetch_flags, 0: none). */
+int peerfetch_open_by(mauth_encode_fn encode, unsigned flags, const char *host,
+		      unsigned port, const char *munge_socket, const char *tier,
 		      const char *key, unsigned version, int timeout_ms,
 		      struct peerfetch **ret, char *err, size_t errlen);
 

@@ -59,6 +59,7 @@ struct session {
 	char in[PEERFETCH_LINE_MAX + 1]; /* request bytes [0, inlen) */
 	size_t inlen;
 	uint64_t files, bytes;
+	bool manifest; /* send it ("manifest":false: the client has it) */
 };
 
 struct peer_fetch *peer_fetch_create(struct agent *a)
@@ -322,10 +323,10 @@ static void run_session(struct session *s)
 		return;
 	n = snprintf(head, sizeof(head),
 		     "{\"ok\":true,\"manifest_bytes\":%" PRIu64 "}\n",
-		     s->served.manifest_size);
+		     s->manifest ? s->served.manifest_size : 0);
 	if (send_all(s, head, (size_t)n) < 0 ||
-	    send_file(s, s->served.manifest_fd, s->served.manifest_size,
-		      false) < 0)
+	    (s->manifest && send_file(s, s->served.manifest_fd,
+				      s->served.manifest_size, false) < 0))
 		return;
 	for (;;) {
 		size_t used = 0;
@@ -388,6 +389,8 @@ cJSON *peer_fetch_serve(struct peer_fetch *f, int fd,
 		goto out;
 	}
 	version = req_version(req);
+	s->manifest = !cJSON_IsFalse(
+	    cJSON_GetObjectItemCaseSensitive(req, "manifest"));
 	if (!f->agent->cache) {
 		reply = refuse(f, s->who, "this node has no cache");
 		goto out;

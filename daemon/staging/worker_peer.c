@@ -102,13 +102,14 @@ int worker_peer_parse(const char *hostport, const char *entry,
 	return 0;
 }
 
-static int open_one(struct worker_peer *p, struct peerfetch **ret, char *err,
-		    size_t errlen)
+/* A session; with the manifest only for the first (FIRST). */
+static int open_one(struct worker_peer *p, bool first, struct peerfetch **ret,
+		    char *err, size_t errlen)
 {
-	return peerfetch_open_by(p->encode, p->t.host, p->t.port,
-				 p->t.munge_socket, p->t.tier, p->t.key,
-				 p->t.version, WORKER_PEER_OPEN_MS, ret, err,
-				 errlen);
+	return peerfetch_open_by(p->encode, first ? 0 : PEERFETCH_NO_MANIFEST,
+				 p->t.host, p->t.port, p->t.munge_socket,
+				 p->t.tier, p->t.key, p->t.version,
+				 WORKER_PEER_OPEN_MS, ret, err, errlen);
 }
 
 int worker_peer_open(const struct worker_peer_target *t, unsigned max_sessions,
@@ -133,7 +134,7 @@ int worker_peer_open(const struct worker_peer_target *t, unsigned max_sessions,
 	p->cap = max_sessions ? max_sessions : 1;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cond, NULL);
-	if (open_one(p, &pf, err, errlen) < 0)
+	if (open_one(p, true, &pf, err, errlen) < 0)
 		goto fail;
 	data = peerfetch_manifest(pf, &len);
 	if (manifest_parse(data, len, &m, merr, sizeof(merr)) < 0) {
@@ -175,7 +176,7 @@ static struct peerfetch *take(struct worker_peer *p)
 		if (p->open < p->cap) {
 			p->open++;
 			pthread_mutex_unlock(&p->mu);
-			if (open_one(p, &pf, err, sizeof(err)) == 0) {
+			if (open_one(p, false, &pf, err, sizeof(err)) == 0) {
 				pthread_mutex_lock(&p->mu);
 				p->failures = 0;
 				break;

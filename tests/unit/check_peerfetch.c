@@ -264,8 +264,8 @@ static void teardown(void)
 static int open_session(const char *tier, const char *k, unsigned v,
 			struct peerfetch **ret, char *err, size_t errlen)
 {
-	return peerfetch_open_by(standin_encode, "127.0.0.1", port, NULL, tier,
-				 k, v, 5000, ret, err, errlen);
+	return peerfetch_open_by(standin_encode, 0, "127.0.0.1", port, NULL,
+				 tier, k, v, 5000, ret, err, errlen);
 }
 
 static struct peerfetch *must_open(void)
@@ -387,6 +387,25 @@ START_TEST(test_session_fetches_files)
 	ck_assert_uint_eq(peerfetch_bytes(pf), want);
 	peerfetch_close(pf);
 	manifest_destroy(m);
+	/* another session of the same worker: no manifest again */
+	ck_assert_msg(peerfetch_open_by(standin_encode, PEERFETCH_NO_MANIFEST,
+					"127.0.0.1", port, NULL, "t0", key,
+					version, 5000, &pf, err,
+					sizeof(err)) == 0,
+		      "%s", err);
+	peerfetch_manifest(pf, &mlen);
+	ck_assert_uint_eq(mlen, 0);
+	{
+		int fd = scratch_file("out");
+
+		ck_assert_msg(peerfetch_file(pf, "a.txt", fd, 1000, 5000, err,
+					     sizeof(err)) == 0,
+			      "%s", err);
+		ck_assert(same_as_src(fd, "a.txt"));
+		want += 1000;
+		close(fd);
+	}
+	peerfetch_close(pf);
 	/* the node counts what it sent (the session is over once it saw
 	 * our EOF) */
 	for (int i = 0; i < 100; i++) {
@@ -396,8 +415,8 @@ START_TEST(test_session_fetches_files)
 		usleep(20000);
 	}
 	ck_assert_uint_eq(c.active, 0);
-	ck_assert_uint_eq(c.sessions, 1);
-	ck_assert_uint_eq(c.files, 4);
+	ck_assert_uint_eq(c.sessions, 2);
+	ck_assert_uint_eq(c.files, 5);
 	ck_assert_uint_eq(c.bytes, want);
 }
 END_TEST
@@ -563,7 +582,7 @@ START_TEST(test_broken_mid_file)
 	ck_assert_int_eq(getsockname(fake_listen, (struct sockaddr *)&sin, &sl),
 			 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, fake_server, NULL), 0);
-	ck_assert_msg(peerfetch_open_by(standin_encode, "127.0.0.1",
+	ck_assert_msg(peerfetch_open_by(standin_encode, 0, "127.0.0.1",
 					ntohs(sin.sin_port), NULL, "t0", key, 1,
 					5000, &pf, err, sizeof(err)) == 0,
 		      "%s", err);
@@ -616,7 +635,7 @@ START_TEST(test_server_size_mismatch)
 			sleep(1);
 		_exit(0);
 	}
-	ck_assert_msg(peerfetch_open_by(standin_encode, "127.0.0.1",
+	ck_assert_msg(peerfetch_open_by(standin_encode, 0, "127.0.0.1",
 					ntohs(sin.sin_port), NULL, "t0", key, 1,
 					5000, &pf, err, sizeof(err)) == 0,
 		      "%s", err);
