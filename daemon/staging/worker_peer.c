@@ -183,6 +183,14 @@ static struct peerfetch *take(struct worker_peer *p)
 			}
 			pthread_mutex_lock(&p->mu);
 			p->open--;
+			pthread_cond_broadcast(&p->cond);
+			if (p->open > 0) {
+				/* Refused while others are open (or being
+				 * opened): the server's PeerFetchSessions.
+				 * Make do with those: wait for one. */
+				p->cap = p->open;
+				continue;
+			}
 			note_error(p, err);
 			if (++p->failures >= WORKER_PEER_OPEN_TRIES) {
 				/* Every later fetch: from the source, at
@@ -190,11 +198,6 @@ static struct peerfetch *take(struct worker_peer *p)
 				p->gone = true;
 				snprintf(p->gone_err, sizeof(p->gone_err), "%s",
 					 err);
-				pthread_cond_broadcast(&p->cond);
-			} else if (p->open > 0) {
-				/* Refused while others are open: the
-				 * server's bound. Make do with those. */
-				p->cap = p->open;
 			}
 			break;
 		}
@@ -217,7 +220,9 @@ static void give_back(struct worker_peer *p, struct peerfetch *pf)
 		p->idle[p->nidle++] = pf;
 	else
 		p->open--;
-	pthread_cond_signal(&p->cond);
+	/* a waiter takes the idle one, or opens one in its place (cap is
+	 * never 0: it is lowered only to a count of open sessions) */
+	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->mu);
 }
 

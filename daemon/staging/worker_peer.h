@@ -7,7 +7,8 @@
  * through worker_peer_fetch (the engine's `fetch`), which draws on a pool
  * of sessions: at most one per copy thread, opened when a thread first
  * needs one, a broken one closed and replaced. A session the server
- * refuses (PeerFetchSessions) caps the pool at the sessions it has;
+ * refuses while others are open (PeerFetchSessions) caps the pool at the
+ * sessions it has, and the thread waits for one of them;
  * after WORKER_PEER_OPEN_TRIES failures to open in a row the peer is
  * gone, and every later fetch returns -1 at once: the engine copies
  * those files from SRC instead. Nothing here writes on stdout; the

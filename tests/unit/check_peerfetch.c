@@ -1057,6 +1057,62 @@ START_TEST(test_pool_gives_up)
 }
 END_TEST
 
+/* Six copy threads, a node serving two sessions: the pool makes do
+ * with the two, and nothing falls back. */
+struct puller {
+	struct worker_peer *p;
+	int n;
+	int failed;
+};
+
+static void *pull(void *arg)
+{
+	struct puller *u = arg;
+	char name[32];
+
+	for (int i = 0; i < 5; i++) {
+		int fd;
+
+		snprintf(name, sizeof(name), "out.%d.%d", u->n, i);
+		fd = scratch_file(name);
+		if (worker_peer_fetch("sub/b.txt", fd, 5000, u->p) < 0 ||
+		    !same_as_src(fd, "sub/b.txt"))
+			u->failed++;
+		close(fd);
+	}
+	return NULL;
+}
+
+START_TEST(test_pool_within_server_bound)
+{
+	struct worker_peer_target t = { .port = port, .version = version };
+	struct puller u[6];
+	pthread_t th[6];
+	struct worker_peer *p = NULL;
+	struct manifest *m = NULL;
+	char err[1024], note[1024];
+
+	snprintf(t.host, sizeof(t.host), "127.0.0.1");
+	snprintf(t.tier, sizeof(t.tier), "t0");
+	snprintf(t.key, sizeof(t.key), "%s", key);
+	ck_assert_msg(worker_peer_open(&t, 6, standin_encode, &p, &m, err,
+				       sizeof(err)) == 0,
+		      "%s", err);
+	for (int i = 0; i < 6; i++) {
+		u[i] = (struct puller){ p, i, 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, pull, &u[i]), 0);
+	}
+	for (int i = 0; i < 6; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(u[i].failed, 0);
+	}
+	worker_peer_summary(p, note, sizeof(note));
+	ck_assert_str_eq(note, "");
+	worker_peer_close(p);
+	manifest_destroy(m);
+}
+END_TEST
+
 static Suite *peerfetch_suite(void)
 {
 	Suite *s = suite_create("peerfetch");
@@ -1078,6 +1134,7 @@ static Suite *peerfetch_suite(void)
 	tcase_add_checked_fixture(tb, setup_two_sessions, teardown);
 	tcase_set_timeout(tb, 60);
 	tcase_add_test(tb, test_sessions_bounded);
+	tcase_add_test(tb, test_pool_within_server_bound);
 	suite_add_tcase(s, tb);
 	tcase_add_checked_fixture(tw, setup, teardown);
 	tcase_set_timeout(tw, 120);
