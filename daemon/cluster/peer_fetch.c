@@ -359,10 +359,17 @@ static unsigned req_version(const cJSON *req)
 	return (unsigned)v->valuedouble;
 }
 
-static cJSON *refuse(struct peer_fetch *f, const char *who, const char *why)
+/* The refusal of a session: a warning, but for the bound (BUSY), which
+ * a worker with more copy threads than PeerFetchSessions meets in the
+ * ordinary course (it then makes do with the sessions it has). */
+static cJSON *refuse(struct peer_fetch *f, const char *who, const char *why,
+		     bool busy)
 {
 	atomic_fetch_add(&f->refused, 1);
-	log_warningx("%s: fetch_open refused: %s", who, why);
+	if (busy)
+		log_info("%s: fetch_open refused: %s", who, why);
+	else
+		log_warningx("%s: fetch_open refused: %s", who, why);
 	return proto_reply_error("%s", why);
 }
 
@@ -385,18 +392,18 @@ cJSON *peer_fetch_serve(struct peer_fetch *f, int fd,
 		 (unsigned)peer->uid);
 	if (proto_get_string(req, "tier", &tier, err, sizeof(err)) < 0 ||
 	    proto_get_string(req, "key", &key, err, sizeof(err)) < 0) {
-		reply = refuse(f, s->who, err);
+		reply = refuse(f, s->who, err, false);
 		goto out;
 	}
 	version = req_version(req);
 	s->manifest = !cJSON_IsFalse(
 	    cJSON_GetObjectItemCaseSensitive(req, "manifest"));
 	if (!f->agent->cache) {
-		reply = refuse(f, s->who, "this node has no cache");
+		reply = refuse(f, s->who, "this node has no cache", false);
 		goto out;
 	}
 	if (atomic_load(&f->stop)) {
-		reply = refuse(f, s->who, "iostaged is stopping");
+		reply = refuse(f, s->who, "iostaged is stopping", true);
 		goto out;
 	}
 	/* Taken before anything is opened: the bound is on sessions. */
@@ -407,13 +414,13 @@ cJSON *peer_fetch_serve(struct peer_fetch *f, int fd,
 			 "too many fetch sessions on node %s "
 			 "(PeerFetchSessions=%u)",
 			 f->agent->conf->node_name, f->max);
-		reply = refuse(f, s->who, err);
+		reply = refuse(f, s->who, err, true);
 		goto out;
 	}
 	if (cache_open_served(f->agent->cache, tier, key, version, peer->uid,
 			      &s->served, err, sizeof(err)) < 0) {
 		atomic_fetch_sub(&f->active, 1);
-		reply = refuse(f, s->who, err);
+		reply = refuse(f, s->who, err, false);
 		goto out;
 	}
 	atomic_fetch_add(&f->sessions, 1);
