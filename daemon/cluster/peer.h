@@ -11,9 +11,10 @@
  * A refused request gets one log line and a one-line error reply.
  *
  * The listener is common/net/peerserve.h's: one thread; each accepted
- * connection gets a short-lived thread (at most PEER_CONN_MAX at once)
- * that reads one request within PEER_READ_MS, answers it and ends. The
- * ops are daemon/cluster/peer_ops.c's.
+ * connection gets a short-lived thread (at most PEER_CONN_MAX at once,
+ * plus PeerFetchSessions for the sessions, which hold theirs) that reads
+ * one request within PEER_READ_MS, answers it and ends. The ops are
+ * daemon/cluster/peer_ops.c's, fetch sessions peer_fetch.c's.
  */
 #ifndef IOSTAGE_DAEMON_PEER_H
 #define IOSTAGE_DAEMON_PEER_H
