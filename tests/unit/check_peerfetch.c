@@ -102,6 +102,27 @@ START_TEST(test_session_fetches_files)
 }
 END_TEST
 
+/* A public entry is served to any user. */
+START_TEST(test_public_entry_served_to_all)
+{
+	char pkey[CACHE_KEY_LEN + 1], err[1024];
+	struct peerfetch *pf = NULL;
+	unsigned v = build_version_of(true, pkey);
+	int fd;
+
+	cred_uid = geteuid() ? geteuid() + 1 : 1000;
+	ck_assert_msg(open_session("t0", pkey, v, &pf, err, sizeof(err)) == 0,
+		      "%s", err);
+	fd = scratch_file("out");
+	ck_assert_msg(peerfetch_file(pf, "sub/b.txt", fd, 5000, 5000, err,
+				     sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert(same_as_src(fd, "sub/b.txt"));
+	close(fd);
+	peerfetch_close(pf);
+}
+END_TEST
+
 /* Opens refused: the whole session is. */
 START_TEST(test_open_refused)
 {
@@ -425,6 +446,7 @@ static Suite *peerfetch_suite(void)
 	tcase_add_test(tc, test_session_fetches_files);
 	tcase_add_test(tc, test_open_refused);
 	tcase_add_test(tc, test_other_user_refused);
+	tcase_add_test(tc, test_public_entry_served_to_all);
 	tcase_add_test(tc, test_file_refused);
 	tcase_add_test(tc, test_broken_mid_file);
 	tcase_add_test(tc, test_server_size_mismatch);

@@ -140,11 +140,15 @@ static inline void make_src(void)
 	put_file("sub/b.txt", 5000, 4);
 }
 
-/* Build and publish the next version of SRC on tier 0 as the stager and
- * its worker would: the real copy engine into the build directory. */
-static inline unsigned build_version(void)
+/* Build and publish the next version of SRC's entry on tier 0 (this
+ * uid's, or with PUBLIC the public one: its data then the cache owner's,
+ * no write bits) as the stager and its worker would: the real copy
+ * engine into the build directory. Its key into K. */
+static inline unsigned build_version_of(bool public, char *k)
 {
-	struct copyengine_opts o = { .private_top = true, .read_only = true };
+	struct copyengine_opts o = { .private_top = !public,
+				     .read_only = true,
+				     .public_only = public };
 	const struct copyengine_totals *t;
 	char err[CONF_ERR_MAX];
 	struct cache_version cur;
@@ -156,12 +160,15 @@ static inline unsigned build_version(void)
 	unsigned next;
 	int bfd;
 
-	cache_key(geteuid(), src, key);
-	ck_assert_int_eq(cache_lock_acquire(g.a.cache, 0, key, NULL, NULL, &lk,
+	if (public)
+		cache_key_public(src, k);
+	else
+		cache_key(geteuid(), src, k);
+	ck_assert_int_eq(cache_lock_acquire(g.a.cache, 0, k, NULL, NULL, &lk,
 					    err, sizeof(err)),
 			 0);
-	cache_current(g.a.cache, 0, key, &cur, &next);
-	ck_assert_msg(cache_build_begin(g.a.cache, 0, key, next, geteuid(),
+	cache_current(g.a.cache, 0, k, &cur, &next);
+	ck_assert_msg(cache_build_begin(g.a.cache, 0, k, next, geteuid(),
 					getegid(), &b, err, sizeof(err)) == 0,
 		      "cache_build_begin: %s", err);
 	ck_assert_msg(copyengine_walk(src, &o, &ce, err, sizeof(err)) == 0,
@@ -177,8 +184,10 @@ static inline unsigned build_version(void)
 	manifest_destroy(m);
 	t = copyengine_totals(ce);
 	meta = (struct cache_meta){ .src = src,
-				    .uid = geteuid(),
-				    .user = "tester",
+				    .uid = public ? 0 : geteuid(),
+				    .user = public ? CACHE_PUBLIC_USER
+						   : "tester",
+				    .public = public,
 				    .bytes = t->total_bytes,
 				    .files = t->total_files,
 				    .verify = PROFILE_VERIFY_STAT,
@@ -188,6 +197,12 @@ static inline unsigned build_version(void)
 		      "cache_build_publish: %s", err);
 	cache_lock_release(lk);
 	return b.version;
+}
+
+/* The user's version of SRC, its key in KEY. */
+static inline unsigned build_version(void)
+{
+	return build_version_of(false, key);
 }
 
 static inline cJSON *serve(int fd, void *arg)
