@@ -34,12 +34,15 @@
  * The first request is read to its '\n' and no further
  * (peernet_read_line_exact), so the session's lines that follow are
  * never lost with it. Sessions over the server's PeerFetchSessions get
- * the usual one-line refusal at fetch_open: the client copies from the
- * source instead (daemon/staging/worker_peer.c).
+ * the usual one-line refusal at fetch_open: the stage worker makes do
+ * with the sessions it has, or copies from the source
+ * (daemon/staging/worker_peer.c).
  *
  * The server serves only a published version (K.vN, root's, read-only:
  * never a .build. directory, never one being evicted) of an entry whose
- * owner is the credential's uid, or a public entry; files are opened
+ * owner is the credential's uid, or a public entry (root: any), on a
+ * tier of its own (not Shared=yes); another user's entry is answered
+ * like a missing one (daemon/staging/cache_serve.c). Files are opened
  * beneath the version's data with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
  * and must be regular files. Sessions served at once and the bytes per
  * second they send are bounded by the server's configuration.
