@@ -11,6 +11,8 @@
 #include "common/net/proto.h"
 #include "daemon/agent.h"
 #include "daemon/cluster/forward.h"
+#include "daemon/cluster/peer.h"
+#include "daemon/cluster/peer_fetch.h"
 #include "daemon/jobs.h"
 #include "daemon/ops.h"
 #include "daemon/server.h"
@@ -30,6 +32,23 @@ static cJSON *op_ping(struct agent *a, const struct ops_caller *c,
 		cJSON_AddNumberToObject(r, "pid", getpid());
 	}
 	return r;
+}
+
+/* What fetch sessions took from this node's cache (sent to other
+ * nodes' stage workers). */
+static void add_peer_fetch(cJSON *d, const struct agent *a)
+{
+	struct peer_fetch_counts c;
+	cJSON *o = cJSON_AddObjectToObject(d, "peer_fetch");
+
+	if (!o)
+		return;
+	peer_fetch_counts(peer_fetcher(a->peer), &c);
+	cJSON_AddNumberToObject(o, "active", c.active);
+	cJSON_AddNumberToObject(o, "sessions", (double)c.sessions);
+	cJSON_AddNumberToObject(o, "refused", (double)c.refused);
+	cJSON_AddNumberToObject(o, "served_files", (double)c.files);
+	cJSON_AddNumberToObject(o, "served_bytes", (double)c.bytes);
 }
 
 static cJSON *op_status(struct agent *a, const struct ops_caller *c,
@@ -57,6 +76,7 @@ static cJSON *op_status(struct agent *a, const struct ops_caller *c,
 			cJSON_AddNumberToObject(d, "outbox",
 						(double)forward_pending(
 						    a->forward));
+		add_peer_fetch(d, a);
 	}
 	jobs_tier_counts(a->jobs, counts);
 	tiers = cJSON_AddArrayToObject(r, "tiers");

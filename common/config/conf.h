@@ -117,6 +117,10 @@ struct conf {
 	unsigned peer_port;                /* TCP port, 0 = no peer channel */
 	char peer_listen[CONF_LISTEN_MAX]; /* address to listen on, "" = all */
 	unsigned peer_parts_timeout; /* seconds the head waits for parts */
+	/* Cache versions served to other nodes' stage workers
+	 * (daemon/cluster/peer_fetch.c). */
+	unsigned peer_fetch_sessions; /* sessions at once, 0 = none */
+	uint64_t peer_fetch_rate;     /* bytes/s all of them, 0 = no cap */
 	char munge_socket[CONF_SOCKET_MAX]; /* munged's socket, "" = default */
 	/* Public datasets shared across users (docs/STAGING.md). */
 	bool public_datasets;            /* PublicDatasets=yes */

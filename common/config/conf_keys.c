@@ -383,6 +383,23 @@ const struct conf_key conf_keys[] = {
 	  .scope = NODE,
 	  .help = "How long a multi-node job's head waits for the other "
 		  "nodes' parts" },
+	{ .name = "PeerFetchSessions",
+	  .type = CONF_T_UINT,
+	  CONF_FIELD(peer_fetch_sessions),
+	  .def = "8",
+	  .min = 0,
+	  .max = 256,
+	  .scope = NODE,
+	  .help = "Fetch sessions other nodes' stage workers may hold here at "
+		  "once (0: none)" },
+	{ .name = "PeerFetchRate",
+	  .type = CONF_T_BANDWIDTH,
+	  CONF_FIELD(peer_fetch_rate),
+	  .def = "0",
+	  .flags = CONF_F_OFF,
+	  .scope = NODE,
+	  .help = "The bytes per second all fetch sessions served here send "
+		  "together (0: no cap)" },
 	{ .name = "MungeSocket",
 	  .type = CONF_T_PATH,
 	  CONF_FIELD(munge_socket),

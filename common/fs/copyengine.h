@@ -71,6 +71,17 @@ struct copyengine_opts {
 	 * (linkat) instead of copied; one that cannot be linked is copied.
 	 * NULL: copy everything. */
 	const char *previous_path;
+	/* Or: files equal in PREVIOUS are fetched through FETCH (another
+	 * node's copy, common/net/peerfetch.h) instead of read from SRC;
+	 * previous_path must then be NULL. Called from any copy thread with
+	 * the file's path relative to SRC ("" when SRC is one file), an fd
+	 * of the new empty file open for writing, and the size PREVIOUS
+	 * gives; returns 0 once exactly SIZE bytes are written, or -1 to
+	 * have the file copied from SRC instead (the partial one is removed
+	 * first; FETCH keeps its reason to itself). NULL: no fetching. */
+	int (*fetch)(const char *rel, int dst_fd, uint64_t size,
+		     void *fetch_arg);
+	void *fetch_arg;
 	/* Only compare with PREVIOUS and count: nothing is kept per entry
 	 * (a fast cache-hit check); copyengine_copy and
 	 * copyengine_manifest then refuse (EINVAL). */
@@ -134,6 +145,8 @@ struct copyengine_result {
 	uint64_t bytes;  /* regular-file bytes placed: copied or linked */
 	uint64_t files;  /* regular files placed */
 	uint64_t linked; /* files hard-linked from previous_path */
+	uint64_t fetched, fetched_bytes; /* files and bytes FETCH placed */
+	uint64_t fetch_fallbacks; /* files FETCH refused: copied from SRC */
 };
 
 struct copyengine;

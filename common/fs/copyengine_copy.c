@@ -289,6 +289,34 @@ static int link_previous(struct copyengine *ce, const struct ce_item *it)
 	return 0;
 }
 
+/* Fetch IT through o.fetch (another node's copy). 0, or -1 when it
+ * cannot be (the partial file removed; then it is copied from the
+ * source). A write error on our side fails the copy as any would. */
+static int fetch_previous(struct copyengine *ce, const struct ce_item *it)
+{
+	int out = dst_create(ce, it);
+
+	if (out < 0)
+		return 1; /* failed: the copy's error is recorded */
+	if (ce->o.fetch(it->path_len ? it->path : "", out, it->size,
+			ce->o.fetch_arg) == 0) {
+		if (finish_file(ce, it, out) < 0)
+			return 1;
+		atomic_fetch_add(&ce->bytes, it->size);
+		atomic_fetch_add(&ce->fetched, 1);
+		atomic_fetch_add(&ce->fetched_bytes, it->size);
+		return 0;
+	}
+	close(out);
+	if ((it->path_len ? unlinkat(ce->dst_root, it->path, 0)
+			  : unlinkat(ce->dst_dirfd, ce->dst_name, 0)) < 0) {
+		copyengine_fail_write(ce, it->path, errno);
+		return 1;
+	}
+	atomic_fetch_add(&ce->fetch_fallbacks, 1);
+	return -1;
+}
+
 static int make_symlink(struct copyengine *ce, const struct ce_item *it)
 {
 	struct timespec times[2] = { copyengine_ns_ts(it->atime_ns),
@@ -324,7 +352,8 @@ static void *copy_main(void *arg)
 			make_symlink(ce, it);
 			break;
 		case CE_T_LINK:
-			if (link_previous(ce, it) == 0)
+			if (ce->o.fetch ? fetch_previous(ce, it) >= 0
+					: link_previous(ce, it) == 0)
 				break;
 			/* fall through - copy what cannot be linked */
 		case CE_T_WHOLE:
@@ -354,7 +383,7 @@ static int cmp_task_inode(const void *a, const void *b, void *arg)
 static int plan_tasks(struct copyengine *ce)
 {
 	size_t ntasks = 0, nbig = 0, k = 0, whole_start;
-	bool linking = ce->o.previous_path != NULL;
+	bool linking = ce->o.previous_path != NULL || ce->o.fetch != NULL;
 
 	for (size_t i = 0; i < ce->n; i++) {
 		struct ce_item *it = &ce->items[i];
@@ -567,6 +596,9 @@ int copyengine_copy(struct copyengine *ce, int dst_dirfd, const char *dst_name,
 		ret->bytes = atomic_load(&ce->bytes);
 		ret->files = atomic_load(&ce->files);
 		ret->linked = atomic_load(&ce->linked);
+		ret->fetched = atomic_load(&ce->fetched);
+		ret->fetched_bytes = atomic_load(&ce->fetched_bytes);
+		ret->fetch_fallbacks = atomic_load(&ce->fetch_fallbacks);
 	}
 	r = 0;
 out:

@@ -156,6 +156,7 @@ struct copyengine {
 	struct ce_big *big;
 	size_t nbig;
 	atomic_uint_fast64_t bytes, files, linked;
+	atomic_uint_fast64_t fetched, fetched_bytes, fetch_fallbacks;
 	atomic_bool cfr_off;
 	atomic_bool top_made; /* DST_NAME exists because of us */
 	mode_t umask;         /* the process's, read before copying */

@@ -49,6 +49,12 @@ typedef enum mauth_status (*mauth_decode_fn)(
     const char *socket, const char *cred, char **ret_payload, size_t *ret_len,
     uid_t *ret_uid, gid_t *ret_gid, char *err, size_t errlen);
 
+/* An encoder with mauth_encode's contract, for a client that is given
+ * one (common/net/peerfetch.h's peerfetch_open_by: mauth_encode in the
+ * stage worker, a stand-in in the unit tests, where no munged runs). */
+typedef char *(*mauth_encode_fn)(const char *socket, const void *payload,
+				 size_t len, char *err, size_t errlen);
+
 /* "replayed", "expired", ... for log lines. */
 const char *mauth_status_name(enum mauth_status status);
 

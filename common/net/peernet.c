@@ -334,35 +334,95 @@ fail:
 	return NULL;
 }
 
-char *peernet_request_line(const char *munge_socket, const cJSON *req,
-			   char *err, size_t errlen)
+char *peernet_read_line_exact(int fd, int timeout_ms)
 {
-	char *text = jsonbuf_dup(req), *line;
+	long long deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
 
-	if (!text) {
-		snprintf(err, errlen, "out of memory");
+	if (!buf) {
+		errno = ENOMEM;
 		return NULL;
 	}
-	line = peernet_request_line_text(munge_socket, text, strlen(text), err,
-					 errlen);
-	free(text);
-	return line;
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+		char *nl;
+		int p;
+
+		if (len + 1 >= cap) {
+			char *b;
+
+			if (cap >= PEERNET_LINE_MAX + 1) {
+				errno = EMSGSIZE;
+				goto fail;
+			}
+			cap = cap * 4 > PEERNET_LINE_MAX + 1
+				  ? PEERNET_LINE_MAX + 1
+				  : cap * 4;
+			b = realloc(buf, cap);
+			if (!b) {
+				errno = ENOMEM;
+				goto fail;
+			}
+			buf = b;
+		}
+		p = poll(&pfd, 1, left_ms(deadline));
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p <= 0) {
+			if (p == 0)
+				errno = ETIMEDOUT;
+			goto fail;
+		}
+		/* Look first, then take only up to the '\n'. */
+		n = recv(fd, buf + len, cap - 1 - len, MSG_PEEK | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			goto fail;
+		}
+		if (n == 0) {
+			errno = len ? EPROTO : ENODATA;
+			goto fail;
+		}
+		nl = memchr(buf + len, '\n', (size_t)n);
+		if (nl)
+			n = nl - (buf + len) + 1;
+		n = recv(fd, buf + len, (size_t)n, MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			goto fail;
+		}
+		len += (size_t)n;
+		if (len && buf[len - 1] == '\n') {
+			buf[len - 1] = '\0';
+			return buf;
+		}
+	}
+fail:
+	free(buf);
+	return NULL;
 }
 
-char *peernet_request_line_text(const char *munge_socket, const char *text,
-				size_t len, char *err, size_t errlen)
+static char *request_line_text(mauth_encode_fn encode, const char *munge_socket,
+			       const char *text, size_t len, char *err,
+			       size_t errlen)
 {
 	char digest[DIGEST_TEXT_LEN + 1], *cred, *line = NULL;
 	int r;
 
+	if (!encode)
+		encode = mauth_encode;
 	if (len <= PEERNET_INLINE_MAX) {
-		cred = mauth_encode(munge_socket, text, len, err, errlen);
+		cred = encode(munge_socket, text, len, err, errlen);
 	} else if (body_digest(text, len, digest) < 0) {
 		snprintf(err, errlen, "cannot hash the request (OpenSSL)");
 		cred = NULL;
 	} else {
-		cred = mauth_encode(munge_socket, digest, DIGEST_TEXT_LEN, err,
-				    errlen);
+		cred = encode(munge_socket, digest, DIGEST_TEXT_LEN, err,
+			      errlen);
 	}
 	if (!cred)
 		return NULL;
@@ -379,6 +439,33 @@ char *peernet_request_line_text(const char *munge_socket, const char *text,
 	}
 	free(cred);
 	return line;
+}
+
+char *peernet_request_line(const char *munge_socket, const cJSON *req,
+			   char *err, size_t errlen)
+{
+	return peernet_request_line_by(NULL, munge_socket, req, err, errlen);
+}
+
+char *peernet_request_line_by(mauth_encode_fn encode, const char *munge_socket,
+			      const cJSON *req, char *err, size_t errlen)
+{
+	char *text = jsonbuf_dup(req), *line;
+
+	if (!text) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	line = request_line_text(encode, munge_socket, text, strlen(text), err,
+				 errlen);
+	free(text);
+	return line;
+}
+
+char *peernet_request_line_text(const char *munge_socket, const char *text,
+				size_t len, char *err, size_t errlen)
+{
+	return request_line_text(NULL, munge_socket, text, len, err, errlen);
 }
 
 cJSON *peernet_call(const char *host, unsigned port, const char *munge_socket,

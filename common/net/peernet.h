@@ -66,6 +66,11 @@ int peernet_send(int fd, const cJSON *msg, int timeout_ms);
  * before any byte is set as ENODATA). */
 char *peernet_read_line(int fd, int timeout_ms);
 
+/* Read one line as peernet_read_line does, but not a byte past its '\n'
+ * (it peeks first): what follows stays in the socket for whoever reads
+ * next (a session, common/net/peerfetch.h). FD must be a socket. */
+char *peernet_read_line_exact(int fd, int timeout_ms);
+
 /* Client: one request REQ (an object with "op") to HOST:PORT inside a
  * credential from munged at MUNGE_SOCKET (NULL: default), and its reply,
  * all within TIMEOUT_MS. Returns the reply object (caller deletes; check
@@ -117,6 +122,12 @@ const char *peernet_read_error(int errnum);
  * it): {"cred":"..."}, caller frees; NULL with err. */
 char *peernet_request_line(const char *munge_socket, const cJSON *req,
 			   char *err, size_t errlen);
+
+/* The same with ENCODE in place of mauth_encode (NULL: mauth_encode),
+ * for a client given its encoder (common/net/peerfetch.h; a unit test's
+ * stand-in for munged). */
+char *peernet_request_line_by(mauth_encode_fn encode, const char *munge_socket,
+			      const cJSON *req, char *err, size_t errlen);
 
 /* The same for a request already printed: TEXT (LEN bytes of one JSON
  * object; a bench prints its requests without building trees). */

@@ -19,6 +19,8 @@
 #include "common/net/peernet.h"
 #include "common/net/proto.h"
 
+cJSON peerserve_taken;
+
 struct conn {
 	struct peerserve *s;
 	int fd;
@@ -56,10 +58,16 @@ void peerserve_reply_and_close(int fd, cJSON *reply, int send_ms)
 	close(fd);
 }
 
-/* One connection: one request, one reply. */
+/* One connection: one request, one reply (or a session the callback
+ * answered itself). */
 static void serve_one(struct peerserve *s, int fd)
 {
-	peerserve_reply_and_close(fd, s->serve(fd, s->arg), s->send_ms);
+	cJSON *reply = s->serve(fd, s->arg);
+
+	if (reply == PEERSERVE_TAKEN)
+		close(fd);
+	else
+		peerserve_reply_and_close(fd, reply, s->send_ms);
 }
 
 /* A connection thread: its first connection, then the ones handed to it

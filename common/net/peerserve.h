@@ -14,7 +14,8 @@
  * thread cache filled and flushed) was a quarter of the CPU of a
  * history query (bench/README.md). What a connection's thread does with its request
  * is the caller's (the serve callback); sending the reply, closing and
- * the count are here. Library code: nothing here logs; what the caller
+ * the count are here (a callback may keep the connection and answer
+ * on it itself: PEERSERVE_TAKEN). Library code: nothing here logs; what the caller
  * may want to log goes to its warn callback as one line.
  */
 #ifndef IOSTAGE_PEERSERVE_H
@@ -28,8 +29,17 @@
 
 /* Read and answer the request on FD (a connected socket; do not close
  * it): returns the reply (sent and deleted by the caller's thread; NULL
- * sends "out of memory"). Runs in the connection's own thread. */
+ * sends "out of memory"), or PEERSERVE_TAKEN when the callback kept the
+ * connection and answered on it itself (a session: several exchanges
+ * on one connection, common/net/peerfetch.h); FD is then only closed.
+ * Runs in the connection's own thread, which a session holds for its
+ * whole life: conn_max counts it like any other connection. */
 typedef cJSON *(*peerserve_fn)(int fd, void *arg);
+
+/* What a serve callback returns when it answered on FD itself. Never
+ * dereferenced nor deleted. */
+extern cJSON peerserve_taken;
+#define PEERSERVE_TAKEN (&peerserve_taken)
 
 /* A line worth a warning ("connection refused: 64 already served"). */
 typedef void (*peerserve_warn_fn)(const char *line);

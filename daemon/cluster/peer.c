@@ -3,6 +3,7 @@
  * peer_channel: the listener (common/net/peerserve.h) and the prestage
  * callback; calls to other nodes need only the configuration. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "common/net/proto.h"
 #include "daemon/agent.h"
 #include "daemon/cluster/peer.h"
+#include "daemon/cluster/peer_fetch.h"
 #include "daemon/ops.h"
 
 #define PEER_SEND_MS 10000
@@ -25,6 +27,8 @@ struct peer_channel {
 	struct peerserve server;
 	bool serving; /* peerserve_start succeeded, not yet stopped */
 	peer_prestage_fn prestage;
+	mauth_decode_fn decode; /* NULL: munged's (mauth_decode) */
+	struct peer_fetch *fetch;
 };
 
 struct peer_channel *peer_create(struct agent *a)
@@ -35,7 +39,22 @@ struct peer_channel *peer_create(struct agent *a)
 		return NULL;
 	pc->agent = a;
 	pc->conf = a->conf;
+	pc->fetch = peer_fetch_create(a);
+	if (!pc->fetch) {
+		free(pc);
+		return NULL;
+	}
 	return pc;
+}
+
+void peer_set_decoder(struct peer_channel *pc, mauth_decode_fn decode)
+{
+	pc->decode = decode;
+}
+
+const struct peer_fetch *peer_fetcher(const struct peer_channel *pc)
+{
+	return pc ? pc->fetch : NULL;
 }
 
 void peer_set_prestage(struct peer_channel *pc, peer_prestage_fn fn)
@@ -73,20 +92,46 @@ static const struct peer_op *find_op(const char *name)
 	return NULL;
 }
 
+/* The request on FD, read to its '\n' and no further (a fetch session's
+ * lines may follow it), its credential decoded by the channel's decoder;
+ * NULL with a reason in err. PEER->addr is set either way. */
+static cJSON *read_request(struct peer_channel *pc, int fd, const char **ret_op,
+			   struct peernet_peer *peer, char *err, size_t errlen)
+{
+	enum mauth_status st;
+	cJSON *req;
+	char *line;
+
+	memset(peer, 0, sizeof(*peer));
+	peernet_peer_addr(fd, peer->addr, sizeof(peer->addr));
+	line = peernet_read_line_exact(fd, PEER_READ_MS);
+	if (!line) {
+		snprintf(err, errlen, "%s", peernet_read_error(errno));
+		return NULL;
+	}
+	req = peernet_decode_request_by(pc->decode, line, munge_socket(pc),
+					ret_op, &peer->uid, &peer->gid, &st,
+					err, errlen);
+	free(line);
+	return req;
+}
+
 cJSON *peer_serve_fd(struct peer_channel *pc, int fd)
 {
 	char err[CONF_ERR_MAX], shown[72];
 	struct peernet_peer peer;
-	enum mauth_status st;
 	const struct peer_op *op;
 	const char *name;
 	cJSON *req, *reply;
 
-	req = peernet_read_request(fd, PEER_READ_MS, munge_socket(pc), &name,
-				   &peer, &st, err, sizeof(err));
+	req = read_request(pc, fd, &name, &peer, err, sizeof(err));
 	if (!req) {
 		log_warningx("peer %s: request refused: %s", peer.addr, err);
 		reply = proto_reply_error("%s", err);
+	} else if (!strcmp(name, "fetch_open")) {
+		/* Any user's: the cache authorizes it by the entry's owner
+		 * (daemon/cluster/peer_fetch.h). */
+		reply = peer_fetch_serve(pc->fetch, fd, &peer, req);
 	} else if (peer.uid != 0) {
 		/* Users go through their own node's iostaged. */
 		log_warningx("peer %s: op '%s' refused: credential of uid %u, "
@@ -141,7 +186,9 @@ void peer_start(struct peer_channel *pc)
 		return;
 	}
 	pc->server = (struct peerserve){
-		.conn_max = PEER_CONN_MAX,
+		/* fetch sessions hold their threads: the other ops keep
+		 * their places */
+		.conn_max = PEER_CONN_MAX + conf->peer_fetch_sessions,
 		.send_ms = PEER_SEND_MS,
 		.busy_fmt = "too many peer connections (limit %u)",
 		.nothread_error = "out of resources",
@@ -154,15 +201,17 @@ void peer_start(struct peer_channel *pc)
 		return;
 	}
 	pc->serving = true;
-	log_info("peer channel on %s port %u (MUNGE, root only)",
+	log_info("peer channel on %s port %u (MUNGE: root, and users' fetch "
+		 "sessions, at most %u)",
 		 conf->peer_listen[0] ? conf->peer_listen : "every address",
-		 conf->peer_port);
+		 conf->peer_port, conf->peer_fetch_sessions);
 }
 
 void peer_stop(struct peer_channel *pc)
 {
 	if (!pc || !pc->serving)
 		return;
+	peer_fetch_stop(pc->fetch);
 	peerserve_stop(&pc->server, PEER_FINI_WAIT_S);
 	pc->serving = false;
 }
@@ -172,6 +221,7 @@ void peer_destroy(struct peer_channel *pc)
 	if (!pc)
 		return;
 	peer_stop(pc);
+	peer_fetch_destroy(pc->fetch);
 	free(pc);
 }
 

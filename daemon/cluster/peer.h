@@ -4,13 +4,17 @@
  * PeerPort) with the framing of common/net/peernet.h: one request per
  * connection, inside a MUNGE credential. Only root's credentials are
  * served (iostaged runs as root; users talk to their own node's iostaged,
- * which checks them with SO_PEERCRED and asks its peers as root). A
- * refused request gets one log line and a one-line error reply.
+ * which checks them with SO_PEERCRED and asks its peers as root), but
+ * for `fetch_open`: another node's stage worker, running as a job's
+ * user, opens a fetch session on a cache version of that user's (or a
+ * public one), which keeps the connection (daemon/cluster/peer_fetch.h).
+ * A refused request gets one log line and a one-line error reply.
  *
  * The listener is common/net/peerserve.h's: one thread; each accepted
- * connection gets a short-lived thread (at most PEER_CONN_MAX at once)
- * that reads one request within PEER_READ_MS, answers it and ends. The
- * ops are daemon/cluster/peer_ops.c's.
+ * connection gets a short-lived thread (at most PEER_CONN_MAX at once,
+ * plus PeerFetchSessions for the sessions, which hold theirs) that reads
+ * one request within PEER_READ_MS, answers it and ends. The ops are
+ * daemon/cluster/peer_ops.c's, fetch sessions peer_fetch.c's.
  */
 #ifndef IOSTAGE_DAEMON_PEER_H
 #define IOSTAGE_DAEMON_PEER_H
@@ -95,9 +99,19 @@ void peer_call_many(const struct peer_channel *pc, const char *const *nodes,
 		    char (*errs)[256], int *unreachable);
 
 /* What a connection thread does with connection FD: read one request
- * (framing, credential), refuse a credential that is not root's, run the
- * op. Always a reply (caller deletes), NULL only on ENOMEM. Non-static
- * for the unit tests and fuzz_peer_request. */
+ * (framing, credential; not a byte past its line), serve fetch_open to
+ * any uid, refuse another op whose credential is not root's, run the op.
+ * A reply (caller deletes; NULL only on ENOMEM), or PEERSERVE_TAKEN
+ * (common/net/peerserve.h) when a fetch session answered on FD itself.
+ * Non-static for the unit tests and fuzz_peer_request. */
 cJSON *peer_serve_fd(struct peer_channel *pc, int fd);
+
+/* Decode credentials with DECODE instead of munged (NULL: munged's):
+ * the unit tests' and fuzz_peer_request's stand-in. Before peer_start. */
+void peer_set_decoder(struct peer_channel *pc, mauth_decode_fn decode);
+
+/* The channel's fetch server, for its counts (NULL for NULL). */
+struct peer_fetch;
+const struct peer_fetch *peer_fetcher(const struct peer_channel *pc);
 
 #endif /* IOSTAGE_DAEMON_PEER_H */

@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -252,6 +253,40 @@ void cache_unpin_job(struct cache *c, int tier, const char *key,
 /* Remove the versions of KEY older than the current one that nobody pins;
  * K.lock held. */
 void cache_gc_key(struct cache *c, int tier, const char *key);
+
+/* --- a version served to another node (daemon/cluster/peer_fetch.c) -------
+ */
+
+#define CACHE_SERVED_PATH_MAX 4096 /* a file's path below data, with NUL */
+
+/* A published version opened for a peer: its directory, its data (a
+ * directory; -1 for a one-file dataset) and its manifest (at offset 0). */
+struct cache_served {
+	int vfd, data_fd, manifest_fd;
+	uint64_t manifest_size;
+	bool public;
+	uid_t uid; /* the entry's user (0 for a public entry) */
+};
+
+/* Open version VERSION of KEY on the tier named TIER for ASKER (a MUNGE
+ * credential's uid): TIER one of this node's and not Shared=yes, KEY a
+ * key, the version published and whole (cache_serve.c says what is
+ * checked) and ASKER its user, root, or anyone for a public entry. 0 with
+ * *ret (cache_served_close), or -1 with the refusal in err: an entry
+ * ASKER may not have is "not found" like a missing one. */
+int cache_open_served(struct cache *c, const char *tier, const char *key,
+		      unsigned version, uid_t asker, struct cache_served *ret,
+		      char *err, size_t errlen);
+
+/* Open file REL of S's data ("" for a one-file dataset) to send it:
+ * a clean relative path resolved beneath data without a symlink, a
+ * regular file. fd (O_RDONLY, O_CLOEXEC) with *ret_st, or -1 with errno
+ * and the reason in err. */
+int cache_served_open_file(const struct cache_served *s, const char *rel,
+			   struct stat *ret_st, char *err, size_t errlen);
+
+/* Close what cache_open_served opened (twice: a no-op). */
+void cache_served_close(struct cache_served *s);
 
 /* --- the whole cache (server.c, metrics.c, cachereport.c) ------------------
  */

@@ -12,6 +12,7 @@
  *   cache_evict.c     removing versions: old ones, and for space (the
  *                     eviction order and watermarks)
  *   cache_request.c   what clients ask: cache_ls, cache_evict
+ *   cache_serve.c     a version opened for another node's stage worker
  *   cache_reconcile.c start-up: the journal's builds, crash leftovers
  *   cache_tiers.c     iostaged's cache over tiers.c
  *

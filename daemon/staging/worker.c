@@ -28,6 +28,7 @@
 #include "common/fs/rmtree.h"
 #include "daemon/fsutil.h"
 #include "daemon/staging/worker.h"
+#include "daemon/staging/worker_peer.h"
 
 #define WORKER_PROGRESS_MS 250
 #define WORKER_ERR_MAX 8192 /* the daemon keeps the first CONF_ERR_MAX */
@@ -44,6 +45,10 @@ struct worker_args {
 	bool check;
 	bool public; /* --public: the tree must be readable by all */
 	const char *src, *dstdir;
+	/* --peer HOST:PORT --peer-entry TIER/KEY.vN [--munge-socket P]:
+	 * fill from another node's version (worker_peer.h) */
+	bool peer;
+	struct worker_peer_target target;
 };
 
 /* --- output ------------------------------------------------------------------ */
@@ -123,27 +128,57 @@ static int fail(const char *msg)
 	return 1;
 }
 
-static void emit_totals(const struct copyengine_totals *t)
+/* The walk's totals. With PEER (--peer given) copy_* are what the copy
+ * writes: fetched files take space as copied ones do (only hard links
+ * do not), so everything but the second names of an inode; and
+ * source_bytes is what is read from SRC, the files that differ from the
+ * peer's manifest. */
+static void emit_totals(const struct copyengine_totals *t, bool peer)
 {
-	char line[256];
-	int n = snprintf(line, sizeof(line),
-			 "{\"total_bytes\":%" PRIu64 ",\"total_files\":%" PRIu64
-			 ",\"copy_bytes\":%" PRIu64 ",\"copy_files\":%" PRIu64
-			 ",\"unchanged\":%s}",
-			 t->total_bytes, t->total_files, t->copy_bytes,
-			 t->copy_files, t->unchanged ? "true" : "false");
+	char line[320];
+	int n;
 
+	if (peer)
+		n = snprintf(line, sizeof(line),
+			     "{\"total_bytes\":%" PRIu64
+			     ",\"total_files\":%" PRIu64
+			     ",\"copy_bytes\":%" PRIu64
+			     ",\"copy_files\":%" PRIu64
+			     ",\"source_bytes\":%" PRIu64 ",\"unchanged\":%s}",
+			     t->total_bytes, t->total_files, t->total_bytes,
+			     t->total_files - t->hardlinks, t->copy_bytes,
+			     t->unchanged ? "true" : "false");
+	else
+		n = snprintf(line, sizeof(line),
+			     "{\"total_bytes\":%" PRIu64
+			     ",\"total_files\":%" PRIu64
+			     ",\"copy_bytes\":%" PRIu64
+			     ",\"copy_files\":%" PRIu64 ",\"unchanged\":%s}",
+			     t->total_bytes, t->total_files, t->copy_bytes,
+			     t->copy_files, t->unchanged ? "true" : "false");
 	put_line(line, (size_t)n);
 }
 
-static void emit_ok(uint64_t bytes, uint64_t files, uint64_t linked)
+/* The last line. With PEER, what came from the other node too. */
+static void emit_ok(const struct copyengine_result *r, bool peer)
 {
-	char line[160];
-	int n = snprintf(line, sizeof(line),
-			 "{\"ok\":true,\"bytes\":%" PRIu64 ",\"files\":%" PRIu64
-			 ",\"linked\":%" PRIu64 "}",
-			 bytes, files, linked);
+	char line[320];
+	int n;
 
+	if (peer)
+		n = snprintf(line, sizeof(line),
+			     "{\"ok\":true,\"bytes\":%" PRIu64
+			     ",\"files\":%" PRIu64 ",\"linked\":%" PRIu64
+			     ",\"fetched\":%" PRIu64
+			     ",\"fetched_bytes\":%" PRIu64
+			     ",\"fallbacks\":%" PRIu64 "}",
+			     r->bytes, r->files, r->linked, r->fetched,
+			     r->fetched_bytes, r->fetch_fallbacks);
+	else
+		n = snprintf(line, sizeof(line),
+			     "{\"ok\":true,\"bytes\":%" PRIu64
+			     ",\"files\":%" PRIu64 ",\"linked\":%" PRIu64 "}",
+			     r->bytes, r->files, r->linked);
 	put_line(line, (size_t)n);
 }
 
@@ -174,7 +209,9 @@ static int usage(const char *why)
 			"[--verify stat|checksum] [--public]\n"
 			"                [--previous DIR --manifest-in FD] "
 			"[--manifest-out FD] [--check]\n"
-			"                SRC DSTDIR\n");
+			"                [--peer HOST:PORT --peer-entry "
+			"TIER/KEY.vN [--munge-socket PATH]]\n"
+			"                [--rate-fd FD] SRC DSTDIR\n");
 	return 2;
 }
 
@@ -212,6 +249,8 @@ static int parse_fd(const char *opt, const char *s, int *ret)
 
 static int parse_args(int argc, char **argv, struct worker_args *a)
 {
+	const char *peer = NULL, *entry = NULL, *munge = NULL;
+	char err[512];
 	int i;
 
 	memset(a, 0, sizeof(*a));
@@ -262,6 +301,15 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 		} else if (!strcmp(opt, "--rate-fd")) {
 			if (parse_fd(opt, val, &a->rate_fd) < 0)
 				return usage(NULL);
+		} else if (!strcmp(opt, "--peer")) {
+			peer = val;
+		} else if (!strcmp(opt, "--peer-entry")) {
+			entry = val;
+		} else if (!strcmp(opt, "--munge-socket")) {
+			if (val[0] != '/')
+				return usage("--munge-socket: an absolute "
+					     "path");
+			munge = val;
 		} else {
 			fprintf(
 			    stderr,
@@ -288,6 +336,21 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 	if (a->manifest_in >= 0 && a->manifest_in == a->manifest_out)
 		return usage("--manifest-in and --manifest-out are the same "
 			     "descriptor");
+	if (!peer != !entry)
+		return usage("--peer and --peer-entry go together");
+	if (munge && !peer)
+		return usage("--munge-socket is for --peer");
+	if (peer) {
+		if (a->previous || a->manifest_in >= 0 || a->check)
+			return usage("--peer fills from another node: no "
+				     "--previous, --manifest-in or --check "
+				     "with it");
+		if (worker_peer_parse(peer, entry, &a->target, err,
+				      sizeof(err)) < 0)
+			return usage(err);
+		a->target.munge_socket = munge;
+		a->peer = true;
+	}
 	return 0;
 }
 
@@ -350,7 +413,8 @@ static int load_manifest(int fd, struct manifest **ret)
 /* Copy to DSTDIR/data. DSTDIR is a cache version's build directory
  * (daemon/staging/cache_build.c), which the cache publishes by renaming
  * it once the copy and its manifest are complete. */
-static int stage(const struct worker_args *a, struct copyengine *ce)
+static int stage(const struct worker_args *a, struct copyengine *ce,
+		 const struct worker_peer *pool)
 {
 	char err[WORKER_ERR_MAX], label[PATH_MAX + sizeof(WORKER_DATA) + 1];
 	struct copyengine_result res;
@@ -395,8 +459,35 @@ static int stage(const struct worker_args *a, struct copyengine *ce)
 		close(a->manifest_out);
 	}
 	close(dfd);
-	emit_ok(res.bytes, res.files, res.linked);
+	if (pool) {
+		char note[WORKER_ERR_MAX];
+
+		worker_peer_summary(pool, note, sizeof(note));
+		if (note[0])
+			emit_kv_str("note", note);
+	}
+	emit_ok(&res, a->peer);
 	return 0;
+}
+
+/* The first session to the peer and its manifest, which SRC is compared
+ * with. A peer that cannot be used is no failure: everything is copied
+ * from SRC, and a note says why. */
+static void peer_open(const struct worker_args *a, struct worker_peer **ret,
+		      struct manifest **ret_manifest)
+{
+	char err[WORKER_ERR_MAX / 2], note[WORKER_ERR_MAX];
+	unsigned sessions = a->threads ? a->threads
+				       : COPYENGINE_THREADS_DEFAULT;
+
+	if (worker_peer_open(&a->target, sessions, NULL, ret, ret_manifest, err,
+			     sizeof(err)) == 0)
+		return;
+	snprintf(note, sizeof(note),
+		 "cannot fill from node %s:%u (%s): copying everything from "
+		 "the source",
+		 a->target.host, a->target.port, err);
+	emit_kv_str("note", note);
 }
 
 int worker_main(int argc, char **argv)
@@ -405,6 +496,7 @@ int worker_main(int argc, char **argv)
 	struct copyengine_opts opts;
 	struct copyengine *ce = NULL;
 	struct manifest *prev = NULL;
+	struct worker_peer *pool = NULL;
 	char err[WORKER_ERR_MAX], label[PATH_MAX + sizeof(WORKER_DATA) + 1];
 	int r;
 
@@ -421,8 +513,14 @@ int worker_main(int argc, char **argv)
 	opts.threads = a.threads;
 	opts.verify = a.verify;
 	opts.hash = a.verify == MANIFEST_VERIFY_CHECKSUM;
+	if (a.peer)
+		peer_open(&a, &pool, &prev);
 	opts.previous = prev;
 	opts.previous_path = a.previous;
+	if (pool) {
+		opts.fetch = worker_peer_fetch;
+		opts.fetch_arg = pool;
+	}
 	opts.check_only = a.check;
 	/* A public copy keeps its top readable by all (the .build
 	 * directory, PublicUser's 0700, hides it while it is built). */
@@ -440,6 +538,7 @@ int worker_main(int argc, char **argv)
 				  a.rate_fd, 0);
 
 		if (page == MAP_FAILED) {
+			worker_peer_close(pool);
 			manifest_destroy(prev);
 			snprintf(err, sizeof(err),
 				 "cannot map the rate page (fd %d): %s",
@@ -450,23 +549,28 @@ int worker_main(int argc, char **argv)
 	}
 
 	if (a.public && publictree_check_above(a.src, err, sizeof(err)) < 0) {
+		worker_peer_close(pool);
 		manifest_destroy(prev);
 		return fail(err);
 	}
 	if (copyengine_walk(a.src, &opts, &ce, err, sizeof(err)) < 0) {
+		worker_peer_close(pool);
 		manifest_destroy(prev);
 		return fail(err);
 	}
-	emit_totals(copyengine_totals(ce));
+	emit_totals(copyengine_totals(ce), a.peer);
 	if (a.check) {
-		emit_ok(0, 0, 0);
+		struct copyengine_result none = { 0 };
+
+		emit_ok(&none, false);
 		r = 0;
 	} else if (getenv("IOSTAGE_STAGE_GATE") && !gate_open()) {
 		r = fail("cancelled before copying");
 	} else {
-		r = stage(&a, ce);
+		r = stage(&a, ce, pool);
 	}
 	copyengine_destroy(ce);
+	worker_peer_close(pool);
 	manifest_destroy(prev);
 	return r;
 }

@@ -5,7 +5,9 @@
  *
  *   iostaged --stage-worker [--threads N] [--verify stat|checksum]
  *            [--previous DIR --manifest-in FD] [--manifest-out FD]
- *            [--check] [--public] SRC DSTDIR
+ *            [--check] [--public] [--rate-fd FD]
+ *            [--peer HOST:PORT --peer-entry TIER/KEY.vN
+ *             [--munge-socket PATH]] SRC DSTDIR
  *
  *   SRC              the dataset (a tree or one file), absolute; walked
  *                    without following symlinks (only SRC itself may be
@@ -28,6 +30,21 @@
  *                    is a+x and every entry of SRC is readable by everyone
  *                    (common/fs/publictree.h); the copy's top keeps its mode
  *                    minus write bits instead of being made private.
+ *   --rate-fd FD     the page iostaged writes this copy's bytes/s from
+ *                    SRC in (daemon/staging/bwgov.h).
+ *   --peer HOST:PORT --peer-entry TIER/KEY.vN
+ *                    fill from another node: HOST's iostaged (its
+ *                    PeerPort) holds version N of this entry on its tier
+ *                    TIER. Its manifest (common/net/peerfetch.h, with this
+ *                    process's own MUNGE credential, from munged at
+ *                    --munge-socket PATH or libmunge's default) is what
+ *                    SRC is compared with, and the files equal in it are
+ *                    fetched from HOST, one session per copy thread
+ *                    (worker_peer.h), instead of read from SRC; a file
+ *                    HOST does not give is copied from SRC. Not with
+ *                    --previous, --manifest-in or --check. HOST not
+ *                    usable at all (down, refusing, no such version):
+ *                    a note, then everything from SRC; not a failure.
  *
  * stdout, one JSON object per line, numbers exact (integers):
  *   {"total_bytes":N,"total_files":N,"copy_bytes":N,"copy_files":N,
@@ -37,16 +54,29 @@
  *       unchanged against the manifest (all without one) and not a second
  *       name of a hard-linked inode; unchanged = a manifest was given and
  *       SRC matches it exactly (no entry added, removed or changed).
+ *   {"total_bytes":N,"total_files":N,"copy_bytes":N,"copy_files":N,
+ *    "source_bytes":N,"unchanged":BOOL}              the same with --peer:
+ *       copy_* = what the copy writes (fetched files take space as copied
+ *       ones do): every file but the second names of an inode;
+ *       source_bytes = what is read from SRC (the files that differ from
+ *       the peer's manifest; all of them when the peer cannot be used).
  *   then, with IOSTAGE_STAGE_GATE in the environment (not with --check):
  *       wait for "go\n" on stdin; EOF or anything else: stop, create
  *       nothing, end with {"ok":false,"error":"cancelled before copying"}.
  *   {"note":"SRC/x: fifo skipped"}                   special files, before
- *                                                    copying
+ *                                                    copying; with --peer
+ *       also "cannot fill from node H:P (REASON): copying everything from
+ *       the source" before the totals, and after the copy one line saying
+ *       how many files came from SRC instead and the first reason.
  *   {"bytes":N,"files":N}                            progress, ~4 a second:
  *                                                    placed so far
  *   {"ok":true,"bytes":N,"files":N,"linked":N}       last line: bytes and
  *       files placed in the copy (copied or linked: equal to the totals),
  *       linked = files hard-linked from --previous; with --check all 0.
+ *   {"ok":true,"bytes":N,"files":N,"linked":0,"fetched":N,
+ *    "fetched_bytes":N,"fallbacks":N}                the same with --peer:
+ *       fetched = files (and their bytes) that came from the peer,
+ *       fallbacks = files the peer did not give, copied from SRC.
  *   {"ok":false,"error":"cannot read /pfs/ds/a.bin: Permission denied"}
  *       or the last line on failure; DSTDIR/data is then removed.
  * Exit status 0 on success, 1 on failure, 2 on bad usage (message on

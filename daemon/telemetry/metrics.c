@@ -32,6 +32,8 @@
 #include "common/net/proto.h"
 #include "common/telemetry/promtext.h"
 #include "daemon/agent.h"
+#include "daemon/cluster/peer.h"
+#include "daemon/cluster/peer_fetch.h"
 #include "daemon/fsutil.h"
 #include "daemon/jobs.h"
 #include "daemon/staging/bwgov.h"
@@ -289,6 +291,33 @@ static int bandwidth_families(struct metrics *m, struct promtext *pt)
 	return 0;
 }
 
+/* What this node sent other nodes' stage workers (fetch sessions). */
+static int peer_fetch_families(struct metrics *m, struct promtext *pt)
+{
+	struct peer_fetch_counts c;
+
+	peer_fetch_counts(peer_fetcher(m->agent->peer), &c);
+	if (counter(pt, "iostage_peer_fetch_served_bytes_total",
+		    "Bytes of cache versions sent to other nodes' stage "
+		    "workers",
+		    (double)c.bytes) < 0 ||
+	    counter(pt, "iostage_peer_fetch_served_files_total",
+		    "Files of cache versions sent to other nodes' stage "
+		    "workers",
+		    (double)c.files) < 0 ||
+	    counter(pt, "iostage_peer_fetch_sessions_total",
+		    "Fetch sessions other nodes opened here",
+		    (double)c.sessions) < 0 ||
+	    counter(pt, "iostage_peer_fetch_refused_total",
+		    "Fetch sessions refused (not found, not the user's, over "
+		    "PeerFetchSessions)",
+		    (double)c.refused) < 0 ||
+	    gauge(pt, "iostage_peer_fetch_sessions",
+		  "Fetch sessions being served now", (double)c.active) < 0)
+		return -1;
+	return 0;
+}
+
 static int total_families(struct metrics *m, struct promtext *pt,
 			  const struct sample *s)
 {
@@ -349,7 +378,7 @@ static int total_families(struct metrics *m, struct promtext *pt,
 		  "Output files of current jobs that could not be drained",
 		  (double)s->failed_files) < 0)
 		return -1;
-	return bandwidth_families(m, pt);
+	return peer_fetch_families(m, pt) < 0 ? -1 : bandwidth_families(m, pt);
 }
 
 char *metrics_render(struct metrics *m, bool all_jobs, uid_t viewer,

@@ -9,7 +9,7 @@
  *   invalid.
  * fuzz_mauth_decode has mauth_decode's contract (common/net/mauth.h): a
  * target gives it to the server as its decoder (ctld_request:
- * struct ctld_serve_ctx), or mauth_stub.h makes it mauth_decode. */
+ * struct ctld_serve_ctx; peer_request: peer_set_decoder). */
 #ifndef IOSTAGE_FUZZ_MUNGE_STANDIN_H
 #define IOSTAGE_FUZZ_MUNGE_STANDIN_H
 

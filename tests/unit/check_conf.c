@@ -316,6 +316,8 @@ static const char *const default_cases[] = {
 	"PeerPort=6826",
 	"PeerListen=",
 	"PeerPartsTimeout=60",
+	"PeerFetchSessions=8",
+	"PeerFetchRate=0", /* no cap */
 	"MungeSocket=",
 	"PublicDatasets=yes",
 	"PublicUser=nobody",
@@ -491,6 +493,11 @@ static const struct err_case err_cases[] = {
 	  "t.conf:2: key 'PeerPort': '-1' is not a number" },
 	{ T1 "PeerPort=http\n",
 	  "t.conf:2: key 'PeerPort': 'http' is not a number" },
+	{ T1 "PeerFetchSessions=257\n",
+	  "t.conf:2: key 'PeerFetchSessions': 257 out of range 0..256" },
+	{ T1 "PeerFetchRate=fast\n",
+	  "t.conf:2: key 'PeerFetchRate': 'fast' is not a bandwidth (bytes "
+	  "per second, e.g. 400M or 1G/s)" },
 	{ T1 "PeerPartsTimeout=0\n",
 	  "t.conf:2: key 'PeerPartsTimeout': 0 out of range 1..86400" },
 	{ T1 "PeerPartsTimeout=86401\n",

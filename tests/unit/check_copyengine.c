@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1202,6 +1203,151 @@ START_TEST(test_previous_single_file)
 }
 END_TEST
 
+/* --- fetching from another node's copy (opts.fetch) ------------------------ */
+
+/* A stand-in for the stage worker's sessions (daemon/staging/worker_peer.c):
+ * files of the previous copy FROM, read here; REFUSE is refused after
+ * half of it was written (the engine must remove it and copy it from the
+ * source); with UNLINK_SRC that file's source goes too, so the fallback
+ * copy fails. */
+struct fetcher {
+	const char *from;
+	const char *refuse;
+	bool unlink_src;
+	_Atomic unsigned calls;
+};
+
+static int fetch_from(const char *rel, int out, uint64_t size, void *arg)
+{
+	struct fetcher *f = arg;
+	char path[512];
+	char *buf = malloc(size + 1);
+	int in, r = -1;
+
+	atomic_fetch_add(&f->calls, 1);
+	snprintf(path, sizeof(path), "%s%s%s", f->from, *rel ? "/" : "", rel);
+	in = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_msg(in >= 0, "%s: %s", path, strerror(errno));
+	ck_assert_int_eq(pread(in, buf, size, 0), (ssize_t)size);
+	close(in);
+	if (f->refuse && !strcmp(rel, f->refuse)) {
+		/* cut short: half written */
+		ck_assert_int_eq(write(out, buf, size / 2),
+				 (ssize_t)(size / 2));
+		if (f->unlink_src)
+			ck_assert_int_eq(unlinkat(src_fd, rel, 0), 0);
+	} else if (write(out, buf, size) == (ssize_t)size) {
+		r = 0;
+	}
+	free(buf);
+	return r;
+}
+
+START_TEST(test_fetch_from_peer)
+{
+	struct fetcher f = { .refuse = "a/y" };
+	struct copyengine_opts o;
+	struct manifest *m;
+	struct run r;
+	struct stat a, b;
+	char prev[160];
+
+	small_tree();
+	srandom_file("big", 9 * MIB + 3, 4); /* chunked when copied */
+	copy_ok(NULL, "v1", &r);
+	m = walk_manifest(false);
+	/* Change one file, add one: those come from the source. */
+	ck_assert_int_eq(unlinkat(src_fd, "z", 0), 0);
+	srandom_file("z", 3001, 5);
+	srandom_file("added", 10, 6);
+	snprintf(prev, sizeof(prev), "%s/v1", dst);
+	f.from = prev;
+	memset(&o, 0, sizeof(o));
+	o.previous = m;
+	o.fetch = fetch_from;
+	o.fetch_arg = &f;
+	o.threads = 4;
+	copy_ok(&o, "v2", &r);
+	assert_tree_copied("v2");
+	ck_assert_uint_eq(f.calls, 3); /* a/x, a/y, big */
+	ck_assert_uint_eq(r.res.fetched, 2);
+	ck_assert_uint_eq(r.res.fetched_bytes, 1000 + 9 * MIB + 3);
+	ck_assert_uint_eq(r.res.fetch_fallbacks, 1);
+	ck_assert_uint_eq(r.res.linked, 0);
+	ck_assert_uint_eq(r.res.files, 5);
+	/* walked as with a previous copy: the changed ones to copy */
+	ck_assert_uint_eq(r.tot.copy_files, 2);
+	/* fetched files are files of their own, not links */
+	ck_assert_int_eq(fstatat(dst_fd, "v1/big", &a, 0), 0);
+	ck_assert_int_eq(fstatat(dst_fd, "v2/big", &b, 0), 0);
+	ck_assert_uint_ne(a.st_ino, b.st_ino);
+	ck_assert_uint_eq(b.st_nlink, 1);
+	manifest_destroy(m);
+}
+END_TEST
+
+START_TEST(test_fetch_single_file)
+{
+	struct fetcher f = { 0 };
+	struct copyengine_opts o;
+	struct manifest *m;
+	struct copyengine *ce = NULL;
+	struct run r;
+	char file[160], prev[160], err[ERRLEN];
+
+	srandom_file("f", 5000, 1);
+	snprintf(file, sizeof(file), "%s/f", src);
+	ck_assert_int_eq(copy_from(file, NULL, "v1", &r), 0);
+	memset(&o, 0, sizeof(o));
+	ck_assert_int_eq(copyengine_walk(file, &o, &ce, err, sizeof(err)), 0);
+	ck_assert_int_eq(copyengine_manifest(ce, &m), 0);
+	copyengine_destroy(ce);
+	snprintf(prev, sizeof(prev), "%s/v1", dst);
+	f.from = prev;
+	o.previous = m;
+	o.fetch = fetch_from;
+	o.fetch_arg = &f;
+	ck_assert_int_eq(copy_from(file, &o, "v2", &r), 0);
+	ck_assert_uint_eq(r.res.fetched, 1);
+	ck_assert_uint_eq(r.res.fetched_bytes, 5000);
+	assert_copy(src_fd, dst_fd, "f", "v2", true);
+	/* refused: from the source, the half-made one gone first */
+	f.refuse = "";
+	ck_assert_int_eq(copy_from(file, &o, "v3", &r), 0);
+	ck_assert_uint_eq(r.res.fetched, 0);
+	ck_assert_uint_eq(r.res.fetch_fallbacks, 1);
+	assert_copy(src_fd, dst_fd, "f", "v3", true);
+	manifest_destroy(m);
+}
+END_TEST
+
+/* A refused fetch whose source copy then fails fails the copy, and
+ * nothing of it stays. */
+START_TEST(test_fetch_failure_leaves_nothing)
+{
+	struct fetcher f = { .refuse = "a/x", .unlink_src = true };
+	struct copyengine_opts o;
+	struct manifest *m;
+	struct run r;
+	char prev[160];
+
+	small_tree();
+	copy_ok(NULL, "v1", &r);
+	m = walk_manifest(false);
+	snprintf(prev, sizeof(prev), "%s/v1", dst);
+	f.from = prev;
+	memset(&o, 0, sizeof(o));
+	o.previous = m;
+	o.fetch = fetch_from;
+	o.fetch_arg = &f;
+	ck_assert_int_eq(copy_from(src, &o, "v2", &r), -1);
+	ck_assert_msg(strstr(r.err, "a/x"), "%s", r.err);
+	ck_assert(!dst_exists("v2"));
+	ck_assert(dst_exists("v1/a/x"));
+	manifest_destroy(m);
+}
+END_TEST
+
 static Suite *copyengine_suite(void)
 {
 	Suite *s = suite_create("copyengine");
@@ -1235,6 +1381,9 @@ static Suite *copyengine_suite(void)
 	tcase_add_test(tc, test_check_hard_links);
 	tcase_add_test(tc, test_previous_hard_linked);
 	tcase_add_test(tc, test_previous_single_file);
+	tcase_add_test(tc, test_fetch_from_peer);
+	tcase_add_test(tc, test_fetch_single_file);
+	tcase_add_test(tc, test_fetch_failure_leaves_nothing);
 	tcase_add_test(tc, test_default_threads_by_fs);
 	suite_add_tcase(s, tc);
 	return s;

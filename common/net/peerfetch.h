@@ -1,0 +1,118 @@
+/* peerfetch.h - the files of a cached dataset version, fetched from the
+ * node that holds it (issue 29: nodes fill each other; docs/STAGING.md,
+ * "Filling from another node").
+ *
+ * A stage worker (running as the job's user) that is told another node
+ * holds a version of the entry it builds opens one session per copy
+ * thread to that node's iostaged, on its PeerPort:
+ *
+ *   client -> {"cred":"MUNGE:..."}           a peernet request
+ *             (common/net/peernet.h) whose JSON is
+ *             {"op":"fetch_open","tier":T,"key":K,"version":N} and
+ *             optionally "manifest":false; the credential is the
+ *             worker's own, i.e. the job's user
+ *   server -> {"ok":true,"manifest_bytes":M}\n then M bytes: the
+ *             version's manifest as manifest_write wrote it (M is 0
+ *             with "manifest":false: the client's other sessions do
+ *             not need it again; a manifest of a million files is tens
+ *             of MB)
+ *             or {"ok":false,"error":"..."}\n and the connection closes
+ *   then any number of
+ *   client -> {"path":"REL","size":S}\n      a regular file of the version,
+ *                                            relative to its data (for a
+ *                                            one-file dataset: ""), of S
+ *                                            bytes as the manifest says
+ *   server -> {"ok":true,"size":S}\n then S raw bytes (sendfile)
+ *             or {"ok":false,"error":"..."}\n (the session goes on): a
+ *             path that is not clean and relative (no "." or ".."
+ *             components), not a regular file of the version, or one of
+ *             another size than S
+ *   EOF from the client, PEERFETCH_IDLE_MS without a request, a line
+ *   over PEERFETCH_LINE_MAX, or the server stopping ends it (the server
+ *   closes the connection: a transfer cut short is the client's sign).
+ *
+ * The first request is read to its '\n' and no further
+ * (peernet_read_line_exact), so the session's lines that follow are
+ * never lost with it. Sessions over the server's PeerFetchSessions get
+ * the usual one-line refusal at fetch_open: the stage worker makes do
+ * with the sessions it has, or copies from the source
+ * (daemon/staging/worker_peer.c).
+ *
+ * The server serves only a published version (K.vN, root's, read-only:
+ * never a .build. directory, never one being evicted) of an entry whose
+ * owner is the credential's uid, or a public entry (root: any), on a
+ * tier of its own (not Shared=yes); another user's entry is answered
+ * like a missing one (daemon/staging/cache_serve.c). Files are opened
+ * beneath the version's data with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
+ * and must be regular files. Sessions served at once and the bytes per
+ * second they send are bounded by the server's configuration.
+ *
+ * Library code: nothing here logs; errors are one line in err naming the
+ * node and the file.
+ */
+#ifndef IOSTAGE_PEERFETCH_H
+#define IOSTAGE_PEERFETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/net/mauth.h"
+
+#define PEERFETCH_IDLE_MS 30000 /* a session without a request ends */
+#define PEERFETCH_PATH_MAX 4096 /* a request's path */
+#define PEERFETCH_LINE_MAX                                                     \
+	(6 * PEERFETCH_PATH_MAX + 64) /* a request, escaped */
+
+struct peerfetch; /* one client session: one connection */
+
+/* Open a session to HOST:PORT for version VERSION of entry KEY on tier
+ * TIER, with a credential from munged at MUNGE_SOCKET (NULL: default),
+ * within TIMEOUT_MS (connect, credential, reply and manifest). Returns 0
+ * with *ret (free with peerfetch_close), or -1 with one line in err
+ * ("node n1: entry ... not found", "node n1 (10.0.0.2:6826): connection
+ * refused"). */
+int peerfetch_open(const char *host, unsigned port, const char *munge_socket,
+		   const char *tier, const char *key, unsigned version,
+		   int timeout_ms, struct peerfetch **ret, char *err,
+		   size_t errlen);
+
+/* peerfetch_open_by's FLAGS. */
+enum peerfetch_flags {
+	/* Do not send the manifest (the caller has it from another
+	 * session): peerfetch_manifest is then empty. */
+	PEERFETCH_NO_MANIFEST = 1 << 0,
+};
+
+/* The same with ENCODE in place of mauth_encode (NULL: mauth_encode),
+ * the unit tests' stand-in for munged (tests/unit/check_peerfetch.c),
+ * and FLAGS (enum peerfetch_flags, 0: none). */
+int peerfetch_open_by(mauth_encode_fn encode, unsigned flags, const char *host,
+		      unsigned port, const char *munge_socket, const char *tier,
+		      const char *key, unsigned version, int timeout_ms,
+		      struct peerfetch **ret, char *err, size_t errlen);
+
+/* The version's manifest as the server sent it (LEN bytes, not
+ * NUL-terminated; manifest_parse reads it). Valid until the session is
+ * closed. */
+const void *peerfetch_manifest(const struct peerfetch *pf, size_t *len);
+
+/* Fetch file REL of the version into DST_FD (written from its current
+ * offset, exactly SIZE bytes), each read bounded by TIMEOUT_MS. SIZE is
+ * what the caller's manifest says: a file of another size on the server
+ * is refused before any byte is written. Returns 0, or -1 with one line
+ * in err; after -1, peerfetch_usable says whether the session can take
+ * another request (a refusal: yes; a broken connection or a short
+ * transfer: no). */
+int peerfetch_file(struct peerfetch *pf, const char *rel, int dst_fd,
+		   uint64_t size, int timeout_ms, char *err, size_t errlen);
+
+/* Can PF take another request? */
+int peerfetch_usable(const struct peerfetch *pf);
+
+/* Bytes received as file contents over the session's life. */
+uint64_t peerfetch_bytes(const struct peerfetch *pf);
+
+/* End the session (NULL: no-op). */
+void peerfetch_close(struct peerfetch *pf);
+
+#endif /* IOSTAGE_PEERFETCH_H */

@@ -1,0 +1,439 @@
+/* peer_fetch.c - fetch sessions served on the node channel (see
+ * peer_fetch.h; the protocol is common/net/peerfetch.h's).
+ *
+ * A session holds one of the channel's connection threads for its life,
+ * so every wait here is cut in slices of PF_SLICE_MS that look at the
+ * stop flag: iostaged stopping must not wait for a client that reads
+ * slowly or a session left idle. The socket is made non-blocking for
+ * that; sendfile then sends what the socket takes and poll waits for the
+ * rest.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/base/jsonbuf.h"
+#include "common/base/log.h"
+#include "common/base/units.h"
+#include "common/config/conf.h"
+#include "common/fs/ratelimit.h"
+#include "common/net/peerfetch.h"
+#include "common/net/peerserve.h"
+#include "common/net/proto.h"
+#include "daemon/agent.h"
+#include "daemon/cluster/peer_fetch.h"
+#include "daemon/ops.h"
+#include "daemon/staging/cache.h"
+
+#define PF_SLICE_MS 250  /* a wait looks at the stop flag this often */
+#define PF_SEND_MS 10000 /* a client that takes nothing for this long */
+#define PF_HEAD_MAX 128  /* {"ok":true,"size":N} */
+
+struct peer_fetch {
+	struct agent *agent;
+	unsigned max; /* PeerFetchSessions */
+	atomic_uint active;
+	_Atomic uint64_t rate; /* PeerFetchRate, or unlimited */
+	struct ratelimit rl;
+	_Atomic bool stop;
+	_Atomic uint64_t sessions, refused, files, bytes;
+};
+
+/* One session being served. */
+struct session {
+	struct peer_fetch *f;
+	int fd;
+	char who[96]; /* "peer ADDR (uid U)" for log lines */
+	struct cache_served served;
+	char in[PEERFETCH_LINE_MAX + 1]; /* request bytes [0, inlen) */
+	size_t inlen;
+	uint64_t files, bytes;
+	bool manifest; /* send it ("manifest":false: the client has it) */
+};
+
+struct peer_fetch *peer_fetch_create(struct agent *a)
+{
+	struct peer_fetch *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->agent = a;
+	f->max = a->conf->peer_fetch_sessions;
+	atomic_init(&f->rate, a->conf->peer_fetch_rate
+				  ? a->conf->peer_fetch_rate
+				  : RATELIMIT_UNLIMITED);
+	ratelimit_init(&f->rl, &f->rate);
+	return f;
+}
+
+void peer_fetch_stop(struct peer_fetch *f)
+{
+	if (f)
+		atomic_store(&f->stop, true);
+}
+
+void peer_fetch_destroy(struct peer_fetch *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_destroy(&f->rl.lock);
+	free(f);
+}
+
+void peer_fetch_counts(const struct peer_fetch *f,
+		       struct peer_fetch_counts *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!f)
+		return;
+	ret->active = atomic_load(&f->active);
+	ret->sessions = atomic_load(&f->sessions);
+	ret->refused = atomic_load(&f->refused);
+	ret->files = atomic_load(&f->files);
+	ret->bytes = atomic_load(&f->bytes);
+}
+
+/* --- the socket, in slices ----------------------------------------------- */
+
+/* Wait for EVENTS on the session's socket, up to PF_SEND_MS or, for a
+ * request, PEERFETCH_IDLE_MS. 0, or -1 with errno (ETIMEDOUT, ECANCELED
+ * when stopping). */
+static int wait_for(struct session *s, short events, int limit_ms)
+{
+	for (int waited = 0; waited < limit_ms; waited += PF_SLICE_MS) {
+		struct pollfd p = { .fd = s->fd, .events = events };
+		int n;
+
+		if (atomic_load(&s->f->stop)) {
+			errno = ECANCELED;
+			return -1;
+		}
+		n = poll(&p, 1, PF_SLICE_MS);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n > 0)
+			return 0;
+	}
+	errno = ETIMEDOUT;
+	return -1;
+}
+
+static int send_all(struct session *s, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t w = send(s->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			if (wait_for(s, POLLOUT, PF_SEND_MS) < 0)
+				return -1;
+			continue;
+		}
+		if (w < 0)
+			return -1;
+		buf += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* REPLY (deleted here) as one line. */
+static int send_reply(struct session *s, cJSON *reply)
+{
+	char *text = reply ? jsonbuf_dup(reply) : NULL;
+	size_t n;
+	int r;
+
+	cJSON_Delete(reply);
+	if (!text) {
+		errno = ENOMEM;
+		return -1;
+	}
+	n = strlen(text);
+	text[n] = '\n'; /* jsonbuf_dup's NUL is the room */
+	r = send_all(s, text, n + 1);
+	free(text);
+	return r;
+}
+
+/* SIZE bytes of IN from offset 0, held to PeerFetchRate, counted as
+ * served when COUNT (a file of the dataset, not the manifest). 0, or -1
+ * when the session must end (the client gone or stuck, stopping, or the
+ * file shorter than it was: then the client sees a transfer cut short). */
+static int send_file(struct session *s, int in, uint64_t size, bool count)
+{
+	off_t off = 0;
+
+	while ((uint64_t)off < size) {
+		uint64_t left = size - (uint64_t)off;
+		size_t step = left < RATELIMIT_STEP ? (size_t)left
+						    : RATELIMIT_STEP;
+		ssize_t n;
+
+		if (ratelimit_take(&s->f->rl, step, &s->f->stop) < 0)
+			return -1;
+		while (step) {
+			n = sendfile(s->fd, in, &off, step);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && errno == EAGAIN) {
+				if (wait_for(s, POLLOUT, PF_SEND_MS) < 0)
+					return -1;
+				continue;
+			}
+			if (n <= 0)
+				return -1; /* an error, or the file shrank */
+			step -= (size_t)n;
+			if (!count)
+				continue;
+			s->bytes += (uint64_t)n;
+			atomic_fetch_add(&s->f->bytes, (uint64_t)n);
+		}
+	}
+	return 0;
+}
+
+/* The next request line, NUL-terminated, without its '\n', in s->in;
+ * what follows it is kept. Its length, or -1 (EOF, idle too long, a line
+ * over PEERFETCH_LINE_MAX, stopping). */
+static ssize_t next_line(struct session *s, size_t *ret_used)
+{
+	for (;;) {
+		char *nl = memchr(s->in, '\n', s->inlen);
+		ssize_t n;
+
+		if (nl) {
+			*nl = '\0';
+			*ret_used = (size_t)(nl - s->in) + 1;
+			return nl - s->in;
+		}
+		if (s->inlen >= PEERFETCH_LINE_MAX) {
+			errno = EMSGSIZE;
+			return -1;
+		}
+		n = recv(s->fd, s->in + s->inlen, PEERFETCH_LINE_MAX - s->inlen,
+			 MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			if (wait_for(s, POLLIN, PEERFETCH_IDLE_MS) < 0)
+				return -1;
+			continue;
+		}
+		if (n <= 0)
+			return -1;
+		s->inlen += (size_t)n;
+	}
+}
+
+/* --- the session ------------------------------------------------------------ */
+
+/* The request {"path":REL,"size":S}: REL and S, or a refusal in err. */
+static int parse_file_request(const char *line, char *rel, size_t rellen,
+			      uint64_t *ret_size, char *err, size_t errlen)
+{
+	cJSON *req = cJSON_Parse(line);
+	const cJSON *path = cJSON_GetObjectItemCaseSensitive(req, "path");
+	const cJSON *size = cJSON_GetObjectItemCaseSensitive(req, "size");
+	int r = -1;
+
+	if (!cJSON_IsObject(req) || !cJSON_IsString(path)) {
+		snprintf(err, errlen,
+			 "malformed request: want {\"path\":REL,\"size\":N}");
+	} else if (strlen(path->valuestring) >= rellen) {
+		snprintf(err, errlen, "path longer than %zu bytes", rellen - 1);
+	} else if (!cJSON_IsNumber(size) || size->valuedouble < 0 ||
+		   size->valuedouble > 9007199254740992.0 ||
+		   size->valuedouble != (double)(uint64_t)size->valuedouble) {
+		snprintf(err, errlen, "key 'size': a whole number of bytes");
+	} else {
+		snprintf(rel, rellen, "%s", path->valuestring);
+		*ret_size = (uint64_t)size->valuedouble;
+		r = 0;
+	}
+	cJSON_Delete(req);
+	return r;
+}
+
+/* One request LINE: a refusal sent (the session goes on: 0), or the file
+ * sent (0), or -1 when the session must end. */
+static int serve_file(struct session *s, const char *line)
+{
+	char rel[PEERFETCH_PATH_MAX], err[PEERFETCH_PATH_MAX + 256], shown[80],
+	    head[PF_HEAD_MAX];
+	struct stat st;
+	uint64_t size;
+	int in, r, n;
+
+	if (parse_file_request(line, rel, sizeof(rel), &size, err,
+			       sizeof(err)) < 0)
+		return send_reply(s, proto_reply_error("%s", err));
+	in = cache_served_open_file(&s->served, rel, &st, err, sizeof(err));
+	if (in < 0)
+		return send_reply(
+		    s,
+		    proto_reply_error("'%s': %s",
+				      ops_printable(rel, shown, sizeof(shown)),
+				      err));
+	if ((uint64_t)st.st_size != size) {
+		close(in);
+		return send_reply(
+		    s,
+		    proto_reply_error("'%s': %" PRIu64
+				      " bytes here, not %" PRIu64,
+				      ops_printable(rel, shown, sizeof(shown)),
+				      (uint64_t)st.st_size, size));
+	}
+	/* Formatted here: cJSON prints numbers through a double. */
+	n = snprintf(head, sizeof(head), "{\"ok\":true,\"size\":%" PRIu64 "}\n",
+		     size);
+	r = send_all(s, head, (size_t)n);
+	if (r == 0)
+		r = send_file(s, in, size, true);
+	close(in);
+	if (r == 0) {
+		s->files++;
+		atomic_fetch_add(&s->f->files, 1);
+	}
+	return r;
+}
+
+/* The session on s->fd once its version is open: the manifest, then
+ * the files asked for, until the client is done. */
+static void run_session(struct session *s)
+{
+	char head[PF_HEAD_MAX];
+	int n, fl = fcntl(s->fd, F_GETFL);
+
+	if (fl < 0 || fcntl(s->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return;
+	n = snprintf(head, sizeof(head),
+		     "{\"ok\":true,\"manifest_bytes\":%" PRIu64 "}\n",
+		     s->manifest ? s->served.manifest_size : 0);
+	if (send_all(s, head, (size_t)n) < 0 ||
+	    (s->manifest && send_file(s, s->served.manifest_fd,
+				      s->served.manifest_size, false) < 0))
+		return;
+	for (;;) {
+		size_t used = 0;
+		ssize_t len = next_line(s, &used);
+
+		if (len < 0) {
+			if (errno == EMSGSIZE)
+				send_reply(s, proto_reply_error(
+						  "request line over %d bytes",
+						  PEERFETCH_LINE_MAX));
+			return;
+		}
+		if (serve_file(s, s->in) < 0)
+			return;
+		memmove(s->in, s->in + used, s->inlen - used);
+		s->inlen -= used;
+	}
+}
+
+/* The request's version: a whole number 1..UINT_MAX; 0 when it is not
+ * (cache_open_served refuses 0). */
+static unsigned req_version(const cJSON *req)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "version");
+
+	if (!cJSON_IsNumber(v) || v->valuedouble < 1 ||
+	    v->valuedouble > 4294967295.0 ||
+	    v->valuedouble != (double)(unsigned)v->valuedouble)
+		return 0;
+	return (unsigned)v->valuedouble;
+}
+
+/* The refusal of a session: a warning, but for the bound (BUSY), which
+ * a worker with more copy threads than PeerFetchSessions meets in the
+ * ordinary course (it then makes do with the sessions it has). */
+static cJSON *refuse(struct peer_fetch *f, const char *who, const char *why,
+		     bool busy)
+{
+	atomic_fetch_add(&f->refused, 1);
+	if (busy)
+		log_info("%s: fetch_open refused: %s", who, why);
+	else
+		log_warningx("%s: fetch_open refused: %s", who, why);
+	return proto_reply_error("%s", why);
+}
+
+cJSON *peer_fetch_serve(struct peer_fetch *f, int fd,
+			const struct peernet_peer *peer, const cJSON *req)
+{
+	char err[512], shown[2][72], size[32];
+	const char *tier, *key;
+	struct session *s;
+	unsigned version, active;
+	cJSON *reply = NULL;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->f = f;
+	s->fd = fd;
+	s->served.vfd = s->served.data_fd = s->served.manifest_fd = -1;
+	snprintf(s->who, sizeof(s->who), "peer %s (uid %u)", peer->addr,
+		 (unsigned)peer->uid);
+	if (proto_get_string(req, "tier", &tier, err, sizeof(err)) < 0 ||
+	    proto_get_string(req, "key", &key, err, sizeof(err)) < 0) {
+		reply = refuse(f, s->who, err, false);
+		goto out;
+	}
+	version = req_version(req);
+	s->manifest = !cJSON_IsFalse(
+	    cJSON_GetObjectItemCaseSensitive(req, "manifest"));
+	if (!f->agent->cache) {
+		reply = refuse(f, s->who, "this node has no cache", false);
+		goto out;
+	}
+	if (atomic_load(&f->stop)) {
+		reply = refuse(f, s->who, "iostaged is stopping", true);
+		goto out;
+	}
+	/* Taken before anything is opened: the bound is on sessions. */
+	active = atomic_fetch_add(&f->active, 1);
+	if (active >= f->max) {
+		atomic_fetch_sub(&f->active, 1);
+		snprintf(err, sizeof(err),
+			 "too many fetch sessions on node %s "
+			 "(PeerFetchSessions=%u)",
+			 f->agent->conf->node_name, f->max);
+		reply = refuse(f, s->who, err, true);
+		goto out;
+	}
+	if (cache_open_served(f->agent->cache, tier, key, version, peer->uid,
+			      &s->served, err, sizeof(err)) < 0) {
+		atomic_fetch_sub(&f->active, 1);
+		reply = refuse(f, s->who, err, false);
+		goto out;
+	}
+	atomic_fetch_add(&f->sessions, 1);
+	run_session(s);
+	atomic_fetch_sub(&f->active, 1);
+	log_debug("%s: fetch session for %s.v%u on tier '%s' over: %" PRIu64
+		  " files, %s",
+		  s->who, ops_printable(key, shown[0], sizeof(shown[0])),
+		  version, ops_printable(tier, shown[1], sizeof(shown[1])),
+		  s->files, units_bytes(s->bytes, size, sizeof(size)));
+	reply = PEERSERVE_TAKEN;
+out:
+	cache_served_close(&s->served);
+	free(s);
+	return reply;
+}

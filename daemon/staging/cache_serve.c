@@ -1,0 +1,185 @@
+/* cache_serve.c - a published version opened for another node's stage
+ * worker (daemon/cluster/peer_fetch.c; docs/STAGING.md, "Filling from
+ * another node").
+ *
+ * Root opens what the asker names, so everything named is checked here:
+ * the tier must be one of this node's own (a Shared=yes tier is read by
+ * every node directly), the key a key, the version a number, which makes
+ * the directory K.vN and never a .build. or .evict. one; the version must
+ * load as the index would load it (meta.json and manifest root's, data
+ * the entry's user's, cache_index_load); and the asker must be the
+ * entry's user, root, or anyone for a public entry. An entry the asker
+ * may not have is answered like a missing one. Files are then opened
+ * beneath the version's data with openat2 (no symlink, no magic link, no
+ * other mount), without blocking (a fifo), and must be regular files:
+ * the data is the user's, who may have put anything there.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/config/pathsafe.h"
+#include "daemon/staging/cache_internal.h"
+
+/* The tier named NAME: its index, or -1 with the refusal in err. */
+static int served_tier(const struct cache *c, const char *name, char *err,
+		       size_t errlen)
+{
+	for (size_t t = 0; t < c->conf->ntiers; t++) {
+		if (strcmp(c->conf->tiers[t].name, name))
+			continue;
+		if (c->conf->tiers[t].shared) {
+			snprintf(err, errlen,
+				 "tier '%s' is Shared=yes: every node reads "
+				 "it directly",
+				 name);
+			return -1;
+		}
+		return (int)t;
+	}
+	snprintf(err, errlen, "no tier '%.32s' on this node", name);
+	return -1;
+}
+
+int cache_open_served(struct cache *c, const char *tier, const char *key,
+		      unsigned version, uid_t asker, struct cache_served *ret,
+		      char *err, size_t errlen)
+{
+	char name[CACHE_ENTRY_NAME_MAX], why[256];
+	struct cache_served s = { .vfd = -1, .data_fd = -1, .manifest_fd = -1 };
+	struct cache_entry *e = NULL;
+	struct stat st;
+	int t;
+
+	if ((t = served_tier(c, tier, err, errlen)) < 0)
+		return -1;
+	if (!cache_is_key(key, strlen(key))) {
+		snprintf(err, errlen, "'%.40s' is not a cache key", key);
+		return -1;
+	}
+	if (version < 1 || version > CACHE_VERSION_MAX) {
+		snprintf(err, errlen, "version %u: must be 1..%u", version,
+			 CACHE_VERSION_MAX);
+		return -1;
+	}
+	cache_version_name(key, version, name, sizeof(name));
+	e = cache_index_load(c, t, name, why, sizeof(why));
+	if (!e || !(asker == 0 || e->public || e->uid == asker))
+		goto missing;
+	s.public = e->public;
+	s.uid = e->uid;
+	s.vfd = cache_open_dir_at(c->cache_fd[t], name);
+	if (s.vfd < 0)
+		goto missing;
+	s.manifest_fd = openat(s.vfd, "manifest",
+			       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (s.manifest_fd < 0 || fstat(s.manifest_fd, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || st.st_uid != c->owner_uid)
+		goto missing;
+	s.manifest_size = (uint64_t)st.st_size;
+	/* A directory's fd to resolve paths beneath; a one-file dataset
+	 * has none (its one path is ""). */
+	s.data_fd = openat(s.vfd, "data",
+			   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (s.data_fd < 0 && errno != ENOTDIR)
+		goto missing;
+	cache_entry_free(e);
+	*ret = s;
+	return 0;
+missing:
+	cache_entry_free(e);
+	cache_served_close(&s);
+	snprintf(err, errlen, "cache entry %s not found on tier '%s'", name,
+		 tier);
+	errno = ENOENT;
+	return -1;
+}
+
+/* openat2 beneath DFD: no symlink, no magic link, no other mount. The
+ * kernel must have it (5.6): root resolving a user's path with openat
+ * alone could be led by a symlink on the way. */
+static int open_beneath(int dfd, const char *rel)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	int fd, tries = 0;
+
+	do
+		fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	while (fd < 0 && (errno == EAGAIN || errno == EINTR) && ++tries < 64);
+	return fd;
+}
+
+int cache_served_open_file(const struct cache_served *s, const char *rel,
+			   struct stat *ret_st, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd;
+
+	if (*rel && !pathsafe_is_relative(rel, CACHE_SERVED_PATH_MAX)) {
+		snprintf(err, errlen,
+			 "not a clean relative path (no '.' or '..' "
+			 "components, no leading '/')");
+		errno = EINVAL;
+		return -1;
+	}
+	if (!*rel && s->data_fd >= 0) {
+		snprintf(err, errlen, "the dataset is a directory");
+		errno = EISDIR;
+		return -1;
+	}
+	if (*rel && s->data_fd < 0) {
+		snprintf(err, errlen, "the dataset is one file");
+		errno = ENOTDIR;
+		return -1;
+	}
+	fd = *rel ? open_beneath(s->data_fd, rel)
+		  : open_beneath(s->vfd, "data");
+	if (fd < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "%s",
+			 e == ELOOP   ? "a symlink on the way"
+			 : e == EXDEV ? "not beneath the version's data"
+				      : strerror(e));
+		errno = e;
+		return -1;
+	}
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "%s", strerror(e));
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "not a regular file");
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	*ret_st = st;
+	return fd;
+}
+
+void cache_served_close(struct cache_served *s)
+{
+	if (s->vfd >= 0)
+		close(s->vfd);
+	if (s->data_fd >= 0)
+		close(s->data_fd);
+	if (s->manifest_fd >= 0)
+		close(s->manifest_fd);
+	s->vfd = s->data_fd = s->manifest_fd = -1;
+}

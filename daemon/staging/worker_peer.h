@@ -1,0 +1,68 @@
+/* worker_peer.h - the stage worker's sessions to the node that holds a
+ * version of the entry it builds (`--peer HOST:PORT --peer-entry
+ * TIER/KEY.vN`; docs/STAGING.md, "Filling from another node").
+ *
+ * The first session gives the version's manifest, which the copy engine
+ * compares SRC with (its `previous`); files equal in it are fetched
+ * through worker_peer_fetch (the engine's `fetch`), which draws on a pool
+ * of sessions: at most one per copy thread, opened when a thread first
+ * needs one, a broken one closed and replaced. A session the server
+ * refuses while others are open (PeerFetchSessions) caps the pool at the
+ * sessions it has, and the thread waits for one of them;
+ * after WORKER_PEER_OPEN_TRIES failures to open in a row the peer is
+ * gone, and every later fetch returns -1 at once: the engine copies
+ * those files from SRC instead. Nothing here writes on stdout; the
+ * worker says what happened from worker_peer_summary.
+ */
+#ifndef IOSTAGE_DAEMON_WORKER_PEER_H
+#define IOSTAGE_DAEMON_WORKER_PEER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/fs/manifest.h"
+#include "common/net/mauth.h"
+
+#define WORKER_PEER_OPEN_TRIES 3  /* opens failed in a row: the peer is gone */
+#define WORKER_PEER_OPEN_MS 10000 /* a session's open and its manifest */
+#define WORKER_PEER_IO_MS 20000   /* each read of a file's bytes */
+
+/* Where the version is: --peer HOST:PORT, --peer-entry TIER/KEY.vN. */
+struct worker_peer_target {
+	char host[256];
+	unsigned port;
+	char tier[32];
+	char key[33];
+	unsigned version;
+	const char *munge_socket; /* --munge-socket, NULL: libmunge's */
+};
+
+struct worker_peer;
+
+/* HOSTPORT ("n1:6826", "[fe80::1]:6826") and ENTRY ("nvme/K.v3") into
+ * *ret (munge_socket NULL). 0, or -1 with what is wrong in err. */
+int worker_peer_parse(const char *hostport, const char *entry,
+		      struct worker_peer_target *ret, char *err, size_t errlen);
+
+/* Open the first session to T (credentials from ENCODE, NULL: munged's)
+ * for a pool of at most MAX_SESSIONS, and parse the manifest it sent.
+ * 0 with *ret (worker_peer_close) and *ret_manifest (manifest_destroy;
+ * valid as long as the caller keeps it), or -1 with one line in err. */
+int worker_peer_open(const struct worker_peer_target *t, unsigned max_sessions,
+		     mauth_encode_fn encode, struct worker_peer **ret,
+		     struct manifest **ret_manifest, char *err, size_t errlen);
+
+/* The copy engine's fetch (common/fs/copyengine.h; ARG is the pool):
+ * REL into DST_FD, SIZE bytes. 0, or -1 (the file is then copied from
+ * SRC). */
+int worker_peer_fetch(const char *rel, int dst_fd, uint64_t size, void *arg);
+
+/* One line saying what fell back and why, into BUF ("" when every fetch
+ * worked): "peer n1:6826: 3 files copied from the source instead; first:
+ * node n1:6826: 'a/b': ..." */
+void worker_peer_summary(const struct worker_peer *p, char *buf, size_t len);
+
+/* Close every session and free P. NULL: no-op. */
+void worker_peer_close(struct worker_peer *p);
+
+#endif /* IOSTAGE_DAEMON_WORKER_PEER_H */

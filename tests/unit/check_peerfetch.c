@@ -1,0 +1,466 @@
+/* check_peerfetch.c - fetch sessions end to end in one process: the
+ * client (common/net/peerfetch.c) against iostaged's node channel
+ * (daemon/cluster/peer.c, peer_fetch.c, daemon/staging/cache_serve.c)
+ * over 127.0.0.1 (peerfetch_fixture.h: the node, its version, the
+ * stand-in credential), and against small servers of the test's own that
+ * misbehave (a transfer cut short, a size other than asked). The stage
+ * worker's side is check_worker_peer.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "common/fs/manifest.h"
+#include "common/net/peerfetch.h"
+#include "daemon/cluster/peer.h"
+#include "daemon/cluster/peer_fetch.h"
+#include "tests/unit/check_run.h"
+#include "tests/unit/peerfetch_fixture.h"
+
+/* --- the tests ------------------------------------------------------------------------ */
+
+START_TEST(test_session_fetches_files)
+{
+	static const char *const files[] = { "a.txt", "big.bin", "empty",
+					     "sub/b.txt" };
+	struct peer_fetch_counts c;
+	struct manifest *m = NULL;
+	struct peerfetch *pf = must_open();
+	const struct manifest_entry *e;
+	char err[1024];
+	const void *mb;
+	size_t mlen;
+	uint64_t want = 0;
+
+	/* The manifest, as the version holds it. */
+	mb = peerfetch_manifest(pf, &mlen);
+	ck_assert_msg(manifest_parse(mb, mlen, &m, err, sizeof(err)) == 0,
+		      "manifest: %s", err);
+	ck_assert_uint_eq(manifest_count(m), 6); /* "", 4 files, sub */
+	e = manifest_find(m, "big.bin", 7);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_uint_eq(e->size, BIG);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		int fd = scratch_file("out");
+
+		e = manifest_find(m, files[i], strlen(files[i]));
+		ck_assert_ptr_nonnull(e);
+		ck_assert_msg(peerfetch_file(pf, files[i], fd, e->size, 5000,
+					     err, sizeof(err)) == 0,
+			      "%s: %s", files[i], err);
+		ck_assert_msg(same_as_src(fd, files[i]), "%s differs",
+			      files[i]);
+		want += e->size;
+		close(fd);
+	}
+	ck_assert(peerfetch_usable(pf));
+	ck_assert_uint_eq(peerfetch_bytes(pf), want);
+	peerfetch_close(pf);
+	manifest_destroy(m);
+	/* another session of the same worker: no manifest again */
+	ck_assert_msg(peerfetch_open_by(standin_encode, PEERFETCH_NO_MANIFEST,
+					"127.0.0.1", port, NULL, "t0", key,
+					version, 5000, &pf, err,
+					sizeof(err)) == 0,
+		      "%s", err);
+	peerfetch_manifest(pf, &mlen);
+	ck_assert_uint_eq(mlen, 0);
+	{
+		int fd = scratch_file("out");
+
+		ck_assert_msg(peerfetch_file(pf, "a.txt", fd, 1000, 5000, err,
+					     sizeof(err)) == 0,
+			      "%s", err);
+		ck_assert(same_as_src(fd, "a.txt"));
+		want += 1000;
+		close(fd);
+	}
+	peerfetch_close(pf);
+	/* the node counts what it sent (the session is over once it saw
+	 * our EOF) */
+	for (int i = 0; i < 100; i++) {
+		peer_fetch_counts(peer_fetcher(g.a.peer), &c);
+		if (!c.active)
+			break;
+		usleep(20000);
+	}
+	ck_assert_uint_eq(c.active, 0);
+	ck_assert_uint_eq(c.sessions, 2);
+	ck_assert_uint_eq(c.files, 5);
+	ck_assert_uint_eq(c.bytes, want);
+}
+END_TEST
+
+/* A public entry is served to any user. */
+START_TEST(test_public_entry_served_to_all)
+{
+	char pkey[CACHE_KEY_LEN + 1], err[1024];
+	struct peerfetch *pf = NULL;
+	unsigned v = build_version_of(true, pkey);
+	int fd;
+
+	cred_uid = geteuid() ? geteuid() + 1 : 1000;
+	ck_assert_msg(open_session("t0", pkey, v, &pf, err, sizeof(err)) == 0,
+		      "%s", err);
+	fd = scratch_file("out");
+	ck_assert_msg(peerfetch_file(pf, "sub/b.txt", fd, 5000, 5000, err,
+				     sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert(same_as_src(fd, "sub/b.txt"));
+	close(fd);
+	peerfetch_close(pf);
+}
+END_TEST
+
+/* Opens refused: the whole session is. */
+START_TEST(test_open_refused)
+{
+	char other[CACHE_KEY_LEN + 1], err[1024], build_key[64];
+	struct cache_build b;
+	struct peerfetch *pf = NULL;
+	const struct {
+		const char *tier, *key;
+		unsigned version;
+		const char *error;
+	} cases[] = {
+		{ "nvme", key, version, "no tier 'nvme'" },
+		{ "t1", key, version, "Shared=yes" },
+		{ "t0", "not-a-key", version, "not a cache key" },
+		{ "t0", "", version, "not a cache key" },
+		{ "t0", build_key, version, "not a cache key" },
+		{ "t0", "../../../../etc/passwd", version, "not a cache key" },
+		{ "t0", key, 0, "must be 1.." },
+		{ "t0", key, version + 1, "not found" },
+		{ "t0", other, 1, "not found" },
+		/* a build in progress is never served (version + 1) */
+		{ "t0", key, version + 2, "not found" },
+	};
+
+	snprintf(build_key, sizeof(build_key), ".build.%s", key);
+	cache_key(geteuid(), "/nowhere", other);
+	ck_assert_msg(cache_build_begin(g.a.cache, 0, key, version + 2,
+					geteuid(), getegid(), &b, err,
+					sizeof(err)) == 0,
+		      "cache_build_begin: %s", err);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_int_eq(open_session(cases[i].tier, cases[i].key,
+					      cases[i].version, &pf, err,
+					      sizeof(err)),
+				 -1);
+		ck_assert_msg(strstr(err, cases[i].error), "case %zu: %s", i,
+			      err);
+		ck_assert_msg(strstr(err, "node 127.0.0.1:"), "%s", err);
+	}
+	cache_build_abort(&b);
+}
+END_TEST
+
+/* Another user's entry is answered like a missing one; root's
+ * credential is served any. */
+START_TEST(test_other_user_refused)
+{
+	struct peerfetch *pf = NULL;
+	char err[1024];
+
+	cred_uid = geteuid() ? geteuid() + 1 : 1000;
+	ck_assert_int_eq(open_session("t0", key, version, &pf, err,
+				      sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "not found on tier 't0'"), "%s", err);
+	cred_uid = 0;
+	ck_assert_msg(open_session("t0", key, version, &pf, err, sizeof(err)) ==
+			  0,
+		      "root: %s", err);
+	peerfetch_close(pf);
+}
+END_TEST
+
+/* A file the session refuses: the session goes on, nothing written. */
+START_TEST(test_file_refused)
+{
+	const struct {
+		const char *path;
+		uint64_t size;
+		const char *error;
+	} cases[] = {
+		{ "../a.txt", 1000, "not a clean relative path" },
+		{ "sub/../a.txt", 1000, "not a clean relative path" },
+		{ "./a.txt", 1000, "not a clean relative path" },
+		{ "/etc/passwd", 1000, "not a clean relative path" },
+		{ "", 1000, "is a directory" },
+		{ "sub", 0, "not a regular file" },
+		{ "link", 5, "symlink" },
+		{ "escape", 5, "symlink" },
+		{ "linkdir/b.txt", 5000, "symlink" },
+		{ "fifo", 0, "not a regular file" },
+		{ "missing", 1, "No such file" },
+		{ "a.txt", 999, "1000 bytes here, not 999" },
+		{ "a.txt", 1001, "1000 bytes here, not 1001" },
+	};
+	struct peerfetch *pf;
+	char err[1024];
+	int fd;
+
+	data_add("link");
+	data_add("escape");
+	data_add("linkdir");
+	data_add("fifo");
+	pf = must_open();
+	fd = scratch_file("out");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_int_eq(peerfetch_file(pf, cases[i].path, fd,
+						cases[i].size, 5000, err,
+						sizeof(err)),
+				 -1);
+		ck_assert_msg(strstr(err, cases[i].error), "case %zu (%s): %s",
+			      i, cases[i].path, err);
+		ck_assert_msg(peerfetch_usable(pf), "case %zu: %s", i, err);
+		ck_assert_int_eq(size_of(fd), 0);
+	}
+	/* and still serves */
+	ck_assert_msg(peerfetch_file(pf, "a.txt", fd, 1000, 5000, err,
+				     sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert(same_as_src(fd, "a.txt"));
+	close(fd);
+	peerfetch_close(pf);
+}
+END_TEST
+
+/* A server that sends a manifest, then part of a file and hangs up. */
+static int fake_listen;
+
+static void *fake_server(void *arg)
+{
+	static const char open_reply[] = "{\"ok\":true,\"manifest_bytes\":4}\n"
+					 "MANI";
+	static const char file_reply[] = "{\"ok\":true,\"size\":100}\n"
+					 "0123456789";
+	char buf[8192];
+	int fd;
+
+	(void)arg;
+	fd = accept(fake_listen, NULL, NULL);
+	if (fd < 0)
+		return NULL;
+	/* the request line; then the manifest */
+	if (read(fd, buf, sizeof(buf)) > 0 &&
+	    write(fd, open_reply, sizeof(open_reply) - 1) > 0 &&
+	    read(fd, buf, sizeof(buf)) > 0 &&
+	    write(fd, file_reply, sizeof(file_reply) - 1) > 0)
+		usleep(50000);
+	close(fd);
+	return NULL;
+}
+
+START_TEST(test_broken_mid_file)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	struct peerfetch *pf = NULL;
+	char err[1024];
+	const void *mb;
+	size_t mlen;
+	pthread_t t;
+	int fd;
+
+	fake_listen = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fake_listen, (struct sockaddr *)&sin, sl), 0);
+	ck_assert_int_eq(listen(fake_listen, 1), 0);
+	ck_assert_int_eq(getsockname(fake_listen, (struct sockaddr *)&sin, &sl),
+			 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, fake_server, NULL), 0);
+	ck_assert_msg(peerfetch_open_by(standin_encode, 0, "127.0.0.1",
+					ntohs(sin.sin_port), NULL, "t0", key, 1,
+					5000, &pf, err, sizeof(err)) == 0,
+		      "%s", err);
+	mb = peerfetch_manifest(pf, &mlen);
+	ck_assert_uint_eq(mlen, 4);
+	ck_assert(!memcmp(mb, "MANI", 4));
+	fd = scratch_file("out");
+	ck_assert_int_eq(peerfetch_file(pf, "x", fd, 100, 5000, err,
+					sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "cut short"), "%s", err);
+	ck_assert(!peerfetch_usable(pf));
+	/* a dead session takes no more requests */
+	ck_assert_int_eq(peerfetch_file(pf, "x", fd, 100, 5000, err,
+					sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "closed"), "%s", err);
+	pthread_join(t, NULL);
+	close(fd);
+	close(fake_listen);
+	peerfetch_close(pf);
+}
+END_TEST
+
+/* A server that announces another size than asked: refused before a
+ * byte is written; the session cannot go on. */
+START_TEST(test_server_size_mismatch)
+{
+	static const char replies[] = "{\"ok\":true,\"manifest_bytes\":0}\n";
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	struct peerfetch *pf = NULL;
+	char err[1024], buf[4096];
+	int l, s, fd;
+
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&sin, sl), 0);
+	ck_assert_int_eq(listen(l, 1), 0);
+	ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sin, &sl), 0);
+	/* the whole dialogue is queued before the client reads it */
+	if (fork() == 0) {
+		s = accept(l, NULL, NULL);
+		if (s >= 0 && read(s, buf, sizeof(buf)) > 0 &&
+		    write(s, replies, sizeof(replies) - 1) > 0 &&
+		    read(s, buf, sizeof(buf)) > 0 &&
+		    write(s, "{\"ok\":true,\"size\":7}\nabcdefg", 28) > 0)
+			sleep(1);
+		_exit(0);
+	}
+	ck_assert_msg(peerfetch_open_by(standin_encode, 0, "127.0.0.1",
+					ntohs(sin.sin_port), NULL, "t0", key, 1,
+					5000, &pf, err, sizeof(err)) == 0,
+		      "%s", err);
+	fd = scratch_file("out");
+	ck_assert_int_eq(peerfetch_file(pf, "x", fd, 5, 5000, err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "another size"), "%s", err);
+	ck_assert_int_eq(size_of(fd), 0);
+	ck_assert(!peerfetch_usable(pf));
+	close(fd);
+	close(l);
+	peerfetch_close(pf);
+	wait(NULL);
+}
+END_TEST
+
+/* Nothing listens: the client says where it tried. */
+START_TEST(test_unreachable)
+{
+	struct peerfetch *pf = NULL;
+	char err[1024];
+
+	peer_fetch_stop((struct peer_fetch *)peer_fetcher(g.a.peer));
+	ck_assert(peerserve_stop(&srv, 5));
+	ck_assert_int_eq(open_session("t0", key, version, &pf, err,
+				      sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "node 127.0.0.1"), "%s", err);
+	ck_assert_msg(strstr(err, "refused"), "%s", err);
+	srv.running = false; /* teardown stops it again */
+}
+END_TEST
+
+/* Sessions over PeerFetchSessions (2 here) are refused, and served
+ * again once one ends. */
+START_TEST(test_sessions_bounded)
+{
+	struct peerfetch *a = must_open(), *b = must_open(), *c = NULL;
+	struct peer_fetch_counts n;
+	char err[1024];
+	int r = -1;
+
+	ck_assert_int_eq(open_session("t0", key, version, &c, err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "too many fetch sessions"), "%s", err);
+	ck_assert_msg(strstr(err, "PeerFetchSessions=2"), "%s", err);
+	peerfetch_close(a);
+	/* the node sees our EOF within its next slice */
+	for (int i = 0; i < 100 && r < 0; i++) {
+		r = open_session("t0", key, version, &c, err, sizeof(err));
+		if (r < 0)
+			usleep(20000);
+	}
+	ck_assert_msg(r == 0, "%s", err);
+	peer_fetch_counts(peer_fetcher(g.a.peer), &n);
+	ck_assert_uint_ge(n.refused, 1);
+	ck_assert_uint_eq(n.sessions, 3);
+	peerfetch_close(b);
+	peerfetch_close(c);
+}
+END_TEST
+
+/* The channel's other ops still want root: fetch_open alone is open to
+ * users. */
+START_TEST(test_other_ops_root_only)
+{
+	cJSON *req = cJSON_Parse("{\"op\":\"peer_ping\"}"), *reply;
+	char err[1024];
+
+	cred_uid = geteuid() ? geteuid() : 1000;
+	if (cred_uid == 0)
+		cred_uid = 1000;
+	reply = NULL;
+	{
+		char *line = peernet_request_line_by(standin_encode, NULL, req,
+						     err, sizeof(err));
+		int sv[2];
+
+		ck_assert_ptr_nonnull(line);
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		ck_assert_int_gt(dprintf(sv[1], "%s\n", line), 0);
+		reply = peer_serve_fd(g.a.peer, sv[0]);
+		close(sv[0]);
+		close(sv[1]);
+		free(line);
+	}
+	ck_assert_ptr_nonnull(reply);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(reply, "ok")));
+	ck_assert_msg(strstr(cJSON_GetStringValue(
+				 cJSON_GetObjectItem(reply, "error")),
+			     "root's credential"),
+		      "wrong refusal");
+	cJSON_Delete(reply);
+	cJSON_Delete(req);
+}
+END_TEST
+
+static Suite *peerfetch_suite(void)
+{
+	Suite *s = suite_create("peerfetch");
+	TCase *tc = tcase_create("session");
+	TCase *tb = tcase_create("bounds");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_session_fetches_files);
+	tcase_add_test(tc, test_open_refused);
+	tcase_add_test(tc, test_other_user_refused);
+	tcase_add_test(tc, test_public_entry_served_to_all);
+	tcase_add_test(tc, test_file_refused);
+	tcase_add_test(tc, test_broken_mid_file);
+	tcase_add_test(tc, test_server_size_mismatch);
+	tcase_add_test(tc, test_unreachable);
+	tcase_add_test(tc, test_other_ops_root_only);
+	suite_add_tcase(s, tc);
+	tcase_add_checked_fixture(tb, setup_two_sessions, teardown);
+	tcase_set_timeout(tb, 60);
+	tcase_add_test(tb, test_sessions_bounded);
+	suite_add_tcase(s, tb);
+	return s;
+}
+
+int main(void)
+{
+	return check_run(peerfetch_suite());
+}
