@@ -102,6 +102,7 @@ static const struct {
 	{ "recommend", op_recommend },
 	{ "cache_report", placement_op_report },
 	{ "placement", placement_op_query },
+	{ "cache_holders", placement_op_holders },
 	{ "sched_status", sched_op_status },
 	{ "job_note", pending_op_note },
 	{ "stage_bw", ctld_op_stage_bw },
@@ -154,8 +155,8 @@ cJSON *ctld_service_dispatch(const struct conf *conf,
 	return proto_reply_error("unknown op '%s' (iostagectld answers ping, "
 				 "file, file_batch, history_get, history_list, "
 				 "recommend, stage_bw, stage_bw_status, "
-				 "cache_report, placement, job_note, "
-				 "sched_status)",
+				 "cache_report, placement, cache_holders, "
+				 "job_note, sched_status)",
 				 printable(op, shown, sizeof(shown)));
 }
 

@@ -291,6 +291,11 @@ void jobs_add_totals(struct job *job, uint64_t bytes, uint64_t files);
 void jobs_dataset_done(struct job *job, size_t i, int tier, uint64_t bytes,
 		       uint64_t files);
 
+/* How dataset I has been served so far, and its entry ("K.vN", "" while
+ * pending) into ENTRY. */
+enum job_ds_result jobs_dataset_entry(struct job *job, size_t i, char *entry,
+				      size_t len);
+
 /* Record how dataset I was served (entry "K.vN", counts). */
 void jobs_dataset_result(struct job *job, size_t i, enum job_ds_result result,
 			 const char *entry, uint64_t copied_files,

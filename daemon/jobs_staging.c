@@ -98,6 +98,23 @@ void jobs_dataset_result(struct job *job, size_t i, enum job_ds_result result,
 	pthread_mutex_unlock(&js->lock);
 }
 
+enum job_ds_result jobs_dataset_entry(struct job *job, size_t i, char *entry,
+				      size_t len)
+{
+	struct jobs *js = job->table;
+	enum job_ds_result r;
+
+	if (i >= PROFILE_MAX_DATASETS) {
+		snprintf(entry, len, "%s", "");
+		return JOB_DS_FAILED;
+	}
+	pthread_mutex_lock(&js->lock);
+	r = job->ds[i].result;
+	snprintf(entry, len, "%s", job->ds[i].entry);
+	pthread_mutex_unlock(&js->lock);
+	return r;
+}
+
 /* jobs_staging_done, and with PUT the staging thread's reference dropped
  * in the critical section that clears ->running: once jobs_shutdown or a
  * finish sees the thread gone, it touches neither the job nor the table. */

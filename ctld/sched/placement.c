@@ -337,6 +337,48 @@ uint64_t placement_entry_bytes(const char *node, const char *key,
 	return b;
 }
 
+struct holder {
+	double last_used;
+	size_t node;
+};
+
+/* The most recently used first: the likeliest to be there still. */
+static int holder_cmp(const void *a, const void *b)
+{
+	const struct holder *x = a, *y = b;
+
+	return (x->last_used < y->last_used) - (x->last_used > y->last_used);
+}
+
+size_t placement_holders(const char *key, const char *tier,
+			 char (*ret)[CONF_NODE_MAX], size_t max)
+{
+	struct holder *h;
+	size_t n = 0;
+
+	if (max > PLACEMENT_HOLDERS_MAX)
+		max = PLACEMENT_HOLDERS_MAX;
+	pthread_mutex_lock(&mu);
+	h = malloc((nnodes ? nnodes : 1) * sizeof(*h));
+	for (size_t i = 0; h && i < nnodes; i++)
+		for (size_t k = 0; k < nodes[i].nwant; k++)
+			if (!strcmp(nodes[i].want[k].key, key) &&
+			    !strcmp(nodes[i].want[k].tier, tier)) {
+				h[n++] = (struct holder){
+					nodes[i].want[k].last_used, i
+				};
+				break;
+			}
+	qsort(h, n, sizeof(*h), holder_cmp);
+	if (n > max)
+		n = max;
+	for (size_t i = 0; i < n; i++)
+		snprintf(ret[i], CONF_NODE_MAX, "%s", nodes[h[i].node].name);
+	pthread_mutex_unlock(&mu);
+	free(h);
+	return n;
+}
+
 time_t placement_reported_at(const char *node)
 {
 	struct pnode *pn;
@@ -485,6 +527,30 @@ cJSON *placement_op_report(const struct ctld_caller *c, const cJSON *req)
 			     time(NULL), err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
 	return proto_reply_ok();
+}
+
+cJSON *placement_op_holders(const struct ctld_caller *c, const cJSON *req)
+{
+	char err[CONF_ERR_MAX], holders[PLACEMENT_HOLDERS_MAX][CONF_NODE_MAX];
+	const char *key, *tier;
+	cJSON *reply, *arr;
+	size_t n;
+
+	if (c->uid != 0)
+		return proto_reply_error("cache_holders: permission denied: "
+					 "only root on a node asks where an "
+					 "entry is");
+	if (proto_get_string(req, "key", &key, err, sizeof(err)) < 0 ||
+	    proto_get_string(req, "tier", &tier, err, sizeof(err)) < 0)
+		return proto_reply_error("cache_holders: %s", err);
+	if (strlen(key) != CACHEKEY_LEN || strlen(tier) >= CONF_NAME_MAX)
+		return proto_reply_error("cache_holders: bad key or tier");
+	n = placement_holders(key, tier, holders, PLACEMENT_HOLDERS_MAX);
+	reply = proto_reply_ok();
+	arr = reply ? cJSON_AddArrayToObject(reply, "nodes") : NULL;
+	for (size_t i = 0; arr && i < n; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(holders[i]));
+	return reply;
 }
 
 cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)

@@ -114,6 +114,19 @@ bool placement_is_published(const char *node, const char *feature);
 uint64_t placement_entry_bytes(const char *node, const char *key,
 			       const char *tier);
 
+/* The nodes whose last report holds entry KEY on TIER, the most recently
+ * used first, into RET[0..MAX) (MAX at most PLACEMENT_HOLDERS_MAX); their
+ * count. Only the entries a node reports as its features are known
+ * (its PLACEMENT_NODE_FEATURES most recently used). */
+#define PLACEMENT_HOLDERS_MAX 16
+size_t placement_holders(const char *key, const char *tier,
+			 char (*ret)[CONF_NODE_MAX], size_t max);
+
+/* op cache_holders (root): {"key":K,"tier":T} -> {"ok":true,
+ * "nodes":[...]}: where a node looks for a copy to fill from
+ * (daemon/cluster/fill.h). */
+cJSON *placement_op_holders(const struct ctld_caller *c, const cJSON *req);
+
 /* When NODE last reported (0: never). */
 time_t placement_reported_at(const char *node);
 

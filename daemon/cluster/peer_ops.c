@@ -24,6 +24,13 @@
  *   cache_report                  -> (iostagectld, just started: send it
  *                                    this node's cache report now rather
  *                                    than at the next interval)
+ *   stage_entry    job dataset    -> state tier entry (how this node
+ *                                    staged dataset I of job J: the head
+ *                                    of a job, asked by its other nodes;
+ *                                    daemon/cluster/fill.h)
+ *   entry_current  tier key       -> version (this node's current
+ *                                    version of an entry, for a node
+ *                                    that fills from it)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -36,6 +43,7 @@
 #include "common/net/proto.h"
 #include "daemon/agent.h"
 #include "daemon/cluster/cachereport.h"
+#include "daemon/cluster/fill.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/cluster/peer.h"
 #include "daemon/jobs.h"
@@ -241,5 +249,7 @@ const struct peer_op peer_ops[] = {
 	{ "history_get", op_peer_history_get },
 	{ "prestage", op_peer_prestage },
 	{ "cache_report", op_peer_cache_report },
+	{ "stage_entry", fill_op_stage_entry },
+	{ "entry_current", fill_op_entry_current },
 	{ NULL, NULL },
 };

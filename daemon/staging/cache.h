@@ -46,6 +46,9 @@
 #define CACHE_VERSION_MAX 999999999U
 #define CACHE_ENTRY_NAME_MAX (CACHE_KEY_LEN + 16) /* "K.vN" */
 
+/* Whether S (LEN bytes) is a key: CACHE_KEY_LEN lowercase hex digits. */
+bool cache_is_key(const char *s, size_t len);
+
 struct cache;
 struct cache_lock;
 

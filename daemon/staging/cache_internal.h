@@ -84,9 +84,6 @@ struct cache {
 /* --- cache_names.c ---------------------------------------------------------
  */
 
-/* Whether S (LEN bytes) is a key: CACHE_KEY_LEN lowercase hex digits. */
-bool cache_is_key(const char *s, size_t len);
-
 /* "K.vN" -> key, version (N from 1, no leading zero, at most 9 digits). */
 bool cache_parse_version_name(const char *name, char key[CACHE_KEY_LEN + 1],
 			      unsigned *ret_version);

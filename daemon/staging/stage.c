@@ -63,6 +63,7 @@
 #include "common/config/joblayout.h"
 #include "common/net/proto.h"
 #include "daemon/agent.h"
+#include "daemon/cluster/fill.h"
 #include "daemon/spawn.h"
 #include "daemon/staging/bwgov.h"
 #include "daemon/staging/cache.h"
@@ -115,7 +116,11 @@ struct outcome {
 	uint64_t reserved;             /* bytes reserved on the tier */
 	uint64_t total_bytes, total_files, copy_bytes, copy_files;
 	uint64_t bytes, files, linked; /* final figures from the worker */
-	int64_t started_ns;            /* CLOCK_REALTIME before the spawn */
+	/* from another node's copy (daemon/cluster/fill.h), and the files
+	 * it could not give */
+	uint64_t fetched, fetched_bytes, fallbacks;
+	char from[CONF_NODE_MAX]; /* that node, or "": the PFS */
+	int64_t started_ns;       /* CLOCK_REALTIME before the spawn */
 };
 
 static long ms_left(const struct timespec *deadline)
@@ -274,6 +279,9 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		o->bytes = m->bytes;
 		o->files = m->files;
 		o->linked = m->linked;
+		o->fetched = m->fetched;
+		o->fetched_bytes = m->fetched_bytes;
+		o->fallbacks = m->fallbacks;
 		if (!m->ok)
 			snprintf(o->worker_err, sizeof(o->worker_err), "%s",
 				 m->text);
@@ -543,11 +551,12 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 }
 
 /* Build version NEXT of OW's entry for dataset I (previous version CUR or
- * NULL). 0 with *ret_o, or -1 with run->err. */
+ * NULL; another node's copy FROM or NULL). 0 with *ret_o, or -1 with
+ * run->err. */
 static int build_version(struct run *run, size_t i,
 			 const struct stage_owner *ow, int t,
 			 const struct cache_version *cur, unsigned next,
-			 struct outcome *ret_o)
+			 const struct fill_source *from, struct outcome *ret_o)
 {
 	struct cache *cache = run->s->agent->cache;
 	struct job *job = run->job;
@@ -581,7 +590,19 @@ static int build_version(struct run *run, size_t i,
 			task.manifest_in = mfd;
 		}
 	}
+	/* Nothing here to link from: another node's copy saves reading
+	 * the PFS; the worker compares it with the PFS as it would ours. */
+	if (!task.previous && from) {
+		task.peer = from->peer;
+		task.peer_entry = from->entry;
+		task.munge_socket = run->s->conf->munge_socket;
+		log_info("job %u: dataset '%s': filling from %s's %s (%s)",
+			 job->id, ds->name, from->node, from->entry,
+			 from->head ? "the job's head" : "iostagectld");
+	}
 	r = run_worker(run, ds, t, &task, ret_o);
+	if (task.peer)
+		snprintf(ret_o->from, sizeof(ret_o->from), "%s", from->node);
 	if (mfd >= 0)
 		close(mfd);
 	if (r < 0) {
@@ -624,20 +645,30 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 				     built->files, 0, 0, 0);
 		run->cached_bytes += built->bytes;
 	} else {
-		uint64_t copied = o->files > o->linked ? o->files - o->linked
-						       : 0;
+		uint64_t placed = o->linked + o->fetched;
+		uint64_t copied = o->files > placed ? o->files - placed : 0;
+		/* what came from the source: the rest came from the node */
+		uint64_t pfs = o->copy_bytes > o->fetched_bytes
+				   ? o->copy_bytes - o->fetched_bytes
+				   : 0;
+		char fetched[64];
 
+		if (o->from[0])
+			log_info("job %u: dataset '%s': %" PRIu64 " files (%s) "
+				 "from node %s, %" PRIu64 " it could not give",
+				 job->id, ds->name, o->fetched,
+				 units_bytes(o->fetched_bytes, fetched,
+					     sizeof(fetched)),
+				 o->from, o->fallbacks);
 		log_info("job %u: dataset '%s': built %s on tier '%s'%s: "
 			 "%" PRIu64 " files copied (%s), %" PRIu64 " linked",
 			 job->id, ds->name, entry, ds->tier,
 			 ow->public ? " (public)" : "", copied,
-			 units_bytes(o->copy_bytes, size, sizeof(size)),
-			 o->linked);
-		jobs_dataset_result(job, i, JOB_DS_BUILT, entry, copied,
-				    o->copy_bytes, o->linked);
+			 units_bytes(pfs, size, sizeof(size)), o->linked);
+		jobs_dataset_result(job, i, JOB_DS_BUILT, entry, copied, pfs,
+				    o->linked);
 		stats_dataset_served(run->s->agent->stats, false, built->bytes,
-				     built->files, o->copy_bytes, copied,
-				     o->linked);
+				     built->files, pfs, copied, o->linked);
 	}
 }
 
@@ -653,12 +684,25 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 	struct lock_wait lw = { .run = run, .dsname = ds->name };
 	struct cache_version cur, built;
 	struct cache_lock *lock = NULL;
+	struct fill_source from;
 	struct outcome o;
 	unsigned next;
 	bool have, hit = false;
 	int t = tiers_index(run->s->agent->tiers, ds->tier), r = -1, good;
+	int fill = 0;
 
 	memset(&o, 0, sizeof(o));
+	/* No version here: another node may have one (the job's head, or
+	 * a node iostagectld names). Asked before K.lock is ours: a node
+	 * waiting for its head while holding the lock could be what the
+	 * head's other job waits for. */
+	if (cache_current(cache, t, key, &cur, &next) != 1) {
+		fill = fill_find(run->s->agent, job, i, ds->tier, key,
+				 lock_stop, &lw, &from, run->err,
+				 sizeof(run->err));
+		if (fill < 0)
+			return -1;
+	}
 	if (cache_lock_acquire(cache, t, key, lock_stop, &lw, &lock, run->err,
 			       sizeof(run->err)) < 0)
 		goto out;
@@ -672,8 +716,8 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 		hit = true;
 		built = cur;
 	} else {
-		if (build_version(run, i, ow, t, have ? &cur : NULL, next, &o) <
-		    0)
+		if (build_version(run, i, ow, t, have ? &cur : NULL, next,
+				  fill == 1 ? &from : NULL, &o) < 0)
 			goto out;
 		if (cache_current(cache, t, key, &built, &next) != 1) {
 			snprintf(run->err, sizeof(run->err),

@@ -88,9 +88,13 @@ struct stage_task {
 	int manifest_in;      /* -1 or its manifest */
 	int manifest_out;     /* -1 or the new manifest's file */
 	enum profile_verify verify;
+	/* Another node's copy to fill from (daemon/cluster/fill.h), or
+	 * NULL: "HOST:PORT" and "TIER/KEY.vN"; never with PREVIOUS. */
+	const char *peer, *peer_entry;
+	const char *munge_socket; /* for the peer's session; NULL: default */
 };
 
-#define STAGE_ARGV_MAX 20
+#define STAGE_ARGV_MAX 26
 
 /* Fill ARGV[STAGE_ARGV_MAX] for TASK (pointers into TASK); RATE: a rate
  * page is passed as fd 5. The manifest in is fd 3, the manifest out fd 4.
@@ -115,8 +119,14 @@ struct stage_msg {
 	char text[CONF_ERR_MAX]; /* RESULT's error ("copy failed" if none),
 				  * NOTE's note */
 	uint64_t bytes, files, linked; /* RESULT, PROGRESS */
+	/* RESULT: files and bytes another node's copy gave, and the files
+	 * it could not give (copied from the source instead) */
+	uint64_t fetched, fetched_bytes, fallbacks;
 	uint64_t total_bytes, total_files, copy_bytes, copy_files; /* TOTALS */
-	bool unchanged;                                            /* TOTALS */
+	/* TOTALS: what the copy reads from the source (copy_bytes without a
+	 * peer; with one, copy_* is what the copy writes) */
+	uint64_t source_bytes;
+	bool unchanged; /* TOTALS */
 };
 
 /* Parse LINE (one line a worker wrote, without its newline; untrusted:

@@ -35,6 +35,9 @@ static void parse_totals(const cJSON *m, struct stage_msg *r)
 	r->copy_files = cJSON_GetObjectItemCaseSensitive(m, "copy_files")
 			    ? proto_u64(m, "copy_files")
 			    : r->total_files;
+	r->source_bytes = cJSON_GetObjectItemCaseSensitive(m, "source_bytes")
+			      ? proto_u64(m, "source_bytes")
+			      : r->copy_bytes;
 	r->unchanged = cJSON_IsTrue(
 	    cJSON_GetObjectItemCaseSensitive(m, "unchanged"));
 }
@@ -51,6 +54,9 @@ static void parse_message(const cJSON *m, struct stage_msg *r)
 		r->bytes = proto_u64(m, "bytes");
 		r->files = proto_u64(m, "files");
 		r->linked = proto_u64(m, "linked");
+		r->fetched = proto_u64(m, "fetched");
+		r->fetched_bytes = proto_u64(m, "fetched_bytes");
+		r->fallbacks = proto_u64(m, "fallbacks");
 		/* a failure always says why, if only that it failed */
 		if (!r->ok)
 			snprintf(r->text, sizeof(r->text), "%s",

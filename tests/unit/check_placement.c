@@ -240,6 +240,56 @@ START_TEST(test_ops)
 }
 END_TEST
 
+/* Where a node looks for a copy to fill from (daemon/cluster/fill.c):
+ * the nodes whose report holds the entry on that tier, the most recently
+ * used first; root only. */
+START_TEST(test_holders)
+{
+	const char *k1 = "11111111111111111111111111111111",
+		   *k2 = "22222222222222222222222222222222";
+	const char *n1[] = { k1, k2, NULL }, *n2[] = { k2, k1, NULL },
+		   *n3[] = { k2, NULL };
+	struct ctld_caller root = { 0, 0, true, "test" };
+	struct ctld_caller user = { 1001, 1001, false, "test" };
+	char got[PLACEMENT_HOLDERS_MAX][CONF_NODE_MAX];
+	cJSON *req, *rep;
+
+	placement_reset();
+	report("n1", n1, NULL); /* k1 used at 0, k2 at 1 */
+	report("n2", n2, NULL); /* k2 at 0, k1 at 1 */
+	report("n3", n3, NULL);
+	ck_assert_uint_eq(placement_holders(k1, "nvme", got, 8), 2);
+	ck_assert_str_eq(got[0], "n2");
+	ck_assert_str_eq(got[1], "n1");
+	ck_assert_uint_eq(placement_holders(k2, "nvme", got, 8), 3);
+	ck_assert_str_eq(got[0], "n1");
+	ck_assert_uint_eq(placement_holders(k2, "nvme", got, 1), 1);
+	ck_assert_uint_eq(placement_holders(k1, "ssd", got, 8), 0);
+
+	req = cJSON_Parse("{\"op\":\"cache_holders\",\"tier\":\"nvme\","
+			  "\"key\":\"11111111111111111111111111111111\"}");
+	rep = placement_op_holders(&user, req);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(rep, "ok")));
+	cJSON_Delete(rep);
+	rep = placement_op_holders(&root, req);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")));
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(rep, "nodes")),
+			 2);
+	ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "nodes"),
+					    0)
+			     ->valuestring,
+			 "n2");
+	cJSON_Delete(rep);
+	cJSON_Delete(req);
+	req = cJSON_Parse("{\"op\":\"cache_holders\",\"tier\":\"nvme\","
+			  "\"key\":\"short\"}");
+	rep = placement_op_holders(&root, req);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(rep, "ok")));
+	cJSON_Delete(rep);
+	cJSON_Delete(req);
+}
+END_TEST
+
 /* PlacementHold= on: an answer with a preference says "hold", and the
  * features it gave stay on the nodes showing them for PLACEMENT_LINGER_S
  * though the cache drops them (the submission may reach slurmctld after
@@ -369,6 +419,7 @@ int main(void)
 	tcase_add_test(tc, test_hold_answer_and_linger);
 	tcase_add_test(tc, test_handed_bounded);
 	tcase_add_test(tc, test_counts);
+	tcase_add_test(tc, test_holders);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }

@@ -158,31 +158,44 @@ static const struct {
 	const char *want;
 } argv_cases[] = {
 	{ { STAGE_WORKER_CHECK, &user_ow, "/pfs/d", "/t/cache/K.v1", NULL, 7,
-	    -1, PROFILE_VERIFY_STAT },
+	    -1, PROFILE_VERIFY_STAT, NULL, NULL, NULL },
 	  false,
 	  "iostaged --stage-worker --verify stat --check --manifest-in 3 "
 	  "/pfs/d /t/cache/K.v1" },
 	{ { STAGE_WORKER_CHECK, &pub_ow, "/pfs/d", "/v", NULL, 7, -1,
-	    PROFILE_VERIFY_CHECKSUM },
+	    PROFILE_VERIFY_CHECKSUM, NULL, NULL, NULL },
 	  false,
 	  "iostaged --stage-worker --verify checksum --public --check "
 	  "--manifest-in 3 /pfs/d /v" },
 	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", NULL, -1, 8,
-	    PROFILE_VERIFY_STAT },
+	    PROFILE_VERIFY_STAT, NULL, NULL, NULL },
 	  false,
 	  "iostaged --stage-worker --verify stat --manifest-out 4 /pfs/d /b" },
 	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", "/t/cache/K.v1/data",
-	    7, 8, PROFILE_VERIFY_STAT },
+	    7, 8, PROFILE_VERIFY_STAT, NULL, NULL, NULL },
 	  true,
 	  "iostaged --stage-worker --verify stat --previous /t/cache/K.v1/data "
 	  "--manifest-in 3 --manifest-out 4 --rate-fd 5 /pfs/d /b" },
 	/* a source with spaces or a leading dash stays one argument, after
      * the options */
 	{ { STAGE_WORKER_BUILD, &pub_ow, "/pfs/a b", "/b", NULL, -1, 8,
-	    PROFILE_VERIFY_CHECKSUM },
+	    PROFILE_VERIFY_CHECKSUM, NULL, NULL, NULL },
 	  true,
 	  "iostaged --stage-worker --verify checksum --public --manifest-out 4 "
 	  "--rate-fd 5 /pfs/a b /b" },
+	/* another node's copy to fill from (daemon/cluster/fill.h) */
+	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", NULL, -1, 8,
+	    PROFILE_VERIFY_STAT, "n1:6826", "nvme/K.v3", "/run/m.sock" },
+	  true,
+	  "iostaged --stage-worker --verify stat --peer n1:6826 --peer-entry "
+	  "nvme/K.v3 --munge-socket /run/m.sock --manifest-out 4 --rate-fd 5 "
+	  "/pfs/d /b" },
+	/* a local previous version wins over a peer */
+	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", "/t/K.v1/data", 7, 8,
+	    PROFILE_VERIFY_STAT, "n1:6826", "nvme/K.v3", "" },
+	  false,
+	  "iostaged --stage-worker --verify stat --previous /t/K.v1/data "
+	  "--manifest-in 3 --manifest-out 4 /pfs/d /b" },
 };
 
 START_TEST(test_plan_argv)
@@ -286,6 +299,40 @@ START_TEST(test_parse_line)
 	default:
 		break;
 	}
+}
+END_TEST
+
+/* A worker that filled from another node says how much came from there;
+ * its totals say what it reads from the source (an older worker: all it
+ * copies). */
+START_TEST(test_parse_line_peer_figures)
+{
+	struct stage_msg m;
+
+	ck_assert_int_eq(
+	    stage_parse_line("{\"ok\":true,\"bytes\":10,\"files\":4,"
+			     "\"linked\":0,\"fetched\":3,\"fetched_bytes\":9,"
+			     "\"fallbacks\":1}",
+			     &m),
+	    0);
+	ck_assert_int_eq(m.kind, STAGE_MSG_RESULT);
+	ck_assert_uint_eq(m.fetched, 3);
+	ck_assert_uint_eq(m.fetched_bytes, 9);
+	ck_assert_uint_eq(m.fallbacks, 1);
+	ck_assert_int_eq(
+	    stage_parse_line("{\"total_bytes\":10,\"total_files\":4,"
+			     "\"copy_bytes\":10,\"copy_files\":4,"
+			     "\"source_bytes\":1}",
+			     &m),
+	    0);
+	ck_assert_uint_eq(m.copy_bytes, 10);
+	ck_assert_uint_eq(m.source_bytes, 1);
+	ck_assert_int_eq(
+	    stage_parse_line("{\"total_bytes\":10,\"total_files\":4,"
+			     "\"copy_bytes\":7}",
+			     &m),
+	    0);
+	ck_assert_uint_eq(m.source_bytes, 7);
 }
 END_TEST
 
@@ -639,6 +686,7 @@ static Suite *stage_suite(void)
 			    sizeof(argv_cases) / sizeof(argv_cases[0]));
 	tcase_add_loop_test(plan, test_parse_line, 0,
 			    sizeof(line_cases) / sizeof(line_cases[0]));
+	tcase_add_test(plan, test_parse_line_peer_figures);
 	tcase_add_test(plan, test_parse_line_overlong_error);
 	tcase_add_test(plan, test_public_account);
 	suite_add_tcase(s, plan);

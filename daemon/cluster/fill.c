@@ -1,0 +1,321 @@
+/* fill.c - where a new cache version's files come from (see fill.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cJSON.h>
+
+#include "common/base/log.h"
+#include "common/net/ctlclient.h"
+#include "common/net/proto.h"
+#include "daemon/agent.h"
+#include "daemon/cluster/fill.h"
+#include "daemon/cluster/peer.h"
+#include "daemon/jobs.h"
+#include "daemon/staging/tiers.h"
+
+static const char *str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Is TIER one of ours and node-local (a Shared tier has one copy for
+ * every node already)? Its index, or -1. */
+static int local_tier(const struct agent *a, const char *tier)
+{
+	int t = a->tiers ? tiers_index(a->tiers, tier) : -1;
+
+	return t >= 0 && !a->conf->tiers[t].shared ? t : -1;
+}
+
+static void set_source(const struct agent *a, const char *node,
+		       const char *tier, const char *key, unsigned version,
+		       bool head, struct fill_source *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->node, sizeof(ret->node), "%s", node);
+	snprintf(ret->peer, sizeof(ret->peer), "%s:%u", node,
+		 a->conf->peer_port);
+	snprintf(ret->entry, sizeof(ret->entry), "%s/%s.v%u", tier, key,
+		 version);
+	ret->version = version;
+	ret->head = head;
+}
+
+/* "K.vN" naming KEY: N, or 0 when it names another key or nothing. */
+static unsigned entry_version(const char *entry, const char *key)
+{
+	size_t klen = strlen(key);
+	char *end;
+	unsigned long v;
+
+	if (strncmp(entry, key, klen) || strncmp(entry + klen, ".v", 2))
+		return 0;
+	errno = 0;
+	v = strtoul(entry + klen + 2, &end, 10);
+	return errno || *end || !v || v > 0xffffffffUL ? 0 : (unsigned)v;
+}
+
+/* --- the job's head ---------------------------------------------------- */
+
+/* Wait for the head's outcome of dataset I; 1 with *ret when it staged
+ * the same entry, 0 for the PFS, -1 when STOP said so. */
+static int from_head(struct agent *a, struct job *job, size_t i,
+		     const char *tier, const char *key, fill_stop_fn stop,
+		     void *arg, struct fill_source *ret, char *err,
+		     size_t errlen)
+{
+	const char *head = job->nodes[0];
+	long long t0 = mono_ms();
+	char e[256];
+	cJSON *req = cJSON_CreateObject();
+	int found = 0;
+
+	if (!req || !cJSON_AddStringToObject(req, "op", "stage_entry") ||
+	    !cJSON_AddNumberToObject(req, "job", job->id) ||
+	    !cJSON_AddNumberToObject(req, "dataset", (double)i)) {
+		cJSON_Delete(req);
+		return 0;
+	}
+	for (;;) {
+		cJSON *r = peer_call(a->peer, head, req, FILL_ASK_MS, NULL, e,
+				     sizeof(e));
+		const char *state = r ? str(r, "state") : "";
+		unsigned v;
+
+		if (!r ||
+		    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"))) {
+			log_info("job %u: dataset %zu: the head %s cannot "
+				 "say (%s); reading the PFS",
+				 job->id, i, head, r ? str(r, "error") : e);
+			cJSON_Delete(r);
+			break;
+		}
+		if (!strcmp(state, "done")) {
+			v = entry_version(str(r, "entry"), key);
+			if (v && !strcmp(str(r, "tier"), tier)) {
+				set_source(a, head, tier, key, v, true, ret);
+				found = 1;
+			} else {
+				log_info("job %u: dataset %zu: the head %s "
+					 "staged another entry (%s); reading "
+					 "the PFS",
+					 job->id, i, head, str(r, "entry"));
+			}
+			cJSON_Delete(r);
+			break;
+		}
+		cJSON_Delete(r);
+		if (!strcmp(state, "failed") ||
+		    (strcmp(state, "staging") &&
+		     mono_ms() - t0 > FILL_HEAD_UNKNOWN_MS)) {
+			log_info("job %u: dataset %zu: the head %s %s; reading "
+				 "the PFS",
+				 job->id, i, head,
+				 !strcmp(state, "failed")
+				     ? "failed it"
+				     : "does not know the job");
+			break;
+		}
+		if (stop(arg, err, errlen)) {
+			found = -1;
+			break;
+		}
+		sleep_ms(FILL_HEAD_POLL_MS);
+	}
+	cJSON_Delete(req);
+	return found;
+}
+
+/* --- another job's node ------------------------------------------------ */
+
+/* NODE's current version of KEY on TIER, or 0. */
+static unsigned ask_current(struct agent *a, const char *node, const char *tier,
+			    const char *key)
+{
+	cJSON *req = cJSON_CreateObject(), *r = NULL;
+	char e[256];
+	unsigned v = 0;
+
+	if (req && cJSON_AddStringToObject(req, "op", "entry_current") &&
+	    cJSON_AddStringToObject(req, "tier", tier) &&
+	    cJSON_AddStringToObject(req, "key", key))
+		r = peer_call(a->peer, node, req, FILL_ASK_MS, NULL, e,
+			      sizeof(e));
+	if (r && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"))) {
+		uint64_t n = proto_u64(r, "version");
+
+		v = n <= 0xffffffffu ? (unsigned)n : 0;
+	}
+	cJSON_Delete(req);
+	cJSON_Delete(r);
+	return v;
+}
+
+static int from_holders(struct agent *a, struct job *job, const char *tier,
+			const char *key, struct fill_source *ret)
+{
+	cJSON *req, *reply = NULL;
+	const cJSON *nodes, *n;
+	char e[CONF_ERR_MAX];
+	size_t asked = 0;
+	int found = 0;
+
+	if (!ctl_configured(a->conf))
+		return 0;
+	req = cJSON_CreateObject();
+	if (!req || !cJSON_AddStringToObject(req, "op", "cache_holders") ||
+	    !cJSON_AddStringToObject(req, "tier", tier) ||
+	    !cJSON_AddStringToObject(req, "key", key) ||
+	    ctl_request_timeout(a->conf, req, FILL_ASK_MS, &reply, e,
+				sizeof(e)) < 0) {
+		cJSON_Delete(req);
+		return 0;
+	}
+	cJSON_Delete(req);
+	nodes = cJSON_GetObjectItemCaseSensitive(reply, "nodes");
+	cJSON_ArrayForEach(n, nodes) {
+		unsigned v;
+
+		if (!cJSON_IsString(n) ||
+		    !strcmp(n->valuestring, peer_self(a->peer)))
+			continue;
+		if (++asked > FILL_HOLDERS_MAX)
+			break;
+		v = ask_current(a, n->valuestring, tier, key);
+		if (v) {
+			set_source(a, n->valuestring, tier, key, v, false, ret);
+			found = 1;
+			break;
+		}
+	}
+	if (!found && asked)
+		log_info("job %u: no node of %zu asked has %s on tier '%s' "
+			 "any more; reading the PFS",
+			 job->id, asked, key, tier);
+	cJSON_Delete(reply);
+	return found;
+}
+
+int fill_find(struct agent *a, struct job *job, size_t i, const char *tier,
+	      const char *key, fill_stop_fn stop, void *arg,
+	      struct fill_source *ret, char *err, size_t errlen)
+{
+	if (!peer_enabled(a->peer) || local_tier(a, tier) < 0)
+		return 0;
+	if (jobs_multi_node(job) && strcmp(job->nodes[0], peer_self(a->peer)))
+		return from_head(a, job, i, tier, key, stop, arg, ret, err,
+				 errlen);
+	return from_holders(a, job, tier, key, ret);
+}
+
+/* --- the ops other nodes ask ------------------------------------------- */
+
+cJSON *fill_op_stage_entry(struct agent *a, const struct peernet_peer *p,
+			   const cJSON *req)
+{
+	const cJSON *ds = cJSON_GetObjectItemCaseSensitive(req, "dataset");
+	char err[CONF_ERR_MAX], entry[JOBS_ENTRY_MAX];
+	const char *state = "unknown", *tier = "";
+	struct job_view v;
+	struct job *job;
+	uint32_t id;
+	size_t i;
+	cJSON *r;
+
+	(void)p;
+	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
+		return proto_reply_error("%s", err);
+	if (!cJSON_IsNumber(ds) || ds->valuedouble < 0 ||
+	    ds->valuedouble >= PROFILE_MAX_DATASETS)
+		return proto_reply_error("stage_entry: bad dataset index");
+	i = (size_t)ds->valuedouble;
+	entry[0] = '\0';
+	job = jobs_get(a->jobs, id);
+	if (job) {
+		jobs_view(job, &v);
+		if (!job->profile || i >= job->profile->ndatasets) {
+			state = "failed";
+		} else {
+			switch (
+			    jobs_dataset_entry(job, i, entry, sizeof(entry))) {
+			case JOB_DS_HIT:
+			case JOB_DS_BUILT:
+				state = "done";
+				tier = job->profile->datasets[i].tier;
+				break;
+			case JOB_DS_FAILED:
+				state = "failed";
+				break;
+			default:
+				state = v.state == JOB_STAGING ? "staging"
+							       : "failed";
+			}
+		}
+	}
+	r = proto_reply_ok();
+	if (r && (!cJSON_AddStringToObject(r, "state", state) ||
+		  !cJSON_AddStringToObject(r, "tier", tier) ||
+		  !cJSON_AddStringToObject(r, "entry", entry))) {
+		cJSON_Delete(r);
+		r = NULL;
+	}
+	if (job)
+		jobs_put(job);
+	return r;
+}
+
+cJSON *fill_op_entry_current(struct agent *a, const struct peernet_peer *p,
+			     const cJSON *req)
+{
+	struct cache_version cur;
+	char err[CONF_ERR_MAX];
+	const char *tier, *key;
+	unsigned next;
+	int t;
+	cJSON *r;
+
+	(void)p;
+	if (proto_get_string(req, "tier", &tier, err, sizeof(err)) < 0 ||
+	    proto_get_string(req, "key", &key, err, sizeof(err)) < 0)
+		return proto_reply_error("entry_current: %s", err);
+	t = local_tier(a, tier);
+	if (t < 0)
+		return proto_reply_error("entry_current: no node-local tier "
+					 "'%.*s' here",
+					 CONF_NAME_MAX, tier);
+	if (!cache_is_key(key, strlen(key)))
+		return proto_reply_error("entry_current: bad key");
+	if (cache_current(a->cache, t, key, &cur, &next) != 1)
+		return proto_reply_error("entry_current: no version of %s "
+					 "here",
+					 key);
+	r = proto_reply_ok();
+	if (r && !cJSON_AddNumberToObject(r, "version", cur.version)) {
+		cJSON_Delete(r);
+		r = NULL;
+	}
+	return r;
+}

@@ -1,0 +1,133 @@
+# shellcheck shell=bash
+# The cluster's NVMe as one cache (issue 29 items 1, 2 and 6; docs/
+# STAGING.md, "Filling from another node"): a multi-node job's head reads
+# the PFS and its other nodes fill from the head's copy; a node with no
+# copy of a dataset another node holds fills from that node, found
+# through iostagectld; a holder that stops mid-fill leaves the PFS, never
+# a half copy; another user's entry is never given.
+
+DIFF_STEP='
+	r=same
+	diff -r "$IOSTAGE_DATA/" "$SRC/" >/dev/null || r=DIFFERENT
+	echo "$(hostname): $r"'
+
+# wait_ctld_holds NODE SRC [TIMEOUT_S=20]: iostagectld names NODE among
+# the holders of SRC's entry on nvme (cache_holders, asked as root)
+wait_ctld_holds() {
+	local v key i
+	v=$(cache_versions_of "$1" nvme "$2" | head -n1)
+	key=${v%%.v*}
+	[ -n "$key" ] || return 1
+	for ((i = 0; i < ${3:-20} * 5; i++)); do
+		ctld_request n1 root "{\"op\":\"cache_holders\",\"tier\":\"nvme\",\"key\":\"$key\"}" |
+			grep -q "\"$1\"" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+# built_from NODE JOB: "PFS" or the node NODE's copy came from
+built_from() {
+	local from
+	from=$(grep -E "job $2: dataset '[^']*': [0-9]+ files \(.*\) from node " "$(iostaged_log "$1")" |
+		sed -E 's/.* from node ([^,]*),.*/\1/' | head -n1)
+	echo "${from:-PFS}"
+}
+
+# pfs_files NODE JOB: files NODE copied from the PFS for JOB (its log)
+pfs_files() {
+	grep -E "job $2: dataset '[^']*': built .*: [0-9]+ files copied" "$(iostaged_log "$1")" |
+		sed -E 's/.*: ([0-9]+) files copied.*/\1/' | head -n1
+}
+
+test_fill_three_node_job_reads_the_pfs_once() {
+	local ds jid node
+	ds=$(pfs_dataset imgs 40)
+	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds" \
+		--export=ALL,SRC="$ds" -o out.txt --wrap "srun bash -c '$DIFF_STEP'" >/dev/null ||
+		fail "sbatch -N3: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
+	jid=$SUBMIT_JOBID
+	for node in n1 n2 n3; do
+		assert_file_contains "copy on $node (diff -r from a task there)" out.txt "$node: same"
+	done
+	# n1 is the head (first of the node list): it read the PFS, the
+	# others took every file from it
+	assert_eq "where n1's copy came from" PFS "$(built_from n1 "$jid")"
+	for node in n2 n3; do
+		assert_eq "where $node's copy came from" n1 "$(built_from "$node" "$jid")"
+		assert_eq "files $node read from the PFS" 0 "$(pfs_files "$node" "$jid")"
+	done
+}
+
+test_fill_next_job_fills_from_the_node_that_holds_it() {
+	local ds jid1 jid2
+	ds=$(pfs_dataset imgs 30)
+	submit_wait "$TEST_USER" -w n1 --io-profile="dl-train,data=$ds" \
+		--export=ALL,SRC="$ds" -o out1.txt --wrap "bash -c '$DIFF_STEP'" >/dev/null ||
+		fail "job on n1: $SUBMIT_OUT"
+	jid1=$SUBMIT_JOBID
+	# iostagectld learns of n1's copy from its cache report
+	wait_ctld_holds n1 "$ds" 20 || fail "iostagectld never heard that n1 holds $ds"
+	submit_wait "$TEST_USER" -w n3 --io-profile="dl-train,data=$ds" \
+		--export=ALL,SRC="$ds" -o out2.txt --wrap "bash -c '$DIFF_STEP'" >/dev/null ||
+		fail "job on n3: $SUBMIT_OUT"
+	jid2=$SUBMIT_JOBID
+	assert_file_contains "copy on n3" out2.txt "n3: same"
+	assert_eq "where n1's copy came from (job $jid1)" PFS "$(built_from n1 "$jid1")"
+	assert_eq "where n3's copy came from (job $jid2)" n1 "$(built_from n3 "$jid2")"
+	assert_eq "files n3 read from the PFS" 0 "$(pfs_files n3 "$jid2")"
+	assert_eq "versions of the dataset on n3" 1 "$(cache_versions_of n3 nvme "$ds" | wc -l)"
+}
+
+# A changed file on the PFS is read from there, not from the holder's
+# older copy: the worker compares the PFS with the holder's manifest.
+test_fill_changed_file_comes_from_the_pfs() {
+	local ds jid
+	ds=$(pfs_dataset imgs 10)
+	submit_wait "$TEST_USER" -w n1 --io-profile="dl-train,data=$ds" -o /dev/null --wrap true >/dev/null ||
+		fail "job on n1: $SUBMIT_OUT"
+	wait_ctld_holds n1 "$ds" 20 || fail "iostagectld never heard that n1 holds $ds"
+	head -c 5000 /dev/urandom >"$ds/train/a/f3.bin"
+	chown "$TEST_USER:" "$ds/train/a/f3.bin"
+	submit_wait "$TEST_USER" -w n2 --io-profile="dl-train,data=$ds" \
+		--export=ALL,SRC="$ds" -o out.txt --wrap "bash -c '$DIFF_STEP'" >/dev/null ||
+		fail "job on n2: $SUBMIT_OUT"
+	jid=$SUBMIT_JOBID
+	assert_file_contains "copy on n2 matches the changed PFS" out.txt "n2: same"
+	assert_eq "where n2's copy came from" n1 "$(built_from n2 "$jid")"
+	assert_eq "files n2 read from the PFS (the changed one)" 1 "$(pfs_files n2 "$jid")"
+}
+
+# The head's iostaged stops while the others fill from it: they finish
+# from the PFS, every copy is whole, and no half copy is left or served.
+test_fill_head_stops_mid_fill_others_finish_from_the_pfs() {
+	local ds jid node
+	ds=$(slow_dataset big 20)
+	as_user "$TEST_USER" sbatch --parsable -N 3 --io-profile="dl-train,data=$ds,timeout=120" \
+		--export=ALL,SRC="$ds" -o "$TEST_WORKDIR/out.txt" \
+		--wrap "srun bash -c '$DIFF_STEP'" >jid.txt 2>&1 || fail "sbatch: $(cat jid.txt)"
+	jid=$(tail -n1 jid.txt)
+	wait_log n2 "job $jid: dataset '[^']*': filling from n1" 60 || fail "n2 never filled from n1"
+	# the workers of n2 and n3 held mid-fill (n1's ended before they began)
+	stage_worker_stop "$ds"
+	iostaged_kill n1
+	stage_worker_cont "$ds"
+	for node in n2 n3; do
+		wait_log "$node" "job $jid: staged" 120 || fail "job $jid never staged on $node"
+		assert_eq "files n1 could not give $node (from the PFS instead)" yes \
+			"$(grep -E "job $jid: dataset .* from node n1, [1-9][0-9]* it could not give" "$(iostaged_log "$node")" >/dev/null && echo yes)"
+		assert_eq "builds left on $node" "" "$(cd "$(tier_cache "$node" nvme)" && ls -1d .build.* 2>/dev/null)"
+	done
+	iostaged_start n1
+	wait_job_state "$jid" "COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|BOOT_FAIL" 120 ||
+		fail "job $jid did not end"
+	# whatever n1's own step did without its iostaged, n2 and n3 had
+	# whole copies
+	for node in n2 n3; do
+		if [ "$(job_end_state "$jid")" = COMPLETED ]; then
+			assert_file_contains "copy on $node" out.txt "$node: same"
+		fi
+		assert_eq "versions of the dataset on $node" 1 "$(cache_versions_of "$node" nvme "$ds" | wc -l)"
+	done
+	assert_eq "a node saw a different copy" "" "$(grep DIFFERENT out.txt 2>/dev/null)"
+}
