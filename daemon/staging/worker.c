@@ -480,6 +480,9 @@ static void peer_open(const struct worker_args *a, struct worker_peer **ret,
 	unsigned sessions = a->threads ? a->threads
 				       : COPYENGINE_THREADS_DEFAULT;
 
+	if (sessions > WORKER_PEER_SESSIONS)
+		sessions = WORKER_PEER_SESSIONS;
+
 	if (worker_peer_open(&a->target, sessions, NULL, ret, ret_manifest, err,
 			     sizeof(err)) == 0)
 		return;

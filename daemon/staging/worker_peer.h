@@ -23,6 +23,12 @@
 #include "common/fs/manifest.h"
 #include "common/net/mauth.h"
 
+/* Sessions one worker holds at most: a few streams fill the link between
+ * two nodes, and the holder's PeerFetchSessions (default 8) is shared by
+ * every node filling from it at once: a job's other nodes all fill from
+ * its head. One worker taking them all left another a single session
+ * (measured: the third node of a 3-node job staged 3 s after the second). */
+#define WORKER_PEER_SESSIONS 4
 #define WORKER_PEER_OPEN_TRIES 3  /* opens failed in a row: the peer is gone */
 #define WORKER_PEER_OPEN_MS 10000 /* a session's open and its manifest */
 #define WORKER_PEER_IO_MS 20000   /* each read of a file's bytes */
