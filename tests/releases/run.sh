@@ -62,6 +62,11 @@ mkdir -p "$root/src/iostage"
 rsync -a --delete --exclude=/build --exclude=/.git --exclude='/wt-*' \
   "$REPO/" "$root/src/iostage/" || exit 2
 
+# The paths the suites install with (prefix=/usr sysconfdir=/etc), for
+# every build here: a build for other paths is rebuilt by each suite's
+# `make install`, and again by the next stage.
+PATHS="prefix=/usr sysconfdir=/etc"
+
 # one suite inside the root; its summary line is the runner's last
 # "N passed, M failed"
 summaries=()
@@ -72,7 +77,7 @@ run_suite() {
   t0=$(date +%s)
   echo "run.sh: Slurm $REL: $suite" >&2
   flock /tmp/iostage-suite.lock "$HERE/root.sh" enter "$REL" bash -c \
-    "cd /src/iostage && make --no-print-directory $target" 2>&1 |
+    "cd /src/iostage && make --no-print-directory $PATHS $target" 2>&1 |
     tee -a "$log" >"$out"
   rc=${PIPESTATUS[0]}
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n1)
@@ -85,7 +90,7 @@ run_suite() {
 echo "run.sh: Slurm $REL: building (WERROR=1)" >&2
 t0=$(date +%s)
 if ! "$HERE/root.sh" enter "$REL" bash -c \
-  "cd /src/iostage && make --no-print-directory -j$JOBS WERROR=1 all unit-bins" \
+  "cd /src/iostage && make --no-print-directory -j$JOBS WERROR=1 $PATHS all unit-bins" \
   >>"$log" 2>&1; then
   tail -n 30 "$log" >&2
   echo "$REL build: failed to build (see $log)"
