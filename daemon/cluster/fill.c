@@ -151,9 +151,9 @@ static int from_head(struct agent *a, struct job *job, size_t i,
 
 /* --- another job's node ------------------------------------------------ */
 
-/* NODE's current version of KEY on TIER, or 0. */
+/* NODE's current version of KEY on TIER, or 0, within TIMEOUT_MS. */
 static unsigned ask_current(struct agent *a, const char *node, const char *tier,
-			    const char *key)
+			    const char *key, int timeout_ms)
 {
 	cJSON *req = cJSON_CreateObject(), *r = NULL;
 	char e[256];
@@ -162,7 +162,7 @@ static unsigned ask_current(struct agent *a, const char *node, const char *tier,
 	if (req && cJSON_AddStringToObject(req, "op", "entry_current") &&
 	    cJSON_AddStringToObject(req, "tier", tier) &&
 	    cJSON_AddStringToObject(req, "key", key))
-		r = peer_call(a->peer, node, req, FILL_ASK_MS, NULL, e,
+		r = peer_call(a->peer, node, req, timeout_ms, NULL, e,
 			      sizeof(e));
 	if (r && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"))) {
 		uint64_t n = proto_u64(r, "version");
@@ -181,6 +181,7 @@ static int from_holders(struct agent *a, struct job *job, const char *tier,
 	const cJSON *nodes, *n;
 	char e[CONF_ERR_MAX];
 	size_t asked = 0;
+	long long t0 = mono_ms(), left;
 	int found = 0;
 
 	if (!ctl_configured(a->conf))
@@ -189,7 +190,7 @@ static int from_holders(struct agent *a, struct job *job, const char *tier,
 	if (!req || !cJSON_AddStringToObject(req, "op", "cache_holders") ||
 	    !cJSON_AddStringToObject(req, "tier", tier) ||
 	    !cJSON_AddStringToObject(req, "key", key) ||
-	    ctl_request_timeout(a->conf, req, FILL_ASK_MS, &reply, e,
+	    ctl_request_timeout(a->conf, req, FILL_HOLDERS_MS, &reply, e,
 				sizeof(e)) < 0) {
 		cJSON_Delete(req);
 		return 0;
@@ -202,9 +203,11 @@ static int from_holders(struct agent *a, struct job *job, const char *tier,
 		if (!cJSON_IsString(n) ||
 		    !strcmp(n->valuestring, peer_self(a->peer)))
 			continue;
-		if (++asked > FILL_HOLDERS_MAX)
+		left = FILL_HOLDERS_MS - (mono_ms() - t0);
+		if (asked >= FILL_HOLDERS_MAX || left < 100)
 			break;
-		v = ask_current(a, n->valuestring, tier, key);
+		asked++;
+		v = ask_current(a, n->valuestring, tier, key, (int)left);
 		if (v) {
 			set_source(a, n->valuestring, tier, key, v, false, ret);
 			found = 1;

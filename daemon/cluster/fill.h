@@ -42,8 +42,11 @@ struct job;
 #define FILL_HEAD_UNKNOWN_MS 10000
 /* A question to another node or the service. */
 #define FILL_ASK_MS 3000
-/* Holders asked for their version, at most. */
+/* Holders asked for their version, at most, and how long the whole
+ * search for one may take: a holder that does not answer must not hold
+ * up the job more than the PFS would. */
 #define FILL_HOLDERS_MAX 8
+#define FILL_HOLDERS_MS 3000
 
 /* A copy to fill from. */
 struct fill_source {
