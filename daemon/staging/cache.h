@@ -269,6 +269,9 @@ struct cache_served {
 	uint64_t manifest_size;
 	bool public;
 	uid_t uid; /* the entry's user (0 for a public entry) */
+	/* whom every file served must belong to: the entry's user, or the
+	 * cache's owner (root) for a public entry */
+	uid_t file_owner;
 };
 
 /* Open version VERSION of KEY on the tier named TIER for ASKER (a MUNGE

@@ -11,8 +11,10 @@
  * entry's user, root, or anyone for a public entry. An entry the asker
  * may not have is answered like a missing one. Files are then opened
  * beneath the version's data with openat2 (no symlink, no magic link, no
- * other mount), without blocking (a fifo), and must be regular files:
- * the data is the user's, who may have put anything there.
+ * other mount), without blocking (a fifo), and must be regular files
+ * of the entry's user (of root for a public entry): the data is the
+ * user's, who may have put anything there, a hard link to another's file
+ * included where fs.protected_hardlinks is off.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -75,6 +77,7 @@ int cache_open_served(struct cache *c, const char *tier, const char *key,
 		goto missing;
 	s.public = e->public;
 	s.uid = e->uid;
+	s.file_owner = e->public ? c->owner_uid : e->uid;
 	s.vfd = cache_open_dir_at(c->cache_fd[t], name);
 	if (s.vfd < 0)
 		goto missing;
@@ -167,6 +170,15 @@ int cache_served_open_file(const struct cache_served *s, const char *rel,
 		snprintf(err, errlen, "not a regular file");
 		close(fd);
 		errno = EINVAL;
+		return -1;
+	}
+	/* A file the entry's user did not write (on a node without
+	 * fs.protected_hardlinks, a hard link they made to root's or
+	 * another user's file) would be read by root for them. */
+	if (st.st_uid != s->file_owner) {
+		snprintf(err, errlen, "not the entry's own file");
+		close(fd);
+		errno = EPERM;
 		return -1;
 	}
 	*ret_st = st;

@@ -238,6 +238,37 @@ START_TEST(test_file_refused)
 }
 END_TEST
 
+/* A file in the version that is not the entry's user's (a hard link to
+ * another's file, where fs.protected_hardlinks is off) is not served:
+ * root would read it for the user. Needs root (chown). */
+START_TEST(test_file_of_another_owner_refused)
+{
+	char path[PATH_MAX], err[1024];
+	struct peerfetch *pf;
+	int fd;
+
+	if (geteuid() != 0) {
+		printf("SKIP: test_file_of_another_owner_refused needs root "
+		       "(chown)\n");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/a.txt", data);
+	ck_assert_int_eq(chmod(data, 0700), 0);
+	ck_assert_int_eq(chown(path, 4242, 4242), 0);
+	ck_assert_int_eq(chmod(data, 0500), 0);
+	pf = must_open();
+	fd = scratch_file("out");
+	ck_assert_int_eq(peerfetch_file(pf, "a.txt", fd, 1000, 5000, err,
+					sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "not the entry's own file"), "%s", err);
+	ck_assert_int_eq(size_of(fd), 0);
+	ck_assert(peerfetch_usable(pf));
+	close(fd);
+	peerfetch_close(pf);
+}
+END_TEST
+
 /* A server that sends a manifest, then part of a file and hangs up. */
 static int fake_listen;
 
@@ -448,6 +479,7 @@ static Suite *peerfetch_suite(void)
 	tcase_add_test(tc, test_other_user_refused);
 	tcase_add_test(tc, test_public_entry_served_to_all);
 	tcase_add_test(tc, test_file_refused);
+	tcase_add_test(tc, test_file_of_another_owner_refused);
 	tcase_add_test(tc, test_broken_mid_file);
 	tcase_add_test(tc, test_server_size_mismatch);
 	tcase_add_test(tc, test_unreachable);
