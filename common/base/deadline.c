@@ -11,3 +11,18 @@ void deadline_after_ms(clockid_t clock, unsigned long ms, struct timespec *ret)
 		ret->tv_nsec -= 1000000000L;
 	}
 }
+
+long long deadline_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int deadline_left_ms(long long deadline)
+{
+	long long left = deadline - deadline_now_ms();
+
+	return left > 0 ? (int)(left > 0x7fffffff ? 0x7fffffff : left) : 0;
+}

@@ -19,6 +19,7 @@
 
 #include <cJSON.h>
 
+#include "common/base/deadline.h"
 #include "common/base/jsonbuf.h"
 #include "common/fs/manifest.h"
 #include "common/net/peerfetch.h"
@@ -41,21 +42,6 @@ struct peerfetch {
 	uint64_t bytes;
 };
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int left_ms(long long deadline)
-{
-	long long left = deadline - now_ms();
-
-	return left > 0 ? (int)(left > 0x7fffffff ? 0x7fffffff : left) : 0;
-}
-
 /* Refill PF's buffer (it must be empty) by one read, waiting until
  * DEADLINE. The bytes read, or -1 with errno (ETIMEDOUT; ENODATA for
  * EOF). */
@@ -63,7 +49,7 @@ static ssize_t fill(struct peerfetch *pf, long long deadline)
 {
 	for (;;) {
 		struct pollfd p = { .fd = pf->fd, .events = POLLIN };
-		int n = poll(&p, 1, left_ms(deadline));
+		int n = poll(&p, 1, deadline_left_ms(deadline));
 		ssize_t r;
 
 		if (n < 0 && errno == EINTR)
@@ -125,7 +111,7 @@ static int send_all(struct peerfetch *pf, const char *buf, size_t len,
 {
 	while (len) {
 		struct pollfd p = { .fd = pf->fd, .events = POLLOUT };
-		int n = poll(&p, 1, left_ms(deadline));
+		int n = poll(&p, 1, deadline_left_ms(deadline));
 		ssize_t w;
 
 		if (n < 0 && errno == EINTR)
@@ -179,7 +165,8 @@ static int take_bytes(struct peerfetch *pf, int dst_fd, char *mem,
 		size_t n;
 
 		if (pf->pos == pf->len &&
-		    fill(pf, now_ms() + (timeout_ms > 0 ? timeout_ms : 0)) < 0)
+		    fill(pf, deadline_now_ms() +
+				 (timeout_ms > 0 ? timeout_ms : 0)) < 0)
 			return -1;
 		n = pf->len - pf->pos;
 		if (n > size - done)
@@ -304,8 +291,8 @@ static int open_session(struct peerfetch *pf, mauth_encode_fn encode,
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	if (take_bytes(pf, -1, pf->manifest, mlen, left_ms(deadline), &wrote) <
-	    0) {
+	if (take_bytes(pf, -1, pf->manifest, mlen, deadline_left_ms(deadline),
+		       &wrote) < 0) {
 		snprintf(err, errlen, "node %s: %s: manifest cut short: %s",
 			 pf->node, what, why_read(errno));
 		goto out;
@@ -333,7 +320,8 @@ int peerfetch_open_by(mauth_encode_fn encode, unsigned flags, const char *host,
 		      const char *key, unsigned version, int timeout_ms,
 		      struct peerfetch **ret, char *err, size_t errlen)
 {
-	long long deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	long long deadline = deadline_now_ms() +
+			     (timeout_ms > 0 ? timeout_ms : 0);
 	char cerr[512];
 	struct peerfetch *pf;
 
@@ -404,13 +392,15 @@ int peerfetch_file(struct peerfetch *pf, const char *rel, int dst_fd,
 	n = strlen(text);
 	text[n] = '\n';
 	if (send_all(pf, text, n + 1,
-		     now_ms() + (timeout_ms > 0 ? timeout_ms : 0)) < 0) {
+		     deadline_now_ms() + (timeout_ms > 0 ? timeout_ms : 0)) <
+	    0) {
 		pf->usable = false;
 		snprintf(err, errlen, "node %s: %s: cannot send: %s", pf->node,
 			 what, strerror(errno));
 		goto out;
 	}
-	if (read_reply(pf, line, now_ms() + (timeout_ms > 0 ? timeout_ms : 0)) <
+	if (read_reply(pf, line,
+		       deadline_now_ms() + (timeout_ms > 0 ? timeout_ms : 0)) <
 	    0) {
 		pf->usable = false;
 		snprintf(err, errlen, "node %s: %s: %s", pf->node, what,

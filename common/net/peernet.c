@@ -17,6 +17,7 @@
 
 #include <openssl/evp.h>
 
+#include "common/base/deadline.h"
 #include "common/base/jsonbuf.h"
 #include "common/net/mauth.h"
 #include "common/net/peernet.h"
@@ -45,22 +46,6 @@ static int body_digest(const void *data, size_t len, char *out)
 	for (unsigned i = 0; i < mdlen; i++)
 		at += (size_t)snprintf(out + at, 3, "%02x", md[i]);
 	return 0;
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Milliseconds left before DEADLINE (at least 0). */
-static int left_ms(long long deadline)
-{
-	long long left = deadline - now_ms();
-
-	return left > 0 ? (int)(left > 0x7fffffff ? 0x7fffffff : left) : 0;
 }
 
 int peernet_listen(const char *addr, unsigned port, char *err, size_t errlen)
@@ -142,7 +127,7 @@ static int connect_one(int fd, const struct addrinfo *ai, long long deadline)
 	if (errno != EINPROGRESS)
 		return -1;
 	do
-		n = poll(&pfd, 1, left_ms(deadline));
+		n = poll(&pfd, 1, deadline_left_ms(deadline));
 	while (n < 0 && errno == EINTR);
 	if (n <= 0) {
 		errno = n == 0 ? ETIMEDOUT : errno;
@@ -160,7 +145,8 @@ static int connect_one(int fd, const struct addrinfo *ai, long long deadline)
 int peernet_connect(const char *host, unsigned port, int timeout_ms, char *err,
 		    size_t errlen)
 {
-	long long deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	long long deadline = deadline_now_ms() +
+			     (timeout_ms > 0 ? timeout_ms : 0);
 	struct addrinfo hints = { 0 }, *res = NULL, *ai;
 	char service[8], shown[INET6_ADDRSTRLEN] = "?";
 	int fd = -1, r, saved = 0;
@@ -200,7 +186,7 @@ int peernet_connect(const char *host, unsigned port, int timeout_ms, char *err,
 		saved = errno;
 		close(fd);
 		fd = -1;
-		if (left_ms(deadline) == 0)
+		if (deadline_left_ms(deadline) == 0)
 			break;
 	}
 	freeaddrinfo(res);
@@ -223,7 +209,8 @@ static int write_all(int fd, const char *buf, size_t len, long long deadline)
 	while (len > 0) {
 		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
 		ssize_t n;
-		int p = poll(&pfd, 1, deadline < 0 ? -1 : left_ms(deadline));
+		int p = poll(&pfd, 1,
+			     deadline < 0 ? -1 : deadline_left_ms(deadline));
 
 		if (p < 0 && errno == EINTR)
 			continue;
@@ -265,14 +252,20 @@ int peernet_send(int fd, const cJSON *msg, int timeout_ms)
 		errno = ENOMEM;
 		return -1;
 	}
-	r = send_text(fd, text, timeout_ms < 0 ? -1 : now_ms() + timeout_ms);
+	r = send_text(fd, text,
+		      timeout_ms < 0 ? -1 : deadline_now_ms() + timeout_ms);
 	free(text);
 	return r;
 }
 
-char *peernet_read_line(int fd, int timeout_ms)
+/* One line from FD within TIMEOUT_MS. EXACT: not a byte past its '\n'
+ * is taken from the socket (each read looks first, with MSG_PEEK), so a
+ * session's next lines stay for the next read; else what follows the
+ * line in the same read is dropped (one request per connection). */
+static char *read_line(int fd, int timeout_ms, bool exact)
 {
-	long long deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	long long deadline = deadline_now_ms() +
+			     (timeout_ms > 0 ? timeout_ms : 0);
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap), *nl;
 
@@ -302,7 +295,7 @@ char *peernet_read_line(int fd, int timeout_ms)
 			}
 			buf = b;
 		}
-		p = poll(&pfd, 1, left_ms(deadline));
+		p = poll(&pfd, 1, deadline_left_ms(deadline));
 		if (p < 0 && errno == EINTR)
 			continue;
 		if (p <= 0) {
@@ -310,7 +303,9 @@ char *peernet_read_line(int fd, int timeout_ms)
 				errno = ETIMEDOUT;
 			goto fail;
 		}
-		n = read(fd, buf + len, cap - 1 - len);
+		n = exact ? recv(fd, buf + len, cap - 1 - len,
+				 MSG_PEEK | MSG_DONTWAIT)
+			  : read(fd, buf + len, cap - 1 - len);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -321,10 +316,20 @@ char *peernet_read_line(int fd, int timeout_ms)
 			goto fail;
 		}
 		nl = memchr(buf + len, '\n', (size_t)n);
+		if (exact) {
+			/* take only what was looked at, up to the '\n' */
+			if (nl)
+				n = nl - (buf + len) + 1;
+			n = recv(fd, buf + len, (size_t)n, MSG_DONTWAIT);
+			if (n < 0) {
+				if (errno == EINTR || errno == EAGAIN)
+					continue;
+				goto fail;
+			}
+			nl = memchr(buf + len, '\n', (size_t)n);
+		}
 		len += (size_t)n;
 		if (nl) {
-			/* One request per connection: bytes after it are
-			 * ignored. */
 			*nl = '\0';
 			return buf;
 		}
@@ -334,76 +339,14 @@ fail:
 	return NULL;
 }
 
+char *peernet_read_line(int fd, int timeout_ms)
+{
+	return read_line(fd, timeout_ms, false);
+}
+
 char *peernet_read_line_exact(int fd, int timeout_ms)
 {
-	long long deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap);
-
-	if (!buf) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-		char *nl;
-		int p;
-
-		if (len + 1 >= cap) {
-			char *b;
-
-			if (cap >= PEERNET_LINE_MAX + 1) {
-				errno = EMSGSIZE;
-				goto fail;
-			}
-			cap = cap * 4 > PEERNET_LINE_MAX + 1
-				  ? PEERNET_LINE_MAX + 1
-				  : cap * 4;
-			b = realloc(buf, cap);
-			if (!b) {
-				errno = ENOMEM;
-				goto fail;
-			}
-			buf = b;
-		}
-		p = poll(&pfd, 1, left_ms(deadline));
-		if (p < 0 && errno == EINTR)
-			continue;
-		if (p <= 0) {
-			if (p == 0)
-				errno = ETIMEDOUT;
-			goto fail;
-		}
-		/* Look first, then take only up to the '\n'. */
-		n = recv(fd, buf + len, cap - 1 - len, MSG_PEEK | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			goto fail;
-		}
-		if (n == 0) {
-			errno = len ? EPROTO : ENODATA;
-			goto fail;
-		}
-		nl = memchr(buf + len, '\n', (size_t)n);
-		if (nl)
-			n = nl - (buf + len) + 1;
-		n = recv(fd, buf + len, (size_t)n, MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			goto fail;
-		}
-		len += (size_t)n;
-		if (len && buf[len - 1] == '\n') {
-			buf[len - 1] = '\0';
-			return buf;
-		}
-	}
-fail:
-	free(buf);
-	return NULL;
+	return read_line(fd, timeout_ms, true);
 }
 
 static char *request_line_text(mauth_encode_fn encode, const char *munge_socket,
@@ -472,7 +415,7 @@ cJSON *peernet_call(const char *host, unsigned port, const char *munge_socket,
 		    const cJSON *req, int timeout_ms, int *ret_unreachable,
 		    char *err, size_t errlen)
 {
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = deadline_now_ms() + timeout_ms;
 	char *line, *text = NULL;
 	cJSON *reply = NULL;
 	int fd;
@@ -495,7 +438,7 @@ cJSON *peernet_call(const char *host, unsigned port, const char *munge_socket,
 			 strerror(errno));
 		goto out;
 	}
-	text = peernet_read_line(fd, left_ms(deadline));
+	text = peernet_read_line(fd, deadline_left_ms(deadline));
 	if (!text) {
 		snprintf(err, errlen, "%s: no reply: %s", host,
 			 errno == ENODATA ? "connection closed"

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/base/deadline.h"
 #include "common/base/jsonbuf.h"
 #include "common/net/proto.h"
 
@@ -124,17 +125,10 @@ static int reader_grow(struct proto_reader *r)
 	return 0;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int proto_read_line(struct proto_reader *r, int timeout_ms, char **ret_line)
 {
-	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	long long deadline = timeout_ms < 0 ? -1
+					    : deadline_now_ms() + timeout_ms;
 
 	/* Drop the line handed out last time. */
 	if (r->consumed) {
@@ -172,7 +166,7 @@ int proto_read_line(struct proto_reader *r, int timeout_ms, char **ret_line)
 			return -1; /* ENOMEM */
 		wait_ms = -1;
 		if (deadline >= 0) {
-			long long left = deadline - now_ms();
+			long long left = deadline - deadline_now_ms();
 			if (left <= 0) {
 				errno = ETIMEDOUT;
 				return -1;
@@ -310,14 +304,6 @@ out:
 	return reply;
 }
 
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 bool proto_reply_busy(const cJSON *reply)
 {
 	const cJSON *error = cJSON_GetObjectItemCaseSensitive(reply, "error");
@@ -331,12 +317,12 @@ bool proto_reply_busy(const cJSON *reply)
 cJSON *proto_call(const char *socket_path, const cJSON *req, int timeout_ms,
 		  char *err, size_t errlen)
 {
-	long long deadline = mono_ms() + timeout_ms;
+	long long deadline = deadline_now_ms() + timeout_ms;
 	unsigned seed = (unsigned)getpid() ^ (unsigned)deadline;
 	int backoff_ms = 10;
 
 	for (;;) {
-		long long left = deadline - mono_ms();
+		long long left = deadline - deadline_now_ms();
 		cJSON *reply = call_once(socket_path, req,
 					 left > 0 ? (int)left : 0, err, errlen);
 		struct timespec ts;
@@ -348,7 +334,7 @@ cJSON *proto_call(const char *socket_path, const cJSON *req, int timeout_ms,
 		 * caller's time is up. */
 		if (!reply || !proto_reply_busy(reply))
 			return reply;
-		left = deadline - mono_ms();
+		left = deadline - deadline_now_ms();
 		if (left <= 0)
 			return reply;
 		cJSON_Delete(reply);

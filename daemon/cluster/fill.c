@@ -9,6 +9,7 @@
 
 #include <cJSON.h>
 
+#include "common/base/deadline.h"
 #include "common/base/log.h"
 #include "common/net/ctlclient.h"
 #include "common/net/proto.h"
@@ -23,14 +24,6 @@ static const char *str(const cJSON *o, const char *key)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
 	return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void sleep_ms(long ms)
@@ -88,7 +81,7 @@ static int from_head(struct agent *a, struct job *job, size_t i,
 		     size_t errlen)
 {
 	const char *head = job->nodes[0];
-	long long t0 = mono_ms();
+	long long t0 = deadline_now_ms();
 	char e[256];
 	cJSON *req = cJSON_CreateObject();
 	int found = 0;
@@ -130,7 +123,7 @@ static int from_head(struct agent *a, struct job *job, size_t i,
 		cJSON_Delete(r);
 		if (!strcmp(state, "failed") ||
 		    (strcmp(state, "staging") &&
-		     mono_ms() - t0 > FILL_HEAD_UNKNOWN_MS)) {
+		     deadline_now_ms() - t0 > FILL_HEAD_UNKNOWN_MS)) {
 			log_info("job %u: dataset %zu: the head %s %s; reading "
 				 "the PFS",
 				 job->id, i, head,
@@ -181,7 +174,7 @@ static int from_holders(struct agent *a, struct job *job, const char *tier,
 	const cJSON *nodes, *n;
 	char e[CONF_ERR_MAX];
 	size_t asked = 0;
-	long long t0 = mono_ms(), left;
+	long long t0 = deadline_now_ms(), left;
 	int found = 0;
 
 	if (!ctl_configured(a->conf))
@@ -203,7 +196,7 @@ static int from_holders(struct agent *a, struct job *job, const char *tier,
 		if (!cJSON_IsString(n) ||
 		    !strcmp(n->valuestring, peer_self(a->peer)))
 			continue;
-		left = FILL_HOLDERS_MS - (mono_ms() - t0);
+		left = FILL_HOLDERS_MS - (deadline_now_ms() - t0);
 		if (asked >= FILL_HOLDERS_MAX || left < 100)
 			break;
 		asked++;

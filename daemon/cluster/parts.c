@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/base/deadline.h"
 #include "common/base/jsonbuf.h"
 #include "common/base/log.h"
 #include "common/base/smallfile.h"
@@ -260,14 +261,6 @@ out:
 	return rc;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void parts_fit_record(cJSON *rec)
 {
 	char *text = jsonbuf_dup(rec);
@@ -289,7 +282,7 @@ static void send_to_head(struct parts *p, uint32_t id, const char *head,
 			 const cJSON *rec)
 {
 	const struct peer_channel *pc = p->agent->peer;
-	long long deadline = now_ms() +
+	long long deadline = deadline_now_ms() +
 			     (long long)p->conf->peer_parts_timeout * 1000;
 	char err[CONF_ERR_MAX];
 	int backoff = PARTS_BACKOFF_MIN_MS, tries = 0;
@@ -305,7 +298,7 @@ static void send_to_head(struct parts *p, uint32_t id, const char *head,
 	}
 	parts_fit_record(cJSON_GetObjectItemCaseSensitive(req, "record"));
 	for (;;) {
-		long long left = deadline - now_ms();
+		long long left = deadline - deadline_now_ms();
 		cJSON *reply;
 
 		tries++;
@@ -327,7 +320,7 @@ static void send_to_head(struct parts *p, uint32_t id, const char *head,
 			cJSON_Delete(reply);
 			break;
 		}
-		left = deadline - now_ms();
+		left = deadline - deadline_now_ms();
 		if (left <= 0) {
 			log_warningx("job %u: part not delivered to head node "
 				     "%s after %d tries in %u s: %s; it stays "
