@@ -47,6 +47,11 @@ const char *const profile_drain_names[PROFILE_NDRAIN] = {
 	[PROFILE_DRAIN_END] = "end",
 };
 
+const char *const profile_spread_names[PROFILE_NSPREAD] = {
+	[PROFILE_SPREAD_NO] = "no",
+	[PROFILE_SPREAD_YES] = "yes",
+};
+
 const char *const profile_policy_names[PROFILE_NPOLICY] = {
 	[STAGE_FAILURE_FAIL] = "fail",
 	[STAGE_FAILURE_FALLBACK] = "fallback",
@@ -84,6 +89,13 @@ const char *profile_verify_name(enum profile_verify verify)
 	if ((unsigned)verify >= PROFILE_ARRAY_LEN(profile_verify_names))
 		return "unknown";
 	return profile_verify_names[verify];
+}
+
+const char *profile_spread_name(enum profile_spread spread)
+{
+	if ((unsigned)spread >= PROFILE_ARRAY_LEN(profile_spread_names))
+		return "unknown";
+	return profile_spread_names[spread];
 }
 
 const char *profile_drain_name(enum profile_drain drain)
@@ -540,7 +552,10 @@ char *profile_to_json(const struct profile *profile)
 		    !cJSON_AddStringToObject(o, "access",
 					     profile_access_name(d->access)) ||
 		    !cJSON_AddStringToObject(o, "verify",
-					     profile_verify_name(d->verify)))
+					     profile_verify_name(d->verify)) ||
+		    (d->spread != PROFILE_SPREAD_NO &&
+		     !cJSON_AddStringToObject(o, "spread",
+					      profile_spread_name(d->spread))))
 			goto nomem;
 	}
 	arr = cJSON_AddArrayToObject(root, "outputs");

@@ -46,12 +46,21 @@ enum profile_drain {
 	PROFILE_DRAIN_END,
 };
 
+/* A dataset copied whole onto every node (no), or spread over the job's
+ * nodes, each staging its part and every task seeing the whole tree
+ * (yes; docs/STAGING.md, "Spread datasets"). */
+enum profile_spread {
+	PROFILE_SPREAD_NO = 0,
+	PROFILE_SPREAD_YES,
+};
+
 struct profile_dataset {
 	char *name; /* unique within the profile; default: basename of path */
 	char *path; /* absolute, normalized */
 	char *tier; /* NULL until normalized: then always set */
 	enum profile_access access;
 	enum profile_verify verify;
+	enum profile_spread spread;
 };
 
 struct profile_output {
@@ -138,5 +147,6 @@ void profile_destroy(struct profile *profile);
 const char *profile_access_name(enum profile_access access);
 const char *profile_verify_name(enum profile_verify verify);
 const char *profile_drain_name(enum profile_drain drain);
+const char *profile_spread_name(enum profile_spread spread);
 
 #endif /* IOSTAGE_PROFILE_H */

@@ -57,6 +57,28 @@ static int profile_check_entry(const char *what, size_t i, const char *name,
 	return 0;
 }
 
+/* A spread dataset needs node-local tiers: on a tier every node sees
+ * (Shared=yes) there is one copy for all of them already. The profile's
+ * tier may still be unset (NULL: the default, checked once normalized). */
+static int profile_check_spread(const struct profile_dataset *d, size_t i,
+				const struct conf *conf, char *err,
+				size_t errlen)
+{
+	const struct conf_tier *t;
+
+	if (d->spread != PROFILE_SPREAD_YES || !conf || !d->tier)
+		return 0;
+	t = conf_find_tier(conf, d->tier);
+	if (t && t->shared)
+		return errmsg_fail(err, errlen, EINVAL,
+				   "key 'datasets[%zu].spread': tier '%s' is "
+				   "shared by every node (Shared=yes): there "
+				   "is nothing to spread; use a node-local "
+				   "tier",
+				   i, d->tier);
+	return 0;
+}
+
 static int profile_check_dataset_access(const char *path, const char *key,
 					char *err, size_t errlen)
 {
@@ -166,11 +188,15 @@ int profile_validate(const struct profile *profile, const struct conf *conf,
 		if ((unsigned)d->access >=
 			PROFILE_ARRAY_LEN(profile_access_names) ||
 		    (unsigned)d->verify >=
-			PROFILE_ARRAY_LEN(profile_verify_names))
+			PROFILE_ARRAY_LEN(profile_verify_names) ||
+		    (unsigned)d->spread >=
+			PROFILE_ARRAY_LEN(profile_spread_names))
 			return errmsg_fail(err, errlen, EINVAL,
 					   "key 'datasets[%zu]': invalid "
-					   "access or verify value",
+					   "access, verify or spread value",
 					   i);
+		if (profile_check_spread(d, i, conf, err, errlen) < 0)
+			return -1;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(p->datasets[j].path, d->path) == 0)
 				return errmsg_fail(err, errlen, EINVAL,

@@ -20,10 +20,12 @@
 #define PROFILE_NACCESS (PROFILE_ACCESS_SEQUENTIAL + 1)
 #define PROFILE_NVERIFY (PROFILE_VERIFY_CHECKSUM + 1)
 #define PROFILE_NDRAIN (PROFILE_DRAIN_END + 1)
+#define PROFILE_NSPREAD (PROFILE_SPREAD_YES + 1)
 #define PROFILE_NPOLICY (STAGE_FAILURE_FALLBACK + 1)
 extern const char *const profile_access_names[PROFILE_NACCESS];
 extern const char *const profile_verify_names[PROFILE_NVERIFY];
 extern const char *const profile_drain_names[PROFILE_NDRAIN];
+extern const char *const profile_spread_names[PROFILE_NSPREAD];
 extern const char *const profile_policy_names[PROFILE_NPOLICY];
 
 /* S (NULL: "(null)") made safe to quote on one line in BUF: control

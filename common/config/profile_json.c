@@ -105,12 +105,13 @@ enum profile_ds_key {
 	PROFILE_DS_TIER,
 	PROFILE_DS_ACCESS,
 	PROFILE_DS_VERIFY,
+	PROFILE_DS_SPREAD,
 };
 
 static const char *const profile_ds_keys[] = {
 	[PROFILE_DS_NAME] = "name",     [PROFILE_DS_PATH] = "path",
 	[PROFILE_DS_TIER] = "tier",     [PROFILE_DS_ACCESS] = "access",
-	[PROFILE_DS_VERIFY] = "verify",
+	[PROFILE_DS_VERIFY] = "verify", [PROFILE_DS_SPREAD] = "spread",
 };
 
 enum profile_out_key {
@@ -130,7 +131,7 @@ static const char *const profile_out_keys[] = {
 /* The parts a dataset and an output share, filled member by member. */
 struct profile_entry {
 	char *name, *path, *tier;
-	int access, verify, drain;
+	int access, verify, drain, spread;
 	bool is_output;
 };
 
@@ -175,6 +176,12 @@ static int profile_entry_member(void *ctx, int k, const cJSON *item,
 						 PROFILE_ARRAY_LEN(
 						     profile_access_names),
 						 &e->access, err, errlen);
+		if (k == PROFILE_DS_SPREAD)
+			return profile_json_enum(item, key,
+						 profile_spread_names,
+						 PROFILE_ARRAY_LEN(
+						     profile_spread_names),
+						 &e->spread, err, errlen);
 		return profile_json_enum(item, key, profile_verify_names,
 					 PROFILE_ARRAY_LEN(
 					     profile_verify_names),
@@ -239,6 +246,7 @@ static int profile_json_entries(struct profile *p, const cJSON *arr,
 			d->tier = e.tier;
 			d->access = (enum profile_access)e.access;
 			d->verify = (enum profile_verify)e.verify;
+			d->spread = (enum profile_spread)e.spread;
 			p->ndatasets = ++i;
 		}
 		continue;

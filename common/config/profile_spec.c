@@ -181,7 +181,7 @@ bool profile_observe(struct profile *profile, const struct conf *conf)
 }
 
 static const char profile_override_keys[] =
-    "data, out, stream, tier, on-failure, timeout, trace";
+    "data, out, stream, tier, on-failure, timeout, trace, spread";
 
 enum profile_override {
 	PROFILE_OV_DATA = 0,
@@ -191,6 +191,7 @@ enum profile_override {
 	PROFILE_OV_TIMEOUT,
 	PROFILE_OV_TRACE,
 	PROFILE_OV_STREAM,
+	PROFILE_OV_SPREAD,
 	PROFILE_OV_COUNT,
 };
 
@@ -202,6 +203,7 @@ static const char *const profile_ov_names[PROFILE_OV_COUNT] = {
 	[PROFILE_OV_TIMEOUT] = "timeout",
 	[PROFILE_OV_TRACE] = "trace",
 	[PROFILE_OV_STREAM] = "stream",
+	[PROFILE_OV_SPREAD] = "spread",
 };
 
 /* A tier given in the SPEC: checked against CONF right away when there is
@@ -294,7 +296,8 @@ fail:
 }
 
 static int profile_spec_override(struct profile *p, char *item,
-				 const struct conf *conf, bool *seen, char *err,
+				 const struct conf *conf, bool *seen,
+				 enum profile_spread *spread, char *err,
 				 size_t errlen)
 {
 	char *eq = strchr(item, '=');
@@ -389,6 +392,19 @@ static int profile_spec_override(struct profile *p, char *item,
 		if (profile_add_stream(p, val, item, err, errlen) < 0)
 			return -1;
 		break;
+	case PROFILE_OV_SPREAD:
+		/* Applies to every dataset, those of data= items after it
+		 * too: profile_from_spec sets them once all are read. */
+		v = profile_lookup(profile_spread_names,
+				   PROFILE_ARRAY_LEN(profile_spread_names),
+				   val);
+		if (v < 0)
+			return errmsg_fail(err, errlen, EINVAL,
+					   "key '%s': unknown value '%s' "
+					   "(known: yes, no)",
+					   item, SHOW(val, show));
+		*spread = (enum profile_spread)v;
+		break;
 	case PROFILE_OV_COUNT:
 		break;
 	}
@@ -400,6 +416,7 @@ struct profile *profile_from_spec(const char *spec, const struct conf *conf,
 				  char *err, size_t errlen)
 {
 	bool seen[PROFILE_OV_COUNT] = { false };
+	enum profile_spread spread = PROFILE_SPREAD_NO;
 	struct profile *p = NULL;
 	char *copy = NULL, *rest, *item;
 	size_t len;
@@ -443,8 +460,19 @@ struct profile *profile_from_spec(const char *spec, const struct conf *conf,
 				    "key 'spec': empty item between commas");
 			goto fail;
 		}
-		if (profile_spec_override(p, item, conf, seen, err, errlen) < 0)
+		if (profile_spec_override(p, item, conf, seen, &spread, err,
+					  errlen) < 0)
 			goto fail;
+	}
+	if (seen[PROFILE_OV_SPREAD]) {
+		for (size_t i = 0; i < p->ndatasets; i++)
+			p->datasets[i].spread = spread;
+		if (spread == PROFILE_SPREAD_YES && !p->ndatasets) {
+			errmsg_fail(err, errlen, EINVAL,
+				    "key 'spread': no dataset to spread "
+				    "(give data=PATH)");
+			goto fail;
+		}
 	}
 	if (profile_assign_names(p, err, errlen) < 0)
 		goto fail;

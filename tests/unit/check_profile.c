@@ -662,13 +662,13 @@ static const struct spec_err_case spec_err_cases[] = {
 	{ "dl-train,x", "key 'x': expected key=value" },
 	{ "dl-train,foo=1",
 	  "key 'foo': unknown key (known: data, out, stream, tier, on-failure, timeout, "
-	  "trace)" },
+	  "trace, spread)" },
 	{ "dl-train,on_failure=fail",
 	  "key 'on_failure': unknown key (known: data, out, stream, tier, on-failure, "
-	  "timeout, trace)" },
+	  "timeout, trace, spread)" },
 	{ "dl-train,=x",
 	  "key '': unknown key (known: data, out, stream, tier, on-failure, timeout, "
-	  "trace)" },
+	  "trace, spread)" },
 	{ "dl-train,data=", "key 'data': empty value" },
 	{ "dl-train,data=/x:../../t",
 	  "key 'data': '/x:../../t': contains a '..' component" },
@@ -703,7 +703,59 @@ static const struct spec_err_case spec_err_cases[] = {
 	{ "dl-train,trace=yes",
 	  "key 'trace': expected true or false, not 'yes'" },
 	{ "dl-train,trace=true,trace=false", "key 'trace': given twice" },
+	{ "dl-train,data=/x,spread=maybe",
+	  "key 'spread': unknown value 'maybe' (known: yes, no)" },
+	{ "dl-train,data=/x,spread=yes,spread=no",
+	  "key 'spread': given twice" },
+	{ "dl-train,data=/x,spread=", "key 'spread': empty value" },
 };
+
+/* spread=yes applies to every dataset of the spec, data= items after it
+ * too; it survives the trip to the nodes (JSON) and is refused on a tier
+ * all nodes share. */
+START_TEST(test_spec_spread)
+{
+	char err[CONF_ERR_MAX] = "";
+	struct profile *p = spec_ok("dl-train,spread=yes,data=/x/a,data=/x/b");
+	char *json;
+
+	ck_assert_uint_eq(p->ndatasets, 2);
+	ck_assert_int_eq(p->datasets[0].spread, PROFILE_SPREAD_YES);
+	ck_assert_int_eq(p->datasets[1].spread, PROFILE_SPREAD_YES);
+	normalize_ok(p);
+	json = profile_to_json(p);
+	ck_assert_ptr_nonnull(strstr(json, "\"spread\":\"yes\""));
+	free(json);
+	assert_round_trip(p);
+	profile_destroy(p);
+
+	p = spec_ok("dl-train,data=/x/a");
+	ck_assert_int_eq(p->datasets[0].spread, PROFILE_SPREAD_NO);
+	json = profile_to_json(p);
+	ck_assert_ptr_null(strstr(json, "spread"));
+	free(json);
+	profile_destroy(p);
+
+	p = spec_ok("dl-train,data=/x/a:bb,spread=yes");
+	ck_assert_int_eq(profile_validate(p, &conf, PROFILE_CHECK_STRUCTURE,
+					  err, sizeof(err)),
+			 -1);
+	ck_assert_str_eq(err, "key 'datasets[0].spread': tier 'bb' is shared "
+			      "by every node (Shared=yes): there is nothing "
+			      "to spread; use a node-local tier");
+	profile_destroy(p);
+
+	p = json_ok("{\"datasets\":[{\"path\":\"/x/a\",\"spread\":"
+		    "\"yes\"},{\"path\":\"/x/b\"}]}");
+	ck_assert_int_eq(p->datasets[0].spread, PROFILE_SPREAD_YES);
+	ck_assert_int_eq(p->datasets[1].spread, PROFILE_SPREAD_NO);
+	profile_destroy(p);
+	ck_assert_ptr_null(profile_parse_json(
+	    "{\"datasets\":[{\"path\":\"/x/a\",\"spread\":\"all\"}]}", "t", err,
+	    sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "spread"));
+}
+END_TEST
 
 START_TEST(test_spec_errors)
 {
@@ -1445,6 +1497,7 @@ static Suite *profile_suite(void)
 	tcase_add_test(ts, test_spec_auto_and_path);
 	tcase_add_test(ts, test_observe);
 	tcase_add_loop_test(ts, test_spec_errors, 0, N(spec_err_cases));
+	tcase_add_test(ts, test_spec_spread);
 	tcase_add_test(ts, test_spec_files);
 	tcase_add_test(ts, test_spec_limits);
 	tcase_add_test(ts, test_shipped_profiles);
