@@ -9,6 +9,7 @@
 #include "daemon/jobs.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
+#include "daemon/staging/spread_view.h"
 #include "daemon/staging/stage.h"
 #include "daemon/staging/tiers.h"
 #include "daemon/telemetry/stats.h"
@@ -53,6 +54,7 @@ int agent_load(struct agent *a, char *err, size_t errlen)
 	if (!a->drain || jobs_load(a->jobs, err, errlen) < 0)
 		return -1;
 	tiers_detach_stale(a->tiers, jobs_known_arg, a->jobs);
+	spread_view_stale(a, jobs_known_arg, a->jobs);
 	if (cache_recover(a->cache, jobs_known_arg, a->jobs, err, errlen) < 0)
 		return -1;
 	a->telemetry = telemetry_create(a, a->conf, err, errlen);

@@ -89,6 +89,8 @@ void jobs_job_free(struct job *job)
 	for (size_t i = 0; i < job->nnodes; i++)
 		free(job->nodes[i]);
 	free(job->nodes);
+	for (size_t i = 0; i < PROFILE_MAX_DATASETS; i++)
+		free(job->ds[i].spread_plan);
 	free(job);
 }
 

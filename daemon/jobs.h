@@ -57,6 +57,13 @@ struct job_ds {
 	char entry[JOBS_ENTRY_MAX]; /* "K.vN" on the dataset's tier */
 	uint64_t copied_files, copied_bytes, linked_files;
 	uint64_t bytes, files; /* the dataset's size, once staged */
+	/* A spread dataset (docs/STAGING.md, "Spread datasets"): the plan
+	 * the job's head decided (spread_plan_parse's form; malloc'd, NULL
+	 * until decided), and this node's view of it (its iostage-view, 0:
+	 * none). Not persisted: a restarted iostaged leaves the view
+	 * serving the job, and unmounts it at finish. */
+	char *spread_plan;
+	pid_t view_pid;
 };
 
 struct job {
@@ -295,6 +302,17 @@ void jobs_dataset_done(struct job *job, size_t i, int tier, uint64_t bytes,
  * pending) into ENTRY. */
 enum job_ds_result jobs_dataset_entry(struct job *job, size_t i, char *entry,
 				      size_t len);
+
+/* Dataset I's spread plan (as the head decided it): set PLAN (copied;
+ * 0, or -1 with ENOMEM), or copy it into BUF (1, or 0 when none is
+ * decided yet, -1 when it does not fit). */
+int jobs_set_spread_plan(struct job *job, size_t i, const char *plan);
+int jobs_spread_plan(struct job *job, size_t i, char *buf, size_t len);
+
+/* Dataset I's view process: set PID (0: none), or take it (returns it
+ * and sets 0, so that one caller reaps it). */
+void jobs_set_view_pid(struct job *job, size_t i, pid_t pid);
+pid_t jobs_take_view_pid(struct job *job, size_t i);
 
 /* Record how dataset I was served (entry "K.vN", counts). */
 void jobs_dataset_result(struct job *job, size_t i, enum job_ds_result result,

@@ -15,9 +15,11 @@
 #include <string.h>
 
 #include "common/base/log.h"
+#include "common/sched/cachekey.h"
 #include "daemon/jobs.h"
 #include "daemon/jobs_internal.h"
 #include "daemon/staging/cache.h"
+#include "daemon/staging/spread_view.h"
 #include "daemon/staging/tiers.h"
 
 /* --- finished here
@@ -70,6 +72,19 @@ bool jobs_finished_here(struct jobs *js, uint32_t id, int64_t since_us,
 
 /* --- waiting, aborting, finishing ------------------------------------------
  */
+
+/* Unmount JOB's spread dataset views (spread_view.h) and reap their
+ * processes. 0, or -1 with err (a mount that stays). */
+static int stop_views(struct job *job, char *err, size_t errlen)
+{
+	struct jobs *js = job->table;
+
+	if (spread_view_stop(js->agent, job->id, err, errlen) < 0)
+		return -1;
+	for (size_t i = 0; i < PROFILE_MAX_DATASETS; i++)
+		spread_view_reap(jobs_take_view_pid(job, i));
+	return 0;
+}
 
 void jobs_wait(struct job *job, unsigned timeout_s, struct job_view *ret)
 {
@@ -200,20 +215,29 @@ int jobs_finish(struct jobs *js, uint32_t id, unsigned timeout_s, char *err,
 			goto out;
 		}
 	}
+	/* A spread dataset's view: its bind mount went with the job's
+	 * directory; its overlay and FUSE mounts go now, and so does its
+	 * process. */
+	if (stop_views(job, err, errlen) < 0)
+		goto out;
 	/* The links are gone with the directories: release the versions. */
 	for (i = 0; job->profile && i < job->profile->ndatasets; i++) {
 		const struct profile_dataset *ds = &job->profile->datasets[i];
-		char key[CACHE_KEY_LEN + 1];
+		char key[CACHE_KEY_LEN + 1], part[CACHE_KEY_LEN + 1];
 		int dt = tiers_index(js->agent->tiers, ds->tier);
 
 		if (dt < 0 || job->prestage)
 			continue;
 		cache_key(job->uid, ds->path, key);
 		cache_unpin_job(js->agent->cache, dt, key, job->id);
+		cachekey_part(key, part);
+		cache_unpin_job(js->agent->cache, dt, part, job->id);
 		/* It may have been served from the public entry instead
 		 * (stage.c); unpinning an entry never pinned is a no-op. */
 		cache_key_public(ds->path, key);
 		cache_unpin_job(js->agent->cache, dt, key, job->id);
+		cachekey_part(key, part);
+		cache_unpin_job(js->agent->cache, dt, part, job->id);
 	}
 	remember_finished(job);
 	if (jobs_forget(job))
@@ -229,6 +253,13 @@ void jobs_cleanup_failed(struct job *job)
 	struct jobs *js = job->table;
 	char err[CONF_ERR_MAX];
 	size_t t;
+
+	/* Before the directories: a failed job's views (the datasets
+	 * staged before the one that failed) serve nothing any more. The
+	 * bind mounts go with the job directory, or stay (fallback) over
+	 * views that are gone: reads there fail, the job uses the PFS. */
+	if (stop_views(job, err, sizeof(err)) < 0)
+		log_warningx("%s", err);
 
 	for (t = 0; t < js->conf->ntiers; t++) {
 		if (!job->tiers[t])

@@ -4,8 +4,10 @@
  * end of staging (persisted before any waiter is told).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -96,6 +98,67 @@ void jobs_dataset_result(struct job *job, size_t i, enum job_ds_result result,
 	d->copied_bytes = copied_bytes;
 	d->linked_files = linked_files;
 	pthread_mutex_unlock(&js->lock);
+}
+
+int jobs_set_spread_plan(struct job *job, size_t i, const char *plan)
+{
+	struct jobs *js = job->table;
+	char *copy;
+
+	if (i >= PROFILE_MAX_DATASETS || !plan) {
+		errno = EINVAL;
+		return -1;
+	}
+	copy = strdup(plan);
+	if (!copy)
+		return -1;
+	pthread_mutex_lock(&js->lock);
+	free(job->ds[i].spread_plan);
+	job->ds[i].spread_plan = copy;
+	pthread_mutex_unlock(&js->lock);
+	return 0;
+}
+
+int jobs_spread_plan(struct job *job, size_t i, char *buf, size_t len)
+{
+	struct jobs *js = job->table;
+	int r = 0;
+
+	if (i >= PROFILE_MAX_DATASETS)
+		return 0;
+	pthread_mutex_lock(&js->lock);
+	if (job->ds[i].spread_plan) {
+		int n = snprintf(buf, len, "%s", job->ds[i].spread_plan);
+
+		r = n >= 0 && (size_t)n < len ? 1 : -1;
+	}
+	pthread_mutex_unlock(&js->lock);
+	return r;
+}
+
+void jobs_set_view_pid(struct job *job, size_t i, pid_t pid)
+{
+	struct jobs *js = job->table;
+
+	if (i >= PROFILE_MAX_DATASETS)
+		return;
+	pthread_mutex_lock(&js->lock);
+	job->ds[i].view_pid = pid;
+	pthread_mutex_unlock(&js->lock);
+}
+
+pid_t jobs_take_view_pid(struct job *job, size_t i)
+{
+	struct jobs *js = job->table;
+	pid_t pid;
+
+	if (i >= PROFILE_MAX_DATASETS)
+		return 0;
+	pthread_mutex_lock(&js->lock);
+	pid = job->ds[i].view_pid;
+	job->ds[i].view_pid = 0;
+	pthread_mutex_unlock(&js->lock);
+	return pid;
 }
 
 enum job_ds_result jobs_dataset_entry(struct job *job, size_t i, char *entry,

@@ -49,6 +49,8 @@ struct child {
 	const int *pass_fds;
 	size_t npass;
 	const char *what;
+	int exe_fd;   /* what to execute */
+	bool outlive; /* no PDEATHSIG, own session */
 	char *const *argv;
 	char *const *envp;
 };
@@ -108,7 +110,7 @@ static void __attribute__((noreturn)) child_exec(const struct child *c)
 	/* Move what we keep above the numbers we hand out (3, 4, ...), which
 	 * any of them may hold; then give out the passed fds. dup2 clears
 	 * FD_CLOEXEC on the copy, so exactly those survive the exec. */
-	exe = fcntl(exe_fd, F_DUPFD_CLOEXEC, 64);
+	exe = fcntl(c->exe_fd, F_DUPFD_CLOEXEC, 64);
 	if (exe < 0)
 		child_fail(c, "cannot keep the executable open");
 	for (size_t i = 0; i < c->npass; i++) {
@@ -149,14 +151,19 @@ static void __attribute__((noreturn)) child_exec(const struct child *c)
 	     getuid() != c->uid || getegid() != c->gid))
 		child_fail(c, "privileges were not dropped");
 	/* Die with the spawning thread; set after setresuid, which clears
-	 * it. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != c->parent)
+	 * it. A child meant to outlive us gets a session of its own. */
+	if (c->outlive) {
+		if (setsid() < 0)
+			child_fail(c, "cannot start a session");
+	} else if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+		   getppid() != c->parent) {
 		_exit(127);
+	}
 	if (chdir("/") < 0)
 		child_fail(c, "cannot chdir to /");
 	umask(077);
 	fexecve(exe, c->argv, c->envp);
-	child_fail(c, "cannot execute iostaged");
+	child_fail(c, "cannot execute the program");
 }
 
 /* --- the parent ----------------------------------------------------------- */
@@ -195,6 +202,15 @@ int spawn_as_user(uid_t uid, gid_t gid, const char *user, char *const argv[],
 		  const char *what, struct spawn_proc *ret, char *err,
 		  size_t errlen)
 {
+	return spawn_program(NULL, uid, gid, user, argv, envp, pass_fds, npass,
+			     what, ret, err, errlen);
+}
+
+int spawn_program(const struct spawn_how *how, uid_t uid, gid_t gid,
+		  const char *user, char *const argv[], char *const envp[],
+		  const int *pass_fds, size_t npass, const char *what,
+		  struct spawn_proc *ret, char *err, size_t errlen)
+{
 	static char *const default_envp[] = {
 		"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL
 	};
@@ -205,10 +221,12 @@ int spawn_as_user(uid_t uid, gid_t gid, const char *user, char *const argv[],
 	pid_t pid;
 	int saved;
 
-	if (exe_fd < 0 || npass > SPAWN_PASS_MAX) {
+	int exe = how && how->exe_fd >= 0 ? how->exe_fd : exe_fd;
+
+	if (exe < 0 || npass > SPAWN_PASS_MAX) {
 		snprintf(err, errlen, "cannot start a %s: %s", what,
-			 exe_fd < 0 ? "spawn_init not called"
-				    : "too many fds to pass");
+			 exe < 0 ? "spawn_init not called"
+				 : "too many fds to pass");
 		errno = EINVAL;
 		return -1;
 	}
@@ -232,6 +250,8 @@ int spawn_as_user(uid_t uid, gid_t gid, const char *user, char *const argv[],
 		.pass_fds = pass_fds,
 		.npass = npass,
 		.what = what,
+		.exe_fd = exe,
+		.outlive = how && how->outlive,
 		.argv = argv,
 		.envp = envp ? envp : default_envp,
 	};

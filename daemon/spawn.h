@@ -16,6 +16,7 @@
 #ifndef IOSTAGE_DAEMON_SPAWN_H
 #define IOSTAGE_DAEMON_SPAWN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -48,5 +49,25 @@ int spawn_as_user(uid_t uid, gid_t gid, const char *user, char *const argv[],
 		  char *const envp[], const int *pass_fds, size_t npass,
 		  const char *what, struct spawn_proc *ret, char *err,
 		  size_t errlen);
+
+/* What spawn_program runs, and for how long. */
+struct spawn_how {
+	/* Another program than this binary, opened by the caller (kept
+	 * open: an upgrade on disk cannot swap it under a running daemon);
+	 * -1: this binary, as spawn_as_user. */
+	int exe_fd;
+	/* The child outlives the spawning thread and iostaged itself (no
+	 * PR_SET_PDEATHSIG; a session of its own, so that a signal to the
+	 * daemon's process group does not reach it): a job's dataset view
+	 * (view/) serves the job across a restart of iostaged. The caller
+	 * reaps it (waitpid) when it ends it; after a restart, init does. */
+	bool outlive;
+};
+
+/* spawn_as_user with HOW (NULL: this binary, dies with the thread). */
+int spawn_program(const struct spawn_how *how, uid_t uid, gid_t gid,
+		  const char *user, char *const argv[], char *const envp[],
+		  const int *pass_fds, size_t npass, const char *what,
+		  struct spawn_proc *ret, char *err, size_t errlen);
 
 #endif /* IOSTAGE_DAEMON_SPAWN_H */

@@ -44,3 +44,8 @@ void cachekey_public(const char *src, char ret[CACHEKEY_LEN + 1])
 {
 	key_of("public", src, ret);
 }
+
+void cachekey_part(const char *key, char ret[CACHEKEY_LEN + 1])
+{
+	key_of("part", key, ret);
+}

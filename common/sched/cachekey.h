@@ -18,4 +18,10 @@ void cachekey_user(uid_t uid, const char *src, char ret[CACHEKEY_LEN + 1]);
 /* K of the public entry of SRC, the same for every user. */
 void cachekey_public(const char *src, char ret[CACHEKEY_LEN + 1]);
 
+/* K of a node's part of a spread dataset whose whole copy would be entry
+ * KEY (either of the above): its own entry, so that a node's part and a
+ * whole copy of the same source never share versions, and the same on
+ * every node, so that nodes and iostagectld name a part alike. */
+void cachekey_part(const char *key, char ret[CACHEKEY_LEN + 1]);
+
 #endif /* IOSTAGE_CACHEKEY_H */

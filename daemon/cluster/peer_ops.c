@@ -31,6 +31,12 @@
  *   entry_current  tier key       -> version (this node's current
  *                                    version of an entry, for a node
  *                                    that fills from it)
+ *   tier_space     tier           -> free (what a spread dataset could
+ *                                    take on this node's tier; the head
+ *                                    weighs the nodes by it)
+ *   spread_plan    job dataset    -> state plan (the head's plan of a
+ *                                    spread dataset, for the job's other
+ *                                    nodes; daemon/cluster/spreadplan.h)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -46,6 +52,7 @@
 #include "daemon/cluster/fill.h"
 #include "daemon/cluster/parts.h"
 #include "daemon/cluster/peer.h"
+#include "daemon/cluster/spreadplan.h"
 #include "daemon/jobs.h"
 #include "daemon/ops.h"
 #include "daemon/telemetry/telemetry.h"
@@ -251,5 +258,7 @@ const struct peer_op peer_ops[] = {
 	{ "cache_report", op_peer_cache_report },
 	{ "stage_entry", fill_op_stage_entry },
 	{ "entry_current", fill_op_entry_current },
+	{ "tier_space", spreadplan_op_tier_space },
+	{ "spread_plan", spreadplan_op_plan },
 	{ NULL, NULL },
 };

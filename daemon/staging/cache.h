@@ -247,6 +247,15 @@ int cache_mount_job(struct cache *c, int tier, uint32_t jobid, const char *name,
 		    const char *key, unsigned version, char *err,
 		    size_t errlen);
 
+/* The same with another source, SRC_FD (a spread dataset's view: the
+ * overlay daemon/staging/spread_view.c made). 0 or -1 with err. */
+int cache_mount_job_fd(struct cache *c, int tier, uint32_t jobid,
+		       const char *name, int src_fd, char *err, size_t errlen);
+
+/* An O_PATH fd of K.vN/data (a directory), or -1 with errno. */
+int cache_open_version_data(struct cache *c, int tier, const char *key,
+			    unsigned version);
+
 /* Remove this node's pins of job JOBID on every version of KEY, then
  * remove the versions of KEY that are neither current nor pinned (when
  * K.lock is free). */

@@ -188,20 +188,21 @@ void cache_pins_drop_stale(struct cache *c, int tier, const char *name,
 /* --- the job's view ----------------------------------------------------------
  */
 
-int cache_mount_job(struct cache *c, int tier, uint32_t jobid, const char *name,
-		    const char *key, unsigned version, char *err, size_t errlen)
+/* Bind SRC_FD read-only onto NAME in TIER/jobs/J/data (see
+ * cache_mount_job); LABEL names the source in messages. */
+static int mount_job_from(struct cache *c, int tier, uint32_t jobid,
+			  const char *name, int src_fd, char *err,
+			  size_t errlen)
 {
-	char job[JOBLAYOUT_JOB_NAME_MAX], vname[CACHE_ENTRY_NAME_MAX],
-	    why[CONF_ERR_MAX];
+	char job[JOBLAYOUT_JOB_NAME_MAX], why[CONF_ERR_MAX];
 	const char *tn = cache_tier_name(c, tier);
 	struct stat st;
-	int jfd = -1, dfd = -1, vfd = -1, sfd = -1, r = -1;
+	int jfd = -1, dfd = -1, r = -1;
 
 	if (joblayout_job_name(c->conf, &c->conf->tiers[tier], jobid, job,
 			       sizeof(job)) < 0)
 		snprintf(job, sizeof(job), "%" PRIu32,
 			 jobid); /* cannot happen */
-	cache_version_name(key, version, vname, sizeof(vname));
 	jfd = cache_open_dir_at(c->jobs_fd[tier], job);
 	if (jfd >= 0)
 		dfd = cache_open_dir_at(jfd, "data");
@@ -217,6 +218,28 @@ int cache_mount_job(struct cache *c, int tier, uint32_t jobid, const char *name,
 			 job);
 		goto out;
 	}
+	if (bindmount_ro_at(src_fd, dfd, name, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "tier '%s': jobs/%s/data: %s", tn, job,
+			 why);
+		goto out;
+	}
+	r = 0;
+out:
+	if (dfd >= 0)
+		close(dfd);
+	if (jfd >= 0)
+		close(jfd);
+	return r;
+}
+
+int cache_mount_job(struct cache *c, int tier, uint32_t jobid, const char *name,
+		    const char *key, unsigned version, char *err, size_t errlen)
+{
+	char vname[CACHE_ENTRY_NAME_MAX];
+	const char *tn = cache_tier_name(c, tier);
+	int vfd, sfd = -1, r;
+
+	cache_version_name(key, version, vname, sizeof(vname));
 	vfd = cache_open_dir_at(c->cache_fd[tier], vname);
 	if (vfd >= 0)
 		sfd = openat(vfd, "data", O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -224,22 +247,36 @@ int cache_mount_job(struct cache *c, int tier, uint32_t jobid, const char *name,
 		snprintf(err, errlen,
 			 "tier '%s': cannot open cache/%s/data: %s", tn, vname,
 			 strerror(errno));
-		goto out;
+		if (vfd >= 0)
+			close(vfd);
+		return -1;
 	}
-	if (bindmount_ro_at(sfd, dfd, name, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "tier '%s': jobs/%s/data: %s", tn, job,
-			 why);
-		goto out;
-	}
-	r = 0;
-out:
-	if (sfd >= 0)
-		close(sfd);
-	if (vfd >= 0)
-		close(vfd);
-	if (dfd >= 0)
-		close(dfd);
-	if (jfd >= 0)
-		close(jfd);
+	r = mount_job_from(c, tier, jobid, name, sfd, err, errlen);
+	close(sfd);
+	close(vfd);
 	return r;
+}
+
+int cache_mount_job_fd(struct cache *c, int tier, uint32_t jobid,
+		       const char *name, int src_fd, char *err, size_t errlen)
+{
+	return mount_job_from(c, tier, jobid, name, src_fd, err, errlen);
+}
+
+int cache_open_version_data(struct cache *c, int tier, const char *key,
+			    unsigned version)
+{
+	char vname[CACHE_ENTRY_NAME_MAX];
+	int vfd, sfd = -1, saved;
+
+	cache_version_name(key, version, vname, sizeof(vname));
+	vfd = cache_open_dir_at(c->cache_fd[tier], vname);
+	if (vfd < 0)
+		return -1;
+	sfd = openat(vfd, "data",
+		     O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	saved = errno;
+	close(vfd);
+	errno = saved;
+	return sfd;
 }

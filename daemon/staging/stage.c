@@ -62,12 +62,16 @@
 #include "common/base/units.h"
 #include "common/config/joblayout.h"
 #include "common/net/proto.h"
+#include "common/sched/cachekey.h"
+#include "common/sched/spread.h"
 #include "daemon/agent.h"
 #include "daemon/cluster/fill.h"
+#include "daemon/cluster/spreadplan.h"
 #include "daemon/spawn.h"
 #include "daemon/staging/bwgov.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/drain.h"
+#include "daemon/staging/spread_view.h"
 #include "daemon/staging/stage.h"
 #include "daemon/staging/stage_plan.h"
 #include "daemon/staging/tiers.h"
@@ -104,6 +108,11 @@ struct run {
 	int64_t started_ns;              /* CLOCK_REALTIME at the start */
 	uint64_t done_bytes, done_files; /* datasets finished */
 	uint64_t cached_bytes;           /* of which cache hits (stats.h) */
+	/* The spread dataset being staged (stage_entry): its plan, this
+	 * node's name in it, and the fd its workers write the whole
+	 * dataset's listing to; spread_plan NULL: a whole copy. */
+	const char *spread_plan, *spread_self;
+	int listing_fd;
 	char err[CONF_ERR_MAX];
 };
 
@@ -115,6 +124,8 @@ struct outcome {
 	char err[CONF_ERR_MAX];        /* ours: capacity, timeout, protocol */
 	uint64_t reserved;             /* bytes reserved on the tier */
 	uint64_t total_bytes, total_files, copy_bytes, copy_files;
+	/* a spread dataset: the whole dataset (total_* is the part) */
+	uint64_t dataset_bytes, dataset_files;
 	uint64_t bytes, files, linked; /* final figures from the worker */
 	/* from another node's copy (daemon/cluster/fill.h), and the files
 	 * it could not give */
@@ -239,16 +250,19 @@ static int worker_spawn(struct stage *s, const struct stage_task *task,
 			      "IOSTAGE_STAGE_GATE=1", NULL };
 	/* The worker reads the old manifest on fd 3, writes the new on 4,
 	 * reads its rate (StageBandwidth=) on 5. */
-	int pass[3] = { task->manifest_in,
+	int pass[4] = { task->manifest_in,
 			task->mode == STAGE_WORKER_BUILD ? task->manifest_out
 							 : -1,
-			rate_fd };
+			rate_fd, task->spread_plan ? task->listing_out : -1 };
+	size_t npass = task->spread_plan && task->listing_out >= 0 ? 4
+		       : rate_fd >= 0                              ? 3
+								   : 2;
 	struct spawn_proc p;
 
 	stage_plan_argv(task, rate_fd >= 0, argv);
 	if (s->spawn(s->spawn_arg, ow->uid, ow->gid, ow->user, argv,
 		     task->mode == STAGE_WORKER_BUILD ? envp_gate : NULL, pass,
-		     rate_fd >= 0 ? 3 : 2, "stage worker", &p, err, errlen) < 0)
+		     npass, "stage worker", &p, err, errlen) < 0)
 		return -1;
 	ret->pid = p.pid;
 	ret->out = p.out;
@@ -294,6 +308,8 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		if (o->got_totals)
 			return 0; /* a second totals line: ignore */
 		o->got_totals = true;
+		o->dataset_bytes = m->dataset_bytes;
+		o->dataset_files = m->dataset_files;
 		o->total_bytes = m->total_bytes;
 		o->total_files = m->total_files;
 		o->copy_bytes = m->copy_bytes;
@@ -424,6 +440,15 @@ static int run_worker(struct run *run, const struct profile_dataset *ds, int t,
 	int status = 0, rate_fd, r;
 
 	memset(o, 0, sizeof(*o));
+	/* Each worker writes the whole listing anew. */
+	if (task->spread_plan && task->listing_out >= 0 &&
+	    (ftruncate(task->listing_out, 0) < 0 ||
+	     lseek(task->listing_out, 0, SEEK_SET) < 0)) {
+		snprintf(run->err, sizeof(run->err),
+			 "dataset '%s': cannot reset its listing: %s", ds->name,
+			 strerror(errno));
+		return -1;
+	}
 	if (slot_take(run, ds->name) < 0)
 		return -1;
 	o->started_ns = cache_now_ns();
@@ -513,7 +538,11 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 	switch (stage_plan_current(cur, ds->verify, run->started_ns, time(NULL),
 				   run->s->conf->cache_ttl, how, howlen)) {
 	case STAGE_HIT:
-		return 1;
+		/* A spread dataset's view needs the whole dataset's listing,
+		 * which only a walk gives. */
+		if (!run->spread_plan)
+			return 1;
+		break;
 	case STAGE_BUILD:
 		return 0;
 	case STAGE_CHECK:
@@ -537,6 +566,9 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 		.manifest_in = fd,
 		.manifest_out = -1,
 		.verify = stage_plan_worker_verify(ds->verify),
+		.spread_plan = run->spread_plan,
+		.spread_self = run->spread_self,
+		.listing_out = run->listing_fd,
 	};
 	r = run_worker(run, ds, t, &task, &o);
 	close(fd);
@@ -578,6 +610,9 @@ static int build_version(struct run *run, size_t i,
 		.manifest_in = -1,
 		.manifest_out = b.manifest_fd,
 		.verify = stage_plan_worker_verify(ds->verify),
+		.spread_plan = run->spread_plan,
+		.spread_self = run->spread_self,
+		.listing_out = run->listing_fd,
 	};
 	/* Unchanged files are linked from the current version, unless its
 	 * manifest cannot tell (checksum asked of a stat version). */
@@ -672,18 +707,106 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 	}
 }
 
-/* Stage dataset I of RUN's job into the entry of OW. 0, or -1 with
- * run->err (nothing recorded: the caller does). */
+/* A spread dataset's part of OW's entry (docs/STAGING.md, "Spread
+ * datasets"): its own key, the plan (the job's head decides it), and the
+ * file the workers write the whole dataset's listing to. 0 with *part
+ * and RUN's spread fields set, or -1 with run->err. */
+static int spread_begin(struct run *run, size_t i, const struct stage_owner *ow,
+			struct stage_owner *part, fill_stop_fn stop,
+			void *stop_arg)
+{
+	struct agent *a = run->s->agent;
+	const struct profile_dataset *ds = &run->job->profile->datasets[i];
+	char *plan = malloc(SPREAD_SPEC_MAX);
+	int fd;
+
+	if (!plan) {
+		snprintf(run->err, sizeof(run->err), "out of memory");
+		return -1;
+	}
+	if (spreadplan_get(a, run->job, i, ds->tier, stop, stop_arg, plan,
+			   SPREAD_SPEC_MAX, run->err, sizeof(run->err)) < 0) {
+		char why[CONF_ERR_MAX];
+
+		snprintf(why, sizeof(why), "%s", run->err);
+		snprintf(run->err, sizeof(run->err), "dataset '%s': %.400s",
+			 ds->name, why);
+		free(plan);
+		return -1;
+	}
+	/* Unnamed, root's: the worker (the user) writes it through the fd
+	 * it is given, the view reads it the same way. */
+	fd = open(a->conf->state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(run->err, sizeof(run->err),
+			 "dataset '%s': cannot make its listing in %.200s: %s",
+			 ds->name, a->conf->state_dir, strerror(errno));
+		free(plan);
+		return -1;
+	}
+	*part = *ow;
+	cachekey_part(ow->key, part->key);
+	run->spread_plan = plan;
+	run->spread_self = spreadplan_self(a);
+	run->listing_fd = fd;
+	return 0;
+}
+
+static void spread_end(struct run *run)
+{
+	free((char *)run->spread_plan);
+	run->spread_plan = NULL;
+	run->spread_self = NULL;
+	if (run->listing_fd >= 0)
+		close(run->listing_fd);
+	run->listing_fd = -1;
+}
+
+/* Dataset I's view: the whole spread dataset, this node's part BUILT
+ * of OW's entry at local speed. 0, or -1 with run->err. */
+static int spread_mount(struct run *run, size_t i, const struct stage_owner *ow,
+			int t, unsigned version)
+{
+	struct job *job = run->job;
+	const struct profile_dataset *ds = &job->profile->datasets[i];
+	struct spread_view_args va = {
+		.jobid = job->id,
+		.name = ds->name,
+		.src = ds->path,
+		.tier = t,
+		.key = ow->key,
+		.version = version,
+		.plan = run->spread_plan,
+		.self = run->spread_self,
+		.listing_fd = run->listing_fd,
+		.uid = job->uid,
+		.gid = job->gid,
+		.user = job->user,
+	};
+	pid_t pid = 0;
+
+	if (spread_view_start(run->s->agent, &va, &pid, run->err,
+			      sizeof(run->err)) < 0)
+		return -1;
+	jobs_set_view_pid(job, i, pid);
+	return 0;
+}
+
+/* Stage dataset I of RUN's job into the entry of OW (of its part, for a
+ * spread dataset). 0, or -1 with run->err (nothing recorded: the caller
+ * does). */
 static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 {
 	struct cache *cache = run->s->agent->cache;
 	struct job *job = run->job;
 	const struct profile_dataset *ds = &job->profile->datasets[i];
-	const char *key = ow->key;
+	const bool spread = ds->spread == PROFILE_SPREAD_YES && !job->prestage;
+	const char *key;
 	char entry[JOBS_ENTRY_MAX], how[160];
 	struct lock_wait lw = { .run = run, .dsname = ds->name };
 	struct cache_version cur, built;
 	struct cache_lock *lock = NULL;
+	struct stage_owner part;
 	struct fill_source from;
 	struct outcome o;
 	unsigned next;
@@ -692,11 +815,18 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 	int fill = 0;
 
 	memset(&o, 0, sizeof(o));
+	if (spread) {
+		if (spread_begin(run, i, ow, &part, lock_stop, &lw) < 0)
+			return -1;
+		ow = &part;
+	}
+	key = ow->key;
 	/* No version here: another node may have one (the job's head, or
 	 * a node iostagectld names). Asked before K.lock is ours: a node
 	 * waiting for its head while holding the lock could be what the
-	 * head's other job waits for. */
-	if (cache_current(cache, t, key, &cur, &next) != 1) {
+	 * head's other job waits for. A node's part of a spread dataset
+	 * is its own: no other node holds the same files. */
+	if (!spread && cache_current(cache, t, key, &cur, &next) != 1) {
 		fill = fill_find(run->s->agent, job, i, ds->tier, key,
 				 lock_stop, &lw, &from, run->err,
 				 sizeof(run->err));
@@ -730,10 +860,17 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 	if (!job->prestage &&
 	    (cache_pin(cache, t, key, built.version, job->id, run->err,
 		       sizeof(run->err)) < 0 ||
-	     cache_mount_job(cache, t, job->id, ds->name, key, built.version,
-			     run->err, sizeof(run->err)) < 0))
+	     (spread ? spread_mount(run, i, ow, t, built.version)
+		     : cache_mount_job(cache, t, job->id, ds->name, key,
+				       built.version, run->err,
+				       sizeof(run->err))) < 0))
 		goto out;
 	served(run, i, ow, hit, &built, &o, entry, how);
+	if (spread && !hit)
+		log_info("job %u: dataset '%s': this node holds %" PRIu64
+			 " of its %" PRIu64 " files (spread over %s)",
+			 job->id, ds->name, o.total_files, o.dataset_files,
+			 run->spread_plan);
 	/* The version we replaced goes once nobody pins it. */
 	cache_gc_key(cache, t, key);
 	jobs_dataset_done(job, i, t, built.bytes, built.files);
@@ -743,6 +880,8 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 	r = 0;
 out:
 	cache_lock_release(lock);
+	if (spread)
+		spread_end(run);
 	return r;
 }
 
@@ -908,6 +1047,7 @@ int stage_start(struct stage *s, struct job *job, char *err, size_t errlen)
 		return -1;
 	}
 	run->s = s;
+	run->listing_fd = -1;
 	run->job = job;
 	/* drain.c: TIER/jobs/J/out/NAME per output, watched from now on (an
 	 * agent without a drain, a test's, leaves outputs alone). */

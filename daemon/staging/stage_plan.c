@@ -115,6 +115,16 @@ size_t stage_plan_argv(const struct stage_task *task, bool rate, char **argv)
 		argv[n++] = "--rate-fd";
 		argv[n++] = "5";
 	}
+	if (task->spread_plan && task->spread_self) {
+		argv[n++] = "--spread";
+		argv[n++] = (char *)task->spread_plan;
+		argv[n++] = "--spread-self";
+		argv[n++] = (char *)task->spread_self;
+		if (task->listing_out >= 0) {
+			argv[n++] = "--listing-out";
+			argv[n++] = "6";
+		}
+	}
 	argv[n++] = (char *)task->src;
 	argv[n++] = (char *)task->dstdir;
 	argv[n] = NULL;

@@ -92,12 +92,18 @@ struct stage_task {
 	 * NULL: "HOST:PORT" and "TIER/KEY.vN"; never with PREVIOUS. */
 	const char *peer, *peer_entry;
 	const char *munge_socket; /* for the peer's session; NULL: default */
+	/* A spread dataset: this node's part only (--spread PLAN
+	 * --spread-self SELF), and the whole dataset's listing written to
+	 * LISTING_OUT (-1: none); NULL: the whole dataset. */
+	const char *spread_plan, *spread_self;
+	int listing_out;
 };
 
-#define STAGE_ARGV_MAX 26
+#define STAGE_ARGV_MAX 32
 
 /* Fill ARGV[STAGE_ARGV_MAX] for TASK (pointers into TASK); RATE: a rate
- * page is passed as fd 5. The manifest in is fd 3, the manifest out fd 4.
+ * page is passed as fd 5. The manifest in is fd 3, the manifest out fd 4,
+ * a spread dataset's listing fd 6.
  * Returns the number of arguments (ARGV[n] is NULL). */
 size_t stage_plan_argv(const struct stage_task *task, bool rate, char **argv);
 
@@ -126,6 +132,11 @@ struct stage_msg {
 	/* TOTALS: what the copy reads from the source (copy_bytes without a
 	 * peer; with one, copy_* is what the copy writes) */
 	uint64_t source_bytes;
+	/* TOTALS of a spread dataset's part (--spread): the whole
+	 * dataset's size (total_* is then this node's part), and what
+	 * did not fit the node's budget */
+	uint64_t dataset_bytes, dataset_files;
+	uint64_t over_budget_bytes, over_budget_files;
 	bool unchanged; /* TOTALS */
 };
 

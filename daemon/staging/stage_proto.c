@@ -38,6 +38,14 @@ static void parse_totals(const cJSON *m, struct stage_msg *r)
 	r->source_bytes = cJSON_GetObjectItemCaseSensitive(m, "source_bytes")
 			      ? proto_u64(m, "source_bytes")
 			      : r->copy_bytes;
+	r->dataset_bytes = cJSON_GetObjectItemCaseSensitive(m, "dataset_bytes")
+			       ? proto_u64(m, "dataset_bytes")
+			       : r->total_bytes;
+	r->dataset_files = cJSON_GetObjectItemCaseSensitive(m, "dataset_files")
+			       ? proto_u64(m, "dataset_files")
+			       : r->total_files;
+	r->over_budget_bytes = proto_u64(m, "over_budget_bytes");
+	r->over_budget_files = proto_u64(m, "over_budget_files");
 	r->unchanged = cJSON_IsTrue(
 	    cJSON_GetObjectItemCaseSensitive(m, "unchanged"));
 }

@@ -102,6 +102,14 @@ START_TEST(test_cachekey)
 	ck_assert_str_eq(a, b);
 	cachekey_public(NULL, b);
 	ck_assert_uint_eq(strlen(b), CACHEKEY_LEN);
+	/* A part's key: its own, the same for the same entry. */
+	cachekey_part(a, b);
+	ck_assert_uint_eq(strlen(b), CACHEKEY_LEN);
+	ck_assert_str_ne(a, b);
+	cachekey_part(a, p);
+	ck_assert_str_eq(b, p);
+	cachekey_part(b, p);
+	ck_assert_str_ne(b, p);
 }
 END_TEST
 
