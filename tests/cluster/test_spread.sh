@@ -1,0 +1,91 @@
+# shellcheck shell=bash
+# Spread datasets (issue 29 items 3 and 6; docs/STAGING.md, "Spread
+# datasets"): with data=PATH,spread=yes each node of a job stages only
+# its part (rendezvous hashing over the job's nodes), and every task on
+# every node sees the whole tree at IOSTAGE_DATA: diff -r, a PyTorch
+# DataLoader over an ImageFolder, h5py, read/pread/mmap give what the PFS
+# holds. A node whose iostaged stops mid-run: the others read its part
+# from the PFS, and no read fails.
+
+SPREAD_DIFF='
+	r=same
+	diff -r "$IOSTAGE_DATA/" "$SRC/" >/dev/null || r=DIFFERENT
+	echo "$(hostname): $r"'
+
+# held NODE JOB: "N M": NODE holds N of the spread dataset's M files
+held() {
+	grep -E "job $2: dataset '[^']*': this node holds [0-9]+ of its" "$(iostaged_log "$1")" |
+		sed -E 's/.* holds ([0-9]+) of its ([0-9]+) files.*/\1 \2/' | head -n1
+}
+
+test_spread_three_nodes_each_hold_a_part_and_see_the_whole() {
+	local ds jid node n m sum=0 total=
+	ds=$(pfs_dataset imgs 60)
+	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds,spread=yes" \
+		--export=ALL,SRC="$ds" -o out.txt --wrap "srun bash -c '$SPREAD_DIFF'" >/dev/null ||
+		fail "sbatch -N3 spread: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
+	jid=$SUBMIT_JOBID
+	for node in n1 n2 n3; do
+		assert_file_contains "the whole tree on $node (diff -r from a task there)" out.txt "$node: same"
+		read -r n m <<<"$(held "$node" "$jid")"
+		[ -n "$n" ] || fail "$node never said what it holds of job $jid's dataset"
+		[ -z "$total" ] || assert_eq "the dataset's files, as $node counts them" "$total" "$m"
+		total=$m
+		# 66 files over 3 nodes of equal weight: every node holds some,
+		# none holds all
+		[ "$n" -gt 0 ] && [ "$n" -lt "$m" ] || fail "$node holds $n of $m files"
+		sum=$((sum + n))
+	done
+	assert_eq "files held by the three nodes together" "$total" "$sum"
+}
+
+test_spread_training_reads_see_what_the_pfs_holds() {
+	local ds want node
+	ds="$CLUSTER_PFS/$TEST_NAME/shapes"
+	python3 "$REPO_ROOT/examples/pytorch/make_data.py" "$ds" ||
+		fail "make_data.py $ds"
+	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
+	want=$(python3 "$CL_DIR/spread_read.py" "$ds") || fail "spread_read.py on the PFS: $want"
+	cp "$CL_DIR/spread_read.py" "$TEST_WORKDIR/" && chmod 0755 "$TEST_WORKDIR/spread_read.py"
+	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds,spread=yes" -o out.txt \
+		--wrap "srun bash -c 'echo \$(hostname): \$(python3 $TEST_WORKDIR/spread_read.py \"\$IOSTAGE_DATA\" 2>&1 | tail -n1)'" \
+		>/dev/null || fail "sbatch -N3 spread: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
+	for node in n1 n2 n3; do
+		assert_file_contains "DataLoader, h5py, read/pread/mmap on $node" out.txt "$node: $want"
+	done
+}
+
+# n2's iostaged stops while the job runs: n1 and n3 read n2's part from
+# the PFS (their views' counters say so), nothing fails, and n2's own
+# tasks still see the whole tree (its view outlives iostaged).
+test_spread_node_daemon_stops_mid_run_reads_go_to_the_pfs() {
+	local ds jid node i
+	ds=$(pfs_dataset imgs 60)
+	trap 'iostaged_pid n2 >/dev/null || iostaged_start n2' EXIT
+	as_user "$TEST_USER" sbatch --parsable -N 3 --io-profile="dl-train,data=$ds,spread=yes" \
+		--export=ALL,SRC="$ds",GO="$TEST_WORKDIR/go" -o "$TEST_WORKDIR/out.txt" \
+		--wrap "srun bash -c 'while [ ! -e \"\$GO\" ]; do sleep 0.2; done; $SPREAD_DIFF
+			cat \"\$(dirname \"\$(dirname \"\$IOSTAGE_DATA\")\")\"/.iostage-view-*.json; echo'" \
+		>jid.txt 2>&1 || fail "sbatch: $(cat jid.txt)"
+	jid=$(tail -n1 jid.txt)
+	for node in n1 n2 n3; do
+		wait_log "$node" "job $jid: staged" 60 || fail "$node never staged job $jid"
+	done
+	iostaged_kill n2
+	touch "$TEST_WORKDIR/go"
+	wait_file "$TEST_WORKDIR/out.txt" 60 || fail "job $jid wrote nothing"
+	for ((i = 0; i < 300; i++)); do
+		[ "$(grep -c ': same' "$TEST_WORKDIR/out.txt")" = 3 ] && break
+		grep -q DIFFERENT "$TEST_WORKDIR/out.txt" && break
+		sleep 0.2
+	done
+	iostaged_start n2
+	for node in n1 n2 n3; do
+		assert_file_contains "the whole tree on $node with n2's iostaged gone" \
+			"$TEST_WORKDIR/out.txt" "$node: same"
+	done
+	# Some view read n2's part from the PFS
+	grep -Eq '"pfs_bytes":[1-9]' "$TEST_WORKDIR/out.txt" ||
+		fail "no view read the PFS: $(cat "$TEST_WORKDIR/out.txt")"
+	wait_finished n1 "$jid" 60 || fail "job $jid never finished on n1"
+}
