@@ -496,6 +496,25 @@ START_TEST(test_worker_spread_usage)
 						  "trees"),
 				      "%s", err);
 	}
+	/* --listing-out without --spread: the whole tree, as it is */
+	tree();
+	mkdst("whole", dst, sizeof(dst));
+	{
+		char lfd[16];
+		int lo = memfd();
+		const char *argv[] = { "--listing-out", fdstr(lo, lfd), src,
+				       dst, NULL };
+		struct manifest *l;
+
+		ck_assert_int_eq(run_worker(argv, out, sizeof(out), err,
+					    sizeof(err)),
+				 0);
+		ck_assert_ptr_null(strstr(out, "dataset_files"));
+		l = read_back(lo);
+		/* the top, 3 directories, NFILES + "f", the symlink */
+		ck_assert_uint_eq(manifest_count(l), 1 + 3 + NFILES + 1 + 1);
+		manifest_destroy(l);
+	}
 	/* a file without --spread is staged as before */
 	mkdst("one", dst, sizeof(dst));
 	{
