@@ -28,6 +28,11 @@
  * Files are not fsynced one by one: the caller publishes the copy (rename)
  * only after copyengine_copy returned 0, and that ends with syncfs().
  *
+ * A copy may hold only a part of SRC (opts.select: a node's part of a
+ * spread dataset, docs/STAGING.md): every directory and symlink, and the
+ * regular files the caller selects, up to a budget; copyengine_listing
+ * then still lists the whole walk.
+ *
  * Only the top SRC may be a symlink (it is followed, like `cp -r SRC`).
  * A file that changes between the walk and its copy (size, mtime, inode)
  * fails the copy: "cannot read SRC/x: changed while being staged".
