@@ -369,6 +369,171 @@ static int find_hardlinks(struct copyengine *ce)
 	return 0;
 }
 
+/* Forget what find_hardlinks found (before it runs again on a part). */
+static void clear_hardlinks(struct copyengine *ce)
+{
+	for (size_t i = 0; i < ce->n; i++) {
+		ce->items[i].flags &= (uint8_t)~CE_SECONDARY;
+		ce->items[i].primary = NULL;
+	}
+}
+
+/* --- a part of the dataset (opts.select, opts.select_budget) ------------ */
+
+struct ce_sel {
+	struct ce_item *it;
+	double priority;
+	size_t rank;  /* place in the budget's order */
+	size_t first; /* rank of the first name of its inode in that order */
+};
+
+/* Budget order: higher priority first, then path order (the items are
+ * sorted, so their addresses follow their paths). */
+static int cmp_sel_priority(const void *a, const void *b)
+{
+	const struct ce_sel *x = a, *y = b;
+
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	return x->it < y->it ? -1 : x->it > y->it;
+}
+
+static int cmp_sel_inode(const void *a, const void *b)
+{
+	const struct ce_sel *x = *(struct ce_sel *const *)a;
+	const struct ce_sel *y = *(struct ce_sel *const *)b;
+
+	if (x->it->dev != y->it->dev)
+		return x->it->dev < y->it->dev ? -1 : 1;
+	if (x->it->ino != y->it->ino)
+		return x->it->ino < y->it->ino ? -1 : 1;
+	return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Mark with CE_OUT the files of SEL (N, selected) that the budget leaves
+ * out: taken in budget order until the next would go above it; a name
+ * of an inode already taken is free, one of an inode left out is out. */
+static int apply_budget(struct copyengine *ce, struct ce_sel *sel, size_t n)
+{
+	struct ce_sel **links;
+	size_t nlinks = 0;
+	uint64_t used = 0;
+	bool full = false;
+
+	qsort(sel, n, sizeof(*sel), cmp_sel_priority);
+	for (size_t i = 0; i < n; i++) {
+		sel[i].rank = sel[i].first = i;
+		if (sel[i].it->nlink > 1)
+			nlinks++;
+	}
+	if (nlinks > 1) {
+		links = malloc(nlinks * sizeof(*links));
+		if (!links)
+			return -1;
+		nlinks = 0;
+		for (size_t i = 0; i < n; i++)
+			if (sel[i].it->nlink > 1)
+				links[nlinks++] = &sel[i];
+		qsort(links, nlinks, sizeof(*links), cmp_sel_inode);
+		for (size_t i = 1; i < nlinks; i++)
+			if (links[i]->it->dev == links[i - 1]->it->dev &&
+			    links[i]->it->ino == links[i - 1]->it->ino)
+				links[i]->first = links[i - 1]->first;
+		free(links);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct ce_item *it = sel[i].it;
+
+		if (sel[i].first != i) {
+			/* Another name of an inode already decided. */
+			if (sel[sel[i].first].it->flags & CE_OUT) {
+				it->flags |= CE_OUT;
+				ce->over_budget_files++;
+			}
+			continue;
+		}
+		if (!full && it->size <= ce->o.select_budget - used) {
+			used += it->size;
+			continue;
+		}
+		full = true;
+		it->flags |= CE_OUT;
+		ce->over_budget_files++;
+		ce->over_budget_bytes += it->size;
+	}
+	return 0;
+}
+
+/* Split the walk into what the copy holds (ce->items) and the files
+ * opts.select or its budget left out (ce->out), both in path order;
+ * count the whole dataset first. Directories and symlinks stay. */
+static int select_part(struct copyengine *ce)
+{
+	struct ce_sel *sel;
+	size_t nfiles = 0, nsel = 0, k = 0;
+
+	if (!ce->src_dir) {
+		copyengine_failf(ce, EINVAL,
+				 "cannot read %s: one file cannot be split "
+				 "into parts",
+				 ce->src);
+		return -1;
+	}
+	copyengine_sort_items(ce);
+	if (find_hardlinks(ce) < 0)
+		return copyengine_fail_read(ce, "", ENOMEM);
+	for (size_t i = 0; i < ce->n; i++) {
+		const struct ce_item *it = &ce->items[i];
+
+		if (it->type != MANIFEST_FILE)
+			continue;
+		nfiles++;
+		if (!(it->flags & CE_SECONDARY))
+			ce->dataset_bytes += it->size;
+	}
+	ce->dataset_files = nfiles;
+	clear_hardlinks(ce);
+	sel = malloc((nfiles ? nfiles : 1) * sizeof(*sel));
+	if (!sel)
+		return copyengine_fail_read(ce, "", ENOMEM);
+	for (size_t i = 0; i < ce->n; i++) {
+		struct ce_item *it = &ce->items[i];
+		double priority = 0;
+
+		if (it->type != MANIFEST_FILE)
+			continue;
+		if (ce->o.select &&
+		    !ce->o.select(it->path, it->path_len, it->size, &priority,
+				  ce->o.select_arg)) {
+			it->flags |= CE_OUT;
+			continue;
+		}
+		if (priority != priority) /* NaN: would break the sort */
+			priority = -DBL_MAX;
+		sel[nsel++] = (struct ce_sel){ .it = it, .priority = priority };
+	}
+	if (ce->o.select_budget && apply_budget(ce, sel, nsel) < 0) {
+		free(sel);
+		return copyengine_fail_read(ce, "", ENOMEM);
+	}
+	free(sel);
+	for (size_t i = 0; i < ce->n; i++)
+		if (ce->items[i].flags & CE_OUT)
+			ce->nout++;
+	ce->out = malloc((ce->nout ? ce->nout : 1) * sizeof(*ce->out));
+	if (!ce->out)
+		return copyengine_fail_read(ce, "", ENOMEM);
+	ce->nout = 0;
+	for (size_t i = 0; i < ce->n; i++) {
+		if (ce->items[i].flags & CE_OUT)
+			ce->out[ce->nout++] = ce->items[i];
+		else
+			ce->items[k++] = ce->items[i];
+	}
+	ce->n = k;
+	return 0;
+}
+
 static void item_entry(const struct ce_item *it, struct manifest_entry *e)
 {
 	memset(e, 0, sizeof(*e));
@@ -458,6 +623,15 @@ static void count_totals(struct copyengine *ce)
 		copyengine_account(ce, &ce->items[i], &a);
 	ce->t = a.t;
 	ce->t.specials = specials;
+	if (ce->o.select || ce->o.select_budget) {
+		ce->t.dataset_bytes = ce->dataset_bytes;
+		ce->t.dataset_files = ce->dataset_files;
+		ce->t.over_budget_files = ce->over_budget_files;
+		ce->t.over_budget_bytes = ce->over_budget_bytes;
+	} else {
+		ce->t.dataset_bytes = ce->t.total_bytes;
+		ce->t.dataset_files = ce->t.total_files;
+	}
 	if (ce->o.previous) {
 		ce->t.diff.removed = manifest_count(ce->o.previous) - a.matched;
 		ce->t.unchanged = !ce->t.diff.added && !ce->t.diff.removed &&
@@ -576,6 +750,8 @@ static struct copyengine *ce_new(const char *src,
 	pthread_mutex_init(&ce->mu, NULL);
 	pthread_cond_init(&ce->cv, NULL);
 	ratelimit_init(&ce->rl, ce->o.rate);
+	ce->lean = ce->o.check_only && !ce->o.keep_listing && !ce->o.select &&
+		   !ce->o.select_budget;
 	ce->src_root = ce->dst_root = ce->prev_root = -1;
 	ce->dst_dirfd = -1;
 	/* "/data/" and "/data" name the same thing; "/" stays "/". */
@@ -650,6 +826,7 @@ int copyengine_walk(const char *src, const struct copyengine_opts *opts,
 			goto fail;
 	}
 	if (merge_items(ce, &top) < 0 ||
+	    ((ce->o.select || ce->o.select_budget) && select_part(ce) < 0) ||
 	    (find_hardlinks(ce) < 0 &&
 	     copyengine_fail_read(ce, "", ENOMEM) < 0))
 		goto fail;
@@ -705,6 +882,50 @@ int copyengine_manifest(struct copyengine *ce, struct manifest **ret)
 	return 0;
 }
 
+/* The next entry of the listing: the kept items and the left-out files
+ * merged in path order. */
+static const struct ce_item *listing_next(const struct copyengine *ce,
+					  size_t *i, size_t *j)
+{
+	if (*i < ce->n && (*j >= ce->nout ||
+			   strcmp(ce->items[*i].path, ce->out[*j].path) < 0))
+		return &ce->items[(*i)++];
+	if (*j < ce->nout)
+		return &ce->out[(*j)++];
+	return NULL;
+}
+
+int copyengine_listing(struct copyengine *ce, struct manifest **ret)
+{
+	const struct ce_item *it;
+	struct manifest *m;
+	size_t i = 0, j = 0;
+
+	if (!ce || !ret || ce->lean) {
+		errno = EINVAL;
+		return -1;
+	}
+	copyengine_sort_items(ce);
+	m = manifest_create();
+	if (!m)
+		return -1;
+	while ((it = listing_next(ce, &i, &j))) {
+		struct manifest_entry e;
+
+		item_entry(it, &e);
+		e.has_hash = 0;
+		if (manifest_add(m, &e) < 0) {
+			int saved = errno;
+
+			manifest_destroy(m);
+			errno = saved;
+			return -1;
+		}
+	}
+	*ret = m;
+	return 0;
+}
+
 void copyengine_destroy(struct copyengine *ce)
 {
 	if (!ce)
@@ -723,6 +944,7 @@ void copyengine_destroy(struct copyengine *ce)
 	free(ce->locals);
 	arena_free(&ce->arena);
 	free(ce->items);
+	free(ce->out);
 	free(ce->q);
 	free(ce->tasks);
 	free(ce->big);

@@ -28,6 +28,11 @@
  * Files are not fsynced one by one: the caller publishes the copy (rename)
  * only after copyengine_copy returned 0, and that ends with syncfs().
  *
+ * A copy may hold only a part of SRC (opts.select: a node's part of a
+ * spread dataset, docs/STAGING.md): every directory and symlink, and the
+ * regular files the caller selects, up to a budget; copyengine_listing
+ * then still lists the whole walk.
+ *
  * Only the top SRC may be a symlink (it is followed, like `cp -r SRC`).
  * A file that changes between the walk and its copy (size, mtime, inode)
  * fails the copy: "cannot read SRC/x: changed while being staged".
@@ -120,6 +125,37 @@ struct copyengine_opts {
 	 * pause); read before each step of at most RATELIMIT_STEP bytes, so
 	 * another process may change it at any time. NULL: unlimited. */
 	const _Atomic uint64_t *rate;
+	/* A part of the dataset: the regular files this copy holds (a node's
+	 * part of a spread dataset, common/sched/spread.h). Called after the
+	 * walk, from the thread that runs copyengine_walk, once per regular
+	 * file path in path order, with REL (LEN bytes, NUL-terminated) and
+	 * its size; returns true to keep the file, and may set *PRIORITY
+	 * (preset to 0) for SELECT_BUDGET. Directories and symlinks are
+	 * always kept: every part has the whole tree's skeleton. A file
+	 * left out is out of everything that follows: the totals but
+	 * dataset_*, the comparison with PREVIOUS (a file of PREVIOUS that
+	 * the part no longer holds counts as removed), hashing, the copy,
+	 * copyengine_manifest; copyengine_listing still lists it. Hard
+	 * links are per path: a selected name whose inode's other names
+	 * were left out is copied (one inode per (dev, ino) among the kept
+	 * names). NULL: every file (with SELECT_BUDGET: priority 0, so
+	 * path order). With SELECT or SELECT_BUDGET, SRC must be a
+	 * directory: one file cannot be split (the walk fails, EINVAL). */
+	bool (*select)(const char *rel, size_t len, uint64_t size,
+		       double *priority, void *select_arg);
+	void *select_arg;
+	/* Only what fits: 0, or the bytes the kept files may take. The files
+	 * SELECT keeps are taken by descending priority (ties: path order)
+	 * until the next would take their bytes above SELECT_BUDGET (a
+	 * hard-linked inode counts once, and a name of an inode already
+	 * taken costs nothing); that one and every later one are left out
+	 * (over_budget_* of the totals), so the part is always the same
+	 * head of the same order: it does not churn between jobs. */
+	uint64_t select_budget;
+	/* Keep every entry of a check_only walk, so that copyengine_listing
+	 * can list it (a check otherwise keeps nothing per entry). Implied
+	 * by SELECT and SELECT_BUDGET. */
+	bool keep_listing;
 };
 
 /* What the walk found. Files = regular files, counted per path; bytes =
@@ -137,6 +173,13 @@ struct copyengine_totals {
 	/* Against the previous manifest (all zero without one). */
 	struct manifest_diff diff;
 	bool unchanged; /* previous given and nothing differs */
+	/* The whole walk's regular files, whatever opts.select kept (files
+	 * per path, bytes a hard-linked inode once): total_* without a
+	 * selection. */
+	uint64_t dataset_bytes, dataset_files;
+	/* Files SELECT kept that opts.select_budget left out, and their
+	 * bytes (an inode once). */
+	uint64_t over_budget_files, over_budget_bytes;
 };
 
 /* What copyengine_copy did. On success bytes == total_bytes and files ==
@@ -169,10 +212,20 @@ const struct copyengine_totals *copyengine_totals(const struct copyengine *ce);
 int copyengine_copy(struct copyengine *ce, int dst_dirfd, const char *dst_name,
 		    struct copyengine_result *ret, char *err, size_t errlen);
 
-/* The manifest of what was walked (with hashes when opts->hash), sorted.
+/* The manifest of what was walked and kept (opts->select), with hashes
+ * when opts->hash, sorted.
  * Returns 0 with *ret set (the caller's: manifest_destroy), or -1 with
  * errno. */
 int copyengine_manifest(struct copyengine *ce, struct manifest **ret);
+
+/* The manifest of the whole walk, whatever opts.select kept: every
+ * directory, symlink and regular file of SRC, sorted, without hashes (a
+ * node hashes only what it holds, and every node's listing of the same
+ * SRC is the same). After a check_only walk only with opts.keep_listing
+ * or a selection. Returns 0 with *ret set (the caller's:
+ * manifest_destroy), or -1 with errno (EINVAL: no listing kept;
+ * ENOMEM). */
+int copyengine_listing(struct copyengine *ce, struct manifest **ret);
 
 /* Free CE. NULL is a no-op. */
 void copyengine_destroy(struct copyengine *ce);

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <pthread.h>
@@ -45,6 +46,7 @@ enum ce_flag {
 	CE_SECONDARY = 1, /* another path of a hard-linked inode */
 	CE_LINK = 2,      /* equal in the previous manifest */
 	CE_HASHED = 4,
+	CE_OUT = 8, /* a file opts.select (or its budget) left out */
 };
 
 /* Task kinds besides a chunk index. */
@@ -86,9 +88,9 @@ struct ce_acc {
 
 /* Per thread: what the walk found, and buffers. */
 struct ce_local {
-	struct ce_item *v; /* check_only: only files with nlink > 1 */
+	struct ce_item *v; /* lean: only files with nlink > 1 */
 	size_t n, cap;
-	struct ce_acc acc; /* check_only: everything else */
+	struct ce_acc acc; /* lean: everything else */
 	struct ce_arena arena;
 	unsigned char *buf; /* CE_BUF, on demand */
 	XXH3_state_t *xs;   /* on demand */
@@ -120,9 +122,19 @@ struct copyengine {
 	char src[PATH_MAX]; /* as given, for messages and the top */
 	int src_root;       /* the top: a directory or the file */
 	bool src_dir;
-	struct ce_item *items;
+	struct ce_item *items; /* what the copy holds (opts.select) */
 	size_t n;
+	/* The files opts.select left out, in path order: only for
+	 * copyengine_listing. */
+	struct ce_item *out;
+	size_t nout;
+	/* A check that keeps nothing per entry (check_only, no listing,
+	 * no selection): walkers count as they go. */
+	bool lean;
 	bool sorted, copy_started;
+	/* Counted before the selection (count_totals keeps them). */
+	uint64_t dataset_bytes, dataset_files;
+	uint64_t over_budget_files, over_budget_bytes;
 	struct ce_local *locals;
 	unsigned nthreads;
 	struct ce_arena arena; /* the top's item, notes; under mu */

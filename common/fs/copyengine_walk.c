@@ -195,14 +195,12 @@ static int walk_dir(struct ce_local *l, const struct ce_dirjob *job,
 		tmp.path = pbuf;
 		tmp.path_len = (uint16_t)plen;
 		copyengine_item_stat(&tmp, &sx);
-		if (ce->o.check_only && ce->o.hash &&
-		    tmp.type != MANIFEST_DIR &&
+		if (ce->lean && ce->o.hash && tmp.type != MANIFEST_DIR &&
 		    copyengine_hash_item_at(l, &tmp, fd, de->d_name) < 0)
 			goto fail;
 		/* A check keeps nothing per entry but hard-linked files
 		 * (counted once, at the end) and directories (queued). */
-		if (ce->o.check_only &&
-		    !(tmp.type == MANIFEST_FILE && tmp.nlink > 1)) {
+		if (ce->lean && !(tmp.type == MANIFEST_FILE && tmp.nlink > 1)) {
 			copyengine_account(ce, &tmp, &l->acc);
 			if (tmp.type != MANIFEST_DIR)
 				continue;
@@ -214,7 +212,7 @@ static int walk_dir(struct ce_local *l, const struct ce_dirjob *job,
 		}
 		memcpy(p, pbuf, plen + 1);
 		tmp.path = p;
-		if (!ce->o.check_only || tmp.type == MANIFEST_FILE) {
+		if (!ce->lean || tmp.type == MANIFEST_FILE) {
 			it = local_push(l);
 			if (!it) {
 				copyengine_fail_read(ce, job->path, ENOMEM);

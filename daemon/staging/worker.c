@@ -27,6 +27,7 @@
 #include "common/fs/manifest.h"
 #include "common/fs/publictree.h"
 #include "common/fs/rmtree.h"
+#include "common/sched/spread.h"
 #include "daemon/fsutil.h"
 #include "daemon/staging/worker.h"
 #include "daemon/staging/worker_peer.h"
@@ -50,6 +51,13 @@ struct worker_args {
 	 * fill from another node's version (worker_peer.h) */
 	bool peer;
 	struct worker_peer_target target;
+	/* --spread PLAN --spread-self NAME [--part-budget BYTES]: stage only
+	 * this node's part of the dataset (common/sched/spread.h) */
+	bool spread;
+	struct spread_plan plan;
+	unsigned self;        /* index of --spread-self in PLAN */
+	uint64_t part_budget; /* 0: none */
+	int listing_out;      /* --listing-out: the whole dataset's manifest */
 };
 
 /* --- output ------------------------------------------------------------------ */
@@ -129,35 +137,51 @@ static int fail(const char *msg)
 	return 1;
 }
 
-/* The walk's totals. With PEER (--peer given) copy_* are what the copy
+/* The walk's totals. With --peer, copy_* are what the copy
  * writes: fetched files take space as copied ones do (only hard links
  * do not), so everything but the second names of an inode; and
  * source_bytes is what is read from SRC, the files that differ from the
  * peer's manifest. */
-static void emit_totals(const struct copyengine_totals *t, bool peer)
+static void emit_totals(const struct copyengine_totals *t,
+			const struct worker_args *a)
 {
-	char line[320];
-	int n;
+	char line[512];
+	size_t n;
 
-	if (peer)
-		n = snprintf(line, sizeof(line),
+	n = (size_t)snprintf(line, sizeof(line),
 			     "{\"total_bytes\":%" PRIu64
-			     ",\"total_files\":%" PRIu64
-			     ",\"copy_bytes\":%" PRIu64
-			     ",\"copy_files\":%" PRIu64
-			     ",\"source_bytes\":%" PRIu64 ",\"unchanged\":%s}",
-			     t->total_bytes, t->total_files, t->total_bytes,
-			     t->total_files - t->hardlinks, t->copy_bytes,
-			     t->unchanged ? "true" : "false");
+			     ",\"total_files\":%" PRIu64,
+			     t->total_bytes, t->total_files);
+	if (a->peer)
+		n += (size_t)snprintf(line + n, sizeof(line) - n,
+				      ",\"copy_bytes\":%" PRIu64
+				      ",\"copy_files\":%" PRIu64
+				      ",\"source_bytes\":%" PRIu64,
+				      t->total_bytes,
+				      t->total_files - t->hardlinks,
+				      t->copy_bytes);
 	else
-		n = snprintf(line, sizeof(line),
-			     "{\"total_bytes\":%" PRIu64
-			     ",\"total_files\":%" PRIu64
-			     ",\"copy_bytes\":%" PRIu64
-			     ",\"copy_files\":%" PRIu64 ",\"unchanged\":%s}",
-			     t->total_bytes, t->total_files, t->copy_bytes,
-			     t->copy_files, t->unchanged ? "true" : "false");
-	put_line(line, (size_t)n);
+		n += (size_t)snprintf(line + n, sizeof(line) - n,
+				      ",\"copy_bytes\":%" PRIu64
+				      ",\"copy_files\":%" PRIu64,
+				      t->copy_bytes, t->copy_files);
+	n += (size_t)snprintf(line + n, sizeof(line) - n, ",\"unchanged\":%s",
+			      t->unchanged ? "true" : "false");
+	/* A part (--spread): the whole dataset, and what of this node's
+	 * share the budget leaves on the PFS. */
+	if (a->spread)
+		n += (size_t)snprintf(line + n, sizeof(line) - n,
+				      ",\"dataset_bytes\":%" PRIu64
+				      ",\"dataset_files\":%" PRIu64,
+				      t->dataset_bytes, t->dataset_files);
+	if (a->spread && a->part_budget)
+		n += (size_t)snprintf(line + n, sizeof(line) - n,
+				      ",\"over_budget_files\":%" PRIu64
+				      ",\"over_budget_bytes\":%" PRIu64,
+				      t->over_budget_files,
+				      t->over_budget_bytes);
+	line[n++] = '}';
+	put_line(line, n);
 }
 
 /* The last line. With PEER, what came from the other node too. */
@@ -212,6 +236,8 @@ static int usage(const char *why)
 			"[--manifest-out FD] [--check]\n"
 			"                [--peer HOST:PORT --peer-entry "
 			"TIER/KEY.vN [--munge-socket PATH]]\n"
+			"                [--spread PLAN --spread-self NAME "
+			"[--part-budget BYTES]] [--listing-out FD]\n"
 			"                [--rate-fd FD] SRC DSTDIR\n");
 	return 2;
 }
@@ -248,15 +274,31 @@ static int parse_fd(const char *opt, const char *s, int *ret)
 	return 0;
 }
 
+static int parse_u64(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*ret = (uint64_t)v;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct worker_args *a)
 {
 	const char *peer = NULL, *entry = NULL, *munge = NULL;
+	const char *spread = NULL, *self = NULL;
 	char err[512];
-	int i;
+	int i, found;
 
 	memset(a, 0, sizeof(*a));
 	a->threads = COPYENGINE_THREADS_DEFAULT;
-	a->manifest_in = a->manifest_out = a->rate_fd = -1;
+	a->manifest_in = a->manifest_out = a->rate_fd = a->listing_out = -1;
 	for (i = 1; i < argc && !strncmp(argv[i], "--", 2); i++) {
 		const char *opt = argv[i],
 			   *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -311,6 +353,18 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 				return usage("--munge-socket: an absolute "
 					     "path");
 			munge = val;
+		} else if (!strcmp(opt, "--spread")) {
+			spread = val;
+		} else if (!strcmp(opt, "--spread-self")) {
+			self = val;
+		} else if (!strcmp(opt, "--part-budget")) {
+			if (parse_u64(val, &a->part_budget) < 0 ||
+			    !a->part_budget)
+				return usage("--part-budget: a number of "
+					     "bytes, 1 or more");
+		} else if (!strcmp(opt, "--listing-out")) {
+			if (parse_fd(opt, val, &a->listing_out) < 0)
+				return usage(NULL);
 		} else {
 			fprintf(
 			    stderr,
@@ -337,6 +391,32 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 	if (a->manifest_in >= 0 && a->manifest_in == a->manifest_out)
 		return usage("--manifest-in and --manifest-out are the same "
 			     "descriptor");
+	if (a->listing_out >= 0 &&
+	    (a->listing_out == a->manifest_in ||
+	     a->listing_out == a->manifest_out || a->listing_out == a->rate_fd))
+		return usage("--listing-out: a descriptor of its own");
+	if (!spread != !self)
+		return usage("--spread and --spread-self go together");
+	if (a->part_budget && !spread)
+		return usage("--part-budget is for --spread");
+	if (spread) {
+		size_t len = strlen("--spread: ");
+
+		memcpy(err, "--spread: ", len + 1);
+		if (spread_plan_parse(spread, &a->plan, err + len,
+				      sizeof(err) - len) < 0)
+			return usage(err);
+		found = spread_plan_find(&a->plan, self);
+		if (found < 0) {
+			snprintf(err, sizeof(err),
+				 "--spread-self: node '%.*s' is not in the "
+				 "--spread plan",
+				 SPREAD_NAME_MAX, self);
+			return usage(err);
+		}
+		a->self = (unsigned)found;
+		a->spread = true;
+	}
 	if (!peer != !entry)
 		return usage("--peer and --peer-entry go together");
 	if (munge && !peer)
@@ -352,6 +432,54 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 		a->target.munge_socket = munge;
 		a->peer = true;
 	}
+	return 0;
+}
+
+/* --- a node's part (--spread) ----------------------------------------------- */
+
+/* Does this node hold REL (opts.select)? It does when no other node of
+ * the plan scores it higher (a tie goes to the lower index, as
+ * spread_owner says); its score ranks it for --part-budget, so the files
+ * a node holds most firmly are the ones it keeps. Scoring the others
+ * stops at the first that beats this node: about two scores per file
+ * another node holds instead of one per node. */
+static bool part_select(const char *rel, size_t len, uint64_t size,
+			double *priority, void *arg)
+{
+	const struct worker_args *a = arg;
+	double mine = spread_score(&a->plan, a->self, rel, len);
+
+	(void)size;
+	for (unsigned i = 0; i < a->plan.n; i++) {
+		double s;
+
+		if (i == a->self)
+			continue;
+		s = spread_score(&a->plan, i, rel, len);
+		if (s > mine || (s == mine && i < a->self))
+			return false;
+	}
+	*priority = mine;
+	return true;
+}
+
+/* --listing-out: the whole dataset's manifest, written once the walk is
+ * done, before the totals line (so a reader of that line has it all). */
+static int write_listing(const struct worker_args *a, struct copyengine *ce)
+{
+	struct manifest *m = NULL;
+	char err[256];
+
+	if (copyengine_listing(ce, &m) < 0 ||
+	    manifest_write(m, a->listing_out) < 0) {
+		snprintf(err, sizeof(err),
+			 "cannot write the listing (fd %d): %s", a->listing_out,
+			 strerror(errno));
+		manifest_destroy(m);
+		return fail(err);
+	}
+	manifest_destroy(m);
+	close(a->listing_out);
 	return 0;
 }
 
@@ -524,6 +652,15 @@ int worker_main(int argc, char **argv)
 	r = parse_args(argc, argv, &a);
 	if (r)
 		return r;
+	if (a.spread) {
+		struct stat st;
+
+		/* A file cannot be split (the engine would say so too, but
+		 * this is a wrong request, not a failed staging). */
+		if (stat(a.src, &st) == 0 && !S_ISDIR(st.st_mode))
+			return usage("--spread: SRC is not a directory: "
+				     "spread is for directory trees");
+	}
 	/* Files are created with their final modes (no fchmod each): the
 	 * copy's top is private, so nothing is exposed by this. */
 	umask(0);
@@ -545,6 +682,12 @@ int worker_main(int argc, char **argv)
 		opts.fetch_arg = pool;
 	}
 	opts.check_only = a.check;
+	if (a.spread) {
+		opts.select = part_select;
+		opts.select_arg = &a;
+		opts.select_budget = a.part_budget;
+	}
+	opts.keep_listing = a.listing_out >= 0;
 	/* A public copy keeps its top readable by all (the .build
 	 * directory, PublicUser's 0700, hides it while it is built). */
 	opts.private_top = !a.public;
@@ -581,7 +724,13 @@ int worker_main(int argc, char **argv)
 		manifest_destroy(prev);
 		return fail(err);
 	}
-	emit_totals(copyengine_totals(ce), a.peer);
+	if (a.listing_out >= 0 && write_listing(&a, ce)) {
+		copyengine_destroy(ce);
+		worker_peer_close(pool);
+		manifest_destroy(prev);
+		return 1;
+	}
+	emit_totals(copyengine_totals(ce), &a);
 	if (a.check) {
 		struct copyengine_result none = { 0 };
 

@@ -7,7 +7,9 @@
  *            [--previous DIR --manifest-in FD] [--manifest-out FD]
  *            [--check] [--public] [--rate-fd FD]
  *            [--peer HOST:PORT --peer-entry TIER/KEY.vN
- *             [--munge-socket PATH]] SRC DSTDIR
+ *             [--munge-socket PATH]]
+ *            [--spread PLAN --spread-self NAME [--part-budget BYTES]]
+ *            [--listing-out FD] SRC DSTDIR
  *
  *   SRC              the dataset (a tree or one file), absolute; walked
  *                    without following symlinks (only SRC itself may be
@@ -45,6 +47,22 @@
  *                    --previous, --manifest-in or --check. HOST not
  *                    usable at all (down, refusing, no such version):
  *                    a note, then everything from SRC; not a failure.
+ *   --spread PLAN --spread-self NAME
+ *                    stage only NAME's part of the tree SRC (a one-file
+ *                    SRC is a usage error): the regular files
+ *                    spread_owner(PLAN) gives NAME (common/sched/spread.h;
+ *                    PLAN as spread_plan_parse reads it, NAME one of its
+ *                    nodes), every directory and every symlink. The part
+ *                    is what the other options see: the manifests, the
+ *                    check, --previous, --peer (a node holding the same
+ *                    part), the totals (docs/STAGING.md, "A node's part
+ *                    of a spread dataset").
+ *   --part-budget BYTES
+ *                    with --spread: keep the part's files by descending
+ *                    spread_score of NAME until the next would take them
+ *                    above BYTES; the rest stay on the PFS.
+ *   --listing-out FD write the whole dataset's manifest (no hashes) to FD
+ *                    after the walk, before the totals line; --check too.
  *
  * stdout, one JSON object per line, numbers exact (integers):
  *   {"total_bytes":N,"total_files":N,"copy_bytes":N,"copy_files":N,
@@ -60,6 +78,10 @@
  *       ones do): every file but the second names of an inode;
  *       source_bytes = what is read from SRC (the files that differ from
  *       the peer's manifest; all of them when the peer cannot be used).
+ *   with --spread both end in ,"dataset_bytes":N,"dataset_files":N (the
+ *       whole dataset; total_* and copy_* are this node's part), and with
+ *       --part-budget in ,"over_budget_files":N,"over_budget_bytes":N
+ *       (this node's files the budget leaves out).
  *   then, with IOSTAGE_STAGE_GATE in the environment (not with --check):
  *       wait for "go\n" on stdin; EOF or anything else: stop, create
  *       nothing, end with {"ok":false,"error":"cancelled before copying"}.

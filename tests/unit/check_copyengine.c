@@ -29,6 +29,7 @@
 #include "common/fs/copyengine.h"
 #include "common/fs/manifest.h"
 #include "common/fs/rmtree.h"
+#include "common/sched/spread.h"
 #include "tests/unit/check_run.h"
 
 #define MIB ((size_t)1 << 20)
@@ -961,8 +962,9 @@ static struct manifest *walk_manifest(bool hash)
 
 /* Walk src against M the way `--check` does (check_only) and the way a
  * copy does; both must count the same. */
-static struct copyengine_totals check_against(const struct manifest *m,
-					      enum manifest_verify v)
+static struct copyengine_totals check_with(const struct copyengine_opts *tmpl,
+					   const struct manifest *m,
+					   enum manifest_verify v)
 {
 	struct copyengine_opts o;
 	struct copyengine *ce = NULL;
@@ -970,7 +972,10 @@ static struct copyengine_totals check_against(const struct manifest *m,
 	struct manifest *none = NULL;
 	char err[ERRLEN];
 
-	memset(&o, 0, sizeof(o));
+	if (tmpl)
+		o = *tmpl;
+	else
+		memset(&o, 0, sizeof(o));
 	o.previous = m;
 	o.verify = v;
 	o.hash = v == MANIFEST_VERIFY_CHECKSUM;
@@ -1000,7 +1005,17 @@ static struct copyengine_totals check_against(const struct manifest *m,
 	ck_assert_uint_eq(t.diff.changed, full.diff.changed);
 	ck_assert_uint_eq(t.diff.same, full.diff.same);
 	ck_assert(t.unchanged == full.unchanged);
+	ck_assert_uint_eq(t.dataset_bytes, full.dataset_bytes);
+	ck_assert_uint_eq(t.dataset_files, full.dataset_files);
+	ck_assert_uint_eq(t.over_budget_files, full.over_budget_files);
+	ck_assert_uint_eq(t.over_budget_bytes, full.over_budget_bytes);
 	return t;
+}
+
+static struct copyengine_totals check_against(const struct manifest *m,
+					      enum manifest_verify v)
+{
+	return check_with(NULL, m, v);
 }
 
 static void small_tree(void)
@@ -1348,6 +1363,737 @@ START_TEST(test_fetch_failure_leaves_nothing)
 }
 END_TEST
 
+/* --- a node's part of a spread dataset (opts.select, select_budget) -------- */
+
+#define PART_FILES 200
+#define PART_DIRS 8
+#define PART_PLAN "n1=100,n2=100,n3=50"
+
+/* The stage worker's selection (daemon/staging/worker.c --spread): the
+ * files SELF holds, ranked by its score for them. */
+struct part {
+	struct spread_plan plan;
+	unsigned self;
+	_Atomic unsigned calls;
+};
+
+static bool part_select(const char *rel, size_t len, uint64_t size,
+			double *priority, void *arg)
+{
+	struct part *p = arg;
+
+	(void)size;
+	atomic_fetch_add(&p->calls, 1);
+	ck_assert_uint_eq(strlen(rel), len);
+	if (spread_owner(&p->plan, rel, len) != p->self)
+		return false;
+	*priority = spread_score(&p->plan, p->self, rel, len);
+	return true;
+}
+
+static void part_init(struct part *p, unsigned self)
+{
+	char err[256];
+
+	memset(p, 0, sizeof(*p));
+	ck_assert_int_eq(spread_plan_parse(PART_PLAN, &p->plan, err,
+					   sizeof(err)),
+			 0);
+	p->self = self;
+}
+
+static void part_opts(struct copyengine_opts *o, struct part *p)
+{
+	memset(o, 0, sizeof(*o));
+	o->select = part_select;
+	o->select_arg = p;
+	o->threads = 4;
+}
+
+static unsigned owner_of(const struct part *p, const char *rel)
+{
+	return spread_owner(&p->plan, rel, strlen(rel));
+}
+
+/* PART_FILES files of various sizes in PART_DIRS directories (one of
+ * them nested), an empty directory and two symlinks; every directory's
+ * times set, so that a test can put them back. */
+static void spread_tree(void)
+{
+	char rel[64];
+
+	for (unsigned d = 0; d < PART_DIRS; d++) {
+		snprintf(rel, sizeof(rel),
+			 d == PART_DIRS - 1 ? "d0/d%u" : "d%u", d);
+		sdir(rel, 0755);
+	}
+	sdir("empty", 0750);
+	for (unsigned i = 0; i < PART_FILES; i++) {
+		unsigned d = i % PART_DIRS;
+
+		if (d == PART_DIRS - 1)
+			snprintf(rel, sizeof(rel), "d0/d%u/f%03u", d, i);
+		else
+			snprintf(rel, sizeof(rel), "d%u/f%03u", d, i);
+		srandom_file(rel, 100 + (i * 37) % 3000, i + 1);
+	}
+	ck_assert_int_eq(symlinkat("f001", src_fd, "d1/link"), 0);
+	ck_assert_int_eq(symlinkat("d0", src_fd, "top-link"), 0);
+	ck_assert_int_eq(futimens(src_fd, old_times), 0);
+	for (unsigned d = 0; d < PART_DIRS; d++) {
+		snprintf(rel, sizeof(rel),
+			 d == PART_DIRS - 1 ? "d0/d%u" : "d%u", d);
+		stimes(rel);
+	}
+	stimes("empty");
+}
+
+/* Walk src with O and return the walk's manifest of what it keeps,
+ * its listing into *LISTING (may be NULL) and its totals into *T. */
+static struct manifest *part_manifest(const struct copyengine_opts *o,
+				      struct manifest **listing,
+				      struct copyengine_totals *t)
+{
+	struct copyengine *ce = NULL;
+	struct manifest *m = NULL;
+	char err[ERRLEN];
+
+	ck_assert_msg(copyengine_walk(src, o, &ce, err, sizeof(err)) == 0, "%s",
+		      err);
+	ck_assert_int_eq(copyengine_manifest(ce, &m), 0);
+	if (listing)
+		ck_assert_int_eq(copyengine_listing(ce, listing), 0);
+	if (t)
+		*t = *copyengine_totals(ce);
+	copyengine_destroy(ce);
+	return m;
+}
+
+static void assert_same_manifest(const struct manifest *a,
+				 const struct manifest *b)
+{
+	ck_assert_uint_eq(manifest_count(a), manifest_count(b));
+	for (size_t i = 0; i < manifest_count(a); i++) {
+		const struct manifest_entry *x = manifest_get(a, i),
+					    *y = manifest_get(b, i);
+
+		ck_assert_str_eq(x->path, y->path);
+		ck_assert_msg(manifest_entry_same(x, y, MANIFEST_VERIFY_STAT),
+			      "%s differs", x->path);
+		ck_assert(!x->has_hash && !y->has_hash);
+	}
+}
+
+START_TEST(test_part_per_node)
+{
+	struct manifest *whole = NULL, *m, *listing;
+	uint64_t files = 0, bytes = 0, held[3] = { 0 };
+
+	spread_tree();
+	whole = walk_manifest(false);
+	for (size_t i = 0; i < manifest_count(whole); i++)
+		if (manifest_get(whole, i)->type == MANIFEST_FILE) {
+			files++;
+			bytes += manifest_get(whole, i)->size;
+		}
+	ck_assert_uint_eq(files, PART_FILES);
+	for (unsigned self = 0; self < 3; self++) {
+		struct copyengine_opts o;
+		struct copyengine_totals t;
+		struct part p;
+		struct run r;
+		char name[8], path[MANIFEST_PATH_MAX + 8];
+		char spath[MANIFEST_PATH_MAX + 8];
+		uint64_t own = 0, own_bytes = 0;
+
+		part_init(&p, self);
+		part_opts(&o, &p);
+		snprintf(name, sizeof(name), "p%u", self);
+		copy_ok(&o, name, &r);
+		/* asked once per file path, nothing else */
+		ck_assert_uint_eq(p.calls, PART_FILES);
+		ck_assert_uint_eq(r.tot.dataset_files, PART_FILES);
+		ck_assert_uint_eq(r.tot.dataset_bytes, bytes);
+		ck_assert_uint_eq(r.tot.over_budget_files, 0);
+		ck_assert_uint_eq(r.tot.dirs, PART_DIRS + 2);
+		ck_assert_uint_eq(r.tot.symlinks, 2);
+		for (size_t i = 0; i < manifest_count(whole); i++) {
+			const struct manifest_entry *e = manifest_get(whole, i);
+			bool mine = e->type != MANIFEST_FILE ||
+				    owner_of(&p, e->path) == self;
+
+			snprintf(path, sizeof(path), "%s%s%s", name,
+				 *e->path ? "/" : "", e->path);
+			ck_assert_msg(dst_exists(path) == mine, "%s: %s", path,
+				      mine ? "missing" : "not this part's");
+			if (!mine)
+				continue;
+			/* the same thing as the source's (a directory's
+			 * entries are checked one by one) */
+			snprintf(spath, sizeof(spath), "src%s%s",
+				 *e->path ? "/" : "", e->path);
+			if (e->type != MANIFEST_DIR) {
+				assert_copy(base_fd, dst_fd, spath, path,
+					    false);
+			} else {
+				struct stat a, b;
+
+				ck_assert_int_eq(fstatat(base_fd, spath, &a, 0),
+						 0);
+				ck_assert_int_eq(fstatat(dst_fd, path, &b, 0),
+						 0);
+				ck_assert(S_ISDIR(b.st_mode));
+				ck_assert_uint_eq(a.st_mode, b.st_mode);
+				ck_assert_int_eq(a.st_mtim.tv_sec,
+						 b.st_mtim.tv_sec);
+			}
+			if (e->type == MANIFEST_FILE) {
+				own++;
+				own_bytes += e->size;
+			}
+		}
+		ck_assert_uint_eq(r.tot.total_files, own);
+		ck_assert_uint_eq(r.tot.total_bytes, own_bytes);
+		ck_assert_uint_eq(r.tot.copy_files, own);
+		ck_assert_uint_eq(r.res.files, own);
+		/* each of three nodes holds some, none all */
+		ck_assert_uint_gt(own, 20);
+		ck_assert_uint_lt(own, PART_FILES - 20);
+		held[self] = own;
+
+		/* its manifest: its files and the whole skeleton; the
+		 * listing: everything, as a walk without a selection */
+		m = part_manifest(&o, &listing, &t);
+		ck_assert_uint_eq(manifest_count(m), own + PART_DIRS + 2 + 2);
+		for (size_t i = 0; i < manifest_count(m); i++) {
+			const struct manifest_entry *e = manifest_get(m, i);
+
+			if (e->type == MANIFEST_FILE)
+				ck_assert_uint_eq(owner_of(&p, e->path), self);
+		}
+		assert_same_manifest(listing, whole);
+		manifest_destroy(m);
+		manifest_destroy(listing);
+	}
+	/* the parts' files partition the dataset */
+	ck_assert_uint_eq(held[0] + held[1] + held[2], PART_FILES);
+	manifest_destroy(whole);
+}
+END_TEST
+
+/* The first file of the tree SELF holds (OWNED) or does not hold. */
+static void tree_file(const struct part *p, bool owned, char *buf, size_t len)
+{
+	for (unsigned i = 0; i < PART_FILES; i++) {
+		unsigned d = i % PART_DIRS;
+
+		if (d == PART_DIRS - 1)
+			snprintf(buf, len, "d0/d%u/f%03u", d, i);
+		else
+			snprintf(buf, len, "d%u/f%03u", d, i);
+		if ((owner_of(p, buf) == p->self) == owned)
+			return;
+	}
+	ck_abort_msg("no such file");
+}
+
+/* A name DIR/nNNN, not in the tree, whose owner is OWNER. */
+static void new_name(const struct part *p, const char *dir, unsigned owner,
+		     unsigned from, char *buf, size_t len)
+{
+	for (unsigned i = from; i < 1000; i++) {
+		snprintf(buf, len, "%s/n%03u", dir, i);
+		if (owner_of(p, buf) == owner)
+			return;
+	}
+	ck_abort_msg("no such name");
+}
+
+/* Put back the times of REL's directory (a name added or removed there
+ * changed them). */
+static void restore_dir_of(const char *rel)
+{
+	char dir[64];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", rel);
+	slash = strrchr(dir, '/');
+	ck_assert_ptr_nonnull(slash);
+	*slash = '\0';
+	stimes(dir);
+}
+
+static uint64_t manifest_files(const struct manifest *m)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < manifest_count(m); i++)
+		n += manifest_get(m, i)->type == MANIFEST_FILE;
+	return n;
+}
+
+/* A check against a part's manifest (--check with --spread): what the
+ * part holds decides. A file another node holds is the view's business,
+ * not the part's: its change is no change here; a name added or removed
+ * anywhere changes its directory's mtime, which every part holds. */
+START_TEST(test_part_check)
+{
+	struct copyengine_opts o;
+	struct copyengine_totals t;
+	struct manifest *m, *mh, *listing;
+	struct part p;
+	char mine[64], other[64], added[64];
+	int fd;
+
+	spread_tree();
+	part_init(&p, 0);
+	part_opts(&o, &p);
+	m = part_manifest(&o, NULL, NULL);
+	t = check_with(&o, m, MANIFEST_VERIFY_STAT);
+	ck_assert(t.unchanged);
+	ck_assert_uint_eq(t.diff.same, manifest_count(m));
+	ck_assert_uint_eq(t.copy_files, 0);
+	ck_assert_uint_eq(t.total_files, manifest_files(m));
+	ck_assert_uint_eq(t.dataset_files, PART_FILES);
+	tree_file(&p, true, mine, sizeof(mine));
+	tree_file(&p, false, other, sizeof(other));
+
+	/* another node's file changed: nothing for this part */
+	ck_assert_int_eq(utimensat(src_fd, other, NULL, 0), 0);
+	t = check_with(&o, m, MANIFEST_VERIFY_STAT);
+	ck_assert(t.unchanged);
+
+	/* checksum: the part's files are hashed, the listing has none */
+	o.hash = true;
+	mh = part_manifest(&o, &listing, NULL);
+	for (size_t i = 0; i < manifest_count(mh); i++)
+		ck_assert(manifest_get(mh, i)->type == MANIFEST_DIR ||
+			  manifest_get(mh, i)->has_hash);
+	for (size_t i = 0; i < manifest_count(listing); i++)
+		ck_assert(!manifest_get(listing, i)->has_hash);
+	ck_assert_uint_eq(manifest_count(listing), PART_FILES + PART_DIRS + 4);
+	t = check_with(&o, mh, MANIFEST_VERIFY_CHECKSUM);
+	ck_assert(t.unchanged);
+	/* other bytes in another's file, same size: not read, unchanged */
+	fd = openat(src_fd, other, O_WRONLY);
+	ck_assert_int_eq(pwrite(fd, "!", 1, 0), 1);
+	ck_assert_int_eq(futimens(fd, old_times), 0);
+	close(fd);
+	t = check_with(&o, mh, MANIFEST_VERIFY_CHECKSUM);
+	ck_assert(t.unchanged);
+	/* in one of ours: changed */
+	fd = openat(src_fd, mine, O_WRONLY);
+	ck_assert_int_eq(pwrite(fd, "!", 1, 0), 1);
+	ck_assert_int_eq(futimens(fd, old_times), 0);
+	close(fd);
+	t = check_with(&o, mh, MANIFEST_VERIFY_CHECKSUM);
+	ck_assert(!t.unchanged);
+	ck_assert_uint_eq(t.diff.changed, 1);
+	ck_assert_uint_eq(t.copy_files, 1);
+	manifest_destroy(mh);
+	manifest_destroy(listing);
+	o.hash = false;
+
+	/* one of ours with a new mtime: changed; put back: unchanged */
+	ck_assert_int_eq(utimensat(src_fd, mine, NULL, 0), 0);
+	t = check_with(&o, m, MANIFEST_VERIFY_STAT);
+	ck_assert(!t.unchanged);
+	ck_assert_uint_eq(t.diff.changed, 1);
+	ck_assert_uint_eq(t.copy_files, 1);
+	ck_assert_int_eq(utimensat(src_fd, mine, old_times, 0), 0);
+	t = check_with(&o, m, MANIFEST_VERIFY_STAT);
+	ck_assert(t.unchanged);
+
+	/* a new file for another node: its directory changed, nothing
+	 * else (and with the directory's times back, nothing) */
+	new_name(&p, "d2", 1, 0, added, sizeof(added));
+	srandom_file(added, 10, 99);
+	t = check_with(&o, m, MANIFEST_VERIFY_STAT);
+	ck_assert(!t.unchanged);
+	ck_assert_uint_eq(t.diff.changed, 1);
+	ck_assert_uint_eq(t.diff.added, 0);
+	ck_assert_uint_eq(t.copy_files, 0);
+	stimes("d2");
+	t = check_with(&o, m, MANIFEST_VERIFY_STAT);
+	ck_assert(t.unchanged);
+	/* a new file for this node: added, to copy */
+	new_name(&p, "d2", 0, 0, added, sizeof(added));
+	srandom_file(added, 10, 98);
+	stimes("d2");
+	t = check_with(&o, m, MANIFEST_VERIFY_STAT);
+	ck_assert(!t.unchanged);
+	ck_assert_uint_eq(t.diff.added, 1);
+	ck_assert_uint_eq(t.copy_files, 1);
+	ck_assert_uint_eq(t.copy_bytes, 10);
+	ck_assert_int_eq(unlinkat(src_fd, added, 0), 0);
+	stimes("d2");
+	/* another node's file gone: nothing; one of ours gone: removed */
+	ck_assert_int_eq(unlinkat(src_fd, other, 0), 0);
+	restore_dir_of(other);
+	t = check_with(&o, m, MANIFEST_VERIFY_STAT);
+	ck_assert(t.unchanged);
+	ck_assert_int_eq(unlinkat(src_fd, mine, 0), 0);
+	restore_dir_of(mine);
+	t = check_with(&o, m, MANIFEST_VERIFY_STAT);
+	ck_assert(!t.unchanged);
+	ck_assert_uint_eq(t.diff.removed, 1);
+	ck_assert_uint_eq(t.diff.changed, 0);
+	manifest_destroy(m);
+}
+END_TEST
+
+/* A rebuild of a part links what it held unchanged. */
+START_TEST(test_part_previous_linked)
+{
+	struct copyengine_opts o;
+	struct manifest *m;
+	struct part p;
+	struct run r;
+	struct stat a, b;
+	char mine[64], other[64], prev[160], path[96];
+	uint64_t own;
+
+	spread_tree();
+	part_init(&p, 1);
+	part_opts(&o, &p);
+	copy_ok(&o, "v1", &r);
+	own = r.tot.total_files;
+	m = part_manifest(&o, NULL, NULL);
+	tree_file(&p, true, mine, sizeof(mine));
+	tree_file(&p, false, other, sizeof(other));
+	ck_assert_int_eq(unlinkat(src_fd, mine, 0), 0);
+	srandom_file(mine, 4321, 77);
+	ck_assert_int_eq(unlinkat(src_fd, other, 0), 0);
+	srandom_file(other, 1234, 78);
+	restore_dir_of(mine);
+	restore_dir_of(other);
+	snprintf(prev, sizeof(prev), "%s/v1", dst);
+	o.previous = m;
+	o.previous_path = prev;
+	copy_ok(&o, "v2", &r);
+	ck_assert_uint_eq(r.tot.copy_files, 1);
+	ck_assert_uint_eq(r.tot.copy_bytes, 4321);
+	ck_assert_uint_eq(r.res.linked, own - 1);
+	ck_assert_uint_eq(r.res.files, own);
+	snprintf(path, sizeof(path), "v2/%s", mine);
+	ck_assert_int_eq(fstatat(dst_fd, path, &b, 0), 0);
+	ck_assert_int_eq(b.st_size, 4321);
+	ck_assert_uint_eq(b.st_nlink, 1);
+	snprintf(path, sizeof(path), "v2/%s", other);
+	ck_assert(!dst_exists(path));
+	/* an unchanged one is the previous part's inode */
+	for (size_t i = 0; i < manifest_count(m); i++) {
+		const struct manifest_entry *e = manifest_get(m, i);
+
+		if (e->type != MANIFEST_FILE || !strcmp(e->path, mine))
+			continue;
+		snprintf(path, sizeof(path), "v1/%s", e->path);
+		ck_assert_int_eq(fstatat(dst_fd, path, &a, 0), 0);
+		snprintf(path, sizeof(path), "v2/%s", e->path);
+		ck_assert_int_eq(fstatat(dst_fd, path, &b, 0), 0);
+		ck_assert_uint_eq(a.st_ino, b.st_ino);
+		break;
+	}
+	manifest_destroy(m);
+}
+END_TEST
+
+/* A part filled from another node's copy of the same part: its files
+ * are fetched, and only its files are asked for. */
+START_TEST(test_part_fetched_from_peer)
+{
+	struct fetcher f = { 0 };
+	struct copyengine_opts o;
+	struct manifest *m;
+	struct part p;
+	struct run r;
+	char prev[160], other[64], path[96];
+
+	spread_tree();
+	part_init(&p, 2);
+	part_opts(&o, &p);
+	copy_ok(&o, "v1", &r);
+	m = part_manifest(&o, NULL, NULL);
+	snprintf(prev, sizeof(prev), "%s/v1", dst);
+	f.from = prev; /* a file not there fails the test */
+	o.previous = m;
+	o.fetch = fetch_from;
+	o.fetch_arg = &f;
+	copy_ok(&o, "v2", &r);
+	ck_assert_uint_eq(f.calls, manifest_files(m));
+	ck_assert_uint_eq(r.res.fetched, manifest_files(m));
+	ck_assert_uint_eq(r.res.fetch_fallbacks, 0);
+	ck_assert_uint_eq(r.tot.copy_files, 0);
+	ck_assert(r.tot.unchanged);
+	tree_file(&p, false, other, sizeof(other));
+	snprintf(path, sizeof(path), "v2/%s", other);
+	ck_assert(!dst_exists(path));
+	ck_assert(dst_exists("v2/d1/link"));
+	manifest_destroy(m);
+}
+END_TEST
+
+struct ranked {
+	const char *path;
+	uint64_t size;
+	double score;
+};
+
+static int cmp_ranked(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* Only what fits: the part is the head of its files by score. */
+START_TEST(test_part_budget)
+{
+	struct copyengine_opts o;
+	struct copyengine_totals t;
+	struct manifest *all, *m, *again;
+	struct ranked rk[PART_FILES];
+	struct part p;
+	struct run r;
+	size_t n = 0, k;
+	bool later_fits = false;
+	uint64_t budget = 0, rest = 0;
+	char path[96], err[ERRLEN];
+
+	spread_tree();
+	part_init(&p, 0);
+	part_opts(&o, &p);
+	all = part_manifest(&o, NULL, &t);
+	for (size_t i = 0; i < manifest_count(all); i++) {
+		const struct manifest_entry *e = manifest_get(all, i);
+
+		if (e->type != MANIFEST_FILE)
+			continue;
+		rk[n++] = (struct ranked){ e->path, e->size,
+					   spread_score(&p.plan, 0, e->path,
+							e->path_len) };
+	}
+	qsort(rk, n, sizeof(rk[0]), cmp_ranked);
+	k = n / 2;
+	for (size_t i = 0; i < k; i++)
+		budget += rk[i].size;
+	for (size_t i = k; i < n; i++)
+		rest += rk[i].size;
+	/* room for part of the next one only */
+	o.select_budget = budget + rk[k].size - 1;
+	copy_ok(&o, "b", &r);
+	ck_assert_uint_eq(r.tot.total_files, k);
+	ck_assert_uint_eq(r.tot.total_bytes, budget);
+	ck_assert_uint_eq(r.tot.over_budget_files, n - k);
+	ck_assert_uint_eq(r.tot.over_budget_bytes, rest);
+	ck_assert_uint_eq(r.tot.dataset_files, PART_FILES);
+	ck_assert_uint_eq(r.tot.dataset_bytes, t.dataset_bytes);
+	for (size_t i = k + 1; i < n && !later_fits; i++)
+		later_fits = rk[i].size < rk[k].size;
+	ck_assert(later_fits); /* else the next line proves less */
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "b/%s", rk[i].path);
+		/* the head, and nothing after it, even what would fit */
+		ck_assert_msg(dst_exists(path) == (i < k), "%s", path);
+	}
+	ck_assert(dst_exists("b/d1/link"));
+	ck_assert(dst_exists("b/empty"));
+	ck_assert_int_eq(rmtree_at(dst_fd, "b", err, sizeof(err)), 0);
+	/* the same part every time */
+	m = part_manifest(&o, NULL, NULL);
+	again = part_manifest(&o, NULL, NULL);
+	assert_same_manifest(m, again);
+	ck_assert_uint_eq(manifest_files(m), k);
+	/* a check against it: a file left out for the budget is not ours */
+	t = check_with(&o, m, MANIFEST_VERIFY_STAT);
+	ck_assert(t.unchanged);
+	ck_assert_int_eq(utimensat(src_fd, rk[n - 1].path, NULL, 0), 0);
+	t = check_with(&o, m, MANIFEST_VERIFY_STAT);
+	ck_assert(t.unchanged);
+	ck_assert_int_eq(utimensat(src_fd, rk[0].path, NULL, 0), 0);
+	t = check_with(&o, m, MANIFEST_VERIFY_STAT);
+	ck_assert(!t.unchanged);
+	manifest_destroy(again);
+	manifest_destroy(m);
+
+	/* exactly the bytes of the head: it fits; everything fits */
+	o.select_budget = budget;
+	m = part_manifest(&o, NULL, &t);
+	ck_assert_uint_eq(manifest_files(m), k);
+	manifest_destroy(m);
+	o.select_budget = UINT64_MAX;
+	m = part_manifest(&o, NULL, &t);
+	ck_assert_uint_eq(manifest_files(m), n);
+	ck_assert_uint_eq(t.over_budget_files, 0);
+	ck_assert_uint_eq(t.over_budget_bytes, 0);
+	manifest_destroy(m);
+	/* smaller than the first: nothing */
+	o.select_budget = rk[0].size - 1;
+	m = part_manifest(&o, NULL, &t);
+	ck_assert_uint_eq(manifest_files(m), 0);
+	ck_assert_uint_eq(t.over_budget_files, n);
+	ck_assert_uint_eq(manifest_count(m), PART_DIRS + 2 + 2);
+	manifest_destroy(m);
+	/* a budget without a selection: every file, in path order */
+	manifest_destroy(all);
+	all = walk_manifest(false);
+	memset(&o, 0, sizeof(o));
+	ck_assert_str_eq(manifest_get(all, 3)->path, "d0/d7/f007");
+	o.select_budget = manifest_get(all, 3)->size;
+	m = part_manifest(&o, NULL, &t);
+	ck_assert_uint_eq(manifest_files(m), 1);
+	ck_assert_ptr_nonnull(manifest_find(m, "d0/d7/f007", 10));
+	ck_assert_uint_eq(t.over_budget_files, PART_FILES - 1);
+	manifest_destroy(m);
+	manifest_destroy(all);
+}
+END_TEST
+
+/* One inode, names held by different nodes: one copy per node holding a
+ * name, one inode per part. */
+START_TEST(test_part_hard_links)
+{
+	struct copyengine_opts o;
+	struct copyengine_totals t;
+	struct manifest *m;
+	struct part p0, p1;
+	struct run r;
+	struct stat a, b;
+	char first[32], n0[32], n1[32], path[64];
+
+	part_init(&p0, 0);
+	part_init(&p1, 1);
+	sdir("h", 0755);
+	/* the first name (path order) is node 1's */
+	new_name(&p0, "h", 1, 0, first, sizeof(first));
+	new_name(&p0, "h", 0, (unsigned)atoi(first + 3) + 1, n0, sizeof(n0));
+	new_name(&p0, "h", 0, (unsigned)atoi(n0 + 3) + 1, n1, sizeof(n1));
+	ck_assert_int_lt(strcmp(first, n0), 0);
+	srandom_file(first, 5000, 3);
+	ck_assert_int_eq(linkat(src_fd, first, src_fd, n0, 0), 0);
+	ck_assert_int_eq(linkat(src_fd, first, src_fd, n1, 0), 0);
+
+	part_opts(&o, &p0);
+	copy_ok(&o, "p0", &r);
+	ck_assert_uint_eq(r.tot.dataset_files, 3);
+	ck_assert_uint_eq(r.tot.dataset_bytes, 5000);
+	ck_assert_uint_eq(r.tot.total_files, 2);
+	ck_assert_uint_eq(r.tot.hardlinks, 1);
+	ck_assert_uint_eq(r.tot.total_bytes, 5000);
+	ck_assert_uint_eq(r.tot.copy_files, 1);
+	snprintf(path, sizeof(path), "p0/%s", n0);
+	ck_assert_int_eq(fstatat(dst_fd, path, &a, 0), 0);
+	snprintf(path, sizeof(path), "p0/%s", n1);
+	ck_assert_int_eq(fstatat(dst_fd, path, &b, 0), 0);
+	ck_assert_uint_eq(a.st_ino, b.st_ino);
+	ck_assert_uint_eq(a.st_nlink, 2);
+	snprintf(path, sizeof(path), "p0/%s", first);
+	ck_assert(!dst_exists(path));
+	snprintf(path, sizeof(path), "p0/%s", n0);
+	assert_copy(src_fd, dst_fd, n0, path, false);
+
+	part_opts(&o, &p1);
+	copy_ok(&o, "p1", &r);
+	ck_assert_uint_eq(r.tot.total_files, 1);
+	ck_assert_uint_eq(r.tot.hardlinks, 0);
+	ck_assert_uint_eq(r.tot.total_bytes, 5000);
+	ck_assert_uint_eq(r.tot.copy_bytes, 5000);
+	snprintf(path, sizeof(path), "p1/%s", first);
+	ck_assert_int_eq(fstatat(dst_fd, path, &b, 0), 0);
+	ck_assert_uint_eq(b.st_nlink, 1);
+	ck_assert_uint_ne(a.st_ino, b.st_ino);
+	assert_copy(src_fd, dst_fd, first, path, false);
+
+	/* the budget counts the inode once: its second name is free */
+	part_opts(&o, &p0);
+	o.select_budget = 5000;
+	m = part_manifest(&o, NULL, &t);
+	ck_assert_uint_eq(manifest_files(m), 2);
+	ck_assert_uint_eq(t.over_budget_files, 0);
+	manifest_destroy(m);
+	o.select_budget = 4999;
+	m = part_manifest(&o, NULL, &t);
+	ck_assert_uint_eq(manifest_files(m), 0);
+	ck_assert_uint_eq(t.over_budget_files, 2);
+	ck_assert_uint_eq(t.over_budget_bytes, 5000);
+	manifest_destroy(m);
+}
+END_TEST
+
+/* A file is not split: a selection needs a tree. */
+START_TEST(test_part_of_one_file_refused)
+{
+	struct copyengine_opts o;
+	struct copyengine *ce = NULL;
+	struct part p;
+	char file[160], err[ERRLEN];
+
+	srandom_file("f", 10, 1);
+	snprintf(file, sizeof(file), "%s/f", src);
+	part_init(&p, 0);
+	part_opts(&o, &p);
+	ck_assert_int_eq(copyengine_walk(file, &o, &ce, err, sizeof(err)), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(ce);
+	ck_assert_msg(strstr(err, "cannot be split"), "%s", err);
+	memset(&o, 0, sizeof(o));
+	o.select_budget = 100;
+	ck_assert_int_eq(copyengine_walk(file, &o, &ce, err, sizeof(err)), -1);
+	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+/* A check keeps the listing when asked (a hit needs one too). */
+START_TEST(test_listing_of_check)
+{
+	struct copyengine_opts o;
+	struct copyengine *ce = NULL;
+	struct manifest *whole, *l = NULL, *m;
+	struct part p;
+	char err[ERRLEN];
+
+	spread_tree();
+	whole = walk_manifest(false);
+	m = walk_manifest(false);
+	memset(&o, 0, sizeof(o));
+	o.previous = m;
+	o.check_only = true;
+	ck_assert_int_eq(copyengine_walk(src, &o, &ce, err, sizeof(err)), 0);
+	ck_assert_int_eq(copyengine_listing(ce, &l), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	copyengine_destroy(ce);
+	o.keep_listing = true;
+	ce = NULL;
+	ck_assert_int_eq(copyengine_walk(src, &o, &ce, err, sizeof(err)), 0);
+	ck_assert(copyengine_totals(ce)->unchanged);
+	ck_assert_uint_eq(copyengine_totals(ce)->dataset_files, PART_FILES);
+	ck_assert_int_eq(copyengine_listing(ce, &l), 0);
+	assert_same_manifest(l, whole);
+	manifest_destroy(l);
+	copyengine_destroy(ce);
+	/* a part's check lists the whole dataset */
+	part_init(&p, 2);
+	part_opts(&o, &p);
+	o.check_only = true;
+	o.previous = m;
+	ce = NULL;
+	ck_assert_int_eq(copyengine_walk(src, &o, &ce, err, sizeof(err)), 0);
+	/* the whole dataset's manifest is not this part's */
+	ck_assert(!copyengine_totals(ce)->unchanged);
+	ck_assert_uint_gt(copyengine_totals(ce)->diff.removed, 0);
+	ck_assert_int_eq(copyengine_listing(ce, &l), 0);
+	assert_same_manifest(l, whole);
+	manifest_destroy(l);
+	copyengine_destroy(ce);
+	/* without a walk's entries kept, no listing; NULLs refused */
+	ck_assert_int_eq(copyengine_listing(NULL, &l), -1);
+	manifest_destroy(m);
+	manifest_destroy(whole);
+}
+END_TEST
+
 static Suite *copyengine_suite(void)
 {
 	Suite *s = suite_create("copyengine");
@@ -1385,6 +2131,14 @@ static Suite *copyengine_suite(void)
 	tcase_add_test(tc, test_fetch_single_file);
 	tcase_add_test(tc, test_fetch_failure_leaves_nothing);
 	tcase_add_test(tc, test_default_threads_by_fs);
+	tcase_add_test(tc, test_part_per_node);
+	tcase_add_test(tc, test_part_check);
+	tcase_add_test(tc, test_part_previous_linked);
+	tcase_add_test(tc, test_part_fetched_from_peer);
+	tcase_add_test(tc, test_part_budget);
+	tcase_add_test(tc, test_part_hard_links);
+	tcase_add_test(tc, test_part_of_one_file_refused);
+	tcase_add_test(tc, test_listing_of_check);
 	suite_add_tcase(s, tc);
 	return s;
 }
