@@ -31,7 +31,7 @@ static void sleep_ms(long ms)
  * what cache entries hold (they are evicted for it if need be; counting
  * them keeps the weights, and so the plan, the same from one job to the
  * next while the parts stay cached). */
-static uint64_t tier_room(struct agent *a, int t)
+uint64_t spreadplan_room(struct agent *a, int t)
 {
 	struct tiers_usage u;
 
@@ -83,7 +83,7 @@ static int decide(struct agent *a, struct job *job, int t, const char *tier,
 		snprintf(plan->nodes[k].name, sizeof(plan->nodes[k].name), "%s",
 			 name);
 		if (!strcmp(name, self))
-			room = tier_room(a, t);
+			room = spreadplan_room(a, t);
 		else if (replies[k] &&
 			 cJSON_IsTrue(
 			     cJSON_GetObjectItemCaseSensitive(replies[k],
@@ -237,7 +237,7 @@ cJSON *spreadplan_op_tier_space(struct agent *a, const struct peernet_peer *p,
 					 "'%.*s' here",
 					 CONF_NAME_MAX, tier);
 	r = proto_reply_ok();
-	if (r && !cJSON_AddNumberToObject(r, "free", (double)tier_room(a, t))) {
+	if (r && !cJSON_AddNumberToObject(r, "free", (double)spreadplan_room(a, t))) {
 		cJSON_Delete(r);
 		r = NULL;
 	}

@@ -42,6 +42,10 @@ int spreadplan_get(struct agent *a, struct job *job, size_t i, const char *tier,
 		   fill_stop_fn stop, void *arg, char *ret, size_t len,
 		   char *err, size_t errlen);
 
+/* What a spread dataset could take on tier T of this node: its free
+ * space plus what cache entries hold there (evicted for it if need be). */
+uint64_t spreadplan_room(struct agent *a, int t);
+
 /* This node's name in plans (NodeName). */
 const char *spreadplan_self(const struct agent *a);
 

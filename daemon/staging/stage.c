@@ -597,6 +597,7 @@ static int build_version(struct run *run, size_t i,
 	struct stage_task task;
 	struct cache_build b;
 	struct cache_meta meta;
+	char budget[24];
 	int mfd = -1, r;
 
 	if (cache_build_begin(cache, t, ow->key, next, ow->uid, ow->gid, &b,
@@ -614,6 +615,15 @@ static int build_version(struct run *run, size_t i,
 		.spread_self = run->spread_self,
 		.listing_out = run->listing_fd,
 	};
+	/* Only what fits (issue 29 item 4): a part larger than the tier
+	 * can take keeps its best-placed files, the view reads the rest
+	 * from the PFS. */
+	if (run->spread_plan) {
+		uint64_t room = spreadplan_room(run->s->agent, t);
+
+		snprintf(budget, sizeof(budget), "%" PRIu64, room ? room : 1);
+		task.part_budget = budget;
+	}
 	/* Unchanged files are linked from the current version, unless its
 	 * manifest cannot tell (checksum asked of a stat version). */
 	if (stage_plan_link_previous(cur, ds->verify) &&

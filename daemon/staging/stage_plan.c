@@ -124,6 +124,10 @@ size_t stage_plan_argv(const struct stage_task *task, bool rate, char **argv)
 			argv[n++] = "--listing-out";
 			argv[n++] = "6";
 		}
+		if (task->mode == STAGE_WORKER_BUILD && task->part_budget) {
+			argv[n++] = "--part-budget";
+			argv[n++] = (char *)task->part_budget;
+		}
 	}
 	argv[n++] = (char *)task->src;
 	argv[n++] = (char *)task->dstdir;

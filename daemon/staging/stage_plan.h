@@ -97,6 +97,10 @@ struct stage_task {
 	 * LISTING_OUT (-1: none); NULL: the whole dataset. */
 	const char *spread_plan, *spread_self;
 	int listing_out;
+	/* With SPREAD_PLAN, a build: at most this many bytes of the part,
+	 * in decimal (--part-budget: its best-placed files first, the rest
+	 * read from the PFS through the view); NULL: no bound. */
+	const char *part_budget;
 };
 
 #define STAGE_ARGV_MAX 32
