@@ -237,7 +237,8 @@ cJSON *spreadplan_op_tier_space(struct agent *a, const struct peernet_peer *p,
 					 "'%.*s' here",
 					 CONF_NAME_MAX, tier);
 	r = proto_reply_ok();
-	if (r && !cJSON_AddNumberToObject(r, "free", (double)spreadplan_room(a, t))) {
+	if (r && !cJSON_AddNumberToObject(r, "free",
+					  (double)spreadplan_room(a, t))) {
 		cJSON_Delete(r);
 		r = NULL;
 	}
