@@ -78,7 +78,11 @@ static void fill_stat(const struct view_fuse *v, size_t i, struct stat *st)
 
 static void *vf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-	(void)conn;
+	/* Reads of up to a megabyte (the kernel sizes its requests by
+	 * max_pages, which libfuse derives from max_write): a peer's range
+	 * costs a round trip each, better few and large. */
+	conn->max_write = VIEW_FUSE_IO_MAX;
+	conn->max_readahead = VIEW_FUSE_IO_MAX;
 	cfg->use_ino = 1;
 	cfg->entry_timeout = VIEW_FUSE_TIMEOUT_S;
 	cfg->attr_timeout = VIEW_FUSE_TIMEOUT_S;

@@ -20,6 +20,7 @@
 #include "view/view_tree.h"
 
 #define VIEW_FUSE_TIMEOUT_S 86400.0 /* entries and attributes cached */
+#define VIEW_FUSE_IO_MAX (1u << 20) /* bytes of one read request */
 
 /* Serve tree T from sources VS on FUSE_FD (an open, mounted /dev/fuse) on
  * libfuse's threads until the file system is unmounted or, with

@@ -31,13 +31,21 @@
 #include "common/net/peerfetch.h"
 #include "view/view_source.h"
 
+/* An idle session and since when. */
+struct vidle {
+	struct peerfetch *pf;
+	long long since; /* deadline_now_ms clock */
+};
+
 /* One node of the plan, as a source. */
 struct vnode {
 	pthread_mutex_t mu;
+	pthread_cond_t cv; /* a session given back, or the node down */
 	const char *host;
 	unsigned version;     /* of the part, from the first session; 0: none */
 	long long down_until; /* deadline_now_ms clock */
-	struct peerfetch *idle[VIEW_SOURCE_POOL];
+	unsigned open;        /* sessions in existence, idle or in use */
+	struct vidle idle[VIEW_SOURCE_SESSIONS];
 	unsigned nidle;
 };
 
@@ -102,6 +110,7 @@ int view_source_create(const struct view_source_conf *conf,
 		       char *err, size_t errlen)
 {
 	struct view_source *vs = calloc(1, sizeof(*vs));
+	pthread_condattr_t ca;
 	int e;
 
 	if (!vs || !(vs->nodes = calloc(conf->plan->n, sizeof(*vs->nodes)))) {
@@ -112,9 +121,12 @@ int view_source_create(const struct view_source_conf *conf,
 	}
 	vs->conf = *conf;
 	vs->tree = t;
-	vs->local_fd = -1;
+	vs->src_fd = vs->local_fd = -1;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	for (unsigned n = 0; n < conf->plan->n; n++) {
 		pthread_mutex_init(&vs->nodes[n].mu, NULL);
+		pthread_cond_init(&vs->nodes[n].cv, &ca);
 		vs->nodes[n].host = conf->hosts && conf->hosts[n]
 					? conf->hosts[n]
 					: conf->plan->nodes[n].name;
@@ -135,9 +147,11 @@ int view_source_create(const struct view_source_conf *conf,
 			goto fail;
 		}
 	}
+	pthread_condattr_destroy(&ca);
 	*ret = vs;
 	return 0;
 fail:
+	pthread_condattr_destroy(&ca);
 	view_source_destroy(vs);
 	errno = e;
 	return -1;
@@ -149,8 +163,9 @@ void view_source_destroy(struct view_source *vs)
 		return;
 	for (unsigned n = 0; vs->nodes && n < vs->conf.plan->n; n++) {
 		for (unsigned k = 0; k < vs->nodes[n].nidle; k++)
-			peerfetch_close(vs->nodes[n].idle[k]);
+			peerfetch_close(vs->nodes[n].idle[k].pf);
 		pthread_mutex_destroy(&vs->nodes[n].mu);
+		pthread_cond_destroy(&vs->nodes[n].cv);
 	}
 	if (vs->src_fd >= 0)
 		close(vs->src_fd);
@@ -244,100 +259,199 @@ static ssize_t pread_full(int fd, char *buf, size_t len, uint64_t off)
 
 /* --- peers ---------------------------------------------------------------- */
 
-static void node_down(struct view_source *vs, struct vnode *n)
+/* Node N is left alone for a while. Called with n->mu held. */
+static void node_down_locked(struct vnode *n)
 {
-	pthread_mutex_lock(&n->mu);
 	n->down_until = deadline_now_ms() + VIEW_SOURCE_BACKOFF_MS;
-	pthread_mutex_unlock(&n->mu);
-	(void)vs;
+	pthread_cond_broadcast(&n->cv);
 }
 
-/* An idle session to node N, or a new one; NULL when the node is left
- * alone (*ret_tried false) or no session could be opened (true: the node
- * is then left alone). */
-static struct peerfetch *take_session(struct view_source *vs, struct vnode *n,
-				      bool *ret_tried)
+static bool is_down_locked(const struct vnode *n)
 {
+	return n->down_until && deadline_now_ms() < n->down_until;
+}
+
+/* Wait on N's condition until DEADLINE (deadline_now_ms clock); n->mu
+ * held. 0 when woken, -1 when the time is up. */
+static int wait_locked(struct vnode *n, long long deadline)
+{
+	struct timespec at;
+	int left = deadline_left_ms(deadline);
+
+	if (!left)
+		return -1;
+	deadline_after_ms(CLOCK_MONOTONIC, (unsigned long)left, &at);
+	return pthread_cond_timedwait(&n->cv, &n->mu, &at) == ETIMEDOUT ? -1
+									: 0;
+}
+
+/* How a session was had. */
+enum take {
+	TAKE_NONE,   /* none: the node is left alone, or all were busy */
+	TAKE_IDLE,   /* one of the pool's */
+	TAKE_OPENED, /* a new one */
+	TAKE_FAILED, /* none could be opened (the node is left alone unless
+		      * other sessions to it are alive) */
+};
+
+/* A session to node N: an idle one (one idle too long is closed: the
+ * server ends those at PEERFETCH_IDLE_MS), else a new one while N has
+ * fewer than VIEW_SOURCE_SESSIONS, else the first given back within
+ * VIEW_SOURCE_WAIT_MS. FRESH: a new one only (an idle one just broke:
+ * the other idle ones are closed).
+ * *ret_how says which; NULL but for IDLE and OPENED. */
+static struct peerfetch *take_session(struct view_source *vs, struct vnode *n,
+				      bool fresh, enum take *ret_how)
+{
+	long long until = deadline_now_ms() + VIEW_SOURCE_WAIT_MS;
 	struct peerfetch *pf = NULL;
 	char err[512];
 	unsigned version;
 
-	*ret_tried = false;
 	pthread_mutex_lock(&n->mu);
-	if (n->down_until && deadline_now_ms() < n->down_until) {
-		pthread_mutex_unlock(&n->mu);
-		return NULL;
+	for (;;) {
+		if (is_down_locked(n)) {
+			*ret_how = TAKE_NONE;
+			pthread_mutex_unlock(&n->mu);
+			return NULL;
+		}
+		/* the pool's sessions are as old as the one that broke */
+		while (n->nidle && fresh) {
+			peerfetch_close(n->idle[--n->nidle].pf);
+			n->open--;
+		}
+		while (n->nidle) {
+			struct vidle *v = &n->idle[--n->nidle];
+
+			pf = v->pf;
+			if (deadline_now_ms() - v->since < VIEW_SOURCE_IDLE_MS)
+				break;
+			peerfetch_close(pf);
+			pf = NULL;
+			n->open--;
+		}
+		if (pf) {
+			*ret_how = TAKE_IDLE;
+			pthread_mutex_unlock(&n->mu);
+			return pf;
+		}
+		if (n->open < VIEW_SOURCE_SESSIONS)
+			break;
+		/* All in use: the first given back, else the PFS. */
+		if (wait_locked(n, until) < 0) {
+			*ret_how = TAKE_NONE;
+			pthread_mutex_unlock(&n->mu);
+			return NULL;
+		}
 	}
-	if (n->nidle)
-		pf = n->idle[--n->nidle];
+	n->open++;
 	version = n->version;
 	pthread_mutex_unlock(&n->mu);
-	if (pf)
-		return pf;
-	*ret_tried = true;
 	if (peerfetch_open_by(vs->conf.encode, PEERFETCH_NO_MANIFEST, n->host,
 			      vs->conf.peer_port, vs->conf.munge_socket,
 			      vs->conf.tier, vs->conf.key, version,
 			      VIEW_SOURCE_OPEN_MS, &pf, err, sizeof(err)) < 0) {
-		node_down(vs, n);
+		pthread_mutex_lock(&n->mu);
+		n->open--;
+		/* With other sessions alive the node answers: this one was
+		 * refused for the node's bound (PeerFetchSessions), not
+		 * because it is gone. */
+		if (!n->open)
+			node_down_locked(n);
+		pthread_cond_broadcast(&n->cv);
+		pthread_mutex_unlock(&n->mu);
+		*ret_how = TAKE_FAILED;
 		return NULL;
 	}
 	pthread_mutex_lock(&n->mu);
 	if (!n->version)
 		n->version = peerfetch_version(pf);
 	pthread_mutex_unlock(&n->mu);
+	*ret_how = TAKE_OPENED;
 	return pf;
 }
 
-/* Back to node N's pool, or closed when it cannot serve again or the pool
- * is full. */
+/* Back to node N's pool, or closed when it cannot serve again. */
 static void give_session(struct vnode *n, struct peerfetch *pf)
 {
-	if (peerfetch_usable(pf)) {
-		pthread_mutex_lock(&n->mu);
-		if (n->nidle < VIEW_SOURCE_POOL) {
-			n->idle[n->nidle++] = pf;
-			pf = NULL;
-		}
-		pthread_mutex_unlock(&n->mu);
+	pthread_mutex_lock(&n->mu);
+	if (peerfetch_usable(pf) && n->nidle < VIEW_SOURCE_SESSIONS) {
+		n->idle[n->nidle++] = (struct vidle){
+			.pf = pf, .since = deadline_now_ms()
+		};
+		pf = NULL;
+	} else {
+		n->open--;
 	}
+	pthread_cond_signal(&n->cv);
+	pthread_mutex_unlock(&n->mu);
 	peerfetch_close(pf);
 }
 
-/* LEN bytes at OFF of F from its owner: the bytes, or -1 when the owner
- * failed, -2 when it was not asked (it refused the file before, or is
- * left alone): the caller reads the PFS. */
-static ssize_t peer_read(struct view_source *vs, struct view_file *f, char *buf,
-			 size_t len, uint64_t off)
+/* The range [OFF, OFF + LEN) of F on session PF: 1 read, 0 refused (the
+ * session goes on), -1 the session broke. */
+static int range_on(struct peerfetch *pf, struct view_file *f, char *buf,
+		    size_t len, uint64_t off)
+{
+	char err[512];
+	size_t done = 0, got;
+
+	while (done < len) {
+		if (peerfetch_range(pf, f->rel, f->size, off + done, buf + done,
+				    len - done, VIEW_SOURCE_READ_MS, &got, err,
+				    sizeof(err)) < 0)
+			return peerfetch_usable(pf) ? 0 : -1;
+		if (!got)
+			return -1; /* the file ended early: not ours to read */
+		done += got;
+	}
+	return 1;
+}
+
+/* LEN bytes at OFF of F (within its size) from its owner: 1 read, 0
+ * when the owner was not asked (it refused the file before, is left
+ * alone, or all its sessions were busy), -1 when it failed: the caller
+ * then reads the PFS. */
+static int peer_read(struct view_source *vs, struct view_file *f, char *buf,
+		     size_t len, uint64_t off)
 {
 	struct vnode *n = &vs->nodes[f->owner];
 	struct peerfetch *pf;
-	char err[512];
-	size_t done = 0, got;
-	bool opened;
+	enum take how;
+	int r;
 
 	if (atomic_load(&f->peer_refused))
-		return -2;
-	pf = take_session(vs, n, &opened);
+		return 0;
+	pf = take_session(vs, n, false, &how);
 	if (!pf)
-		return opened ? -1 : -2;
-	while (done < len && off + done < f->size) {
-		if (peerfetch_range(pf, f->rel, f->size, off + done, buf + done,
-				    len - done, VIEW_SOURCE_READ_MS, &got, err,
-				    sizeof(err)) < 0) {
-			if (peerfetch_usable(pf))
-				atomic_store(&f->peer_refused, true);
-			else
-				node_down(vs, n);
-			give_session(n, pf);
-			return -1;
+		return how == TAKE_FAILED ? -1 : 0;
+	r = range_on(pf, f, buf, len, off);
+	if (r < 0 && how == TAKE_IDLE) {
+		/* A session that waited in the pool may have been ended by
+		 * the node meanwhile (its idle limit, a restart): one try on
+		 * a new one before the node is given up. */
+		give_session(n, pf);
+		pf = take_session(vs, n, true, &how);
+		if (!pf && how == TAKE_FAILED) {
+			/* broken, and no new one: gone, whatever the other
+			 * idle sessions say */
+			pthread_mutex_lock(&n->mu);
+			node_down_locked(n);
+			pthread_mutex_unlock(&n->mu);
 		}
-		if (!got)
-			break;
-		done += got;
+		if (!pf)
+			return how == TAKE_FAILED ? -1 : 0;
+		r = range_on(pf, f, buf, len, off);
+	}
+	if (r == 0)
+		atomic_store(&f->peer_refused, true);
+	if (r < 0) {
+		pthread_mutex_lock(&n->mu);
+		node_down_locked(n);
+		pthread_mutex_unlock(&n->mu);
 	}
 	give_session(n, pf);
-	return (ssize_t)done;
+	return r > 0 ? 1 : -1;
 }
 
 /* F's PFS fd, opened on first use: fd or -errno. */
@@ -377,12 +491,13 @@ ssize_t view_source_read(struct view_source *vs, struct view_file *f, void *buf,
 		/* the part's copy failed (a bad disk, a file cut short):
 		 * the PFS */
 	} else if (f->owner != vs->conf.self) {
-		n = peer_read(vs, f, buf, len, off);
-		if (n == (ssize_t)len) {
-			atomic_fetch_add(&vs->peer_bytes, (uint64_t)n);
-			return n;
+		int r = peer_read(vs, f, buf, len, off);
+
+		if (r > 0) {
+			atomic_fetch_add(&vs->peer_bytes, len);
+			return (ssize_t)len;
 		}
-		if (n != -2)
+		if (r < 0)
 			atomic_fetch_add(&vs->peer_failures, 1);
 	}
 	fd = pfs_fd(vs, f);

@@ -18,8 +18,14 @@
  * not asked again for VIEW_SOURCE_BACKOFF_MS, so a dead node costs one
  * timeout, not one per read; a node that refuses one file (it does not
  * hold it at that size) is not asked for that file again while it is
- * open. Sessions are kept per node in a small pool of idle ones, each
- * used by one read at a time.
+ * open. Each node gets at most VIEW_SOURCE_SESSIONS sessions from this
+ * view (every node's view asks each peer, whose PeerFetchSessions bounds
+ * them all), each used by one read at a time and kept idle between reads
+ * for VIEW_SOURCE_IDLE_MS (the server ends an idle one at
+ * PEERFETCH_IDLE_MS); a read that finds them all busy for
+ * VIEW_SOURCE_WAIT_MS reads the PFS. A session refused at opening while
+ * others to the node are alive (the node's bound) does not make the node
+ * failed; a pooled session that breaks is retried once on a new one.
  *
  * Thread-safe: every call may come from any FUSE thread at once. Library
  * code: nothing logs; failures the application never sees are counted.
@@ -39,7 +45,9 @@
 #define VIEW_SOURCE_BACKOFF_MS 10000 /* a failed node is left alone */
 #define VIEW_SOURCE_OPEN_MS 3000     /* connect, credential, fetch_open */
 #define VIEW_SOURCE_READ_MS 10000    /* one range's reply */
-#define VIEW_SOURCE_POOL 8           /* idle sessions kept per node */
+#define VIEW_SOURCE_SESSIONS 4       /* sessions per node at most */
+#define VIEW_SOURCE_WAIT_MS 1000     /* for one of them, else the PFS */
+#define VIEW_SOURCE_IDLE_MS 20000    /* an idle one is closed after */
 
 struct view_source_conf {
 	const char *src;   /* the dataset on the PFS (a directory) */

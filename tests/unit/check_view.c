@@ -226,6 +226,26 @@ static void read_whole(struct view_source *vs, struct view_tree *t,
 	view_source_release(vs, f);
 }
 
+/* The fixture's node stopped and served again on the same port (its
+ * sessions end). */
+static void restart_channel(void)
+{
+	char err[256];
+	int fd;
+
+	peer_fetch_stop((struct peer_fetch *)peer_fetcher(g.a.peer));
+	ck_assert(peerserve_stop(&srv, 5));
+	peer_destroy(g.a.peer);
+	g.a.peer = peer_create(&g.a);
+	ck_assert_ptr_nonnull(g.a.peer);
+	peer_set_decoder(g.a.peer, standin_decode);
+	fd = peernet_listen("127.0.0.1", port, err, sizeof(err));
+	ck_assert_msg(fd >= 0, "listen again: %s", err);
+	srv.arg = g.a.peer;
+	ck_assert_msg(peerserve_start(&srv, fd, err, sizeof(err)) == 0,
+		      "peerserve_start: %s", err);
+}
+
 START_TEST(test_source_peer)
 {
 	struct view_source_stats s0, s1, s2;
@@ -255,6 +275,13 @@ START_TEST(test_source_peer)
 	read_whole(vs, t, "a.txt", 1000);
 	view_source_stats(vs, &s1);
 	ck_assert_uint_eq(s1.peer_bytes, s0.peer_bytes + 1000);
+	/* the peer's iostaged restarts: the pooled session is broken, a
+	 * new one serves, no failure */
+	restart_channel();
+	read_whole(vs, t, "sub/b.txt", 5000);
+	view_source_stats(vs, &s1);
+	ck_assert_uint_eq(s1.peer_bytes, s0.peer_bytes + 1000 + 5000);
+	ck_assert_uint_eq(s1.peer_failures, 1);
 	/* the peer goes away: one failure, then the PFS without asking */
 	peer_fetch_stop((struct peer_fetch *)peer_fetcher(g.a.peer));
 	ck_assert(peerserve_stop(&srv, 5));
@@ -437,6 +464,10 @@ static int mt_rm(const char *path, const struct stat *st, int flag,
 
 static void mt_teardown(void)
 {
+	char ov[PATH_MAX];
+
+	snprintf(ov, sizeof(ov), "%s/ov", mt);
+	umount2(ov, MNT_DETACH);
 	umount2(mt_mnt, MNT_DETACH);
 	manifest_destroy(mt_list);
 	mt_list = NULL;
@@ -703,6 +734,58 @@ START_TEST(test_mount)
 }
 END_TEST
 
+/* As iostaged shows it to the job: an overlay of the part over the view.
+ * The part's files come from the part without the view (local_bytes
+ * stays 0), the others through it; the tree is the whole dataset. */
+START_TEST(test_overlay)
+{
+	char ov[128], opts[512], path[PATH_MAX], text[512];
+	uint64_t pfs = 0;
+	pid_t pid = mt_start();
+	ssize_t n;
+	int fd;
+
+	snprintf(ov, sizeof(ov), "%s/ov", mt);
+	ck_assert_int_eq(mkdir(ov, 0755), 0);
+	snprintf(opts, sizeof(opts), "lowerdir=%s:%s", mt_part, mt_mnt);
+	ck_assert_msg(mount("overlay", ov, "overlay", MS_RDONLY, opts) == 0,
+		      "overlay: %s", strerror(errno));
+	for (size_t i = 0; i < manifest_count(mt_list); i++) {
+		const struct manifest_entry *e = manifest_get(mt_list, i);
+		char want[PATH_MAX], *a, *b;
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", ov, e->path);
+		ck_assert_msg(lstat(path, &st) == 0, "%s: %s", e->path,
+			      strerror(errno));
+		if (e->type != MANIFEST_FILE)
+			continue;
+		ck_assert_uint_eq(st.st_size, e->size);
+		snprintf(want, sizeof(want), "%s/%s", mt_src, e->path);
+		a = slurp(want, 0, e->size);
+		b = slurp(path, 0, e->size);
+		ck_assert_msg(!memcmp(a, b, e->size), "%s differs", e->path);
+		free(a);
+		free(b);
+		if (spread_owner(&mt_plan, e->path, e->path_len) != 0 ||
+		    !strcmp(e->path, mt_skipped))
+			pfs += e->size;
+	}
+	ck_assert_int_eq(umount2(ov, MNT_DETACH), 0);
+	ck_assert_int_eq(umount2(mt_mnt, MNT_DETACH), 0);
+	ck_assert_int_eq(mt_wait(pid), 0);
+	fd = open(mt_stats, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, text, sizeof(text) - 1);
+	ck_assert_int_gt(n, 0);
+	text[n] = '\0';
+	close(fd);
+	ck_assert_msg(mt_stat_of(text, "local_bytes") == 0, "%s", text);
+	ck_assert_msg(mt_stat_of(text, "pfs_bytes") == (long long)pfs, "%s",
+		      text);
+}
+END_TEST
+
 /* SIGTERM ends the program too, with 0; the mount then answers ENOTCONN
  * until iostaged takes it down. */
 START_TEST(test_sigterm)
@@ -758,6 +841,7 @@ static Suite *view_suite(void)
 	tcase_add_checked_fixture(tm, mt_setup, mt_teardown);
 	tcase_set_timeout(tm, 120);
 	tcase_add_root_test(tm, test_mount);
+	tcase_add_root_test(tm, test_overlay);
 	tcase_add_root_test(tm, test_sigterm);
 	tcase_add_root_test(tm, test_fusemount_refused);
 	suite_add_tcase(s, tm);
