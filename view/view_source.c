@@ -45,6 +45,8 @@ struct vnode {
 	unsigned version;     /* of the part, from the first session; 0: none */
 	long long down_until; /* deadline_now_ms clock */
 	unsigned open;        /* sessions in existence, idle or in use */
+	unsigned cap;         /* at most, VIEW_SOURCE_SESSIONS or fewer */
+	long long cap_until;  /* when a lowered cap is lifted; 0: not */
 	struct vidle idle[VIEW_SOURCE_SESSIONS];
 	unsigned nidle;
 };
@@ -127,6 +129,7 @@ int view_source_create(const struct view_source_conf *conf,
 	for (unsigned n = 0; n < conf->plan->n; n++) {
 		pthread_mutex_init(&vs->nodes[n].mu, NULL);
 		pthread_cond_init(&vs->nodes[n].cv, &ca);
+		vs->nodes[n].cap = VIEW_SOURCE_SESSIONS;
 		vs->nodes[n].host = conf->hosts && conf->hosts[n]
 					? conf->hosts[n]
 					: conf->plan->nodes[n].name;
@@ -290,8 +293,7 @@ enum take {
 	TAKE_NONE,   /* none: the node is left alone, or all were busy */
 	TAKE_IDLE,   /* one of the pool's */
 	TAKE_OPENED, /* a new one */
-	TAKE_FAILED, /* none could be opened (the node is left alone unless
-		      * other sessions to it are alive) */
+	TAKE_FAILED, /* none could be opened: the node is left alone */
 };
 
 /* A session to node N: an idle one (one idle too long is closed: the
@@ -309,6 +311,7 @@ static struct peerfetch *take_session(struct view_source *vs, struct vnode *n,
 	unsigned version;
 
 	pthread_mutex_lock(&n->mu);
+again:
 	for (;;) {
 		if (is_down_locked(n)) {
 			*ret_how = TAKE_NONE;
@@ -335,7 +338,11 @@ static struct peerfetch *take_session(struct view_source *vs, struct vnode *n,
 			pthread_mutex_unlock(&n->mu);
 			return pf;
 		}
-		if (n->open < VIEW_SOURCE_SESSIONS)
+		if (n->cap_until && deadline_now_ms() >= n->cap_until) {
+			n->cap = VIEW_SOURCE_SESSIONS;
+			n->cap_until = 0;
+		}
+		if (n->open < n->cap)
 			break;
 		/* All in use: the first given back, else the PFS. */
 		if (wait_locked(n, until) < 0) {
@@ -353,12 +360,19 @@ static struct peerfetch *take_session(struct view_source *vs, struct vnode *n,
 			      VIEW_SOURCE_OPEN_MS, &pf, err, sizeof(err)) < 0) {
 		pthread_mutex_lock(&n->mu);
 		n->open--;
-		/* With other sessions alive the node answers: this one was
-		 * refused for the node's bound (PeerFetchSessions), not
-		 * because it is gone. */
-		if (!n->open)
-			node_down_locked(n);
-		pthread_cond_broadcast(&n->cv);
+		if (n->open && !fresh) {
+			/* Other sessions to the node are alive: it answers,
+			 * and refused this one for its bound
+			 * (PeerFetchSessions, shared with every other
+			 * client). Make do with those for a while: wait
+			 * for one of them. */
+			n->cap = n->open;
+			n->cap_until = deadline_now_ms() +
+				       VIEW_SOURCE_BACKOFF_MS;
+			pf = NULL;
+			goto again;
+		}
+		node_down_locked(n);
 		pthread_mutex_unlock(&n->mu);
 		*ret_how = TAKE_FAILED;
 		return NULL;
@@ -432,13 +446,6 @@ static int peer_read(struct view_source *vs, struct view_file *f, char *buf,
 		 * a new one before the node is given up. */
 		give_session(n, pf);
 		pf = take_session(vs, n, true, &how);
-		if (!pf && how == TAKE_FAILED) {
-			/* broken, and no new one: gone, whatever the other
-			 * idle sessions say */
-			pthread_mutex_lock(&n->mu);
-			node_down_locked(n);
-			pthread_mutex_unlock(&n->mu);
-		}
 		if (!pf)
 			return how == TAKE_FAILED ? -1 : 0;
 		r = range_on(pf, f, buf, len, off);

@@ -25,7 +25,8 @@
  * PEERFETCH_IDLE_MS); a read that finds them all busy for
  * VIEW_SOURCE_WAIT_MS reads the PFS. A session refused at opening while
  * others to the node are alive (the node's bound) does not make the node
- * failed; a pooled session that breaks is retried once on a new one.
+ * failed: the view makes do with those for VIEW_SOURCE_BACKOFF_MS. A
+ * pooled session that breaks is retried once on a new one.
  *
  * Thread-safe: every call may come from any FUSE thread at once. Library
  * code: nothing logs; failures the application never sees are counted.

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,6 +310,51 @@ START_TEST(test_source_peer)
 	ck_assert_uint_eq(s2.pfs_bytes, s1.pfs_bytes + BIG + 1000);
 	ck_assert_uint_eq(s2.peer_bytes, s1.peer_bytes);
 	view_source_destroy(vs);
+	view_tree_destroy(t);
+}
+END_TEST
+
+struct reader {
+	struct view_source *vs;
+	struct view_tree *t;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+
+	read_whole(r->vs, r->t, "big.bin", 64 * 1024);
+	return NULL;
+}
+
+/* Readers at once against a node serving 2 sessions (PeerFetchSessions):
+ * its refusals of more are its bound, not a failure; every byte right. */
+START_TEST(test_source_bounded)
+{
+	struct view_source_stats st;
+	struct peer_fetch_counts c;
+	struct view_tree *t = NULL;
+	struct view_source *vs = peer_sources(&t);
+	struct reader r = { vs, t };
+	pthread_t th[6];
+
+	for (size_t i = 0; i < 6; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, reader_main, &r),
+				 0);
+	for (size_t i = 0; i < 6; i++)
+		pthread_join(th[i], NULL);
+	view_source_stats(vs, &st);
+	ck_assert_uint_eq(st.peer_failures, 0);
+	ck_assert_uint_eq(st.peer_bytes + st.pfs_bytes, 6 * (uint64_t)BIG);
+	ck_assert_uint_gt(st.peer_bytes, 0);
+	view_source_destroy(vs);
+	for (int i = 0; i < 100; i++) {
+		peer_fetch_counts(peer_fetcher(g.a.peer), &c);
+		if (!c.active)
+			break;
+		usleep(20000);
+	}
+	ck_assert_uint_le(c.sessions, VIEW_SOURCE_SESSIONS);
 	view_tree_destroy(t);
 }
 END_TEST
@@ -844,6 +890,7 @@ static Suite *view_suite(void)
 	Suite *s = suite_create("view");
 	TCase *tt = tcase_create("tree");
 	TCase *ts = tcase_create("source");
+	TCase *tb = tcase_create("bound");
 	TCase *tm = tcase_create("mount");
 
 	tcase_add_test(tt, test_tree);
@@ -854,6 +901,10 @@ static Suite *view_suite(void)
 	tcase_add_test(ts, test_source_peer);
 	tcase_add_test(ts, test_stats_file);
 	suite_add_tcase(s, ts);
+	tcase_add_checked_fixture(tb, setup_two_sessions, teardown);
+	tcase_set_timeout(tb, 60);
+	tcase_add_test(tb, test_source_bounded);
+	suite_add_tcase(s, tb);
 	tcase_add_checked_fixture(tm, mt_setup, mt_teardown);
 	tcase_set_timeout(tm, 120);
 	/* a root without FUSE (a container): said, not failed */
