@@ -379,6 +379,158 @@ START_TEST(test_stats_file)
 }
 END_TEST
 
+/* --- the program's command line -------------------------------------------- */
+
+/* Run the program with ARGV (NULL-terminated after argv[0]), fd 3 open on
+ * LISTING (NULL: /dev/null), its stderr into ERR. Its exit status. */
+static int run_view(const char *const *argv, const char *listing, char *err,
+		    size_t errlen)
+{
+	int pipefd[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(pipefd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(listing ? listing : "/dev/null", O_RDONLY);
+
+		int out = open("/dev/null", O_WRONLY);
+
+		if (fd < 0 || out < 0 || dup2(fd, 3) < 0 ||
+		    dup2(pipefd[1], 2) < 0 || dup2(out, 1) < 0)
+			_exit(99);
+		execv(VIEW_TEST_PROGRAM, (char *const *)argv);
+		_exit(98);
+	}
+	close(pipefd[1]);
+	n = read(pipefd[0], err, errlen - 1);
+	err[n > 0 ? n : 0] = '\0';
+	close(pipefd[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+START_TEST(test_command_line)
+{
+#define KEY32 "0123456789abcdef0123456789abcdef"
+#define BASE                                                                   \
+	"iostage-view", "--fuse-fd", "3", "--listing-fd", "3", "--src",        \
+	    "/tmp", "--tier", "nvme", "--peer-port", "6826"
+	static const struct {
+		const char *argv[24];
+		int status;
+		const char *error;
+	} cases[] = {
+		{ { "iostage-view", NULL }, 2, "--fuse-fd is required" },
+		{ { "iostage-view", "--fuse-fd", "999", NULL },
+		  2,
+		  "--fuse-fd '999': not an open file descriptor" },
+		{ { "iostage-view", "--fuse-fd", "-1", NULL },
+		  2,
+		  "not an open file descriptor" },
+		{ { "iostage-view", "--listing-fd", "3x", NULL },
+		  2,
+		  "--listing-fd '3x'" },
+		{ { BASE, "--plan", "a=1", "--self", "a", NULL },
+		  2,
+		  "--key is required" },
+		{ { BASE, "--plan", "a=1", "--self", "a", "--key", "xyz",
+		    NULL },
+		  2,
+		  "--key 'xyz': not a cache key" },
+		{ { BASE, "--plan", "a=0", "--self", "a", "--key", KEY32,
+		    NULL },
+		  2,
+		  "--plan: spread plan" },
+		{ { BASE, "--plan", "a=1,b=2", "--self", "c", "--key", KEY32,
+		    NULL },
+		  2,
+		  "--self 'c': not a node of the plan" },
+		{ { BASE, "--plan", "a=1", "--self", "a", "--key", KEY32,
+		    "--peer-port", "0", NULL },
+		  2,
+		  "--peer-port '0'" },
+		{ { BASE, "--plan", "a=1", "--self", "a", "--key", KEY32,
+		    "--tier", "../x", NULL },
+		  2,
+		  "--tier '../x': not a tier name" },
+		{ { "iostage-view", "--fuse-fd", "3", "--listing-fd", "3",
+		    "--src", "rel", "--tier", "nvme", "--peer-port", "1",
+		    "--plan", "a=1", "--self", "a", "--key", KEY32, NULL },
+		  2,
+		  "--src 'rel': not an absolute path" },
+		{ { BASE, "--plan", "a=1", "--self", "a", "--key", KEY32,
+		    "extra", NULL },
+		  2,
+		  "unexpected argument 'extra'" },
+		/* the listing read: empty */
+		{ { BASE, "--plan", "a=1", "--self", "a", "--key", KEY32,
+		    NULL },
+		  1,
+		  "--listing-fd 3: manifest" },
+		{ { "iostage-view", "--help", NULL }, 0, "" },
+	};
+	char err[2048];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int st = run_view(cases[i].argv, NULL, err, sizeof(err));
+
+		ck_assert_msg(st == cases[i].status, "case %zu: exit %d: %s", i,
+			      st, err);
+		ck_assert_msg(strstr(err, cases[i].error), "case %zu: %s", i,
+			      err);
+		/* one line */
+		ck_assert_msg(!cases[i].status ||
+				  strchr(err, '\n') == err + strlen(err) - 1,
+			      "case %zu: %s", i, err);
+	}
+#undef BASE
+#undef KEY32
+}
+END_TEST
+
+/* A listing whose top is a file: refused with one line. */
+START_TEST(test_listing_file_top)
+{
+	const char *const argv[] = { "iostage-view",
+				     "--fuse-fd",
+				     "3",
+				     "--listing-fd",
+				     "3",
+				     "--src",
+				     "/tmp",
+				     "--tier",
+				     "nvme",
+				     "--peer-port",
+				     "1",
+				     "--plan",
+				     "a=1",
+				     "--self",
+				     "a",
+				     "--key",
+				     "0123456789abcdef0123456789abcdef",
+				     NULL };
+	struct manifest *m = manifest_create();
+	char path[PATH_MAX], err[1024];
+	int fd;
+
+	add(m, "", MANIFEST_FILE, 10);
+	snprintf(path, sizeof(path), "%s/listing", scratch);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(manifest_write(m, fd), 0);
+	close(fd);
+	manifest_destroy(m);
+	ck_assert_int_eq(run_view(argv, path, err, sizeof(err)), 1);
+	ck_assert_str_eq(err, "iostage-view: --listing-fd 3: listing: '': the "
+			      "dataset is one file: a spread dataset is a "
+			      "directory\n");
+}
+END_TEST
+
 /* --- the program on a real mount (root) ----------------------------------- */
 
 static char mt[64];        /* the test's directory */
@@ -900,6 +1052,8 @@ static Suite *view_suite(void)
 	tcase_set_timeout(ts, 60);
 	tcase_add_test(ts, test_source_peer);
 	tcase_add_test(ts, test_stats_file);
+	tcase_add_test(ts, test_command_line);
+	tcase_add_test(ts, test_listing_file_top);
 	suite_add_tcase(s, ts);
 	tcase_add_checked_fixture(tb, setup_two_sessions, teardown);
 	tcase_set_timeout(tb, 60);
