@@ -46,7 +46,8 @@ CPPFLAGS += -I. $(shell pkg-config --cflags $(PKGS)) \
            -DIOSTAGE_VERSION='"$(VERSION)"' \
            -DIOSTAGE_CONF_PATH='"$(IOSTAGE_CONF_PATH)"' \
            -DIOSTAGE_PROFILE_DIR='"$(IOSTAGE_PROFILE_DIR)"' \
-           -DIOSTAGE_SHIM_PATH='"$(IOSTAGE_SHIM_PATH)"'
+           -DIOSTAGE_SHIM_PATH='"$(IOSTAGE_SHIM_PATH)"' \
+           -DIOSTAGE_VIEW_PATH='"$(IOSTAGE_VIEW_PATH)"'
 LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread -lm
 # The history (common/history/) is RocksDB; iostagectld links it, and
 # iostaged for a site without the service (node-local history).
@@ -91,9 +92,11 @@ BUILD   ?= build
 IOSTAGE_CONF_PATH   = $(sysconfdir)/slurm/iostage.conf
 IOSTAGE_PROFILE_DIR = $(sysconfdir)/slurm/iostage.d
 IOSTAGE_SHIM_PATH   = $(shimlibdir)/libiostage-preload.so
+# iostage-view (view/), which only iostaged starts: a helper, in libexec.
+IOSTAGE_VIEW_PATH   = $(libexecdir)/iostage/iostage-view
 PATHS_STAMP := $(BUILD)/paths.stamp
 PATHS_TEXT  := conf=$(IOSTAGE_CONF_PATH) profiles=$(IOSTAGE_PROFILE_DIR) \
-               shim=$(IOSTAGE_SHIM_PATH)
+               shim=$(IOSTAGE_SHIM_PATH) view=$(IOSTAGE_VIEW_PATH)
 PATHS_OLD   := $(shell cat $(PATHS_STAMP) 2>/dev/null)
 # Goals that build nothing leave the stamp alone.
 ifneq ($(if $(MAKECMDGOALS),$(filter-out clean uninstall format format-check deps,$(MAKECMDGOALS)),all),)
@@ -106,7 +109,7 @@ endif
 endif
 # Who names them: objects (plain and UBSan), unit tests and fuzz targets
 # compiled from their own source.
-PATHS_USERS := $(shell grep -lE 'IOSTAGE_(CONF_PATH|PROFILE_DIR|SHIM_PATH)' \
+PATHS_USERS := $(shell grep -lE 'IOSTAGE_(CONF_PATH|PROFILE_DIR|SHIM_PATH|VIEW_PATH)' \
                  $(wildcard */*.c */*/*.c */*/*/*.c))
 $(foreach f,$(PATHS_USERS),$(if $(filter tests/unit/%,$(f)),\
     $(eval $(BUILD)/tests/$(basename $(notdir $(f))): $(PATHS_STAMP)),\
@@ -140,7 +143,8 @@ PROLOG  := $(BUILD)/prolog/iostage-prolog
 EPILOG  := $(BUILD)/prolog/iostage-epilog
 CLI     := $(BUILD)/cli/iostage
 CTLD    := $(BUILD)/ctld/iostagectld
-PROGS   := $(PLUGIN) $(DAEMON) $(PROLOG) $(EPILOG) $(CLI) $(CTLD)
+VIEW    := $(BUILD)/view/iostage-view
+PROGS   := $(PLUGIN) $(DAEMON) $(PROLOG) $(EPILOG) $(CLI) $(CTLD) $(VIEW)
 
 UNIT_SRC   := $(wildcard tests/unit/check_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -194,6 +198,18 @@ $(CTLD): $(CTLD_OBJ) $(LIBCOMMON)
 $(BUILD)/daemon/%.o $(BUILD)/common/net/httpmetrics.o $(BUILD)/ubsan/common/net/httpmetrics.o: \
     CPPFLAGS += $(shell pkg-config --cflags $(DAEMON_PKGS))
 
+# view/: iostage-view, the spread view (docs/STAGING.md, "The spread
+# view"): a FUSE file system served as the job's user on a /dev/fuse
+# iostaged mounted. Only it (and its test) links libfuse3; iostaged mounts
+# with common/fs/fusemount.c, a plain mount(2).
+FUSE_CFLAGS := $(shell pkg-config --cflags fuse3)
+FUSE_LIBS   := $(shell pkg-config --libs fuse3)
+VIEW_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(wildcard view/*.c))
+VIEW_LIB_OBJ := $(filter-out $(BUILD)/view/main.o,$(VIEW_OBJ))
+$(VIEW_OBJ): CPPFLAGS += $(FUSE_CFLAGS)
+$(VIEW): $(VIEW_OBJ) $(LIBCOMMON)
+	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) -lmunge $(FUSE_LIBS)
+
 $(PROLOG): $(BUILD)/prolog/prolog.o $(BUILD)/prolog/jobctl.o $(BUILD)/prolog/jobinfo.o \
     $(BUILD)/prolog/nodelist.o $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS) -lslurm
@@ -243,7 +259,8 @@ $(CACHE_TEST_BIN): $(BUILD)/tests/check_%: tests/unit/check_%.c \
 # iostaged's other unit tests (each includes a daemon/ header: that is how
 # they are found) link $(LIBDAEMON) and take the modules they use, the
 # real objects, as iostaged does.
-DAEMON_TEST_SRC := $(filter-out tests/unit/check_cache_% tests/unit/check_sampler.c,\
+DAEMON_TEST_SRC := $(filter-out tests/unit/check_cache_% tests/unit/check_sampler.c \
+                     tests/unit/check_view.c,\
                      $(shell grep -l '^#include "daemon/' tests/unit/check_*.c))
 DAEMON_TEST_BIN := $(DAEMON_TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 $(DAEMON_TEST_BIN): $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBDAEMON) $(LIBCOMMON)
@@ -252,6 +269,19 @@ $(DAEMON_TEST_BIN): $(BUILD)/tests/check_%: tests/unit/check_%.c $(LIBDAEMON) $(
 	    $(shell pkg-config --cflags check) -o $@ $< \
 	    -Wl,--start-group $(LIBDAEMON) $(LIBCOMMON) -Wl,--end-group \
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge $(HTTP_LIBS) \
+	    $(shell pkg-config --libs check)
+
+# The spread view: its modules in the test's process (a peer served by a
+# node of peerfetch_fixture.h, hence the daemon's libraries), and the
+# built program on a real FUSE mount (root).
+$(BUILD)/tests/check_view: tests/unit/check_view.c $(VIEW_LIB_OBJ) $(VIEW) \
+    $(LIBDAEMON) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(FUSE_CFLAGS) $(shell pkg-config --cflags $(DAEMON_PKGS)) \
+	    $(CFLAGS) $(shell pkg-config --cflags check) \
+	    -DVIEW_TEST_PROGRAM='"$(abspath $(VIEW))"' -o $@ $< $(VIEW_LIB_OBJ) \
+	    -Wl,--start-group $(LIBDAEMON) $(LIBCOMMON) -Wl,--end-group \
+	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) -lmunge $(HTTP_LIBS) $(FUSE_LIBS) \
 	    $(shell pkg-config --libs check)
 
 # The history's unit tests take its modules from $(LIBCOMMON), on a real
@@ -522,9 +552,10 @@ INSTALL_PROFILES := $(notdir $(wildcard slurm-conf/profiles/*.json))
 INSTALL_EXAMPLES_SUBST := plugstack.conf slurm.conf.snippet cli_filter.lua
 INSTALL_EXAMPLES_RAW   := grafana-iostage.json job_submit.lua
 INSTALL_MAN      := man1/iostage.1 man5/iostage.conf.5 man8/iostaged.8 \
-                    man8/iostage-prolog.8 man8/iostagectld.8
+                    man8/iostage-prolog.8 man8/iostagectld.8 man8/iostage-view.8
 INSTALL_UNITS    := iostaged.service iostagectld.service
 INSTALL_SUBST     = sed -e 's|/usr/local/share/doc/iostage|$(docdir)|g' \
+    -e 's|/usr/local/libexec|$(libexecdir)|g' \
     -e 's|/usr/local/lib/systemd/system|$(systemdunitdir)|g' \
     -e 's|/usr/local/lib/iostage|$(shimlibdir)|g' \
     -e 's|/usr/local/lib/slurm|$(slurmlibdir)|g' -e 's|/usr/local/bin|$(bindir)|g' \
@@ -542,6 +573,8 @@ install: all
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(slurmlibdir)/iostage.so
 	install -m 0755 $(DAEMON) $(PROLOG) $(EPILOG) $(CTLD) $(DESTDIR)$(sbindir)/
 	install -m 0755 $(CLI) $(DESTDIR)$(bindir)/iostage
+	install -d $(DESTDIR)$(libexecdir)/iostage
+	install -m 0755 $(VIEW) $(DESTDIR)$(IOSTAGE_VIEW_PATH)
 	$(call INSTALL_TO,slurm-conf/iostage.conf,$(DESTDIR)$(sysconfdir)/slurm/iostage.conf.example)
 	install -m 0644 $(addprefix slurm-conf/profiles/,$(INSTALL_PROFILES)) \
 	    $(DESTDIR)$(sysconfdir)/slurm/iostage.d/
@@ -562,7 +595,8 @@ install: all
 # the site added.
 uninstall:
 	rm -f $(DESTDIR)$(slurmlibdir)/iostage.so $(addprefix $(DESTDIR)$(sbindir)/,$(INSTALL_SBIN)) \
-	    $(DESTDIR)$(bindir)/iostage $(DESTDIR)$(sysconfdir)/slurm/iostage.conf.example \
+	    $(DESTDIR)$(bindir)/iostage $(DESTDIR)$(IOSTAGE_VIEW_PATH) \
+	    $(DESTDIR)$(sysconfdir)/slurm/iostage.conf.example \
 	    $(addprefix $(DESTDIR)$(sysconfdir)/slurm/iostage.d/,$(INSTALL_PROFILES)) \
 	    $(addprefix $(DESTDIR)$(docdir)/slurm-conf/,$(INSTALL_EXAMPLES_SUBST) $(INSTALL_EXAMPLES_RAW)) \
 	    $(DESTDIR)$(docdir)/ADMIN.md $(addprefix $(DESTDIR)$(mandir)/,$(INSTALL_MAN)) \
@@ -572,7 +606,8 @@ uninstall:
 	    $(DESTDIR)$(includedir)/iostage.h $(DESTDIR)$(shimlibdir)/libiostage-preload.so
 	rm -rf $(DESTDIR)$(pythondir)/iostage
 	rmdir $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf \
-	    $(DESTDIR)$(docdir) $(DESTDIR)$(shimlibdir) 2>/dev/null || true
+	    $(DESTDIR)$(docdir) $(DESTDIR)$(shimlibdir) $(DESTDIR)$(libexecdir)/iostage \
+	    2>/dev/null || true
 
 # --- libiostage.so: the phase-marker API (shim/libiostage.c, shim/iostage.h).
 # PMIx gives a task its rank when it is a PMIx client. `iostage phase` uses

@@ -17,7 +17,7 @@ cd "$REPO" || exit 2
 
 # folder -> the folders it may include besides itself and common/
 declare -A extra=([common]="" [daemon]="" [ctld]="" [cli]="shim/iostage.h"
-                  [spank]="" [prolog]="" [shim]="")
+                  [spank]="" [prolog]="" [shim]="" [view]="")
 tmp=$(mktemp) || exit 2
 trap 'rm -f "$tmp"' EXIT
 

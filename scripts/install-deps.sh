@@ -13,6 +13,9 @@ PKGS=(
   munge libmunge-dev
   libpmix-dev libcjson-dev librocksdb-dev libjemalloc-dev libxxhash-dev libssl-dev check
   rsync procps passwd util-linux coreutils hostname iproute2 socat bsdutils man-db python3 bc
+  # the spread view (view/, iostage-view): libfuse 3, and the fuse3
+  # package's /dev/fuse setup on the nodes
+  libfuse3-dev fuse3
   libmicrohttpd-dev prometheus chromium imagemagick tesseract-ocr
   tesseract-ocr-eng fonts-dejavu-core jq curl
   clang libclang-rt-dev

@@ -49,6 +49,12 @@
 #define IOSTAGE_SHIM_PATH "/usr/local/lib/iostage/libiostage-preload.so"
 #endif
 
+/* iostage-view (view/), the spread view iostaged starts as a job's user
+ * (docs/STAGING.md, "The spread view"). */
+#ifndef IOSTAGE_VIEW_PATH
+#define IOSTAGE_VIEW_PATH "/usr/local/libexec/iostage/iostage-view"
+#endif
+
 #ifndef IOSTAGE_CONF_PATH
 #define IOSTAGE_CONF_PATH "/etc/slurm/iostage.conf"
 #endif

@@ -1,13 +1,16 @@
-/* fusemount.h - root mounts a FUSE file system for a program that serves
- * it unprivileged (a spread dataset's view, view/).
+/* fusemount.h - a FUSE file system mounted by root for a program that
+ * serves it unprivileged (the spread view, view/: docs/STAGING.md, "The
+ * spread view").
  *
- * iostaged opens /dev/fuse and mounts it itself, with allow_other (the
- * job's tasks read it) and default_permissions (the kernel checks modes),
- * read-only, nosuid, nodev; then it hands the /dev/fuse fd to iostage-view
- * running as the job's user (libfuse takes "/dev/fd/N" as a mount point
- * to mean exactly that). The view never needs a privilege or fusermount.
- * The mount point is given as a directory fd and a name, as bindmount.h
- * does: no path a user could change is resolved.
+ * Root opens /dev/fuse and mounts it at a directory it holds as an fd;
+ * the program it then starts as the job's user inherits the /dev/fuse fd
+ * and serves it (libfuse 3.3+: the mount point "/dev/fd/N"), so the
+ * program needs no privilege and no fusermount. As bindmount.h does, the
+ * mount point is never a path the kernel resolves from a name a user
+ * could change: it is given as an fd and handed to mount(2) as
+ * /proc/self/fd/N. Unmounting is bindmount_detach_at's (MNT_DETACH on the
+ * name in a root-owned directory); the serving program then sees its
+ * session end and exits.
  */
 #ifndef IOSTAGE_FUSEMOUNT_H
 #define IOSTAGE_FUSEMOUNT_H
@@ -15,11 +18,19 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Mount a new FUSE connection on NAME (an existing directory) in DIRFD,
- * for a server running as UID:GID. Returns the /dev/fuse fd (O_CLOEXEC),
- * or -1 with errno and one line in err; nothing stays mounted on
- * failure. */
-int fusemount_at(int dirfd, const char *name, uid_t uid, gid_t gid, char *err,
-		 size_t errlen);
+#define FUSEMOUNT_FSTYPE "fuse.iostage-view" /* as /proc/mounts shows it */
+#define FUSEMOUNT_SOURCE "iostage-view"
+
+/* Open /dev/fuse and mount it read-only (MS_RDONLY | MS_NOSUID |
+ * MS_NODEV) on the directory DIR_FD holds (any fd, O_PATH is enough),
+ * with fd=N,rootmode=40000,user_id=UID,group_id=GID,allow_other,
+ * default_permissions: the kernel checks each access against the modes
+ * the file system reports, and every user may look (the job's tasks run
+ * as UID, but so might a step's other processes under another uid the
+ * modes allow). Needs CAP_SYS_ADMIN. Returns the /dev/fuse fd (O_RDWR,
+ * O_CLOEXEC: clear FD_CLOEXEC in the child that serves it), or -1 with
+ * errno and one line in err; nothing is left mounted on failure. Until a
+ * program serves the fd, accesses to the mount wait for it. */
+int fusemount_at(int dir_fd, uid_t uid, gid_t gid, char *err, size_t errlen);
 
 #endif /* IOSTAGE_FUSEMOUNT_H */

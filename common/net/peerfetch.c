@@ -39,6 +39,7 @@ struct peerfetch {
 	size_t pos, len;
 	char *manifest;
 	size_t manifest_len;
+	unsigned version; /* the version the server opened */
 	uint64_t bytes;
 };
 
@@ -244,17 +245,22 @@ static int open_session(struct peerfetch *pf, mauth_encode_fn encode,
 {
 	char line[PF_REPLY_MAX], *req_line = NULL, what[128];
 	cJSON *req = cJSON_CreateObject(), *r = NULL;
-	uint64_t mlen;
+	uint64_t mlen, v = 0;
 	bool refused, wrote;
 	size_t n;
 	int rc = -1;
 
-	snprintf(what, sizeof(what), "entry %.40s.v%u on tier '%.32s'", key,
-		 version, tier);
+	if (version)
+		snprintf(what, sizeof(what), "entry %.40s.v%u on tier '%.32s'",
+			 key, version, tier);
+	else
+		snprintf(what, sizeof(what), "entry %.40s on tier '%.32s'", key,
+			 tier);
+	/* Version 0 is sent as no version: the server's current one. */
 	if (!req || !cJSON_AddStringToObject(req, "op", "fetch_open") ||
 	    !cJSON_AddStringToObject(req, "tier", tier) ||
 	    !cJSON_AddStringToObject(req, "key", key) ||
-	    !cJSON_AddNumberToObject(req, "version", version) ||
+	    (version && !cJSON_AddNumberToObject(req, "version", version)) ||
 	    ((flags & PEERFETCH_NO_MANIFEST) &&
 	     !cJSON_AddFalseToObject(req, "manifest"))) {
 		snprintf(err, errlen, "out of memory");
@@ -284,6 +290,24 @@ static int open_session(struct peerfetch *pf, mauth_encode_fn encode,
 	    mlen > MANIFEST_MAX_FILE) {
 		snprintf(err, errlen, "node %s: %s: malformed reply", pf->node,
 			 what);
+		goto out;
+	}
+	/* A server before version 0 existed does not say: it opened the
+	 * one asked for. */
+	pf->version = version;
+	if (cJSON_HasObjectItem(r, "version") &&
+	    (reply_size(r, "version", &v) < 0 || v < 1 || v > UINT32_MAX ||
+	     (version && v != version))) {
+		snprintf(err, errlen, "node %s: %s: malformed reply", pf->node,
+			 what);
+		goto out;
+	}
+	if (cJSON_HasObjectItem(r, "version"))
+		pf->version = (unsigned)v;
+	if (!pf->version) {
+		snprintf(err, errlen,
+			 "node %s: %s: the server does not say which version",
+			 pf->node, what);
 		goto out;
 	}
 	pf->manifest = malloc(mlen ? (size_t)mlen : 1);
@@ -440,6 +464,120 @@ out:
 	cJSON_Delete(req);
 	free(text);
 	return rc;
+}
+
+/* Send REQ as one line and read the reply's line into an object: NULL
+ * with err (the session's state set: a refusal leaves it usable). */
+static cJSON *request(struct peerfetch *pf, const cJSON *req, const char *what,
+		      int timeout_ms, char *err, size_t errlen)
+{
+	char line[PF_REPLY_MAX], *text = jsonbuf_dup(req);
+	bool refused;
+	cJSON *r = NULL;
+	size_t n;
+
+	if (!text) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	/* jsonbuf_dup's NUL is the room for the '\n'. */
+	n = strlen(text);
+	text[n] = '\n';
+	if (send_all(pf, text, n + 1,
+		     deadline_now_ms() + (timeout_ms > 0 ? timeout_ms : 0)) <
+	    0) {
+		pf->usable = false;
+		snprintf(err, errlen, "node %s: %s: cannot send: %s", pf->node,
+			 what, strerror(errno));
+		goto out;
+	}
+	if (read_reply(pf, line,
+		       deadline_now_ms() + (timeout_ms > 0 ? timeout_ms : 0)) <
+	    0) {
+		pf->usable = false;
+		snprintf(err, errlen, "node %s: %s: %s", pf->node, what,
+			 why_read(errno));
+		goto out;
+	}
+	r = parse_reply(pf, line, what, &refused, err, errlen);
+	if (!r)
+		pf->usable = refused; /* a refusal leaves the session as is */
+out:
+	free(text);
+	return r;
+}
+
+int peerfetch_range(struct peerfetch *pf, const char *rel, uint64_t size,
+		    uint64_t off, void *buf, size_t len, int timeout_ms,
+		    size_t *ret_got, char *err, size_t errlen)
+{
+	char what[PF_NODE_MAX + 120];
+	uint64_t rsize, roff, rlen, want;
+	cJSON *req = NULL, *r = NULL;
+	bool wrote;
+	int rc = -1;
+
+	snprintf(what, sizeof(what), "'%.64s%s' at %llu", rel ? rel : "",
+		 rel && strlen(rel) > 64 ? "..." : "", (unsigned long long)off);
+	if (!pf->usable) {
+		snprintf(err, errlen, "node %s: %s: the session is closed",
+			 pf->node, what);
+		return -1;
+	}
+	if (!rel || strlen(rel) >= PEERFETCH_PATH_MAX) {
+		snprintf(err, errlen, "node %s: %s: path too long", pf->node,
+			 what);
+		return -1;
+	}
+	if (off > size) {
+		snprintf(err, errlen, "node %s: %s: past the end (%llu bytes)",
+			 pf->node, what, (unsigned long long)size);
+		return -1;
+	}
+	want = len < PEERFETCH_RANGE_MAX ? len : PEERFETCH_RANGE_MAX;
+	if (want > size - off)
+		want = size - off;
+	req = cJSON_CreateObject();
+	if (!req || !cJSON_AddStringToObject(req, "path", rel) ||
+	    !cJSON_AddNumberToObject(req, "size", (double)size) ||
+	    !cJSON_AddNumberToObject(req, "off", (double)off) ||
+	    !cJSON_AddNumberToObject(req, "len", (double)want)) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	r = request(pf, req, what, timeout_ms, err, errlen);
+	if (!r)
+		goto out;
+	if (reply_size(r, "size", &rsize) < 0 || rsize != size ||
+	    reply_size(r, "off", &roff) < 0 || roff != off ||
+	    reply_size(r, "len", &rlen) < 0 || rlen != want) {
+		/* Other bytes than we asked for follow: the session cannot
+		 * skip them without reading them all; it is done. */
+		pf->usable = false;
+		snprintf(err, errlen,
+			 "node %s: %s: the server sends another range than "
+			 "the %llu bytes asked for",
+			 pf->node, what, (unsigned long long)want);
+		goto out;
+	}
+	if (take_bytes(pf, -1, buf, want, timeout_ms, &wrote) < 0) {
+		pf->usable = false;
+		snprintf(err, errlen, "node %s: %s: cut short: %s", pf->node,
+			 what, why_read(errno));
+		goto out;
+	}
+	pf->bytes += want;
+	*ret_got = (size_t)want;
+	rc = 0;
+out:
+	cJSON_Delete(r);
+	cJSON_Delete(req);
+	return rc;
+}
+
+unsigned peerfetch_version(const struct peerfetch *pf)
+{
+	return pf ? pf->version : 0;
 }
 
 int peerfetch_usable(const struct peerfetch *pf)

@@ -10,12 +10,15 @@
  *             (common/net/peernet.h) whose JSON is
  *             {"op":"fetch_open","tier":T,"key":K,"version":N} and
  *             optionally "manifest":false; the credential is the
- *             worker's own, i.e. the job's user
- *   server -> {"ok":true,"manifest_bytes":M}\n then M bytes: the
- *             version's manifest as manifest_write wrote it (M is 0
- *             with "manifest":false: the client's other sessions do
+ *             worker's own, i.e. the job's user. Without "version"
+ *             (or with 0): the entry's current version on the server,
+ *             the highest complete K.vN (the spread view, view/, asks
+ *             for a job's part that way: every node names it alike)
+ *   server -> {"ok":true,"manifest_bytes":M,"version":N}\n then M bytes:
+ *             the version's manifest as manifest_write wrote it (M is
+ *             0 with "manifest":false: the client's other sessions do
  *             not need it again; a manifest of a million files is tens
- *             of MB)
+ *             of MB); N the version opened
  *             or {"ok":false,"error":"..."}\n and the connection closes
  *   then any number of
  *   client -> {"path":"REL","size":S}\n      a regular file of the version,
@@ -27,6 +30,12 @@
  *             path that is not clean and relative (no "." or ".."
  *             components), not a regular file of the version, or one of
  *             another size than S
+ *   client -> {"path":"REL","size":S,"off":O,"len":L}\n   a range of it
+ *   server -> {"ok":true,"size":S,"off":O,"len":L2}\n then L2 raw bytes,
+ *             L2 = min(L, S - O, PEERFETCH_RANGE_MAX); O past S, or one
+ *             of "off"/"len" without the other, is refused. A range is
+ *             authorized and checked as a whole file is (it is one,
+ *             read in part), refusals the same
  *   EOF from the client, PEERFETCH_IDLE_MS without a request, a line
  *   over PEERFETCH_LINE_MAX, or the server stopping ends it (the server
  *   closes the connection: a transfer cut short is the client's sign).
@@ -61,12 +70,13 @@
 #define PEERFETCH_IDLE_MS 30000 /* a session without a request ends */
 #define PEERFETCH_PATH_MAX 4096 /* a request's path */
 #define PEERFETCH_LINE_MAX                                                     \
-	(6 * PEERFETCH_PATH_MAX + 64) /* a request, escaped */
+	(6 * PEERFETCH_PATH_MAX + 96)   /* a request, escaped */
+#define PEERFETCH_RANGE_MAX (16u << 20) /* bytes of one range reply */
 
 struct peerfetch; /* one client session: one connection */
 
 /* Open a session to HOST:PORT for version VERSION of entry KEY on tier
- * TIER, with a credential from munged at MUNGE_SOCKET (NULL: default),
+ * TIER (0: its current version, peerfetch_version says which), with a credential from munged at MUNGE_SOCKET (NULL: default),
  * within TIMEOUT_MS (connect, credential, reply and manifest). Returns 0
  * with *ret (free with peerfetch_close), or -1 with one line in err
  * ("node n1: entry ... not found", "node n1 (10.0.0.2:6826): connection
@@ -105,6 +115,22 @@ const void *peerfetch_manifest(const struct peerfetch *pf, size_t *len);
  * transfer: no). */
 int peerfetch_file(struct peerfetch *pf, const char *rel, int dst_fd,
 		   uint64_t size, int timeout_ms, char *err, size_t errlen);
+
+/* Read LEN bytes (at most PEERFETCH_RANGE_MAX are sent at once) of file
+ * REL of the version from offset OFF into BUF, REL being SIZE bytes as
+ * the caller's listing says; the reply bounded by TIMEOUT_MS per read.
+ * Returns 0 with *ret_got the bytes read (min(LEN, SIZE - OFF,
+ * PEERFETCH_RANGE_MAX): fewer than LEN only at the end of the file or
+ * past the cap), or -1 with one line in err (a file the server does not
+ * hold at that size, OFF past SIZE: refused, the session goes on; a
+ * broken connection or a short transfer: peerfetch_usable is then 0).
+ * *ret_got is untouched on failure; BUF may hold part of the bytes. */
+int peerfetch_range(struct peerfetch *pf, const char *rel, uint64_t size,
+		    uint64_t off, void *buf, size_t len, int timeout_ms,
+		    size_t *ret_got, char *err, size_t errlen);
+
+/* The version the session reads (the server's answer for version 0). */
+unsigned peerfetch_version(const struct peerfetch *pf);
 
 /* Can PF take another request? */
 int peerfetch_usable(const struct peerfetch *pf);

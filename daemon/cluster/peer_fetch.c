@@ -38,7 +38,7 @@
 
 #define PF_SLICE_MS 250  /* a wait looks at the stop flag this often */
 #define PF_SEND_MS 10000 /* a client that takes nothing for this long */
-#define PF_HEAD_MAX 128  /* {"ok":true,"size":N} */
+#define PF_HEAD_MAX 160  /* {"ok":true,"size":N,"off":O,"len":L} */
 
 struct peer_fetch {
 	struct agent *agent;
@@ -170,16 +170,18 @@ static int send_reply(struct session *s, cJSON *reply)
 	return r;
 }
 
-/* SIZE bytes of IN from offset 0, held to PeerFetchRate, counted as
+/* LEN bytes of IN from offset OFF, held to PeerFetchRate, counted as
  * served when COUNT (a file of the dataset, not the manifest). 0, or -1
  * when the session must end (the client gone or stuck, stopping, or the
  * file shorter than it was: then the client sees a transfer cut short). */
-static int send_file(struct session *s, int in, uint64_t size, bool count)
+static int send_file(struct session *s, int in, uint64_t off_at, uint64_t len,
+		     bool count)
 {
-	off_t off = 0;
+	off_t off = (off_t)off_at;
+	uint64_t end = off_at + len;
 
-	while ((uint64_t)off < size) {
-		uint64_t left = size - (uint64_t)off;
+	while ((uint64_t)off < end) {
+		uint64_t left = end - (uint64_t)off;
 		size_t step = left < RATELIMIT_STEP ? (size_t)left
 						    : RATELIMIT_STEP;
 		ssize_t n;
@@ -242,27 +244,70 @@ static ssize_t next_line(struct session *s, size_t *ret_used)
 
 /* --- the session ------------------------------------------------------------ */
 
-/* The request {"path":REL,"size":S}: REL and S, or a refusal in err. */
-static int parse_file_request(const char *line, char *rel, size_t rellen,
-			      uint64_t *ret_size, char *err, size_t errlen)
+/* A request's figure KEY: a whole number 0 to 2^53. 0, or -1. */
+static int req_figure(const cJSON *req, const char *key, uint64_t *ret)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
+	    v->valuedouble > 9007199254740992.0 ||
+	    v->valuedouble != (double)(uint64_t)v->valuedouble)
+		return -1;
+	*ret = (uint64_t)v->valuedouble;
+	return 0;
+}
+
+/* A file request: the whole file, or with "off" and "len" a range of it
+ * (the view's reads, view/). */
+struct file_request {
+	char rel[PEERFETCH_PATH_MAX];
+	uint64_t size;
+	bool range;
+	uint64_t off, len;
+};
+
+/* The request {"path":REL,"size":S} or {"path":REL,"size":S,"off":O,
+ * "len":L} into *ret, or a refusal in err. */
+static int parse_file_request(const char *line, struct file_request *ret,
+			      char *err, size_t errlen)
 {
 	cJSON *req = cJSON_Parse(line);
 	const cJSON *path = cJSON_GetObjectItemCaseSensitive(req, "path");
-	const cJSON *size = cJSON_GetObjectItemCaseSensitive(req, "size");
+	bool has_off = cJSON_HasObjectItem(req, "off"),
+	     has_len = cJSON_HasObjectItem(req, "len");
 	int r = -1;
 
 	if (!cJSON_IsObject(req) || !cJSON_IsString(path)) {
 		snprintf(err, errlen,
 			 "malformed request: want {\"path\":REL,\"size\":N}");
-	} else if (strlen(path->valuestring) >= rellen) {
-		snprintf(err, errlen, "path longer than %zu bytes", rellen - 1);
-	} else if (!cJSON_IsNumber(size) || size->valuedouble < 0 ||
-		   size->valuedouble > 9007199254740992.0 ||
-		   size->valuedouble != (double)(uint64_t)size->valuedouble) {
+	} else if (strlen(path->valuestring) >= sizeof(ret->rel)) {
+		snprintf(err, errlen, "path longer than %zu bytes",
+			 sizeof(ret->rel) - 1);
+	} else if (req_figure(req, "size", &ret->size) < 0) {
 		snprintf(err, errlen, "key 'size': a whole number of bytes");
+	} else if (has_off != has_len) {
+		snprintf(err, errlen, "a range needs both 'off' and 'len'");
+	} else if (has_off && (req_figure(req, "off", &ret->off) < 0 ||
+			       req_figure(req, "len", &ret->len) < 0)) {
+		snprintf(err, errlen,
+			 "keys 'off' and 'len': whole numbers of bytes");
+	} else if (has_off && ret->off > ret->size) {
+		snprintf(err, errlen,
+			 "offset %" PRIu64 " is past the end (%" PRIu64
+			 " bytes)",
+			 ret->off, ret->size);
 	} else {
-		snprintf(rel, rellen, "%s", path->valuestring);
-		*ret_size = (uint64_t)size->valuedouble;
+		snprintf(ret->rel, sizeof(ret->rel), "%s", path->valuestring);
+		ret->range = has_off;
+		if (!has_off) {
+			ret->off = 0;
+			ret->len = ret->size;
+		} else {
+			if (ret->len > PEERFETCH_RANGE_MAX)
+				ret->len = PEERFETCH_RANGE_MAX;
+			if (ret->len > ret->size - ret->off)
+				ret->len = ret->size - ret->off;
+		}
 		r = 0;
 	}
 	cJSON_Delete(req);
@@ -270,45 +315,59 @@ static int parse_file_request(const char *line, char *rel, size_t rellen,
 }
 
 /* One request LINE: a refusal sent (the session goes on: 0), or the file
- * sent (0), or -1 when the session must end. */
+ * or its range sent (0), or -1 when the session must end. A range is
+ * checked as a whole file is (the same open beneath, regular file,
+ * owner, size): it is one, read in part. */
 static int serve_file(struct session *s, const char *line)
 {
-	char rel[PEERFETCH_PATH_MAX], err[PEERFETCH_PATH_MAX + 256], shown[80],
-	    head[PF_HEAD_MAX];
+	char err[PEERFETCH_PATH_MAX + 256], shown[80], head[PF_HEAD_MAX];
+	struct file_request *q = malloc(sizeof(*q));
 	struct stat st;
-	uint64_t size;
-	int in, r, n;
+	int in = -1, r, n;
 
-	if (parse_file_request(line, rel, sizeof(rel), &size, err,
-			       sizeof(err)) < 0)
-		return send_reply(s, proto_reply_error("%s", err));
-	in = cache_served_open_file(&s->served, rel, &st, err, sizeof(err));
-	if (in < 0)
-		return send_reply(
-		    s,
-		    proto_reply_error("'%s': %s",
-				      ops_printable(rel, shown, sizeof(shown)),
-				      err));
-	if ((uint64_t)st.st_size != size) {
-		close(in);
-		return send_reply(
-		    s,
-		    proto_reply_error("'%s': %" PRIu64
-				      " bytes here, not %" PRIu64,
-				      ops_printable(rel, shown, sizeof(shown)),
-				      (uint64_t)st.st_size, size));
+	if (!q)
+		return -1;
+	if (parse_file_request(line, q, err, sizeof(err)) < 0) {
+		r = send_reply(s, proto_reply_error("%s", err));
+		goto out;
+	}
+	in = cache_served_open_file(&s->served, q->rel, &st, err, sizeof(err));
+	if (in < 0) {
+		r = send_reply(s,
+			       proto_reply_error("'%s': %s",
+						 ops_printable(q->rel, shown,
+							       sizeof(shown)),
+						 err));
+		goto out;
+	}
+	if ((uint64_t)st.st_size != q->size) {
+		r = send_reply(s,
+			       proto_reply_error(
+				   "'%s': %" PRIu64 " bytes here, not %" PRIu64,
+				   ops_printable(q->rel, shown, sizeof(shown)),
+				   (uint64_t)st.st_size, q->size));
+		goto out;
 	}
 	/* Formatted here: cJSON prints numbers through a double. */
-	n = snprintf(head, sizeof(head), "{\"ok\":true,\"size\":%" PRIu64 "}\n",
-		     size);
+	if (q->range)
+		n = snprintf(head, sizeof(head),
+			     "{\"ok\":true,\"size\":%" PRIu64
+			     ",\"off\":%" PRIu64 ",\"len\":%" PRIu64 "}\n",
+			     q->size, q->off, q->len);
+	else
+		n = snprintf(head, sizeof(head),
+			     "{\"ok\":true,\"size\":%" PRIu64 "}\n", q->size);
 	r = send_all(s, head, (size_t)n);
 	if (r == 0)
-		r = send_file(s, in, size, true);
-	close(in);
-	if (r == 0) {
+		r = send_file(s, in, q->off, q->len, true);
+	if (r == 0 && !q->range) {
 		s->files++;
 		atomic_fetch_add(&s->f->files, 1);
 	}
+out:
+	if (in >= 0)
+		close(in);
+	free(q);
 	return r;
 }
 
@@ -322,10 +381,12 @@ static void run_session(struct session *s)
 	if (fl < 0 || fcntl(s->fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return;
 	n = snprintf(head, sizeof(head),
-		     "{\"ok\":true,\"manifest_bytes\":%" PRIu64 "}\n",
-		     s->manifest ? s->served.manifest_size : 0);
+		     "{\"ok\":true,\"manifest_bytes\":%" PRIu64
+		     ",\"version\":%u}\n",
+		     s->manifest ? s->served.manifest_size : 0,
+		     s->served.version);
 	if (send_all(s, head, (size_t)n) < 0 ||
-	    (s->manifest && send_file(s, s->served.manifest_fd,
+	    (s->manifest && send_file(s, s->served.manifest_fd, 0,
 				      s->served.manifest_size, false) < 0))
 		return;
 	for (;;) {
@@ -346,17 +407,23 @@ static void run_session(struct session *s)
 	}
 }
 
-/* The request's version: a whole number 1..UINT_MAX; 0 when it is not
- * (cache_open_served refuses 0). */
-static unsigned req_version(const cJSON *req)
+/* The request's version into *ret: a whole number 1..UINT_MAX, or 0
+ * (absent, or 0) for the entry's current version. -1 when it is
+ * something else. */
+static int req_version(const cJSON *req, unsigned *ret)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "version");
 
-	if (!cJSON_IsNumber(v) || v->valuedouble < 1 ||
+	if (!v) {
+		*ret = 0;
+		return 0;
+	}
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
 	    v->valuedouble > 4294967295.0 ||
 	    v->valuedouble != (double)(unsigned)v->valuedouble)
-		return 0;
-	return (unsigned)v->valuedouble;
+		return -1;
+	*ret = (unsigned)v->valuedouble;
+	return 0;
 }
 
 /* The refusal of a session: a warning, but for the bound (BUSY), which
@@ -395,7 +462,13 @@ cJSON *peer_fetch_serve(struct peer_fetch *f, int fd,
 		reply = refuse(f, s->who, err, false);
 		goto out;
 	}
-	version = req_version(req);
+	if (req_version(req, &version) < 0) {
+		reply = refuse(f, s->who,
+			       "key 'version': a whole number (0 or absent: "
+			       "the current one)",
+			       false);
+		goto out;
+	}
 	s->manifest = !cJSON_IsFalse(
 	    cJSON_GetObjectItemCaseSensitive(req, "manifest"));
 	if (!f->agent->cache) {
@@ -429,8 +502,9 @@ cJSON *peer_fetch_serve(struct peer_fetch *f, int fd,
 	log_debug("%s: fetch session for %s.v%u on tier '%s' over: %" PRIu64
 		  " files, %s",
 		  s->who, ops_printable(key, shown[0], sizeof(shown[0])),
-		  version, ops_printable(tier, shown[1], sizeof(shown[1])),
-		  s->files, units_bytes(s->bytes, size, sizeof(size)));
+		  s->served.version,
+		  ops_printable(tier, shown[1], sizeof(shown[1])), s->files,
+		  units_bytes(s->bytes, size, sizeof(size)));
 	reply = PEERSERVE_TAKEN;
 out:
 	cache_served_close(&s->served);

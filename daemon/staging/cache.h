@@ -275,6 +275,7 @@ void cache_gc_key(struct cache *c, int tier, const char *key);
  * directory; -1 for a one-file dataset) and its manifest (at offset 0). */
 struct cache_served {
 	int vfd, data_fd, manifest_fd;
+	unsigned version; /* the version opened (the current one for 0) */
 	uint64_t manifest_size;
 	bool public;
 	uid_t uid; /* the entry's user (0 for a public entry) */
@@ -286,7 +287,9 @@ struct cache_served {
 /* Open version VERSION of KEY on the tier named TIER for ASKER (a MUNGE
  * credential's uid): TIER one of this node's and not Shared=yes, KEY a
  * key, the version published and whole (cache_serve.c says what is
- * checked) and ASKER its user, root, or anyone for a public entry. 0 with
+ * checked) and ASKER its user, root, or anyone for a public entry.
+ * VERSION 0 is the key's current version (cache_current: the highest
+ * complete one); ret->version says which was opened. 0 with
  * *ret (cache_served_close), or -1 with the refusal in err: an entry
  * ASKER may not have is "not found" like a missing one. */
 int cache_open_served(struct cache *c, const char *tier, const char *key,

@@ -57,7 +57,9 @@ int cache_open_served(struct cache *c, const char *tier, const char *key,
 	char name[CACHE_ENTRY_NAME_MAX], why[256];
 	struct cache_served s = { .vfd = -1, .data_fd = -1, .manifest_fd = -1 };
 	struct cache_entry *e = NULL;
+	struct cache_version cur;
 	struct stat st;
+	unsigned next;
 	int t;
 
 	if ((t = served_tier(c, tier, err, errlen)) < 0)
@@ -66,15 +68,30 @@ int cache_open_served(struct cache *c, const char *tier, const char *key,
 		snprintf(err, errlen, "'%.40s' is not a cache key", key);
 		return -1;
 	}
-	if (version < 1 || version > CACHE_VERSION_MAX) {
+	if (version > CACHE_VERSION_MAX) {
 		snprintf(err, errlen, "version %u: must be 1..%u", version,
 			 CACHE_VERSION_MAX);
 		return -1;
+	}
+	/* 0: the current version, as entry_current answers it. Without
+	 * K.lock a newer one may be published meanwhile, or this one
+	 * evicted: the asker then gets the older one, or "not found", as
+	 * it would a moment earlier or later. */
+	if (version == 0) {
+		if (cache_current(c, t, key, &cur, &next) != 1) {
+			snprintf(err, errlen,
+				 "cache entry %s not found on tier '%s'", key,
+				 tier);
+			errno = ENOENT;
+			return -1;
+		}
+		version = cur.version;
 	}
 	cache_version_name(key, version, name, sizeof(name));
 	e = cache_index_load(c, t, name, why, sizeof(why));
 	if (!e || !(asker == 0 || e->public || e->uid == asker))
 		goto missing;
+	s.version = version;
 	s.public = e->public;
 	s.uid = e->uid;
 	s.file_owner = e->public ? c->owner_uid : e->uid;

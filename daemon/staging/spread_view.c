@@ -26,10 +26,6 @@
 #include "daemon/staging/cache.h"
 #include "daemon/staging/spread_view.h"
 
-#ifndef IOSTAGE_VIEW_PATH
-#define IOSTAGE_VIEW_PATH "/usr/sbin/iostage-view"
-#endif
-
 #define VIEWS_DIR "views"
 #define VIEW_REAP_MS 2000
 
@@ -242,7 +238,16 @@ int spread_view_start(struct agent *a, const struct spread_view_args *va,
 			 strerror(errno));
 		goto out;
 	}
-	dev = fusemount_at(jdir, fname, va->uid, va->gid, why, sizeof(why));
+	mnt = openat(jdir, fname,
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (mnt < 0)
+		snprintf(why, sizeof(why), "cannot open %s: %s", fname,
+			 strerror(errno));
+	dev = mnt < 0 ? -1
+		      : fusemount_at(mnt, va->uid, va->gid, why, sizeof(why));
+	if (mnt >= 0)
+		close(mnt);
+	mnt = -1;
 	if (dev < 0) {
 		snprintf(err, errlen, "dataset '%s': %s", va->name, why);
 		goto out;

@@ -140,7 +140,9 @@ START_TEST(test_open_refused)
 		{ "t0", "", version, "not a cache key" },
 		{ "t0", build_key, version, "not a cache key" },
 		{ "t0", "../../../../etc/passwd", version, "not a cache key" },
-		{ "t0", key, 0, "must be 1.." },
+		{ "t0", key, 1000000000, "must be 1.." },
+		/* the current version of an entry with none */
+		{ "t0", other, 0, "not found" },
 		{ "t0", key, version + 1, "not found" },
 		{ "t0", other, 1, "not found" },
 		/* a build in progress is never served (version + 1) */
@@ -235,6 +237,224 @@ START_TEST(test_file_refused)
 	ck_assert(same_as_src(fd, "a.txt"));
 	close(fd);
 	peerfetch_close(pf);
+}
+END_TEST
+
+/* Version 0 opens the entry's current version, and says which; another
+ * user's entry is still "not found". */
+START_TEST(test_current_version)
+{
+	struct peerfetch *pf = NULL;
+	char err[1024];
+	unsigned v2;
+	int fd;
+
+	ck_assert_msg(open_session("t0", key, 0, &pf, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(peerfetch_version(pf), version);
+	peerfetch_close(pf);
+	/* a newer one published: that one */
+	v2 = build_version();
+	ck_assert_uint_eq(v2, version + 1);
+	ck_assert_msg(open_session("t0", key, 0, &pf, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(peerfetch_version(pf), v2);
+	fd = scratch_file("out");
+	ck_assert_msg(peerfetch_file(pf, "a.txt", fd, 1000, 5000, err,
+				     sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert(same_as_src(fd, "a.txt"));
+	close(fd);
+	peerfetch_close(pf);
+	/* an explicit version is still that one */
+	ck_assert_msg(open_session("t0", key, version, &pf, err, sizeof(err)) ==
+			  0,
+		      "%s", err);
+	ck_assert_uint_eq(peerfetch_version(pf), version);
+	peerfetch_close(pf);
+	cred_uid = geteuid() ? geteuid() + 1 : 1000;
+	ck_assert_int_eq(open_session("t0", key, 0, &pf, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "not found on tier 't0'"), "%s", err);
+}
+END_TEST
+
+/* The bytes [OFF, OFF + LEN) of SRC/REL, compared with BUF. */
+static bool same_range(const char *rel, uint64_t off, const char *buf,
+		       size_t len)
+{
+	char path[PATH_MAX], *want = malloc(len + 1);
+	bool same;
+	int in;
+
+	ck_assert_ptr_nonnull(want);
+	snprintf(path, sizeof(path), "%s/%s", src, rel);
+	in = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_eq(pread(in, want, len, (off_t)off), (ssize_t)len);
+	same = !memcmp(want, buf, len);
+	close(in);
+	free(want);
+	return same;
+}
+
+/* Ranges of a file: start, middle, end, cut at the end, empty at the
+ * end; refusals leave the session usable. */
+START_TEST(test_ranges)
+{
+	const struct {
+		const char *path;
+		uint64_t size, off;
+		size_t len, got;
+	} cases[] = {
+		{ "big.bin", BIG, 0, 4096, 4096 },
+		{ "big.bin", BIG, 1000003, 70000, 70000 },
+		{ "big.bin", BIG, BIG - 100, 100, 100 },
+		{ "big.bin", BIG, BIG - 100, 4096, 100 }, /* past the end */
+		{ "big.bin", BIG, BIG, 4096, 0 },         /* at the end */
+		{ "a.txt", 1000, 0, 1000, 1000 },
+		{ "sub/b.txt", 5000, 4999, 1, 1 },
+		{ "empty", 0, 0, 10, 0 },
+	};
+	const struct {
+		const char *path;
+		uint64_t size, off;
+		const char *error;
+	} refused[] = {
+		{ "a.txt", 999, 0, "1000 bytes here, not 999" },
+		{ "a.txt", 2000, 1500, "1000 bytes here, not 2000" },
+		{ "../a.txt", 1000, 0, "not a clean relative path" },
+		{ "missing", 10, 0, "No such file" },
+		{ "sub", 0, 0, "not a regular file" },
+	};
+	struct peer_fetch_counts c;
+	struct peerfetch *pf = must_open();
+	char err[1024], *buf = malloc(BIG);
+	uint64_t total = 0;
+	size_t got;
+
+	ck_assert_ptr_nonnull(buf);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		got = 12345;
+		ck_assert_msg(peerfetch_range(pf, cases[i].path, cases[i].size,
+					      cases[i].off, buf, cases[i].len,
+					      5000, &got, err,
+					      sizeof(err)) == 0,
+			      "case %zu: %s", i, err);
+		ck_assert_uint_eq(got, cases[i].got);
+		ck_assert_msg(same_range(cases[i].path, cases[i].off, buf, got),
+			      "case %zu differs", i);
+		total += got;
+	}
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		ck_assert_int_eq(peerfetch_range(pf, refused[i].path,
+						 refused[i].size,
+						 refused[i].off, buf, 10, 5000,
+						 &got, err, sizeof(err)),
+				 -1);
+		ck_assert_msg(strstr(err, refused[i].error), "refused %zu: %s",
+			      i, err);
+		ck_assert_msg(peerfetch_usable(pf), "refused %zu", i);
+	}
+	/* past the end: the client does not even ask */
+	ck_assert_int_eq(peerfetch_range(pf, "a.txt", 1000, 1001, buf, 10, 5000,
+					 &got, err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "past the end"), "%s", err);
+	ck_assert(peerfetch_usable(pf));
+	/* a whole file still works on the same session */
+	{
+		int fd = scratch_file("out");
+
+		ck_assert_msg(peerfetch_file(pf, "a.txt", fd, 1000, 5000, err,
+					     sizeof(err)) == 0,
+			      "%s", err);
+		ck_assert(same_as_src(fd, "a.txt"));
+		close(fd);
+	}
+	ck_assert_uint_eq(peerfetch_bytes(pf), total + 1000);
+	peerfetch_close(pf);
+	for (int i = 0; i < 100; i++) {
+		peer_fetch_counts(peer_fetcher(g.a.peer), &c);
+		if (!c.active)
+			break;
+		usleep(20000);
+	}
+	/* ranges count as bytes served, not as files */
+	ck_assert_uint_eq(c.files, 1);
+	ck_assert_uint_eq(c.bytes, total + 1000);
+	free(buf);
+}
+END_TEST
+
+/* The server: an offset past the end is refused, a range without its
+ * length too, a length over PEERFETCH_RANGE_MAX capped to it (a raw
+ * session: the client never asks for any of them). */
+START_TEST(test_range_server_bounds)
+{
+	const size_t huge = PEERFETCH_RANGE_MAX + 4097;
+	char err[1024], line[4096], path[PATH_MAX], *req_line;
+	char *buf = malloc(huge), *back = malloc(huge);
+	cJSON *req = cJSON_Parse(
+	    "{\"op\":\"fetch_open\",\"tier\":\"t0\",\"manifest\":false}");
+	FILE *in;
+	int sv[2], fd;
+	pid_t pid;
+
+	ck_assert(buf && back && req);
+	/* a file larger than one range, put in the version's data */
+	for (size_t i = 0; i < huge; i++)
+		buf[i] = (char)(i * 13 + i / 4099);
+	ck_assert_int_eq(chmod(data, 0700), 0);
+	snprintf(path, sizeof(path), "%s/huge", data);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0400);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, buf, huge), (ssize_t)huge);
+	close(fd);
+	ck_assert_int_eq(chmod(data, 0500), 0);
+	cJSON_AddStringToObject(req, "key", key);
+	req_line = peernet_request_line_by(standin_encode, NULL, req, err,
+					   sizeof(err));
+	ck_assert_ptr_nonnull(req_line);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(sv[1]);
+		peer_serve_fd(g.a.peer, sv[0]); /* PEERSERVE_TAKEN */
+		_exit(0);
+	}
+	close(sv[0]);
+	ck_assert_int_gt(dprintf(sv[1],
+				 "%s\n"
+				 "{\"path\":\"a.txt\",\"size\":1000,"
+				 "\"off\":1001,\"len\":1}\n"
+				 "{\"path\":\"a.txt\",\"size\":1000,"
+				 "\"off\":10}\n"
+				 "{\"path\":\"huge\",\"size\":%zu,"
+				 "\"off\":1,\"len\":99999999999}\n",
+				 req_line, huge),
+			 0);
+	shutdown(sv[1], SHUT_WR);
+	in = fdopen(sv[1], "r");
+	ck_assert_ptr_nonnull(in);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), in));
+	ck_assert_msg(strstr(line, "\"version\":1"), "%s", line);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), in));
+	ck_assert_msg(strstr(line, "past the end"), "%s", line);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), in));
+	ck_assert_msg(strstr(line, "needs both"), "%s", line);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), in));
+	snprintf(err, sizeof(err), "\"off\":1,\"len\":%u}",
+		 PEERFETCH_RANGE_MAX);
+	ck_assert_msg(strstr(line, err), "%s", line);
+	ck_assert_uint_eq(fread(back, 1, huge, in), PEERFETCH_RANGE_MAX);
+	ck_assert(!memcmp(back, buf + 1, PEERFETCH_RANGE_MAX));
+	fclose(in);
+	waitpid(pid, NULL, 0);
+	free(req_line);
+	cJSON_Delete(req);
+	free(buf);
+	free(back);
 }
 END_TEST
 
@@ -479,6 +699,9 @@ static Suite *peerfetch_suite(void)
 	tcase_add_test(tc, test_other_user_refused);
 	tcase_add_test(tc, test_public_entry_served_to_all);
 	tcase_add_test(tc, test_file_refused);
+	tcase_add_test(tc, test_current_version);
+	tcase_add_test(tc, test_ranges);
+	tcase_add_test(tc, test_range_server_bounds);
 	tcase_add_test(tc, test_file_of_another_owner_refused);
 	tcase_add_test(tc, test_broken_mid_file);
 	tcase_add_test(tc, test_server_size_mismatch);

@@ -1,0 +1,34 @@
+/* view_fuse.h - the spread view's FUSE file system: the whole dataset,
+ * read-only, from its listing (view_tree.h) and its sources
+ * (view_source.h) (docs/STAGING.md, "The spread view").
+ *
+ * libfuse 3's high-level API over a /dev/fuse fd root mounted already
+ * (common/fs/fusemount.h): nothing here mounts or unmounts. Attributes
+ * come from the listing (type, mode without write bits, size, mtime; the
+ * serving process's uid and gid), with long timeouts and the page cache
+ * kept across opens (keep_cache): the dataset does not change during a
+ * job. Not direct_io, so mmap works. Every request that would write is
+ * refused with EROFS (the mount is read-only too).
+ */
+#ifndef IOSTAGE_VIEW_FUSE_H
+#define IOSTAGE_VIEW_FUSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "view/view_source.h"
+#include "view/view_tree.h"
+
+#define VIEW_FUSE_TIMEOUT_S 86400.0 /* entries and attributes cached */
+#define VIEW_FUSE_IO_MAX (1u << 20) /* bytes of one read request */
+
+/* Serve tree T from sources VS on FUSE_FD (an open, mounted /dev/fuse) on
+ * libfuse's threads until the file system is unmounted or, with
+ * SIGNALS, SIGTERM, SIGINT or SIGHUP arrives. Returns 0 then, or -1 with
+ * one line in err when the session could not start or failed. FUSE_FD
+ * is closed on return. */
+int view_fuse_run(int fuse_fd, const struct view_tree *t,
+		  struct view_source *vs, bool signals, char *err,
+		  size_t errlen);
+
+#endif /* IOSTAGE_VIEW_FUSE_H */
