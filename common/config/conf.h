@@ -119,6 +119,7 @@ struct conf {
 	bool trace;                 /* Trace=yes: deep mode for every job */
 	char trace_library
 	    [CONF_PATH_MAX]; /* the LD_PRELOAD shim (TraceLibrary) */
+	char view_program[CONF_PATH_MAX]; /* iostage-view (ViewProgram) */
 	/* Node to node (daemon/cluster/peer.c): multi-node jobs. */
 	unsigned peer_port;                /* TCP port, 0 = no peer channel */
 	char peer_listen[CONF_LISTEN_MAX]; /* address to listen on, "" = all */

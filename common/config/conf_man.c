@@ -38,6 +38,7 @@ static const struct {
 } install_paths[] = {
 	{ "ProfileDir", "/etc/slurm/iostage.d" },
 	{ "TraceLibrary", "/usr/local/lib/iostage/libiostage-preload.so" },
+	{ "ViewProgram", "/usr/local/libexec/iostage/iostage-view" },
 };
 
 static const char *default_doc(const struct conf_key *k)

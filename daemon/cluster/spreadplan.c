@@ -2,6 +2,7 @@
  * nodes ask it (see spreadplan.h). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,7 +138,12 @@ static int ask_head(struct agent *a, struct job *job, size_t i, char *ret,
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(rep,
 								   "state");
 		const cJSON *pl = cJSON_GetObjectItemCaseSensitive(rep, "plan");
-		const char *state = cJSON_IsString(st) ? st->valuestring : "";
+		bool answered = rep != NULL;
+		char state[16];
+
+		/* Copied: REP goes before the state is looked at again. */
+		snprintf(state, sizeof(state), "%s",
+			 cJSON_IsString(st) ? st->valuestring : "");
 
 		if (rep &&
 		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rep, "ok")) &&
@@ -168,7 +174,7 @@ static int ask_head(struct agent *a, struct job *job, size_t i, char *ret,
 				 "the job's head %s gave no spread plan in "
 				 "%d s (%s)",
 				 head, SPREADPLAN_HEAD_UNKNOWN_MS / 1000,
-				 rep ? "it does not know the job" : e);
+				 answered ? "it does not know the job" : e);
 			goto out;
 		}
 		if (stop(arg, err, errlen))

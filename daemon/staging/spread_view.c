@@ -34,16 +34,16 @@
 static pthread_mutex_t exe_lock = PTHREAD_MUTEX_INITIALIZER;
 static int exe_fd = -1;
 
-static int view_exe(char *err, size_t errlen)
+static int view_exe(const char *path, char *err, size_t errlen)
 {
 	int fd;
 
 	pthread_mutex_lock(&exe_lock);
 	if (exe_fd < 0)
-		exe_fd = open(IOSTAGE_VIEW_PATH, O_RDONLY | O_CLOEXEC);
+		exe_fd = open(path, O_RDONLY | O_CLOEXEC);
 	fd = exe_fd;
 	if (fd < 0)
-		snprintf(err, errlen, "cannot open %s: %s", IOSTAGE_VIEW_PATH,
+		snprintf(err, errlen, "cannot open ViewProgram=%s: %s", path,
 			 strerror(errno));
 	pthread_mutex_unlock(&exe_lock);
 	return fd;
@@ -120,7 +120,7 @@ static int spawn_view(struct agent *a, const struct spread_view_args *va,
 	struct spawn_how how = { .outlive = true };
 	struct spawn_proc p;
 
-	how.exe_fd = view_exe(err, errlen);
+	how.exe_fd = view_exe(conf->view_program, err, errlen);
 	if (how.exe_fd < 0)
 		return -1;
 	if (lseek(va->listing_fd, 0, SEEK_SET) < 0) {

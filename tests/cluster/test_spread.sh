@@ -42,13 +42,13 @@ test_spread_three_nodes_each_hold_a_part_and_see_the_whole() {
 test_spread_training_reads_see_what_the_pfs_holds() {
 	local ds want node
 	ds="$CLUSTER_PFS/$TEST_NAME/shapes"
-	python3 "$REPO_ROOT/examples/pytorch/make_data.py" "$ds" ||
+	/usr/bin/python3 "$REPO_ROOT/examples/pytorch/make_data.py" "$ds" ||
 		fail "make_data.py $ds"
 	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
-	want=$(python3 "$CL_DIR/spread_read.py" "$ds") || fail "spread_read.py on the PFS: $want"
+	want=$(/usr/bin/python3 "$CL_DIR/spread_read.py" "$ds") || fail "spread_read.py on the PFS: $want"
 	cp "$CL_DIR/spread_read.py" "$TEST_WORKDIR/" && chmod 0755 "$TEST_WORKDIR/spread_read.py"
 	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds,spread=yes" -o out.txt \
-		--wrap "srun bash -c 'echo \$(hostname): \$(python3 $TEST_WORKDIR/spread_read.py \"\$IOSTAGE_DATA\" 2>&1 | tail -n1)'" \
+		--wrap "srun bash -c 'echo \$(hostname): \$(/usr/bin/python3 $TEST_WORKDIR/spread_read.py \"\$IOSTAGE_DATA\" 2>&1 | tail -n1)'" \
 		>/dev/null || fail "sbatch -N3 spread: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
 	for node in n1 n2 n3; do
 		assert_file_contains "DataLoader, h5py, read/pread/mmap on $node" out.txt "$node: $want"

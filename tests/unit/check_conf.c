@@ -188,8 +188,8 @@ static const struct ok_case ok_cases[] = {
 	{ "Tier=a Path=/a", "Tier=a DefaultTier=a" }, /* no trailing newline */
 	{ "Tier=a Path=/a\nTier=b Path=/b\nDefaultTier=b\n", "DefaultTier=b" },
 	/* Deep mode (docs/SHIM.md). */
-	{ T1 "trace=YES\nTraceLibrary=/opt/s/p.so\n",
-	  "Trace=yes TraceLibrary=/opt/s/p.so" },
+	{ T1 "trace=YES\nTraceLibrary=/opt/s/p.so\nViewProgram=/opt/v\n",
+	  "Trace=yes TraceLibrary=/opt/s/p.so ViewProgram=/opt/v" },
 	/* Public datasets (docs/STAGING.md). */
 	{ T1 "PublicDatasets=no\nPublicUser=iostage-pub_1.x\n",
 	  "PublicDatasets=no PublicUser=iostage-pub_1.x" },
@@ -313,6 +313,7 @@ static const char *const default_cases[] = {
 	"MetricsJobGrace=300",
 	"Trace=no",
 	"TraceLibrary=" IOSTAGE_SHIM_PATH,
+	"ViewProgram=" IOSTAGE_VIEW_PATH,
 	"PeerPort=6826",
 	"PeerListen=",
 	"PeerPartsTimeout=60",
