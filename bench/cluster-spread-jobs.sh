@@ -127,6 +127,8 @@ cs_job() {
 			| {node, when: "in the job", local_bytes, peer_bytes, pfs_bytes}] as $in_job
 		| [$o | field("STATSHOST")[] | select(. != "") | fromjson] as $after
 		| (if $rec == null then null else ($rec | parts($t0)) end) as $parts
+		# a job refused at submit read nothing: no bytes to count
+		| (if $job == "" then null else $l2 - $l0 end) as $rx
 		| {
 			case: $case, reader: $reader, job: (if $job == "" then null else ($job | tonumber) end),
 			profile: $prof, dataset: {source: $src, files: $files, bytes: $bytes},
@@ -138,11 +140,11 @@ cs_job() {
 			submit_to_first_task_s: (if $task then ($task - $t0) | r3 else null end),
 			submit_to_staged_all_s: (if $parts then ([$parts[].staged_s] | max) else null end),
 			stage_in_max_s: (if $parts then ([$parts[].stage_in_s] | max) else null end),
-			pfs_rx_bytes: ($l2 - $l0),
+			pfs_rx_bytes: $rx,
 			pfs_rx_before_task: (if $l1 then $l1 - $l0 else null end),
 			pfs_rx_readers: (if $l1 and $l3 then $l3 - $l1 else null end),
 			pfs_rx_after: (if $l3 then $l2 - $l3 else null end),
-			pfs_rx_per_dataset: ((($l2 - $l0) / $bytes) | r3),
+			pfs_rx_per_dataset: (if $rx then ($rx / $bytes) | r3 else null end),
 			bytes_read_by_tasks: ([$tasks[] | .bytes_read] | add),
 			link_rate_bytes_per_s: $rate, bound_once_s: (($bytes / $rate) | r3),
 			state: ($rec.state // null), missing_nodes: ($rec.missing_nodes // []),

@@ -221,7 +221,7 @@ TXT=$BENCH_RESULTS/$BENCH_CS_NAME-LATEST.txt
 		(.jobs[] | [.case, .reader, (.job // "-" | tostring),
 			(if .error then "FAILED" else (.epoch_s | map(tostring) | join(" / ")) + " s" end),
 			(.submit_to_first_task_s | s), (.submit_to_staged_all_s | s), (.pfs_rx_bytes | mb),
-			((.pfs_rx_per_dataset | tostring) + "x"), "\(.pfs_rx_before_task | mb) / \(.pfs_rx_readers | mb)"] | @tsv)' "$OUT" | column -t -s $'\t'
+			(if .pfs_rx_per_dataset then (.pfs_rx_per_dataset | tostring) + "x" else "-" end), "\(.pfs_rx_before_task | mb) / \(.pfs_rx_readers | mb)"] | @tsv)' "$OUT" | column -t -s $'\t'
 	jq -r '.jobs[] | select(.error) | "  \(.case)-\(.reader): \(.error)"' "$OUT"
 	jq -r '.jobs[] | select(.parts) | "  \(.case)-\(.reader) stage_in per node: " + ([.parts[] | "\(.node) \(.stage_in_s) s (copied \(.datasets[0].copied_bytes // "-") B)"] | join("; "))' "$OUT"
 	jq -r '.jobs[] | select(.case == "spread") | "  spread-\(.reader) view counters per node: " +
