@@ -150,7 +150,8 @@ cs_job() {
 			state: ($rec.state // null), missing_nodes: ($rec.missing_nodes // []),
 			parts: $parts,
 			spread_stats: (if ($after | length) > 0 then $after elif ($in_job | length) > 0 then $in_job
-				else "not yet wired" end),
+				elif ($ENV.CS_STATS // "") == "" then "not yet wired" else "no stats file at \($ENV.CS_STATS)" end),
+			spread_stats_in_job: $in_job,
 			readers: $tasks
 		}' >>"$CS_OUT" || fail "$kase/$reader: cannot summarize job ${SUBMIT_JOBID:-}"
 	tail -n1 "$CS_OUT" | jq -r '"cluster-spread \(.case)-\(.reader): job \(.job): " +
