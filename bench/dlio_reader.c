@@ -49,7 +49,7 @@ static size_t nfiles, capfiles;
 static uint64_t total_bytes;
 
 static long threads = 8, batch = 32, compute_ms = 20, epochs = 3, prefetch = 4;
-static long sample_bytes; /* 0: whole files */
+static long sample_bytes;    /* 0: whole files */
 static long rank, world = 1; /* whole-file mode: this rank's share */
 
 static size_t nitems;          /* samples per epoch */
@@ -224,7 +224,7 @@ int main(int argc, char **argv)
 	qsort(files, nfiles, sizeof *files, cmp_path);
 	nitems = sample_bytes ? (size_t)(total_bytes / (uint64_t)sample_bytes)
 			      : (nfiles - (size_t)rank + (size_t)world - 1) /
-					(size_t)world;
+				    (size_t)world;
 	if (nitems == 0) {
 		fprintf(stderr, "dlio_reader: %s: smaller than one sample\n",
 			argv[optind]);

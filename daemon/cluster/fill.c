@@ -127,13 +127,13 @@ static int from_head(struct agent *a, struct job *job, size_t i,
 		failed = !strcmp(state, "failed");
 		staging = !strcmp(state, "staging");
 		cJSON_Delete(r);
-		if (failed ||
-		    (!staging &&
-		     deadline_now_ms() - t0 > FILL_HEAD_UNKNOWN_MS)) {
+		if (failed || (!staging &&
+			       deadline_now_ms() - t0 > FILL_HEAD_UNKNOWN_MS)) {
 			log_info("job %u: dataset %zu: the head %s %s; reading "
 				 "the PFS",
 				 job->id, i, head,
-				 failed ? "failed it" : "does not know the job");
+				 failed ? "failed it"
+					: "does not know the job");
 			break;
 		}
 		if (stop(arg, err, errlen)) {
