@@ -513,6 +513,19 @@ bench-cluster-cache:
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) bench/cluster-cache.sh
 
+# What a user gains when a dataset 2.5x one node's tier is spread over the
+# job's nodes (issue 29 item 7): the same cluster and PFS, 3-node jobs
+# training 3 epochs with a DLIO-shaped reader and a PyTorch DataLoader,
+# reading the PFS in place (pfs), a full copy per node (local), and the
+# dataset spread (spread, pending the feature) (bench/cluster-spread.sh,
+# knobs there); as root, about 10 minutes; results in
+# bench/results/cluster-spread-LATEST.{json,txt}.
+.PHONY: bench-cluster-spread
+bench-cluster-spread:
+	@bench/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) bench/cluster-spread.sh
+
 # The job history at 1,000,000 jobs: ingest rate, query p99, size on disk
 # (bench/history.c; BENCH_HISTORY_ARGS="-n 100000" for a quick run).
 BENCH_HISTORY := $(BUILD)/bench/history

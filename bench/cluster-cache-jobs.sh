@@ -29,69 +29,13 @@
 #   verified        every node of the job has a published cache version
 #                   of the dataset with its file count and bytes
 #
-# From cluster-cache.sh: CC_PFS (pfs.sh, with the PFS_* environment),
-# CC_CLIENTS (node: one GlusterFS client per node, mounted here; shared:
-# the host's one client for all, as bind-mounted by cluster.sh), CC_STATE
-# (where the per-node clients' pid files go: the caller stops what is left),
-# CC_DS_PEER, CC_DS_FAN (dataset names under the PFS), CC_FILES, CC_BYTES
+# From cluster-cache.sh: BCJ_PFS, BCJ_CLIENTS, BCJ_STATE (the PFS clients:
+# bench/cluster-jobs-lib.sh), CC_DS_PEER, CC_DS_FAN (dataset names under the PFS), CC_FILES, CC_BYTES
 # (their size, both the same), CC_TIER (nvme), CC_CASES ("cold peer
 # fanout"), CC_RATE_BPS (the link's cap in bytes/s), CC_OUT (JSON lines).
 
-cc_now() { date +%s.%N; }
-
-# cc_nsmount NODE CMD...: CMD in NODE's mount namespace only (the host's
-# network: a node's own network does not reach the PFS's /24)
-cc_nsmount() {
-	local node=$1
-	shift
-	nsenter --mount="$CLUSTER_DIR/ns/$node.mnt" -- "$@"
-}
-
-# cc_clients_down / cc_clients_up: each compute node's own GlusterFS client
-# on $CLUSTER_PFS, over the host's bind mount (CC_CLIENTS=node).
-cc_clients_down() {
-	local node
-	[ "$CC_CLIENTS" = node ] || return 0
-	for node in $CLUSTER_COMPUTE_NODES; do
-		cc_nsmount "$node" "$CC_PFS" unclient "$CLUSTER_PFS" "$CC_STATE/client.$node.pid"
-	done
-}
-cc_clients_up() {
-	local node
-	[ "$CC_CLIENTS" = node ] || return 0
-	for node in $CLUSTER_COMPUTE_NODES; do
-		cc_nsmount "$node" "$CC_PFS" client "$CLUSTER_PFS" "$CC_STATE/client.$node.pid" ||
-			fail "cannot mount a PFS client on $node"
-	done
-}
-
-# cc_cold: new PFS clients, nothing in any page cache, the clients'
-# metadata timeouts (1 s) past.
-cc_cold() {
-	cc_clients_down
-	sync
-	echo 3 >/proc/sys/vm/drop_caches || fail "cannot drop the page cache"
-	cc_clients_up
-	sleep 1.1
-}
-
-# cc_record J: the job's record as iostagectld holds it, once every node's
-# part is in (waits for it)
-cc_record() {
-	local i rec
-	for ((i = 0; i < 300; i++)); do
-		rec=$(ctld_request '{"op":"history_get","job":'"$1"'}')
-		if [ "$(jq -r .ok <<<"$rec" 2>/dev/null)" = true ] &&
-			[ "$(jq '(.record.nodes // [.record.node]) | length' <<<"$rec")" = "$2" ] &&
-			[ "$(jq '(.record.parts // [.record]) | length' <<<"$rec")" = "$2" ]; then
-			jq -c .record <<<"$rec"
-			return 0
-		fi
-		sleep 0.2
-	done
-	echo "no complete record of job $1: $rec" >&2
-	return 1
-}
+# shellcheck source=bench/cluster-jobs-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cluster-jobs-lib.sh"
 
 # cc_verify NODE SRC: "FILES BYTES" of NODE's published cache of SRC
 cc_verify() {
@@ -107,18 +51,18 @@ cc_verify() {
 cc_case() {
 	local name=$1 src=$CLUSTER_PFS/$2 nodes=$3 n t0 link0 link1 rec out task verified=true node got
 	n=$(tr ',' '\n' <<<"$nodes" | wc -l)
-	cc_cold
-	link0=$("$CC_PFS" link) || fail "cannot read the PFS link's counters"
-	t0=$(cc_now)
+	bcj_cold
+	link0=$("$BCJ_PFS" link) || fail "cannot read the PFS link's counters"
+	t0=$(bcj_now)
 	submit_wait "$TEST_USER" -N "$n" -w "$nodes" -J "cc-$name" \
 		--io-profile="dl-train,data=$src:$CC_TIER" -o "$TEST_WORKDIR/out.%j" \
 		"$TEST_WORKDIR/job.sh" >/dev/null ||
 		fail "case $name: job failed: $SUBMIT_OUT; $(cat "$TEST_WORKDIR/out.$SUBMIT_JOBID" 2>/dev/null)"
 	out=$TEST_WORKDIR/out.$SUBMIT_JOBID
-	rec=$(cc_record "$SUBMIT_JOBID" "$n") || fail "case $name: job $SUBMIT_JOBID has no complete record"
+	rec=$(bcj_record "$SUBMIT_JOBID" "$n") || fail "case $name: job $SUBMIT_JOBID has no complete record"
 	# The Epilogs are done once every part is filed: nothing reads the
 	# PFS any more.
-	link1=$("$CC_PFS" link) || fail "cannot read the PFS link's counters"
+	link1=$("$BCJ_PFS" link) || fail "cannot read the PFS link's counters"
 	task=$(sed -n 's/^TASK //p' "$out")
 	local checks=()
 	for node in $(tr ',' ' ' <<<"$nodes"); do
@@ -131,17 +75,9 @@ cc_case() {
 		--argjson rx "$(($(cut -d' ' -f1 <<<"$link1") - $(cut -d' ' -f1 <<<"$link0")))" \
 		--argjson tx "$(($(cut -d' ' -f2 <<<"$link1") - $(cut -d' ' -f2 <<<"$link0")))" \
 		--argjson files "$CC_FILES" --argjson bytes "$CC_BYTES" --argjson rate "$CC_RATE_BPS" \
-		--arg clients "$CC_CLIENTS" '
-		def r3: if . == null then null else (. * 1000 | round) / 1000 end;
-		def stagein: (.phases // []) | map(select(.name == "stage_in"))[0];
+		--arg clients "$BCJ_CLIENTS" "$bcj_parts_jq"'
 		. as $r
-		| [($r.parts // [$r])[] | (stagein) as $si | {
-			node,
-			stage_in_start_s: (($si.start - $t0) | r3),
-			staged_s: (($si.end - $t0) | r3),
-			stage_in_s: ($si.seconds | r3),
-			datasets: ((.datasets // []) | map(del(.source, .tier, .name)))
-		  }] as $parts
+		| ($r | parts($t0)) as $parts
 		| {
 			case: $case, job: $r.job, nodes: ($nodes | split(",")), clients: $clients,
 			dataset: {source: $src, files: $files, bytes: $bytes},
@@ -181,5 +117,5 @@ JOB
 		*) fail "unknown case '$c' (cold, peer, fanout)" ;;
 		esac
 	done
-	cc_clients_down
+	bcj_clients_down
 }

@@ -61,18 +61,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${BENCH_CC_EXTRA_CONF:=}"
 : "${BENCH_CC_DIR:=/var/tmp/iostage-ccbench}"
 : "${BENCH_RESULTS:=$BENCH_SRC/results}"
-: "${PFS_RATE:=1gbit}"
-export PFS_RATE PFS_NAME=${PFS_NAME:-iostage-pfs29} PFS_NET=${PFS_NET:-10.214.29} PFS_QUEUE=${PFS_QUEUE:-1429}
+BCL_NAME=bench-cluster-cache BCL_LINES='cluster-cache [a-z]+:' BCL_DIR=$BENCH_CC_DIR
+# shellcheck source=bench/cluster-lib.sh
+. "$here/cluster-lib.sh"
 
-die() { echo "bench-cluster-cache: $*" >&2; exit 1; }
-say() { echo "bench-cluster-cache: $*" >&2; }
-# The PFS's daemons must not inherit the run's lock (fd 9).
-pfs() { "$here/pfs.sh" "$@" 9>&-; }
-
-[ "$(id -u)" -eq 0 ] || die "must run as root (it boots the test cluster and bench/pfs.sh)"
-command -v jq >/dev/null || die "jq is missing: run bench/install-deps.sh"
-command -v glusterfs >/dev/null || die "glusterfs is missing: run bench/install-deps.sh"
-case "$BENCH_CC_DIR" in /*) ;; *) die "BENCH_CC_DIR must be absolute" ;; esac
+bcl_check
 case "$BENCH_CC_CLIENTS" in node | shared) ;; *) die "BENCH_CC_CLIENTS must be node or shared, got '$BENCH_CC_CLIENTS'" ;; esac
 [[ "$BENCH_CC_FILES" =~ ^[0-9]+$ ]] && [ "$BENCH_CC_FILES" -ge 2 ] && [ "$BENCH_CC_FILES" -le 100000 ] ||
 	die "BENCH_CC_FILES must be 2..100000, got '$BENCH_CC_FILES'"
@@ -91,96 +84,32 @@ if [ -n "$BENCH_CC_BASELINE" ]; then
 fi
 
 W=$BENCH_CC_DIR
-mkdir -p "$W" || die "cannot create $W"
-exec 9>>"$W/.lock"
-flock -n 9 || die "another run is using $W"
-export PFS_DIR="$W/pfs"
-MNT=$PFS_DIR/mnt
-STATE=$W/state
-rm -rf "$STATE" && mkdir -p "$STATE" "$W/gen" || die "cannot create $STATE"
-T0=$(bench_now)
-STARTED=$(date -u +%FT%TZ)
-LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
-
-# Torn down on any exit, in this order: the cluster runner first (it stops
-# the cluster, whose nodes read the PFS), then the per-node clients the
-# jobs file left (by their pid files), then the PFS. The runner runs in a
-# process group of its own (RUNNER_PGID, see run_cluster): a Ctrl-C here
-# is passed on to it as a TERM and waited for, since the PFS must not go
-# while the nodes still read it (a FUSE mount whose server is gone hangs
-# the runner's own checks and its clean-up).
-RUNNER_PGID=
-stop_runner() {
-	local i
-	[ -n "$RUNNER_PGID" ] || return 0
-	kill -TERM -- "-$RUNNER_PGID" 2>/dev/null
-	for ((i = 0; i < 1200; i++)); do
-		kill -0 -- "-$RUNNER_PGID" 2>/dev/null || break
-		sleep 0.1
-	done
-	RUNNER_PGID=
-}
-cleanup() {
-	local f
-	stop_runner
-	for f in "$STATE"/client.*.pid; do
-		[ -f "$f" ] && pfs unclient /nonexistent "$f" >/dev/null 2>&1
-	done
-	pfs down >/dev/null 2>&1
-}
-trap cleanup EXIT
-trap 'say "interrupted: stopping the cluster, then the PFS"; exit 130' INT
-trap 'say "terminated: stopping the cluster, then the PFS"; exit 143' TERM
-
-pfs down >/dev/null 2>&1
-PFS_RTT_MS=0 pfs up || die "the PFS did not come up"
-RATE_BPS=$(awk -v r="$PFS_RATE" 'BEGIN {
-	n = r + 0; u = tolower(substr(r, length(n) + 1))
-	m = (u == "gbit") ? 1e9 : (u == "mbit") ? 1e6 : (u == "kbit") ? 1e3 : 1
-	printf "%d", n * m / 8 }')
+bcl_start
+bcl_pfs_up
 
 # --- the dataset, twice on the PFS (one copy for cold + peer, one for fanout)
 read -r FILES BYTES < <(BENCH_IMAGENET_FILES=$BENCH_CC_FILES "$here/gen-dataset.sh" imagenet "$W/gen/imagenet" 1) ||
 	die "gen-dataset failed"
 say "putting 2 copies of the dataset ($FILES files, $BYTES B) on the PFS"
 for c in cc-peer cc-fan; do
-	# many writers: one file per round trip would take minutes
-	(cd "$W/gen/imagenet" && mkdir -p "$MNT/$c" &&
-		find . -mindepth 1 -type d -printf '%P\0' | (cd "$MNT/$c" && xargs -0 -r mkdir -p) &&
-		find . -type f -printf '%P\0' | xargs -0 -r -n 64 -P 16 cp --parents -t "$MNT/$c") ||
-		die "cannot write $c to the PFS"
-	read -r f b < <(find "$MNT/$c" -type f -printf '%s\n' | awk '{ s += $1 } END { printf "%d %d\n", NR, s }')
-	[ "$f $b" = "$FILES $BYTES" ] || die "$c on the PFS has $f files, $b B; want $FILES, $BYTES"
+	bcl_put "$W/gen/imagenet" "$c" "$FILES" "$BYTES"
 done
-chmod -R a+rX "$MNT/cc-peer" "$MNT/cc-fan"
-sync
-pfs rtt "$BENCH_CC_RTT_MS" || die "cannot set the RTT"
-pfs cold || die "cannot make the PFS cold"
+bcl_pfs_ready "$BENCH_CC_RTT_MS"
 
 # --- the jobs on the cluster -------------------------------------------------
 say "cases '$BENCH_CC_CASES' on the 3-node cluster, PFS clients: $BENCH_CC_CLIENTS (load $(cut -d' ' -f1-3 /proc/loadavg))"
 CC_OUT=$STATE/cases.jsonl
-CC_PFS="$here/pfs.sh" CC_CLIENTS=$BENCH_CC_CLIENTS CC_STATE=$STATE CC_DS_PEER=cc-peer CC_DS_FAN=cc-fan \
-	CC_FILES=$FILES CC_BYTES=$BYTES CC_TIER=$BENCH_CC_TIER CC_CASES=$BENCH_CC_CASES \
-	CC_RATE_BPS=$RATE_BPS CC_OUT=$CC_OUT \
-	CLUSTER_PFS_DIR=$MNT IOSTAGE_EXTRA_CONF=$BENCH_CC_EXTRA_CONF IT_TIMEOUT=480 IT_VERBOSE=1 BUILD=$BUILD \
-	setsid bash "$BENCH_TOP/tests/cluster/run.sh" "$here/cluster-cache-jobs.sh" 9>&- >"$STATE/cluster.log" 2>&1 </dev/null &
-# setsid forks only when its caller leads a process group; a job started
-# with & here never does, so $! is the group's leader and its id.
-RUNNER_PGID=$!
-wait "$RUNNER_PGID"
-# the runner's clean-up is done when nothing of its group is left
-stop_runner
-grep -E '^(PASS|FAIL|[0-9]+ passed)|cluster-cache [a-z]+:' "$STATE/cluster.log" | sed 's/^    //' >&2
+jobs_ok=true
+bcl_run_jobs "$STATE/cluster.log" "$here/cluster-cache-jobs.sh" BCJ_CLIENTS="$BENCH_CC_CLIENTS" \
+	CC_DS_PEER=cc-peer CC_DS_FAN=cc-fan CC_FILES="$FILES" CC_BYTES="$BYTES" CC_TIER="$BENCH_CC_TIER" \
+	CC_CASES="$BENCH_CC_CASES" CC_RATE_BPS="$RATE_BPS" CC_OUT="$CC_OUT" \
+	IOSTAGE_EXTRA_CONF="$BENCH_CC_EXTRA_CONF" IT_TIMEOUT=480 || jobs_ok=false
 [ -s "$CC_OUT" ] || { tail -n 40 "$STATE/cluster.log" >&2; die "no case gave figures"; }
 
 # --- results -------------------------------------------------------------------
 mkdir -p "$BENCH_RESULTS"
 OUT=$BENCH_RESULTS/$BENCH_CC_NAME-LATEST.json
-jq -s --arg date "$STARTED" --arg git "$(git -C "$BENCH_TOP" rev-parse --short HEAD 2>/dev/null || echo -)" \
-	--arg cpu "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" --argjson cpus "$(nproc)" \
-	--arg kernel "$(uname -r)" --arg load0 "$LOAD0" --arg load1 "$(cut -d' ' -f1-3 /proc/loadavg)" \
-	--argjson secs "$(awk -v a="$(bench_now)" -v b="$T0" 'BEGIN { printf "%.0f", a - b }')" \
+jq -s --argjson run "$(bcl_machine_json)" \
 	--arg rate "$PFS_RATE" --argjson rate_bps "$RATE_BPS" --argjson rtt "$BENCH_CC_RTT_MS" \
 	--arg clients "$BENCH_CC_CLIENTS" --arg tier "$BENCH_CC_TIER" --arg extra "$BENCH_CC_EXTRA_CONF" \
 	--argjson files "$FILES" --argjson bytes "$BYTES" \
@@ -189,9 +118,7 @@ jq -s --arg date "$STARTED" --arg git "$(git -C "$BENCH_TOP" rev-parse --short H
 	def ratio(a; b): if a == null or b == null or b == 0 then null else (a / b) | r3 end;
 	($base[0] | if . == null then null elif .cases then .cases else {(.case): .} end) as $bc
 	| (map({(.case): .}) | add) as $cases
-	| {
-		date: $date, git: $git, seconds: $secs,
-		machine: {cpus: $cpus, cpu: $cpu, kernel: $kernel, loadavg_start: $load0, loadavg_end: $load1},
+	| $run + {
 		setup: {nodes: 3, tier: $tier, pfs: "GlusterFS FUSE (bench/pfs.sh), brick on tmpfs, network namespace",
 			pfs_rate: $rate, link_rate_bytes_per_s: $rate_bps, rtt_ms: $rtt,
 			pfs_clients: (if $clients == "node" then "one GlusterFS client per node (own page cache)" else "the host'"'"'s one client, shared by every node (one page cache)" end),
@@ -241,4 +168,4 @@ TXT=$BENCH_RESULTS/$BENCH_CC_NAME-LATEST.txt
 } >"$TXT"
 cat "$TXT"
 say "results in $OUT, $TXT and $BENCH_CC_NAME-CASE-LATEST.json"
-grep -q '^1 passed' "$STATE/cluster.log" || die "the jobs failed (log: $STATE/cluster.log)"
+$jobs_ok || die "the jobs failed (log: $STATE/cluster.log)"

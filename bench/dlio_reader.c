@@ -3,10 +3,15 @@
  * to one modelled accelerator that computes for a fixed time per batch.
  *
  *   iostage-dlio_reader [-t THREADS] [-b BATCH] [-c COMPUTE_MS] [-e EPOCHS]
- *                       [-p PREFETCH] [-s SAMPLE_BYTES] DIR
+ *                       [-p PREFETCH] [-s SAMPLE_BYTES] [-r RANK -w WORLD] DIR
  *
  * Whole-file mode (default): every regular file under DIR is one sample;
  * each epoch reads all of them in a new shuffled order (seeded by the epoch).
+ * With -w WORLD (and -r RANK, 0..WORLD-1), as PyTorch's DistributedSampler
+ * does: every rank shuffles the same list the same way (the files sorted by
+ * path, then the epoch's seed) and reads every WORLD-th sample from RANK
+ * on, so the ranks of a multi-node job read disjoint shares that together
+ * are the whole dataset, a different share each epoch.
  * Sample mode (-s): the samples are SAMPLE_BYTES preads at random offsets of
  * the files (large-file shapes such as unet3d); an epoch reads as many
  * samples as the files hold bytes.
@@ -44,7 +49,8 @@ static size_t nfiles, capfiles;
 static uint64_t total_bytes;
 
 static long threads = 8, batch = 32, compute_ms = 20, epochs = 3, prefetch = 4;
-static long sample_bytes; /* 0: whole files */
+static long sample_bytes;    /* 0: whole files */
+static long rank, world = 1; /* whole-file mode: this rank's share */
 
 static size_t nitems;          /* samples per epoch */
 static size_t *order;          /* whole-file mode: the epoch's shuffled order */
@@ -91,13 +97,22 @@ static uint64_t rng(uint64_t *s)
 	return *s;
 }
 
+/* The same list on every node whatever the directory order of its copy. */
+static int cmp_path(const void *a, const void *b)
+{
+	return strcmp(((const struct file *)a)->path,
+		      ((const struct file *)b)->path);
+}
+
 static void plan_epoch(long e)
 {
 	uint64_t s = 0x9e3779b97f4a7c15u ^ (uint64_t)(e + 1);
 	if (!sample_bytes) {
-		for (size_t i = 0; i < nitems; i++)
+		/* the whole list shuffled, as every rank shuffles it; this
+		 * rank reads order[rank], order[rank + world], ... */
+		for (size_t i = 0; i < nfiles; i++)
 			order[i] = i;
-		for (size_t i = nitems; i > 1; i--) {
+		for (size_t i = nfiles; i > 1; i--) {
 			size_t j = rng(&s) % i, t = order[i - 1];
 			order[i - 1] = order[j];
 			order[j] = t;
@@ -130,7 +145,8 @@ static void *reader(void *arg)
 			pthread_cond_wait(&cv, &mu);
 		pthread_mutex_unlock(&mu);
 		if (!sample_bytes) {
-			int fd = open(files[order[i]].path, O_RDONLY);
+			size_t k = (size_t)rank + i * (size_t)world;
+			int fd = open(files[order[k]].path, O_RDONLY);
 			if (fd < 0) {
 				atomic_store(&failed, errno);
 			} else {
@@ -164,7 +180,7 @@ static void *reader(void *arg)
 int main(int argc, char **argv)
 {
 	int opt;
-	while ((opt = getopt(argc, argv, "t:b:c:e:p:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:b:c:e:p:s:r:w:")) != -1) {
 		long v = atol(optarg);
 		switch (opt) {
 		case 't':
@@ -185,27 +201,37 @@ int main(int argc, char **argv)
 		case 's':
 			sample_bytes = v;
 			break;
+		case 'r':
+			rank = v;
+			break;
+		case 'w':
+			world = v;
+			break;
 		default:
 			goto usage;
 		}
 	}
 	if (optind != argc - 1 || threads < 1 || threads > 1024 || batch < 1 ||
-	    compute_ms < 0 || epochs < 1 || prefetch < 1 || sample_bytes < 0)
+	    compute_ms < 0 || epochs < 1 || prefetch < 1 || sample_bytes < 0 ||
+	    world < 1 || world > 65536 || rank < 0 || rank >= world ||
+	    (world > 1 && sample_bytes))
 		goto usage;
 	if (nftw(argv[optind], add_file, 64, FTW_PHYS) != 0 || nfiles == 0) {
 		fprintf(stderr, "dlio_reader: %s: no files to read (%s)\n",
 			argv[optind], errno ? strerror(errno) : "empty");
 		return 1;
 	}
+	qsort(files, nfiles, sizeof *files, cmp_path);
 	nitems = sample_bytes ? (size_t)(total_bytes / (uint64_t)sample_bytes)
-			      : nfiles;
+			      : (nfiles - (size_t)rank + (size_t)world - 1) /
+				    (size_t)world;
 	if (nitems == 0) {
 		fprintf(stderr, "dlio_reader: %s: smaller than one sample\n",
 			argv[optind]);
 		return 1;
 	}
 	size_t nbatches = (nitems + (size_t)batch - 1) / (size_t)batch;
-	order = calloc(nitems, sizeof *order);
+	order = calloc(nfiles, sizeof *order);
 	soffs = calloc(nitems, sizeof *soffs);
 	done = calloc(nbatches, sizeof *done);
 	pthread_t *tid = calloc((size_t)threads, sizeof *tid);
@@ -213,9 +239,10 @@ int main(int argc, char **argv)
 	double t_start = now(), first_batch = -1;
 	printf(
 	    "{\"dir\":\"%s\",\"files\":%zu,\"bytes\":%llu,\"threads\":%ld,\"batch\":%ld,"
-	    "\"compute_ms\":%ld,\"prefetch\":%ld,\"sample_bytes\":%ld,\"epochs\":[",
+	    "\"compute_ms\":%ld,\"prefetch\":%ld,\"sample_bytes\":%ld,"
+	    "\"rank\":%ld,\"world\":%ld,\"samples_per_epoch\":%zu,\"epochs\":[",
 	    argv[optind], nfiles, (unsigned long long)total_bytes, threads,
-	    batch, compute_ms, prefetch, sample_bytes);
+	    batch, compute_ms, prefetch, sample_bytes, rank, world, nitems);
 	for (long e = 0; e < epochs; e++) {
 		plan_epoch(e);
 		atomic_store(&next, 0);
@@ -263,7 +290,7 @@ usage:
 	fprintf(
 	    stderr,
 	    "usage: %s [-t THREADS] [-b BATCH] [-c COMPUTE_MS] [-e EPOCHS] [-p PREFETCH] "
-	    "[-s SAMPLE_BYTES] DIR\n",
+	    "[-s SAMPLE_BYTES] [-r RANK -w WORLD] DIR\n",
 	    argv[0]);
 	return 2;
 }

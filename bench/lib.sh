@@ -40,3 +40,12 @@ bench_now() { echo "${EPOCHREALTIME/,/.}"; }
 
 # bench_sub A B: A - B with 3 decimals.
 bench_sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", a - b }'; }
+
+# bench_rate_bps RATE: a tc rate (1gbit, 500mbit, 100kbit, bytes/s bare)
+# in bytes per second.
+bench_rate_bps() {
+	awk -v r="$1" 'BEGIN {
+		n = r + 0; u = tolower(substr(r, length(n) + 1))
+		m = (u == "gbit") ? 1e9 : (u == "mbit") ? 1e6 : (u == "kbit") ? 1e3 : 1
+		printf "%d", n * m / 8 }'
+}

@@ -85,10 +85,7 @@ export IOSTAGED
 
 pfs down >/dev/null 2>&1
 PFS_RTT_MS=0 pfs up || die "the PFS did not come up"
-RATE_BPS=$(awk -v r="$PFS_RATE" 'BEGIN {
-	n = r + 0; u = tolower(substr(r, length(n) + 1))
-	m = (u == "gbit") ? 1e9 : (u == "mbit") ? 1e6 : (u == "kbit") ? 1e3 : 1
-	printf "%d", n * m / 8 }')
+RATE_BPS=$(bench_rate_bps "$PFS_RATE")
 
 # --- datasets on the PFS --------------------------------------------------
 declare -A DS_FILES DS_BYTES

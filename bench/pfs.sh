@@ -11,6 +11,9 @@
 #   bench/pfs.sh link    print the bytes the host end of the link received
 #                        and sent so far ("RX TX"): RX is what the clients
 #                        read from the server, headers included
+#   bench/pfs.sh link-file  print the path of the RX counter `link` reads
+#                        (world-readable, and the same file in a test
+#                        cluster node's mount namespace: a job can read it)
 #   bench/pfs.sh client MNT PIDFILE    one more client of the volume on MNT,
 #                        in the caller's mount namespace (its pid in PIDFILE)
 #   bench/pfs.sh unclient MNT PIDFILE  unmount it and make sure it is gone
@@ -307,6 +310,11 @@ do_link() {
 	echo "$(cat "/sys/class/net/$VH/statistics/rx_bytes") $(cat "/sys/class/net/$VH/statistics/tx_bytes")"
 }
 
+do_link_file() {
+	[ "$(state_get veth)" = "$VH" ] || die "not up"
+	echo "/sys/class/net/$VH/statistics/rx_bytes"
+}
+
 do_cold() {
 	mountpoint -q "$MNT" || die "not mounted: $MNT"
 	sync
@@ -365,7 +373,8 @@ rtt)
 	;;
 selftest) do_selftest ;;
 link) do_link ;;
+link-file) do_link_file ;;
 client) [ $# -eq 3 ] || die "usage: $0 client MNT PIDFILE"; do_client "$2" "$3" ;;
 unclient) [ $# -eq 3 ] || die "usage: $0 unclient MNT PIDFILE"; do_unclient "$2" "$3" ;;
-*) echo "usage: $0 up|down|status|cold|rtt MS|selftest|link|client MNT PIDFILE|unclient MNT PIDFILE" >&2; exit 2 ;;
+*) echo "usage: $0 up|down|status|cold|rtt MS|selftest|link|link-file|client MNT PIDFILE|unclient MNT PIDFILE" >&2; exit 2 ;;
 esac

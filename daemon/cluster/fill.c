@@ -96,6 +96,7 @@ static int from_head(struct agent *a, struct job *job, size_t i,
 		cJSON *r = peer_call(a->peer, head, req, FILL_ASK_MS, NULL, e,
 				     sizeof(e));
 		const char *state = r ? str(r, "state") : "";
+		bool failed, staging;
 		unsigned v;
 
 		if (!r ||
@@ -120,16 +121,19 @@ static int from_head(struct agent *a, struct job *job, size_t i,
 			cJSON_Delete(r);
 			break;
 		}
+		/* STATE is R's: read it before R goes. (Read after, the
+		 * freed "staging" no longer said so, and every node gave up
+		 * on a head still staging after FILL_HEAD_UNKNOWN_MS.) */
+		failed = !strcmp(state, "failed");
+		staging = !strcmp(state, "staging");
 		cJSON_Delete(r);
-		if (!strcmp(state, "failed") ||
-		    (strcmp(state, "staging") &&
-		     deadline_now_ms() - t0 > FILL_HEAD_UNKNOWN_MS)) {
+		if (failed || (!staging &&
+			       deadline_now_ms() - t0 > FILL_HEAD_UNKNOWN_MS)) {
 			log_info("job %u: dataset %zu: the head %s %s; reading "
 				 "the PFS",
 				 job->id, i, head,
-				 !strcmp(state, "failed")
-				     ? "failed it"
-				     : "does not know the job");
+				 failed ? "failed it"
+					: "does not know the job");
 			break;
 		}
 		if (stop(arg, err, errlen)) {
