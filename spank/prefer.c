@@ -30,6 +30,8 @@ static cJSON *query(const struct profile *profile)
 		cJSON_AddStringToObject(d, "tier", ds->tier);
 		cJSON_AddStringToObject(d, "verify",
 					profile_verify_name(ds->verify));
+		if (ds->spread == PROFILE_SPREAD_YES)
+			cJSON_AddTrueToObject(d, "spread");
 	}
 	/* sbatch and salloc: pre-staging while the job waits, once
 	 * cli_filter.lua tells the service the job id with the ticket */

@@ -455,6 +455,14 @@ static void prefer_locked(uid_t uid, const struct placement_ds *ds, size_t n,
 
 		cachekey_user(uid, ds[i].path, ku);
 		cachekey_public(ds[i].path, kp);
+		if (ds[i].spread) {
+			char whole[CACHEKEY_LEN + 1];
+
+			snprintf(whole, sizeof(whole), "%s", ku);
+			cachekey_part(whole, ku);
+			snprintf(whole, sizeof(whole), "%s", kp);
+			cachekey_part(whole, kp);
+		}
 		for (j = 0; j < nnodes; j++) {
 			if ((w = holds_locked(&nodes[j], ku, ds[i].tier)))
 				cu++, bu = w->bytes;
@@ -560,7 +568,7 @@ cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 	char prefer[1024], where[4096], ticket[PENDING_TICKET_LEN + 1] = "";
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(req, "datasets");
 	const cJSON *d;
-	size_t n = 0;
+	size_t n = 0, npds = 0;
 	bool hold;
 	cJSON *reply;
 
@@ -585,17 +593,20 @@ cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 						 n);
 		ds[n].path = p->valuestring;
 		ds[n].tier = t->valuestring;
-		if (n < PENDING_DS_MAX) {
+		ds[n].spread = cJSON_IsTrue(
+		    cJSON_GetObjectItemCaseSensitive(d, "spread"));
+		if (npds < PENDING_DS_MAX && !ds[n].spread) {
 			const cJSON *v =
 			    cJSON_GetObjectItemCaseSensitive(d, "verify");
 
-			memset(&pds[n], 0, sizeof(pds[n]));
-			snprintf(pds[n].path, sizeof(pds[n].path), "%s",
+			memset(&pds[npds], 0, sizeof(pds[npds]));
+			snprintf(pds[npds].path, sizeof(pds[npds].path), "%s",
 				 ds[n].path);
-			snprintf(pds[n].tier, sizeof(pds[n].tier), "%s",
+			snprintf(pds[npds].tier, sizeof(pds[npds].tier), "%s",
 				 ds[n].tier);
-			snprintf(pds[n].verify, sizeof(pds[n].verify), "%s",
-				 cJSON_IsString(v) ? v->valuestring : "");
+			snprintf(pds[npds].verify, sizeof(pds[npds].verify),
+				 "%s", cJSON_IsString(v) ? v->valuestring : "");
+			npds++;
 		}
 		n++;
 	}
@@ -614,9 +625,8 @@ cJSON *placement_op_query(const struct ctld_caller *c, const cJSON *req)
 	/* The submission will tell us its job id with this ticket
 	 * (pending.h): then its datasets can be staged while it waits. */
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "register")) &&
-	    n &&
-	    pending_ticket(c->uid, pds, n < PENDING_DS_MAX ? n : PENDING_DS_MAX,
-			   prefer, ticket, time(NULL)) < 0)
+	    npds &&
+	    pending_ticket(c->uid, pds, npds, prefer, ticket, time(NULL)) < 0)
 		ticket[0] = '\0';
 	reply = proto_reply_ok();
 	if (!reply)

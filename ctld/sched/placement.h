@@ -46,6 +46,10 @@
 struct placement_ds {
 	const char *path;
 	const char *tier;
+	/* Spread over the job's nodes (docs/STAGING.md): the nodes that
+	 * hold a part of it (cachekey_part) are preferred, and it is not
+	 * pre-staged (a node alone would stage all of it). */
+	bool spread;
 };
 
 /* Counters, for status and metrics. */

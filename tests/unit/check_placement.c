@@ -52,7 +52,8 @@ static void report(const char *node, const char *const *keys,
 static void prefer(uid_t uid, const char *p1, const char *p2, char *ret,
 		   size_t len, char *nodes, size_t nlen)
 {
-	struct placement_ds ds[2] = { { p1, "nvme" }, { p2, "nvme" } };
+	struct placement_ds ds[2] = { { p1, "nvme", false },
+				      { p2, "nvme", false } };
 
 	placement_prefer(uid, ds, p2 ? 2 : 1, ret, len, nodes, nlen);
 }
@@ -75,11 +76,36 @@ START_TEST(test_one_dataset)
 	ck_assert_str_eq(n, "");
 	/* another tier is another cache */
 	{
-		struct placement_ds ds = { "/pfs/d", "ram" };
+		struct placement_ds ds = { "/pfs/d", "ram", false };
 
 		placement_prefer(1001, &ds, 1, p, sizeof(p), n, sizeof(n));
 		ck_assert_str_eq(p, "");
 	}
+}
+END_TEST
+
+/* A spread dataset's next job prefers the nodes that hold its parts
+ * (issue 29 item 5): their part entries, not a whole copy. */
+START_TEST(test_spread_parts)
+{
+	char k[CACHEKEY_LEN + 1], part[CACHEKEY_LEN + 1], f[DSFEATURE_LEN + 1],
+	    p[256], n[256];
+	const char *keys[2] = { part, NULL };
+	struct placement_ds ds = { "/pfs/big", "nvme", true };
+
+	placement_reset();
+	cachekey_user(1001, "/pfs/big", k);
+	cachekey_part(k, part);
+	report("n1", keys, NULL);
+	report("n3", keys, NULL);
+	dsfeature_name(part, "nvme", f);
+	placement_prefer(1001, &ds, 1, p, sizeof(p), n, sizeof(n));
+	ck_assert_str_eq(p, f);
+	ck_assert_str_eq(n, "n1,n3");
+	/* the same source not spread: a whole copy, which nobody holds */
+	ds.spread = false;
+	placement_prefer(1001, &ds, 1, p, sizeof(p), n, sizeof(n));
+	ck_assert_str_eq(p, "");
 }
 END_TEST
 
@@ -412,6 +438,7 @@ int main(void)
 
 	tcase_add_test(tc, test_one_dataset);
 	tcase_add_test(tc, test_public_entry);
+	tcase_add_test(tc, test_spread_parts);
 	tcase_add_test(tc, test_not_published);
 	tcase_add_test(tc, test_two_datasets);
 	tcase_add_test(tc, test_report_bounds);
