@@ -196,6 +196,7 @@ rc=\$?
 echo "RESULT \$(hostname) \$(jq -c --arg n "\$(hostname)" '.node //= \$n' <<<"\$out" 2>/dev/null || echo "\$out")"
 stats='$CS_STATS'
 if [ -n "\$stats" ]; then
+	sleep 1.5 # the view writes its counters every second
 	p=\${stats//\{node\}/\$(hostname)}; p=\${p//\{job\}/\$SLURM_JOB_ID}; p=\${p//\{dataset\}/\$3}
 	p=\${p//\{data\}/\$IOSTAGE_DATA}; p=\${p//\{cluster\}/$CLUSTER_DIR}
 	[ -r "\$p" ] && echo "STATS \$(hostname) \$(tr -d '\n' <"\$p")"

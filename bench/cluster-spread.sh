@@ -82,7 +82,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${BENCH_CS_LOCAL_CAPACITY:=4G}"
 : "${BENCH_CS_SPREAD_TIER:=nvme}"
 : "${BENCH_CS_SPREAD_FACTOR:=2.5}"
-: "${BENCH_CS_STATS:={data}/../../.iostage-view-{dataset}.json}"
+# (not ${..:=..}: the template's braces would end the expansion)
+[ -n "${BENCH_CS_STATS+set}" ] ||
+	BENCH_CS_STATS='{data}/../../.iostage-view-{dataset}.json'
 : "${BENCH_CS_EXTRA_CONF:=}"
 : "${BENCH_CS_RTT_MS:=1}"
 : "${BENCH_CS_TIMEOUT:=900}"
