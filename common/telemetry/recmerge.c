@@ -232,6 +232,12 @@ static const char *const output_keys[] = {
 static const char *const dataset_keys[] = {
 	"copied_bytes", "copied_files", "linked_files", "cached_bytes", NULL,
 };
+/* A spread dataset's (docs/RECORDS.md): every node's part and what its
+ * view served add up to the job's. */
+static const char *const spread_keys[] = {
+	"part_bytes",       "part_files",    "peer_bytes", "pfs_bytes",
+	"view_local_bytes", "peer_failures", NULL,
+};
 
 /* Union of the ranks arrays (numbers), kept sorted. */
 static void add_ranks(cJSON *dst, const cJSON *src)
@@ -408,6 +414,14 @@ static cJSON *part_summary(const cJSON *p)
 		cJSON_AddStringToObject(e, "name", str(x, "name", ""));
 		cJSON_AddStringToObject(e, "result", str(x, "result", ""));
 		add_keys(e, x, keys);
+		/* a spread dataset: this node's part and its view's figures */
+		if (cJSON_IsObject(
+			cJSON_GetObjectItemCaseSensitive(x, "spread")))
+			cJSON_AddItemToObject(
+			    e, "spread",
+			    cJSON_Duplicate(
+				cJSON_GetObjectItemCaseSensitive(x, "spread"),
+				true));
 		cJSON_AddItemToArray(arr, e);
 	}
 	arr = cJSON_AddArrayToObject(s, "outputs");
@@ -476,6 +490,17 @@ static void merge_datasets(cJSON *r, const cJSON *const *parts, size_t n)
 			if (num(d, "files") > num(e, "files"))
 				json_set_number(e, "files", num(d, "files"));
 			add_keys(e, d, dataset_keys);
+			if (cJSON_IsObject(
+				cJSON_GetObjectItemCaseSensitive(d,
+								 "spread")) &&
+			    cJSON_IsObject(
+				cJSON_GetObjectItemCaseSensitive(e, "spread")))
+				add_keys(
+				    cJSON_GetObjectItemCaseSensitive(e,
+								     "spread"),
+				    cJSON_GetObjectItemCaseSensitive(d,
+								     "spread"),
+				    spread_keys);
 		}
 	}
 }

@@ -16,11 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "common/base/log.h"
 #include "common/config/joblayout.h"
 #include "common/fs/bindmount.h"
 #include "common/fs/fusemount.h"
 #include "common/fs/rmtree.h"
+#include "common/net/proto.h"
 #include "daemon/agent.h"
 #include "daemon/spawn.h"
 #include "daemon/staging/cache.h"
@@ -106,6 +109,46 @@ int spread_view_stats_path(const struct agent *a, uint32_t jobid, int tier,
 		return -1;
 	n = snprintf(buf, len, "%s/.iostage-view-%s.json", dir, name);
 	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int spread_view_stats_read(const struct agent *a, uint32_t jobid, int tier,
+			   const char *name, struct spread_view_stats *ret)
+{
+	char path[CONF_PATH_MAX + 128], buf[4097];
+	struct stat st;
+	cJSON *j;
+	ssize_t n;
+	int fd;
+
+	if (spread_view_stats_path(a, jobid, tier, name, path, sizeof(path)) <
+	    0)
+		return -1;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size >= (off_t)sizeof(buf)) {
+		close(fd);
+		return -1;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	j = cJSON_Parse(buf);
+	if (!cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		return -1;
+	}
+	*ret = (struct spread_view_stats){
+		.local_bytes = proto_u64(j, "local_bytes"),
+		.peer_bytes = proto_u64(j, "peer_bytes"),
+		.pfs_bytes = proto_u64(j, "pfs_bytes"),
+		.peer_failures = proto_u64(j, "peer_failures"),
+	};
+	cJSON_Delete(j);
+	return 0;
 }
 
 /* Start iostage-view on FUSE_FD as the user. */

@@ -75,4 +75,17 @@ unsigned spread_view_stale(struct agent *a,
 int spread_view_stats_path(const struct agent *a, uint32_t jobid, int tier,
 			   const char *name, char *buf, size_t len);
 
+/* What dataset NAME's view served: bytes it read through FUSE from this
+ * node's part (the overlay serves the part itself without it), from
+ * other nodes and from the PFS. */
+struct spread_view_stats {
+	uint64_t local_bytes, peer_bytes, pfs_bytes, peer_failures;
+};
+
+/* Read the view's figures (written by the job's user: a regular file of
+ * at most 4 KiB, never followed through a link; only numbers are taken).
+ * 0 with *ret, or -1 (no view, or nothing readable). */
+int spread_view_stats_read(const struct agent *a, uint32_t jobid, int tier,
+			   const char *name, struct spread_view_stats *ret);
+
 #endif /* IOSTAGE_DAEMON_SPREAD_VIEW_H */

@@ -133,6 +133,23 @@ static const char *record_state(const struct job *job, const struct job_view *v)
 							  : "stage_failed";
 }
 
+/* A spread dataset's entry E (docs/RECORDS.md): this node holds a part
+ * of it (bytes and files above are the part's); what the view served
+ * from other nodes and the PFS is added at finish
+ * (telemetry_finish.c). */
+static void add_spread(const struct job *job, size_t i, cJSON *e)
+{
+	const struct job_ds *r = &job->ds[i];
+	cJSON *sp = cJSON_AddObjectToObject(e, "spread");
+
+	if (!sp)
+		return;
+	cJSON_AddNumberToObject(sp, "part_bytes", (double)r->bytes);
+	cJSON_AddNumberToObject(sp, "part_files", (double)r->files);
+	if (r->spread_plan)
+		cJSON_AddStringToObject(sp, "plan", r->spread_plan);
+}
+
 /* When JOB was created (its Prolog's stage request), in seconds to the
  * microsecond: the record's start and stage_in's. */
 static double job_start_s(const struct job *job)
@@ -196,6 +213,8 @@ static void refresh_from_job(struct tjob *t, struct job *job)
 			    (double)(r->bytes || job->profile->ndatasets > 1
 					 ? r->bytes
 					 : v.bytes));
+		if (d->spread == PROFILE_SPREAD_YES)
+			add_spread(job, i, e);
 		copied += r->copied_bytes;
 		cJSON_AddItemToArray(ds, e);
 	}

@@ -16,6 +16,8 @@
 #include "common/net/proto.h"
 #include "daemon/agent.h"
 #include "daemon/jobs.h"
+#include "daemon/staging/spread_view.h"
+#include "daemon/staging/tiers.h"
 #include "daemon/telemetry/telemetry_internal.h"
 
 cJSON *telemetry_record(struct telemetry *tel, uint32_t id, uid_t peer_uid,
@@ -149,6 +151,35 @@ static cJSON *stage_out_phase(struct tjob *t, uint32_t id, double run_start,
 	return ph;
 }
 
+/* Each spread dataset's view: what it served from other nodes and the
+ * PFS (and from this node's part through FUSE: the overlay serves the
+ * part without the view), read from its figures before the job's
+ * directory goes. */
+static void spread_from_views(struct tjob *t, uint32_t id)
+{
+	const cJSON *ds = cJSON_GetObjectItemCaseSensitive(t->base, "datasets");
+	cJSON *e;
+
+	cJSON_ArrayForEach(e, ds) {
+		cJSON *sp = cJSON_GetObjectItemCaseSensitive(e, "spread");
+		struct spread_view_stats st;
+		int tier = t->tel->agent->tiers
+			       ? tiers_index(t->tel->agent->tiers,
+					     telemetry_str(e, "tier", ""))
+			       : -1;
+
+		if (!cJSON_IsObject(sp) || tier < 0 ||
+		    spread_view_stats_read(t->tel->agent, id, tier,
+					   telemetry_str(e, "name", ""),
+					   &st) < 0)
+			continue;
+		json_set_number(sp, "peer_bytes", (double)st.peer_bytes);
+		json_set_number(sp, "pfs_bytes", (double)st.pfs_bytes);
+		json_set_number(sp, "view_local_bytes", (double)st.local_bytes);
+		json_set_number(sp, "peer_failures", (double)st.peer_failures);
+	}
+}
+
 cJSON *telemetry_finish_job(struct telemetry *tel, uint32_t id)
 {
 	char err[CONF_ERR_MAX];
@@ -179,6 +210,7 @@ cJSON *telemetry_finish_job(struct telemetry *tel, uint32_t id)
 	for (size_t i = 0; i < t->nprocs; i++)
 		if (!t->procs[i].end)
 			t->procs[i].end = end;
+	spread_from_views(t, id);
 	if (strcmp(telemetry_str(t->base, "state", ""), "stage_failed")) {
 		cJSON_Delete(t->stage_out);
 		t->stage_out = stage_out_phase(t, id, t->run_start, end);

@@ -419,6 +419,46 @@ START_TEST(test_result_missing_in_one_part)
 }
 END_TEST
 
+/* A spread dataset: every node's part and its view's figures add up in
+ * the job's record, and each node's stay in its part. */
+START_TEST(test_spread_adds_up)
+{
+	cJSON *p[3] = { part("n1", 1, true), part("n2", 2, true),
+			part("n3", 3, true) };
+	const cJSON *q[3] = { p[0], p[1], p[2] };
+	const cJSON *sp, *pt;
+	cJSON *m, *ds;
+
+	for (int i = 0; i < 3; i++) {
+		cJSON *s = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(s, "part_bytes", 100 * (i + 1));
+		cJSON_AddNumberToObject(s, "peer_bytes", 10 * (i + 1));
+		cJSON_AddNumberToObject(s, "pfs_bytes", i);
+		cJSON_AddItemToObject(
+		    cJSON_GetArrayItem(cJSON_GetObjectItem(p[i], "datasets"), 0),
+		    "spread", s);
+	}
+	m = recmerge_job(q, 3, nodes3, 3);
+	ck_assert_ptr_nonnull(m);
+	ds = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "datasets"), 0);
+	sp = cJSON_GetObjectItem(ds, "spread");
+	ck_assert_ptr_nonnull(sp);
+	ck_assert_double_eq(num(sp, "part_bytes"), 600);
+	ck_assert_double_eq(num(sp, "peer_bytes"), 60);
+	ck_assert_double_eq(num(sp, "pfs_bytes"), 3);
+	pt = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "parts"), 1);
+	sp = cJSON_GetObjectItem(
+	    cJSON_GetArrayItem(cJSON_GetObjectItem(pt, "datasets"), 0),
+	    "spread");
+	ck_assert_ptr_nonnull(sp);
+	ck_assert_double_eq(num(sp, "part_bytes"), 200);
+	cJSON_Delete(m);
+	for (int i = 0; i < 3; i++)
+		cJSON_Delete(p[i]);
+}
+END_TEST
+
 /* A stage-in rate out of range (damaged parts: 1e18 B/s and more, up to
  * 1e300) counts as none, never converted to an integer (undefined; the
  * fuzz build's UBSan reported 9.2e299, reproducer
@@ -477,6 +517,7 @@ int main(void)
 	tcase_add_test(tc, test_bad_inputs);
 	tcase_add_test(tc, test_processes_total_out_of_range);
 	tcase_add_test(tc, test_result_missing_in_one_part);
+	tcase_add_test(tc, test_spread_adds_up);
 	tcase_add_test(tc, test_stage_in_rate_out_of_range);
 	tcase_add_test(tc, test_live);
 	suite_add_tcase(s, tc);
