@@ -92,3 +92,42 @@ test_spread_node_daemon_stops_mid_run_reads_go_to_the_pfs() {
 		fail "no view read the PFS: $(cat "$TEST_WORKDIR/out.txt")"
 	wait_finished n1 "$jid" 60 || fail "job $jid never finished on n1"
 }
+
+# n2's iostaged is killed while its worker copies n2's part: its Prolog
+# fails, so the job's on-failure policy (fail, on this cluster) applies,
+# and no node runs the job; when n2's iostaged starts again, the half
+# part is removed (never published, never served), and a new job over
+# the same dataset gets every node's part whole.
+test_spread_node_killed_mid_part_serves_no_half_part() {
+	local ds jid node i
+	ds=$(slow_dataset big 6)
+	trap 'iostaged_pid n2 >/dev/null || iostaged_start n2' EXIT
+	as_user "$TEST_USER" sbatch --parsable -N 3 --io-profile="dl-train,data=$ds,spread=yes,timeout=120" \
+		--export=ALL,SRC="$ds" -o "$TEST_WORKDIR/out1.txt" \
+		--wrap "srun bash -c '$SPREAD_DIFF'" >jid.txt 2>&1 || fail "sbatch: $(cat jid.txt)"
+	jid=$(tail -n1 jid.txt)
+	for ((i = 0; i < 300; i++)); do
+		pgrep -f -- "--spread-self n2 .*$ds " >/dev/null && break
+		sleep 0.2
+	done
+	pkill -STOP -f -- "--spread-self n2 .*$ds " || fail "n2 never copied its part of job $jid's dataset"
+	sleep 0.5
+	iostaged_kill n2
+	wait_job_state "$jid" "COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|BOOT_FAIL|PENDING" 120 ||
+		fail "job $jid did not end"
+	assert_eq "a node ran job $jid on a dataset n2 never staged" "" \
+		"$(grep -E ': (same|DIFFERENT)' "$TEST_WORKDIR/out1.txt" 2>/dev/null)"
+	scancel "$jid" 2>/dev/null
+	iostaged_start n2
+	wait_log n2 "peer channel on" 30 || fail "n2's iostaged did not start again"
+	assert_eq "builds left on n2 after its restart" "" \
+		"$(cd "$(tier_cache n2 nvme)" && ls -1d .build.* 2>/dev/null)"
+	scontrol update nodename=n2 state=resume >/dev/null 2>&1
+	wait_node_state n2 idle 60 || fail "n2 never came back: $(node_state n2) $(node_reason n2)"
+	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds,spread=yes" \
+		--export=ALL,SRC="$ds" -o out2.txt --wrap "srun bash -c '$SPREAD_DIFF'" >/dev/null ||
+		fail "the next job: $SUBMIT_OUT $(cat out2.txt 2>/dev/null)"
+	for node in n1 n2 n3; do
+		assert_file_contains "the whole tree on $node in the next job" out2.txt "$node: same"
+	done
+}
