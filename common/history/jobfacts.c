@@ -42,11 +42,13 @@ double jobfacts_bucket_max(size_t i)
 /* The packed facts' key dictionary: part of the stored format, so only
  * ever append (a key not listed is stored spelled out). */
 static const char *const pack_keys[] = {
-	"job",    "user",  "uid",    "job_name", "end",    "run_s",     "ds",
-	"src",    "bytes", "files",  "tier",     "result", "stage_s",   "rd",
-	"ops",    "small", "seq",    "consec",   "time",   "meta_time", "ck",
-	"n",      "io_s",  "unov_s", "out",      "dest",   "name",      "drain",
-	"shared", "fpp",   "hist",   "wr",       "sizes",  "maxf",      "tasks",
+	"job",     "user",      "uid",   "job_name", "end",    "run_s",
+	"ds",      "src",       "bytes", "files",    "tier",   "result",
+	"stage_s", "rd",        "ops",   "small",    "seq",    "consec",
+	"time",    "meta_time", "ck",    "n",        "io_s",   "unov_s",
+	"out",     "dest",      "name",  "drain",    "shared", "fpp",
+	"hist",    "wr",        "sizes", "maxf",     "tasks",  "nodes",
+	"spread",
 };
 
 static struct jsonbuf_dict pack_dict;
@@ -578,9 +580,19 @@ static void add_datasets(struct sink *s, const cJSON *record,
 
 	sink_open(s, "ds", false);
 	for (size_t i = 0; i < n; i++) {
+		const cJSON *sp = cJSON_GetObjectItemCaseSensitive(ds[i],
+								   "spread");
+		double bytes = fmax(0, jobfacts_num(ds[i], "bytes", 0));
+
 		sink_open(s, NULL, true);
 		sink_str(s, "src", jobfacts_str(ds[i], "source", ""));
-		sink_num(s, "bytes", fmax(0, jobfacts_num(ds[i], "bytes", 0)));
+		/* A spread dataset's bytes are a node's part; the parts of
+		 * every node add up to the dataset (recmerge). */
+		if (cJSON_IsObject(sp)) {
+			bytes = fmax(bytes, jobfacts_num(sp, "part_bytes", 0));
+			sink_num(s, "spread", 1);
+		}
+		sink_num(s, "bytes", bytes);
 		sink_num(s, "files", fmax(0, jobfacts_num(ds[i], "files", 0)));
 		sink_str(s, "tier", jobfacts_str(ds[i], "tier", ""));
 		sink_str(s, "result", jobfacts_str(ds[i], "result", ""));
@@ -672,6 +684,14 @@ static void walk(struct sink *s, const cJSON *record)
 	add_checkpoints(s, phases);
 	add_outputs(s, record);
 	add_tasks(s, record);
+	/* a multi-node job's nodes: a dataset larger than a node may fit
+	 * them together (the spread advice) */
+	if (cJSON_GetArraySize(
+		cJSON_GetObjectItemCaseSensitive(record, "nodes")) > 1)
+		sink_num(s, "nodes",
+			 (double)cJSON_GetArraySize(
+			     cJSON_GetObjectItemCaseSensitive(record,
+							      "nodes")));
 	add_writes(s, cJSON_GetObjectItemCaseSensitive(counters, "output"));
 	sink_close(s);
 }

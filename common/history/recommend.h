@@ -34,6 +34,10 @@
 #define RECOMMEND_DOM_FRAC 0.50  /* files <= 1 MiB / files */
 #define RECOMMEND_DOM_MIN_FILES 100
 #define RECOMMEND_STRIPE_MAX 72 /* NERSC's largest count */
+/* Spread a dataset over a job's nodes when they hold at least this much
+ * of it together (MONARCH: caching the part that fits cut training time
+ * 28-37%; below half, the PFS serves most reads anyway). */
+#define RECOMMEND_SPREAD_MIN_FIT 0.5
 
 struct recommend_tier {
 	char name[CONF_NAME_MAX];

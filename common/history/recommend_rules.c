@@ -68,6 +68,57 @@ void recommend_rule_cache(const struct dsgroup *g,
 	cJSON_AddNumberToObject(fig, "copies", (double)g->built);
 }
 
+/* A dataset larger than a node's tier, read by jobs on several nodes:
+ * spread over them (docs/STAGING.md, "Spread datasets") when the nodes
+ * together hold at least RECOMMEND_SPREAD_MIN_FIT of it; what does not
+ * fit is read from the PFS through the same view. */
+static bool spread_helps(const struct dsgroup *g,
+			 const struct recommend_tier *t)
+{
+	return t && t->capacity && g->nodes > 1 &&
+	       (double)t->capacity * (double)g->nodes >=
+		   RECOMMEND_SPREAD_MIN_FIT * g->bytes;
+}
+
+static cJSON *spread_advice(const struct dsgroup *g,
+			    const struct recommend_tier *t, cJSON *recs,
+			    double small, double random)
+{
+	double together = (double)t->capacity * (double)g->nodes;
+	double held = fmin(1.0, together / fmax(g->bytes, 1));
+	char b1[32], b2[32], action[320], gain[200];
+	cJSON *r, *arr, *d;
+
+	snprintf(action, sizeof(action),
+		 "spread over the job's %zu nodes on %s: small or random "
+		 "reads (%.0f%% small, %.0f%% random), %s does not fit one "
+		 "node's tier (%s)%s",
+		 g->nodes, t->name, small * 100, random * 100,
+		 recommend_bytes_str(g->bytes, b1, sizeof(b1)),
+		 recommend_bytes_str((double)t->capacity, b2, sizeof(b2)),
+		 held < 1 ? "; only what fits is staged, the rest is read "
+			    "from the PFS"
+			  : "");
+	snprintf(gain, sizeof(gain),
+		 "~%.0f%% of the reads served by the nodes' %s instead of the "
+		 "PFS, which each byte is read from once",
+		 held * 100, t->name);
+	r = recommend_new_rec(recs, "stage", g->src, action, g->rd_jobs,
+			      recommend_confidence(g->rd, g->smallrand), gain);
+	if (!r)
+		return NULL;
+	recommend_add_dataset_profile(r, g, t->name, true);
+	arr = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(r, "profile"), "datasets");
+	cJSON_ArrayForEach(d, arr)
+		cJSON_AddStringToObject(d, "spread", "yes");
+	cJSON_AddNumberToObject(recommend_figures(r), "nodes",
+				(double)g->nodes);
+	cJSON_AddNumberToObject(recommend_figures(r), "fraction_held",
+				round(held * 1000) / 1000);
+	return r;
+}
+
 /* stage vs stream: small or random reads -> stage; one sequential pass
  * over a dataset larger than the tier -> do not stage. */
 void recommend_rule_stage(const struct dsgroup *g,
@@ -106,6 +157,8 @@ void recommend_rule_stage(const struct dsgroup *g,
 			if (r)
 				recommend_add_dataset_profile(r, g, t->name,
 							      true);
+		} else if (spread_helps(g, t)) {
+			r = spread_advice(g, t, recs, small, random);
 		} else {
 			snprintf(action, sizeof(action),
 				 "read from the PFS: small or random reads, "

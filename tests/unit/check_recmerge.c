@@ -436,7 +436,8 @@ START_TEST(test_spread_adds_up)
 		cJSON_AddNumberToObject(s, "peer_bytes", 10 * (i + 1));
 		cJSON_AddNumberToObject(s, "pfs_bytes", i);
 		cJSON_AddItemToObject(
-		    cJSON_GetArrayItem(cJSON_GetObjectItem(p[i], "datasets"), 0),
+		    cJSON_GetArrayItem(cJSON_GetObjectItem(p[i], "datasets"),
+				       0),
 		    "spread", s);
 	}
 	m = recmerge_job(q, 3, nodes3, 3);

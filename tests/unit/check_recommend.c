@@ -298,6 +298,66 @@ static cJSON *too_big_random_job(unsigned i)
 		      phases);
 }
 
+/* The same jobs on N nodes (issue 29 item 4): a dataset 8x the ram tier
+ * fits 8 nodes together (spread, all of it), half fits 4 (spread, only
+ * what fits), a quarter fits 2 (the PFS, as on one node). */
+static unsigned spread_nodes;
+
+static cJSON *too_big_random_job_on_nodes(unsigned i)
+{
+	cJSON *r = too_big_random_job(i), *nodes = cJSON_CreateArray();
+
+	for (unsigned k = 0; k < spread_nodes; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "n%u", k + 1);
+		cJSON_AddItemToArray(nodes, cJSON_CreateString(name));
+	}
+	cJSON_AddItemToObject(r, "nodes", nodes);
+	return r;
+}
+
+START_TEST(test_spread_when_the_nodes_hold_it)
+{
+	static const struct {
+		unsigned nodes;
+		bool spread;
+		double held;
+	} cases[] = { { 8, true, 1.0 }, { 4, true, 0.5 }, { 2, false, 0 } };
+	cJSON *runs, *res, *r, *ds, *prof;
+
+	spread_nodes = cases[_i].nodes;
+	runs = runs_of(10, too_big_random_job_on_nodes);
+	res = recommend_run(runs, &ctx);
+	r = find_rule(res, "stage", "/pfs/huge");
+	if (!cases[_i].spread) {
+		ck_assert_ptr_null(r);
+		ck_assert_ptr_nonnull(find_rule(res, "stream", "/pfs/huge"));
+		goto out;
+	}
+	ck_assert_ptr_nonnull(r);
+	ck_assert_ptr_null(find_rule(res, "stream", "/pfs/huge"));
+	ck_assert_ptr_nonnull(
+	    strstr(jobfacts_str(r, "action", ""), "spread over the job's"));
+	ck_assert_double_eq_tol(
+	    jobfacts_num(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "evidence"),
+					     "figures"),
+			 "fraction_held", -1),
+	    cases[_i].held, 0.001);
+	/* what --io-profile=auto applies: the dataset, spread, on ram */
+	prof = recommend_profile(cJSON_GetObjectItem(res, "recommendations"),
+				 0);
+	ds = cJSON_GetArrayItem(cJSON_GetObjectItem(prof, "datasets"), 0);
+	ck_assert_ptr_nonnull(ds);
+	ck_assert_str_eq(jobfacts_str(ds, "spread", ""), "yes");
+	ck_assert_str_eq(jobfacts_str(ds, "tier", ""), "ram");
+	cJSON_Delete(prof);
+out:
+	cJSON_Delete(res);
+	cJSON_Delete(runs);
+}
+END_TEST
+
 START_TEST(test_never_stage_larger_than_tier)
 {
 	cJSON *runs = runs_of(10, too_big_random_job),
@@ -1181,6 +1241,7 @@ static Suite *recommend_suite(void)
 	tcase_add_test(tc, test_stage_without_counters);
 	tcase_add_test(tc, test_never_stage_larger_than_tier);
 	tcase_add_test(tc, test_stream_one_pass_too_big);
+	tcase_add_loop_test(tc, test_spread_when_the_nodes_hold_it, 0, 3);
 	tcase_add_test(tc, test_one_pass_that_fits);
 	tcase_add_test(tc, test_checkpoint_fires);
 	tcase_add_test(tc, test_checkpoint_under_10_percent);
