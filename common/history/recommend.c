@@ -242,8 +242,6 @@ static void ds_add_run(struct dsgroup *g, const cJSON *f, const cJSON *d)
 	cJSON_AddItemToArray(g->jobs, cJSON_CreateNumber(job));
 	if (jobfacts_num(f, "nodes", 1) > (double)g->nodes)
 		g->nodes = (size_t)fmin(jobfacts_num(f, "nodes", 1), 65536);
-	if (jobfacts_num(d, "spread", 0) > 0)
-		g->spread++;
 	g->bytes = fmax(g->bytes, bytes);
 	g->files = fmax(g->files, jobfacts_num(d, "files", 0));
 	if (tier[0] && !g->tier)

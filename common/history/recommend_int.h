@@ -34,8 +34,8 @@ struct dsgroup {
 	cJSON *rd_jobs;
 	size_t rd, smallrand, onepass;
 	double small_frac, random_frac, ops;
-	/* the most nodes a run had, and runs that spread the dataset */
-	size_t nodes, spread;
+	/* the most nodes a run had */
+	size_t nodes;
 };
 
 struct outgroup {

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,23 +31,15 @@
 #define VIEWS_DIR "views"
 #define VIEW_REAP_MS 2000
 
-/* iostage-view, opened once (an upgrade on disk does not swap it under a
- * running daemon; spawn.c keeps iostaged's own binary the same way). */
-static pthread_mutex_t exe_lock = PTHREAD_MUTEX_INITIALIZER;
-static int exe_fd = -1;
-
+/* ViewProgram, opened for one start (an upgrade on disk takes effect at
+ * the next dataset's view; a running view keeps its own). */
 static int view_exe(const char *path, char *err, size_t errlen)
 {
-	int fd;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	pthread_mutex_lock(&exe_lock);
-	if (exe_fd < 0)
-		exe_fd = open(path, O_RDONLY | O_CLOEXEC);
-	fd = exe_fd;
 	if (fd < 0)
 		snprintf(err, errlen, "cannot open ViewProgram=%s: %s", path,
 			 strerror(errno));
-	pthread_mutex_unlock(&exe_lock);
 	return fd;
 }
 
@@ -162,14 +153,15 @@ static int spawn_view(struct agent *a, const struct spread_view_args *va,
 	int pass[2] = { fuse_fd, va->listing_fd };
 	struct spawn_how how = { .outlive = true };
 	struct spawn_proc p;
+	int r;
 
-	how.exe_fd = view_exe(conf->view_program, err, errlen);
-	if (how.exe_fd < 0)
-		return -1;
 	if (lseek(va->listing_fd, 0, SEEK_SET) < 0) {
 		snprintf(err, errlen, "the listing: %s", strerror(errno));
 		return -1;
 	}
+	how.exe_fd = view_exe(conf->view_program, err, errlen);
+	if (how.exe_fd < 0)
+		return -1;
 	snprintf(port, sizeof(port), "%u", conf->peer_port);
 	argv[n++] = "iostage-view";
 	argv[n++] = "--fuse-fd";
@@ -204,8 +196,10 @@ static int spawn_view(struct agent *a, const struct spread_view_args *va,
 		argv[n++] = stats;
 	}
 	argv[n] = NULL;
-	if (spawn_program(&how, va->uid, va->gid, va->user, argv, NULL, pass, 2,
-			  "dataset view", &p, err, errlen) < 0)
+	r = spawn_program(&how, va->uid, va->gid, va->user, argv, NULL, pass, 2,
+			  "dataset view", &p, err, errlen);
+	close(how.exe_fd);
+	if (r < 0)
 		return -1;
 	/* It prints nothing: its stdout and stdin are not ours to keep. */
 	close(p.in);
