@@ -383,89 +383,6 @@ const void *peerfetch_manifest(const struct peerfetch *pf, size_t *len)
 	return pf->manifest;
 }
 
-int peerfetch_file(struct peerfetch *pf, const char *rel, int dst_fd,
-		   uint64_t size, int timeout_ms, char *err, size_t errlen)
-{
-	char line[PF_REPLY_MAX], what[PF_NODE_MAX + 80], *text = NULL;
-	cJSON *req = NULL, *r = NULL;
-	uint64_t got;
-	bool refused, wrote;
-	size_t n;
-	int rc = -1;
-
-	snprintf(what, sizeof(what), "'%.64s%s'", rel ? rel : "",
-		 rel && strlen(rel) > 64 ? "..." : "");
-	if (!pf->usable) {
-		snprintf(err, errlen, "node %s: %s: the session is closed",
-			 pf->node, what);
-		return -1;
-	}
-	if (!rel || strlen(rel) >= PEERFETCH_PATH_MAX) {
-		snprintf(err, errlen, "node %s: %s: path too long", pf->node,
-			 what);
-		return -1;
-	}
-	req = cJSON_CreateObject();
-	if (!req || !cJSON_AddStringToObject(req, "path", rel) ||
-	    !cJSON_AddNumberToObject(req, "size", (double)size) ||
-	    !(text = jsonbuf_dup(req))) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	/* jsonbuf_dup's NUL is the room for the '\n'. */
-	n = strlen(text);
-	text[n] = '\n';
-	if (send_all(pf, text, n + 1,
-		     deadline_now_ms() + (timeout_ms > 0 ? timeout_ms : 0)) <
-	    0) {
-		pf->usable = false;
-		snprintf(err, errlen, "node %s: %s: cannot send: %s", pf->node,
-			 what, strerror(errno));
-		goto out;
-	}
-	if (read_reply(pf, line,
-		       deadline_now_ms() + (timeout_ms > 0 ? timeout_ms : 0)) <
-	    0) {
-		pf->usable = false;
-		snprintf(err, errlen, "node %s: %s: %s", pf->node, what,
-			 why_read(errno));
-		goto out;
-	}
-	r = parse_reply(pf, line, what, &refused, err, errlen);
-	if (!r) {
-		pf->usable = refused; /* a refusal leaves the session as is */
-		goto out;
-	}
-	if (reply_size(r, "size", &got) < 0 || got != size) {
-		/* The server announced other bytes than we asked for: we
-		 * cannot skip them without reading them all; this session is
-		 * done, and nothing was written. */
-		pf->usable = false;
-		snprintf(err, errlen,
-			 "node %s: %s: the server sends another size than "
-			 "the %llu bytes asked for",
-			 pf->node, what, (unsigned long long)size);
-		goto out;
-	}
-	if (take_bytes(pf, dst_fd, NULL, size, timeout_ms, &wrote) < 0) {
-		pf->usable = false;
-		if (wrote)
-			snprintf(err, errlen, "node %s: %s: cannot write: %s",
-				 pf->node, what, strerror(errno));
-		else
-			snprintf(err, errlen, "node %s: %s: cut short: %s",
-				 pf->node, what, why_read(errno));
-		goto out;
-	}
-	pf->bytes += size;
-	rc = 0;
-out:
-	cJSON_Delete(r);
-	cJSON_Delete(req);
-	free(text);
-	return rc;
-}
-
 /* Send REQ as one line and read the reply's line into an object: NULL
  * with err (the session's state set: a refusal leaves it usable). */
 static cJSON *request(struct peerfetch *pf, const cJSON *req, const char *what,
@@ -505,6 +422,65 @@ static cJSON *request(struct peerfetch *pf, const cJSON *req, const char *what,
 out:
 	free(text);
 	return r;
+}
+
+int peerfetch_file(struct peerfetch *pf, const char *rel, int dst_fd,
+		   uint64_t size, int timeout_ms, char *err, size_t errlen)
+{
+	char what[PF_NODE_MAX + 80];
+	cJSON *req = NULL, *r = NULL;
+	uint64_t got;
+	bool wrote;
+	int rc = -1;
+
+	snprintf(what, sizeof(what), "'%.64s%s'", rel ? rel : "",
+		 rel && strlen(rel) > 64 ? "..." : "");
+	if (!pf->usable) {
+		snprintf(err, errlen, "node %s: %s: the session is closed",
+			 pf->node, what);
+		return -1;
+	}
+	if (!rel || strlen(rel) >= PEERFETCH_PATH_MAX) {
+		snprintf(err, errlen, "node %s: %s: path too long", pf->node,
+			 what);
+		return -1;
+	}
+	req = cJSON_CreateObject();
+	if (!req || !cJSON_AddStringToObject(req, "path", rel) ||
+	    !cJSON_AddNumberToObject(req, "size", (double)size)) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	r = request(pf, req, what, timeout_ms, err, errlen);
+	if (!r)
+		goto out;
+	if (reply_size(r, "size", &got) < 0 || got != size) {
+		/* The server announced other bytes than we asked for: we
+		 * cannot skip them without reading them all; this session is
+		 * done, and nothing was written. */
+		pf->usable = false;
+		snprintf(err, errlen,
+			 "node %s: %s: the server sends another size than "
+			 "the %llu bytes asked for",
+			 pf->node, what, (unsigned long long)size);
+		goto out;
+	}
+	if (take_bytes(pf, dst_fd, NULL, size, timeout_ms, &wrote) < 0) {
+		pf->usable = false;
+		if (wrote)
+			snprintf(err, errlen, "node %s: %s: cannot write: %s",
+				 pf->node, what, strerror(errno));
+		else
+			snprintf(err, errlen, "node %s: %s: cut short: %s",
+				 pf->node, what, why_read(errno));
+		goto out;
+	}
+	pf->bytes += size;
+	rc = 0;
+out:
+	cJSON_Delete(r);
+	cJSON_Delete(req);
+	return rc;
 }
 
 int peerfetch_range(struct peerfetch *pf, const char *rel, uint64_t size,

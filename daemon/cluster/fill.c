@@ -236,7 +236,6 @@ int fill_find(struct agent *a, struct job *job, size_t i, const char *tier,
 cJSON *fill_op_stage_entry(struct agent *a, const struct peernet_peer *p,
 			   const cJSON *req)
 {
-	const cJSON *ds = cJSON_GetObjectItemCaseSensitive(req, "dataset");
 	char err[CONF_ERR_MAX], entry[JOBS_ENTRY_MAX];
 	const char *state = "unknown", *tier = "";
 	struct job_view v;
@@ -246,12 +245,8 @@ cJSON *fill_op_stage_entry(struct agent *a, const struct peernet_peer *p,
 	cJSON *r;
 
 	(void)p;
-	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (peer_job_dataset(req, "stage_entry", &id, &i, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
-	if (!cJSON_IsNumber(ds) || ds->valuedouble < 0 ||
-	    ds->valuedouble >= PROFILE_MAX_DATASETS)
-		return proto_reply_error("stage_entry: bad dataset index");
-	i = (size_t)ds->valuedouble;
 	entry[0] = '\0';
 	job = jobs_get(a->jobs, id);
 	if (job) {

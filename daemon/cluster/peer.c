@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/base/log.h"
+#include "common/config/profile.h"
 #include "common/net/peernet.h"
 #include "common/net/peerserve.h"
 #include "common/net/proto.h"
@@ -295,4 +296,20 @@ void peer_call_many(const struct peer_channel *pc, const char *const *nodes,
 			replies[base + i] = f[i].reply;
 		}
 	}
+}
+
+int peer_job_dataset(const cJSON *req, const char *op, uint32_t *ret_id,
+		     size_t *ret_i, char *err, size_t errlen)
+{
+	const cJSON *ds = cJSON_GetObjectItemCaseSensitive(req, "dataset");
+
+	if (proto_get_job_id(req, ret_id, err, errlen) < 0)
+		return -1;
+	if (!cJSON_IsNumber(ds) || ds->valuedouble < 0 ||
+	    ds->valuedouble >= PROFILE_MAX_DATASETS) {
+		snprintf(err, errlen, "%s: bad dataset index", op);
+		return -1;
+	}
+	*ret_i = (size_t)ds->valuedouble;
+	return 0;
 }

@@ -45,6 +45,12 @@ struct peer_op {
 	peer_op_fn fn;
 };
 
+/* An op's {"job":J,"dataset":I} (stage_entry, spread_plan): 0 with
+ * *ret_id and *ret_i (< PROFILE_MAX_DATASETS), or -1 with one line in
+ * err ("key 'job': missing", "OP: bad dataset index"). */
+int peer_job_dataset(const cJSON *req, const char *op, uint32_t *ret_id,
+		     size_t *ret_i, char *err, size_t errlen);
+
 /* daemon/cluster/peer_ops.c, ended by { NULL, NULL }. */
 extern const struct peer_op peer_ops[];
 

@@ -254,7 +254,6 @@ cJSON *spreadplan_op_tier_space(struct agent *a, const struct peernet_peer *p,
 cJSON *spreadplan_op_plan(struct agent *a, const struct peernet_peer *p,
 			  const cJSON *req)
 {
-	const cJSON *ds = cJSON_GetObjectItemCaseSensitive(req, "dataset");
 	char err[CONF_ERR_MAX], entry[JOBS_ENTRY_MAX];
 	char *plan = NULL;
 	const char *state = "unknown";
@@ -265,12 +264,8 @@ cJSON *spreadplan_op_plan(struct agent *a, const struct peernet_peer *p,
 	cJSON *r;
 
 	(void)p;
-	if (proto_get_job_id(req, &id, err, sizeof(err)) < 0)
+	if (peer_job_dataset(req, "spread_plan", &id, &i, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
-	if (!cJSON_IsNumber(ds) || ds->valuedouble < 0 ||
-	    ds->valuedouble >= PROFILE_MAX_DATASETS)
-		return proto_reply_error("spread_plan: bad dataset index");
-	i = (size_t)ds->valuedouble;
 	job = jobs_get(a->jobs, id);
 	if (job) {
 		plan = malloc(SPREAD_SPEC_MAX);
