@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include <cJSON.h>
 
+#include "common/base/deadline.h"
 #include "common/base/log.h"
 #include "common/config/joblayout.h"
 #include "common/fs/bindmount.h"
@@ -30,6 +32,7 @@
 
 #define VIEWS_DIR "views"
 #define VIEW_REAP_MS 2000
+#define VIEW_READY_MS 10000 /* the view's first answer to the kernel */
 
 /* ViewProgram, opened for one start (an upgrade on disk takes effect at
  * the next dataset's view; a running view keeps its own). */
@@ -142,6 +145,47 @@ int spread_view_stats_read(const struct agent *a, uint32_t jobid, int tier,
 	return 0;
 }
 
+/* The view's one line "ready" (it answered the kernel's INIT), within
+ * VIEW_READY_MS. The overlay's mount asks the view for its root: a view
+ * that does not answer would hold this thread in mount(2), so it is not
+ * mounted over until it has. 0, or -1 with err (the caller ends it). */
+static int wait_ready(int fd, char *err, size_t errlen)
+{
+	char line[16];
+	size_t got = 0;
+	long long end = deadline_now_ms() + VIEW_READY_MS;
+
+	while (got < sizeof(line) - 1) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		long long left = end - deadline_now_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) == 0) {
+			snprintf(err, errlen,
+				 "the dataset's view did not start within "
+				 "%d s",
+				 VIEW_READY_MS / 1000);
+			return -1;
+		}
+		n = read(fd, line + got, sizeof(line) - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (memchr(line, '\n', got))
+			break;
+	}
+	line[got] = '\0';
+	if (strcmp(line, "ready\n")) {
+		snprintf(err, errlen,
+			 "the dataset's view ended before it was ready "
+			 "(iostaged's log has its reason)");
+		return -1;
+	}
+	return 0;
+}
+
 /* Start iostage-view on FUSE_FD as the user. */
 static int spawn_view(struct agent *a, const struct spread_view_args *va,
 		      int fuse_fd, pid_t *ret_pid, char *err, size_t errlen)
@@ -201,11 +245,11 @@ static int spawn_view(struct agent *a, const struct spread_view_args *va,
 	close(how.exe_fd);
 	if (r < 0)
 		return -1;
-	/* It prints nothing: its stdout and stdin are not ours to keep. */
 	close(p.in);
-	close(p.out);
 	*ret_pid = p.pid;
-	return 0;
+	r = wait_ready(p.out, err, errlen);
+	close(p.out);
+	return r;
 }
 
 /* lowerdir=PART:FUSE over JDIR/NAME.view. */
