@@ -1,0 +1,135 @@
+/* check_spread_view.c - daemon/staging/spread_view.c as root: a view that
+ * ends before it is ready fails the dataset with one line and leaves
+ * nothing mounted and no directory; stopping the views of a job without
+ * any is a no-op; the views of jobs no longer known go at start. The
+ * whole view (overlay, FUSE, iostage-view) runs in the 3-node cluster's
+ * tests/cluster/test_spread.sh; the program alone in check_view.c. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "daemon/staging/spread_view.h"
+#include "tests/unit/agent_fixture.h"
+#include "tests/unit/check_run.h"
+
+static struct ag g;
+
+static void setup(void)
+{
+	ag_init(&g, "n1", 1);
+}
+
+static void teardown(void)
+{
+	ag_fini(&g);
+}
+
+/* Lines of /proc/self/mountinfo naming PATH. */
+static int mounts_under(const char *path)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, path))
+			n++;
+	fclose(f);
+	return n;
+}
+
+START_TEST(test_view_that_never_gets_ready)
+{
+	char err[CONF_ERR_MAX] = "", views[CONF_PATH_MAX + 32];
+	int listing = open(g.conf.state_dir, O_TMPFILE | O_RDWR, 0600);
+	struct spread_view_args va = {
+		.jobid = 7,
+		.name = "d",
+		.src = "/pfs/d",
+		.tier = 0,
+		.key = "0123456789abcdef0123456789abcdef",
+		.version = 0,
+		.plan = "n1=1",
+		.self = "n1",
+		.listing_fd = listing,
+		.uid = 65534,
+		.gid = 65534,
+		.user = "nobody",
+	};
+	struct stat st;
+	pid_t pid = 1;
+
+	ck_assert_int_ge(listing, 0);
+	/* a "view" that exits at once, saying nothing */
+	snprintf(g.conf.view_program, sizeof(g.conf.view_program), "%s",
+		 "/bin/true");
+	ck_assert_int_eq(spread_view_start(&g.a, &va, &pid, err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "ended before it was ready") != NULL, "%s",
+		      err);
+	ck_assert_int_eq(pid, 1); /* untouched on failure */
+	snprintf(views, sizeof(views), "%s/views/7", g.conf.state_dir);
+	ck_assert_int_eq(mounts_under(views), 0);
+	/* the job's views go, the directory with them */
+	ck_assert_int_eq(spread_view_stop(&g.a, 7, err, sizeof(err)), 0);
+	ck_assert_int_ne(stat(views, &st), 0);
+	/* a program that is not there: one line naming the key */
+	snprintf(g.conf.view_program, sizeof(g.conf.view_program), "%s",
+		 "/nonexistent/iostage-view");
+	ck_assert_int_eq(spread_view_start(&g.a, &va, &pid, err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "ViewProgram=/nonexistent/iostage-view") !=
+			  NULL,
+		      "%s", err);
+	ck_assert_int_eq(mounts_under(views), 0);
+	ck_assert_int_eq(spread_view_stop(&g.a, 7, err, sizeof(err)), 0);
+	close(listing);
+}
+END_TEST
+
+static bool only_9(void *arg, uint32_t id)
+{
+	(void)arg;
+	return id == 9;
+}
+
+START_TEST(test_stale_views_go)
+{
+	char err[CONF_ERR_MAX], p[CONF_PATH_MAX + 32];
+	struct stat st;
+
+	/* nothing made yet: no-ops */
+	ck_assert_int_eq(spread_view_stop(&g.a, 3, err, sizeof(err)), 0);
+	ck_assert_uint_eq(spread_view_stale(&g.a, only_9, NULL), 0);
+	/* two jobs' (empty) view directories: the unknown one goes */
+	snprintf(p, sizeof(p), "%s/views", g.conf.state_dir);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/views/9", g.conf.state_dir);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/views/12", g.conf.state_dir);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	ck_assert_uint_eq(spread_view_stale(&g.a, only_9, NULL), 1);
+	ck_assert_int_ne(stat(p, &st), 0);
+	snprintf(p, sizeof(p), "%s/views/9", g.conf.state_dir);
+	ck_assert_int_eq(stat(p, &st), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("spread_view");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_root_test(tc, test_view_that_never_gets_ready);
+	tcase_add_test(tc, test_stale_views_go);
+	suite_add_tcase(s, tc);
+	return check_run(s);
+}
