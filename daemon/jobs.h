@@ -64,6 +64,7 @@ struct job_ds {
 	 * serving the job, and unmounts it at finish. */
 	char *spread_plan;
 	pid_t view_pid;
+	uint64_t spread_dataset_bytes; /* the whole dataset (bytes: the part) */
 };
 
 struct job {
@@ -308,6 +309,10 @@ enum job_ds_result jobs_dataset_entry(struct job *job, size_t i, char *entry,
  * decided yet, -1 when it does not fit). */
 int jobs_set_spread_plan(struct job *job, size_t i, const char *plan);
 int jobs_spread_plan(struct job *job, size_t i, char *buf, size_t len);
+
+/* Dataset I's whole size, when it is spread (its bytes are this node's
+ * part). */
+void jobs_set_spread_dataset_bytes(struct job *job, size_t i, uint64_t bytes);
 
 /* Dataset I's view process: set PID (0: none), or take it (returns it
  * and sets 0, so that one caller reaps it). */

@@ -136,6 +136,17 @@ int jobs_spread_plan(struct job *job, size_t i, char *buf, size_t len)
 	return r;
 }
 
+void jobs_set_spread_dataset_bytes(struct job *job, size_t i, uint64_t bytes)
+{
+	struct jobs *js = job->table;
+
+	if (i >= PROFILE_MAX_DATASETS)
+		return;
+	pthread_mutex_lock(&js->lock);
+	job->ds[i].spread_dataset_bytes = bytes;
+	pthread_mutex_unlock(&js->lock);
+}
+
 void jobs_set_view_pid(struct job *job, size_t i, pid_t pid)
 {
 	struct jobs *js = job->table;

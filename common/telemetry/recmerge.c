@@ -4,6 +4,7 @@
  * same parts always give the same bytes (floating-point sums included).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,22 @@ static const char *const spread_keys[] = {
 	"part_bytes",       "part_files",    "peer_bytes", "pfs_bytes",
 	"view_local_bytes", "peer_failures", NULL,
 };
+
+/* A node's spread figures SRC into the job's DST: parts and what the
+ * views served add up; the dataset is the same whole on every node; the
+ * job holds the sum of its parts' share of it (partial staging: < 1). */
+static void merge_spread(cJSON *dst, const cJSON *src)
+{
+	add_keys(dst, src, spread_keys);
+	if (num(src, "dataset_bytes") > num(dst, "dataset_bytes"))
+		json_set_number(dst, "dataset_bytes",
+				num(src, "dataset_bytes"));
+	if (num(dst, "dataset_bytes") > 0)
+		json_set_number(dst, "held_fraction",
+				round(num(dst, "part_bytes") /
+				      num(dst, "dataset_bytes") * 1000) /
+				    1000);
+}
 
 /* Union of the ranks arrays (numbers), kept sorted. */
 static void add_ranks(cJSON *dst, const cJSON *src)
@@ -495,12 +512,11 @@ static void merge_datasets(cJSON *r, const cJSON *const *parts, size_t n)
 								 "spread")) &&
 			    cJSON_IsObject(
 				cJSON_GetObjectItemCaseSensitive(e, "spread")))
-				add_keys(
+				merge_spread(
 				    cJSON_GetObjectItemCaseSensitive(e,
 								     "spread"),
 				    cJSON_GetObjectItemCaseSensitive(d,
-								     "spread"),
-				    spread_keys);
+								     "spread"));
 		}
 	}
 }

@@ -113,6 +113,7 @@ struct run {
 	 * dataset's listing to; spread_plan NULL: a whole copy. */
 	const char *spread_plan, *spread_self;
 	int listing_fd;
+	uint64_t spread_dataset_bytes; /* the whole dataset's, its walk's */
 	char err[CONF_ERR_MAX];
 };
 
@@ -310,6 +311,9 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		o->got_totals = true;
 		o->dataset_bytes = m->dataset_bytes;
 		o->dataset_files = m->dataset_files;
+		/* a spread dataset's whole size, from a check or a build */
+		if (run->spread_plan)
+			run->spread_dataset_bytes = m->dataset_bytes;
 		o->total_bytes = m->total_bytes;
 		o->total_files = m->total_files;
 		o->copy_bytes = m->copy_bytes;
@@ -759,6 +763,7 @@ static int spread_begin(struct run *run, size_t i, const struct stage_owner *ow,
 	run->spread_plan = plan;
 	run->spread_self = spreadplan_self(a);
 	run->listing_fd = fd;
+	run->spread_dataset_bytes = 0;
 	return 0;
 }
 
@@ -876,6 +881,9 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 				       sizeof(run->err))) < 0))
 		goto out;
 	served(run, i, ow, hit, &built, &o, entry, how);
+	if (spread)
+		jobs_set_spread_dataset_bytes(job, i,
+					      run->spread_dataset_bytes);
 	if (spread && !hit)
 		log_info("job %u: dataset '%s': this node holds %" PRIu64
 			 " of its %" PRIu64 " files (spread over %s)",

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,16 @@ static void add_spread(const struct job *job, size_t i, cJSON *e)
 		return;
 	cJSON_AddNumberToObject(sp, "part_bytes", (double)r->bytes);
 	cJSON_AddNumberToObject(sp, "part_files", (double)r->files);
+	if (r->spread_dataset_bytes) {
+		cJSON_AddNumberToObject(sp, "dataset_bytes",
+					(double)r->spread_dataset_bytes);
+		/* what of the dataset this node holds */
+		cJSON_AddNumberToObject(sp, "held_fraction",
+					round((double)r->bytes /
+					      (double)r->spread_dataset_bytes *
+					      1000) /
+					    1000);
+	}
 	if (r->spread_plan)
 		cJSON_AddStringToObject(sp, "plan", r->spread_plan);
 }

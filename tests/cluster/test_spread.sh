@@ -19,7 +19,7 @@ held() {
 }
 
 test_spread_three_nodes_each_hold_a_part_and_see_the_whole() {
-	local ds jid node n m sum=0 total=
+	local ds jid node n m sum=0 total= i rec
 	ds=$(pfs_dataset imgs 60)
 	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds,spread=yes" \
 		--export=ALL,SRC="$ds" -o out.txt --wrap "srun bash -c '$SPREAD_DIFF'" >/dev/null ||
@@ -37,6 +37,18 @@ test_spread_three_nodes_each_hold_a_part_and_see_the_whole() {
 		sum=$((sum + n))
 	done
 	assert_eq "files held by the three nodes together" "$total" "$sum"
+	# the job's record (filed by iostagectld): the parts add up to the
+	# whole dataset, all of it held on the nodes
+	[ "$CLUSTER_CONTROLLER" = yes ] || return 0
+	for ((i = 0; i < 160; i++)); do
+		rec=$(ctld_request login root "{\"op\":\"history_get\",\"job\":$jid}" | jq -c '.record')
+		[ "$(jq '.parts | length' <<<"$rec" 2>/dev/null)" = 3 ] && break
+		sleep 0.25
+	done
+	assert_eq "files of the parts in job $jid's record" "$total" \
+		"$(jq '.datasets[0].spread.part_files' <<<"$rec")"
+	assert_eq "the dataset's share held on the nodes" 1 \
+		"$(jq '.datasets[0].spread.held_fraction' <<<"$rec")"
 }
 
 test_spread_training_reads_see_what_the_pfs_holds() {

@@ -433,6 +433,7 @@ START_TEST(test_spread_adds_up)
 		cJSON *s = cJSON_CreateObject();
 
 		cJSON_AddNumberToObject(s, "part_bytes", 100 * (i + 1));
+		cJSON_AddNumberToObject(s, "dataset_bytes", 800);
 		cJSON_AddNumberToObject(s, "peer_bytes", 10 * (i + 1));
 		cJSON_AddNumberToObject(s, "pfs_bytes", i);
 		cJSON_AddItemToObject(
@@ -448,6 +449,9 @@ START_TEST(test_spread_adds_up)
 	ck_assert_double_eq(num(sp, "part_bytes"), 600);
 	ck_assert_double_eq(num(sp, "peer_bytes"), 60);
 	ck_assert_double_eq(num(sp, "pfs_bytes"), 3);
+	/* the same dataset on every node; the parts hold 600 of its 800 */
+	ck_assert_double_eq(num(sp, "dataset_bytes"), 800);
+	ck_assert_double_eq(num(sp, "held_fraction"), 0.75);
 	pt = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "parts"), 1);
 	sp = cJSON_GetObjectItem(
 	    cJSON_GetArrayItem(cJSON_GetObjectItem(pt, "datasets"), 0),
