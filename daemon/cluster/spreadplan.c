@@ -208,6 +208,11 @@ int spreadplan_get(struct agent *a, struct job *job, size_t i, const char *tier,
 			 ret);
 	} else if (ask_head(a, job, i, ret, len, stop, arg, err, errlen) < 0) {
 		return -1;
+	} else if (jobs_set_spread_plan(job, i, ret) < 0) {
+		/* kept for this node's record, and for a second attempt
+		 * (the user's own entry after the public one) */
+		snprintf(err, errlen, "out of memory");
+		return -1;
 	}
 	/* The head's plan must name us, or our view would serve nothing. */
 	if (spread_plan_parse(ret, &check, why, sizeof(why)) < 0) {

@@ -49,6 +49,11 @@ test_spread_three_nodes_each_hold_a_part_and_see_the_whole() {
 		"$(jq '.datasets[0].spread.part_files' <<<"$rec")"
 	assert_eq "the dataset's share held on the nodes" 1 \
 		"$(jq '.datasets[0].spread.held_fraction' <<<"$rec")"
+	# every node's part of the record names the one plan they used
+	assert_eq "distinct plans in the nodes' parts" 1 \
+		"$(jq '[.parts[].datasets[0].spread.plan | select(. != null)] | unique | length' <<<"$rec")"
+	assert_eq "nodes whose part names the plan" 3 \
+		"$(jq '[.parts[].datasets[0].spread.plan | select(. != null)] | length' <<<"$rec")"
 }
 
 test_spread_training_reads_see_what_the_pfs_holds() {
