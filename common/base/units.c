@@ -1,5 +1,7 @@
 /* units.c - human-readable sizes and durations. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "common/base/units.h"
 
@@ -44,4 +46,19 @@ char *units_seconds(double seconds, char *buf, size_t buflen)
 	else
 		snprintf(buf, buflen, "%luh%02lum", s / 3600, s % 3600 / 60);
 	return buf;
+}
+
+int units_parse_u64(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*ret = (uint64_t)v;
+	return 0;
 }

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/base/units.h"
 #include "common/fs/bindmount.h"
 
 #define BINDMOUNT_STACK_MAX 16 /* mounts detached from one name */
@@ -114,21 +115,6 @@ static char *field(char **p)
 	return s;
 }
 
-static int parse_u64(const char *s, uint64_t *ret)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*ret = v;
-	return 0;
-}
-
 int bindmount_parse_line(char *line, struct bindmount_info *ret)
 {
 	char *p = line, *id, *parent, *point;
@@ -141,8 +127,8 @@ int bindmount_parse_line(char *line, struct bindmount_info *ret)
 	(void)field(&p); /* major:minor */
 	(void)field(&p); /* root within its file system */
 	point = field(&p);
-	if (!point || parse_u64(id, &info.id) < 0 ||
-	    parse_u64(parent, &info.parent) < 0 || point[0] != '/')
+	if (!point || units_parse_u64(id, &info.id) < 0 ||
+	    units_parse_u64(parent, &info.parent) < 0 || point[0] != '/')
 		goto bad;
 	unescape(point);
 	info.point = point;

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/base/units.h"
 #include "common/fs/copyengine.h"
 #include "common/fs/manifest.h"
 #include "common/fs/publictree.h"
@@ -274,21 +275,6 @@ static int parse_fd(const char *opt, const char *s, int *ret)
 	return 0;
 }
 
-static int parse_u64(const char *s, uint64_t *ret)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*ret = (uint64_t)v;
-	return 0;
-}
-
 static int parse_args(int argc, char **argv, struct worker_args *a)
 {
 	const char *peer = NULL, *entry = NULL, *munge = NULL;
@@ -358,7 +344,7 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 		} else if (!strcmp(opt, "--spread-self")) {
 			self = val;
 		} else if (!strcmp(opt, "--part-budget")) {
-			if (parse_u64(val, &a->part_budget) < 0 ||
+			if (units_parse_u64(val, &a->part_budget) < 0 ||
 			    !a->part_budget)
 				return usage("--part-budget: a number of "
 					     "bytes, 1 or more");

@@ -46,6 +46,30 @@ START_TEST(test_seconds_out_of_range)
 }
 END_TEST
 
+/* Whole decimal numbers only; anything else leaves *ret as it was. */
+START_TEST(test_parse_u64)
+{
+	static const char *const bad[] = {
+		"", "-1", "+1", " 1", "1 ", "1x", "0x10", "18446744073709551616"
+	};
+	uint64_t v = 7;
+
+	ck_assert_int_eq(units_parse_u64("0", &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(units_parse_u64("21474836480", &v), 0);
+	ck_assert_uint_eq(v, 21474836480ULL);
+	ck_assert_int_eq(units_parse_u64("18446744073709551615", &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	v = 7;
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		ck_assert_msg(units_parse_u64(bad[k], &v) == -1, "'%s'",
+			      bad[k]);
+		ck_assert_uint_eq(v, 7);
+	}
+	ck_assert_int_eq(units_parse_u64(NULL, &v), -1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("units");
@@ -54,6 +78,7 @@ int main(void)
 	tcase_add_test(tc, test_bytes);
 	tcase_add_test(tc, test_seconds);
 	tcase_add_test(tc, test_seconds_out_of_range);
+	tcase_add_test(tc, test_parse_u64);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
