@@ -424,6 +424,24 @@ out:
 	return r;
 }
 
+/* Can PF send a request for REL (WHAT in messages)? 0, or -1 with err:
+ * a closed session, or a path no request may carry. */
+static int request_allowed(const struct peerfetch *pf, const char *rel,
+			   const char *what, char *err, size_t errlen)
+{
+	if (!pf->usable) {
+		snprintf(err, errlen, "node %s: %s: the session is closed",
+			 pf->node, what);
+		return -1;
+	}
+	if (!rel || strlen(rel) >= PEERFETCH_PATH_MAX) {
+		snprintf(err, errlen, "node %s: %s: path too long", pf->node,
+			 what);
+		return -1;
+	}
+	return 0;
+}
+
 int peerfetch_file(struct peerfetch *pf, const char *rel, int dst_fd,
 		   uint64_t size, int timeout_ms, char *err, size_t errlen)
 {
@@ -435,16 +453,8 @@ int peerfetch_file(struct peerfetch *pf, const char *rel, int dst_fd,
 
 	snprintf(what, sizeof(what), "'%.64s%s'", rel ? rel : "",
 		 rel && strlen(rel) > 64 ? "..." : "");
-	if (!pf->usable) {
-		snprintf(err, errlen, "node %s: %s: the session is closed",
-			 pf->node, what);
+	if (request_allowed(pf, rel, what, err, errlen) < 0)
 		return -1;
-	}
-	if (!rel || strlen(rel) >= PEERFETCH_PATH_MAX) {
-		snprintf(err, errlen, "node %s: %s: path too long", pf->node,
-			 what);
-		return -1;
-	}
 	req = cJSON_CreateObject();
 	if (!req || !cJSON_AddStringToObject(req, "path", rel) ||
 	    !cJSON_AddNumberToObject(req, "size", (double)size)) {
@@ -495,16 +505,8 @@ int peerfetch_range(struct peerfetch *pf, const char *rel, uint64_t size,
 
 	snprintf(what, sizeof(what), "'%.64s%s' at %llu", rel ? rel : "",
 		 rel && strlen(rel) > 64 ? "..." : "", (unsigned long long)off);
-	if (!pf->usable) {
-		snprintf(err, errlen, "node %s: %s: the session is closed",
-			 pf->node, what);
+	if (request_allowed(pf, rel, what, err, errlen) < 0)
 		return -1;
-	}
-	if (!rel || strlen(rel) >= PEERFETCH_PATH_MAX) {
-		snprintf(err, errlen, "node %s: %s: path too long", pf->node,
-			 what);
-		return -1;
-	}
 	if (off > size) {
 		snprintf(err, errlen, "node %s: %s: past the end (%llu bytes)",
 			 pf->node, what, (unsigned long long)size);
