@@ -12,8 +12,15 @@
 #   cold    a 1-node job on n1 over dataset CC_DS_PEER: from the PFS
 #   peer    a 1-node job on n2 (cold) over the same dataset, which n1 now
 #           holds: today from the PFS; with node-to-node fill, from n1
-#   fanout  a 3-node job over dataset CC_DS_FAN, cold on every node:
-#           today every node reads the PFS; with fill, the nodes share
+#   fanout-no    a 3-node job over dataset CC_DS_FAN-no, cold on every
+#                node, with NodeFill=no: every node reads the whole PFS
+#                (what iostage did before node-to-node fill: "today")
+#   fanout-head  the same over CC_DS_FAN-head with NodeFill=head: the head
+#                reads the PFS, the others fill from its copy once done
+#   fanout  the same over CC_DS_FAN with NodeFill=parts (the default): each
+#           node reads a third, then takes the rest from the other two
+# (NodeFill is the cluster's one iostage.conf: the line is written and
+# every node's iostaged restarted before the case, taken out after.)
 #
 # Where each figure comes from:
 #   staged on all   the job record iostagectld holds (merged from the
@@ -37,14 +44,27 @@
 # shellcheck source=bench/cluster-jobs-lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cluster-jobs-lib.sh"
 
-# cc_verify NODE SRC: "FILES BYTES" of NODE's published cache of SRC
+# cc_verify NODE SRC: "FILES BYTES" of NODE's largest published version
+# of SRC (a fill by parts also keeps the node's share of it)
 cc_verify() {
 	local v d
-	v=$(cache_versions_of "$1" "$CC_TIER" "$2" | tail -n1)
-	[ -n "$v" ] || { echo "0 0"; return 0; }
-	d="$(tier_cache "$1" "$CC_TIER")/$v"
-	find "$d/data" -type f -printf '%s\n' 2>/dev/null |
-		awk '{ s += $1 } END { printf "%d %d\n", NR, s }'
+	for v in $(cache_versions_of "$1" "$CC_TIER" "$2"); do
+		d="$(tier_cache "$1" "$CC_TIER")/$v"
+		find "$d/data" -type f -printf '%s\n' 2>/dev/null |
+			awk '{ s += $1 } END { printf "%d %d\n", NR, s }'
+	done | sort -n | tail -n1 | grep . || echo "0 0"
+}
+
+# cc_node_fill MODE: NodeFill=MODE on every node ("" takes the line out),
+# each iostaged restarted to read it
+cc_node_fill() {
+	local conf=$CLUSTER_DIR/iostage/iostage.conf node
+	sed -i '/^NodeFill=/d' "$conf"
+	[ -n "$1" ] && echo "NodeFill=$1" >>"$conf"
+	for node in $CLUSTER_COMPUTE_NODES; do
+		iostaged_stop "$node"
+		iostaged_start "$node" || fail "iostaged did not start on $node with NodeFill=$1"
+	done
 }
 
 # cc_case NAME DATASET NODELIST: one job; appends its JSON line to CC_OUT
@@ -99,7 +119,7 @@ cc_case() {
 
 test_cluster_cache() {
 	local c
-	for c in "$CC_DS_PEER" "$CC_DS_FAN"; do
+	for c in "$CC_DS_PEER" "$CC_DS_FAN" "$CC_DS_FAN-no" "$CC_DS_FAN-head"; do
 		[ -d "$CLUSTER_PFS/$c" ] || fail "no $CLUSTER_PFS/$c on the cluster's PFS"
 	done
 	cat >"$TEST_WORKDIR/job.sh" <<'JOB'
@@ -114,7 +134,12 @@ JOB
 		cold) cc_case cold "$CC_DS_PEER" n1 ;;
 		peer) cc_case peer "$CC_DS_PEER" n2 ;;
 		fanout) cc_case fanout "$CC_DS_FAN" n1,n2,n3 ;;
-		*) fail "unknown case '$c' (cold, peer, fanout)" ;;
+		fanout-no | fanout-head)
+			cc_node_fill "${c#fanout-}"
+			cc_case "$c" "$CC_DS_FAN-${c#fanout-}" n1,n2,n3
+			cc_node_fill ""
+			;;
+		*) fail "unknown case '$c' (cold, peer, fanout, fanout-no, fanout-head)" ;;
 		esac
 	done
 	bcj_clients_down

@@ -10,8 +10,14 @@
 #   cold    a 1-node job on n1, the dataset cached nowhere: from the PFS
 #   peer    then a 1-node job on n2 (cold) over the same dataset, cached on
 #           n1: today from the PFS again; with node-to-node fill, from n1
-#   fanout  a 3-node job over a second copy of the dataset, cached nowhere:
-#           today every node reads the whole dataset from the PFS (~3x)
+#   fanout-no, fanout-head, fanout
+#           a 3-node job over another copy of the dataset each, cached
+#           nowhere, with NodeFill=no (every node reads the whole PFS, ~3x:
+#           iostage before node-to-node fill), head (the head reads it,
+#           the others fill from its copy) and parts (the default: each
+#           node reads a third and takes the rest from the others); the
+#           table's last lines are fanout and fanout-head over fanout-no,
+#           measured in the same run (issue 29 item 1: at most 0.5x)
 # Per case: seconds from sbatch until the dataset is staged on every node
 # of the job (the job record's latest stage_in end), sbatch to the first
 # task, and the bytes read from the PFS, counted on the PFS's link (the
@@ -35,7 +41,7 @@
 #
 # Knobs (environment):
 #   BENCH_CC_FILES     files in the dataset (3000: ~338 MB of ~110 KiB files)
-#   BENCH_CC_CASES     which cases, in order ("cold peer fanout")
+#   BENCH_CC_CASES     which cases, in order ("cold peer fanout-no fanout-head fanout")
 #   BENCH_CC_CLIENTS   node (a PFS client per node) or shared (the host's)
 #   BENCH_CC_TIER      the node-local tier jobs stage to (nvme)
 #   BENCH_CC_RTT_MS    the PFS's added round trip (1)
@@ -52,7 +58,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 : "${BENCH_CC_FILES:=3000}"
-: "${BENCH_CC_CASES:=cold peer fanout}"
+: "${BENCH_CC_CASES:=cold peer fanout-no fanout-head fanout}"
 : "${BENCH_CC_CLIENTS:=node}"
 : "${BENCH_CC_TIER:=nvme}"
 : "${BENCH_CC_RTT_MS:=1}"
@@ -61,7 +67,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${BENCH_CC_EXTRA_CONF:=}"
 : "${BENCH_CC_DIR:=/var/tmp/iostage-ccbench}"
 : "${BENCH_RESULTS:=$BENCH_SRC/results}"
-BCL_NAME=bench-cluster-cache BCL_LINES='cluster-cache [a-z]+:' BCL_DIR=$BENCH_CC_DIR
+BCL_NAME=bench-cluster-cache BCL_LINES='cluster-cache [a-z-]+:' BCL_DIR=$BENCH_CC_DIR
 # shellcheck source=bench/cluster-lib.sh
 . "$here/cluster-lib.sh"
 
@@ -70,7 +76,7 @@ case "$BENCH_CC_CLIENTS" in node | shared) ;; *) die "BENCH_CC_CLIENTS must be n
 [[ "$BENCH_CC_FILES" =~ ^[0-9]+$ ]] && [ "$BENCH_CC_FILES" -ge 2 ] && [ "$BENCH_CC_FILES" -le 100000 ] ||
 	die "BENCH_CC_FILES must be 2..100000, got '$BENCH_CC_FILES'"
 for c in $BENCH_CC_CASES; do
-	case $c in cold | peer | fanout) ;; *) die "unknown case '$c' in BENCH_CC_CASES (cold, peer, fanout)" ;; esac
+	case $c in cold | peer | fanout | fanout-no | fanout-head) ;; *) die "unknown case '$c' in BENCH_CC_CASES (cold, peer, fanout, fanout-no, fanout-head)" ;; esac
 done
 # peer measures a second node's fill from the node cold cached: alone it
 # is just another cold job
@@ -90,8 +96,8 @@ bcl_pfs_up
 # --- the dataset, twice on the PFS (one copy for cold + peer, one for fanout)
 read -r FILES BYTES < <(BENCH_IMAGENET_FILES=$BENCH_CC_FILES "$here/gen-dataset.sh" imagenet "$W/gen/imagenet" 1) ||
 	die "gen-dataset failed"
-say "putting 2 copies of the dataset ($FILES files, $BYTES B) on the PFS"
-for c in cc-peer cc-fan; do
+say "putting 4 copies of the dataset ($FILES files, $BYTES B) on the PFS"
+for c in cc-peer cc-fan cc-fan-no cc-fan-head; do
 	bcl_put "$W/gen/imagenet" "$c" "$FILES" "$BYTES"
 done
 bcl_pfs_ready "$BENCH_CC_RTT_MS"
@@ -163,6 +169,10 @@ TXT=$BENCH_RESULTS/$BENCH_CC_NAME-LATEST.txt
 				 ($r.staged_all_after_over_before | x), ($r.pfs_bytes_after_over_before | x)] end
 			 else [] end) | @tsv)' "$OUT" | column -t -s $'\t'
 	jq -r '.cases | to_entries[] | .value | "  \(.case) per node: " + ([.parts[] | "\(.node) stage_in \(.stage_in_s) s (ends \(.staged_s) s after sbatch), copied \(.datasets[0].copied_bytes // "-") B"] | join("; "))' "$OUT"
+	# issue 29 item 1: the fan-outs against NodeFill=no, in this run
+	jq -r '.cases as $c | ["fanout", "fanout-head"][] as $k
+		| select($c[$k] and $c["fanout-no"])
+		| "\($k) / fanout-no (same run): staged on all \((($c[$k].submit_to_staged_all_s / $c["fanout-no"].submit_to_staged_all_s) * 1000 | round) / 1000)x, PFS bytes \((($c[$k].pfs_rx_bytes / $c["fanout-no"].pfs_rx_bytes) * 1000 | round) / 1000)x"' "$OUT"
 	jq -r 'if .baseline then "baseline: \(.baseline.file) (\(.baseline.date), git \(.baseline.git)); ratios < 1: faster / fewer bytes after"
 		+ (if .baseline.same_setup then "" else "\nWARNING: the baseline ran another dataset, link rate or PFS client setup: its ratios are not comparable" end) else empty end' "$OUT"
 } >"$TXT"

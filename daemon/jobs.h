@@ -65,6 +65,10 @@ struct job_ds {
 	char *spread_plan;
 	pid_t view_pid;
 	uint64_t spread_dataset_bytes; /* the whole dataset (bytes: the part) */
+	/* A fill by parts (daemon/cluster/fill.h): this node's share, once
+	 * published ("K.vN" of the part's key; "" until then), for the
+	 * other nodes, which fill the rest of their copies from it. */
+	char part_entry[JOBS_ENTRY_MAX];
 };
 
 struct job {
@@ -309,6 +313,11 @@ enum job_ds_result jobs_dataset_entry(struct job *job, size_t i, char *entry,
  * decided yet, -1 when it does not fit). */
 int jobs_set_spread_plan(struct job *job, size_t i, const char *plan);
 int jobs_spread_plan(struct job *job, size_t i, char *buf, size_t len);
+
+/* Dataset I's share of a fill by parts: set ENTRY ("K.vN" of the part's
+ * key), or read it into BUF ("" until set). */
+void jobs_set_part_entry(struct job *job, size_t i, const char *entry);
+void jobs_part_entry(struct job *job, size_t i, char *buf, size_t len);
 
 /* Dataset I's whole size, when it is spread (its bytes are this node's
  * part). */

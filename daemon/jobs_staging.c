@@ -136,6 +136,32 @@ int jobs_spread_plan(struct job *job, size_t i, char *buf, size_t len)
 	return r;
 }
 
+void jobs_set_part_entry(struct job *job, size_t i, const char *entry)
+{
+	struct jobs *js = job->table;
+
+	if (i >= PROFILE_MAX_DATASETS)
+		return;
+	pthread_mutex_lock(&js->lock);
+	snprintf(job->ds[i].part_entry, sizeof(job->ds[i].part_entry), "%s",
+		 entry);
+	pthread_mutex_unlock(&js->lock);
+}
+
+void jobs_part_entry(struct job *job, size_t i, char *buf, size_t len)
+{
+	struct jobs *js = job->table;
+
+	if (!len)
+		return;
+	buf[0] = '\0';
+	if (i >= PROFILE_MAX_DATASETS)
+		return;
+	pthread_mutex_lock(&js->lock);
+	snprintf(buf, len, "%s", job->ds[i].part_entry);
+	pthread_mutex_unlock(&js->lock);
+}
+
 void jobs_set_spread_dataset_bytes(struct job *job, size_t i, uint64_t bytes)
 {
 	struct jobs *js = job->table;

@@ -77,6 +77,19 @@ enum stage_failure_policy {
 	STAGE_FAILURE_FALLBACK,
 };
 
+/* Where a node's new copy of a dataset comes from besides the PFS
+ * (NodeFill=, daemon/cluster/fill.h). */
+enum node_fill {
+	/* each node of a job reads a share of the PFS, then takes the rest
+	 * from the others' shares; another job's node that holds it */
+	NODE_FILL_PARTS = 0,
+	/* the job's head reads it all, the others fill from it; another
+	 * job's node that holds it */
+	NODE_FILL_HEAD,
+	/* every node reads the PFS itself */
+	NODE_FILL_NO,
+};
+
 struct conf_tier {
 	char name[CONF_NAME_MAX];
 	char path[CONF_PATH_MAX];
@@ -124,6 +137,7 @@ struct conf {
 	unsigned peer_port;                /* TCP port, 0 = no peer channel */
 	char peer_listen[CONF_LISTEN_MAX]; /* address to listen on, "" = all */
 	unsigned peer_parts_timeout; /* seconds the head waits for parts */
+	enum node_fill node_fill;    /* NodeFill= */
 	/* Cache versions served to other nodes' stage workers
 	 * (daemon/cluster/peer_fetch.c). */
 	unsigned peer_fetch_sessions; /* sessions at once, 0 = none */

@@ -46,6 +46,12 @@ const char *const conf_policies[] = {
 };
 const size_t conf_npolicies = CONF_ARRAY_LEN(conf_policies);
 
+const char *const conf_node_fills[] = {
+	[NODE_FILL_PARTS] = "parts",
+	[NODE_FILL_HEAD] = "head",
+	[NODE_FILL_NO] = "no",
+};
+
 /* ---- what a row cannot say with data alone ---------------------------- */
 
 /* DefaultTier names a tier that may come later in the file: kept aside,
@@ -389,6 +395,17 @@ const struct conf_key conf_keys[] = {
 	  .scope = NODE,
 	  .help = "How long a multi-node job's head waits for the other "
 		  "nodes' parts" },
+	{ .name = "NodeFill",
+	  .type = CONF_T_ENUM,
+	  CONF_FIELD(node_fill),
+	  .def = "parts",
+	  .names = conf_node_fills,
+	  .nnames = CONF_ARRAY_LEN(conf_node_fills),
+	  .noun = "value",
+	  .scope = NODE,
+	  .help = "Where a new copy's files come from besides the PFS: the "
+		  "job's nodes each read a share and fill each other (parts), "
+		  "the job's head reads it all (head), or none (no)" },
 	{ .name = "PeerFetchSessions",
 	  .type = CONF_T_UINT,
 	  CONF_FIELD(peer_fetch_sessions),

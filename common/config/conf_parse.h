@@ -38,12 +38,13 @@ int conf_fail(struct conf_parser *cp, const char *fmt, ...)
  * characters become '?', a long token is cut with "...". Returns BUF. */
 const char *conf_show(const char *s, char *buf, size_t buflen);
 
-/* The medium and failure policy names, in their enums' order
+/* The medium, failure policy and NodeFill names, in their enums' order
  * (conf_keys.c). */
 extern const char *const conf_media[];
 extern const size_t conf_nmedia;
 extern const char *const conf_policies[];
 extern const size_t conf_npolicies;
+extern const char *const conf_node_fills[];
 
 /* The units of a duration, smallest first (conf_values.c). */
 struct conf_duration_unit {

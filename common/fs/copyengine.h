@@ -76,9 +76,12 @@ struct copyengine_opts {
 	 * (linkat) instead of copied; one that cannot be linked is copied.
 	 * NULL: copy everything. */
 	const char *previous_path;
-	/* Or: files equal in PREVIOUS are fetched through FETCH (another
-	 * node's copy, common/net/peerfetch.h) instead of read from SRC;
-	 * previous_path must then be NULL. Called from any copy thread with
+	/* And/or: files equal in PREVIOUS are fetched through FETCH
+	 * (another node's copy, common/net/peerfetch.h) instead of read
+	 * from SRC; with previous_path too, a file is linked where
+	 * previous_path has it and fetched where it does not (PREVIOUS then
+	 * lists several copies: this node's part and the others' parts of
+	 * a fill by parts, docs/STAGING.md). Called from any copy thread with
 	 * the file's path relative to SRC ("" when SRC is one file), an fd
 	 * of the new empty file open for writing, and the size PREVIOUS
 	 * gives; returns 0 once exactly SIZE bytes are written, or -1 to
@@ -185,9 +188,10 @@ struct copyengine_totals {
 /* What copyengine_copy did. On success bytes == total_bytes and files ==
  * total_files of the walk. */
 struct copyengine_result {
-	uint64_t bytes;  /* regular-file bytes placed: copied or linked */
-	uint64_t files;  /* regular files placed */
-	uint64_t linked; /* files hard-linked from previous_path */
+	uint64_t bytes;        /* regular-file bytes placed: copied or linked */
+	uint64_t files;        /* regular files placed */
+	uint64_t linked;       /* files hard-linked from previous_path */
+	uint64_t linked_bytes; /* their bytes */
 	uint64_t fetched, fetched_bytes; /* files and bytes FETCH placed */
 	uint64_t fetch_fallbacks; /* files FETCH refused: copied from SRC */
 };

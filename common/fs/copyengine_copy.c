@@ -286,6 +286,7 @@ static int link_previous(struct copyengine *ce, const struct ce_item *it)
 	atomic_fetch_add(&ce->bytes, it->size);
 	atomic_fetch_add(&ce->files, 1);
 	atomic_fetch_add(&ce->linked, 1);
+	atomic_fetch_add(&ce->linked_bytes, it->size);
 	return 0;
 }
 
@@ -352,8 +353,12 @@ static void *copy_main(void *arg)
 			make_symlink(ce, it);
 			break;
 		case CE_T_LINK:
-			if (ce->o.fetch ? fetch_previous(ce, it) >= 0
-					: link_previous(ce, it) == 0)
+			/* Linked where the previous copy has it, else
+			 * fetched (the previous manifest may list other
+			 * nodes' files: a fill by parts), else copied. */
+			if (ce->o.previous_path && link_previous(ce, it) == 0)
+				break;
+			if (ce->o.fetch && fetch_previous(ce, it) >= 0)
 				break;
 			/* fall through - copy what cannot be linked */
 		case CE_T_WHOLE:
@@ -596,6 +601,7 @@ int copyengine_copy(struct copyengine *ce, int dst_dirfd, const char *dst_name,
 		ret->bytes = atomic_load(&ce->bytes);
 		ret->files = atomic_load(&ce->files);
 		ret->linked = atomic_load(&ce->linked);
+		ret->linked_bytes = atomic_load(&ce->linked_bytes);
 		ret->fetched = atomic_load(&ce->fetched);
 		ret->fetched_bytes = atomic_load(&ce->fetched_bytes);
 		ret->fetch_fallbacks = atomic_load(&ce->fetch_fallbacks);

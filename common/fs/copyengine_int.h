@@ -167,7 +167,7 @@ struct copyengine {
 	size_t ntasks;
 	struct ce_big *big;
 	size_t nbig;
-	atomic_uint_fast64_t bytes, files, linked;
+	atomic_uint_fast64_t bytes, files, linked, linked_bytes;
 	atomic_uint_fast64_t fetched, fetched_bytes, fetch_fallbacks;
 	atomic_bool cfr_off;
 	atomic_bool top_made; /* DST_NAME exists because of us */

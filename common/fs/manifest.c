@@ -226,6 +226,57 @@ struct manifest *manifest_create(void)
 	return calloc(1, sizeof(struct manifest));
 }
 
+/* A merge of sorted lists: each step takes the smallest path at the
+ * heads, from the first manifest that has it, and moves every head at
+ * that path on. N is small (the nodes of a job), so the heads are
+ * scanned rather than kept in a heap. */
+int manifest_union(const struct manifest *const *ms, size_t n,
+		   struct manifest **ret)
+{
+	size_t at[MANIFEST_UNION_MAX] = { 0 };
+	struct manifest *m;
+
+	if (n > MANIFEST_UNION_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	m = manifest_create();
+	if (!m)
+		return -1;
+	for (;;) {
+		const struct manifest_entry *best = NULL;
+
+		for (size_t k = 0; k < n; k++) {
+			const struct manifest_entry *e;
+
+			if (!ms[k] || at[k] >= ms[k]->n)
+				continue;
+			e = &ms[k]->e[at[k]];
+			if (!best || path_cmp(e->path, e->path_len, best->path,
+					      best->path_len) < 0)
+				best = e;
+		}
+		if (!best)
+			break;
+		if (add_raw(m, best, best->path, best->path_len) < 0) {
+			int saved = errno;
+
+			manifest_destroy(m);
+			errno = saved;
+			return -1;
+		}
+		best = &m->e[m->n - 1];
+		for (size_t k = 0; k < n; k++)
+			if (ms[k] && at[k] < ms[k]->n &&
+			    !path_cmp(ms[k]->e[at[k]].path,
+				      ms[k]->e[at[k]].path_len, best->path,
+				      best->path_len))
+				at[k]++;
+	}
+	*ret = m;
+	return 0;
+}
+
 void manifest_destroy(struct manifest *m)
 {
 	if (!m)

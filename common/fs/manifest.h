@@ -97,6 +97,14 @@ void manifest_destroy(struct manifest *m);
  * MANIFEST_MAX_ENTRIES; ENOMEM); M is unchanged on failure. */
 int manifest_add(struct manifest *m, const struct manifest_entry *e);
 
+/* The union of MS[0..N) (NULL items skipped) into a new *ret: every path
+ * any of them lists, once, with the entry of the first (lowest index)
+ * that lists it. 0, or -1 with errno (ENOMEM, E2BIG; EINVAL for N over
+ * MANIFEST_UNION_MAX); *ret untouched on failure. */
+#define MANIFEST_UNION_MAX 256
+int manifest_union(const struct manifest *const *ms, size_t n,
+		   struct manifest **ret);
+
 /* Number of entries. M must not be NULL. */
 size_t manifest_count(const struct manifest *m);
 

@@ -13,6 +13,8 @@
 #include "common/base/log.h"
 #include "common/net/ctlclient.h"
 #include "common/net/proto.h"
+#include "common/sched/cachekey.h"
+#include "common/sched/spread.h"
 #include "daemon/agent.h"
 #include "daemon/cluster/fill.h"
 #include "daemon/cluster/peer.h"
@@ -223,7 +225,8 @@ int fill_find(struct agent *a, struct job *job, size_t i, const char *tier,
 	      const char *key, fill_stop_fn stop, void *arg,
 	      struct fill_source *ret, char *err, size_t errlen)
 {
-	if (!peer_enabled(a->peer) || local_tier(a, tier) < 0)
+	if (a->conf->node_fill == NODE_FILL_NO || !peer_enabled(a->peer) ||
+	    local_tier(a, tier) < 0)
 		return 0;
 	if (jobs_multi_node(job) && strcmp(job->nodes[0], peer_self(a->peer)))
 		return from_head(a, job, i, tier, key, stop, arg, ret, err,
@@ -231,12 +234,146 @@ int fill_find(struct agent *a, struct job *job, size_t i, const char *tier,
 	return from_holders(a, job, tier, key, ret);
 }
 
+/* --- a fill by parts -------------------------------------------------- */
+
+bool fill_by_parts(const struct agent *a, const struct job *job,
+		   const char *tier)
+{
+	return a->conf->node_fill == NODE_FILL_PARTS && jobs_multi_node(job) &&
+	       job->nnodes <= FILL_PARTS_MAX && !job->prestage &&
+	       peer_enabled(a->peer) && local_tier(a, tier) >= 0;
+}
+
+int fill_parts_plan(const struct job *job, char *buf, size_t len)
+{
+	struct spread_plan *plan = calloc(1, sizeof(*plan));
+	int r = -1;
+
+	if (!plan || job->nnodes > SPREAD_NODES_MAX)
+		goto out;
+	/* Equal shares: the dataset fits every node (else it would be
+	 * spread), and every node reads the PFS at once. */
+	plan->n = (unsigned)job->nnodes;
+	for (size_t k = 0; k < job->nnodes; k++) {
+		snprintf(plan->nodes[k].name, sizeof(plan->nodes[k].name), "%s",
+			 job->nodes[k]);
+		plan->nodes[k].weight = 1;
+	}
+	r = spread_plan_format(plan, buf, len) < 0 ? -1 : 0;
+out:
+	free(plan);
+	return r;
+}
+
+/* What a node of the job has to give for a fill by parts. */
+enum part_state { PART_WAITING = 0, PART_GOT, PART_GONE };
+
+/* Ask NODE once: PART_GOT with a source added to RET, PART_GONE (with a
+ * log line) or PART_WAITING. */
+static enum part_state ask_part(struct agent *a, struct job *job, size_t i,
+				const char *node, const char *tier,
+				const char *key, const char *part,
+				const cJSON *req, long long t0,
+				struct fill_parts *ret)
+{
+	char e[256];
+	cJSON *r = peer_call(a->peer, node, req, FILL_ASK_MS, NULL, e,
+			     sizeof(e));
+	enum part_state st = PART_WAITING;
+	const char *state;
+	unsigned v;
+
+	if (!r || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"))) {
+		log_info("job %u: dataset %zu: node %s cannot say (%s); its "
+			 "share comes from the PFS",
+			 job->id, i, node, r ? str(r, "error") : e);
+		cJSON_Delete(r);
+		return PART_GONE;
+	}
+	state = str(r, "state");
+	if (!strcmp(state, "done") || str(r, "part")[0]) {
+		/* its whole copy (a hit there, or it finished), else its
+		 * share */
+		bool whole = !strcmp(state, "done");
+		const char *k = whole ? key : part;
+
+		v = entry_version(str(r, whole ? "entry" : "part"), k);
+		if (v && !strcmp(str(r, "tier"), tier) &&
+		    ret->n < FILL_PARTS_MAX) {
+			set_source(a, node, tier, k, v, false,
+				   &ret->src[ret->n++]);
+			st = PART_GOT;
+		} else {
+			log_info("job %u: dataset %zu: node %s has another "
+				 "entry (%s); its share comes from the PFS",
+				 job->id, i, node,
+				 str(r, whole ? "entry" : "part"));
+			st = PART_GONE;
+		}
+	} else if (!strcmp(state, "failed") ||
+		   (strcmp(state, "staging") &&
+		    deadline_now_ms() - t0 > FILL_HEAD_UNKNOWN_MS)) {
+		log_info("job %u: dataset %zu: node %s %s; its share comes "
+			 "from the PFS",
+			 job->id, i, node,
+			 !strcmp(state, "failed") ? "failed it"
+						  : "does not know the job");
+		st = PART_GONE;
+	}
+	cJSON_Delete(r);
+	return st;
+}
+
+int fill_parts_wait(struct agent *a, struct job *job, size_t i,
+		    const char *tier, const char *key, fill_stop_fn stop,
+		    void *arg, struct fill_parts *ret, char *err, size_t errlen)
+{
+	enum part_state st[FILL_PARTS_MAX];
+	const char *self = peer_self(a->peer);
+	char part[CACHE_KEY_LEN + 1];
+	long long t0 = deadline_now_ms();
+	size_t waiting = 0;
+	cJSON *req = cJSON_CreateObject();
+	int r = 0;
+
+	ret->n = 0;
+	cachekey_part(key, part);
+	if (!req || !cJSON_AddStringToObject(req, "op", "stage_entry") ||
+	    !cJSON_AddNumberToObject(req, "job", job->id) ||
+	    !cJSON_AddNumberToObject(req, "dataset", (double)i)) {
+		cJSON_Delete(req);
+		return 0; /* the PFS it is */
+	}
+	for (size_t k = 0; k < job->nnodes && k < FILL_PARTS_MAX; k++) {
+		st[k] = strcmp(job->nodes[k], self) ? PART_WAITING : PART_GONE;
+		waiting += st[k] == PART_WAITING;
+	}
+	while (waiting) {
+		for (size_t k = 0; k < job->nnodes && k < FILL_PARTS_MAX; k++) {
+			if (st[k] != PART_WAITING)
+				continue;
+			st[k] = ask_part(a, job, i, job->nodes[k], tier, key,
+					 part, req, t0, ret);
+			waiting -= st[k] != PART_WAITING;
+		}
+		if (!waiting)
+			break;
+		if (stop(arg, err, errlen)) {
+			r = -1;
+			break;
+		}
+		sleep_ms(FILL_HEAD_POLL_MS);
+	}
+	cJSON_Delete(req);
+	return r;
+}
+
 /* --- the ops other nodes ask ------------------------------------------- */
 
 cJSON *fill_op_stage_entry(struct agent *a, const struct peernet_peer *p,
 			   const cJSON *req)
 {
-	char err[CONF_ERR_MAX], entry[JOBS_ENTRY_MAX];
+	char err[CONF_ERR_MAX], entry[JOBS_ENTRY_MAX], part[JOBS_ENTRY_MAX];
 	const char *state = "unknown", *tier = "";
 	struct job_view v;
 	struct job *job;
@@ -247,10 +384,11 @@ cJSON *fill_op_stage_entry(struct agent *a, const struct peernet_peer *p,
 	(void)p;
 	if (peer_job_dataset(req, "stage_entry", &id, &i, err, sizeof(err)) < 0)
 		return proto_reply_error("%s", err);
-	entry[0] = '\0';
+	entry[0] = part[0] = '\0';
 	job = jobs_get(a->jobs, id);
 	if (job) {
 		jobs_view(job, &v);
+		jobs_part_entry(job, i, part, sizeof(part));
 		if (!job->profile || i >= job->profile->ndatasets) {
 			state = "failed";
 		} else {
@@ -268,12 +406,15 @@ cJSON *fill_op_stage_entry(struct agent *a, const struct peernet_peer *p,
 				state = v.state == JOB_STAGING ? "staging"
 							       : "failed";
 			}
+			if (part[0])
+				tier = job->profile->datasets[i].tier;
 		}
 	}
 	r = proto_reply_ok();
 	if (r && (!cJSON_AddStringToObject(r, "state", state) ||
 		  !cJSON_AddStringToObject(r, "tier", tier) ||
-		  !cJSON_AddStringToObject(r, "entry", entry))) {
+		  !cJSON_AddStringToObject(r, "entry", entry) ||
+		  !cJSON_AddStringToObject(r, "part", part))) {
 		cJSON_Delete(r);
 		r = NULL;
 	}

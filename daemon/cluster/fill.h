@@ -14,6 +14,16 @@
  *     cache reports) and asks each in turn for its current version (peer
  *     op entry_current).
  *
+ *
+ * With NodeFill=parts (the default) a multi-node job's nodes do not wait
+ * for a head: each stages its share of the dataset (the files
+ * rendezvous hashing gives it over the job's nodes, equal weights: a
+ * cache entry of the part's key, as a spread dataset's part), publishes
+ * it (peer op stage_entry says "part"), and then builds its whole copy
+ * from its own share (hard links) and every other node's share (fetch
+ * sessions to all of them at once): the PFS is read once per job and by
+ * every node at once, and no node waits for one reader's whole copy.
+ *
  * Either way the worker compares the PFS with the holder's manifest, as
  * it would with a local previous version: only the files equal there are
  * taken from the holder, any it cannot give come from the PFS, and the
@@ -48,6 +58,10 @@ struct job;
 #define FILL_HOLDERS_MAX 8
 #define FILL_HOLDERS_MS 3000
 
+/* Nodes of a job that fills by parts, at most (the worker's
+ * WORKER_PEERS_MAX); a larger job fills from its head. */
+#define FILL_PARTS_MAX 64
+
 /* A copy to fill from. */
 struct fill_source {
 	char node[CONF_NODE_MAX];
@@ -68,9 +82,38 @@ int fill_find(struct agent *a, struct job *job, size_t i, const char *tier,
 	      const char *key, fill_stop_fn stop, void *arg,
 	      struct fill_source *ret, char *err, size_t errlen);
 
+/* Every other node's share of a fill by parts. */
+struct fill_parts {
+	size_t n;
+	struct fill_source src[FILL_PARTS_MAX];
+};
+
+/* Does dataset I of JOB on TIER fill by parts? NodeFill=parts, a
+ * multi-node job of at most FILL_PARTS_MAX nodes (not a pre-stage), the
+ * node channel on, a node-local tier. */
+bool fill_by_parts(const struct agent *a, const struct job *job,
+		   const char *tier);
+
+/* The shares of a fill by parts: every node of JOB with the same weight,
+ * in spread_plan_format's form ("n1=1,n2=1"), into BUF. 0, or -1 when it
+ * does not fit or memory is short. */
+int fill_parts_plan(const struct job *job, char *buf, size_t len);
+
+/* Wait until every other node of JOB has published its share of dataset
+ * I (entry KEY on TIER; the share's key is cachekey_part(KEY)) or its
+ * whole copy, and put each in *ret. A node that failed the dataset,
+ * cannot be reached, names another entry or does not know the job after
+ * FILL_HEAD_UNKNOWN_MS is left out (a log line says so): its share comes
+ * from the PFS. 0, or -1 when STOP said so (its reason in err). */
+int fill_parts_wait(struct agent *a, struct job *job, size_t i,
+		    const char *tier, const char *key, fill_stop_fn stop,
+		    void *arg, struct fill_parts *ret, char *err,
+		    size_t errlen);
+
 /* peer op stage_entry {job, dataset}: this node's outcome of dataset
  * DATASET (its index) of job JOB: {"state":"staging"|"done"|"failed"|
- * "unknown","tier":T,"entry":"K.vN"}. */
+ * "unknown","tier":T,"entry":"K.vN","part":"P.vN"}; PART is its share of
+ * a fill by parts once published ("" before, or without one). */
 cJSON *fill_op_stage_entry(struct agent *a, const struct peernet_peer *p,
 			   const cJSON *req);
 

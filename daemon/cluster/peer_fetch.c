@@ -131,10 +131,15 @@ static int wait_for(struct session *s, short events, int limit_ms)
 	return -1;
 }
 
-static int send_all(struct session *s, const char *buf, size_t len)
+/* LEN bytes of BUF; MORE: a body follows at once (sendfile), so the
+ * kernel holds this back to go out with it: a small file is then one
+ * segment, not a header the client's delayed ACK waits on. */
+static int send_more(struct session *s, const char *buf, size_t len, bool more)
 {
+	int flags = MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0);
+
 	while (len) {
-		ssize_t w = send(s->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t w = send(s->fd, buf, len, flags);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -149,6 +154,11 @@ static int send_all(struct session *s, const char *buf, size_t len)
 		len -= (size_t)w;
 	}
 	return 0;
+}
+
+static int send_all(struct session *s, const char *buf, size_t len)
+{
+	return send_more(s, buf, len, false);
 }
 
 /* REPLY (deleted here) as one line. */
@@ -357,7 +367,7 @@ static int serve_file(struct session *s, const char *line)
 	else
 		n = snprintf(head, sizeof(head),
 			     "{\"ok\":true,\"size\":%" PRIu64 "}\n", q->size);
-	r = send_all(s, head, (size_t)n);
+	r = send_more(s, head, (size_t)n, q->len > 0);
 	if (r == 0)
 		r = send_file(s, in, q->off, q->len, true);
 	if (r == 0 && !q->range) {

@@ -66,6 +66,7 @@
 #include "common/sched/spread.h"
 #include "daemon/agent.h"
 #include "daemon/cluster/fill.h"
+#include "daemon/cluster/peer.h"
 #include "daemon/cluster/spreadplan.h"
 #include "daemon/spawn.h"
 #include "daemon/staging/bwgov.h"
@@ -114,6 +115,11 @@ struct run {
 	const char *spread_plan, *spread_self;
 	int listing_fd;
 	uint64_t spread_dataset_bytes; /* the whole dataset's, its walk's */
+	/* The share of a fill by parts being staged (the plan is set, but
+	 * no budget or listing: the dataset fits the node), and what that
+	 * share read from the PFS, for the dataset's account. */
+	bool share;
+	uint64_t share_pfs_bytes, share_pfs_files;
 	char err[CONF_ERR_MAX];
 };
 
@@ -128,10 +134,12 @@ struct outcome {
 	/* a spread dataset: the whole dataset (total_* is the part) */
 	uint64_t dataset_bytes, dataset_files;
 	uint64_t bytes, files, linked; /* final figures from the worker */
+	uint64_t linked_bytes;
 	/* from another node's copy (daemon/cluster/fill.h), and the files
 	 * it could not give */
 	uint64_t fetched, fetched_bytes, fallbacks;
 	char from[CONF_NODE_MAX]; /* that node, or "": the PFS */
+	bool by_parts;            /* a fill by parts: FROM lists nodes */
 	int64_t started_ns;       /* CLOCK_REALTIME before the spawn */
 };
 
@@ -294,6 +302,7 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		o->bytes = m->bytes;
 		o->files = m->files;
 		o->linked = m->linked;
+		o->linked_bytes = m->linked_bytes;
 		o->fetched = m->fetched;
 		o->fetched_bytes = m->fetched_bytes;
 		o->fallbacks = m->fallbacks;
@@ -544,7 +553,7 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 	case STAGE_HIT:
 		/* A spread dataset's view needs the whole dataset's listing,
 		 * which only a walk gives. */
-		if (!run->spread_plan)
+		if (!run->spread_plan || run->share)
 			return 1;
 		break;
 	case STAGE_BUILD:
@@ -586,14 +595,72 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 	return 1;
 }
 
+/* A fill by parts' worker arguments: this node's share SHARE (version
+ * OWN of its key) to link from, into TASK's previous and manifest_in
+ * (PREV holds the path; *mfd the manifest's fd, the caller's to close),
+ * and every other node's share in PARTS, then this node's own (for what
+ * cannot be linked: a public entry's files are root's), as --peers in
+ * LIST; FROM gets the nodes' names. */
+static void parts_task(struct run *run, int t, const struct stage_owner *share,
+		       const struct cache_version *own,
+		       const struct fill_parts *parts, struct stage_task *task,
+		       char *prev, size_t prevlen, int *mfd, char *list,
+		       size_t listlen, char *from, size_t fromlen)
+{
+	struct agent *a = run->s->agent;
+	const char *tier = a->conf->tiers[t].name;
+	size_t n = 0, f = 0;
+
+	if (cache_version_path(a->cache, t, share->key, own->version, true,
+			       prev, prevlen) == 0) {
+		*mfd = cache_open_manifest(a->cache, t, share->key,
+					   own->version);
+		if (*mfd >= 0) {
+			task->previous = prev;
+			task->manifest_in = *mfd;
+		}
+	}
+	list[0] = from[0] = '\0';
+	for (size_t k = 0; k <= parts->n; k++) {
+		const char *node = k < parts->n ? parts->src[k].node
+						: peer_self(a->peer);
+		int w;
+
+		if (k < parts->n)
+			w = snprintf(list + n, listlen - n, "%s%s=%s",
+				     n ? "," : "", parts->src[k].peer,
+				     parts->src[k].entry);
+		else
+			w = snprintf(list + n, listlen - n, "%s%s:%u=%s/%s.v%u",
+				     n ? "," : "", node, a->conf->peer_port,
+				     tier, share->key, own->version);
+		if (w < 0 || (size_t)w >= listlen - n)
+			break; /* the rest from the PFS */
+		n += (size_t)w;
+		if (k < parts->n) {
+			w = snprintf(from + f, fromlen - f, "%s%s",
+				     f ? "," : "", node);
+			if (w > 0 && (size_t)w < fromlen - f)
+				f += (size_t)w;
+		}
+	}
+	task->peers = list;
+	task->munge_socket = run->s->conf->munge_socket;
+}
+
 /* Build version NEXT of OW's entry for dataset I (previous version CUR or
- * NULL; another node's copy FROM or NULL). 0 with *ret_o, or -1 with
- * run->err. */
+ * NULL; another node's copy FROM or NULL; or, a fill by parts, the other
+ * nodes' shares PARTS and this node's own, version OWN of SHARE's key).
+ * 0 with *ret_o, or -1 with run->err. */
 static int build_version(struct run *run, size_t i,
 			 const struct stage_owner *ow, int t,
 			 const struct cache_version *cur, unsigned next,
-			 const struct fill_source *from, struct outcome *ret_o)
+			 const struct fill_source *from,
+			 const struct fill_parts *parts,
+			 const struct stage_owner *share,
+			 const struct cache_version *own, struct outcome *ret_o)
 {
+	char *list = NULL, by[CONF_NODE_MAX];
 	struct cache *cache = run->s->agent->cache;
 	struct job *job = run->job;
 	const struct profile_dataset *ds = &job->profile->datasets[i];
@@ -622,7 +689,7 @@ static int build_version(struct run *run, size_t i,
 	/* Only what fits (issue 29 item 4): a part larger than the tier
 	 * can take keeps its best-placed files, the view reads the rest
 	 * from the PFS. */
-	if (run->spread_plan) {
+	if (run->spread_plan && !run->share) {
 		uint64_t room = spreadplan_room(run->s->agent, t);
 
 		snprintf(budget, sizeof(budget), "%" PRIu64, room ? room : 1);
@@ -639,9 +706,27 @@ static int build_version(struct run *run, size_t i,
 			task.manifest_in = mfd;
 		}
 	}
+	/* A fill by parts: this node's share is linked, the other nodes'
+	 * shares are fetched, the PFS gives only what none of them could. */
+	if (!task.previous && parts && own) {
+		size_t len = (parts->n + 1) * (CONF_NODE_MAX + 112);
+
+		list = malloc(len);
+		if (!list) {
+			cache_build_abort(&b);
+			snprintf(run->err, sizeof(run->err), "out of memory");
+			return -1;
+		}
+		parts_task(run, t, share, own, parts, &task, prev, sizeof(prev),
+			   &mfd, list, len, by, sizeof(by));
+		log_info("job %u: dataset '%s': filling by parts: its own "
+			 "share %s.v%u and %zu other node%s' (%s)",
+			 job->id, ds->name, share->key, own->version, parts->n,
+			 parts->n == 1 ? "" : "s", by[0] ? by : "none");
+	}
 	/* Nothing here to link from: another node's copy saves reading
 	 * the PFS; the worker compares it with the PFS as it would ours. */
-	if (!task.previous && from) {
+	else if (!task.previous && from) {
 		task.peer = from->peer;
 		task.peer_entry = from->entry;
 		task.munge_socket = run->s->conf->munge_socket;
@@ -652,6 +737,12 @@ static int build_version(struct run *run, size_t i,
 	r = run_worker(run, ds, t, &task, ret_o);
 	if (task.peer)
 		snprintf(ret_o->from, sizeof(ret_o->from), "%s", from->node);
+	if (task.peers) {
+		snprintf(ret_o->from, sizeof(ret_o->from), "%s",
+			 by[0] ? by : "-");
+		ret_o->by_parts = true;
+	}
+	free(list);
 	if (mfd >= 0)
 		close(mfd);
 	if (r < 0) {
@@ -696,13 +787,29 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 	} else {
 		uint64_t placed = o->linked + o->fetched;
 		uint64_t copied = o->files > placed ? o->files - placed : 0;
-		/* what came from the source: the rest came from the node */
-		uint64_t pfs = o->copy_bytes > o->fetched_bytes
-				   ? o->copy_bytes - o->fetched_bytes
-				   : 0;
+		/* what came from the source: the rest came from the nodes
+		 * (and, by parts, this node's share, whose own reads of the
+		 * PFS count here) */
+		uint64_t other = o->fetched_bytes +
+				 (o->by_parts ? o->linked_bytes : 0);
+		uint64_t pfs = o->copy_bytes > other ? o->copy_bytes - other
+						     : 0;
+
+		if (o->by_parts) {
+			pfs += run->share_pfs_bytes;
+			copied += run->share_pfs_files;
+		}
 		char fetched[64];
 
-		if (o->from[0])
+		if (o->by_parts)
+			log_info("job %u: dataset '%s': %" PRIu64 " files (%s) "
+				 "from nodes %s, %" PRIu64 " linked from its "
+				 "own share, %" PRIu64 " they could not give",
+				 job->id, ds->name, o->fetched,
+				 units_bytes(o->fetched_bytes, fetched,
+					     sizeof(fetched)),
+				 o->from, o->linked, o->fallbacks);
+		else if (o->from[0])
 			log_info("job %u: dataset '%s': %" PRIu64 " files (%s) "
 				 "from node %s, %" PRIu64 " it could not give",
 				 job->id, ds->name, o->fetched,
@@ -807,6 +914,83 @@ static int spread_mount(struct run *run, size_t i, const struct stage_owner *ow,
 	return 0;
 }
 
+/* A fill by parts (daemon/cluster/fill.h): this node's share of dataset
+ * I, a version of SHARE's key (the part key of OW's entry) with the files
+ * the job's nodes' equal shares give this node, built (or found) under
+ * its own lock, pinned by the job and named to the other nodes. 0 with
+ * *ret, or -1 with run->err. */
+static int stage_share(struct run *run, size_t i, const struct stage_owner *ow,
+		       int t, struct stage_owner *share,
+		       struct cache_version *ret)
+{
+	struct agent *a = run->s->agent;
+	struct job *job = run->job;
+	const struct profile_dataset *ds = &job->profile->datasets[i];
+	struct lock_wait lw = { .run = run, .dsname = ds->name };
+	struct cache_lock *lock = NULL;
+	struct cache_version cur;
+	char *plan = malloc(SPREAD_SPEC_MAX), how[160] = "built";
+	char entry[JOBS_ENTRY_MAX], size[32];
+	struct outcome o;
+	unsigned next;
+	int r = -1, good;
+	bool have;
+
+	if (!plan || fill_parts_plan(job, plan, SPREAD_SPEC_MAX) < 0) {
+		snprintf(run->err, sizeof(run->err),
+			 "dataset '%s': cannot make the shares of %zu nodes",
+			 ds->name, job->nnodes);
+		free(plan);
+		return -1;
+	}
+	*share = *ow;
+	cachekey_part(ow->key, share->key);
+	run->spread_plan = plan;
+	run->spread_self = spreadplan_self(a);
+	run->share = true;
+	run->share_pfs_bytes = run->share_pfs_files = 0;
+	if (cache_lock_acquire(a->cache, t, share->key, lock_stop, &lw, &lock,
+			       run->err, sizeof(run->err)) < 0)
+		goto out;
+	have = cache_current(a->cache, t, share->key, &cur, &next) == 1;
+	good = have ? current_is_good(run, ds, share, t, &cur, how, sizeof(how))
+		    : 0;
+	if (good < 0)
+		goto out;
+	if (!good) {
+		if (build_version(run, i, share, t, have ? &cur : NULL, next,
+				  NULL, NULL, NULL, NULL, &o) < 0)
+			goto out;
+		if (cache_current(a->cache, t, share->key, &cur, &next) != 1) {
+			snprintf(run->err, sizeof(run->err),
+				 "dataset '%s': its share vanished", ds->name);
+			goto out;
+		}
+		run->share_pfs_bytes = o.copy_bytes;
+		run->share_pfs_files = o.files > o.linked ? o.files - o.linked
+							  : 0;
+	}
+	if (cache_pin(a->cache, t, share->key, cur.version, job->id, run->err,
+		      sizeof(run->err)) < 0)
+		goto out;
+	snprintf(entry, sizeof(entry), "%s.v%u", share->key, cur.version);
+	jobs_set_part_entry(job, i, entry);
+	log_info("job %u: dataset '%s': its share %s on tier '%s' (%s): "
+		 "%" PRIu64 " files, %s; the other nodes fill from it",
+		 job->id, ds->name, entry, ds->tier, how, cur.files,
+		 units_bytes(cur.bytes, size, sizeof(size)));
+	cache_gc_key(a->cache, t, share->key);
+	*ret = cur;
+	r = 0;
+out:
+	cache_lock_release(lock);
+	free(plan);
+	run->spread_plan = NULL;
+	run->spread_self = NULL;
+	run->share = false;
+	return r;
+}
+
 /* Stage dataset I of RUN's job into the entry of OW (of its part, for a
  * spread dataset). 0, or -1 with run->err (nothing recorded: the caller
  * does). */
@@ -821,8 +1005,10 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 	struct lock_wait lw = { .run = run, .dsname = ds->name };
 	struct cache_version cur, built;
 	struct cache_lock *lock = NULL;
-	struct stage_owner part;
+	struct stage_owner part, share;
 	struct fill_source from;
+	struct fill_parts *parts = NULL;
+	struct cache_version own;
 	struct outcome o;
 	unsigned next;
 	bool have, hit = false;
@@ -842,11 +1028,29 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 	 * head's other job waits for. A node's part of a spread dataset
 	 * is its own: no other node holds the same files. */
 	if (!spread && cache_current(cache, t, key, &cur, &next) != 1) {
-		fill = fill_find(run->s->agent, job, i, ds->tier, key,
-				 lock_stop, &lw, &from, run->err,
-				 sizeof(run->err));
-		if (fill < 0)
-			return -1;
+		if (fill_by_parts(run->s->agent, job, ds->tier)) {
+			/* Each node reads its share of the PFS, then takes
+			 * the others' shares from them. */
+			parts = calloc(1, sizeof(*parts));
+			if (!parts) {
+				snprintf(run->err, sizeof(run->err),
+					 "out of memory");
+				return -1;
+			}
+			if (stage_share(run, i, ow, t, &share, &own) < 0 ||
+			    fill_parts_wait(run->s->agent, job, i, ds->tier,
+					    key, lock_stop, &lw, parts,
+					    run->err, sizeof(run->err)) < 0) {
+				free(parts);
+				return -1;
+			}
+		} else {
+			fill = fill_find(run->s->agent, job, i, ds->tier, key,
+					 lock_stop, &lw, &from, run->err,
+					 sizeof(run->err));
+			if (fill < 0)
+				return -1;
+		}
 	}
 	if (cache_lock_acquire(cache, t, key, lock_stop, &lw, &lock, run->err,
 			       sizeof(run->err)) < 0)
@@ -862,7 +1066,8 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 		built = cur;
 	} else {
 		if (build_version(run, i, ow, t, have ? &cur : NULL, next,
-				  fill == 1 ? &from : NULL, &o) < 0)
+				  fill == 1 ? &from : NULL, parts, &share,
+				  parts ? &own : NULL, &o) < 0)
 			goto out;
 		if (cache_current(cache, t, key, &built, &next) != 1) {
 			snprintf(run->err, sizeof(run->err),
@@ -898,6 +1103,7 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 	r = 0;
 out:
 	cache_lock_release(lock);
+	free(parts);
 	if (spread)
 		spread_end(run);
 	return r;

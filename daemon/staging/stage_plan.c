@@ -93,20 +93,28 @@ size_t stage_plan_argv(const struct stage_task *task, bool rate, char **argv)
 		argv[n++] = "--manifest-in";
 		argv[n++] = "3";
 	} else {
+		bool peers = task->peers && task->peers[0];
+
 		if (task->previous) {
 			argv[n++] = "--previous";
 			argv[n++] = (char *)task->previous;
 			argv[n++] = "--manifest-in";
 			argv[n++] = "3";
-		} else if (task->peer && task->peer_entry) {
+		}
+		if (peers) {
+			/* a fill by parts: PREVIOUS is this node's part */
+			argv[n++] = "--peers";
+			argv[n++] = (char *)task->peers;
+		} else if (!task->previous && task->peer && task->peer_entry) {
 			argv[n++] = "--peer";
 			argv[n++] = (char *)task->peer;
 			argv[n++] = "--peer-entry";
 			argv[n++] = (char *)task->peer_entry;
-			if (task->munge_socket && task->munge_socket[0]) {
-				argv[n++] = "--munge-socket";
-				argv[n++] = (char *)task->munge_socket;
-			}
+		}
+		if ((peers || (!task->previous && task->peer)) &&
+		    task->munge_socket && task->munge_socket[0]) {
+			argv[n++] = "--munge-socket";
+			argv[n++] = (char *)task->munge_socket;
 		}
 		argv[n++] = "--manifest-out";
 		argv[n++] = "4";

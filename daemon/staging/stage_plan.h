@@ -101,6 +101,10 @@ struct stage_task {
 	 * in decimal (--part-budget: its best-placed files first, the rest
 	 * read from the PFS through the view); NULL: no bound. */
 	const char *part_budget;
+	/* Instead of PEER, several: a fill by parts, "HOST:PORT=TIER/KEY.vN,
+	 * ..." (the worker's --peers), with PREVIOUS this node's own share
+	 * (linked from) or NULL; MUNGE_SOCKET as for PEER. */
+	const char *peers;
 };
 
 #define STAGE_ARGV_MAX 32
@@ -129,6 +133,7 @@ struct stage_msg {
 	char text[CONF_ERR_MAX]; /* RESULT's error ("copy failed" if none),
 				  * NOTE's note */
 	uint64_t bytes, files, linked; /* RESULT, PROGRESS */
+	uint64_t linked_bytes;         /* RESULT: the linked files' bytes */
 	/* RESULT: files and bytes another node's copy gave, and the files
 	 * it could not give (copied from the source instead) */
 	uint64_t fetched, fetched_bytes, fallbacks;

@@ -62,6 +62,7 @@ static void parse_message(const cJSON *m, struct stage_msg *r)
 		r->bytes = proto_u64(m, "bytes");
 		r->files = proto_u64(m, "files");
 		r->linked = proto_u64(m, "linked");
+		r->linked_bytes = proto_u64(m, "linked_bytes");
 		r->fetched = proto_u64(m, "fetched");
 		r->fetched_bytes = proto_u64(m, "fetched_bytes");
 		r->fallbacks = proto_u64(m, "fallbacks");

@@ -48,10 +48,11 @@ struct worker_args {
 	bool check;
 	bool public; /* --public: the tree must be readable by all */
 	const char *src, *dstdir;
-	/* --peer HOST:PORT --peer-entry TIER/KEY.vN [--munge-socket P]:
-	 * fill from another node's version (worker_peer.h) */
-	bool peer;
-	struct worker_peer_target target;
+	/* --peer HOST:PORT --peer-entry TIER/KEY.vN, or --peers LIST
+	 * [--munge-socket P]: fill from other nodes' versions (worker_peer.h;
+	 * several: a fill by parts) */
+	size_t npeers;
+	struct worker_peer_target targets[WORKER_PEERS_MAX];
 	/* --spread PLAN --spread-self NAME [--part-budget BYTES]: stage only
 	 * this node's part of the dataset (common/sched/spread.h) */
 	bool spread;
@@ -138,7 +139,7 @@ static int fail(const char *msg)
 	return 1;
 }
 
-/* The walk's totals. With --peer, copy_* are what the copy
+/* The walk's totals. With --peer(s), copy_* are what the copy
  * writes: fetched files take space as copied ones do (only hard links
  * do not), so everything but the second names of an inode; and
  * source_bytes is what is read from SRC, the files that differ from the
@@ -153,7 +154,7 @@ static void emit_totals(const struct copyengine_totals *t,
 			     "{\"total_bytes\":%" PRIu64
 			     ",\"total_files\":%" PRIu64,
 			     t->total_bytes, t->total_files);
-	if (a->peer)
+	if (a->npeers)
 		n += (size_t)snprintf(line + n, sizeof(line) - n,
 				      ",\"copy_bytes\":%" PRIu64
 				      ",\"copy_files\":%" PRIu64
@@ -195,16 +196,18 @@ static void emit_ok(const struct copyengine_result *r, bool peer)
 		n = snprintf(line, sizeof(line),
 			     "{\"ok\":true,\"bytes\":%" PRIu64
 			     ",\"files\":%" PRIu64 ",\"linked\":%" PRIu64
+			     ",\"linked_bytes\":%" PRIu64
 			     ",\"fetched\":%" PRIu64
 			     ",\"fetched_bytes\":%" PRIu64
 			     ",\"fallbacks\":%" PRIu64 "}",
-			     r->bytes, r->files, r->linked, r->fetched,
-			     r->fetched_bytes, r->fetch_fallbacks);
+			     r->bytes, r->files, r->linked, r->linked_bytes,
+			     r->fetched, r->fetched_bytes, r->fetch_fallbacks);
 	else
 		n = snprintf(line, sizeof(line),
 			     "{\"ok\":true,\"bytes\":%" PRIu64
-			     ",\"files\":%" PRIu64 ",\"linked\":%" PRIu64 "}",
-			     r->bytes, r->files, r->linked);
+			     ",\"files\":%" PRIu64 ",\"linked\":%" PRIu64
+			     ",\"linked_bytes\":%" PRIu64 "}",
+			     r->bytes, r->files, r->linked, r->linked_bytes);
 	put_line(line, (size_t)n);
 }
 
@@ -236,7 +239,8 @@ static int usage(const char *why)
 			"                [--previous DIR --manifest-in FD] "
 			"[--manifest-out FD] [--check]\n"
 			"                [--peer HOST:PORT --peer-entry "
-			"TIER/KEY.vN [--munge-socket PATH]]\n"
+			"TIER/KEY.vN | --peers HOST:PORT=TIER/KEY.vN,...]\n"
+			"                [--munge-socket PATH]\n"
 			"                [--spread PLAN --spread-self NAME "
 			"[--part-budget BYTES]] [--listing-out FD]\n"
 			"                [--rate-fd FD] SRC DSTDIR\n");
@@ -277,7 +281,7 @@ static int parse_fd(const char *opt, const char *s, int *ret)
 
 static int parse_args(int argc, char **argv, struct worker_args *a)
 {
-	const char *peer = NULL, *entry = NULL, *munge = NULL;
+	const char *peer = NULL, *entry = NULL, *munge = NULL, *peers = NULL;
 	const char *spread = NULL, *self = NULL;
 	char err[512];
 	int i, found;
@@ -334,6 +338,8 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 			peer = val;
 		} else if (!strcmp(opt, "--peer-entry")) {
 			entry = val;
+		} else if (!strcmp(opt, "--peers")) {
+			peers = val;
 		} else if (!strcmp(opt, "--munge-socket")) {
 			if (val[0] != '/')
 				return usage("--munge-socket: an absolute "
@@ -405,19 +411,32 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 	}
 	if (!peer != !entry)
 		return usage("--peer and --peer-entry go together");
-	if (munge && !peer)
-		return usage("--munge-socket is for --peer");
+	if (peer && peers)
+		return usage("--peer or --peers, not both");
+	if (munge && !peer && !peers)
+		return usage("--munge-socket is for --peer and --peers");
+	if ((peer || peers) && a->check)
+		return usage("--peer and --peers fill a new copy: not with "
+			     "--check");
+	if (peer && a->previous)
+		return usage("--peer fills from another node: no --previous "
+			     "or --manifest-in with it (--peers takes them)");
+	/* With --peer(s), --previous is this node's own part of a fill by
+	 * parts: linked where it has a file, the nodes give the rest. */
 	if (peer) {
-		if (a->previous || a->manifest_in >= 0 || a->check)
-			return usage("--peer fills from another node: no "
-				     "--previous, --manifest-in or --check "
-				     "with it");
-		if (worker_peer_parse(peer, entry, &a->target, err,
+		if (worker_peer_parse(peer, entry, &a->targets[0], err,
 				      sizeof(err)) < 0)
 			return usage(err);
-		a->target.munge_socket = munge;
-		a->peer = true;
+		a->npeers = 1;
+	} else if (peers) {
+		int n = worker_peers_parse(peers, a->targets, err, sizeof(err));
+
+		if (n < 0)
+			return usage(err);
+		a->npeers = (size_t)n;
 	}
+	for (size_t k = 0; k < a->npeers; k++)
+		a->targets[k].munge_socket = munge;
 	return 0;
 }
 
@@ -537,7 +556,7 @@ static double now_s(void)
  * (daemon/staging/cache_build.c), which the cache publishes by renaming
  * it once the copy and its manifest are complete. */
 static int stage(const struct worker_args *a, struct copyengine *ce,
-		 const struct worker_peer *pool, double t_open, double t_walk)
+		 const struct worker_peers *pool, double t_open, double t_walk)
 {
 	double t_copy = now_s();
 	char err[WORKER_ERR_MAX], label[PATH_MAX + sizeof(WORKER_DATA) + 1];
@@ -586,9 +605,7 @@ static int stage(const struct worker_args *a, struct copyengine *ce,
 	if (pool) {
 		char note[WORKER_ERR_MAX];
 
-		worker_peer_summary(pool, note, sizeof(note));
-		if (note[0])
-			emit_kv_str("note", note);
+		worker_peers_summary(pool, on_note, NULL);
 		/* where a fill's time went, for whoever makes it faster */
 		snprintf(note, sizeof(note),
 			 "filled in %.2f s: session and manifest %.2f s, walk "
@@ -597,31 +614,33 @@ static int stage(const struct worker_args *a, struct copyengine *ce,
 			 now_s() - t_copy);
 		emit_kv_str("note", note);
 	}
-	emit_ok(&res, a->peer);
+	emit_ok(&res, a->npeers > 0);
 	return 0;
 }
 
-/* The first session to the peer and its manifest, which SRC is compared
- * with. A peer that cannot be used is no failure: everything is copied
- * from SRC, and a note says why. */
-static void peer_open(const struct worker_args *a, struct worker_peer **ret,
-		      struct manifest **ret_manifest)
+/* The first session to each peer and its manifest, which SRC is
+ * compared with (merged into *prev, this node's own part's manifest or
+ * NULL). A peer that cannot be used is no failure: its files are copied
+ * from SRC, and a note says why. 0, or -1 when out of memory (*prev
+ * destroyed). */
+static int peers_open(const struct worker_args *a, struct worker_peers **ret,
+		      struct manifest **prev)
 {
-	char err[WORKER_ERR_MAX / 2], note[WORKER_ERR_MAX];
 	unsigned sessions = a->threads ? a->threads
 				       : COPYENGINE_THREADS_DEFAULT;
 
 	if (sessions > WORKER_PEER_SESSIONS)
 		sessions = WORKER_PEER_SESSIONS;
-
-	if (worker_peer_open(&a->target, sessions, NULL, ret, ret_manifest, err,
-			     sizeof(err)) == 0)
-		return;
-	snprintf(note, sizeof(note),
-		 "cannot fill from node %s:%u (%s): copying everything from "
-		 "the source",
-		 a->target.host, a->target.port, err);
-	emit_kv_str("note", note);
+	if (worker_peers_open(a->targets, a->npeers, sessions, NULL, on_note,
+			      NULL, ret) < 0) {
+		manifest_destroy(*prev);
+		*prev = NULL;
+		return -1;
+	}
+	if (!worker_peers_count(*ret))
+		return 0;
+	*prev = worker_peers_merge(*ret, *prev);
+	return *prev ? 0 : -1;
 }
 
 int worker_main(int argc, char **argv)
@@ -630,7 +649,7 @@ int worker_main(int argc, char **argv)
 	struct copyengine_opts opts;
 	struct copyengine *ce = NULL;
 	struct manifest *prev = NULL;
-	struct worker_peer *pool = NULL;
+	struct worker_peers *pool = NULL;
 	char err[WORKER_ERR_MAX], label[PATH_MAX + sizeof(WORKER_DATA) + 1];
 	double t_open, t_walk;
 	int r;
@@ -658,13 +677,15 @@ int worker_main(int argc, char **argv)
 	opts.verify = a.verify;
 	opts.hash = a.verify == MANIFEST_VERIFY_CHECKSUM;
 	t_open = now_s();
-	if (a.peer)
-		peer_open(&a, &pool, &prev);
+	if (a.npeers && peers_open(&a, &pool, &prev) < 0) {
+		worker_peers_close(pool);
+		return fail("out of memory");
+	}
 	t_walk = now_s();
 	opts.previous = prev;
 	opts.previous_path = a.previous;
-	if (pool) {
-		opts.fetch = worker_peer_fetch;
+	if (worker_peers_count(pool)) {
+		opts.fetch = worker_peers_fetch;
 		opts.fetch_arg = pool;
 	}
 	opts.check_only = a.check;
@@ -690,7 +711,7 @@ int worker_main(int argc, char **argv)
 				  a.rate_fd, 0);
 
 		if (page == MAP_FAILED) {
-			worker_peer_close(pool);
+			worker_peers_close(pool);
 			manifest_destroy(prev);
 			snprintf(err, sizeof(err),
 				 "cannot map the rate page (fd %d): %s",
@@ -701,18 +722,18 @@ int worker_main(int argc, char **argv)
 	}
 
 	if (a.public && publictree_check_above(a.src, err, sizeof(err)) < 0) {
-		worker_peer_close(pool);
+		worker_peers_close(pool);
 		manifest_destroy(prev);
 		return fail(err);
 	}
 	if (copyengine_walk(a.src, &opts, &ce, err, sizeof(err)) < 0) {
-		worker_peer_close(pool);
+		worker_peers_close(pool);
 		manifest_destroy(prev);
 		return fail(err);
 	}
 	if (a.listing_out >= 0 && write_listing(&a, ce)) {
 		copyengine_destroy(ce);
-		worker_peer_close(pool);
+		worker_peers_close(pool);
 		manifest_destroy(prev);
 		return 1;
 	}
@@ -728,7 +749,7 @@ int worker_main(int argc, char **argv)
 		r = stage(&a, ce, pool, t_open, t_walk);
 	}
 	copyengine_destroy(ce);
-	worker_peer_close(pool);
+	worker_peers_close(pool);
 	manifest_destroy(prev);
 	return r;
 }

@@ -303,3 +303,151 @@ void worker_peer_close(struct worker_peer *p)
 	free(p->idle);
 	free(p);
 }
+
+/* --- several nodes at once ------------------------------------------------ */
+
+struct worker_peers {
+	size_t n; /* pools open */
+	struct worker_peer *pool[WORKER_PEERS_MAX];
+	struct manifest *manifest[WORKER_PEERS_MAX];
+};
+
+int worker_peers_parse(const char *list, struct worker_peer_target *ret,
+		       char *err, size_t errlen)
+{
+	const char *p = list;
+	int n = 0;
+
+	if (!list || !*list) {
+		snprintf(err, errlen, "--peers: an empty list");
+		return -1;
+	}
+	for (;;) {
+		const char *end = strchr(p, ','), *eq;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char one[512], e[256];
+
+		if (n == WORKER_PEERS_MAX) {
+			snprintf(err, errlen, "--peers: more than %d nodes",
+				 WORKER_PEERS_MAX);
+			return -1;
+		}
+		if (len >= sizeof(one)) {
+			snprintf(err, errlen, "--peers: item %d too long",
+				 n + 1);
+			return -1;
+		}
+		memcpy(one, p, len);
+		one[len] = '\0';
+		eq = strchr(one, '=');
+		if (!eq) {
+			snprintf(
+			    err, errlen,
+			    "--peers: item %d: want HOST:PORT=TIER/KEY.vN, "
+			    "not '%.64s'",
+			    n + 1, one);
+			return -1;
+		}
+		one[eq - one] = '\0';
+		if (worker_peer_parse(one, eq + 1, &ret[n], e, sizeof(e)) < 0) {
+			snprintf(err, errlen, "--peers: item %d: %s", n + 1, e);
+			return -1;
+		}
+		n++;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return n;
+}
+
+int worker_peers_open(const struct worker_peer_target *t, size_t n,
+		      unsigned max_sessions, mauth_encode_fn encode,
+		      void (*note)(const char *line, void *arg), void *arg,
+		      struct worker_peers **ret)
+{
+	struct worker_peers *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return -1;
+	for (size_t i = 0; i < n && i < WORKER_PEERS_MAX; i++) {
+		char err[WP_ERR_MAX], line[WP_ERR_MAX + 128];
+
+		if (worker_peer_open(&t[i], max_sessions, encode,
+				     &ps->pool[ps->n], &ps->manifest[ps->n],
+				     err, sizeof(err)) == 0) {
+			ps->n++;
+			continue;
+		}
+		snprintf(line, sizeof(line),
+			 "cannot fill from node %s:%u (%s): its files come "
+			 "from the source",
+			 t[i].host, t[i].port, err);
+		if (note)
+			note(line, arg);
+	}
+	*ret = ps;
+	return 0;
+}
+
+struct manifest *worker_peers_merge(const struct worker_peers *ps,
+				    struct manifest *base)
+{
+	const struct manifest *ms[WORKER_PEERS_MAX + 1];
+	struct manifest *m = NULL;
+
+	if (!ps->n)
+		return base;
+	/* BASE first (this node's own part), then the pools in order */
+	ms[0] = base;
+	for (size_t k = 0; k < ps->n; k++)
+		ms[k + 1] = ps->manifest[k];
+	if (manifest_union(ms, ps->n + 1, &m) < 0)
+		m = NULL;
+	manifest_destroy(base);
+	return m;
+}
+
+int worker_peers_fetch(const char *rel, int dst_fd, uint64_t size, void *arg)
+{
+	struct worker_peers *ps = arg;
+	size_t len = strlen(rel);
+
+	for (size_t k = 0; k < ps->n; k++) {
+		const struct manifest_entry *e = manifest_find(ps->manifest[k],
+							       rel, len);
+
+		if (e && e->type == MANIFEST_FILE)
+			return worker_peer_fetch(rel, dst_fd, size,
+						 ps->pool[k]);
+	}
+	return -1;
+}
+
+size_t worker_peers_count(const struct worker_peers *ps)
+{
+	return ps ? ps->n : 0;
+}
+
+void worker_peers_summary(const struct worker_peers *ps,
+			  void (*note)(const char *line, void *arg), void *arg)
+{
+	for (size_t k = 0; ps && k < ps->n; k++) {
+		char line[2 * WP_ERR_MAX];
+
+		worker_peer_summary(ps->pool[k], line, sizeof(line));
+		if (line[0])
+			note(line, arg);
+	}
+}
+
+void worker_peers_close(struct worker_peers *ps)
+{
+	if (!ps)
+		return;
+	for (size_t k = 0; k < ps->n; k++) {
+		worker_peer_close(ps->pool[k]);
+		manifest_destroy(ps->manifest[k]);
+	}
+	free(ps);
+}

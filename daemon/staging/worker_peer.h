@@ -71,4 +71,56 @@ void worker_peer_summary(const struct worker_peer *p, char *buf, size_t len);
 /* Close every session and free P. NULL: no-op. */
 void worker_peer_close(struct worker_peer *p);
 
+/* --- several nodes at once (--peers: a fill by parts) --------------------
+ *
+ * A fill by parts (docs/STAGING.md, "Filling by parts") takes each file
+ * from the node whose part holds it: a set of pools, one per node, and
+ * the manifests they sent. A file goes to the first pool whose manifest
+ * lists it (the order of --peers); the copy engine's PREVIOUS is the
+ * union of those manifests (worker_peers_merge), in the same order, so
+ * that the entry it compared SRC with is the one the file is fetched by.
+ */
+
+/* Nodes a worker fills from at once, at most. */
+#define WORKER_PEERS_MAX 64
+
+struct worker_peers;
+
+/* LIST ("HOST:PORT=TIER/KEY.vN[,...]", at most WORKER_PEERS_MAX) into
+ * RET[WORKER_PEERS_MAX] (munge_socket NULL). The count, or -1 with what
+ * is wrong in err. */
+int worker_peers_parse(const char *list, struct worker_peer_target *ret,
+		       char *err, size_t errlen);
+
+/* Open a pool of at most MAX_SESSIONS for each of T[0..N). A node that
+ * cannot be used is left out: NOTE (called with one line per node) says
+ * why, and its files come from SRC. *ret (worker_peers_close) even when
+ * none could be opened (every fetch then returns -1). 0, or -1 when out
+ * of memory. */
+int worker_peers_open(const struct worker_peer_target *t, size_t n,
+		      unsigned max_sessions, mauth_encode_fn encode,
+		      void (*note)(const char *line, void *arg), void *arg,
+		      struct worker_peers **ret);
+
+/* The union of BASE (NULL: none) and every open pool's manifest, the
+ * first listing a path winning; BASE itself when no pool is open, a new
+ * manifest otherwise (BASE then destroyed). NULL when out of memory (BASE
+ * destroyed too). */
+struct manifest *worker_peers_merge(const struct worker_peers *ps,
+				    struct manifest *base);
+
+/* The copy engine's fetch (ARG is the set): REL from the first pool whose
+ * manifest lists it as a file. 0, or -1 (copied from SRC then). */
+int worker_peers_fetch(const char *rel, int dst_fd, uint64_t size, void *arg);
+
+/* Pools open. */
+size_t worker_peers_count(const struct worker_peers *ps);
+
+/* Each open pool's worker_peer_summary that is not empty, through NOTE. */
+void worker_peers_summary(const struct worker_peers *ps,
+			  void (*note)(const char *line, void *arg), void *arg);
+
+/* Close every pool and free PS. NULL: no-op. */
+void worker_peers_close(struct worker_peers *ps);
+
 #endif /* IOSTAGE_DAEMON_WORKER_PEER_H */

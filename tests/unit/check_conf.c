@@ -317,6 +317,7 @@ static const char *const default_cases[] = {
 	"PeerPort=6826",
 	"PeerListen=",
 	"PeerPartsTimeout=60",
+	"NodeFill=parts",
 	"PeerFetchSessions=8",
 	"PeerFetchRate=0", /* no cap */
 	"MungeSocket=",

@@ -1301,6 +1301,55 @@ START_TEST(test_fetch_from_peer)
 }
 END_TEST
 
+/* A fill by parts: this node's share is the previous copy (linked where
+ * it has a file), the other nodes' shares give the rest (fetched), and
+ * only what neither has comes from the source. */
+START_TEST(test_link_share_fetch_the_rest)
+{
+	struct fetcher f = { 0 };
+	struct copyengine_opts o;
+	struct manifest *m;
+	struct run r;
+	struct stat a, b;
+	char share[160], others[160];
+
+	small_tree();
+	srandom_file("big", 9 * MIB + 3, 4);
+	copy_ok(NULL, "others", &r);
+	copy_ok(NULL, "share", &r);
+	m = walk_manifest(false);
+	/* The share holds a/y and z only. */
+	ck_assert_int_eq(unlinkat(dst_fd, "share/a/x", 0), 0);
+	ck_assert_int_eq(unlinkat(dst_fd, "share/big", 0), 0);
+	snprintf(share, sizeof(share), "%s/share", dst);
+	snprintf(others, sizeof(others), "%s/others", dst);
+	f.from = others;
+	memset(&o, 0, sizeof(o));
+	o.previous = m;
+	o.previous_path = share;
+	o.fetch = fetch_from;
+	o.fetch_arg = &f;
+	o.threads = 4;
+	copy_ok(&o, "whole", &r);
+	assert_tree_copied("whole");
+	ck_assert_uint_eq(r.res.linked, 2);
+	ck_assert_uint_eq(r.res.linked_bytes, 2000 + 3000);
+	ck_assert_uint_eq(f.calls, 2); /* a/x, big: not in the share */
+	ck_assert_uint_eq(r.res.fetched, 2);
+	ck_assert_uint_eq(r.res.fetched_bytes, 1000 + 9 * MIB + 3);
+	ck_assert_uint_eq(r.res.fetch_fallbacks, 0);
+	ck_assert_uint_eq(r.res.files, 4);
+	/* linked: the share's inode; fetched: a file of its own */
+	ck_assert_int_eq(fstatat(dst_fd, "share/z", &a, 0), 0);
+	ck_assert_int_eq(fstatat(dst_fd, "whole/z", &b, 0), 0);
+	ck_assert_uint_eq(a.st_ino, b.st_ino);
+	ck_assert_int_eq(fstatat(dst_fd, "others/big", &a, 0), 0);
+	ck_assert_int_eq(fstatat(dst_fd, "whole/big", &b, 0), 0);
+	ck_assert_uint_ne(a.st_ino, b.st_ino);
+	manifest_destroy(m);
+}
+END_TEST
+
 START_TEST(test_fetch_single_file)
 {
 	struct fetcher f = { 0 };
@@ -2128,6 +2177,7 @@ static Suite *copyengine_suite(void)
 	tcase_add_test(tc, test_previous_hard_linked);
 	tcase_add_test(tc, test_previous_single_file);
 	tcase_add_test(tc, test_fetch_from_peer);
+	tcase_add_test(tc, test_link_share_fetch_the_rest);
 	tcase_add_test(tc, test_fetch_single_file);
 	tcase_add_test(tc, test_fetch_failure_leaves_nothing);
 	tcase_add_test(tc, test_default_threads_by_fs);

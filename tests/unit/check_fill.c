@@ -242,6 +242,55 @@ START_TEST(test_no_channel_no_source)
 }
 END_TEST
 
+/* A fill by parts: a node names its share once published, whatever the
+ * state of its whole copy, so that the others can fill from it. */
+START_TEST(test_stage_entry_names_the_share)
+{
+	struct job *job = ag_job(&g, 42, TWO_DS);
+	cJSON *r;
+
+	r = ask("{\"op\":\"stage_entry\",\"job\":42,\"dataset\":0}");
+	ck_assert_str_eq(s_of(r, "part"), "");
+	ck_assert_str_eq(s_of(r, "tier"), "");
+	cJSON_Delete(r);
+	jobs_set_part_entry(job, 0, "fedcba9876543210fedcba9876543210.v2");
+	r = ask("{\"op\":\"stage_entry\",\"job\":42,\"dataset\":0}");
+	ck_assert_str_eq(s_of(r, "state"), "staging");
+	ck_assert_str_eq(s_of(r, "tier"), "t0");
+	ck_assert_str_eq(s_of(r, "part"),
+			 "fedcba9876543210fedcba9876543210.v2");
+	cJSON_Delete(r);
+	/* the other dataset has none */
+	r = ask("{\"op\":\"stage_entry\",\"job\":42,\"dataset\":1}");
+	ck_assert_str_eq(s_of(r, "part"), "");
+	cJSON_Delete(r);
+	jobs_staging_done(job, true, NULL);
+	jobs_put(job);
+}
+END_TEST
+
+/* The shares: every node of the job, equal weights, in the job's order;
+ * and no fill by parts without a channel, for one node, or with
+ * NodeFill=head or no. */
+START_TEST(test_parts_plan_and_when)
+{
+	const char *nodes[] = { "n1", "n2", "n3" };
+	struct job *job = ag_job(&g, 42, TWO_DS);
+	char plan[256], err[CONF_ERR_MAX];
+
+	ck_assert_int_eq(jobs_set_nodes(job, nodes, 3, err, sizeof(err)), 0);
+	ck_assert_int_eq(fill_parts_plan(job, plan, sizeof(plan)), 0);
+	ck_assert_str_eq(plan, "n1=1,n2=1,n3=1");
+	ck_assert_int_eq(fill_parts_plan(job, plan, 8), -1); /* too small */
+	ck_assert(!peer_enabled(g.a.peer));
+	ck_assert(!fill_by_parts(&g.a, job, "t0"));
+	g.conf.node_fill = NODE_FILL_HEAD;
+	ck_assert(!fill_by_parts(&g.a, job, "t0"));
+	jobs_staging_done(job, true, NULL);
+	jobs_put(job);
+}
+END_TEST
+
 static Suite *fill_suite(void)
 {
 	Suite *s = suite_create("fill");
@@ -254,6 +303,8 @@ static Suite *fill_suite(void)
 	tcase_add_test(tc, test_entry_current_is_the_published_version);
 	tcase_add_test(tc, test_shared_tier_is_never_filled);
 	tcase_add_test(tc, test_no_channel_no_source);
+	tcase_add_test(tc, test_stage_entry_names_the_share);
+	tcase_add_test(tc, test_parts_plan_and_when);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -541,6 +541,56 @@ START_TEST(test_read_errors)
 }
 END_TEST
 
+/* Three nodes' parts of one tree: each has the directories and its own
+ * files; the union has every path once, in order, the first part's entry
+ * where two disagree; NULL parts are skipped. */
+START_TEST(test_union)
+{
+	struct manifest *p[4] = { manifest_create(), NULL, manifest_create(),
+				  manifest_create() };
+	struct manifest *u = NULL;
+	const char *want[] = { "", "a", "a/1", "a/2", "a/3", "b", "b/x" };
+	const struct manifest_entry *e;
+
+	for (int k = 0; k < 4; k++) {
+		if (!p[k])
+			continue;
+		ck_assert_int_eq(add(p[k], "", MANIFEST_DIR, 0, 1), 0);
+		ck_assert_int_eq(add(p[k], "a", MANIFEST_DIR, 0, 1), 0);
+	}
+	ck_assert_int_eq(add(p[0], "a/2", MANIFEST_FILE, 20, 1), 0);
+	ck_assert_int_eq(add(p[0], "b", MANIFEST_DIR, 0, 1), 0);
+	ck_assert_int_eq(add(p[2], "a/1", MANIFEST_FILE, 10, 1), 0);
+	ck_assert_int_eq(add(p[2], "a/2", MANIFEST_FILE, 99, 1), 0);
+	ck_assert_int_eq(add(p[2], "b", MANIFEST_DIR, 0, 1), 0);
+	ck_assert_int_eq(add(p[2], "b/x", MANIFEST_FILE, 5, 1), 0);
+	ck_assert_int_eq(add(p[3], "a/3", MANIFEST_FILE, 30, 1), 0);
+	ck_assert_int_eq(manifest_union((const struct manifest *const *)p, 4,
+					&u),
+			 0);
+	ck_assert_uint_eq(manifest_count(u), 7);
+	for (size_t i = 0; i < 7; i++)
+		ck_assert_str_eq(manifest_get(u, i)->path, want[i]);
+	e = manifest_find(u, "a/2", 3);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_uint_eq(e->size, 20); /* the first part's, not 99 */
+	ck_assert_ptr_nonnull(manifest_find(u, "b/x", 3));
+	manifest_destroy(u);
+	/* nothing at all: an empty union */
+	ck_assert_int_eq(manifest_union(NULL, 0, &u), 0);
+	ck_assert_uint_eq(manifest_count(u), 0);
+	manifest_destroy(u);
+	u = NULL;
+	ck_assert_int_eq(manifest_union((const struct manifest *const *)p,
+					MANIFEST_UNION_MAX + 1, &u),
+			 -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(u);
+	for (int k = 0; k < 4; k++)
+		manifest_destroy(p[k]);
+}
+END_TEST
+
 static Suite *manifest_suite(void)
 {
 	Suite *s = suite_create("manifest");
@@ -562,6 +612,7 @@ static Suite *manifest_suite(void)
 	tcase_add_test(tc, test_garbage_refused);
 	tcase_add_test(tc, test_crafted_refused);
 	tcase_add_test(tc, test_read_errors);
+	tcase_add_test(tc, test_union);
 	suite_add_tcase(s, tc);
 	return s;
 }

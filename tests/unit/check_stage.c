@@ -158,35 +158,39 @@ static const struct {
 	const char *want;
 } argv_cases[] = {
 	{ { STAGE_WORKER_CHECK, &user_ow, "/pfs/d", "/t/cache/K.v1", NULL, 7,
-	    -1, PROFILE_VERIFY_STAT, NULL, NULL, NULL, NULL, NULL, -1, NULL },
+	    -1, PROFILE_VERIFY_STAT, NULL, NULL, NULL, NULL, NULL, -1, NULL,
+	    NULL },
 	  false,
 	  "iostaged --stage-worker --verify stat --check --manifest-in 3 "
 	  "/pfs/d /t/cache/K.v1" },
 	{ { STAGE_WORKER_CHECK, &pub_ow, "/pfs/d", "/v", NULL, 7, -1,
-	    PROFILE_VERIFY_CHECKSUM, NULL, NULL, NULL, NULL, NULL, -1, NULL },
+	    PROFILE_VERIFY_CHECKSUM, NULL, NULL, NULL, NULL, NULL, -1, NULL,
+	    NULL },
 	  false,
 	  "iostaged --stage-worker --verify checksum --public --check "
 	  "--manifest-in 3 /pfs/d /v" },
 	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", NULL, -1, 8,
-	    PROFILE_VERIFY_STAT, NULL, NULL, NULL, NULL, NULL, -1, NULL },
+	    PROFILE_VERIFY_STAT, NULL, NULL, NULL, NULL, NULL, -1, NULL, NULL },
 	  false,
 	  "iostaged --stage-worker --verify stat --manifest-out 4 /pfs/d /b" },
 	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", "/t/cache/K.v1/data",
-	    7, 8, PROFILE_VERIFY_STAT, NULL, NULL, NULL, NULL, NULL, -1, NULL },
+	    7, 8, PROFILE_VERIFY_STAT, NULL, NULL, NULL, NULL, NULL, -1, NULL,
+	    NULL },
 	  true,
 	  "iostaged --stage-worker --verify stat --previous /t/cache/K.v1/data "
 	  "--manifest-in 3 --manifest-out 4 --rate-fd 5 /pfs/d /b" },
 	/* a source with spaces or a leading dash stays one argument, after
      * the options */
 	{ { STAGE_WORKER_BUILD, &pub_ow, "/pfs/a b", "/b", NULL, -1, 8,
-	    PROFILE_VERIFY_CHECKSUM, NULL, NULL, NULL, NULL, NULL, -1, NULL },
+	    PROFILE_VERIFY_CHECKSUM, NULL, NULL, NULL, NULL, NULL, -1, NULL,
+	    NULL },
 	  true,
 	  "iostaged --stage-worker --verify checksum --public --manifest-out 4 "
 	  "--rate-fd 5 /pfs/a b /b" },
 	/* another node's copy to fill from (daemon/cluster/fill.h) */
 	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", NULL, -1, 8,
 	    PROFILE_VERIFY_STAT, "n1:6826", "nvme/K.v3", "/run/m.sock", NULL,
-	    NULL, -1, NULL },
+	    NULL, -1, NULL, NULL },
 	  true,
 	  "iostaged --stage-worker --verify stat --peer n1:6826 --peer-entry "
 	  "nvme/K.v3 --munge-socket /run/m.sock --manifest-out 4 --rate-fd 5 "
@@ -194,21 +198,38 @@ static const struct {
 	/* a local previous version wins over a peer */
 	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", "/t/K.v1/data", 7, 8,
 	    PROFILE_VERIFY_STAT, "n1:6826", "nvme/K.v3", "", NULL, NULL, -1,
-	    NULL },
+	    NULL, NULL },
 	  false,
 	  "iostaged --stage-worker --verify stat --previous /t/K.v1/data "
 	  "--manifest-in 3 --manifest-out 4 /pfs/d /b" },
 	/* a node's part of a spread dataset, the whole listing on fd 6 */
 	{ { STAGE_WORKER_CHECK, &user_ow, "/pfs/d", "/v", NULL, 7, -1,
-	    PROFILE_VERIFY_STAT, NULL, NULL, NULL, "n1=5,n2=7", "n2", 9, NULL },
+	    PROFILE_VERIFY_STAT, NULL, NULL, NULL, "n1=5,n2=7", "n2", 9, NULL,
+	    NULL },
 	  false,
 	  "iostaged --stage-worker --verify stat --check --manifest-in 3 "
 	  "--spread n1=5,n2=7 --spread-self n2 --listing-out 6 /pfs/d /v" },
 	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", NULL, -1, 8,
-	    PROFILE_VERIFY_STAT, NULL, NULL, NULL, "n1=5", "n1", -1, "4096" },
+	    PROFILE_VERIFY_STAT, NULL, NULL, NULL, "n1=5", "n1", -1, "4096",
+	    NULL },
 	  true,
 	  "iostaged --stage-worker --verify stat --manifest-out 4 --rate-fd 5 "
 	  "--spread n1=5 --spread-self n1 --part-budget 4096 /pfs/d /b" },
+	/* a fill by parts: this node's share linked, the others' fetched */
+	{ { .mode = STAGE_WORKER_BUILD,
+	    .owner = &user_ow,
+	    .src = "/pfs/d",
+	    .dstdir = "/b",
+	    .previous = "/t/P.v1/data",
+	    .manifest_in = 7,
+	    .manifest_out = 8,
+	    .munge_socket = "/run/m.sock",
+	    .listing_out = -1,
+	    .peers = "n2:6826=nvme/P.v2,n1:6826=nvme/P.v1" },
+	  false,
+	  "iostaged --stage-worker --verify stat --previous /t/P.v1/data "
+	  "--manifest-in 3 --peers n2:6826=nvme/P.v2,n1:6826=nvme/P.v1 "
+	  "--munge-socket /run/m.sock --manifest-out 4 /pfs/d /b" },
 };
 
 START_TEST(test_plan_argv)
@@ -324,11 +345,14 @@ START_TEST(test_parse_line_peer_figures)
 
 	ck_assert_int_eq(
 	    stage_parse_line("{\"ok\":true,\"bytes\":10,\"files\":4,"
-			     "\"linked\":0,\"fetched\":3,\"fetched_bytes\":9,"
+			     "\"linked\":1,\"linked_bytes\":6,"
+			     "\"fetched\":3,\"fetched_bytes\":9,"
 			     "\"fallbacks\":1}",
 			     &m),
 	    0);
 	ck_assert_int_eq(m.kind, STAGE_MSG_RESULT);
+	ck_assert_uint_eq(m.linked, 1);
+	ck_assert_uint_eq(m.linked_bytes, 6);
 	ck_assert_uint_eq(m.fetched, 3);
 	ck_assert_uint_eq(m.fetched_bytes, 9);
 	ck_assert_uint_eq(m.fallbacks, 1);

@@ -146,6 +146,35 @@ START_TEST(test_worker_fills_from_peer)
 	ck_assert_uint_eq(figure(out, "fetched"), 0);
 	ck_assert_uint_eq(figure(out, "source_bytes"), 1000 + BIG + 5001);
 	ck_assert(tree_same(dst2));
+
+	/* --peers, a fill by parts: a node whose version is gone is left
+	 * out with a note, the next one listed gives its files */
+	{
+		char list[512], dst3[PATH_MAX];
+
+		snprintf(list, sizeof(list), "%s=t0/%s.v%u,%s=t0/%s.v%u",
+			 hostport, key, version + 5, hostport, key, version);
+		snprintf(dst3, sizeof(dst3), "%s/dst3", g.root);
+		ck_assert_int_eq(mkdir(dst3, 0700), 0);
+		argv[0] = "--peers";
+		argv[1] = list;
+		argv[2] = "--munge-socket";
+		argv[3] = testmunge_socket;
+		argv[4] = "--threads";
+		argv[5] = "4";
+		argv[6] = src;
+		argv[7] = dst3;
+		argv[8] = NULL;
+		ck_assert_msg(run_worker(argv, out, sizeof(out)) == 0, "%s",
+			      out);
+		ck_assert_msg(strstr(out, "{\"note\":\"cannot fill from node "
+					  "127.0.0.1:"),
+			      "%s", out);
+		ck_assert_uint_eq(figure(out, "fetched"), 3);
+		ck_assert_uint_eq(figure(out, "fetched_bytes"), 1000 + BIG);
+		ck_assert_uint_eq(figure(out, "source_bytes"), 5001);
+		ck_assert(tree_same(dst3));
+	}
 	testmunge_stop();
 }
 END_TEST
@@ -166,6 +195,17 @@ START_TEST(test_worker_usage)
 		  "t0/0123456789abcdef0123456789abcdef.v1", "--check", src,
 		  "/tmp", NULL },
 		{ "--munge-socket", "/run/x", src, "/tmp", NULL },
+		{ "--peers", "", src, "/tmp", NULL },
+		{ "--peers", "h:1", src, "/tmp", NULL },
+		{ "--peers", "h:1=t0/short.v1", src, "/tmp", NULL },
+		{ "--peers", "h:1=t0/0123456789abcdef0123456789abcdef.v1,h:2=x",
+		  src, "/tmp", NULL },
+		{ "--peers", "h:1=t0/0123456789abcdef0123456789abcdef.v1",
+		  "--check", src, "/tmp", NULL },
+		{ "--peer", "h:1", "--peer-entry",
+		  "t0/0123456789abcdef0123456789abcdef.v1", "--peers",
+		  "h:1=t0/0123456789abcdef0123456789abcdef.v1", src, "/tmp",
+		  NULL },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
