@@ -81,7 +81,7 @@ done
 # peer measures a second node's fill from the node cold cached: alone it
 # is just another cold job
 case " $BENCH_CC_CASES " in
-*" cold "*" peer "*) ;;
+*" cold "*"peer "*) ;; # the space between two cases is one
 *" peer "*) echo "bench-cluster-cache: note: 'peer' without 'cold' before it: no node holds the dataset, the case is a second cold one" >&2 ;;
 esac
 if [ -n "$BENCH_CC_BASELINE" ]; then

@@ -72,6 +72,10 @@
 #define PEERFETCH_LINE_MAX                                                     \
 	(6 * PEERFETCH_PATH_MAX + 96)   /* a request, escaped */
 #define PEERFETCH_RANGE_MAX (16u << 20) /* bytes of one range reply */
+/* In a refusal for the server's bound on sessions (PeerFetchSessions,
+ * whose default is PEERFETCH_SESSIONS_DEFAULT): a wait, not a no. */
+#define PEERFETCH_BUSY_MARK "(PeerFetchSessions="
+#define PEERFETCH_SESSIONS_DEFAULT 8
 
 struct peerfetch; /* one client session: one connection */
 

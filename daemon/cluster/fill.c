@@ -368,6 +368,51 @@ int fill_parts_wait(struct agent *a, struct job *job, size_t i,
 	return r;
 }
 
+int fill_job_parts(struct agent *a, struct job *job, const char *tier,
+		   const char *part, struct fill_parts *ret)
+{
+	size_t n = job->nnodes < FILL_PARTS_MAX ? job->nnodes : FILL_PARTS_MAX;
+	cJSON **replies = calloc(n ? n : 1, sizeof(*replies));
+	char(*errs)[256] = calloc(n ? n : 1, sizeof(*errs));
+	int *unreachable = calloc(n ? n : 1, sizeof(*unreachable));
+	const char *self = peer_self(a->peer);
+	cJSON *req = cJSON_CreateObject();
+	int r = -1;
+
+	ret->n = 0;
+	if (!replies || !errs || !unreachable || !req ||
+	    !cJSON_AddStringToObject(req, "op", "entry_current") ||
+	    !cJSON_AddStringToObject(req, "tier", tier) ||
+	    !cJSON_AddStringToObject(req, "key", part))
+		goto out;
+	r = 0;
+	if (!jobs_multi_node(job) || !peer_enabled(a->peer) ||
+	    local_tier(a, tier) < 0)
+		goto out;
+	peer_call_many(a->peer, (const char *const *)job->nodes, n, req,
+		       FILL_PARTS_ASK_MS, replies, errs, unreachable);
+	for (size_t k = 0; k < n; k++) {
+		uint64_t v;
+
+		if (!strcmp(job->nodes[k], self) || !replies[k] ||
+		    !cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(replies[k], "ok")))
+			continue;
+		v = proto_u64(replies[k], "version");
+		if (v && v <= 0xffffffffu)
+			set_source(a, job->nodes[k], tier, part, (unsigned)v,
+				   false, &ret->src[ret->n++]);
+	}
+out:
+	for (size_t k = 0; replies && k < n; k++)
+		cJSON_Delete(replies[k]);
+	free(replies);
+	free(errs);
+	free(unreachable);
+	cJSON_Delete(req);
+	return r;
+}
+
 /* --- the ops other nodes ask ------------------------------------------- */
 
 cJSON *fill_op_stage_entry(struct agent *a, const struct peernet_peer *p,

@@ -110,6 +110,21 @@ int fill_parts_wait(struct agent *a, struct job *job, size_t i,
 		    void *arg, struct fill_parts *ret, char *err,
 		    size_t errlen);
 
+/* How long the other nodes of a spread dataset's job are asked for the
+ * parts they hold (they answer at once, or are down). */
+#define FILL_PARTS_ASK_MS 1000
+
+/* A spread dataset's part about to be built (key PART on TIER): the
+ * current version each other node of JOB holds of its own part (peer op
+ * entry_current, all asked at once), into *ret. Under another plan (the
+ * job's nodes or their room changed) they hold files this node now
+ * holds: those come from them, not from the PFS (issue 29 item 5). A
+ * node without one, or that does not answer within FILL_PARTS_ASK_MS,
+ * is left out. 0, or -1 when memory is short (*ret empty either way on
+ * failure). */
+int fill_job_parts(struct agent *a, struct job *job, const char *tier,
+		   const char *part, struct fill_parts *ret);
+
 /* peer op stage_entry {job, dataset}: this node's outcome of dataset
  * DATASET (its index) of job JOB: {"state":"staging"|"done"|"failed"|
  * "unknown","tier":T,"entry":"K.vN","part":"P.vN"}; PART is its share of

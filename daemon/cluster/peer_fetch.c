@@ -493,10 +493,11 @@ cJSON *peer_fetch_serve(struct peer_fetch *f, int fd,
 	active = atomic_fetch_add(&f->active, 1);
 	if (active >= f->max) {
 		atomic_fetch_sub(&f->active, 1);
-		snprintf(err, sizeof(err),
-			 "too many fetch sessions on node %s "
-			 "(PeerFetchSessions=%u)",
-			 f->agent->conf->node_name, f->max);
+		snprintf(
+		    err, sizeof(err),
+		    "too many fetch sessions on node %s " PEERFETCH_BUSY_MARK
+		    "%u)",
+		    f->agent->conf->node_name, f->max);
 		reply = refuse(f, s->who, err, true);
 		goto out;
 	}

@@ -139,8 +139,9 @@ struct outcome {
 	 * it could not give */
 	uint64_t fetched, fetched_bytes, fallbacks;
 	char from[CONF_NODE_MAX]; /* that node, or "": the PFS */
-	bool by_parts;            /* a fill by parts: FROM lists nodes */
-	int64_t started_ns;       /* CLOCK_REALTIME before the spawn */
+	bool by_parts;      /* from several nodes (--peers): FROM lists them */
+	bool share;         /* a fill by parts: this node's share linked */
+	int64_t started_ns; /* CLOCK_REALTIME before the spawn */
 };
 
 static long ms_left(const struct timespec *deadline)
@@ -595,12 +596,14 @@ static int current_is_good(struct run *run, const struct profile_dataset *ds,
 	return 1;
 }
 
-/* A fill by parts' worker arguments: this node's share SHARE (version
- * OWN of its key) to link from, into TASK's previous and manifest_in
- * (PREV holds the path; *mfd the manifest's fd, the caller's to close),
- * and every other node's share in PARTS, then this node's own (for what
- * cannot be linked: a public entry's files are root's), as --peers in
- * LIST; FROM gets the nodes' names. */
+/* A fill from several nodes' worker arguments. A fill by parts (OWN
+ * set): this node's share SHARE (version OWN of its key) to link from,
+ * into TASK's previous and manifest_in (PREV holds the path; *mfd the
+ * manifest's fd, the caller's to close), and every other node's share in
+ * PARTS, then this node's own (for what cannot be linked: a public
+ * entry's files are root's), as --peers in LIST. A spread dataset's part
+ * (OWN NULL): the other nodes' parts in PARTS alone. FROM gets the
+ * nodes' names. */
 static void parts_task(struct run *run, int t, const struct stage_owner *share,
 		       const struct cache_version *own,
 		       const struct fill_parts *parts, struct stage_task *task,
@@ -611,8 +614,8 @@ static void parts_task(struct run *run, int t, const struct stage_owner *share,
 	const char *tier = a->conf->tiers[t].name;
 	size_t n = 0, f = 0;
 
-	if (cache_version_path(a->cache, t, share->key, own->version, true,
-			       prev, prevlen) == 0) {
+	if (own && cache_version_path(a->cache, t, share->key, own->version,
+				      true, prev, prevlen) == 0) {
 		*mfd = cache_open_manifest(a->cache, t, share->key,
 					   own->version);
 		if (*mfd >= 0) {
@@ -621,7 +624,7 @@ static void parts_task(struct run *run, int t, const struct stage_owner *share,
 		}
 	}
 	list[0] = from[0] = '\0';
-	for (size_t k = 0; k <= parts->n; k++) {
+	for (size_t k = 0; k < parts->n + (own ? 1 : 0); k++) {
 		const char *node = k < parts->n ? parts->src[k].node
 						: peer_self(a->peer);
 		int w;
@@ -650,7 +653,8 @@ static void parts_task(struct run *run, int t, const struct stage_owner *share,
 
 /* Build version NEXT of OW's entry for dataset I (previous version CUR or
  * NULL; another node's copy FROM or NULL; or, a fill by parts, the other
- * nodes' shares PARTS and this node's own, version OWN of SHARE's key).
+ * nodes' shares PARTS and this node's own, version OWN of SHARE's key;
+ * or, a spread dataset's part, the other nodes' parts PARTS, OWN NULL).
  * 0 with *ret_o, or -1 with run->err. */
 static int build_version(struct run *run, size_t i,
 			 const struct stage_owner *ow, int t,
@@ -707,8 +711,11 @@ static int build_version(struct run *run, size_t i,
 		}
 	}
 	/* A fill by parts: this node's share is linked, the other nodes'
-	 * shares are fetched, the PFS gives only what none of them could. */
-	if (!task.previous && parts && own) {
+	 * shares are fetched, the PFS gives only what none of them could.
+	 * A spread dataset's part: what the other nodes' parts hold under
+	 * their previous plan is fetched, this node's previous part linked
+	 * (CUR, above). */
+	if (parts && ((own && !task.previous) || (!own && parts->n))) {
 		size_t len = (parts->n + 1) * (CONF_NODE_MAX + 112);
 
 		list = malloc(len);
@@ -719,10 +726,17 @@ static int build_version(struct run *run, size_t i,
 		}
 		parts_task(run, t, share, own, parts, &task, prev, sizeof(prev),
 			   &mfd, list, len, by, sizeof(by));
-		log_info("job %u: dataset '%s': filling by parts: its own "
-			 "share %s.v%u and %zu other node%s' (%s)",
-			 job->id, ds->name, share->key, own->version, parts->n,
-			 parts->n == 1 ? "" : "s", by[0] ? by : "none");
+		if (own)
+			log_info("job %u: dataset '%s': filling by parts: its "
+				 "own share %s.v%u and %zu other node%s' (%s)",
+				 job->id, ds->name, share->key, own->version,
+				 parts->n, parts->n == 1 ? "" : "s",
+				 by[0] ? by : "none");
+		else
+			log_info("job %u: dataset '%s': its part from what the "
+				 "other nodes' parts hold (%s), the rest from "
+				 "the PFS",
+				 job->id, ds->name, by);
 	}
 	/* Nothing here to link from: another node's copy saves reading
 	 * the PFS; the worker compares it with the PFS as it would ours. */
@@ -741,6 +755,7 @@ static int build_version(struct run *run, size_t i,
 		snprintf(ret_o->from, sizeof(ret_o->from), "%s",
 			 by[0] ? by : "-");
 		ret_o->by_parts = true;
+		ret_o->share = own != NULL;
 	}
 	free(list);
 	if (mfd >= 0)
@@ -795,7 +810,7 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 		uint64_t pfs = o->copy_bytes > other ? o->copy_bytes - other
 						     : 0;
 
-		if (o->by_parts) {
+		if (o->share) {
 			pfs += run->share_pfs_bytes;
 			copied += run->share_pfs_files;
 		}
@@ -804,11 +819,13 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 		if (o->by_parts)
 			log_info("job %u: dataset '%s': %" PRIu64 " files (%s) "
 				 "from nodes %s, %" PRIu64 " linked from its "
-				 "own share, %" PRIu64 " they could not give",
+				 "%s, %" PRIu64 " they could not give",
 				 job->id, ds->name, o->fetched,
 				 units_bytes(o->fetched_bytes, fetched,
 					     sizeof(fetched)),
-				 o->from, o->linked, o->fallbacks);
+				 o->from, o->linked,
+				 o->share ? "own share" : "previous part",
+				 o->fallbacks);
 		else if (o->from[0])
 			log_info("job %u: dataset '%s': %" PRIu64 " files (%s) "
 				 "from node %s, %" PRIu64 " it could not give",
@@ -1065,9 +1082,18 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 		hit = true;
 		built = cur;
 	} else {
+		/* A spread dataset's part under a new plan: the files the
+		 * other nodes held under the old one come from them. */
+		if (spread && !parts &&
+		    (parts = calloc(1, sizeof(*parts))) != NULL)
+			fill_job_parts(run->s->agent, job, ds->tier, key,
+				       parts);
 		if (build_version(run, i, ow, t, have ? &cur : NULL, next,
 				  fill == 1 ? &from : NULL, parts, &share,
-				  parts ? &own : NULL, &o) < 0)
+				  spread  ? NULL
+				  : parts ? &own
+					  : NULL,
+				  &o) < 0)
 			goto out;
 		if (cache_current(cache, t, key, &built, &next) != 1) {
 			snprintf(run->err, sizeof(run->err),
@@ -1094,8 +1120,11 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 			 " of its %" PRIu64 " files (spread over %s)",
 			 job->id, ds->name, o.total_files, o.dataset_files,
 			 run->spread_plan);
-	/* The version we replaced goes once nobody pins it. */
-	cache_gc_key(cache, t, key);
+	/* The version we replaced goes once nobody pins it. A spread
+	 * dataset's old part stays until the job's end (its unpin): the
+	 * other nodes may be taking files from it now. */
+	if (!spread)
+		cache_gc_key(cache, t, key);
 	jobs_dataset_done(job, i, t, built.bytes, built.files);
 	run->done_bytes += built.bytes;
 	run->done_files += built.files;

@@ -28,6 +28,7 @@
 #include "common/fs/manifest.h"
 #include "common/fs/publictree.h"
 #include "common/fs/rmtree.h"
+#include "common/net/peerfetch.h"
 #include "common/sched/spread.h"
 #include "daemon/fsutil.h"
 #include "daemon/staging/worker.h"
@@ -631,6 +632,13 @@ static int peers_open(const struct worker_args *a, struct worker_peers **ret,
 
 	if (sessions > WORKER_PEER_SESSIONS)
 		sessions = WORKER_PEER_SESSIONS;
+	/* A fill by parts: every node of the job fills from every node at
+	 * once, so each serving node sees NPEERS workers; their sessions
+	 * together stay within the default PeerFetchSessions. */
+	if (a->npeers > 1 && sessions > PEERFETCH_SESSIONS_DEFAULT / a->npeers)
+		sessions = PEERFETCH_SESSIONS_DEFAULT / a->npeers
+			       ? PEERFETCH_SESSIONS_DEFAULT / a->npeers
+			       : 1;
 	if (worker_peers_open(a->targets, a->npeers, sessions, NULL, on_note,
 			      NULL, ret) < 0) {
 		manifest_destroy(*prev);

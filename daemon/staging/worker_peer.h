@@ -32,6 +32,7 @@
 #define WORKER_PEER_OPEN_TRIES 3  /* opens failed in a row: the peer is gone */
 #define WORKER_PEER_OPEN_MS 10000 /* a session's open and its manifest */
 #define WORKER_PEER_IO_MS 20000   /* each read of a file's bytes */
+#define WORKER_PEER_BUSY_MS 100   /* between tries of a busy node */
 
 /* Where the version is: --peer HOST:PORT, --peer-entry TIER/KEY.vN. */
 struct worker_peer_target {
