@@ -392,16 +392,24 @@ int fill_job_parts(struct agent *a, struct job *job, const char *tier,
 	peer_call_many(a->peer, (const char *const *)job->nodes, n, req,
 		       FILL_PARTS_ASK_MS, replies, errs, unreachable);
 	for (size_t k = 0; k < n; k++) {
-		uint64_t v;
+		const cJSON *vs, *v;
 
 		if (!strcmp(job->nodes[k], self) || !replies[k] ||
 		    !cJSON_IsTrue(
 			cJSON_GetObjectItemCaseSensitive(replies[k], "ok")))
 			continue;
-		v = proto_u64(replies[k], "version");
-		if (v && v <= 0xffffffffu)
-			set_source(a, job->nodes[k], tier, part, (unsigned)v,
-				   false, &ret->src[ret->n++]);
+		/* Every version it has: the one it holds now may already
+		 * be this job's, without the files that moved here. */
+		vs = cJSON_GetObjectItemCaseSensitive(replies[k], "versions");
+		cJSON_ArrayForEach(v, vs) {
+			if (!cJSON_IsNumber(v) || v->valuedouble < 1 ||
+			    v->valuedouble > CACHE_VERSION_MAX ||
+			    ret->n >= FILL_PARTS_MAX)
+				continue;
+			set_source(a, job->nodes[k], tier, part,
+				   (unsigned)v->valuedouble, false,
+				   &ret->src[ret->n++]);
+		}
 	}
 out:
 	for (size_t k = 0; replies && k < n; k++)
@@ -474,9 +482,10 @@ cJSON *fill_op_entry_current(struct agent *a, const struct peernet_peer *p,
 	struct cache_version cur;
 	char err[CONF_ERR_MAX];
 	const char *tier, *key;
-	unsigned next;
+	unsigned next, all[FILL_VERSIONS_MAX];
+	size_t n;
 	int t;
-	cJSON *r;
+	cJSON *r, *vs;
 
 	(void)p;
 	if (proto_get_string(req, "tier", &tier, err, sizeof(err)) < 0 ||
@@ -494,9 +503,22 @@ cJSON *fill_op_entry_current(struct agent *a, const struct peernet_peer *p,
 					 "here",
 					 key);
 	r = proto_reply_ok();
-	if (r && !cJSON_AddNumberToObject(r, "version", cur.version)) {
+	vs = r ? cJSON_AddArrayToObject(r, "versions") : NULL;
+	if (!vs || !cJSON_AddNumberToObject(r, "version", cur.version)) {
 		cJSON_Delete(r);
-		r = NULL;
+		return NULL;
+	}
+	/* every published one, newest first: a version being replaced
+	 * now still holds what its node held under an older plan */
+	n = cache_versions_of(a->cache, t, key, all, FILL_VERSIONS_MAX);
+	for (size_t k = 0; k < n; k++) {
+		cJSON *num = cJSON_CreateNumber(all[k]);
+
+		if (!num || !cJSON_AddItemToArray(vs, num)) {
+			cJSON_Delete(num);
+			cJSON_Delete(r);
+			return NULL;
+		}
 	}
 	return r;
 }

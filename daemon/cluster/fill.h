@@ -113,10 +113,13 @@ int fill_parts_wait(struct agent *a, struct job *job, size_t i,
 /* How long the other nodes of a spread dataset's job are asked for the
  * parts they hold (they answer at once, or are down). */
 #define FILL_PARTS_ASK_MS 1000
+/* Versions of an entry entry_current lists, at most. */
+#define FILL_VERSIONS_MAX 4
 
 /* A spread dataset's part about to be built (key PART on TIER): the
- * current version each other node of JOB holds of its own part (peer op
- * entry_current, all asked at once), into *ret. Under another plan (the
+ * versions each other node of JOB holds of its own part (peer op
+ * entry_current, all asked at once; every published one, since a node
+ * may have replaced its old part for this job already), into *ret. Under another plan (the
  * job's nodes or their room changed) they hold files this node now
  * holds: those come from them, not from the PFS (issue 29 item 5). A
  * node without one, or that does not answer within FILL_PARTS_ASK_MS,
@@ -132,8 +135,9 @@ int fill_job_parts(struct agent *a, struct job *job, const char *tier,
 cJSON *fill_op_stage_entry(struct agent *a, const struct peernet_peer *p,
 			   const cJSON *req);
 
-/* peer op entry_current {tier, key}: {"version":N} of this node's
- * current version of KEY on node-local TIER, or an error. */
+/* peer op entry_current {tier, key}: {"version":N,"versions":[N,...]}:
+ * this node's current version of KEY on node-local TIER and every
+ * published one (newest first, at most FILL_VERSIONS_MAX), or an error. */
 cJSON *fill_op_entry_current(struct agent *a, const struct peernet_peer *p,
 			     const cJSON *req);
 

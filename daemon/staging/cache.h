@@ -189,6 +189,11 @@ void cache_lock_release(struct cache_lock *lock);
 int cache_current(struct cache *c, int tier, const char *key,
 		  struct cache_version *ret, unsigned *ret_next);
 
+/* The published versions of KEY on TIER, newest first, at most MAX of
+ * them into RET; returns how many. */
+size_t cache_versions_of(struct cache *c, int tier, const char *key,
+			 unsigned *ret, size_t max);
+
 /* Open K.vN/manifest read-only (O_CLOEXEC) for a worker. fd or -1. */
 int cache_open_manifest(struct cache *c, int tier, const char *key,
 			unsigned version);

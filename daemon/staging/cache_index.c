@@ -407,6 +407,32 @@ static unsigned max_version_on_disk(struct cache *c, int tier, const char *key)
 	return max;
 }
 
+size_t cache_versions_of(struct cache *c, int tier, const char *key,
+			 unsigned *ret, size_t max)
+{
+	const struct cache_entry *e;
+	size_t n = 0;
+
+	cache_index_rescan_shared(c, tier);
+	pthread_mutex_lock(&c->mu);
+	for (e = c->entries; e; e = e->next) {
+		size_t k;
+
+		if (e->tier != tier || strcmp(e->key, key))
+			continue;
+		/* insertion, newest first; the oldest drops off at MAX */
+		for (k = n; k > 0 && ret[k - 1] < e->version; k--)
+			if (k < max)
+				ret[k] = ret[k - 1];
+		if (k < max)
+			ret[k] = e->version;
+		if (n < max)
+			n++;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
 int cache_current(struct cache *c, int tier, const char *key,
 		  struct cache_version *ret, unsigned *ret_next)
 {

@@ -110,3 +110,73 @@ test_spread_node_daemon_stops_mid_run_reads_go_to_the_pfs() {
 	wait_finished n1 "$jid" 60 || fail "job $jid never finished on n1"
 }
 
+
+# pfs_files NODE JOB: files NODE copied from the PFS for JOB's dataset
+pfs_files() {
+	grep -E "job $2: dataset '[^']*': built .*: [0-9]+ files copied" "$(iostaged_log "$1")" |
+		sed -E 's/.*: ([0-9]+) files copied.*/\1/' | head -n1
+}
+
+# A node joins the dataset's nodes (issue 29 item 5): the files the new
+# plan moves to n3 come from the parts n1 and n2 hold from the last job,
+# n1 and n2 keep theirs (links): the job reads no file from the PFS.
+test_spread_new_node_takes_its_part_from_the_others() {
+	local ds jid node n m
+	ds=$(pfs_dataset imgs 60)
+	submit_wait "$TEST_USER" -N 2 -w n1,n2 --io-profile="dl-train,data=$ds,spread=yes" \
+		--export=ALL,SRC="$ds" -o out1.txt --wrap "srun bash -c '$SPREAD_DIFF'" >/dev/null ||
+		fail "sbatch -N2 spread: $SUBMIT_OUT $(cat out1.txt 2>/dev/null)"
+	submit_wait "$TEST_USER" -N 3 -w n1,n2,n3 --io-profile="dl-train,data=$ds,spread=yes" \
+		--export=ALL,SRC="$ds" -o out2.txt --wrap "srun bash -c '$SPREAD_DIFF'" >/dev/null ||
+		fail "sbatch -N3 spread: $SUBMIT_OUT $(cat out2.txt 2>/dev/null)"
+	jid=$SUBMIT_JOBID
+	for node in n1 n2 n3; do
+		assert_file_contains "the whole tree on $node" out2.txt "$node: same"
+		assert_eq "files $node read from the PFS for job $jid" 0 "$(pfs_files "$node" "$jid")"
+	done
+	# n3 held nothing: every file of its part came from n1 and n2
+	read -r n m <<<"$(held n3 "$jid")"
+	[ "${n:-0}" -gt 0 ] || fail "n3 holds no part of job $jid's dataset"
+	assert_eq "files of n3's part that came from n1 and n2" "$n" \
+		"$(grep -E "job $jid: dataset '[^']*': [0-9]+ files \(.*\) from nodes " "$(iostaged_log n3)" |
+			sed -E 's/.*: ([0-9]+) files \(.*/\1/' | head -n1)"
+}
+
+# n2's iostaged is killed while its worker copies n2's part (the worker
+# held, so that it is caught mid-part): the job fails on every node, n2
+# comes back with its half part removed and nothing published, and the
+# next job's parts are whole (diff -r from every node).
+test_spread_node_killed_mid_part_serves_no_half_part() {
+	local ds jid node i
+	ds=$(slow_dataset big 6)
+	trap 'stage_worker_cont "$ds"; iostaged_pid n2 >/dev/null || iostaged_start n2' EXIT
+	as_user "$TEST_USER" sbatch --parsable -N 3 --io-profile="dl-train,data=$ds,spread=yes,timeout=60" \
+		-o "$TEST_WORKDIR/out1.txt" --wrap true >jid.txt 2>&1 || fail "sbatch: $(cat jid.txt)"
+	jid=$(tail -n1 jid.txt)
+	# catch n2's worker while it builds n2's part
+	for ((i = 0; i < 1500; i++)); do
+		pkill -STOP -f -- "--stage-worker .*--spread-self n2 .*$ds " && break
+		sleep 0.02
+	done
+	[ "$i" -lt 1500 ] || fail "n2's stage worker for job $jid never ran"
+	assert_eq "n2's part being built" yes \
+		"$(cd "$(tier_cache n2 nvme)" && ls -1d .build.* >/dev/null 2>&1 && echo yes)"
+	iostaged_kill n2
+	pkill -KILL -f -- "--stage-worker .*--spread-self n2 .*$ds "
+	assert_eq "n2's published versions of the dataset while it is down" "" \
+		"$(cache_versions_of n2 nvme "$ds")"
+	iostaged_start n2
+	stage_worker_cont "$ds"
+	wait_job_state "$jid" "COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|BOOT_FAIL" 120 ||
+		fail "job $jid did not end"
+	assert_eq "job $jid's end (a node failed its staging)" FAILED "$(job_end_state "$jid")"
+	assert_eq "n2's half part after its restart" "" \
+		"$(cd "$(tier_cache n2 nvme)" && ls -1d .build.* 2>/dev/null)"
+	wait_finished n2 "$jid" 60 || fail "job $jid never finished on n2"
+	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds,spread=yes" \
+		--export=ALL,SRC="$ds" -o out2.txt --wrap "srun bash -c '$SPREAD_DIFF'" >/dev/null ||
+		fail "the next spread job: $SUBMIT_OUT $(cat out2.txt 2>/dev/null)"
+	for node in n1 n2 n3; do
+		assert_file_contains "the whole tree on $node (the next job)" out2.txt "$node: same"
+	done
+}

@@ -192,6 +192,7 @@ static unsigned publish(const char *key)
 START_TEST(test_entry_current_is_the_published_version)
 {
 	const char *key = "0123456789abcdef0123456789abcdef";
+	const cJSON *vs;
 	cJSON *r;
 
 	ck_assert_uint_eq(publish(key), 1);
@@ -200,6 +201,23 @@ START_TEST(test_entry_current_is_the_published_version)
 		"\"0123456789abcdef0123456789abcdef\"}");
 	ck_assert_msg(ok_of(r), "%s", s_of(r, "error"));
 	ck_assert_int_eq(cJSON_GetObjectItem(r, "version")->valueint, 2);
+	/* and every published one, newest first */
+	vs = cJSON_GetObjectItem(r, "versions");
+	ck_assert_int_eq(cJSON_GetArraySize(vs), 2);
+	ck_assert_int_eq(cJSON_GetArrayItem(vs, 0)->valueint, 2);
+	ck_assert_int_eq(cJSON_GetArrayItem(vs, 1)->valueint, 1);
+	cJSON_Delete(r);
+	/* at most FILL_VERSIONS_MAX, the newest */
+	for (unsigned v = 3; v <= FILL_VERSIONS_MAX + 2; v++)
+		ck_assert_uint_eq(publish(key), v);
+	r = ask("{\"op\":\"entry_current\",\"tier\":\"t0\",\"key\":"
+		"\"0123456789abcdef0123456789abcdef\"}");
+	vs = cJSON_GetObjectItem(r, "versions");
+	ck_assert_int_eq(cJSON_GetArraySize(vs), FILL_VERSIONS_MAX);
+	ck_assert_int_eq(cJSON_GetArrayItem(vs, 0)->valueint,
+			 FILL_VERSIONS_MAX + 2);
+	ck_assert_int_eq(
+	    cJSON_GetArrayItem(vs, FILL_VERSIONS_MAX - 1)->valueint, 3);
 	cJSON_Delete(r);
 	/* the same key on the other tier: nothing there */
 	r = ask("{\"op\":\"entry_current\",\"tier\":\"t1\",\"key\":"
