@@ -277,6 +277,8 @@ ProfileDir=$dir/iostage/root/etc/slurm/iostage.d
 # its rules stage only what fits a tier of known size (docs/HISTORY.md)
 Tier=nvme Path=$dir/local/nvme Medium=nvme Capacity=${CLUSTER_NVME_CAPACITY:-20G}
 Tier=ram Path=$dir/local/ram Medium=ram Capacity=${CLUSTER_RAM_CAPACITY:-256M}
+# Smaller than the spread test's dataset, even on all three nodes
+Tier=small Path=$dir/local/small Medium=ssd Capacity=3M
 Tier=bb Path=$dir/shared/bb Medium=ssd Shared=yes
 DefaultTier=nvme
 StageTimeout=60

@@ -180,3 +180,33 @@ test_spread_node_killed_mid_part_serves_no_half_part() {
 		assert_file_contains "the whole tree on $node (the next job)" out2.txt "$node: same"
 	done
 }
+
+# Larger than the three nodes' tiers together (issue 29 item 4): each
+# node keeps what fits of its part, the views read the rest from the
+# PFS, every task still sees the whole tree, and the record says what
+# share of the dataset the nodes held.
+test_spread_larger_than_the_nodes_holds_what_fits() {
+	local ds jid i rec frac
+	# 130 files of 110 kB (14 MB) over tiers of 3 MB
+	ds=$(pfs_dataset imgs 130)
+	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds:small,spread=yes" \
+		--export=ALL,SRC="$ds" -o out.txt \
+		--wrap "srun bash -c '$SPREAD_DIFF
+			sleep 2; cat \"\$(dirname \"\$(dirname \"\$IOSTAGE_DATA\")\")\"/.iostage-view-*.json; echo'" >/dev/null ||
+		fail "sbatch -N3 spread on tier small: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
+	jid=$SUBMIT_JOBID
+	for node in n1 n2 n3; do
+		assert_file_contains "the whole tree on $node" out.txt "$node: same"
+	done
+	grep -Eq '"pfs_bytes":[1-9]' out.txt || fail "no view read the PFS: $(cat out.txt)"
+	[ "$CLUSTER_CONTROLLER" = yes ] || return 0
+	for ((i = 0; i < 160; i++)); do
+		rec=$(ctld_request login root "{\"op\":\"history_get\",\"job\":$jid}" | jq -c '.record')
+		[ "$(jq '.parts | length' <<<"$rec" 2>/dev/null)" = 3 ] && break
+		sleep 0.25
+	done
+	frac=$(jq '.datasets[0].spread.held_fraction' <<<"$rec")
+	# at most 9 MB of 14 MB held: more than none, less than 0.7
+	assert_eq "the dataset's share held on the nodes (0 < $frac < 0.7)" yes \
+		"$(jq -n --argjson f "${frac:-null}" 'if $f != null and $f > 0 and $f < 0.7 then "yes" else "no" end' -r)"
+}
