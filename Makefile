@@ -526,6 +526,12 @@ bench-cluster-spread:
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) bench/cluster-spread.sh
 
+.PHONY: bench-spread-local
+bench-spread-local:
+	@bench/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) bench/spread-local.sh
+
 # The job history at 1,000,000 jobs: ingest rate, query p99, size on disk
 # (bench/history.c; BENCH_HISTORY_ARGS="-n 100000" for a quick run).
 BENCH_HISTORY := $(BUILD)/bench/history

@@ -1,0 +1,73 @@
+# shellcheck shell=bash
+# spread-local-jobs.sh - the job of `make bench-spread-local` (issue 29
+# item 3: reads of a spread dataset's local part at 90% or more of a plain
+# local copy's speed), run by bench/spread-local.sh through the cluster
+# runner (tests/cluster/run.sh). Not part of the test suite.
+#
+# A 3-node spread job over SL_SRC holds its tasks (a file it waits for);
+# meanwhile, on each node, root reads every file of that node's part two
+# ways, SL_ROUNDS times each, in turn:
+#   view   through the job's IOSTAGE_DATA (its bind mount of the overlay
+#          of the part over the FUSE view: what a task reads), in the
+#          node's mount namespace
+#   plain  the same files in the part's cache version (a plain local
+#          directory on the same tier: the overlay's upper layer)
+# cold (page cache dropped before each read of the list) and warm (read
+# again at once). One JSON line per node and mode to SL_OUT: seconds,
+# bytes, files. Figures come from `date +%s.%N` around one xargs cat of
+# the node's part list.
+
+# sl_read DIR LIST: seconds to cat every file of LIST (relative to DIR),
+# run in NODE's mount namespace (SL_NODE)
+sl_read() {
+	local t0 t1
+	t0=$(date +%s.%N)
+	nsenter --mount="$CLUSTER_DIR/ns/$SL_NODE.mnt" -- \
+		bash -c 'cd "$1" && xargs -0 -a "$2" cat >/dev/null' _ "$1" "$2" ||
+		fail "cannot read $SL_NODE's part under $1"
+	t1=$(date +%s.%N)
+	echo "$t1 - $t0" | bc -l
+}
+
+test_spread_local_reads() {
+	local jid node v part view list name round mode t cold warm bytes files
+	name=$(basename "$SL_SRC")
+	as_user "$TEST_USER" sbatch --parsable -N 3 --io-profile="dl-train,data=$SL_SRC,spread=yes" \
+		--export=ALL,GO="$TEST_WORKDIR/go" -o "$TEST_WORKDIR/out.txt" \
+		--wrap "srun bash -c 'touch \"\$GO.\$(hostname)\"; while [ ! -e \"\$GO\" ]; do sleep 0.2; done'" \
+		>jid.txt 2>&1 || fail "sbatch: $(cat jid.txt)"
+	jid=$(tail -n1 jid.txt)
+	trap 'touch "$TEST_WORKDIR/go"' EXIT
+	for node in n1 n2 n3; do
+		wait_file "$TEST_WORKDIR/go.$node" 300 || fail "job $jid's task on $node never ran"
+	done
+	: >"$SL_OUT"
+	for node in n1 n2 n3; do
+		v=$(cache_versions_of "$node" nvme "$SL_SRC" | tail -n1)
+		[ -n "$v" ] || fail "$node holds no part of $SL_SRC"
+		part="$(tier_cache "$node" nvme)/$v/data"
+		view="$CLUSTER_DIR/local/nvme/jobs/$jid/data/$name"
+		list="$TEST_WORKDIR/list.$node"
+		(cd "$part" && find . -type f -print0) >"$list"
+		files=$(tr -cd '\0' <"$list" | wc -c)
+		bytes=$(cd "$part" && find . -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+		SL_NODE=$node
+		for ((round = 0; round < SL_ROUNDS; round++)); do
+			for mode in view plain; do
+				if [ "$mode" = view ]; then d=$view; else d=$part; fi
+				sync
+				echo 3 >/proc/sys/vm/drop_caches
+				cold=$(sl_read "$d" "$list")
+				warm=$(sl_read "$d" "$list")
+				jq -nc --arg node "$node" --arg mode "$mode" --argjson round "$round" \
+					--argjson cold "$cold" --argjson warm "$warm" \
+					--argjson bytes "$bytes" --argjson files "$files" \
+					'{node: $node, mode: $mode, round: $round, cold_s: $cold, warm_s: $warm, bytes: $bytes, files: $files}' >>"$SL_OUT"
+			done
+		done
+		echo "spread-local $node: $files files, $bytes B of its part read $SL_ROUNDS times each way" >&2
+	done
+	touch "$TEST_WORKDIR/go"
+	wait_job_state "$jid" "COMPLETED|FAILED|CANCELLED|TIMEOUT" 120 || fail "job $jid did not end"
+	assert_eq "job $jid" COMPLETED "$(job_end_state "$jid")"
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# spread-local.sh - how fast a spread dataset's local part reads through
+# the job's view, against a plain local copy of the same files, in the
+# same run (issue 29 item 3: 90% or more; `make bench-spread-local`, as
+# root). bench/spread-local-jobs.sh runs the job on the 3-node test
+# cluster and says where each figure comes from.
+#
+# Knobs: BENCH_SL_FILES (1500 imagenet-shaped files, ~170 MB: each node's
+# part ~55 MB), BENCH_SL_ROUNDS (3), BENCH_SL_DIR (/var/tmp/iostage-slbench).
+# Results: bench/results/spread-local-LATEST.json and .txt.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+
+: "${BENCH_SL_FILES:=1500}"
+: "${BENCH_SL_ROUNDS:=3}"
+: "${BENCH_SL_DIR:=/var/tmp/iostage-slbench}"
+: "${BENCH_RESULTS:=$BENCH_SRC/results}"
+die() { echo "bench-spread-local: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "must run as root (it boots the test cluster)"
+command -v jq >/dev/null || die "jq is missing: run bench/install-deps.sh"
+command -v bc >/dev/null || die "bc is missing: run bench/install-deps.sh"
+mkdir -p "$BENCH_SL_DIR/pfs" "$BENCH_RESULTS" || die "cannot make $BENCH_SL_DIR"
+read -r FILES BYTES < <(BENCH_IMAGENET_FILES=$BENCH_SL_FILES "$here/gen-dataset.sh" imagenet "$BENCH_SL_DIR/gen" 1) ||
+	die "gen-dataset failed"
+# the cluster's PFS: a directory of the host (this bench reads no PFS)
+rm -rf "$BENCH_SL_DIR/pfs/sl"
+mkdir -p "$BENCH_SL_DIR/pfs/sl"
+cp -a "$BENCH_SL_DIR/gen" "$BENCH_SL_DIR/pfs/sl/ds"
+chmod -R a+rX "$BENCH_SL_DIR/pfs"
+OUT=$BENCH_SL_DIR/lines.jsonl
+: >"$OUT"
+t0=$(date +%s)
+env CLUSTER_PFS_DIR="$BENCH_SL_DIR/pfs" SL_SRC="CLUSTER_PFS/sl/ds" SL_OUT="$OUT" SL_ROUNDS="$BENCH_SL_ROUNDS" \
+	IT_TIMEOUT=900 BUILD="${BUILD:-build}" bash "$BENCH_TOP/tests/cluster/run.sh" "$here/spread-local-jobs.sh" \
+	>"$BENCH_SL_DIR/cluster.log" 2>&1 </dev/null
+rc=$?
+[ -s "$OUT" ] || { tail -n 40 "$BENCH_SL_DIR/cluster.log" >&2; die "no figures"; }
+RES=$BENCH_RESULTS/spread-local-LATEST.json
+jq -s --argjson files "$FILES" --argjson bytes "$BYTES" --arg date "$(date -u +%FT%TZ)" \
+	--arg git "$(git -C "$BENCH_TOP" rev-parse --short HEAD 2>/dev/null)" --argjson secs "$(($(date +%s) - t0))" '
+	def r3: (. * 1000 | round) / 1000;
+	def mean(f): (map(f) | add / length);
+	{date: $date, git: $git, seconds: $secs, dataset: {files: $files, bytes: $bytes}, lines: .,
+	 nodes: (group_by(.node) | map(. as $g | {node: $g[0].node, part_files: $g[0].files, part_bytes: $g[0].bytes,
+		view_cold_s: ([$g[] | select(.mode == "view")] | mean(.cold_s) | r3),
+		plain_cold_s: ([$g[] | select(.mode == "plain")] | mean(.cold_s) | r3),
+		view_warm_s: ([$g[] | select(.mode == "view")] | mean(.warm_s) | r3),
+		plain_warm_s: ([$g[] | select(.mode == "plain")] | mean(.warm_s) | r3)}
+		| . + {cold_speed_view_over_plain: (.plain_cold_s / .view_cold_s | r3),
+		       warm_speed_view_over_plain: (.plain_warm_s / .view_warm_s | r3)}))}
+	| . + {target: "view speed >= 0.90x plain (issue 29 item 3)",
+	       met: ([.nodes[] | .cold_speed_view_over_plain >= 0.9 and .warm_speed_view_over_plain >= 0.9] | all)}' \
+	"$OUT" >"$RES.tmp" && mv "$RES.tmp" "$RES" || die "cannot write $RES"
+jq -r '"bench-spread-local \(.date) git \(.git): \(.dataset.files) files, \(.dataset.bytes) B over 3 nodes; mean of the rounds",
+	(.nodes[] | "  \(.node): part \(.part_files) files, \(.part_bytes) B: cold view \(.view_cold_s) s, plain \(.plain_cold_s) s (speed \(.cold_speed_view_over_plain)x); warm view \(.view_warm_s) s, plain \(.plain_warm_s) s (\(.warm_speed_view_over_plain)x)"),
+	"target: \(.target): \(if .met then "met" else "missed" end)"' "$RES" | tee "$BENCH_RESULTS/spread-local-LATEST.txt"
+exit "$rc"
