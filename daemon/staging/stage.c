@@ -667,6 +667,8 @@ static int build_version(struct run *run, size_t i,
 		.files = ret_o->got_totals ? ret_o->total_files : ret_o->files,
 		.verify = ds->verify,
 		.verified_ns = ret_o->started_ns,
+		/* a part is served to other nodes for its job only */
+		.part = run->spread_plan != NULL,
 	};
 	if (cache_build_publish(&b, &meta, run->err, sizeof(run->err)) < 0)
 		return -1;
