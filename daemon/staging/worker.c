@@ -48,8 +48,8 @@ struct worker_args {
 	bool check;
 	bool public; /* --public: the tree must be readable by all */
 	const char *src, *dstdir;
-	/* --peer HOST:PORT --peer-entry TIER/KEY.vN [--munge-socket P]:
-	 * fill from another node's version (worker_peer.h) */
+	/* --peer HOST:PORT --peer-entry TIER/KEY.vN [--munge-socket P]
+	 * [--peer-job J]: fill from another node's version (worker_peer.h) */
 	bool peer;
 	struct worker_peer_target target;
 	/* --spread PLAN --spread-self NAME [--part-budget BYTES]: stage only
@@ -236,7 +236,8 @@ static int usage(const char *why)
 			"                [--previous DIR --manifest-in FD] "
 			"[--manifest-out FD] [--check]\n"
 			"                [--peer HOST:PORT --peer-entry "
-			"TIER/KEY.vN [--munge-socket PATH]]\n"
+			"TIER/KEY.vN [--munge-socket PATH]\n"
+			"                 [--peer-job J]]\n"
 			"                [--spread PLAN --spread-self NAME "
 			"[--part-budget BYTES]] [--listing-out FD]\n"
 			"                [--rate-fd FD] SRC DSTDIR\n");
@@ -278,6 +279,7 @@ static int parse_fd(const char *opt, const char *s, int *ret)
 static int parse_args(int argc, char **argv, struct worker_args *a)
 {
 	const char *peer = NULL, *entry = NULL, *munge = NULL;
+	unsigned long peer_job = 0;
 	const char *spread = NULL, *self = NULL;
 	char err[512];
 	int i, found;
@@ -339,6 +341,10 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 				return usage("--munge-socket: an absolute "
 					     "path");
 			munge = val;
+		} else if (!strcmp(opt, "--peer-job")) {
+			if (parse_uint(val, 1, UINT32_MAX, &peer_job) < 0)
+				return usage("--peer-job: a job id, 1 or "
+					     "more");
 		} else if (!strcmp(opt, "--spread")) {
 			spread = val;
 		} else if (!strcmp(opt, "--spread-self")) {
@@ -407,6 +413,8 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 		return usage("--peer and --peer-entry go together");
 	if (munge && !peer)
 		return usage("--munge-socket is for --peer");
+	if (peer_job && !peer)
+		return usage("--peer-job is for --peer");
 	if (peer) {
 		if (a->previous || a->manifest_in >= 0 || a->check)
 			return usage("--peer fills from another node: no "
@@ -416,6 +424,7 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 				      sizeof(err)) < 0)
 			return usage(err);
 		a->target.munge_socket = munge;
+		a->target.job = (uint32_t)peer_job;
 		a->peer = true;
 	}
 	return 0;
