@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ struct args {
 	const char *src, *plan, *self, *tier, *key, *local, *munge_socket,
 	    *stats;
 	unsigned peer_port;
+	uint32_t job;
 };
 
 static void usage(FILE *out)
@@ -42,8 +44,9 @@ static void usage(FILE *out)
 		"usage: iostage-view --fuse-fd N --listing-fd N --src SRC "
 		"--plan SPEC --self NAME\n"
 		"                    --tier TIER --key KEY --peer-port PORT "
-		"[--local DIR]\n"
-		"                    [--munge-socket PATH] [--stats FILE]\n"
+		"--job J\n"
+		"                    [--local DIR] [--munge-socket PATH] "
+		"[--stats FILE]\n"
 		"\n"
 		"Serves a spread dataset's whole tree read-only on a /dev/fuse "
 		"fd root mounted;\n"
@@ -58,6 +61,8 @@ static void usage(FILE *out)
 		"  --tier TIER        the tier of the parts' cache entry\n"
 		"  --key KEY          the parts' cache key (32 hex digits)\n"
 		"  --peer-port PORT   iostaged's PeerPort on every node\n"
+		"  --job J            the job the view serves (its peer reads "
+		"name it)\n"
 		"  --local DIR        this node's part data directory\n"
 		"  --munge-socket P   munged's socket (default: munged's "
 		"own)\n"
@@ -105,6 +110,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "tier", required_argument, NULL, 't' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "peer-port", required_argument, NULL, 'P' },
+		{ "job", required_argument, NULL, 'j' },
 		{ "local", required_argument, NULL, 'l' },
 		{ "munge-socket", required_argument, NULL, 'm' },
 		{ "stats", required_argument, NULL, 'S' },
@@ -157,6 +163,17 @@ static int parse_args(int argc, char **argv, struct args *a)
 			}
 			a->peer_port = (unsigned)v;
 			break;
+		case 'j':
+			v = number(optarg, UINT32_MAX);
+			if (v < 1) {
+				fprintf(stderr,
+					"iostage-view: --job '%s': not a job "
+					"id (1 or more)\n",
+					optarg);
+				return -1;
+			}
+			a->job = (uint32_t)v;
+			break;
 		case 'l':
 			a->local = optarg;
 			break;
@@ -191,6 +208,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 				      : !a->tier          ? "--tier"
 				      : !a->key           ? "--key"
 				      : !a->peer_port     ? "--peer-port"
+				      : !a->job           ? "--job"
 							  : NULL;
 
 		if (missing) {
@@ -268,6 +286,7 @@ int main(int argc, char **argv)
 					.tier = a.tier,
 					.key = a.key,
 					.peer_port = a.peer_port,
+					.job = a.job,
 					.munge_socket = a.munge_socket };
 	if (view_source_create(&sc, tree, &vs, err, sizeof(err)) < 0) {
 		fprintf(stderr, "iostage-view: %s\n", err);

@@ -306,6 +306,12 @@ static struct peerfetch *take_session(struct view_source *vs, struct vnode *n,
 				      bool fresh, enum take *ret_how)
 {
 	long long until = deadline_now_ms() + VIEW_SOURCE_WAIT_MS;
+	const struct peerfetch_opts popts = {
+		.encode = vs->conf.encode,
+		.flags = PEERFETCH_NO_MANIFEST,
+		.munge_socket = vs->conf.munge_socket,
+		.job = vs->conf.job,
+	};
 	struct peerfetch *pf = NULL;
 	char err[512];
 	unsigned version;
@@ -354,10 +360,10 @@ again:
 	n->open++;
 	version = n->version;
 	pthread_mutex_unlock(&n->mu);
-	if (peerfetch_open_by(vs->conf.encode, PEERFETCH_NO_MANIFEST, n->host,
-			      vs->conf.peer_port, vs->conf.munge_socket,
-			      vs->conf.tier, vs->conf.key, version,
-			      VIEW_SOURCE_OPEN_MS, &pf, err, sizeof(err)) < 0) {
+	if (peerfetch_open_with(n->host, vs->conf.peer_port, &popts,
+				vs->conf.tier, vs->conf.key, version,
+				VIEW_SOURCE_OPEN_MS, &pf, err,
+				sizeof(err)) < 0) {
 		pthread_mutex_lock(&n->mu);
 		n->open--;
 		if (n->open && !fresh) {

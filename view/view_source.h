@@ -54,9 +54,12 @@ struct view_source_conf {
 	const char *src;   /* the dataset on the PFS (a directory) */
 	const char *local; /* this node's part data directory; NULL: none */
 	const struct spread_plan *plan;
-	unsigned self;            /* this node's index in plan */
-	const char *tier, *key;   /* the part's cache entry, on every node */
-	unsigned peer_port;       /* iostaged's PeerPort, on every node */
+	unsigned self;          /* this node's index in plan */
+	const char *tier, *key; /* the part's cache entry, on every node */
+	unsigned peer_port;     /* iostaged's PeerPort, on every node */
+	/* The job the view serves: every session names it, the node
+	 * holding a part serves it only to that job's nodes (0: none) */
+	uint32_t job;
 	const char *munge_socket; /* NULL: munged's default */
 	/* The tests' stand-in for munged (NULL: mauth_encode). */
 	mauth_encode_fn encode;

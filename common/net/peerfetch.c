@@ -238,8 +238,7 @@ static const char *why_read(int errnum)
 }
 
 /* Send the session's first request and take the manifest. */
-static int open_session(struct peerfetch *pf, mauth_encode_fn encode,
-			unsigned flags, const char *munge_socket,
+static int open_session(struct peerfetch *pf, const struct peerfetch_opts *o,
 			const char *tier, const char *key, unsigned version,
 			long long deadline, char *err, size_t errlen)
 {
@@ -261,12 +260,13 @@ static int open_session(struct peerfetch *pf, mauth_encode_fn encode,
 	    !cJSON_AddStringToObject(req, "tier", tier) ||
 	    !cJSON_AddStringToObject(req, "key", key) ||
 	    (version && !cJSON_AddNumberToObject(req, "version", version)) ||
-	    ((flags & PEERFETCH_NO_MANIFEST) &&
+	    (o->job && !cJSON_AddNumberToObject(req, "job", o->job)) ||
+	    ((o->flags & PEERFETCH_NO_MANIFEST) &&
 	     !cJSON_AddFalseToObject(req, "manifest"))) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	req_line = peernet_request_line_by(encode, munge_socket, req, err,
+	req_line = peernet_request_line_by(o->encode, o->munge_socket, req, err,
 					   errlen);
 	if (!req_line)
 		goto out;
@@ -335,8 +335,10 @@ int peerfetch_open(const char *host, unsigned port, const char *munge_socket,
 		   int timeout_ms, struct peerfetch **ret, char *err,
 		   size_t errlen)
 {
-	return peerfetch_open_by(NULL, 0, host, port, munge_socket, tier, key,
-				 version, timeout_ms, ret, err, errlen);
+	const struct peerfetch_opts o = { .munge_socket = munge_socket };
+
+	return peerfetch_open_with(host, port, &o, tier, key, version,
+				   timeout_ms, ret, err, errlen);
 }
 
 int peerfetch_open_by(mauth_encode_fn encode, unsigned flags, const char *host,
@@ -344,12 +346,25 @@ int peerfetch_open_by(mauth_encode_fn encode, unsigned flags, const char *host,
 		      const char *key, unsigned version, int timeout_ms,
 		      struct peerfetch **ret, char *err, size_t errlen)
 {
+	const struct peerfetch_opts o = { .encode = encode,
+					  .flags = flags,
+					  .munge_socket = munge_socket };
+
+	return peerfetch_open_with(host, port, &o, tier, key, version,
+				   timeout_ms, ret, err, errlen);
+}
+
+int peerfetch_open_with(const char *host, unsigned port,
+			const struct peerfetch_opts *o, const char *tier,
+			const char *key, unsigned version, int timeout_ms,
+			struct peerfetch **ret, char *err, size_t errlen)
+{
 	long long deadline = deadline_now_ms() +
 			     (timeout_ms > 0 ? timeout_ms : 0);
 	char cerr[512];
 	struct peerfetch *pf;
 
-	if (!host || !tier || !key || !ret) {
+	if (!host || !o || !tier || !key || !ret) {
 		snprintf(err, errlen, "peerfetch_open: missing argument");
 		errno = EINVAL;
 		return -1;
@@ -366,8 +381,7 @@ int peerfetch_open_by(mauth_encode_fn encode, unsigned flags, const char *host,
 		snprintf(err, errlen, "node %s", cerr);
 		goto fail;
 	}
-	if (open_session(pf, encode, flags, munge_socket, tier, key, version,
-			 deadline, err, errlen) < 0)
+	if (open_session(pf, o, tier, key, version, deadline, err, errlen) < 0)
 		goto fail;
 	pf->usable = true;
 	*ret = pf;

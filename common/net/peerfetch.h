@@ -9,7 +9,8 @@
  *   client -> {"cred":"MUNGE:..."}           a peernet request
  *             (common/net/peernet.h) whose JSON is
  *             {"op":"fetch_open","tier":T,"key":K,"version":N} and
- *             optionally "manifest":false; the credential is the
+ *             optionally "manifest":false and "job":J (the job the
+ *             session reads for); the credential is the
  *             worker's own, i.e. the job's user. Without "version"
  *             (or with 0): the entry's current version on the server,
  *             the highest complete K.vN (the spread view, view/, asks
@@ -51,7 +52,12 @@
  * never a .build. directory, never one being evicted) of an entry whose
  * owner is the credential's uid, or a public entry (root: any), on a
  * tier of its own (not Shared=yes); another user's entry is answered
- * like a missing one (daemon/staging/cache_serve.c). Files are opened
+ * like a missing one (daemon/staging/cache_serve.c). A spread dataset's
+ * part is served only for a job J named: one the server runs, the
+ * credential's uid's (or the entry public, or root), holding that entry
+ * as one of its datasets, asked from an address of one of its nodes; a
+ * whole entry is checked so when a job is named
+ * (daemon/cluster/peer_fetch.c). Files are opened
  * beneath the version's data with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS
  * and must be regular files. Sessions served at once and the bytes per
  * second they send are bounded by the server's configuration.
@@ -104,6 +110,25 @@ int peerfetch_open_by(mauth_encode_fn encode, unsigned flags, const char *host,
 		      unsigned port, const char *munge_socket, const char *tier,
 		      const char *key, unsigned version, int timeout_ms,
 		      struct peerfetch **ret, char *err, size_t errlen);
+
+/* How a session is opened, beyond where to and which entry. */
+struct peerfetch_opts {
+	mauth_encode_fn encode;   /* NULL: mauth_encode (munged) */
+	unsigned flags;           /* enum peerfetch_flags, 0: none */
+	const char *munge_socket; /* NULL: munged's default */
+	/* The job the session reads for ("job": J), 0: none. A node
+	 * serves a spread dataset's part only to a job it runs whose
+	 * dataset it is, asked from one of the job's nodes; a whole
+	 * entry is checked the same way when a job is named. */
+	uint32_t job;
+};
+
+/* peerfetch_open with everything O says (peerfetch_open and
+ * peerfetch_open_by are this with no job). */
+int peerfetch_open_with(const char *host, unsigned port,
+			const struct peerfetch_opts *o, const char *tier,
+			const char *key, unsigned version, int timeout_ms,
+			struct peerfetch **ret, char *err, size_t errlen);
 
 /* The version's manifest as the server sent it (LEN bytes, not
  * NUL-terminated; manifest_parse reads it). Valid until the session is

@@ -7,11 +7,21 @@
  * slowly or a session left idle. The socket is made non-blocking for
  * that; sendfile then sends what the socket takes and poll waits for the
  * rest.
+ *
+ * A session on a spread dataset's part is served only for a job the
+ * request names ("job"), which must be running here, be the asker's,
+ * hold the entry as one of its datasets and be asked from one of its
+ * nodes (issue 29 item 6: job_allows); a whole entry is authorized by
+ * the cache alone, as a fill from another job's node needs, unless the
+ * request names a job.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -31,8 +41,10 @@
 #include "common/net/peerfetch.h"
 #include "common/net/peerserve.h"
 #include "common/net/proto.h"
+#include "common/sched/cachekey.h"
 #include "daemon/agent.h"
 #include "daemon/cluster/peer_fetch.h"
+#include "daemon/jobs.h"
 #include "daemon/ops.h"
 #include "daemon/staging/cache.h"
 
@@ -436,6 +448,149 @@ static int req_version(const cJSON *req, unsigned *ret)
 	return 0;
 }
 
+/* The request's job into *ret: a whole number 1..UINT32_MAX, or 0 when
+ * absent. -1 when it is something else. */
+static int req_job(const cJSON *req, uint32_t *ret)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "job");
+
+	if (!v) {
+		*ret = 0;
+		return 0;
+	}
+	if (!cJSON_IsNumber(v) || v->valuedouble < 1 ||
+	    v->valuedouble > 4294967295.0 ||
+	    v->valuedouble != (double)(uint32_t)v->valuedouble)
+		return -1;
+	*ret = (uint32_t)v->valuedouble;
+	return 0;
+}
+
+/* Is KEY on TIER the entry of one of JOB's datasets: the user's or the
+ * public one of its source (stage.c may have used either), of its part
+ * for a spread dataset (cachekey_part), else of the whole copy? */
+static bool job_has_entry(const struct job *job, const char *tier,
+			  const char *key)
+{
+	for (size_t i = 0; job->profile && i < job->profile->ndatasets; i++) {
+		const struct profile_dataset *ds = &job->profile->datasets[i];
+		bool spread = ds->spread == PROFILE_SPREAD_YES;
+		char whole[2][CACHE_KEY_LEN + 1], part[CACHE_KEY_LEN + 1];
+
+		if (!ds->tier || strcmp(ds->tier, tier))
+			continue;
+		cache_key(job->uid, ds->path, whole[0]);
+		cache_key_public(ds->path, whole[1]);
+		for (size_t k = 0; k < 2; k++) {
+			if (spread)
+				cachekey_part(whole[k], part);
+			if (!strcmp(spread ? part : whole[k], key))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* An IPv4 address as IPv6, mapped (::ffff:a.b.c.d, as a dual-stack
+ * socket shows an IPv4 peer), so that one comparison serves both. */
+static void ip_mapped(const struct in_addr *v4, struct in6_addr *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->s6_addr[10] = ret->s6_addr[11] = 0xff;
+	memcpy(&ret->s6_addr[12], v4, sizeof(*v4));
+}
+
+/* Is ADDR (an IP literal, as peernet_peer_addr writes the peer's) an
+ * address of one of JOB's nodes? Their names are resolved now, as the
+ * channel resolves them to call them (getaddrinfo: the node's resolver
+ * and its cache), until one matches; nothing is kept across requests,
+ * so a node given another address is seen at once. "?" (not a TCP
+ * peer) is none. */
+static bool job_has_addr(const struct job *job, const char *addr)
+{
+	struct in6_addr want, got;
+	struct in_addr v4;
+
+	if (inet_pton(AF_INET, addr, &v4) == 1)
+		ip_mapped(&v4, &want);
+	else if (inet_pton(AF_INET6, addr, &want) != 1)
+		return false;
+	for (size_t i = 0; i < job->nnodes; i++) {
+		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+		bool found = false;
+
+		if (getaddrinfo(job->nodes[i], NULL, &hints, &res) != 0)
+			continue;
+		for (const struct addrinfo *ai = res; ai && !found;
+		     ai = ai->ai_next) {
+			if (ai->ai_family == AF_INET)
+				ip_mapped(
+				    &((const struct sockaddr_in *)ai->ai_addr)
+					 ->sin_addr,
+				    &got);
+			else if (ai->ai_family == AF_INET6)
+				got = ((const struct sockaddr_in6 *)ai->ai_addr)
+					  ->sin6_addr;
+			else
+				continue;
+			found = !memcmp(&got, &want, sizeof(got));
+		}
+		freeaddrinfo(res);
+		if (found)
+			return true;
+	}
+	return false;
+}
+
+/* May the session on SV (entry KEY on TIER, opened for PEER) go on for
+ * job JOBID (0: the request names none)? A part only for a job; a job named, for a part
+ * or a whole entry, must be running here (in the table: not finished,
+ * not a prestage), be PEER's (or the entry public, or PEER root), hold
+ * the entry as one of its datasets on TIER and be asked from one of
+ * its nodes. 0, or -1 with the refusal in err. */
+static int job_allows(struct peer_fetch *f, const struct peernet_peer *peer,
+		      const char *tier, const char *key, uint32_t jobid,
+		      const struct cache_served *sv, char *err, size_t errlen)
+{
+	char entry[CONF_NAME_MAX + CACHE_ENTRY_NAME_MAX + 2];
+	struct job *job;
+	int r = -1;
+
+	snprintf(entry, sizeof(entry), "%s/%s.v%u", tier, key, sv->version);
+	if (!jobid) {
+		if (!sv->part)
+			return 0;
+		snprintf(err, errlen,
+			 "entry %s is a part of a spread dataset: the "
+			 "request names no job",
+			 entry);
+		return -1;
+	}
+	job = jobs_get(f->agent->jobs, jobid);
+	if (!job || job->prestage)
+		snprintf(err, errlen,
+			 "entry %s: job %" PRIu32 " is not running here", entry,
+			 jobid);
+	else if (peer->uid != 0 && !sv->public && peer->uid != job->uid)
+		snprintf(err, errlen,
+			 "entry %s: job %" PRIu32 " is another user's (uid %u "
+			 "asked)",
+			 entry, jobid, (unsigned)peer->uid);
+	else if (!job_has_entry(job, tier, key))
+		snprintf(err, errlen,
+			 "entry %s is not a dataset of job %" PRIu32
+			 " on this node",
+			 entry, jobid);
+	else if (!job_has_addr(job, peer->addr))
+		snprintf(err, errlen,
+			 "entry %s: %s is not a node of job %" PRIu32, entry,
+			 peer->addr, jobid);
+	else
+		r = 0;
+	jobs_put(job);
+	return r;
+}
+
 /* The refusal of a session: a warning, but for the bound (BUSY), which
  * a worker with more copy threads than PeerFetchSessions meets in the
  * ordinary course (it then makes do with the sessions it has). */
@@ -457,6 +612,7 @@ cJSON *peer_fetch_serve(struct peer_fetch *f, int fd,
 	const char *tier, *key;
 	struct session *s;
 	unsigned version, active;
+	uint32_t jobid;
 	cJSON *reply = NULL;
 
 	s = calloc(1, sizeof(*s));
@@ -477,6 +633,11 @@ cJSON *peer_fetch_serve(struct peer_fetch *f, int fd,
 			       "key 'version': a whole number (0 or absent: "
 			       "the current one)",
 			       false);
+		goto out;
+	}
+	if (req_job(req, &jobid) < 0) {
+		reply = refuse(f, s->who,
+			       "key 'job': a job id (1 to 4294967295)", false);
 		goto out;
 	}
 	s->manifest = !cJSON_IsFalse(
@@ -502,7 +663,9 @@ cJSON *peer_fetch_serve(struct peer_fetch *f, int fd,
 		goto out;
 	}
 	if (cache_open_served(f->agent->cache, tier, key, version, peer->uid,
-			      &s->served, err, sizeof(err)) < 0) {
+			      &s->served, err, sizeof(err)) < 0 ||
+	    job_allows(f, peer, tier, key, jobid, &s->served, err,
+		       sizeof(err)) < 0) {
 		atomic_fetch_sub(&f->active, 1);
 		reply = refuse(f, s->who, err, false);
 		goto out;

@@ -109,6 +109,10 @@ struct cache_meta {
 	enum profile_verify verify;
 	int64_t verified_ns; /* when the walk of the build started */
 	bool reused;         /* a second job has used it (eviction's class) */
+	/* A node's part of a spread dataset (key cachekey_part(K)): served
+	 * to another node only for a job that holds it (peer_fetch.c).
+	 * meta.json "part":true; a version without it is a whole copy. */
+	bool part;
 };
 
 /* A version being built: .build.K.vN.NODE and its manifest's temporary
@@ -283,6 +287,7 @@ struct cache_served {
 	unsigned version; /* the version opened (the current one for 0) */
 	uint64_t manifest_size;
 	bool public;
+	bool part; /* a spread dataset's part (struct cache_meta) */
 	uid_t uid; /* the entry's user (0 for a public entry) */
 	/* whom every file served must belong to: the entry's user, or the
 	 * cache's owner (root) for a public entry */

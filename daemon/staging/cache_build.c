@@ -75,6 +75,8 @@ char *cache_meta_text(const struct cache *c, const char *key, unsigned version,
 		cJSON_AddBoolToObject(o, "public", true);
 	if (m->reused)
 		cJSON_AddBoolToObject(o, "reused", true);
+	if (m->part)
+		cJSON_AddBoolToObject(o, "part", true);
 	cJSON_AddNumberToObject(o, "created", (double)created);
 	cJSON_AddNumberToObject(o, "verified",
 				(double)(verified_ns / 1000000000));
@@ -103,7 +105,8 @@ void cache_meta_rewrite(struct cache *c, int tier, const char *key,
 					 .files = e->files,
 					 .verify = e->verify,
 					 .public = e->public,
-					 .reused = cache_entry_reused(e) };
+					 .reused = cache_entry_reused(e),
+					 .part = e->part };
 		text = cache_meta_text(c, key, version, &m, e->created,
 				       e->verified_ns);
 	}

@@ -236,6 +236,9 @@ struct cache_entry *cache_index_load(struct cache *c, int tier,
 	    cJSON_IsString(verify) ? verify->valuestring : NULL);
 	e->public = cJSON_IsTrue(
 	    cJSON_GetObjectItemCaseSensitive(meta, "public"));
+	/* A version written before parts were marked reads as a whole
+	 * copy. */
+	e->part = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "part"));
 	/* Whether one job used it before the restart is not recorded: count
 	 * one, so that the next job's use marks it reused. */
 	e->uses = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(meta, "reused"))

@@ -54,6 +54,7 @@ struct cache_entry {
 	int64_t verified_ns;
 	enum profile_verify verify;
 	bool public; /* a public entry: listed to all, root's data */
+	bool part;   /* a spread dataset's part (meta.json "part") */
 	/* Jobs that pinned it (for one loaded from disk: 2 if meta.json says
 	 * reused, else 1); entries used by one job only are evicted first
 	 * (see cache_evict_order). */

@@ -93,6 +93,7 @@ int cache_open_served(struct cache *c, const char *tier, const char *key,
 		goto missing;
 	s.version = version;
 	s.public = e->public;
+	s.part = e->part;
 	s.uid = e->uid;
 	s.file_owner = e->public ? c->owner_uid : e->uid;
 	s.vfd = cache_open_dir_at(c->cache_fd[t], name);

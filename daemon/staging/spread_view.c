@@ -191,7 +191,8 @@ static int spawn_view(struct agent *a, const struct spread_view_args *va,
 		      int fuse_fd, pid_t *ret_pid, char *err, size_t errlen)
 {
 	const struct conf *conf = a->conf;
-	char port[16], local[CONF_PATH_MAX + 96], stats[CONF_PATH_MAX + 128];
+	char port[16], job[16], local[CONF_PATH_MAX + 96],
+	    stats[CONF_PATH_MAX + 128];
 	char *argv[32];
 	size_t n = 0;
 	int pass[2] = { fuse_fd, va->listing_fd };
@@ -207,6 +208,7 @@ static int spawn_view(struct agent *a, const struct spread_view_args *va,
 	if (how.exe_fd < 0)
 		return -1;
 	snprintf(port, sizeof(port), "%u", conf->peer_port);
+	snprintf(job, sizeof(job), "%" PRIu32, va->jobid);
 	argv[n++] = "iostage-view";
 	argv[n++] = "--fuse-fd";
 	argv[n++] = "3";
@@ -224,6 +226,8 @@ static int spawn_view(struct agent *a, const struct spread_view_args *va,
 	argv[n++] = (char *)va->key;
 	argv[n++] = "--peer-port";
 	argv[n++] = port;
+	argv[n++] = "--job";
+	argv[n++] = job;
 	if (va->version) {
 		snprintf(local, sizeof(local), "%s/cache/%s.v%u/data",
 			 conf->tiers[va->tier].path, va->key, va->version);

@@ -120,6 +120,7 @@ struct run {
 	 * share read from the PFS, for the dataset's account. */
 	bool share;
 	uint64_t share_pfs_bytes, share_pfs_files;
+	char job_id[16]; /* the job's id as text, for a worker's --peer-job */
 	char err[CONF_ERR_MAX];
 };
 
@@ -649,6 +650,9 @@ static void parts_task(struct run *run, int t, const struct stage_owner *share,
 	}
 	task->peers = list;
 	task->munge_socket = run->s->conf->munge_socket;
+	/* the nodes serve their shares and parts for this job only */
+	snprintf(run->job_id, sizeof(run->job_id), "%u", run->job->id);
+	task->peer_job = run->job_id;
 }
 
 /* Build version NEXT of OW's entry for dataset I (previous version CUR or
@@ -773,6 +777,8 @@ static int build_version(struct run *run, size_t i,
 		.files = ret_o->got_totals ? ret_o->total_files : ret_o->files,
 		.verify = ds->verify,
 		.verified_ns = ret_o->started_ns,
+		/* a part is served to other nodes for its job only */
+		.part = run->spread_plan != NULL,
 	};
 	if (cache_build_publish(&b, &meta, run->err, sizeof(run->err)) < 0)
 		return -1;

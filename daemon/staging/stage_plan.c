@@ -116,6 +116,10 @@ size_t stage_plan_argv(const struct stage_task *task, bool rate, char **argv)
 			argv[n++] = "--munge-socket";
 			argv[n++] = (char *)task->munge_socket;
 		}
+		if (peers && task->peer_job) {
+			argv[n++] = "--peer-job";
+			argv[n++] = (char *)task->peer_job;
+		}
 		argv[n++] = "--manifest-out";
 		argv[n++] = "4";
 	}

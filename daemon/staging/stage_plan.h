@@ -105,6 +105,9 @@ struct stage_task {
 	 * ..." (the worker's --peers), with PREVIOUS this node's own share
 	 * (linked from) or NULL; MUNGE_SOCKET as for PEER. */
 	const char *peers;
+	/* With PEERS, the job every session names ("J": --peer-job): the
+	 * nodes serve their parts only for it. NULL: none. */
+	const char *peer_job;
 };
 
 #define STAGE_ARGV_MAX 32

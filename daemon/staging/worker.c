@@ -50,8 +50,8 @@ struct worker_args {
 	bool public; /* --public: the tree must be readable by all */
 	const char *src, *dstdir;
 	/* --peer HOST:PORT --peer-entry TIER/KEY.vN, or --peers LIST
-	 * [--munge-socket P]: fill from other nodes' versions (worker_peer.h;
-	 * several: a fill by parts) */
+	 * [--munge-socket P] [--peer-job J]: fill from other nodes' versions
+	 * (worker_peer.h; several: a fill by parts) */
 	size_t npeers;
 	struct worker_peer_target targets[WORKER_PEERS_MAX];
 	/* --spread PLAN --spread-self NAME [--part-budget BYTES]: stage only
@@ -241,7 +241,7 @@ static int usage(const char *why)
 			"[--manifest-out FD] [--check]\n"
 			"                [--peer HOST:PORT --peer-entry "
 			"TIER/KEY.vN | --peers HOST:PORT=TIER/KEY.vN,...]\n"
-			"                [--munge-socket PATH]\n"
+			"                [--munge-socket PATH] [--peer-job J]\n"
 			"                [--spread PLAN --spread-self NAME "
 			"[--part-budget BYTES]] [--listing-out FD]\n"
 			"                [--rate-fd FD] SRC DSTDIR\n");
@@ -283,6 +283,7 @@ static int parse_fd(const char *opt, const char *s, int *ret)
 static int parse_args(int argc, char **argv, struct worker_args *a)
 {
 	const char *peer = NULL, *entry = NULL, *munge = NULL, *peers = NULL;
+	unsigned long peer_job = 0;
 	const char *spread = NULL, *self = NULL;
 	char err[512];
 	int i, found;
@@ -346,6 +347,10 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 				return usage("--munge-socket: an absolute "
 					     "path");
 			munge = val;
+		} else if (!strcmp(opt, "--peer-job")) {
+			if (parse_uint(val, 1, UINT32_MAX, &peer_job) < 0)
+				return usage("--peer-job: a job id, 1 or "
+					     "more");
 		} else if (!strcmp(opt, "--spread")) {
 			spread = val;
 		} else if (!strcmp(opt, "--spread-self")) {
@@ -416,6 +421,8 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 		return usage("--peer or --peers, not both");
 	if (munge && !peer && !peers)
 		return usage("--munge-socket is for --peer and --peers");
+	if (peer_job && !peer && !peers)
+		return usage("--peer-job is for --peer and --peers");
 	if ((peer || peers) && a->check)
 		return usage("--peer and --peers fill a new copy: not with "
 			     "--check");
@@ -436,8 +443,10 @@ static int parse_args(int argc, char **argv, struct worker_args *a)
 			return usage(err);
 		a->npeers = (size_t)n;
 	}
-	for (size_t k = 0; k < a->npeers; k++)
+	for (size_t k = 0; k < a->npeers; k++) {
 		a->targets[k].munge_socket = munge;
+		a->targets[k].job = (uint32_t)peer_job;
+	}
 	return 0;
 }
 

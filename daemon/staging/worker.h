@@ -7,7 +7,7 @@
  *            [--previous DIR --manifest-in FD] [--manifest-out FD]
  *            [--check] [--public] [--rate-fd FD]
  *            [--peer HOST:PORT --peer-entry TIER/KEY.vN
- *             [--munge-socket PATH]]
+ *             [--munge-socket PATH] [--peer-job J]]
  *            [--spread PLAN --spread-self NAME [--part-budget BYTES]]
  *            [--listing-out FD] SRC DSTDIR
  *
@@ -47,6 +47,10 @@
  *                    --previous, --manifest-in or --check. HOST not
  *                    usable at all (down, refusing, no such version):
  *                    a note, then everything from SRC; not a failure.
+ *   --peer-job J     with --peer: the sessions name job J ("job" in
+ *                    fetch_open), which HOST must run, with this user
+ *                    and a dataset of this entry, asked from one of its
+ *                    nodes; a spread dataset's part is served only so.
  *   --spread PLAN --spread-self NAME
  *                    stage only NAME's part of the tree SRC (a one-file
  *                    SRC is a usage error): the regular files

@@ -107,10 +107,16 @@ int worker_peer_parse(const char *hostport, const char *entry,
 static int open_one(struct worker_peer *p, bool first, struct peerfetch **ret,
 		    char *err, size_t errlen)
 {
-	return peerfetch_open_by(p->encode, first ? 0 : PEERFETCH_NO_MANIFEST,
-				 p->t.host, p->t.port, p->t.munge_socket,
-				 p->t.tier, p->t.key, p->t.version,
-				 WORKER_PEER_OPEN_MS, ret, err, errlen);
+	const struct peerfetch_opts o = {
+		.encode = p->encode,
+		.flags = first ? 0 : PEERFETCH_NO_MANIFEST,
+		.munge_socket = p->t.munge_socket,
+		.job = p->t.job,
+	};
+
+	return peerfetch_open_with(p->t.host, p->t.port, &o, p->t.tier,
+				   p->t.key, p->t.version, WORKER_PEER_OPEN_MS,
+				   ret, err, errlen);
 }
 
 /* The first session, waited for while the node is busy: other nodes'

@@ -1,6 +1,7 @@
 /* worker_peer.h - the stage worker's sessions to the node that holds a
  * version of the entry it builds (`--peer HOST:PORT --peer-entry
- * TIER/KEY.vN`; docs/STAGING.md, "Filling from another node").
+ * TIER/KEY.vN [--peer-job J]`; docs/STAGING.md, "Filling from another
+ * node").
  *
  * The first session gives the version's manifest, which the copy engine
  * compares SRC with (its `previous`); files equal in it are fetched
@@ -42,12 +43,15 @@ struct worker_peer_target {
 	char key[33];
 	unsigned version;
 	const char *munge_socket; /* --munge-socket, NULL: libmunge's */
+	/* --peer-job J: the job the sessions read for (a spread dataset's
+	 * part is served only for its job); 0: none */
+	uint32_t job;
 };
 
 struct worker_peer;
 
 /* HOSTPORT ("n1:6826", "[fe80::1]:6826") and ENTRY ("nvme/K.v3") into
- * *ret (munge_socket NULL). 0, or -1 with what is wrong in err. */
+ * *ret (munge_socket NULL, job 0). 0, or -1 with what is wrong in err. */
 int worker_peer_parse(const char *hostport, const char *entry,
 		      struct worker_peer_target *ret, char *err, size_t errlen);
 

@@ -4,13 +4,20 @@
 # its part (rendezvous hashing over the job's nodes), and every task on
 # every node sees the whole tree at IOSTAGE_DATA: diff -r, a PyTorch
 # DataLoader over an ImageFolder, h5py, read/pread/mmap give what the PFS
-# holds. A node whose iostaged stops mid-run: the others read its part
-# from the PFS, and no read fails.
+# holds, the other nodes' files read from their parts. A node whose
+# iostaged stops mid-run: the others read its part from the PFS, and no
+# read fails. A part is served for its job only (issue 29 item 6).
 
 SPREAD_DIFF='
 	r=same
 	diff -r "$IOSTAGE_DATA/" "$SRC/" >/dev/null || r=DIFFERENT
 	echo "$(hostname): $r"'
+
+# what the task's node's view served (its --stats file), once its counts
+# settled
+SPREAD_STATS='
+	sleep 2
+	echo "$(hostname) view: $(cat "$(dirname "$(dirname "$IOSTAGE_DATA")")"/.iostage-view-*.json)"'
 
 # held NODE JOB: "N M": NODE holds N of the spread dataset's M files
 held() {
@@ -19,14 +26,18 @@ held() {
 }
 
 test_spread_three_nodes_each_hold_a_part_and_see_the_whole() {
-	local ds jid node n m sum=0 total= i rec
+	local ds jid node n m sum=0 total= i rec entry job dst
 	ds=$(pfs_dataset imgs 60)
 	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds,spread=yes" \
-		--export=ALL,SRC="$ds" -o out.txt --wrap "srun bash -c '$SPREAD_DIFF'" >/dev/null ||
+		--export=ALL,SRC="$ds" -o out.txt --wrap "srun bash -c '$SPREAD_DIFF$SPREAD_STATS'" >/dev/null ||
 		fail "sbatch -N3 spread: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
 	jid=$SUBMIT_JOBID
 	for node in n1 n2 n3; do
 		assert_file_contains "the whole tree on $node (diff -r from a task there)" out.txt "$node: same"
+		# the other nodes' files came from their parts: the sessions
+		# named the job, which every node served (issue 29 item 6)
+		grep -Eq "^$node view: .*\"peer_bytes\":[1-9]" out.txt ||
+			fail "$node's view read nothing from the other nodes: $(cat out.txt)"
 		read -r n m <<<"$(held "$node" "$jid")"
 		[ -n "$n" ] || fail "$node never said what it holds of job $jid's dataset"
 		[ -z "$total" ] || assert_eq "the dataset's files, as $node counts them" "$total" "$m"
@@ -37,6 +48,21 @@ test_spread_three_nodes_each_hold_a_part_and_see_the_whole() {
 		sum=$((sum + n))
 	done
 	assert_eq "files held by the three nodes together" "$total" "$sum"
+	# n1's part asked for by hand from n2 by the job's user: without a
+	# job, then for the job once over; refused, each with its reason
+	# (the worker then copies from the PFS)
+	wait_finished n1 "$jid" || fail "job $jid not finished on n1"
+	entry=nvme/$(cache_versions_of n1 nvme "$ds")
+	for job in "" "$jid"; do
+		dst="$CLUSTER_PFS/$TEST_NAME/by-hand$job"
+		install -d -o "$TEST_USER" -m 0700 "$dst"
+		on_node_as "$TEST_USER" n2 "$IOSTAGE_ROOT/usr/sbin/iostaged" --stage-worker \
+			--peer n1:6826 --peer-entry "$entry" ${job:+--peer-job "$job"} "$ds" "$dst" \
+			>"worker$job.out" 2>&1 || fail "the worker on n2: $(cat "worker$job.out")"
+	done
+	assert_file_contains "n1's part for no job" worker.out \
+		"is a part of a spread dataset: the request names no job"
+	assert_file_contains "n1's part for job $jid, over" "worker$jid.out" "job $jid is not running here"
 	# the job's record (filed by iostagectld): the parts add up to the
 	# whole dataset, all of it held on the nodes
 	[ "$CLUSTER_CONTROLLER" = yes ] || return 0

@@ -2,7 +2,8 @@
  * version (daemon/staging/cache_build.c, cache_pin.c): the publication
  * order on disk step by step (journal record, the builder's directory,
  * taken back, stripped to data, manifest and meta.json written, renamed,
- * journal record dropped), what meta.json records, a public version taken
+ * journal record dropped), what meta.json records (a spread dataset's
+ * part marked as one), a public version taken
  * over, a build that fails or is given up leaving nothing, and pins: the
  * last use, the promotion at a second job, this node's pins only.
  *
@@ -14,6 +15,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 
+#include "common/sched/cachekey.h"
 #include "tests/unit/cache_fixture.h"
 #include "tests/unit/check_run.h"
 
@@ -131,6 +133,79 @@ START_TEST(test_meta_records_the_build)
 	ck_assert_ptr_null(cJSON_GetObjectItem(m, "public"));
 	ck_assert_ptr_null(cJSON_GetObjectItem(m, "reused"));
 	cJSON_Delete(m);
+	fx_fini(&f);
+}
+END_TEST
+
+/* Whether version 1 of KEY on tier t0 opens for a peer as a part. */
+static bool served_as_part(struct fx *f, const char *key)
+{
+	struct cache_served s;
+	char err[CONF_ERR_MAX];
+	bool part;
+
+	ck_assert_msg(cache_open_served(f->c, "t0", key, 1, getuid(), &s, err,
+					sizeof(err)) == 0,
+		      "cache_open_served: %s", err);
+	part = s.part;
+	cache_served_close(&s);
+	return part;
+}
+
+/* Whether KEY.v1's meta.json says "part":true (absent: false). */
+static bool meta_says_part(struct fx *f, const char *key)
+{
+	char name[CACHE_ENTRY_NAME_MAX + 16], *text;
+	const cJSON *v;
+	bool part;
+	cJSON *m;
+
+	cache_version_name(key, 1, name, sizeof(name));
+	strcat(name, "/meta.json");
+	text = read_file(f, name);
+	m = cJSON_Parse(text);
+	free(text);
+	ck_assert_ptr_nonnull(m);
+	v = cJSON_GetObjectItem(m, "part");
+	ck_assert(!v || cJSON_IsTrue(v)); /* written only when true */
+	part = v != NULL;
+	cJSON_Delete(m);
+	return part;
+}
+
+/* A spread dataset's part is marked as one in its meta.json, and stays
+ * marked when meta.json is rewritten (a verification) and across a
+ * restart; a whole copy, as every version written before parts were
+ * marked, is not one. */
+START_TEST(test_part_marked_in_meta)
+{
+	char whole[CACHE_KEY_LEN + 1], k[CACHE_KEY_LEN + 1];
+	char err[CONF_ERR_MAX];
+	struct cache_meta meta = fx_meta("/pfs/spread", 7, false);
+	struct cache_build b;
+	struct cache_lock *lk;
+	struct fx f;
+
+	fx_init(&f, "node1", 1, false);
+	cache_key(getuid(), "/pfs/spread", whole);
+	cachekey_part(whole, k);
+	meta.part = true;
+	ck_assert_int_eq(cache_lock_acquire(f.c, 0, k, NULL, NULL, &lk, err,
+					    sizeof(err)),
+			 0);
+	fx_begin(&f, 0, k, &b, 7);
+	ck_assert_msg(cache_build_publish(&b, &meta, err, sizeof(err)) == 0,
+		      "%s", err);
+	cache_mark_verified(f.c, 0, k, 1, cache_now_ns());
+	cache_lock_release(lk);
+	ck_assert(meta_says_part(&f, k));
+	ck_assert(served_as_part(&f, k));
+	fx_restart(&f);
+	ck_assert(served_as_part(&f, k));
+	/* the whole copy of the same source */
+	fx_build(&f, 0, "/pfs/spread", 7, false, whole);
+	ck_assert(!meta_says_part(&f, whole));
+	ck_assert(!served_as_part(&f, whole));
 	fx_fini(&f);
 }
 END_TEST
@@ -348,6 +423,7 @@ static Suite *cache_build_suite(void)
 	tcase_add_loop_test(tc, test_publication_order, CACHE_PUBLISH_TAKEN,
 			    CACHE_PUBLISH_DONE + 1);
 	tcase_add_test(tc, test_meta_records_the_build);
+	tcase_add_test(tc, test_part_marked_in_meta);
 	tcase_add_test(tc, test_public_version_taken_over);
 	tcase_add_test(tc, test_build_without_data_not_published);
 	tcase_add_test(tc, test_abort_leaves_nothing);

@@ -188,6 +188,212 @@ START_TEST(test_other_user_refused)
 }
 END_TEST
 
+/* --- sessions that name a job (issue 29 item 6) ---------------------------- */
+
+/* Job ID of UID, its one dataset SRC on t0 (spread with SPREAD, else a
+ * whole copy, of path PATH: NULL for SRC) on nodes NODE and n2, inserted
+ * into the node's table (a reference for the caller: jobs_put). */
+static struct job *job_on(uint32_t id, uid_t uid, bool spread, const char *path,
+			  const char *node)
+{
+	const char *const nodes[] = { node, "n2" };
+	char json[1024], err[CONF_ERR_MAX];
+	struct job *job;
+
+	snprintf(json, sizeof(json),
+		 "{\"datasets\":[{\"name\":\"ds\",\"path\":\"%s\","
+		 "\"tier\":\"t0\",\"spread\":\"%s\"}]}",
+		 path ? path : src, spread ? "yes" : "no");
+	job = jobs_new_job(g.a.jobs, id, uid, uid, "tester",
+			   ag_profile(&g, json), err, sizeof(err));
+	ck_assert_msg(job != NULL, "jobs_new_job: %s", err);
+	ck_assert_int_eq(jobs_set_nodes(job, nodes, 2, err, sizeof(err)), 0);
+	ck_assert_msg(jobs_insert(g.a.jobs, job, NULL, err, sizeof(err)) == 0,
+		      "jobs_insert: %s", err);
+	jobs_staging_done(job, true, NULL); /* staged: the job runs */
+	return job;
+}
+
+/* A session on K (version V) for job JOB (0: none). */
+static int open_for_job(const char *k, unsigned v, uint32_t job,
+			struct peerfetch **ret, char *err, size_t errlen)
+{
+	const struct peerfetch_opts o = { .encode = standin_encode,
+					  .job = job };
+
+	return peerfetch_open_with("127.0.0.1", port, &o, "t0", k, v, 5000, ret,
+				   err, errlen);
+}
+
+/* A spread dataset's part is served for its own job, asked from one of
+ * its nodes, and refused with its reason otherwise: no job, a job the
+ * node does not run, another user's job, a job whose dataset it is
+ * not (another source; the same source copied whole), an address that
+ * is none of the job's nodes. Each refusal is counted. The part is a
+ * user's (root's credential passes every user check): as root, uid
+ * 4242's. */
+START_TEST(test_part_needs_its_job)
+{
+	const uid_t user = geteuid() ? geteuid() : 4242, other = user + 1;
+	struct job *jobs[] = {
+		job_on(42, user, true, NULL, "127.0.0.1"),
+		job_on(44, other, true, NULL, "127.0.0.1"),
+		job_on(45, user, true, "/pfs/other", "127.0.0.1"),
+		job_on(46, user, false, NULL, "127.0.0.1"),
+		/* TEST-NET-1: never this host */
+		job_on(47, user, true, NULL, "192.0.2.1"),
+	};
+	const struct {
+		uint32_t job;
+		const char *error;
+	} refused[] = {
+		{ 0, "is a part of a spread dataset: the request names no "
+		     "job" },
+		{ 43, "job 43 is not running here" },
+		{ 44, "job 44 is another user's" },
+		{ 45, "is not a dataset of job 45 on this node" },
+		{ 46, "is not a dataset of job 46 on this node" },
+		{ 47, "127.0.0.1 is not a node of job 47" },
+	};
+	char pkey[CACHE_KEY_LEN + 1], err[1024], entry[128];
+	unsigned v = build_version_owned(user, false, true, pkey);
+	struct peer_fetch_counts before, after;
+	struct peerfetch *pf = NULL;
+	int fd;
+
+	cred_uid = user;
+
+	snprintf(entry, sizeof(entry), "entry t0/%s.v%u", pkey, v);
+	ck_assert_msg(open_for_job(pkey, v, 42, &pf, err, sizeof(err)) == 0,
+		      "job 42: %s", err);
+	fd = scratch_file("out");
+	ck_assert_msg(peerfetch_file(pf, "sub/b.txt", fd, 5000, 5000, err,
+				     sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert(same_as_src(fd, "sub/b.txt"));
+	close(fd);
+	peerfetch_close(pf);
+	/* the current version, as the view asks for it */
+	ck_assert_msg(open_for_job(pkey, 0, 42, &pf, err, sizeof(err)) == 0,
+		      "job 42, version 0: %s", err);
+	ck_assert_uint_eq(peerfetch_version(pf), v);
+	peerfetch_close(pf);
+	peer_fetch_counts(peer_fetcher(g.a.peer), &before);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		pf = NULL;
+		ck_assert_int_eq(open_for_job(pkey, v, refused[i].job, &pf, err,
+					      sizeof(err)),
+				 -1);
+		ck_assert_ptr_null(pf);
+		ck_assert_msg(strstr(err, refused[i].error), "job %u: %s",
+			      refused[i].job, err);
+		ck_assert_msg(strstr(err, entry), "job %u: %s", refused[i].job,
+			      err);
+	}
+	peer_fetch_counts(peer_fetcher(g.a.peer), &after);
+	ck_assert_uint_eq(after.refused - before.refused,
+			  sizeof(refused) / sizeof(refused[0]));
+	ck_assert_uint_eq(after.sessions, before.sessions);
+	/* root's credential needs the job too */
+	cred_uid = 0;
+	ck_assert_int_eq(open_session("t0", pkey, v, &pf, err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "names no job"), "root: %s", err);
+	ck_assert_msg(open_for_job(pkey, v, 42, &pf, err, sizeof(err)) == 0,
+		      "root, job 42: %s", err);
+	peerfetch_close(pf);
+	/* another user's credential for our job: the entry is ours, so it
+	 * is not found, as without a job */
+	cred_uid = other;
+	ck_assert_int_eq(open_for_job(pkey, v, 42, &pf, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "not found on tier 't0'"), "%s", err);
+	for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++)
+		jobs_put(jobs[i]);
+}
+END_TEST
+
+/* A whole entry is served without a job (a fill from another job's
+ * node); a job named is checked as for a part. A public part is served
+ * for the job to any user. */
+START_TEST(test_whole_entry_job_checked_when_named)
+{
+	const uid_t other = geteuid() ? geteuid() + 1 : 1000;
+	struct job *whole = job_on(46, geteuid(), false, NULL, "127.0.0.1");
+	struct job *far = job_on(47, geteuid(), false, NULL, "192.0.2.1");
+	struct job *spread = job_on(48, other, true, NULL, "localhost");
+	char pkey[CACHE_KEY_LEN + 1], err[1024];
+	struct peerfetch *pf = NULL;
+	unsigned pv;
+
+	ck_assert_msg(open_for_job(key, version, 0, &pf, err, sizeof(err)) == 0,
+		      "no job: %s", err);
+	peerfetch_close(pf);
+	ck_assert_msg(open_for_job(key, version, 46, &pf, err, sizeof(err)) ==
+			  0,
+		      "job 46: %s", err);
+	peerfetch_close(pf);
+	ck_assert_int_eq(open_for_job(key, version, 47, &pf, err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "127.0.0.1 is not a node of job 47"), "%s",
+		      err);
+	ck_assert_int_eq(open_for_job(key, version, 99, &pf, err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "job 99 is not running here"), "%s", err);
+	/* a public part, for job 48 of another user (asked by a third:
+	 * anyone), its node named by name */
+	pv = build_version_owned(geteuid(), true, true, pkey);
+	cred_uid = other + 1;
+	ck_assert_msg(open_for_job(pkey, pv, 48, &pf, err, sizeof(err)) == 0,
+		      "public part, job 48: %s", err);
+	peerfetch_close(pf);
+	ck_assert_int_eq(open_for_job(pkey, pv, 0, &pf, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "names no job"), "%s", err);
+	jobs_put(whole);
+	jobs_put(far);
+	jobs_put(spread);
+}
+END_TEST
+
+/* The server: a "job" that is not a job id is refused (a raw session:
+ * the client never sends one). */
+START_TEST(test_job_member_malformed)
+{
+	const char *const jobs[] = { "0",          "-1",     "1.5",
+				     "4294967296", "\"42\"", "true" };
+	char text[512], err[1024];
+
+	for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
+		cJSON *req, *reply;
+		char *line;
+		int sv[2];
+
+		snprintf(text, sizeof(text),
+			 "{\"op\":\"fetch_open\",\"tier\":\"t0\","
+			 "\"key\":\"%s\",\"job\":%s}",
+			 key, jobs[i]);
+		req = cJSON_Parse(text);
+		ck_assert_ptr_nonnull(req);
+		line = peernet_request_line_by(standin_encode, NULL, req, err,
+					       sizeof(err));
+		ck_assert_ptr_nonnull(line);
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		ck_assert_int_gt(dprintf(sv[1], "%s\n", line), 0);
+		reply = peer_serve_fd(g.a.peer, sv[0]);
+		ck_assert_ptr_nonnull(reply);
+		ck_assert(reply != PEERSERVE_TAKEN);
+		ck_assert_msg(strstr(cJSON_GetStringValue(
+					 cJSON_GetObjectItem(reply, "error")),
+				     "key 'job': a job id"),
+			      "job %s: wrong refusal", jobs[i]);
+		cJSON_Delete(reply);
+		close(sv[0]);
+		close(sv[1]);
+		free(line);
+		cJSON_Delete(req);
+	}
+}
+END_TEST
+
 /* A file the session refuses: the session goes on, nothing written. */
 START_TEST(test_file_refused)
 {
@@ -707,6 +913,9 @@ static Suite *peerfetch_suite(void)
 	tcase_add_test(tc, test_server_size_mismatch);
 	tcase_add_test(tc, test_unreachable);
 	tcase_add_test(tc, test_other_ops_root_only);
+	tcase_add_test(tc, test_part_needs_its_job);
+	tcase_add_test(tc, test_whole_entry_job_checked_when_named);
+	tcase_add_test(tc, test_job_member_malformed);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(tb, setup_two_sessions, teardown);
 	tcase_set_timeout(tb, 60);

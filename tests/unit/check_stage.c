@@ -159,23 +159,24 @@ static const struct {
 } argv_cases[] = {
 	{ { STAGE_WORKER_CHECK, &user_ow, "/pfs/d", "/t/cache/K.v1", NULL, 7,
 	    -1, PROFILE_VERIFY_STAT, NULL, NULL, NULL, NULL, NULL, -1, NULL,
-	    NULL },
+	    NULL, NULL },
 	  false,
 	  "iostaged --stage-worker --verify stat --check --manifest-in 3 "
 	  "/pfs/d /t/cache/K.v1" },
 	{ { STAGE_WORKER_CHECK, &pub_ow, "/pfs/d", "/v", NULL, 7, -1,
 	    PROFILE_VERIFY_CHECKSUM, NULL, NULL, NULL, NULL, NULL, -1, NULL,
-	    NULL },
+	    NULL, NULL },
 	  false,
 	  "iostaged --stage-worker --verify checksum --public --check "
 	  "--manifest-in 3 /pfs/d /v" },
 	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", NULL, -1, 8,
-	    PROFILE_VERIFY_STAT, NULL, NULL, NULL, NULL, NULL, -1, NULL, NULL },
+	    PROFILE_VERIFY_STAT, NULL, NULL, NULL, NULL, NULL, -1, NULL, NULL,
+	    NULL },
 	  false,
 	  "iostaged --stage-worker --verify stat --manifest-out 4 /pfs/d /b" },
 	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", "/t/cache/K.v1/data",
 	    7, 8, PROFILE_VERIFY_STAT, NULL, NULL, NULL, NULL, NULL, -1, NULL,
-	    NULL },
+	    NULL, NULL },
 	  true,
 	  "iostaged --stage-worker --verify stat --previous /t/cache/K.v1/data "
 	  "--manifest-in 3 --manifest-out 4 --rate-fd 5 /pfs/d /b" },
@@ -183,14 +184,14 @@ static const struct {
      * the options */
 	{ { STAGE_WORKER_BUILD, &pub_ow, "/pfs/a b", "/b", NULL, -1, 8,
 	    PROFILE_VERIFY_CHECKSUM, NULL, NULL, NULL, NULL, NULL, -1, NULL,
-	    NULL },
+	    NULL, NULL },
 	  true,
 	  "iostaged --stage-worker --verify checksum --public --manifest-out 4 "
 	  "--rate-fd 5 /pfs/a b /b" },
 	/* another node's copy to fill from (daemon/cluster/fill.h) */
 	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", NULL, -1, 8,
 	    PROFILE_VERIFY_STAT, "n1:6826", "nvme/K.v3", "/run/m.sock", NULL,
-	    NULL, -1, NULL, NULL },
+	    NULL, -1, NULL, NULL, NULL },
 	  true,
 	  "iostaged --stage-worker --verify stat --peer n1:6826 --peer-entry "
 	  "nvme/K.v3 --munge-socket /run/m.sock --manifest-out 4 --rate-fd 5 "
@@ -198,20 +199,20 @@ static const struct {
 	/* a local previous version wins over a peer */
 	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", "/t/K.v1/data", 7, 8,
 	    PROFILE_VERIFY_STAT, "n1:6826", "nvme/K.v3", "", NULL, NULL, -1,
-	    NULL, NULL },
+	    NULL, NULL, NULL },
 	  false,
 	  "iostaged --stage-worker --verify stat --previous /t/K.v1/data "
 	  "--manifest-in 3 --manifest-out 4 /pfs/d /b" },
 	/* a node's part of a spread dataset, the whole listing on fd 6 */
 	{ { STAGE_WORKER_CHECK, &user_ow, "/pfs/d", "/v", NULL, 7, -1,
 	    PROFILE_VERIFY_STAT, NULL, NULL, NULL, "n1=5,n2=7", "n2", 9, NULL,
-	    NULL },
+	    NULL, NULL },
 	  false,
 	  "iostaged --stage-worker --verify stat --check --manifest-in 3 "
 	  "--spread n1=5,n2=7 --spread-self n2 --listing-out 6 /pfs/d /v" },
 	{ { STAGE_WORKER_BUILD, &user_ow, "/pfs/d", "/b", NULL, -1, 8,
 	    PROFILE_VERIFY_STAT, NULL, NULL, NULL, "n1=5", "n1", -1, "4096",
-	    NULL },
+	    NULL, NULL },
 	  true,
 	  "iostaged --stage-worker --verify stat --manifest-out 4 --rate-fd 5 "
 	  "--spread n1=5 --spread-self n1 --part-budget 4096 /pfs/d /b" },
@@ -225,11 +226,13 @@ static const struct {
 	    .manifest_out = 8,
 	    .munge_socket = "/run/m.sock",
 	    .listing_out = -1,
-	    .peers = "n2:6826=nvme/P.v2,n1:6826=nvme/P.v1" },
+	    .peers = "n2:6826=nvme/P.v2,n1:6826=nvme/P.v1",
+	    .peer_job = "42" },
 	  false,
 	  "iostaged --stage-worker --verify stat --previous /t/P.v1/data "
 	  "--manifest-in 3 --peers n2:6826=nvme/P.v2,n1:6826=nvme/P.v1 "
-	  "--munge-socket /run/m.sock --manifest-out 4 /pfs/d /b" },
+	  "--munge-socket /run/m.sock --peer-job 42 --manifest-out 4 "
+	  "/pfs/d /b" },
 };
 
 START_TEST(test_plan_argv)

@@ -314,6 +314,70 @@ START_TEST(test_source_peer)
 }
 END_TEST
 
+/* What sources for part PKEY on the peer, naming job JOB (0: none),
+ * served reading sub/b.txt of tree T. */
+static struct view_source_stats read_part(const char *pkey, uint32_t job,
+					  struct view_tree *t)
+{
+	struct view_source_conf sc = { .src = src,
+				       .plan = &pplan,
+				       .tier = "t0",
+				       .key = pkey,
+				       .peer_port = port,
+				       .job = job,
+				       .encode = standin_encode,
+				       .hosts = phosts };
+	struct view_source_stats st;
+	struct view_source *vs = NULL;
+	char err[512];
+
+	ck_assert_msg(view_source_create(&sc, t, &vs, err, sizeof(err)) == 0,
+		      "%s", err);
+	read_whole(vs, t, "sub/b.txt", 1000);
+	view_source_stats(vs, &st);
+	view_source_destroy(vs);
+	return st;
+}
+
+/* A spread dataset's part on the peer: read for the view's job, which
+ * every session names; a view naming none reads the PFS. */
+START_TEST(test_source_part_for_job)
+{
+	const char *const nodes[] = { "me", "127.0.0.1" };
+	struct view_source_stats st;
+	struct view_tree *t = NULL;
+	char pkey[CACHE_KEY_LEN + 1], err[512], json[1024];
+	struct job *job;
+
+	build_version_owned(geteuid(), false, true, pkey);
+	snprintf(json, sizeof(json),
+		 "{\"datasets\":[{\"name\":\"ds\",\"path\":\"%s\","
+		 "\"tier\":\"t0\",\"spread\":\"yes\"}]}",
+		 src);
+	job = jobs_new_job(g.a.jobs, 42, geteuid(), getegid(), "tester",
+			   ag_profile(&g, json), err, sizeof(err));
+	ck_assert_msg(job != NULL, "%s", err);
+	ck_assert_int_eq(jobs_set_nodes(job, nodes, 2, err, sizeof(err)), 0);
+	ck_assert_int_eq(jobs_insert(g.a.jobs, job, NULL, err, sizeof(err)), 0);
+	jobs_staging_done(job, true, NULL);
+	ck_assert_int_eq(spread_plan_parse("me=1,n1=1099511627776", &pplan, err,
+					   sizeof(err)),
+			 0);
+	ck_assert_msg(view_tree_create(walk_manifest(src), &t, err,
+				       sizeof(err)) == 0,
+		      "%s", err);
+	st = read_part(pkey, 42, t);
+	ck_assert_uint_eq(st.peer_bytes, 5000);
+	ck_assert_uint_eq(st.peer_failures, 0);
+	st = read_part(pkey, 0, t);
+	ck_assert_uint_eq(st.peer_bytes, 0);
+	ck_assert_uint_eq(st.pfs_bytes, 5000);
+	ck_assert_uint_ge(st.peer_failures, 1);
+	view_tree_destroy(t);
+	jobs_put(job);
+}
+END_TEST
+
 struct reader {
 	struct view_source *vs;
 	struct view_tree *t;
@@ -418,7 +482,7 @@ START_TEST(test_command_line)
 #define KEY32 "0123456789abcdef0123456789abcdef"
 #define BASE                                                                   \
 	"iostage-view", "--fuse-fd", "3", "--listing-fd", "3", "--src",        \
-	    "/tmp", "--tier", "nvme", "--peer-port", "6826"
+	    "/tmp", "--tier", "nvme", "--peer-port", "6826", "--job", "42"
 	static const struct {
 		const char *argv[24];
 		int status;
@@ -457,11 +521,41 @@ START_TEST(test_command_line)
 		    "--tier", "../x", NULL },
 		  2,
 		  "--tier '../x': not a tier name" },
-		{ { "iostage-view", "--fuse-fd", "3", "--listing-fd", "3",
-		    "--src", "rel", "--tier", "nvme", "--peer-port", "1",
-		    "--plan", "a=1", "--self", "a", "--key", KEY32, NULL },
+		{ { "iostage-view",
+		    "--fuse-fd",
+		    "3",
+		    "--listing-fd",
+		    "3",
+		    "--src",
+		    "rel",
+		    "--tier",
+		    "nvme",
+		    "--peer-port",
+		    "1",
+		    "--job",
+		    "1",
+		    "--plan",
+		    "a=1",
+		    "--self",
+		    "a",
+		    "--key",
+		    KEY32,
+		    NULL },
 		  2,
 		  "--src 'rel': not an absolute path" },
+		{ { "iostage-view", "--fuse-fd", "3", "--listing-fd", "3",
+		    "--src", "/tmp", "--tier", "nvme", "--peer-port", "1",
+		    "--plan", "a=1", "--self", "a", "--key", KEY32, NULL },
+		  2,
+		  "--job is required" },
+		{ { BASE, "--plan", "a=1", "--self", "a", "--key", KEY32,
+		    "--job", "0", NULL },
+		  2,
+		  "--job '0': not a job id" },
+		{ { BASE, "--plan", "a=1", "--self", "a", "--key", KEY32,
+		    "--job", "4294967296", NULL },
+		  2,
+		  "--job '4294967296'" },
 		{ { BASE, "--plan", "a=1", "--self", "a", "--key", KEY32,
 		    "extra", NULL },
 		  2,
@@ -506,6 +600,8 @@ START_TEST(test_listing_file_top)
 				     "nvme",
 				     "--peer-port",
 				     "1",
+				     "--job",
+				     "42",
 				     "--plan",
 				     "a=1",
 				     "--self",
@@ -723,8 +819,8 @@ static pid_t mt_start(void)
 		      "--listing-fd", listfd, "--src", mt_src, "--plan",
 		      MT_PLAN, "--self", "me", "--tier", "nvme", "--key",
 		      "0123456789abcdef0123456789abcdef", "--peer-port",
-		      portarg, "--local", mt_part, "--stats", mt_stats,
-		      (char *)NULL);
+		      portarg, "--job", "42", "--local", mt_part, "--stats",
+		      mt_stats, (char *)NULL);
 		_exit(98);
 	}
 	/* Ours closed: a program that dies ends the connection, so the
@@ -1051,6 +1147,7 @@ static Suite *view_suite(void)
 	tcase_add_checked_fixture(ts, setup, teardown);
 	tcase_set_timeout(ts, 60);
 	tcase_add_test(ts, test_source_peer);
+	tcase_add_test(ts, test_source_part_for_job);
 	tcase_add_test(ts, test_stats_file);
 	tcase_add_test(ts, test_command_line);
 	tcase_add_test(ts, test_listing_file_top);

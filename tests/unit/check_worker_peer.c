@@ -147,15 +147,29 @@ START_TEST(test_worker_fills_from_peer)
 	ck_assert_uint_eq(figure(out, "source_bytes"), 1000 + BIG + 5001);
 	ck_assert(tree_same(dst2));
 
+	/* --peer-job names a job on the wire: one this node does not run
+	 * is refused, and everything comes from SRC */
+	snprintf(entry, sizeof(entry), "t0/%s.v%u", key, version);
+	snprintf(dst2, sizeof(dst2), "%s/dst3", g.root);
+	ck_assert_int_eq(mkdir(dst2, 0700), 0);
+	argv[8] = "--peer-job";
+	argv[9] = "99";
+	argv[10] = src;
+	argv[11] = dst2;
+	argv[12] = NULL;
+	ck_assert_msg(run_worker(argv, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "job 99 is not running here"), "%s", out);
+	ck_assert_uint_eq(figure(out, "fetched"), 0);
+	ck_assert(tree_same(dst2));
 	/* --peers, a fill by parts: a node whose version is gone is left
 	 * out with a note, the next one listed gives its files */
 	{
-		char list[512], dst3[PATH_MAX];
+		char list[512], dst4[PATH_MAX];
 
 		snprintf(list, sizeof(list), "%s=t0/%s.v%u,%s=t0/%s.v%u",
 			 hostport, key, version + 5, hostport, key, version);
-		snprintf(dst3, sizeof(dst3), "%s/dst3", g.root);
-		ck_assert_int_eq(mkdir(dst3, 0700), 0);
+		snprintf(dst4, sizeof(dst4), "%s/dst4", g.root);
+		ck_assert_int_eq(mkdir(dst4, 0700), 0);
 		argv[0] = "--peers";
 		argv[1] = list;
 		argv[2] = "--munge-socket";
@@ -163,7 +177,7 @@ START_TEST(test_worker_fills_from_peer)
 		argv[4] = "--threads";
 		argv[5] = "4";
 		argv[6] = src;
-		argv[7] = dst3;
+		argv[7] = dst4;
 		argv[8] = NULL;
 		ck_assert_msg(run_worker(argv, out, sizeof(out)) == 0, "%s",
 			      out);
@@ -173,7 +187,7 @@ START_TEST(test_worker_fills_from_peer)
 		ck_assert_uint_eq(figure(out, "fetched"), 3);
 		ck_assert_uint_eq(figure(out, "fetched_bytes"), 1000 + BIG);
 		ck_assert_uint_eq(figure(out, "source_bytes"), 5001);
-		ck_assert(tree_same(dst3));
+		ck_assert(tree_same(dst4));
 	}
 	testmunge_stop();
 }
@@ -206,6 +220,16 @@ START_TEST(test_worker_usage)
 		  "t0/0123456789abcdef0123456789abcdef.v1", "--peers",
 		  "h:1=t0/0123456789abcdef0123456789abcdef.v1", src, "/tmp",
 		  NULL },
+		{ "--peer-job", "42", src, "/tmp", NULL },
+		{ "--peer", "h:1", "--peer-entry",
+		  "t0/0123456789abcdef0123456789abcdef.v1", "--peer-job", "0",
+		  src, "/tmp", NULL },
+		{ "--peer", "h:1", "--peer-entry",
+		  "t0/0123456789abcdef0123456789abcdef.v1", "--peer-job",
+		  "4294967296", src, "/tmp", NULL },
+		{ "--peer", "h:1", "--peer-entry",
+		  "t0/0123456789abcdef0123456789abcdef.v1", "--peer-job", "x",
+		  src, "/tmp", NULL },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -449,6 +473,52 @@ START_TEST(test_pool_within_server_bound)
 }
 END_TEST
 
+/* The pool's sessions name the target's job: a spread dataset's part
+ * is served for it, and refused without it. */
+START_TEST(test_pool_names_its_job)
+{
+	const char *const nodes[] = { "127.0.0.1" };
+	struct worker_peer_target t = { .port = port };
+	struct worker_peer *p = NULL;
+	struct manifest *m = NULL;
+	char err[1024], note[1024];
+	struct job *job;
+	int fd;
+
+	t.version = build_version_owned(geteuid(), false, true, t.key);
+	snprintf(t.host, sizeof(t.host), "127.0.0.1");
+	snprintf(t.tier, sizeof(t.tier), "t0");
+	snprintf(err, sizeof(err),
+		 "{\"datasets\":[{\"name\":\"ds\",\"path\":\"%s\","
+		 "\"tier\":\"t0\",\"spread\":\"yes\"}]}",
+		 src);
+	job = jobs_new_job(g.a.jobs, 42, geteuid(), getegid(), "tester",
+			   ag_profile(&g, err), note, sizeof(note));
+	ck_assert_msg(job != NULL, "%s", note);
+	ck_assert_int_eq(jobs_set_nodes(job, nodes, 1, note, sizeof(note)), 0);
+	ck_assert_int_eq(jobs_insert(g.a.jobs, job, NULL, note, sizeof(note)),
+			 0);
+	jobs_staging_done(job, true, NULL);
+	ck_assert_int_eq(worker_peer_open(&t, 2, standin_encode, &p, &m, err,
+					  sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "the request names no job"), "%s", err);
+	t.job = 42;
+	ck_assert_msg(worker_peer_open(&t, 2, standin_encode, &p, &m, err,
+				       sizeof(err)) == 0,
+		      "%s", err);
+	fd = scratch_file("out");
+	ck_assert_int_eq(worker_peer_fetch("a.txt", fd, 1000, p), 0);
+	ck_assert(same_as_src(fd, "a.txt"));
+	close(fd);
+	worker_peer_summary(p, note, sizeof(note));
+	ck_assert_str_eq(note, "");
+	worker_peer_close(p);
+	manifest_destroy(m);
+	jobs_put(job);
+}
+END_TEST
+
 static Suite *worker_peer_suite(void)
 {
 	Suite *s = suite_create("worker_peer");
@@ -461,6 +531,7 @@ static Suite *worker_peer_suite(void)
 	tcase_add_test(tw, test_worker_usage);
 	tcase_add_test(tw, test_pool_retries_a_dead_idle_session);
 	tcase_add_test(tw, test_pool_gives_up);
+	tcase_add_test(tw, test_pool_names_its_job);
 	suite_add_tcase(s, tw);
 	tcase_add_checked_fixture(tb, setup_two_sessions, teardown);
 	tcase_set_timeout(tb, 60);

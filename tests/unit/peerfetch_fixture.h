@@ -22,6 +22,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@
 #include "common/net/peerfetch.h"
 #include "common/net/peernet.h"
 #include "common/net/peerserve.h"
+#include "common/sched/cachekey.h"
 #include "daemon/cluster/peer.h"
 #include "daemon/cluster/peer_fetch.h"
 #include "tests/unit/agent_fixture.h"
@@ -143,8 +145,25 @@ static inline void make_src(void)
 /* Build and publish the next version of SRC's entry on tier 0 (this
  * uid's, or with PUBLIC the public one: its data then the cache owner's,
  * no write bits) as the stager and its worker would: the real copy
- * engine into the build directory. Its key into K. */
-static inline unsigned build_version_of(bool public, char *k)
+ * engine into the build directory; with PART, as a spread dataset's
+ * part (its key cachekey_part of the entry's, marked in meta.json; the
+ * whole tree in it, which is a part for a plan of one node). A user's
+ * entry is OWNER's (the test's uid; root may name another: its data is
+ * then chowned to OWNER, as that user's worker would have written it).
+ * Its key into K. */
+static uid_t chown_to;
+
+static inline int chown_one(const char *path, const struct stat *st, int flag,
+			    struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return lchown(path, chown_to, chown_to);
+}
+
+static inline unsigned build_version_owned(uid_t owner, bool public, bool part,
+					   char *k)
 {
 	struct copyengine_opts o = { .private_top = !public,
 				     .read_only = true,
@@ -163,13 +182,17 @@ static inline unsigned build_version_of(bool public, char *k)
 	if (public)
 		cache_key_public(src, k);
 	else
-		cache_key(geteuid(), src, k);
+		cache_key(owner, src, k);
+	if (part)
+		cachekey_part(k, k);
 	ck_assert_int_eq(cache_lock_acquire(g.a.cache, 0, k, NULL, NULL, &lk,
 					    err, sizeof(err)),
 			 0);
 	cache_current(g.a.cache, 0, k, &cur, &next);
-	ck_assert_msg(cache_build_begin(g.a.cache, 0, k, next, geteuid(),
-					getegid(), &b, err, sizeof(err)) == 0,
+	ck_assert_msg(cache_build_begin(g.a.cache, 0, k, next,
+					public ? geteuid() : owner,
+					public ? getegid() : owner, &b, err,
+					sizeof(err)) == 0,
 		      "cache_build_begin: %s", err);
 	ck_assert_msg(copyengine_walk(src, &o, &ce, err, sizeof(err)) == 0,
 		      "walk: %s", err);
@@ -179,24 +202,37 @@ static inline unsigned build_version_of(bool public, char *k)
 				      sizeof(err)) == 0,
 		      "copy: %s", err);
 	close(bfd);
+	if (!public && owner != geteuid()) {
+		char path[PATH_MAX];
+
+		chown_to = owner;
+		snprintf(path, sizeof(path), "%s/data", b.path);
+		ck_assert_int_eq(nftw(path, chown_one, 16, FTW_PHYS), 0);
+	}
 	ck_assert_int_eq(copyengine_manifest(ce, &m), 0);
 	ck_assert_int_eq(manifest_write(m, b.manifest_fd), 0);
 	manifest_destroy(m);
 	t = copyengine_totals(ce);
 	meta = (struct cache_meta){ .src = src,
-				    .uid = public ? 0 : geteuid(),
+				    .uid = public ? 0 : owner,
 				    .user = public ? CACHE_PUBLIC_USER
 						   : "tester",
 				    .public = public,
 				    .bytes = t->total_bytes,
 				    .files = t->total_files,
 				    .verify = PROFILE_VERIFY_STAT,
-				    .verified_ns = cache_now_ns() };
+				    .verified_ns = cache_now_ns(),
+				    .part = part };
 	copyengine_destroy(ce);
 	ck_assert_msg(cache_build_publish(&b, &meta, err, sizeof(err)) == 0,
 		      "cache_build_publish: %s", err);
 	cache_lock_release(lk);
 	return b.version;
+}
+
+static inline unsigned build_version_of(bool public, char *k)
+{
+	return build_version_owned(geteuid(), public, false, k);
 }
 
 /* The user's version of SRC, its key in KEY. */
