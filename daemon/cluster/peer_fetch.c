@@ -467,14 +467,14 @@ static int req_job(const cJSON *req, uint32_t *ret)
 }
 
 /* Is KEY on TIER the entry of one of JOB's datasets: the user's or the
- * public one of its source (stage.c may have used either), of its part
- * for a spread dataset (cachekey_part), else of the whole copy? */
+ * public one of its source (stage.c may have used either), its whole
+ * copy or its part (cachekey_part: a spread dataset's part, or a fill by
+ * parts' share of a whole copy)? */
 static bool job_has_entry(const struct job *job, const char *tier,
 			  const char *key)
 {
 	for (size_t i = 0; job->profile && i < job->profile->ndatasets; i++) {
 		const struct profile_dataset *ds = &job->profile->datasets[i];
-		bool spread = ds->spread == PROFILE_SPREAD_YES;
 		char whole[2][CACHE_KEY_LEN + 1], part[CACHE_KEY_LEN + 1];
 
 		if (!ds->tier || strcmp(ds->tier, tier))
@@ -482,9 +482,8 @@ static bool job_has_entry(const struct job *job, const char *tier,
 		cache_key(job->uid, ds->path, whole[0]);
 		cache_key_public(ds->path, whole[1]);
 		for (size_t k = 0; k < 2; k++) {
-			if (spread)
-				cachekey_part(whole[k], part);
-			if (!strcmp(spread ? part : whole[k], key))
+			cachekey_part(whole[k], part);
+			if (!strcmp(part, key) || !strcmp(whole[k], key))
 				return true;
 		}
 	}

@@ -228,8 +228,9 @@ static int open_for_job(const char *k, unsigned v, uint32_t job,
 /* A spread dataset's part is served for its own job, asked from one of
  * its nodes, and refused with its reason otherwise: no job, a job the
  * node does not run, another user's job, a job whose dataset it is
- * not (another source; the same source copied whole), an address that
- * is none of the job's nodes. Each refusal is counted. The part is a
+ * not (another source), an address that is none of the job's nodes. The
+ * same source copied whole is served too: that copy's share in a fill by
+ * parts has the part's key. Each refusal is counted. The part is a
  * user's (root's credential passes every user check): as root, uid
  * 4242's. */
 START_TEST(test_part_needs_its_job)
@@ -252,7 +253,6 @@ START_TEST(test_part_needs_its_job)
 		{ 43, "job 43 is not running here" },
 		{ 44, "job 44 is another user's" },
 		{ 45, "is not a dataset of job 45 on this node" },
-		{ 46, "is not a dataset of job 46 on this node" },
 		{ 47, "127.0.0.1 is not a node of job 47" },
 	};
 	char pkey[CACHE_KEY_LEN + 1], err[1024], entry[128];
@@ -272,6 +272,10 @@ START_TEST(test_part_needs_its_job)
 		      "%s", err);
 	ck_assert(same_as_src(fd, "sub/b.txt"));
 	close(fd);
+	peerfetch_close(pf);
+	/* job 46 copies the source whole: the part is its share */
+	ck_assert_msg(open_for_job(pkey, v, 46, &pf, err, sizeof(err)) == 0,
+		      "job 46 (a whole copy's share): %s", err);
 	peerfetch_close(pf);
 	/* the current version, as the view asks for it */
 	ck_assert_msg(open_for_job(pkey, 0, 42, &pf, err, sizeof(err)) == 0,
