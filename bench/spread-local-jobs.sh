@@ -4,7 +4,7 @@
 # local copy's speed), run by bench/spread-local.sh through the cluster
 # runner (tests/cluster/run.sh). Not part of the test suite.
 #
-# A 3-node spread job over SL_SRC holds its tasks (a file it waits for);
+# A 3-node spread job over CLUSTER_PFS/SL_SRC holds its tasks (a file it waits for);
 # meanwhile, on each node, root reads every file of that node's part two
 # ways, SL_ROUNDS times each, in turn:
 #   view   through the job's IOSTAGE_DATA (its bind mount of the overlay
@@ -30,9 +30,10 @@ sl_read() {
 }
 
 test_spread_local_reads() {
-	local jid node v part view list name round mode t cold warm bytes files
-	name=$(basename "$SL_SRC")
-	as_user "$TEST_USER" sbatch --parsable -N 3 --io-profile="dl-train,data=$SL_SRC,spread=yes" \
+	local jid node v part view list name round mode d cold warm bytes files src
+	src=$CLUSTER_PFS/$SL_SRC
+	name=$(basename "$src")
+	as_user "$TEST_USER" sbatch --parsable -N 3 --io-profile="dl-train,data=$src,spread=yes" \
 		--export=ALL,GO="$TEST_WORKDIR/go" -o "$TEST_WORKDIR/out.txt" \
 		--wrap "srun bash -c 'touch \"\$GO.\$(hostname)\"; while [ ! -e \"\$GO\" ]; do sleep 0.2; done'" \
 		>jid.txt 2>&1 || fail "sbatch: $(cat jid.txt)"
@@ -43,8 +44,8 @@ test_spread_local_reads() {
 	done
 	: >"$SL_OUT"
 	for node in n1 n2 n3; do
-		v=$(cache_versions_of "$node" nvme "$SL_SRC" | tail -n1)
-		[ -n "$v" ] || fail "$node holds no part of $SL_SRC"
+		v=$(cache_versions_of "$node" nvme "$src" | tail -n1)
+		[ -n "$v" ] || fail "$node holds no part of $src"
 		part="$(tier_cache "$node" nvme)/$v/data"
 		view="$CLUSTER_DIR/local/nvme/jobs/$jid/data/$name"
 		list="$TEST_WORKDIR/list.$node"

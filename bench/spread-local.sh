@@ -5,8 +5,8 @@
 # root). bench/spread-local-jobs.sh runs the job on the 3-node test
 # cluster and says where each figure comes from.
 #
-# Knobs: BENCH_SL_FILES (1500 imagenet-shaped files, ~170 MB: each node's
-# part ~55 MB), BENCH_SL_ROUNDS (3), BENCH_SL_DIR (/var/tmp/iostage-slbench).
+# Knobs: BENCH_SL_FILES (6000 imagenet-shaped files, ~680 MB: each node's
+# part ~225 MB), BENCH_SL_ROUNDS (9), BENCH_SL_DIR (/var/tmp/iostage-slbench).
 # Results: bench/results/spread-local-LATEST.json and .txt.
 set -uo pipefail
 
@@ -14,8 +14,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 
-: "${BENCH_SL_FILES:=1500}"
-: "${BENCH_SL_ROUNDS:=3}"
+: "${BENCH_SL_FILES:=6000}"
+: "${BENCH_SL_ROUNDS:=9}"
 : "${BENCH_SL_DIR:=/var/tmp/iostage-slbench}"
 : "${BENCH_RESULTS:=$BENCH_SRC/results}"
 die() { echo "bench-spread-local: $*" >&2; exit 1; }
@@ -34,7 +34,7 @@ chmod -R a+rX "$BENCH_SL_DIR/pfs"
 OUT=$BENCH_SL_DIR/lines.jsonl
 : >"$OUT"
 t0=$(date +%s)
-env CLUSTER_PFS_DIR="$BENCH_SL_DIR/pfs" SL_SRC="CLUSTER_PFS/sl/ds" SL_OUT="$OUT" SL_ROUNDS="$BENCH_SL_ROUNDS" \
+env CLUSTER_PFS_DIR="$BENCH_SL_DIR/pfs" SL_SRC=sl/ds SL_OUT="$OUT" SL_ROUNDS="$BENCH_SL_ROUNDS" \
 	IT_TIMEOUT=900 BUILD="${BUILD:-build}" bash "$BENCH_TOP/tests/cluster/run.sh" "$here/spread-local-jobs.sh" \
 	>"$BENCH_SL_DIR/cluster.log" 2>&1 </dev/null
 rc=$?
@@ -44,18 +44,23 @@ jq -s --argjson files "$FILES" --argjson bytes "$BYTES" --arg date "$(date -u +%
 	--arg git "$(git -C "$BENCH_TOP" rev-parse --short HEAD 2>/dev/null)" --argjson secs "$(($(date +%s) - t0))" '
 	def r3: (. * 1000 | round) / 1000;
 	def mean(f): (map(f) | add / length);
+	# the middle round (the mean of the middle two): one slow round of a
+	# shared machine moves it less than the mean
+	def median(f): (map(f) | sort | if length % 2 == 1 then .[length / 2 | floor]
+		else (.[length / 2 - 1] + .[length / 2]) / 2 end);
+	def side($g; $m; f): [$g[] | select(.mode == $m)] | {mean: (mean(f) | r3), median: (median(f) | r3)};
 	{date: $date, git: $git, seconds: $secs, dataset: {files: $files, bytes: $bytes}, lines: .,
 	 nodes: (group_by(.node) | map(. as $g | {node: $g[0].node, part_files: $g[0].files, part_bytes: $g[0].bytes,
-		view_cold_s: ([$g[] | select(.mode == "view")] | mean(.cold_s) | r3),
-		plain_cold_s: ([$g[] | select(.mode == "plain")] | mean(.cold_s) | r3),
-		view_warm_s: ([$g[] | select(.mode == "view")] | mean(.warm_s) | r3),
-		plain_warm_s: ([$g[] | select(.mode == "plain")] | mean(.warm_s) | r3)}
-		| . + {cold_speed_view_over_plain: (.plain_cold_s / .view_cold_s | r3),
-		       warm_speed_view_over_plain: (.plain_warm_s / .view_warm_s | r3)}))}
-	| . + {target: "view speed >= 0.90x plain (issue 29 item 3)",
-	       met: ([.nodes[] | .cold_speed_view_over_plain >= 0.9 and .warm_speed_view_over_plain >= 0.9] | all)}' \
+		view_cold_s: side($g; "view"; .cold_s), plain_cold_s: side($g; "plain"; .cold_s),
+		view_warm_s: side($g; "view"; .warm_s), plain_warm_s: side($g; "plain"; .warm_s)}
+		| . + {cold_speed_view_over_plain: {mean: (.plain_cold_s.mean / .view_cold_s.mean | r3),
+						    median: (.plain_cold_s.median / .view_cold_s.median | r3)},
+		       warm_speed_view_over_plain: {mean: (.plain_warm_s.mean / .view_warm_s.mean | r3),
+						    median: (.plain_warm_s.median / .view_warm_s.median | r3)}}))}
+	| . + {target: "view speed >= 0.90x plain, median of the rounds (issue 29 item 3)",
+	       met: ([.nodes[] | .cold_speed_view_over_plain.median >= 0.9 and .warm_speed_view_over_plain.median >= 0.9] | all)}' \
 	"$OUT" >"$RES.tmp" && mv "$RES.tmp" "$RES" || die "cannot write $RES"
-jq -r '"bench-spread-local \(.date) git \(.git): \(.dataset.files) files, \(.dataset.bytes) B over 3 nodes; mean of the rounds",
-	(.nodes[] | "  \(.node): part \(.part_files) files, \(.part_bytes) B: cold view \(.view_cold_s) s, plain \(.plain_cold_s) s (speed \(.cold_speed_view_over_plain)x); warm view \(.view_warm_s) s, plain \(.plain_warm_s) s (\(.warm_speed_view_over_plain)x)"),
+jq -r '"bench-spread-local \(.date) git \(.git): \(.dataset.files) files, \(.dataset.bytes) B over 3 nodes; \(.lines | length / 6) rounds, median (mean)",
+	(.nodes[] | "  \(.node): part \(.part_files) files, \(.part_bytes) B: cold view \(.view_cold_s.median) s, plain \(.plain_cold_s.median) s: speed \(.cold_speed_view_over_plain.median)x (\(.cold_speed_view_over_plain.mean)x); warm view \(.view_warm_s.median) s, plain \(.plain_warm_s.median) s: \(.warm_speed_view_over_plain.median)x (\(.warm_speed_view_over_plain.mean)x)"),
 	"target: \(.target): \(if .met then "met" else "missed" end)"' "$RES" | tee "$BENCH_RESULTS/spread-local-LATEST.txt"
 exit "$rc"
