@@ -81,7 +81,9 @@ struct copyengine_opts {
 	 * from SRC; with previous_path too, a file is linked where
 	 * previous_path has it and fetched where it does not (PREVIOUS then
 	 * lists several copies: this node's part and the others' parts of
-	 * a fill by parts, docs/STAGING.md). Called from any copy thread with
+	 * a fill by parts, docs/STAGING.md); one previous_path has but
+	 * cannot be linked (another owner's: fs.protected_hardlinks) is
+	 * copied from previous_path. Called from any copy thread with
 	 * the file's path relative to SRC ("" when SRC is one file), an fd
 	 * of the new empty file open for writing, and the size PREVIOUS
 	 * gives; returns 0 once exactly SIZE bytes are written, or -1 to
@@ -192,6 +194,9 @@ struct copyengine_result {
 	uint64_t files;        /* regular files placed */
 	uint64_t linked;       /* files hard-linked from previous_path */
 	uint64_t linked_bytes; /* their bytes */
+	/* files (and bytes) that could not be linked from previous_path and
+	 * were copied from it (with FETCH set only: a fill by parts) */
+	uint64_t copied_previous, copied_previous_bytes;
 	uint64_t fetched, fetched_bytes; /* files and bytes FETCH placed */
 	uint64_t fetch_fallbacks; /* files FETCH refused: copied from SRC */
 };

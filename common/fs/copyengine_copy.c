@@ -290,6 +290,94 @@ static int link_previous(struct copyengine *ce, const struct ce_item *it)
 	return 0;
 }
 
+/* Remove IT's partial file from the copy: -1 (then it is fetched or
+ * copied from the source), or 1 when even that failed (recorded). */
+static int drop_partial(struct copyengine *ce, const struct ce_item *it,
+			int out)
+{
+	close(out);
+	if ((it->path_len ? unlinkat(ce->dst_root, it->path, 0)
+			  : unlinkat(ce->dst_dirfd, ce->dst_name, 0)) < 0) {
+		copyengine_fail_write(ce, it->path, errno);
+		return 1;
+	}
+	return -1;
+}
+
+/* Copy IT from the previous copy, on this node's own disk, where it
+ * cannot be linked: a public entry's files are root's, and
+ * fs.protected_hardlinks keeps PublicUser from linking them. 0; -1 when
+ * the previous copy has no such file of IT's size, or the copy failed
+ * (the partial file removed: it is then fetched or read from SRC); 1
+ * when the copy's error is recorded. */
+static int copy_previous(struct ce_local *l, const struct ce_item *it)
+{
+	struct copyengine *ce = l->ce;
+	uint64_t off = 0;
+	struct stat st;
+	int in, out;
+
+	if (ce->prev_root < 0 || !it->path_len)
+		return -1;
+	in = copyengine_open_beneath(ce->prev_root, it->path,
+				     O_RDONLY | O_NONBLOCK, 0);
+	if (in < 0)
+		return -1;
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != it->size) {
+		close(in);
+		return -1;
+	}
+	out = dst_create(ce, it);
+	if (out < 0) {
+		close(in);
+		return 1;
+	}
+	/* in the kernel where it can; a buffer where it cannot */
+	while (off < it->size) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL,
+					    (size_t)(it->size - off), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (uint64_t)n;
+	}
+	while (off < it->size && copyengine_local_buf(ce, l, it->path) == 0) {
+		size_t want = it->size - off < CE_BUF ? (size_t)(it->size - off)
+						      : CE_BUF;
+		ssize_t n = pread(in, l->buf, want, (off_t)off), w = 0;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		while (w < n) {
+			ssize_t k = pwrite(out, l->buf + w, (size_t)(n - w),
+					   (off_t)(off + (uint64_t)w));
+
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				break;
+			w += k;
+		}
+		if (w < n)
+			break;
+		off += (uint64_t)n;
+	}
+	close(in);
+	if (off < it->size)
+		return drop_partial(ce, it, out);
+	if (finish_file(ce, it, out) < 0)
+		return 1;
+	atomic_fetch_add(&ce->bytes, it->size);
+	atomic_fetch_add(&ce->copied_previous, 1);
+	atomic_fetch_add(&ce->copied_previous_bytes, it->size);
+	return 0;
+}
+
 /* Fetch IT through o.fetch (another node's copy). 0, or -1 when it
  * cannot be (the partial file removed; then it is copied from the
  * source). A write error on our side fails the copy as any would. */
@@ -357,6 +445,9 @@ static void *copy_main(void *arg)
 			 * fetched (the previous manifest may list other
 			 * nodes' files: a fill by parts), else copied. */
 			if (ce->o.previous_path && link_previous(ce, it) == 0)
+				break;
+			if (ce->o.previous_path && ce->o.fetch &&
+			    copy_previous(l, it) >= 0)
 				break;
 			if (ce->o.fetch && fetch_previous(ce, it) >= 0)
 				break;
@@ -602,6 +693,9 @@ int copyengine_copy(struct copyengine *ce, int dst_dirfd, const char *dst_name,
 		ret->files = atomic_load(&ce->files);
 		ret->linked = atomic_load(&ce->linked);
 		ret->linked_bytes = atomic_load(&ce->linked_bytes);
+		ret->copied_previous = atomic_load(&ce->copied_previous);
+		ret->copied_previous_bytes = atomic_load(
+		    &ce->copied_previous_bytes);
 		ret->fetched = atomic_load(&ce->fetched);
 		ret->fetched_bytes = atomic_load(&ce->fetched_bytes);
 		ret->fetch_fallbacks = atomic_load(&ce->fetch_fallbacks);

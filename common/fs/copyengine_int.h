@@ -168,6 +168,7 @@ struct copyengine {
 	struct ce_big *big;
 	size_t nbig;
 	atomic_uint_fast64_t bytes, files, linked, linked_bytes;
+	atomic_uint_fast64_t copied_previous, copied_previous_bytes;
 	atomic_uint_fast64_t fetched, fetched_bytes, fetch_fallbacks;
 	atomic_bool cfr_off;
 	atomic_bool top_made; /* DST_NAME exists because of us */

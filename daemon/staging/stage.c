@@ -136,6 +136,7 @@ struct outcome {
 	uint64_t dataset_bytes, dataset_files;
 	uint64_t bytes, files, linked; /* final figures from the worker */
 	uint64_t linked_bytes;
+	uint64_t copied_previous, copied_previous_bytes; /* see stage_msg */
 	/* from another node's copy (daemon/cluster/fill.h), and the files
 	 * it could not give */
 	uint64_t fetched, fetched_bytes, fallbacks;
@@ -305,6 +306,8 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		o->files = m->files;
 		o->linked = m->linked;
 		o->linked_bytes = m->linked_bytes;
+		o->copied_previous = m->copied_previous;
+		o->copied_previous_bytes = m->copied_previous_bytes;
 		o->fetched = m->fetched;
 		o->fetched_bytes = m->fetched_bytes;
 		o->fallbacks = m->fallbacks;
@@ -806,13 +809,15 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 				     built->files, 0, 0, 0);
 		run->cached_bytes += built->bytes;
 	} else {
-		uint64_t placed = o->linked + o->fetched;
+		uint64_t placed = o->linked + o->fetched + o->copied_previous;
 		uint64_t copied = o->files > placed ? o->files - placed : 0;
 		/* what came from the source: the rest came from the nodes
 		 * (and, by parts, this node's share, whose own reads of the
 		 * PFS count here) */
 		uint64_t other = o->fetched_bytes +
-				 (o->by_parts ? o->linked_bytes : 0);
+				 (o->by_parts ? o->linked_bytes +
+						    o->copied_previous_bytes
+					      : 0);
 		uint64_t pfs = o->copy_bytes > other ? o->copy_bytes - other
 						     : 0;
 
@@ -824,12 +829,14 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 
 		if (o->by_parts)
 			log_info("job %u: dataset '%s': %" PRIu64 " files (%s) "
-				 "from nodes %s, %" PRIu64 " linked from its "
-				 "%s, %" PRIu64 " they could not give",
+				 "from nodes %s, %" PRIu64
+				 " linked and %" PRIu64
+				 " copied from its %s, %" PRIu64
+				 " they could not give",
 				 job->id, ds->name, o->fetched,
 				 units_bytes(o->fetched_bytes, fetched,
 					     sizeof(fetched)),
-				 o->from, o->linked,
+				 o->from, o->linked, o->copied_previous,
 				 o->share ? "own share" : "previous part",
 				 o->fallbacks);
 		else if (o->from[0])

@@ -137,6 +137,9 @@ struct stage_msg {
 				  * NOTE's note */
 	uint64_t bytes, files, linked; /* RESULT, PROGRESS */
 	uint64_t linked_bytes;         /* RESULT: the linked files' bytes */
+	/* RESULT: files (bytes) copied from the node's own previous copy
+	 * where they could not be linked (a fill by parts) */
+	uint64_t copied_previous, copied_previous_bytes;
 	/* RESULT: files and bytes another node's copy gave, and the files
 	 * it could not give (copied from the source instead) */
 	uint64_t fetched, fetched_bytes, fallbacks;

@@ -63,6 +63,9 @@ static void parse_message(const cJSON *m, struct stage_msg *r)
 		r->files = proto_u64(m, "files");
 		r->linked = proto_u64(m, "linked");
 		r->linked_bytes = proto_u64(m, "linked_bytes");
+		r->copied_previous = proto_u64(m, "copied_previous");
+		r->copied_previous_bytes = proto_u64(m,
+						     "copied_previous_bytes");
 		r->fetched = proto_u64(m, "fetched");
 		r->fetched_bytes = proto_u64(m, "fetched_bytes");
 		r->fallbacks = proto_u64(m, "fallbacks");

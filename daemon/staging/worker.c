@@ -198,10 +198,13 @@ static void emit_ok(const struct copyengine_result *r, bool peer)
 			     "{\"ok\":true,\"bytes\":%" PRIu64
 			     ",\"files\":%" PRIu64 ",\"linked\":%" PRIu64
 			     ",\"linked_bytes\":%" PRIu64
+			     ",\"copied_previous\":%" PRIu64
+			     ",\"copied_previous_bytes\":%" PRIu64
 			     ",\"fetched\":%" PRIu64
 			     ",\"fetched_bytes\":%" PRIu64
 			     ",\"fallbacks\":%" PRIu64 "}",
 			     r->bytes, r->files, r->linked, r->linked_bytes,
+			     r->copied_previous, r->copied_previous_bytes,
 			     r->fetched, r->fetched_bytes, r->fetch_fallbacks);
 	else
 		n = snprintf(line, sizeof(line),

@@ -97,7 +97,7 @@ test_fill_three_node_job_reads_the_pfs_once() {
 		# files are the user's, so the user's worker may link them)
 		assert_eq "files $node linked from its share" "$share" \
 			"$(grep -E "job $jid: dataset '[^']*': .* from nodes " "$(iostaged_log "$node")" |
-				sed -E 's/.*, ([0-9]+) linked from its own share.*/\1/' | head -n1)"
+				sed -E 's/.*, ([0-9]+) linked and [0-9]+ copied from its own share.*/\1/' | head -n1)"
 		assert_eq "nodes $node's copy took the rest from" "$others" \
 			"$(parts_from "$node" "$jid" | tr , '\n' | sort | paste -sd,)"
 		sum=$((sum + share))

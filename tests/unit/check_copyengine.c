@@ -1350,6 +1350,49 @@ START_TEST(test_link_share_fetch_the_rest)
 }
 END_TEST
 
+/* A share's file that cannot be linked (here: on another file system,
+ * EXDEV; in a fill by parts of a public entry: root's, EPERM) is copied
+ * from the share, not fetched or read from the source. */
+START_TEST(test_unlinkable_share_copied_locally)
+{
+	struct fetcher f = { 0 };
+	struct copyengine_opts o;
+	struct manifest *m;
+	struct run r;
+	char share[64], others[160], cmd[1024];
+
+	snprintf(share, sizeof(share), "/dev/shm/check_ce_share.%d",
+		 (int)getpid());
+	small_tree();
+	copy_ok(NULL, "others", &r);
+	m = walk_manifest(false);
+	/* the share: a/y and z, on tmpfs */
+	snprintf(cmd, sizeof(cmd),
+		 "rm -rf %s && mkdir -p %s/a && cp -p %s/a/y %s/a/ && "
+		 "cp -p %s/z %s/",
+		 share, share, src, share, src, share);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(others, sizeof(others), "%s/others", dst);
+	f.from = others;
+	memset(&o, 0, sizeof(o));
+	o.previous = m;
+	o.previous_path = share;
+	o.fetch = fetch_from;
+	o.fetch_arg = &f;
+	copy_ok(&o, "whole", &r);
+	assert_tree_copied("whole");
+	ck_assert_uint_eq(r.res.linked, 0);
+	ck_assert_uint_eq(r.res.copied_previous, 2);
+	ck_assert_uint_eq(r.res.copied_previous_bytes, 2000 + 3000);
+	ck_assert_uint_eq(f.calls, 1); /* a/x only */
+	ck_assert_uint_eq(r.res.fetched, 1);
+	ck_assert_uint_eq(r.res.files, 3);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", share);
+	ck_assert_int_eq(system(cmd), 0);
+	manifest_destroy(m);
+}
+END_TEST
+
 START_TEST(test_fetch_single_file)
 {
 	struct fetcher f = { 0 };
@@ -2178,6 +2221,7 @@ static Suite *copyengine_suite(void)
 	tcase_add_test(tc, test_previous_single_file);
 	tcase_add_test(tc, test_fetch_from_peer);
 	tcase_add_test(tc, test_link_share_fetch_the_rest);
+	tcase_add_test(tc, test_unlinkable_share_copied_locally);
 	tcase_add_test(tc, test_fetch_single_file);
 	tcase_add_test(tc, test_fetch_failure_leaves_nothing);
 	tcase_add_test(tc, test_default_threads_by_fs);
