@@ -44,8 +44,8 @@
 # shellcheck source=bench/cluster-jobs-lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cluster-jobs-lib.sh"
 
-# cc_verify NODE SRC: "FILES BYTES" of NODE's largest published version
-# of SRC (a fill by parts also keeps the node's share of it)
+# cc_verify NODE SRC: "FILES BYTES" of NODE's largest published whole
+# version of SRC (a fill by parts keeps the node's share beside it)
 cc_verify() {
 	local v d
 	for v in $(cache_versions_of "$1" "$CC_TIER" "$2"); do

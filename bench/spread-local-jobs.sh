@@ -44,7 +44,7 @@ test_spread_local_reads() {
 	done
 	: >"$SL_OUT"
 	for node in n1 n2 n3; do
-		v=$(cache_versions_of "$node" nvme "$src" | tail -n1)
+		v=$(cache_parts_of "$node" nvme "$src" | tail -n1)
 		[ -n "$v" ] || fail "$node holds no part of $src"
 		part="$(tier_cache "$node" nvme)/$v/data"
 		view="$CLUSTER_DIR/local/nvme/jobs/$jid/data/$name"

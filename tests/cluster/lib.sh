@@ -116,11 +116,24 @@ cache_versions() {
 }
 
 # cache_versions_of NODE TIER SRC: the published versions of source SRC
+# that are whole copies (not a spread dataset's part nor a fill by parts'
+# share: meta.json's "part":true; cache_parts_of lists those)
 cache_versions_of() {
 	local d v
 	d=$(tier_cache "$1" "$2")
 	for v in $(cache_versions "$1" "$2"); do
-		grep -qF "\"src\":\"$3\"" "$d/$v/meta.json" 2>/dev/null && echo "$v"
+		grep -qF "\"src\":\"$3\"" "$d/$v/meta.json" 2>/dev/null &&
+			! grep -qF '"part":true' "$d/$v/meta.json" && echo "$v"
+	done
+}
+
+# cache_parts_of NODE TIER SRC: the published parts (and shares) of SRC
+cache_parts_of() {
+	local d v
+	d=$(tier_cache "$1" "$2")
+	for v in $(cache_versions "$1" "$2"); do
+		grep -qF "\"src\":\"$3\"" "$d/$v/meta.json" 2>/dev/null &&
+			grep -qF '"part":true' "$d/$v/meta.json" && echo "$v"
 	done
 }
 

@@ -48,15 +48,6 @@ share_files() {
 		sed -E 's/.*: ([0-9]+) files,.*/\1/' | head -n1
 }
 
-# whole_versions NODE JOB SRC: NODE's published versions of SRC but the
-# share it staged for JOB (a fill by parts keeps both)
-whole_versions() {
-	local share
-	share=$(grep -oE "job $2: dataset '[^']*': its share [0-9a-f]+\.v[0-9]+" "$(iostaged_log "$1")" |
-		sed -E 's/.* its share //' | head -n1)
-	cache_versions_of "$1" nvme "$3" | grep -vx "${share:-none}"
-}
-
 # parts_from NODE JOB: the nodes whose shares NODE's copy took files from
 parts_from() {
 	grep -E "job $2: dataset '[^']*': [0-9]+ files \(.*\) from nodes " "$(iostaged_log "$1")" |
@@ -206,7 +197,8 @@ test_fill_node_stops_mid_fill_others_finish_from_the_pfs() {
 			assert_file_contains "copy on $node" out.txt "$node: same"
 		fi
 		assert_eq "versions of the dataset on $node (its share aside)" 1 \
-			"$(whole_versions "$node" "$jid" "$ds" | wc -l)"
+			"$(cache_versions_of "$node" nvme "$ds" | wc -l)"
+		assert_eq "its shares on $node" 1 "$(cache_parts_of "$node" nvme "$ds" | wc -l)"
 	done
 	assert_eq "a node saw a different copy" "" "$(grep DIFFERENT out.txt 2>/dev/null)"
 	wait_finished n1 "$jid" 60 || fail "job $jid never finished on n1"

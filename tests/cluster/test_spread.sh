@@ -52,7 +52,7 @@ test_spread_three_nodes_each_hold_a_part_and_see_the_whole() {
 	# job, then for the job once over; refused, each with its reason
 	# (the worker then copies from the PFS)
 	wait_finished n1 "$jid" || fail "job $jid not finished on n1"
-	entry=nvme/$(cache_versions_of n1 nvme "$ds")
+	entry=nvme/$(cache_parts_of n1 nvme "$ds")
 	for job in "" "$jid"; do
 		dst="$CLUSTER_PFS/$TEST_NAME/by-hand$job"
 		install -d -o "$TEST_USER" -m 0700 "$dst"
@@ -189,8 +189,8 @@ test_spread_node_killed_mid_part_serves_no_half_part() {
 		"$(cd "$(tier_cache n2 nvme)" && ls -1d .build.* >/dev/null 2>&1 && echo yes)"
 	iostaged_kill n2
 	pkill -KILL -f -- "--stage-worker .*--spread-self n2 .*$ds "
-	assert_eq "n2's published versions of the dataset while it is down" "" \
-		"$(cache_versions_of n2 nvme "$ds")"
+	assert_eq "n2's published parts of the dataset while it is down" "" \
+		"$(cache_parts_of n2 nvme "$ds")"
 	iostaged_start n2
 	stage_worker_cont "$ds"
 	wait_job_state "$jid" "COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|BOOT_FAIL" 120 ||
