@@ -73,6 +73,20 @@ static unsigned entry_version(const char *entry, const char *key)
 	return errno || *end || !v || v > 0xffffffffUL ? 0 : (unsigned)v;
 }
 
+/* peer op stage_entry's request for dataset I of JOB, or NULL (memory). */
+static cJSON *stage_entry_request(const struct job *job, size_t i)
+{
+	cJSON *req = cJSON_CreateObject();
+
+	if (!req || !cJSON_AddStringToObject(req, "op", "stage_entry") ||
+	    !cJSON_AddNumberToObject(req, "job", job->id) ||
+	    !cJSON_AddNumberToObject(req, "dataset", (double)i)) {
+		cJSON_Delete(req);
+		return NULL;
+	}
+	return req;
+}
+
 /* --- the job's head ---------------------------------------------------- */
 
 /* Wait for the head's outcome of dataset I; 1 with *ret when it staged
@@ -85,15 +99,11 @@ static int from_head(struct agent *a, struct job *job, size_t i,
 	const char *head = job->nodes[0];
 	long long t0 = deadline_now_ms();
 	char e[256];
-	cJSON *req = cJSON_CreateObject();
+	cJSON *req = stage_entry_request(job, i);
 	int found = 0;
 
-	if (!req || !cJSON_AddStringToObject(req, "op", "stage_entry") ||
-	    !cJSON_AddNumberToObject(req, "job", job->id) ||
-	    !cJSON_AddNumberToObject(req, "dataset", (double)i)) {
-		cJSON_Delete(req);
+	if (!req)
 		return 0;
-	}
 	for (;;) {
 		cJSON *r = peer_call(a->peer, head, req, FILL_ASK_MS, NULL, e,
 				     sizeof(e));
@@ -333,17 +343,13 @@ int fill_parts_wait(struct agent *a, struct job *job, size_t i,
 	char part[CACHE_KEY_LEN + 1];
 	long long t0 = deadline_now_ms();
 	size_t waiting = 0;
-	cJSON *req = cJSON_CreateObject();
+	cJSON *req = stage_entry_request(job, i);
 	int r = 0;
 
 	ret->n = 0;
 	cachekey_part(key, part);
-	if (!req || !cJSON_AddStringToObject(req, "op", "stage_entry") ||
-	    !cJSON_AddNumberToObject(req, "job", job->id) ||
-	    !cJSON_AddNumberToObject(req, "dataset", (double)i)) {
-		cJSON_Delete(req);
+	if (!req)
 		return 0; /* the PFS it is */
-	}
 	for (size_t k = 0; k < job->nnodes && k < FILL_PARTS_MAX; k++) {
 		st[k] = strcmp(job->nodes[k], self) ? PART_WAITING : PART_GONE;
 		waiting += st[k] == PART_WAITING;
