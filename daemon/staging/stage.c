@@ -820,12 +820,12 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 					      : 0);
 		uint64_t pfs = o->copy_bytes > other ? o->copy_bytes - other
 						     : 0;
+		char fetched[64];
 
 		if (o->share) {
 			pfs += run->share_pfs_bytes;
 			copied += run->share_pfs_files;
 		}
-		char fetched[64];
 
 		if (o->by_parts)
 			log_info("job %u: dataset '%s': %" PRIu64 " files (%s) "

@@ -142,12 +142,16 @@ static int fail(const char *msg)
 
 /* The walk's totals. With --peer(s), copy_* are what the copy
  * writes: fetched files take space as copied ones do (only hard links
- * do not), so everything but the second names of an inode; and
- * source_bytes is what is read from SRC, the files that differ from the
- * peer's manifest. */
+ * do not), so everything but the second names of an inode and, a fill
+ * by parts of a user's entry, but this node's own share (LINKED_BYTES,
+ * LINKED_FILES: linked from it; a public entry's share is root's and is
+ * copied, so it counts); and source_bytes is what is read from SRC, the
+ * files that differ from the peers' manifests. */
 static void emit_totals(const struct copyengine_totals *t,
-			const struct worker_args *a)
+			const struct worker_args *a, uint64_t linked_bytes,
+			uint64_t linked_files)
 {
+	uint64_t files = t->total_files - t->hardlinks;
 	char line[512];
 	size_t n;
 
@@ -160,8 +164,12 @@ static void emit_totals(const struct copyengine_totals *t,
 				      ",\"copy_bytes\":%" PRIu64
 				      ",\"copy_files\":%" PRIu64
 				      ",\"source_bytes\":%" PRIu64,
-				      t->total_bytes,
-				      t->total_files - t->hardlinks,
+				      t->total_bytes > linked_bytes
+					  ? t->total_bytes - linked_bytes
+					  : 0,
+				      files > linked_files
+					  ? files - linked_files
+					  : 0,
 				      t->copy_bytes);
 	else
 		n += (size_t)snprintf(line + n, sizeof(line) - n,
@@ -670,6 +678,7 @@ int worker_main(int argc, char **argv)
 	struct copyengine *ce = NULL;
 	struct manifest *prev = NULL;
 	struct worker_peers *pool = NULL;
+	uint64_t share_bytes = 0, share_files = 0;
 	char err[WORKER_ERR_MAX], label[PATH_MAX + sizeof(WORKER_DATA) + 1];
 	double t_open, t_walk;
 	int r;
@@ -697,6 +706,18 @@ int worker_main(int argc, char **argv)
 	opts.verify = a.verify;
 	opts.hash = a.verify == MANIFEST_VERIFY_CHECKSUM;
 	t_open = now_s();
+	/* A fill by parts of a user's entry: the share is linked, it takes
+	 * no room (the daemon reserves what the totals say). */
+	for (size_t k = 0; a.previous && a.npeers && !a.public && prev &&
+			   k < manifest_count(prev);
+	     k++) {
+		const struct manifest_entry *e = manifest_get(prev, k);
+
+		if (e->type == MANIFEST_FILE) {
+			share_bytes += e->size;
+			share_files++;
+		}
+	}
 	if (a.npeers && peers_open(&a, &pool, &prev) < 0) {
 		worker_peers_close(pool);
 		return fail("out of memory");
@@ -757,7 +778,7 @@ int worker_main(int argc, char **argv)
 		manifest_destroy(prev);
 		return 1;
 	}
-	emit_totals(copyengine_totals(ce), &a);
+	emit_totals(copyengine_totals(ce), &a, share_bytes, share_files);
 	if (a.check) {
 		struct copyengine_result none = { 0 };
 

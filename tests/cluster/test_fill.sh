@@ -203,3 +203,21 @@ test_fill_node_stops_mid_fill_others_finish_from_the_pfs() {
 	assert_eq "a node saw a different copy" "" "$(grep DIFFERENT out.txt 2>/dev/null)"
 	wait_finished n1 "$jid" 60 || fail "job $jid never finished on n1"
 }
+
+# A dataset that fits a node's tier, but not twice: its share takes no
+# room beside the copy that links it (the copy's reservation leaves the
+# share out), so a fill by parts stages what a node could stage alone.
+test_fill_by_parts_fits_where_the_dataset_fits() {
+	local ds jid node
+	# about 2.3 MB on the 3 MB tier 'small'
+	ds=$(pfs_dataset imgs 20)
+	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds:small" \
+		--export=ALL,SRC="$ds" -o out.txt --wrap "srun bash -c '$DIFF_STEP'" >/dev/null ||
+		fail "sbatch -N3 on tier small: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
+	jid=$SUBMIT_JOBID
+	for node in n1 n2 n3; do
+		assert_file_contains "copy on $node" out.txt "$node: same"
+		grep -qE "job $jid: dataset '[^']*': filling by parts" "$(iostaged_log "$node")" ||
+			fail "$node did not fill job $jid by parts"
+	done
+}
