@@ -38,7 +38,11 @@ uint64_t spreadplan_room(struct agent *a, int t)
 
 	if (!a->tiers || t < 0 || tiers_usage(a->tiers, t, &u) < 0)
 		return 0;
-	return u.free + u.cache;
+	/* Never more than the tier: the cache's figure is the sum of its
+	 * versions' sizes, and a fill by parts' share counts again in the
+	 * copy that links its files (a part sized to that sum did not fit,
+	 * "tier 'small' full", after a fill by parts on the same tier). */
+	return u.free + u.cache < u.capacity ? u.free + u.cache : u.capacity;
 }
 
 const char *spreadplan_self(const struct agent *a)
