@@ -137,29 +137,56 @@ int spread_plan_find(const struct spread_plan *plan, const char *name)
 	return -1;
 }
 
-double spread_score(const struct spread_plan *plan, unsigned i,
-		    const char *path, size_t len)
+/* Node I's score from H, a 64-bit hash drawn for it. */
+static double score_of(const struct spread_plan *plan, unsigned i, uint64_t h)
 {
-	uint64_t seed, h;
-	double u;
-
-	/* The hash of the node's name seeds the path's hash: every node
-	 * draws its own independent score for each file. */
-	seed = XXH3_64bits(plan->nodes[i].name, strlen(plan->nodes[i].name));
-	h = XXH3_64bits_withSeed(path, len, seed);
 	/* 53 bits into (0,1), never 0 or 1: ln(u) is finite and < 0. */
-	u = ((double)(h >> 11) + 0.5) / 9007199254740992.0;
+	double u = ((double)(h >> 11) + 0.5) / 9007199254740992.0;
+
 	return -(double)plan->nodes[i].weight / log(u);
 }
 
-unsigned spread_owner(const struct spread_plan *plan, const char *path,
-		      size_t len)
+static uint64_t node_seed(const struct spread_plan *plan, unsigned i)
+{
+	return XXH3_64bits(plan->nodes[i].name, strlen(plan->nodes[i].name));
+}
+
+double spread_score(const struct spread_plan *plan, unsigned i,
+		    const char *path, size_t len)
+{
+	/* The hash of the node's name seeds the path's hash: every node
+	 * draws its own independent score for each file. */
+	return score_of(plan, i,
+			XXH3_64bits_withSeed(path, len, node_seed(plan, i)));
+}
+
+double spread_chunk_score(const struct spread_plan *plan, unsigned i,
+			  const char *path, size_t len, uint64_t index)
+{
+	/* The chunk's index, hashed with the node's seed, seeds the path's
+	 * hash: a draw of its own per (node, file, chunk), and none a
+	 * file's (whose seed is the node's alone). The index is hashed as
+	 * little-endian bytes, the same on every node. */
+	unsigned char le[8];
+	uint64_t seed;
+
+	for (int b = 0; b < 8; b++)
+		le[b] = (unsigned char)(index >> (8 * b));
+	seed = XXH3_64bits_withSeed(le, sizeof(le), node_seed(plan, i));
+	return score_of(plan, i, XXH3_64bits_withSeed(path, len, seed));
+}
+
+/* The highest of PLAN's scores (ties: the lower index, the same on every
+ * node), for a file (CHUNK false) or its chunk INDEX. */
+static unsigned best_of(const struct spread_plan *plan, const char *path,
+			size_t len, bool chunk, uint64_t index)
 {
 	unsigned best = 0;
 	double best_score = -1.0;
 
 	for (unsigned i = 0; i < plan->n; i++) {
-		double s = spread_score(plan, i, path, len);
+		double s = chunk ? spread_chunk_score(plan, i, path, len, index)
+				 : spread_score(plan, i, path, len);
 
 		/* Ties (practically never) go to the lower index, the same
 		 * on every node. */
@@ -169,6 +196,41 @@ unsigned spread_owner(const struct spread_plan *plan, const char *path,
 		}
 	}
 	return best;
+}
+
+unsigned spread_owner(const struct spread_plan *plan, const char *path,
+		      size_t len)
+{
+	return best_of(plan, path, len, false, 0);
+}
+
+unsigned spread_chunk_owner(const struct spread_plan *plan, const char *path,
+			    size_t len, uint64_t index)
+{
+	return best_of(plan, path, len, true, index);
+}
+
+bool spread_chunked(const struct spread_plan *plan, unsigned owner,
+		    uint64_t size)
+{
+	/* weight <= 2^40 MiB: the half room fits 64 bits */
+	return owner < plan->n && size > (plan->nodes[owner].weight << 19);
+}
+
+uint64_t spread_chunk_bytes(uint64_t size)
+{
+	uint64_t c = SPREAD_CHUNK_MIN;
+
+	while (c < SPREAD_CHUNK_MAX && c * 2 <= size / 64)
+		c *= 2;
+	return c;
+}
+
+uint64_t spread_chunk_count(uint64_t size)
+{
+	uint64_t c = spread_chunk_bytes(size);
+
+	return size / c + (size % c ? 1 : 0);
 }
 
 uint64_t spread_weight_of_bytes(uint64_t free_bytes)

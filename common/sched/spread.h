@@ -22,6 +22,7 @@
 #ifndef IOSTAGE_SPREAD_H
 #define IOSTAGE_SPREAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,5 +70,39 @@ double spread_score(const struct spread_plan *plan, unsigned i,
  * share rather than a weight of 0, which the plan refuses), at most
  * SPREAD_WEIGHT_MAX. */
 uint64_t spread_weight_of_bytes(uint64_t free_bytes);
+
+/* --- chunks of files too large for one node ---------------------------------
+ *
+ * A file larger than half its owner's room (the owner's weight, in MiB) is
+ * held whole by no node: it is cut into chunks, chunk I being the bytes
+ * [I * C, min(size, (I + 1) * C)), and each chunk is placed as a file is,
+ * by the same weighted rendezvous hashing over (path, I). Half, not all,
+ * of the room: a file that takes most of a node would push that node's
+ * other files out of its part, and only the files and chunks that fit are
+ * held (the rest is read from the PFS). C depends on the file's size
+ * alone, not on the plan, so that a chunk stays the same bytes when the
+ * job's nodes change and a later job finds it cached: size / 64 rounded
+ * down to a power of two, between SPREAD_CHUNK_MIN and SPREAD_CHUNK_MAX
+ * (a 1 GiB file: 64 chunks of 16 MiB; a 100 GB one: 1,491 of 64 MiB). */
+#define SPREAD_CHUNK_MIN (UINT64_C(1) << 20)
+#define SPREAD_CHUNK_MAX (UINT64_C(64) << 20)
+
+/* Is a file of SIZE bytes, owned by node OWNER of PLAN (spread_owner),
+ * cut into chunks? */
+bool spread_chunked(const struct spread_plan *plan, unsigned owner,
+		    uint64_t size);
+
+/* The chunk size of a file of SIZE bytes, and how many chunks it has (a
+ * file of 0 bytes: none). */
+uint64_t spread_chunk_bytes(uint64_t size);
+uint64_t spread_chunk_count(uint64_t size);
+
+/* Node I's score for chunk INDEX of the file at PATH (LEN bytes), and the
+ * chunk's owner: as spread_score and spread_owner for files, with a score
+ * drawn independently of the file's and of every other chunk's. */
+double spread_chunk_score(const struct spread_plan *plan, unsigned i,
+			  const char *path, size_t len, uint64_t index);
+unsigned spread_chunk_owner(const struct spread_plan *plan, const char *path,
+			    size_t len, uint64_t index);
 
 #endif /* IOSTAGE_SPREAD_H */

@@ -215,6 +215,86 @@ START_TEST(test_weight_of_bytes)
 }
 END_TEST
 
+/* Which files are cut: over half the owner's room, and only those. */
+START_TEST(test_chunked)
+{
+	struct spread_plan p = plan_of("a=4,b=100");
+
+	/* a's room is 4 MiB: half of it is the line */
+	ck_assert(!spread_chunked(&p, 0, (uint64_t)2 << 20));
+	ck_assert(spread_chunked(&p, 0, ((uint64_t)2 << 20) + 1));
+	ck_assert(!spread_chunked(&p, 1, (uint64_t)50 << 20));
+	ck_assert(spread_chunked(&p, 1, ((uint64_t)50 << 20) + 1));
+	/* no such node: nothing is cut */
+	ck_assert(!spread_chunked(&p, 2, UINT64_MAX));
+}
+END_TEST
+
+/* The chunk size follows the file's size alone, within its bounds, and
+ * the chunks cover the file exactly. */
+START_TEST(test_chunk_size)
+{
+	const uint64_t mib = (uint64_t)1 << 20;
+
+	ck_assert_uint_eq(spread_chunk_bytes(5 * mib), SPREAD_CHUNK_MIN);
+	ck_assert_uint_eq(spread_chunk_count(5 * mib), 5);
+	ck_assert_uint_eq(spread_chunk_count(5 * mib + 1), 6);
+	ck_assert_uint_eq(spread_chunk_count(0), 0);
+	ck_assert_uint_eq(spread_chunk_bytes(1024 * mib), 16 * mib);
+	ck_assert_uint_eq(spread_chunk_count(1024 * mib), 64);
+	ck_assert_uint_eq(spread_chunk_bytes(UINT64_C(100000000000)),
+			  SPREAD_CHUNK_MAX);
+	ck_assert_uint_eq(spread_chunk_count(UINT64_C(100000000000)), 1491);
+	for (uint64_t s = 1; s < 300 * mib; s = s * 3 + 7) {
+		uint64_t c = spread_chunk_bytes(s), n = spread_chunk_count(s);
+
+		ck_assert((c & (c - 1)) == 0);
+		ck_assert_uint_ge(n * c, s);
+		ck_assert_uint_lt((n - 1) * c, s);
+	}
+}
+END_TEST
+
+/* A file's chunks spread over the nodes by their weights, each chunk's
+ * draw independent of the file's own; a node leaving moves only its
+ * chunks. */
+START_TEST(test_chunk_owner)
+{
+	struct spread_plan three = plan_of("a=100,b=200,c=100");
+	struct spread_plan two = plan_of("a=100,b=200");
+	const char *path = "shards/train-00000.h5";
+	const unsigned chunks = 8000;
+	unsigned count[3] = { 0, 0, 0 }, moved = 0, same_as_file = 0;
+	unsigned file_owner = spread_owner(&three, path, strlen(path));
+
+	for (unsigned i = 0; i < chunks; i++) {
+		unsigned o3 = spread_chunk_owner(&three, path, strlen(path), i);
+		unsigned o2 = spread_chunk_owner(&two, path, strlen(path), i);
+
+		count[o3]++;
+		same_as_file += o3 == file_owner;
+		if (o3 != o2) {
+			ck_assert_uint_eq(o3, 2);
+			moved++;
+		} else {
+			ck_assert_uint_ne(o3, 2);
+		}
+		ck_assert(
+		    spread_chunk_score(&three, o3, path, strlen(path), i) > 0);
+	}
+	ck_assert_msg(fabs(count[0] / (double)chunks - 0.25) < 0.03, "a %u",
+		      count[0]);
+	ck_assert_msg(fabs(count[1] / (double)chunks - 0.50) < 0.03, "b %u",
+		      count[1]);
+	ck_assert_uint_eq(moved, count[2]);
+	/* not all on the file's own node: the chunks draw their own */
+	ck_assert_uint_lt(same_as_file, chunks * 3 / 4);
+	/* chunk 0's score is not the file's */
+	ck_assert(spread_chunk_score(&three, 0, path, strlen(path), 0) !=
+		  spread_score(&three, 0, path, strlen(path)));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("spread");
@@ -230,6 +310,9 @@ int main(void)
 	tcase_add_test(tc, test_weight_change);
 	tcase_add_test(tc, test_one_node_and_empty_path);
 	tcase_add_test(tc, test_weight_of_bytes);
+	tcase_add_test(tc, test_chunked);
+	tcase_add_test(tc, test_chunk_size);
+	tcase_add_test(tc, test_chunk_owner);
 	suite_add_tcase(s, tc);
 	return check_run(s);
 }
