@@ -24,6 +24,7 @@
 #include "common/base/jsonbuf.h"
 #include "common/base/log.h"
 #include "common/fs/owntree.h"
+#include "common/fs/partchunks.h"
 #include "common/fs/rmtree.h"
 #include "daemon/fsutil.h"
 #include "daemon/staging/cache_internal.h"
@@ -291,7 +292,8 @@ static int write_new(int dfd, const char *name, mode_t mode, const char *data,
 	return close(fd);
 }
 
-/* Remove every entry of the build directory BFD except "data". */
+/* Remove every entry of the build directory BFD except "data" and a
+ * spread part's chunks (common/fs/partchunks.h). */
 static int strip_build(int bfd, char *err, size_t errlen)
 {
 	struct dirent *de;
@@ -307,7 +309,8 @@ static int strip_build(int bfd, char *err, size_t errlen)
 	}
 	while ((de = readdir(dir))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    !strcmp(de->d_name, "data"))
+		    !strcmp(de->d_name, "data") ||
+		    !strcmp(de->d_name, PARTCHUNKS_DIR))
 			continue;
 		if (rmtree_at(bfd, de->d_name, err, errlen) < 0) {
 			closedir(dir);
@@ -353,13 +356,25 @@ int cache_build_publish_upto(struct cache_build *b,
 		snprintf(why, sizeof(why), "the worker left no data");
 		goto fail;
 	}
+	/* A part's chunks: the worker's own directory, or none. */
+	if (fstatat(bfd, PARTCHUNKS_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (!S_ISDIR(st.st_mode) || st.st_uid != b->uid || !meta->part)) {
+		snprintf(why, sizeof(why), "the worker left a stray %s",
+			 PARTCHUNKS_DIR);
+		goto fail;
+	}
 	/* Public: other users will read it, so nothing of it may stay the
 	 * builder's (nor anyone's but root's) to change. */
 	if (meta->public) {
 		char terr[CONF_ERR_MAX - 64];
+		bool chunks = fstatat(bfd, PARTCHUNKS_DIR, &st,
+				      AT_SYMLINK_NOFOLLOW) == 0;
 
 		if (owntree_take(bfd, "data", c->owner_uid, c->owner_gid, terr,
-				 sizeof(terr)) < 0) {
+				 sizeof(terr)) < 0 ||
+		    (chunks &&
+		     owntree_take(bfd, PARTCHUNKS_DIR, c->owner_uid,
+				  c->owner_gid, terr, sizeof(terr)) < 0)) {
 			snprintf(why, sizeof(why), "cannot take data over: %s",
 				 terr);
 			goto fail;

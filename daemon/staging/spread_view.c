@@ -23,6 +23,7 @@
 #include "common/config/joblayout.h"
 #include "common/fs/bindmount.h"
 #include "common/fs/fusemount.h"
+#include "common/fs/partchunks.h"
 #include "common/fs/rmtree.h"
 #include "common/net/proto.h"
 #include "daemon/agent.h"
@@ -192,7 +193,8 @@ static int spawn_view(struct agent *a, const struct spread_view_args *va,
 {
 	const struct conf *conf = a->conf;
 	char port[16], job[16], local[CONF_PATH_MAX + 96],
-	    stats[CONF_PATH_MAX + 128];
+	    chunks[CONF_PATH_MAX + 96], stats[CONF_PATH_MAX + 128];
+	struct stat st;
 	char *argv[32];
 	size_t n = 0;
 	int pass[2] = { fuse_fd, va->listing_fd };
@@ -233,6 +235,14 @@ static int spawn_view(struct agent *a, const struct spread_view_args *va,
 			 conf->tiers[va->tier].path, va->key, va->version);
 		argv[n++] = "--local";
 		argv[n++] = local;
+		/* the chunks it holds of files too large for one node */
+		snprintf(chunks, sizeof(chunks), "%s/cache/%s.v%u/%s",
+			 conf->tiers[va->tier].path, va->key, va->version,
+			 PARTCHUNKS_DIR);
+		if (lstat(chunks, &st) == 0 && S_ISDIR(st.st_mode)) {
+			argv[n++] = "--chunks";
+			argv[n++] = chunks;
+		}
 	}
 	if (conf->munge_socket[0]) {
 		argv[n++] = "--munge-socket";

@@ -26,12 +26,14 @@
 #include "common/base/units.h"
 #include "common/fs/copyengine.h"
 #include "common/fs/manifest.h"
+#include "common/fs/partchunks.h"
 #include "common/fs/publictree.h"
 #include "common/fs/rmtree.h"
 #include "common/net/peerfetch.h"
 #include "common/sched/spread.h"
 #include "daemon/fsutil.h"
 #include "daemon/staging/worker.h"
+#include "daemon/staging/worker_chunks.h"
 #include "daemon/staging/worker_peer.h"
 
 #define WORKER_PROGRESS_MS 250
@@ -61,6 +63,17 @@ struct worker_args {
 	unsigned self;        /* index of --spread-self in PLAN */
 	uint64_t part_budget; /* 0: none */
 	int listing_out;      /* --listing-out: the whole dataset's manifest */
+};
+
+/* A part's chunks of files too large for one node (--spread;
+ * worker_chunks.h): which this node holds, and against what is there. */
+struct part_chunks {
+	struct worker_chunks c;
+	int prev_fd;       /* the previous version's chunks dir, or -1 */
+	uint64_t linkable; /* bytes of c that prev_fd holds */
+	bool held;         /* a check: the version holds every chunk of c */
+	struct worker_chunks_result done;
+	struct manifest *listing; /* the whole dataset's, chunks point in */
 };
 
 /* --- output ------------------------------------------------------------------ */
@@ -149,35 +162,46 @@ static int fail(const char *msg)
  * files that differ from the peers' manifests. */
 static void emit_totals(const struct copyengine_totals *t,
 			const struct worker_args *a, uint64_t linked_bytes,
-			uint64_t linked_files)
+			uint64_t linked_files, const struct part_chunks *pc)
 {
 	uint64_t files = t->total_files - t->hardlinks;
-	char line[512];
+	/* A part's chunks are bytes it holds, copied but for those the
+	 * previous version has (linked): in the totals and the space. */
+	uint64_t chunk_copy = pc->c.bytes - pc->linkable;
+	char line[640];
 	size_t n;
 
 	n = (size_t)snprintf(line, sizeof(line),
 			     "{\"total_bytes\":%" PRIu64
 			     ",\"total_files\":%" PRIu64,
-			     t->total_bytes, t->total_files);
+			     t->total_bytes + pc->c.bytes, t->total_files);
 	if (a->npeers)
 		n += (size_t)snprintf(line + n, sizeof(line) - n,
 				      ",\"copy_bytes\":%" PRIu64
 				      ",\"copy_files\":%" PRIu64
 				      ",\"source_bytes\":%" PRIu64,
-				      t->total_bytes > linked_bytes
-					  ? t->total_bytes - linked_bytes
-					  : 0,
+				      (t->total_bytes > linked_bytes
+					   ? t->total_bytes - linked_bytes
+					   : 0) +
+					  chunk_copy,
 				      files > linked_files
 					  ? files - linked_files
 					  : 0,
-				      t->copy_bytes);
+				      t->copy_bytes + chunk_copy);
 	else
 		n += (size_t)snprintf(line + n, sizeof(line) - n,
 				      ",\"copy_bytes\":%" PRIu64
 				      ",\"copy_files\":%" PRIu64,
-				      t->copy_bytes, t->copy_files);
+				      t->copy_bytes + chunk_copy,
+				      t->copy_files);
 	n += (size_t)snprintf(line + n, sizeof(line) - n, ",\"unchanged\":%s",
-			      t->unchanged ? "true" : "false");
+			      t->unchanged && pc->held ? "true" : "false");
+	if (pc->c.files)
+		n += (size_t)
+		    snprintf(line + n, sizeof(line) - n,
+			     ",\"chunked_files\":%" PRIu64
+			     ",\"chunks\":%zu,\"chunk_bytes\":%" PRIu64,
+			     pc->c.files, pc->c.n, pc->c.bytes);
 	/* A part (--spread): the whole dataset, and what of this node's
 	 * share the budget leaves on the PFS. */
 	if (a->spread)
@@ -190,15 +214,24 @@ static void emit_totals(const struct copyengine_totals *t,
 				      ",\"over_budget_files\":%" PRIu64
 				      ",\"over_budget_bytes\":%" PRIu64,
 				      t->over_budget_files,
-				      t->over_budget_bytes);
+				      t->over_budget_bytes +
+					  pc->c.over_budget_bytes);
+	if (a->spread && a->part_budget && pc->c.files)
+		n += (size_t)snprintf(line + n, sizeof(line) - n,
+				      ",\"over_budget_chunks\":%" PRIu64,
+				      pc->c.over_budget_chunks);
 	line[n++] = '}';
 	put_line(line, n);
 }
 
-/* The last line. With PEER, what came from the other node too. */
-static void emit_ok(const struct copyengine_result *r, bool peer)
+/* The last line. With PEER, what came from the other node too; with
+ * chunks, the bytes they hold are in BYTES and what was linked or copied
+ * of them is said apart (files are the part's files alone). */
+static void emit_ok(const struct copyengine_result *r, bool peer,
+		    const struct part_chunks *pc)
 {
-	char line[320];
+	const struct worker_chunks_result *d = &pc->done;
+	char line[480];
 	int n;
 
 	if (peer)
@@ -211,7 +244,8 @@ static void emit_ok(const struct copyengine_result *r, bool peer)
 			     ",\"fetched\":%" PRIu64
 			     ",\"fetched_bytes\":%" PRIu64
 			     ",\"fallbacks\":%" PRIu64 "}",
-			     r->bytes, r->files, r->linked, r->linked_bytes,
+			     r->bytes + d->linked_bytes + d->copied_bytes,
+			     r->files, r->linked, r->linked_bytes,
 			     r->copied_previous, r->copied_previous_bytes,
 			     r->fetched, r->fetched_bytes, r->fetch_fallbacks);
 	else
@@ -219,7 +253,16 @@ static void emit_ok(const struct copyengine_result *r, bool peer)
 			     "{\"ok\":true,\"bytes\":%" PRIu64
 			     ",\"files\":%" PRIu64 ",\"linked\":%" PRIu64
 			     ",\"linked_bytes\":%" PRIu64 "}",
-			     r->bytes, r->files, r->linked, r->linked_bytes);
+			     r->bytes + d->linked_bytes + d->copied_bytes,
+			     r->files, r->linked, r->linked_bytes);
+	if (d->linked + d->copied) {
+		n--; /* the closing brace */
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      ",\"chunks_linked\":%" PRIu64
+			      ",\"chunks_copied\":%" PRIu64
+			      ",\"chunks_copied_bytes\":%" PRIu64 "}",
+			      d->linked, d->copied, d->copied_bytes);
+	}
 	put_line(line, (size_t)n);
 }
 
@@ -474,8 +517,6 @@ static bool part_select(const char *rel, size_t len, uint64_t size,
 {
 	const struct worker_args *a = arg;
 	double mine = spread_score(&a->plan, a->self, rel, len);
-
-	(void)size;
 	for (unsigned i = 0; i < a->plan.n; i++) {
 		double s;
 
@@ -485,6 +526,10 @@ static bool part_select(const char *rel, size_t len, uint64_t size,
 		if (s > mine || (s == mine && i < a->self))
 			return false;
 	}
+	/* Too large for this node: held by no node whole, in chunks
+	 * (worker_chunks.h) */
+	if (spread_chunked(&a->plan, a->self, size))
+		return false;
 	*priority = mine;
 	return true;
 }
@@ -573,11 +618,116 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* A directory's chunks dir, opened to read (-1: none). */
+static int open_chunks_in(const char *dir)
+{
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC), fd;
+
+	if (dfd < 0)
+		return -1;
+	fd = openat(dfd, PARTCHUNKS_DIR,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(dfd);
+	return fd;
+}
+
+/* The chunks this node's part holds (--spread), after the walk: within
+ * what the budget leaves after the part's whole files, and against the
+ * version checked (--check: DSTDIR is it) or the previous one (its data
+ * is --previous; its chunks lie beside). 0, or 1 with the failure
+ * said. */
+static int plan_chunks(const struct worker_args *a, struct copyengine *ce,
+		       struct part_chunks *pc)
+{
+	const struct copyengine_totals *t = copyengine_totals(ce);
+	uint64_t budget = WORKER_CHUNKS_NO_BUDGET;
+	struct manifest *listing = NULL;
+	int vfd;
+
+	memset(pc, 0, sizeof(*pc));
+	pc->prev_fd = -1;
+	pc->held = true;
+	if (!a->spread)
+		return 0;
+	if (a->part_budget)
+		budget = a->part_budget > t->total_bytes
+			     ? a->part_budget - t->total_bytes
+			     : 0;
+	if (copyengine_listing(ce, &listing) < 0 ||
+	    worker_chunks_plan(listing, &a->plan, a->self, budget, &pc->c) <
+		0) {
+		manifest_destroy(listing);
+		return fail("out of memory");
+	}
+	pc->listing = listing;
+	if (a->check) {
+		vfd = open_chunks_in(a->dstdir);
+		pc->held = worker_chunks_held(&pc->c, vfd);
+		if (vfd >= 0)
+			close(vfd);
+	} else if (a->previous) {
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%s/..", a->previous);
+		pc->prev_fd = open_chunks_in(dir);
+		pc->linkable = worker_chunks_linkable(&pc->c, pc->prev_fd);
+	}
+	return 0;
+}
+
+static void part_chunks_free(struct part_chunks *pc)
+{
+	if (pc->prev_fd >= 0)
+		close(pc->prev_fd);
+	worker_chunks_free(&pc->c);
+	manifest_destroy(pc->listing);
+	pc->listing = NULL;
+	pc->prev_fd = -1;
+}
+
+static void on_chunk_progress(uint64_t bytes, void *arg)
+{
+	const struct copyengine_result *res = arg;
+
+	on_progress(res->bytes + bytes, res->files, NULL);
+}
+
+/* The part's chunks into DFD (the build directory), after its data:
+ * 0, or 1 with the failure said (the chunks directory removed). */
+static int stage_chunks(const struct worker_args *a, struct part_chunks *pc,
+			int dfd, const _Atomic uint64_t *rate,
+			const struct copyengine_result *res)
+{
+	char err[WORKER_ERR_MAX];
+	int sfd;
+
+	if (!pc->c.n)
+		return 0;
+	sfd = open(a->src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (sfd < 0) {
+		snprintf(err, sizeof(err), "cannot read %s: %s", a->src,
+			 strerror(errno));
+		return fail(err);
+	}
+	if (worker_chunks_build(&pc->c, sfd, pc->prev_fd, dfd, a->public, rate,
+				on_chunk_progress, (void *)res, &pc->done, err,
+				sizeof(err)) < 0) {
+		int e = errno;
+
+		close(sfd);
+		space_message(e, err, sizeof(err));
+		return fail(err);
+	}
+	close(sfd);
+	return 0;
+}
+
 /* Copy to DSTDIR/data. DSTDIR is a cache version's build directory
  * (daemon/staging/cache_build.c), which the cache publishes by renaming
  * it once the copy and its manifest are complete. */
 static int stage(const struct worker_args *a, struct copyengine *ce,
-		 const struct worker_peers *pool, double t_open, double t_walk)
+		 const struct worker_peers *pool, struct part_chunks *pc,
+		 const _Atomic uint64_t *rate, double t_open, double t_walk)
 {
 	double t_copy = now_s();
 	char err[WORKER_ERR_MAX], label[PATH_MAX + sizeof(WORKER_DATA) + 1];
@@ -622,6 +772,11 @@ static int stage(const struct worker_args *a, struct copyengine *ce,
 		manifest_destroy(m);
 		close(a->manifest_out);
 	}
+	if (stage_chunks(a, pc, dfd, rate, &res)) {
+		undo(dfd, target);
+		close(dfd);
+		return 1;
+	}
 	close(dfd);
 	if (pool) {
 		char note[WORKER_ERR_MAX];
@@ -635,7 +790,7 @@ static int stage(const struct worker_args *a, struct copyengine *ce,
 			 now_s() - t_copy);
 		emit_kv_str("note", note);
 	}
-	emit_ok(&res, a->npeers > 0);
+	emit_ok(&res, a->npeers > 0, pc);
 	return 0;
 }
 
@@ -678,6 +833,7 @@ int worker_main(int argc, char **argv)
 	struct copyengine *ce = NULL;
 	struct manifest *prev = NULL;
 	struct worker_peers *pool = NULL;
+	struct part_chunks pc = { .prev_fd = -1 };
 	uint64_t share_bytes = 0, share_files = 0;
 	char err[WORKER_ERR_MAX], label[PATH_MAX + sizeof(WORKER_DATA) + 1];
 	double t_open, t_walk;
@@ -772,23 +928,27 @@ int worker_main(int argc, char **argv)
 		manifest_destroy(prev);
 		return fail(err);
 	}
-	if (a.listing_out >= 0 && write_listing(&a, ce)) {
+	if ((a.listing_out >= 0 && write_listing(&a, ce)) ||
+	    plan_chunks(&a, ce, &pc)) {
+		part_chunks_free(&pc);
 		copyengine_destroy(ce);
 		worker_peers_close(pool);
 		manifest_destroy(prev);
 		return 1;
 	}
-	emit_totals(copyengine_totals(ce), &a, share_bytes, share_files);
+	emit_totals(copyengine_totals(ce), &a, share_bytes, share_files, &pc);
 	if (a.check) {
 		struct copyengine_result none = { 0 };
 
-		emit_ok(&none, false);
+		memset(&pc.done, 0, sizeof(pc.done));
+		emit_ok(&none, false, &pc);
 		r = 0;
 	} else if (getenv("IOSTAGE_STAGE_GATE") && !gate_open()) {
 		r = fail("cancelled before copying");
 	} else {
-		r = stage(&a, ce, pool, t_open, t_walk);
+		r = stage(&a, ce, pool, &pc, opts.rate, t_open, t_walk);
 	}
+	part_chunks_free(&pc);
 	copyengine_destroy(ce);
 	worker_peers_close(pool);
 	manifest_destroy(prev);

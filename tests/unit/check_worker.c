@@ -20,6 +20,7 @@
 #include <check.h>
 
 #include "common/fs/manifest.h"
+#include "common/fs/partchunks.h"
 #include "common/fs/rmtree.h"
 #include "common/sched/spread.h"
 #include "daemon/staging/worker.h"
@@ -368,6 +369,262 @@ START_TEST(test_worker_part_check_and_previous)
 }
 END_TEST
 
+/* --- chunks of a file too large for one node --------------------------- */
+
+#define CPLAN "n1=2,n2=2,n3=2" /* 2 MiB each: a file over 1 MiB is cut */
+#define BIG_SIZE ((size_t)5 * 1048576 + 123)
+
+static unsigned char big_byte(size_t i)
+{
+	return (unsigned char)(i * 7 + i / 4096);
+}
+
+/* SRC/big.bin, every byte telling its offset apart. */
+static void put_big(void)
+{
+	char path[256];
+	unsigned char *buf = malloc(BIG_SIZE);
+	int fd;
+
+	for (size_t i = 0; i < BIG_SIZE; i++)
+		buf[i] = big_byte(i);
+	snprintf(path, sizeof(path), "%s/big.bin", src);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, buf, BIG_SIZE), (ssize_t)BIG_SIZE);
+	close(fd);
+	free(buf);
+}
+
+/* The part in DST holds chunk K of big.bin, byte for byte, read-only,
+ * with the file's mtime? */
+static bool holds_chunk(const char *dst, uint64_t k)
+{
+	char name[PARTCHUNK_NAME_MAX], path[512], spath[256];
+	struct stat st, sst;
+	uint64_t off, len;
+	unsigned char *buf;
+	bool ok;
+	int fd;
+
+	partchunk_name("big.bin", 7, k, name);
+	snprintf(path, sizeof(path), "%s/%s/%s", dst, PARTCHUNKS_DIR, name);
+	if (lstat(path, &st) < 0)
+		return false;
+	partchunk_extent(BIG_SIZE, k, &off, &len);
+	snprintf(spath, sizeof(spath), "%s/big.bin", src);
+	ck_assert_int_eq(stat(spath, &sst), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_uint_eq((uint64_t)st.st_size, len);
+	ck_assert_int_eq(st.st_mode & 0777, 0400);
+	ck_assert_int_eq(st.st_mtim.tv_sec, sst.st_mtim.tv_sec);
+	ck_assert_int_eq(st.st_mtim.tv_nsec, sst.st_mtim.tv_nsec);
+	buf = malloc(len);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_eq(read(fd, buf, len), (ssize_t)len);
+	close(fd);
+	ok = true;
+	for (uint64_t i = 0; i < len && ok; i++)
+		ok = buf[i] == big_byte(off + i);
+	free(buf);
+	ck_assert_msg(ok, "chunk %llu's bytes", (unsigned long long)k);
+	return true;
+}
+
+static void build_part(const char *self, const char *budget,
+		       const char *previous, int mi, int mo, const char *dst,
+		       char *out, size_t outlen)
+{
+	static char err[4096];
+	char mfd[16], ifd[16];
+	const char *argv[20] = { "--spread", CPLAN, "--spread-self", self };
+	size_t n = 4;
+
+	if (budget) {
+		argv[n++] = "--part-budget";
+		argv[n++] = budget;
+	}
+	if (previous) {
+		argv[n++] = "--previous";
+		argv[n++] = previous;
+		argv[n++] = "--manifest-in";
+		argv[n++] = fdstr(mi, ifd);
+	}
+	argv[n++] = "--manifest-out";
+	argv[n++] = fdstr(mo, mfd);
+	argv[n++] = src;
+	argv[n++] = dst;
+	argv[n] = NULL;
+	ck_assert_msg(run_worker(argv, out, outlen, err, sizeof(err)) == 0,
+		      "%s%s", out, err);
+}
+
+/* A file over half a node's room is in no part's data: each node holds
+ * the chunks the plan gives it, byte-exact, the three together every
+ * chunk once; the totals count them; --check finds them, and misses one
+ * removed; --previous links them. */
+START_TEST(test_worker_chunks)
+{
+	static char out[65536];
+	const char *nodes[3] = { "n1", "n2", "n3" };
+	struct spread_plan cp;
+	char dst[3][256], err[256];
+	uint64_t nchunks = spread_chunk_count(BIG_SIZE), seen = 0;
+	int mo[3];
+
+	ck_assert_int_eq(spread_plan_parse(CPLAN, &cp, err, sizeof(err)), 0);
+	tree();
+	put_big();
+	ck_assert_uint_eq(nchunks, 6);
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t mine = 0, bytes = 0;
+
+		mo[i] = memfd();
+		mkdst(nodes[i], dst[i], sizeof(dst[i]));
+		build_part(nodes[i], NULL, NULL, -1, mo[i], dst[i], out,
+			   sizeof(out));
+		ck_assert(!exists(dst[i], "big.bin"));
+		for (uint64_t k = 0; k < nchunks; k++) {
+			bool own = spread_chunk_owner(&cp, "big.bin", 7, k) ==
+				   i;
+
+			ck_assert_int_eq(holds_chunk(dst[i], k), own);
+			if (own) {
+				uint64_t off, len;
+
+				partchunk_extent(BIG_SIZE, k, &off, &len);
+				mine++;
+				bytes += len;
+				seen++;
+			}
+		}
+		ck_assert_uint_eq(figure(out, "chunked_files"), 1);
+		ck_assert_uint_eq(figure(out, "chunks"), mine);
+		ck_assert_uint_eq(figure(out, "chunk_bytes"), bytes);
+		ck_assert_uint_ge(figure(out, "total_bytes"), bytes);
+		if (mine)
+			ck_assert_uint_eq(figure(out, "chunks_copied"), mine);
+	}
+	ck_assert_uint_eq(seen, nchunks);
+
+	/* --check on the node with most chunks: unchanged, then not once
+	 * one of its chunks is gone */
+	for (unsigned i = 0; i < 3; i++) {
+		static char cerr[4096];
+		char ifd[16], name[PARTCHUNK_NAME_MAX], path[1024];
+		struct manifest *m = read_back(mo[i]);
+		int mi = memfd(), mo2 = memfd();
+		const char *argv[] = { "--spread", CPLAN,     "--spread-self",
+				       nodes[i],   "--check", "--manifest-in",
+				       ifd,        src,       dst[i],
+				       NULL };
+		char prev[1024], dst2[256], name2[32];
+		uint64_t k, held = 0;
+
+		ck_assert_int_eq(manifest_write(m, mi), 0);
+		ck_assert_int_eq(lseek(mi, 0, SEEK_SET), 0);
+		fdstr(mi, ifd);
+		ck_assert_msg(run_worker(argv, out, sizeof(out), cerr,
+					 sizeof(cerr)) == 0,
+			      "%s%s", out, cerr);
+		close(mi);
+		ck_assert_msg(strstr(out, "\"unchanged\":true"), "%s", out);
+		for (k = 0; k < nchunks; k++)
+			held += spread_chunk_owner(&cp, "big.bin", 7, k) == i;
+		if (!held) {
+			manifest_destroy(m);
+			close(mo2);
+			continue;
+		}
+		/* --previous: every chunk linked, none copied */
+		mi = memfd();
+		ck_assert_int_eq(manifest_write(m, mi), 0);
+		ck_assert_int_eq(lseek(mi, 0, SEEK_SET), 0);
+		snprintf(prev, sizeof(prev), "%s/data", dst[i]);
+		snprintf(name2, sizeof(name2), "%s.v2", nodes[i]);
+		mkdst(name2, dst2, sizeof(dst2));
+		build_part(nodes[i], NULL, prev, mi, mo2, dst2, out,
+			   sizeof(out));
+		close(mi);
+		close(mo2);
+		ck_assert_uint_eq(figure(out, "chunks_linked"), held);
+		ck_assert_uint_eq(figure(out, "chunks_copied"), 0);
+		ck_assert_uint_eq(figure(out, "copy_bytes"), 0);
+		/* one chunk gone: --check says changed */
+		for (k = 0; spread_chunk_owner(&cp, "big.bin", 7, k) != i; k++)
+			;
+		partchunk_name("big.bin", 7, k, name);
+		snprintf(path, sizeof(path), "%s/%s", dst[i], PARTCHUNKS_DIR);
+		ck_assert_int_eq(chmod(path, 0700), 0);
+		snprintf(path, sizeof(path), "%s/%s/%s", dst[i], PARTCHUNKS_DIR,
+			 name);
+		ck_assert_int_eq(unlink(path), 0);
+		mi = memfd();
+		ck_assert_int_eq(manifest_write(m, mi), 0);
+		ck_assert_int_eq(lseek(mi, 0, SEEK_SET), 0);
+		fdstr(mi, ifd);
+		ck_assert_msg(run_worker(argv, out, sizeof(out), cerr,
+					 sizeof(cerr)) == 0,
+			      "%s%s", out, cerr);
+		close(mi);
+		ck_assert_msg(strstr(out, "\"unchanged\":false"), "%s", out);
+		manifest_destroy(m);
+		break;
+	}
+}
+END_TEST
+
+/* A budget too small for all of a node's chunks keeps those it scores
+ * highest and counts the rest. */
+START_TEST(test_worker_chunk_budget)
+{
+	static char out[65536];
+	struct spread_plan cp;
+	char dst[256], err[256], budget[32];
+	uint64_t nchunks = spread_chunk_count(BIG_SIZE), mine = 0, kept = 0;
+	double low_kept = 1e300, high_out = 0;
+	unsigned self = 0;
+	int mo = memfd();
+
+	ck_assert_int_eq(spread_plan_parse(CPLAN, &cp, err, sizeof(err)), 0);
+	put_big();
+	/* the node with two chunks or more */
+	for (self = 0; self < 3; self++) {
+		mine = 0;
+		for (uint64_t k = 0; k < nchunks; k++)
+			mine += spread_chunk_owner(&cp, "big.bin", 7, k) ==
+				self;
+		if (mine >= 2)
+			break;
+	}
+	ck_assert_uint_lt(self, 3);
+	mkdst("b", dst, sizeof(dst));
+	/* room for one chunk: a whole one, or the last (123 bytes) with
+	 * no room left for a whole one after it */
+	snprintf(budget, sizeof(budget), "%u", 1048576);
+	build_part(cp.nodes[self].name, budget, NULL, -1, mo, dst, out,
+		   sizeof(out));
+	close(mo);
+	ck_assert_uint_eq(figure(out, "chunks"), 1);
+	ck_assert_uint_eq(figure(out, "over_budget_chunks"), mine - 1);
+	for (uint64_t k = 0; k < nchunks; k++) {
+		double s;
+
+		if (spread_chunk_owner(&cp, "big.bin", 7, k) != self)
+			continue;
+		s = spread_chunk_score(&cp, self, "big.bin", 7, k);
+		if (holds_chunk(dst, k)) {
+			kept++;
+			low_kept = s < low_kept ? s : low_kept;
+		} else {
+			high_out = s > high_out ? s : high_out;
+		}
+	}
+	ck_assert_uint_eq(kept, 1);
+	ck_assert(low_kept > high_out);
+}
+END_TEST
+
 /* --part-budget: the files this node scores highest, up to the budget;
  * the rest counted. */
 START_TEST(test_worker_part_budget)
@@ -540,6 +797,8 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, test_worker_part_check_and_previous);
 	tcase_add_test(tc, test_worker_part_budget);
 	tcase_add_test(tc, test_worker_spread_usage);
+	tcase_add_test(tc, test_worker_chunks);
+	tcase_add_test(tc, test_worker_chunk_budget);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,427 @@
+/* worker_chunks.c - a part's chunks: which, checked, built (see
+ * worker_chunks.h).
+ *
+ * Why one thread and not the copy engine's pool: a chunk is 1 to 64 MiB,
+ * read in one stream of copy_file_range calls, so a few large chunks keep
+ * one thread busy on the PFS where the engine's threads pay for many
+ * small files' opens; and the engine's tree (one destination per source
+ * path) has no place for the ranges of one file under other names.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/fs/partchunks.h"
+#include "common/fs/ratelimit.h"
+#include "common/fs/rmtree.h"
+#include "daemon/staging/worker_chunks.h"
+
+#define CHUNK_COPY_STEP RATELIMIT_STEP
+
+/* --- which chunks ------------------------------------------------------------ */
+
+/* The order chunks are taken in for the budget: the firmest first. */
+static int by_score(const void *x, const void *y)
+{
+	const struct worker_chunk *a = *(const struct worker_chunk *const *)x;
+	const struct worker_chunk *b = *(const struct worker_chunk *const *)y;
+	int c;
+
+	if (a->score != b->score)
+		return a->score > b->score ? -1 : 1;
+	c = strcmp(a->file->path, b->file->path);
+	if (c)
+		return c;
+	return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* Keep the head of V (N, listing order) that BUDGET takes in score order;
+ * the rest are counted out. 0, or -1 with ENOMEM. */
+static int apply_budget(struct worker_chunks *c, uint64_t budget)
+{
+	struct worker_chunk **order = malloc(c->n * sizeof(*order));
+	bool *keep = calloc(c->n, sizeof(*keep));
+	uint64_t used = 0;
+	size_t k = 0;
+	bool full = false;
+
+	if (!order || !keep) {
+		free(order);
+		free(keep);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (size_t i = 0; i < c->n; i++)
+		order[i] = &c->v[i];
+	qsort(order, c->n, sizeof(*order), by_score);
+	for (size_t i = 0; i < c->n; i++) {
+		struct worker_chunk *w = order[i];
+
+		/* the same head of the same order every time: no churn */
+		if (!full && w->len <= budget - used) {
+			used += w->len;
+			keep[w - c->v] = true;
+		} else {
+			full = true;
+			c->over_budget_chunks++;
+			c->over_budget_bytes += w->len;
+		}
+	}
+	for (size_t i = 0; i < c->n; i++)
+		if (keep[i])
+			c->v[k++] = c->v[i];
+	c->n = k;
+	c->bytes = used;
+	free(order);
+	free(keep);
+	return 0;
+}
+
+static int add_chunk(struct worker_chunks *c, size_t *cap,
+		     const struct worker_chunk *w)
+{
+	if (c->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct worker_chunk *v = realloc(c->v, ncap * sizeof(*v));
+
+		if (!v) {
+			errno = ENOMEM;
+			return -1;
+		}
+		c->v = v;
+		*cap = ncap;
+	}
+	c->v[c->n++] = *w;
+	c->bytes += w->len;
+	return 0;
+}
+
+int worker_chunks_plan(const struct manifest *listing,
+		       const struct spread_plan *plan, unsigned self,
+		       uint64_t budget, struct worker_chunks *ret)
+{
+	struct worker_chunks c = { 0 };
+	size_t cap = 0;
+
+	for (size_t i = 0; i < manifest_count(listing); i++) {
+		const struct manifest_entry *e = manifest_get(listing, i);
+		uint64_t n;
+
+		if (e->type != MANIFEST_FILE ||
+		    !spread_chunked(plan,
+				    spread_owner(plan, e->path, e->path_len),
+				    e->size))
+			continue;
+		c.files++;
+		n = spread_chunk_count(e->size);
+		for (uint64_t k = 0; k < n; k++) {
+			struct worker_chunk w = { .file = e, .index = k };
+
+			if (spread_chunk_owner(plan, e->path, e->path_len, k) !=
+			    self)
+				continue;
+			partchunk_extent(e->size, k, &w.off, &w.len);
+			w.score = spread_chunk_score(plan, self, e->path,
+						     e->path_len, k);
+			if (add_chunk(&c, &cap, &w) < 0) {
+				worker_chunks_free(&c);
+				return -1;
+			}
+		}
+	}
+	if (budget != WORKER_CHUNKS_NO_BUDGET && c.bytes > budget &&
+	    apply_budget(&c, budget) < 0) {
+		worker_chunks_free(&c);
+		return -1;
+	}
+	*ret = c;
+	return 0;
+}
+
+void worker_chunks_free(struct worker_chunks *c)
+{
+	free(c->v);
+	memset(c, 0, sizeof(*c));
+}
+
+/* --- what a directory holds -------------------------------------------------- */
+
+static bool holds(int dirfd, const struct worker_chunk *w, const char *name)
+{
+	struct stat st;
+
+	return dirfd >= 0 &&
+	       fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode) && (uint64_t)st.st_size == w->len &&
+	       (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec ==
+		   w->file->mtime_ns;
+}
+
+static bool holds_chunk(int dirfd, const struct worker_chunk *w)
+{
+	char name[PARTCHUNK_NAME_MAX];
+
+	partchunk_name(w->file->path, w->file->path_len, w->index, name);
+	return holds(dirfd, w, name);
+}
+
+bool worker_chunks_held(const struct worker_chunks *c, int dirfd)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!holds_chunk(dirfd, &c->v[i]))
+			return false;
+	return true;
+}
+
+uint64_t worker_chunks_linkable(const struct worker_chunks *c, int dirfd)
+{
+	uint64_t bytes = 0;
+
+	for (size_t i = 0; dirfd >= 0 && i < c->n; i++)
+		if (holds_chunk(dirfd, &c->v[i]))
+			bytes += c->v[i].len;
+	return bytes;
+}
+
+/* --- building ---------------------------------------------------------------- */
+
+/* The source file beneath the dataset's top, with no symlink on the way
+ * (the user may have swapped a directory for a link since the walk). */
+static int open_source(int src_dirfd, const char *rel)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS,
+	};
+	int fd, tries = 0;
+
+	do
+		fd = (int)syscall(SYS_openat2, src_dirfd, rel, &how,
+				  sizeof(how));
+	while (fd < 0 && (errno == EAGAIN || errno == EINTR) && ++tries < 64);
+	return fd;
+}
+
+/* LEN bytes at OFF of IN into OUT (at 0), at the rate RL allows. 0, or
+ * -1 with errno; *ret_write says whether writing failed (else reading). */
+static int copy_range(int in, int out, uint64_t off, uint64_t len,
+		      struct ratelimit *rl, bool *ret_write)
+{
+	static char buf[CHUNK_COPY_STEP];
+	loff_t ioff = (loff_t)off, ooff = 0;
+	bool plain = false;
+
+	*ret_write = false;
+	while (len) {
+		size_t step = len < CHUNK_COPY_STEP ? (size_t)len
+						    : CHUNK_COPY_STEP;
+		ssize_t n = -1;
+
+		ratelimit_take(rl, step, NULL);
+		if (!plain) {
+			n = copy_file_range(in, &ioff, out, &ooff, step, 0);
+			if (n < 0 && (errno == EXDEV || errno == EINVAL ||
+				      errno == ENOSYS || errno == EOPNOTSUPP))
+				plain =
+				    true; /* the PFS or the kernel says no */
+			else if (n < 0 && errno != EINTR) {
+				/* ENOSPC and the like are the tier's */
+				*ret_write = errno == ENOSPC ||
+					     errno == EDQUOT || errno == EFBIG;
+				return -1;
+			}
+		}
+		if (plain) {
+			ssize_t w;
+
+			n = pread(in, buf, step, ioff);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return -1;
+			if (n == 0) {
+				errno = EIO; /* cut short since the walk */
+				return -1;
+			}
+			w = pwrite(out, buf, (size_t)n, ooff);
+			if (w != n) {
+				*ret_write = true;
+				if (w >= 0)
+					errno = ENOSPC;
+				return -1;
+			}
+			ioff += n;
+			ooff += n;
+		}
+		if (n == 0) {
+			errno = EIO;
+			return -1;
+		}
+		if (n > 0)
+			len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+/* The source file of W, checked against the listing: fd or -1 with
+ * err. */
+static int open_checked(int src_dirfd, const struct worker_chunk *w, char *err,
+			size_t errlen)
+{
+	const struct manifest_entry *e = w->file;
+	struct stat st;
+	int fd = open_source(src_dirfd, e->path);
+
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot read %s: %s", e->path,
+			 strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != e->size ||
+	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec !=
+		e->mtime_ns) {
+		snprintf(err, errlen, "%s changed while it was staged",
+			 e->path);
+		close(fd);
+		errno = ESTALE;
+		return -1;
+	}
+	return fd;
+}
+
+/* Chunk W into CFD: linked from PREV_DIRFD, else copied. 1 linked, 0
+ * copied, -1 failed (err). *SRC_FD is the open source file of the last
+ * chunk copied (kept across chunks of one file). */
+static int place(const struct worker_chunk *w, int src_dirfd, int prev_dirfd,
+		 int cfd, bool public, struct ratelimit *rl,
+		 const struct manifest_entry **src_of, int *src_fd, char *err,
+		 size_t errlen)
+{
+	char name[PARTCHUNK_NAME_MAX];
+	struct timespec times[2];
+	bool wfail;
+	int out;
+
+	partchunk_name(w->file->path, w->file->path_len, w->index, name);
+	if (holds(prev_dirfd, w, name) &&
+	    linkat(prev_dirfd, name, cfd, name, 0) == 0)
+		return 1;
+	if (*src_of != w->file) {
+		if (*src_fd >= 0)
+			close(*src_fd);
+		*src_of = NULL;
+		*src_fd = open_checked(src_dirfd, w, err, errlen);
+		if (*src_fd < 0)
+			return -1;
+		*src_of = w->file;
+	}
+	out = openat(cfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0) {
+		snprintf(err, errlen, "cannot write %s/%s of %s: %s",
+			 PARTCHUNKS_DIR, name, w->file->path, strerror(errno));
+		return -1;
+	}
+	times[0].tv_sec = times[1].tv_sec = (time_t)(w->file->mtime_ns /
+						     1000000000);
+	times[0].tv_nsec = times[1].tv_nsec = (long)(w->file->mtime_ns %
+						     1000000000);
+	if (copy_range(*src_fd, out, w->off, w->len, rl, &wfail) < 0) {
+		int e = errno;
+
+		if (wfail)
+			snprintf(err, errlen, "cannot write %s/%s of %s: %s",
+				 PARTCHUNKS_DIR, name, w->file->path,
+				 strerror(e));
+		else
+			snprintf(err, errlen, "cannot read %s: %s",
+				 w->file->path, strerror(e));
+		close(out);
+		errno = e;
+		return -1;
+	}
+	if (futimens(out, times) < 0 || fchmod(out, public ? 0444 : 0400) < 0 ||
+	    close(out) < 0) {
+		snprintf(err, errlen, "cannot write %s/%s of %s: %s",
+			 PARTCHUNKS_DIR, name, w->file->path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int worker_chunks_build(const struct worker_chunks *c, int src_dirfd,
+			int prev_dirfd, int dst_dirfd, bool public,
+			const _Atomic uint64_t *rate,
+			void (*progress)(uint64_t bytes, void *arg),
+			void *progress_arg, struct worker_chunks_result *ret,
+			char *err, size_t errlen)
+{
+	static const _Atomic uint64_t unlimited = RATELIMIT_UNLIMITED;
+	struct worker_chunks_result res = { 0 };
+	const struct manifest_entry *src_of = NULL;
+	struct ratelimit rl;
+	int cfd, src_fd = -1, e;
+	char rmerr[256];
+
+	ratelimit_init(&rl, rate ? rate : &unlimited);
+	if (mkdirat(dst_dirfd, PARTCHUNKS_DIR, 0700) < 0) {
+		snprintf(err, errlen, "cannot write %s: %s", PARTCHUNKS_DIR,
+			 strerror(errno));
+		return -1;
+	}
+	cfd = openat(dst_dirfd, PARTCHUNKS_DIR,
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (cfd < 0) {
+		e = errno;
+		snprintf(err, errlen, "cannot write %s: %s", PARTCHUNKS_DIR,
+			 strerror(e));
+		goto fail;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		const struct worker_chunk *w = &c->v[i];
+		int r = place(w, src_dirfd, prev_dirfd, cfd, public, &rl,
+			      &src_of, &src_fd, err, errlen);
+
+		if (r < 0) {
+			e = errno;
+			goto fail;
+		}
+		if (r) {
+			res.linked++;
+			res.linked_bytes += w->len;
+		} else {
+			res.copied++;
+			res.copied_bytes += w->len;
+		}
+		if (progress)
+			progress(res.linked_bytes + res.copied_bytes,
+				 progress_arg);
+	}
+	if (fchmod(cfd, public ? 0555 : 0500) < 0 || syncfs(cfd) < 0) {
+		e = errno;
+		snprintf(err, errlen, "cannot write %s: %s", PARTCHUNKS_DIR,
+			 strerror(e));
+		goto fail;
+	}
+	if (src_fd >= 0)
+		close(src_fd);
+	close(cfd);
+	*ret = res;
+	return 0;
+fail:
+	if (src_fd >= 0)
+		close(src_fd);
+	if (cfd >= 0)
+		close(cfd);
+	rmtree_at(dst_dirfd, PARTCHUNKS_DIR, rmerr, sizeof(rmerr));
+	errno = e;
+	return -1;
+}
