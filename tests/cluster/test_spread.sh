@@ -236,3 +236,49 @@ test_spread_larger_than_the_nodes_holds_what_fits() {
 	assert_eq "the dataset's share held on the nodes (0 < $frac < 0.7)" yes \
 		"$(jq -n --argjson f "${frac:-null}" 'if $f != null and $f > 0 and $f < 0.7 then "yes" else "no" end' -r)"
 }
+
+# A file larger than one node's tier (3.5 MiB over tiers of 3 MiB) is cut
+# into chunks over the nodes (issue 29 item 3): no part's data holds it,
+# each node's part holds the chunks the plan gives it, no chunk is on two
+# nodes, and every task reads the whole file as the PFS has it, mostly
+# from the nodes' chunks (before chunks, every view read all of it from
+# the PFS).
+test_spread_file_larger_than_a_node_is_held_in_chunks() {
+	local ds jid node v d names="" n all=0 big=3670016 pfs peer sum_peer=0
+	ds="$CLUSTER_PFS/$TEST_NAME/big"
+	mkdir -p "$ds/a"
+	head -c "$big" /dev/urandom >"$ds/big.bin"
+	head -c 1000 /dev/urandom >"$ds/a/one"
+	head -c 1000 /dev/urandom >"$ds/a/two"
+	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
+	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds:small,spread=yes" \
+		--export=ALL,SRC="$ds" -o out.txt --wrap "srun bash -c '$SPREAD_DIFF
+			cmp \"\$IOSTAGE_DATA/big.bin\" \"\$SRC/big.bin\" && echo \"\$(hostname): cmp same\"
+			$SPREAD_STATS'" >/dev/null ||
+		fail "sbatch -N3 spread on tier small: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
+	jid=$SUBMIT_JOBID
+	for node in n1 n2 n3; do
+		assert_file_contains "the whole tree on $node" out.txt "$node: same"
+		assert_file_contains "big.bin byte for byte on $node" out.txt "$node: cmp same"
+		pfs=$(grep -E "^$node view: " out.txt | sed -E 's/.*"pfs_bytes":([0-9]+).*/\1/')
+		peer=$(grep -E "^$node view: " out.txt | sed -E 's/.*"peer_bytes":([0-9]+).*/\1/')
+		[ -n "$pfs" ] && [ "$pfs" -lt "$big" ] ||
+			fail "$node's view read ${pfs:-?} bytes from the PFS, not less than big.bin's $big: $(cat out.txt)"
+		sum_peer=$((sum_peer + ${peer:-0}))
+		wait_finished "$node" "$jid" || fail "job $jid not finished on $node"
+		v=$(cache_parts_of "$node" small "$ds" | tail -n1)
+		[ -n "$v" ] || fail "$node has no part of $ds on tier small"
+		d="$(tier_cache "$node" small)/$v"
+		[ ! -e "$d/data/big.bin" ] || fail "$node's part holds big.bin whole"
+		if [ -d "$d/chunks" ]; then
+			n=$(find "$d/chunks" -type f | wc -l)
+			all=$((all + n))
+			names="$names $(cd "$d/chunks" && ls)"
+		fi
+	done
+	[ "$sum_peer" -gt 0 ] || fail "no view read a chunk from another node: $(cat out.txt)"
+	# 4 chunks (1 MiB each, the last 0.5): most held, none twice
+	[ "$all" -ge 2 ] && [ "$all" -le 4 ] || fail "$all chunk files over the nodes:$names"
+	assert_eq "distinct chunks over the nodes" "$all" \
+		"$(tr ' ' '\n' <<<"$names" | sed '/^$/d' | sort -u | wc -l)"
+}
