@@ -10,14 +10,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/fs/beneath.h"
 #include "common/fs/partchunks.h"
 #include "common/fs/ratelimit.h"
 #include "common/fs/rmtree.h"
@@ -192,24 +191,6 @@ uint64_t worker_chunks_linkable(const struct worker_chunks *c, int dirfd)
 
 /* --- building ---------------------------------------------------------------- */
 
-/* The source file beneath the dataset's top, with no symlink on the way
- * (the user may have swapped a directory for a link since the walk). */
-static int open_source(int src_dirfd, const char *rel)
-{
-	struct open_how how = {
-		.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS,
-	};
-	int fd, tries = 0;
-
-	do
-		fd = (int)syscall(SYS_openat2, src_dirfd, rel, &how,
-				  sizeof(how));
-	while (fd < 0 && (errno == EAGAIN || errno == EINTR) && ++tries < 64);
-	return fd;
-}
-
 /* LEN bytes at OFF of IN into OUT (at 0), at the rate RL allows. 0, or
  * -1 with errno; *ret_write says whether writing failed (else reading). */
 static int copy_range(int in, int out, uint64_t off, uint64_t len,
@@ -278,7 +259,9 @@ static int open_checked(int src_dirfd, const struct worker_chunk *w, char *err,
 {
 	const struct manifest_entry *e = w->file;
 	struct stat st;
-	int fd = open_source(src_dirfd, e->path);
+	/* no symlink on the way: the user may have swapped a directory
+	 * for one since the walk */
+	int fd = beneath_open(src_dirfd, e->path, O_RDONLY, 0);
 
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot read %s: %s", e->path,
