@@ -132,8 +132,10 @@ struct outcome {
 	char err[CONF_ERR_MAX];        /* ours: capacity, timeout, protocol */
 	uint64_t reserved;             /* bytes reserved on the tier */
 	uint64_t total_bytes, total_files, copy_bytes, copy_files;
-	/* a spread dataset: the whole dataset (total_* is the part) */
+	/* a spread dataset: the whole dataset (total_* is the part), and
+	 * the chunks of the files too large for one node it holds */
 	uint64_t dataset_bytes, dataset_files;
+	uint64_t chunks, chunk_bytes, chunked_files;
 	uint64_t bytes, files, linked; /* final figures from the worker */
 	uint64_t linked_bytes;
 	uint64_t copied_previous, copied_previous_bytes; /* see stage_msg */
@@ -325,6 +327,9 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		o->got_totals = true;
 		o->dataset_bytes = m->dataset_bytes;
 		o->dataset_files = m->dataset_files;
+		o->chunks = m->chunks;
+		o->chunk_bytes = m->chunk_bytes;
+		o->chunked_files = m->chunked_files;
 		/* a spread dataset's whole size, from a check or a build */
 		if (run->spread_plan)
 			run->spread_dataset_bytes = m->dataset_bytes;
@@ -1128,11 +1133,20 @@ static int stage_entry(struct run *run, size_t i, const struct stage_owner *ow)
 	if (spread)
 		jobs_set_spread_dataset_bytes(job, i,
 					      run->spread_dataset_bytes);
-	if (spread && !hit)
+	if (spread && !hit && !o.chunked_files)
 		log_info("job %u: dataset '%s': this node holds %" PRIu64
 			 " of its %" PRIu64 " files (spread over %s)",
 			 job->id, ds->name, o.total_files, o.dataset_files,
 			 run->spread_plan);
+	else if (spread && !hit)
+		log_info("job %u: dataset '%s': this node holds %" PRIu64
+			 " of its %" PRIu64
+			 " files (spread over %s), and %" PRIu64
+			 " chunks (%" PRIu64 " bytes) of the %" PRIu64
+			 " too large for one node",
+			 job->id, ds->name, o.total_files, o.dataset_files,
+			 run->spread_plan, o.chunks, o.chunk_bytes,
+			 o.chunked_files);
 	/* The version we replaced goes once nobody pins it. A spread
 	 * dataset's old part stays until the job's end (its unpin): the
 	 * other nodes may be taking files from it now. */

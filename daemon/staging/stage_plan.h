@@ -152,6 +152,9 @@ struct stage_msg {
 	 * did not fit the node's budget */
 	uint64_t dataset_bytes, dataset_files;
 	uint64_t over_budget_bytes, over_budget_files;
+	/* TOTALS of a part: the chunks it holds of files too large for one
+	 * node (in total_bytes), of how many such files */
+	uint64_t chunks, chunk_bytes, chunked_files;
 	bool unchanged; /* TOTALS */
 };
 

@@ -46,6 +46,9 @@ static void parse_totals(const cJSON *m, struct stage_msg *r)
 			       : r->total_files;
 	r->over_budget_bytes = proto_u64(m, "over_budget_bytes");
 	r->over_budget_files = proto_u64(m, "over_budget_files");
+	r->chunks = proto_u64(m, "chunks");
+	r->chunk_bytes = proto_u64(m, "chunk_bytes");
+	r->chunked_files = proto_u64(m, "chunked_files");
 	r->unchanged = cJSON_IsTrue(
 	    cJSON_GetObjectItemCaseSensitive(m, "unchanged"));
 }
