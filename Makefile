@@ -517,7 +517,7 @@ bench-cluster-cache:
 # job's nodes (issue 29 item 7): the same cluster and PFS, 3-node jobs
 # training 3 epochs with a DLIO-shaped reader and a PyTorch DataLoader,
 # reading the PFS in place (pfs), a full copy per node (local), and the
-# dataset spread (spread, pending the feature) (bench/cluster-spread.sh,
+# dataset spread (spread) (bench/cluster-spread.sh,
 # knobs there); as root, about 10 minutes; results in
 # bench/results/cluster-spread-LATEST.{json,txt}.
 .PHONY: bench-cluster-spread
@@ -526,11 +526,20 @@ bench-cluster-spread:
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) bench/cluster-spread.sh
 
-.PHONY: bench-spread-local
+# A spread dataset's local part read through the job's view against the
+# part's plain directory, in the same run (issue 29 item 3: 90% or more;
+# bench/spread-local.sh); bench-spread-chunks: the same for a node's
+# chunks of files too large for one node. As root, about 5 minutes each.
+.PHONY: bench-spread-local bench-spread-chunks
 bench-spread-local:
 	@bench/install-deps.sh
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) bench/spread-local.sh
+
+bench-spread-chunks:
+	@bench/install-deps.sh
+	@$(MAKE) --no-print-directory all
+	@BENCH_SL_SHAPE=chunks BUILD=$(BUILD) bench/spread-local.sh
 
 # The job history at 1,000,000 jobs: ingest rate, query p99, size on disk
 # (bench/history.c; BENCH_HISTORY_ARGS="-n 100000" for a quick run).

@@ -15,7 +15,10 @@
 # cold (page cache dropped before each read of the list) and warm (read
 # again at once). One JSON line per node and mode to SL_OUT: seconds,
 # bytes, files. Figures come from `date +%s.%N` around one xargs cat of
-# the node's part list.
+# the node's part list. SL_SHAPE=chunks: the node's chunks of the
+# dataset's files too large for one node instead, read by
+# SL_CHUNK_READS (bench/chunk_reads.py): through the view, each chunk's
+# range of its file; plain, the chunk's own file in the part's chunks/.
 
 # sl_read DIR LIST: seconds to cat every file of LIST (relative to DIR),
 # run in NODE's mount namespace (SL_NODE)
@@ -25,6 +28,17 @@ sl_read() {
 	nsenter --mount="$CLUSTER_DIR/ns/$SL_NODE.mnt" -- \
 		bash -c 'cd "$1" && xargs -0 -a "$2" cat >/dev/null' _ "$1" "$2" ||
 		fail "cannot read $SL_NODE's part under $1"
+	t1=$(date +%s.%N)
+	echo "$t1 - $t0" | bc -l
+}
+
+# sl_read_chunks MODE DIR LIST: the same for the chunks of LIST
+sl_read_chunks() {
+	local t0 t1
+	t0=$(date +%s.%N)
+	nsenter --mount="$CLUSTER_DIR/ns/$SL_NODE.mnt" -- \
+		/usr/bin/python3 "$SL_CHUNK_READS" "$1" "$2" "$3" ||
+		fail "cannot read $SL_NODE's chunks under $2"
 	t1=$(date +%s.%N)
 	echo "$t1 - $t0" | bc -l
 }
@@ -49,17 +63,32 @@ test_spread_local_reads() {
 		part="$(tier_cache "$node" nvme)/$v/data"
 		view="$CLUSTER_DIR/local/nvme/jobs/$jid/data/$name"
 		list="$TEST_WORKDIR/list.$node"
-		(cd "$part" && find . -type f -print0) >"$list"
-		files=$(tr -cd '\0' <"$list" | wc -c)
-		bytes=$(cd "$part" && find . -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 		SL_NODE=$node
+		if [ "${SL_SHAPE:-files}" = chunks ]; then
+			part="$(tier_cache "$node" nvme)/$v/chunks"
+			[ -d "$part" ] || fail "$node's part $v holds no chunks"
+			nsenter --mount="$CLUSTER_DIR/ns/$node.mnt" -- \
+				/usr/bin/python3 "$SL_CHUNK_READS" list "$view" "$part" "$list" ||
+				fail "cannot list $node's chunks"
+			files=$(wc -l <"$list")
+			bytes=$(awk '{ s += $3 } END { print s + 0 }' "$list")
+		else
+			(cd "$part" && find . -type f -print0) >"$list"
+			files=$(tr -cd '\0' <"$list" | wc -c)
+			bytes=$(cd "$part" && find . -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+		fi
 		for ((round = 0; round < SL_ROUNDS; round++)); do
 			for mode in view plain; do
 				if [ "$mode" = view ]; then d=$view; else d=$part; fi
 				sync
 				echo 3 >/proc/sys/vm/drop_caches
-				cold=$(sl_read "$d" "$list")
-				warm=$(sl_read "$d" "$list")
+				if [ "${SL_SHAPE:-files}" = chunks ]; then
+					cold=$(sl_read_chunks "$mode" "$d" "$list")
+					warm=$(sl_read_chunks "$mode" "$d" "$list")
+				else
+					cold=$(sl_read "$d" "$list")
+					warm=$(sl_read "$d" "$list")
+				fi
 				jq -nc --arg node "$node" --arg mode "$mode" --argjson round "$round" \
 					--argjson cold "$cold" --argjson warm "$warm" \
 					--argjson bytes "$bytes" --argjson files "$files" \
