@@ -417,12 +417,12 @@ static inline void chunk_path(const char *k, unsigned v, const char *rel,
 	snprintf(buf, len, "%s/%s", dir, name);
 }
 
-/* Chunk INDEX of SRC/REL, as a node holding it keeps it: its bytes in a
- * file of its own in version V of K's chunks directory. Its length. */
-static inline uint64_t put_chunk(const char *k, unsigned v, const char *rel,
-				 uint64_t index)
+/* Chunk INDEX of SRC/REL, as a node holding it keeps it: its bytes in
+ * a file of their own at PATH. Its length. */
+static inline uint64_t write_chunk(const char *path, const char *rel,
+				   uint64_t index)
 {
-	char path[PATH_MAX], from[PATH_MAX], *buf;
+	char from[PATH_MAX], *buf;
 	uint64_t off, len;
 	struct stat st;
 	int in, out;
@@ -437,13 +437,22 @@ static inline uint64_t put_chunk(const char *k, unsigned v, const char *rel,
 	ck_assert_ptr_nonnull(buf);
 	ck_assert_int_eq(pread(in, buf, len, (off_t)off), (ssize_t)len);
 	close(in);
-	chunk_path(k, v, rel, index, path, sizeof(path));
 	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
 	ck_assert_int_ge(out, 0);
 	ck_assert_int_eq(write(out, buf, len), (ssize_t)len);
 	close(out);
 	free(buf);
 	return len;
+}
+
+/* The same in version V of K's chunks directory. */
+static inline uint64_t put_chunk(const char *k, unsigned v, const char *rel,
+				 uint64_t index)
+{
+	char path[PATH_MAX];
+
+	chunk_path(k, v, rel, index, path, sizeof(path));
+	return write_chunk(path, rel, index);
 }
 
 #endif /* IOSTAGE_TESTS_PEERFETCH_FIXTURE_H */
