@@ -573,8 +573,8 @@ static ssize_t pfs_read(struct view_source *vs, struct view_file *f, char *buf,
 }
 
 /* Piece P of F from this node's chunk file: the one kept when it is P's
- * chunk, else the chunk's file opened (and kept); one missing or of
- * another length marks the chunk for the PFS. P->len bytes, or fewer
+ * chunk, else the chunk's file opened (and kept); one missing, not a
+ * regular file or of another length marks the chunk for the PFS. P->len bytes, or fewer
  * or -errno when it could not serve them. */
 static ssize_t local_chunk(struct view_source *vs, struct view_file *f,
 			   const struct view_piece *p, char *buf)
@@ -591,7 +591,10 @@ static ssize_t local_chunk(struct view_source *vs, struct view_file *f,
 	partchunk_name(f->rel, f->rel_len, p->index, name);
 	fd = open_file_of(vs->chunks_fd, name, p->chunk_len);
 	if (fd < 0) {
-		view_chunks_mark_pfs(f->chunks, p->index);
+		/* not here, or not that chunk: not asked again; short of
+		 * fds or memory: this read only */
+		if (fd != -EMFILE && fd != -ENFILE && fd != -ENOMEM)
+			view_chunks_mark_pfs(f->chunks, p->index);
 		return fd;
 	}
 	n = pread_full(fd, buf, p->len, p->at);
