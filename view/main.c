@@ -32,8 +32,8 @@
 
 struct args {
 	int fuse_fd, listing_fd;
-	const char *src, *plan, *self, *tier, *key, *local, *munge_socket,
-	    *stats;
+	const char *src, *plan, *self, *tier, *key, *local, *chunks,
+	    *munge_socket, *stats;
 	unsigned peer_port;
 	uint32_t job;
 };
@@ -45,8 +45,9 @@ static void usage(FILE *out)
 		"--plan SPEC --self NAME\n"
 		"                    --tier TIER --key KEY --peer-port PORT "
 		"--job J\n"
-		"                    [--local DIR] [--munge-socket PATH] "
-		"[--stats FILE]\n"
+		"                    [--local DIR] [--chunks DIR] "
+		"[--munge-socket PATH]\n"
+		"                    [--stats FILE]\n"
 		"\n"
 		"Serves a spread dataset's whole tree read-only on a /dev/fuse "
 		"fd root mounted;\n"
@@ -64,6 +65,7 @@ static void usage(FILE *out)
 		"  --job J            the job the view serves (its peer reads "
 		"name it)\n"
 		"  --local DIR        this node's part data directory\n"
+		"  --chunks DIR       this node's part chunks directory\n"
 		"  --munge-socket P   munged's socket (default: munged's "
 		"own)\n"
 		"  --stats FILE       where to write what was served from "
@@ -112,6 +114,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "peer-port", required_argument, NULL, 'P' },
 		{ "job", required_argument, NULL, 'j' },
 		{ "local", required_argument, NULL, 'l' },
+		{ "chunks", required_argument, NULL, 'c' },
 		{ "munge-socket", required_argument, NULL, 'm' },
 		{ "stats", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -176,6 +179,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'l':
 			a->local = optarg;
+			break;
+		case 'c':
+			a->chunks = optarg;
 			break;
 		case 'm':
 			a->munge_socket = optarg;
@@ -281,6 +287,7 @@ int main(int argc, char **argv)
 	}
 	sc = (struct view_source_conf){ .src = a.src,
 					.local = a.local,
+					.chunks = a.chunks,
 					.plan = &plan,
 					.self = (unsigned)self,
 					.tier = a.tier,

@@ -13,6 +13,12 @@
  * the PFS a lookup per read. The PFS fd of a peer's file is opened only
  * when a read first needs it, so a healthy job never touches the PFS's
  * metadata for files its peers hold.
+ *
+ * A chunked file (view_chunks.h) is read as a file is, chunk by chunk:
+ * a piece whose chunk is this node's comes from its chunk file, another
+ * node's chunk from that node on the same pooled sessions as files
+ * (peer_read, with the chunk's refusal marked on the chunk, not the
+ * file), and anything else from the PFS at the file's offset.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,7 +34,9 @@
 #include <unistd.h>
 
 #include "common/base/deadline.h"
+#include "common/fs/partchunks.h"
 #include "common/net/peerfetch.h"
+#include "view/view_chunks.h"
 #include "view/view_source.h"
 
 /* An idle session and since when. */
@@ -54,8 +62,8 @@ struct vnode {
 struct view_source {
 	struct view_source_conf conf;
 	const struct view_tree *tree;
-	int src_fd, local_fd; /* O_PATH directories; local -1: none */
-	struct vnode *nodes;  /* [plan->n] */
+	int src_fd, local_fd, chunks_fd; /* O_PATH directories; -1: none */
+	struct vnode *nodes;             /* [plan->n] */
 	_Atomic uint64_t local_bytes, peer_bytes, pfs_bytes, peer_failures,
 	    pfs_reads;
 };
@@ -63,12 +71,14 @@ struct view_source {
 struct view_file {
 	size_t i;
 	const char *rel;
+	size_t rel_len;
 	uint64_t size;
 	unsigned owner;
-	int lfd;                   /* the part's copy (ours), or -1 */
-	pthread_mutex_t mu;        /* pfd's open */
-	_Atomic int pfd;           /* SRC's, opened on first need, or -1 */
-	_Atomic bool peer_refused; /* the owner does not hold it */
+	struct view_chunks *chunks; /* cut into chunks; NULL: not */
+	int lfd;                    /* the part's copy (ours), or -1 */
+	pthread_mutex_t mu;         /* pfd's open */
+	_Atomic int pfd;            /* SRC's, opened on first need, or -1 */
+	_Atomic bool peer_refused;  /* the owner does not hold it */
 };
 
 /* openat2 beneath DFD, no symlink on the way nor at the end (RESOLVE_
@@ -123,7 +133,7 @@ int view_source_create(const struct view_source_conf *conf,
 	}
 	vs->conf = *conf;
 	vs->tree = t;
-	vs->src_fd = vs->local_fd = -1;
+	vs->src_fd = vs->local_fd = vs->chunks_fd = -1;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	for (unsigned n = 0; n < conf->plan->n; n++) {
@@ -146,6 +156,16 @@ int view_source_create(const struct view_source_conf *conf,
 		if (vs->local_fd < 0) {
 			e = errno;
 			snprintf(err, errlen, "--local %s: %s", conf->local,
+				 strerror(e));
+			goto fail;
+		}
+	}
+	if (conf->chunks) {
+		vs->chunks_fd = open(conf->chunks,
+				     O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (vs->chunks_fd < 0) {
+			e = errno;
+			snprintf(err, errlen, "--chunks %s: %s", conf->chunks,
 				 strerror(e));
 			goto fail;
 		}
@@ -174,6 +194,8 @@ void view_source_destroy(struct view_source *vs)
 		close(vs->src_fd);
 	if (vs->local_fd >= 0)
 		close(vs->local_fd);
+	if (vs->chunks_fd >= 0)
+		close(vs->chunks_fd);
 	free(vs->nodes);
 	free(vs);
 }
@@ -200,11 +222,24 @@ int view_source_open(struct view_source *vs, size_t i, struct view_file **ret)
 		return -ENOMEM;
 	f->i = i;
 	f->rel = e->path;
+	f->rel_len = e->path_len;
 	f->size = e->size;
 	f->owner = view_source_owner(vs, i);
 	f->lfd = -1;
 	f->pfd = -1;
 	pthread_mutex_init(&f->mu, NULL);
+	/* In no part's data: read by chunks, the PFS opened on first need
+	 * as for a peer's file. */
+	if (spread_chunked(vs->conf.plan, f->owner, f->size)) {
+		fd = view_chunks_create(f->size, &f->chunks);
+		if (fd < 0) {
+			pthread_mutex_destroy(&f->mu);
+			free(f);
+			return fd;
+		}
+		*ret = f;
+		return 0;
+	}
 	if (f->owner == vs->conf.self && vs->local_fd >= 0) {
 		fd = open_file_of(vs->local_fd, f->rel, f->size);
 		if (fd >= 0)
@@ -235,6 +270,7 @@ void view_source_release(struct view_source *vs, struct view_file *f)
 		close(f->lfd);
 	if (f->pfd >= 0)
 		close(f->pfd);
+	view_chunks_destroy(f->chunks);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
 }
@@ -408,18 +444,51 @@ static void give_session(struct vnode *n, struct peerfetch *pf)
 	peerfetch_close(pf);
 }
 
-/* The range [OFF, OFF + LEN) of F on session PF: 1 read, 0 refused (the
+/* What a node is asked for: file F, or (CHUNK) its chunk INDEX; SIZE
+ * bytes. */
+struct vask {
+	struct view_file *f;
+	bool chunk;
+	uint64_t index, size;
+};
+
+/* Was A refused before (the file, or that chunk of it)? */
+static bool ask_refused(const struct vask *a)
+{
+	return a->chunk ? view_chunks_to_pfs(a->f->chunks, a->index)
+			: atomic_load(&a->f->peer_refused);
+}
+
+static void ask_refuse(const struct vask *a)
+{
+	if (a->chunk)
+		view_chunks_mark_pfs(a->f->chunks, a->index);
+	else
+		atomic_store(&a->f->peer_refused, true);
+}
+
+/* The range [OFF, OFF + LEN) of A on session PF: 1 read, 0 refused (the
  * session goes on), -1 the session broke. */
-static int range_on(struct peerfetch *pf, struct view_file *f, char *buf,
+static int range_on(struct peerfetch *pf, const struct vask *a, char *buf,
 		    size_t len, uint64_t off)
 {
 	char err[512];
 	size_t done = 0, got;
+	int r;
 
 	while (done < len) {
-		if (peerfetch_range(pf, f->rel, f->size, off + done, buf + done,
-				    len - done, VIEW_SOURCE_READ_MS, &got, err,
-				    sizeof(err)) < 0)
+		if (a->chunk)
+			r = peerfetch_chunk_range(pf, a->f->rel, a->index,
+						  a->size, off + done,
+						  buf + done, len - done,
+						  VIEW_SOURCE_READ_MS, &got,
+						  err, sizeof(err));
+		else
+			r = peerfetch_range(pf, a->f->rel, a->size, off + done,
+					    buf + done, len - done,
+					    VIEW_SOURCE_READ_MS, &got, err,
+					    sizeof(err));
+		if (r < 0)
 			return peerfetch_usable(pf) ? 0 : -1;
 		if (!got)
 			return -1; /* the file ended early: not ours to read */
@@ -428,24 +497,24 @@ static int range_on(struct peerfetch *pf, struct view_file *f, char *buf,
 	return 1;
 }
 
-/* LEN bytes at OFF of F (within its size) from its owner: 1 read, 0
- * when the owner was not asked (it refused the file before, is left
- * alone, or all its sessions were busy), -1 when it failed: the caller
- * then reads the PFS. */
-static int peer_read(struct view_source *vs, struct view_file *f, char *buf,
-		     size_t len, uint64_t off)
+/* LEN bytes at OFF of A (within its size) from node OWNER: 1 read, 0
+ * when the node was not asked (it refused A before, is left alone, or
+ * all its sessions were busy), -1 when it failed: the caller then reads
+ * the PFS. */
+static int peer_read(struct view_source *vs, unsigned owner,
+		     const struct vask *a, char *buf, size_t len, uint64_t off)
 {
-	struct vnode *n = &vs->nodes[f->owner];
+	struct vnode *n = &vs->nodes[owner];
 	struct peerfetch *pf;
 	enum take how;
 	int r;
 
-	if (atomic_load(&f->peer_refused))
+	if (ask_refused(a))
 		return 0;
 	pf = take_session(vs, n, false, &how);
 	if (!pf)
 		return how == TAKE_FAILED ? -1 : 0;
-	r = range_on(pf, f, buf, len, off);
+	r = range_on(pf, a, buf, len, off);
 	if (r < 0 && how == TAKE_IDLE) {
 		/* A session that waited in the pool may have been ended by
 		 * the node meanwhile (its idle limit, a restart): one try on
@@ -454,10 +523,10 @@ static int peer_read(struct view_source *vs, struct view_file *f, char *buf,
 		pf = take_session(vs, n, true, &how);
 		if (!pf)
 			return how == TAKE_FAILED ? -1 : 0;
-		r = range_on(pf, f, buf, len, off);
+		r = range_on(pf, a, buf, len, off);
 	}
 	if (r == 0)
-		atomic_store(&f->peer_refused, true);
+		ask_refuse(a);
 	if (r < 0) {
 		pthread_mutex_lock(&n->mu);
 		node_down_locked(n);
@@ -485,16 +554,122 @@ static int pfs_fd(struct view_source *vs, struct view_file *f)
 	return fd;
 }
 
+/* LEN bytes at OFF of F from the PFS: the bytes read (fewer at the
+ * file's end), or -EIO. */
+static ssize_t pfs_read(struct view_source *vs, struct view_file *f, char *buf,
+			size_t len, uint64_t off)
+{
+	int fd = pfs_fd(vs, f);
+	ssize_t n;
+
+	if (fd < 0)
+		return -EIO;
+	n = pread_full(fd, buf, len, off);
+	if (n < 0)
+		return -EIO;
+	atomic_fetch_add(&vs->pfs_bytes, (uint64_t)n);
+	atomic_fetch_add(&vs->pfs_reads, 1);
+	return n;
+}
+
+/* Piece P of F from this node's chunk file: the one kept when it is P's
+ * chunk, else the chunk's file opened (and kept); one missing, not a
+ * regular file or of another length marks the chunk for the PFS. P->len bytes, or fewer
+ * or -errno when it could not serve them. */
+static ssize_t local_chunk(struct view_source *vs, struct view_file *f,
+			   const struct view_piece *p, char *buf)
+{
+	char name[PARTCHUNK_NAME_MAX];
+	ssize_t n;
+	int fd = view_chunks_hold(f->chunks, p->index);
+
+	if (fd >= 0) {
+		n = pread_full(fd, buf, p->len, p->at);
+		view_chunks_unhold(f->chunks);
+		return n;
+	}
+	partchunk_name(f->rel, f->rel_len, p->index, name);
+	fd = open_file_of(vs->chunks_fd, name, p->chunk_len);
+	if (fd < 0) {
+		/* not here, or not that chunk: not asked again; short of
+		 * fds or memory: this read only */
+		if (fd != -EMFILE && fd != -ENFILE && fd != -ENOMEM)
+			view_chunks_mark_pfs(f->chunks, p->index);
+		return fd;
+	}
+	n = pread_full(fd, buf, p->len, p->at);
+	view_chunks_keep(f->chunks, p->index, fd);
+	return n;
+}
+
+/* Piece P of chunked file F from its chunk's owner, else the PFS. The
+ * bytes read (fewer only where the PFS's file ends early), or -EIO. */
+static ssize_t piece_read(struct view_source *vs, struct view_file *f,
+			  const struct view_piece *p, char *buf)
+{
+	unsigned owner = spread_chunk_owner(vs->conf.plan, f->rel, f->rel_len,
+					    p->index);
+	ssize_t n;
+
+	if (owner == vs->conf.self) {
+		if (vs->chunks_fd >= 0 &&
+		    !view_chunks_to_pfs(f->chunks, p->index)) {
+			n = local_chunk(vs, f, p, buf);
+			if (n == (ssize_t)p->len) {
+				atomic_fetch_add(&vs->local_bytes, p->len);
+				return n;
+			}
+		}
+	} else {
+		const struct vask a = { .f = f,
+					.chunk = true,
+					.index = p->index,
+					.size = p->chunk_len };
+		int r = peer_read(vs, owner, &a, buf, p->len, p->at);
+
+		if (r > 0) {
+			atomic_fetch_add(&vs->peer_bytes, p->len);
+			return (ssize_t)p->len;
+		}
+		if (r < 0)
+			atomic_fetch_add(&vs->peer_failures, 1);
+	}
+	return pfs_read(vs, f, buf, p->len, p->chunk_off + p->at);
+}
+
+/* LEN bytes at OFF of chunked file F (within its size), a piece per
+ * chunk. */
+static ssize_t chunked_read(struct view_source *vs, struct view_file *f,
+			    char *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct view_piece p;
+		ssize_t n;
+
+		view_chunks_piece(f->chunks, off + done, len - done, &p);
+		n = piece_read(vs, f, &p, buf + done);
+		if (n < 0)
+			return done ? (ssize_t)done : n;
+		done += (size_t)n;
+		if ((size_t)n < p.len)
+			break; /* the PFS's file ended early */
+	}
+	return (ssize_t)done;
+}
+
 ssize_t view_source_read(struct view_source *vs, struct view_file *f, void *buf,
 			 size_t len, uint64_t off)
 {
 	ssize_t n;
-	int fd;
 
 	if (off >= f->size || !len)
 		return 0;
 	if (len > f->size - off)
 		len = (size_t)(f->size - off);
+	if (f->chunks)
+		return chunked_read(vs, f, buf, len, off);
 	if (f->lfd >= 0) {
 		n = pread_full(f->lfd, buf, len, off);
 		if (n == (ssize_t)len) {
@@ -504,7 +679,8 @@ ssize_t view_source_read(struct view_source *vs, struct view_file *f, void *buf,
 		/* the part's copy failed (a bad disk, a file cut short):
 		 * the PFS */
 	} else if (f->owner != vs->conf.self) {
-		int r = peer_read(vs, f, buf, len, off);
+		const struct vask a = { .f = f, .size = f->size };
+		int r = peer_read(vs, f->owner, &a, buf, len, off);
 
 		if (r > 0) {
 			atomic_fetch_add(&vs->peer_bytes, len);
@@ -513,15 +689,7 @@ ssize_t view_source_read(struct view_source *vs, struct view_file *f, void *buf,
 		if (r < 0)
 			atomic_fetch_add(&vs->peer_failures, 1);
 	}
-	fd = pfs_fd(vs, f);
-	if (fd < 0)
-		return -EIO;
-	n = pread_full(fd, buf, len, off);
-	if (n < 0)
-		return -EIO;
-	atomic_fetch_add(&vs->pfs_bytes, (uint64_t)n);
-	atomic_fetch_add(&vs->pfs_reads, 1);
-	return n;
+	return pfs_read(vs, f, buf, len, off);
 }
 
 int view_source_readlink(struct view_source *vs, size_t i, char *buf,

@@ -12,13 +12,22 @@
  *     node's first session found is then asked for by name);
  *   - the PFS: SRC/path opened beneath SRC the same way, of the
  *     listing's size.
+ * A file too large for one node (spread_chunked) is in no part's data:
+ * its chunks are, each owned by spread_chunk_owner(plan, path, I), and
+ * it is read piece by piece, a piece per chunk, each from, in order,
+ * this node's chunk file (--chunks: partchunk_name beneath CHUNKS,
+ * opened as a part's file is, of the chunk's length), the owner's
+ * iostaged (range reads of the chunk: peerfetch_chunk_range), the PFS
+ * (at the file's offset). A chunk refused by its owner, or missing
+ * here, is read from the PFS while the file is open, without asking
+ * (view_chunks.h).
  * A source that fails gives the read to the next one, so no error
  * reaches the application while the PFS can serve the bytes. A node
  * that fails (no connection, no session, a broken or short transfer) is
  * not asked again for VIEW_SOURCE_BACKOFF_MS, so a dead node costs one
  * timeout, not one per read; a node that refuses one file (it does not
- * hold it at that size) is not asked for that file again while it is
- * open. Each node gets at most VIEW_SOURCE_SESSIONS sessions from this
+ * hold it at that size), or one chunk, is not asked for that file, or
+ * that chunk, again while it is open. Each node gets at most VIEW_SOURCE_SESSIONS sessions from this
  * view (every node's view asks each peer, whose PeerFetchSessions bounds
  * them all), each used by one read at a time and kept idle between reads
  * for VIEW_SOURCE_IDLE_MS (the server ends an idle one at
@@ -53,6 +62,9 @@
 struct view_source_conf {
 	const char *src;   /* the dataset on the PFS (a directory) */
 	const char *local; /* this node's part data directory; NULL: none */
+	/* this node's part's chunks directory (common/fs/partchunks.h,
+	 * PARTCHUNKS_DIR beside data); NULL: none */
+	const char *chunks;
 	const struct spread_plan *plan;
 	unsigned self;          /* this node's index in plan */
 	const char *tier, *key; /* the part's cache entry, on every node */
@@ -78,8 +90,8 @@ struct view_source;
 struct view_file; /* an open file: a FUSE file handle */
 
 /* Sources for tree T (which must outlive them) as CONF says (its strings
- * and plan must outlive them too). SRC and LOCAL are opened here (as the
- * caller: the job's user). 0 with *ret (view_source_destroy), or -1 with
+ * and plan must outlive them too). SRC, LOCAL and CHUNKS are opened here
+ * (as the caller: the job's user). 0 with *ret (view_source_destroy), or -1 with
  * errno and one line in err ("--src /pfs/ds: No such file or
  * directory"). */
 int view_source_create(const struct view_source_conf *conf,
@@ -91,7 +103,8 @@ void view_source_destroy(struct view_source *vs);
 
 /* Open regular file I of the tree for reading. Returns 0 with *ret, or
  * a negative errno (-EISDIR, -EINVAL not a file; -ENOENT, -EIO... when it
- * is this node's, not in its part and not on the PFS either). */
+ * is this node's, not in its part and not on the PFS either; a chunked
+ * file opens without either, its sources are found read by read). */
 int view_source_open(struct view_source *vs, size_t i, struct view_file **ret);
 
 /* Read up to LEN bytes at OFF of F into BUF: exactly LEN unless the file

@@ -1,5 +1,6 @@
 /* peerfetch.c - the client of a fetch session (common/net/peerfetch.h):
- * one connection to another node's iostaged, its manifest, then files.
+ * one connection to another node's iostaged, its manifest, then files,
+ * ranges of them, or ranges of their chunks.
  *
  * Replies are a JSON line followed by raw bytes on the same connection,
  * so the session reads through a buffer of its own: a line is cut from
@@ -507,31 +508,48 @@ out:
 	return rc;
 }
 
-int peerfetch_range(struct peerfetch *pf, const char *rel, uint64_t size,
-		    uint64_t off, void *buf, size_t len, int timeout_ms,
-		    size_t *ret_got, char *err, size_t errlen)
+/* What a range request reads: file REL of SIZE bytes, or (CHUNK) its
+ * chunk INDEX of SIZE bytes. */
+struct range_of {
+	const char *rel;
+	bool chunk;
+	uint64_t index, size;
+};
+
+/* The range [OFF, OFF + LEN) of what A names, as peerfetch_range and
+ * peerfetch_chunk_range say. */
+static int range_request(struct peerfetch *pf, const struct range_of *a,
+			 uint64_t off, void *buf, size_t len, int timeout_ms,
+			 size_t *ret_got, char *err, size_t errlen)
 {
-	char what[PF_NODE_MAX + 120];
-	uint64_t rsize, roff, rlen, want;
+	char what[PF_NODE_MAX + 120], chunk[40] = "";
+	uint64_t rsize, roff, rlen, rindex, want;
 	cJSON *req = NULL, *r = NULL;
 	bool wrote;
 	int rc = -1;
 
-	snprintf(what, sizeof(what), "'%.64s%s' at %llu", rel ? rel : "",
-		 rel && strlen(rel) > 64 ? "..." : "", (unsigned long long)off);
-	if (request_allowed(pf, rel, what, err, errlen) < 0)
+	if (a->chunk)
+		snprintf(chunk, sizeof(chunk), " chunk %llu",
+			 (unsigned long long)a->index);
+	snprintf(what, sizeof(what), "'%.64s%s'%s at %llu",
+		 a->rel ? a->rel : "",
+		 a->rel && strlen(a->rel) > 64 ? "..." : "", chunk,
+		 (unsigned long long)off);
+	if (request_allowed(pf, a->rel, what, err, errlen) < 0)
 		return -1;
-	if (off > size) {
+	if (off > a->size) {
 		snprintf(err, errlen, "node %s: %s: past the end (%llu bytes)",
-			 pf->node, what, (unsigned long long)size);
+			 pf->node, what, (unsigned long long)a->size);
 		return -1;
 	}
 	want = len < PEERFETCH_RANGE_MAX ? len : PEERFETCH_RANGE_MAX;
-	if (want > size - off)
-		want = size - off;
+	if (want > a->size - off)
+		want = a->size - off;
 	req = cJSON_CreateObject();
-	if (!req || !cJSON_AddStringToObject(req, "path", rel) ||
-	    !cJSON_AddNumberToObject(req, "size", (double)size) ||
+	if (!req || !cJSON_AddStringToObject(req, "path", a->rel) ||
+	    (a->chunk &&
+	     !cJSON_AddNumberToObject(req, "chunk", (double)a->index)) ||
+	    !cJSON_AddNumberToObject(req, "size", (double)a->size) ||
 	    !cJSON_AddNumberToObject(req, "off", (double)off) ||
 	    !cJSON_AddNumberToObject(req, "len", (double)want)) {
 		snprintf(err, errlen, "out of memory");
@@ -540,9 +558,13 @@ int peerfetch_range(struct peerfetch *pf, const char *rel, uint64_t size,
 	r = request(pf, req, what, timeout_ms, err, errlen);
 	if (!r)
 		goto out;
-	if (reply_size(r, "size", &rsize) < 0 || rsize != size ||
+	/* A chunk's reply names it: a server that took the request for a
+	 * range of the file itself would send other bytes. */
+	if (reply_size(r, "size", &rsize) < 0 || rsize != a->size ||
 	    reply_size(r, "off", &roff) < 0 || roff != off ||
-	    reply_size(r, "len", &rlen) < 0 || rlen != want) {
+	    reply_size(r, "len", &rlen) < 0 || rlen != want ||
+	    (a->chunk &&
+	     (reply_size(r, "chunk", &rindex) < 0 || rindex != a->index))) {
 		/* Other bytes than we asked for follow: the session cannot
 		 * skip them without reading them all; it is done. */
 		pf->usable = false;
@@ -565,6 +587,29 @@ out:
 	cJSON_Delete(r);
 	cJSON_Delete(req);
 	return rc;
+}
+
+int peerfetch_range(struct peerfetch *pf, const char *rel, uint64_t size,
+		    uint64_t off, void *buf, size_t len, int timeout_ms,
+		    size_t *ret_got, char *err, size_t errlen)
+{
+	const struct range_of a = { .rel = rel, .size = size };
+
+	return range_request(pf, &a, off, buf, len, timeout_ms, ret_got, err,
+			     errlen);
+}
+
+int peerfetch_chunk_range(struct peerfetch *pf, const char *rel, uint64_t index,
+			  uint64_t chunk_size, uint64_t off, void *buf,
+			  size_t len, int timeout_ms, size_t *ret_got,
+			  char *err, size_t errlen)
+{
+	const struct range_of a = {
+		.rel = rel, .chunk = true, .index = index, .size = chunk_size
+	};
+
+	return range_request(pf, &a, off, buf, len, timeout_ms, ret_got, err,
+			     errlen);
 }
 
 unsigned peerfetch_version(const struct peerfetch *pf)

@@ -50,7 +50,8 @@
 
 #define PF_SLICE_MS 250  /* a wait looks at the stop flag this often */
 #define PF_SEND_MS 10000 /* a client that takes nothing for this long */
-#define PF_HEAD_MAX 160  /* {"ok":true,"size":N,"off":O,"len":L} */
+/* {"ok":true,"chunk":I,"size":N,"off":O,"len":L}, each up to 2^53 */
+#define PF_HEAD_MAX 160
 
 struct peer_fetch {
 	struct agent *agent;
@@ -279,24 +280,29 @@ static int req_figure(const cJSON *req, const char *key, uint64_t *ret)
 	return 0;
 }
 
-/* A file request: the whole file, or with "off" and "len" a range of it
- * (the view's reads, view/). */
+/* A file request: the whole file, with "off" and "len" a range of it
+ * (the view's reads, view/), or with "chunk" too a range of a chunk of
+ * it (a file too large for one node: common/fs/partchunks.h), SIZE then
+ * the chunk's length. */
 struct file_request {
 	char rel[PEERFETCH_PATH_MAX];
 	uint64_t size;
-	bool range;
+	bool range, chunk;
+	uint64_t index; /* the chunk's */
 	uint64_t off, len;
 };
 
-/* The request {"path":REL,"size":S} or {"path":REL,"size":S,"off":O,
- * "len":L} into *ret, or a refusal in err. */
+/* The request {"path":REL,"size":S}, {"path":REL,"size":S,"off":O,
+ * "len":L} or {"path":REL,"chunk":I,"size":S,"off":O,"len":L} into
+ * *ret, or a refusal in err. */
 static int parse_file_request(const char *line, struct file_request *ret,
 			      char *err, size_t errlen)
 {
 	cJSON *req = cJSON_Parse(line);
 	const cJSON *path = cJSON_GetObjectItemCaseSensitive(req, "path");
 	bool has_off = cJSON_HasObjectItem(req, "off"),
-	     has_len = cJSON_HasObjectItem(req, "len");
+	     has_len = cJSON_HasObjectItem(req, "len"),
+	     has_chunk = cJSON_HasObjectItem(req, "chunk");
 	int r = -1;
 
 	if (!cJSON_IsObject(req) || !cJSON_IsString(path)) {
@@ -307,6 +313,12 @@ static int parse_file_request(const char *line, struct file_request *ret,
 			 sizeof(ret->rel) - 1);
 	} else if (req_figure(req, "size", &ret->size) < 0) {
 		snprintf(err, errlen, "key 'size': a whole number of bytes");
+	} else if (has_chunk && req_figure(req, "chunk", &ret->index) < 0) {
+		snprintf(err, errlen, "key 'chunk': a whole number");
+	} else if (has_chunk && !(has_off && has_len)) {
+		snprintf(err, errlen,
+			 "a chunk is read by ranges: 'chunk' needs 'off' and "
+			 "'len'");
 	} else if (has_off != has_len) {
 		snprintf(err, errlen, "a range needs both 'off' and 'len'");
 	} else if (has_off && (req_figure(req, "off", &ret->off) < 0 ||
@@ -321,6 +333,7 @@ static int parse_file_request(const char *line, struct file_request *ret,
 	} else {
 		snprintf(ret->rel, sizeof(ret->rel), "%s", path->valuestring);
 		ret->range = has_off;
+		ret->chunk = has_chunk;
 		if (!has_off) {
 			ret->off = 0;
 			ret->len = ret->size;
@@ -339,10 +352,12 @@ static int parse_file_request(const char *line, struct file_request *ret,
 /* One request LINE: a refusal sent (the session goes on: 0), or the file
  * or its range sent (0), or -1 when the session must end. A range is
  * checked as a whole file is (the same open beneath, regular file,
- * owner, size): it is one, read in part. */
+ * owner, size): it is one, read in part; a chunk's range the same, its
+ * chunk file being the file. */
 static int serve_file(struct session *s, const char *line)
 {
-	char err[PEERFETCH_PATH_MAX + 256], shown[80], head[PF_HEAD_MAX];
+	char err[PEERFETCH_PATH_MAX + 256], shown[80], what[128];
+	char head[PF_HEAD_MAX], chunk[48] = "";
 	struct file_request *q = malloc(sizeof(*q));
 	struct stat st;
 	int in = -1, r, n;
@@ -353,25 +368,33 @@ static int serve_file(struct session *s, const char *line)
 		r = send_reply(s, proto_reply_error("%s", err));
 		goto out;
 	}
-	in = cache_served_open_file(&s->served, q->rel, &st, err, sizeof(err));
+	if (q->chunk)
+		snprintf(chunk, sizeof(chunk), " chunk %" PRIu64, q->index);
+	snprintf(what, sizeof(what), "'%s'%s",
+		 ops_printable(q->rel, shown, sizeof(shown)), chunk);
+	in = q->chunk ? cache_served_open_chunk(&s->served, q->rel, q->index,
+						&st, err, sizeof(err))
+		      : cache_served_open_file(&s->served, q->rel, &st, err,
+					       sizeof(err));
 	if (in < 0) {
-		r = send_reply(s,
-			       proto_reply_error("'%s': %s",
-						 ops_printable(q->rel, shown,
-							       sizeof(shown)),
-						 err));
+		r = send_reply(s, proto_reply_error("%s: %s", what, err));
 		goto out;
 	}
 	if ((uint64_t)st.st_size != q->size) {
-		r = send_reply(s,
-			       proto_reply_error(
-				   "'%s': %" PRIu64 " bytes here, not %" PRIu64,
-				   ops_printable(q->rel, shown, sizeof(shown)),
-				   (uint64_t)st.st_size, q->size));
+		r = send_reply(s, proto_reply_error("%s: %" PRIu64
+						    " bytes here, not %" PRIu64,
+						    what, (uint64_t)st.st_size,
+						    q->size));
 		goto out;
 	}
 	/* Formatted here: cJSON prints numbers through a double. */
-	if (q->range)
+	if (q->chunk)
+		n = snprintf(head, sizeof(head),
+			     "{\"ok\":true,\"chunk\":%" PRIu64
+			     ",\"size\":%" PRIu64 ",\"off\":%" PRIu64
+			     ",\"len\":%" PRIu64 "}\n",
+			     q->index, q->size, q->off, q->len);
+	else if (q->range)
 		n = snprintf(head, sizeof(head),
 			     "{\"ok\":true,\"size\":%" PRIu64
 			     ",\"off\":%" PRIu64 ",\"len\":%" PRIu64 "}\n",
@@ -619,7 +642,8 @@ cJSON *peer_fetch_serve(struct peer_fetch *f, int fd,
 		return NULL;
 	s->f = f;
 	s->fd = fd;
-	s->served.vfd = s->served.data_fd = s->served.manifest_fd = -1;
+	s->served.vfd = s->served.data_fd = s->served.manifest_fd =
+	    s->served.chunks_fd = -1;
 	snprintf(s->who, sizeof(s->who), "peer %s (uid %u)", peer->addr,
 		 (unsigned)peer->uid);
 	if (proto_get_string(req, "tier", &tier, err, sizeof(err)) < 0 ||

@@ -281,9 +281,12 @@ void cache_gc_key(struct cache *c, int tier, const char *key);
 #define CACHE_SERVED_PATH_MAX 4096 /* a file's path below data, with NUL */
 
 /* A published version opened for a peer: its directory, its data (a
- * directory; -1 for a one-file dataset) and its manifest (at offset 0). */
+ * directory; -1 for a one-file dataset), its manifest (at offset 0) and
+ * its chunks (common/fs/partchunks.h: PARTCHUNKS_DIR beside data; -1
+ * when the version has none). */
 struct cache_served {
 	int vfd, data_fd, manifest_fd;
+	int chunks_fd;    /* O_PATH | O_DIRECTORY, or -1 */
 	unsigned version; /* the version opened (the current one for 0) */
 	uint64_t manifest_size;
 	bool public;
@@ -312,6 +315,16 @@ int cache_open_served(struct cache *c, const char *tier, const char *key,
  * and the reason in err. */
 int cache_served_open_file(const struct cache_served *s, const char *rel,
 			   struct stat *ret_st, char *err, size_t errlen);
+
+/* Open chunk INDEX of file REL (a clean relative path, not "") of S:
+ * the file partchunk_name(REL, strlen(REL), INDEX) beneath S's chunks
+ * directory, resolved as cache_served_open_file resolves files, a
+ * regular file of S's file owner. The caller checks its size. fd
+ * (O_RDONLY, O_CLOEXEC) with *ret_st, or -1 with errno and the reason in
+ * err ("not held here": no such chunk, or no chunks directory). */
+int cache_served_open_chunk(const struct cache_served *s, const char *rel,
+			    uint64_t index, struct stat *ret_st, char *err,
+			    size_t errlen);
 
 /* Close what cache_open_served opened (twice: a no-op). */
 void cache_served_close(struct cache_served *s);

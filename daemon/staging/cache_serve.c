@@ -14,7 +14,9 @@
  * other mount), without blocking (a fifo), and must be regular files
  * of the entry's user (of root for a public entry): the data is the
  * user's, who may have put anything there, a hard link to another's file
- * included where fs.protected_hardlinks is off.
+ * included where fs.protected_hardlinks is off. A chunk of a file too
+ * large for one node (common/fs/partchunks.h) is opened the same way
+ * beneath the version's chunks directory, by its name alone.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "common/config/pathsafe.h"
+#include "common/fs/partchunks.h"
 #include "daemon/staging/cache_internal.h"
 
 /* The tier named NAME: its index, or -1 with the refusal in err. */
@@ -55,7 +58,9 @@ int cache_open_served(struct cache *c, const char *tier, const char *key,
 		      char *err, size_t errlen)
 {
 	char name[CACHE_ENTRY_NAME_MAX], why[256];
-	struct cache_served s = { .vfd = -1, .data_fd = -1, .manifest_fd = -1 };
+	struct cache_served s = {
+		.vfd = -1, .data_fd = -1, .manifest_fd = -1, .chunks_fd = -1
+	};
 	struct cache_entry *e = NULL;
 	struct cache_version cur;
 	struct stat st;
@@ -111,6 +116,12 @@ int cache_open_served(struct cache *c, const char *tier, const char *key,
 			   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (s.data_fd < 0 && errno != ENOTDIR)
 		goto missing;
+	/* Its chunks (a spread dataset's files too large for one node),
+	 * if it holds any: a version without them is served as before. */
+	s.chunks_fd = openat(s.vfd, PARTCHUNKS_DIR,
+			     O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (s.chunks_fd < 0 && errno != ENOENT && errno != ENOTDIR)
+		goto missing;
 	cache_entry_free(e);
 	*ret = s;
 	return 0;
@@ -141,44 +152,28 @@ static int open_beneath(int dfd, const char *rel)
 	return fd;
 }
 
-int cache_served_open_file(const struct cache_served *s, const char *rel,
-			   struct stat *ret_st, char *err, size_t errlen)
+/* REL beneath DFD opened for S (open_beneath), a regular file of S's
+ * file owner: fd with *ret_st, or -1 with errno and the reason in err
+ * (MISSING for a name that is not there; NULL: strerror's). */
+static int open_checked(const struct cache_served *s, int dfd, const char *rel,
+			const char *missing, struct stat *ret_st, char *err,
+			size_t errlen)
 {
 	struct stat st;
-	int fd;
+	int fd = open_beneath(dfd, rel), e;
 
-	if (*rel && !pathsafe_is_relative(rel, CACHE_SERVED_PATH_MAX)) {
-		snprintf(err, errlen,
-			 "not a clean relative path (no '.' or '..' "
-			 "components, no leading '/')");
-		errno = EINVAL;
-		return -1;
-	}
-	if (!*rel && s->data_fd >= 0) {
-		snprintf(err, errlen, "the dataset is a directory");
-		errno = EISDIR;
-		return -1;
-	}
-	if (*rel && s->data_fd < 0) {
-		snprintf(err, errlen, "the dataset is one file");
-		errno = ENOTDIR;
-		return -1;
-	}
-	fd = *rel ? open_beneath(s->data_fd, rel)
-		  : open_beneath(s->vfd, "data");
 	if (fd < 0) {
-		int e = errno;
-
+		e = errno;
 		snprintf(err, errlen, "%s",
 			 e == ELOOP   ? "a symlink on the way"
 			 : e == EXDEV ? "not beneath the version's data"
-				      : strerror(e));
+			 : e == ENOENT && missing ? missing
+						  : strerror(e));
 		errno = e;
 		return -1;
 	}
 	if (fstat(fd, &st) < 0) {
-		int e = errno;
-
+		e = errno;
 		snprintf(err, errlen, "%s", strerror(e));
 		close(fd);
 		errno = e;
@@ -203,6 +198,56 @@ int cache_served_open_file(const struct cache_served *s, const char *rel,
 	return fd;
 }
 
+static int not_clean(char *err, size_t errlen)
+{
+	snprintf(err, errlen,
+		 "not a clean relative path (no '.' or '..' components, no "
+		 "leading '/')");
+	errno = EINVAL;
+	return -1;
+}
+
+int cache_served_open_file(const struct cache_served *s, const char *rel,
+			   struct stat *ret_st, char *err, size_t errlen)
+{
+	if (*rel && !pathsafe_is_relative(rel, CACHE_SERVED_PATH_MAX))
+		return not_clean(err, errlen);
+	if (!*rel && s->data_fd >= 0) {
+		snprintf(err, errlen, "the dataset is a directory");
+		errno = EISDIR;
+		return -1;
+	}
+	if (*rel && s->data_fd < 0) {
+		snprintf(err, errlen, "the dataset is one file");
+		errno = ENOTDIR;
+		return -1;
+	}
+	return *rel
+		   ? open_checked(s, s->data_fd, rel, NULL, ret_st, err, errlen)
+		   : open_checked(s, s->vfd, "data", NULL, ret_st, err, errlen);
+}
+
+int cache_served_open_chunk(const struct cache_served *s, const char *rel,
+			    uint64_t index, struct stat *ret_st, char *err,
+			    size_t errlen)
+{
+	char name[PARTCHUNK_NAME_MAX];
+
+	/* The name is a hash of REL, so REL never reaches the file
+	 * system; it is checked anyway, as a file's is: the client asks
+	 * for a file of the dataset, and only such a path names one. */
+	if (!pathsafe_is_relative(rel, CACHE_SERVED_PATH_MAX))
+		return not_clean(err, errlen);
+	if (s->chunks_fd < 0) {
+		snprintf(err, errlen, "not held here");
+		errno = ENOENT;
+		return -1;
+	}
+	partchunk_name(rel, strlen(rel), index, name);
+	return open_checked(s, s->chunks_fd, name, "not held here", ret_st, err,
+			    errlen);
+}
+
 void cache_served_close(struct cache_served *s)
 {
 	if (s->vfd >= 0)
@@ -211,5 +256,7 @@ void cache_served_close(struct cache_served *s)
 		close(s->data_fd);
 	if (s->manifest_fd >= 0)
 		close(s->manifest_fd);
-	s->vfd = s->data_fd = s->manifest_fd = -1;
+	if (s->chunks_fd >= 0)
+		close(s->chunks_fd);
+	s->vfd = s->data_fd = s->manifest_fd = s->chunks_fd = -1;
 }

@@ -8,8 +8,11 @@
  * directory as in fuzz_agent_request. The rest of the input after the
  * first line is what a fetch session reads: the cache holds one
  * published version of the user's (uid 1000, the stand-in's "u"),
- * FUZZ_ENTRY below, with files, a symlink and a fifo in its data, so
- * fetch_open is served and the session's lines reach real files. What
+ * FUZZ_ENTRY below, with files, a symlink and a fifo in its data and
+ * chunks of files too large for one node beside it (common/fs/
+ * partchunks.h: "big" chunk 0 of 64 bytes, "sub/b" chunk 1 of 100, a
+ * symlink as "a" chunk 0), so fetch_open is served and the session's
+ * lines reach real files and chunks. What
  * a session sends is read and dropped by a thread, so it never blocks.
  * The connection goes through peer_serve_fd (daemon/cluster/peer.h) of a
  * channel made but not listening. */
@@ -22,6 +25,7 @@
 
 #include "common/fs/copyengine.h"
 #include "common/fs/manifest.h"
+#include "common/fs/partchunks.h"
 #include "common/history/history.h"
 #include "common/net/peerserve.h"
 #include "daemon/agent_life.h"
@@ -63,6 +67,23 @@ static void put(const char *dir, const char *name, size_t len)
 	if (fd < 0 || ftruncate(fd, (off_t)len) < 0)
 		abort();
 	close(fd);
+}
+
+/* Chunk INDEX of REL, LEN bytes (0: a symlink out), in the chunks
+ * directory CHUNKS. */
+static void put_chunk(const char *chunks, const char *rel, uint64_t index,
+		      size_t len)
+{
+	char name[PARTCHUNK_NAME_MAX], path[512];
+
+	partchunk_name(rel, strlen(rel), index, name);
+	if (len) {
+		put(chunks, name, len);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s", chunks, name);
+	if (symlink("/etc/passwd", path) < 0)
+		abort();
 }
 
 /* Version 1 of the user's entry: a small tree copied by the copy engine
@@ -110,6 +131,20 @@ static void publish_entry(void)
 	snprintf(path, sizeof(path), "%s/data", b.path);
 	if (nftw(path, chown_user, 16, FTW_PHYS) < 0 ||
 	    cache_build_publish(&b, &meta, err, sizeof(err)) < 0)
+		goto fail;
+	/* chunks beside data, the user's as a worker leaves them (made
+	 * after publishing, which keeps only data) */
+	snprintf(err, sizeof(err), "cannot make its chunks");
+	if (cache_version_path(agent.cache, 0, key, 1, false, path,
+			       sizeof(path) - 8) < 0)
+		goto fail;
+	strcat(path, "/" PARTCHUNKS_DIR);
+	if (mkdir(path, 0755) < 0)
+		goto fail;
+	put_chunk(path, "big", 0, 64);
+	put_chunk(path, "sub/b", 1, 100);
+	put_chunk(path, "a", 0, 0);
+	if (nftw(path, chown_user, 16, FTW_PHYS) < 0)
 		goto fail;
 	copyengine_destroy(ce);
 	manifest_destroy(m);

@@ -668,6 +668,268 @@ START_TEST(test_range_server_bounds)
 }
 END_TEST
 
+/* --- chunks of files too large for one node (common/fs/partchunks.h) --- */
+
+#define MIB (UINT64_C(1) << 20)
+
+/* Ranges of a file's chunks: each chunk's bytes from its file in the
+ * version's chunks directory, byte-exact at an offset; a version
+ * without one, a chunk not held, of another size, an unclean path, a
+ * symlink: refused, the session goes on. */
+START_TEST(test_chunk_ranges)
+{
+	/* big.bin (3 MiB + 17): chunks of 1 MiB, the last of 17 bytes */
+	const struct {
+		uint64_t index, size, off;
+		size_t len, got;
+	} cases[] = {
+		{ 0, MIB, 0, 4096, 4096 },
+		{ 1, MIB, 12345, 70000, 70000 },
+		{ 2, MIB, MIB - 100, 4096, 100 }, /* cut at the chunk's end */
+		{ 3, 17, 0, 4096, 17 },
+		{ 3, 17, 17, 10, 0 }, /* at its end */
+	};
+	const struct {
+		const char *path;
+		uint64_t index, size;
+		const char *error;
+	} refused[] = {
+		{ "big.bin", 1, 999,
+		  "'big.bin' chunk 1: 1048576 bytes here, "
+		  "not 999" },
+		{ "big.bin", 3, MIB,
+		  "'big.bin' chunk 3: 17 bytes here, not "
+		  "1048576" },
+		{ "big.bin", 4, MIB, "'big.bin' chunk 4: not held here" },
+		{ "a.txt", 0, 1000, "'a.txt' chunk 0: not held here" },
+		{ "../big.bin", 0, MIB, "chunk 0: not a clean relative path" },
+		{ "sub/../big.bin", 0, MIB, "not a clean relative path" },
+		{ "/big.bin", 0, MIB, "not a clean relative path" },
+		{ "", 0, MIB, "'' chunk 0: not a clean relative path" },
+		{ "link", 0, 5, "'link' chunk 0: a symlink on the way" },
+	};
+	char err[1024], path[PATH_MAX], elsewhere[PATH_MAX + 16];
+	char *buf = malloc(MIB);
+	struct peer_fetch_counts c;
+	struct peerfetch *pf;
+	uint64_t total = 0;
+	size_t got = 12345;
+
+	ck_assert_ptr_nonnull(buf);
+	/* a version without a chunks directory holds none */
+	pf = must_open();
+	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 0, MIB, 0, buf,
+					       10, 5000, &got, err,
+					       sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "'big.bin' chunk 0: not held here"), "%s",
+		      err);
+	ck_assert_uint_eq(got, 12345);
+	ck_assert(peerfetch_usable(pf));
+	peerfetch_close(pf);
+	/* nor one whose chunks directory is a symlink (to a directory
+	 * holding big.bin's chunk 0) */
+	put_chunk(key, version, "big.bin", 0);
+	ck_assert_int_eq(cache_version_path(g.a.cache, 0, key, version, false,
+					    path, sizeof(path)),
+			 0);
+	strcat(path, "/" PARTCHUNKS_DIR);
+	snprintf(elsewhere, sizeof(elsewhere), "%s.elsewhere", path);
+	ck_assert_int_eq(rename(path, elsewhere), 0);
+	ck_assert_int_eq(symlink(PARTCHUNKS_DIR ".elsewhere", path), 0);
+	pf = must_open();
+	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 0, MIB, 0, buf,
+					       10, 5000, &got, err,
+					       sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "'big.bin' chunk 0: not held here"), "%s",
+		      err);
+	peerfetch_close(pf);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(rename(elsewhere, path), 0);
+	for (uint64_t i = 0; i < 4; i++)
+		put_chunk(key, version, "big.bin", i);
+	/* a symlink where a chunk would be */
+	chunk_path(key, version, "link", 0, path, sizeof(path));
+	ck_assert_int_eq(symlink("../data/a.txt", path), 0);
+	pf = must_open();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		got = 12345;
+		ck_assert_msg(peerfetch_chunk_range(
+				  pf, "big.bin", cases[i].index, cases[i].size,
+				  cases[i].off, buf, cases[i].len, 5000, &got,
+				  err, sizeof(err)) == 0,
+			      "case %zu: %s", i, err);
+		ck_assert_uint_eq(got, cases[i].got);
+		ck_assert_msg(same_range("big.bin",
+					 cases[i].index * MIB + cases[i].off,
+					 buf, got),
+			      "case %zu differs", i);
+		total += got;
+	}
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		got = 12345;
+		ck_assert_int_eq(peerfetch_chunk_range(pf, refused[i].path,
+						       refused[i].index,
+						       refused[i].size, 0, buf,
+						       10, 5000, &got, err,
+						       sizeof(err)),
+				 -1);
+		ck_assert_msg(strstr(err, refused[i].error), "refused %zu: %s",
+			      i, err);
+		ck_assert_msg(peerfetch_usable(pf), "refused %zu", i);
+		ck_assert_uint_eq(got, 12345);
+	}
+	/* past the chunk's end: the client does not even ask */
+	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 3, 17, 18, buf,
+					       10, 5000, &got, err,
+					       sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "chunk 3 at 18: past the end"), "%s", err);
+	/* a chunk is not the file: a range of the file itself is refused
+	 * (the version's data has no big.bin of 1 MiB) */
+	ck_assert_int_eq(peerfetch_range(pf, "big.bin", MIB, 0, buf, 10, 5000,
+					 &got, err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "bytes here, not 1048576"), "%s", err);
+	/* the session still serves files and chunks */
+	ck_assert_msg(peerfetch_range(pf, "a.txt", 1000, 10, buf, 10, 5000,
+				      &got, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert(same_range("a.txt", 10, buf, 10));
+	total += 10;
+	ck_assert_msg(peerfetch_chunk_range(pf, "big.bin", 2, MIB, 7, buf, MIB,
+					    5000, &got, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(got, MIB - 7);
+	ck_assert(same_range("big.bin", 2 * MIB + 7, buf, got));
+	total += got;
+	ck_assert_uint_eq(peerfetch_bytes(pf), total);
+	peerfetch_close(pf);
+	for (int i = 0; i < 100; i++) {
+		peer_fetch_counts(peer_fetcher(g.a.peer), &c);
+		if (!c.active)
+			break;
+		usleep(20000);
+	}
+	/* chunks count as bytes served, as ranges, not as files */
+	ck_assert_uint_eq(c.files, 0);
+	ck_assert_uint_eq(c.bytes, total);
+	free(buf);
+}
+END_TEST
+
+/* A chunk file that is not the entry's user's is not served, as a
+ * file. Needs root (chown). */
+START_TEST(test_chunk_of_another_owner_refused)
+{
+	char path[PATH_MAX], err[1024], buf[16];
+	struct peerfetch *pf;
+	size_t got;
+
+	if (geteuid() != 0) {
+		printf("SKIP: test_chunk_of_another_owner_refused needs root "
+		       "(chown)\n");
+		return;
+	}
+	put_chunk(key, version, "big.bin", 1);
+	chunk_path(key, version, "big.bin", 1, path, sizeof(path));
+	ck_assert_int_eq(chown(path, 4242, 4242), 0);
+	pf = must_open();
+	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 1, MIB, 0, buf,
+					       sizeof(buf), 5000, &got, err,
+					       sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "'big.bin' chunk 1: not the entry's own "
+				  "file"),
+		      "%s", err);
+	ck_assert(peerfetch_usable(pf));
+	peerfetch_close(pf);
+}
+END_TEST
+
+/* The server: a chunk without a range, with half of one, or whose index
+ * is not a whole number is refused with one line and the session goes
+ * on; a chunk's reply names it (a raw session: the client never sends
+ * the refused ones). */
+START_TEST(test_chunk_server_bounds)
+{
+	static const char *const bad[] = {
+		"{\"path\":\"big.bin\",\"chunk\":1,\"size\":1048576}",
+		"{\"path\":\"big.bin\",\"chunk\":1,\"size\":1048576,"
+		"\"off\":0}",
+		"{\"path\":\"big.bin\",\"chunk\":1,\"size\":1048576,"
+		"\"len\":10}",
+		"{\"path\":\"big.bin\",\"chunk\":1.5,\"size\":1048576,"
+		"\"off\":0,\"len\":10}",
+		"{\"path\":\"big.bin\",\"chunk\":-1,\"size\":1048576,"
+		"\"off\":0,\"len\":10}",
+		"{\"path\":\"big.bin\",\"chunk\":\"1\",\"size\":1048576,"
+		"\"off\":0,\"len\":10}",
+		"{\"path\":\"big.bin\",\"chunk\":null,\"size\":1048576,"
+		"\"off\":0,\"len\":10}",
+	};
+	static const char *const why[] = {
+		"'chunk' needs 'off' and 'len'",
+		"'chunk' needs 'off' and 'len'",
+		"'chunk' needs 'off' and 'len'",
+		"key 'chunk': a whole number",
+		"key 'chunk': a whole number",
+		"key 'chunk': a whole number",
+		"key 'chunk': a whole number",
+	};
+	char err[1024], line[4096], want[64], *req_line;
+	cJSON *req = cJSON_Parse(
+	    "{\"op\":\"fetch_open\",\"tier\":\"t0\",\"manifest\":false}");
+	FILE *in;
+	int sv[2];
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(req);
+	put_chunk(key, version, "big.bin", 1);
+	cJSON_AddStringToObject(req, "key", key);
+	req_line = peernet_request_line_by(standin_encode, NULL, req, err,
+					   sizeof(err));
+	ck_assert_ptr_nonnull(req_line);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(sv[1]);
+		peer_serve_fd(g.a.peer, sv[0]); /* PEERSERVE_TAKEN */
+		_exit(0);
+	}
+	close(sv[0]);
+	ck_assert_int_gt(dprintf(sv[1], "%s\n", req_line), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_int_gt(dprintf(sv[1], "%s\n", bad[i]), 0);
+	ck_assert_int_gt(dprintf(sv[1], "{\"path\":\"big.bin\",\"chunk\":1,"
+					"\"size\":1048576,\"off\":5,"
+					"\"len\":3}\n"),
+			 0);
+	shutdown(sv[1], SHUT_WR);
+	in = fdopen(sv[1], "r");
+	ck_assert_ptr_nonnull(in);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), in));
+	ck_assert_msg(strstr(line, "\"version\":1"), "%s", line);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_ptr_nonnull(fgets(line, sizeof(line), in));
+		ck_assert_msg(strstr(line, "\"ok\":false") &&
+				  strstr(line, why[i]),
+			      "bad %zu: %s", i, line);
+	}
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), in));
+	ck_assert_str_eq(line, "{\"ok\":true,\"chunk\":1,\"size\":1048576,"
+			       "\"off\":5,\"len\":3}\n");
+	ck_assert_uint_eq(fread(want, 1, sizeof(want), in), 3);
+	ck_assert(same_range("big.bin", MIB + 5, want, 3));
+	fclose(in);
+	waitpid(pid, NULL, 0);
+	free(req_line);
+	cJSON_Delete(req);
+}
+END_TEST
+
 /* A file in the version that is not the entry's user's (a hard link to
  * another's file, where fs.protected_hardlinks is off) is not served:
  * root would read it for the user. Needs root (chown). */
@@ -912,6 +1174,9 @@ static Suite *peerfetch_suite(void)
 	tcase_add_test(tc, test_current_version);
 	tcase_add_test(tc, test_ranges);
 	tcase_add_test(tc, test_range_server_bounds);
+	tcase_add_test(tc, test_chunk_ranges);
+	tcase_add_test(tc, test_chunk_of_another_owner_refused);
+	tcase_add_test(tc, test_chunk_server_bounds);
 	tcase_add_test(tc, test_file_of_another_owner_refused);
 	tcase_add_test(tc, test_broken_mid_file);
 	tcase_add_test(tc, test_server_size_mismatch);

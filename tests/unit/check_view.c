@@ -31,6 +31,7 @@
 #include "common/fs/copyengine.h"
 #include "common/fs/fusemount.h"
 #include "common/fs/manifest.h"
+#include "common/fs/partchunks.h"
 #include "common/sched/spread.h"
 #include "tests/unit/check_run.h"
 #include "tests/unit/peerfetch_fixture.h"
@@ -423,6 +424,330 @@ START_TEST(test_source_bounded)
 }
 END_TEST
 
+/* --- chunked files (common/fs/partchunks.h) --------------------------------- */
+
+#define MIB (UINT64_C(1) << 20)
+#define HUGE (5 * MIB + 123) /* 6 chunks of 1 MiB, the last of 123 bytes */
+
+static struct spread_plan cplan;
+static char lchunks[PATH_MAX]; /* this node's chunks directory */
+
+/* Where REL's chunks are, as placed by cplan: this node's (0, "me") in
+ * lchunks, the peer's (1, n1) in its version's chunks directory. */
+struct placed {
+	uint64_t count;
+	uint64_t local, peer; /* bytes of each */
+	uint64_t len[8];      /* each chunk's */
+	unsigned owner[8];
+};
+
+static void place_chunks(const char *rel, struct placed *ret)
+{
+	char path[PATH_MAX + PARTCHUNK_NAME_MAX];
+	char name[PARTCHUNK_NAME_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", src, rel);
+	ck_assert_int_eq(stat(path, &st), 0);
+	memset(ret, 0, sizeof(*ret));
+	ret->count = spread_chunk_count((uint64_t)st.st_size);
+	ck_assert_uint_le(ret->count, 8);
+	for (uint64_t i = 0; i < ret->count; i++) {
+		ret->owner[i] = spread_chunk_owner(&cplan, rel, strlen(rel), i);
+		if (ret->owner[i] == 0) {
+			partchunk_name(rel, strlen(rel), i, name);
+			snprintf(path, sizeof(path), "%s/%s", lchunks, name);
+			ret->len[i] = write_chunk(path, rel, i);
+			ret->local += ret->len[i];
+		} else {
+			ret->len[i] = put_chunk(key, version, rel, i);
+			ret->peer += ret->len[i];
+		}
+	}
+}
+
+/* The first chunk of P owned by node OWNER. */
+static uint64_t first_of(const struct placed *p, unsigned owner)
+{
+	for (uint64_t i = 0; i < p->count; i++)
+		if (p->owner[i] == owner)
+			return i;
+	ck_abort_msg("no chunk of node %u", owner);
+	return 0;
+}
+
+/* Sources over the fixture's SRC as node "me" of "me=4,n1=4" (a file
+ * over 2 MiB is chunked: huge.bin and big.bin), n1 the fixture's node,
+ * this node's chunks in lchunks (NULL CHUNKS: none). */
+static struct view_source *chunk_sources(const char *chunks,
+					 struct view_tree **ret_tree)
+{
+	struct view_source_conf sc;
+	struct view_source *vs = NULL;
+	char err[512];
+
+	sc = (struct view_source_conf){ .src = src,
+					.chunks = chunks,
+					.plan = &cplan,
+					.self = 0,
+					.tier = "t0",
+					.key = key,
+					.peer_port = port,
+					.encode = standin_encode,
+					.hosts = phosts };
+	ck_assert_msg(view_source_create(&sc, *ret_tree, &vs, err,
+					 sizeof(err)) == 0,
+		      "%s", err);
+	return vs;
+}
+
+/* huge.bin on the PFS, the plan, lchunks made, the tree. */
+static struct view_tree *chunk_setup(void)
+{
+	struct view_tree *t = NULL;
+	char err[512];
+
+	put_file("huge.bin", HUGE, 7);
+	ck_assert_int_eq(spread_plan_parse("me=4,n1=4", &cplan, err,
+					   sizeof(err)),
+			 0);
+	snprintf(lchunks, sizeof(lchunks), "%s/mychunks", scratch);
+	ck_assert_int_eq(mkdir(lchunks, 0755), 0);
+	ck_assert_msg(view_tree_create(walk_manifest(src), &t, err,
+				       sizeof(err)) == 0,
+		      "%s", err);
+	return t;
+}
+
+static struct view_file *open_rel(struct view_source *vs, struct view_tree *t,
+				  const char *rel)
+{
+	long i = view_tree_find(t, rel, strlen(rel));
+	struct view_file *f = NULL;
+	int r;
+
+	ck_assert_int_ge(i, 0);
+	r = view_source_open(vs, (size_t)i, &f);
+	ck_assert_msg(r == 0, "open %s: %s", rel, strerror(-r));
+	return f;
+}
+
+/* [OFF, OFF + LEN) of REL through F in reads of STEP bytes, each whole,
+ * compared with the bytes of WANT (NULL: SRC/REL). */
+static void read_range(struct view_source *vs, struct view_file *f,
+		       const char *rel, const char *want, uint64_t off,
+		       size_t len, size_t step)
+{
+	char path[PATH_MAX], *got = malloc(len + 1), *w;
+	size_t done = 0;
+
+	ck_assert_ptr_nonnull(got);
+	while (done < len) {
+		size_t n = len - done < step ? len - done : step;
+		ssize_t r = view_source_read(vs, f, got + done, n, off + done);
+
+		ck_assert_msg(r == (ssize_t)n, "%s: %zd of %zu at %llu", rel, r,
+			      n, (unsigned long long)(off + done));
+		done += n;
+	}
+	snprintf(path, sizeof(path), "%s/%s", src, rel);
+	w = slurp(want ? want : path, off, len);
+	ck_assert_msg(!memcmp(w, got, len), "%s: [%llu, +%zu) differs", rel,
+		      (unsigned long long)off, len);
+	free(w);
+	free(got);
+}
+
+/* A chunked file read whole and at unaligned offsets across chunk
+ * boundaries: the PFS's bytes exactly, this node's chunks counted
+ * local, the peer's peer, none from the PFS; it opens and reads with
+ * no file on the PFS at all (neither a part's file nor the PFS's is
+ * opened for it); without --chunks this node's chunks come from the
+ * PFS. */
+START_TEST(test_source_chunks)
+{
+	struct view_tree *t = chunk_setup();
+	struct view_source *vs = chunk_sources(lchunks, &t);
+	struct view_source_stats s0, s1;
+	struct placed huge, big;
+	char path[PATH_MAX], away[PATH_MAX + 8];
+	struct view_file *f;
+	ssize_t n;
+	char buf[128];
+
+	place_chunks("huge.bin", &huge);
+	place_chunks("big.bin", &big);
+	ck_assert_uint_eq(huge.count, 6);
+	ck_assert_uint_gt(huge.local, 0);
+	ck_assert_uint_gt(huge.peer, 0);
+	f = open_rel(vs, t, "huge.bin");
+	/* whole, in reads within a chunk, then across its ends */
+	read_range(vs, f, "huge.bin", NULL, 0, HUGE, 128 * 1024);
+	view_source_stats(vs, &s0);
+	ck_assert_uint_eq(s0.local_bytes, huge.local);
+	ck_assert_uint_eq(s0.peer_bytes, huge.peer);
+	ck_assert_uint_eq(s0.pfs_bytes, 0);
+	ck_assert_uint_eq(s0.peer_failures, 0);
+	read_range(vs, f, "huge.bin", NULL, 0, HUGE, 300001);
+	/* one read over three chunks, one at the end, one past it */
+	read_range(vs, f, "huge.bin", NULL, MIB - 5, 2 * MIB + 10,
+		   2 * MIB + 10);
+	read_range(vs, f, "huge.bin", NULL, HUGE - 7, 7, 7);
+	n = view_source_read(vs, f, buf, sizeof(buf), HUGE - 7);
+	ck_assert_int_eq(n, 7);
+	ck_assert_int_eq(view_source_read(vs, f, buf, sizeof(buf), HUGE), 0);
+	view_source_stats(vs, &s1);
+	ck_assert_uint_eq(s1.local_bytes + s1.peer_bytes,
+			  2 * (uint64_t)HUGE + 2 * MIB + 10 + 7 + 7);
+	ck_assert_uint_eq(s1.pfs_bytes, 0);
+	view_source_release(vs, f);
+	/* big.bin: its last chunk of 17 bytes */
+	read_whole(vs, t, "big.bin", 3 * 65536 + 1);
+	view_source_stats(vs, &s0);
+	ck_assert_uint_eq(s0.local_bytes - s1.local_bytes, big.local);
+	ck_assert_uint_eq(s0.peer_bytes - s1.peer_bytes, big.peer);
+	ck_assert_uint_eq(s0.pfs_bytes, 0);
+	/* no huge.bin on the PFS: still opened and read whole */
+	snprintf(path, sizeof(path), "%s/huge.bin", src);
+	snprintf(away, sizeof(away), "%s.away", path);
+	ck_assert_int_eq(rename(path, away), 0);
+	f = open_rel(vs, t, "huge.bin");
+	read_range(vs, f, "huge.bin", away, 0, HUGE, 1 << 20);
+	view_source_release(vs, f);
+	ck_assert_int_eq(rename(away, path), 0);
+	view_source_stats(vs, &s1);
+	ck_assert_uint_eq(s1.pfs_bytes, 0);
+	ck_assert_uint_eq(s1.peer_failures, 0);
+	view_source_destroy(vs);
+	/* no --chunks: this node's chunks from the PFS, the peer's still
+	 * from the peer */
+	vs = chunk_sources(NULL, &t);
+	read_whole(vs, t, "huge.bin", 128 * 1024);
+	view_source_stats(vs, &s0);
+	ck_assert_uint_eq(s0.local_bytes, 0);
+	ck_assert_uint_eq(s0.peer_bytes, huge.peer);
+	ck_assert_uint_eq(s0.pfs_bytes, huge.local);
+	view_source_destroy(vs);
+	view_tree_destroy(t);
+}
+END_TEST
+
+/* A chunk missing here and one the peer refuses: both from the PFS with
+ * the right bytes, and only those; the refused one is not asked for
+ * again while the file is open, the peer's other chunks still are. The
+ * peer gone: its chunks from the PFS, one failure. */
+START_TEST(test_source_chunks_missing)
+{
+	struct view_tree *t = chunk_setup();
+	struct view_source *vs = chunk_sources(lchunks, &t);
+	char path[PATH_MAX + PARTCHUNK_NAME_MAX], name[PARTCHUNK_NAME_MAX];
+	struct view_source_stats s0, s1, s2;
+	uint64_t gone_local, gone_peer, pfs;
+	struct view_file *f;
+	struct placed huge;
+
+	place_chunks("huge.bin", &huge);
+	gone_local = first_of(&huge, 0);
+	gone_peer = first_of(&huge, 1);
+	partchunk_name("huge.bin", 8, gone_local, name);
+	snprintf(path, sizeof(path), "%s/%s", lchunks, name);
+	ck_assert_int_eq(unlink(path), 0);
+	chunk_path(key, version, "huge.bin", gone_peer, path, sizeof(path));
+	ck_assert_int_eq(unlink(path), 0);
+	pfs = huge.len[gone_local] + huge.len[gone_peer];
+	f = open_rel(vs, t, "huge.bin");
+	read_range(vs, f, "huge.bin", NULL, 0, HUGE, 128 * 1024);
+	view_source_stats(vs, &s0);
+	ck_assert_uint_eq(s0.pfs_bytes, pfs);
+	ck_assert_uint_eq(s0.local_bytes, huge.local - huge.len[gone_local]);
+	ck_assert_uint_eq(s0.peer_bytes, huge.peer - huge.len[gone_peer]);
+	ck_assert_uint_eq(s0.peer_failures, 1); /* the refusal */
+	/* again on the same open file: the refused chunk is not asked for,
+	 * the peer's others are */
+	read_range(vs, f, "huge.bin", NULL, 0, HUGE, 300001);
+	view_source_stats(vs, &s1);
+	ck_assert_uint_eq(s1.pfs_bytes, 2 * pfs);
+	ck_assert_uint_eq(s1.peer_bytes, 2 * s0.peer_bytes);
+	ck_assert_uint_eq(s1.local_bytes, 2 * s0.local_bytes);
+	ck_assert_uint_eq(s1.peer_failures, 1);
+	view_source_release(vs, f);
+	/* a local chunk of another length: the PFS for it */
+	partchunk_name("huge.bin", 8, gone_local, name);
+	snprintf(path, sizeof(path), "%s/%s", lchunks, name);
+	ck_assert_int_eq(close(
+			     open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0444)),
+			 0);
+	ck_assert_int_eq(truncate(path, (off_t)huge.len[gone_local] - 1), 0);
+	f = open_rel(vs, t, "huge.bin");
+	read_range(vs, f, "huge.bin", NULL, 0, HUGE, 128 * 1024);
+	view_source_release(vs, f);
+	view_source_stats(vs, &s2);
+	ck_assert_uint_eq(s2.local_bytes - s1.local_bytes, s0.local_bytes);
+	ck_assert_uint_eq(s2.pfs_bytes - s1.pfs_bytes, pfs);
+	/* the peer gone: one failure, its chunks from the PFS */
+	peer_fetch_stop((struct peer_fetch *)peer_fetcher(g.a.peer));
+	ck_assert(peerserve_stop(&srv, 5));
+	srv.running = false; /* teardown stops it again */
+	view_source_stats(vs, &s1);
+	read_whole(vs, t, "huge.bin", 128 * 1024);
+	view_source_stats(vs, &s2);
+	ck_assert_uint_eq(s2.peer_failures, s1.peer_failures + 1);
+	ck_assert_uint_eq(s2.peer_bytes, s1.peer_bytes);
+	ck_assert_uint_eq(s2.pfs_bytes - s1.pfs_bytes,
+			  huge.peer + huge.len[gone_local]);
+	view_source_destroy(vs);
+	view_tree_destroy(t);
+}
+END_TEST
+
+struct chunk_reader {
+	struct view_source *vs;
+	struct view_file *f;
+	size_t step;
+};
+
+static void *chunk_reader_main(void *arg)
+{
+	struct chunk_reader *r = arg;
+
+	read_range(r->vs, r->f, "huge.bin", NULL, 0, HUGE, r->step);
+	return NULL;
+}
+
+/* Readers of one open chunked file at once (FUSE's threads), reading
+ * across chunks in steps of their own: every byte right, every one
+ * from this node's chunks or the peer's. */
+START_TEST(test_source_chunks_threads)
+{
+	static const size_t steps[] = { 4096, 65536 + 1, 300001, MIB + 3 };
+	struct view_tree *t = chunk_setup();
+	struct view_source *vs = chunk_sources(lchunks, &t);
+	struct chunk_reader r[4];
+	struct view_source_stats st;
+	struct placed huge;
+	pthread_t th[4];
+	struct view_file *f;
+
+	place_chunks("huge.bin", &huge);
+	f = open_rel(vs, t, "huge.bin");
+	for (size_t i = 0; i < 4; i++) {
+		r[i] = (struct chunk_reader){ vs, f, steps[i] };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, chunk_reader_main,
+						&r[i]),
+				 0);
+	}
+	for (size_t i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	view_source_release(vs, f);
+	view_source_stats(vs, &st);
+	ck_assert_uint_eq(st.local_bytes, 4 * huge.local);
+	ck_assert_uint_eq(st.peer_bytes + st.pfs_bytes, 4 * huge.peer);
+	ck_assert_uint_eq(st.peer_failures, 0);
+	view_source_destroy(vs);
+	view_tree_destroy(t);
+}
+END_TEST
+
 /* The stats file: written whole, with what the sources counted. */
 START_TEST(test_stats_file)
 {
@@ -624,6 +949,49 @@ START_TEST(test_listing_file_top)
 	ck_assert_str_eq(err, "iostage-view: --listing-fd 3: listing: '': the "
 			      "dataset is one file: a spread dataset is a "
 			      "directory\n");
+}
+END_TEST
+
+/* --chunks names this node's chunks directory: one it cannot open is
+ * refused with one line, as --local's. */
+START_TEST(test_chunks_option)
+{
+	const char *const argv[] = { "iostage-view",
+				     "--fuse-fd",
+				     "3",
+				     "--listing-fd",
+				     "3",
+				     "--src",
+				     "/tmp",
+				     "--tier",
+				     "nvme",
+				     "--peer-port",
+				     "1",
+				     "--job",
+				     "42",
+				     "--plan",
+				     "a=1",
+				     "--self",
+				     "a",
+				     "--key",
+				     "0123456789abcdef0123456789abcdef",
+				     "--chunks",
+				     "/nonexistent/chunks",
+				     NULL };
+	struct manifest *m = manifest_create();
+	char path[PATH_MAX], err[1024];
+	int fd;
+
+	add(m, "", MANIFEST_DIR, 0);
+	snprintf(path, sizeof(path), "%s/listing", scratch);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(manifest_write(m, fd), 0);
+	close(fd);
+	manifest_destroy(m);
+	ck_assert_int_eq(run_view(argv, path, err, sizeof(err)), 1);
+	ck_assert_str_eq(err, "iostage-view: --chunks /nonexistent/chunks: No "
+			      "such file or directory\n");
 }
 END_TEST
 
@@ -1148,9 +1516,13 @@ static Suite *view_suite(void)
 	tcase_set_timeout(ts, 60);
 	tcase_add_test(ts, test_source_peer);
 	tcase_add_test(ts, test_source_part_for_job);
+	tcase_add_test(ts, test_source_chunks);
+	tcase_add_test(ts, test_source_chunks_missing);
+	tcase_add_test(ts, test_source_chunks_threads);
 	tcase_add_test(ts, test_stats_file);
 	tcase_add_test(ts, test_command_line);
 	tcase_add_test(ts, test_listing_file_top);
+	tcase_add_test(ts, test_chunks_option);
 	suite_add_tcase(s, ts);
 	tcase_add_checked_fixture(tb, setup_two_sessions, teardown);
 	tcase_set_timeout(tb, 60);

@@ -35,6 +35,7 @@
 
 #include "common/fs/copyengine.h"
 #include "common/fs/manifest.h"
+#include "common/fs/partchunks.h"
 #include "common/net/peerfetch.h"
 #include "common/net/peernet.h"
 #include "common/net/peerserve.h"
@@ -394,6 +395,64 @@ static inline void data_add(const char *what)
 	else if (!strcmp(what, "linkdir"))
 		ck_assert_int_eq(symlink("sub", path), 0);
 	ck_assert_int_eq(chmod(data, 0500), 0);
+}
+
+/* --- chunks (common/fs/partchunks.h) ---------------------------------------- */
+
+/* Where chunk INDEX of REL is kept in version V of K on tier 0 (its
+ * chunks directory made if need be). */
+static inline void chunk_path(const char *k, unsigned v, const char *rel,
+			      uint64_t index, char *buf, size_t len)
+{
+	char dir[PATH_MAX], name[PARTCHUNK_NAME_MAX];
+
+	ck_assert_int_eq(cache_version_path(g.a.cache, 0, k, v, false, dir,
+					    sizeof(dir)),
+			 0);
+	ck_assert_int_lt(strlen(dir) + sizeof("/" PARTCHUNKS_DIR), sizeof(dir));
+	strcat(dir, "/" PARTCHUNKS_DIR);
+	ck_assert(mkdir(dir, 0755) == 0 || errno == EEXIST);
+	partchunk_name(rel, strlen(rel), index, name);
+	ck_assert_int_lt(strlen(dir) + 1 + strlen(name), len);
+	snprintf(buf, len, "%s/%s", dir, name);
+}
+
+/* Chunk INDEX of SRC/REL, as a node holding it keeps it: its bytes in
+ * a file of their own at PATH. Its length. */
+static inline uint64_t write_chunk(const char *path, const char *rel,
+				   uint64_t index)
+{
+	char from[PATH_MAX], *buf;
+	uint64_t off, len;
+	struct stat st;
+	int in, out;
+
+	snprintf(from, sizeof(from), "%s/%s", src, rel);
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_eq(fstat(in, &st), 0);
+	partchunk_extent((uint64_t)st.st_size, index, &off, &len);
+	ck_assert_uint_gt(len, 0);
+	buf = malloc(len);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(pread(in, buf, len, (off_t)off), (ssize_t)len);
+	close(in);
+	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
+	ck_assert_int_ge(out, 0);
+	ck_assert_int_eq(write(out, buf, len), (ssize_t)len);
+	close(out);
+	free(buf);
+	return len;
+}
+
+/* The same in version V of K's chunks directory. */
+static inline uint64_t put_chunk(const char *k, unsigned v, const char *rel,
+				 uint64_t index)
+{
+	char path[PATH_MAX];
+
+	chunk_path(k, v, rel, index, path, sizeof(path));
+	return write_chunk(path, rel, index);
 }
 
 #endif /* IOSTAGE_TESTS_PEERFETCH_FIXTURE_H */
