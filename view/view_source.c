@@ -23,17 +23,16 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/base/deadline.h"
+#include "common/fs/beneath.h"
 #include "common/fs/partchunks.h"
 #include "common/net/peerfetch.h"
 #include "view/view_chunks.h"
@@ -81,28 +80,11 @@ struct view_file {
 	_Atomic bool peer_refused;  /* the owner does not hold it */
 };
 
-/* openat2 beneath DFD, no symlink on the way nor at the end (RESOLVE_
- * flags), retried while the kernel asks (EAGAIN: a rename raced it). */
-static int open_beneath(int dfd, const char *rel, int flags)
-{
-	struct open_how how = {
-		.flags = (uint64_t)flags | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS,
-	};
-	int fd, tries = 0;
-
-	do
-		fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
-	while (fd < 0 && (errno == EAGAIN || errno == EINTR) && ++tries < 64);
-	return fd;
-}
-
 /* REL beneath DFD as a regular file of SIZE bytes: fd, or -errno. */
 static int open_file_of(int dfd, const char *rel, uint64_t size)
 {
 	struct stat st;
-	int fd = open_beneath(dfd, rel, O_RDONLY | O_NONBLOCK), e;
+	int fd = beneath_open(dfd, rel, O_RDONLY | O_NONBLOCK, 0), e;
 
 	if (fd < 0)
 		return -errno;
@@ -709,7 +691,7 @@ int view_source_readlink(struct view_source *vs, size_t i, char *buf,
 		if (dirs[k] < 0)
 			continue;
 		/* O_PATH | O_NOFOLLOW: the link itself, not its target */
-		fd = open_beneath(dirs[k], e->path, O_PATH);
+		fd = beneath_open(dirs[k], e->path, O_PATH, 0);
 		if (fd < 0) {
 			e2 = errno;
 			continue;

@@ -26,10 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/config/pathsafe.h"
+#include "common/fs/beneath.h"
 #include "common/fs/partchunks.h"
 #include "daemon/staging/cache_internal.h"
 
@@ -134,22 +134,12 @@ missing:
 	return -1;
 }
 
-/* openat2 beneath DFD: no symlink, no magic link, no other mount. The
- * kernel must have it (5.6): root resolving a user's path with openat
- * alone could be led by a symlink on the way. */
+/* REL beneath DFD: no symlink, no magic link, no other mount (root
+ * resolving a user's path with openat alone could be led by a symlink on
+ * the way). */
 static int open_beneath(int dfd, const char *rel)
 {
-	struct open_how how = {
-		.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-	};
-	int fd, tries = 0;
-
-	do
-		fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
-	while (fd < 0 && (errno == EAGAIN || errno == EINTR) && ++tries < 64);
-	return fd;
+	return beneath_open(dfd, rel, O_RDONLY | O_NONBLOCK, RESOLVE_NO_XDEV);
 }
 
 /* REL beneath DFD opened for S (open_beneath), a regular file of S's
