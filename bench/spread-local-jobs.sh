@@ -19,6 +19,8 @@
 # dataset's files too large for one node instead, read by
 # SL_CHUNK_READS (bench/chunk_reads.py): through the view, each chunk's
 # range of its file; plain, the chunk's own file in the part's chunks/.
+# SL_SHAPE=chunks-whole: every file of the dataset whole, through the
+# view and from CLUSTER_PFS/SL_SRC (a plain directory on the same disk).
 
 # sl_read DIR LIST: seconds to cat every file of LIST (relative to DIR),
 # run in NODE's mount namespace (SL_NODE)
@@ -64,7 +66,14 @@ test_spread_local_reads() {
 		view="$CLUSTER_DIR/local/nvme/jobs/$jid/data/$name"
 		list="$TEST_WORKDIR/list.$node"
 		SL_NODE=$node
-		if [ "${SL_SHAPE:-files}" = chunks ]; then
+		if [ "${SL_SHAPE:-files}" = chunks-whole ]; then
+			# every file whole, against the same files on a plain
+			# directory of the same disk (the bench's PFS)
+			part=$src
+			(cd "$part" && find . -type f -print0) >"$list"
+			files=$(tr -cd '\0' <"$list" | wc -c)
+			bytes=$(cd "$part" && find . -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+		elif [ "${SL_SHAPE:-files}" = chunks ]; then
 			part="$(tier_cache "$node" nvme)/$v/chunks"
 			[ -d "$part" ] || fail "$node's part $v holds no chunks"
 			nsenter --mount="$CLUSTER_DIR/ns/$node.mnt" -- \

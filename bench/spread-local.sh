@@ -10,7 +10,11 @@
 # BENCH_SL_BIG_MIB MiB (3 of 200) on nvme tiers of BENCH_SL_CHUNK_CAPACITY
 # (320M: a file over 160 MiB is cut into 2 MiB chunks); each node's chunks
 # read through the view (their ranges of the whole files) and from the
-# part's chunks/ directory (bench/chunk_reads.py).
+# part's chunks/ directory (bench/chunk_reads.py). BENCH_SL_SHAPE=
+# chunks-whole: the same files read whole through the view (this node's
+# chunks and the others') against the same files read from a plain
+# directory on the same disk (the bench's PFS is one): what a file cut
+# into chunks costs a reader against a local copy.
 #
 # Knobs: BENCH_SL_FILES (6000 imagenet-shaped files, ~680 MB: each node's
 # part ~225 MB), BENCH_SL_ROUNDS (9), BENCH_SL_DIR (/var/tmp/iostage-slbench).
@@ -47,9 +51,9 @@ files)
 		die "gen-dataset failed"
 	cp -a "$BENCH_SL_DIR/gen" "$BENCH_SL_DIR/pfs/sl/ds"
 	;;
-chunks)
+chunks | chunks-whole)
 	/usr/bin/python3 -c 'import xxhash' 2>/dev/null || die "python3-xxhash is missing: run bench/install-deps.sh"
-	NAME=spread-local-chunks
+	NAME=spread-local-$BENCH_SL_SHAPE
 	CAP=("CLUSTER_NVME_CAPACITY=$BENCH_SL_CHUNK_CAPACITY")
 	mkdir -p "$BENCH_SL_DIR/pfs/sl/ds/shards"
 	for ((i = 0; i < BENCH_SL_BIG_FILES; i++)); do
@@ -58,7 +62,7 @@ chunks)
 	FILES=$BENCH_SL_BIG_FILES
 	BYTES=$((BENCH_SL_BIG_FILES * (BENCH_SL_BIG_MIB << 20)))
 	;;
-*) die "BENCH_SL_SHAPE: files or chunks, not '$BENCH_SL_SHAPE'" ;;
+*) die "BENCH_SL_SHAPE: files, chunks or chunks-whole, not '$BENCH_SL_SHAPE'" ;;
 esac
 chmod -R a+rX "$BENCH_SL_DIR/pfs"
 OUT=$BENCH_SL_DIR/lines.jsonl
