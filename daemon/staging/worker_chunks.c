@@ -191,12 +191,13 @@ uint64_t worker_chunks_linkable(const struct worker_chunks *c, int dirfd)
 
 /* --- building ---------------------------------------------------------------- */
 
-/* LEN bytes at OFF of IN into OUT (at 0), at the rate RL allows. 0, or
- * -1 with errno; *ret_write says whether writing failed (else reading). */
+/* LEN bytes at OFF of IN into OUT (at 0), at the rate RL allows; *BUF
+ * (CHUNK_COPY_STEP bytes, allocated on first need: only where
+ * copy_file_range is refused) for a plain copy. 0, or -1 with errno;
+ * *ret_write says whether writing failed (else reading). */
 static int copy_range(int in, int out, uint64_t off, uint64_t len,
-		      struct ratelimit *rl, bool *ret_write)
+		      struct ratelimit *rl, char **buf, bool *ret_write)
 {
-	static char buf[CHUNK_COPY_STEP];
 	loff_t ioff = (loff_t)off, ooff = 0;
 	bool plain = false;
 
@@ -220,10 +221,14 @@ static int copy_range(int in, int out, uint64_t off, uint64_t len,
 				return -1;
 			}
 		}
+		if (plain && !*buf && !(*buf = malloc(CHUNK_COPY_STEP))) {
+			errno = ENOMEM;
+			return -1;
+		}
 		if (plain) {
 			ssize_t w;
 
-			n = pread(in, buf, step, ioff);
+			n = pread(in, *buf, step, ioff);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0)
@@ -232,7 +237,7 @@ static int copy_range(int in, int out, uint64_t off, uint64_t len,
 				errno = EIO; /* cut short since the walk */
 				return -1;
 			}
-			w = pwrite(out, buf, (size_t)n, ooff);
+			w = pwrite(out, *buf, (size_t)n, ooff);
 			if (w != n) {
 				*ret_write = true;
 				if (w >= 0)
@@ -285,7 +290,7 @@ static int open_checked(int src_dirfd, const struct worker_chunk *w, char *err,
  * copied, -1 failed (err). *SRC_FD is the open source file of the last
  * chunk copied (kept across chunks of one file). */
 static int place(const struct worker_chunk *w, int src_dirfd, int prev_dirfd,
-		 int cfd, bool public, struct ratelimit *rl,
+		 int cfd, bool public, struct ratelimit *rl, char **buf,
 		 const struct manifest_entry **src_of, int *src_fd, char *err,
 		 size_t errlen)
 {
@@ -317,7 +322,7 @@ static int place(const struct worker_chunk *w, int src_dirfd, int prev_dirfd,
 						     1000000000);
 	times[0].tv_nsec = times[1].tv_nsec = (long)(w->file->mtime_ns %
 						     1000000000);
-	if (copy_range(*src_fd, out, w->off, w->len, rl, &wfail) < 0) {
+	if (copy_range(*src_fd, out, w->off, w->len, rl, buf, &wfail) < 0) {
 		int e = errno;
 
 		if (wfail)
@@ -352,7 +357,7 @@ int worker_chunks_build(const struct worker_chunks *c, int src_dirfd,
 	const struct manifest_entry *src_of = NULL;
 	struct ratelimit rl;
 	int cfd, src_fd = -1, e;
-	char rmerr[256];
+	char rmerr[256], *buf = NULL;
 
 	ratelimit_init(&rl, rate ? rate : &unlimited);
 	if (mkdirat(dst_dirfd, PARTCHUNKS_DIR, 0700) < 0) {
@@ -370,7 +375,7 @@ int worker_chunks_build(const struct worker_chunks *c, int src_dirfd,
 	}
 	for (size_t i = 0; i < c->n; i++) {
 		const struct worker_chunk *w = &c->v[i];
-		int r = place(w, src_dirfd, prev_dirfd, cfd, public, &rl,
+		int r = place(w, src_dirfd, prev_dirfd, cfd, public, &rl, &buf,
 			      &src_of, &src_fd, err, errlen);
 
 		if (r < 0) {
@@ -397,9 +402,11 @@ int worker_chunks_build(const struct worker_chunks *c, int src_dirfd,
 	if (src_fd >= 0)
 		close(src_fd);
 	close(cfd);
+	free(buf);
 	*ret = res;
 	return 0;
 fail:
+	free(buf);
 	if (src_fd >= 0)
 		close(src_fd);
 	if (cfd >= 0)
