@@ -517,6 +517,7 @@ static bool part_select(const char *rel, size_t len, uint64_t size,
 {
 	const struct worker_args *a = arg;
 	double mine = spread_score(&a->plan, a->self, rel, len);
+
 	for (unsigned i = 0; i < a->plan.n; i++) {
 		double s;
 
