@@ -437,7 +437,10 @@ static inline uint64_t write_chunk(const char *path, const char *rel,
 	ck_assert_ptr_nonnull(buf);
 	ck_assert_int_eq(pread(in, buf, len, (off_t)off), (ssize_t)len);
 	close(in);
-	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
+	/* read-only once written: a second write replaces it (only root
+	 * could open it for writing) */
+	ck_assert(unlink(path) == 0 || errno == ENOENT);
+	out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
 	ck_assert_int_ge(out, 0);
 	ck_assert_int_eq(write(out, buf, len), (ssize_t)len);
 	close(out);
