@@ -98,26 +98,39 @@ test_spread_training_reads_see_what_the_pfs_holds() {
 	done
 }
 
-# n2's iostaged stops while the job runs: n1 and n3 read n2's part from
-# the PFS (their views' counters say so), nothing fails, and n2's own
-# tasks still see the whole tree (its view outlives iostaged).
-test_spread_node_daemon_stops_mid_run_reads_go_to_the_pfs() {
-	local ds jid node i
-	ds=$(pfs_dataset imgs 60)
-	trap 'iostaged_pid n2 >/dev/null || iostaged_start n2' EXIT
-	as_user "$TEST_USER" sbatch --parsable -N 3 --io-profile="dl-train,data=$ds,spread=yes" \
+# daemon_stops_mid_run DATA NODE [PICK]: a 3-node job over DATA (the
+# profile's data=...); once every task runs, NODE's iostaged stops (PICK
+# set: the first node whose part of SRC on tier PICK holds chunks); the
+# other views read NODE's files (or chunks) from the PFS, nothing fails,
+# and NODE's own tasks still see the whole tree (its view outlives
+# iostaged).
+daemon_stops_mid_run() {
+	local data=$1 node=$2 pick=${3:-} ds=${1%%:*} jid n i v
+	trap 'iostaged_pid "$node" >/dev/null || iostaged_start "$node"' EXIT
+	as_user "$TEST_USER" sbatch --parsable -N 3 --io-profile="dl-train,data=$data,spread=yes" \
 		--export=ALL,SRC="$ds",GO="$TEST_WORKDIR/go" -o "$TEST_WORKDIR/out.txt" \
 		--wrap "srun bash -c 'touch \"\$GO.\$(hostname)\"; while [ ! -e \"\$GO\" ]; do sleep 0.2; done
 			$SPREAD_DIFF
+			cmp -s \"\$IOSTAGE_DATA/big.bin\" \"\$SRC/big.bin\" 2>/dev/null && echo \"\$(hostname): cmp same\"
 			sleep 2; cat \"\$(dirname \"\$(dirname \"\$IOSTAGE_DATA\")\")\"/.iostage-view-*.json; echo'" \
 		>jid.txt 2>&1 || fail "sbatch: $(cat jid.txt)"
 	jid=$(tail -n1 jid.txt)
 	# every task runs (a task starting on a node without iostaged fails
-	# at once: the Prolog's contract), then n2's iostaged goes
-	for node in n1 n2 n3; do
-		wait_file "$TEST_WORKDIR/go.$node" 60 || fail "job $jid's task on $node never ran"
+	# at once: the Prolog's contract), then NODE's iostaged goes
+	for n in n1 n2 n3; do
+		wait_file "$TEST_WORKDIR/go.$n" 60 || fail "job $jid's task on $n never ran"
 	done
-	iostaged_kill n2
+	if [ -n "$pick" ]; then
+		node=
+		for n in n1 n2 n3; do
+			v=$(cache_parts_of "$n" "$pick" "$ds" | tail -n1)
+			[ -n "$v" ] && [ -n "$(ls -A "$(tier_cache "$n" "$pick")/$v/chunks" 2>/dev/null)" ] &&
+				{ node=$n; break; }
+		done
+		[ -n "$node" ] || fail "no node's part holds a chunk of $ds"
+		trap 'iostaged_pid "$node" >/dev/null || iostaged_start "$node"' EXIT
+	fi
+	iostaged_kill "$node"
 	touch "$TEST_WORKDIR/go"
 	wait_file "$TEST_WORKDIR/out.txt" 60 || fail "job $jid wrote nothing"
 	for ((i = 0; i < 300; i++)); do
@@ -125,15 +138,34 @@ test_spread_node_daemon_stops_mid_run_reads_go_to_the_pfs() {
 		grep -q DIFFERENT "$TEST_WORKDIR/out.txt" && break
 		sleep 0.2
 	done
-	iostaged_start n2
-	for node in n1 n2 n3; do
-		assert_file_contains "the whole tree on $node with n2's iostaged gone" \
-			"$TEST_WORKDIR/out.txt" "$node: same"
+	iostaged_start "$node"
+	for n in n1 n2 n3; do
+		assert_file_contains "the whole tree on $n with $node's iostaged gone" \
+			"$TEST_WORKDIR/out.txt" "$n: same"
 	done
-	# Some view read n2's part from the PFS
+	# Some view read NODE's part from the PFS
 	grep -Eq '"pfs_bytes":[1-9]' "$TEST_WORKDIR/out.txt" ||
 		fail "no view read the PFS: $(cat "$TEST_WORKDIR/out.txt")"
 	wait_finished n1 "$jid" 60 || fail "job $jid never finished on n1"
+}
+
+test_spread_node_daemon_stops_mid_run_reads_go_to_the_pfs() {
+	daemon_stops_mid_run "$(pfs_dataset imgs 60)" n2
+}
+
+# The same for a file cut into chunks (issue 29 items 3 and 6): the
+# chunks of the node whose iostaged stops are read from the PFS, and the
+# file is whole on every node.
+test_spread_node_daemon_stops_mid_run_chunks_go_to_the_pfs() {
+	local ds="$CLUSTER_PFS/$TEST_NAME/big" n
+	mkdir -p "$ds/a"
+	head -c 3670016 /dev/urandom >"$ds/big.bin"
+	head -c 1000 /dev/urandom >"$ds/a/one"
+	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
+	daemon_stops_mid_run "$ds:small" "" small
+	for n in n1 n2 n3; do
+		assert_file_contains "big.bin byte for byte on $n" "$TEST_WORKDIR/out.txt" "$n: cmp same"
+	done
 }
 
 
