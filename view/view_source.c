@@ -556,8 +556,8 @@ static ssize_t pfs_read(struct view_source *vs, struct view_file *f, char *buf,
 
 /* Piece P of F from this node's chunk file: the one kept when it is P's
  * chunk, else the chunk's file opened (and kept); one missing, not a
- * regular file or of another length marks the chunk for the PFS. P->len bytes, or fewer
- * or -errno when it could not serve them. */
+ * regular file or of another length marks the chunk for the PFS. P->len
+ * bytes, or fewer or -errno when it could not serve them. */
 static ssize_t local_chunk(struct view_source *vs, struct view_file *f,
 			   const struct view_piece *p, char *buf)
 {

@@ -49,6 +49,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "common/fs/manifest.h"
 
@@ -238,6 +239,12 @@ int copyengine_listing(struct copyengine *ce, struct manifest **ret);
 
 /* Free CE. NULL is a no-op. */
 void copyengine_destroy(struct copyengine *ce);
+
+/* A manifest's times (manifest_entry.mtime_ns) from a stat's seconds and
+ * nanoseconds, and back to a timespec for futimens (a time before 1970
+ * included: tv_nsec stays in 0..999999999). */
+int64_t copyengine_ts_ns(int64_t sec, uint32_t nsec);
+struct timespec copyengine_ns_ts(int64_t ns);
 
 /* The thread count for a source whose statfs f_type is FTYPE when the
  * caller names none: COPYENGINE_THREADS_REMOTE for network file systems

@@ -179,8 +179,6 @@ struct copyengine {
 /* --- copyengine.c ------------------------------------------------------ */
 
 char *copyengine_arena_alloc(struct ce_arena *a, size_t len);
-int64_t copyengine_ts_ns(int64_t sec, uint32_t nsec);
-struct timespec copyengine_ns_ts(int64_t ns);
 int copyengine_open_beneath(int root, const char *path, int flags, mode_t mode);
 void copyengine_msg_path(char *buf, size_t len, const char *base,
 			 const char *rel);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/fs/beneath.h"
+#include "common/fs/copyengine.h"
 #include "common/fs/partchunks.h"
 #include "common/fs/ratelimit.h"
 #include "common/fs/rmtree.h"
@@ -159,7 +160,8 @@ static bool holds(int dirfd, const struct worker_chunk *w, const char *name)
 	return dirfd >= 0 &&
 	       fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	       S_ISREG(st.st_mode) && (uint64_t)st.st_size == w->len &&
-	       (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec ==
+	       copyengine_ts_ns(st.st_mtim.tv_sec,
+				(uint32_t)st.st_mtim.tv_nsec) ==
 		   w->file->mtime_ns;
 }
 
@@ -275,7 +277,7 @@ static int open_checked(int src_dirfd, const struct worker_chunk *w, char *err,
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size != e->size ||
-	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec !=
+	    copyengine_ts_ns(st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec) !=
 		e->mtime_ns) {
 		snprintf(err, errlen, "%s changed while it was staged",
 			 e->path);
@@ -318,10 +320,7 @@ static int place(const struct worker_chunk *w, int src_dirfd, int prev_dirfd,
 			 PARTCHUNKS_DIR, name, w->file->path, strerror(errno));
 		return -1;
 	}
-	times[0].tv_sec = times[1].tv_sec = (time_t)(w->file->mtime_ns /
-						     1000000000);
-	times[0].tv_nsec = times[1].tv_nsec = (long)(w->file->mtime_ns %
-						     1000000000);
+	times[0] = times[1] = copyengine_ns_ts(w->file->mtime_ns);
 	if (copy_range(*src_fd, out, w->off, w->len, rl, buf, &wfail) < 0) {
 		int e = errno;
 

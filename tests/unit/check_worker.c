@@ -574,6 +574,35 @@ START_TEST(test_worker_chunks)
 }
 END_TEST
 
+/* A file last changed before 1970: its chunks keep that time to the
+ * nanosecond (a negative time is no error) and --check finds them. */
+START_TEST(test_worker_chunks_old_mtime)
+{
+	static char out[65536];
+	const struct timespec old[2] = { { -2, 250000000 }, { -2, 250000000 } };
+	char dst[256], path[256];
+	int mo = memfd();
+
+	put_big();
+	snprintf(path, sizeof(path), "%s/big.bin", src);
+	ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+	mkdst("old", dst, sizeof(dst));
+	build_part("n1", NULL, NULL, -1, mo, dst, out, sizeof(out));
+	close(mo);
+	ck_assert_uint_gt(figure(out, "chunks"), 0);
+	for (uint64_t k = 0; k < spread_chunk_count(BIG_SIZE); k++) {
+		struct spread_plan cp;
+		char err[256];
+
+		ck_assert_int_eq(spread_plan_parse(CPLAN, &cp, err,
+						   sizeof(err)),
+				 0);
+		ck_assert_int_eq(holds_chunk(dst, k),
+				 spread_chunk_owner(&cp, "big.bin", 7, k) == 0);
+	}
+}
+END_TEST
+
 /* A budget too small for all of a node's chunks keeps those it scores
  * highest and counts the rest. */
 START_TEST(test_worker_chunk_budget)
@@ -799,6 +828,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, test_worker_spread_usage);
 	tcase_add_test(tc, test_worker_chunks);
 	tcase_add_test(tc, test_worker_chunk_budget);
+	tcase_add_test(tc, test_worker_chunks_old_mtime);
 	suite_add_tcase(s, tc);
 	return s;
 }
