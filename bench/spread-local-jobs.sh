@@ -21,6 +21,9 @@
 # range of its file; plain, the chunk's own file in the part's chunks/.
 # SL_SHAPE=chunks-whole: every file of the dataset whole, through the
 # view and from CLUSTER_PFS/SL_SRC (a plain directory on the same disk).
+# SL_PAUSE=FILE (for looking into a figure by hand): once measured, the
+# job and its cluster stay up until FILE exists (the test's timeout at
+# most); FILE.info says the job and the cluster directory.
 
 # sl_read DIR LIST: seconds to cat every file of LIST (relative to DIR),
 # run in NODE's mount namespace (SL_NODE)
@@ -106,6 +109,11 @@ test_spread_local_reads() {
 		done
 		echo "spread-local $node: $files files, $bytes B of its part read $SL_ROUNDS times each way" >&2
 	done
+	if [ -n "${SL_PAUSE:-}" ]; then
+		echo "spread-local: job $jid paused until $SL_PAUSE exists" >&2
+		echo "$jid $CLUSTER_DIR" >"$SL_PAUSE.info"
+		wait_file "$SL_PAUSE" 850 || true
+	fi
 	touch "$TEST_WORKDIR/go"
 	wait_job_state "$jid" "COMPLETED|FAILED|CANCELLED|TIMEOUT" 120 || fail "job $jid did not end"
 	assert_eq "job $jid" COMPLETED "$(job_end_state "$jid")"
