@@ -72,6 +72,7 @@ struct view_file {
 	const char *rel;
 	size_t rel_len;
 	uint64_t size;
+	int64_t mtime_ns; /* the listing's: a chunk's file bears it */
 	unsigned owner;
 	struct view_chunks *chunks; /* cut into chunks; NULL: not */
 	int lfd;                    /* the part's copy (ours), or -1 */
@@ -206,6 +207,7 @@ int view_source_open(struct view_source *vs, size_t i, struct view_file **ret)
 	f->rel = e->path;
 	f->rel_len = e->path_len;
 	f->size = e->size;
+	f->mtime_ns = e->mtime_ns;
 	f->owner = view_source_owner(vs, i);
 	f->lfd = -1;
 	f->pfd = -1;
@@ -461,8 +463,9 @@ static int range_on(struct peerfetch *pf, const struct vask *a, char *buf,
 	while (done < len) {
 		if (a->chunk)
 			r = peerfetch_chunk_range(pf, a->f->rel, a->index,
-						  a->size, off + done,
-						  buf + done, len - done,
+						  a->size, a->f->mtime_ns,
+						  off + done, buf + done,
+						  len - done,
 						  VIEW_SOURCE_READ_MS, &got,
 						  err, sizeof(err));
 		else

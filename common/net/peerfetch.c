@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -514,6 +515,7 @@ struct range_of {
 	const char *rel;
 	bool chunk;
 	uint64_t index, size;
+	int64_t mtime_ns; /* a chunk's file's */
 };
 
 /* The range [OFF, OFF + LEN) of what A names, as peerfetch_range and
@@ -522,7 +524,7 @@ static int range_request(struct peerfetch *pf, const struct range_of *a,
 			 uint64_t off, void *buf, size_t len, int timeout_ms,
 			 size_t *ret_got, char *err, size_t errlen)
 {
-	char what[PF_NODE_MAX + 120], chunk[40] = "";
+	char what[PF_NODE_MAX + 120], chunk[40] = "", mtime[24];
 	uint64_t rsize, roff, rlen, rindex, want;
 	cJSON *req = NULL, *r = NULL;
 	bool wrote;
@@ -545,10 +547,12 @@ static int range_request(struct peerfetch *pf, const struct range_of *a,
 	want = len < PEERFETCH_RANGE_MAX ? len : PEERFETCH_RANGE_MAX;
 	if (want > a->size - off)
 		want = a->size - off;
+	snprintf(mtime, sizeof(mtime), "%" PRId64, a->mtime_ns);
 	req = cJSON_CreateObject();
 	if (!req || !cJSON_AddStringToObject(req, "path", a->rel) ||
 	    (a->chunk &&
-	     !cJSON_AddNumberToObject(req, "chunk", (double)a->index)) ||
+	     (!cJSON_AddNumberToObject(req, "chunk", (double)a->index) ||
+	      !cJSON_AddStringToObject(req, "mtime_ns", mtime))) ||
 	    !cJSON_AddNumberToObject(req, "size", (double)a->size) ||
 	    !cJSON_AddNumberToObject(req, "off", (double)off) ||
 	    !cJSON_AddNumberToObject(req, "len", (double)want)) {
@@ -600,13 +604,15 @@ int peerfetch_range(struct peerfetch *pf, const char *rel, uint64_t size,
 }
 
 int peerfetch_chunk_range(struct peerfetch *pf, const char *rel, uint64_t index,
-			  uint64_t chunk_size, uint64_t off, void *buf,
-			  size_t len, int timeout_ms, size_t *ret_got,
-			  char *err, size_t errlen)
+			  uint64_t chunk_size, int64_t mtime_ns, uint64_t off,
+			  void *buf, size_t len, int timeout_ms,
+			  size_t *ret_got, char *err, size_t errlen)
 {
-	const struct range_of a = {
-		.rel = rel, .chunk = true, .index = index, .size = chunk_size
-	};
+	const struct range_of a = { .rel = rel,
+				    .chunk = true,
+				    .index = index,
+				    .size = chunk_size,
+				    .mtime_ns = mtime_ns };
 
 	return range_request(pf, &a, off, buf, len, timeout_ms, ret_got, err,
 			     errlen);

@@ -37,20 +37,25 @@
  *             of "off"/"len" without the other, is refused. A range is
  *             authorized and checked as a whole file is (it is one,
  *             read in part), refusals the same
- *   client -> {"path":"REL","chunk":I,"size":CS,"off":O,"len":L}\n
+ *   client -> {"path":"REL","chunk":I,"size":CS,"mtime_ns":"T",
+ *              "off":O,"len":L}\n
  *             a range of chunk I of file REL (a spread dataset's file
  *             too large for one node: common/fs/partchunks.h), CS being
  *             the chunk's length (partchunk_extent of the listing's
  *             size) and O, L within it; I a whole number, and only with
- *             "off" and "len"
+ *             "off" and "len"; T, optional, the file's mtime in the
+ *             client's listing, in ns since the epoch, as a decimal
+ *             string (past 2^53: no JSON number holds it)
  *   server -> {"ok":true,"chunk":I,"size":CS,"off":O,"len":L2}\n then
  *             L2 raw bytes, L2 as for a range, read from the file
  *             partchunk_name(REL, I) of the version's PARTCHUNKS_DIR;
  *             or a refusal (the session goes on) naming the path and
  *             the chunk: REL not clean, a chunk the version does not
  *             hold ("'big.bin' chunk 3: not held here"; a version
- *             without a chunks directory holds none), or of another
- *             length ("... 1048576 bytes here, not 999"). The chunk's
+ *             without a chunks directory holds none), of another
+ *             length ("... 1048576 bytes here, not 999") or, with T, cut
+ *             from another state of the file ("... cut from the file
+ *             as of mtime 1700000000.000000000, not ..."). The chunk's
  *             file is opened, checked and counted as a file's range is
  *   EOF from the client, PEERFETCH_IDLE_MS without a request, a line
  *   over PEERFETCH_LINE_MAX, or the server stopping ends it (the server
@@ -91,8 +96,9 @@
 #define PEERFETCH_IDLE_MS 30000 /* a session without a request ends */
 #define PEERFETCH_PATH_MAX 4096 /* a request's path */
 /* A request, escaped: the path, and the other keys of a chunk's range
- * with their figures as cJSON prints them (up to 23 characters each). */
-#define PEERFETCH_LINE_MAX (6 * PEERFETCH_PATH_MAX + 160)
+ * with their figures as cJSON prints them (up to 23 characters each)
+ * and a chunk's mtime (20 digits and a sign). */
+#define PEERFETCH_LINE_MAX (6 * PEERFETCH_PATH_MAX + 224)
 #define PEERFETCH_RANGE_MAX (16u << 20) /* bytes of one range reply */
 /* In a refusal for the server's bound on sessions (PeerFetchSessions,
  * whose default is PEERFETCH_SESSIONS_DEFAULT): a wait, not a no. */
@@ -176,15 +182,17 @@ int peerfetch_range(struct peerfetch *pf, const char *rel, uint64_t size,
 
 /* Read LEN bytes from offset OFF of chunk INDEX of file REL into BUF,
  * the chunk being CHUNK_SIZE bytes (partchunk_extent of the file's size
- * in the caller's listing): as peerfetch_range in every other way, with
- * OFF and the bytes read within the chunk (min(LEN, CHUNK_SIZE - OFF,
- * PEERFETCH_RANGE_MAX)). A chunk the server does not hold at that size
- * is refused and the session goes on. Returns 0 with *ret_got, or -1
- * with one line in err; *ret_got untouched on failure. */
+ * in the caller's listing) cut from the file as it was at MTIME_NS (the
+ * listing's; a chunk file bears its file's mtime): as peerfetch_range
+ * in every other way, with OFF and the bytes read within the chunk
+ * (min(LEN, CHUNK_SIZE - OFF, PEERFETCH_RANGE_MAX)). A chunk the server
+ * does not hold at that size and mtime is refused and the session goes
+ * on. Returns 0 with *ret_got, or -1 with one line in err; *ret_got
+ * untouched on failure. */
 int peerfetch_chunk_range(struct peerfetch *pf, const char *rel, uint64_t index,
-			  uint64_t chunk_size, uint64_t off, void *buf,
-			  size_t len, int timeout_ms, size_t *ret_got,
-			  char *err, size_t errlen);
+			  uint64_t chunk_size, int64_t mtime_ns, uint64_t off,
+			  void *buf, size_t len, int timeout_ms,
+			  size_t *ret_got, char *err, size_t errlen);
 
 /* The version the session reads (the server's answer for version 0). */
 unsigned peerfetch_version(const struct peerfetch *pf);

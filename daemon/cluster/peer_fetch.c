@@ -289,8 +289,52 @@ struct file_request {
 	uint64_t size;
 	bool range, chunk;
 	uint64_t index; /* the chunk's */
+	bool has_mtime; /* the chunk's file's mtime in the client's listing */
+	int64_t mtime_ns;
 	uint64_t off, len;
 };
+
+/* The optional key "mtime_ns" of REQ, a decimal string (ns since the
+ * epoch: past what a JSON number holds exactly), into *ret. 0 (absent:
+ * *has false), or -1 when it is something else. */
+static int req_mtime(const cJSON *req, bool *has, int64_t *ret)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, "mtime_ns");
+	char *end;
+	long long t;
+
+	*has = false;
+	if (!v)
+		return 0;
+	if (!cJSON_IsString(v) || !v->valuestring[0])
+		return -1;
+	errno = 0;
+	t = strtoll(v->valuestring, &end, 10);
+	if (errno || *end)
+		return -1;
+	*has = true;
+	*ret = (int64_t)t;
+	return 0;
+}
+
+/* ST's mtime in ns since the epoch. */
+static int64_t stat_mtime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* T (ns since the epoch) as "S.NNNNNNNNN" into BUF. */
+static const char *mtime_shown(int64_t t, char *buf, size_t len)
+{
+	int64_t sec = t / 1000000000, ns = t % 1000000000;
+
+	if (ns < 0) {
+		sec--;
+		ns += 1000000000;
+	}
+	snprintf(buf, len, "%" PRId64 ".%09" PRId64, sec, ns);
+	return buf;
+}
 
 /* The request {"path":REL,"size":S}, {"path":REL,"size":S,"off":O,
  * "len":L} or {"path":REL,"chunk":I,"size":S,"off":O,"len":L} into
@@ -315,6 +359,11 @@ static int parse_file_request(const char *line, struct file_request *ret,
 		snprintf(err, errlen, "key 'size': a whole number of bytes");
 	} else if (has_chunk && req_figure(req, "chunk", &ret->index) < 0) {
 		snprintf(err, errlen, "key 'chunk': a whole number");
+	} else if (has_chunk &&
+		   req_mtime(req, &ret->has_mtime, &ret->mtime_ns) < 0) {
+		snprintf(err, errlen,
+			 "key 'mtime_ns': ns since the epoch, as a decimal "
+			 "string");
 	} else if (has_chunk && !(has_off && has_len)) {
 		snprintf(err, errlen,
 			 "a chunk is read by ranges: 'chunk' needs 'off' and "
@@ -334,6 +383,8 @@ static int parse_file_request(const char *line, struct file_request *ret,
 		snprintf(ret->rel, sizeof(ret->rel), "%s", path->valuestring);
 		ret->range = has_off;
 		ret->chunk = has_chunk;
+		if (!has_chunk)
+			ret->has_mtime = false;
 		if (!has_off) {
 			ret->off = 0;
 			ret->len = ret->size;
@@ -385,6 +436,20 @@ static int serve_file(struct session *s, const char *line)
 						    " bytes here, not %" PRIu64,
 						    what, (uint64_t)st.st_size,
 						    q->size));
+		goto out;
+	}
+	/* A chunk of the same length cut from an older or newer file: a
+	 * part built before the file changed, asked by a listing of now. */
+	if (q->chunk && q->has_mtime && stat_mtime_ns(&st) != q->mtime_ns) {
+		char here[32], asked[32];
+
+		r = send_reply(
+		    s, proto_reply_error(
+			   "%s: cut from the file as of mtime %s, "
+			   "not %s",
+			   what,
+			   mtime_shown(stat_mtime_ns(&st), here, sizeof(here)),
+			   mtime_shown(q->mtime_ns, asked, sizeof(asked))));
 		goto out;
 	}
 	/* Formatted here: cJSON prints numbers through a double. */

@@ -142,6 +142,7 @@ struct outcome {
 	/* from another node's copy (daemon/cluster/fill.h), and the files
 	 * it could not give */
 	uint64_t fetched, fetched_bytes, fallbacks;
+	uint64_t chunks_fetched, chunks_fetched_bytes; /* of a part's chunks */
 	char from[CONF_NODE_MAX]; /* that node, or "": the PFS */
 	bool by_parts;      /* from several nodes (--peers): FROM lists them */
 	bool share;         /* a fill by parts: this node's share linked */
@@ -313,6 +314,8 @@ static int on_message(struct run *run, struct worker *w, int tier,
 		o->fetched = m->fetched;
 		o->fetched_bytes = m->fetched_bytes;
 		o->fallbacks = m->fallbacks;
+		o->chunks_fetched = m->chunks_fetched;
+		o->chunks_fetched_bytes = m->chunks_fetched_bytes;
 		if (!m->ok)
 			snprintf(o->worker_err, sizeof(o->worker_err), "%s",
 				 m->text);
@@ -819,21 +822,31 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 		/* what came from the source: the rest came from the nodes
 		 * (and, by parts, this node's share, whose own reads of the
 		 * PFS count here) */
-		uint64_t other = o->fetched_bytes +
+		uint64_t other = o->fetched_bytes + o->chunks_fetched_bytes +
 				 (o->by_parts ? o->linked_bytes +
 						    o->copied_previous_bytes
 					      : 0);
 		uint64_t pfs = o->copy_bytes > other ? o->copy_bytes - other
 						     : 0;
-		char fetched[64];
+		char fetched[64], chunks[96] = "";
 
+		if (o->chunks_fetched) {
+			char b[64];
+
+			snprintf(chunks, sizeof(chunks),
+				 " and %" PRIu64 " chunks (%s)",
+				 o->chunks_fetched,
+				 units_bytes(o->chunks_fetched_bytes, b,
+					     sizeof(b)));
+		}
 		if (o->share) {
 			pfs += run->share_pfs_bytes;
 			copied += run->share_pfs_files;
 		}
 
 		if (o->by_parts)
-			log_info("job %u: dataset '%s': %" PRIu64 " files (%s) "
+			log_info("job %u: dataset '%s': %" PRIu64
+				 " files (%s)%s "
 				 "from nodes %s, %" PRIu64
 				 " linked and %" PRIu64
 				 " copied from its %s, %" PRIu64
@@ -841,7 +854,7 @@ static void served(struct run *run, size_t i, const struct stage_owner *ow,
 				 job->id, ds->name, o->fetched,
 				 units_bytes(o->fetched_bytes, fetched,
 					     sizeof(fetched)),
-				 o->from, o->linked, o->copied_previous,
+				 chunks, o->from, o->linked, o->copied_previous,
 				 o->share ? "own share" : "previous part",
 				 o->fallbacks);
 		else if (o->from[0])

@@ -143,6 +143,8 @@ struct stage_msg {
 	/* RESULT: files and bytes another node's copy gave, and the files
 	 * it could not give (copied from the source instead) */
 	uint64_t fetched, fetched_bytes, fallbacks;
+	/* RESULT of a part: its chunks another node gave */
+	uint64_t chunks_fetched, chunks_fetched_bytes;
 	uint64_t total_bytes, total_files, copy_bytes, copy_files; /* TOTALS */
 	/* TOTALS: what the copy reads from the source (copy_bytes without a
 	 * peer; with one, copy_* is what the copy writes) */

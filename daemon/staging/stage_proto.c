@@ -72,6 +72,8 @@ static void parse_message(const cJSON *m, struct stage_msg *r)
 		r->fetched = proto_u64(m, "fetched");
 		r->fetched_bytes = proto_u64(m, "fetched_bytes");
 		r->fallbacks = proto_u64(m, "fallbacks");
+		r->chunks_fetched = proto_u64(m, "chunks_fetched");
+		r->chunks_fetched_bytes = proto_u64(m, "chunks_fetched_bytes");
 		/* a failure always says why, if only that it failed */
 		if (!r->ok)
 			snprintf(r->text, sizeof(r->text), "%s",

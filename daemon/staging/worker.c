@@ -231,7 +231,7 @@ static void emit_ok(const struct copyengine_result *r, bool peer,
 		    const struct part_chunks *pc)
 {
 	const struct worker_chunks_result *d = &pc->done;
-	char line[480];
+	char line[640];
 	int n;
 
 	if (peer)
@@ -244,7 +244,8 @@ static void emit_ok(const struct copyengine_result *r, bool peer,
 			     ",\"fetched\":%" PRIu64
 			     ",\"fetched_bytes\":%" PRIu64
 			     ",\"fallbacks\":%" PRIu64 "}",
-			     r->bytes + d->linked_bytes + d->copied_bytes,
+			     r->bytes + d->linked_bytes + d->fetched_bytes +
+				 d->copied_bytes,
 			     r->files, r->linked, r->linked_bytes,
 			     r->copied_previous, r->copied_previous_bytes,
 			     r->fetched, r->fetched_bytes, r->fetch_fallbacks);
@@ -253,15 +254,19 @@ static void emit_ok(const struct copyengine_result *r, bool peer,
 			     "{\"ok\":true,\"bytes\":%" PRIu64
 			     ",\"files\":%" PRIu64 ",\"linked\":%" PRIu64
 			     ",\"linked_bytes\":%" PRIu64 "}",
-			     r->bytes + d->linked_bytes + d->copied_bytes,
+			     r->bytes + d->linked_bytes + d->fetched_bytes +
+				 d->copied_bytes,
 			     r->files, r->linked, r->linked_bytes);
-	if (d->linked + d->copied) {
+	if (d->linked + d->fetched + d->copied) {
 		n--; /* the closing brace */
 		n += snprintf(line + n, sizeof(line) - (size_t)n,
 			      ",\"chunks_linked\":%" PRIu64
+			      ",\"chunks_fetched\":%" PRIu64
+			      ",\"chunks_fetched_bytes\":%" PRIu64
 			      ",\"chunks_copied\":%" PRIu64
 			      ",\"chunks_copied_bytes\":%" PRIu64 "}",
-			      d->linked, d->copied, d->copied_bytes);
+			      d->linked, d->fetched, d->fetched_bytes,
+			      d->copied, d->copied_bytes);
 	}
 	put_line(line, (size_t)n);
 }
@@ -643,7 +648,7 @@ static int plan_chunks(const struct worker_args *a, struct copyengine *ce,
 	const struct copyengine_totals *t = copyengine_totals(ce);
 	uint64_t budget = WORKER_CHUNKS_NO_BUDGET;
 	struct manifest *listing = NULL;
-	int vfd;
+	int vfd, sfd;
 
 	memset(pc, 0, sizeof(*pc));
 	pc->prev_fd = -1;
@@ -661,9 +666,15 @@ static int plan_chunks(const struct worker_args *a, struct copyengine *ce,
 		return fail("out of memory");
 	}
 	pc->listing = listing;
+	/* verify=checksum: a chunk is the same when its bytes are, as a
+	 * file is (the PFS read for it, as the walk read the files) */
+	sfd = a->verify == MANIFEST_VERIFY_CHECKSUM && pc->c.n
+		  ? open(a->src, O_PATH | O_DIRECTORY | O_CLOEXEC)
+		  : -1;
 	if (a->check) {
 		vfd = open_chunks_in(a->dstdir);
-		pc->held = worker_chunks_held(&pc->c, vfd);
+		worker_chunks_mark(&pc->c, vfd, sfd);
+		pc->held = pc->c.marked == pc->c.n;
 		if (vfd >= 0)
 			close(vfd);
 	} else if (a->previous) {
@@ -671,8 +682,11 @@ static int plan_chunks(const struct worker_args *a, struct copyengine *ce,
 
 		snprintf(dir, sizeof(dir), "%s/..", a->previous);
 		pc->prev_fd = open_chunks_in(dir);
-		pc->linkable = worker_chunks_linkable(&pc->c, pc->prev_fd);
+		worker_chunks_mark(&pc->c, pc->prev_fd, sfd);
+		pc->linkable = pc->c.marked_bytes;
 	}
+	if (sfd >= 0)
+		close(sfd);
 	return 0;
 }
 
@@ -696,30 +710,39 @@ static void on_chunk_progress(uint64_t bytes, void *arg)
 /* The part's chunks into DFD (the build directory), after its data:
  * 0, or 1 with the failure said (the chunks directory removed). */
 static int stage_chunks(const struct worker_args *a, struct part_chunks *pc,
-			int dfd, const _Atomic uint64_t *rate,
+			int dfd, struct worker_peers *pool,
+			const _Atomic uint64_t *rate,
 			const struct copyengine_result *res)
 {
 	char err[WORKER_ERR_MAX];
-	int sfd;
+	/* this node's previous chunks, then the other nodes' parts (a new
+	 * plan moved chunks here), then the PFS */
+	struct worker_chunks_from from = {
+		.prev_dirfd = pc->prev_fd,
+		.fetch = worker_peers_count(pool) ? worker_peers_fetch_chunk
+						  : NULL,
+		.fetch_arg = pool,
+		.rate = rate,
+	};
 
 	if (!pc->c.n)
 		return 0;
-	sfd = open(a->src, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (sfd < 0) {
+	from.src_dirfd = open(a->src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (from.src_dirfd < 0) {
 		snprintf(err, sizeof(err), "cannot read %s: %s", a->src,
 			 strerror(errno));
 		return fail(err);
 	}
-	if (worker_chunks_build(&pc->c, sfd, pc->prev_fd, dfd, a->public, rate,
+	if (worker_chunks_build(&pc->c, &from, dfd, a->public,
 				on_chunk_progress, (void *)res, &pc->done, err,
 				sizeof(err)) < 0) {
 		int e = errno;
 
-		close(sfd);
+		close(from.src_dirfd);
 		space_message(e, err, sizeof(err));
 		return fail(err);
 	}
-	close(sfd);
+	close(from.src_dirfd);
 	return 0;
 }
 
@@ -727,7 +750,7 @@ static int stage_chunks(const struct worker_args *a, struct part_chunks *pc,
  * (daemon/staging/cache_build.c), which the cache publishes by renaming
  * it once the copy and its manifest are complete. */
 static int stage(const struct worker_args *a, struct copyengine *ce,
-		 const struct worker_peers *pool, struct part_chunks *pc,
+		 struct worker_peers *pool, struct part_chunks *pc,
 		 const _Atomic uint64_t *rate, double t_open, double t_walk)
 {
 	double t_copy = now_s();
@@ -773,7 +796,7 @@ static int stage(const struct worker_args *a, struct copyengine *ce,
 		manifest_destroy(m);
 		close(a->manifest_out);
 	}
-	if (stage_chunks(a, pc, dfd, rate, &res)) {
+	if (stage_chunks(a, pc, dfd, pool, rate, &res)) {
 		undo(dfd, target);
 		close(dfd);
 		return 1;

@@ -6,7 +6,8 @@
  *   iostaged --stage-worker [--threads N] [--verify stat|checksum]
  *            [--previous DIR --manifest-in FD] [--manifest-out FD]
  *            [--check] [--public] [--rate-fd FD]
- *            [--peer HOST:PORT --peer-entry TIER/KEY.vN
+ *            [--peer HOST:PORT --peer-entry TIER/KEY.vN |
+ *             --peers HOST:PORT=TIER/KEY.vN,...
  *             [--munge-socket PATH] [--peer-job J]]
  *            [--spread PLAN --spread-self NAME [--part-budget BYTES]]
  *            [--listing-out FD] SRC DSTDIR
@@ -47,7 +48,11 @@
  *                    --previous, --manifest-in or --check. HOST not
  *                    usable at all (down, refusing, no such version):
  *                    a note, then everything from SRC; not a failure.
- *   --peer-job J     with --peer: the sessions name job J ("job" in
+ *   --peers LIST     the same from several nodes at once (a fill by
+ *                    parts, or a spread dataset's part under a new plan;
+ *                    worker_peer.h): each file from the first node whose
+ *                    manifest lists it; with --previous and --manifest-in.
+ *   --peer-job J     with --peer(s): the sessions name job J ("job" in
  *                    fetch_open), which HOST must run, with this user
  *                    and a dataset of this entry, asked from one of its
  *                    nodes; a spread dataset's part is served only so.
@@ -85,7 +90,10 @@
  *   with --spread both end in ,"dataset_bytes":N,"dataset_files":N (the
  *       whole dataset; total_* and copy_* are this node's part), and with
  *       --part-budget in ,"over_budget_files":N,"over_budget_bytes":N
- *       (this node's files the budget leaves out).
+ *       (this node's files the budget leaves out). A part with chunks
+ *       of files too large for one node (worker_chunks.h) adds
+ *       ,"chunked_files":N,"chunks":N,"chunk_bytes":N (in total_bytes),
+ *       and with --part-budget ,"over_budget_chunks":N.
  *   then, with IOSTAGE_STAGE_GATE in the environment (not with --check):
  *       wait for "go\n" on stdin; EOF or anything else: stop, create
  *       nothing, end with {"ok":false,"error":"cancelled before copying"}.
@@ -103,6 +111,10 @@
  *    "fetched_bytes":N,"fallbacks":N}                the same with --peer:
  *       fetched = files (and their bytes) that came from the peer,
  *       fallbacks = files the peer did not give, copied from SRC.
+ *   A part with chunks ends either in ,"chunks_linked":N,
+ *       "chunks_fetched":N,"chunks_fetched_bytes":N,"chunks_copied":N,
+ *       "chunks_copied_bytes":N: linked from --previous, given by
+ *       another node's part (--peers), copied from SRC.
  *   {"ok":false,"error":"cannot read /pfs/ds/a.bin: Permission denied"}
  *       or the last line on failure; DSTDIR/data is then removed.
  * Exit status 0 on success, 1 on failure, 2 on bad usage (message on

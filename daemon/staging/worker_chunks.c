@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "common/fs/beneath.h"
 #include "common/fs/copyengine.h"
 #include "common/fs/partchunks.h"
@@ -151,6 +153,37 @@ void worker_chunks_free(struct worker_chunks *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* --- the source ------------------------------------------------------------- */
+
+/* The source file of W, checked against the listing: fd or -1 with
+ * err. */
+static int open_checked(int src_dirfd, const struct worker_chunk *w, char *err,
+			size_t errlen)
+{
+	const struct manifest_entry *e = w->file;
+	struct stat st;
+	/* no symlink on the way: the user may have swapped a directory
+	 * for one since the walk */
+	int fd = beneath_open(src_dirfd, e->path, O_RDONLY, 0);
+
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot read %s: %s", e->path,
+			 strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != e->size ||
+	    copyengine_ts_ns(st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec) !=
+		e->mtime_ns) {
+		snprintf(err, errlen, "%s changed while it was staged",
+			 e->path);
+		close(fd);
+		errno = ESTALE;
+		return -1;
+	}
+	return fd;
+}
+
 /* --- what a directory holds -------------------------------------------------- */
 
 static bool holds(int dirfd, const struct worker_chunk *w, const char *name)
@@ -165,30 +198,95 @@ static bool holds(int dirfd, const struct worker_chunk *w, const char *name)
 		   w->file->mtime_ns;
 }
 
-static bool holds_chunk(int dirfd, const struct worker_chunk *w)
+/* The xxh3-128 of LEN bytes at OFF of FD into *RET, through BUF
+ * (CHUNK_COPY_STEP bytes). 0, or -1 (a read failed or came short). */
+static int hash_range(int fd, uint64_t off, uint64_t len, char *buf,
+		      XXH3_state_t *xs, XXH128_hash_t *ret)
 {
-	char name[PARTCHUNK_NAME_MAX];
+	if (XXH3_128bits_reset(xs) == XXH_ERROR)
+		return -1;
+	while (len) {
+		size_t step = len < CHUNK_COPY_STEP ? (size_t)len
+						    : CHUNK_COPY_STEP;
+		ssize_t n = pread(fd, buf, step, (off_t)off);
 
-	partchunk_name(w->file->path, w->file->path_len, w->index, name);
-	return holds(dirfd, w, name);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 ||
+		    XXH3_128bits_update(xs, buf, (size_t)n) == XXH_ERROR)
+			return -1;
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	*ret = XXH3_128bits_digest(xs);
+	return 0;
 }
 
-bool worker_chunks_held(const struct worker_chunks *c, int dirfd)
+/* Does chunk W's file NAME beneath DIRFD hold the bytes of its range of
+ * the source file *SRC_FD (opened beneath SRC_DIRFD as the copy would,
+ * kept across the chunks of one file)? */
+static bool same_bytes(int dirfd, const struct worker_chunk *w,
+		       const char *name, int src_dirfd,
+		       const struct manifest_entry **src_of, int *src_fd,
+		       char *buf, XXH3_state_t *xs)
 {
-	for (size_t i = 0; i < c->n; i++)
-		if (!holds_chunk(dirfd, &c->v[i]))
-			return false;
-	return true;
+	char err[256];
+	XXH128_hash_t here, there;
+	int fd;
+
+	if (*src_of != w->file) {
+		if (*src_fd >= 0)
+			close(*src_fd);
+		*src_of = w->file;
+		*src_fd = open_checked(src_dirfd, w, err, sizeof(err));
+	}
+	if (*src_fd < 0)
+		return false;
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (hash_range(fd, 0, w->len, buf, xs, &here) < 0 ||
+	    hash_range(*src_fd, w->off, w->len, buf, xs, &there) < 0) {
+		close(fd);
+		return false;
+	}
+	close(fd);
+	return XXH128_isEqual(here, there);
 }
 
-uint64_t worker_chunks_linkable(const struct worker_chunks *c, int dirfd)
+void worker_chunks_mark(struct worker_chunks *c, int dirfd, int src_dirfd)
 {
-	uint64_t bytes = 0;
+	const struct manifest_entry *src_of = NULL;
+	XXH3_state_t *xs = NULL;
+	char *buf = NULL, name[PARTCHUNK_NAME_MAX];
+	int src_fd = -1;
 
-	for (size_t i = 0; dirfd >= 0 && i < c->n; i++)
-		if (holds_chunk(dirfd, &c->v[i]))
-			bytes += c->v[i].len;
-	return bytes;
+	c->marked = 0;
+	c->marked_bytes = 0;
+	if (src_dirfd >= 0) {
+		xs = XXH3_createState();
+		buf = malloc(CHUNK_COPY_STEP);
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		struct worker_chunk *w = &c->v[i];
+
+		partchunk_name(w->file->path, w->file->path_len, w->index,
+			       name);
+		w->held = holds(dirfd, w, name);
+		/* out of memory for the hashes: nothing is taken unseen */
+		if (w->held && src_dirfd >= 0)
+			w->held = xs && buf &&
+				  same_bytes(dirfd, w, name, src_dirfd, &src_of,
+					     &src_fd, buf, xs);
+		if (w->held) {
+			c->marked++;
+			c->marked_bytes += w->len;
+		}
+	}
+	if (src_fd >= 0)
+		close(src_fd);
+	XXH3_freeState(xs);
+	free(buf);
 }
 
 /* --- building ---------------------------------------------------------------- */
@@ -259,42 +357,54 @@ static int copy_range(int in, int out, uint64_t off, uint64_t len,
 	return 0;
 }
 
-/* The source file of W, checked against the listing: fd or -1 with
- * err. */
-static int open_checked(int src_dirfd, const struct worker_chunk *w, char *err,
-			size_t errlen)
-{
-	const struct manifest_entry *e = w->file;
-	struct stat st;
-	/* no symlink on the way: the user may have swapped a directory
-	 * for one since the walk */
-	int fd = beneath_open(src_dirfd, e->path, O_RDONLY, 0);
+/* How place() got a chunk. */
+enum placed { PLACED_LINKED, PLACED_FETCHED, PLACED_COPIED };
 
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot read %s: %s", e->path,
-			 strerror(errno));
+/* The source's file of W, open in *SRC_FD (kept across the chunks of one
+ * file: *SRC_OF says whose). 0, or -1 with err. */
+static int source_of(const struct worker_chunk *w, int src_dirfd,
+		     const struct manifest_entry **src_of, int *src_fd,
+		     char *err, size_t errlen)
+{
+	if (*src_of == w->file)
+		return 0;
+	if (*src_fd >= 0)
+		close(*src_fd);
+	*src_of = NULL;
+	*src_fd = open_checked(src_dirfd, w, err, errlen);
+	if (*src_fd < 0)
 		return -1;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size != e->size ||
-	    copyengine_ts_ns(st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec) !=
-		e->mtime_ns) {
-		snprintf(err, errlen, "%s changed while it was staged",
-			 e->path);
-		close(fd);
-		errno = ESTALE;
-		return -1;
-	}
-	return fd;
+	*src_of = w->file;
+	return 0;
 }
 
-/* Chunk W into CFD: linked from PREV_DIRFD, else copied. 1 linked, 0
- * copied, -1 failed (err). *SRC_FD is the open source file of the last
- * chunk copied (kept across chunks of one file). */
-static int place(const struct worker_chunk *w, int src_dirfd, int prev_dirfd,
-		 int cfd, bool public, struct ratelimit *rl, char **buf,
-		 const struct manifest_entry **src_of, int *src_fd, char *err,
-		 size_t errlen)
+/* Another node's copy of W into OUT (new): true when it gave all of it;
+ * else OUT is emptied again for the source. */
+static bool fetched(const struct worker_chunks_from *from,
+		    const struct worker_chunk *w, int out)
+{
+	struct stat st;
+
+	if (!from->fetch)
+		return false;
+	if (from->fetch(w->file->path, w->index, w->len, w->file->mtime_ns, out,
+			from->fetch_arg) == 0 &&
+	    fstat(out, &st) == 0 && (uint64_t)st.st_size == w->len)
+		return true;
+	/* The source's bytes are written from 0 over whatever came; none
+	 * may stay past them. */
+	if (ftruncate(out, 0) < 0)
+		(void)0; /* then they are all overwritten: no more came */
+	return false;
+}
+
+/* Chunk W into CFD from the first of FROM that has it: *HOW says which.
+ * 0, or -1 failed (err). */
+static int place(const struct worker_chunk *w,
+		 const struct worker_chunks_from *from, int cfd, bool public,
+		 struct ratelimit *rl, char **buf,
+		 const struct manifest_entry **src_of, int *src_fd,
+		 enum placed *how, char *err, size_t errlen)
 {
 	char name[PARTCHUNK_NAME_MAX];
 	struct timespec times[2];
@@ -302,17 +412,10 @@ static int place(const struct worker_chunk *w, int src_dirfd, int prev_dirfd,
 	int out;
 
 	partchunk_name(w->file->path, w->file->path_len, w->index, name);
-	if (holds(prev_dirfd, w, name) &&
-	    linkat(prev_dirfd, name, cfd, name, 0) == 0)
-		return 1;
-	if (*src_of != w->file) {
-		if (*src_fd >= 0)
-			close(*src_fd);
-		*src_of = NULL;
-		*src_fd = open_checked(src_dirfd, w, err, errlen);
-		if (*src_fd < 0)
-			return -1;
-		*src_of = w->file;
+	if (w->held && from->prev_dirfd >= 0 &&
+	    linkat(from->prev_dirfd, name, cfd, name, 0) == 0) {
+		*how = PLACED_LINKED;
+		return 0;
 	}
 	out = openat(cfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (out < 0) {
@@ -321,6 +424,14 @@ static int place(const struct worker_chunk *w, int src_dirfd, int prev_dirfd,
 		return -1;
 	}
 	times[0] = times[1] = copyengine_ns_ts(w->file->mtime_ns);
+	*how = PLACED_FETCHED;
+	if (fetched(from, w, out))
+		goto done;
+	*how = PLACED_COPIED;
+	if (source_of(w, from->src_dirfd, src_of, src_fd, err, errlen) < 0) {
+		close(out);
+		return -1;
+	}
 	if (copy_range(*src_fd, out, w->off, w->len, rl, buf, &wfail) < 0) {
 		int e = errno;
 
@@ -335,6 +446,7 @@ static int place(const struct worker_chunk *w, int src_dirfd, int prev_dirfd,
 		errno = e;
 		return -1;
 	}
+done:
 	if (futimens(out, times) < 0 || fchmod(out, public ? 0444 : 0400) < 0 ||
 	    close(out) < 0) {
 		snprintf(err, errlen, "cannot write %s/%s of %s: %s",
@@ -344,9 +456,9 @@ static int place(const struct worker_chunk *w, int src_dirfd, int prev_dirfd,
 	return 0;
 }
 
-int worker_chunks_build(const struct worker_chunks *c, int src_dirfd,
-			int prev_dirfd, int dst_dirfd, bool public,
-			const _Atomic uint64_t *rate,
+int worker_chunks_build(const struct worker_chunks *c,
+			const struct worker_chunks_from *from, int dst_dirfd,
+			bool public,
 			void (*progress)(uint64_t bytes, void *arg),
 			void *progress_arg, struct worker_chunks_result *ret,
 			char *err, size_t errlen)
@@ -358,7 +470,7 @@ int worker_chunks_build(const struct worker_chunks *c, int src_dirfd,
 	int cfd, src_fd = -1, e;
 	char rmerr[256], *buf = NULL;
 
-	ratelimit_init(&rl, rate ? rate : &unlimited);
+	ratelimit_init(&rl, from->rate ? from->rate : &unlimited);
 	if (mkdirat(dst_dirfd, PARTCHUNKS_DIR, 0700) < 0) {
 		snprintf(err, errlen, "cannot write %s: %s", PARTCHUNKS_DIR,
 			 strerror(errno));
@@ -374,22 +486,26 @@ int worker_chunks_build(const struct worker_chunks *c, int src_dirfd,
 	}
 	for (size_t i = 0; i < c->n; i++) {
 		const struct worker_chunk *w = &c->v[i];
-		int r = place(w, src_dirfd, prev_dirfd, cfd, public, &rl, &buf,
-			      &src_of, &src_fd, err, errlen);
+		enum placed how;
 
-		if (r < 0) {
+		if (place(w, from, cfd, public, &rl, &buf, &src_of, &src_fd,
+			  &how, err, errlen) < 0) {
 			e = errno;
 			goto fail;
 		}
-		if (r) {
+		if (how == PLACED_LINKED) {
 			res.linked++;
 			res.linked_bytes += w->len;
+		} else if (how == PLACED_FETCHED) {
+			res.fetched++;
+			res.fetched_bytes += w->len;
 		} else {
 			res.copied++;
 			res.copied_bytes += w->len;
 		}
 		if (progress)
-			progress(res.linked_bytes + res.copied_bytes,
+			progress(res.linked_bytes + res.fetched_bytes +
+				     res.copied_bytes,
 				 progress_arg);
 	}
 	if (fchmod(cfd, public ? 0555 : 0500) < 0 || syncfs(cfd) < 0) {

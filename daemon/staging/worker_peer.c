@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,7 +36,8 @@ struct worker_peer {
 	unsigned cap;
 	unsigned failures; /* opens failed in a row */
 	bool gone;
-	uint64_t fallbacks; /* fetches that returned -1 */
+	uint64_t fallbacks;      /* fetches that returned -1 */
+	uint64_t chunk_failures; /* chunks it held but did not give */
 	char first_err[WP_ERR_MAX];
 	char gone_err[WP_ERR_MAX];
 };
@@ -309,12 +311,12 @@ void worker_peer_summary(const struct worker_peer *p, char *buf, size_t len)
 			 "instead",
 			 w->t.host, w->t.port, WORKER_PEER_OPEN_TRIES,
 			 w->gone_err, (unsigned long long)w->fallbacks);
-	else if (w->fallbacks)
+	else if (w->fallbacks || w->chunk_failures)
 		snprintf(buf, len,
-			 "peer %s:%u: %llu files copied from the source "
-			 "instead; first: %s",
+			 "peer %s:%u: %llu files and %llu chunks copied from "
+			 "the source instead; first: %s",
 			 w->t.host, w->t.port, (unsigned long long)w->fallbacks,
-			 w->first_err);
+			 (unsigned long long)w->chunk_failures, w->first_err);
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -448,6 +450,89 @@ int worker_peers_fetch(const char *rel, int dst_fd, uint64_t size, void *arg)
 						 ps->pool[k]);
 	}
 	return -1;
+}
+
+/* LEN bytes from BUF at OFF of FD. 0, or -1 with errno. */
+static int pwrite_full(int fd, const char *buf, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, buf, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return -1;
+		}
+		buf += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Chunk INDEX of REL (LEN bytes, as of MTIME_NS) from P into DST_FD at
+ * 0, through BUF (WORKER_PEER_CHUNK_STEP bytes). 1 given; 0 P does not
+ * hold it (its refusal of the first range: the session goes on); -1 it
+ * failed (a broken session, a chunk gone mid-way, a write), noted. */
+static int chunk_from(struct worker_peer *p, const char *rel, uint64_t index,
+		      uint64_t len, int64_t mtime_ns, int dst_fd, char *buf)
+{
+	char err[WP_ERR_MAX];
+	struct peerfetch *pf = take(p);
+	uint64_t off = 0;
+	int r = 1;
+
+	if (!pf)
+		return -1; /* gone: said by the summary */
+	while (off < len) {
+		size_t want = len - off < WORKER_PEER_CHUNK_STEP
+				  ? (size_t)(len - off)
+				  : WORKER_PEER_CHUNK_STEP;
+		size_t got;
+
+		if (peerfetch_chunk_range(pf, rel, index, len, mtime_ns, off,
+					  buf, want, WORKER_PEER_IO_MS, &got,
+					  err, sizeof(err)) < 0) {
+			r = off == 0 && peerfetch_usable(pf) ? 0 : -1;
+			break;
+		}
+		if (!got || pwrite_full(dst_fd, buf, got, off) < 0) {
+			snprintf(err, sizeof(err),
+				 "chunk %" PRIu64 " of '%.64s': cannot write "
+				 "it: %s",
+				 index, rel,
+				 got ? strerror(errno) : "no bytes");
+			r = -1;
+			break;
+		}
+		off += got;
+	}
+	give_back(p, pf);
+	if (r < 0) {
+		pthread_mutex_lock(&p->mu);
+		note_error(p, err);
+		p->chunk_failures++;
+		pthread_mutex_unlock(&p->mu);
+	}
+	return r;
+}
+
+int worker_peers_fetch_chunk(const char *rel, uint64_t index, uint64_t len,
+			     int64_t mtime_ns, int dst_fd, void *arg)
+{
+	struct worker_peers *ps = arg;
+	char *buf;
+	int r = 0;
+
+	if (!ps->n || !(buf = malloc(WORKER_PEER_CHUNK_STEP)))
+		return -1;
+	for (size_t k = 0; k < ps->n && r != 1; k++)
+		r = chunk_from(ps->pool[k], rel, index, len, mtime_ns, dst_fd,
+			       buf);
+	free(buf);
+	return r == 1 ? 0 : -1;
 }
 
 size_t worker_peers_count(const struct worker_peers *ps)

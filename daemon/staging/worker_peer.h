@@ -118,6 +118,17 @@ struct manifest *worker_peers_merge(const struct worker_peers *ps,
  * manifest lists it as a file. 0, or -1 (copied from SRC then). */
 int worker_peers_fetch(const char *rel, int dst_fd, uint64_t size, void *arg);
 
+/* Bytes of a chunk asked of a node at once (a range request each). */
+#define WORKER_PEER_CHUNK_STEP (1u << 20)
+
+/* worker_chunks_build's fetch (worker_chunks.h; ARG is the set): chunk
+ * INDEX of REL, LEN bytes as of MTIME_NS, from the first pool that holds
+ * it, asked in turn (no manifest lists chunks; a node that does not hold
+ * one refuses it at once, and one that broke is counted in its summary).
+ * 0, or -1 (copied from SRC then). */
+int worker_peers_fetch_chunk(const char *rel, uint64_t index, uint64_t len,
+			     int64_t mtime_ns, int dst_fd, void *arg);
+
 /* Pools open. */
 size_t worker_peers_count(const struct worker_peers *ps);
 

@@ -200,6 +200,55 @@ test_spread_new_node_takes_its_part_from_the_others() {
 			sed -E 's/.*: ([0-9]+) files \(.*/\1/' | head -n1)"
 }
 
+# chunks NODE JOB: the chunks NODE's part holds for JOB's dataset
+chunks_held() {
+	grep -E "job $2: dataset '[^']*': this node holds .*, and [0-9]+ chunks" "$(iostaged_log "$1")" |
+		sed -E 's/.*, and ([0-9]+) chunks.*/\1/' | head -n1
+}
+
+# pfs_bytes NODE JOB: what NODE's build read from the PFS for JOB's
+# dataset, as iostaged logged it ("0 B", "1.0 MiB")
+pfs_bytes() {
+	grep -E "job $2: dataset '[^']*': built .*: [0-9]+ files copied" "$(iostaged_log "$1")" |
+		sed -E 's/.*files copied \(([^)]*)\).*/\1/' | head -n1
+}
+
+# The same for a file too large for one node (issue 29 items 3 and 5):
+# the chunks the new plan gives n3 come from the parts n1 and n2 hold
+# from the last job, over the peer channel; n1 and n2 keep theirs; no
+# node reads a byte from the PFS, and big.bin is whole on every node.
+test_spread_new_node_takes_its_chunks_from_the_others() {
+	local ds jid node n got
+	ds="$CLUSTER_PFS/$TEST_NAME/big"
+	mkdir -p "$ds/a"
+	# 2.5 MiB on the 3 MiB tier small: cut into 3 chunks, which two
+	# nodes hold between them whatever the draw
+	head -c 2621440 /dev/urandom >"$ds/big.bin"
+	head -c 1000 /dev/urandom >"$ds/a/one"
+	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
+	for n in 2 3; do
+		submit_wait "$TEST_USER" -N "$n" -w "$([ "$n" = 2 ] && echo n1,n2 || echo n1,n2,n3)" \
+			--io-profile="dl-train,data=$ds:small,spread=yes" --export=ALL,SRC="$ds" -o "out$n.txt" \
+			--wrap "srun bash -c '$SPREAD_DIFF
+				cmp \"\$IOSTAGE_DATA/big.bin\" \"\$SRC/big.bin\" && echo \"\$(hostname): cmp same\"'" >/dev/null ||
+			fail "sbatch -N$n spread on tier small: $SUBMIT_OUT $(cat "out$n.txt" 2>/dev/null)"
+	done
+	jid=$SUBMIT_JOBID
+	for node in n1 n2 n3; do
+		assert_file_contains "the whole tree on $node" out3.txt "$node: same"
+		assert_file_contains "big.bin byte for byte on $node" out3.txt "$node: cmp same"
+	done
+	n=$(chunks_held n3 "$jid")
+	[ "${n:-0}" -gt 0 ] || fail "n3 holds no chunk of big.bin for job $jid (the plan gave it none): $(grep "job $jid:" "$(iostaged_log n3)")"
+	got=$(grep -E "job $jid: dataset '[^']*': [0-9]+ files \(.*\) and [0-9]+ chunks \(.*\) from nodes " "$(iostaged_log n3)" |
+		sed -E 's/.* and ([0-9]+) chunks \(.*/\1/' | head -n1)
+	assert_eq "chunks of n3's part that came from n1 and n2" "$n" "${got:-0}"
+	for node in n1 n2 n3; do
+		[ -z "$(pfs_bytes "$node" "$jid")" ] || assert_eq "bytes $node read from the PFS for job $jid" "0 B" "$(pfs_bytes "$node" "$jid")"
+	done
+	assert_eq "bytes n3 read from the PFS for job $jid" "0 B" "$(pfs_bytes n3 "$jid")"
+}
+
 # n2's iostaged is killed while its worker copies n2's part (the worker
 # held, so that it is caught mid-part): the job fails on every node, n2
 # comes back with its half part removed and nothing published, and the

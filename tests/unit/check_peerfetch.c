@@ -714,12 +714,13 @@ START_TEST(test_chunk_ranges)
 	struct peerfetch *pf;
 	uint64_t total = 0;
 	size_t got = 12345;
+	const int64_t big_mtime = src_mtime_ns("big.bin");
 
 	ck_assert_ptr_nonnull(buf);
 	/* a version without a chunks directory holds none */
 	pf = must_open();
-	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 0, MIB, 0, buf,
-					       10, 5000, &got, err,
+	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 0, MIB, big_mtime,
+					       0, buf, 10, 5000, &got, err,
 					       sizeof(err)),
 			 -1);
 	ck_assert_msg(strstr(err, "'big.bin' chunk 0: not held here"), "%s",
@@ -738,8 +739,8 @@ START_TEST(test_chunk_ranges)
 	ck_assert_int_eq(rename(path, elsewhere), 0);
 	ck_assert_int_eq(symlink(PARTCHUNKS_DIR ".elsewhere", path), 0);
 	pf = must_open();
-	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 0, MIB, 0, buf,
-					       10, 5000, &got, err,
+	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 0, MIB, big_mtime,
+					       0, buf, 10, 5000, &got, err,
 					       sizeof(err)),
 			 -1);
 	ck_assert_msg(strstr(err, "'big.bin' chunk 0: not held here"), "%s",
@@ -757,8 +758,8 @@ START_TEST(test_chunk_ranges)
 		got = 12345;
 		ck_assert_msg(peerfetch_chunk_range(
 				  pf, "big.bin", cases[i].index, cases[i].size,
-				  cases[i].off, buf, cases[i].len, 5000, &got,
-				  err, sizeof(err)) == 0,
+				  big_mtime, cases[i].off, buf, cases[i].len,
+				  5000, &got, err, sizeof(err)) == 0,
 			      "case %zu: %s", i, err);
 		ck_assert_uint_eq(got, cases[i].got);
 		ck_assert_msg(same_range("big.bin",
@@ -769,20 +770,32 @@ START_TEST(test_chunk_ranges)
 	}
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		got = 12345;
-		ck_assert_int_eq(peerfetch_chunk_range(pf, refused[i].path,
-						       refused[i].index,
-						       refused[i].size, 0, buf,
-						       10, 5000, &got, err,
-						       sizeof(err)),
-				 -1);
+		ck_assert_int_eq(
+		    peerfetch_chunk_range(pf, refused[i].path, refused[i].index,
+					  refused[i].size, big_mtime, 0, buf,
+					  10, 5000, &got, err, sizeof(err)),
+		    -1);
 		ck_assert_msg(strstr(err, refused[i].error), "refused %zu: %s",
 			      i, err);
 		ck_assert_msg(peerfetch_usable(pf), "refused %zu", i);
 		ck_assert_uint_eq(got, 12345);
 	}
+	/* a chunk of the same length cut from the file as it was before
+	 * (or after) the listing's mtime: other bytes, refused */
+	got = 12345;
+	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 2, MIB,
+					       big_mtime + 1, 0, buf, 10, 5000,
+					       &got, err, sizeof(err)),
+			 -1);
+	ck_assert_msg(strstr(err, "'big.bin' chunk 2: cut from the file as "
+				  "of mtime ") &&
+			  strstr(err, ", not "),
+		      "%s", err);
+	ck_assert(peerfetch_usable(pf));
+	ck_assert_uint_eq(got, 12345);
 	/* past the chunk's end: the client does not even ask */
-	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 3, 17, 18, buf,
-					       10, 5000, &got, err,
+	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 3, 17, big_mtime,
+					       18, buf, 10, 5000, &got, err,
 					       sizeof(err)),
 			 -1);
 	ck_assert_msg(strstr(err, "chunk 3 at 18: past the end"), "%s", err);
@@ -798,8 +811,9 @@ START_TEST(test_chunk_ranges)
 		      "%s", err);
 	ck_assert(same_range("a.txt", 10, buf, 10));
 	total += 10;
-	ck_assert_msg(peerfetch_chunk_range(pf, "big.bin", 2, MIB, 7, buf, MIB,
-					    5000, &got, err, sizeof(err)) == 0,
+	ck_assert_msg(peerfetch_chunk_range(pf, "big.bin", 2, MIB, big_mtime, 7,
+					    buf, MIB, 5000, &got, err,
+					    sizeof(err)) == 0,
 		      "%s", err);
 	ck_assert_uint_eq(got, MIB - 7);
 	ck_assert(same_range("big.bin", 2 * MIB + 7, buf, got));
@@ -832,13 +846,15 @@ START_TEST(test_chunk_of_another_owner_refused)
 		       "(chown)\n");
 		return;
 	}
+	const int64_t big_mtime = src_mtime_ns("big.bin");
+
 	put_chunk(key, version, "big.bin", 1);
 	chunk_path(key, version, "big.bin", 1, path, sizeof(path));
 	ck_assert_int_eq(chown(path, 4242, 4242), 0);
 	pf = must_open();
-	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 1, MIB, 0, buf,
-					       sizeof(buf), 5000, &got, err,
-					       sizeof(err)),
+	ck_assert_int_eq(peerfetch_chunk_range(pf, "big.bin", 1, MIB, big_mtime,
+					       0, buf, sizeof(buf), 5000, &got,
+					       err, sizeof(err)),
 			 -1);
 	ck_assert_msg(strstr(err, "'big.bin' chunk 1: not the entry's own "
 				  "file"),
@@ -868,6 +884,14 @@ START_TEST(test_chunk_server_bounds)
 		"\"off\":0,\"len\":10}",
 		"{\"path\":\"big.bin\",\"chunk\":null,\"size\":1048576,"
 		"\"off\":0,\"len\":10}",
+		"{\"path\":\"big.bin\",\"chunk\":1,\"size\":1048576,"
+		"\"mtime_ns\":12,\"off\":0,\"len\":10}",
+		"{\"path\":\"big.bin\",\"chunk\":1,\"size\":1048576,"
+		"\"mtime_ns\":\"12x\",\"off\":0,\"len\":10}",
+		"{\"path\":\"big.bin\",\"chunk\":1,\"size\":1048576,"
+		"\"mtime_ns\":\"\",\"off\":0,\"len\":10}",
+		"{\"path\":\"big.bin\",\"chunk\":1,\"size\":1048576,"
+		"\"mtime_ns\":\"99999999999999999999\",\"off\":0,\"len\":10}",
 	};
 	static const char *const why[] = {
 		"'chunk' needs 'off' and 'len'",
@@ -877,6 +901,10 @@ START_TEST(test_chunk_server_bounds)
 		"key 'chunk': a whole number",
 		"key 'chunk': a whole number",
 		"key 'chunk': a whole number",
+		"key 'mtime_ns': ns since the epoch",
+		"key 'mtime_ns': ns since the epoch",
+		"key 'mtime_ns': ns since the epoch",
+		"key 'mtime_ns': ns since the epoch",
 	};
 	char err[1024], line[4096], want[64], *req_line;
 	cJSON *req = cJSON_Parse(

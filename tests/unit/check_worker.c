@@ -431,6 +431,10 @@ static bool holds_chunk(const char *dst, uint64_t k)
 	return true;
 }
 
+/* build_part with --verify checksum (a test sets it: each runs in a
+ * child of its own) */
+static bool build_checksum;
+
 static void build_part(const char *self, const char *budget,
 		       const char *previous, int mi, int mo, const char *dst,
 		       char *out, size_t outlen)
@@ -439,6 +443,11 @@ static void build_part(const char *self, const char *budget,
 	char mfd[16], ifd[16];
 	const char *argv[20] = { "--spread", CPLAN, "--spread-self", self };
 	size_t n = 4;
+
+	if (build_checksum) {
+		argv[n++] = "--verify";
+		argv[n++] = "checksum";
+	}
 
 	if (budget) {
 		argv[n++] = "--part-budget";
@@ -600,6 +609,110 @@ START_TEST(test_worker_chunks_old_mtime)
 		ck_assert_int_eq(holds_chunk(dst, k),
 				 spread_chunk_owner(&cp, "big.bin", 7, k) == 0);
 	}
+}
+END_TEST
+
+/* --check of the part in DST against the manifest M (its own), with
+ * --verify V: is it unchanged? */
+static bool part_unchanged(const char *self, const char *verify,
+			   const struct manifest *m, const char *dst)
+{
+	static char out[65536], err[4096];
+	char ifd[16];
+	int mi = memfd();
+	const char *argv[] = { "--spread",
+			       CPLAN,
+			       "--spread-self",
+			       self,
+			       "--verify",
+			       verify,
+			       "--check",
+			       "--manifest-in",
+			       fdstr(mi, ifd),
+			       src,
+			       dst,
+			       NULL };
+	bool same;
+
+	ck_assert_int_eq(manifest_write(m, mi), 0);
+	ck_assert_int_eq(lseek(mi, 0, SEEK_SET), 0);
+	ck_assert_msg(run_worker(argv, out, sizeof(out), err, sizeof(err)) == 0,
+		      "%s%s", out, err);
+	close(mi);
+	same = strstr(out, "\"unchanged\":true") != NULL;
+	ck_assert_msg(same || strstr(out, "\"unchanged\":false"), "%s", out);
+	return same;
+}
+
+/* verify=checksum: a chunk whose range of the file was rewritten with
+ * the file's size and mtime kept is not the same (stat alone cannot
+ * tell): --check says changed, and a build with --previous copies that
+ * chunk from the PFS, with its new bytes, and links the others. */
+START_TEST(test_worker_chunks_checksum)
+{
+	static char out[65536];
+	struct spread_plan cp;
+	char dst[256], dst2[256], prev[300], path[512], err[256], name[32],
+	    cname[PARTCHUNK_NAME_MAX];
+	const char *self;
+	uint64_t held = 0, off, len;
+	struct manifest *m;
+	struct stat st;
+	unsigned char b;
+	int mo = memfd(), mi, mo2 = memfd(), fd;
+	unsigned owner;
+
+	ck_assert_int_eq(spread_plan_parse(CPLAN, &cp, err, sizeof(err)), 0);
+	tree();
+	put_big();
+	/* the node of chunk 0, and how many it holds */
+	owner = spread_chunk_owner(&cp, "big.bin", 7, 0);
+	self = owner == 0 ? "n1" : owner == 1 ? "n2" : "n3";
+	for (uint64_t k = 0; k < spread_chunk_count(BIG_SIZE); k++)
+		held += spread_chunk_owner(&cp, "big.bin", 7, k) == owner;
+	build_checksum = true;
+	mkdst(self, dst, sizeof(dst));
+	build_part(self, NULL, NULL, -1, mo, dst, out, sizeof(out));
+	ck_assert_uint_eq(figure(out, "chunks_copied"), held);
+	m = read_back(mo);
+	ck_assert(part_unchanged(self, "checksum", m, dst));
+	/* one byte of chunk 0 rewritten; the file's mtime put back */
+	snprintf(path, sizeof(path), "%s/big.bin", src);
+	ck_assert_int_eq(stat(path, &st), 0);
+	fd = open(path, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	b = (unsigned char)(big_byte(10) ^ 0xff);
+	ck_assert_int_eq(pwrite(fd, &b, 1, 10), 1);
+	close(fd);
+	ck_assert_int_eq(
+	    utimensat(AT_FDCWD, path,
+		      (struct timespec[2]){ st.st_mtim, st.st_mtim }, 0),
+	    0);
+	ck_assert(part_unchanged(self, "stat", m, dst));
+	ck_assert(!part_unchanged(self, "checksum", m, dst));
+	/* the next version: chunk 0 from the PFS, the others linked */
+	mi = memfd();
+	ck_assert_int_eq(manifest_write(m, mi), 0);
+	ck_assert_int_eq(lseek(mi, 0, SEEK_SET), 0);
+	snprintf(prev, sizeof(prev), "%s/data", dst);
+	snprintf(name, sizeof(name), "%s.v2", self);
+	mkdst(name, dst2, sizeof(dst2));
+	build_part(self, NULL, prev, mi, mo2, dst2, out, sizeof(out));
+	ck_assert_uint_eq(figure(out, "chunks_copied"), 1);
+	ck_assert_uint_eq(figure(out, "chunks_linked"), held - 1);
+	partchunk_name("big.bin", 7, 0, cname);
+	snprintf(path, sizeof(path), "%s/%s/%s", dst2, PARTCHUNKS_DIR, cname);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	partchunk_extent(BIG_SIZE, 0, &off, &len);
+	ck_assert_int_eq(pread(fd, &b, 1, 10), 1);
+	ck_assert_uint_eq(b, (unsigned char)(big_byte(10) ^ 0xff));
+	close(fd);
+	manifest_destroy(m);
+	close(mi);
+	close(mo);
+	close(mo2);
+	build_checksum = false;
 }
 END_TEST
 
@@ -829,6 +942,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, test_worker_chunks);
 	tcase_add_test(tc, test_worker_chunk_budget);
 	tcase_add_test(tc, test_worker_chunks_old_mtime);
+	tcase_add_test(tc, test_worker_chunks_checksum);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,15 +20,31 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <check.h>
 
+#include "common/fs/partchunks.h"
+#include "common/sched/spread.h"
 #include "daemon/staging/worker.h"
 #include "daemon/staging/worker_peer.h"
 #include "tests/unit/check_run.h"
 #include "tests/unit/peerfetch_fixture.h"
 #include "tests/unit/testmunge.h"
+
+/* 2 MiB each: BIG (3 MiB and a bit) is cut into 4 chunks of 1 MiB */
+#define CHUNK_PLAN "n1=2,n2=2,n3=2"
+#define MIB_1 (UINT64_C(1) << 20)
+
+/* worker_peers_summary's NOTE: the lines into ARG (a buffer of 1024). */
+static void note_into(const char *line, void *arg)
+{
+	char *buf = arg;
+	size_t n = strlen(buf);
+
+	snprintf(buf + n, 1024 - n, "%s\n", line);
+}
 
 /* --- the worker, with a real munged ---------------------------------------- */
 
@@ -519,6 +536,190 @@ START_TEST(test_pool_names_its_job)
 }
 END_TEST
 
+/* Whether FD holds exactly the LEN bytes at OFF of SRC/REL. */
+static bool same_as_src_range(int fd, const char *rel, uint64_t off,
+			      uint64_t len)
+{
+	char path[PATH_MAX], *x = malloc(len + 1), *y = malloc(len + 1);
+	struct stat st;
+	bool same;
+	int in;
+
+	ck_assert(x && y);
+	snprintf(path, sizeof(path), "%s/%s", src, rel);
+	in = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	same = (uint64_t)st.st_size == len &&
+	       pread(in, x, len, (off_t)off) == (ssize_t)len &&
+	       pread(fd, y, len, 0) == (ssize_t)len && !memcmp(x, y, len);
+	close(in);
+	free(x);
+	free(y);
+	return same;
+}
+
+/* A chunk from the first of several nodes that holds it: one whose
+ * version has no chunks refuses, the next gives it byte for byte; a
+ * chunk cut before the file's listed mtime is refused by all (the
+ * source then), as one nobody holds; refusals are no failures. */
+START_TEST(test_pools_fetch_a_chunk_from_its_holder)
+{
+	struct worker_peer_target t[2] = { { .port = port }, { .port = port } };
+	const int64_t mtime = src_mtime_ns("big.bin");
+	struct worker_peers *ps = NULL;
+	char note[1024] = "";
+	uint64_t off, len;
+	int fd;
+
+	for (uint64_t k = 0; k < spread_chunk_count(BIG); k++)
+		put_chunk(key, version, "big.bin", k);
+	/* a later version of the same entry, without chunks, asked first */
+	t[0].version = build_version_of(false, t[0].key);
+	t[1].version = version;
+	ck_assert_uint_gt(t[0].version, version);
+	for (int i = 0; i < 2; i++) {
+		snprintf(t[i].host, sizeof(t[i].host), "127.0.0.1");
+		snprintf(t[i].tier, sizeof(t[i].tier), "t0");
+		snprintf(t[i].key, sizeof(t[i].key), "%s", key);
+	}
+	ck_assert_int_eq(worker_peers_open(t, 2, 2, standin_encode, NULL, NULL,
+					   &ps),
+			 0);
+	ck_assert_uint_eq(worker_peers_count(ps), 2);
+	partchunk_extent(BIG, 1, &off, &len);
+	fd = scratch_file("chunk1");
+	ck_assert_int_eq(worker_peers_fetch_chunk("big.bin", 1, len, mtime, fd,
+						  ps),
+			 0);
+	ck_assert(same_as_src_range(fd, "big.bin", off, len));
+	close(fd);
+	/* the last chunk, shorter, over several ranges of the session */
+	partchunk_extent(BIG, 3, &off, &len);
+	fd = scratch_file("chunk3");
+	ck_assert_int_eq(worker_peers_fetch_chunk("big.bin", 3, len, mtime, fd,
+						  ps),
+			 0);
+	ck_assert(same_as_src_range(fd, "big.bin", off, len));
+	close(fd);
+	fd = scratch_file("stale");
+	ck_assert_int_eq(worker_peers_fetch_chunk("big.bin", 1, MIB_1,
+						  mtime - 1, fd, ps),
+			 -1);
+	ck_assert_int_eq(worker_peers_fetch_chunk("a.txt", 0, 1000,
+						  src_mtime_ns("a.txt"), fd,
+						  ps),
+			 -1);
+	close(fd);
+	worker_peers_summary(ps, note_into, note);
+	ck_assert_str_eq(note, "");
+	worker_peers_close(ps);
+}
+END_TEST
+
+/* A spread part under a new plan (the worker with --spread and --peers):
+ * the chunks it owns come from the node whose part holds them, none from
+ * SRC; once the file's mtime moved past the node's chunks, they are
+ * refused and copied from SRC. */
+START_TEST(test_worker_fills_chunks_from_peer)
+{
+	static const char *const nodes[] = { "n1", "n2", "n3" };
+	static char out[65536];
+	struct spread_plan plan;
+	char list[512], dst[PATH_MAX], dst2[PATH_MAX], err[256];
+	uint64_t mine = 0, mine_bytes = 0;
+	const char *self;
+	const char *argv[16];
+	struct timespec later[2];
+
+	if (testmunge_start() < 0) {
+		printf("check_worker_peer: no private munged: chunk fill test "
+		       "skipped\n");
+		return;
+	}
+	peer_set_decoder(g.a.peer, NULL); /* munged's own */
+	ck_assert_uint_lt(strlen(testmunge_socket),
+			  sizeof(g.conf.munge_socket));
+	memcpy(g.conf.munge_socket, testmunge_socket,
+	       strlen(testmunge_socket) + 1);
+	ck_assert_int_eq(spread_plan_parse(CHUNK_PLAN, &plan, err, sizeof(err)),
+			 0);
+	ck_assert(
+	    spread_chunked(&plan, spread_owner(&plan, "big.bin", 7), BIG));
+	/* the node of chunk 0, and what it owns */
+	self = nodes[spread_chunk_owner(&plan, "big.bin", 7, 0)];
+	for (uint64_t k = 0; k < spread_chunk_count(BIG); k++) {
+		uint64_t off, len;
+
+		put_chunk(key, version, "big.bin", k);
+		if (strcmp(nodes[spread_chunk_owner(&plan, "big.bin", 7, k)],
+			   self))
+			continue;
+		partchunk_extent(BIG, k, &off, &len);
+		mine++;
+		mine_bytes += len;
+	}
+	snprintf(list, sizeof(list), "127.0.0.1:%u=t0/%s.v%u", port, key,
+		 version);
+	snprintf(dst, sizeof(dst), "%s/cdst", g.root);
+	ck_assert_int_eq(mkdir(dst, 0700), 0);
+	argv[0] = "--spread";
+	argv[1] = CHUNK_PLAN;
+	argv[2] = "--spread-self";
+	argv[3] = self;
+	argv[4] = "--peers";
+	argv[5] = list;
+	argv[6] = "--munge-socket";
+	argv[7] = testmunge_socket;
+	argv[8] = src;
+	argv[9] = dst;
+	argv[10] = NULL;
+	ck_assert_msg(run_worker(argv, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "\"ok\":true"), "%s", out);
+	ck_assert_uint_eq(figure(out, "chunks"), mine);
+	ck_assert_uint_eq(figure(out, "chunks_fetched"), mine);
+	ck_assert_uint_eq(figure(out, "chunks_fetched_bytes"), mine_bytes);
+	ck_assert_uint_eq(figure(out, "chunks_copied"), 0);
+	for (uint64_t k = 0; k < spread_chunk_count(BIG); k++) {
+		char path[PATH_MAX + 64], name[PARTCHUNK_NAME_MAX];
+		uint64_t off, len;
+		int fd;
+
+		if (strcmp(nodes[spread_chunk_owner(&plan, "big.bin", 7, k)],
+			   self))
+			continue;
+		partchunk_name("big.bin", 7, k, name);
+		snprintf(path, sizeof(path), "%s/%s/%s", dst, PARTCHUNKS_DIR,
+			 name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+		partchunk_extent(BIG, k, &off, &len);
+		ck_assert_msg(same_as_src_range(fd, "big.bin", off, len),
+			      "chunk %" PRIu64 " differs", k);
+		close(fd);
+	}
+	/* big.bin touched (same bytes, a later mtime): the node's chunks
+	 * are of the file before; the PFS gives them */
+	ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &later[0]), 0);
+	later[0].tv_sec += 5;
+	later[1] = later[0];
+	{
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/big.bin", src);
+		ck_assert_int_eq(utimensat(AT_FDCWD, path, later, 0), 0);
+	}
+	snprintf(dst2, sizeof(dst2), "%s/cdst2", g.root);
+	ck_assert_int_eq(mkdir(dst2, 0700), 0);
+	argv[9] = dst2;
+	ck_assert_msg(run_worker(argv, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_uint_eq(figure(out, "chunks_fetched"), 0);
+	ck_assert_uint_eq(figure(out, "chunks_copied"), mine);
+	ck_assert_uint_eq(figure(out, "chunks_copied_bytes"), mine_bytes);
+	testmunge_stop();
+}
+END_TEST
+
 static Suite *worker_peer_suite(void)
 {
 	Suite *s = suite_create("worker_peer");
@@ -532,6 +733,8 @@ static Suite *worker_peer_suite(void)
 	tcase_add_test(tw, test_pool_retries_a_dead_idle_session);
 	tcase_add_test(tw, test_pool_gives_up);
 	tcase_add_test(tw, test_pool_names_its_job);
+	tcase_add_test(tw, test_pools_fetch_a_chunk_from_its_holder);
+	tcase_add_test(tw, test_worker_fills_chunks_from_peer);
 	suite_add_tcase(s, tw);
 	tcase_add_checked_fixture(tb, setup_two_sessions, teardown);
 	tcase_set_timeout(tb, 60);

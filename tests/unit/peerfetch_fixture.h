@@ -443,9 +443,24 @@ static inline uint64_t write_chunk(const char *path, const char *rel,
 	out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
 	ck_assert_int_ge(out, 0);
 	ck_assert_int_eq(write(out, buf, len), (ssize_t)len);
+	/* the file's mtime, as the stage worker gives its chunks */
+	ck_assert_int_eq(futimens(out, (struct timespec[2]){ st.st_mtim,
+							     st.st_mtim }),
+			 0);
 	close(out);
 	free(buf);
 	return len;
+}
+
+/* SRC/REL's mtime in ns since the epoch: what a listing says of it. */
+static inline int64_t src_mtime_ns(const char *rel)
+{
+	char from[PATH_MAX];
+	struct stat st;
+
+	snprintf(from, sizeof(from), "%s/%s", src, rel);
+	ck_assert_int_eq(stat(from, &st), 0);
+	return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 }
 
 /* The same in version V of K's chunks directory. */
