@@ -26,6 +26,7 @@
 #include "ctld/filing/file_batch.h"
 #include "ctld/filing/file_ops.h"
 #include "ctld/sched/bw_ops.h"
+#include "ctld/sched/joballoc.h"
 #include "ctld/sched/pending.h"
 #include "ctld/sched/placement.h"
 #include "ctld/sched/sched_ops.h"
@@ -103,6 +104,7 @@ static const struct {
 	{ "cache_report", placement_op_report },
 	{ "placement", placement_op_query },
 	{ "cache_holders", placement_op_holders },
+	{ "job_nodes", joballoc_op },
 	{ "sched_status", sched_op_status },
 	{ "job_note", pending_op_note },
 	{ "stage_bw", ctld_op_stage_bw },
@@ -156,6 +158,7 @@ cJSON *ctld_service_dispatch(const struct conf *conf,
 				 "file, file_batch, history_get, history_list, "
 				 "recommend, stage_bw, stage_bw_status, "
 				 "cache_report, placement, cache_holders, "
+				 "job_nodes, "
 				 "job_note, sched_status)",
 				 printable(op, shown, sizeof(shown)));
 }

@@ -73,14 +73,16 @@
  * owner is the credential's uid, or a public entry (root: any), on a
  * tier of its own (not Shared=yes); another user's entry is answered
  * like a missing one (daemon/staging/cache_serve.c). A spread dataset's
- * part is served only for a job J named: one the server runs, the
- * credential's uid's (or the entry public, or root), holding that entry
- * as one of its datasets, asked from an address of one of its nodes; a
- * whole entry is checked so when a job is named
- * (daemon/cluster/peer_fetch.c). Files are opened
- * beneath the version's data (chunks beneath its chunks directory) with
- * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS and must be regular files. Sessions served at once and the bytes per
- * second they send are bounded by the server's configuration.
+ * part is served only for a job J named: the credential's uid's (or the
+ * entry public, or root), asked from an address of one of its nodes, and
+ * either one the server runs, holding that entry as one of its
+ * datasets, or one Slurm says is running (asked through iostagectld: a
+ * node that held the part for an earlier job); a whole entry is checked
+ * so when a job is named (daemon/cluster/peer_fetch.c). Files are
+ * opened beneath the version's data (chunks beneath its chunks
+ * directory) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS and must be
+ * regular files. Sessions served at once and the bytes per second they
+ * send are bounded by the server's configuration.
  *
  * Library code: nothing here logs; errors are one line in err naming the
  * node and the file.

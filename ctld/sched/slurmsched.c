@@ -28,6 +28,7 @@
 #include "common/sched/dsfeature.h"
 #include "common/slurm/slurmcompat.h"
 #include "ctld/sched/hold.h"
+#include "ctld/sched/joballoc.h"
 #include "ctld/sched/pending.h"
 #include "ctld/sched/placement.h"
 #include "ctld/sched/slurmsched.h"
@@ -843,6 +844,41 @@ static int job_owner(uint32_t job, uid_t *ret_uid)
 	return rc;
 }
 
+/* slurmcompat_host_fn: HOST onto the cJSON array ARG. */
+static int add_host(const char *host, void *arg)
+{
+	return cJSON_AddItemToArray(arg, cJSON_CreateString(host)) ? 0 : -1;
+}
+
+/* joballoc_source_fn: job J's state, user and nodes, asked of slurmctld
+ * (a connection thread of the service calls it). */
+static int job_allocation(uint32_t job, bool *ret_running, uid_t *ret_uid,
+			  cJSON *nodes, char *err, size_t errlen)
+{
+	job_info_msg_t *m = NULL;
+	const slurm_job_info_t *j;
+	int rc = -1;
+
+	if (slurmcompat_load_job(job, &m) != SLURM_SUCCESS || !m ||
+	    m->record_count < 1) {
+		snprintf(err, errlen, "slurmctld does not know it (%s)",
+			 slurmcompat_last_error());
+		slurmcompat_free_jobs(m);
+		return -1;
+	}
+	j = &m->job_array[0];
+	*ret_running = (j->job_state & JOB_STATE_BASE) == JOB_RUNNING;
+	*ret_uid = j->user_id;
+	if (!*ret_running || !j->nodes || !j->nodes[0] ||
+	    slurmcompat_hostlist_each(j->nodes, add_host, nodes) == 0)
+		rc = 0;
+	else
+		snprintf(err, errlen, "its node list '%.64s' does not read",
+			 j->nodes);
+	slurmcompat_free_jobs(m);
+	return rc;
+}
+
 int slurmsched_start(const struct conf *conf, char *err, size_t errlen)
 {
 	const char *sc = getenv("SLURM_CONF");
@@ -859,6 +895,7 @@ int slurmsched_start(const struct conf *conf, char *err, size_t errlen)
 				   sc, strerror(errno));
 	slurm_init(NULL);
 	pending_set_owner_check(job_owner);
+	joballoc_set_source(job_allocation);
 	if (!conf->placement)
 		log_info("placement: off (Placement=no): no node features, "
 			 "no --prefer");

@@ -183,28 +183,39 @@ static unsigned ask_current(struct agent *a, const char *node, const char *tier,
 	return v;
 }
 
-static int from_holders(struct agent *a, struct job *job, const char *tier,
-			const char *key, struct fill_source *ret)
+/* iostagectld's answer to cache_holders for KEY on TIER (caller
+ * deletes; "nodes" lists them), or NULL: no service, or no answer within
+ * FILL_HOLDERS_MS. */
+static cJSON *holders_of(struct agent *a, const char *tier, const char *key)
 {
 	cJSON *req, *reply = NULL;
-	const cJSON *nodes, *n;
 	char e[CONF_ERR_MAX];
-	size_t asked = 0;
-	long long t0 = deadline_now_ms(), left;
-	int found = 0;
 
 	if (!ctl_configured(a->conf))
-		return 0;
+		return NULL;
 	req = cJSON_CreateObject();
 	if (!req || !cJSON_AddStringToObject(req, "op", "cache_holders") ||
 	    !cJSON_AddStringToObject(req, "tier", tier) ||
 	    !cJSON_AddStringToObject(req, "key", key) ||
 	    ctl_request_timeout(a->conf, req, FILL_HOLDERS_MS, &reply, e,
-				sizeof(e)) < 0) {
-		cJSON_Delete(req);
-		return 0;
-	}
+				sizeof(e)) < 0)
+		reply = NULL;
 	cJSON_Delete(req);
+	return reply;
+}
+
+static int from_holders(struct agent *a, struct job *job, const char *tier,
+			const char *key, struct fill_source *ret)
+{
+	cJSON *reply;
+	const cJSON *nodes, *n;
+	size_t asked = 0;
+	long long t0 = deadline_now_ms(), left;
+	int found = 0;
+
+	reply = holders_of(a, tier, key);
+	if (!reply)
+		return 0;
 	nodes = cJSON_GetObjectItemCaseSensitive(reply, "nodes");
 	cJSON_ArrayForEach(n, nodes) {
 		unsigned v;
@@ -374,19 +385,62 @@ int fill_parts_wait(struct agent *a, struct job *job, size_t i,
 	return r;
 }
 
+/* Is NODE one of JOB's nodes? */
+static bool job_node(const struct job *job, const char *node)
+{
+	for (size_t k = 0; k < job->nnodes; k++)
+		if (!strcmp(job->nodes[k], node))
+			return true;
+	return false;
+}
+
+/* The nodes iostagectld says hold PART on TIER (their cache reports)
+ * that are not JOB's, at most FILL_HOLDERS_MAX, appended to NAMES (of
+ * room for FILL_PARTS_MAX; each name in HOLD[FILL_HOLDERS_MAX]). The
+ * new count. */
+static size_t outside_holders(struct agent *a, const struct job *job,
+			      const char *tier, const char *part,
+			      const char **names, size_t n,
+			      char (*hold)[CONF_NODE_MAX])
+{
+	cJSON *reply;
+	const cJSON *nodes, *h;
+	size_t added = 0;
+
+	reply = holders_of(a, tier, part);
+	if (!reply)
+		return n;
+	nodes = cJSON_GetObjectItemCaseSensitive(reply, "nodes");
+	cJSON_ArrayForEach(h, nodes) {
+		if (added >= FILL_HOLDERS_MAX || n >= FILL_PARTS_MAX)
+			break;
+		if (!cJSON_IsString(h) || !h->valuestring[0] ||
+		    strlen(h->valuestring) >= CONF_NODE_MAX ||
+		    job_node(job, h->valuestring) ||
+		    !strcmp(h->valuestring, peer_self(a->peer)))
+			continue;
+		snprintf(hold[added], CONF_NODE_MAX, "%s", h->valuestring);
+		names[n++] = hold[added++];
+	}
+	cJSON_Delete(reply);
+	return n;
+}
+
 int fill_job_parts(struct agent *a, struct job *job, const char *tier,
 		   const char *part, struct fill_parts *ret)
 {
 	size_t n = job->nnodes < FILL_PARTS_MAX ? job->nnodes : FILL_PARTS_MAX;
-	cJSON **replies = calloc(n ? n : 1, sizeof(*replies));
-	char(*errs)[256] = calloc(n ? n : 1, sizeof(*errs));
-	int *unreachable = calloc(n ? n : 1, sizeof(*unreachable));
+	const char **names = calloc(FILL_PARTS_MAX, sizeof(*names));
+	char(*hold)[CONF_NODE_MAX] = calloc(FILL_HOLDERS_MAX, sizeof(*hold));
+	cJSON **replies = calloc(FILL_PARTS_MAX, sizeof(*replies));
+	char(*errs)[256] = calloc(FILL_PARTS_MAX, sizeof(*errs));
+	int *unreachable = calloc(FILL_PARTS_MAX, sizeof(*unreachable));
 	const char *self = peer_self(a->peer);
 	cJSON *req = cJSON_CreateObject();
 	int r = -1;
 
 	ret->n = 0;
-	if (!replies || !errs || !unreachable || !req ||
+	if (!names || !hold || !replies || !errs || !unreachable || !req ||
 	    !cJSON_AddStringToObject(req, "op", "entry_current") ||
 	    !cJSON_AddStringToObject(req, "tier", tier) ||
 	    !cJSON_AddStringToObject(req, "key", part))
@@ -395,12 +449,18 @@ int fill_job_parts(struct agent *a, struct job *job, const char *tier,
 	if (!jobs_multi_node(job) || !peer_enabled(a->peer) ||
 	    local_tier(a, tier) < 0)
 		goto out;
-	peer_call_many(a->peer, (const char *const *)job->nodes, n, req,
-		       FILL_PARTS_ASK_MS, replies, errs, unreachable);
+	for (size_t k = 0; k < n; k++)
+		names[k] = job->nodes[k];
+	/* The job's nodes first, then those outside it that held a part
+	 * for an earlier job (they check the job with Slurm before they
+	 * serve it: daemon/cluster/peer_fetch.c). */
+	n = outside_holders(a, job, tier, part, names, n, hold);
+	peer_call_many(a->peer, names, n, req, FILL_PARTS_ASK_MS, replies, errs,
+		       unreachable);
 	for (size_t k = 0; k < n; k++) {
 		const cJSON *vs, *v;
 
-		if (!strcmp(job->nodes[k], self) || !replies[k] ||
+		if (!strcmp(names[k], self) || !replies[k] ||
 		    !cJSON_IsTrue(
 			cJSON_GetObjectItemCaseSensitive(replies[k], "ok")))
 			continue;
@@ -412,17 +472,19 @@ int fill_job_parts(struct agent *a, struct job *job, const char *tier,
 			    v->valuedouble > CACHE_VERSION_MAX ||
 			    ret->n >= FILL_PARTS_MAX)
 				continue;
-			set_source(a, job->nodes[k], tier, part,
+			set_source(a, names[k], tier, part,
 				   (unsigned)v->valuedouble, false,
 				   &ret->src[ret->n++]);
 		}
 	}
 out:
-	for (size_t k = 0; replies && k < n; k++)
+	for (size_t k = 0; replies && k < FILL_PARTS_MAX; k++)
 		cJSON_Delete(replies[k]);
 	free(replies);
 	free(errs);
 	free(unreachable);
+	free(names);
+	free(hold);
 	cJSON_Delete(req);
 	return r;
 }

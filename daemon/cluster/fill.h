@@ -117,13 +117,18 @@ int fill_parts_wait(struct agent *a, struct job *job, size_t i,
 #define FILL_VERSIONS_MAX 4
 
 /* A spread dataset's part about to be built (key PART on TIER): the
- * versions each other node of JOB holds of its own part (peer op
- * entry_current, all asked at once; every published one, since a node
- * may have replaced its old part for this job already), into *ret. Under another plan (the
- * job's nodes or their room changed) they hold files this node now
- * holds: those come from them, not from the PFS (issue 29 item 5). A
- * node without one, or that does not answer within FILL_PARTS_ASK_MS,
- * is left out. 0, or -1 when memory is short (*ret empty either way on
+ * versions each other node of JOB holds of its own part, and then each
+ * node outside JOB that iostagectld says holds one (cache_holders, at
+ * most FILL_HOLDERS_MAX: a node of an earlier job on the dataset), into
+ * *ret (peer op entry_current, all asked at once; every published
+ * version, since a node may have replaced its old part for this job
+ * already). Under another plan (the job's nodes or their room changed)
+ * they hold files and chunks this node now holds: those come from them,
+ * not from the PFS (issue 29 item 5). A node outside the job serves
+ * them only once Slurm, through iostagectld, says the job runs, is the
+ * asker's and has the asking node (daemon/cluster/peer_fetch.c). A node
+ * without a part, or that does not answer within FILL_PARTS_ASK_MS, is
+ * left out. 0, or -1 when memory is short (*ret empty either way on
  * failure). */
 int fill_job_parts(struct agent *a, struct job *job, const char *tier,
 		   const char *part, struct fill_parts *ret);

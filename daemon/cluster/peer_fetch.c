@@ -9,11 +9,13 @@
  * rest.
  *
  * A session on a spread dataset's part is served only for a job the
- * request names ("job"), which must be running here, be the asker's,
- * hold the entry as one of its datasets and be asked from one of its
- * nodes (issue 29 item 6: job_allows); a whole entry is authorized by
- * the cache alone, as a fill from another job's node needs, unless the
- * request names a job.
+ * request names ("job"), which must be the asker's and be asked from one
+ * of its nodes (issue 29 item 6: job_allows): a job running here must
+ * also hold the entry as one of its datasets; one that does not run here
+ * (this node held the part for an earlier job) is looked up in Slurm
+ * through iostagectld. A whole entry is authorized by the cache alone,
+ * as a fill from another job's node needs, unless the request names a
+ * job.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -38,6 +40,7 @@
 #include "common/base/units.h"
 #include "common/config/conf.h"
 #include "common/fs/ratelimit.h"
+#include "common/net/ctlclient.h"
 #include "common/net/peerfetch.h"
 #include "common/net/peerserve.h"
 #include "common/net/proto.h"
@@ -52,6 +55,10 @@
 #define PF_SEND_MS 10000 /* a client that takes nothing for this long */
 /* {"ok":true,"chunk":I,"size":N,"off":O,"len":L}, each up to 2^53 */
 #define PF_HEAD_MAX 160
+/* A job not running here: its nodes asked of iostagectld within this
+ * (a session's open waits for it), and how many of them are compared */
+#define OUTSIDE_JOB_ASK_MS 3000
+#define OUTSIDE_JOB_NODES_MAX 4096
 
 struct peer_fetch {
 	struct agent *agent;
@@ -593,7 +600,7 @@ static void ip_mapped(const struct in_addr *v4, struct in6_addr *ret)
  * and its cache), until one matches; nothing is kept across requests,
  * so a node given another address is seen at once. "?" (not a TCP
  * peer) is none. */
-static bool job_has_addr(const struct job *job, const char *addr)
+static bool addr_of_one_of(const char *const *names, size_t n, const char *addr)
 {
 	struct in6_addr want, got;
 	struct in_addr v4;
@@ -602,11 +609,11 @@ static bool job_has_addr(const struct job *job, const char *addr)
 		ip_mapped(&v4, &want);
 	else if (inet_pton(AF_INET6, addr, &want) != 1)
 		return false;
-	for (size_t i = 0; i < job->nnodes; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
 		bool found = false;
 
-		if (getaddrinfo(job->nodes[i], NULL, &hints, &res) != 0)
+		if (getaddrinfo(names[i], NULL, &hints, &res) != 0)
 			continue;
 		for (const struct addrinfo *ai = res; ai && !found;
 		     ai = ai->ai_next) {
@@ -627,6 +634,91 @@ static bool job_has_addr(const struct job *job, const char *addr)
 			return true;
 	}
 	return false;
+}
+
+static bool job_has_addr(const struct job *job, const char *addr)
+{
+	return addr_of_one_of((const char *const *)job->nodes, job->nnodes,
+			      addr);
+}
+
+/* May job JOBID, which this node does not run, read ENTRY (PUBLIC or
+ * not) for PEER? A node that held a part for an earlier job is asked by
+ * the nodes of a later one whose plan moved that part's files to them
+ * (daemon/cluster/fill.c): it asks iostagectld what slurmctld says of
+ * the job (op job_nodes, ctld/sched/joballoc.h), and the job must be
+ * running, PEER's (or the entry public, or PEER root), with PEER's
+ * address one of its nodes'. Whether the job uses this dataset, only
+ * its nodes know: the owner check (the entry is PEER's own, or public)
+ * is what keeps another user's data out. 0, or -1 with err. */
+static int outside_job_allows(struct peer_fetch *f,
+			      const struct peernet_peer *peer,
+			      const char *entry, uint32_t jobid, bool public,
+			      char *err, size_t errlen)
+{
+	const struct conf *conf = f->agent->conf;
+	const char *names[OUTSIDE_JOB_NODES_MAX];
+	const cJSON *nodes, *n, *uid;
+	cJSON *req, *reply = NULL;
+	char why[CONF_ERR_MAX];
+	size_t count = 0;
+	int r = -1;
+
+	if (!ctl_configured(conf)) {
+		snprintf(err, errlen,
+			 "entry %s: job %" PRIu32 " is not running here (and "
+			 "no iostagectld to ask for its nodes)",
+			 entry, jobid);
+		return -1;
+	}
+	req = cJSON_CreateObject();
+	if (!req || !cJSON_AddStringToObject(req, "op", "job_nodes") ||
+	    !cJSON_AddNumberToObject(req, "job", jobid) ||
+	    ctl_request_timeout(conf, req, OUTSIDE_JOB_ASK_MS, &reply, why,
+				sizeof(why)) < 0) {
+		cJSON_Delete(req);
+		snprintf(err, errlen,
+			 "entry %s: job %" PRIu32 " is not running here, and "
+			 "its nodes cannot be asked: %.300s",
+			 entry, jobid, req ? why : "out of memory");
+		return -1;
+	}
+	cJSON_Delete(req);
+	nodes = cJSON_GetObjectItemCaseSensitive(reply, "nodes");
+	uid = cJSON_GetObjectItemCaseSensitive(reply, "uid");
+	cJSON_ArrayForEach(n, nodes) {
+		if (cJSON_IsString(n) && count < OUTSIDE_JOB_NODES_MAX)
+			names[count++] = n->valuestring;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(reply,
+								  "error");
+
+		snprintf(err, errlen,
+			 "entry %s: job %" PRIu32 " is not running here, and "
+			 "iostagectld says: %.300s",
+			 entry, jobid,
+			 cJSON_IsString(e) ? e->valuestring : "no answer");
+	} else if (!cJSON_IsTrue(
+		       cJSON_GetObjectItemCaseSensitive(reply, "running")))
+		snprintf(err, errlen,
+			 "entry %s: job %" PRIu32 " is not running", entry,
+			 jobid);
+	else if (!cJSON_IsNumber(uid) ||
+		 (peer->uid != 0 && !public &&
+		  (double)peer->uid != uid->valuedouble))
+		snprintf(err, errlen,
+			 "entry %s: job %" PRIu32 " is another user's (uid %u "
+			 "asked)",
+			 entry, jobid, (unsigned)peer->uid);
+	else if (!addr_of_one_of(names, count, peer->addr))
+		snprintf(err, errlen,
+			 "entry %s: %s is not a node of job %" PRIu32, entry,
+			 peer->addr, jobid);
+	else
+		r = 0;
+	cJSON_Delete(reply);
+	return r;
 }
 
 /* May the session on SV (entry KEY on TIER, opened for PEER) go on for
@@ -654,7 +746,10 @@ static int job_allows(struct peer_fetch *f, const struct peernet_peer *peer,
 		return -1;
 	}
 	job = jobs_get(f->agent->jobs, jobid);
-	if (!job || job->prestage)
+	if (!job)
+		return outside_job_allows(f, peer, entry, jobid, sv->public,
+					  err, errlen);
+	if (job->prestage)
 		snprintf(err, errlen,
 			 "entry %s: job %" PRIu32 " is not running here", entry,
 			 jobid);

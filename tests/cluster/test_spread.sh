@@ -62,7 +62,9 @@ test_spread_three_nodes_each_hold_a_part_and_see_the_whole() {
 	done
 	assert_file_contains "n1's part for no job" worker.out \
 		"is a part of a spread dataset: the request names no job"
-	assert_file_contains "n1's part for job $jid, over" "worker$jid.out" "job $jid is not running here"
+	# n1 no longer runs the job, and Slurm (asked through iostagectld)
+	# says it ended
+	assert_file_contains "n1's part for job $jid, over" "worker$jid.out" "job $jid is not running"
 	# the job's record (filed by iostagectld): the parts add up to the
 	# whole dataset, all of it held on the nodes
 	[ "$CLUSTER_CONTROLLER" = yes ] || return 0
@@ -247,6 +249,47 @@ test_spread_new_node_takes_its_chunks_from_the_others() {
 		[ -z "$(pfs_bytes "$node" "$jid")" ] || assert_eq "bytes $node read from the PFS for job $jid" "0 B" "$(pfs_bytes "$node" "$jid")"
 	done
 	assert_eq "bytes n3 read from the PFS for job $jid" "0 B" "$(pfs_bytes n3 "$jid")"
+}
+
+# A node outside the job (issue 29 items 2, 5 and 6): job 2 runs on n2
+# and n3 only, and what its plan moves off n1, whose part is from job 1,
+# comes from n1 all the same, files and chunks: n1 does not run job 2,
+# so it asks Slurm, through iostagectld, that job 2 runs, is the user's
+# and has the asking node, then serves it. Neither node of job 2 reads
+# the PFS, and the tree is whole on both.
+test_spread_node_outside_the_job_gives_its_part() {
+	local ds jid node i from
+	ds="$CLUSTER_PFS/$TEST_NAME/mixed"
+	mkdir -p "$ds/a"
+	# 2.5 MiB cut into chunks, 20 small files: the two nodes' tiers
+	# small (3 MiB each) hold it all
+	head -c 2621440 /dev/urandom >"$ds/big.bin"
+	for ((i = 0; i < 20; i++)); do
+		head -c 10000 /dev/urandom >"$ds/a/f$i"
+	done
+	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
+	chmod -R go-rwx "$CLUSTER_PFS/$TEST_NAME"
+	for nodes in n1,n2 n2,n3; do
+		submit_wait "$TEST_USER" -N 2 -w "$nodes" \
+			--io-profile="dl-train,data=$ds:small,spread=yes" --export=ALL,SRC="$ds" -o "out.$nodes.txt" \
+			--wrap "srun bash -c '$SPREAD_DIFF
+				cmp \"\$IOSTAGE_DATA/big.bin\" \"\$SRC/big.bin\" && echo \"\$(hostname): cmp same\"'" >/dev/null ||
+			fail "sbatch -w $nodes spread on tier small: $SUBMIT_OUT $(cat "out.$nodes.txt" 2>/dev/null)"
+	done
+	jid=$SUBMIT_JOBID
+	for node in n2 n3; do
+		assert_file_contains "the whole tree on $node" out.n2,n3.txt "$node: same"
+		assert_file_contains "big.bin byte for byte on $node" out.n2,n3.txt "$node: cmp same"
+		[ -z "$(pfs_bytes "$node" "$jid")" ] ||
+			assert_eq "bytes $node read from the PFS for job $jid" "0 B" "$(pfs_bytes "$node" "$jid")"
+	done
+	# n3 held nothing: its part came from n2 and from n1, outside the job
+	from=$(grep -E "job $jid: dataset '[^']*': [0-9]+ files \(.*from nodes " "$(iostaged_log n3)" |
+		sed -E 's/.* from nodes ([^ ,]*(,[^ ,]*)*),.*/\1/' | head -n1)
+	[[ ",$from," == *,n1,* ]] || fail "n3 did not fill from n1 (outside job $jid): from '${from}': $(grep "job $jid:" "$(iostaged_log n3)")"
+	assert_eq "bytes n3 read from the PFS for job $jid" "0 B" "$(pfs_bytes n3 "$jid")"
+	! grep -E "fetch_open refused: .*job $jid" "$(iostaged_log n1)" ||
+		fail "n1 refused a session of job $jid"
 }
 
 # n2's iostaged is killed while its worker copies n2's part (the worker

@@ -24,6 +24,7 @@
 #include "ctld/filing/import.h"
 #include "ctld/metrics.h"
 #include "ctld/sched/bw_ops.h"
+#include "ctld/sched/joballoc.h"
 #include "ctld/service.h"
 #include "tests/unit/check_run.h"
 #include "tests/unit/testmunge.h"
@@ -168,6 +169,73 @@ START_TEST(test_ping_unknown)
 	r = ask(&root_c, "history_put", NULL, 0, &ok);
 	ck_assert(!ok);
 	cJSON_Delete(r);
+}
+END_TEST
+
+/* A stand-in for slurmctld: job 7 runs on n[1-2] as uid 4242, job 8 is
+ * pending, any other is unknown. */
+static int standin_jobs(uint32_t job, bool *running, uid_t *uid, cJSON *nodes,
+			char *err, size_t errlen)
+{
+	if (job != 7 && job != 8) {
+		snprintf(err, errlen, "Invalid job id specified");
+		return -1;
+	}
+	*running = job == 7;
+	*uid = 4242;
+	if (job == 7) {
+		cJSON_AddItemToArray(nodes, cJSON_CreateString("n1"));
+		cJSON_AddItemToArray(nodes, cJSON_CreateString("n2"));
+	}
+	return 0;
+}
+
+/* job_nodes: root only, a job id, what Slurm says (running, uid, the
+ * nodes), a job Slurm does not know refused, and no Slurm no answer. */
+START_TEST(test_job_nodes)
+{
+	struct ctld_caller u = user_c(true);
+	const cJSON *nodes;
+	bool ok;
+	cJSON *r;
+
+	joballoc_set_source(NULL);
+	r = ask(&root_c, "job_nodes", NULL, 7, &ok);
+	ck_assert(!ok);
+	ck_assert_msg(strstr(error_of(r), "no Slurm here to ask for job 7"),
+		      "%s", error_of(r));
+	cJSON_Delete(r);
+	joballoc_set_source(standin_jobs);
+	/* even an admin that reads all: nodes ask, users do not */
+	r = ask(&u, "job_nodes", NULL, 7, &ok);
+	ck_assert(!ok);
+	ck_assert_ptr_nonnull(strstr(error_of(r), "permission denied"));
+	cJSON_Delete(r);
+	r = ask(&root_c, "job_nodes", NULL, 7, &ok);
+	ck_assert_msg(ok, "%s", error_of(r));
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "running")));
+	ck_assert_int_eq(cJSON_GetObjectItem(r, "uid")->valueint, 4242);
+	ck_assert_int_eq(cJSON_GetObjectItem(r, "job")->valueint, 7);
+	nodes = cJSON_GetObjectItem(r, "nodes");
+	ck_assert_int_eq(cJSON_GetArraySize(nodes), 2);
+	ck_assert_str_eq(cJSON_GetArrayItem(nodes, 1)->valuestring, "n2");
+	cJSON_Delete(r);
+	r = ask(&root_c, "job_nodes", NULL, 8, &ok);
+	ck_assert(ok);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "running")));
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(r, "nodes")),
+			 0);
+	cJSON_Delete(r);
+	r = ask(&root_c, "job_nodes", NULL, 9, &ok);
+	ck_assert(!ok);
+	ck_assert_str_eq(error_of(r),
+			 "job_nodes: job 9: Invalid job id specified");
+	cJSON_Delete(r);
+	r = ask(&root_c, "job_nodes", NULL, 0, &ok);
+	ck_assert(!ok);
+	ck_assert_ptr_nonnull(strstr(error_of(r), "'job' must be a job id"));
+	cJSON_Delete(r);
+	joballoc_set_source(NULL);
 }
 END_TEST
 
@@ -678,6 +746,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_authz);
 	tcase_add_test(tc, test_ping_unknown);
+	tcase_add_test(tc, test_job_nodes);
 	tcase_add_test(tc, test_metrics_page);
 	tcase_add_test(tc, test_stage_bw);
 	tcase_add_test(tc, test_file_idempotent);

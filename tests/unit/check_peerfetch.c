@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,10 +24,12 @@
 
 #include "common/fs/manifest.h"
 #include "common/net/peerfetch.h"
+#include "common/net/peernet.h"
 #include "daemon/cluster/peer.h"
 #include "daemon/cluster/peer_fetch.h"
 #include "tests/unit/check_run.h"
 #include "tests/unit/peerfetch_fixture.h"
+#include "tests/unit/testmunge.h"
 
 /* --- the tests ------------------------------------------------------------------------ */
 
@@ -313,6 +316,132 @@ START_TEST(test_part_needs_its_job)
 	ck_assert_msg(strstr(err, "not found on tier 't0'"), "%s", err);
 	for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++)
 		jobs_put(jobs[i]);
+}
+END_TEST
+
+/* A scripted iostagectld: the next connections are answered, in turn,
+ * with ANSWERS (whatever they ask). */
+struct ctl_script {
+	int lfd;
+	unsigned port;
+	const char *const *answers;
+	size_t n;
+	pthread_t thread;
+};
+
+static void *ctl_script_run(void *arg)
+{
+	struct ctl_script *c = arg;
+
+	for (size_t i = 0; i < c->n; i++) {
+		struct pollfd pfd = { .fd = c->lfd, .events = POLLIN };
+		cJSON *reply = cJSON_Parse(c->answers[i]);
+		char *line;
+		int fd;
+
+		if (poll(&pfd, 1, 10000) <= 0 ||
+		    (fd = accept(c->lfd, NULL, NULL)) < 0) {
+			cJSON_Delete(reply);
+			break;
+		}
+		line = peernet_read_line(fd, 5000);
+		free(line);
+		peernet_send(fd, reply, 5000);
+		cJSON_Delete(reply);
+		close(fd);
+	}
+	return NULL;
+}
+
+/* A part asked for a job this node does not run (it held the part for
+ * an earlier job): iostagectld says what Slurm has of the job, and the
+ * session goes on only for a running job of the asker's with the asking
+ * node among its nodes; without an answer it is refused. Needs a
+ * private munged (the question to iostagectld carries a credential). */
+START_TEST(test_part_for_a_job_run_elsewhere)
+{
+	const uid_t user = geteuid() ? geteuid() : 4242;
+	char pkey[CACHE_KEY_LEN + 1], err[1024], a[5][256];
+	const char *answers[5];
+	struct ctl_script c = { .answers = answers, .n = 5 };
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	struct peerfetch *pf = NULL;
+	unsigned v;
+	int fd;
+
+	if (testmunge_start() < 0) {
+		printf("check_peerfetch: no private munged: "
+		       "test_part_for_a_job_run_elsewhere skipped\n");
+		return;
+	}
+	cred_uid = user;
+	v = build_version_owned(user, false, true, pkey);
+	/* no iostagectld to ask */
+	ck_assert_int_eq(open_for_job(pkey, v, 77, &pf, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "job 77 is not running here (and no "
+				  "iostagectld to ask for its nodes)"),
+		      "%s", err);
+	snprintf(a[0], sizeof(a[0]),
+		 "{\"ok\":true,\"job\":77,\"running\":true,\"uid\":%u,"
+		 "\"nodes\":[\"192.0.2.1\",\"127.0.0.1\"]}",
+		 (unsigned)user);
+	snprintf(a[1], sizeof(a[1]),
+		 "{\"ok\":true,\"job\":77,\"running\":true,\"uid\":%u,"
+		 "\"nodes\":[\"192.0.2.1\"]}",
+		 (unsigned)user);
+	snprintf(a[2], sizeof(a[2]),
+		 "{\"ok\":true,\"job\":77,\"running\":false,\"uid\":%u,"
+		 "\"nodes\":[]}",
+		 (unsigned)user);
+	snprintf(a[3], sizeof(a[3]),
+		 "{\"ok\":true,\"job\":77,\"running\":true,\"uid\":%u,"
+		 "\"nodes\":[\"127.0.0.1\"]}",
+		 (unsigned)user + 1);
+	snprintf(a[4], sizeof(a[4]),
+		 "{\"ok\":false,\"error\":\"job_nodes: job 77: Invalid job "
+		 "id specified\"}");
+	for (size_t i = 0; i < 5; i++)
+		answers[i] = a[i];
+	c.lfd = peernet_listen("127.0.0.1", 0, err, sizeof(err));
+	ck_assert_msg(c.lfd >= 0, "%s", err);
+	ck_assert_int_eq(getsockname(c.lfd, (struct sockaddr *)&sa, &len), 0);
+	c.port = ntohs(sa.sin_port);
+	ck_assert_int_eq(pthread_create(&c.thread, NULL, ctl_script_run, &c),
+			 0);
+	snprintf(g.conf.controller_host, sizeof(g.conf.controller_host),
+		 "127.0.0.1");
+	g.conf.controller_port = c.port;
+	snprintf(g.conf.munge_socket, sizeof(g.conf.munge_socket), "%.*s",
+		 (int)sizeof(g.conf.munge_socket) - 1, testmunge_socket);
+	/* running, the user's, this node's address among its nodes */
+	ck_assert_msg(open_for_job(pkey, v, 77, &pf, err, sizeof(err)) == 0,
+		      "%s", err);
+	fd = scratch_file("elsewhere");
+	ck_assert_msg(peerfetch_file(pf, "sub/b.txt", fd, 5000, 5000, err,
+				     sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert(same_as_src(fd, "sub/b.txt"));
+	close(fd);
+	peerfetch_close(pf);
+	ck_assert_int_eq(open_for_job(pkey, v, 77, &pf, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "127.0.0.1 is not a node of job 77"), "%s",
+		      err);
+	ck_assert_int_eq(open_for_job(pkey, v, 77, &pf, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "job 77 is not running"), "%s", err);
+	ck_assert_int_eq(open_for_job(pkey, v, 77, &pf, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "job 77 is another user's"), "%s", err);
+	ck_assert_int_eq(open_for_job(pkey, v, 77, &pf, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "iostagectld says: job_nodes: job 77: "
+				  "Invalid job id specified"),
+		      "%s", err);
+	pthread_join(c.thread, NULL);
+	close(c.lfd);
+	/* iostagectld gone */
+	ck_assert_int_eq(open_for_job(pkey, v, 77, &pf, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "its nodes cannot be asked"), "%s", err);
+	g.conf.controller_host[0] = '\0';
+	testmunge_stop();
 }
 END_TEST
 
@@ -1211,6 +1340,7 @@ static Suite *peerfetch_suite(void)
 	tcase_add_test(tc, test_unreachable);
 	tcase_add_test(tc, test_other_ops_root_only);
 	tcase_add_test(tc, test_part_needs_its_job);
+	tcase_add_test(tc, test_part_for_a_job_run_elsewhere);
 	tcase_add_test(tc, test_whole_entry_job_checked_when_named);
 	tcase_add_test(tc, test_job_member_malformed);
 	suite_add_tcase(s, tc);
