@@ -652,7 +652,9 @@ static void parts_task(struct run *run, int t, const struct stage_owner *share,
 		if (w < 0 || (size_t)w >= listlen - n)
 			break; /* the rest from the PFS */
 		n += (size_t)w;
-		if (k < parts->n) {
+		/* a node named once, though it gives several versions */
+		if (k < parts->n &&
+		    (k == 0 || strcmp(parts->src[k - 1].node, node))) {
 			w = snprintf(from + f, fromlen - f, "%s%s",
 				     f ? "," : "", node);
 			if (w > 0 && (size_t)w < fromlen - f)
