@@ -6,8 +6,9 @@
 DIR/train is an ImageFolder (examples/pytorch/make_data.py), DIR/val.h5
 its validation set. Prints one line: the images a DataLoader (2 worker
 processes) decoded, a digest of their pixels in order, the HDF5 set's
-digest, and a digest of every file read three ways (read, pread in 4 KiB
-pieces from the end, mmap), which must agree. The same line for the
+digest (and each other DIR/*.h5's every dataset, in name order: "h5"),
+and a digest of every file read three ways (read, pread in 4 KiB pieces
+from the end, mmap), which must agree. The same line for the
 PFS copy and for a job's view means the view serves what the PFS holds.
 """
 
@@ -63,8 +64,16 @@ def main():
         n += len(labels)
     with h5py.File(os.path.join(root, "val.h5"), "r") as f:
         val = hashlib.sha256(f["images"][:].tobytes()).hexdigest()[:16]
-    print("images=%d pixels=%s val=%s files=%s" %
-          (n, h.hexdigest()[:16], val, files_digest(root)))
+    other = hashlib.sha256()
+    for name in sorted(os.listdir(root)):
+        if not name.endswith(".h5") or name == "val.h5":
+            continue
+        with h5py.File(os.path.join(root, name), "r") as f:
+            for key in sorted(f.keys()):
+                other.update(key.encode() + b"\0" + f[key][:].tobytes())
+    print("images=%d pixels=%s val=%s h5=%s files=%s" %
+          (n, h.hexdigest()[:16], val, other.hexdigest()[:16],
+           files_digest(root)))
 
 
 if __name__ == "__main__":

@@ -100,6 +100,33 @@ test_spread_training_reads_see_what_the_pfs_holds() {
 	done
 }
 
+# The same reads where an HDF5 file is too large for one node (tier
+# small, 3 MiB: a 2.5 MiB big.h5 is cut into chunks over the nodes): h5py
+# reads it, and read, pread and mmap give the PFS's bytes, across the
+# chunks' edges and whichever node holds each.
+test_spread_training_reads_a_file_cut_into_chunks() {
+	local ds want node n held=0
+	ds="$CLUSTER_PFS/$TEST_NAME/shapes"
+	/usr/bin/python3 "$REPO_ROOT/examples/pytorch/make_data.py" "$ds" ||
+		fail "make_data.py $ds"
+	/usr/bin/python3 -c 'import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    f["noise"] = np.random.default_rng(5).integers(0, 255, size=2621440, dtype=np.uint8)' "$ds/big.h5" ||
+		fail "cannot write $ds/big.h5"
+	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
+	want=$(/usr/bin/python3 "$CL_DIR/spread_read.py" "$ds") || fail "spread_read.py on the PFS: $want"
+	cp "$CL_DIR/spread_read.py" "$TEST_WORKDIR/" && chmod 0755 "$TEST_WORKDIR/spread_read.py"
+	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds:small,spread=yes" -o out.txt \
+		--wrap "srun bash -c 'echo \$(hostname): \$(/usr/bin/python3 $TEST_WORKDIR/spread_read.py \"\$IOSTAGE_DATA\" 2>&1 | tail -n1)'" \
+		>/dev/null || fail "sbatch -N3 spread on tier small: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
+	for node in n1 n2 n3; do
+		assert_file_contains "DataLoader, h5py, read/pread/mmap on $node" out.txt "$node: $want"
+		n=$(chunks_held "$node" "$SUBMIT_JOBID")
+		held=$((held + ${n:-0}))
+	done
+	[ "$held" -ge 2 ] || fail "big.h5 is not held in chunks over the nodes ($held chunks held)"
+}
+
 # daemon_stops_mid_run DATA NODE [PICK]: a 3-node job over DATA (the
 # profile's data=...); once every task runs, NODE's iostaged stops (PICK
 # set: the first node whose part of SRC on tier PICK holds chunks); the
