@@ -56,9 +56,8 @@
 /* {"ok":true,"chunk":I,"size":N,"off":O,"len":L}, each up to 2^53 */
 #define PF_HEAD_MAX 160
 /* A job not running here: its nodes asked of iostagectld within this
- * (a session's open waits for it), and how many of them are compared */
+ * (a session's open waits for it) */
 #define OUTSIDE_JOB_ASK_MS 3000
-#define OUTSIDE_JOB_NODES_MAX 4096
 
 struct peer_fetch {
 	struct agent *agent;
@@ -657,7 +656,7 @@ static int outside_job_allows(struct peer_fetch *f,
 			      char *err, size_t errlen)
 {
 	const struct conf *conf = f->agent->conf;
-	const char *names[OUTSIDE_JOB_NODES_MAX];
+	const char **names = NULL;
 	const cJSON *nodes, *n, *uid;
 	cJSON *req, *reply = NULL;
 	char why[CONF_ERR_MAX];
@@ -686,8 +685,11 @@ static int outside_job_allows(struct peer_fetch *f,
 	cJSON_Delete(req);
 	nodes = cJSON_GetObjectItemCaseSensitive(reply, "nodes");
 	uid = cJSON_GetObjectItemCaseSensitive(reply, "uid");
+	if (cJSON_IsArray(nodes) && cJSON_GetArraySize(nodes) > 0)
+		names = calloc((size_t)cJSON_GetArraySize(nodes),
+			       sizeof(*names));
 	cJSON_ArrayForEach(n, nodes) {
-		if (cJSON_IsString(n) && count < OUTSIDE_JOB_NODES_MAX)
+		if (names && cJSON_IsString(n))
 			names[count++] = n->valuestring;
 	}
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
@@ -717,6 +719,7 @@ static int outside_job_allows(struct peer_fetch *f,
 			 peer->addr, jobid);
 	else
 		r = 0;
+	free(names);
 	cJSON_Delete(reply);
 	return r;
 }

@@ -184,6 +184,24 @@ static int open_checked(int src_dirfd, const struct worker_chunk *w, char *err,
 	return fd;
 }
 
+/* The source's file of W, open in *SRC_FD (kept across the chunks of one
+ * file: *SRC_OF says whose). 0, or -1 with err. */
+static int source_of(const struct worker_chunk *w, int src_dirfd,
+		     const struct manifest_entry **src_of, int *src_fd,
+		     char *err, size_t errlen)
+{
+	if (*src_of == w->file)
+		return 0;
+	if (*src_fd >= 0)
+		close(*src_fd);
+	*src_of = NULL;
+	*src_fd = open_checked(src_dirfd, w, err, errlen);
+	if (*src_fd < 0)
+		return -1;
+	*src_of = w->file;
+	return 0;
+}
+
 /* --- what a directory holds -------------------------------------------------- */
 
 static bool holds(int dirfd, const struct worker_chunk *w, const char *name)
@@ -234,14 +252,8 @@ static bool same_bytes(int dirfd, const struct worker_chunk *w,
 	XXH128_hash_t here, there;
 	int fd;
 
-	if (*src_of != w->file) {
-		if (*src_fd >= 0)
-			close(*src_fd);
-		*src_of = w->file;
-		*src_fd = open_checked(src_dirfd, w, err, sizeof(err));
-	}
-	if (*src_fd < 0)
-		return false;
+	if (source_of(w, src_dirfd, src_of, src_fd, err, sizeof(err)) < 0)
+		return false; /* the build then says why */
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -359,24 +371,6 @@ static int copy_range(int in, int out, uint64_t off, uint64_t len,
 
 /* How place() got a chunk. */
 enum placed { PLACED_LINKED, PLACED_FETCHED, PLACED_COPIED };
-
-/* The source's file of W, open in *SRC_FD (kept across the chunks of one
- * file: *SRC_OF says whose). 0, or -1 with err. */
-static int source_of(const struct worker_chunk *w, int src_dirfd,
-		     const struct manifest_entry **src_of, int *src_fd,
-		     char *err, size_t errlen)
-{
-	if (*src_of == w->file)
-		return 0;
-	if (*src_fd >= 0)
-		close(*src_fd);
-	*src_of = NULL;
-	*src_fd = open_checked(src_dirfd, w, err, errlen);
-	if (*src_fd < 0)
-		return -1;
-	*src_of = w->file;
-	return 0;
-}
 
 /* Another node's copy of W into OUT (new): true when it gave all of it;
  * else OUT is emptied again for the source. */

@@ -311,10 +311,17 @@ void worker_peer_summary(const struct worker_peer *p, char *buf, size_t len)
 			 "instead",
 			 w->t.host, w->t.port, WORKER_PEER_OPEN_TRIES,
 			 w->gone_err, (unsigned long long)w->fallbacks);
-	else if (w->fallbacks || w->chunk_failures)
+	else if (w->fallbacks && !w->chunk_failures)
 		snprintf(buf, len,
-			 "peer %s:%u: %llu files and %llu chunks copied from "
-			 "the source instead; first: %s",
+			 "peer %s:%u: %llu files copied from the source "
+			 "instead; first: %s",
+			 w->t.host, w->t.port, (unsigned long long)w->fallbacks,
+			 w->first_err);
+	else if (w->chunk_failures)
+		/* another node, or the source, gave those chunks */
+		snprintf(buf, len,
+			 "peer %s:%u: %llu files copied from the source "
+			 "instead, %llu chunks it failed to give; first: %s",
 			 w->t.host, w->t.port, (unsigned long long)w->fallbacks,
 			 (unsigned long long)w->chunk_failures, w->first_err);
 	pthread_mutex_unlock(&w->mu);
