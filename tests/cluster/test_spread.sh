@@ -84,20 +84,28 @@ test_spread_three_nodes_each_hold_a_part_and_see_the_whole() {
 		"$(jq '[.parts[].datasets[0].spread.plan | select(. != null)] | length' <<<"$rec")"
 }
 
-test_spread_training_reads_see_what_the_pfs_holds() {
-	local ds want node
-	ds="$CLUSTER_PFS/$TEST_NAME/shapes"
-	/usr/bin/python3 "$REPO_ROOT/examples/pytorch/make_data.py" "$ds" ||
-		fail "make_data.py $ds"
-	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
+# training_reads DATA: a 3-node spread job over DATA (the profile's
+# data=..., the dataset a make_data.py tree chowned to the user) whose
+# every task runs spread_read.py over its IOSTAGE_DATA; each node's line
+# must equal the PFS copy's (DataLoader, h5py, read/pread/mmap)
+training_reads() {
+	local data=$1 ds=${1%%:*} want node
 	want=$(/usr/bin/python3 "$CL_DIR/spread_read.py" "$ds") || fail "spread_read.py on the PFS: $want"
 	cp "$CL_DIR/spread_read.py" "$TEST_WORKDIR/" && chmod 0755 "$TEST_WORKDIR/spread_read.py"
-	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds,spread=yes" -o out.txt \
+	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$data,spread=yes" -o out.txt \
 		--wrap "srun bash -c 'echo \$(hostname): \$(/usr/bin/python3 $TEST_WORKDIR/spread_read.py \"\$IOSTAGE_DATA\" 2>&1 | tail -n1)'" \
-		>/dev/null || fail "sbatch -N3 spread: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
+		>/dev/null || fail "sbatch -N3 spread over $data: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
 	for node in n1 n2 n3; do
 		assert_file_contains "DataLoader, h5py, read/pread/mmap on $node" out.txt "$node: $want"
 	done
+}
+
+test_spread_training_reads_see_what_the_pfs_holds() {
+	local ds="$CLUSTER_PFS/$TEST_NAME/shapes"
+	/usr/bin/python3 "$REPO_ROOT/examples/pytorch/make_data.py" "$ds" ||
+		fail "make_data.py $ds"
+	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
+	training_reads "$ds"
 }
 
 # The same reads where an HDF5 file is too large for one node (tier
@@ -105,8 +113,7 @@ test_spread_training_reads_see_what_the_pfs_holds() {
 # reads it, and read, pread and mmap give the PFS's bytes, across the
 # chunks' edges and whichever node holds each.
 test_spread_training_reads_a_file_cut_into_chunks() {
-	local ds want node n held=0
-	ds="$CLUSTER_PFS/$TEST_NAME/shapes"
+	local ds="$CLUSTER_PFS/$TEST_NAME/shapes" node n held=0
 	/usr/bin/python3 "$REPO_ROOT/examples/pytorch/make_data.py" "$ds" ||
 		fail "make_data.py $ds"
 	/usr/bin/python3 -c 'import sys, h5py, numpy as np
@@ -114,13 +121,8 @@ with h5py.File(sys.argv[1], "w") as f:
     f["noise"] = np.random.default_rng(5).integers(0, 255, size=2621440, dtype=np.uint8)' "$ds/big.h5" ||
 		fail "cannot write $ds/big.h5"
 	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
-	want=$(/usr/bin/python3 "$CL_DIR/spread_read.py" "$ds") || fail "spread_read.py on the PFS: $want"
-	cp "$CL_DIR/spread_read.py" "$TEST_WORKDIR/" && chmod 0755 "$TEST_WORKDIR/spread_read.py"
-	submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds:small,spread=yes" -o out.txt \
-		--wrap "srun bash -c 'echo \$(hostname): \$(/usr/bin/python3 $TEST_WORKDIR/spread_read.py \"\$IOSTAGE_DATA\" 2>&1 | tail -n1)'" \
-		>/dev/null || fail "sbatch -N3 spread on tier small: $SUBMIT_OUT $(cat out.txt 2>/dev/null)"
+	training_reads "$ds:small"
 	for node in n1 n2 n3; do
-		assert_file_contains "DataLoader, h5py, read/pread/mmap on $node" out.txt "$node: $want"
 		n=$(chunks_held "$node" "$SUBMIT_JOBID")
 		held=$((held + ${n:-0}))
 	done
