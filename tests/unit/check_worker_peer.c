@@ -48,6 +48,24 @@ static void note_into(const char *line, void *arg)
 
 /* --- the worker, with a real munged ---------------------------------------- */
 
+/* Start a private munged and make the fixture's node decode with it (the
+ * worker child carries real credentials). False, with a line naming
+ * WHAT as skipped, when there is none. */
+static bool node_on_munged(const char *what)
+{
+	if (testmunge_start() < 0) {
+		printf("check_worker_peer: no private munged: %s skipped\n",
+		       what);
+		return false;
+	}
+	peer_set_decoder(g.a.peer, NULL); /* munged's own */
+	ck_assert_uint_lt(strlen(testmunge_socket),
+			  sizeof(g.conf.munge_socket));
+	memcpy(g.conf.munge_socket, testmunge_socket,
+	       strlen(testmunge_socket) + 1);
+	return true;
+}
+
 /* Run the worker with ARGV (NULL-terminated, after "--stage-worker") in
  * a child; its stdout into OUT. Its exit status. */
 static int run_worker(const char *const *argv, char *out, size_t outlen)
@@ -110,16 +128,8 @@ START_TEST(test_worker_fills_from_peer)
 	static char out[65536];
 	const char *argv[16];
 
-	if (testmunge_start() < 0) {
-		printf("check_peerfetch: no private munged: worker test "
-		       "skipped\n");
+	if (!node_on_munged("worker test"))
 		return;
-	}
-	peer_set_decoder(g.a.peer, NULL); /* munged's own */
-	ck_assert_uint_lt(strlen(testmunge_socket),
-			  sizeof(g.conf.munge_socket));
-	memcpy(g.conf.munge_socket, testmunge_socket,
-	       strlen(testmunge_socket) + 1);
 	/* one file of SRC changed since the version: read from SRC */
 	sleep(1);
 	put_file("sub/b.txt", 5001, 9);
@@ -632,16 +642,8 @@ START_TEST(test_worker_fills_chunks_from_peer)
 	const char *argv[16];
 	struct timespec later[2];
 
-	if (testmunge_start() < 0) {
-		printf("check_worker_peer: no private munged: chunk fill test "
-		       "skipped\n");
+	if (!node_on_munged("chunk fill test"))
 		return;
-	}
-	peer_set_decoder(g.a.peer, NULL); /* munged's own */
-	ck_assert_uint_lt(strlen(testmunge_socket),
-			  sizeof(g.conf.munge_socket));
-	memcpy(g.conf.munge_socket, testmunge_socket,
-	       strlen(testmunge_socket) + 1);
 	ck_assert_int_eq(spread_plan_parse(CHUNK_PLAN, &plan, err, sizeof(err)),
 			 0);
 	ck_assert(
