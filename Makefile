@@ -293,6 +293,12 @@ $(BUILD)/tests/check_partstore: tests/unit/check_partstore.c \
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
 	    $(LDFLAGS) $(LDLIBS) $(DAEMON_LDLIBS) $(shell pkg-config --libs check)
+# Reading a node's own chunks ahead: the view's module alone.
+$(BUILD)/tests/check_view_ahead: tests/unit/check_view_ahead.c \
+    $(BUILD)/view/view_ahead.o $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $(filter-out %.h,$^) \
+	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
 # The job locks, under many threads.
 $(BUILD)/tests/check_joblock: tests/unit/check_joblock.c $(BUILD)/ctld/filing/joblock.o $(LIBCOMMON)
 	@mkdir -p $(@D)

@@ -35,6 +35,7 @@
 #include "common/fs/beneath.h"
 #include "common/fs/partchunks.h"
 #include "common/net/peerfetch.h"
+#include "view/view_ahead.h"
 #include "view/view_chunks.h"
 #include "view/view_source.h"
 
@@ -63,6 +64,7 @@ struct view_source {
 	const struct view_tree *tree;
 	int src_fd, local_fd, chunks_fd; /* O_PATH directories; -1: none */
 	struct vnode *nodes;             /* [plan->n] */
+	struct view_ahead *ahead; /* this node's chunks read ahead; NULL: not */
 	_Atomic uint64_t local_bytes, peer_bytes, pfs_bytes, peer_failures,
 	    pfs_reads;
 };
@@ -74,11 +76,12 @@ struct view_file {
 	uint64_t size;
 	int64_t mtime_ns; /* the listing's: a chunk's file bears it */
 	unsigned owner;
-	struct view_chunks *chunks; /* cut into chunks; NULL: not */
-	int lfd;                    /* the part's copy (ours), or -1 */
-	pthread_mutex_t mu;         /* pfd's open */
-	_Atomic int pfd;            /* SRC's, opened on first need, or -1 */
-	_Atomic bool peer_refused;  /* the owner does not hold it */
+	struct view_chunks *chunks;     /* cut into chunks; NULL: not */
+	struct view_ahead_window ahead; /* with chunks: our chunks' window */
+	int lfd;                        /* the part's copy (ours), or -1 */
+	pthread_mutex_t mu;             /* pfd's open */
+	_Atomic int pfd;                /* SRC's, opened on first need, or -1 */
+	_Atomic bool peer_refused;      /* the owner does not hold it */
 };
 
 /* REL beneath DFD as a regular file of SIZE bytes: fd, or -errno. */
@@ -152,6 +155,9 @@ int view_source_create(const struct view_source_conf *conf,
 				 strerror(e));
 			goto fail;
 		}
+		/* a hint: without the thread, reads only wait longer */
+		if (view_ahead_start(vs->chunks_fd, &vs->ahead) < 0)
+			vs->ahead = NULL;
 	}
 	pthread_condattr_destroy(&ca);
 	*ret = vs;
@@ -167,6 +173,7 @@ void view_source_destroy(struct view_source *vs)
 {
 	if (!vs)
 		return;
+	view_ahead_stop(vs->ahead);
 	for (unsigned n = 0; vs->nodes && n < vs->conf.plan->n; n++) {
 		for (unsigned k = 0; k < vs->nodes[n].nidle; k++)
 			peerfetch_close(vs->nodes[n].idle[k].pf);
@@ -221,6 +228,7 @@ int view_source_open(struct view_source *vs, size_t i, struct view_file **ret)
 			free(f);
 			return fd;
 		}
+		view_ahead_window_init(&f->ahead);
 		*ret = f;
 		return 0;
 	}
@@ -254,6 +262,8 @@ void view_source_release(struct view_source *vs, struct view_file *f)
 		close(f->lfd);
 	if (f->pfd >= 0)
 		close(f->pfd);
+	if (f->chunks)
+		view_ahead_window_fini(&f->ahead);
 	view_chunks_destroy(f->chunks);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
@@ -557,6 +567,28 @@ static ssize_t pfs_read(struct view_source *vs, struct view_file *f, char *buf,
 	return n;
 }
 
+/* Piece P of F was read from this node's chunk file: ask the disk for
+ * what an in-order reader reads next of our chunks (view_ahead.h). */
+static void read_ahead(struct view_source *vs, struct view_file *f,
+		       const struct view_piece *p)
+{
+	const struct view_ahead_file file = { .plan = vs->conf.plan,
+					      .self = vs->conf.self,
+					      .rel = f->rel,
+					      .rel_len = f->rel_len,
+					      .size = f->size };
+	struct view_ahead_piece next[VIEW_AHEAD_PIECES];
+	size_t n;
+
+	if (!vs->ahead)
+		return;
+	n = view_ahead_next(&f->ahead, &file, p->chunk_off + p->at, p->len,
+			    next);
+	for (size_t k = 0; k < n; k++)
+		if (!view_ahead_ask(vs->ahead, f->rel, f->rel_len, &next[k]))
+			break; /* the thread is behind: later windows */
+}
+
 /* Piece P of F from this node's chunk file: the one kept when it is P's
  * chunk, else the chunk's file opened (and kept); one missing, not a
  * regular file or of another length marks the chunk for the PFS. P->len
@@ -601,6 +633,7 @@ static ssize_t piece_read(struct view_source *vs, struct view_file *f,
 		    !view_chunks_to_pfs(f->chunks, p->index)) {
 			n = local_chunk(vs, f, p, buf);
 			if (n == (ssize_t)p->len) {
+				read_ahead(vs, f, p);
 				atomic_fetch_add(&vs->local_bytes, p->len);
 				return n;
 			}
@@ -718,4 +751,10 @@ void view_source_stats(const struct view_source *vs,
 	ret->pfs_bytes = atomic_load(&vs->pfs_bytes);
 	ret->peer_failures = atomic_load(&vs->peer_failures);
 	ret->pfs_reads = atomic_load(&vs->pfs_reads);
+	ret->ahead_bytes = 0;
+	if (vs->ahead) {
+		uint64_t asked;
+
+		view_ahead_counts(vs->ahead, &asked, &ret->ahead_bytes);
+	}
 }

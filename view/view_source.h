@@ -84,6 +84,7 @@ struct view_source_stats {
 	uint64_t local_bytes, peer_bytes, pfs_bytes;
 	uint64_t peer_failures; /* reads a peer could not serve */
 	uint64_t pfs_reads;     /* reads served from the PFS */
+	uint64_t ahead_bytes; /* our chunks' bytes read ahead (view_ahead.h) */
 };
 
 struct view_source;

@@ -34,9 +34,10 @@ int view_stats_write(const char *path, const struct view_source_stats *s)
 	n = snprintf(text, sizeof(text),
 		     "{\"local_bytes\":%" PRIu64 ",\"peer_bytes\":%" PRIu64
 		     ",\"pfs_bytes\":%" PRIu64 ",\"peer_failures\":%" PRIu64
-		     ",\"pfs_reads\":%" PRIu64 "}\n",
+		     ",\"pfs_reads\":%" PRIu64 ",\"ahead_bytes\":%" PRIu64
+		     "}\n",
 		     s->local_bytes, s->peer_bytes, s->pfs_bytes,
-		     s->peer_failures, s->pfs_reads);
+		     s->peer_failures, s->pfs_reads, s->ahead_bytes);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 		  0644);
 	if (fd < 0)

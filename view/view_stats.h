@@ -4,7 +4,7 @@
  *
  * The file is one JSON object,
  *   {"local_bytes":N,"peer_bytes":N,"pfs_bytes":N,"peer_failures":N,
- *    "pfs_reads":N}
+ *    "pfs_reads":N,"ahead_bytes":N}
  * replaced whole (a temporary file beside it, then rename), about every
  * second while the counts change and once more at exit, so a reader
  * never sees half of one.

@@ -588,6 +588,14 @@ START_TEST(test_source_chunks)
 	ck_assert_uint_eq(s0.peer_bytes, huge.peer);
 	ck_assert_uint_eq(s0.pfs_bytes, 0);
 	ck_assert_uint_eq(s0.peer_failures, 0);
+	/* our chunks read in order: every byte of them after the first
+	 * read asked of the disk ahead (view_ahead.h), once */
+	for (int i = 0; i < 500 && s0.ahead_bytes < huge.local - 128 * 1024;
+	     i++) {
+		usleep(10000);
+		view_source_stats(vs, &s0);
+	}
+	ck_assert_uint_eq(s0.ahead_bytes, huge.local - 128 * 1024);
 	read_range(vs, f, "huge.bin", NULL, 0, HUGE, 300001);
 	/* one read over three chunks, one at the end, one past it */
 	read_range(vs, f, "huge.bin", NULL, MIB - 5, 2 * MIB + 10,
@@ -627,6 +635,7 @@ START_TEST(test_source_chunks)
 	ck_assert_uint_eq(s0.local_bytes, 0);
 	ck_assert_uint_eq(s0.peer_bytes, huge.peer);
 	ck_assert_uint_eq(s0.pfs_bytes, huge.local);
+	ck_assert_uint_eq(s0.ahead_bytes, 0);
 	view_source_destroy(vs);
 	view_tree_destroy(t);
 }
@@ -756,16 +765,16 @@ END_TEST
 /* The stats file: written whole, with what the sources counted. */
 START_TEST(test_stats_file)
 {
-	struct view_source_stats s = { 1, 2, 3, 4, 5 };
+	struct view_source_stats s = { 1, 2, 3, 4, 5, 6 };
 	char path[PATH_MAX], *text;
 
 	snprintf(path, sizeof(path), "%s/stats.json", scratch);
 	ck_assert_int_eq(view_stats_write(path, &s), 0);
-	text = slurp(path, 0, 78);
-	text[78] = '\0';
+	text = slurp(path, 0, 94);
+	text[94] = '\0';
 	ck_assert_str_eq(text, "{\"local_bytes\":1,\"peer_bytes\":2,"
 			       "\"pfs_bytes\":3,\"peer_failures\":4,"
-			       "\"pfs_reads\":5}");
+			       "\"pfs_reads\":5,\"ahead_bytes\":6}");
 	free(text);
 	snprintf(path, sizeof(path), "%s/nowhere/stats.json", scratch);
 	ck_assert_int_eq(view_stats_write(path, &s), -1);
