@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/fs/fusemount.h"
@@ -53,4 +54,34 @@ int fusemount_at(int dir_fd, uid_t uid, gid_t gid, char *err, size_t errlen)
 		return -1;
 	}
 	return fd;
+}
+
+int fusemount_readahead(int root_fd, unsigned kib, char *err, size_t errlen)
+{
+	char path[64], val[16];
+	struct stat st;
+	int fd, n, e;
+
+	if (fstat(root_fd, &st) < 0) {
+		e = errno;
+		snprintf(err, errlen, "fuse readahead on fd %d: %s", root_fd,
+			 strerror(e));
+		errno = e;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
+		 major(st.st_dev), minor(st.st_dev));
+	n = snprintf(val, sizeof(val), "%u\n", kib);
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || write(fd, val, (size_t)n) != n) {
+		e = errno ? errno : EIO;
+		snprintf(err, errlen, "cannot set %s to %u: %s", path, kib,
+			 strerror(e));
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return -1;
+	}
+	close(fd);
+	return 0;
 }

@@ -33,4 +33,14 @@
  * program serves the fd, accesses to the mount wait for it. */
 int fusemount_at(int dir_fd, uid_t uid, gid_t gid, char *err, size_t errlen);
 
+/* Set the kernel's readahead for the FUSE file system whose root
+ * ROOT_FD holds (any fd, O_PATH is enough) to KIB KiB: its backing
+ * device's /sys/class/bdi/MAJ:MIN/read_ahead_kb. Why: the kernel starts
+ * a FUSE mount at 128 KiB whatever the server's max_readahead, so it
+ * asks for a file's pages 128 KiB per request; only root may raise it.
+ * Call once the server has answered INIT (the kernel lowers it to the
+ * server's max_readahead then). Returns 0, or -1 with errno and one line
+ * in err. */
+int fusemount_readahead(int root_fd, unsigned kib, char *err, size_t errlen);
+
 #endif /* IOSTAGE_FUSEMOUNT_H */

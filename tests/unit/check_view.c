@@ -22,6 +22,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1497,6 +1498,36 @@ START_TEST(test_sigterm)
 }
 END_TEST
 
+/* The kernel's readahead on a served view raised (iostaged does it once
+ * the view is ready): the mount's bdi says so; a bad fd is refused with
+ * one line. */
+START_TEST(test_fusemount_readahead)
+{
+	char path[PATH_MAX], err[256], text[16] = "";
+	struct stat st;
+	pid_t pid = mt_start();
+	int fd = open(mt_mnt, O_PATH | O_DIRECTORY | O_CLOEXEC), bfd;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
+		 major(st.st_dev), minor(st.st_dev));
+	ck_assert_msg(fusemount_readahead(fd, 1024, err, sizeof(err)) == 0,
+		      "%s", err);
+	bfd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(bfd, 0);
+	ck_assert_int_gt(read(bfd, text, sizeof(text) - 1), 0);
+	close(bfd);
+	ck_assert_str_eq(text, "1024\n");
+	close(fd);
+	ck_assert_int_eq(fusemount_readahead(-1, 1024, err, sizeof(err)), -1);
+	ck_assert_int_eq(errno, EBADF);
+	ck_assert_msg(strstr(err, "fd -1"), "%s", err);
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	ck_assert_int_eq(mt_wait(pid), 0);
+}
+END_TEST
+
 /* fusemount_at refuses what is not a directory, with one line. */
 START_TEST(test_fusemount_refused)
 {
@@ -1553,6 +1584,7 @@ static Suite *view_suite(void)
 		tcase_add_root_test(tm, test_overlay);
 		tcase_add_root_test(tm, test_sigterm);
 		tcase_add_root_test(tm, test_fusemount_refused);
+		tcase_add_root_test(tm, test_fusemount_readahead);
 	}
 	suite_add_tcase(s, tm);
 	return s;
