@@ -48,7 +48,7 @@ static size_t walk(struct view_ahead_window *w,
 
 	w->mark = UINT64_MAX; /* a short window: no next one */
 	w->end = file->size;
-	for (; k < count; k++, at = 0) {
+	for (; k < count && n < VIEW_AHEAD_PIECES; k++, at = 0) {
 		uint64_t off, len, take;
 
 		if (spread_chunk_owner(file->plan, file->rel, file->rel_len,

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/fs/fusemount.h"
@@ -56,13 +55,18 @@ int fusemount_at(int dir_fd, uid_t uid, gid_t gid, char *err, size_t errlen)
 	return fd;
 }
 
+/* Why statx with AT_STATX_DONT_SYNC: the device is the kernel's (the
+ * superblock's), never the server's answer, so a user's view cannot
+ * point root's write at another device; and the kernel then asks the
+ * server nothing, so root does not wait on a view the user stopped. */
 int fusemount_readahead(int root_fd, unsigned kib, char *err, size_t errlen)
 {
 	char path[64], val[16];
-	struct stat st;
+	struct statx stx;
 	int fd, n, e;
 
-	if (fstat(root_fd, &st) < 0) {
+	if (statx(root_fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx) <
+	    0) {
 		e = errno;
 		snprintf(err, errlen, "fuse readahead on fd %d: %s", root_fd,
 			 strerror(e));
@@ -70,7 +74,7 @@ int fusemount_readahead(int root_fd, unsigned kib, char *err, size_t errlen)
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
-		 major(st.st_dev), minor(st.st_dev));
+		 stx.stx_dev_major, stx.stx_dev_minor);
 	n = snprintf(val, sizeof(val), "%u\n", kib);
 	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || write(fd, val, (size_t)n) != n) {
