@@ -280,7 +280,7 @@ START_TEST(test_window_scan_bounded)
 {
 	/* a node that owns next to nothing of a 100 TB file (1.5 million
 	 * chunks): the walk looks past VIEW_AHEAD_SCAN of the others' at
-	 * most, and asks again only once read past it */
+	 * most, and a read within that reach asks nothing more */
 	struct spread_plan plan = plan_of("tiny=1,huge=1099511627776");
 	const struct view_ahead_file f = { &plan, 0, "x", 1,
 					   UINT64_C(100) << 40 };
