@@ -48,6 +48,9 @@ static size_t walk(struct view_ahead_window *w,
 
 	w->mark = UINT64_MAX; /* a short window: no next one */
 	w->end = file->size;
+	/* n stays below VIEW_AHEAD_PIECES by the window's arithmetic
+	 * (chunks but the last are SPREAD_CHUNK_MIN or more); the bound
+	 * only keeps RET safe */
 	for (; k < count && n < VIEW_AHEAD_PIECES; k++, at = 0) {
 		uint64_t off, len, take;
 
