@@ -2,9 +2,10 @@
  * a reader that goes through them in order (docs/STAGING.md, "Reading a
  * node's own chunks").
  *
- * Why: the kernel asks the view for a file's pages 128 KiB at a time,
- * one or two requests in flight, and each request waits for the view's
- * read of the chunk file; the chunk file's own readahead does not reach
+ * Why: the kernel asks the view for a file's pages a request at a time
+ * (128 KiB at its default readahead, 1 MiB as iostaged sets it), one or
+ * two in flight, and each request waits for the view's read of the
+ * chunk file; the chunk file's own readahead does not reach
  * past the chunk, and a reader of this node's chunks skips the other
  * nodes' chunks between them. So cold, the disk and the FUSE transfer
  * took turns, and the view read a node's own chunks at 0.45-0.82x of

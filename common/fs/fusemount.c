@@ -63,6 +63,7 @@ int fusemount_readahead(int root_fd, unsigned kib, char *err, size_t errlen)
 {
 	char path[64], val[16];
 	struct statx stx;
+	ssize_t w = -1;
 	int fd, n, e;
 
 	if (statx(root_fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx) <
@@ -77,8 +78,11 @@ int fusemount_readahead(int root_fd, unsigned kib, char *err, size_t errlen)
 		 stx.stx_dev_major, stx.stx_dev_minor);
 	n = snprintf(val, sizeof(val), "%u\n", kib);
 	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || write(fd, val, (size_t)n) != n) {
-		e = errno ? errno : EIO;
+	if (fd >= 0)
+		w = write(fd, val, (size_t)n);
+	if (w != n) {
+		/* a short write sets no errno: EIO, not a stale one */
+		e = w < 0 ? errno : EIO;
 		snprintf(err, errlen, "cannot set %s to %u: %s", path, kib,
 			 strerror(e));
 		if (fd >= 0)
