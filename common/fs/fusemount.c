@@ -10,12 +10,15 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/base/deadline.h"
 #include "common/fs/fusemount.h"
 
 int fusemount_at(int dir_fd, uid_t uid, gid_t gid, char *err, size_t errlen)
@@ -92,4 +95,81 @@ int fusemount_readahead(int root_fd, unsigned kib, char *err, size_t errlen)
 	}
 	close(fd);
 	return 0;
+}
+
+struct fusemount_watch {
+	int root_fd;
+	struct timespec until; /* CLOCK_MONOTONIC */
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done, fired; /* under mu */
+};
+
+/* Why MNT_FORCE and not /sys/fs/fuse/connections/N/abort: the control
+ * file system is often not mounted (never in a node's own mount
+ * namespace), and FUSE's umount_begin aborts the connection before the
+ * unmount looks at whether the mount is busy (it is: the waiting call
+ * holds it), so the abort happens either way. */
+static void *watch_main(void *arg)
+{
+	struct fusemount_watch *w = arg;
+	char path[32];
+	int e = 0;
+
+	pthread_mutex_lock(&w->mu);
+	while (!w->done && e != ETIMEDOUT)
+		e = pthread_cond_timedwait(&w->cv, &w->mu, &w->until);
+	w->fired = !w->done;
+	pthread_mutex_unlock(&w->mu);
+	if (w->fired) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", w->root_fd);
+		(void)umount2(path, MNT_FORCE);
+	}
+	return NULL;
+}
+
+int fusemount_watch_start(int root_fd, unsigned ms,
+			  struct fusemount_watch **ret)
+{
+	struct fusemount_watch *w = calloc(1, sizeof(*w));
+	pthread_condattr_t ca;
+	int e;
+
+	if (!w)
+		return -ENOMEM;
+	w->root_fd = root_fd;
+	deadline_after_ms(CLOCK_MONOTONIC, ms, &w->until);
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	e = pthread_create(&w->thread, NULL, watch_main, w);
+	if (e) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		free(w);
+		return -e;
+	}
+	*ret = w;
+	return 0;
+}
+
+bool fusemount_watch_stop(struct fusemount_watch *w)
+{
+	bool fired;
+
+	if (!w)
+		return false;
+	pthread_mutex_lock(&w->mu);
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	fired = w->fired;
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+	return fired;
 }

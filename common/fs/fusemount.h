@@ -15,6 +15,7 @@
 #ifndef IOSTAGE_FUSEMOUNT_H
 #define IOSTAGE_FUSEMOUNT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -42,5 +43,23 @@ int fusemount_at(int dir_fd, uid_t uid, gid_t gid, char *err, size_t errlen);
  * server's max_readahead then). Returns 0, or -1 with errno and one line
  * in err. */
 int fusemount_readahead(int root_fd, unsigned kib, char *err, size_t errlen);
+
+/* A bound on a call that may wait on the server: root's own calls into
+ * the mount (an overlay's mount(2) asks it for its root) wait as long as
+ * the server does, and the server is the user's, who may stop it
+ * (SIGSTOP) or never answer. */
+struct fusemount_watch;
+
+/* Start a thread that aborts the FUSE connection of the file system
+ * whose root ROOT_FD holds (any fd, O_PATH is enough; the caller's, open
+ * until fusemount_watch_stop) if fusemount_watch_stop is not called
+ * within MS milliseconds: umount2(MNT_FORCE), whose abort ends every
+ * request waiting on the server with ENOTCONN. 0 with *ret, or -errno. */
+int fusemount_watch_start(int root_fd, unsigned ms,
+			  struct fusemount_watch **ret);
+
+/* Stop the watch and free W: true if it fired (the connection was
+ * aborted, and the watched call failed or will). NULL: false. */
+bool fusemount_watch_stop(struct fusemount_watch *w);
 
 #endif /* IOSTAGE_FUSEMOUNT_H */

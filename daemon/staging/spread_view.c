@@ -34,6 +34,7 @@
 #define VIEWS_DIR "views"
 #define VIEW_REAP_MS 2000
 #define VIEW_READY_MS 10000 /* the view's first answer to the kernel */
+#define VIEW_MOUNT_MS 10000 /* the overlay's mount, which asks the view */
 /* The kernel's readahead on a view: iostage-view's largest request
  * (VIEW_FUSE_IO_MAX), so a file's pages are asked a megabyte at a time,
  * not 128 KiB (docs/STAGING.md, "Reading a node's own chunks"). */
@@ -308,6 +309,37 @@ static int mount_overlay(int jdir, const char *name, int part_fd, int fuse_fd,
 	return 0;
 }
 
+/* mount_overlay, bounded: the view answered INIT ("ready"), but its
+ * user can stop it (SIGSTOP) before the overlay's mount asks it for its
+ * root, and that mount would then hold this thread for as long as the
+ * view stays stopped. After VIEW_MOUNT_MS its FUSE connection is aborted:
+ * the mount fails and so does the dataset, as for a view that never
+ * started. */
+static int mount_overlay_watched(int jdir, const struct spread_view_args *va,
+				 int part_fd, int fuse_fd, char *err,
+				 size_t errlen)
+{
+	struct fusemount_watch *w = NULL;
+	int r, e;
+
+	e = fusemount_watch_start(fuse_fd, VIEW_MOUNT_MS, &w);
+	if (e < 0) {
+		snprintf(err, errlen, "dataset '%s': cannot watch its view: %s",
+			 va->name, strerror(-e));
+		return -1;
+	}
+	r = mount_overlay(jdir, va->name, part_fd, fuse_fd, err, errlen);
+	if (fusemount_watch_stop(w)) {
+		snprintf(err, errlen,
+			 "dataset '%s': its view did not answer the overlay's "
+			 "mount within %d s (stopped?); its connection was "
+			 "aborted",
+			 va->name, VIEW_MOUNT_MS / 1000);
+		return -1;
+	}
+	return r;
+}
+
 int spread_view_start(struct agent *a, const struct spread_view_args *va,
 		      pid_t *ret_pid, char *err, size_t errlen)
 {
@@ -379,7 +411,7 @@ int spread_view_start(struct agent *a, const struct spread_view_args *va,
 	/* Nothing held here (the plan gave this node nothing): the FUSE
 	 * view alone, with no overlay over it. */
 	if (part >= 0 &&
-	    mount_overlay(jdir, va->name, part, mnt, err, errlen) < 0)
+	    mount_overlay_watched(jdir, va, part, mnt, err, errlen) < 0)
 		goto fail;
 	top = openat(jdir, part >= 0 ? vname : fname,
 		     O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
