@@ -49,3 +49,33 @@ bench_rate_bps() {
 		m = (u == "gbit") ? 1e9 : (u == "mbit") ? 1e6 : (u == "kbit") ? 1e3 : 1
 		printf "%d", n * m / 8 }'
 }
+
+# bench_freed_memory: BENCH_HOLD_FREED_MEMORY=1 keeps the memory this
+# VM's kernel frees in the guest until the calling script exits (an EXIT
+# trap puts the setting back), instead of reporting it to the host
+# (virtio-balloon free page reporting, /sys/module/page_reporting). Why:
+# the next touch of a reported page is a fault in the host, and the
+# reporting runs on its own clock, so which side of an A/B read gets
+# fresh or reported pages depends on what was freed just before. A read
+# of 1 GiB from ext4 took 0.73-0.94 s right after a drop_caches and
+# 3.4-3.6 s six seconds later, the same file (bench/README.md, "What
+# the VM's memory costs the view"). A node with memory of its own pays
+# neither. Prints what the run had: "held", "returned" (the VM's
+# default), or "own" (no reporting here). Order 11 is above the
+# largest block the kernel frees (x86-64: order 10), so none is reported.
+bench_freed_memory() {
+	local knob=/sys/module/page_reporting/parameters/page_reporting_order orig
+	if [ ! -w "$knob" ]; then
+		echo own
+		return
+	fi
+	if [ "${BENCH_HOLD_FREED_MEMORY:-0}" != 1 ]; then
+		echo returned
+		return
+	fi
+	orig=$(cat "$knob")
+	# shellcheck disable=SC2064 # orig is meant to be expanded now
+	trap "echo $orig >$knob" EXIT
+	echo 11 >"$knob" || { echo returned; return; }
+	echo held
+}

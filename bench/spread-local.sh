@@ -17,7 +17,10 @@
 # into chunks costs a reader against a local copy.
 #
 # Knobs: BENCH_SL_FILES (6000 imagenet-shaped files, ~680 MB: each node's
-# part ~225 MB), BENCH_SL_ROUNDS (9), BENCH_SL_DIR (/var/tmp/iostage-slbench).
+# part ~225 MB), BENCH_SL_ROUNDS (9), BENCH_SL_DIR (/var/tmp/iostage-slbench),
+# BENCH_HOLD_FREED_MEMORY=1 (on a VM that hands freed memory back to its
+# host: keep it for the run, bench/lib.sh bench_freed_memory; the results
+# say which the run had).
 # Results: bench/results/spread-local-LATEST.json and .txt
 # (spread-local-chunks-LATEST.* for the chunks).
 set -uo pipefail
@@ -65,6 +68,9 @@ chunks | chunks-whole)
 *) die "BENCH_SL_SHAPE: files, chunks or chunks-whole, not '$BENCH_SL_SHAPE'" ;;
 esac
 chmod -R a+rX "$BENCH_SL_DIR/pfs"
+# not in a $(...): the trap that puts the setting back is this shell's
+bench_freed_memory >"$BENCH_SL_DIR/freed-memory"
+FREED=$(cat "$BENCH_SL_DIR/freed-memory")
 OUT=$BENCH_SL_DIR/lines.jsonl
 : >"$OUT"
 t0=$(date +%s)
@@ -75,7 +81,7 @@ env CLUSTER_PFS_DIR="$BENCH_SL_DIR/pfs" SL_SRC=sl/ds SL_OUT="$OUT" SL_ROUNDS="$B
 rc=$?
 [ -s "$OUT" ] || { tail -n 40 "$BENCH_SL_DIR/cluster.log" >&2; die "no figures"; }
 RES=$BENCH_RESULTS/$NAME-LATEST.json
-jq -s --argjson files "$FILES" --argjson bytes "$BYTES" --arg date "$(date -u +%FT%TZ)" --arg shape "$BENCH_SL_SHAPE" \
+jq -s --argjson files "$FILES" --argjson bytes "$BYTES" --arg date "$(date -u +%FT%TZ)" --arg shape "$BENCH_SL_SHAPE" --arg freed "$FREED" \
 	--arg git "$(git -C "$BENCH_TOP" rev-parse --short HEAD 2>/dev/null)" --argjson secs "$(($(date +%s) - t0))" '
 	def r3: (. * 1000 | round) / 1000;
 	def mean(f): (map(f) | add / length);
@@ -84,7 +90,7 @@ jq -s --argjson files "$FILES" --argjson bytes "$BYTES" --arg date "$(date -u +%
 	def median(f): (map(f) | sort | if length % 2 == 1 then .[length / 2 | floor]
 		else (.[length / 2 - 1] + .[length / 2]) / 2 end);
 	def side($g; $m; f): [$g[] | select(.mode == $m)] | {mean: (mean(f) | r3), median: (median(f) | r3)};
-	{date: $date, git: $git, seconds: $secs, shape: $shape, dataset: {files: $files, bytes: $bytes}, lines: .,
+	{date: $date, git: $git, seconds: $secs, shape: $shape, freed_memory: $freed, dataset: {files: $files, bytes: $bytes}, lines: .,
 	 nodes: (group_by(.node) | map(. as $g | {node: $g[0].node, part_files: $g[0].files, part_bytes: $g[0].bytes,
 		view_cold_s: side($g; "view"; .cold_s), plain_cold_s: side($g; "plain"; .cold_s),
 		view_warm_s: side($g; "view"; .warm_s), plain_warm_s: side($g; "plain"; .warm_s)}
@@ -95,7 +101,7 @@ jq -s --argjson files "$FILES" --argjson bytes "$BYTES" --arg date "$(date -u +%
 	| . + {target: "view speed >= 0.90x plain, median of the rounds (issue 29 item 3)",
 	       met: ([.nodes[] | .cold_speed_view_over_plain.median >= 0.9 and .warm_speed_view_over_plain.median >= 0.9] | all)}' \
 	"$OUT" >"$RES.tmp" && mv "$RES.tmp" "$RES" || die "cannot write $RES"
-jq -r '"bench-spread-local (\(.shape)) \(.date) git \(.git): \(.dataset.files) files, \(.dataset.bytes) B over 3 nodes; \(.lines | length / 6) rounds, median (mean)",
+jq -r '"bench-spread-local (\(.shape)) \(.date) git \(.git): \(.dataset.files) files, \(.dataset.bytes) B over 3 nodes; \(.lines | length / 6) rounds, median (mean); freed memory \(.freed_memory)",
 	(.nodes[] | "  \(.node): part \(.part_files) files, \(.part_bytes) B: cold view \(.view_cold_s.median) s, plain \(.plain_cold_s.median) s: speed \(.cold_speed_view_over_plain.median)x (\(.cold_speed_view_over_plain.mean)x); warm view \(.view_warm_s.median) s, plain \(.plain_warm_s.median) s: \(.warm_speed_view_over_plain.median)x (\(.warm_speed_view_over_plain.mean)x)"),
 	"target: \(.target): \(if .met then "met" else "missed" end)"' "$RES" | tee "$BENCH_RESULTS/$NAME-LATEST.txt"
 exit "$rc"
