@@ -48,17 +48,20 @@ static int mounts_under(const char *path)
 	return n;
 }
 
-START_TEST(test_view_that_never_gets_ready)
+#define KEY "0123456789abcdef0123456789abcdef"
+
+/* Job JOBID's dataset "d" on n1 alone, as nobody; VERSION 0: no part
+ * held here. */
+static struct spread_view_args view_args(uint32_t jobid, unsigned version,
+					 int listing)
 {
-	char err[CONF_ERR_MAX] = "", views[CONF_PATH_MAX + 32];
-	int listing = open(g.conf.state_dir, O_TMPFILE | O_RDWR, 0600);
-	struct spread_view_args va = {
-		.jobid = 7,
+	return (struct spread_view_args){
+		.jobid = jobid,
 		.name = "d",
 		.src = "/pfs/d",
 		.tier = 0,
-		.key = "0123456789abcdef0123456789abcdef",
-		.version = 0,
+		.key = KEY,
+		.version = version,
 		.plan = "n1=1",
 		.self = "n1",
 		.listing_fd = listing,
@@ -66,6 +69,13 @@ START_TEST(test_view_that_never_gets_ready)
 		.gid = 65534,
 		.user = "nobody",
 	};
+}
+
+START_TEST(test_view_that_never_gets_ready)
+{
+	char err[CONF_ERR_MAX] = "", views[CONF_PATH_MAX + 32];
+	int listing = open(g.conf.state_dir, O_TMPFILE | O_RDWR, 0600);
+	struct spread_view_args va = view_args(7, 0, listing);
 	struct stat st;
 	pid_t pid = 1;
 
@@ -113,28 +123,15 @@ START_TEST(test_view_stopped_after_ready)
 {
 	char err[CONF_ERR_MAX] = "", views[CONF_PATH_MAX + 32],
 	     part[CONF_PATH_MAX + 96];
-	const char *key = "0123456789abcdef0123456789abcdef";
 	int listing = open(g.conf.state_dir, O_TMPFILE | O_RDWR, 0600);
-	struct spread_view_args va = {
-		.jobid = 8,
-		.name = "d",
-		.src = "/pfs/d",
-		.tier = 0,
-		.key = key,
-		.version = 1, /* a part held here: the overlay goes over it */
-		.plan = "n1=1",
-		.self = "n1",
-		.listing_fd = listing,
-		.uid = 65534,
-		.gid = 65534,
-		.user = "nobody",
-	};
+	/* a part held here: the overlay goes over it */
+	struct spread_view_args va = view_args(8, 1, listing);
 	long long t0;
 	pid_t pid = 1;
 
 	ck_assert_int_ge(listing, 0);
 	snprintf(part, sizeof(part), "%s/cache/%s.v1", g.conf.tiers[0].path,
-		 key);
+		 KEY);
 	ck_assert_int_eq(mkdir(part, 0755), 0);
 	strncat(part, "/data", sizeof(part) - strlen(part) - 1);
 	ck_assert_int_eq(mkdir(part, 0755), 0);
