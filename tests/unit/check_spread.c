@@ -9,22 +9,13 @@
 
 #include "common/sched/spread.h"
 #include "tests/unit/check_run.h"
+#include "tests/unit/plan_fixture.h"
 
 #define FILES 20000
 
 static void path_of(unsigned i, char *buf, size_t len)
 {
 	snprintf(buf, len, "train/class_%03u/img_%06u.jpg", i % 100, i);
-}
-
-static struct spread_plan plan_of(const char *spec)
-{
-	struct spread_plan p;
-	char err[256];
-
-	ck_assert_msg(spread_plan_parse(spec, &p, err, sizeof(err)) == 0,
-		      "%s: %s", spec, err);
-	return p;
 }
 
 START_TEST(test_parse_format)

@@ -22,21 +22,12 @@
 #include "common/fs/partchunks.h"
 #include "common/sched/spread.h"
 #include "tests/unit/check_run.h"
+#include "tests/unit/plan_fixture.h"
 #include "view/view_ahead.h"
 
 #define KIB (UINT64_C(1) << 10)
 #define MIB (UINT64_C(1) << 20)
 #define REQ (128 * KIB) /* the kernel's requests to a FUSE file */
-
-static struct spread_plan plan_of(const char *spec)
-{
-	struct spread_plan p;
-	char err[256];
-
-	ck_assert_msg(spread_plan_parse(spec, &p, err, sizeof(err)) == 0,
-		      "%s: %s", spec, err);
-	return p;
-}
 
 static bool ours(const struct view_ahead_file *f, uint64_t index)
 {
