@@ -16,11 +16,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/fs/fusemount.h"
 #include "view/view_source.h"
 #include "view/view_tree.h"
 
-#define VIEW_FUSE_TIMEOUT_S 86400.0 /* entries and attributes cached */
-#define VIEW_FUSE_IO_MAX (1u << 20) /* bytes of one read request */
+#define VIEW_FUSE_TIMEOUT_S 86400.0       /* entries and attributes cached */
+#define VIEW_FUSE_IO_MAX FUSEMOUNT_IO_MAX /* bytes of one read request */
 
 /* Serve tree T from sources VS on FUSE_FD (an open, mounted /dev/fuse) on
  * libfuse's threads until the file system is unmounted or, with

@@ -21,6 +21,11 @@
 
 #define FUSEMOUNT_FSTYPE "fuse.iostage-view" /* as /proc/mounts shows it */
 #define FUSEMOUNT_SOURCE "iostage-view"
+/* The largest read request the serving program takes (bytes): the view
+ * asks the kernel for it (max_write, max_readahead), and iostaged sets
+ * the mount's readahead to it, so the kernel asks a file's pages that
+ * many at a time. */
+#define FUSEMOUNT_IO_MAX (1u << 20)
 
 /* Open /dev/fuse and mount it read-only (MS_RDONLY | MS_NOSUID |
  * MS_NODEV) on the directory DIR_FD holds (any fd, O_PATH is enough),

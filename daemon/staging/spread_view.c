@@ -35,10 +35,10 @@
 #define VIEW_REAP_MS 2000
 #define VIEW_READY_MS 10000 /* the view's first answer to the kernel */
 #define VIEW_MOUNT_MS 10000 /* the overlay's mount, which asks the view */
-/* The kernel's readahead on a view: iostage-view's largest request
- * (VIEW_FUSE_IO_MAX), so a file's pages are asked a megabyte at a time,
- * not 128 KiB (docs/STAGING.md, "Reading a node's own chunks"). */
-#define VIEW_READAHEAD_KIB 1024
+/* The kernel's readahead on a view: iostage-view's largest request, so a
+ * file's pages are asked a megabyte at a time, not 128 KiB
+ * (docs/STAGING.md, "Reading a node's own chunks"). */
+#define VIEW_READAHEAD_KIB (FUSEMOUNT_IO_MAX >> 10)
 
 /* ViewProgram, opened for one start (an upgrade on disk takes effect at
  * the next dataset's view; a running view keeps its own). */
