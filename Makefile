@@ -744,6 +744,52 @@ install-shim: $(SHIM_PRELOAD)
 	install -d $(DESTDIR)$(shimlibdir)
 	install -m 0755 $(SHIM_PRELOAD) $(DESTDIR)$(shimlibdir)/libiostage-preload.so
 
+# ---- localread/: libiostage-localread.so, which reads this node's chunks
+# of a spread dataset's cut files straight from their files in the job's
+# tasks (localread/localread.h; docs/STAGING.md, "Reading a node's own
+# chunks"). Built as the shim is: no sanitizers, no _FORTIFY_SOURCE, only
+# the interposers exported, no libcommon but the two files it shares with
+# the view (the attribute's format, openat2 beneath), compiled here on
+# their own with these flags.
+LOCALREAD_SRC := $(wildcard localread/*.c) common/fs/chunkxattr.c \
+                 common/fs/beneath.c
+LOCALREAD_OBJ := $(patsubst %.c,$(BUILD)/localread-obj/%.o,$(LOCALREAD_SRC))
+LOCALREAD     := $(BUILD)/localread/libiostage-localread.so
+
+.PHONY: localread install-localread
+all: $(LOCALREAD)
+localread: $(LOCALREAD)
+
+$(LOCALREAD_OBJ): $(BUILD)/localread-obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(SHIM_CFLAGS) -c -o $@ $<
+
+$(LOCALREAD): $(LOCALREAD_OBJ)
+	@mkdir -p $(@D)
+	$(CC) -shared $(filter-out -fsanitize=%,$(LDFLAGS)) -Wl,-z,defs \
+	    -o $@ $(filter-out %.h,$^) -ldl -pthread
+
+# Its test mounts a real view and runs the probe under LD_PRELOAD of the
+# library (as the shim's test does: no sanitizers in the probe).
+LOCALREAD_PROBE := $(BUILD)/tests/lrprobe
+$(LOCALREAD_PROBE): tests/localread/lrprobe.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(filter-out -fsanitize=%,$(CFLAGS)) -o $@ $< \
+	    $(filter-out -fsanitize=%,$(LDFLAGS)) -pthread
+$(BUILD)/tests/check_localread: tests/unit/check_localread.c $(LOCALREAD) \
+    $(LOCALREAD_PROBE) $(VIEW) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(shell pkg-config --cflags check) \
+	    -DLOCALREAD_TEST_LIB='"$(abspath $(LOCALREAD))"' \
+	    -DLOCALREAD_TEST_PROBE='"$(abspath $(LOCALREAD_PROBE))"' \
+	    -DVIEW_TEST_PROGRAM='"$(abspath $(VIEW))"' -o $@ $< $(LIBCOMMON) \
+	    $(LDFLAGS) $(LDLIBS) $(shell pkg-config --libs check)
+
+install: install-localread
+install-localread: $(LOCALREAD)
+	install -d $(DESTDIR)$(shimlibdir)
+	install -m 0755 $(LOCALREAD) $(DESTDIR)$(shimlibdir)/libiostage-localread.so
+
 # Shim on vs off: metadata-heavy and bulk reads (bench/shim.sh, knobs there).
 # About a minute; `make bench` runs it before the staging benchmarks.
 bench-shim: $(SHIM_PRELOAD) $(SHIM_BENCH)

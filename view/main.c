@@ -29,6 +29,7 @@
 #include "view/view_source.h"
 #include "view/view_stats.h"
 #include "view/view_tree.h"
+#include "view/view_xattr.h"
 
 struct args {
 	int fuse_fd, listing_fd;
@@ -251,6 +252,7 @@ int main(int argc, char **argv)
 {
 	static struct spread_plan plan; /* ~20 KB */
 	struct view_source_conf sc;
+	struct view_xattr xattr;
 	struct view_source *vs = NULL;
 	struct view_stats *stats = NULL;
 	struct view_tree *tree = NULL;
@@ -306,7 +308,11 @@ int main(int argc, char **argv)
 		r = 1;
 		goto out;
 	}
-	r = view_fuse_run(a.fuse_fd, tree, vs, true, err, sizeof(err));
+	xattr = (struct view_xattr){ .tree = tree,
+				     .plan = &plan,
+				     .self = (unsigned)self,
+				     .chunks = a.chunks };
+	r = view_fuse_run(a.fuse_fd, tree, vs, &xattr, true, err, sizeof(err));
 	if (r < 0)
 		fprintf(stderr, "iostage-view: %s\n", err);
 	/* The last figures: the file's directory (the job's) may be gone

@@ -19,10 +19,12 @@
 #include <fuse.h>
 
 #include "view/view_fuse.h"
+#include "view/view_xattr.h"
 
 struct view_fuse {
 	const struct view_tree *tree;
 	struct view_source *vs;
+	const struct view_xattr *xattr; /* NULL: no attributes */
 	uid_t uid;
 	gid_t gid;
 };
@@ -193,6 +195,22 @@ static int vf_readlink(const char *path, char *buf, size_t size)
 	return view_source_readlink(v->vs, (size_t)i, buf, size);
 }
 
+/* The one attribute a file may have: where this node's chunks of a cut
+ * file are (view_xattr.h). Not listed by listxattr, which the view does
+ * not answer: a copy of the tree (cp -a, rsync -X) must not carry it. */
+static int vf_getxattr(const char *path, const char *name, char *value,
+		       size_t size)
+{
+	struct view_fuse *v = ctx();
+	long i = lookup(v, path);
+
+	if (i < 0)
+		return -ENOENT;
+	if (!v->xattr)
+		return -ENODATA;
+	return view_xattr_get(v->xattr, (size_t)i, name, value, size);
+}
+
 /* Everything that would change the tree. The kernel refuses most of it
  * already (MS_RDONLY); this is for a mount made without it. */
 static int vf_rofs_mode(const char *path, mode_t mode)
@@ -266,6 +284,7 @@ static const struct fuse_operations view_ops = {
 	.read = vf_read,
 	.release = vf_release,
 	.readlink = vf_readlink,
+	.getxattr = vf_getxattr,
 	.mkdir = vf_rofs_mode,
 	.mknod = vf_rofs_mknod,
 	.create = vf_rofs_create,
@@ -280,12 +299,14 @@ static const struct fuse_operations view_ops = {
 };
 
 int view_fuse_run(int fuse_fd, const struct view_tree *t,
-		  struct view_source *vs, bool signals, char *err,
-		  size_t errlen)
+		  struct view_source *vs, const struct view_xattr *xattr,
+		  bool signals, char *err, size_t errlen)
 {
-	struct view_fuse v = {
-		.tree = t, .vs = vs, .uid = getuid(), .gid = getgid()
-	};
+	struct view_fuse v = { .tree = t,
+			       .vs = vs,
+			       .xattr = xattr,
+			       .uid = getuid(),
+			       .gid = getgid() };
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config loop = { .clone_fd = 0,
 					 .max_idle_threads = 10 };
