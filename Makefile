@@ -47,7 +47,8 @@ CPPFLAGS += -I. $(shell pkg-config --cflags $(PKGS)) \
            -DIOSTAGE_CONF_PATH='"$(IOSTAGE_CONF_PATH)"' \
            -DIOSTAGE_PROFILE_DIR='"$(IOSTAGE_PROFILE_DIR)"' \
            -DIOSTAGE_SHIM_PATH='"$(IOSTAGE_SHIM_PATH)"' \
-           -DIOSTAGE_VIEW_PATH='"$(IOSTAGE_VIEW_PATH)"'
+           -DIOSTAGE_VIEW_PATH='"$(IOSTAGE_VIEW_PATH)"' \
+           -DIOSTAGE_LOCALREAD_PATH='"$(IOSTAGE_LOCALREAD_PATH)"'
 LDLIBS  += $(shell pkg-config --libs $(PKGS)) -pthread -lm
 # The history (common/history/) is RocksDB; iostagectld links it, and
 # iostaged for a site without the service (node-local history).
@@ -92,11 +93,14 @@ BUILD   ?= build
 IOSTAGE_CONF_PATH   = $(sysconfdir)/slurm/iostage.conf
 IOSTAGE_PROFILE_DIR = $(sysconfdir)/slurm/iostage.d
 IOSTAGE_SHIM_PATH   = $(shimlibdir)/libiostage-preload.so
+# libiostage-localread.so (localread/), preloaded into a spread job's tasks
+IOSTAGE_LOCALREAD_PATH = $(shimlibdir)/libiostage-localread.so
 # iostage-view (view/), which only iostaged starts: a helper, in libexec.
 IOSTAGE_VIEW_PATH   = $(libexecdir)/iostage/iostage-view
 PATHS_STAMP := $(BUILD)/paths.stamp
 PATHS_TEXT  := conf=$(IOSTAGE_CONF_PATH) profiles=$(IOSTAGE_PROFILE_DIR) \
-               shim=$(IOSTAGE_SHIM_PATH) view=$(IOSTAGE_VIEW_PATH)
+               shim=$(IOSTAGE_SHIM_PATH) view=$(IOSTAGE_VIEW_PATH) \
+               localread=$(IOSTAGE_LOCALREAD_PATH)
 PATHS_OLD   := $(shell cat $(PATHS_STAMP) 2>/dev/null)
 # Goals that build nothing leave the stamp alone.
 ifneq ($(if $(MAKECMDGOALS),$(filter-out clean uninstall format format-check deps,$(MAKECMDGOALS)),all),)
@@ -109,7 +113,7 @@ endif
 endif
 # Who names them: objects (plain and UBSan), unit tests and fuzz targets
 # compiled from their own source.
-PATHS_USERS := $(shell grep -lE 'IOSTAGE_(CONF_PATH|PROFILE_DIR|SHIM_PATH|VIEW_PATH)' \
+PATHS_USERS := $(shell grep -lE 'IOSTAGE_(CONF_PATH|PROFILE_DIR|SHIM_PATH|VIEW_PATH|LOCALREAD_PATH)' \
                  $(wildcard */*.c */*/*.c */*/*/*.c))
 $(foreach f,$(PATHS_USERS),$(if $(filter tests/unit/%,$(f)),\
     $(eval $(BUILD)/tests/$(basename $(notdir $(f))): $(PATHS_STAMP)),\
@@ -637,7 +641,8 @@ uninstall:
 	    $(DESTDIR)$(mandir)/man8/iostage-epilog.8 \
 	    $(addprefix $(DESTDIR)$(systemdunitdir)/,$(INSTALL_UNITS)) \
 	    $(DESTDIR)$(libdir)/libiostage.so.0 $(DESTDIR)$(libdir)/libiostage.so \
-	    $(DESTDIR)$(includedir)/iostage.h $(DESTDIR)$(shimlibdir)/libiostage-preload.so
+	    $(DESTDIR)$(includedir)/iostage.h $(DESTDIR)$(shimlibdir)/libiostage-preload.so \
+	    $(DESTDIR)$(IOSTAGE_LOCALREAD_PATH)
 	rm -rf $(DESTDIR)$(pythondir)/iostage
 	rmdir $(DESTDIR)$(sysconfdir)/slurm/iostage.d $(DESTDIR)$(docdir)/slurm-conf \
 	    $(DESTDIR)$(docdir) $(DESTDIR)$(shimlibdir) $(DESTDIR)$(libexecdir)/iostage \
@@ -788,7 +793,7 @@ $(BUILD)/tests/check_localread: tests/unit/check_localread.c $(LOCALREAD) \
 install: install-localread
 install-localread: $(LOCALREAD)
 	install -d $(DESTDIR)$(shimlibdir)
-	install -m 0755 $(LOCALREAD) $(DESTDIR)$(shimlibdir)/libiostage-localread.so
+	install -m 0755 $(LOCALREAD) $(DESTDIR)$(IOSTAGE_LOCALREAD_PATH)
 
 # Shim on vs off: metadata-heavy and bulk reads (bench/shim.sh, knobs there).
 # About a minute; `make bench` runs it before the staging benchmarks.

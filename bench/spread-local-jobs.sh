@@ -21,16 +21,21 @@
 # range of its file; plain, the chunk's own file in the part's chunks/.
 # SL_SHAPE=chunks-whole: every file of the dataset whole, through the
 # view and from CLUSTER_PFS/SL_SRC (a plain directory on the same disk).
+# With SL_LOCALREAD_LIB (the chunk shapes), a third way, localread: through
+# the view as view does, with that library (libiostage-localread.so,
+# localread/) preloaded as the plugin preloads it into a spread job's
+# tasks, so this node's chunks are read from their files, not through FUSE.
 # SL_PAUSE=FILE (for looking into a figure by hand): once measured, the
 # job and its cluster stay up until FILE exists (the test's timeout at
 # most); FILE.info says the job and the cluster directory.
 
 # sl_read DIR LIST: seconds to cat every file of LIST (relative to DIR),
-# run in NODE's mount namespace (SL_NODE)
+# run in NODE's mount namespace (SL_NODE), preloading SL_PRELOAD (may be
+# empty)
 sl_read() {
 	local t0 t1
 	t0=$(date +%s.%N)
-	nsenter --mount="$CLUSTER_DIR/ns/$SL_NODE.mnt" -- \
+	nsenter --mount="$CLUSTER_DIR/ns/$SL_NODE.mnt" -- env LD_PRELOAD="$SL_PRELOAD" \
 		bash -c 'cd "$1" && xargs -0 -a "$2" cat >/dev/null' _ "$1" "$2" ||
 		fail "cannot read $SL_NODE's part under $1"
 	t1=$(date +%s.%N)
@@ -41,7 +46,7 @@ sl_read() {
 sl_read_chunks() {
 	local t0 t1
 	t0=$(date +%s.%N)
-	nsenter --mount="$CLUSTER_DIR/ns/$SL_NODE.mnt" -- \
+	nsenter --mount="$CLUSTER_DIR/ns/$SL_NODE.mnt" -- env LD_PRELOAD="$SL_PRELOAD" \
 		/usr/bin/python3 "$SL_CHUNK_READS" "$1" "$2" "$3" ||
 		fail "cannot read $SL_NODE's chunks under $2"
 	t1=$(date +%s.%N)
@@ -49,7 +54,7 @@ sl_read_chunks() {
 }
 
 test_spread_local_reads() {
-	local jid node v part view list name round mode d cold warm bytes files src
+	local jid node v part view list name round mode d cold warm bytes files src modes rmode
 	src=$CLUSTER_PFS/$SL_SRC
 	name=$(basename "$src")
 	as_user "$TEST_USER" sbatch --parsable -N 3 --io-profile="dl-train,data=$src,spread=yes" \
@@ -62,6 +67,11 @@ test_spread_local_reads() {
 		wait_file "$TEST_WORKDIR/go.$node" 300 || fail "job $jid's task on $node never ran"
 	done
 	: >"$SL_OUT"
+	modes="view plain"
+	if [ "${SL_SHAPE:-files}" != files ] && [ -n "${SL_LOCALREAD_LIB:-}" ]; then
+		[ -r "$SL_LOCALREAD_LIB" ] || fail "SL_LOCALREAD_LIB $SL_LOCALREAD_LIB: not readable"
+		modes="view localread plain"
+	fi
 	for node in n1 n2 n3; do
 		v=$(cache_parts_of "$node" nvme "$src" | tail -n1)
 		[ -n "$v" ] || fail "$node holds no part of $src"
@@ -90,13 +100,19 @@ test_spread_local_reads() {
 			bytes=$(cd "$part" && find . -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 		fi
 		for ((round = 0; round < SL_ROUNDS; round++)); do
-			for mode in view plain; do
-				if [ "$mode" = view ]; then d=$view; else d=$part; fi
+			for mode in $modes; do
+				if [ "$mode" = plain ]; then d=$part; else d=$view; fi
+				SL_PRELOAD=
+				rmode=$mode
+				if [ "$mode" = localread ]; then
+					SL_PRELOAD=$SL_LOCALREAD_LIB
+					rmode=view
+				fi
 				sync
 				echo 3 >/proc/sys/vm/drop_caches
 				if [ "${SL_SHAPE:-files}" = chunks ]; then
-					cold=$(sl_read_chunks "$mode" "$d" "$list")
-					warm=$(sl_read_chunks "$mode" "$d" "$list")
+					cold=$(sl_read_chunks "$rmode" "$d" "$list")
+					warm=$(sl_read_chunks "$rmode" "$d" "$list")
 				else
 					cold=$(sl_read "$d" "$list")
 					warm=$(sl_read "$d" "$list")
@@ -107,7 +123,7 @@ test_spread_local_reads() {
 					'{node: $node, mode: $mode, round: $round, cold_s: $cold, warm_s: $warm, bytes: $bytes, files: $files}' >>"$SL_OUT"
 			done
 		done
-		echo "spread-local $node: $files files, $bytes B of its part read $SL_ROUNDS times each way" >&2
+		echo "spread-local $node: $files files, $bytes B of its part read $SL_ROUNDS times each way ($modes)" >&2
 	done
 	if [ -n "${SL_PAUSE:-}" ]; then
 		echo "spread-local: job $jid paused until $SL_PAUSE exists" >&2

@@ -313,6 +313,8 @@ enum job_ds_result jobs_dataset_entry(struct job *job, size_t i, char *entry,
  * decided yet, -1 when it does not fit). */
 int jobs_set_spread_plan(struct job *job, size_t i, const char *plan);
 int jobs_spread_plan(struct job *job, size_t i, char *buf, size_t len);
+/* Is any dataset of the job spread (its plan decided)? */
+bool jobs_spread(struct job *job);
 
 /* Dataset I's share of a fill by parts: set ENTRY ("K.vN" of the part's
  * key), or read it into BUF ("" until set). */

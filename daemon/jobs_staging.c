@@ -136,6 +136,18 @@ int jobs_spread_plan(struct job *job, size_t i, char *buf, size_t len)
 	return r;
 }
 
+bool jobs_spread(struct job *job)
+{
+	struct jobs *js = job->table;
+	bool any = false;
+
+	pthread_mutex_lock(&js->lock);
+	for (size_t i = 0; i < PROFILE_MAX_DATASETS && !any; i++)
+		any = job->ds[i].spread_plan != NULL;
+	pthread_mutex_unlock(&js->lock);
+	return any;
+}
+
 void jobs_set_part_entry(struct job *job, size_t i, const char *entry)
 {
 	struct jobs *js = job->table;

@@ -455,6 +455,11 @@ static cJSON *op_job_env(struct agent *a, const struct ops_caller *c,
 		add_error(r, v.error);
 	}
 	cJSON_AddBoolToObject(r, "fallback", fallback);
+	/* its tasks read a spread dataset's view: the plugin preloads
+	 * libiostage-localread.so (spank/localread.c) */
+	cJSON_AddBoolToObject(r, "spread",
+			      v.state == JOB_STAGED && !fallback &&
+				  jobs_spread(job));
 	vars = cJSON_AddObjectToObject(r, "env");
 	for (i = 0; env && vars && i < env->n; i++)
 		cJSON_AddStringToObject(vars, env->vars[i].name,

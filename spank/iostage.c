@@ -3,12 +3,15 @@
  *   allocator (sbatch, salloc), local (srun): validate --io-profile (submit.c)
  *   remote (slurmstepd): export the staged paths to the tasks (task.c),
  *                        register task pids for telemetry (telemetry.c),
+ *                        preload the local chunk reader for a spread
+ *                        dataset (localread.c),
  *                        preload the I/O shim in deep mode (trace.c)
  * The plugin never exits a Slurm process; it reports with slurm_error().
  */
 #include <slurm/spank.h>
 
 #include "common/slurm/slurmcompat.h"
+#include "spank/localread.h"
 #include "spank/options.h"
 #include "spank/submit.h"
 #include "spank/task.h"
@@ -65,6 +68,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 	telemetry_user_init(sp);
 	if (task_user_init(sp) < 0)
 		return -1;
+	localread_user_init(sp, task_spread());
 	return trace_user_init(sp);
 }
 

@@ -5,6 +5,7 @@
  * back, or the reason staging failed. When the daemon cannot answer, the
  * job's own profile decides: fallback runs on the PFS paths, fail fails.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 /* Set in user_init, read in task_init (the same slurmstepd process). */
 static char *staging_failure; /* why the job must fail, or NULL */
 static char *fallback_notice; /* printed once when running on the PFS */
+static bool job_spread; /* its tasks read a spread dataset's view */
 
 static int set_env_var(spank_t sp, const char *name, const char *value)
 {
@@ -92,6 +94,8 @@ static int apply_reply(spank_t sp, const cJSON *reply)
 						   : "staging failed";
 	int rc = 0;
 
+	job_spread = cJSON_IsTrue(
+	    cJSON_GetObjectItemCaseSensitive(reply, "spread"));
 	cJSON_ArrayForEach(var, env) {
 		if (cJSON_IsString(var) &&
 		    set_env_var(sp, var->string, var->valuestring) < 0)
@@ -184,8 +188,14 @@ int task_init(spank_t sp)
 	return 0;
 }
 
+bool task_spread(void)
+{
+	return job_spread;
+}
+
 void task_fini(void)
 {
+	job_spread = false;
 	free(staging_failure);
 	free(fallback_notice);
 	staging_failure = fallback_notice = NULL;

@@ -2,6 +2,8 @@
 #ifndef IOSTAGE_SPANK_TASK_H
 #define IOSTAGE_SPANK_TASK_H
 
+#include <stdbool.h>
+
 #include <slurm/spank.h>
 
 /* In slurmstepd, before the tasks start: ask iostaged where the job's data
@@ -13,6 +15,10 @@ int task_user_init(spank_t sp);
  * `fail`, print the reason to the task's stderr and return -1 so the task
  * exits non-zero (the job ends FAILED; the node is not drained). */
 int task_init(spank_t sp);
+
+/* After task_user_init: did iostaged say the job's tasks read a spread
+ * dataset's view on this node? */
+bool task_spread(void);
 
 void task_fini(void);
 

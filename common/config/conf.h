@@ -49,6 +49,12 @@
 #define IOSTAGE_SHIM_PATH "/usr/local/lib/iostage/libiostage-preload.so"
 #endif
 
+/* libiostage-localread.so (localread/), which the plugin preloads into
+ * the tasks of a job with a spread dataset (LocalReadLibrary=). */
+#ifndef IOSTAGE_LOCALREAD_PATH
+#define IOSTAGE_LOCALREAD_PATH "/usr/local/lib/iostage/libiostage-localread.so"
+#endif
+
 /* iostage-view (view/), the spread view iostaged starts as a job's user
  * (docs/STAGING.md, "The spread view"). */
 #ifndef IOSTAGE_VIEW_PATH
@@ -133,6 +139,10 @@ struct conf {
 	char trace_library
 	    [CONF_PATH_MAX]; /* the LD_PRELOAD shim (TraceLibrary) */
 	char view_program[CONF_PATH_MAX]; /* iostage-view (ViewProgram) */
+	/* LocalRead=: a spread job's tasks read this node's chunks with
+	 * libiostage-localread.so (LocalReadLibrary=) */
+	bool local_read;
+	char local_read_library[CONF_PATH_MAX];
 	/* Node to node (daemon/cluster/peer.c): multi-node jobs. */
 	unsigned peer_port;                /* TCP port, 0 = no peer channel */
 	char peer_listen[CONF_LISTEN_MAX]; /* address to listen on, "" = all */

@@ -288,6 +288,7 @@ MetricsListen=127.0.0.1:${IOSTAGE_METRICS_PORT:-9464}
 MetricsInterval=1
 TraceLibrary=$dir/iostage/root/usr/lib/iostage/libiostage-preload.so
 ViewProgram=$dir/iostage/root/usr/libexec/iostage/iostage-view
+LocalReadLibrary=$dir/iostage/root/usr/lib/iostage/libiostage-localread.so
 # Node to node (each node has its own network namespace: one port for all)
 PeerPort=6826
 PeerPartsTimeout=10
