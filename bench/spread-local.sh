@@ -117,7 +117,7 @@ jq -s --argjson files "$FILES" --argjson bytes "$BYTES" --arg date "$(date -u +%
 	       target: "\($task) speed >= 0.90x plain, median of the rounds (issue 29 item 3)",
 	       met: ([.nodes[] | .["cold_speed_\($task)_over_plain"].median >= 0.9 and .["warm_speed_\($task)_over_plain"].median >= 0.9] | all)}' \
 	"$OUT" >"$RES.tmp" && mv "$RES.tmp" "$RES" || die "cannot write $RES"
-jq -r '"bench-spread-local (\(.shape)) \(.date) git \(.git): \(.dataset.files) files, \(.dataset.bytes) B over 3 nodes; \(.lines | length / (3 * ([.lines[].mode] | unique | length))) rounds, median (mean); freed memory \(.freed_memory)",
+jq -r '"bench-spread-local (\(.shape)) \(.date) git \(.git): \(.dataset.files) files, \(.dataset.bytes) B over 3 nodes; \((.lines | length) / (3 * ([.lines[].mode] | unique | length))) rounds, median (mean); freed memory \(.freed_memory)",
 	(.nodes[] | "  \(.node): part \(.part_files) files, \(.part_bytes) B: cold view \(.view_cold_s.median) s, plain \(.plain_cold_s.median) s: speed \(.cold_speed_view_over_plain.median)x (\(.cold_speed_view_over_plain.mean)x); warm view \(.view_warm_s.median) s, plain \(.plain_warm_s.median) s: \(.warm_speed_view_over_plain.median)x (\(.warm_speed_view_over_plain.mean)x)",
 		(select(.localread_cold_s) | "        with libiostage-localread.so: cold \(.localread_cold_s.median) s: speed \(.cold_speed_localread_over_plain.median)x (\(.cold_speed_localread_over_plain.mean)x); warm \(.localread_warm_s.median) s: \(.warm_speed_localread_over_plain.median)x (\(.warm_speed_localread_over_plain.mean)x)")),
 	"target: \(.target): \(if .met then "met" else "missed" end)"' "$RES" | tee "$BENCH_RESULTS/$NAME-LATEST.txt"
