@@ -57,8 +57,8 @@ static int open_chunk(struct lr_file *f, uint64_t index)
 	fd = beneath_open(f->dirfd, name, O_RDONLY, 0);
 	if (fd < 0)
 		return -1;
-	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH,
-		    STATX_TYPE | STATX_SIZE, &st) < 0 ||
+	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE,
+		    &st) < 0 ||
 	    !S_ISREG(st.stx_mode) ||
 	    st.stx_size != chunkxattr_chunk_len(&f->x, index)) {
 		syscall(SYS_close, fd);
@@ -124,8 +124,7 @@ static void slot_done(struct lr_file *f, struct lr_slot *s)
 static bool here(const struct lr_file *f, uint64_t index)
 {
 	return chunkxattr_held(&f->x, index) &&
-	       !atomic_load_explicit(&f->unusable[index],
-				     memory_order_relaxed);
+	       !atomic_load_explicit(&f->unusable[index], memory_order_relaxed);
 }
 
 /* LEN bytes at AT of chunk INDEX from its file: true when all were. */
@@ -146,8 +145,7 @@ static bool local_piece(struct lr_file *f, uint64_t index, uint64_t at,
 	return false;
 }
 
-ssize_t lr_pread(struct lr_file *f, int fd, char *buf, size_t n,
-		 uint64_t off)
+ssize_t lr_pread(struct lr_file *f, int fd, char *buf, size_t n, uint64_t off)
 {
 	size_t done = 0;
 	int e = errno;

@@ -232,8 +232,8 @@ void lr_fork_child(void)
 
 	pthread_rwlock_init(&table_lock, NULL);
 	for (unsigned fd = 0; fd < end; fd++) {
-		struct lr_file *f = atomic_load_explicit(
-		    &table[fd], memory_order_relaxed);
+		struct lr_file *f = atomic_load_explicit(&table[fd],
+							 memory_order_relaxed);
 
 		if (!f)
 			continue;

@@ -14,10 +14,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/close_range.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -42,8 +42,8 @@ LR_EXPORT int close_range(unsigned lo, unsigned hi, int flags);
 #define REAL(name, fail, ...)                                                  \
 	({                                                                     \
 		static __typeof__(&name) _Atomic real_;                        \
-		__typeof__(&name) fn_ = atomic_load_explicit(                  \
-		    &real_, memory_order_relaxed);                             \
+		__typeof__(&name) fn_ =                                        \
+		    atomic_load_explicit(&real_, memory_order_relaxed);        \
 		if (!fn_) {                                                    \
 			fn_ = (__typeof__(&name))dlsym(RTLD_NEXT, #name);      \
 			atomic_store_explicit(&real_, fn_,                     \
@@ -63,8 +63,8 @@ __attribute__((constructor)) static void lr_start(void)
 static mode_t mode_arg(int flags, va_list ap)
 {
 	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE
-		       ? (mode_t)va_arg(ap, int)
-		       : 0;
+		   ? (mode_t)va_arg(ap, int)
+		   : 0;
 }
 
 static int opened(int fd, int flags)

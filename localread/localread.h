@@ -57,16 +57,16 @@ struct lr_slot {
 
 /* A cut file of a view, open on one fd of the task. */
 struct lr_file {
-	atomic_uint refs;   /* the table's, and each read's */
-	dev_t dev;          /* of the fd when opened: a read checks it is */
-	ino_t ino;          /* still that file (an fd reused unseen) */
+	atomic_uint refs;    /* the table's, and each read's */
+	dev_t dev;           /* of the fd when opened: a read checks it is */
+	ino_t ino;           /* still that file (an fd reused unseen) */
 	pthread_mutex_t pos; /* read(): the fd's offset, read and advanced */
-	char *value;        /* the attribute's value; x points into it */
+	char *value;         /* the attribute's value; x points into it */
 	struct chunkxattr x;
-	int dirfd;          /* x.dir, O_PATH */
+	int dirfd; /* x.dir, O_PATH */
 	pthread_mutex_t slots_mu;
 	struct lr_slot slots[LR_SLOTS];
-	unsigned next_slot; /* the next to reuse */
+	unsigned next_slot;        /* the next to reuse */
 	_Atomic uint8_t *unusable; /* [nchunks]: 1 once a chunk failed here */
 };
 
@@ -96,8 +96,7 @@ extern bool lr_enabled;
  * chunks from their files, the rest from FD (the view). As pread(2):
  * the bytes read (fewer only at the file's end), or -1 with errno from
  * the view's read. errno is kept when it succeeds. */
-ssize_t lr_pread(struct lr_file *f, int fd, char *buf, size_t n,
-		 uint64_t off);
+ssize_t lr_pread(struct lr_file *f, int fd, char *buf, size_t n, uint64_t off);
 /* Close F's chunk files (its last reference went). */
 void lr_release_chunks(struct lr_file *f);
 

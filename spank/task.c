@@ -26,7 +26,7 @@
 /* Set in user_init, read in task_init (the same slurmstepd process). */
 static char *staging_failure; /* why the job must fail, or NULL */
 static char *fallback_notice; /* printed once when running on the PFS */
-static bool job_spread; /* its tasks read a spread dataset's view */
+static bool job_spread;       /* its tasks read a spread dataset's view */
 
 static int set_env_var(spank_t sp, const char *name, const char *value)
 {

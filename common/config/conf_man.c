@@ -39,7 +39,8 @@ static const struct {
 	{ "ProfileDir", "/etc/slurm/iostage.d" },
 	{ "TraceLibrary", "/usr/local/lib/iostage/libiostage-preload.so" },
 	{ "ViewProgram", "/usr/local/libexec/iostage/iostage-view" },
-	{ "LocalReadLibrary", "/usr/local/lib/iostage/libiostage-localread.so" },
+	{ "LocalReadLibrary",
+	  "/usr/local/lib/iostage/libiostage-localread.so" },
 };
 
 static const char *default_doc(const struct conf_key *k)

@@ -135,8 +135,7 @@ bool chunkxattr_held(const struct chunkxattr *x, uint64_t index)
 }
 
 void chunkxattr_piece(const struct chunkxattr *x, uint64_t off, uint64_t len,
-		      uint64_t *ret_index, uint64_t *ret_at,
-		      uint64_t *ret_len)
+		      uint64_t *ret_index, uint64_t *ret_at, uint64_t *ret_len)
 {
 	uint64_t in_chunk;
 

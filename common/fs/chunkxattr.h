@@ -80,8 +80,7 @@ bool chunkxattr_held(const struct chunkxattr *x, uint64_t index);
  * how many of LEN bytes stay in that chunk (*ret_len; 0 at or past the
  * file's end). */
 void chunkxattr_piece(const struct chunkxattr *x, uint64_t off, uint64_t len,
-		      uint64_t *ret_index, uint64_t *ret_at,
-		      uint64_t *ret_len);
+		      uint64_t *ret_index, uint64_t *ret_at, uint64_t *ret_len);
 
 /* Chunk INDEX's length (0 past the last). */
 uint64_t chunkxattr_chunk_len(const struct chunkxattr *x, uint64_t index);

@@ -231,6 +231,51 @@ test_spread_new_node_takes_its_part_from_the_others() {
 			sed -E 's/.*: ([0-9]+) files \(.*/\1/' | head -n1)"
 }
 
+# The tasks of a spread job read their node's chunks of a cut file from
+# the chunk files, not through the view (issue 29 item 3;
+# docs/STAGING.md, "Reading a node's own chunks in the task"): the
+# plugin preloads libiostage-localread.so, the view's user.iostage.chunks
+# says which chunks are here, own_chunks.py reads them (the PFS's bytes)
+# and the view served none of them; with IOSTAGE_LOCALREAD=0 the same
+# reads went through the view. The whole file stays byte for byte.
+test_spread_tasks_read_their_own_chunks_from_the_chunk_files() {
+	local ds jid node off own served sum_own=0 big=3670016 run
+	ds="$CLUSTER_PFS/$TEST_NAME/big"
+	mkdir -p "$ds"
+	head -c "$big" /dev/urandom >"$ds/big.bin"
+	head -c 1000 /dev/urandom >"$ds/one"
+	chown -R "$TEST_USER:" "$CLUSTER_PFS/$TEST_NAME"
+	cp "$CL_DIR/own_chunks.py" "$TEST_WORKDIR/" && chmod 0755 "$TEST_WORKDIR/own_chunks.py"
+	for off in 1 0; do
+		run=out.$off.txt
+		submit_wait "$TEST_USER" -N 3 --io-profile="dl-train,data=$ds:small,spread=yes" \
+			--export=ALL,SRC="$ds",IOSTAGE_LOCALREAD=$((1 - off)) -o "$run" --wrap "srun bash -c '
+				echo \"\$(hostname) preload: \$LD_PRELOAD\"
+				echo \"\$(hostname) \$(/usr/bin/python3 $TEST_WORKDIR/own_chunks.py \"\$IOSTAGE_DATA/big.bin\" \"\$SRC/big.bin\" 2>&1 | tail -n1)\"
+				$SPREAD_STATS
+				cmp \"\$IOSTAGE_DATA/big.bin\" \"\$SRC/big.bin\" && echo \"\$(hostname): cmp same\"'" >/dev/null ||
+			fail "sbatch -N3 spread (IOSTAGE_LOCALREAD=$((1 - off))): $SUBMIT_OUT $(cat "$run" 2>/dev/null)"
+		jid=$SUBMIT_JOBID
+		for node in n1 n2 n3; do
+			assert_file_contains "libiostage-localread.so preloaded on $node" "$run" \
+				"$node preload: $CLUSTER_DIR/iostage/root/usr/lib/iostage/libiostage-localread.so"
+			assert_file_contains "big.bin byte for byte on $node" "$run" "$node: cmp same"
+			own=$(grep -E "^$node own chunks: " "$run" | sed -E 's/.*own chunks: ([0-9]+) bytes same.*/\1/')
+			[ -n "$own" ] || fail "$node: own_chunks.py: $(grep "^$node" "$run")"
+			served=$(grep -E "^$node view: " "$run" | sed -E 's/.*"local_bytes":([0-9]+).*/\1/')
+			if [ "$off" = 0 ]; then
+				assert_eq "bytes of $node's own chunks the view served, the library on" 0 "${served:-?}"
+				sum_own=$((sum_own + own))
+			elif [ "$own" -gt 0 ]; then
+				[ "${served:-0}" -ge "$own" ] ||
+					fail "$node's view served ${served:-?} of its $own own chunk bytes with IOSTAGE_LOCALREAD=0"
+			fi
+			wait_finished "$node" "$jid" || fail "job $jid not finished on $node"
+		done
+	done
+	[ "$sum_own" -gt 0 ] || fail "no node read an own chunk: $(cat out.0.txt)"
+}
+
 # chunks NODE JOB: the chunks NODE's part holds for JOB's dataset
 chunks_held() {
 	grep -E "job $2: dataset '[^']*': this node holds .*, and [0-9]+ chunks" "$(iostaged_log "$1")" |

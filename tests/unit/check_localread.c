@@ -40,7 +40,7 @@
 
 #define NOBODY 65534
 #define MIB (UINT64_C(1) << 20)
-#define HUGE (7 * MIB + 123) /* 8 chunks of 1 MiB, the last of 123 bytes */
+#define HUGE (7 * MIB + 123)    /* 8 chunks of 1 MiB, the last of 123 bytes */
 #define PLAN "me=4,127.0.0.1=4" /* a file over 2 MiB is cut */
 #define KEY "0123456789abcdef0123456789abcdef"
 
@@ -167,8 +167,7 @@ static void start_view(void)
 	}
 	close(fd);
 	close(lfd);
-	ck_assert_msg(stat(mnt, &st) == 0, "stat %s: %s", mnt,
-		      strerror(errno));
+	ck_assert_msg(stat(mnt, &st) == 0, "stat %s: %s", mnt, strerror(errno));
 	snprintf(opts, sizeof(opts), "lowerdir=%s:%s", part, mnt);
 	ck_assert_msg(mount("overlay", ov, "overlay", MS_RDONLY, opts) == 0,
 		      "overlay: %s", strerror(errno));
@@ -246,11 +245,10 @@ static void teardown(void)
 
 /* lrprobe MODE on OV/REL as NOBODY, the library preloaded with
  * IOSTAGE_LOCALREAD=ON: its one line. */
-static void probe(const char *mode, const char *rel, const char *on,
-		  char *out, size_t len)
+static void probe(const char *mode, const char *rel, const char *on, char *out,
+		  size_t len)
 {
-	char file[PATH_MAX], src[PATH_MAX], preload[PATH_MAX + 16],
-	    enable[64];
+	char file[PATH_MAX], src[PATH_MAX], preload[PATH_MAX + 16], enable[64];
 	int p[2], status;
 	ssize_t n;
 	pid_t pid;
@@ -313,8 +311,8 @@ START_TEST(test_format_parse)
 	const char *prefix = "0123456789abcdef0123456789abcdef";
 	char buf[256];
 	struct chunkxattr x;
-	long n = chunkxattr_format(NULL, 0, 9 * MIB + 1, MIB, prefix, odd,
-				   NULL, "/t/c d");
+	long n = chunkxattr_format(NULL, 0, 9 * MIB + 1, MIB, prefix, odd, NULL,
+				   "/t/c d");
 	uint64_t idx, at, len;
 	char name[CHUNKXATTR_NAME_MAX];
 
@@ -353,8 +351,8 @@ START_TEST(test_format_parse)
 	ck_assert_int_eq(chunkxattr_format(NULL, 0, 10, 0, prefix, odd, NULL,
 					   "/t"),
 			 -1);
-	ck_assert_int_eq(chunkxattr_format(NULL, 0, 10, MIB, "0123", odd,
-					   NULL, "/t"),
+	ck_assert_int_eq(chunkxattr_format(NULL, 0, 10, MIB, "0123", odd, NULL,
+					   "/t"),
 			 -1);
 	ck_assert_int_eq(chunkxattr_format(NULL, 0, 10, MIB, prefix, odd, NULL,
 					   "rel"),
