@@ -113,12 +113,18 @@ jq -s --argjson files "$FILES" --argjson bytes "$BYTES" --arg date "$(date -u +%
 	# what a task reads: through the library the plugin preloads where
 	# it was measured (the chunk shapes), else the view
 	| (if .nodes[0].localread_cold_s then "localread" else "view" end) as $task
-	| . + {task_reads: $task,
-	       target: "\($task) speed >= 0.90x plain, median of the rounds (issue 29 item 3)",
-	       met: ([.nodes[] | .["cold_speed_\($task)_over_plain"].median >= 0.9 and .["warm_speed_\($task)_over_plain"].median >= 0.9] | all)}' \
+	# chunks-whole reads the chunks of other nodes too: a reference, not the
+	# local part item 3 sets its target on
+	| . + {task_reads: $task}
+	| if $shape == "chunks-whole" then
+		. + {target: "none: two thirds of each file are chunks of other nodes (for reference)", met: null}
+	  else
+		. + {target: "\($task) speed >= 0.90x plain, median of the rounds (issue 29 item 3)",
+		     met: ([.nodes[] | .["cold_speed_\($task)_over_plain"].median >= 0.9 and .["warm_speed_\($task)_over_plain"].median >= 0.9] | all)}
+	  end' \
 	"$OUT" >"$RES.tmp" && mv "$RES.tmp" "$RES" || die "cannot write $RES"
 jq -r '"bench-spread-local (\(.shape)) \(.date) git \(.git): \(.dataset.files) files, \(.dataset.bytes) B over 3 nodes; \((.lines | length) / (3 * ([.lines[].mode] | unique | length))) rounds, median (mean); freed memory \(.freed_memory)",
 	(.nodes[] | "  \(.node): part \(.part_files) files, \(.part_bytes) B: cold view \(.view_cold_s.median) s, plain \(.plain_cold_s.median) s: speed \(.cold_speed_view_over_plain.median)x (\(.cold_speed_view_over_plain.mean)x); warm view \(.view_warm_s.median) s, plain \(.plain_warm_s.median) s: \(.warm_speed_view_over_plain.median)x (\(.warm_speed_view_over_plain.mean)x)",
 		(select(.localread_cold_s) | "        with libiostage-localread.so: cold \(.localread_cold_s.median) s: speed \(.cold_speed_localread_over_plain.median)x (\(.cold_speed_localread_over_plain.mean)x); warm \(.localread_warm_s.median) s: \(.warm_speed_localread_over_plain.median)x (\(.warm_speed_localread_over_plain.mean)x)")),
-	"target: \(.target): \(if .met then "met" else "missed" end)"' "$RES" | tee "$BENCH_RESULTS/$NAME-LATEST.txt"
+	"target: \(.target)\(if .met == null then "" elif .met then ": met" else ": missed" end)"' "$RES" | tee "$BENCH_RESULTS/$NAME-LATEST.txt"
 exit "$rc"
