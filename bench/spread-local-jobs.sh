@@ -13,9 +13,9 @@
 #   plain  the same files in the part's cache version (a plain local
 #          directory on the same tier: the overlay's upper layer)
 # cold (page cache dropped before each read of the list) and warm (read
-# again at once). One JSON line per node and mode to SL_OUT: seconds,
-# bytes, files. Figures come from `date +%s.%N` around one xargs cat of
-# the node's part list. SL_SHAPE=chunks: the node's chunks of the
+# again at once; the modes' order rotates by round). One JSON line per
+# node and mode to SL_OUT: seconds, bytes, files. Figures come from
+# `date +%s.%N` around one xargs cat of the node's part list. SL_SHAPE=chunks: the node's chunks of the
 # dataset's files too large for one node instead, read by
 # SL_CHUNK_READS (bench/chunk_reads.py): through the view, each chunk's
 # range of its file; plain, the chunk's own file in the part's chunks/.
@@ -51,6 +51,16 @@ sl_read_chunks() {
 		fail "cannot read $SL_NODE's chunks under $2"
 	t1=$(date +%s.%N)
 	echo "$t1 - $t0" | bc -l
+}
+
+# sl_rotate N WORD...: the words, starting with word N (mod their count)
+sl_rotate() {
+	local n=$1
+	shift
+	local words=("$@") k
+	for ((k = 0; k < ${#words[@]}; k++)); do
+		echo "${words[(n + k) % ${#words[@]}]}"
+	done
 }
 
 test_spread_local_reads() {
@@ -100,7 +110,11 @@ test_spread_local_reads() {
 			bytes=$(cd "$part" && find . -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 		fi
 		for ((round = 0; round < SL_ROUNDS; round++)); do
-			for mode in $modes; do
+			# each round starts with the next mode: the read right
+			# after the view's (whose drop frees twice the pages)
+			# and the VM's reclaim of idle pages fall on every mode
+			# alike, not always on the same one
+			for mode in $(sl_rotate "$round" $modes); do
 				if [ "$mode" = plain ]; then d=$part; else d=$view; fi
 				SL_PRELOAD=
 				rmode=$mode
