@@ -13,16 +13,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -32,13 +28,12 @@
 
 #include "common/fs/chunkxattr.h"
 #include "common/fs/copyengine.h"
-#include "common/fs/fusemount.h"
 #include "common/fs/manifest.h"
 #include "common/fs/partchunks.h"
 #include "common/sched/spread.h"
 #include "tests/unit/check_run.h"
+#include "tests/unit/view_fixture.h"
 
-#define NOBODY 65534
 #define MIB (UINT64_C(1) << 20)
 #define HUGE (7 * MIB + 123)    /* 8 chunks of 1 MiB, the last of 123 bytes */
 #define PLAN "me=4,127.0.0.1=4" /* a file over 2 MiB is cut */
@@ -99,75 +94,43 @@ static void put_chunks(const char *rel, uint64_t size)
 	close(in);
 }
 
-/* A port nothing listens on: the other node's chunks come from the
- * PFS. */
-static unsigned dead_port(void)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sin);
-	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(s, (struct sockaddr *)&sin, sl), 0);
-	ck_assert_int_eq(getsockname(s, (struct sockaddr *)&sin, &sl), 0);
-	close(s);
-	return ntohs(sin.sin_port);
-}
-
-/* The listing of PFS into a file, open at 0. */
-static int listing(void)
+/* The listing of PFS, as a worker's walk makes it. */
+static struct manifest *listing(void)
 {
 	struct copyengine_opts o = { 0 };
 	struct copyengine *ce;
 	struct manifest *m;
-	char path[PATH_MAX], err[512];
-	int fd;
+	char err[512];
 
 	ck_assert_msg(copyengine_walk(pfs, &o, &ce, err, sizeof(err)) == 0,
 		      "%s", err);
 	ck_assert_int_eq(copyengine_manifest(ce, &m), 0);
 	copyengine_destroy(ce);
-	snprintf(path, sizeof(path), "%s/listing", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(manifest_write(m, fd), 0);
-	ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
-	manifest_destroy(m);
-	return fd;
+	return m;
 }
 
-/* The view as NOBODY on MNT, the overlay on OV. */
+/* The view on MNT, its chunks in CHUNKS and the other node's from the
+ * PFS (view_fixture_start), and the overlay of the part over it on OV. */
 static void start_view(void)
 {
-	char fusefd[16], listfd[16], port[16], opts[512], err[256];
-	struct stat st;
-	int d, fd, lfd = listing();
+	char path[PATH_MAX], opts[512];
+	struct manifest *m = listing();
+	const struct view_fixture v = {
+		.mnt = mnt,
+		.listing = path,
+		.list = m,
+		.src = pfs,
+		.plan = PLAN,
+		.key = KEY,
+		.local = part,
+		.stats = stats,
+		.chunks = chunks,
+		.peer_port = view_fixture_dead_port(),
+	};
 
-	d = open(mnt, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	ck_assert_int_ge(d, 0);
-	fd = fusemount_at(d, NOBODY, NOBODY, err, sizeof(err));
-	ck_assert_msg(fd >= 0, "fusemount_at: %s", err);
-	close(d);
-	snprintf(fusefd, sizeof(fusefd), "%d", fd);
-	snprintf(listfd, sizeof(listfd), "%d", lfd);
-	snprintf(port, sizeof(port), "%u", dead_port());
-	view_pid = fork();
-	ck_assert_int_ge(view_pid, 0);
-	if (view_pid == 0) {
-		if (fcntl(fd, F_SETFD, 0) < 0 || fcntl(lfd, F_SETFD, 0) < 0 ||
-		    setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 ||
-		    setuid(NOBODY) < 0)
-			_exit(99);
-		execl(VIEW_TEST_PROGRAM, "iostage-view", "--fuse-fd", fusefd,
-		      "--listing-fd", listfd, "--src", pfs, "--plan", PLAN,
-		      "--self", "me", "--tier", "nvme", "--key", KEY,
-		      "--peer-port", port, "--job", "42", "--local", part,
-		      "--chunks", chunks, "--stats", stats, (char *)NULL);
-		_exit(98);
-	}
-	close(fd);
-	close(lfd);
-	ck_assert_msg(stat(mnt, &st) == 0, "stat %s: %s", mnt, strerror(errno));
+	snprintf(path, sizeof(path), "%s/listing", dir);
+	view_pid = view_fixture_start(&v);
+	manifest_destroy(m);
 	snprintf(opts, sizeof(opts), "lowerdir=%s:%s", part, mnt);
 	ck_assert_msg(mount("overlay", ov, "overlay", MS_RDONLY, opts) == 0,
 		      "overlay: %s", strerror(errno));
@@ -193,7 +156,7 @@ static void setup(void)
 	ck_assert_int_eq(mkdir(ov, 0755), 0);
 	snprintf(path, sizeof(path), "%s/stats", dir);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
-	ck_assert_int_eq(chown(path, NOBODY, NOBODY), 0);
+	ck_assert_int_eq(chown(path, VIEW_FIXTURE_USER, VIEW_FIXTURE_USER), 0);
 	ck_assert_int_eq(spread_plan_parse(PLAN, &plan, err, sizeof(err)), 0);
 	ours = theirs = 0;
 	put("huge.bin", HUGE);
@@ -205,45 +168,25 @@ static void setup(void)
 	view_pid = 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
-/* The view's exit status within 10 s after the unmounts, or -1. */
+/* The view's exit status after the unmounts (view_fixture_wait), or -1
+ * when it was not running. */
 static int stop_view(void)
 {
-	int status;
+	pid_t pid = view_pid;
 
 	umount2(ov, MNT_DETACH);
 	umount2(mnt, MNT_DETACH);
-	if (!view_pid)
-		return -1;
-	for (int i = 0; i < 200; i++) {
-		if (waitpid(view_pid, &status, WNOHANG) == view_pid) {
-			view_pid = 0;
-			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-		}
-		usleep(50000);
-	}
-	kill(view_pid, SIGKILL);
-	waitpid(view_pid, &status, 0);
 	view_pid = 0;
-	return -1;
+	return pid ? view_fixture_wait(pid) : -1;
 }
 
 static void teardown(void)
 {
 	stop_view();
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	view_fixture_rm_tree(dir);
 }
 
-/* lrprobe MODE on OV/REL as NOBODY, the library preloaded with
+/* lrprobe MODE on OV/REL as VIEW_FIXTURE_USER, the library preloaded with
  * IOSTAGE_LOCALREAD=ON: its one line. */
 static void probe(const char *mode, const char *rel, const char *on, char *out,
 		  size_t len)
@@ -264,7 +207,8 @@ static void probe(const char *mode, const char *rel, const char *on, char *out,
 		char *const envp[] = { preload, enable, NULL };
 
 		if (dup2(p[1], STDOUT_FILENO) < 0 || setgroups(0, NULL) < 0 ||
-		    setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+		    setgid(VIEW_FIXTURE_USER) < 0 ||
+		    setuid(VIEW_FIXTURE_USER) < 0)
 			_exit(99);
 		execle(LOCALREAD_TEST_PROBE, "lrprobe", mode, file, src,
 		       (char *)NULL, envp);
@@ -282,20 +226,19 @@ static void probe(const char *mode, const char *rel, const char *on, char *out,
 /* A figure of the view's stats file, after it ended. */
 static long long stat_of(const char *name)
 {
-	char text[1024], k[64];
-	const char *at;
+	char text[1024];
 	int fd = open(stats, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
+	long long v;
 
 	ck_assert_int_ge(fd, 0);
 	n = read(fd, text, sizeof(text) - 1);
 	close(fd);
 	ck_assert_int_gt(n, 0);
 	text[n] = '\0';
-	snprintf(k, sizeof(k), "\"%s\":", name);
-	at = strstr(text, k);
-	ck_assert_msg(at, "%s: no %s", text, name);
-	return atoll(at + strlen(k));
+	v = view_fixture_figure(text, name);
+	ck_assert_msg(v >= 0, "%s: no %s", text, name);
+	return v;
 }
 
 /* --- the attribute's format ------------------------------------------------ */

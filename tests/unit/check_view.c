@@ -11,8 +11,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,7 +18,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -36,11 +33,10 @@
 #include "common/sched/spread.h"
 #include "tests/unit/check_run.h"
 #include "tests/unit/peerfetch_fixture.h"
+#include "tests/unit/view_fixture.h"
 #include "view/view_source.h"
 #include "view/view_stats.h"
 #include "view/view_tree.h"
-
-#define NOBODY 65534 /* the mount test's job user */
 
 /* --- helpers ------------------------------------------------------------- */
 
@@ -1084,11 +1080,8 @@ static void mt_make_part(void)
 
 static void mt_setup(void)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sin);
 	char rel[256], err[256];
 	unsigned owners[3] = { 0 };
-	int s;
 
 	snprintf(mt, sizeof(mt), "/tmp/check_view.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(mt));
@@ -1102,7 +1095,7 @@ static void mt_setup(void)
 	ck_assert_int_eq(mkdir(mt_mnt, 0755), 0);
 	snprintf(rel, sizeof(rel), "%s/stats", mt);
 	ck_assert_int_eq(mkdir(rel, 0755), 0);
-	ck_assert_int_eq(chown(rel, NOBODY, NOBODY), 0);
+	ck_assert_int_eq(chown(rel, VIEW_FIXTURE_USER, VIEW_FIXTURE_USER), 0);
 	/* the dataset: files at the top and two levels down, a large one,
 	 * an empty one, an executable, a symlink */
 	snprintf(rel, sizeof(rel), "%s/sub", mt_src);
@@ -1136,23 +1129,7 @@ static void mt_setup(void)
 	ck_assert_uint_ge(owners[1], 3);
 	ck_assert_uint_ge(owners[2], 3);
 	mt_make_part();
-	/* a port nothing listens on */
-	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ck_assert_int_eq(bind(s, (struct sockaddr *)&sin, sl), 0);
-	ck_assert_int_eq(getsockname(s, (struct sockaddr *)&sin, &sl), 0);
-	mt_dead_port = ntohs(sin.sin_port);
-	close(s);
-}
-
-static int mt_rm(const char *path, const struct stat *st, int flag,
-		 struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
+	mt_dead_port = view_fixture_dead_port();
 }
 
 static void mt_teardown(void)
@@ -1165,72 +1142,27 @@ static void mt_teardown(void)
 	manifest_destroy(mt_list);
 	mt_list = NULL;
 	mt_skipped = NULL;
-	nftw(mt, mt_rm, 16, FTW_DEPTH | FTW_PHYS);
+	view_fixture_rm_tree(mt);
 }
 
-/* Mount, start the program as NOBODY on it; its pid. The mount answers
- * once this returns (the first stat waits for the program's INIT). */
+/* Mount, start the program on it; its pid (view_fixture_start). */
 static pid_t mt_start(void)
 {
-	char fusefd[16], listfd[16], portarg[16], lpath[PATH_MAX], err[256];
-	struct stat st;
-	int dir, fd, lfd;
-	pid_t pid;
+	char listing[PATH_MAX];
+	const struct view_fixture v = {
+		.mnt = mt_mnt,
+		.listing = listing,
+		.list = mt_list,
+		.src = mt_src,
+		.plan = MT_PLAN,
+		.key = "0123456789abcdef0123456789abcdef",
+		.local = mt_part,
+		.stats = mt_stats,
+		.peer_port = mt_dead_port,
+	};
 
-	snprintf(lpath, sizeof(lpath), "%s/listing", mt);
-	lfd = open(lpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ck_assert_int_ge(lfd, 0);
-	ck_assert_int_eq(manifest_write(mt_list, lfd), 0);
-	ck_assert_int_eq(lseek(lfd, 0, SEEK_SET), 0);
-	dir = open(mt_mnt, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	ck_assert_int_ge(dir, 0);
-	fd = fusemount_at(dir, NOBODY, NOBODY, err, sizeof(err));
-	ck_assert_msg(fd >= 0, "fusemount_at: %s", err);
-	close(dir);
-	snprintf(fusefd, sizeof(fusefd), "%d", fd);
-	snprintf(listfd, sizeof(listfd), "%d", lfd);
-	snprintf(portarg, sizeof(portarg), "%u", mt_dead_port);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		/* as iostaged will: the fds kept, the job's user */
-		if (fcntl(fd, F_SETFD, 0) < 0 || fcntl(lfd, F_SETFD, 0) < 0 ||
-		    setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 ||
-		    setuid(NOBODY) < 0)
-			_exit(99);
-		execl(VIEW_TEST_PROGRAM, "iostage-view", "--fuse-fd", fusefd,
-		      "--listing-fd", listfd, "--src", mt_src, "--plan",
-		      MT_PLAN, "--self", "me", "--tier", "nvme", "--key",
-		      "0123456789abcdef0123456789abcdef", "--peer-port",
-		      portarg, "--job", "42", "--local", mt_part, "--stats",
-		      mt_stats, (char *)NULL);
-		_exit(98);
-	}
-	/* Ours closed: a program that dies ends the connection, so the
-	 * test fails instead of hanging on the mount. */
-	close(fd);
-	close(lfd);
-	ck_assert_msg(stat(mt_mnt, &st) == 0, "stat %s: %s", mt_mnt,
-		      strerror(errno));
-	return pid;
-}
-
-/* The program's exit status within 10 s, or -1. */
-static int mt_wait(pid_t pid)
-{
-	int status;
-
-	for (int i = 0; i < 200; i++) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return WIFEXITED(status) ? WEXITSTATUS(status)
-						 : 128 + WTERMSIG(status);
-		usleep(50000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	return -1;
+	snprintf(listing, sizeof(listing), "%s/listing", mt);
+	return view_fixture_start(&v);
 }
 
 /* Every path under the mount's DIR (relative, "" the top), counted
@@ -1311,17 +1243,6 @@ static void mt_check_file(const struct manifest_entry *e)
 	free(got);
 }
 
-/* A figure of the stats file, or -1. */
-static long long mt_stat_of(const char *text, const char *name)
-{
-	char k[64];
-	const char *at;
-
-	snprintf(k, sizeof(k), "\"%s\":", name);
-	at = strstr(text, k);
-	return at ? atoll(at + strlen(k)) : -1;
-}
-
 START_TEST(test_mount)
 {
 	uint64_t ours = 0, pfs = 0;
@@ -1341,8 +1262,8 @@ START_TEST(test_mount)
 		snprintf(path, sizeof(path), "%s/%s", mt_mnt, e->path);
 		ck_assert_msg(lstat(path, &st) == 0, "%s: %s", e->path,
 			      strerror(errno));
-		ck_assert_uint_eq(st.st_uid, NOBODY);
-		ck_assert_uint_eq(st.st_gid, NOBODY);
+		ck_assert_uint_eq(st.st_uid, VIEW_FIXTURE_USER);
+		ck_assert_uint_eq(st.st_gid, VIEW_FIXTURE_USER);
 		if (e->type == MANIFEST_SYMLINK) {
 			ck_assert(S_ISLNK(st.st_mode));
 			continue;
@@ -1405,7 +1326,7 @@ START_TEST(test_mount)
 	ck_assert_int_eq(errno, EROFS);
 	/* the end: unmounted, the program exits 0 and writes its counts */
 	ck_assert_int_eq(umount2(mt_mnt, MNT_DETACH), 0);
-	ck_assert_int_eq(mt_wait(pid), 0);
+	ck_assert_int_eq(view_fixture_wait(pid), 0);
 	fd = open(mt_stats, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	n = read(fd, text, sizeof(text) - 1);
@@ -1414,15 +1335,16 @@ START_TEST(test_mount)
 	close(fd);
 	/* Every byte of ours was read once through the view (the page
 	 * cache serves the pread and mmap); the rest from the PFS. */
-	ck_assert_msg(mt_stat_of(text, "local_bytes") == (long long)ours,
+	ck_assert_msg(view_fixture_figure(text, "local_bytes") ==
+			  (long long)ours,
 		      "%s (ours %llu)", text, (unsigned long long)ours);
-	ck_assert_msg(mt_stat_of(text, "pfs_bytes") == (long long)pfs,
+	ck_assert_msg(view_fixture_figure(text, "pfs_bytes") == (long long)pfs,
 		      "%s (pfs %llu)", text, (unsigned long long)pfs);
-	ck_assert_msg(mt_stat_of(text, "peer_bytes") == 0, "%s", text);
-	ck_assert_msg(mt_stat_of(text, "pfs_reads") > 0, "%s", text);
+	ck_assert_msg(view_fixture_figure(text, "peer_bytes") == 0, "%s", text);
+	ck_assert_msg(view_fixture_figure(text, "pfs_reads") > 0, "%s", text);
 	/* each dead node tried about once, not once per read */
-	ck_assert_msg(mt_stat_of(text, "peer_failures") >= 2 &&
-			  mt_stat_of(text, "peer_failures") <= 6,
+	ck_assert_msg(view_fixture_figure(text, "peer_failures") >= 2 &&
+			  view_fixture_figure(text, "peer_failures") <= 6,
 		      "%s", text);
 }
 END_TEST
@@ -1466,16 +1388,17 @@ START_TEST(test_overlay)
 	}
 	ck_assert_int_eq(umount2(ov, MNT_DETACH), 0);
 	ck_assert_int_eq(umount2(mt_mnt, MNT_DETACH), 0);
-	ck_assert_int_eq(mt_wait(pid), 0);
+	ck_assert_int_eq(view_fixture_wait(pid), 0);
 	fd = open(mt_stats, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	n = read(fd, text, sizeof(text) - 1);
 	ck_assert_int_gt(n, 0);
 	text[n] = '\0';
 	close(fd);
-	ck_assert_msg(mt_stat_of(text, "local_bytes") == 0, "%s", text);
-	ck_assert_msg(mt_stat_of(text, "pfs_bytes") == (long long)pfs, "%s",
+	ck_assert_msg(view_fixture_figure(text, "local_bytes") == 0, "%s",
 		      text);
+	ck_assert_msg(view_fixture_figure(text, "pfs_bytes") == (long long)pfs,
+		      "%s", text);
 }
 END_TEST
 
@@ -1490,7 +1413,7 @@ START_TEST(test_sigterm)
 	snprintf(path, sizeof(path), "%s/big.bin", mt_mnt);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_int_eq(kill(pid, SIGTERM), 0);
-	ck_assert_int_eq(mt_wait(pid), 0);
+	ck_assert_int_eq(view_fixture_wait(pid), 0);
 	/* a name not looked up before (the kernel keeps those it has) */
 	snprintf(path, sizeof(path), "%s/empty", mt_mnt);
 	ck_assert_int_eq(stat(path, &st), -1);
@@ -1524,7 +1447,7 @@ START_TEST(test_fusemount_readahead)
 	ck_assert_int_eq(errno, EBADF);
 	ck_assert_msg(strstr(err, "fd -1"), "%s", err);
 	ck_assert_int_eq(kill(pid, SIGTERM), 0);
-	ck_assert_int_eq(mt_wait(pid), 0);
+	ck_assert_int_eq(view_fixture_wait(pid), 0);
 }
 END_TEST
 

@@ -1,0 +1,154 @@
+/* view_fixture.h - a real iostage-view for the unit tests that read
+ * through one (tests/unit/check_view.c, check_localread.c): the FUSE
+ * mount made as root and the program started on it as
+ * VIEW_FIXTURE_USER, with the fds it inherits, as iostaged starts it
+ * (daemon/staging/spread_view.c). The test program's path is
+ * VIEW_TEST_PROGRAM (the Makefile's). Needs root. Static inline, as the
+ * other fixtures. */
+#ifndef IOSTAGE_TESTS_VIEW_FIXTURE_H
+#define IOSTAGE_TESTS_VIEW_FIXTURE_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "common/fs/fusemount.h"
+#include "common/fs/manifest.h"
+
+#define VIEW_FIXTURE_USER 65534 /* the job's user: nobody */
+
+/* What the view is started with (its arguments of the same names). */
+struct view_fixture {
+	const char *mnt;     /* the mount point */
+	const char *listing; /* the file the listing is written to */
+	const struct manifest *list;
+	const char *src, *plan, *key, *local, *stats;
+	const char *chunks; /* NULL: no --chunks */
+	unsigned peer_port;
+};
+
+/* A loopback port nothing listens on: the other nodes' bytes then come
+ * from the PFS. */
+static inline unsigned view_fixture_dead_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(s, 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&sin, sl), 0);
+	ck_assert_int_eq(getsockname(s, (struct sockaddr *)&sin, &sl), 0);
+	close(s);
+	return ntohs(sin.sin_port);
+}
+
+/* Mount V->mnt and start the view on it; its pid. The mount answers
+ * once this returns (the stat waits for the program's INIT). */
+static inline pid_t view_fixture_start(const struct view_fixture *v)
+{
+	char fusefd[16], listfd[16], portarg[16], err[256];
+	struct stat st;
+	int dir, fd, lfd;
+	pid_t pid;
+
+	lfd = open(v->listing, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(manifest_write(v->list, lfd), 0);
+	ck_assert_int_eq(lseek(lfd, 0, SEEK_SET), 0);
+	dir = open(v->mnt, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dir, 0);
+	fd = fusemount_at(dir, VIEW_FIXTURE_USER, VIEW_FIXTURE_USER, err,
+			  sizeof(err));
+	ck_assert_msg(fd >= 0, "fusemount_at: %s", err);
+	close(dir);
+	snprintf(fusefd, sizeof(fusefd), "%d", fd);
+	snprintf(listfd, sizeof(listfd), "%d", lfd);
+	snprintf(portarg, sizeof(portarg), "%u", v->peer_port);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* as iostaged does: the fds kept, the job's user */
+		if (fcntl(fd, F_SETFD, 0) < 0 || fcntl(lfd, F_SETFD, 0) < 0 ||
+		    setgroups(0, NULL) < 0 || setgid(VIEW_FIXTURE_USER) < 0 ||
+		    setuid(VIEW_FIXTURE_USER) < 0)
+			_exit(99);
+		/* without chunks the list ends where "--chunks" would be */
+		execl(VIEW_TEST_PROGRAM, "iostage-view", "--fuse-fd", fusefd,
+		      "--listing-fd", listfd, "--src", v->src, "--plan",
+		      v->plan, "--self", "me", "--tier", "nvme", "--key",
+		      v->key, "--peer-port", portarg, "--job", "42", "--local",
+		      v->local, "--stats", v->stats,
+		      v->chunks ? "--chunks" : (char *)NULL, v->chunks,
+		      (char *)NULL);
+		_exit(98);
+	}
+	/* Ours closed: a program that dies ends the connection, so the
+	 * test fails instead of hanging on the mount. */
+	close(fd);
+	close(lfd);
+	ck_assert_msg(stat(v->mnt, &st) == 0, "stat %s: %s", v->mnt,
+		      strerror(errno));
+	return pid;
+}
+
+/* PID's exit status within 10 s (128 + the signal that ended it), or
+ * -1: it was still running, and is killed. */
+static inline int view_fixture_wait(pid_t pid)
+{
+	int status;
+
+	for (int i = 0; i < 200; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status)
+						 : 128 + WTERMSIG(status);
+		usleep(50000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+/* A figure of the view's stats TEXT, or -1 when it has none. */
+static inline long long view_fixture_figure(const char *text, const char *name)
+{
+	char k[64];
+	const char *at;
+
+	snprintf(k, sizeof(k), "\"%s\":", name);
+	at = strstr(text, k);
+	return at ? atoll(at + strlen(k)) : -1;
+}
+
+static inline int view_fixture_rm_one(const char *path, const struct stat *st,
+				      int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* DIR and everything under it (unmount what is mounted under it first:
+ * this would descend into it). */
+static inline void view_fixture_rm_tree(const char *dir)
+{
+	nftw(dir, view_fixture_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+#endif /* IOSTAGE_TESTS_VIEW_FIXTURE_H */
