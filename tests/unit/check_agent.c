@@ -78,8 +78,14 @@ static void node_stop(struct node *n)
 static void node_remove(struct node *n)
 {
 	char err[256];
+	/* rmtree_at takes one name under a directory, not a path */
+	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	(void)rmtree_at(AT_FDCWD, n->root, err, sizeof(err));
+	ck_assert_int_ge(tmp, 0);
+	ck_assert_msg(rmtree_at(tmp, n->root + strlen("/tmp/"), err,
+				sizeof(err)) == 0,
+		      "%s", err);
+	close(tmp);
 }
 
 /* Job ID of this test's user, with no dataset, into N's table; STAGED:

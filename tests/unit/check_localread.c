@@ -140,9 +140,7 @@ static void setup(void)
 {
 	char err[256], path[PATH_MAX];
 
-	snprintf(dir, sizeof(dir), "/tmp/check_localread.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	ck_assert_int_eq(chmod(dir, 0755), 0);
+	view_fixture_mkdtemp(dir, sizeof(dir));
 	snprintf(pfs, sizeof(pfs), "%s/pfs", dir);
 	snprintf(part, sizeof(part), "%s/part", dir);
 	snprintf(chunks, sizeof(chunks), "%s/chunks", dir);
@@ -459,6 +457,11 @@ START_TEST(test_fds)
 }
 END_TEST
 
+static void run_begin(void)
+{
+	view_fixture_run_begin("check_localread");
+}
+
 static Suite *localread_suite(void)
 {
 	Suite *s = suite_create("localread");
@@ -468,6 +471,7 @@ static Suite *localread_suite(void)
 	tcase_add_test(tf, test_format_parse);
 	tcase_add_test(tf, test_parse_refused);
 	suite_add_tcase(s, tf);
+	tcase_add_unchecked_fixture(tv, run_begin, view_fixture_run_end);
 	tcase_add_checked_fixture(tv, setup, teardown);
 	tcase_set_timeout(tv, 60);
 	tcase_add_root_test(tv, test_view_attribute);

@@ -79,10 +79,18 @@ static void setup_jobs(void)
 static void teardown(void)
 {
 	char err[256];
+	int tmp;
 
 	jobs_destroy(agent.jobs);
 	agent.jobs = NULL;
-	(void)rmtree_at(AT_FDCWD, root, err, sizeof(err));
+	/* rmtree_at takes one name under a directory, not a path */
+	tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	ck_assert_int_ge(tmp, 0);
+	ck_assert_msg(rmtree_at(tmp, root + strlen("/tmp/"), err,
+				sizeof(err)) == 0,
+		      "%s", err);
+	close(tmp);
 }
 
 /* Job ID of OWNER, staged (an empty profile), in the table. */

@@ -1078,14 +1078,17 @@ static void mt_make_part(void)
 	}
 }
 
+static void mt_run_begin(void)
+{
+	view_fixture_run_begin("check_view");
+}
+
 static void mt_setup(void)
 {
 	char rel[256], err[256];
 	unsigned owners[3] = { 0 };
 
-	snprintf(mt, sizeof(mt), "/tmp/check_view.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(mt));
-	ck_assert_int_eq(chmod(mt, 0755), 0);
+	view_fixture_mkdtemp(mt, sizeof(mt));
 	snprintf(mt_src, sizeof(mt_src), "%s/pfs", mt);
 	snprintf(mt_part, sizeof(mt_part), "%s/part", mt);
 	snprintf(mt_mnt, sizeof(mt_mnt), "%s/mnt", mt);
@@ -1496,6 +1499,7 @@ static Suite *view_suite(void)
 	tcase_set_timeout(tb, 60);
 	tcase_add_test(tb, test_source_bounded);
 	suite_add_tcase(s, tb);
+	tcase_add_unchecked_fixture(tm, mt_run_begin, view_fixture_run_end);
 	tcase_add_checked_fixture(tm, mt_setup, mt_teardown);
 	tcase_set_timeout(tm, 120);
 	/* a root without FUSE (a container): said, not failed */

@@ -9,6 +9,7 @@
 #define IOSTAGE_TESTS_VIEW_FIXTURE_H
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -30,6 +32,32 @@
 #include "common/fs/manifest.h"
 
 #define VIEW_FIXTURE_USER 65534 /* the job's user: nobody */
+
+/* A root test that fails ends its process (Check's fork mode) before
+ * its checked teardown unmounts anything, and a view or overlay left
+ * mounted would outlive the run. So every test directory of a run is
+ * named "/tmp/NAME.PID." plus a random tail, PID the test runner's, and
+ * the runner's unchecked teardown detaches whatever is still mounted
+ * under them and removes them: view_fixture_run_begin (unchecked setup,
+ * in the runner), view_fixture_mkdtemp (in a test's setup),
+ * view_fixture_run_end (unchecked teardown). */
+static char view_fixture_prefix[64];
+
+static inline void view_fixture_run_begin(const char *name)
+{
+	snprintf(view_fixture_prefix, sizeof(view_fixture_prefix),
+		 "/tmp/%s.%ld.", name, (long)getpid());
+}
+
+/* A new test directory of this run into BUF (mode 0755). */
+static inline void view_fixture_mkdtemp(char *buf, size_t len)
+{
+	ck_assert_msg(view_fixture_prefix[0], "view_fixture_run_begin first");
+	ck_assert_int_lt(snprintf(buf, len, "%sXXXXXX", view_fixture_prefix),
+			 (int)len);
+	ck_assert_ptr_nonnull(mkdtemp(buf));
+	ck_assert_int_eq(chmod(buf, 0755), 0);
+}
 
 /* What the view is started with (its arguments of the same names). */
 struct view_fixture {
@@ -149,6 +177,49 @@ static inline int view_fixture_rm_one(const char *path, const struct stat *st,
 static inline void view_fixture_rm_tree(const char *dir)
 {
 	nftw(dir, view_fixture_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Every mount under this run's test directories detached (the last
+ * mounted first: an overlay before the view under it), then the
+ * directories removed. A view whose mount goes ends by itself. */
+static inline void view_fixture_run_end(void)
+{
+	char line[4096], *mounts[64], path[PATH_MAX];
+	size_t plen = strlen(view_fixture_prefix), n = 0;
+	FILE *f;
+	DIR *d;
+	struct dirent *e;
+
+	if (!plen)
+		return;
+	f = fopen("/proc/self/mountinfo", "re");
+	while (f && n < 64 && fgets(line, sizeof(line), f)) {
+		char *point = NULL, *save = NULL,
+		     *tok = strtok_r(line, " ", &save);
+
+		/* the fifth field is the mount point */
+		for (int k = 1; tok && k < 5; k++)
+			tok = strtok_r(NULL, " ", &save);
+		point = tok;
+		if (point && strncmp(point, view_fixture_prefix, plen) == 0)
+			mounts[n++] = strdup(point);
+	}
+	if (f)
+		fclose(f);
+	while (n--) {
+		if (mounts[n])
+			umount2(mounts[n], MNT_DETACH);
+		free(mounts[n]);
+	}
+	d = opendir("/tmp");
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, view_fixture_prefix + 5, plen - 5) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/tmp/%s", e->d_name);
+		view_fixture_rm_tree(path);
+	}
+	if (d)
+		closedir(d);
 }
 
 #endif /* IOSTAGE_TESTS_VIEW_FIXTURE_H */
