@@ -15,8 +15,9 @@
 # cold (page cache dropped before each read of the list) and warm (read
 # again at once; the modes' order rotates by round). One JSON line per
 # node and mode to SL_OUT: seconds, bytes, files. Figures come from
-# `date +%s.%N` around one xargs cat of the node's part list. SL_SHAPE=chunks: the node's chunks of the
-# dataset's files too large for one node instead, read by
+# `date +%s.%N` around one xargs cat of the node's part list.
+# SL_SHAPE=chunks: the node's chunks of the dataset's files too large
+# for one node instead, read by
 # SL_CHUNK_READS (bench/chunk_reads.py): through the view, each chunk's
 # range of its file; plain, the chunk's own file in the part's chunks/.
 # SL_SHAPE=chunks-whole: every file of the dataset whole, through the

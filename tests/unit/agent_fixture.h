@@ -42,6 +42,7 @@
 #include "daemon/staging/cache.h"
 #include "daemon/staging/stage.h"
 #include "daemon/staging/tiers.h"
+#include "tests/unit/tmp_fixture.h"
 
 struct ag {
 	char root[64]; /* the temporary directory */
@@ -120,7 +121,6 @@ static inline int ag_writable(const char *path, const struct stat *st, int flag,
 static inline void ag_fini(struct ag *g)
 {
 	char err[256];
-	int parent;
 
 	/* a test that plays a staging thread ends it: one left running
 	 * would cost this wait on every run */
@@ -128,11 +128,7 @@ static inline void ag_fini(struct ag *g)
 		      "a staging thread outlived the test");
 	agent_destroy(&g->a);
 	nftw(g->root, ag_writable, 16, FTW_PHYS);
-	parent = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (parent >= 0) {
-		rmtree_at(parent, g->root + strlen("/tmp/"), err, sizeof(err));
-		close(parent);
-	}
+	tmp_remove(g->root, err, sizeof(err));
 }
 
 /* A validated profile from JSON (datasets on the agent's tiers). */

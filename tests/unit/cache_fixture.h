@@ -42,6 +42,7 @@
 #include "common/fs/rmtree.h"
 #include "daemon/staging/cache.h"
 #include "daemon/staging/cache_internal.h"
+#include "tests/unit/tmp_fixture.h"
 
 #define FX_TIB (1024ULL * 1024 * 1024 * 1024)
 
@@ -256,7 +257,6 @@ static inline void fx_fini(struct fx *f)
 {
 	char err[256];
 	size_t t;
-	int parent;
 
 	cache_destroy(f->c);
 	f->c = NULL;
@@ -267,11 +267,7 @@ static inline void fx_fini(struct fx *f)
 			close(f->jobs_fd[t]);
 	}
 	nftw(f->root, fx_writable, 16, FTW_PHYS);
-	parent = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (parent >= 0) {
-		rmtree_at(parent, f->root + strlen("/tmp/"), err, sizeof(err));
-		close(parent);
-	}
+	tmp_remove(f->root, err, sizeof(err));
 }
 
 /* --- playing the worker ------------------------------------------------------

@@ -23,6 +23,7 @@
 #include "daemon/staging/drain.h"
 #include "daemon/telemetry/telemetry.h"
 #include "tests/unit/check_run.h"
+#include "tests/unit/tmp_fixture.h"
 
 struct node {
 	char root[64];
@@ -78,14 +79,8 @@ static void node_stop(struct node *n)
 static void node_remove(struct node *n)
 {
 	char err[256];
-	/* rmtree_at takes one name under a directory, not a path */
-	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	ck_assert_int_ge(tmp, 0);
-	ck_assert_msg(rmtree_at(tmp, n->root + strlen("/tmp/"), err,
-				sizeof(err)) == 0,
-		      "%s", err);
-	close(tmp);
+	ck_assert_msg(tmp_remove(n->root, err, sizeof(err)) == 0, "%s", err);
 }
 
 /* Job ID of this test's user, with no dataset, into N's table; STAGED:

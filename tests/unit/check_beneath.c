@@ -15,11 +15,12 @@
 #include "common/fs/beneath.h"
 #include "common/fs/rmtree.h"
 #include "tests/unit/check_run.h"
+#include "tests/unit/tmp_fixture.h"
 
 START_TEST(test_beneath)
 {
 	char base[] = "/tmp/check_beneath.XXXXXX", path[128], err[256];
-	int top, fd, tmp;
+	int top, fd;
 
 	ck_assert_ptr_nonnull(mkdtemp(base));
 	snprintf(path, sizeof(path), "%s/top", base);
@@ -58,9 +59,7 @@ START_TEST(test_beneath)
 	ck_assert_int_eq(beneath_open(top, "link/f", O_RDONLY, RESOLVE_NO_XDEV),
 			 -1);
 	close(top);
-	tmp = open("/tmp", O_RDONLY | O_DIRECTORY);
-	rmtree_at(tmp, base + 5, err, sizeof(err));
-	close(tmp);
+	tmp_remove(base, err, sizeof(err));
 }
 END_TEST
 

@@ -22,6 +22,7 @@
 #include "common/fs/bindmount.h"
 #include "common/fs/rmtree.h"
 #include "tests/unit/check_run.h"
+#include "tests/unit/tmp_fixture.h"
 
 static char base[64];
 static int base_fd = -1;
@@ -139,12 +140,10 @@ static void setup(void)
 static void teardown(void)
 {
 	char err[256];
-	int parent = open("/tmp", O_RDONLY | O_DIRECTORY);
 
 	bindmount_detach_under(base_fd, NULL, NULL, err, sizeof(err));
 	close(base_fd);
-	rmtree_at(parent, base + strlen("/tmp/"), err, sizeof(err));
-	close(parent);
+	tmp_remove(base, err, sizeof(err));
 }
 
 /* --- parsing -------------------------------------------------------------- */

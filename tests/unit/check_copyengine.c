@@ -31,6 +31,7 @@
 #include "common/fs/rmtree.h"
 #include "common/sched/spread.h"
 #include "tests/unit/check_run.h"
+#include "tests/unit/tmp_fixture.h"
 
 #define MIB ((size_t)1 << 20)
 #define GIB ((off_t)1 << 30)
@@ -65,13 +66,11 @@ static void setup(void)
 static void teardown(void)
 {
 	char err[256];
-	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY);
 
 	close(src_fd);
 	close(dst_fd);
 	close(base_fd);
-	rmtree_at(tmp, base + strlen("/tmp/"), err, sizeof(err));
-	close(tmp);
+	tmp_remove(base, err, sizeof(err));
 }
 
 /* --- building trees --------------------------------------------------------- */

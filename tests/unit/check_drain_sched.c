@@ -35,6 +35,7 @@
 #include "daemon/staging/drain_internal.h"
 #include "tests/unit/check_run.h"
 #include "tests/unit/drain_fixture.h"
+#include "tests/unit/tmp_fixture.h"
 
 /* T plus MS milliseconds. */
 static struct timespec at(const struct timespec *t, long ms)
@@ -586,7 +587,6 @@ START_TEST(test_two_drains_one_process)
 	struct agent a[2];
 	struct drain *d[2];
 	char dir[2][32], err[256];
-	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	drain_destroy(NULL); /* a no-op */
 	drain_shutdown(NULL);
@@ -616,11 +616,9 @@ START_TEST(test_two_drains_one_process)
 		snprintf(path, sizeof(path), "%s/state/drain", dir[i]);
 		ck_assert_int_eq(stat(path, &st), 0);
 		ck_assert_uint_eq(st.st_mode & 0777, 0700);
-		/* "/tmp/NAME": removed from /tmp */
-		ck_assert_msg(rmtree_at(tmp, dir[i] + 5, err, sizeof(err)) == 0,
-			      "%s", err);
+		ck_assert_msg(tmp_remove(dir[i], err, sizeof(err)) == 0, "%s",
+			      err);
 	}
-	close(tmp);
 }
 END_TEST
 

@@ -180,8 +180,10 @@ static int stop_view(void)
 
 static void teardown(void)
 {
+	char err[256];
+
 	stop_view();
-	view_fixture_rm_tree(dir);
+	tmp_remove(dir, err, sizeof(err));
 }
 
 /* lrprobe MODE on OV/REL as VIEW_FIXTURE_USER, the library preloaded with

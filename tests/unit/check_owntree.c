@@ -20,6 +20,7 @@
 #include "common/fs/owntree.h"
 #include "common/fs/rmtree.h"
 #include "tests/unit/check_run.h"
+#include "tests/unit/tmp_fixture.h"
 
 #define BUILDER 65534
 
@@ -37,11 +38,9 @@ static void setup(void)
 static void teardown(void)
 {
 	char err[256];
-	int parent = open("/tmp", O_RDONLY | O_DIRECTORY);
 
 	close(base_fd);
-	rmtree_at(parent, base + strlen("/tmp/"), err, sizeof(err));
-	close(parent);
+	tmp_remove(base, err, sizeof(err));
 }
 
 /* Create REL (a directory with DIR) owned by the builder with MODE. */

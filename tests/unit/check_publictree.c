@@ -20,6 +20,7 @@
 #include "common/fs/publictree.h"
 #include "common/fs/rmtree.h"
 #include "tests/unit/check_run.h"
+#include "tests/unit/tmp_fixture.h"
 
 static char base[64];
 static int base_fd = -1;
@@ -36,11 +37,9 @@ static void setup(void)
 static void teardown(void)
 {
 	char err[256];
-	int parent = open("/tmp", O_RDONLY | O_DIRECTORY);
 
 	close(base_fd);
-	rmtree_at(parent, base + strlen("/tmp/"), err, sizeof(err));
-	close(parent);
+	tmp_remove(base, err, sizeof(err));
 }
 
 static void xmkdir(const char *rel, mode_t mode)

@@ -27,6 +27,7 @@
 #include "daemon/jobs.h"
 #include "daemon/telemetry/telemetry.h"
 #include "tests/unit/check_run.h"
+#include "tests/unit/tmp_fixture.h"
 
 #define OWNER 1000 /* the jobs' user */
 
@@ -79,18 +80,10 @@ static void setup_jobs(void)
 static void teardown(void)
 {
 	char err[256];
-	int tmp;
 
 	jobs_destroy(agent.jobs);
 	agent.jobs = NULL;
-	/* rmtree_at takes one name under a directory, not a path */
-	tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	ck_assert_int_ge(tmp, 0);
-	ck_assert_msg(rmtree_at(tmp, root + strlen("/tmp/"), err,
-				sizeof(err)) == 0,
-		      "%s", err);
-	close(tmp);
+	ck_assert_msg(tmp_remove(root, err, sizeof(err)) == 0, "%s", err);
 }
 
 /* Job ID of OWNER, staged (an empty profile), in the table. */

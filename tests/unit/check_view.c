@@ -1137,7 +1137,7 @@ static void mt_setup(void)
 
 static void mt_teardown(void)
 {
-	char ov[PATH_MAX];
+	char ov[PATH_MAX], err[256];
 
 	snprintf(ov, sizeof(ov), "%s/ov", mt);
 	umount2(ov, MNT_DETACH);
@@ -1145,7 +1145,7 @@ static void mt_teardown(void)
 	manifest_destroy(mt_list);
 	mt_list = NULL;
 	mt_skipped = NULL;
-	view_fixture_rm_tree(mt);
+	tmp_remove(mt, err, sizeof(err));
 }
 
 /* Mount, start the program on it; its pid (view_fixture_start). */

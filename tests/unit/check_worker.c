@@ -25,6 +25,7 @@
 #include "common/sched/spread.h"
 #include "daemon/staging/worker.h"
 #include "tests/unit/check_run.h"
+#include "tests/unit/tmp_fixture.h"
 
 #define PLAN "n1=100,n2=60,n3=100"
 #define NFILES 60
@@ -47,10 +48,8 @@ static void setup(void)
 static void teardown(void)
 {
 	char err[256];
-	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY);
 
-	rmtree_at(tmp, base + strlen("/tmp/"), err, sizeof(err));
-	close(tmp);
+	tmp_remove(base, err, sizeof(err));
 }
 
 static void put(const char *rel, size_t size)

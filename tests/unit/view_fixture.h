@@ -12,7 +12,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -30,6 +29,7 @@
 
 #include "common/fs/fusemount.h"
 #include "common/fs/manifest.h"
+#include "tests/unit/tmp_fixture.h"
 
 #define VIEW_FIXTURE_USER 65534 /* the job's user: nobody */
 
@@ -162,29 +162,13 @@ static inline long long view_fixture_figure(const char *text, const char *name)
 	return at ? atoll(at + strlen(k)) : -1;
 }
 
-static inline int view_fixture_rm_one(const char *path, const struct stat *st,
-				      int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
-/* DIR and everything under it (unmount what is mounted under it first:
- * this would descend into it). */
-static inline void view_fixture_rm_tree(const char *dir)
-{
-	nftw(dir, view_fixture_rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* Every mount under this run's test directories detached (the last
  * mounted first: an overlay before the view under it), then the
- * directories removed. A view whose mount goes ends by itself. */
+ * directories removed (tmp_remove, which stops at a mount point). A view
+ * whose mount goes ends by itself. */
 static inline void view_fixture_run_end(void)
 {
-	char line[4096], *mounts[64], path[PATH_MAX];
+	char line[4096], *mounts[64], path[PATH_MAX], err[256];
 	size_t plen = strlen(view_fixture_prefix), n = 0;
 	FILE *f;
 	DIR *d;
@@ -194,15 +178,13 @@ static inline void view_fixture_run_end(void)
 		return;
 	f = fopen("/proc/self/mountinfo", "re");
 	while (f && n < 64 && fgets(line, sizeof(line), f)) {
-		char *point = NULL, *save = NULL,
-		     *tok = strtok_r(line, " ", &save);
+		char *save = NULL, *tok = strtok_r(line, " ", &save);
 
 		/* the fifth field is the mount point */
 		for (int k = 1; tok && k < 5; k++)
 			tok = strtok_r(NULL, " ", &save);
-		point = tok;
-		if (point && strncmp(point, view_fixture_prefix, plen) == 0)
-			mounts[n++] = strdup(point);
+		if (tok && strncmp(tok, view_fixture_prefix, plen) == 0)
+			mounts[n++] = strdup(tok);
 	}
 	if (f)
 		fclose(f);
@@ -216,7 +198,7 @@ static inline void view_fixture_run_end(void)
 		if (strncmp(e->d_name, view_fixture_prefix + 5, plen - 5) != 0)
 			continue;
 		snprintf(path, sizeof(path), "/tmp/%s", e->d_name);
-		view_fixture_rm_tree(path);
+		tmp_remove(path, err, sizeof(err));
 	}
 	if (d)
 		closedir(d);
