@@ -27,7 +27,6 @@
 #include <check.h>
 
 #include "common/fs/chunkxattr.h"
-#include "common/fs/copyengine.h"
 #include "common/fs/manifest.h"
 #include "common/fs/partchunks.h"
 #include "common/sched/spread.h"
@@ -94,27 +93,12 @@ static void put_chunks(const char *rel, uint64_t size)
 	close(in);
 }
 
-/* The listing of PFS, as a worker's walk makes it. */
-static struct manifest *listing(void)
-{
-	struct copyengine_opts o = { 0 };
-	struct copyengine *ce;
-	struct manifest *m;
-	char err[512];
-
-	ck_assert_msg(copyengine_walk(pfs, &o, &ce, err, sizeof(err)) == 0,
-		      "%s", err);
-	ck_assert_int_eq(copyengine_manifest(ce, &m), 0);
-	copyengine_destroy(ce);
-	return m;
-}
-
 /* The view on MNT, its chunks in CHUNKS and the other node's from the
  * PFS (view_fixture_start), and the overlay of the part over it on OV. */
 static void start_view(void)
 {
 	char path[PATH_MAX], opts[512];
-	struct manifest *m = listing();
+	struct manifest *m = view_fixture_walk(pfs);
 	const struct view_fixture v = {
 		.mnt = mnt,
 		.listing = path,

@@ -26,7 +26,6 @@
 
 #include <check.h>
 
-#include "common/fs/copyengine.h"
 #include "common/fs/fusemount.h"
 #include "common/fs/manifest.h"
 #include "common/fs/partchunks.h"
@@ -39,21 +38,6 @@
 #include "view/view_tree.h"
 
 /* --- helpers ------------------------------------------------------------- */
-
-/* The manifest of the tree at DIR, as a worker's walk makes it. */
-static struct manifest *walk_manifest(const char *dir)
-{
-	struct copyengine_opts o = { 0 };
-	struct copyengine *ce;
-	struct manifest *m;
-	char err[512];
-
-	ck_assert_msg(copyengine_walk(dir, &o, &ce, err, sizeof(err)) == 0,
-		      "walk %s: %s", dir, err);
-	ck_assert_int_eq(copyengine_manifest(ce, &m), 0);
-	copyengine_destroy(ce);
-	return m;
-}
 
 static void add(struct manifest *m, const char *path, int type, uint64_t size)
 {
@@ -173,7 +157,7 @@ static struct view_source *peer_sources(struct view_tree **ret_tree)
 	ck_assert_int_eq(spread_plan_parse("me=1,n1=1099511627776", &pplan, err,
 					   sizeof(err)),
 			 0);
-	ck_assert_msg(view_tree_create(walk_manifest(src), ret_tree, err,
+	ck_assert_msg(view_tree_create(view_fixture_walk(src), ret_tree, err,
 				       sizeof(err)) == 0,
 		      "%s", err);
 	sc = (struct view_source_conf){ .src = src,
@@ -361,7 +345,7 @@ START_TEST(test_source_part_for_job)
 	ck_assert_int_eq(spread_plan_parse("me=1,n1=1099511627776", &pplan, err,
 					   sizeof(err)),
 			 0);
-	ck_assert_msg(view_tree_create(walk_manifest(src), &t, err,
+	ck_assert_msg(view_tree_create(view_fixture_walk(src), &t, err,
 				       sizeof(err)) == 0,
 		      "%s", err);
 	st = read_part(pkey, 42, t);
@@ -510,7 +494,7 @@ static struct view_tree *chunk_setup(void)
 			 0);
 	snprintf(lchunks, sizeof(lchunks), "%s/mychunks", scratch);
 	ck_assert_int_eq(mkdir(lchunks, 0755), 0);
-	ck_assert_msg(view_tree_create(walk_manifest(src), &t, err,
+	ck_assert_msg(view_tree_create(view_fixture_walk(src), &t, err,
 				       sizeof(err)) == 0,
 		      "%s", err);
 	return t;
@@ -1118,7 +1102,7 @@ static void mt_setup(void)
 	mt_put("empty", 0, 0644);
 	snprintf(rel, sizeof(rel), "%s/sub/link", mt_src);
 	ck_assert_int_eq(symlink("../f00", rel), 0);
-	mt_list = walk_manifest(mt_src);
+	mt_list = view_fixture_walk(mt_src);
 	ck_assert_int_eq(spread_plan_parse(MT_PLAN, &mt_plan, err, sizeof(err)),
 			 0);
 	for (size_t i = 0; i < manifest_count(mt_list); i++) {

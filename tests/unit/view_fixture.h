@@ -3,8 +3,8 @@
  * mount made as root and the program started on it as
  * VIEW_FIXTURE_USER, with the fds it inherits, as iostaged starts it
  * (daemon/staging/spread_view.c). The test program's path is
- * VIEW_TEST_PROGRAM (the Makefile's). Needs root. Static inline, as the
- * other fixtures. */
+ * VIEW_TEST_PROGRAM (the Makefile's). Needs root, but for the listing
+ * (view_fixture_walk). Static inline, as the other fixtures. */
 #ifndef IOSTAGE_TESTS_VIEW_FIXTURE_H
 #define IOSTAGE_TESTS_VIEW_FIXTURE_H
 
@@ -27,6 +27,7 @@
 
 #include <check.h>
 
+#include "common/fs/copyengine.h"
 #include "common/fs/fusemount.h"
 #include "common/fs/manifest.h"
 #include "tests/unit/tmp_fixture.h"
@@ -68,6 +69,22 @@ struct view_fixture {
 	const char *chunks; /* NULL: no --chunks */
 	unsigned peer_port;
 };
+
+/* The listing of the tree at DIR, as a worker's walk makes it: what
+ * iostaged hands the view. */
+static inline struct manifest *view_fixture_walk(const char *dir)
+{
+	struct copyengine_opts o = { 0 };
+	struct copyengine *ce;
+	struct manifest *m;
+	char err[512];
+
+	ck_assert_msg(copyengine_walk(dir, &o, &ce, err, sizeof(err)) == 0,
+		      "walk %s: %s", dir, err);
+	ck_assert_int_eq(copyengine_manifest(ce, &m), 0);
+	copyengine_destroy(ce);
+	return m;
+}
 
 /* A loopback port nothing listens on: the other nodes' bytes then come
  * from the PFS. */
